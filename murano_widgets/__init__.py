@@ -1,0 +1,28 @@
+"""murano_widgets: the logit lens for notebooks.
+
+Compute it as a Murano-style pipeline step over nnsight/nnterp, then look at it as an
+interactive heatmap (layers × token positions) with layer and prompt sliders::
+
+    from murano_widgets import MuranoModel, show_logit_lens
+    model = MuranoModel("gpt2")
+    show_logit_lens(model, ["The Eiffel Tower is in the city of", "one two three four"])
+"""
+
+from .logit_lens import LogitLens
+from .model import ModelBackend, MuranoModel
+from .result import LogitLensResult
+from .types import RESID_POST, Node, PromptBatch, Results, Step
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "RESID_POST",
+    "LogitLens",
+    "LogitLensResult",
+    "ModelBackend",
+    "MuranoModel",
+    "Node",
+    "PromptBatch",
+    "Results",
+    "Step",
+]

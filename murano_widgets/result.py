@@ -1,0 +1,174 @@
+"""``LogitLensResult``: what the logit-lens step writes into the results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .types import Node
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["LogitLensResult"]
+
+# Fields of shape [n_layers, n_inputs, seq] beyond the contract's max_probs/predicted_tokens.
+_CELL_FIELDS = ("entropy", "final_token_probs", "final_token_ranks", "kl_to_final")
+
+
+@dataclass(repr=False)
+class LogitLensResult:
+    """The logit lens of a batch of prompts: per layer and position, what the model would predict.
+
+    Rows follow ``addresses`` (ascending layer order). Padded positions
+    (``attention_mask == 0``) hold no prediction: float fields are NaN there, token ids and
+    ranks are -1 and words are ``""``.
+
+    Attributes:
+        all_probs: ``[n_layers, n_inputs, seq, vocab]`` softmax outputs, or ``None`` unless the
+            step ran with ``store_full_probs=True``.
+        max_probs: ``[n_layers, n_inputs, seq]`` the top-1 probabilities.
+        predicted_tokens: ``[n_layers, n_inputs, seq]`` the top-1 token ids.
+        predicted_words: The top-1 tokens decoded, ``[n_layers][n_inputs][seq]``.
+        input_words: The input tokens decoded, ``[n_inputs][seq]``.
+        attention_mask: ``[n_inputs, seq]``, 1 for real tokens and 0 for padding.
+        addresses: One :class:`Node` per row, the block output (``resid_post``) of its layer.
+        topk_tokens: ``[n_layers, n_inputs, seq, k]`` the top-k token ids, best first.
+        topk_probs: ``[n_layers, n_inputs, seq, k]`` their probabilities.
+        entropy: ``[n_layers, n_inputs, seq]`` the entropy of each layer's distribution, in bits.
+        final_token_probs: ``[n_layers, n_inputs, seq]`` the probability each layer gives to the
+            token the model finally predicts at that position.
+        final_token_ranks: ``[n_layers, n_inputs, seq]`` that token's rank (0 = top-1).
+        kl_to_final: ``[n_layers, n_inputs, seq]`` KL(final || layer) in bits.
+        final_tokens: ``[n_inputs, seq]`` the model's own top-1 prediction at each position.
+        input_ids: ``[n_inputs, seq]`` the token ids the model read.
+        prompts: The prompts, in batch order.
+        token_strings: The decoded text of every token id that appears in the result.
+        vocab_size: The size of the model's vocabulary.
+        model_name: Where the model was loaded from.
+    """
+
+    all_probs: torch.Tensor | None
+    max_probs: torch.Tensor
+    predicted_tokens: torch.Tensor
+    predicted_words: list[list[list[str]]]
+    input_words: list[list[str]]
+    attention_mask: torch.Tensor
+    addresses: list[Node]
+    topk_tokens: torch.Tensor | None = None
+    topk_probs: torch.Tensor | None = None
+    entropy: torch.Tensor | None = None
+    final_token_probs: torch.Tensor | None = None
+    final_token_ranks: torch.Tensor | None = None
+    kl_to_final: torch.Tensor | None = None
+    final_tokens: torch.Tensor | None = None
+    input_ids: torch.Tensor | None = None
+    prompts: list[str] | None = None
+    token_strings: dict[int, str] | None = None
+    vocab_size: int | None = None
+    model_name: str | None = None
+
+    @property
+    def layers(self) -> list[int]:
+        """The model layer of each row."""
+        return [node.layer for node in self.addresses]
+
+    @property
+    def n_inputs(self) -> int:
+        """The number of prompts."""
+        return int(self.attention_mask.shape[0])
+
+    @property
+    def lengths(self) -> list[int]:
+        """The number of real (non-padding) tokens of each prompt."""
+        return [int(n) for n in self.attention_mask.sum(dim=1).tolist()]
+
+    def positions(self, prompt: int) -> torch.Tensor:
+        """The padded-sequence indices of ``prompt``'s real tokens, in order."""
+        return torch.nonzero(self.attention_mask[prompt], as_tuple=False).flatten()
+
+    def validate(self) -> LogitLensResult:
+        """Checks that the fields' shapes agree with each other.
+
+        Returns:
+            The result itself.
+
+        Raises:
+            ValueError: Naming the first field whose shape disagrees.
+        """
+        if self.attention_mask.dim() != 2:
+            raise ValueError(
+                f"attention_mask must be [n_inputs, seq], got shape {tuple(self.attention_mask.shape)}"
+            )
+        n_inputs, seq = self.attention_mask.shape
+        n_layers = len(self.addresses)
+        cell = (n_layers, n_inputs, seq)
+        expected: dict[str, tuple[int, ...]] = {
+            "max_probs": cell,
+            "predicted_tokens": cell,
+            **{name: cell for name in _CELL_FIELDS},
+            "final_tokens": (n_inputs, seq),
+            "input_ids": (n_inputs, seq),
+        }
+        if self.topk_tokens is not None:
+            k = self.topk_tokens.shape[-1]
+            expected["topk_tokens"] = (*cell, k)
+            expected["topk_probs"] = (*cell, k)
+        if self.all_probs is not None:
+            expected["all_probs"] = (*cell, self.all_probs.shape[-1])
+        for name, shape in expected.items():
+            value = getattr(self, name)
+            if value is not None and tuple(value.shape) != shape:
+                raise ValueError(
+                    f"LogitLensResult.{name} has shape {tuple(value.shape)}, but addresses and "
+                    f"attention_mask imply {shape}"
+                )
+        _check_nested("predicted_words", self.predicted_words, cell)
+        _check_nested("input_words", self.input_words, (n_inputs, seq))
+        if self.prompts is not None and len(self.prompts) != n_inputs:
+            raise ValueError(
+                f"LogitLensResult.prompts has {len(self.prompts)} prompts, "
+                f"but attention_mask has {n_inputs} rows"
+            )
+        return self
+
+    def plot(
+        self, prompt: int = 0, layers: Any = None, metric: str = "prob", ax: Any = None
+    ) -> Figure:
+        """Draws the static heatmap of one prompt (see :func:`murano_widgets.plot_logit_lens`)."""
+        from .plot import plot_logit_lens
+
+        return plot_logit_lens(self, prompt=prompt, layers=layers, metric=metric, ax=ax)
+
+    def __repr__(self) -> str:
+        parts = []
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value is None:
+                continue
+            if isinstance(value, torch.Tensor):
+                parts.append(f"{item.name}=Tensor{list(value.shape)}")
+            elif item.name == "addresses":
+                parts.append(f"layers={self.layers}")
+            elif item.name in {"predicted_words", "input_words", "token_strings", "prompts"}:
+                parts.append(f"{item.name}=<{len(value)}>")
+            else:
+                parts.append(f"{item.name}={value!r}")
+        return "LogitLensResult(" + ", ".join(parts) + ")"
+
+
+def _check_nested(name: str, value: Any, shape: tuple[int, ...]) -> None:
+    """Checks the outer lengths of a nested list along its first element of each level."""
+    level = value
+    for depth, size in enumerate(shape):
+        if not isinstance(level, (list, tuple)) or len(level) != size:
+            got = len(level) if isinstance(level, (list, tuple)) else type(level).__name__
+            raise ValueError(
+                f"LogitLensResult.{name} has {got} entries at depth {depth}, expected {size} "
+                f"(shape {shape})"
+            )
+        if size == 0:
+            return
+        level = level[0]
