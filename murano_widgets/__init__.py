@@ -12,17 +12,21 @@ from .logit_lens import LogitLens
 from .model import ModelBackend, MuranoModel
 from .result import LogitLensResult
 from .types import RESID_POST, Node, PromptBatch, Results, Step
+from .widget import METRICS, LogitLensWidget, show_logit_lens
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "METRICS",
     "RESID_POST",
     "LogitLens",
     "LogitLensResult",
+    "LogitLensWidget",
     "ModelBackend",
     "MuranoModel",
     "Node",
     "PromptBatch",
     "Results",
     "Step",
+    "show_logit_lens",
 ]
