@@ -1,0 +1,911 @@
+/**
+ * The logit-lens widget front end: a canvas heatmap (rows = layers, final layer at the top;
+ * columns = the prompt's real tokens) with prompt and layer sliders, a metric switch, a tooltip
+ * and a pinned cell that Python can read back.
+ *
+ * One hand-written ES module, no build step and no imports (anywidget loads `_esm` from a single
+ * file). The first half holds pure functions (payload decoding, colour scales, layout maths,
+ * token display, cell lookup, tooltip content), exported and tested with `node --test`; the
+ * second half is the small DOM part (`render`). Nothing touches the DOM at import time.
+ *
+ * Safety: tokens are untrusted data. They only ever reach the page through `textContent`,
+ * `setAttribute` and canvas `fillText`, never as HTML.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Payload decoding
+// ---------------------------------------------------------------------------------------------
+
+/** Bytes per element of the dtypes the encoder writes. */
+export const DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
+const DTYPE_ARRAYS = { uint8: Uint8Array, uint16: Uint16Array, uint32: Uint32Array };
+
+/** Sections the default view needs; the payload is unusable without them. */
+export const CORE_SECTIONS = Object.freeze([
+  "input_tokens",
+  "final_tokens",
+  "top1_tokens",
+  "top1_probs",
+]);
+
+/** Sections Python sends once the front end sets `_details`. */
+export const DETAIL_SECTIONS = Object.freeze([
+  "entropy",
+  "final_probs",
+  "final_ranks",
+  "kl",
+  "topk_tokens",
+  "topk_probs",
+]);
+
+const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** A rank of 65535 in `final_ranks` means "65535 or worse". */
+export const RANK_CAP = 65535;
+
+/**
+ * Decodes base64 text to bytes (used by the standalone HTML export).
+ * @param {string} text
+ * @returns {Uint8Array}
+ */
+export function decodeBase64(text) {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+/**
+ * A byte view of a buffer as anywidget or a standalone page hands it over: a DataView (maybe with a
+ * non-zero byteOffset), an ArrayBuffer, a typed array, or base64 text.
+ * @returns {Uint8Array}
+ */
+export function toBytes(buffer) {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (ArrayBuffer.isView(buffer)) {
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  }
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (typeof buffer === "string") return decodeBase64(buffer);
+  if (buffer && typeof buffer === "object" && typeof buffer.byteLength === "number") {
+    // An ArrayBuffer from another realm (e.g. an iframe) fails `instanceof`.
+    return new Uint8Array(buffer);
+  }
+  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
+}
+
+/**
+ * Reads a little-endian array of `dtype` from `buffer`. Returns a view when the data is aligned
+ * (and the host is little-endian); copies otherwise, since typed arrays need aligned offsets.
+ * @param {DataView|ArrayBuffer|ArrayBufferView|string} buffer
+ * @param {"uint8"|"uint16"|"uint32"} dtype
+ * @param {number} [length] expected number of elements (checked when given)
+ */
+export function readTypedArray(buffer, dtype, length) {
+  const size = DTYPE_SIZES[dtype];
+  if (!size) throw new Error(`unsupported dtype ${JSON.stringify(dtype)} (expected uint8, uint16 or uint32)`);
+  const bytes = toBytes(buffer);
+  if (bytes.byteLength % size !== 0) {
+    throw new Error(`${bytes.byteLength} bytes is not a whole number of ${dtype} values`);
+  }
+  const n = bytes.byteLength / size;
+  if (length !== undefined && n !== length) {
+    throw new Error(`expected ${length} ${dtype} values, got ${n}`);
+  }
+  const Ctor = DTYPE_ARRAYS[dtype];
+  if (size === 1) return new Uint8Array(bytes.buffer, bytes.byteOffset, n);
+  if (HOST_LITTLE_ENDIAN && bytes.byteOffset % size === 0) {
+    return new Ctor(bytes.buffer, bytes.byteOffset, n);
+  }
+  const out = new Ctor(n);
+  if (HOST_LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes);
+  } else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let i = 0; i < n; i++) out[i] = size === 2 ? view.getUint16(i * 2, true) : view.getUint32(i * 4, true);
+  }
+  return out;
+}
+
+function product(shape) {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+function isIntArray(value) {
+  return Array.isArray(value) && value.every((x) => Number.isInteger(x) && x >= 0);
+}
+
+/**
+ * Checks `_meta` and decodes `_sections` into typed arrays.
+ *
+ * Sections that `_meta` describes but `_sections` lacks (or the reverse) are left out, so a
+ * metric whose section has not arrived yet reads as "not available" rather than failing.
+ * @param {object} meta the `_meta` trait
+ * @param {Object<string, DataView|ArrayBuffer|string>} sections the `_sections` trait
+ * @returns {Lens}
+ * @throws {Error} naming what is wrong when the payload is inconsistent
+ *
+ * @typedef {object} Lens
+ * @property {object} meta
+ * @property {number} L rows (shown layers)
+ * @property {number} T positions of all prompts laid end to end
+ * @property {number} P prompts
+ * @property {number[]} layers model layer number of each row
+ * @property {number[]} lengths real tokens per prompt
+ * @property {number[]} offsets start of each prompt on the position axis
+ * @property {string[]} tokens the distinct token strings
+ * @property {number} topK number of top tokens available (top-1 included)
+ * @property {number} maxEntropy log2(vocab) in bits
+ * @property {Object<string, Uint8Array|Uint16Array|Uint32Array>} arrays raw values
+ * @property {Object<string, number>} scales value = raw * scale
+ * @property {Object<string, number>} maxima per-section maximum raw value, filled lazily
+ */
+export function decodePayload(meta, sections) {
+  if (!meta || typeof meta !== "object") throw new Error("_meta is empty: no logit-lens data to show");
+  if (meta.version !== 1) throw new Error(`unsupported payload version ${JSON.stringify(meta.version)} (expected 1)`);
+  const { layers, lengths, offsets, tokens } = meta;
+  if (!isIntArray(layers) || layers.length === 0) throw new Error("_meta.layers must be a non-empty list of layer numbers");
+  if (!isIntArray(lengths) || lengths.length === 0) throw new Error("_meta.lengths must be a non-empty list of token counts");
+  if (!isIntArray(offsets) || offsets.length !== lengths.length) {
+    throw new Error(`_meta.offsets must have one entry per prompt (${lengths.length}), got ${JSON.stringify(offsets)?.slice(0, 80)}`);
+  }
+  let expectedOffset = 0;
+  for (let p = 0; p < lengths.length; p++) {
+    if (offsets[p] !== expectedOffset) throw new Error(`_meta.offsets[${p}] is ${offsets[p]}, expected ${expectedOffset}`);
+    expectedOffset += lengths[p];
+  }
+  const T = expectedOffset;
+  if (meta.total !== undefined && meta.total !== T) throw new Error(`_meta.total is ${meta.total} but the lengths add up to ${T}`);
+  if (!Array.isArray(tokens)) throw new Error("_meta.tokens must be a list of strings");
+  const L = layers.length;
+  const topK = Math.max(1, Number(meta.top_k) || 1);
+  const expectedShapes = {
+    input_tokens: [T],
+    final_tokens: [T],
+    top1_tokens: [L, T],
+    top1_probs: [L, T],
+    missing: [L, T],
+    entropy: [L, T],
+    final_probs: [L, T],
+    final_ranks: [L, T],
+    kl: [L, T],
+    topk_tokens: [L, T, topK - 1],
+    topk_probs: [L, T, topK - 1],
+  };
+  const specs = meta.sections || {};
+  const arrays = {};
+  const scales = {};
+  for (const [name, spec] of Object.entries(specs)) {
+    if (!sections || sections[name] === undefined || sections[name] === null) continue;
+    const shape = spec.shape;
+    if (!isIntArray(shape)) throw new Error(`section ${name}: shape must be a list of sizes`);
+    const expected = expectedShapes[name];
+    if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
+      throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);
+    }
+    try {
+      arrays[name] = readTypedArray(sections[name], spec.dtype, product(shape));
+    } catch (error) {
+      throw new Error(`section ${name}: ${error.message}`);
+    }
+    scales[name] = typeof spec.scale === "number" && Number.isFinite(spec.scale) ? spec.scale : 1;
+  }
+  for (const name of CORE_SECTIONS) {
+    if (!arrays[name]) throw new Error(`the payload lacks the ${name} section`);
+  }
+  const nTokens = tokens.length;
+  for (const name of ["input_tokens", "final_tokens", "top1_tokens", "topk_tokens"]) {
+    const array = arrays[name];
+    if (!array) continue;
+    for (let i = 0; i < array.length; i++) {
+      if (array[i] >= nTokens) throw new Error(`section ${name}: token index ${array[i]} is outside the table of ${nTokens} strings`);
+    }
+  }
+  return {
+    meta,
+    L,
+    T,
+    P: lengths.length,
+    layers,
+    lengths,
+    offsets,
+    tokens,
+    prompts: Array.isArray(meta.prompts) ? meta.prompts : [],
+    modelName: typeof meta.model_name === "string" ? meta.model_name : "",
+    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
+    maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
+    arrays,
+    scales,
+    maxima: {},
+  };
+}
+
+/** Index of cell (row `layerIndex`, prompt `prompt`, position `position`) in an [L, T] section. */
+export function cellIndex(lens, prompt, layerIndex, position) {
+  return layerIndex * lens.T + lens.offsets[prompt] + position;
+}
+
+/** The largest raw value of a section (cached), or 0 when absent. */
+export function sectionMax(lens, name) {
+  if (lens.maxima[name] !== undefined) return lens.maxima[name];
+  const array = lens.arrays[name];
+  let max = 0;
+  if (array) for (let i = 0; i < array.length; i++) if (array[i] > max) max = array[i];
+  lens.maxima[name] = max;
+  return max;
+}
+
+/** Whether the value of cell `idx` is missing (non-finite in the model). */
+export function isMissing(lens, idx) {
+  const missing = lens.arrays.missing;
+  return Boolean(missing && missing[idx]);
+}
+
+/**
+ * Whether the layer's top-1 at this cell already equals the model's final prediction.
+ */
+export function isSettled(lens, prompt, layerIndex, position) {
+  const idx = cellIndex(lens, prompt, layerIndex, position);
+  if (isMissing(lens, idx)) return false;
+  return lens.arrays.top1_tokens[idx] === lens.arrays.final_tokens[lens.offsets[prompt] + position];
+}
+
+/**
+ * The lowest row from which the top-1 equals the final prediction in every row above, or -1.
+ */
+export function settleRow(lens, prompt, position) {
+  let row = -1;
+  for (let i = lens.L - 1; i >= 0; i--) {
+    if (!isSettled(lens, prompt, i, position)) break;
+    row = i;
+  }
+  return row;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics and colour scales
+// ---------------------------------------------------------------------------------------------
+
+/** Colour stops (17, evenly spaced) sampled from matplotlib's colour-blind-safe maps. */
+export const COLOUR_STOPS = Object.freeze({
+  viridis: ["#440154", "#48186a", "#472d7b", "#424086", "#3b528b", "#33638d", "#2c728e", "#26828e", "#21918c",
+    "#1fa088", "#28ae80", "#3fbc73", "#5ec962", "#84d44b", "#addc30", "#d8e219", "#fde725"],
+  cividis: ["#00224e", "#002e6a", "#1a386f", "#32436d", "#434e6c", "#535a6d", "#61656f", "#6f7073", "#7d7c78",
+    "#8c8878", "#9b9476", "#aba072", "#bcae6c", "#cdbb63", "#dec958", "#f0d846", "#fee838"],
+  // Magma without its near-white end, which would vanish on a light background.
+  magma: ["#000004", "#0a0822", "#1d1147", "#36106b", "#51127c", "#6a1c81", "#832681", "#9c2e7f", "#b73779",
+    "#d0416f", "#e75263", "#f56b5c", "#fc8961", "#fea772", "#fec488"],
+});
+
+/**
+ * The metrics the switch offers. `reverse` flips the scale so that "confident / close to the final
+ * prediction" is always the bright end.
+ */
+export const METRICS = Object.freeze({
+  prob: { label: "Top-1 probability", section: "top1_probs", scale: "viridis", reverse: false, kind: "prob" },
+  entropy: { label: "Entropy (bits)", section: "entropy", scale: "cividis", reverse: true, kind: "bits" },
+  final_prob: { label: "Probability of the final prediction", section: "final_probs", scale: "viridis", reverse: false, kind: "prob" },
+  final_rank: { label: "Rank of the final prediction (log scale)", section: "final_ranks", scale: "viridis", reverse: true, kind: "rank" },
+  kl: { label: "KL(final ‖ layer) in bits", section: "kl", scale: "magma", reverse: true, kind: "bits" },
+});
+
+export const METRIC_NAMES = Object.freeze(Object.keys(METRICS));
+
+/** Whether the payload carries what `metric` needs. */
+export function metricAvailable(lens, metric) {
+  const spec = METRICS[metric];
+  return Boolean(spec && lens && lens.arrays[spec.section]);
+}
+
+/** Parses "#rrggbb" into [r, g, b]. */
+export function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+
+/**
+ * The colour at `t` in [0, 1] of a scale given by evenly spaced stops (linear interpolation in
+ * sRGB; `t` is clamped, NaN gives the first stop).
+ * @returns {number[]} [r, g, b]
+ */
+export function interpolateStops(stops, t) {
+  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+  const pos = x * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(pos));
+  const f = pos - i;
+  const a = hexToRgb(stops[i]);
+  const b = hexToRgb(stops[i + 1]);
+  return [0, 1, 2].map((k) => Math.round(a[k] + (b[k] - a[k]) * f));
+}
+
+/** The colour of `t` on a named scale. */
+export function scaleColour(name, t, reverse = false) {
+  const stops = COLOUR_STOPS[name];
+  if (!stops) throw new Error(`unknown colour scale ${name}`);
+  return interpolateStops(stops, reverse ? 1 - t : t);
+}
+
+const lutCache = new Map();
+
+/**
+ * A 256-entry lookup table of a scale: `lut[3*k .. 3*k+2]` is the colour of t = k/255.
+ * @returns {Uint8Array}
+ */
+export function colourLut(name, reverse = false) {
+  const key = `${name}|${reverse}`;
+  let lut = lutCache.get(key);
+  if (!lut) {
+    lut = new Uint8Array(256 * 3);
+    for (let k = 0; k < 256; k++) lut.set(scaleColour(name, k / 255, reverse), 3 * k);
+    lutCache.set(key, lut);
+  }
+  return lut;
+}
+
+/** WCAG relative luminance of an sRGB colour. */
+export function relativeLuminance([r, g, b]) {
+  const lin = (c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+
+/** Black or white, whichever reads better on `rgb` (by WCAG contrast). */
+export function textColourOn(rgb) {
+  const l = relativeLuminance(rgb);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
+}
+
+/** Rounds up to 1, 2 or 5 times a power of ten. */
+export function niceCeil(x) {
+  if (!(x > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(x));
+  for (const m of [1, 2, 5, 10]) if (m * p >= x - 1e-12 * p) return m * p;
+  return 10 * p;
+}
+
+/**
+ * The value range a metric's colours span for this payload.
+ * @returns {{min: number, max: number, log: boolean}}
+ */
+export function metricDomain(lens, metric) {
+  const spec = METRICS[metric];
+  if (!spec) throw new Error(`unknown metric ${JSON.stringify(metric)}`);
+  if (spec.kind === "prob") return { min: 0, max: 1, log: false };
+  if (metric === "final_rank") {
+    return { min: 0, max: Math.max(9, niceCeil(sectionMax(lens, "final_ranks") + 1) - 1), log: true };
+  }
+  if (metric === "entropy") {
+    const max = lens.maxEntropy || sectionMax(lens, "entropy") * (lens.scales.entropy || 1);
+    return { min: 0, max: max > 0 ? max : 1, log: false };
+  }
+  const top = sectionMax(lens, spec.section) * (lens.scales[spec.section] || 1);
+  return { min: 0, max: top > 0 ? niceCeil(top) : 1, log: false };
+}
+
+/** Position of `value` in the domain, in [0, 1] (log1p for log domains); NaN stays NaN. */
+export function unitValue(value, domain) {
+  if (!Number.isFinite(value)) return NaN;
+  let t;
+  if (domain.log) t = Math.log1p(Math.max(0, value - domain.min)) / Math.log1p(domain.max - domain.min);
+  else t = (value - domain.min) / (domain.max - domain.min);
+  return Math.min(1, Math.max(0, t));
+}
+
+/** The value of `metric` at cell `idx` (NaN if missing or not loaded). */
+export function metricValue(lens, metric, idx) {
+  const spec = METRICS[metric];
+  const array = spec && lens.arrays[spec.section];
+  if (!array || isMissing(lens, idx)) return NaN;
+  return array[idx] * (lens.scales[spec.section] ?? 1);
+}
+
+/** Tick marks for the legend: [{t, label}] with t in [0, 1] along the bar (low value on the left). */
+export function legendTicks(metric, domain) {
+  const spec = METRICS[metric];
+  const values = [];
+  if (spec.kind === "rank") {
+    for (let v = 1; v - 1 <= domain.max; v *= 10) values.push(v - 1);
+  } else {
+    const step = niceCeil((domain.max - domain.min) / 4);
+    for (let v = domain.min; v <= domain.max + 1e-9; v += step) values.push(v);
+    // Label the top end too unless a tick already sits close to it.
+    if (domain.max - values[values.length - 1] > 0.25 * step) values.push(domain.max);
+  }
+  return values.map((v) => ({ t: unitValue(v, domain), label: formatValue(metric, v, true) }));
+}
+
+/**
+ * Fills an RGBA image of one prompt's cells: width = the prompt's length, height = L, the final
+ * layer in row 0 (the top). Missing or not-yet-loaded cells stay transparent, so whatever is drawn
+ * below (a hatch pattern) shows through.
+ * @returns {{width: number, height: number, data: Uint8ClampedArray}}
+ */
+export function colourImage(lens, metric, prompt, out) {
+  const n = lens.lengths[prompt];
+  const L = lens.L;
+  const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
+  data.fill(0);
+  const spec = METRICS[metric];
+  const array = lens.arrays[spec.section];
+  if (!array) return { width: n, height: L, data };
+  const scale = lens.scales[spec.section] ?? 1;
+  const domain = metricDomain(lens, metric);
+  const lut = colourLut(spec.scale, spec.reverse);
+  const missing = lens.arrays.missing;
+  const offset = lens.offsets[prompt];
+  const logDen = domain.log ? Math.log1p(domain.max - domain.min) : 0;
+  const span = domain.max - domain.min;
+  for (let i = 0; i < L; i++) {
+    const row = L - 1 - i;
+    const base = i * lens.T + offset;
+    for (let j = 0; j < n; j++) {
+      const idx = base + j;
+      if (missing && missing[idx]) continue;
+      const v = array[idx] * scale - domain.min;
+      let t = domain.log ? Math.log1p(v > 0 ? v : 0) / logDen : v / span;
+      t = t < 0 ? 0 : t > 1 ? 1 : t;
+      const k = Math.round(t * 255) * 3;
+      const o = (row * n + j) * 4;
+      data[o] = lut[k];
+      data[o + 1] = lut[k + 1];
+      data[o + 2] = lut[k + 2];
+      data[o + 3] = 255;
+    }
+  }
+  return { width: n, height: L, data };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting and token display
+// ---------------------------------------------------------------------------------------------
+
+/** "42.1%", "<0.1%", "100%". */
+export function formatProb(p) {
+  if (!Number.isFinite(p)) return "–";
+  if (p > 0 && p < 0.001) return "<0.1%";
+  if (p >= 0.9995) return "100%";
+  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
+}
+
+/** "3.21 bits". */
+export function formatBits(b, short = false) {
+  if (!Number.isFinite(b)) return "–";
+  const digits = b >= 10 ? 1 : 2;
+  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
+  return short ? text : `${text} bits`;
+}
+
+/** A raw rank (0 = top-1) shown 1-based: "#1", "#4", "≥#65536". */
+export function formatRank(rank) {
+  if (!Number.isFinite(rank)) return "–";
+  if (rank >= RANK_CAP) return `≥#${RANK_CAP + 1}`;
+  const r = rank + 1;
+  return r >= 10000 ? `#${Math.round(r / 1000)}k` : `#${r}`;
+}
+
+/** A metric value as text (`short` for legend ticks). */
+export function formatValue(metric, value, short = false) {
+  const kind = METRICS[metric].kind;
+  if (kind === "prob") return short ? `${Math.round(value * 100)}%` : formatProb(value);
+  if (kind === "rank") return formatRank(value);
+  return formatBits(value, short);
+}
+
+// Characters that render as nothing (or move other text) and are shown as <U+XXXX>: format and
+// bidirectional controls, zero-width characters, unusual spaces, line/paragraph separators.
+const INVISIBLE = /[\u00a0\u00ad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufeff\ufff9-\ufffb]/;
+
+/** "<U+200F>" for a code point. */
+export function codepointLabel(cp) {
+  return `<U+${cp.toString(16).toUpperCase().padStart(4, "0")}>`;
+}
+
+/**
+ * A token as visible, safe text: spaces as "␣", newlines as "↵", tabs as "⇥", carriage returns as
+ * "␍", control and invisible characters (e.g. the right-to-left mark U+200F) and lone surrogates
+ * as "<U+XXXX>", the empty string as "∅". The result is plain text for `textContent`/`fillText`.
+ * @param {string} token
+ * @param {{spaces?: boolean}} [options] `spaces: false` keeps spaces (for prompt text)
+ */
+export function displayToken(token, { spaces = true } = {}) {
+  if (typeof token !== "string") return "?";
+  if (token === "") return "∅";
+  let out = "";
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    // Surrogate pairs pass through; lone halves (broken UTF-16) become visible.
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = token.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        const cp = (code - 0xd800) * 0x400 + (next - 0xdc00) + 0x10000;
+        // Tag characters and interlinear annotation-like invisibles in the astral planes.
+        out += (cp >= 0xe0000 && cp <= 0xe007f) || (cp >= 0x1d173 && cp <= 0x1d17a) ? codepointLabel(cp) : token[i] + token[i + 1];
+        i++;
+      } else {
+        out += codepointLabel(code);
+      }
+      continue;
+    }
+    if (code >= 0xdc00 && code <= 0xdfff) {
+      out += codepointLabel(code);
+      continue;
+    }
+    const ch = token[i];
+    if (ch === " ") out += spaces ? "␣" : " ";
+    else if (ch === "\n") out += "↵";
+    else if (ch === "\t") out += "⇥";
+    else if (ch === "\r") out += "␍";
+    else if (code < 0x20 || (code >= 0x7f && code <= 0x9f) || INVISIBLE.test(ch)) out += codepointLabel(code);
+    else out += ch;
+  }
+  return out;
+}
+
+/** Shortens text to at most `maxChars` code points, ending in "…" when cut. */
+export function truncateText(text, maxChars) {
+  if (maxChars <= 0) return "";
+  const chars = Array.from(text);
+  if (chars.length <= maxChars) return text;
+  if (maxChars === 1) return "…";
+  return `${chars.slice(0, maxChars - 1).join("")}…`;
+}
+
+/** Number of code points. */
+export function charCount(text) {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (!(c >= 0xdc00 && c <= 0xdfff && i > 0 && text.charCodeAt(i - 1) >= 0xd800 && text.charCodeAt(i - 1) <= 0xdbff)) n++;
+  }
+  return n;
+}
+
+/**
+ * Wraps text in a left-to-right isolate (LRI … PDI) for canvas `fillText`, so right-to-left
+ * letters inside a token cannot reorder the text around them.
+ */
+export function isolateLtr(text) {
+  return `\u2066${text}\u2069`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout
+// ---------------------------------------------------------------------------------------------
+
+/** Fixed sizes of the heatmap canvas, in CSS pixels. */
+export const GEOMETRY = Object.freeze({
+  axisH: 16, // position numbers above the cells
+  gap: 6, // between the cells and the token strips
+  stripH: 22, // the input-token strip and the chosen layer's predictions strip
+  bottomPad: 4,
+  rightPad: 8,
+  minRowH: 5,
+  maxRowH: 22,
+  minCellW: 34,
+  maxCellW: 120,
+  textMinRowH: 13, // cell text is drawn only in rows at least this tall
+});
+
+/**
+ * The column width for a prompt: wide enough for `maxChars` characters of `charW` pixels (within
+ * limits), stretched to fill `available` pixels when the prompt is short.
+ */
+export function chooseCellWidth({ maxChars, charW, n, available }) {
+  const want = Math.min(GEOMETRY.maxCellW, Math.max(GEOMETRY.minCellW, Math.ceil(maxChars * charW + 12)));
+  const fill = n > 0 ? Math.floor(available / n) : want;
+  if (fill > want) return Math.min(GEOMETRY.maxCellW, fill);
+  return want;
+}
+
+/** Row height: the rows share `maxHeight` pixels, within limits. */
+export function chooseRowHeight(nLayers, maxHeight = 460) {
+  return Math.max(GEOMETRY.minRowH, Math.min(GEOMETRY.maxRowH, Math.floor(maxHeight / Math.max(1, nLayers))));
+}
+
+/**
+ * The heatmap geometry for one prompt.
+ * @param {{nLayers: number, nPositions: number, width: number, labelW: number, charW: number,
+ *   maxChars: number, maxHeight?: number}} options
+ */
+export function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, maxHeight = 460 }) {
+  const g = GEOMETRY;
+  const viewW = Math.max(labelW + g.minCellW, Math.floor(width));
+  const rowH = chooseRowHeight(nLayers, maxHeight);
+  const cellW = chooseCellWidth({ maxChars, charW, n: nPositions, available: viewW - labelW - g.rightPad });
+  const heatY = g.axisH;
+  const heatH = nLayers * rowH;
+  const inputY = heatY + heatH + g.gap;
+  const predY = inputY + g.stripH;
+  const height = predY + g.stripH + g.bottomPad;
+  const contentW = labelW + nPositions * cellW + g.rightPad;
+  return {
+    nLayers,
+    nPositions,
+    width: viewW,
+    height,
+    labelW,
+    rowH,
+    cellW,
+    heatY,
+    heatH,
+    inputY,
+    predY,
+    stripH: g.stripH,
+    contentW,
+    maxScroll: Math.max(0, contentW - viewW),
+    charW,
+    cellChars: Math.max(0, Math.floor((cellW - 6) / charW)),
+    showCellText: rowH >= g.textMinRowH && cellW - 6 >= 2 * charW,
+  };
+}
+
+/** Clamps a scroll offset to the layout's range. */
+export function clampScroll(layout, scrollLeft) {
+  return Math.min(layout.maxScroll, Math.max(0, Math.round(scrollLeft) || 0));
+}
+
+/** The half-open range [first, last) of columns at least partly visible. */
+export function visibleColumns(layout, scrollLeft) {
+  const viewCells = layout.width - layout.labelW;
+  const first = Math.max(0, Math.floor(scrollLeft / layout.cellW));
+  const last = Math.min(layout.nPositions, Math.ceil((scrollLeft + viewCells) / layout.cellW));
+  return [first, Math.max(first, last)];
+}
+
+/** Screen row (0 = top) of a layer index: the final layer is at the top. */
+export function rowOfLayer(layout, layerIndex) {
+  return layout.nLayers - 1 - layerIndex;
+}
+
+/** x of the left edge of column `position` on the canvas. */
+export function columnX(layout, position, scrollLeft) {
+  return layout.labelW + position * layout.cellW - scrollLeft;
+}
+
+/** The rectangle of a heatmap cell on the canvas, in CSS pixels. */
+export function cellRect(layout, layerIndex, position, scrollLeft) {
+  return {
+    x: columnX(layout, position, scrollLeft),
+    y: layout.heatY + rowOfLayer(layout, layerIndex) * layout.rowH,
+    w: layout.cellW,
+    h: layout.rowH,
+  };
+}
+
+/**
+ * What is under canvas point (x, y): a heatmap cell, a column of the predictions strip (which
+ * stands for the highlighted layer's cell), or nothing.
+ * @returns {{layerIndex: number, position: number, area: "cells"|"predictions"|"input"}|null}
+ */
+export function hitTest(layout, x, y, scrollLeft, highlightedLayer) {
+  if (x < layout.labelW || x >= layout.width) return null;
+  const position = Math.floor((x - layout.labelW + scrollLeft) / layout.cellW);
+  if (position < 0 || position >= layout.nPositions) return null;
+  if (y >= layout.heatY && y < layout.heatY + layout.heatH) {
+    const row = Math.floor((y - layout.heatY) / layout.rowH);
+    return { layerIndex: layout.nLayers - 1 - row, position, area: "cells" };
+  }
+  if (y >= layout.predY && y < layout.predY + layout.stripH) {
+    return { layerIndex: highlightedLayer, position, area: "predictions" };
+  }
+  if (y >= layout.inputY && y < layout.inputY + layout.stripH) {
+    return { layerIndex: highlightedLayer, position, area: "input" };
+  }
+  return null;
+}
+
+/** The scroll offset that brings column `position` fully into view (unchanged if it is). */
+export function revealColumn(layout, scrollLeft, position) {
+  const left = position * layout.cellW;
+  const viewCells = layout.width - layout.labelW;
+  let next = scrollLeft;
+  if (left < scrollLeft) next = left;
+  else if (left + layout.cellW > scrollLeft + viewCells) next = left + layout.cellW - viewCells;
+  return clampScroll(layout, next);
+}
+
+/** Every how many rows a layer label fits (1, 2, 5, 10, …). */
+export function labelStride(rowH, minSpacing = 12) {
+  if (rowH >= minSpacing) return 1;
+  return niceCeil(minSpacing / rowH);
+}
+
+/**
+ * Where to put a tooltip of `size` next to an anchor rectangle, inside `bounds` (all in the same
+ * coordinates): to the right and below by default, flipped when it would overflow.
+ */
+export function placeTooltip(anchor, size, bounds, margin = 10) {
+  let left = anchor.x + anchor.w + margin;
+  if (left + size.w > bounds.x + bounds.w) left = anchor.x - size.w - margin;
+  if (left < bounds.x) left = Math.max(bounds.x, Math.min(bounds.x + bounds.w - size.w, anchor.x));
+  let top = anchor.y + anchor.h + margin;
+  if (top + size.h > bounds.y + bounds.h) top = anchor.y - size.h - margin;
+  if (top < bounds.y) top = bounds.y;
+  return { left: Math.round(left), top: Math.round(top) };
+}
+
+/** The cell a key press moves the focus to, or null for keys that do not move it. */
+export function moveFocus(focus, key, nLayers, nPositions) {
+  let { layerIndex, position } = focus;
+  switch (key) {
+    case "ArrowUp": layerIndex += 1; break; // up the screen = deeper layer
+    case "ArrowDown": layerIndex -= 1; break;
+    case "ArrowLeft": position -= 1; break;
+    case "ArrowRight": position += 1; break;
+    case "Home": position = 0; break;
+    case "End": position = nPositions - 1; break;
+    case "PageUp": layerIndex = nLayers - 1; break;
+    case "PageDown": layerIndex = 0; break;
+    default: return null;
+  }
+  return {
+    layerIndex: Math.min(nLayers - 1, Math.max(0, layerIndex)),
+    position: Math.min(nPositions - 1, Math.max(0, position)),
+  };
+}
+
+/** Clamps an index trait received from Python into [0, n). */
+export function clampIndex(value, n) {
+  const v = Number.isInteger(value) ? value : Math.round(Number(value)) || 0;
+  return Math.min(Math.max(0, n - 1), Math.max(0, v));
+}
+
+/** Whether `selected` (the `selected` trait) names this cell. */
+export function isSelected(selected, prompt, layerIndex, position) {
+  return Boolean(
+    selected && selected.prompt === prompt && selected.layer_index === layerIndex && selected.position === position,
+  );
+}
+
+/** The `selected` value after clicking a cell: the cell, or null when it was already pinned. */
+export function toggleSelection(selected, prompt, layerIndex, position) {
+  if (isSelected(selected, prompt, layerIndex, position)) return null;
+  return { prompt, layer_index: layerIndex, position };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cell details: tooltip content and the screen-reader readout
+// ---------------------------------------------------------------------------------------------
+
+function tokenAt(lens, index) {
+  return lens.tokens[index] ?? "";
+}
+
+/**
+ * Everything known about one cell, as values (token strings raw, numbers unformatted).
+ */
+export function cellDetails(lens, prompt, layerIndex, position) {
+  const idx = cellIndex(lens, prompt, layerIndex, position);
+  const col = lens.offsets[prompt] + position;
+  const a = lens.arrays;
+  const value = (name) => (a[name] ? a[name][idx] * (lens.scales[name] ?? 1) : null);
+  const missing = isMissing(lens, idx);
+  const top = [];
+  if (!missing) {
+    top.push({ token: tokenAt(lens, a.top1_tokens[idx]), prob: a.top1_probs[idx] * lens.scales.top1_probs });
+    if (lens.topK > 1) {
+      const k1 = lens.topK - 1;
+      for (let r = 0; r < k1; r++) {
+        top.push({
+          token: tokenAt(lens, a.topk_tokens[idx * k1 + r]),
+          prob: a.topk_probs[idx * k1 + r] * (lens.scales.topk_probs ?? 1 / 255),
+        });
+      }
+    }
+  }
+  return {
+    prompt,
+    layerIndex,
+    layer: lens.layers[layerIndex],
+    isFinalLayer: layerIndex === lens.L - 1,
+    position,
+    input: tokenAt(lens, a.input_tokens[col]),
+    finalToken: tokenAt(lens, a.final_tokens[col]),
+    missing,
+    settled: !missing && a.top1_tokens[idx] === a.final_tokens[col],
+    top,
+    entropy: missing ? null : value("entropy"),
+    finalProb: missing ? null : value("final_probs"),
+    finalRank: missing || !a.final_ranks ? null : a.final_ranks[idx],
+    kl: missing ? null : value("kl"),
+    detailsLoaded: Boolean(a.entropy || a.final_probs || a.final_ranks || a.kl || a.topk_tokens),
+  };
+}
+
+/**
+ * The tooltip as plain strings: a title, label/value rows and the top-k list with bar widths.
+ */
+export function tooltipModel(details) {
+  const rows = [];
+  rows.push({ label: "input", value: displayToken(details.input), token: true });
+  rows.push({ label: "final prediction", value: displayToken(details.finalToken), token: true });
+  if (!details.missing) {
+    if (details.finalProb !== null) rows.push({ label: "p(final)", value: formatProb(details.finalProb) });
+    if (details.finalRank !== null) rows.push({ label: "rank of final", value: formatRank(details.finalRank) });
+    if (details.entropy !== null) rows.push({ label: "entropy", value: formatBits(details.entropy) });
+    if (details.kl !== null) rows.push({ label: "KL(final ‖ layer)", value: formatBits(details.kl) });
+  }
+  let note = "";
+  if (details.missing) note = "No prediction: this layer's output was not finite.";
+  else if (!details.detailsLoaded) note = "Loading details…";
+  return {
+    title: `Layer ${details.layer} · position ${details.position}`,
+    badge: details.settled ? "= final" : "",
+    rows,
+    top: details.top.map((entry, rank) => ({
+      rank: rank + 1,
+      text: displayToken(entry.token),
+      prob: formatProb(entry.prob),
+      width: Math.max(0, Math.min(1, entry.prob)),
+    })),
+    note,
+  };
+}
+
+/** One sentence about a cell for the aria-live readout. */
+export function readoutText(details, { pinned = false } = {}) {
+  const parts = [`Layer ${details.layer}, position ${details.position}, input ${displayToken(details.input)}`];
+  if (details.missing) parts.push("no prediction (not finite)");
+  else {
+    const top = details.top[0];
+    parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob)}`);
+    if (details.settled) parts.push("equals the final prediction");
+    else parts.push(`final prediction ${displayToken(details.finalToken)}${details.finalRank !== null ? ` at rank ${formatRank(details.finalRank)}` : ""}`);
+  }
+  if (pinned) parts.push("pinned");
+  return `${parts.join("; ")}.`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Throttling kernel sync
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Calls `fn` at most once every `ms`: the first call runs at once, later calls inside the window
+ * collapse into one trailing call with the latest arguments. `flush()` runs a pending call now,
+ * `cancel()` drops it. The clock and timers can be injected for tests.
+ */
+export function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
+  let last = -Infinity;
+  let timer = null;
+  let pending = null;
+  const run = () => {
+    timer = null;
+    last = now();
+    const args = pending;
+    pending = null;
+    if (args) fn(...args);
+  };
+  const call = (...args) => {
+    pending = args;
+    const wait = last + ms - now();
+    if (wait <= 0 && timer === null) run();
+    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
+  };
+  call.flush = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    if (pending) run();
+  };
+  call.cancel = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    pending = null;
+  };
+  return call;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The view (in progress)
+// ---------------------------------------------------------------------------------------------
+
+function render({ el }) {
+  const note = document.createElement("div");
+  note.textContent = "murano logit lens: front end in progress";
+  el.appendChild(note);
+  return () => note.remove();
+}
+
+export default { render };

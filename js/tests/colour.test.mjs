@@ -1,0 +1,146 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  COLOUR_STOPS,
+  colourImage,
+  colourLut,
+  decodePayload,
+  formatBits,
+  formatProb,
+  formatRank,
+  interpolateStops,
+  legendTicks,
+  METRIC_NAMES,
+  METRICS,
+  metricAvailable,
+  metricDomain,
+  metricValue,
+  niceCeil,
+  relativeLuminance,
+  scaleColour,
+  textColourOn,
+  unitValue,
+} from "../logit_lens.js";
+import { makePayload } from "./helpers.mjs";
+
+test("colour scales hit their end stops and interpolate in between", () => {
+  assert.deepEqual(scaleColour("viridis", 0), [0x44, 0x01, 0x54]);
+  assert.deepEqual(scaleColour("viridis", 1), [0xfd, 0xe7, 0x25]);
+  assert.deepEqual(scaleColour("viridis", 1, true), [0x44, 0x01, 0x54]);
+  assert.deepEqual(interpolateStops(["#000000", "#ffffff"], 0.5), [128, 128, 128]);
+  assert.deepEqual(interpolateStops(["#000000", "#ffffff"], 7), [255, 255, 255]);
+  assert.deepEqual(interpolateStops(["#000000", "#ffffff"], NaN), [0, 0, 0]);
+  assert.throws(() => scaleColour("jet", 0.5), /unknown colour scale/);
+});
+
+test("every scale is perceptually ordered: luminance rises monotonically", () => {
+  for (const name of Object.keys(COLOUR_STOPS)) {
+    let previous = -1;
+    for (let k = 0; k <= 20; k++) {
+      const l = relativeLuminance(scaleColour(name, k / 20));
+      assert.ok(l >= previous - 1e-3, `${name} at ${k / 20}`);
+      previous = l;
+    }
+  }
+});
+
+test("the lookup table matches the scale function", () => {
+  const lut = colourLut("cividis");
+  assert.equal(lut.length, 768);
+  assert.deepEqual(Array.from(lut.slice(3 * 255, 3 * 256)), scaleColour("cividis", 1));
+  assert.equal(colourLut("cividis"), lut, "cached");
+});
+
+test("text colour contrasts with the cell", () => {
+  assert.equal(textColourOn(scaleColour("viridis", 1)), "#000000");
+  assert.equal(textColourOn(scaleColour("viridis", 0)), "#ffffff");
+});
+
+test("niceCeil and unitValue", () => {
+  assert.equal(niceCeil(0.3), 0.5);
+  assert.equal(niceCeil(3), 5);
+  assert.equal(niceCeil(10), 10);
+  assert.equal(niceCeil(0), 1);
+  assert.equal(unitValue(0.5, { min: 0, max: 1 }), 0.5);
+  assert.equal(unitValue(2, { min: 0, max: 1 }), 1);
+  assert.ok(Number.isNaN(unitValue(NaN, { min: 0, max: 1 })));
+  assert.equal(unitValue(99, { min: 0, max: 99, log: true }), 1);
+  assert.ok(Math.abs(unitValue(9, { min: 0, max: 99, log: true }) - 0.5) < 1e-12);
+});
+
+test("metric domains: probabilities [0, 1], entropy up to log2(vocab), rank log, KL up to a nice max", () => {
+  const lens = decodePayload(...Object.values(makePayload()));
+  assert.deepEqual(metricDomain(lens, "prob"), { min: 0, max: 1, log: false });
+  assert.ok(Math.abs(metricDomain(lens, "entropy").max - Math.log2(1000)) < 1e-12);
+  const rank = metricDomain(lens, "final_rank");
+  assert.equal(rank.log, true);
+  assert.equal(rank.max, 19); // max raw rank 14 -> ranks up to #20
+  assert.equal(metricDomain(lens, "kl").max, niceCeil((2000 * 3) / 65535));
+  assert.throws(() => metricDomain(lens, "nope"), /unknown metric/);
+});
+
+test("metricValue and availability", () => {
+  const lens = decodePayload(...Object.values(makePayload({ details: false })));
+  assert.ok(metricAvailable(lens, "prob"));
+  for (const m of ["entropy", "final_prob", "final_rank", "kl"]) assert.ok(!metricAvailable(lens, m), m);
+  assert.ok(Math.abs(metricValue(lens, "prob", 0) - 1 / 3) < 1e-4);
+  assert.ok(Number.isNaN(metricValue(lens, "kl", 0)));
+  assert.deepEqual(METRIC_NAMES, ["prob", "entropy", "final_prob", "final_rank", "kl"]);
+  for (const m of METRIC_NAMES) assert.ok(COLOUR_STOPS[METRICS[m].scale], m);
+});
+
+test("colourImage puts the final layer in the top row and leaves missing cells transparent", () => {
+  const missing = new Array(15).fill(0);
+  missing[0] = 1; // layer 0, prompt 0, position 0
+  const lens = decodePayload(...Object.values(makePayload({ missing })));
+  const img = colourImage(lens, "prob", 0);
+  assert.equal(img.width, 3);
+  assert.equal(img.height, 3);
+  const pixel = (row, col) => Array.from(img.data.slice((row * 3 + col) * 4, (row * 3 + col) * 4 + 4));
+  // Top row = layer index 2, prob 1 -> the bright end.
+  assert.deepEqual(pixel(0, 1), [...scaleColour("viridis", 1), 255]);
+  // Bottom row = layer index 0, prob 1/3.
+  assert.deepEqual(pixel(2, 1), [...scaleColour("viridis", Math.round((1 / 3) * 255) / 255), 255]);
+  assert.deepEqual(pixel(2, 0), [0, 0, 0, 0]);
+  // Prompt 1 is 2 wide; a reused buffer of the wrong size is replaced.
+  assert.equal(colourImage(lens, "prob", 1, img.data).width, 2);
+  // A metric whose section has not arrived gives an empty (transparent) image.
+  const bare = decodePayload(...Object.values(makePayload({ details: false })));
+  assert.ok(colourImage(bare, "kl", 0).data.every((v) => v === 0));
+});
+
+test("reversed metrics: low entropy and rank #1 are the bright end", () => {
+  const lens = decodePayload(...Object.values(makePayload()));
+  const img = colourImage(lens, "final_rank", 0);
+  // Top row = final layer, rank 0 -> t = 0 -> reversed viridis = yellow.
+  assert.deepEqual(Array.from(img.data.slice(0, 3)), scaleColour("viridis", 1));
+});
+
+test("formatting", () => {
+  assert.equal(formatProb(0.4213), "42.1%");
+  assert.equal(formatProb(0.05), "5%");
+  assert.equal(formatProb(0.0123), "1.23%");
+  assert.equal(formatProb(0.0004), "<0.1%");
+  assert.equal(formatProb(0), "0%");
+  assert.equal(formatProb(1), "100%");
+  assert.equal(formatProb(NaN), "–");
+  assert.equal(formatBits(3.2109), "3.21 bits");
+  assert.equal(formatBits(12.34), "12.3 bits");
+  assert.equal(formatBits(2.5, true), "2.5");
+  assert.equal(formatRank(0), "#1");
+  assert.equal(formatRank(3), "#4");
+  assert.equal(formatRank(65535), "≥#65536");
+  assert.equal(formatRank(20000), "#20k");
+});
+
+test("legend ticks span the domain with readable labels", () => {
+  const prob = legendTicks("prob", { min: 0, max: 1, log: false });
+  assert.deepEqual(prob.map((t) => t.label), ["0%", "50%", "100%"]);
+  assert.deepEqual(prob.map((t) => t.t), [0, 0.5, 1]);
+  const rank = legendTicks("final_rank", { min: 0, max: 999, log: true });
+  assert.deepEqual(rank.map((t) => t.label), ["#1", "#10", "#100", "#1000"]);
+  assert.equal(rank[3].t, 1);
+  const bits = legendTicks("entropy", { min: 0, max: 9.97, log: false });
+  assert.deepEqual(bits.map((t) => t.label), ["0", "5", "9.97"]);
+});

@@ -1,0 +1,119 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  cellDetails,
+  charCount,
+  codepointLabel,
+  decodePayload,
+  displayToken,
+  isolateLtr,
+  readoutText,
+  tooltipModel,
+  truncateText,
+} from "../logit_lens.js";
+import { makePayload } from "./helpers.mjs";
+
+test("spaces, newlines, tabs and carriage returns get visible marks", () => {
+  assert.equal(displayToken(" Paris"), "␣Paris");
+  assert.equal(displayToken("  "), "␣␣");
+  assert.equal(displayToken("\n"), "↵");
+  assert.equal(displayToken("\n\n"), "↵↵");
+  assert.equal(displayToken("\t"), "⇥");
+  assert.equal(displayToken("\r\n"), "␍↵");
+  assert.equal(displayToken(" a b", { spaces: false }), " a b");
+  assert.equal(displayToken(""), "∅");
+  assert.equal(displayToken(undefined), "?");
+});
+
+test("HTML-looking text stays as it is: it is data, rendered with textContent/fillText", () => {
+  assert.equal(displayToken("<script>"), "<script>");
+  assert.equal(displayToken("<img src=x onerror=alert(1)>"), "<img␣src=x␣onerror=alert(1)>");
+  assert.equal(displayToken("&amp;"), "&amp;");
+  assert.equal(displayToken('"\''), '"\'');
+});
+
+test("invisible, bidirectional and control characters are shown as code points", () => {
+  assert.equal(displayToken("\u200f"), "<U+200F>");
+  assert.equal(displayToken("a\u202eb"), "a<U+202E>b");
+  assert.equal(displayToken("\u200b"), "<U+200B>");
+  assert.equal(displayToken("\ufeff"), "<U+FEFF>");
+  assert.equal(displayToken("\u00a0x"), "<U+00A0>x");
+  assert.equal(displayToken("\u0000\u001b\u007f\u0085"), "<U+0000><U+001B><U+007F><U+0085>");
+  assert.equal(displayToken("\u2066x\u2069"), "<U+2066>x<U+2069>");
+  assert.equal(displayToken("\u{e0041}"), "<U+E0041>");
+  assert.equal(codepointLabel(0x1f600), "<U+1F600>");
+});
+
+test("lone surrogates and replacement characters (byte pieces of UTF-8) are visible", () => {
+  assert.equal(displayToken("\ufffd"), "\ufffd");
+  assert.equal(displayToken("\ud83d"), "<U+D83D>");
+  assert.equal(displayToken("x\ude00"), "x<U+DE00>");
+  assert.equal(displayToken("😀"), "😀");
+  assert.equal(displayToken("שלום"), "שלום", "right-to-left letters are kept (isolated when drawn)");
+});
+
+test("truncation counts code points and ends in an ellipsis", () => {
+  assert.equal(truncateText("abcdef", 4), "abc…");
+  assert.equal(truncateText("abc", 3), "abc");
+  assert.equal(truncateText("😀😀😀", 2), "😀…");
+  assert.equal(truncateText("abc", 1), "…");
+  assert.equal(truncateText("abc", 0), "");
+  assert.equal(charCount("😀a"), 2);
+  assert.equal(charCount("\ude00\ud83d"), 2);
+});
+
+test("isolateLtr wraps with LRI … PDI", () => {
+  assert.equal(isolateLtr("אב"), "\u2066אב\u2069");
+});
+
+const lens = decodePayload(...Object.values(makePayload({ tokens: ["a", " b", "\n", "<script>", "\u200f"] })));
+
+test("cellDetails gathers the cell's values", () => {
+  const d = cellDetails(lens, 1, 1, 0); // column 3
+  assert.equal(d.layer, 1);
+  assert.equal(d.position, 0);
+  assert.equal(d.input, lens.tokens[(3 * 2) % 5]);
+  assert.equal(d.top.length, 3);
+  assert.equal(d.top[0].token, lens.tokens[(1 + 3) % 5]);
+  assert.ok(Math.abs(d.top[0].prob - 2 / 3) < 1e-4);
+  assert.ok(Math.abs(d.top[1].prob - 20 / 255) < 1e-9);
+  assert.equal(d.finalRank, 7);
+  assert.ok(d.detailsLoaded);
+  assert.equal(cellDetails(lens, 0, 2, 0).settled, true);
+});
+
+test("tooltipModel turns details into display strings", () => {
+  const model = tooltipModel(cellDetails(lens, 0, 0, 1));
+  assert.equal(model.title, "Layer 0 · position 1");
+  assert.equal(model.rows[0].label, "input");
+  assert.equal(model.rows[0].value, "↵"); // input token 2
+  assert.deepEqual(model.top.map((t) => t.rank), [1, 2, 3]);
+  assert.equal(model.top[0].text, "␣b");
+  assert.equal(model.top[0].prob, "33.3%");
+  assert.ok(model.rows.some((r) => r.label === "entropy" && r.value.endsWith("bits")));
+  assert.ok(model.rows.some((r) => r.label === "rank of final" && r.value === "#15"));
+  assert.equal(model.note, "");
+});
+
+test("tooltip before the detail sections arrive, and for a missing cell", () => {
+  const bare = decodePayload(...Object.values(makePayload({ details: false })));
+  const model = tooltipModel(cellDetails(bare, 0, 1, 1));
+  assert.equal(model.top.length, 1);
+  assert.equal(model.note, "Loading details…");
+  assert.ok(!model.rows.some((r) => r.label === "entropy"));
+  const missing = new Array(15).fill(0);
+  missing[1] = 1;
+  const holes = decodePayload(...Object.values(makePayload({ missing })));
+  const hole = tooltipModel(cellDetails(holes, 0, 0, 1));
+  assert.equal(hole.top.length, 0);
+  assert.match(hole.note, /not finite/);
+});
+
+test("readoutText is one sentence with visible tokens", () => {
+  const text = readoutText(cellDetails(lens, 1, 0, 0), { pinned: true });
+  assert.match(text, /^Layer 0, position 0, input ␣b; top-1 <script> 33\.3%; final prediction a at rank #15/);
+  assert.match(readoutText(cellDetails(lens, 0, 0, 2)), /input <U\+200F>; top-1 ↵/);
+  assert.match(text, /pinned\.$/);
+  assert.match(readoutText(cellDetails(lens, 0, 2, 0)), /equals the final prediction/);
+});

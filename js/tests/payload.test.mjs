@@ -1,0 +1,125 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  cellIndex,
+  decodeBase64,
+  decodePayload,
+  isSettled,
+  readTypedArray,
+  sectionMax,
+  settleRow,
+  toBytes,
+} from "../logit_lens.js";
+import { encode, makePayload } from "./helpers.mjs";
+
+test("readTypedArray reads aligned data as a view, without copying", () => {
+  const view = encode([1, 2, 65535], "uint16", 4);
+  const array = readTypedArray(view, "uint16", 3);
+  assert.deepEqual(Array.from(array), [1, 2, 65535]);
+  assert.equal(array.buffer, view.buffer, "aligned data is not copied");
+  assert.equal(array.byteOffset, 4);
+});
+
+test("readTypedArray copies unaligned data (odd byteOffset) and reads it little-endian", () => {
+  const view = encode([258, 7, 40000], "uint16", 3);
+  assert.equal(view.byteOffset, 3);
+  const array = readTypedArray(view, "uint16");
+  assert.deepEqual(Array.from(array), [258, 7, 40000]);
+  const wide = readTypedArray(encode([1, 70000, 4294967295], "uint32", 5), "uint32", 3);
+  assert.deepEqual(Array.from(wide), [1, 70000, 4294967295]);
+});
+
+test("readTypedArray honours byteLength: trailing bytes of the buffer are ignored", () => {
+  const view = encode([9, 8], "uint8", 1);
+  assert.equal(view.buffer.byteLength, 1 + 2 + 3);
+  assert.deepEqual(Array.from(readTypedArray(view, "uint8")), [9, 8]);
+});
+
+test("readTypedArray checks lengths and dtypes", () => {
+  assert.throws(() => readTypedArray(encode([1, 2], "uint16"), "uint16", 3), /expected 3 uint16 values, got 2/);
+  assert.throws(() => readTypedArray(new Uint8Array(3), "uint16"), /not a whole number/);
+  assert.throws(() => readTypedArray(new Uint8Array(4), "float32"), /unsupported dtype/);
+});
+
+test("toBytes accepts ArrayBuffer, DataView, typed arrays and base64", () => {
+  const ab = new Uint8Array([1, 2, 3]).buffer;
+  assert.deepEqual(Array.from(toBytes(ab)), [1, 2, 3]);
+  assert.deepEqual(Array.from(toBytes(new DataView(ab, 1, 2))), [2, 3]);
+  assert.deepEqual(Array.from(toBytes(new Uint16Array([258]))), [2, 1]);
+  assert.deepEqual(Array.from(toBytes("AQID")), [1, 2, 3]);
+  assert.deepEqual(Array.from(decodeBase64("")), []);
+  assert.throws(() => toBytes(42), /binary data/);
+});
+
+test("decodePayload decodes every section and the cell index follows [layer][flattened position]", () => {
+  const { meta, sections } = makePayload({ byteOffset: 1 });
+  const lens = decodePayload(meta, sections);
+  assert.equal(lens.L, 3);
+  assert.equal(lens.T, 5);
+  assert.equal(lens.P, 2);
+  assert.equal(lens.topK, 3);
+  // prompt 1, layer index 2, position 1 -> 2 * 5 + 3 + 1
+  assert.equal(cellIndex(lens, 1, 2, 1), 14);
+  assert.equal(lens.arrays.top1_tokens[14], (2 + 4) % 5);
+  assert.ok(Math.abs(lens.arrays.top1_probs[14] * lens.scales.top1_probs - 1) < 1e-9);
+  assert.equal(lens.arrays.topk_tokens.length, 3 * 5 * 2);
+});
+
+test("decodePayload uses uint32 token indices when the table is large", () => {
+  const { meta, sections } = makePayload({ indexDtype: "uint32", byteOffset: 2 });
+  const lens = decodePayload(meta, sections);
+  assert.ok(lens.arrays.top1_tokens instanceof Uint32Array);
+  assert.equal(lens.arrays.final_tokens[4], (2 + 4) % 5);
+});
+
+test("decodePayload without detail sections: topK is 1 and metrics are unavailable", () => {
+  const { meta, sections } = makePayload({ details: false });
+  const lens = decodePayload(meta, sections);
+  assert.equal(lens.topK, 1);
+  assert.equal(lens.arrays.entropy, undefined);
+});
+
+test("decodePayload skips sections described in _meta but not yet in _sections", () => {
+  const { meta, sections } = makePayload();
+  delete sections.kl;
+  const lens = decodePayload(meta, sections);
+  assert.equal(lens.arrays.kl, undefined);
+  assert.ok(lens.arrays.entropy);
+});
+
+test("decodePayload names what is wrong with an inconsistent payload", () => {
+  const bad = (mutate, pattern) => {
+    const { meta, sections } = makePayload();
+    mutate(meta, sections);
+    assert.throws(() => decodePayload(meta, sections), pattern);
+  };
+  bad((m) => { m.version = 2; }, /version/);
+  bad((m) => { m.offsets = [0, 2]; }, /offsets\[1\] is 2, expected 3/);
+  bad((m) => { m.total = 9; }, /total is 9/);
+  bad((m) => { m.sections.top1_probs.shape = [3, 4]; }, /top1_probs: shape/);
+  bad((m, s) => { delete s.top1_tokens; }, /lacks the top1_tokens section/);
+  bad((m) => { m.tokens = ["a"]; }, /token index \d+ is outside the table of 1 strings/);
+  bad((m, s) => { s.top1_probs = encode([1, 2], "uint16"); }, /top1_probs: expected 15 uint16 values, got 2/);
+  assert.throws(() => decodePayload(null, {}), /_meta is empty/);
+});
+
+test("settled cells: top-1 equals the final prediction; the last row always settles", () => {
+  const { meta, sections } = makePayload();
+  const lens = decodePayload(meta, sections);
+  for (let j = 0; j < 3; j++) assert.ok(isSettled(lens, 0, 2, j));
+  assert.ok(!isSettled(lens, 0, 1, 0));
+  assert.equal(settleRow(lens, 0, 0), 2);
+});
+
+test("missing cells are never settled and sectionMax is cached", () => {
+  const missing = new Array(15).fill(0);
+  missing[10] = 1; // layer 2, position 0 of prompt 0
+  const { meta, sections } = makePayload({ missing });
+  const lens = decodePayload(meta, sections);
+  assert.ok(!isSettled(lens, 0, 2, 0));
+  assert.equal(settleRow(lens, 0, 0), -1);
+  assert.equal(sectionMax(lens, "kl"), 2000);
+  assert.equal(lens.maxima.kl, 2000);
+  assert.equal(sectionMax(lens, "nope"), 0);
+});
