@@ -1,0 +1,33 @@
+"""Shared fixtures: tiny offline models of several architectures, built once per session."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from tiny_models import ARCHITECTURES, build_tiny_model
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dirs(tmp_path_factory):
+    """A folder per architecture with a saved tiny model and tokenizer."""
+    root = tmp_path_factory.mktemp("tiny-models")
+    return {arch: build_tiny_model(arch, root / arch) for arch in ARCHITECTURES}
+
+
+@pytest.fixture(scope="session")
+def load_tiny(tiny_model_dirs):
+    """Loads a tiny model through the public path (a local folder), cached per architecture."""
+    from murano_widgets import MuranoModel
+
+    cache = {}
+
+    def load(arch: str):
+        if arch not in cache:
+            cache[arch] = MuranoModel(tiny_model_dirs[arch])
+        return cache[arch]
+
+    return load

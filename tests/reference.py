@@ -1,0 +1,66 @@
+"""An independent logit lens in plain transformers: forward hooks on the decoder blocks, then
+the model's final norm and lm_head, one prompt at a time (no padding anywhere)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+def _blocks_and_norm(model):
+    base = model.base_model
+    for blocks, norm in (("layers", "norm"), ("h", "ln_f"), ("layers", "final_layer_norm")):
+        if hasattr(base, blocks) and hasattr(base, norm):
+            return getattr(base, blocks), getattr(base, norm)
+    raise AssertionError(f"unknown layout for {type(model).__name__}")
+
+
+class ReferenceLens:
+    """Per-prompt reference values of every layer's lens, computed without murano_widgets."""
+
+    def __init__(self, folder):
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.blocks, self.norm = _blocks_and_norm(self.model)
+        self.cap = getattr(self.model.config, "final_logit_softcapping", None)
+
+    @torch.no_grad()
+    def run(self, prompt: str, top_k: int = 5) -> dict[str, torch.Tensor]:
+        ids = self.tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
+        captured = []
+        hooks = [
+            block.register_forward_hook(
+                lambda _m, _i, out: captured.append(out[0] if isinstance(out, tuple) else out)
+            )
+            for block in self.blocks
+        ]
+        try:
+            output = self.model(**ids)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        logits = torch.stack([self.model.lm_head(self.norm(h))[0] for h in captured]).float()
+        if self.cap:
+            logits = torch.tanh(logits / self.cap) * self.cap
+        probs = logits.softmax(-1)  # [layers, seq, vocab]
+        model_probs = output.logits[0].float().softmax(-1)  # the model's own output
+        final = model_probs.argmax(-1)  # [seq]
+        final_p = probs.gather(-1, final.expand(probs.shape[0], -1).unsqueeze(-1)).squeeze(-1)
+        topk = probs.topk(top_k, dim=-1)
+        log2 = lambda p: p.clamp_min(1e-45).log() / math.log(2)  # noqa: E731
+        return {
+            "input_ids": ids["input_ids"][0],
+            "probs": probs,
+            "model_probs": model_probs,
+            "max_probs": topk.values[..., 0],
+            "predicted_tokens": topk.indices[..., 0],
+            "topk_probs": topk.values,
+            "topk_tokens": topk.indices,
+            "entropy": -(probs * log2(probs)).sum(-1),
+            "final_tokens": final,
+            "final_token_probs": final_p,
+            "final_token_ranks": (probs > final_p.unsqueeze(-1)).sum(-1),
+            "kl_to_final": (model_probs * (log2(model_probs) - log2(probs))).sum(-1),
+        }

@@ -1,0 +1,173 @@
+"""The LogitLens step against an independent computation in plain transformers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from reference import ReferenceLens
+from tiny_models import ARCHITECTURES
+
+from murano_widgets import RESID_POST, LogitLens, Node, PromptBatch, Results
+
+PROMPTS = ["The Eiffel Tower is in the city of Paris", "one two", "Alice met Bob. Alice gave"]
+CELL_FIELDS = (
+    "max_probs",
+    "topk_probs",
+    "entropy",
+    "final_token_probs",
+    "kl_to_final",
+)
+ID_FIELDS = ("predicted_tokens", "topk_tokens", "final_token_ranks")
+
+
+def run_lens(model, prompts=PROMPTS, **options):
+    results = Results()
+    results["prompts"] = PromptBatch(list(prompts))
+    return LogitLens(model, **options)(results)["logit_lens"]
+
+
+def assert_matches_reference(lens, reference, prompts, layers=None):
+    """Each prompt's real positions in the batched lens equal the prompt run alone."""
+    for p, prompt in enumerate(prompts):
+        ref = reference.run(prompt, top_k=lens.topk_tokens.shape[-1])
+        positions = lens.positions(p)
+        assert torch.equal(lens.input_ids[p, positions], ref["input_ids"])
+        rows = lens.layers if layers is None else layers
+        for name in CELL_FIELDS + ID_FIELDS:
+            ours = getattr(lens, name)[:, p, positions]
+            theirs = ref[name][rows]
+            if name in ID_FIELDS:
+                assert torch.equal(ours, theirs), f"{name} of prompt {p}"
+            else:
+                torch.testing.assert_close(ours, theirs, atol=2e-4, rtol=1e-3, msg=f"{name} of {p}")
+        assert torch.equal(lens.final_tokens[p, positions], ref["final_tokens"])
+        words = [lens.predicted_words[-1][p][s] for s in positions.tolist()]
+        expected = [reference.tokenizer.decode([t]) for t in ref["predicted_tokens"][rows[-1]]]
+        assert words == expected
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_lens_matches_plain_transformers(arch, load_tiny, tiny_model_dirs):
+    model = load_tiny(arch)
+    assert model.tokenizer.padding_side == "left"
+    lens = run_lens(model, top_k=5)
+    assert lens.all_probs is None
+    assert lens.addresses == [Node(i, RESID_POST) for i in range(model.n_layers)]
+    assert_matches_reference(lens, ReferenceLens(tiny_model_dirs[arch]), PROMPTS)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "gpt_neox", "qwen3"])
+def test_right_padding_equals_one_by_one(arch, tiny_model_dirs):
+    from murano_widgets import MuranoModel
+
+    model = MuranoModel(tiny_model_dirs[arch])
+    model.tokenizer.padding_side = "right"
+    lens = run_lens(model, top_k=3)
+    assert lens.attention_mask[1, 0] == 1 and lens.attention_mask[1, -1] == 0
+    assert_matches_reference(lens, ReferenceLens(tiny_model_dirs[arch]), PROMPTS)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "gemma2", "gpt_neox"])
+def test_full_probs_rows_sum_to_one_and_last_layer_is_the_model_output(
+    arch, load_tiny, tiny_model_dirs
+):
+    model = load_tiny(arch)
+    lens = run_lens(model, store_full_probs=True, top_k=2)
+    assert lens.all_probs.shape == (
+        model.n_layers,
+        len(PROMPTS),
+        lens.attention_mask.shape[1],
+        model.vocab_size,
+    )
+    reference = ReferenceLens(tiny_model_dirs[arch])
+    mask = lens.attention_mask.bool()
+    sums = lens.all_probs[:, mask].sum(-1)
+    torch.testing.assert_close(sums, torch.ones_like(sums), atol=1e-5, rtol=0)
+    assert torch.isnan(lens.all_probs[:, ~mask]).all()
+    for p, prompt in enumerate(PROMPTS):
+        ref = reference.run(prompt)
+        ours = lens.all_probs[-1, p, lens.positions(p)]
+        torch.testing.assert_close(ours, ref["model_probs"], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(
+            lens.all_probs[:, p, lens.positions(p)], ref["probs"], atol=1e-5, rtol=1e-4
+        )
+
+
+def test_final_fields_use_the_model_output_when_the_last_layer_is_not_requested(
+    load_tiny, tiny_model_dirs
+):
+    model = load_tiny("llama")
+    lens = run_lens(model, layers=[0, -2], top_k=3)
+    assert lens.layers == [0, model.n_layers - 2]
+    assert_matches_reference(
+        lens, ReferenceLens(tiny_model_dirs["llama"]), PROMPTS, layers=lens.layers
+    )
+    # And these layers are not the final one: their KL to the final distribution is not zero.
+    assert (lens.kl_to_final[:, lens.attention_mask.bool()] > 1e-3).any()
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "gemma2"])
+def test_in_trace_reduction_equals_after_trace(arch, load_tiny):
+    model = load_tiny(arch)
+    after = run_lens(model, top_k=4, store_full_probs=True)
+    inside = run_lens(model, top_k=4, store_full_probs=True, reduce_in_trace=True)
+    for name in (*CELL_FIELDS, *ID_FIELDS, "all_probs", "final_tokens"):
+        torch.testing.assert_close(getattr(inside, name), getattr(after, name), equal_nan=True)
+    assert inside.predicted_words == after.predicted_words
+
+
+def test_chunk_size_does_not_change_the_result(load_tiny):
+    model = load_tiny("qwen2")
+    default = run_lens(model)
+    one_row = run_lens(model, max_chunk_bytes=4 * model.vocab_size)  # one position a chunk
+    for name in (*CELL_FIELDS, *ID_FIELDS):
+        torch.testing.assert_close(getattr(one_row, name), getattr(default, name), equal_nan=True)
+
+
+def test_padding_holds_no_prediction(load_tiny):
+    lens = run_lens(load_tiny("gpt2"))
+    pad = ~lens.attention_mask.bool()
+    assert pad.any()
+    for name in ("max_probs", "entropy", "final_token_probs", "kl_to_final"):
+        assert torch.isnan(getattr(lens, name)[:, pad]).all()
+    assert (lens.predicted_tokens[:, pad] == -1).all() and (
+        lens.final_token_ranks[:, pad] == -1
+    ).all()
+    p, s = torch.nonzero(pad)[0].tolist()
+    assert lens.predicted_words[0][p][s] == "" and lens.input_words[p][s] == ""
+    assert (lens.max_probs[:, ~pad] > 0).all()
+
+
+def test_each_distinct_token_is_decoded_once(load_tiny, monkeypatch):
+    model = load_tiny("llama")
+    calls = []
+    original = model.tokenizer.batch_decode
+
+    def counting(ids, **kwargs):
+        calls.append([i[0] for i in ids])
+        return original(ids, **kwargs)
+
+    monkeypatch.setattr(model.tokenizer, "batch_decode", counting)
+    lens = run_lens(model, top_k=5)
+    assert len(calls) == 1
+    decoded = calls[0]
+    assert len(decoded) == len(set(decoded))
+    assert set(decoded) >= set(lens.topk_tokens[lens.topk_tokens >= 0].tolist())
+
+
+def test_half_precision_model_gives_finite_float32_fields(tiny_model_dirs):
+    from murano_widgets import MuranoModel
+
+    model = MuranoModel(tiny_model_dirs["llama"], dtype=torch.bfloat16)
+    assert model.dtype == torch.bfloat16
+    lens = run_lens(model)
+    real = lens.attention_mask.bool()
+    for name in ("max_probs", "entropy", "kl_to_final", "topk_probs"):
+        values = getattr(lens, name)
+        assert values.dtype == torch.float32
+        assert torch.isfinite(values[:, real]).all(), name
+    full = run_lens(MuranoModel(tiny_model_dirs["llama"]))
+    # bfloat16 keeps about 3 digits: the picture is the same.
+    torch.testing.assert_close(
+        lens.max_probs[:, real], full.max_probs[:, real], atol=0.05, rtol=0.1
+    )
