@@ -165,7 +165,12 @@ class LogitLens:
         )
 
     def _trace_kwargs(self) -> dict[str, Any]:
-        return {"remote": True} if self.remote else {}
+        kwargs: dict[str, Any] = {"remote": True} if self.remote else {}
+        if _accepts(self.model, "logits_to_keep"):
+            # The lens projects the block outputs itself; the model's own lm_head over every
+            # position would be one layer's worth of unembedding spent for nothing.
+            kwargs["logits_to_keep"] = 1
+        return kwargs
 
     def _reduce_after_trace(
         self, inputs: dict[str, torch.Tensor]
