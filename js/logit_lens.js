@@ -897,15 +897,1011 @@ export function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout
   return call;
 }
 
+
 // ---------------------------------------------------------------------------------------------
-// The view (in progress)
+// Models without a kernel (standalone HTML export, tests)
 // ---------------------------------------------------------------------------------------------
 
-function render({ el }) {
-  const note = document.createElement("div");
-  note.textContent = "murano logit lens: front end in progress";
-  el.appendChild(note);
-  return () => note.remove();
+/**
+ * A minimal in-page stand-in for an anywidget model: get/set/on/off/save_changes/send, with
+ * `change:<name>` events. `_sections` values may be ArrayBuffers, DataViews, typed arrays or
+ * base64 strings; they are handed to the view as DataViews, as anywidget does.
+ */
+export function createLocalModel(state) {
+  const values = { prompt: 0, layer: 0, metric: "prob", selected: null, _details: true, ...state };
+  if (values._sections) {
+    const sections = {};
+    for (const [name, data] of Object.entries(values._sections)) {
+      const bytes = toBytes(data);
+      sections[name] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    }
+    values._sections = sections;
+  }
+  const listeners = new Map();
+  return {
+    get: (name) => values[name],
+    set(name, value) {
+      if (Object.is(values[name], value)) return;
+      values[name] = value;
+      for (const fn of [...(listeners.get(`change:${name}`) || [])]) fn();
+    },
+    on(event, fn) {
+      if (!listeners.has(event)) listeners.set(event, new Set());
+      listeners.get(event).add(fn);
+    },
+    off(event, fn) {
+      if (!event) listeners.clear();
+      else if (!fn) listeners.delete(event);
+      else listeners.get(event)?.delete(fn);
+    },
+    save_changes() {},
+    send() {},
+  };
+}
+
+/**
+ * Renders the full interactive widget with no kernel, from a plain state object
+ * (`{_meta, _sections, prompt?, layer?, metric?, selected?}`).
+ * @returns {{model: object, destroy: () => void}}
+ */
+export function renderStandalone(el, state) {
+  const model = createLocalModel(state);
+  const destroy = render({ model, el });
+  return { model, destroy };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The view
+// ---------------------------------------------------------------------------------------------
+
+/** Sync to Python at most this often while a slider is dragged. */
+export const SYNC_INTERVAL_MS = 100;
+
+let viewCounter = 0;
+
+/** A DOM element with a class, attributes and text (never HTML). */
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+const TEXT_ON = new Map();
+function textOn(r, g, b) {
+  const key = (r << 16) | (g << 8) | b;
+  let colour = TEXT_ON.get(key);
+  if (!colour) {
+    colour = textColourOn([r, g, b]);
+    TEXT_ON.set(key, colour);
+  }
+  return colour;
+}
+
+class LensView {
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    this.id = `murano-${++viewCounter}`;
+    this.abort = new AbortController();
+    this.lens = null;
+    this.layout = null;
+    this.theme = null;
+    this.images = new Map(); // `${prompt}|${metric}` -> {canvas, data}
+    this.tokenTexts = [];
+    this.cellTexts = new Map();
+    this.cellTextChars = -1;
+    this.frame = 0;
+    this.detailsRequested = false;
+    this.shownMetric = "prob";
+    this.state = {
+      prompt: 0,
+      layer: 0,
+      metric: "prob",
+      selected: null,
+      hover: null,
+      focus: null,
+      focused: false,
+    };
+    this.debug = { frames: 0, lastDrawMs: 0, drawListeners: [] };
+    this.syncPrompt = throttle((v) => this.send("prompt", v), SYNC_INTERVAL_MS);
+    this.syncLayer = throttle((v) => this.send("layer", v), SYNC_INTERVAL_MS);
+    this.build();
+    this.bind();
+    this.reload();
+    this.exposeDebug();
+    if (this.scroller.clientWidth > 0) this.draw();
+    else this.requestDraw();
+  }
+
+  // ---- DOM -----------------------------------------------------------------------------------
+
+  build() {
+    const id = this.id;
+    this.root = h("div", "murano-root", { role: "group", "aria-label": "Logit lens" });
+
+    const header = h("div", "murano-header");
+    this.titleEl = h("span", "murano-title", {}, "Logit lens");
+    this.modelEl = h("span", "murano-model");
+    this.dimsEl = h("span", "murano-dims");
+    const metricLabel = h("label", "murano-metric");
+    metricLabel.append(h("span", "murano-label", {}, "Colour"));
+    this.metricSelect = h("select", "murano-select", { "aria-label": "Colour cells by" });
+    for (const name of METRIC_NAMES) this.metricSelect.append(h("option", "", { value: name }, METRICS[name].label));
+    metricLabel.append(this.metricSelect);
+    header.append(this.titleEl, this.modelEl, this.dimsEl, metricLabel);
+
+    const controls = h("div", "murano-controls");
+    const slider = (name, label) => {
+      const row = h("div", `murano-control murano-${name}-control`);
+      const labelEl = h("label", "murano-label", { for: `${id}-${name}` }, label);
+      const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0 });
+      const output = h("output", "murano-value", { for: `${id}-${name}` });
+      const extra = h("span", `murano-${name}-text`);
+      row.append(labelEl, input, output, extra);
+      controls.append(row);
+      return { row, input, output, extra };
+    };
+    this.promptUi = slider("prompt", "Prompt");
+    this.layerUi = slider("layer", "Layer");
+    this.layerUi.extra.textContent = "highlighted row; its predictions appear under the tokens";
+
+    this.body = h("div", "murano-heatmap");
+    this.scroller = h("div", "murano-scroll");
+    this.track = h("div", "murano-track");
+    this.canvas = h("canvas", "murano-canvas", {
+      tabindex: 0,
+      role: "application",
+      "aria-roledescription": "heatmap",
+      "aria-describedby": `${id}-readout`,
+    });
+    this.track.append(this.canvas);
+    this.scroller.append(this.track);
+    this.tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
+    this.body.append(this.scroller);
+
+    const footer = h("div", "murano-footer");
+    this.legend = h("div", "murano-legend");
+    this.legendTitle = h("span", "murano-legend-title");
+    const scale = h("span", "murano-legend-scale");
+    this.legendBar = h("canvas", "murano-legend-bar", { width: 256, height: 1, "aria-hidden": "true" });
+    this.legendTicks = h("span", "murano-legend-ticks", { "aria-hidden": "true" });
+    scale.append(this.legendBar, this.legendTicks);
+    const settledKey = h("span", "murano-key murano-key-settled");
+    settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
+    this.missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
+    this.missingKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "not finite"));
+    this.legend.append(this.legendTitle, scale, settledKey, this.missingKey);
+
+    this.pinEl = h("span", "murano-pin", { hidden: "" });
+    this.pinText = h("span", "murano-pin-text");
+    this.unpinButton = h("button", "murano-unpin", { type: "button", "aria-label": "Unpin the cell", title: "Unpin" }, "×");
+    this.pinEl.append(this.pinText, this.unpinButton);
+    this.readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" },
+      "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.");
+    footer.append(this.legend, this.pinEl, this.readout);
+
+    this.errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
+    this.root.append(header, controls, this.body, footer, this.errorEl, this.tooltip);
+    this.el.append(this.root);
+  }
+
+  bind() {
+    const signal = this.abort.signal;
+    const on = (target, type, fn, options = {}) => target.addEventListener(type, fn, { signal, ...options });
+    const { model } = this;
+
+    on(this.promptUi.input, "input", () => this.setPrompt(Number(this.promptUi.input.value), "throttled"));
+    on(this.promptUi.input, "change", () => this.syncPrompt.flush());
+    on(this.layerUi.input, "input", () => this.setLayer(Number(this.layerUi.input.value), "throttled"));
+    on(this.layerUi.input, "change", () => this.syncLayer.flush());
+    on(this.metricSelect, "change", () => this.setMetric(this.metricSelect.value, true));
+    on(this.scroller, "scroll", () => {
+      if (this.state.hover) this.setHover(null);
+      this.requestDraw();
+    }, { passive: true });
+    on(this.canvas, "pointermove", (event) => this.onPointerMove(event));
+    on(this.canvas, "pointerleave", () => this.setHover(null));
+    on(this.canvas, "click", (event) => this.onClick(event));
+    on(this.canvas, "keydown", (event) => this.onKeyDown(event));
+    on(this.canvas, "focus", () => this.onFocus());
+    on(this.canvas, "blur", () => {
+      this.state.focused = false;
+      this.updateTooltip();
+      this.requestDraw();
+    });
+    on(this.unpinButton, "click", () => this.setSelected(null, true));
+
+    this.modelHandlers = {
+      "change:prompt": () => { this.syncPrompt.cancel(); this.setPrompt(model.get("prompt"), false); },
+      "change:layer": () => { this.syncLayer.cancel(); this.setLayer(model.get("layer"), false); },
+      "change:metric": () => this.setMetric(model.get("metric"), false),
+      "change:selected": () => this.setSelected(model.get("selected") ?? null, false),
+      "change:_sections": () => this.reload(),
+      "change:_meta": () => this.reload(),
+    };
+    for (const [event, fn] of Object.entries(this.modelHandlers)) model.on(event, fn);
+
+    if (typeof ResizeObserver !== "undefined") {
+      this.resizeObserver = new ResizeObserver(() => this.relayout());
+      this.resizeObserver.observe(this.scroller);
+    }
+    const themeChanged = () => {
+      this.theme = null;
+      this.relayout();
+    };
+    if (typeof MutationObserver !== "undefined") {
+      this.themeObserver = new MutationObserver(themeChanged);
+      const options = { attributes: true, attributeFilter: ["class", "data-jp-theme-light", "data-jp-theme-name", "theme", "style"] };
+      if (document.body) this.themeObserver.observe(document.body, options);
+      this.themeObserver.observe(document.documentElement, options);
+    }
+    if (typeof matchMedia === "function") {
+      on(matchMedia("(prefers-color-scheme: dark)"), "change", themeChanged);
+    }
+  }
+
+  destroy() {
+    this.abort.abort();
+    for (const [event, fn] of Object.entries(this.modelHandlers)) this.model.off(event, fn);
+    this.resizeObserver?.disconnect();
+    this.themeObserver?.disconnect();
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.syncPrompt.flush();
+    this.syncLayer.flush();
+    this.images.clear();
+    this.root.remove();
+    if (this.el.__muranoDebug === this.debugApi) delete this.el.__muranoDebug;
+  }
+
+  // ---- Data ----------------------------------------------------------------------------------
+
+  reload() {
+    try {
+      this.lens = decodePayload(this.model.get("_meta"), this.model.get("_sections"));
+    } catch (error) {
+      this.lens = null;
+      this.showError(`Cannot show this logit lens: ${error.message}`);
+      return;
+    }
+    this.errorEl.hidden = true;
+    this.body.hidden = false;
+    const lens = this.lens;
+    this.images.clear();
+    this.tokenTexts = new Array(lens.tokens.length);
+    this.cellTexts.clear();
+    this.layoutKey = null;
+
+    this.modelEl.textContent = lens.modelName;
+    this.modelEl.hidden = !lens.modelName;
+    this.root.setAttribute("aria-label", `Logit lens${lens.modelName ? ` of ${lens.modelName}` : ""}`);
+    this.promptUi.input.max = String(lens.P - 1);
+    this.promptUi.row.classList.toggle("murano-single", lens.P < 2);
+    this.layerUi.input.max = String(lens.L - 1);
+    this.missingKey.hidden = !lens.arrays.missing;
+
+    // The first load takes the model's values; later loads (new sections) keep the local view,
+    // which may be ahead of the model while a slider's sync is throttled.
+    const s = this.state;
+    const source = this.loaded ? s : { prompt: this.model.get("prompt"), layer: this.model.get("layer") };
+    s.prompt = clampIndex(source.prompt, lens.P);
+    s.layer = clampIndex(source.layer, lens.L);
+    if (!this.loaded) {
+      const metric = this.model.get("metric");
+      s.metric = METRICS[metric] ? metric : "prob";
+      s.selected = this.model.get("selected") ?? null;
+    }
+    this.loaded = true;
+    if (s.focus) s.focus = this.clampCell(s.focus);
+    if (s.hover) s.hover = this.clampCell(s.hover);
+    this.metricSelect.value = s.metric;
+    this.refreshControls();
+    this.refreshMetric();
+    this.refreshPin();
+    this.relayout();
+    this.updateTooltip();
+  }
+
+  showError(message) {
+    this.errorEl.textContent = message;
+    this.errorEl.hidden = false;
+    this.body.hidden = true;
+    this.hideTooltip();
+  }
+
+  clampCell(cell) {
+    return {
+      layerIndex: clampIndex(cell.layerIndex, this.lens.L),
+      position: clampIndex(cell.position, this.lens.lengths[this.state.prompt]),
+    };
+  }
+
+  hasDetails() {
+    return DETAIL_SECTIONS.some((name) => this.lens?.arrays[name]);
+  }
+
+  requestDetails() {
+    if (this.detailsRequested || !this.lens || this.hasDetails()) return;
+    this.detailsRequested = true;
+    if (!this.model.get("_details")) {
+      this.model.set("_details", true);
+      this.model.save_changes();
+    }
+  }
+
+  send(name, value) {
+    if (this.model.get(name) === value) return;
+    this.model.set(name, value);
+    this.model.save_changes();
+  }
+
+  tokenText(index) {
+    let text = this.tokenTexts[index];
+    if (text === undefined) {
+      text = displayToken(this.lens.tokens[index]);
+      this.tokenTexts[index] = text;
+    }
+    return text;
+  }
+
+  /** A token's display text cut to the width of a cell, wrapped in an LTR isolate for fillText. */
+  cellText(index) {
+    const chars = this.layout.cellChars;
+    if (chars !== this.cellTextChars) {
+      this.cellTexts.clear();
+      this.cellTextChars = chars;
+    }
+    let text = this.cellTexts.get(index);
+    if (text === undefined) {
+      text = isolateLtr(truncateText(this.tokenText(index), chars));
+      this.cellTexts.set(index, text);
+    }
+    return text;
+  }
+
+  // ---- State changes -------------------------------------------------------------------------
+
+  setPrompt(value, sync) {
+    if (!this.lens) return;
+    const prompt = clampIndex(value, this.lens.P);
+    if (sync === "throttled") this.syncPrompt(prompt);
+    if (prompt === this.state.prompt) {
+      this.promptUi.input.value = String(prompt);
+      return;
+    }
+    this.state.prompt = prompt;
+    this.state.hover = null;
+    if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
+    this.refreshControls();
+    this.refreshPin();
+    this.relayout();
+    this.scroller.scrollLeft = 0;
+    this.updateTooltip();
+  }
+
+  setLayer(value, sync) {
+    if (!this.lens) return;
+    const layer = clampIndex(value, this.lens.L);
+    if (sync === "throttled") this.syncLayer(layer);
+    if (layer === this.state.layer) {
+      this.layerUi.input.value = String(layer);
+      return;
+    }
+    this.state.layer = layer;
+    this.refreshControls();
+    this.requestDraw();
+  }
+
+  setMetric(value, sync) {
+    const metric = METRICS[value] ? value : "prob";
+    if (sync) this.send("metric", metric);
+    if (metric === this.state.metric) return;
+    this.state.metric = metric;
+    this.metricSelect.value = metric;
+    this.refreshMetric();
+    this.requestDraw();
+  }
+
+  setSelected(value, sync) {
+    this.state.selected = value;
+    if (sync) this.send("selected", value);
+    this.refreshPin();
+    this.requestDraw();
+  }
+
+  setHover(cell) {
+    const old = this.state.hover;
+    if (old === cell || (old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position)) return;
+    this.state.hover = cell;
+    if (cell) this.requestDetails();
+    this.updateTooltip();
+    this.requestDraw();
+  }
+
+  setFocus(cell, announce = true) {
+    this.state.focus = cell;
+    const scroll = revealColumn(this.layout, this.scroller.scrollLeft, cell.position);
+    if (scroll !== this.scroller.scrollLeft) this.scroller.scrollLeft = scroll;
+    if (announce) this.announce(cell);
+    this.updateTooltip();
+    this.requestDraw();
+  }
+
+  announce(cell) {
+    const s = this.state;
+    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
+    this.readout.textContent = readoutText(details, { pinned: isSelected(s.selected, s.prompt, cell.layerIndex, cell.position) });
+  }
+
+  /** The metric the cells show: the chosen one, or the last shown while its section loads. */
+  refreshMetric() {
+    const s = this.state;
+    const available = metricAvailable(this.lens, s.metric);
+    if (available) this.shownMetric = s.metric;
+    else this.requestDetails();
+    this.root.classList.toggle("murano-loading", !available);
+    this.drawLegend();
+  }
+
+  // ---- Events --------------------------------------------------------------------------------
+
+  eventCell(event) {
+    if (!this.layout) return null;
+    const rect = this.canvas.getBoundingClientRect();
+    const hit = hitTest(this.layout, event.clientX - rect.left, event.clientY - rect.top, this.scrollLeft(), this.state.layer);
+    return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: hit.position } : null;
+  }
+
+  onPointerMove(event) {
+    this.setHover(this.eventCell(event));
+  }
+
+  onClick(event) {
+    const cell = this.eventCell(event);
+    if (!cell) return;
+    this.state.focus = cell;
+    this.togglePin(cell);
+  }
+
+  togglePin(cell) {
+    const s = this.state;
+    const next = toggleSelection(s.selected, s.prompt, cell.layerIndex, cell.position);
+    this.setSelected(next, true);
+    this.readout.textContent = next
+      ? readoutText(cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position), { pinned: true })
+      : "Unpinned.";
+  }
+
+  onFocus() {
+    if (!this.lens) return;
+    const s = this.state;
+    s.focused = true;
+    this.requestDetails();
+    if (!s.focus) {
+      const sel = s.selected;
+      s.focus = sel && sel.prompt === s.prompt
+        ? this.clampCell({ layerIndex: sel.layer_index, position: sel.position })
+        : { layerIndex: s.layer, position: 0 };
+    }
+    this.setFocus(s.focus);
+  }
+
+  onKeyDown(event) {
+    if (!this.lens || event.altKey || event.ctrlKey || event.metaKey) return;
+    const s = this.state;
+    const focus = s.focus || { layerIndex: s.layer, position: 0 };
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      s.focus = focus;
+      this.togglePin(focus);
+      return;
+    }
+    if (event.key === "Escape") {
+      if (s.selected) {
+        event.preventDefault();
+        this.setSelected(null, true);
+        this.readout.textContent = "Unpinned.";
+      }
+      return;
+    }
+    const next = moveFocus(focus, event.key, this.lens.L, this.lens.lengths[s.prompt]);
+    if (!next) return;
+    event.preventDefault();
+    this.setFocus(next);
+  }
+
+  // ---- Controls, legend, pin, tooltip --------------------------------------------------------
+
+  refreshControls() {
+    const lens = this.lens;
+    const s = this.state;
+    const { input: promptInput, output: promptOutput, extra: promptText } = this.promptUi;
+    promptInput.value = String(s.prompt);
+    promptOutput.textContent = `${s.prompt + 1} / ${lens.P}`;
+    const text = displayToken(lens.prompts[s.prompt] ?? "", { spaces: false });
+    promptText.textContent = text;
+    promptText.setAttribute("title", text);
+    promptInput.setAttribute("aria-valuetext", `prompt ${s.prompt + 1} of ${lens.P}: ${truncateText(text, 80)}`);
+    const layer = lens.layers[s.layer];
+    this.layerUi.input.value = String(s.layer);
+    this.layerUi.output.textContent = `L${layer}`;
+    this.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${s.layer + 1} of ${lens.L}`);
+    const n = lens.lengths[s.prompt];
+    this.dimsEl.textContent = `${lens.L} layers × ${n} token${n === 1 ? "" : "s"}`;
+    this.canvas.setAttribute(
+      "aria-label",
+      `Logit lens heatmap: ${lens.L} layers (final layer at the top) by ${n} tokens of prompt ${s.prompt + 1}. ` +
+        "Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.",
+    );
+  }
+
+  drawLegend() {
+    if (!this.lens) return;
+    const s = this.state;
+    const metric = this.shownMetric;
+    const spec = METRICS[metric];
+    const loading = s.metric !== metric;
+    this.legendTitle.textContent = loading ? `${METRICS[s.metric].label}: loading…` : spec.label;
+    const ctx = this.legendBar.getContext("2d");
+    if (ctx) {
+      const image = ctx.createImageData(256, 1);
+      const lut = colourLut(spec.scale, spec.reverse);
+      for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
+      ctx.putImageData(image, 0, 0);
+    }
+    const ticks = legendTicks(metric, metricDomain(this.lens, metric));
+    this.legendTicks.replaceChildren(
+      ...ticks.map((tick, i) => {
+        const span = h("span", "murano-legend-tick", {}, tick.label);
+        span.style.left = `${(tick.t * 100).toFixed(2)}%`;
+        if (i === 0) span.classList.add("murano-first");
+        if (i === ticks.length - 1 && tick.t > 0.95) span.classList.add("murano-last");
+        return span;
+      }),
+    );
+  }
+
+  refreshPin() {
+    const sel = this.state.selected;
+    const lens = this.lens;
+    if (!sel || !lens || !(sel.prompt >= 0 && sel.prompt < lens.P)) {
+      this.pinEl.hidden = true;
+      return;
+    }
+    const li = clampIndex(sel.layer_index, lens.L);
+    const pos = clampIndex(sel.position, lens.lengths[sel.prompt]);
+    const d = cellDetails(lens, sel.prompt, li, pos);
+    const top = d.top[0];
+    const where = lens.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+    this.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob)}` : "not finite"}`;
+    this.pinEl.hidden = false;
+  }
+
+  tooltipCell() {
+    const s = this.state;
+    return s.hover || (s.focused ? s.focus : null);
+  }
+
+  hideTooltip() {
+    this.tooltip.hidden = true;
+  }
+
+  updateTooltip() {
+    const cell = this.lens && this.layout ? this.tooltipCell() : null;
+    if (!cell) {
+      this.hideTooltip();
+      return;
+    }
+    const s = this.state;
+    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
+    const content = tooltipModel(details);
+    const tip = this.tooltip;
+    const head = h("div", "murano-tt-head");
+    head.append(h("span", "murano-tt-title", {}, content.title));
+    if (content.badge) head.append(h("span", "murano-tt-badge", {}, content.badge));
+    if (isSelected(s.selected, s.prompt, cell.layerIndex, cell.position)) head.append(h("span", "murano-tt-badge murano-tt-pinned", {}, "pinned"));
+    const parts = [head];
+    if (content.top.length) {
+      const list = h("div", "murano-tt-topk");
+      for (const entry of content.top) {
+        list.append(
+          h("span", "murano-tt-rank", {}, `${entry.rank}`),
+          h("span", "murano-token", {}, entry.text),
+          (() => {
+            const bar = h("span", "murano-tt-bar");
+            const fill = h("span", "murano-tt-bar-fill");
+            fill.style.width = `${(entry.width * 100).toFixed(1)}%`;
+            bar.append(fill);
+            return bar;
+          })(),
+          h("span", "murano-tt-prob", {}, entry.prob),
+        );
+      }
+      parts.push(list);
+    }
+    const rows = h("div", "murano-tt-rows");
+    for (const row of content.rows) {
+      rows.append(h("span", "murano-tt-label", {}, row.label), h("span", row.token ? "murano-token" : "murano-tt-value", {}, row.value));
+    }
+    parts.push(rows);
+    if (content.note) parts.push(h("div", "murano-tt-note", {}, content.note));
+    tip.replaceChildren(...parts);
+    tip.hidden = false;
+    this.positionTooltip(cell);
+  }
+
+  positionTooltip(cell) {
+    if (this.tooltip.hidden || !this.layout) return;
+    // The tooltip lives in the root (position: relative) and stays inside it.
+    const r = cellRect(this.layout, cell.layerIndex, cell.position, this.scrollLeft());
+    const canvasBox = this.canvas.getBoundingClientRect();
+    const rootBox = this.root.getBoundingClientRect();
+    const anchor = { x: r.x + canvasBox.left - rootBox.left, y: r.y + canvasBox.top - rootBox.top, w: r.w, h: r.h };
+    const size = { w: this.tooltip.offsetWidth, h: this.tooltip.offsetHeight };
+    const bounds = { x: 4, y: 4, w: this.root.clientWidth - 8, h: this.root.clientHeight - 8 };
+    const { left, top } = placeTooltip(anchor, size, bounds);
+    this.tooltip.style.left = `${left}px`;
+    this.tooltip.style.top = `${top}px`;
+  }
+
+  // ---- Layout and drawing --------------------------------------------------------------------
+
+  readTheme() {
+    const style = getComputedStyle(this.root);
+    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
+    const theme = {
+      fg: read("--murano-fg", "#1f2328"),
+      muted: read("--murano-muted", "#667085"),
+      bg: read("--murano-bg", "#ffffff"),
+      grid: read("--murano-grid", read("--murano-bg", "#ffffff")),
+      accent: read("--murano-accent", "#0969da"),
+      focus: read("--murano-focus", "#0969da"),
+      stripBg: read("--murano-strip-bg", "rgba(127,127,127,0.08)"),
+      hatch: read("--murano-hatch", "#9aa0a6"),
+      uiFont: read("--murano-font", "system-ui, sans-serif"),
+      monoFont: read("--murano-mono", "monospace"),
+    };
+    theme.labelFont = `11px ${theme.uiFont}`;
+    theme.labelBold = `600 11px ${theme.uiFont}`;
+    theme.axisFont = `10px ${theme.uiFont}`;
+    theme.cellFont = `11px ${theme.monoFont}`;
+    const ctx = this.canvas.getContext("2d");
+    ctx.font = theme.cellFont;
+    theme.charW = ctx.measureText("M").width || 6.6;
+    const hatch = document.createElement("canvas");
+    hatch.width = hatch.height = 6;
+    const hctx = hatch.getContext("2d");
+    if (hctx) {
+      hctx.strokeStyle = theme.hatch;
+      hctx.lineWidth = 1;
+      hctx.beginPath();
+      hctx.moveTo(0, 6);
+      hctx.lineTo(6, 0);
+      hctx.stroke();
+      theme.hatchPattern = ctx.createPattern(hatch, "repeat");
+    }
+    this.theme = theme;
+    return theme;
+  }
+
+  /** Recomputes the layout for the current prompt and width, then redraws. */
+  relayout() {
+    if (!this.lens) return;
+    const lens = this.lens;
+    const theme = this.theme || this.readTheme();
+    const s = this.state;
+    const n = lens.lengths[s.prompt];
+    const width = this.scroller.clientWidth || this.el.clientWidth || 800;
+    const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}`;
+    if (key !== this.layoutKey) {
+      const ctx = this.canvas.getContext("2d");
+      ctx.font = theme.labelBold;
+      const maxLayer = Math.max(...lens.layers);
+      const labelW = Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(`L${maxLayer}`).width)) + 16;
+      let maxChars = 1;
+      const a = lens.arrays;
+      const offset = lens.offsets[s.prompt];
+      const lastRow = (lens.L - 1) * lens.T + offset;
+      for (let j = 0; j < n; j++) {
+        maxChars = Math.max(maxChars, charCount(this.tokenText(a.input_tokens[offset + j])), charCount(this.tokenText(a.top1_tokens[lastRow + j])));
+        if (maxChars >= 10) break;
+      }
+      this.layout = computeLayout({ nLayers: lens.L, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars) });
+      this.layoutKey = key;
+      this.track.style.width = `${this.layout.contentW}px`;
+      this.track.style.height = `${this.layout.height}px`;
+    }
+    this.draw();
+  }
+
+  scrollLeft() {
+    return this.layout ? clampScroll(this.layout, this.scroller.scrollLeft) : 0;
+  }
+
+  requestDraw() {
+    if (this.frame || typeof requestAnimationFrame !== "function") return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      if (!this.layout || this.layoutKey === null) this.relayout();
+      else this.draw();
+    });
+  }
+
+  /** The cached 1-pixel-per-cell colour image of (prompt, metric). */
+  colourCanvas(prompt, metric) {
+    const key = `${prompt}|${metric}`;
+    let entry = this.images.get(key);
+    if (!entry) {
+      const image = colourImage(this.lens, metric, prompt);
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.max(1, image.width);
+      canvas.height = Math.max(1, image.height);
+      if (image.width > 0) canvas.getContext("2d").putImageData(new ImageData(image.data, image.width, image.height), 0, 0);
+      entry = { canvas, data: image.data, width: image.width };
+      if (this.images.size >= 8) this.images.delete(this.images.keys().next().value);
+      this.images.set(key, entry);
+    }
+    return entry;
+  }
+
+  draw() {
+    if (this.frame) {
+      cancelAnimationFrame(this.frame);
+      this.frame = 0;
+    }
+    if (!this.lens || !this.layout) return;
+    const t0 = performance.now();
+    const lens = this.lens;
+    const layout = this.layout;
+    const theme = this.theme || this.readTheme();
+    const s = this.state;
+    const canvas = this.canvas;
+    const dpr = window.devicePixelRatio || 1;
+    const W = layout.width;
+    const H = layout.height;
+    if (canvas.width !== Math.round(W * dpr) || canvas.height !== Math.round(H * dpr)) {
+      canvas.width = Math.round(W * dpr);
+      canvas.height = Math.round(H * dpr);
+      canvas.style.width = `${W}px`;
+      canvas.style.height = `${H}px`;
+    }
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, W, H);
+    ctx.direction = "ltr";
+
+    const scroll = this.scrollLeft();
+    const [c0, c1] = visibleColumns(layout, scroll);
+    const metric = this.shownMetric;
+    const image = this.colourCanvas(s.prompt, metric);
+    const { labelW, cellW, rowH, heatY, heatH, inputY, predY, stripH } = layout;
+    const L = lens.L;
+    const n = layout.nPositions;
+    const a = lens.arrays;
+    const offset = lens.offsets[s.prompt];
+    const x0 = columnX(layout, c0, scroll);
+    const span = (c1 - c0) * cellW;
+    const loading = s.metric !== metric;
+
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(labelW, 0, W - labelW, H);
+    ctx.clip();
+
+    // Cells: missing ones show a hatch through the transparent pixels of the colour image.
+    if (a.missing && theme.hatchPattern) {
+      ctx.fillStyle = theme.hatchPattern;
+      ctx.fillRect(x0, heatY, span, heatH);
+    }
+    if (c1 > c0) {
+      ctx.imageSmoothingEnabled = false;
+      ctx.globalAlpha = loading ? 0.45 : 1;
+      ctx.drawImage(image.canvas, c0, 0, c1 - c0, L, x0, heatY, span, heatH);
+      ctx.globalAlpha = 1;
+    }
+
+    // Gaps between cells, in the background colour.
+    ctx.fillStyle = theme.grid;
+    if (cellW >= 10) for (let j = c0; j <= c1; j++) ctx.fillRect(columnX(layout, j, scroll) - 0.5, heatY, 1, heatH);
+    if (rowH >= 9) for (let r = 1; r < L; r++) ctx.fillRect(x0, heatY + r * rowH - 0.5, span, 1);
+
+    // Settled marks and cell text, batched by colour.
+    const data = image.data;
+    const dot = Math.max(1.5, Math.min(3, rowH / 5));
+    const darkDots = new Path2D();
+    const lightDots = new Path2D();
+    ctx.font = theme.cellFont;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    for (let row = 0; row < L; row++) {
+      const i = L - 1 - row;
+      const y = heatY + row * rowH;
+      const base = i * lens.T + offset;
+      for (let j = c0; j < c1; j++) {
+        const o = (row * n + j) * 4;
+        if (data[o + 3] === 0) continue;
+        const idx = base + j;
+        const colour = textOn(data[o], data[o + 1], data[o + 2]);
+        const x = columnX(layout, j, scroll);
+        if (a.top1_tokens[idx] === a.final_tokens[offset + j]) {
+          const path = colour === "#000000" ? darkDots : lightDots;
+          const cx = x + cellW - dot - 2.5;
+          const cy = y + Math.min(rowH / 2, dot + 2);
+          path.moveTo(cx + dot, cy);
+          path.arc(cx, cy, dot, 0, 2 * Math.PI);
+        }
+        if (layout.showCellText && !loading) {
+          ctx.fillStyle = colour;
+          ctx.fillText(this.cellText(a.top1_tokens[idx]), x + cellW / 2 - (cellW > 40 ? 2 : 0), y + rowH / 2 + 0.5);
+        }
+      }
+    }
+    ctx.fillStyle = "#000000";
+    ctx.fill(darkDots);
+    ctx.fillStyle = "#ffffff";
+    ctx.fill(lightDots);
+
+    // The highlighted layer's row.
+    const hl = cellRect(layout, s.layer, 0, 0);
+    ctx.strokeStyle = theme.accent;
+    ctx.lineWidth = 2;
+    const right = Math.min(W - 1, columnX(layout, n, scroll) + 1);
+    ctx.strokeRect(labelW + 1, hl.y - 1, right - labelW - 2, rowH + 2);
+
+    // Token strips: the input tokens, then the highlighted layer's predictions.
+    ctx.fillStyle = theme.stripBg;
+    ctx.fillRect(x0, inputY, span, stripH);
+    const hlRow = L - 1 - s.layer;
+    const hlBase = s.layer * lens.T + offset;
+    for (let j = c0; j < c1; j++) {
+      const x = columnX(layout, j, scroll);
+      ctx.fillStyle = theme.fg;
+      ctx.fillText(this.cellText(a.input_tokens[offset + j]), x + cellW / 2, inputY + stripH / 2 + 0.5);
+      const o = (hlRow * n + j) * 4;
+      const px = x + 1;
+      const py = predY + 2;
+      const pw = cellW - 2;
+      const ph = stripH - 4;
+      if (data[o + 3] === 0) {
+        if (theme.hatchPattern) {
+          ctx.fillStyle = theme.hatchPattern;
+          ctx.fillRect(px, py, pw, ph);
+        }
+        continue;
+      }
+      ctx.fillStyle = `rgb(${data[o]},${data[o + 1]},${data[o + 2]})`;
+      ctx.fillRect(px, py, pw, ph);
+      const colour = textOn(data[o], data[o + 1], data[o + 2]);
+      ctx.fillStyle = colour;
+      ctx.fillText(this.cellText(a.top1_tokens[hlBase + j]), x + cellW / 2, predY + stripH / 2 + 0.5);
+      if (a.top1_tokens[hlBase + j] === a.final_tokens[offset + j]) {
+        ctx.beginPath();
+        ctx.arc(px + pw - 4, py + 4, 2, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+    }
+
+    // Position numbers above the cells.
+    ctx.font = theme.axisFont;
+    ctx.fillStyle = theme.muted;
+    ctx.textBaseline = "alphabetic";
+    const stride = niceCeil(Math.max(1, 28 / cellW));
+    for (let j = c0 - (c0 % stride); j < c1; j += stride) {
+      ctx.fillText(String(j), columnX(layout, j, scroll) + cellW / 2, heatY - 4);
+    }
+
+    // Hover, keyboard focus and the pinned cell.
+    const outline = (cell, style, width, dash) => {
+      if (!cell || cell.position < c0 || cell.position >= c1) return;
+      const r = cellRect(layout, cell.layerIndex, cell.position, scroll);
+      ctx.strokeStyle = style;
+      ctx.lineWidth = width;
+      ctx.setLineDash(dash || []);
+      ctx.strokeRect(r.x + width / 2, r.y + width / 2, r.w - width, r.h - width);
+      ctx.setLineDash([]);
+    };
+    const sel = s.selected;
+    if (sel && sel.prompt === s.prompt && sel.layer_index < L && sel.position < n) {
+      const cell = { layerIndex: sel.layer_index, position: sel.position };
+      outline(cell, theme.bg, 4);
+      outline(cell, theme.fg, 2);
+    }
+    if (s.hover) outline(s.hover, theme.fg, 1);
+    if (s.focused && s.focus) outline(s.focus, theme.focus, 2, [3, 2]);
+
+    // Shadows hinting at columns scrolled out of view.
+    const shade = (x, dir) => {
+      const g = ctx.createLinearGradient(x, 0, x + 10 * dir, 0);
+      g.addColorStop(0, "rgba(0,0,0,0.22)");
+      g.addColorStop(1, "rgba(0,0,0,0)");
+      ctx.fillStyle = g;
+      ctx.fillRect(dir > 0 ? x : x - 10, heatY, 10, predY + stripH - heatY);
+    };
+    if (scroll > 0) shade(labelW, 1);
+    if (scroll < layout.maxScroll) shade(W, -1);
+    ctx.restore();
+
+    // Row labels (layer numbers), kept in view at the left.
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    const every = labelStride(rowH, 12);
+    for (let row = 0; row < L; row++) {
+      const i = L - 1 - row;
+      const isHl = i === s.layer;
+      if (!isHl && every > 1 && lens.layers[i] % every !== 0) continue;
+      if (!isHl && Math.abs(row - (L - 1 - s.layer)) * rowH < 11) continue;
+      ctx.font = isHl ? theme.labelBold : theme.labelFont;
+      ctx.fillStyle = isHl ? theme.accent : theme.muted;
+      ctx.fillText(String(lens.layers[i]), labelW - 8, heatY + row * rowH + rowH / 2 + 0.5);
+    }
+    ctx.fillStyle = theme.accent;
+    ctx.fillRect(labelW - 4, hl.y, 3, rowH);
+    ctx.font = theme.labelFont;
+    ctx.fillStyle = theme.muted;
+    ctx.fillText("input", labelW - 8, inputY + stripH / 2 + 0.5);
+    ctx.font = theme.labelBold;
+    ctx.fillStyle = theme.accent;
+    ctx.fillText(`L${lens.layers[s.layer]}`, labelW - 8, predY + stripH / 2 + 0.5);
+    ctx.font = theme.axisFont;
+    ctx.fillStyle = theme.muted;
+    ctx.textBaseline = "alphabetic";
+    ctx.fillText("layer", labelW - 8, heatY - 4);
+
+    const tipCell = this.tooltipCell();
+    if (tipCell && !this.tooltip.hidden) this.positionTooltip(tipCell);
+    this.debug.frames += 1;
+    this.debug.lastDrawMs = performance.now() - t0;
+    this.debug.visible = [c0, c1];
+    for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);
+  }
+
+  // ---- Test hook -----------------------------------------------------------------------------
+
+  exposeDebug() {
+    const view = this;
+    this.debugApi = {
+      get state() {
+        const s = view.state;
+        return { prompt: s.prompt, layer: s.layer, metric: s.metric, shownMetric: view.shownMetric, selected: s.selected, hover: s.hover, focus: s.focus, focused: s.focused };
+      },
+      get layout() {
+        return view.layout && { ...view.layout, scrollLeft: view.scrollLeft() };
+      },
+      get frames() {
+        return view.debug.frames;
+      },
+      get lastDrawMs() {
+        return view.debug.lastDrawMs;
+      },
+      get visibleColumns() {
+        return view.debug.visible;
+      },
+      /** A cell's rectangle in viewport (client) coordinates. */
+      cellClientRect(layerIndex, position) {
+        const r = cellRect(view.layout, layerIndex, position, view.scrollLeft());
+        const c = view.canvas.getBoundingClientRect();
+        return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+      },
+      /** The colour the cell should have under the shown metric ([r, g, b, a]; a = 0: missing). */
+      cellColour(layerIndex, position) {
+        const image = view.colourCanvas(view.state.prompt, view.shownMetric);
+        const o = ((view.lens.L - 1 - layerIndex) * image.width + position) * 4;
+        return Array.from(image.data.slice(o, o + 4));
+      },
+      cellDetails: (layerIndex, position) => cellDetails(view.lens, view.state.prompt, layerIndex, position),
+      drawNow: () => view.relayout(),
+      nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve)),
+    };
+    this.el.__muranoDebug = this.debugApi;
+  }
+}
+
+/** anywidget entry point: draws the widget into `el`; returns the cleanup function. */
+function render({ model, el }) {
+  const view = new LensView(model, el);
+  return () => view.destroy();
 }
 
 export default { render };
