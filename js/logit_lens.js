@@ -714,16 +714,24 @@ export function labelStride(rowH, minSpacing = 12) {
 
 /**
  * Where to put a tooltip of `size` next to an anchor rectangle, inside `bounds` (all in the same
- * coordinates): to the right and below by default, flipped when it would overflow.
+ * coordinates): beside the anchor (right, else left), vertically centred on it and shifted to fit;
+ * below or above it when neither side has room.
  */
 export function placeTooltip(anchor, size, bounds, margin = 10) {
+  const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+  const right = bounds.x + bounds.w;
+  const bottom = bounds.y + bounds.h;
   let left = anchor.x + anchor.w + margin;
-  if (left + size.w > bounds.x + bounds.w) left = anchor.x - size.w - margin;
-  if (left < bounds.x) left = Math.max(bounds.x, Math.min(bounds.x + bounds.w - size.w, anchor.x));
-  let top = anchor.y + anchor.h + margin;
-  if (top + size.h > bounds.y + bounds.h) top = anchor.y - size.h - margin;
-  if (top < bounds.y) top = bounds.y;
-  return { left: Math.round(left), top: Math.round(top) };
+  if (left + size.w > right) left = anchor.x - size.w - margin;
+  let top;
+  if (left >= bounds.x) {
+    top = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
+  } else {
+    left = clamp(anchor.x + anchor.w / 2 - size.w / 2, bounds.x, right - size.w);
+    top = anchor.y + anchor.h + margin;
+    if (top + size.h > bottom) top = anchor.y - size.h - margin;
+  }
+  return { left: Math.round(Math.max(bounds.x, left)), top: Math.round(Math.max(bounds.y, top)) };
 }
 
 /** The cell a key press moves the focus to, or null for keys that do not move it. */
@@ -1104,6 +1112,9 @@ class LensView {
     on(this.canvas, "pointermove", (event) => this.onPointerMove(event));
     on(this.canvas, "pointerleave", () => this.setHover(null));
     on(this.canvas, "click", (event) => this.onClick(event));
+    on(this.canvas, "pointerdown", () => {
+      this.state.focused = false;
+    });
     on(this.canvas, "keydown", (event) => this.onKeyDown(event));
     on(this.canvas, "focus", () => this.onFocus());
     on(this.canvas, "blur", () => {
@@ -1376,6 +1387,18 @@ class LensView {
 
   onFocus() {
     if (!this.lens) return;
+    let keyboard = true;
+    try {
+      keyboard = this.canvas.matches(":focus-visible");
+    } catch {
+      // Browsers without :focus-visible: treat every focus as keyboard focus.
+    }
+    // A mouse click focuses the canvas too; it pins instead, and shows no focus cell.
+    if (keyboard) this.showKeyboardFocus();
+  }
+
+  /** Shows the focus cell (keyboard navigation) with its tooltip and readout. */
+  showKeyboardFocus() {
     const s = this.state;
     s.focused = true;
     this.requestDetails();
@@ -1391,6 +1414,10 @@ class LensView {
   onKeyDown(event) {
     if (!this.lens || event.altKey || event.ctrlKey || event.metaKey) return;
     const s = this.state;
+    if (!s.focused && ["Enter", " ", "Escape"].indexOf(event.key) < 0 && moveFocus({ layerIndex: 0, position: 0 }, event.key, 1, 1)) {
+      // The first arrow key after a click shows the focus cell where the click was.
+      this.showKeyboardFocus();
+    }
     const focus = s.focus || { layerIndex: s.layer, position: 0 };
     if (event.key === "Enter" || event.key === " ") {
       event.preventDefault();

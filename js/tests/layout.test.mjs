@@ -96,13 +96,19 @@ test("label stride", () => {
   assert.equal(labelStride(2), 10);
 });
 
-test("tooltip placement stays inside the bounds", () => {
+test("tooltip placement: beside the cell, centred on it, inside the bounds", () => {
   const bounds = { x: 0, y: 0, w: 500, h: 400 };
-  assert.deepEqual(placeTooltip({ x: 10, y: 10, w: 20, h: 20 }, { w: 100, h: 50 }, bounds), { left: 40, top: 40 });
-  assert.deepEqual(placeTooltip({ x: 450, y: 10, w: 20, h: 20 }, { w: 100, h: 50 }, bounds), { left: 340, top: 40 });
-  assert.deepEqual(placeTooltip({ x: 10, y: 380, w: 20, h: 20 }, { w: 100, h: 50 }, bounds), { left: 40, top: 320 });
-  const wide = placeTooltip({ x: 200, y: 10, w: 20, h: 20 }, { w: 480, h: 50 }, bounds);
-  assert.ok(wide.left >= 0 && wide.left + 480 <= 500);
+  const size = { w: 100, h: 50 };
+  assert.deepEqual(placeTooltip({ x: 10, y: 100, w: 20, h: 20 }, size, bounds), { left: 40, top: 85 });
+  // No room on the right: on the left.
+  assert.deepEqual(placeTooltip({ x: 450, y: 100, w: 20, h: 20 }, size, bounds), { left: 340, top: 85 });
+  // Near the top or bottom edge: shifted to fit.
+  assert.deepEqual(placeTooltip({ x: 10, y: 0, w: 20, h: 20 }, size, bounds), { left: 40, top: 0 });
+  assert.deepEqual(placeTooltip({ x: 10, y: 390, w: 20, h: 10 }, size, bounds), { left: 40, top: 350 });
+  // No room on either side: below the cell (or above it near the bottom).
+  const wide = { w: 480, h: 50 };
+  assert.deepEqual(placeTooltip({ x: 200, y: 10, w: 20, h: 20 }, wide, bounds), { left: 0, top: 40 });
+  assert.deepEqual(placeTooltip({ x: 200, y: 380, w: 20, h: 20 }, wide, bounds), { left: 0, top: 320 });
 });
 
 test("arrow keys move the focus cell (up = deeper layer), clamped", () => {
