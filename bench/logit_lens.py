@@ -45,7 +45,9 @@ def build_model(folder: Path) -> None:
         tokenizer_object=tokenizer, eos_token="<|endoftext|>", unk_token="<|endoftext|>"
     )
     torch.manual_seed(0)
-    config = GPT2Config(n_layer=N_LAYERS, n_embd=D_MODEL, n_head=12, vocab_size=VOCAB, n_positions=1024)
+    config = GPT2Config(
+        n_layer=N_LAYERS, n_embd=D_MODEL, n_head=12, vocab_size=VOCAB, n_positions=1024
+    )
     AutoModelForCausalLM.from_config(config).save_pretrained(folder)
     fast.save_pretrained(folder)
 
@@ -133,7 +135,16 @@ def worker(kind: str, shape: str, folder: str) -> dict:
 
 
 def spawn(kind: str, shape: str, folder: Path) -> dict:
-    command = [sys.executable, __file__, "--worker", kind, "--shapes", shape, "--model", str(folder)]
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--shapes",
+        shape,
+        "--model",
+        str(folder),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -172,10 +183,13 @@ def main() -> None:
 
 def report(table: dict, gflops: float) -> None:
     print(f"\nfloat32 matmul rate (torch.mm 4096x768 @ 768x50257): {gflops:.0f} GFLOP/s")
-    print(f"{'shape':<11} {'kind':<6} {'median s':>9} {'x floor':>8} {'peak GB':>8} {'matmul share':>13}")
+    print(
+        f"{'shape':<11} {'kind':<6} {'median s':>9} {'x floor':>8} {'peak GB':>8} {'matmul share':>13}"
+    )
     dense_floor = None
     for shape, runs in table.items():
-        def median(kind: str, key: str):
+
+        def median(kind: str, key: str, runs: dict = runs):
             values = [r[key] for r in runs.get(kind, []) if key in r]
             return statistics.median(values) if values else None
 
@@ -195,7 +209,9 @@ def report(table: dict, gflops: float) -> None:
                 f" {100 * work / seconds / gflops:12.0f}%"
             )
         if shape.endswith("ragged") and dense_floor and median("step", "seconds"):
-            print(f"{'':<11} ragged step / dense 16x256 floor: {median('step', 'seconds') / dense_floor:.2f}")
+            print(
+                f"{'':<11} ragged step / dense 16x256 floor: {median('step', 'seconds') / dense_floor:.2f}"
+            )
 
 
 if __name__ == "__main__":

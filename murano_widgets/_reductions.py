@@ -26,56 +26,84 @@ class FinalDistribution:
 
     @classmethod
     def from_logits(cls, logits: torch.Tensor) -> FinalDistribution:
-        logits = logits.float()
+        logits = logits.detach().float()
         log_norm = torch.logsumexp(logits, dim=-1, keepdim=True)
         probs = torch.exp(logits - log_norm)
         neg_entropy = _rowdot(probs, logits) - log_norm.squeeze(-1)
         return cls(logits, probs, logits.argmax(dim=-1), neg_entropy)
 
 
+class Scratch:
+    """Two reusable ``[rows, vocab]`` float32 buffers, so each layer does not allocate afresh."""
+
+    def __init__(self) -> None:
+        self._buffers: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def get(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._buffers is None or self._buffers[0].shape != like.shape:
+            self._buffers = (torch.empty_like(like), torch.empty_like(like))
+        return self._buffers
+
+
 def reduce_logits(
-    logits: torch.Tensor, final: FinalDistribution, top_k: int, keep_probs: bool
+    logits: torch.Tensor,
+    final: FinalDistribution,
+    top_k: int,
+    keep_probs: bool,
+    scratch: Scratch | None = None,
 ) -> dict[str, torch.Tensor]:
     """Reduces one layer's logits on a chunk of positions to the per-cell fields.
+
+    Written for few passes over ``[rows, vocab]``, each a vectorised kernel: out-of-place
+    ``exp`` into a buffer, row dot products as batched matmuls, and the rank as a float sum of
+    a comparison (exact below 2**24).
 
     Args:
         logits: ``[rows, vocab]`` logits of one layer (any float dtype).
         final: The model's own distribution at the same positions.
         top_k: How many of the most likely tokens to keep.
         keep_probs: Also return the full ``probs`` (only for ``store_full_probs``).
+        scratch: Buffers to reuse across calls of the same chunk size.
 
     Returns:
         ``topk_tokens``/``topk_probs`` ``[rows, k]``, and ``entropy`` (bits),
         ``final_token_probs``, ``final_token_ranks``, ``kl_to_final`` (bits), each ``[rows]``;
         plus ``probs`` ``[rows, vocab]`` if ``keep_probs``.
     """
-    logits = logits.float()
-    log_norm = torch.logsumexp(logits, dim=-1, keepdim=True)
-    top_logits, topk_tokens = torch.topk(logits, top_k, dim=-1)
-    final_logit = logits.gather(-1, final.tokens.unsqueeze(-1))
+    # No autograd here: nnsight runs in-trace code on a thread where grad mode is on.
+    z = logits.detach().float()
+    shifted, weights = (scratch or Scratch()).get(z)
+    top_logits, topk_tokens = torch.topk(z, top_k, dim=-1)
+    peak = top_logits[:, :1]
+    torch.sub(z, peak, out=shifted)
+    torch.exp(shifted, out=weights)  # exp(z - max): unnormalised probabilities
+    total = weights.sum(dim=-1, keepdim=True)
+    log_norm = peak + total.log()  # logsumexp(z)
+    # H = logZ - sum p z, with p = weights / total.
+    mean_logit = _rowdot(weights, z) / total.squeeze(-1)
+    entropy = (log_norm.squeeze(-1) - mean_logit).clamp_min(0.0) / _LOG2
+    final_logit = z.gather(-1, final.tokens.unsqueeze(-1))
     # Ties count in the token's favour, as argmax does: rank 0 iff it is (a) top-1.
-    final_token_ranks = (logits > final_logit).sum(dim=-1)
+    torch.gt(z, final_logit, out=shifted)
+    final_token_ranks = shifted.sum(dim=-1).long()
     # KL(final || layer) = sum p_f log p_f - sum p_f (z - logZ), and sum p_f = 1.
-    cross = _rowdot(final.probs, logits) - log_norm.squeeze(-1)
-    kl_to_final = (final.neg_entropy - cross).clamp_min(0.0) / _LOG2
-    probs = torch.exp(logits - log_norm)
-    entropy = (log_norm.squeeze(-1) - _rowdot(probs, logits)).clamp_min(0.0) / _LOG2
+    cross = _rowdot(final.probs, z) - log_norm.squeeze(-1)
     fields = {
         "topk_tokens": topk_tokens,
         "topk_probs": torch.exp(top_logits - log_norm),
         "entropy": entropy,
         "final_token_probs": torch.exp(final_logit - log_norm).squeeze(-1),
         "final_token_ranks": final_token_ranks,
-        "kl_to_final": kl_to_final,
+        "kl_to_final": (final.neg_entropy - cross).clamp_min(0.0) / _LOG2,
     }
     if keep_probs:
-        fields["probs"] = probs
+        fields["probs"] = weights / total
     return fields
 
 
 def _rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Row-wise dot product without a ``[rows, vocab]`` temporary."""
-    return torch.linalg.vecdot(a, b, dim=-1)
+    """Row-wise dot product as a batched matmul (``vecdot`` would multiply, then sum)."""
+    return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).reshape(a.shape[0])
 
 
 def rows_per_chunk(max_chunk_bytes: int, vocab_size: int) -> int:

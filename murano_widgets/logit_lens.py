@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._reductions import FinalDistribution, reduce_logits, rows_per_chunk
+from ._reductions import FinalDistribution, Scratch, reduce_logits, rows_per_chunk
 from .model import ModelBackend
 from .result import LogitLensResult
 from .types import RESID_POST, Node, PromptBatch, validate_prompts
 
 __all__ = ["LogitLens"]
 
-DEFAULT_MAX_CHUNK_BYTES = 128 * 2**20
+DEFAULT_MAX_CHUNK_BYTES = 64 * 2**20
 
 _CELL_FLOATS = ("max_probs", "entropy", "final_token_probs", "kl_to_final")
 
@@ -193,17 +193,21 @@ class LogitLens:
         step = rows_per_chunk(self.max_chunk_bytes, _vocab_size(model))
         chunks: list[dict[str, torch.Tensor]] = []
         finals: list[torch.Tensor] = []
+        scratch = Scratch()
         with torch.inference_mode():
             for start in range(0, n_real, step):
                 rows = slice(start, min(start + step, n_real))
-                final = FinalDistribution.from_logits(model.unembed(hidden[last][rows]))
+                final_logits = model.unembed(hidden[last][rows])
+                final = FinalDistribution.from_logits(final_logits)
                 per_layer = [
                     _to_cpu(
                         reduce_logits(
-                            model.unembed(hidden[layer][rows]),
+                            # The last layer's logits are the final ones: no second matmul.
+                            final_logits if layer == last else model.unembed(hidden[layer][rows]),
                             final,
                             self.top_k,
                             self.store_full_probs,
+                            scratch,
                         )
                     )
                     for layer in self.layers
