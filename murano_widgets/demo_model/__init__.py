@@ -1,0 +1,50 @@
+"""The package's own small language model, trained on a generated "toy world".
+
+No model can be downloaded on a plane, in CI or in a locked-down classroom, and a randomly
+initialised model shows a meaningless lens. The demo model is a 6-layer Llama-style model
+(about 1.8 M parameters) trained by ``python -m murano_widgets.demo_model.train`` on text that
+``murano_widgets.demo_model.corpus`` generates: capitals, languages, animal sounds and young,
+opposites, plurals, colours, days, months, counting, the alphabet, small arithmetic in words and
+short stories. It ships inside the package in standard Hugging Face format, so it loads with
+``AutoModelForCausalLM`` and nnterp as any other model does. It knows nothing outside its toy
+world.
+
+Example:
+    >>> from murano_widgets.demo_model import load_demo_model
+    >>> model = load_demo_model()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from murano_widgets.model import MuranoModel
+
+__all__ = ["DEMO_MODEL_PATH", "load_demo_model"]
+
+DEMO_MODEL_PATH = Path(__file__).resolve().parent / "toy-world"
+"""The shipped model folder (``config.json``, ``model.safetensors``, ``tokenizer.json``, …)."""
+
+
+def load_demo_model(**kwargs: Any) -> MuranoModel:
+    """Loads the shipped toy-world model; needs no network (works with ``HF_HUB_OFFLINE=1``).
+
+    Args:
+        **kwargs: Passed on to ``MuranoModel`` (``device``, ``dtype``, …).
+
+    Returns:
+        ``MuranoModel(DEMO_MODEL_PATH, **kwargs)``.
+
+    Raises:
+        FileNotFoundError: If the model files are missing from the installed package.
+    """
+    from murano_widgets.model import MuranoModel
+
+    if not (DEMO_MODEL_PATH / "model.safetensors").is_file():
+        raise FileNotFoundError(
+            f"the demo model's weights are missing from {DEMO_MODEL_PATH}; rebuild them with "
+            "`python -m murano_widgets.demo_model.train`"
+        )
+    return MuranoModel(DEMO_MODEL_PATH, **kwargs)
