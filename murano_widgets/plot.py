@@ -1,0 +1,147 @@
+"""``plot_logit_lens``: the standard static logit-lens heatmap, with matplotlib."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._adapters import as_lens_result
+from .tokens import display_token
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = ["PLOT_METRICS", "plot_logit_lens"]
+
+# metric: (result field, colour-bar label, colour map, logarithmic)
+PLOT_METRICS: dict[str, tuple[str, str, str, bool]] = {
+    "prob": ("max_probs", "top-1 probability", "viridis", False),
+    "entropy": ("entropy", "entropy (bits)", "cividis_r", False),
+    "final_prob": ("final_token_probs", "probability of the final prediction", "viridis", False),
+    "final_rank": (
+        "final_token_ranks",
+        "rank of the final prediction (0 = top-1)",
+        "viridis_r",
+        True,
+    ),
+    "kl": ("kl_to_final", "KL(final ‖ layer) (bits)", "magma_r", False),
+}
+
+
+def plot_logit_lens(
+    result: Any,
+    prompt: int = 0,
+    layers: Sequence[int] | None = None,
+    metric: str = "prob",
+    ax: Axes | None = None,
+    *,
+    max_token_chars: int = 8,
+) -> Figure:
+    """Draws one prompt's logit lens: rows are layers (highest on top), columns positions.
+
+    Each cell is coloured by ``metric`` and labelled with the layer's top-1 token; padding is
+    left out; token labels show spaces and newlines as visible marks. Works headless (Agg).
+
+    Args:
+        result: A :class:`LogitLensResult` (or a ``murano`` result).
+        prompt: Which prompt of the batch.
+        layers: Model layers to show (a subset of the result's); ``None`` for all.
+        metric: ``"prob"``, ``"entropy"``, ``"final_prob"``, ``"final_rank"`` or ``"kl"``.
+        ax: Axes to draw into; a new figure is made if ``None``.
+        max_token_chars: Longer token labels are cut with an ellipsis.
+
+    Returns:
+        The figure.
+
+    Raises:
+        ValueError: For a prompt, layer or metric out of range.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm, Normalize
+
+    lens = as_lens_result(result)
+    if metric not in PLOT_METRICS:
+        raise ValueError(f"metric must be one of {', '.join(PLOT_METRICS)}; got {metric!r}")
+    if isinstance(prompt, bool) or not isinstance(prompt, int) or not 0 <= prompt < lens.n_inputs:
+        raise ValueError(f"prompt must be an int from 0 to {lens.n_inputs - 1}; got {prompt!r}")
+    rows = _rows(lens.layers, layers)
+    field, label, cmap, logarithmic = PLOT_METRICS[metric]
+    values = getattr(lens, field)
+    if values is None:
+        raise ValueError(f"metric {metric!r} needs result.{field}, which this result lacks")
+    positions = lens.positions(prompt).tolist()
+    grid = values[rows][:, prompt, positions].double().numpy()
+    words = [[lens.predicted_words[r][prompt][s] for s in positions] for r in rows]
+    inputs = [lens.input_words[prompt][s] for s in positions]
+
+    n_rows, n_cols = grid.shape
+    if ax is None:
+        width = min(2.0 + 0.75 * n_cols, 40.0)
+        height = min(1.5 + 0.38 * n_rows, 40.0)
+        fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    else:
+        fig = ax.figure
+    if logarithmic:
+        shown = np.ma.masked_invalid(grid + 1.0)  # rank 0 -> 1 on a log scale
+        norm = LogNorm(vmin=1.0, vmax=max(float(np.nanmax(shown)), 10.0))
+    else:
+        shown = np.ma.masked_invalid(grid)
+        top = 1.0 if metric in {"prob", "final_prob"} else max(float(np.nanmax(grid)), 1e-6)
+        norm = Normalize(vmin=0.0, vmax=top)
+    colour_map = plt.get_cmap(cmap).copy()
+    colour_map.set_bad("#d0d0d0")  # a non-finite row is missing, not a colour
+    image = ax.imshow(
+        shown, cmap=colour_map, norm=norm, aspect="auto", origin="lower", interpolation="nearest"
+    )
+    colour_bar = fig.colorbar(image, ax=ax, pad=0.01)
+    colour_bar.set_label(label)
+
+    for i in range(n_rows):
+        for j in range(n_cols):
+            text = _short(display_token(words[i][j]), max_token_chars)
+            rgba = (
+                colour_map(norm(shown[i, j])) if not np.ma.is_masked(shown[i, j]) else (1, 1, 1, 1)
+            )
+            light = 0.2126 * rgba[0] + 0.7152 * rgba[1] + 0.0722 * rgba[2] > 0.45
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="black" if light else "white",
+            )
+
+    ax.set_yticks(range(n_rows), [str(lens.layers[r]) for r in rows])
+    ax.set_xticks(
+        range(n_cols),
+        [_short(display_token(w), max_token_chars) for w in inputs],
+        rotation=45,
+        ha="right",
+    )
+    ax.set_ylabel("layer")
+    ax.set_xlabel("input token (the cell shows the top-1 prediction for the next token)")
+    title = lens.prompts[prompt] if lens.prompts else "".join(inputs)
+    ax.set_title(f"Logit lens: {_short(display_token(title), 80)}", fontsize=10, loc="left")
+    return fig
+
+
+def _rows(available: list[int], layers: Sequence[int] | None) -> list[int]:
+    if layers is None:
+        return list(range(len(available)))
+    if isinstance(layers, (str, int)):
+        raise ValueError(f"layers must be a list of the result's layers or None; got {layers!r}")
+    rows = []
+    for layer in layers:
+        if layer not in available:
+            raise ValueError(f"layers holds {layer!r}, which the result lacks (it has {available})")
+        rows.append(available.index(layer))
+    return sorted(rows)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
