@@ -8,8 +8,10 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
     show_logit_lens(model, ["The Eiffel Tower is in the city of", "one two three four"])
 """
 
+from .demo_model import load_demo_model
 from .logit_lens import LogitLens
 from .model import ModelBackend, MuranoModel
+from .plot import plot_logit_lens
 from .result import LogitLensResult
 from .types import RESID_POST, Node, PromptBatch, Results, Step
 from .widget import METRICS, LogitLensWidget, show_logit_lens
@@ -28,5 +30,7 @@ __all__ = [
     "PromptBatch",
     "Results",
     "Step",
+    "load_demo_model",
+    "plot_logit_lens",
     "show_logit_lens",
 ]
