@@ -1,0 +1,215 @@
+"""The widget's Python side: traits, validation, the binary payload and duck-typed results."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+import torch
+from traitlets import TraitError
+
+from murano_widgets import METRICS, LogitLens, LogitLensWidget, PromptBatch, show_logit_lens
+from murano_widgets.payload import BASE_SECTIONS, decode_sections
+from murano_widgets.widget import WidgetValueError
+
+PROMPTS = ["The Eiffel Tower is in the city of Paris", "one two", "Alice met Bob."]
+
+
+@pytest.fixture(scope="module")
+def lens(load_tiny):
+    model = load_tiny("llama")
+    return LogitLens(model, top_k=5)({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+
+
+@pytest.fixture
+def widget(lens):
+    return LogitLensWidget(lens)
+
+
+def real_cells(lens, tensor):
+    """``tensor[layer, prompt, real positions]`` laid out as the payload does: [L, T, ...]."""
+    mask = lens.attention_mask.bool()
+    return tensor[:, mask].numpy()
+
+
+def test_payload_round_trip_gives_back_the_result(widget, lens):
+    widget._details = True
+    meta, sections = widget._meta, widget._sections
+    values = decode_sections(meta, sections)
+    table = meta["tokens"]
+    mask = lens.attention_mask.bool()
+    assert meta["lengths"] == lens.attention_mask.sum(1).tolist()
+    assert meta["layers"] == lens.layers and meta["prompts"] == PROMPTS
+    # Token indices point at the decoded strings of the right ids.
+    words = lens.token_strings
+    assert [table[i] for i in values["input_tokens"]] == [
+        words[int(i)] for i in lens.input_ids[mask]
+    ]
+    assert [table[i] for i in values["final_tokens"]] == [
+        words[int(i)] for i in lens.final_tokens[mask]
+    ]
+    top1 = values["top1_tokens"]
+    assert [[table[i] for i in row] for row in top1] == [
+        [words[int(i)] for i in row] for row in real_cells(lens, lens.predicted_tokens)
+    ]
+    topk = values["topk_tokens"]
+    assert topk.shape[-1] == 4
+    expected_topk = real_cells(lens, lens.topk_tokens)[..., 1:]
+    assert (
+        np.vectorize(lambda i: table[i])(topk).tolist()
+        == np.vectorize(lambda i: words[int(i)])(expected_topk).tolist()
+    )
+    # Quantised values are within half a step of the exact ones.
+    np.testing.assert_allclose(
+        values["top1_probs"], real_cells(lens, lens.max_probs), atol=0.5 / 65535 + 1e-7
+    )
+    np.testing.assert_allclose(
+        values["final_probs"], real_cells(lens, lens.final_token_probs), atol=0.5 / 65535 + 1e-7
+    )
+    np.testing.assert_allclose(
+        values["topk_probs"], real_cells(lens, lens.topk_probs)[..., 1:], atol=0.5 / 255 + 1e-7
+    )
+    entropy_step = meta["max_entropy"] / 65535
+    np.testing.assert_allclose(values["entropy"], real_cells(lens, lens.entropy), atol=entropy_step)
+    kl_step = meta["sections"]["kl"]["scale"]
+    np.testing.assert_allclose(values["kl"], real_cells(lens, lens.kl_to_final), atol=kl_step)
+    assert values["final_ranks"].tolist() == real_cells(lens, lens.final_token_ranks).tolist()
+    assert "missing" not in values
+
+
+def test_default_payload_is_small_and_details_come_on_request(widget, lens):
+    cells = len(lens.layers) * int(lens.attention_mask.sum())
+    assert set(widget._sections) == set(BASE_SECTIONS) - {"missing"}
+    sizes = widget.payload_nbytes()
+    per_cell = (sizes["top1_tokens"] + sizes["top1_probs"]) / cells
+    assert per_cell == 4
+    widget.metric = "entropy"  # switching the metric asks for the detail sections
+    assert {"entropy", "kl", "final_ranks", "topk_tokens"} <= set(widget._sections)
+    sizes = widget.payload_nbytes()
+    topk_per_cell = (
+        sizes["top1_tokens"] + sizes["top1_probs"] + sizes["topk_tokens"] + sizes["topk_probs"]
+    ) / cells
+    assert topk_per_cell == 16
+
+
+def test_state_is_binary_not_nested_lists(widget):
+    state = widget.get_state()
+    assert all(isinstance(v, (bytes, memoryview)) for v in state["_sections"].values())
+    assert isinstance(state["_meta"]["tokens"], list)
+
+
+def test_traits_validate_with_clear_errors(widget, lens):
+    n_layers = len(lens.layers)
+    assert widget.layer == n_layers - 1 and widget.prompt == 0 and widget.metric == "prob"
+    widget.prompt = 2
+    widget.layer = 0
+    with pytest.raises(
+        ValueError, match=r"prompt must be from 0 to 2 \(the result has 3 prompts\); got 3"
+    ):
+        widget.prompt = 3
+    with pytest.raises(ValueError, match="layer must be from 0"):
+        widget.layer = -1
+    with pytest.raises(WidgetValueError, match="metric must be one of prob, entropy"):
+        widget.metric = "loss"
+    with pytest.raises(ValueError, match="must be an int"):
+        widget.prompt = True
+    assert widget.prompt == 2 and widget.layer == 0
+    for metric in METRICS:
+        widget.metric = metric
+
+
+def test_selected_is_filled_in_exactly(widget, lens):
+    # What the front end sends on a click: the cell's coordinates.
+    widget.selected = {"prompt": 1, "layer_index": 1, "position": 1}
+    chosen = widget.selected
+    seq = lens.positions(1)[1].item()
+    assert chosen["sequence_index"] == seq and chosen["layer"] == lens.layers[1]
+    assert chosen["input_token"] == lens.input_words[1][seq]
+    assert chosen["predicted_token"] == lens.predicted_words[1][1][seq]
+    assert chosen["probability"] == pytest.approx(lens.max_probs[1, 1, seq].item())
+    assert chosen["top_k"][0] == (chosen["predicted_token"], chosen["probability"])
+    assert chosen["final_token_ranks"] == lens.final_token_ranks[1, 1, seq].item()
+    # Out of range: the prompt has only its real tokens (padding cannot be pinned).
+    length = int(lens.attention_mask[1].sum())
+    with pytest.raises(ValueError, match=rf"selected\['position'\] must be from 0 to {length - 1}"):
+        widget.selected = {"prompt": 1, "layer_index": 0, "position": length}
+    with pytest.raises(ValueError, match="layer_index"):
+        widget.selected = {"prompt": 0, "layer_index": 99, "position": 0}
+    with pytest.raises(TraitError, match="dict or None"):
+        widget.selected = [0, 1]
+    assert widget.selected == chosen
+    widget.selected = None
+    assert widget.selected is None
+
+
+def test_show_logit_lens_takes_one_string_and_step_options(load_tiny):
+    widget = show_logit_lens(
+        load_tiny("gpt2"), "one two three", layers=[0, -1], top_k=3, metric="kl"
+    )
+    assert widget.result.prompts == ["one two three"] and widget.result.layers == [0, 2]
+    assert widget.metric == "kl" and "kl" in widget._sections
+    assert widget._meta["top_k"] == 3
+    with pytest.raises(ValueError, match="metric"):
+        show_logit_lens(load_tiny("gpt2"), "x", metric="nope")
+    with pytest.raises(ValueError, match="empty"):
+        show_logit_lens(load_tiny("gpt2"), [])
+
+
+def test_a_result_whose_shapes_disagree_is_refused(lens):
+    import dataclasses
+
+    broken = dataclasses.replace(lens, max_probs=lens.max_probs[:, :2])
+    with pytest.raises(ValueError, match=r"max_probs has shape \(3, 2, \d+\)"):
+        LogitLensWidget(broken)
+    broken = dataclasses.replace(lens, input_words=lens.input_words[:2])
+    with pytest.raises(ValueError, match="input_words"):
+        LogitLensWidget(broken)
+
+
+def test_non_results_get_a_type_error_naming_what_is_missing():
+    with pytest.raises(TypeError, match="lacks max_probs, predicted_tokens"):
+        LogitLensWidget({"max_probs": 1})
+    with pytest.raises(TypeError, match=r"addresses \(or layer_indices\)"):
+        LogitLensWidget(
+            types.SimpleNamespace(max_probs=0, predicted_tokens=0, predicted_words=0, input_words=0)
+        )
+
+
+def test_murano_style_result_is_accepted_by_duck_typing(lens, load_tiny):
+    """The released murano library's result: layer_indices, always all_probs, no reduced fields."""
+    model = load_tiny("llama")
+    full = LogitLens(model, top_k=5, store_full_probs=True)({"prompts": PromptBatch(PROMPTS)})[
+        "logit_lens"
+    ]
+    probs = torch.nan_to_num(full.all_probs, nan=1.0 / model.vocab_size)
+    murano = types.SimpleNamespace(
+        all_probs=probs,
+        max_probs=torch.nan_to_num(full.max_probs),
+        predicted_tokens=full.predicted_tokens.clamp_min(0),
+        predicted_words=full.predicted_words,
+        input_words=full.input_words,
+        attention_mask=full.attention_mask,
+        layer_indices=list(full.layers),
+    )
+    widget = LogitLensWidget(murano, tokenizer=model.tokenizer)
+    shown = widget.result
+    mask = full.attention_mask.bool()
+    assert shown.layers == full.layers
+    # The last row stands for the final distribution, as it is the model's last layer here.
+    torch.testing.assert_close(
+        shown.kl_to_final[:, mask], full.kl_to_final[:, mask], atol=1e-4, rtol=1e-3
+    )
+    torch.testing.assert_close(shown.entropy[:, mask], full.entropy[:, mask], atol=1e-4, rtol=1e-3)
+    assert torch.equal(shown.topk_tokens[:, mask], full.topk_tokens[:, mask])
+    assert torch.equal(shown.final_token_ranks[:, mask], full.final_token_ranks[:, mask])
+    widget._details = True
+    table = widget._meta["tokens"]
+    values = decode_sections(widget._meta, widget._sections)
+    words = [table[i] for i in values["topk_tokens"][-1, :, 0]]
+    assert words == [full.token_strings[int(i)] for i in full.topk_tokens[-1][mask][:, 1]]
+
+
+def test_widget_repr_is_short(widget):
+    text = repr(widget)
+    assert text.startswith("LogitLensWidget(3 prompts") and len(text) < 200
