@@ -91,8 +91,9 @@ def plot_logit_lens(
         shown = np.ma.masked_invalid(grid)
         top = 1.0 if metric in {"prob", "final_prob"} else max(float(np.nanmax(grid)), 1e-6)
         norm = Normalize(vmin=0.0, vmax=top)
-    colour_map = plt.get_cmap(cmap).copy()
-    colour_map.set_bad("#d0d0d0")  # a non-finite row is missing, not a colour
+    colour_map = plt.get_cmap(cmap).with_extremes(
+        bad="#d0d0d0"
+    )  # non-finite: missing, not a colour
     image = ax.imshow(
         shown, cmap=colour_map, norm=norm, aspect="auto", origin="lower", interpolation="nearest"
     )
