@@ -176,12 +176,14 @@ def make_result(
     )
 
 
-def make_large_result(n_layers: int = 80, n_positions: int = 1000, top_k: int = 5, seed: int = 0):
+def make_large_result(
+    n_layers: int = 80, n_positions: int = 1000, n_prompts: int = 1, top_k: int = 5, seed: int = 0
+) -> LogitLensResult:
     """A big result built with tensor operations (for the render benchmark)."""
     g = torch.Generator().manual_seed(seed)
     V = 5000
     words = [f" w{i}" for i in range(V)]
-    L, B, S = n_layers, 1, n_positions
+    L, B, S = n_layers, n_prompts, n_positions
     input_ids = torch.randint(0, V, (B, S), generator=g)
     final = torch.randint(0, V, (B, S), generator=g)
     depth = (torch.arange(L, dtype=torch.float32) + 1).div(L).view(L, 1, 1)
@@ -214,7 +216,7 @@ def make_large_result(n_layers: int = 80, n_positions: int = 1000, top_k: int = 
         kl_to_final=(1 - depth).expand(L, B, S) * 8,
         final_tokens=final,
         input_ids=input_ids,
-        prompts=["".join(words[t] for t in input_ids[0].tolist())],
+        prompts=["".join(words[t] for t in input_ids[b].tolist()) for b in range(B)],
         token_strings=dict(enumerate(words)),
         vocab_size=50257,
         model_name="synthetic-80x1000",
