@@ -65,7 +65,9 @@ def wait_for(condition, timeout: float, what: str, interval: float = 0.25):
         except Exception as error:  # the server may not be up yet
             last_error = error
         time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what} (last error: {last_error})")
+    raise TimeoutError(
+        f"timed out after {timeout:.0f} s waiting for {what} (last error: {last_error})"
+    )
 
 
 @pytest.fixture
@@ -89,10 +91,24 @@ def jupyterlab(tmp_path):
     work.mkdir()
     notebook = {
         "cells": [
-            {"cell_type": "code", "metadata": {}, "source": SETUP, "outputs": [], "execution_count": None},
-            {"cell_type": "code", "metadata": {}, "source": READ_BACK, "outputs": [], "execution_count": None},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": SETUP,
+                "outputs": [],
+                "execution_count": None,
+            },
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": READ_BACK,
+                "outputs": [],
+                "execution_count": None,
+            },
         ],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
         "nbformat": 4,
         "nbformat_minor": 5,
     }
