@@ -1403,10 +1403,14 @@ class LensView {
     s.focused = true;
     this.requestDetails();
     if (!s.focus) {
+      // Start at the pinned cell, else on the highlighted row at the first visible column.
       const sel = s.selected;
-      s.focus = sel && sel.prompt === s.prompt
-        ? this.clampCell({ layerIndex: sel.layer_index, position: sel.position })
-        : { layerIndex: s.layer, position: 0 };
+      const first = Math.ceil(this.scrollLeft() / this.layout.cellW);
+      s.focus = this.clampCell(
+        sel && sel.prompt === s.prompt
+          ? { layerIndex: sel.layer_index, position: sel.position }
+          : { layerIndex: s.layer, position: first },
+      );
     }
     this.setFocus(s.focus);
   }
@@ -1414,29 +1418,25 @@ class LensView {
   onKeyDown(event) {
     if (!this.lens || event.altKey || event.ctrlKey || event.metaKey) return;
     const s = this.state;
-    if (!s.focused && ["Enter", " ", "Escape"].indexOf(event.key) < 0 && moveFocus({ layerIndex: 0, position: 0 }, event.key, 1, 1)) {
-      // The first arrow key after a click shows the focus cell where the click was.
-      this.showKeyboardFocus();
-    }
-    const focus = s.focus || { layerIndex: s.layer, position: 0 };
-    if (event.key === "Enter" || event.key === " ") {
-      event.preventDefault();
-      s.focus = focus;
-      this.togglePin(focus);
-      return;
-    }
-    if (event.key === "Escape") {
-      if (s.selected) {
-        event.preventDefault();
-        this.setSelected(null, true);
-        this.readout.textContent = "Unpinned.";
-      }
-      return;
-    }
-    const next = moveFocus(focus, event.key, this.lens.L, this.lens.lengths[s.prompt]);
-    if (!next) return;
+    const key = event.key;
+    const pinKey = key === "Enter" || key === " ";
+    const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+    if (!pinKey && !navigation && !(key === "Escape" && s.selected)) return;
+    // Handled here: keep the page (and notebook shortcuts such as arrows between cells) out.
     event.preventDefault();
-    this.setFocus(next);
+    event.stopPropagation();
+    if (key === "Escape") {
+      this.setSelected(null, true);
+      this.readout.textContent = "Unpinned.";
+      return;
+    }
+    // The first key after a mouse click shows the focus cell where the click was.
+    if (!s.focused) this.showKeyboardFocus();
+    if (pinKey) {
+      this.togglePin(s.focus);
+    } else {
+      this.setFocus(moveFocus(s.focus, key, this.lens.L, this.lens.lengths[s.prompt]));
+    }
   }
 
   // ---- Controls, legend, pin, tooltip --------------------------------------------------------

@@ -179,6 +179,23 @@ def test_click_in_jupyterlab_sets_selected_in_the_kernel(browser, jupyterlab):
             "() => document.querySelector('.murano-root').parentElement.__muranoDebug.cellClientRect(3, 2)"
         )
         page.mouse.click(rect["x"] + rect["w"] / 2, rect["y"] + rect["h"] / 2)
+        # Arrow keys in the heatmap move its focus cell, not the notebook's active cell.
+        active = page.evaluate(
+            "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex((c) => c.classList.contains('jp-mod-active'))"
+        )
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowUp")
+        assert page.evaluate("() => document.activeElement.className") == "murano-canvas"
+        assert (
+            page.evaluate(
+                "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex((c) => c.classList.contains('jp-mod-active'))"
+            )
+            == active
+        )
+        debug_state = page.evaluate(
+            "() => document.querySelector('.murano-root').parentElement.__muranoDebug.state"
+        )
+        assert debug_state["focus"] == {"layerIndex": 3, "position": 2}
         page.focus(".murano-layer-control .murano-slider")
         page.keyboard.press("Home")
         page.wait_for_timeout(300)  # throttled sync
