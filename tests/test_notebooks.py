@@ -1,0 +1,368 @@
+"""The teaching notebooks: saved clean, executed top to bottom, and their widgets re-rendered.
+
+Every notebook in ``notebooks/`` is executed headless with nbclient (a real ipykernel from this
+environment, offline). Any error fails the test, including errors that do not stop a cell (a
+display hook's traceback is an ``error`` output too). nbclient records the widgets' state in the
+notebook's metadata, as a front end saving the notebook would; that saved state must hold each
+``LogitLensWidget`` shown, and it must render again **without a kernel**: a page in headless
+Chromium imports the ES module saved with the state (the real ``js/logit_lens.js``), rebuilds the
+binary sections from the saved base64 buffers and calls ``renderStandalone``. The heatmap must
+draw (a canvas with many distinct colours), write the prompt's tokens and the layer labels, and
+raise no error, with every request outside the test origin blocked.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+JS = ROOT / "js" / "logit_lens.js"
+CSS = ROOT / "js" / "logit_lens.css"
+ARTIFACTS = ROOT / "tests" / "_artifacts"
+CHROMIUM = os.environ.get("MURANO_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ORIGIN = "http://notebook-state.test"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+CELL_TIMEOUT_S = 180
+COLAB_BADGE = re.compile(
+    r"\[!\[Open In Colab\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]"
+    r"\(https://colab\.research\.google\.com/github/[\w.-]+/murano_widgets/blob/main/"
+    r"notebooks/(?P<name>[\w.-]+\.ipynb)\)"
+)
+
+pytestmark = pytest.mark.skipif(not NOTEBOOKS, reason="no notebooks in notebooks/")
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [path.stem for path in paths]
+
+
+# ---------------------------------------------------------------------------------------------
+# The notebooks as saved in the repository (fast)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_notebook_is_saved_clean_with_badge_and_colab_install(path):
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert code, f"{path.name} has no code cells"
+    for cell in code:
+        assert cell.outputs == [], f"{path.name}: saved with outputs (clear them)"
+        assert cell.execution_count is None, f"{path.name}: saved with execution counts"
+    assert "widgets" not in nb.metadata, f"{path.name}: saved with widget state (clear it)"
+
+    first_markdown = next(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    badge = COLAB_BADGE.search(first_markdown)
+    assert badge, f"{path.name}: no 'Open in Colab' badge in the first markdown cell"
+    assert badge["name"] == path.name, f"{path.name}: the badge opens {badge['name']}"
+
+    install = code[0].source
+    assert '"google.colab" in sys.modules' in install, (
+        f"{path.name}: the first code cell must install the package only on Colab"
+    )
+    assert "pip install" in install
+    text = "\n".join(cell.source for cell in nb.cells)
+    assert "load_demo_model()" in text, f"{path.name}: does not use the shipped demo model"
+    assert "MuranoModel(" in text and '"gpt2"' in text, (
+        f"{path.name}: does not say how to switch to a real model"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Executing them
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """Executes a notebook once per test module; returns (notebook, seconds)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    cache: dict[Path, tuple[Any, float]] = {}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    env.pop("MPLBACKEND", None)  # the kernel's own inline backend, as in a notebook
+
+    def run(path: Path):
+        if path not in cache:
+            nb = nbformat.read(path, as_version=4)
+            # A scratch copy of the folder, so files the notebook writes stay out of the repo.
+            workdir = tmp_path_factory.mktemp(path.stem)
+            client = nbclient.NotebookClient(
+                nb,
+                timeout=CELL_TIMEOUT_S,
+                kernel_name="python3",
+                store_widget_state=True,
+                resources={"metadata": {"path": str(workdir)}},
+            )
+            start = time.perf_counter()
+            client.execute(env=env)
+            cache[path] = (nb, time.perf_counter() - start)
+            out = ARTIFACTS / "notebooks"
+            out.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, out / path.name)
+        return cache[path]
+
+    return run
+
+
+def _errors(nb) -> list[str]:
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                found.append(f"cell {index}: {output.ename}: {output.evalue}")
+            elif output.output_type == "stream" and "Traceback (most recent call last)" in (
+                output.text
+            ):
+                found.append(f"cell {index}: traceback on {output.name}:\n{output.text[-2000:]}")
+    return found
+
+
+def _lens_widgets(nb) -> dict[str, dict[str, Any]]:
+    """The saved states of the LogitLensWidgets, by model id."""
+    saved = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    return {
+        model_id: entry
+        for model_id, entry in saved.items()
+        if entry.get("model_module") == "anywidget"
+        and str(entry["state"].get("_anywidget_id", "")).endswith("LogitLensWidget")
+    }
+
+
+def _shown_ids(nb) -> list[str]:
+    ids = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if view:
+                ids.append(view["model_id"])
+    return ids
+
+
+def _sections(entry: dict[str, Any]) -> dict[str, bytes]:
+    """The binary sections of a saved widget state, rebuilt from its base64 buffers."""
+    sections: dict[str, bytes] = {}
+    for buffer in entry.get("buffers", []):
+        assert buffer["encoding"] == "base64", buffer["encoding"]
+        path = list(buffer["path"])
+        if len(path) == 2 and path[0] == "_sections":
+            sections[path[1]] = base64.b64decode(buffer["data"])
+    return sections
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_notebook_executes_and_saves_widget_state(path, executed):
+    from murano_widgets.payload import BASE_SECTIONS, decode_sections
+
+    nb, seconds = executed(path)
+    print(f"{path.name}: executed in {seconds:.1f} s")
+    assert not _errors(nb), "\n".join(_errors(nb))
+
+    lenses = _lens_widgets(nb)
+    assert lenses, f"{path.name}: no LogitLensWidget in the saved widget state"
+    shown = [model_id for model_id in _shown_ids(nb) if model_id in lenses]
+    assert shown, f"{path.name}: no cell output shows a LogitLensWidget"
+    saved_ids = set(nb.metadata.widgets[WIDGET_STATE]["state"])
+    missing = [model_id for model_id in _shown_ids(nb) if model_id not in saved_ids]
+    assert not missing, f"{path.name}: outputs show widgets whose state was not saved: {missing}"
+
+    esm = JS.read_text(encoding="utf-8")
+    for model_id, entry in lenses.items():
+        state = entry["state"]
+        assert state["_esm"] == esm, "the saved widget does not carry js/logit_lens.js"
+        meta = state["_meta"]
+        sections = _sections(entry)
+        expected = [name for name in BASE_SECTIONS if name in meta["sections"]]
+        assert set(expected) <= set(sections), (model_id, sorted(sections))
+        arrays = decode_sections(meta, sections)
+        for name, array in arrays.items():
+            assert list(array.shape) == meta["sections"][name]["shape"], name
+        assert len(arrays["input_tokens"]) == meta["total"] == sum(meta["lengths"])
+        assert len(meta["prompts"]) == len(meta["lengths"])
+        assert 0 <= state["prompt"] < len(meta["prompts"])
+        assert 0 <= state["layer"] < len(meta["layers"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering the saved state in a browser, with no kernel
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>saved notebook widget</title>
+<link rel="stylesheet" href="/widget.css">
+<style>body { margin: 0; padding: 16px; background: #fff; } #host { width: 960px; }</style>
+</head>
+<body>
+<div id="host"></div>
+<script type="module">
+import * as lens from "/widget.js";
+const fillText = CanvasRenderingContext2D.prototype.fillText;
+window.__texts = [];
+CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+  window.__texts.push(String(text));
+  return fillText.call(this, text, x, y, ...rest);
+};
+window.lens = lens;
+window.show = (state) => {
+  const el = document.getElementById("host");
+  window.view = lens.renderStandalone(el, state);
+  return true;
+};
+window.ready = true;
+</script>
+</body>
+</html>
+"""
+
+CANVAS_STATS = """() => {
+  const canvas = document.querySelector("#host canvas.murano-canvas") || document.querySelector("#host canvas");
+  if (!canvas) return null;
+  const { width, height } = canvas;
+  const data = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+  const colours = new Set();
+  let painted = 0;
+  for (let i = 0; i < data.length; i += 4) {
+    if (data[i + 3] === 0) continue;
+    painted++;
+    colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+  }
+  return { width, height, painted, colours: colours.size };
+}"""
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
+        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, chromium_sandbox=False, args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def _open_page(browser, esm: str, css: str):
+    context = browser.new_context(viewport={"width": 1000, "height": 900}, device_scale_factor=1)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.errors = []
+    page.blocked = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.on("console", lambda msg: page.errors.append(msg.text) if msg.type == "error" else None)
+    files = {
+        "/index.html": ("text/html", PAGE),
+        "/widget.js": ("text/javascript", esm),
+        "/widget.css": ("text/css", css),
+    }
+
+    def handle(route):
+        url = route.request.url
+        path = url[len(ORIGIN) :].split("?")[0] if url.startswith(ORIGIN) else None
+        if path in files:
+            content_type, body = files[path]
+            route.fulfill(status=200, content_type=content_type, body=body)
+        else:
+            page.blocked.append(url)
+            route.abort()
+
+    page.route("**/*", handle)
+    page.goto(f"{ORIGIN}/index.html")
+    page.wait_for_function("window.ready === true")
+    return context, page
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_saved_widget_state_renders_without_a_kernel(path, executed, chromium):
+    from murano_widgets.payload import decode_sections
+
+    nb, _ = executed(path)
+    lenses = _lens_widgets(nb)
+    assert lenses, f"{path.name}: no LogitLensWidget in the saved widget state"
+    for number, entry in enumerate(lenses.values()):
+        state = entry["state"]
+        meta = state["_meta"]
+        sections = _sections(entry)
+        saved = {
+            "_meta": meta,
+            "_sections": {name: base64.b64encode(data).decode() for name, data in sections.items()},
+            **{
+                name: state[name]
+                for name in ("prompt", "layer", "metric", "selected", "_details")
+                if name in state
+            },
+        }
+        context, page = _open_page(chromium, state["_esm"], state.get("_css") or "")
+        try:
+            assert page.evaluate("(s) => window.show(s)", json.loads(json.dumps(saved)))
+            page.wait_for_function("document.querySelector('#host canvas') !== null")
+            # Two animation frames: the first draw is scheduled on one.
+            page.evaluate(
+                "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+            )
+            stats = page.evaluate(CANVAS_STATS)
+            assert stats and stats["width"] > 0 and stats["height"] > 0, stats
+            assert stats["painted"] > 0.2 * stats["width"] * stats["height"], stats
+            assert stats["colours"] >= 8, f"the heatmap looks blank: {stats}"
+
+            # The shown prompt's tokens and the layer numbers are written on the canvas.
+            # Labels come wrapped in Unicode directional isolates (U+2066..U+2069): drop them.
+            texts = {
+                re.sub("[\u2066-\u2069]", "", text)
+                for text in page.evaluate("() => window.__texts")
+            }
+            prompt = state.get("prompt", 0)
+            start, length = meta["offsets"][prompt], meta["lengths"][prompt]
+            input_ids = decode_sections(meta, {"input_tokens": sections["input_tokens"]})
+            tokens = [meta["tokens"][i] for i in input_ids["input_tokens"][start : start + length]]
+            shown = page.evaluate("(ts) => ts.map((t) => window.lens.displayToken(t))", tokens)
+            for token, label in zip(tokens, shown, strict=True):
+                assert any(
+                    text == label or (text.endswith("…") and label.startswith(text[:-1]))
+                    for text in texts
+                ), f"input token {token!r} ({label!r}) is not written; drawn: {sorted(texts)[:40]}"
+            assert {str(layer) for layer in meta["layers"]} & texts, "no layer labels drawn"
+            assert not page.errors, page.errors
+            assert not page.blocked, f"the widget asked the network for {page.blocked}"
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.locator("#host").screenshot(
+                path=str(ARTIFACTS / f"notebook-{path.stem}-{number}.png")
+            )
+        finally:
+            context.close()
