@@ -1673,6 +1673,7 @@ class LensView {
     return entry;
   }
 
+  /** Draws the visible part of the heatmap, its strips and labels (synchronously). */
   draw() {
     if (this.frame) {
       cancelAnimationFrame(this.frame);
@@ -1680,14 +1681,48 @@ class LensView {
     }
     if (!this.lens || !this.layout) return;
     const t0 = performance.now();
-    const lens = this.lens;
     const layout = this.layout;
-    const theme = this.theme || this.readTheme();
-    const s = this.state;
+    const ctx = this.prepareCanvas(layout);
+    const scroll = this.scrollLeft();
+    const [c0, c1] = visibleColumns(layout, scroll);
+    const metric = this.shownMetric;
+    // Everything the drawing steps share, for this frame.
+    const f = {
+      ctx,
+      layout,
+      theme: this.theme || this.readTheme(),
+      scroll,
+      c0,
+      c1,
+      x0: columnX(layout, c0, scroll),
+      span: (c1 - c0) * layout.cellW,
+      image: this.colourCanvas(this.state.prompt, metric),
+      offset: this.lens.offsets[this.state.prompt],
+      loading: this.state.metric !== metric,
+    };
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(layout.labelW, 0, layout.width - layout.labelW, layout.height);
+    ctx.clip();
+    this.drawCells(f);
+    this.drawStrips(f);
+    this.drawMarks(f);
+    ctx.restore();
+    this.drawLabels(f);
+
+    const tipCell = this.tooltipCell();
+    if (tipCell && !this.tooltip.hidden) this.positionTooltip(tipCell);
+    this.debug.frames += 1;
+    this.debug.lastDrawMs = performance.now() - t0;
+    this.debug.visible = [c0, c1];
+    for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);
+  }
+
+  /** Sizes the canvas for the layout and the device pixel ratio; returns a cleared context. */
+  prepareCanvas(layout) {
     const canvas = this.canvas;
     const dpr = window.devicePixelRatio || 1;
-    const W = layout.width;
-    const H = layout.height;
+    const { width: W, height: H } = layout;
     if (canvas.width !== Math.round(W * dpr) || canvas.height !== Math.round(H * dpr)) {
       canvas.width = Math.round(W * dpr);
       canvas.height = Math.round(H * dpr);
@@ -1698,26 +1733,17 @@ class LensView {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, W, H);
     ctx.direction = "ltr";
+    return ctx;
+  }
 
-    const scroll = this.scrollLeft();
-    const [c0, c1] = visibleColumns(layout, scroll);
-    const metric = this.shownMetric;
-    const image = this.colourCanvas(s.prompt, metric);
-    const { labelW, cellW, rowH, heatY, heatH, inputY, predY, stripH } = layout;
+  /** The cells: the cached colour image scaled up, grid gaps, settled dots and top-1 text. */
+  drawCells({ ctx, layout, theme, scroll, c0, c1, x0, span, image, offset, loading }) {
+    const lens = this.lens;
+    const a = lens.arrays;
+    const { cellW, rowH, heatY, heatH } = layout;
     const L = lens.L;
     const n = layout.nPositions;
-    const a = lens.arrays;
-    const offset = lens.offsets[s.prompt];
-    const x0 = columnX(layout, c0, scroll);
-    const span = (c1 - c0) * cellW;
-    const loading = s.metric !== metric;
-
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(labelW, 0, W - labelW, H);
-    ctx.clip();
-
-    // Cells: missing ones show a hatch through the transparent pixels of the colour image.
+    // Missing cells show a hatch through the transparent pixels of the colour image.
     if (a.missing && theme.hatchPattern) {
       ctx.fillStyle = theme.hatchPattern;
       ctx.fillRect(x0, heatY, span, heatH);
@@ -1728,40 +1754,38 @@ class LensView {
       ctx.drawImage(image.canvas, c0, 0, c1 - c0, L, x0, heatY, span, heatH);
       ctx.globalAlpha = 1;
     }
-
-    // Gaps between cells, in the background colour.
     ctx.fillStyle = theme.grid;
     if (cellW >= 10) for (let j = c0; j <= c1; j++) ctx.fillRect(columnX(layout, j, scroll) - 0.5, heatY, 1, heatH);
     if (rowH >= 9) for (let r = 1; r < L; r++) ctx.fillRect(x0, heatY + r * rowH - 0.5, span, 1);
 
-    // Settled marks and cell text, batched by colour.
+    // Settled marks and cell text, in black or white by the cell's colour; dots in two batches.
     const data = image.data;
     const dot = Math.max(1.5, Math.min(3, rowH / 5));
     const darkDots = new Path2D();
     const lightDots = new Path2D();
+    const text = layout.showCellText && !loading;
     ctx.font = theme.cellFont;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     for (let row = 0; row < L; row++) {
-      const i = L - 1 - row;
       const y = heatY + row * rowH;
-      const base = i * lens.T + offset;
+      const base = (L - 1 - row) * lens.T + offset;
       for (let j = c0; j < c1; j++) {
         const o = (row * n + j) * 4;
         if (data[o + 3] === 0) continue;
-        const idx = base + j;
         const colour = textOn(data[o], data[o + 1], data[o + 2]);
         const x = columnX(layout, j, scroll);
-        if (a.top1_tokens[idx] === a.final_tokens[offset + j]) {
+        const token = a.top1_tokens[base + j];
+        if (token === a.final_tokens[offset + j]) {
           const path = colour === "#000000" ? darkDots : lightDots;
           const cx = x + cellW - dot - 2.5;
           const cy = y + Math.min(rowH / 2, dot + 2);
           path.moveTo(cx + dot, cy);
           path.arc(cx, cy, dot, 0, 2 * Math.PI);
         }
-        if (layout.showCellText && !loading) {
+        if (text) {
           ctx.fillStyle = colour;
-          ctx.fillText(this.cellText(a.top1_tokens[idx]), x + cellW / 2 - (cellW > 40 ? 2 : 0), y + rowH / 2 + 0.5);
+          ctx.fillText(this.cellText(token), x + cellW / 2 - (cellW > 40 ? 2 : 0), y + rowH / 2 + 0.5);
         }
       }
     }
@@ -1769,68 +1793,77 @@ class LensView {
     ctx.fill(darkDots);
     ctx.fillStyle = "#ffffff";
     ctx.fill(lightDots);
+  }
 
-    // The highlighted layer's row.
-    const hl = cellRect(layout, s.layer, 0, 0);
-    ctx.strokeStyle = theme.accent;
-    ctx.lineWidth = 2;
-    const right = Math.min(W - 1, columnX(layout, n, scroll) + 1);
-    ctx.strokeRect(labelW + 1, hl.y - 1, right - labelW - 2, rowH + 2);
-
-    // Token strips: the input tokens, then the highlighted layer's predictions.
+  /** Under the cells: the input tokens, then the highlighted layer's predictions as chips. */
+  drawStrips({ ctx, layout, theme, scroll, c0, c1, x0, span, image, offset }) {
+    const lens = this.lens;
+    const a = lens.arrays;
+    const layer = this.state.layer;
+    const { cellW, inputY, predY, stripH } = layout;
+    const data = image.data;
+    const n = layout.nPositions;
+    const row = lens.L - 1 - layer;
+    const base = layer * lens.T + offset;
     ctx.fillStyle = theme.stripBg;
     ctx.fillRect(x0, inputY, span, stripH);
-    const hlRow = L - 1 - s.layer;
-    const hlBase = s.layer * lens.T + offset;
+    ctx.font = theme.cellFont;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
     for (let j = c0; j < c1; j++) {
       const x = columnX(layout, j, scroll);
       ctx.fillStyle = theme.fg;
       ctx.fillText(this.cellText(a.input_tokens[offset + j]), x + cellW / 2, inputY + stripH / 2 + 0.5);
-      const o = (hlRow * n + j) * 4;
-      const px = x + 1;
-      const py = predY + 2;
-      const pw = cellW - 2;
-      const ph = stripH - 4;
+      const o = (row * n + j) * 4;
+      const chip = { x: x + 1, y: predY + 2, w: cellW - 2, h: stripH - 4 };
       if (data[o + 3] === 0) {
         if (theme.hatchPattern) {
           ctx.fillStyle = theme.hatchPattern;
-          ctx.fillRect(px, py, pw, ph);
+          ctx.fillRect(chip.x, chip.y, chip.w, chip.h);
         }
         continue;
       }
       ctx.fillStyle = `rgb(${data[o]},${data[o + 1]},${data[o + 2]})`;
-      ctx.fillRect(px, py, pw, ph);
-      const colour = textOn(data[o], data[o + 1], data[o + 2]);
-      ctx.fillStyle = colour;
-      ctx.fillText(this.cellText(a.top1_tokens[hlBase + j]), x + cellW / 2, predY + stripH / 2 + 0.5);
-      if (a.top1_tokens[hlBase + j] === a.final_tokens[offset + j]) {
+      ctx.fillRect(chip.x, chip.y, chip.w, chip.h);
+      ctx.fillStyle = textOn(data[o], data[o + 1], data[o + 2]);
+      ctx.fillText(this.cellText(a.top1_tokens[base + j]), x + cellW / 2, predY + stripH / 2 + 0.5);
+      if (a.top1_tokens[base + j] === a.final_tokens[offset + j]) {
         ctx.beginPath();
-        ctx.arc(px + pw - 4, py + 4, 2, 0, 2 * Math.PI);
+        ctx.arc(chip.x + chip.w - 4, chip.y + 4, 2, 0, 2 * Math.PI);
         ctx.fill();
       }
     }
-
     // Position numbers above the cells.
     ctx.font = theme.axisFont;
     ctx.fillStyle = theme.muted;
     ctx.textBaseline = "alphabetic";
     const stride = niceCeil(Math.max(1, 28 / cellW));
     for (let j = c0 - (c0 % stride); j < c1; j += stride) {
-      ctx.fillText(String(j), columnX(layout, j, scroll) + cellW / 2, heatY - 4);
+      ctx.fillText(String(j), columnX(layout, j, scroll) + cellW / 2, layout.heatY - 4);
     }
+  }
 
-    // Hover, keyboard focus and the pinned cell.
-    const outline = (cell, style, width, dash) => {
+  /** The highlighted row, the pinned, hovered and focused cells, and scroll shadows. */
+  drawMarks({ ctx, layout, theme, scroll, c0, c1 }) {
+    const s = this.state;
+    const { labelW, width: W, rowH, heatY, predY, stripH } = layout;
+    const highlighted = cellRect(layout, s.layer, 0, 0);
+    ctx.strokeStyle = theme.accent;
+    ctx.lineWidth = 2;
+    const right = Math.min(W - 1, columnX(layout, layout.nPositions, scroll) + 1);
+    ctx.strokeRect(labelW + 1, highlighted.y - 1, right - labelW - 2, rowH + 2);
+
+    const outline = (cell, style, width, dash = []) => {
       if (!cell || cell.position < c0 || cell.position >= c1) return;
       const r = cellRect(layout, cell.layerIndex, cell.position, scroll);
       ctx.strokeStyle = style;
       ctx.lineWidth = width;
-      ctx.setLineDash(dash || []);
+      ctx.setLineDash(dash);
       ctx.strokeRect(r.x + width / 2, r.y + width / 2, r.w - width, r.h - width);
       ctx.setLineDash([]);
     };
     const sel = s.selected;
-    if (sel && sel.prompt === s.prompt && sel.layer_index < L && sel.position < n) {
+    if (sel && sel.prompt === s.prompt && sel.layer_index < this.lens.L && sel.position < layout.nPositions) {
       const cell = { layerIndex: sel.layer_index, position: sel.position };
       outline(cell, theme.bg, 4);
       outline(cell, theme.fg, 2);
@@ -1838,7 +1871,6 @@ class LensView {
     if (s.hover) outline(s.hover, theme.fg, 1);
     if (s.focused && s.focus) outline(s.focus, theme.focus, 2, [3, 2]);
 
-    // Shadows hinting at columns scrolled out of view.
     const shade = (x, dir) => {
       const g = ctx.createLinearGradient(x, 0, x + 10 * dir, 0);
       g.addColorStop(0, "rgba(0,0,0,0.22)");
@@ -1848,40 +1880,41 @@ class LensView {
     };
     if (scroll > 0) shade(labelW, 1);
     if (scroll < layout.maxScroll) shade(W, -1);
-    ctx.restore();
+  }
 
-    // Row labels (layer numbers), kept in view at the left.
+  /** Row labels (layer numbers) and strip labels, kept in view at the left. */
+  drawLabels({ ctx, layout, theme }) {
+    const lens = this.lens;
+    const layer = this.state.layer;
+    const { labelW, rowH, heatY, inputY, predY, stripH } = layout;
+    const L = lens.L;
+    const hlRow = L - 1 - layer;
+    const every = labelStride(rowH, 12);
+    const x = labelW - 8;
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";
-    const every = labelStride(rowH, 12);
     for (let row = 0; row < L; row++) {
       const i = L - 1 - row;
-      const isHl = i === s.layer;
+      const isHl = i === layer;
+      // Every row, or every `every`-th layer number, never crowding the highlighted one.
       if (!isHl && every > 1 && lens.layers[i] % every !== 0) continue;
-      if (!isHl && Math.abs(row - (L - 1 - s.layer)) * rowH < 11) continue;
+      if (!isHl && Math.abs(row - hlRow) * rowH < 11) continue;
       ctx.font = isHl ? theme.labelBold : theme.labelFont;
       ctx.fillStyle = isHl ? theme.accent : theme.muted;
-      ctx.fillText(String(lens.layers[i]), labelW - 8, heatY + row * rowH + rowH / 2 + 0.5);
+      ctx.fillText(String(lens.layers[i]), x, heatY + row * rowH + rowH / 2 + 0.5);
     }
     ctx.fillStyle = theme.accent;
-    ctx.fillRect(labelW - 4, hl.y, 3, rowH);
+    ctx.fillRect(labelW - 4, heatY + hlRow * rowH, 3, rowH);
     ctx.font = theme.labelFont;
     ctx.fillStyle = theme.muted;
-    ctx.fillText("input", labelW - 8, inputY + stripH / 2 + 0.5);
+    ctx.fillText("input", x, inputY + stripH / 2 + 0.5);
     ctx.font = theme.labelBold;
     ctx.fillStyle = theme.accent;
-    ctx.fillText(`L${lens.layers[s.layer]}`, labelW - 8, predY + stripH / 2 + 0.5);
+    ctx.fillText(`L${lens.layers[layer]}`, x, predY + stripH / 2 + 0.5);
     ctx.font = theme.axisFont;
     ctx.fillStyle = theme.muted;
     ctx.textBaseline = "alphabetic";
-    ctx.fillText("layer", labelW - 8, heatY - 4);
-
-    const tipCell = this.tooltipCell();
-    if (tipCell && !this.tooltip.hidden) this.positionTooltip(tipCell);
-    this.debug.frames += 1;
-    this.debug.lastDrawMs = performance.now() - t0;
-    this.debug.visible = [c0, c1];
-    for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);
+    ctx.fillText("layer", x, heatY - 4);
   }
 
   // ---- Test hook -----------------------------------------------------------------------------

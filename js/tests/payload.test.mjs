@@ -123,3 +123,25 @@ test("missing cells are never settled and sectionMax is cached", () => {
   assert.equal(lens.maxima.kl, 2000);
   assert.equal(sectionMax(lens, "nope"), 0);
 });
+
+test("createLocalModel: DataViews from base64 or buffers, change events, off", async () => {
+  const { createLocalModel } = await import("../logit_lens.js");
+  const model = createLocalModel({ _meta: { version: 1 }, _sections: { a: "AQID", b: new Uint8Array([4, 5]).buffer }, layer: 2 });
+  const a = model.get("_sections").a;
+  assert.ok(a instanceof DataView);
+  assert.deepEqual([a.getUint8(0), a.getUint8(2)], [1, 3]);
+  assert.equal(model.get("_sections").b.getUint8(1), 5);
+  assert.equal(model.get("prompt"), 0);
+  assert.equal(model.get("layer"), 2);
+  let calls = 0;
+  const fn = () => { calls += 1; };
+  model.on("change:layer", fn);
+  model.set("layer", 3);
+  model.set("layer", 3); // unchanged: no event
+  assert.equal(calls, 1);
+  model.off("change:layer", fn);
+  model.set("layer", 4);
+  assert.equal(calls, 1);
+  model.save_changes();
+  model.send({});
+});
