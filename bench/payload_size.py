@@ -1,0 +1,107 @@
+"""Benchmark: bytes the widget sends per heatmap cell, against plain JSON of the same data.
+
+A synthetic 80-layer result (two prompts of 1,000 tokens, a 50k-token vocabulary, top-5) goes
+through the real ``LogitLensWidget``; it prints the bytes per cell of the default view (top-1
+token and probability), with the top-5 sections added, with every detail section, the string
+table, and what nested JSON lists of floats and strings would cost instead.
+
+Usage::
+
+    python bench/payload_size.py
+    python bench/payload_size.py --layers 12 --positions 256 --prompts 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def synthetic_result(
+    n_layers: int, n_prompts: int, n_positions: int, vocab_size: int = 50_000, k: int = 5
+):
+    """A result of the given size with random (but valid) fields; no model is run."""
+    import torch
+
+    from murano_widgets import RESID_POST, LogitLensResult, Node
+
+    generator = torch.Generator().manual_seed(0)
+    cell = (n_layers, n_prompts, n_positions)
+    # Zipf-like ids: a real lens repeats frequent tokens, so the string table is much smaller
+    # than cells x k; uniform ids would be the worst case for the table only.
+    ranks = torch.randint(1, vocab_size, (*cell, k), generator=generator)
+    topk_tokens = (vocab_size / ranks).long().clamp_max(vocab_size - 1)
+    topk_probs = torch.rand(*cell, k, generator=generator).sort(dim=-1, descending=True).values
+    input_ids = torch.randint(0, vocab_size, (n_prompts, n_positions), generator=generator)
+    ids = torch.cat([topk_tokens.flatten(), input_ids.flatten()]).unique().tolist()
+    words = {i: f" word{i}" for i in ids}
+    predicted = topk_tokens[..., 0]
+    nested = [[[words[int(t)] for t in row] for row in layer] for layer in predicted.tolist()]
+    return LogitLensResult(
+        all_probs=None,
+        max_probs=topk_probs[..., 0],
+        predicted_tokens=predicted,
+        predicted_words=nested,
+        input_words=[[words[int(t)] for t in row] for row in input_ids.tolist()],
+        attention_mask=torch.ones(n_prompts, n_positions, dtype=torch.long),
+        addresses=[Node(i, RESID_POST) for i in range(n_layers)],
+        topk_tokens=topk_tokens,
+        topk_probs=topk_probs,
+        entropy=torch.rand(cell, generator=generator) * 10,
+        final_token_probs=torch.rand(cell, generator=generator),
+        final_token_ranks=torch.randint(0, vocab_size, cell, generator=generator),
+        kl_to_final=torch.rand(cell, generator=generator) * 5,
+        final_tokens=predicted[-1],
+        input_ids=input_ids,
+        token_strings=words,
+        vocab_size=vocab_size,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=80)
+    parser.add_argument("--positions", type=int, default=1000)
+    parser.add_argument("--prompts", type=int, default=2)
+    args = parser.parse_args()
+
+    from murano_widgets import LogitLensWidget
+
+    result = synthetic_result(args.layers, args.prompts, args.positions)
+    widget = LogitLensWidget(result)
+    cells = args.layers * args.prompts * args.positions
+
+    def per_cell(names: list[str]) -> float:
+        sizes = widget.payload_nbytes()
+        return sum(sizes.get(name, 0) for name in names) / cells
+
+    base = per_cell(["top1_tokens", "top1_probs"])
+    per_position = per_cell(["input_tokens", "final_tokens"])
+    table = widget.payload_nbytes()["tokens_table"]
+    widget._details = True
+    topk = per_cell(["top1_tokens", "top1_probs", "topk_tokens", "topk_probs"])
+    everything = per_cell([n for n in widget.payload_nbytes() if n != "tokens_table"])
+
+    # The naive alternative: nested JSON lists of top-1 probability and token text per cell.
+    probs = result.max_probs.tolist()
+    words = result.predicted_words
+    naive = len(json.dumps({"probs": probs, "words": words}).encode()) / cells
+    naive_top5 = naive + len(json.dumps(result.topk_probs.tolist()).encode()) / cells
+
+    print(
+        f"{args.layers} layers x {args.prompts} prompts x {args.positions} positions = {cells:,} cells"
+    )
+    print(f"string table: {len(widget._meta['tokens']):,} strings, {table / 1e3:.0f} kB of JSON")
+    print(f"{'view':<32} {'bytes/cell':>10} {'target':>8} {'naive JSON':>11} {'ratio':>6}")
+    print(
+        f"{'default (top-1 token + prob)':<32} {base:10.2f} {'<= 6':>8} {naive:11.1f} {naive / base:5.1f}x"
+    )
+    print(
+        f"{'with top-5':<32} {topk:10.2f} {'<= 16':>8} {naive_top5:11.1f} {naive_top5 / topk:5.1f}x"
+    )
+    print(f"{'all sections (+ metrics)':<32} {everything:10.2f} {'':>8}")
+    print(f"{'per-position arrays (amortised)':<32} {per_position:10.2f}")
+
+
+if __name__ == "__main__":
+    main()
