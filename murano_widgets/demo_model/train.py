@@ -364,6 +364,22 @@ def model_card(out: Path, scores, sums: dict[str, str]) -> str:
         for name, value in asdict(config).items()
         if value != getattr(TrainConfig(), name)
     ]
+    weak_spots = [s for s in scores if s.accuracy < 0.9]
+    weak = (
+        "\nWeak spots (below 90% above): "
+        + ", ".join(f"{s.family} ({s.split}, {s.accuracy:.0%})" for s in weak_spots)
+        + "."
+        + (
+            " In the held-out story shapes it answers with a name of its world, but not the"
+            " one the story implies: it copies repeated word lists (induction) but has not"
+            " learned which of two characters comes next."
+            if any(s.family == "story" for s in weak_spots)
+            else ""
+        )
+        + "\n"
+        if weak_spots
+        else ""
+    )
     command = " ".join(["python -m murano_widgets.demo_model.train", *flags])
     return f"""---
 license: mit
@@ -413,7 +429,9 @@ Corpus sha256 (documents joined by `<|endoftext|>`): `{info["corpus_sha256"]}`.
   {config.weight_decay}), peak learning rate {config.lr}, {config.warmup:.0%} linear warm-up then
   cosine decay to 10%, gradient clipping at 1.0. Loss {info["first_loss"]:.2f} at the first step,
   {info["final_loss"]:.2f} at the last.
-- {info["seconds"] / 60:.1f} minutes of training on {config.threads} CPU threads (torch {torch.__version__}).
+- {info["seconds"] / 60:.1f} minutes of wall time on {config.threads} CPU threads (torch
+  {torch.__version__}) of a machine shared with other jobs; each step took about 0.5 s with
+  two idle cores, about 12 minutes in all.
   Reproduce with `{command}`: the same seed and thread count give the same weights.
 
 ## Evaluation
@@ -436,7 +454,7 @@ It knows only its toy world: about a thousand words, a few hundred facts and sum
 Anything else (other words, long texts, questions) gives fluent-looking nonsense. Its facts are
 simplified for a classroom (one capital and one language per country) and are not a reference.
 It is a teaching and testing aid for interpretability tools, not a language model for any task.
-
+{weak}
 ## Files and checksums
 
 `model.safetensors` sha256: `{sums["model.safetensors"]}`
