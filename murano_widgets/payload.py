@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -131,7 +132,7 @@ class LensPayload:
             arrays["topk_probs"] = _quantise(cells(result.topk_probs)[..., 1:], 1.0, np.uint8)
         meta = {
             "version": FORMAT_VERSION,
-            "model_name": model_name or result.model_name or "",
+            "model_name": _display_name(model_name or result.model_name or ""),
             "layers": [int(layer) for layer in result.layers],
             "n_model_layers": int(max(result.layers)) + 1,
             "prompts": list(result.prompts) if result.prompts else _joined(result, lengths),
@@ -230,6 +231,12 @@ def _lookup(index_of: dict[Any, int], ids: np.ndarray) -> np.ndarray:
     unique, inverse = np.unique(ids, return_inverse=True)
     mapped = np.array([index_of.get(int(i), 0) for i in unique], dtype=np.int64)
     return mapped[inverse].reshape(ids.shape)
+
+
+def _display_name(name: str) -> str:
+    """A hub id as it is; a local folder by its own name (the full path is noise)."""
+    path = Path(name)
+    return path.name if name and path.is_dir() else name
 
 
 def _joined(result: LogitLensResult, lengths: list[int]) -> list[str]:
