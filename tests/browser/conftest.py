@@ -33,10 +33,12 @@ def launch_chromium(playwright):
 
 @pytest.fixture(scope="session")
 def browser():
+    # A missing browser fails loudly: a skipped browser suite would hide a broken widget.
     if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
-        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
+        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install chromium (bash .ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
         browser = launch_chromium(p)
         try:
             yield browser
