@@ -164,7 +164,10 @@ class LogitLensWidget(anywidget.AnyWidget):
             return
         from IPython.display import display
 
-        display(self._repr_mimebundle_(), raw=True)
+        # anywidget returns (data, metadata); ipywidgets returned the data dict alone.
+        bundle = self._repr_mimebundle_()
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        display(data, metadata=metadata, raw=True)
 
     def __repr__(self) -> str:
         lens = self._lens

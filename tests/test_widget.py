@@ -213,3 +213,22 @@ def test_murano_style_result_is_accepted_by_duck_typing(lens, load_tiny):
 def test_widget_repr_is_short(widget):
     text = repr(widget)
     assert text.startswith("LogitLensWidget(3 prompts") and len(text) < 200
+
+
+def test_displaying_the_widget_emits_one_widget_view(widget):
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    with capture_output() as captured:
+        widget._ipython_display_()
+    views = [
+        o.data for o in captured.outputs if "application/vnd.jupyter.widget-view+json" in o.data
+    ]
+    assert len(views) == 1
+    assert views[0]["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.model_id
+    # A widget that show_logit_lens has just displayed is not displayed again as the cell's value.
+    widget._shown_by_call = True
+    with capture_output() as captured:
+        widget._ipython_display_()
+    assert captured.outputs == []
