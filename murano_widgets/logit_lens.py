@@ -228,6 +228,11 @@ class LogitLens:
         last = model.n_layers - 1
         mask = inputs["attention_mask"].bool()
         saved_fields: list[Any] = []
+        if self.remote:
+            from nnsight.ndif import register
+
+            # NDIF does not have this package: send the reduction code along by value.
+            register("murano_widgets")
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             # Block outputs must be read in the order the forward pass produces them, and the
             # final distribution comes from the last one: collect first, reduce after.
@@ -242,7 +247,7 @@ class LogitLens:
                     model.project_on_vocab(hidden[layer]), final, self.top_k, self.store_full_probs
                 )
                 saved_fields.append({key: value.save() for key, value in reduced.items()})
-        per_layer = [_to_cpu({key: value for key, value in f.items()}) for f in saved_fields]
+        per_layer = [_to_cpu(fields) for fields in saved_fields]
         real = {key: torch.stack([f[key] for f in per_layer]) for key in per_layer[0]}
         return real, torch.as_tensor(final_tokens).cpu()
 
