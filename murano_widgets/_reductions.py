@@ -15,24 +15,6 @@ import torch
 _LOG2 = math.log(2.0)
 
 
-@dataclass
-class FinalDistribution:
-    """The model's own output distribution on a chunk of positions, kept while its layers run."""
-
-    logits: torch.Tensor  # [rows, vocab] float32
-    probs: torch.Tensor  # [rows, vocab] float32
-    tokens: torch.Tensor  # [rows] the model's top-1 token
-    neg_entropy: torch.Tensor  # [rows] sum p log p, in nats
-
-    @classmethod
-    def from_logits(cls, logits: torch.Tensor) -> FinalDistribution:
-        logits = logits.detach().float()
-        log_norm = torch.logsumexp(logits, dim=-1, keepdim=True)
-        probs = torch.exp(logits - log_norm)
-        neg_entropy = _rowdot(probs, logits) - log_norm.squeeze(-1)
-        return cls(logits, probs, logits.argmax(dim=-1), neg_entropy)
-
-
 class Scratch:
     """Two reusable ``[rows, vocab]`` float32 buffers, so each layer does not allocate afresh."""
 
@@ -43,6 +25,52 @@ class Scratch:
         if self._buffers is None or self._buffers[0].shape != like.shape:
             self._buffers = (torch.empty_like(like), torch.empty_like(like))
         return self._buffers
+
+
+@dataclass
+class FinalDistribution:
+    """The model's own output distribution on a chunk of positions, kept while its layers run."""
+
+    probs: torch.Tensor  # [rows, vocab] float32
+    tokens: torch.Tensor  # [rows] the model's top-1 token
+    neg_entropy: torch.Tensor  # [rows] sum p log p, in nats
+
+    @classmethod
+    def from_logits(cls, logits: torch.Tensor, scratch: Scratch | None = None) -> FinalDistribution:
+        z = logits.detach().float()
+        shifted, _ = (scratch or Scratch()).get(z)
+        peak, tokens = z.max(dim=-1, keepdim=True)
+        torch.sub(z, peak, out=shifted)
+        probs = torch.exp(shifted)
+        total = probs.sum(dim=-1, keepdim=True)
+        probs /= total
+        log_norm = (peak + total.log()).squeeze(-1)
+        return cls(probs, tokens.squeeze(-1), _rowdot(probs, z) - log_norm)
+
+
+def fast_topk(z: torch.Tensor, k: int, group: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.topk(z, k)`` along the last dim, for ``[rows, vocab]`` with a large vocabulary.
+
+    torch's top-k costs several passes over each row; a vectorised max over groups of
+    ``group`` tokens finds the ``k`` groups that hold the top ``k`` (a token outside them has
+    ``k`` larger group maxima above it), and top-k runs on those few groups only.
+    """
+    rows, vocab = z.shape
+    n_groups = vocab // group
+    if n_groups < 4 * k:
+        return torch.topk(z, k, dim=-1)
+    body = z[:, : n_groups * group].unflatten(-1, (n_groups, group))
+    best_groups = body.amax(dim=-1).topk(k, dim=-1).indices  # [rows, k]
+    candidates = body.gather(1, best_groups.unsqueeze(-1).expand(rows, k, group)).flatten(1)
+    offsets = torch.arange(group, device=z.device)
+    ids = (best_groups.unsqueeze(-1) * group + offsets).flatten(1)
+    tail = z[:, n_groups * group :]
+    if tail.shape[-1]:
+        candidates = torch.cat([candidates, tail], dim=-1)
+        tail_ids = torch.arange(n_groups * group, vocab, device=z.device).expand(rows, -1)
+        ids = torch.cat([ids, tail_ids], dim=-1)
+    values, where = torch.topk(candidates, k, dim=-1)
+    return values, ids.gather(-1, where)
 
 
 def reduce_logits(
@@ -73,7 +101,7 @@ def reduce_logits(
     # No autograd here: nnsight runs in-trace code on a thread where grad mode is on.
     z = logits.detach().float()
     shifted, weights = (scratch or Scratch()).get(z)
-    top_logits, topk_tokens = torch.topk(z, top_k, dim=-1)
+    top_logits, topk_tokens = fast_topk(z, top_k)
     peak = top_logits[:, :1]
     torch.sub(z, peak, out=shifted)
     torch.exp(shifted, out=weights)  # exp(z - max): unnormalised probabilities

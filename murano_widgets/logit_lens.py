@@ -26,7 +26,7 @@ from .types import RESID_POST, Node, PromptBatch, validate_prompts
 
 __all__ = ["LogitLens"]
 
-DEFAULT_MAX_CHUNK_BYTES = 64 * 2**20
+DEFAULT_MAX_CHUNK_BYTES = 96 * 2**20
 
 _CELL_FLOATS = ("max_probs", "entropy", "final_token_probs", "kl_to_final")
 
@@ -184,39 +184,45 @@ class LogitLens:
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             for index in wanted:
                 saved.append(model.layer(index).save())
-        # Only real positions are unembedded: padding costs nothing.
+        # Only real positions are unembedded (padding costs nothing), gathered chunk by chunk
+        # rather than copied out whole.
+        outputs = [_block_output(tensor) for tensor in saved]
         hidden = {
-            index: _block_output(tensor)[mask] for index, tensor in zip(wanted, saved, strict=True)
+            index: output.reshape(-1, output.shape[-1])
+            for index, output in zip(wanted, outputs, strict=True)
         }
-        del saved
-        n_real = int(mask.sum())
+        del saved, outputs
+        real_rows = torch.nonzero(mask.reshape(-1)).squeeze(1)
         step = rows_per_chunk(self.max_chunk_bytes, _vocab_size(model))
         chunks: list[dict[str, torch.Tensor]] = []
         finals: list[torch.Tensor] = []
         scratch = Scratch()
+
+        def reduce(logits: torch.Tensor, final: FinalDistribution) -> dict[str, torch.Tensor]:
+            fields = reduce_logits(logits, final, self.top_k, self.store_full_probs, scratch)
+            return _to_cpu(fields)
+
         with torch.inference_mode():
-            for start in range(0, n_real, step):
-                rows = slice(start, min(start + step, n_real))
-                final_logits = model.unembed(hidden[last][rows])
-                final = FinalDistribution.from_logits(final_logits)
-                per_layer = [
-                    _to_cpu(
-                        reduce_logits(
-                            # The last layer's logits are the final ones: no second matmul.
-                            final_logits if layer == last else model.unembed(hidden[layer][rows]),
-                            final,
-                            self.top_k,
-                            self.store_full_probs,
-                            scratch,
+            for start in range(0, len(real_rows), step):
+                rows = real_rows[start : start + step]
+                final_logits = model.unembed(hidden[last].index_select(0, rows))
+                final = FinalDistribution.from_logits(final_logits, scratch)
+                # The last layer's logits are the final ones: reduce them first, then let go.
+                reduced = {last: reduce(final_logits, final)} if last in self.layers else {}
+                del final_logits
+                for layer in self.layers:
+                    if layer != last:
+                        reduced[layer] = reduce(
+                            model.unembed(hidden[layer].index_select(0, rows)), final
                         )
-                    )
-                    for layer in self.layers
-                ]
                 chunks.append(
-                    {key: torch.stack([f[key] for f in per_layer]) for key in per_layer[0]}
+                    {
+                        key: torch.stack([reduced[layer][key] for layer in self.layers])
+                        for key in next(iter(reduced.values()))
+                    }
                 )
                 finals.append(final.tokens.cpu())
-                del final, per_layer
+                del final, reduced
         real = {key: torch.cat([c[key] for c in chunks], dim=1) for key in chunks[0]}
         return real, torch.cat(finals)
 

@@ -1,0 +1,45 @@
+"""The reduction kernels against plain torch on random logits (large vocabulary paths too)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from murano_widgets._reductions import FinalDistribution, Scratch, fast_topk, reduce_logits
+
+
+@pytest.mark.parametrize("vocab", [50_257, 32_000, 2_048 * 5 + 3])
+def test_fast_topk_equals_torch_topk(vocab):
+    generator = torch.Generator().manual_seed(vocab)
+    z = torch.randn(37, vocab, generator=generator) * 4
+    z[3, 100] = z[3].max() + 5  # a clear winner inside a group
+    z[5, -1] = z[5].max() + 5  # and one in the tail past the last whole group
+    values, ids = fast_topk(z, 7)
+    expected = torch.topk(z, 7, dim=-1)
+    assert torch.equal(ids, expected.indices) and torch.equal(values, expected.values)
+
+
+def test_reduce_logits_matches_the_definitions():
+    generator = torch.Generator().manual_seed(1)
+    vocab = 50_257
+    z = torch.randn(9, vocab, generator=generator) * 3
+    final_z = torch.randn(9, vocab, generator=generator) * 3
+    final = FinalDistribution.from_logits(final_z, Scratch())
+    fields = reduce_logits(z, final, 5, keep_probs=True, scratch=Scratch())
+    p, pf = z.double().softmax(-1), final_z.double().softmax(-1)
+    top = p.topk(5)
+    assert torch.equal(fields["topk_tokens"], top.indices)
+    torch.testing.assert_close(fields["topk_probs"].double(), top.values, rtol=1e-4, atol=1e-7)
+    torch.testing.assert_close(fields["probs"].double(), p, rtol=1e-4, atol=1e-9)
+    entropy = -(p * p.log()).sum(-1) / math.log(2)
+    # float32 sums over 50k terms: about 1e-4 relative error against float64.
+    torch.testing.assert_close(fields["entropy"].double(), entropy, rtol=1e-3, atol=1e-4)
+    kl = (pf * (pf.log() - p.log())).sum(-1) / math.log(2)
+    torch.testing.assert_close(fields["kl_to_final"].double(), kl, rtol=1e-3, atol=1e-4)
+    token = pf.argmax(-1)
+    assert torch.equal(final.tokens, token)
+    chosen = p.gather(-1, token[:, None]).squeeze(-1)
+    torch.testing.assert_close(fields["final_token_probs"].double(), chosen, rtol=1e-4, atol=1e-9)
+    assert torch.equal(fields["final_token_ranks"], (p > chosen[:, None]).sum(-1))
