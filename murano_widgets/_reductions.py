@@ -16,15 +16,15 @@ _LOG2 = math.log(2.0)
 
 
 class Scratch:
-    """Two reusable ``[rows, vocab]`` float32 buffers, so each layer does not allocate afresh."""
+    """A reusable ``[rows, vocab]`` float32 buffer, so each layer does not allocate afresh."""
 
     def __init__(self) -> None:
-        self._buffers: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._buffer: torch.Tensor | None = None
 
-    def get(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self._buffers is None or self._buffers[0].shape != like.shape:
-            self._buffers = (torch.empty_like(like), torch.empty_like(like))
-        return self._buffers
+    def get(self, like: torch.Tensor) -> torch.Tensor:
+        if self._buffer is None or self._buffer.shape != like.shape:
+            self._buffer = torch.empty_like(like, dtype=torch.float32)
+        return self._buffer
 
 
 @dataclass
@@ -38,7 +38,7 @@ class FinalDistribution:
     @classmethod
     def from_logits(cls, logits: torch.Tensor, scratch: Scratch | None = None) -> FinalDistribution:
         z = logits.detach().float()
-        shifted, _ = (scratch or Scratch()).get(z)
+        shifted = (scratch or Scratch()).get(z)
         peak, tokens = z.max(dim=-1, keepdim=True)
         torch.sub(z, peak, out=shifted)
         probs = torch.exp(shifted)
@@ -82,12 +82,13 @@ def reduce_logits(
 ) -> dict[str, torch.Tensor]:
     """Reduces one layer's logits on a chunk of positions to the per-cell fields.
 
-    Written for few passes over ``[rows, vocab]``, each a vectorised kernel: out-of-place
-    ``exp`` into a buffer, row dot products as batched matmuls, and the rank as a float sum of
-    a comparison (exact below 2**24).
+    Written for few passes over ``[rows, vocab]``, each a vectorised kernel (row dot products
+    as batched matmuls, the rank as a float sum of a comparison, exact below 2**24), and for
+    little memory: one scratch buffer, and float32 ``logits`` are overwritten.
 
     Args:
-        logits: ``[rows, vocab]`` logits of one layer (any float dtype).
+        logits: ``[rows, vocab]`` logits of one layer (any float dtype); float32 logits are
+            used as scratch space and overwritten.
         final: The model's own distribution at the same positions.
         top_k: How many of the most likely tokens to keep.
         keep_probs: Also return the full ``probs`` (only for ``store_full_probs``).
@@ -100,29 +101,31 @@ def reduce_logits(
     """
     # No autograd here: nnsight runs in-trace code on a thread where grad mode is on.
     z = logits.detach().float()
-    shifted, weights = (scratch or Scratch()).get(z)
+    shifted = (scratch or Scratch()).get(z)
     top_logits, topk_tokens = fast_topk(z, top_k)
     peak = top_logits[:, :1]
-    torch.sub(z, peak, out=shifted)
-    torch.exp(shifted, out=weights)  # exp(z - max): unnormalised probabilities
-    total = weights.sum(dim=-1, keepdim=True)
-    log_norm = peak + total.log()  # logsumexp(z)
-    # H = logZ - sum p z, with p = weights / total.
-    mean_logit = _rowdot(weights, z) / total.squeeze(-1)
-    entropy = (log_norm.squeeze(-1) - mean_logit).clamp_min(0.0) / _LOG2
     final_logit = z.gather(-1, final.tokens.unsqueeze(-1))
     # Ties count in the token's favour, as argmax does: rank 0 iff it is (a) top-1.
     torch.gt(z, final_logit, out=shifted)
     final_token_ranks = shifted.sum(dim=-1).long()
+    cross_logit = _rowdot(final.probs, z)  # sum p_f z
+    torch.sub(z, peak, out=shifted)  # z - max
+    weights = torch.exp(shifted, out=z)  # unnormalised probabilities, in z's memory
+    total = weights.sum(dim=-1, keepdim=True)
+    log_norm = (peak + total.log()).squeeze(-1)  # logsumexp(z)
+    # H = logZ - sum p z = -sum p (z - max) + log(total), with p = weights / total.
+    entropy = (total.squeeze(-1).log() - _rowdot(weights, shifted) / total.squeeze(-1)).clamp_min(
+        0.0
+    )
     # KL(final || layer) = sum p_f log p_f - sum p_f (z - logZ), and sum p_f = 1.
-    cross = _rowdot(final.probs, z) - log_norm.squeeze(-1)
+    kl_to_final = (final.neg_entropy - (cross_logit - log_norm)).clamp_min(0.0)
     fields = {
         "topk_tokens": topk_tokens,
-        "topk_probs": torch.exp(top_logits - log_norm),
-        "entropy": entropy,
-        "final_token_probs": torch.exp(final_logit - log_norm).squeeze(-1),
+        "topk_probs": torch.exp(top_logits - log_norm.unsqueeze(-1)),
+        "entropy": entropy / _LOG2,
+        "final_token_probs": torch.exp(final_logit.squeeze(-1) - log_norm),
         "final_token_ranks": final_token_ranks,
-        "kl_to_final": (final.neg_entropy - cross).clamp_min(0.0) / _LOG2,
+        "kl_to_final": kl_to_final / _LOG2,
     }
     if keep_probs:
         fields["probs"] = weights / total
@@ -134,6 +137,12 @@ def _rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).reshape(a.shape[0])
 
 
-def rows_per_chunk(max_chunk_bytes: int, vocab_size: int) -> int:
-    """How many positions fit in one chunk of float32 logits under the byte budget."""
-    return max(1, int(max_chunk_bytes) // (4 * int(vocab_size)))
+def rows_per_chunk(max_chunk_bytes: int, vocab_size: int, n_rows: int) -> int:
+    """Rows per chunk of float32 logits under the byte budget, with the chunks balanced.
+
+    Balanced, because a last chunk of a few rows would stream the whole unembedding matrix for
+    almost no work.
+    """
+    limit = max(1, int(max_chunk_bytes) // (4 * int(vocab_size)))
+    n_chunks = -(-max(n_rows, 1) // limit)
+    return -(-max(n_rows, 1) // n_chunks)

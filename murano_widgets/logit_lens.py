@@ -26,7 +26,7 @@ from .types import RESID_POST, Node, PromptBatch, validate_prompts
 
 __all__ = ["LogitLens"]
 
-DEFAULT_MAX_CHUNK_BYTES = 96 * 2**20
+DEFAULT_MAX_CHUNK_BYTES = 128 * 2**20
 
 _CELL_FLOATS = ("max_probs", "entropy", "final_token_probs", "kl_to_final")
 
@@ -44,8 +44,8 @@ class LogitLens:
         store_full_probs: Keep ``all_probs`` (``n_layers·n_inputs·seq·vocab`` floats: only for
             small, targeted runs).
         top_k: How many of the most likely tokens to keep per cell.
-        max_chunk_bytes: The size of one chunk of float32 logits; the peak extra memory is a
-            few times this.
+        max_chunk_bytes: The size of one chunk of float32 logits; the peak extra memory is
+            about three times this, plus the saved block outputs.
         remote: Run the trace on NDIF through nnsight's remote execution.
         reduce_in_trace: Reduce inside the trace (what ``remote=True`` does) rather than after
             it. Defaults to ``remote``; locally it only costs memory, since nnsight keeps every
@@ -193,7 +193,7 @@ class LogitLens:
         }
         del saved, outputs
         real_rows = torch.nonzero(mask.reshape(-1)).squeeze(1)
-        step = rows_per_chunk(self.max_chunk_bytes, _vocab_size(model))
+        step = rows_per_chunk(self.max_chunk_bytes, _vocab_size(model), len(real_rows))
         chunks: list[dict[str, torch.Tensor]] = []
         finals: list[torch.Tensor] = []
         scratch = Scratch()

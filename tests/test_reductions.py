@@ -27,7 +27,7 @@ def test_reduce_logits_matches_the_definitions():
     z = torch.randn(9, vocab, generator=generator) * 3
     final_z = torch.randn(9, vocab, generator=generator) * 3
     final = FinalDistribution.from_logits(final_z, Scratch())
-    fields = reduce_logits(z, final, 5, keep_probs=True, scratch=Scratch())
+    fields = reduce_logits(z.clone(), final, 5, keep_probs=True, scratch=Scratch())
     p, pf = z.double().softmax(-1), final_z.double().softmax(-1)
     top = p.topk(5)
     assert torch.equal(fields["topk_tokens"], top.indices)
