@@ -14,19 +14,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "notebooks" / "images" / "logit_lens_widget.png"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(ROOT / "tests"))  # the shared chromium launcher
 
 
 def main() -> None:
+    from chromium import launch_chromium
     from playwright.sync_api import sync_playwright
 
     from murano_widgets import LogitLens, LogitLensWidget, PromptBatch, load_demo_model
@@ -37,12 +29,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         page_path = LogitLensWidget(lens).save_html(Path(tmp) / "lens.html")
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path="/usr/bin/chromium",
-                headless=True,
-                chromium_sandbox=False,
-                args=ARGS,
-            )
+            browser = launch_chromium(p)
             page = browser.new_page(viewport={"width": 960, "height": 640}, device_scale_factor=2)
             page.goto(page_path.as_uri())
             page.wait_for_selector(".murano-canvas")

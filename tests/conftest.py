@@ -31,3 +31,17 @@ def load_tiny(tiny_model_dirs):
         return cache[arch]
 
     return load
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the whole session: Playwright's sync API allows one per thread."""
+    from chromium import launch_chromium
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            yield browser
+        finally:
+            browser.close()
