@@ -103,10 +103,7 @@ class LogitLensWidget(anywidget.AnyWidget):
 
     @traitlets.validate("layer")
     def _check_layer(self, proposal: dict[str, Any]) -> int:
-        layers = self._lens.layers
-        value = proposal["value"]
-        index = _check_index("layer", value, len(layers), "rows")
-        return index
+        return _check_index("layer", proposal["value"], len(self._lens.layers), "rows")
 
     @traitlets.validate("metric")
     def _check_metric(self, proposal: dict[str, Any]) -> str:
