@@ -141,18 +141,29 @@ def test_padding_holds_no_prediction(load_tiny):
 def test_each_distinct_token_is_decoded_once(load_tiny, monkeypatch):
     model = load_tiny("llama")
     calls = []
-    original = model.tokenizer.batch_decode
 
-    def counting(ids, **kwargs):
-        calls.append([i[0] for i in ids])
-        return original(ids, **kwargs)
+    class CountingBackend:
+        """Stands in for the Rust tokenizer and records each batch decode."""
 
-    monkeypatch.setattr(model.tokenizer, "batch_decode", counting)
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def decode_batch(self, ids, **kwargs):
+            calls.append([i[0] for i in ids])
+            return self.inner.decode_batch(ids, **kwargs)
+
+    monkeypatch.setattr(model.tokenizer, "_tokenizer", CountingBackend(model.tokenizer._tokenizer))
     lens = run_lens(model, top_k=5)
+    monkeypatch.undo()
     assert len(calls) == 1
     decoded = calls[0]
     assert len(decoded) == len(set(decoded))
     assert set(decoded) >= set(lens.topk_tokens[lens.topk_tokens >= 0].tolist())
+    # The words are what the tokenizer's own decode gives, id by id.
+    assert lens.token_strings == {i: model.tokenizer.decode([i]) for i in decoded}
 
 
 def test_half_precision_model_gives_finite_float32_fields(tiny_model_dirs):
