@@ -15,7 +15,7 @@ from pathlib import Path
 DEMO_PROMPTS = (
     "The capital of France is",
     "Monday, Tuesday,",
-    "two plus three is",
+    "Two plus three is",
     "The opposite of hot is",
 )
 
