@@ -84,9 +84,8 @@ def as_lens_result(result: Any, tokenizer: Any = None, top_k: int = 5) -> LogitL
     else:
         fields["final_tokens"] = predicted[-1]
     return LogitLensResult(
-        all_probs=getattr(result, "all_probs", None)
-        if isinstance(result, LogitLensResult)
-        else None,
+        # A murano result's all_probs is n_layers x seq x vocab: the fields above replace it.
+        all_probs=result.all_probs if isinstance(result, LogitLensResult) else None,
         max_probs=max_probs,
         predicted_tokens=predicted,
         predicted_words=result.predicted_words,
@@ -96,6 +95,5 @@ def as_lens_result(result: Any, tokenizer: Any = None, top_k: int = 5) -> LogitL
         prompts=getattr(result, "prompts", None),
         token_strings=words,
         model_name=getattr(result, "model_name", None),
-        **{key: value for key, value in fields.items() if key != "final_token_ranks"},
-        final_token_ranks=fields.get("final_token_ranks"),
+        **fields,
     )

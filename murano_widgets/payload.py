@@ -135,7 +135,7 @@ class LensPayload:
             "model_name": _display_name(model_name or result.model_name or ""),
             "layers": [int(layer) for layer in result.layers],
             "n_model_layers": int(max(result.layers)) + 1,
-            "prompts": list(result.prompts) if result.prompts else _joined(result, lengths),
+            "prompts": list(result.prompts) if result.prompts else _joined(result),
             "lengths": lengths,
             "offsets": offsets,
             "total": int(sum(lengths)),
@@ -239,7 +239,7 @@ def _display_name(name: str) -> str:
     return path.name if name and path.is_dir() else name
 
 
-def _joined(result: LogitLensResult, lengths: list[int]) -> list[str]:
+def _joined(result: LogitLensResult) -> list[str]:
     """A prompt's text rebuilt from its input words, when the result does not carry prompts."""
     texts = []
     for p in range(result.n_inputs):
