@@ -49,7 +49,9 @@ def test_demo_writes_a_page_and_a_summary(tmp_path, tiny_model_dirs):
     assert "one two" in done.stdout and "Alice met" in done.stdout and "layer" in done.stdout
     assert "running the lens" in done.stderr  # the progress bar
     page = out.read_text()
-    assert "renderStandalone" in page or "murano-state" in page
+    # The page carries this run's prompts and the front end that draws them.
+    assert '"one two"' in page and '"Alice met"' in page
+    assert page.count("<script") == 2
 
 
 @pytest.mark.parametrize(

@@ -100,8 +100,8 @@ def test_pipeline_types():
         Node.parse("5.resid_post")
     batch = PromptBatch(["a b"], source="test", metadata={"k": 1})
     assert batch.raw_prompts is None and len(batch) == 1
-    assert isinstance(LogitLens.__call__, object)
-    assert isinstance(Results(), dict)
+    results = Results(prompts=batch)
+    assert results["prompts"] is batch and "PromptBatch" in repr(results)
 
 
 def test_murano_model_surface(load_tiny):

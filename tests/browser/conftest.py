@@ -10,24 +10,27 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1000, "height": 800}, device_scale_factor=1)
+def _new_page(browser, scale: int):
+    context = browser.new_context(
+        viewport={"width": 1000, "height": 800}, device_scale_factor=scale
+    )
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
     page.on("console", lambda msg: page.errors.append(msg.text) if msg.type == "error" else None)
     page.set_default_timeout(15_000)
+    return context, page
+
+
+@pytest.fixture
+def page(browser):
+    context, page = _new_page(browser, 1)
     yield page
     context.close()
 
 
 @pytest.fixture
 def hidpi_page(browser):
-    context = browser.new_context(viewport={"width": 1000, "height": 800}, device_scale_factor=2)
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.set_default_timeout(15_000)
+    context, page = _new_page(browser, 2)
     yield page
     context.close()
