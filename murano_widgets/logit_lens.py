@@ -28,7 +28,6 @@ __all__ = ["LogitLens"]
 
 DEFAULT_MAX_CHUNK_BYTES = 128 * 2**20
 
-_CELL_FLOATS = ("max_probs", "entropy", "final_token_probs", "kl_to_final")
 
 
 class LogitLens:
