@@ -29,7 +29,6 @@ __all__ = ["LogitLens"]
 DEFAULT_MAX_CHUNK_BYTES = 128 * 2**20
 
 
-
 class LogitLens:
     """Pipeline step: the logit lens of every requested layer on a batch of prompts.
 
