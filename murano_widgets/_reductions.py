@@ -3,6 +3,12 @@
 Everything here runs in float32 on ``[rows, vocab]`` logits and returns ``[rows]`` or
 ``[rows, k]`` tensors, so nothing of size ``vocab`` outlives a chunk (unless the caller asks for
 the full probabilities).
+
+Each layer costs a handful of passes over its logits, each one vectorised kernel: a grouped
+top-k, a comparison count for the rank, two row dot products and one fused softmax. Given
+:class:`Buffers`, the passes write into reused memory: a fresh ``[rows, vocab]`` tensor costs
+page faults on first touch that take about as long as a pass (the unembedding matmul into a
+reused buffer runs about 8 % faster for the same reason).
 """
 
 from __future__ import annotations
@@ -15,16 +21,27 @@ import torch
 _LOG2 = math.log(2.0)
 
 
-class Scratch:
-    """A reusable ``[rows, vocab]`` float32 buffer, so each layer does not allocate afresh."""
+class Buffers:
+    """Reusable float32 ``[rows, vocab]`` buffers, one per role, sized for the largest chunk."""
 
     def __init__(self) -> None:
-        self._buffer: torch.Tensor | None = None
+        self._store: dict[str, torch.Tensor] = {}
 
-    def get(self, like: torch.Tensor) -> torch.Tensor:
-        if self._buffer is None or self._buffer.shape != like.shape:
-            self._buffer = torch.empty_like(like, dtype=torch.float32)
-        return self._buffer
+    def get(self, role: str, rows: int, vocab: int, device: torch.device | str) -> torch.Tensor:
+        """A ``[rows, vocab]`` float32 view of the buffer for ``role`` (contents undefined)."""
+        buffer = self._store.get(role)
+        if (
+            buffer is None
+            or buffer.shape[0] < rows
+            or buffer.shape[1] != vocab
+            or buffer.device != torch.device(device)
+        ):
+            self._store.pop(role, None)  # let the old one go before the new one is made
+            buffer = self._store[role] = torch.empty(rows, vocab, device=device)
+        return buffer[:rows]
+
+    def like(self, role: str, z: torch.Tensor) -> torch.Tensor:
+        return self.get(role, z.shape[0], z.shape[1], z.device)
 
 
 @dataclass
@@ -36,19 +53,21 @@ class FinalDistribution:
     neg_entropy: torch.Tensor  # [rows] sum p log p, in nats
 
     @classmethod
-    def from_logits(cls, logits: torch.Tensor, scratch: Scratch | None = None) -> FinalDistribution:
+    def from_logits(cls, logits: torch.Tensor, buffers: Buffers | None = None) -> FinalDistribution:
+        """The distribution of ``[rows, vocab]`` ``logits``.
+
+        With ``buffers``, float32 logits are shifted in place by their row maximum (which
+        changes none of the lens's fields, so they can still be reduced as the last layer's).
+        """
         z = logits.detach().float()
-        shifted = (scratch or Scratch()).get(z)
-        peak, tokens = z.max(dim=-1, keepdim=True)
-        torch.sub(z, peak, out=shifted)
-        probs = torch.exp(shifted)
-        total = probs.sum(dim=-1, keepdim=True)
-        probs /= total
-        log_norm = (peak + total.log()).squeeze(-1)
-        return cls(probs, tokens.squeeze(-1), _rowdot(probs, z) - log_norm)
+        peak, tokens = fast_topk(z, 1)
+        shifted = _shift(z, peak, in_place=buffers is not None)
+        probs = _softmax(shifted, None if buffers is None else buffers.like("final", z))
+        log_norm = -probs.gather(-1, tokens).log().squeeze(-1)  # logsumexp(z - peak)
+        return cls(probs, tokens.squeeze(-1), _rowdot(probs, shifted) - log_norm)
 
 
-def fast_topk(z: torch.Tensor, k: int, group: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+def fast_topk(z: torch.Tensor, k: int, group: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
     """``torch.topk(z, k)`` along the last dim, for ``[rows, vocab]`` with a large vocabulary.
 
     torch's top-k costs several passes over each row; a vectorised max over groups of
@@ -78,21 +97,18 @@ def reduce_logits(
     final: FinalDistribution,
     top_k: int,
     keep_probs: bool,
-    scratch: Scratch | None = None,
+    buffers: Buffers | None = None,
 ) -> dict[str, torch.Tensor]:
     """Reduces one layer's logits on a chunk of positions to the per-cell fields.
 
-    Written for few passes over ``[rows, vocab]``, each a vectorised kernel (row dot products
-    as batched matmuls, the rank as a float sum of a comparison, exact below 2**24), and for
-    little memory: one scratch buffer, and float32 ``logits`` are overwritten.
-
     Args:
-        logits: ``[rows, vocab]`` logits of one layer (any float dtype); float32 logits are
-            used as scratch space and overwritten.
+        logits: ``[rows, vocab]`` logits of one layer (any float dtype). With ``buffers``,
+            float32 logits are used as scratch space and overwritten.
         final: The model's own distribution at the same positions.
         top_k: How many of the most likely tokens to keep.
         keep_probs: Also return the full ``probs`` (only for ``store_full_probs``).
-        scratch: Buffers to reuse across calls of the same chunk size.
+        buffers: Memory to reuse across layers and chunks; without it, nothing given is
+            written to (for code that runs inside a trace).
 
     Returns:
         ``topk_tokens``/``topk_probs`` ``[rows, k]``, and ``entropy`` (bits),
@@ -101,40 +117,55 @@ def reduce_logits(
     """
     # No autograd here: nnsight runs in-trace code on a thread where grad mode is on.
     z = logits.detach().float()
-    shifted = (scratch or Scratch()).get(z)
+    out = None if buffers is None else buffers.like("scratch", z)
     top_logits, topk_tokens = fast_topk(z, top_k)
-    peak = top_logits[:, :1]
-    final_logit = z.gather(-1, final.tokens.unsqueeze(-1))
-    # Ties count in the token's favour, as argmax does: rank 0 iff it is (a) top-1.
-    torch.gt(z, final_logit, out=shifted)
-    final_token_ranks = shifted.sum(dim=-1).long()
-    cross_logit = _rowdot(final.probs, z)  # sum p_f z
-    torch.sub(z, peak, out=shifted)  # z - max
-    weights = torch.exp(shifted, out=z)  # unnormalised probabilities, in z's memory
-    total = weights.sum(dim=-1, keepdim=True)
-    log_norm = (peak + total.log()).squeeze(-1)  # logsumexp(z)
-    # H = logZ - sum p z = -sum p (z - max) + log(total), with p = weights / total.
-    entropy = (total.squeeze(-1).log() - _rowdot(weights, shifted) / total.squeeze(-1)).clamp_min(
-        0.0
-    )
-    # KL(final || layer) = sum p_f log p_f - sum p_f (z - logZ), and sum p_f = 1.
-    kl_to_final = (final.neg_entropy - (cross_logit - log_norm)).clamp_min(0.0)
+    final_tokens = final.tokens.unsqueeze(-1)
+    # The rank is counted before the shift, which could round near-equal logits together.
+    # Ties count in the token's favour, as argmax does: rank 0 iff it is (a) top-1. A float
+    # sum of the comparison is exact below 2**24 and several times faster than a bool count.
+    final_logit = z.gather(-1, final_tokens)
+    final_token_ranks = torch.gt(z, final_logit, out=out).float().sum(dim=-1).long()
+    shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)  # z - max
+    cross_logit = _rowdot(final.probs, shifted)  # sum p_f (z - max)
+    probs = _softmax(shifted, out)
+    log_norm = -probs.gather(-1, topk_tokens[:, :1]).log().squeeze(-1)  # logsumexp(z - max)
+    # H = logsumexp(z) - sum p z and KL(final || layer) = sum p_f log p_f - sum p_f log p,
+    # both unchanged by the shift.
+    entropy = (log_norm - _rowdot(probs, shifted)).clamp_min(0.0)
+    kl_to_final = (final.neg_entropy - cross_logit + log_norm).clamp_min(0.0)
     fields = {
         "topk_tokens": topk_tokens,
-        "topk_probs": torch.exp(top_logits - log_norm.unsqueeze(-1)),
+        "topk_probs": probs.gather(-1, topk_tokens),
         "entropy": entropy / _LOG2,
-        "final_token_probs": torch.exp(final_logit.squeeze(-1) - log_norm),
+        "final_token_probs": probs.gather(-1, final_tokens).squeeze(-1),
         "final_token_ranks": final_token_ranks,
         "kl_to_final": kl_to_final / _LOG2,
     }
     if keep_probs:
-        fields["probs"] = weights / total
+        fields["probs"] = probs.clone() if buffers is not None else probs
     return fields
 
 
+def _shift(z: torch.Tensor, peak: torch.Tensor, in_place: bool) -> torch.Tensor:
+    return z.sub_(peak) if in_place else z - peak
+
+
+def _softmax(z: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """Softmax over the last dim: one fused kernel, written into ``out`` when given."""
+    if out is None:
+        return torch.softmax(z, dim=-1)
+    return torch.ops.aten._softmax.out(z, -1, False, out=out)
+
+
 def _rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Row-wise dot product as a batched matmul (``vecdot`` would multiply, then sum)."""
-    return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).reshape(a.shape[0])
+    """Row-wise dot product, one BLAS dot per row.
+
+    Measured on ``[512, 50257]``: 8 ms, against 15 ms for a batched matmul of 1×1 outputs and
+    37 ms for ``torch.linalg.vecdot`` (which multiplies, then sums).
+    """
+    if a.shape[0] == 0:
+        return a.new_zeros(0)
+    return torch.stack([torch.dot(x, y) for x, y in zip(a, b, strict=True)])
 
 
 def rows_per_chunk(max_chunk_bytes: int, vocab_size: int, n_rows: int) -> int:

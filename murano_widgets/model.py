@@ -124,15 +124,36 @@ class MuranoModel:
         logits = self.nnterp.lm_head(self.nnterp.ln_final(hidden))
         return self.finalize_logits(logits)
 
-    def unembed(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Final norm then unembedding on plain tensors, outside any trace."""
-        logits = self.nnterp.lm_head._module(self.nnterp.ln_final._module(hidden))
-        return self.finalize_logits(logits)
+    def unembed(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Final norm then unembedding on plain tensors, outside any trace.
 
-    def finalize_logits(self, logits: torch.Tensor) -> torch.Tensor:
+        Args:
+            hidden: Hidden states ``[rows, d_model]``.
+            out: A ``[rows, vocab]`` tensor to write the logits into (any float dtype); the
+                matmul writes there directly when ``lm_head`` is a plain linear layer of the
+                same dtype, which spares a fresh allocation per call.
+
+        Returns:
+            The logits: ``out`` when given.
+        """
+        normed = self.nnterp.ln_final._module(hidden)
+        head = self.nnterp.lm_head._module
+        if out is None:
+            return self.finalize_logits(head(normed))
+        if type(head) is torch.nn.Linear and head.weight.dtype == normed.dtype == out.dtype:
+            torch.matmul(normed, head.weight.t(), out=out)
+            if head.bias is not None:
+                out.add_(head.bias)
+        else:
+            out.copy_(head(normed))
+        return self.finalize_logits(out, in_place=True)
+
+    def finalize_logits(self, logits: torch.Tensor, in_place: bool = False) -> torch.Tensor:
         """What the model does to ``lm_head``'s output before its softmax (soft-capping)."""
         if self.final_logit_softcapping:
             cap = float(self.final_logit_softcapping)
+            if in_place:
+                return logits.div_(cap).tanh_().mul_(cap)
             logits = torch.tanh(logits / cap) * cap
         return logits
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from murano_widgets._reductions import FinalDistribution, Scratch, fast_topk, reduce_logits
+from murano_widgets._reductions import Buffers, FinalDistribution, fast_topk, reduce_logits
 
 
 @pytest.mark.parametrize("vocab", [50_257, 32_000, 2_048 * 5 + 3])
@@ -21,13 +21,19 @@ def test_fast_topk_equals_torch_topk(vocab):
     assert torch.equal(ids, expected.indices) and torch.equal(values, expected.values)
 
 
-def test_reduce_logits_matches_the_definitions():
+@pytest.mark.parametrize("reuse", [True, False], ids=["buffers", "fresh"])
+def test_reduce_logits_matches_the_definitions(reuse):
     generator = torch.Generator().manual_seed(1)
     vocab = 50_257
-    z = torch.randn(9, vocab, generator=generator) * 3
-    final_z = torch.randn(9, vocab, generator=generator) * 3
-    final = FinalDistribution.from_logits(final_z, Scratch())
-    fields = reduce_logits(z.clone(), final, 5, keep_probs=True, scratch=Scratch())
+    # Logits far from zero: the shift by the row maximum must keep float32 sums accurate.
+    z = torch.randn(9, vocab, generator=generator) * 3 + 40
+    final_z = torch.randn(9, vocab, generator=generator) * 3 - 25
+    given_z, given_final = z.clone(), final_z.clone()
+    buffers = Buffers() if reuse else None
+    final = FinalDistribution.from_logits(given_final, buffers)
+    fields = reduce_logits(given_z, final, 5, keep_probs=True, buffers=buffers)
+    if not reuse:  # the in-trace path writes to nothing it is given
+        assert torch.equal(given_z, z) and torch.equal(given_final, final_z)
     p, pf = z.double().softmax(-1), final_z.double().softmax(-1)
     top = p.topk(5)
     assert torch.equal(fields["topk_tokens"], top.indices)
