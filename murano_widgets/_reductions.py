@@ -158,14 +158,19 @@ def _softmax(z: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
 
 
 def _rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Row-wise dot product, one BLAS dot per row.
+    """Row-wise dot product of two ``[rows, vocab]`` tensors.
 
-    Measured on ``[512, 50257]``: 8 ms, against 15 ms for a batched matmul of 1×1 outputs and
-    37 ms for ``torch.linalg.vecdot`` (which multiplies, then sums).
+    On CPU, one BLAS dot per row: measured on ``[512, 50257]``, 8 ms against 15 ms for a
+    batched matmul with 1×1 outputs and 37 ms for ``torch.linalg.vecdot`` (which multiplies,
+    then sums). On an accelerator, where each call is a kernel launch, one batched matmul.
     """
-    if a.shape[0] == 0:
-        return a.new_zeros(0)
+    if a.device.type != "cpu" or a.shape[0] == 0:
+        return _rowdot_batched(a, b)
     return torch.stack([torch.dot(x, y) for x, y in zip(a, b, strict=True)])
+
+
+def _rowdot_batched(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).reshape(a.shape[0])
 
 
 def rows_per_chunk(max_chunk_bytes: int, vocab_size: int, n_rows: int) -> int:

@@ -7,7 +7,14 @@ import math
 import pytest
 import torch
 
-from murano_widgets._reductions import Buffers, FinalDistribution, fast_topk, reduce_logits
+from murano_widgets._reductions import (
+    Buffers,
+    FinalDistribution,
+    _rowdot,
+    _rowdot_batched,
+    fast_topk,
+    reduce_logits,
+)
 
 
 @pytest.mark.parametrize("vocab", [50_257, 32_000, 2_048 * 5 + 3])
@@ -49,3 +56,14 @@ def test_reduce_logits_matches_the_definitions(reuse):
     chosen = p.gather(-1, token[:, None]).squeeze(-1)
     torch.testing.assert_close(fields["final_token_probs"].double(), chosen, rtol=1e-4, atol=1e-9)
     assert torch.equal(fields["final_token_ranks"], (p > chosen[:, None]).sum(-1))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 6])
+def test_row_dot_products_agree_on_both_paths(rows):
+    """The CPU path (a BLAS dot per row) and the accelerator path (one batched matmul)."""
+    generator = torch.Generator().manual_seed(rows)
+    a, b = (torch.randn(rows, 50_257, generator=generator) for _ in range(2))
+    expected = (a.double() * b.double()).sum(-1)
+    for ours in (_rowdot(a, b), _rowdot_batched(a, b)):
+        assert ours.shape == (rows,)
+        torch.testing.assert_close(ours.double(), expected, rtol=1e-5, atol=1e-3)
