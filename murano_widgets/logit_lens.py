@@ -169,6 +169,10 @@ class LogitLens:
             # The lens projects the block outputs itself; the model's own lm_head over every
             # position would be one layer's worth of unembedding spent for nothing.
             kwargs["logits_to_keep"] = 1
+        if _accepts(self.model, "use_cache"):
+            # A key/value cache is for generating; here it would only hold every layer's keys
+            # and values until the trace ends (0.3 GB at 16 x 256 on GPT-2's shape).
+            kwargs["use_cache"] = False
         return kwargs
 
     def _reduce_after_trace(

@@ -185,3 +185,28 @@ def test_half_precision_model_gives_finite_float32_fields(tiny_model_dirs):
     torch.testing.assert_close(
         lens.max_probs[:, real], full.max_probs[:, real], atol=0.05, rtol=0.1
     )
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_the_forward_pass_skips_what_the_lens_does_not_use(arch, load_tiny):
+    """No key/value cache and no lm_head over every position: each would cost memory for nothing."""
+    model = load_tiny(arch)
+    run_lens(model)  # nnsight swaps in the real modules on first use: hook those
+    inner = model.nnterp._model
+    caches, head_rows = [], []
+    hooks = [
+        inner.base_model.register_forward_hook(
+            lambda _m, _i, output: caches.append(output.past_key_values)
+        ),
+        inner.get_output_embeddings().register_forward_hook(
+            lambda _m, inputs, _o: head_rows.append(inputs[0].shape[-2])
+        ),
+    ]
+    try:
+        lens = run_lens(model)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert caches == [None], "one forward pass, without a key/value cache"
+    assert head_rows == [1], "the model's own lm_head runs on one position only"
+    assert lens.max_probs.shape[0] == model.n_layers
