@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ._reductions import FinalDistribution, reduce_logits
+from ._reductions import reduce_final, reduce_logits
 from .result import LogitLensResult
 from .types import RESID_POST, Node
 
@@ -68,8 +68,11 @@ def as_lens_result(result: Any, tokenizer: Any = None, top_k: int = 5) -> LogitL
         vocab = logits.shape[-1]
         k = min(top_k, vocab)
         flat = logits.reshape(n_layers, n_inputs * seq, vocab)
-        final = FinalDistribution.from_logits(flat[-1])
-        per_layer = [reduce_logits(flat[i], final, k, keep_probs=False) for i in range(n_layers)]
+        final, last_fields = reduce_final(flat[-1], k, keep_probs=False)
+        per_layer = [
+            reduce_logits(flat[i], final, k, keep_probs=False) for i in range(n_layers - 1)
+        ]
+        per_layer.append(last_fields)
         for key in per_layer[0]:
             stacked = torch.stack([f[key] for f in per_layer])
             fields[key] = stacked.reshape(n_layers, n_inputs, seq, *stacked.shape[2:])

@@ -52,20 +52,6 @@ class FinalDistribution:
     tokens: torch.Tensor  # [rows] the model's top-1 token
     neg_entropy: torch.Tensor  # [rows] sum p log p, in nats
 
-    @classmethod
-    def from_logits(cls, logits: torch.Tensor, buffers: Buffers | None = None) -> FinalDistribution:
-        """The distribution of ``[rows, vocab]`` ``logits``.
-
-        With ``buffers``, float32 logits are shifted in place by their row maximum (which
-        changes none of the lens's fields, so they can still be reduced as the last layer's).
-        """
-        z = logits.detach().float()
-        peak, tokens = fast_topk(z, 1)
-        shifted = _shift(z, peak, in_place=buffers is not None)
-        probs = _softmax(shifted, None if buffers is None else buffers.like("final", z))
-        log_norm = -probs.gather(-1, tokens).log().squeeze(-1)  # logsumexp(z - peak)
-        return cls(probs, tokens.squeeze(-1), _rowdot(probs, shifted) - log_norm)
-
 
 def fast_topk(z: torch.Tensor, k: int, group: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
     """``torch.topk(z, k)`` along the last dim, for ``[rows, vocab]`` with a large vocabulary.
@@ -90,6 +76,44 @@ def fast_topk(z: torch.Tensor, k: int, group: int = 64) -> tuple[torch.Tensor, t
         ids = torch.cat([ids, tail_ids], dim=-1)
     values, where = torch.topk(candidates, k, dim=-1)
     return values, ids.gather(-1, where)
+
+
+def reduce_final(
+    logits: torch.Tensor, top_k: int, keep_probs: bool, buffers: Buffers | None = None
+) -> tuple[FinalDistribution, dict[str, torch.Tensor]]:
+    """The model's own distribution from its last layer's logits, and that layer's fields.
+
+    The last layer measured against itself needs no rank count and no cross term: its top-1
+    is the final token (rank 0) and its KL to the final distribution is 0.
+
+    Args:
+        logits: ``[rows, vocab]`` logits of the last layer (any float dtype). With
+            ``buffers``, float32 logits are shifted in place by their row maximum.
+        top_k, keep_probs, buffers: As for :func:`reduce_logits`; the distribution is kept in
+            ``buffers``' final buffer, which the next call overwrites.
+
+    Returns:
+        The :class:`FinalDistribution` and the same fields as :func:`reduce_logits`.
+    """
+    z = logits.detach().float()
+    top_logits, topk_tokens = fast_topk(z, top_k)
+    shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)
+    probs = _softmax(shifted, None if buffers is None else buffers.like("final", z))
+    log_norm = -probs.gather(-1, topk_tokens[:, :1]).log().squeeze(-1)  # logsumexp(z - max)
+    neg_entropy = _rowdot(probs, shifted) - log_norm
+    final = FinalDistribution(probs, topk_tokens[:, 0], neg_entropy)
+    topk_probs = probs.gather(-1, topk_tokens)
+    fields = {
+        "topk_tokens": topk_tokens,
+        "topk_probs": topk_probs,
+        "entropy": (-neg_entropy).clamp_min(0.0) / _LOG2,
+        "final_token_probs": topk_probs[:, 0],
+        "final_token_ranks": torch.zeros_like(topk_tokens[:, 0]),
+        "kl_to_final": torch.zeros_like(neg_entropy),
+    }
+    if keep_probs:
+        fields["probs"] = probs.clone() if buffers is not None else probs
+    return final, fields
 
 
 def reduce_logits(

@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._reductions import Buffers, FinalDistribution, reduce_logits, rows_per_chunk
+from ._reductions import (
+    Buffers,
+    FinalDistribution,
+    reduce_final,
+    reduce_logits,
+    rows_per_chunk,
+)
 from .model import ModelBackend
 from .result import LogitLensResult
 from .types import RESID_POST, Node, PromptBatch, validate_prompts
@@ -217,11 +223,10 @@ class LogitLens:
         with torch.inference_mode():
             for start in range(0, len(real_rows), step):
                 rows = real_rows[start : start + step]
-                final_logits = logits_of(last, rows)
-                final = FinalDistribution.from_logits(final_logits, buffers)
-                # The last layer's logits are the final ones (shifted by from_logits, which
-                # changes no field): reduce them first, before the buffer is reused.
-                reduced = {last: reduce(final_logits, final)} if last in self.layers else {}
+                final, last_fields = reduce_final(
+                    logits_of(last, rows), self.top_k, self.store_full_probs, buffers
+                )
+                reduced = {last: _to_cpu(last_fields)} if last in self.layers else {}
                 for layer in self.layers:
                     if layer != last:
                         reduced[layer] = reduce(logits_of(layer, rows), final)
@@ -256,11 +261,20 @@ class LogitLens:
                 index: _block_output(model.layer(index))[mask]
                 for index in sorted({*self.layers, last})
             }
-            final = FinalDistribution.from_logits(model.project_on_vocab(hidden[last]))
+            final, last_fields = reduce_final(
+                model.project_on_vocab(hidden[last]), self.top_k, self.store_full_probs
+            )
             final_tokens = final.tokens.save()
             for layer in self.layers:
-                reduced = reduce_logits(
-                    model.project_on_vocab(hidden[layer]), final, self.top_k, self.store_full_probs
+                reduced = (
+                    last_fields
+                    if layer == last
+                    else reduce_logits(
+                        model.project_on_vocab(hidden[layer]),
+                        final,
+                        self.top_k,
+                        self.store_full_probs,
+                    )
                 )
                 saved_fields.append({key: value.save() for key, value in reduced.items()})
         per_layer = [_to_cpu(fields) for fields in saved_fields]
