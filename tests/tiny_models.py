@@ -19,6 +19,8 @@ from transformers import (
     GPTNeoXConfig,
     LlamaConfig,
     MistralConfig,
+    OPTConfig,
+    Phi3Config,
     PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen3Config,
@@ -94,6 +96,26 @@ def _config(arch: str, vocab: int, bos: int):
         )
     if arch == "gpt_neox":
         return GPTNeoXConfig(**small)
+    # Not in ARCHITECTURES: the nnsight backend's tests build these two (OPT's blocks sit under
+    # model.decoder, where reference.py does not look).
+    if arch == "opt":
+        return OPTConfig(
+            hidden_size=D_MODEL,
+            ffn_dim=64,
+            num_hidden_layers=N_LAYERS,
+            num_attention_heads=4,
+            max_position_embeddings=256,
+            word_embed_proj_dim=D_MODEL,
+            pad_token_id=bos,
+            **common,
+        )
+    if arch == "phi3":
+        return Phi3Config(
+            num_key_value_heads=2,
+            original_max_position_embeddings=256,
+            pad_token_id=bos,
+            **small,
+        )
     raise ValueError(f"unknown architecture {arch!r}")
 
 
