@@ -1,0 +1,85 @@
+"""The nnterp backend: a model behind nnterp's ``StandardizedTransformer``.
+
+nnterp gives every supported architecture the same names (``layers_output[i]``, ``ln_final``,
+``lm_head``), so one class serves GPT-2, Llama, Qwen, Gemma, GPT-NeoX and the rest. nnterp 1.3
+works with nnsight below 0.8 only; see :mod:`murano_widgets.nnsight_backend` for the others.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from .model import (
+    MuranoModel,
+    check_source_argument,
+    quiet_loading,
+    resolve_device,
+    resolve_dtype,
+    resolve_source,
+)
+
+__all__ = ["NNterpModel"]
+
+
+class NNterpModel(MuranoModel):
+    """``MuranoModel(..., backend="nnterp")``: see :class:`murano_widgets.MuranoModel`."""
+
+    backend = "nnterp"
+
+    def __init__(
+        self,
+        model_id_or_path: str | os.PathLike[str],
+        *,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | str | None = None,
+        backend: str = "nnterp",
+        **kwargs: Any,
+    ) -> None:
+        check_source_argument(model_id_or_path)
+        self.device = resolve_device(device)
+        source = resolve_source(model_id_or_path)
+        torch_dtype = resolve_dtype(dtype, self.device, source)
+        from nnterp import StandardizedTransformer
+
+        kwargs.setdefault("device_map", str(self.device))
+        with quiet_loading():
+            self.nnterp = StandardizedTransformer(source, dtype=torch_dtype, **kwargs)
+            # The real weights now, while loading is what the user asked for, rather than
+            # in the middle of the first lens call.
+            self.nnterp.dispatch()
+        self._setup(
+            str(model_id_or_path),
+            self.nnterp.tokenizer,
+            self.nnterp._model,
+            int(self.nnterp.num_layers),
+        )
+
+    @property
+    def config(self) -> Any:
+        """The Hugging Face config of the model."""
+        return self.nnterp.config
+
+    @property
+    def _final_norm(self) -> torch.nn.Module:
+        return self.nnterp.ln_final._module
+
+    @property
+    def _lm_head(self) -> torch.nn.Module:
+        return self.nnterp.lm_head._module
+
+    def trace(self, inputs: dict[str, torch.Tensor], **kwargs: Any) -> Any:
+        """Opens one nnsight tracing context (``remote=True`` runs it on NDIF)."""
+        return self.nnterp.trace(inputs, **kwargs)
+
+    def layer(self, index: int) -> Any:
+        """The output of decoder block ``index``, inside a trace (nnterp's ``layers_output``)."""
+        output = self.nnterp.layers_output[index]
+        # transformers 5 blocks return a tensor; older ones a tuple whose [0] is the hidden state.
+        return output[0] if isinstance(output, tuple) else output
+
+    def project_on_vocab(self, hidden: Any) -> Any:
+        """Final norm then unembedding, inside a trace."""
+        return self.finalize_logits(self.nnterp.lm_head(self.nnterp.ln_final(hidden)))
