@@ -14,11 +14,14 @@ reused buffer runs about 8 % faster for the same reason).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 _LOG2 = math.log(2.0)
+# Below this many columns a per-row BLAS call costs more in Python overhead than it saves.
+_ROW_DOT_MIN_VOCAB = 8192
 
 
 class Buffers:
@@ -49,8 +52,26 @@ class FinalDistribution:
     """The model's own output distribution on a chunk of positions, kept while its layers run."""
 
     probs: torch.Tensor  # [rows, vocab] float32
-    tokens: torch.Tensor  # [rows] the model's top-1 token
+    tokens: torch.Tensor  # [rows] the model's top-1 token (0 where not valid: a safe index)
     neg_entropy: torch.Tensor  # [rows] sum p log p, in nats
+    valid: torch.Tensor  # [rows] bool: False where the final logits were not finite
+
+    @property
+    def predictions(self) -> torch.Tensor:
+        """The model's top-1 token per row, -1 where the final distribution is not finite."""
+        return self.tokens.masked_fill(~self.valid, -1)
+
+
+# What a cell holds when it has no value: padding, or a distribution that was not finite.
+MISSING = {
+    "topk_tokens": -1,
+    "topk_probs": float("nan"),
+    "entropy": float("nan"),
+    "final_token_probs": float("nan"),
+    "final_token_ranks": -1,
+    "kl_to_final": float("nan"),
+}
+FINAL_BASED = ("final_token_probs", "final_token_ranks", "kl_to_final")
 
 
 def fast_topk(z: torch.Tensor, k: int, group: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,8 +122,9 @@ def reduce_final(
     probs = _softmax(shifted, None if buffers is None else buffers.like("final", z))
     log_norm = -probs.gather(-1, topk_tokens[:, :1]).log().squeeze(-1)  # logsumexp(z - max)
     neg_entropy = _rowdot(probs, shifted) - log_norm
-    final = FinalDistribution(probs, topk_tokens[:, 0], neg_entropy)
     topk_probs = probs.gather(-1, topk_tokens)
+    valid = torch.isfinite(topk_probs[:, 0]) & torch.isfinite(neg_entropy)
+    final = FinalDistribution(probs, topk_tokens[:, 0].masked_fill(~valid, 0), neg_entropy, valid)
     fields = {
         "topk_tokens": topk_tokens,
         "topk_probs": topk_probs,
@@ -111,14 +133,15 @@ def reduce_final(
         "final_token_ranks": torch.zeros_like(topk_tokens[:, 0]),
         "kl_to_final": torch.zeros_like(neg_entropy),
     }
+    _mark_missing(fields, valid, valid)
     if keep_probs:
-        fields["probs"] = probs.clone() if buffers is not None else probs
+        fields["probs"] = probs
     return final, fields
 
 
 def reduce_logits(
     logits: torch.Tensor,
-    final: FinalDistribution,
+    final: FinalDistribution | None,
     top_k: int,
     keep_probs: bool,
     buffers: Buffers | None = None,
@@ -128,7 +151,8 @@ def reduce_logits(
     Args:
         logits: ``[rows, vocab]`` logits of one layer (any float dtype). With ``buffers``,
             float32 logits are used as scratch space and overwritten.
-        final: The model's own distribution at the same positions.
+        final: The model's own distribution at the same positions, or ``None`` when it is not
+            known (then only the top-k and the entropy are returned).
         top_k: How many of the most likely tokens to keep.
         keep_probs: Also return the full ``probs`` (only for ``store_full_probs``).
         buffers: Memory to reuse across layers and chunks; without it, nothing given is
@@ -137,12 +161,27 @@ def reduce_logits(
     Returns:
         ``topk_tokens``/``topk_probs`` ``[rows, k]``, and ``entropy`` (bits),
         ``final_token_probs``, ``final_token_ranks``, ``kl_to_final`` (bits), each ``[rows]``;
-        plus ``probs`` ``[rows, vocab]`` if ``keep_probs``.
+        plus ``probs`` ``[rows, vocab]`` if ``keep_probs`` (with ``buffers``, a view of a buffer
+        that the next call overwrites). Rows whose logits are not finite hold no value (NaN, -1),
+        and so do the final-based fields of rows where ``final`` is not valid.
     """
     # No autograd here: nnsight runs in-trace code on a thread where grad mode is on.
     z = logits.detach().float()
     out = None if buffers is None else buffers.like("scratch", z)
     top_logits, topk_tokens = fast_topk(z, top_k)
+    if final is None:
+        shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)
+        probs = _softmax(shifted, out)
+        log_norm = -probs.gather(-1, topk_tokens[:, :1]).log().squeeze(-1)
+        fields = {
+            "topk_tokens": topk_tokens,
+            "topk_probs": probs.gather(-1, topk_tokens),
+            "entropy": (log_norm - _rowdot(probs, shifted)).clamp_min(0.0) / _LOG2,
+        }
+        _mark_missing(fields, torch.isfinite(fields["topk_probs"][:, 0]), None)
+        if keep_probs:
+            fields["probs"] = probs
+        return fields
     final_tokens = final.tokens.unsqueeze(-1)
     # The rank is counted before the shift, which could round near-equal logits together.
     # Ties count in the token's favour, as argmax does: rank 0 iff it is (a) top-1. A float
@@ -165,9 +204,32 @@ def reduce_logits(
         "final_token_ranks": final_token_ranks,
         "kl_to_final": kl_to_final / _LOG2,
     }
+    valid = torch.isfinite(fields["topk_probs"][:, 0]) & torch.isfinite(entropy)
+    _mark_missing(fields, valid, final.valid)
     if keep_probs:
-        fields["probs"] = probs.clone() if buffers is not None else probs
+        fields["probs"] = probs
     return fields
+
+
+def _mark_missing(
+    fields: dict[str, torch.Tensor], valid: torch.Tensor, final_valid: torch.Tensor | None
+) -> None:
+    """Writes "no value" into the cells of rows whose distribution (or the final one) is not finite.
+
+    A NaN or infinite logit makes the whole softmax row non-finite, so its top-1 probability or
+    entropy says whether a row can be trusted; without this, argmax would still name a token,
+    the rank comparison would count nothing (rank 0) and the KL would be clamped to 0.
+    """
+    if final_valid is not None:
+        valid_final = valid & final_valid
+        if not bool(valid_final.all()):
+            for name in FINAL_BASED:
+                fields[name] = fields[name].masked_fill(~valid_final, MISSING[name])
+    if bool(valid.all()):
+        return
+    for name in ("topk_tokens", "topk_probs", "entropy"):
+        rows = ~valid if fields[name].dim() == 1 else (~valid).unsqueeze(-1)
+        fields[name] = fields[name].masked_fill(rows, MISSING[name])
 
 
 def _shift(z: torch.Tensor, peak: torch.Tensor, in_place: bool) -> torch.Tensor:
@@ -186,9 +248,11 @@ def _rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
     On CPU, one BLAS dot per row: measured on ``[512, 50257]``, 8 ms against 15 ms for a
     batched matmul with 1×1 outputs and 37 ms for ``torch.linalg.vecdot`` (which multiplies,
-    then sums). On an accelerator, where each call is a kernel launch, one batched matmul.
+    then sums). On small vocabularies (the demo model's 1,536) the Python loop over rows costs
+    more than the arithmetic, and on an accelerator each call is a kernel launch: there, one
+    batched matmul.
     """
-    if a.device.type != "cpu" or a.shape[0] == 0:
+    if a.device.type != "cpu" or a.shape[0] == 0 or a.shape[1] < _ROW_DOT_MIN_VOCAB:
         return _rowdot_batched(a, b)
     return torch.stack([torch.dot(x, y) for x, y in zip(a, b, strict=True)])
 
@@ -206,3 +270,51 @@ def rows_per_chunk(max_chunk_bytes: int, vocab_size: int, n_rows: int) -> int:
     limit = max(1, int(max_chunk_bytes) // (4 * int(vocab_size)))
     n_chunks = -(-max(n_rows, 1) // limit)
     return -(-max(n_rows, 1) // n_chunks)
+
+
+def reduce_layers(
+    logits_of: Callable[[int], torch.Tensor],
+    layers: Sequence[int],
+    final_layer: int | None,
+    top_k: int,
+    keep_probs: bool,
+    buffers: Buffers | None = None,
+    keep: Callable[[int, dict[str, torch.Tensor]], dict[str, torch.Tensor]] = lambda _, f: f,
+) -> tuple[list[dict[str, torch.Tensor]], FinalDistribution | None]:
+    """The one reduction loop: the final distribution first, then each layer against it.
+
+    The step after its trace (per chunk of positions), the step inside a trace (remote) and the
+    adapter of other libraries' results all run this loop; only where the logits come from
+    differs.
+
+    Args:
+        logits_of: ``layer -> [rows, vocab]`` logits of that layer on the current rows.
+        layers: The layers to reduce, in the order their fields are returned.
+        final_layer: The layer whose distribution is the model's own output (it need not be in
+            ``layers``), or ``None`` when unknown: then no final-based field is computed.
+        top_k, keep_probs, buffers: As for :func:`reduce_logits`.
+        keep: Called as ``keep(layer, fields)`` as soon as a layer's fields exist (to move them off the
+            device, or copy the probabilities out of a buffer before it is reused); its return
+            value is what is kept.
+
+    Returns:
+        One dict of fields per layer of ``layers``, and the final distribution (or ``None``).
+    """
+    final: FinalDistribution | None = None
+    kept: dict[int, dict[str, torch.Tensor]] = {}
+    if final_layer is not None:
+        final, fields = reduce_final(
+            logits_of(final_layer), top_k, keep_probs and final_layer in layers, buffers
+        )
+        if final_layer in layers:
+            kept[final_layer] = keep(final_layer, fields)
+    for layer in layers:
+        if layer not in kept:
+            fields = reduce_logits(logits_of(layer), final, top_k, keep_probs, buffers)
+            kept[layer] = keep(layer, fields)
+    return [kept[layer] for layer in layers], final
+
+
+def stack_layers(per_layer: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """``[{name: [rows, ...]}]`` per layer to ``{name: [n_layers, rows, ...]}``."""
+    return {name: torch.stack([fields[name] for fields in per_layer]) for name in per_layer[0]}

@@ -13,20 +13,16 @@ that only reduced tensors travel back.
 from __future__ import annotations
 
 import ctypes
-import inspect
-from collections.abc import Callable, Iterable, Sequence
+import os
+import warnings
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from ._reductions import (
-    Buffers,
-    FinalDistribution,
-    reduce_final,
-    reduce_logits,
-    rows_per_chunk,
-)
+from ._checks import check_bool, check_int
+from ._reductions import Buffers, reduce_layers, rows_per_chunk, stack_layers
 from .model import ModelBackend
 from .result import LogitLensResult
 from .types import RESID_POST, Node, PromptBatch, validate_prompts
@@ -43,7 +39,8 @@ class LogitLens:
     ``results["logit_lens"]`` (a :class:`LogitLensResult`).
 
     Args:
-        model: The model, e.g. a :class:`MuranoModel`.
+        model: The model, e.g. a :class:`MuranoModel`: anything with the
+            :class:`ModelBackend` members.
         layers: ``"all"`` or a list of layer indices (negative ones count from the end).
             Rows come out in ascending layer order.
         store_full_probs: Keep ``all_probs`` (``n_layers·n_inputs·seq·vocab`` floats: only for
@@ -55,12 +52,11 @@ class LogitLens:
         reduce_in_trace: Reduce inside the trace (what ``remote=True`` does) rather than after
             it. Defaults to ``remote``; locally it only costs memory, since nnsight keeps every
             in-trace value alive until the trace ends.
-
     Raises:
+        TypeError: If ``model`` is not a model backend, or an argument has the wrong type.
         ValueError: If ``layers`` is a string other than ``"all"``, an empty list, or holds
             duplicates or indices out of range (checked against the model here, before any
             model work), or if ``top_k`` or ``max_chunk_bytes`` is out of range.
-        TypeError: If ``layers`` holds something other than ints.
     """
 
     def __init__(
@@ -74,27 +70,18 @@ class LogitLens:
         remote: bool = False,
         reduce_in_trace: bool | None = None,
     ) -> None:
+        _check_model(model)
         self.model = model
         self.layers = resolve_layers(layers, model.n_layers)
-        self.store_full_probs = _check_bool("store_full_probs", store_full_probs)
-        vocab_size = _vocab_size(model)
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= vocab_size:
-            raise ValueError(
-                f"top_k must be an int from 1 to {vocab_size} (the vocabulary size), got {top_k!r}"
-            )
-        self.top_k = top_k
-        if (
-            isinstance(max_chunk_bytes, bool)
-            or not isinstance(max_chunk_bytes, int)
-            or max_chunk_bytes <= 0
-        ):
-            raise ValueError(f"max_chunk_bytes must be a positive int, got {max_chunk_bytes!r}")
-        self.max_chunk_bytes = max_chunk_bytes
-        self.remote = _check_bool("remote", remote)
+        self.store_full_probs = check_bool("store_full_probs", store_full_probs)
+        vocab_size = int(model.vocab_size)
+        self.top_k = check_int("top_k", top_k, 1, vocab_size, "the vocabulary size")
+        self.max_chunk_bytes = check_int("max_chunk_bytes", max_chunk_bytes, 1, None, None)
+        self.remote = check_bool("remote", remote)
         self.reduce_in_trace = (
             self.remote
             if reduce_in_trace is None
-            else _check_bool("reduce_in_trace", reduce_in_trace)
+            else check_bool("reduce_in_trace", reduce_in_trace)
         )
 
     def __repr__(self) -> str:
@@ -107,10 +94,16 @@ class LogitLens:
         """Runs the lens on ``results["prompts"]`` and stores ``results["logit_lens"]``.
 
         Raises:
+            TypeError: If ``results`` is not a dict-like container.
             KeyError: If ``results`` has no ``"prompts"``.
             TypeError, ValueError: If the prompts are not a non-empty list of non-empty strings,
                 or a prompt is longer than the model's context.
         """
+        if not isinstance(results, MutableMapping):
+            raise TypeError(
+                "results must be a dict (or Results) holding results['prompts'] = "
+                f"PromptBatch([...]); got {type(results).__name__} {results!r:.60}"
+            )
         if "prompts" not in results:
             raise KeyError(
                 "results has no 'prompts': set results['prompts'] = PromptBatch([...]) first"
@@ -124,12 +117,12 @@ class LogitLens:
     def run(self, prompts: list[str]) -> LogitLensResult:
         """The lens of ``prompts`` (already validated) as a :class:`LogitLensResult`."""
         inputs = _tokenize(self.model, prompts)
-        if self.reduce_in_trace:
-            real, final = self._reduce_in_trace(inputs)
-        else:
-            real, final = self._reduce_after_trace(inputs)
         mask = inputs["attention_mask"].cpu().bool()
         n_layers, (n_inputs, seq) = len(self.layers), mask.shape
+        if self.reduce_in_trace:
+            real, final, all_probs = self._reduce_in_trace(inputs)
+        else:
+            real, final, all_probs = self._reduce_after_trace(inputs)
 
         # Scatter the real positions back into padded [n_layers, n_inputs, seq] tensors.
         def padded(values: torch.Tensor, fill: float | int) -> torch.Tensor:
@@ -146,10 +139,12 @@ class LogitLens:
             self.model.tokenizer, [topk_tokens, final_tokens, input_ids[mask]]
         )
         predicted_tokens = topk_tokens[..., 0]
+        max_probs = topk_probs[..., 0]
+        _warn_non_finite(max_probs, final_tokens, mask, self.layers)
         input_words_ids = input_ids.masked_fill(~mask, -1)
         return LogitLensResult(
-            all_probs=padded(real["probs"], float("nan")) if self.store_full_probs else None,
-            max_probs=topk_probs[..., 0],
+            all_probs=all_probs,
+            max_probs=max_probs,
             predicted_tokens=predicted_tokens,
             predicted_words=_words(predicted_tokens, token_strings),
             input_words=_words(input_words_ids, token_strings),
@@ -165,17 +160,20 @@ class LogitLens:
             input_ids=input_ids,
             prompts=list(prompts),
             token_strings=token_strings,
-            vocab_size=_vocab_size(self.model),
+            vocab_size=int(self.model.vocab_size),
             model_name=getattr(self.model, "name", None),
+            n_model_layers=int(self.model.n_layers),
+            lens_kind="logit",
         )
 
     def _trace_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"remote": True} if self.remote else {}
-        if _accepts(self.model, "logits_to_keep"):
+        accepted = self.model.forward_kwargs
+        if "logits_to_keep" in accepted:
             # The lens projects the block outputs itself; the model's own lm_head over every
             # position would be one layer's worth of unembedding spent for nothing.
             kwargs["logits_to_keep"] = 1
-        if _accepts(self.model, "use_cache"):
+        if "use_cache" in accepted:
             # A key/value cache is for generating; here it would only hold every layer's keys
             # and values until the trace ends (0.3 GB at 16 x 256 on GPT-2's shape).
             kwargs["use_cache"] = False
@@ -183,7 +181,7 @@ class LogitLens:
 
     def _reduce_after_trace(
         self, inputs: dict[str, torch.Tensor]
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
         """Saves the block outputs in the trace, then reduces them in chunks of positions."""
         model = self.model
         mask = inputs["attention_mask"].bool()
@@ -195,60 +193,64 @@ class LogitLens:
                 saved.append(model.layer(index).save())
         # Only real positions are unembedded (padding costs nothing), gathered chunk by chunk
         # rather than copied out whole.
-        outputs = [_block_output(tensor) for tensor in saved]
         hidden = {
-            index: output.reshape(-1, output.shape[-1])
-            for index, output in zip(wanted, outputs, strict=True)
+            index: torch.as_tensor(output).reshape(-1, output.shape[-1])
+            for index, output in zip(wanted, saved, strict=True)
         }
-        del saved, outputs
+        del saved
         _return_freed_memory()
         real_rows = torch.nonzero(mask.reshape(-1)).squeeze(1)
-        vocab_size = _vocab_size(model)
+        vocab_size = int(model.vocab_size)
         step = rows_per_chunk(self.max_chunk_bytes, vocab_size, len(real_rows))
+        # The full probabilities go straight into the one tensor that is returned (padding
+        # stays NaN), so keeping them costs that tensor and nothing more.
+        all_probs = (
+            torch.full((len(self.layers), mask.numel(), vocab_size), float("nan"))
+            if self.store_full_probs
+            else None
+        )
+        row_of = {layer: i for i, layer in enumerate(self.layers)}
         chunks: list[dict[str, torch.Tensor]] = []
         finals: list[torch.Tensor] = []
         # Three [rows, vocab] buffers live through the loop: the logits, the softmax and the
         # final distribution; each chunk and layer writes into them again.
         buffers = Buffers()
-        unembed = _unembed_into(model)
-
-        def logits_of(layer: int, rows: torch.Tensor) -> torch.Tensor:
-            out = buffers.get("logits", len(rows), vocab_size, hidden[layer].device)
-            return unembed(hidden[layer].index_select(0, rows), out)
-
-        def reduce(logits: torch.Tensor, final: FinalDistribution) -> dict[str, torch.Tensor]:
-            fields = reduce_logits(logits, final, self.top_k, self.store_full_probs, buffers)
-            return _to_cpu(fields)
-
         with torch.inference_mode():
             for start in range(0, len(real_rows), step):
                 rows = real_rows[start : start + step]
-                final, last_fields = reduce_final(
-                    logits_of(last, rows), self.top_k, self.store_full_probs, buffers
+                rows_cpu = rows.cpu()
+
+                def logits_of(layer: int, rows: torch.Tensor = rows) -> torch.Tensor:
+                    out = buffers.get("logits", len(rows), vocab_size, hidden[layer].device)
+                    states = hidden[layer].index_select(0, rows)
+                    return model.unembed(states, out=out)
+
+                def keep(layer: int, fields: dict[str, Any], rows_cpu=rows_cpu) -> dict[str, Any]:
+                    probs = fields.pop("probs", None)
+                    if all_probs is not None and probs is not None:
+                        all_probs[row_of[layer]].index_copy_(0, rows_cpu, probs.cpu())
+                    return _to_cpu(fields)
+
+                per_layer, final = reduce_layers(
+                    logits_of, self.layers, last, self.top_k, self.store_full_probs, buffers, keep
                 )
-                reduced = {last: _to_cpu(last_fields)} if last in self.layers else {}
-                for layer in self.layers:
-                    if layer != last:
-                        reduced[layer] = reduce(logits_of(layer, rows), final)
-                chunks.append(
-                    {
-                        key: torch.stack([reduced[layer][key] for layer in self.layers])
-                        for key in next(iter(reduced.values()))
-                    }
-                )
-                finals.append(final.tokens.cpu())
-                del final, reduced
+                chunks.append(stack_layers(per_layer))
+                finals.append(final.predictions.cpu())
+                del final, per_layer
         real = {key: torch.cat([c[key] for c in chunks], dim=1) for key in chunks[0]}
-        return real, torch.cat(finals)
+        if all_probs is not None:
+            all_probs = all_probs.view(len(self.layers), *mask.shape, vocab_size)
+        return real, torch.cat(finals), all_probs
 
     def _reduce_in_trace(
         self, inputs: dict[str, torch.Tensor]
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
         """Reduces inside the trace, so that only the reduced fields are saved (and travel)."""
         model = self.model
         last = model.n_layers - 1
         mask = inputs["attention_mask"].bool()
-        saved_fields: list[Any] = []
+        import nnsight
+
         if self.remote:
             from nnsight.ndif import register
 
@@ -257,29 +259,25 @@ class LogitLens:
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             # Block outputs must be read in the order the forward pass produces them, and the
             # final distribution comes from the last one: collect first, reduce after.
-            hidden = {
-                index: _block_output(model.layer(index))[mask]
-                for index in sorted({*self.layers, last})
-            }
-            final, last_fields = reduce_final(
-                model.project_on_vocab(hidden[last]), self.top_k, self.store_full_probs
+            hidden = {index: model.layer(index)[mask] for index in sorted({*self.layers, last})}
+            per_layer, final = reduce_layers(
+                lambda layer: model.project_on_vocab(hidden[layer]),
+                self.layers,
+                last,
+                self.top_k,
+                self.store_full_probs,
             )
-            final_tokens = final.tokens.save()
-            for layer in self.layers:
-                reduced = (
-                    last_fields
-                    if layer == last
-                    else reduce_logits(
-                        model.project_on_vocab(hidden[layer]),
-                        final,
-                        self.top_k,
-                        self.store_full_probs,
-                    )
-                )
-                saved_fields.append({key: value.save() for key, value in reduced.items()})
-        per_layer = [_to_cpu(fields) for fields in saved_fields]
-        real = {key: torch.stack([f[key] for f in per_layer]) for key in per_layer[0]}
-        return real, torch.as_tensor(final_tokens).cpu()
+            # A remote trace sends back only what is saved inside it, so the containers are
+            # made here: one saved tensor per field, and the final predictions.
+            fields = nnsight.save(stack_layers(per_layer))
+            predictions = nnsight.save(final.predictions)
+        real = _to_cpu({name: torch.as_tensor(value) for name, value in fields.items()})
+        probs = real.pop("probs", None)
+        all_probs = None
+        if probs is not None:
+            all_probs = torch.full((len(self.layers), *mask.shape, probs.shape[-1]), float("nan"))
+            all_probs[:, mask.cpu()] = probs
+        return real, torch.as_tensor(predictions).cpu(), all_probs
 
 
 def resolve_layers(layers: Sequence[int] | str, n_layers: int) -> list[int]:
@@ -294,17 +292,28 @@ def resolve_layers(layers: Sequence[int] | str, n_layers: int) -> list[int]:
         if layers != "all":
             raise ValueError(f"layers must be 'all' or a list of ints, got the string {layers!r}")
         return list(range(n_layers))
-    if isinstance(layers, (bool, int)) or not isinstance(layers, Iterable):
+    if isinstance(layers, np.ndarray) and layers.ndim == 0:
+        layers = layers.item()
+    if isinstance(layers, (bool, int, np.integer, np.bool_)) or not isinstance(layers, Iterable):
+        hint = (
+            f"; for one layer write layers=[{layers}]"
+            if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool)
+            else ""
+        )
         raise TypeError(
-            f"layers must be 'all' or a list of ints, got {type(layers).__name__} {layers!r}"
-            + (f"; for one layer write layers=[{layers}]" if isinstance(layers, int) else "")
+            f"layers must be 'all' or a list of ints, got {type(layers).__name__} {layers!r}{hint}"
+        )
+    if isinstance(layers, (set, frozenset, Mapping)):
+        raise TypeError(
+            f"layers must be 'all' or a list of ints, got a {type(layers).__name__}; "
+            "give a list, e.g. layers=[0, 3, -1]"
         )
     layers = list(layers)
     if not layers:
         raise ValueError("layers is an empty list: give at least one layer index, or 'all'")
     resolved: dict[int, Any] = {}
     for given in layers:
-        if isinstance(given, bool) or not isinstance(given, (int, np.integer)):
+        if isinstance(given, (bool, np.bool_)) or not isinstance(given, (int, np.integer)):
             raise TypeError(
                 f"layers must hold ints, got {type(given).__name__} {given!r} in {layers!r}"
             )
@@ -322,48 +331,85 @@ def resolve_layers(layers: Sequence[int] | str, n_layers: int) -> list[int]:
     return sorted(resolved)
 
 
+def _check_model(model: Any) -> None:
+    if isinstance(model, ModelBackend):
+        return
+    missing = [
+        name
+        for name in (*ModelBackend.__annotations__, "trace", "layer", "project_on_vocab", "unembed")
+        if not hasattr(model, name)
+    ]
+    hint = f" (e.g. MuranoModel({model!r}))" if isinstance(model, (str, os.PathLike)) else ""
+    raise TypeError(
+        f"model must be a loaded model such as MuranoModel(...) or load_demo_model(){hint}; "
+        f"got {type(model).__name__}, which lacks {', '.join(missing)}"
+    )
+
+
 def _tokenize(model: ModelBackend, prompts: list[str]) -> dict[str, torch.Tensor]:
-    """Tokenizes the batch once, padded, with the position ids one-by-one runs would get."""
+    """Tokenizes the batch once, padded, with the position ids one-by-one runs would get.
+
+    Raises:
+        ValueError: Before any model work, if a prompt is longer than a model with a table of
+            absolute positions can read. Beyond a rotary or ALiBi model's trained length it
+            warns instead: the model runs, but its predictions there are untested.
+    """
     tokenizer = model.tokenizer
     # A token-type id makes GPT-2 add a token-type embedding to every position.
     encoded = tokenizer(prompts, return_tensors="pt", padding=True, return_token_type_ids=False)
     inputs = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
     lengths = inputs["attention_mask"].sum(dim=1)
-    limit = _context_length(model)
-    if limit is not None and int(lengths.max()) > limit:
-        index = int(lengths.argmax())
+    longest = int(lengths.argmax())
+    tokens = int(lengths[longest])
+    if model.context_length is not None and tokens > model.context_length:
         raise ValueError(
-            f"prompts[{index}] is {int(lengths[index])} tokens long, more than the model's "
-            f"context of {limit} tokens; shorten it"
+            f"prompts[{longest}] is {tokens} tokens long, more than the model's context of "
+            f"{model.context_length} tokens (its table of absolute positions); shorten it"
         )
-    if _accepts(model, "position_ids"):
+    if model.trained_length is not None and tokens > model.trained_length:
+        warnings.warn(
+            f"prompts[{longest}] is {tokens} tokens long, beyond the {model.trained_length} "
+            "tokens the model was trained on; its predictions past that are unreliable",
+            stacklevel=4,
+        )
+    if "position_ids" in model.forward_kwargs:
         # Left padding would otherwise shift every real token's position.
         inputs["position_ids"] = (inputs["attention_mask"].cumsum(dim=1) - 1).clamp_min(0)
-    device = getattr(model, "device", None)
-    if device is not None:
-        inputs = {key: value.to(device) for key, value in inputs.items()}
+    inputs = {key: value.to(model.device) for key, value in inputs.items()}
     return inputs
 
 
-def _context_length(model: ModelBackend) -> int | None:
-    config = getattr(model, "config", None)
-    for name in ("max_position_embeddings", "n_positions"):
-        value = getattr(config, name, None)
-        # Rotary models' "max_position_embeddings" is a training length, not a hard limit;
-        # only absolute position tables (GPT-2) really stop there.
-        if isinstance(value, int) and getattr(config, "model_type", "") in {"gpt2", "gptj"}:
-            return value
-    return None
-
-
-def _accepts(model: ModelBackend, argument: str) -> bool:
-    inner = getattr(getattr(model, "nnterp", None), "_model", None)
-    if inner is None:
-        return False
-    try:
-        return argument in inspect.signature(inner.forward).parameters
-    except (TypeError, ValueError):
-        return False
+def _warn_non_finite(
+    max_probs: torch.Tensor, final_tokens: torch.Tensor, mask: torch.Tensor, layers: list[int]
+) -> None:
+    """One warning naming the layers and positions whose distributions were not finite."""
+    bad_cells = torch.isnan(max_probs) & mask
+    bad_final = (final_tokens < 0) & mask
+    if not bad_cells.any() and not bad_final.any():
+        return
+    parts = []
+    if bad_cells.any():
+        rows, prompts, positions = torch.nonzero(bad_cells, as_tuple=True)
+        where = sorted(
+            {(layers[r], p) for r, p in zip(rows.tolist(), prompts.tolist(), strict=True)}
+        )
+        shown = ", ".join(f"layer {layer} of prompt {p}" for layer, p in where[:8])
+        more = f" and {len(where) - 8} more" if len(where) > 8 else ""
+        parts.append(
+            f"{int(bad_cells.sum())} cells ({shown}{more}) have non-finite logits and are shown "
+            "as missing"
+        )
+    if bad_final.any():
+        prompts, positions = torch.nonzero(bad_final, as_tuple=True)
+        shown = ", ".join(
+            f"prompt {p} position {s}"
+            for p, s in list(zip(prompts.tolist(), positions.tolist(), strict=True))[:8]
+        )
+        parts.append(
+            f"the model's own output is not finite at {shown}: the final-based fields "
+            "(final_token_probs, final_token_ranks, kl_to_final) are missing there"
+        )
+    warnings.warn("logit lens: " + "; ".join(parts), RuntimeWarning, stacklevel=4)
 
 
 def _return_freed_memory() -> None:
@@ -380,30 +426,8 @@ def _return_freed_memory() -> None:
     trim(0)
 
 
-def _unembed_into(model: ModelBackend) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """``unembed(hidden, out)`` for ``model``, writing the logits into ``out``."""
-    unembed = model.unembed  # type: ignore[attr-defined]
-    try:
-        writes_out = "out" in inspect.signature(unembed).parameters
-    except (TypeError, ValueError):
-        writes_out = False
-    if writes_out:
-        return lambda hidden, out: unembed(hidden, out=out)
-    return lambda hidden, out: out.copy_(unembed(hidden))
-
-
-def _block_output(output: Any) -> Any:
-    # transformers 5 blocks return a tensor; older ones a tuple whose [0] is the hidden state.
-    return output[0] if isinstance(output, tuple) else output
-
-
 def _to_cpu(fields: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {key: value.detach().cpu() for key, value in fields.items()}
-
-
-def _vocab_size(model: ModelBackend) -> int:
-    size = getattr(model, "vocab_size", None)
-    return int(size) if size is not None else len(model.tokenizer)
 
 
 def _decode_unique(tokenizer: Any, id_tensors: list[torch.Tensor]) -> dict[int, str]:
@@ -430,9 +454,3 @@ def _words(ids: torch.Tensor, table: dict[int, str]) -> list:
     where = np.searchsorted(keys[order], flat)
     where = np.where(flat >= 0, order[np.minimum(where, len(keys) - 1)] + 1, 0)
     return values[where].reshape(tuple(ids.shape)).tolist()
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
-    return value

@@ -83,8 +83,8 @@ def validate_prompts(prompts: Any, argument: str = "prompts") -> list[str]:
     """Checks a batch of prompts and returns it as a list of strings.
 
     Raises:
-        TypeError: If ``prompts`` is not a sequence of strings.
-        ValueError: If it is empty or one of the prompts is empty.
+        TypeError: If ``prompts`` is not an ordered collection of strings (a set is refused).
+        ValueError: If it is empty, or a prompt is empty or holds a lone surrogate.
     """
     if isinstance(prompts, str):
         raise TypeError(
@@ -93,6 +93,12 @@ def validate_prompts(prompts: Any, argument: str = "prompts") -> list[str]:
         )
     if isinstance(prompts, Mapping) or not hasattr(prompts, "__iter__"):
         raise TypeError(f"{argument} must be a list of strings, got {type(prompts).__name__}")
+    if isinstance(prompts, (set, frozenset)):
+        # A set's order is arbitrary: the widget's prompt slider would follow it.
+        raise TypeError(
+            f"{argument} must be a list of strings in the order you want them, got a "
+            f"{type(prompts).__name__}; use a list (e.g. sorted(...))"
+        )
     prompts = list(prompts)
     if not prompts:
         raise ValueError(f"{argument} is empty: give at least one prompt")
@@ -106,6 +112,15 @@ def validate_prompts(prompts: Any, argument: str = "prompts") -> list[str]:
                 f"{argument}[{index}] is empty or only white space ({prompt!r}): "
                 "every prompt needs at least one visible character"
             )
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError as error:
+            char = prompt[error.start]
+            raise ValueError(
+                f"{argument}[{index}] holds a lone surrogate U+{ord(char):04X} at character "
+                f"{error.start} ({prompt[max(0, error.start - 10) : error.start + 10]!r}), which "
+                "no tokenizer can encode: prompts must be valid Unicode text"
+            ) from None
     return prompts
 
 
