@@ -52,11 +52,17 @@ class LogitLens:
         reduce_in_trace: Reduce inside the trace (what ``remote=True`` does) rather than after
             it. Defaults to ``remote``; locally it only costs memory, since nnsight keeps every
             in-trace value alive until the trace ends.
+        lens: A translator applied to each block output before the final norm and the
+            unembedding, such as a :class:`~murano_widgets.tuned_lens.TunedLens`; ``None`` for
+            the plain logit lens. The last layer and the final distribution are never
+            translated.
+
     Raises:
         TypeError: If ``model`` is not a model backend, or an argument has the wrong type.
         ValueError: If ``layers`` is a string other than ``"all"``, an empty list, or holds
             duplicates or indices out of range (checked against the model here, before any
-            model work), or if ``top_k`` or ``max_chunk_bytes`` is out of range.
+            model work), if ``top_k`` or ``max_chunk_bytes`` is out of range, or if ``lens``
+            does not fit the model.
     """
 
     def __init__(
@@ -69,6 +75,7 @@ class LogitLens:
         max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
         remote: bool = False,
         reduce_in_trace: bool | None = None,
+        lens: Any = None,
     ) -> None:
         _check_model(model)
         self.model = model
@@ -83,11 +90,20 @@ class LogitLens:
             if reduce_in_trace is None
             else check_bool("reduce_in_trace", reduce_in_trace)
         )
+        if lens is not None:
+            if not callable(getattr(lens, "translate", None)):
+                raise TypeError(
+                    "lens must be None or a lens with translate(layer, hidden), such as "
+                    f"TunedLens.load(folder, model); got {type(lens).__name__}"
+                )
+            lens.check(model)
+        self.lens = lens
 
     def __repr__(self) -> str:
+        kind = "logit" if self.lens is None else getattr(self.lens, "kind", "custom")
         return (
             f"LogitLens(layers={self.layers}, store_full_probs={self.store_full_probs}, "
-            f"top_k={self.top_k}, remote={self.remote})"
+            f"top_k={self.top_k}, remote={self.remote}, lens={kind!r})"
         )
 
     def __call__(self, results: dict[str, Any]) -> dict[str, Any]:
@@ -163,7 +179,8 @@ class LogitLens:
             vocab_size=int(self.model.vocab_size),
             model_name=getattr(self.model, "name", None),
             n_model_layers=int(self.model.n_layers),
-            lens_kind="logit",
+            lens_kind="logit" if self.lens is None else str(getattr(self.lens, "kind", "custom")),
+            lens_provenance=None if self.lens is None else getattr(self.lens, "provenance", None),
         )
 
     def _trace_kwargs(self) -> dict[str, Any]:
@@ -178,6 +195,12 @@ class LogitLens:
             # and values until the trace ends (0.3 GB at 16 x 256 on GPT-2's shape).
             kwargs["use_cache"] = False
         return kwargs
+
+    def _translated(self, layer: int, hidden: Any) -> Any:
+        """A block output as the lens reads it: translated, except the last layer's."""
+        if self.lens is None or layer == self.model.n_layers - 1:
+            return hidden
+        return self.lens.translate(layer, hidden)
 
     def _reduce_after_trace(
         self, inputs: dict[str, torch.Tensor]
@@ -222,7 +245,7 @@ class LogitLens:
 
                 def logits_of(layer: int, rows: torch.Tensor = rows) -> torch.Tensor:
                     out = buffers.get("logits", len(rows), vocab_size, hidden[layer].device)
-                    states = hidden[layer].index_select(0, rows)
+                    states = self._translated(layer, hidden[layer].index_select(0, rows))
                     return model.unembed(states, out=out)
 
                 def keep(layer: int, fields: dict[str, Any], rows_cpu=rows_cpu) -> dict[str, Any]:
@@ -261,7 +284,7 @@ class LogitLens:
             # final distribution comes from the last one: collect first, reduce after.
             hidden = {index: model.layer(index)[mask] for index in sorted({*self.layers, last})}
             per_layer, final = reduce_layers(
-                lambda layer: model.project_on_vocab(hidden[layer]),
+                lambda layer: model.project_on_vocab(self._translated(layer, hidden[layer])),
                 self.layers,
                 last,
                 self.top_k,
