@@ -113,21 +113,24 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tqdm.auto import tqdm
 
     from .logit_lens import LogitLens
+    from .model import resolve_source
     from .types import PromptBatch, Results
     from .widget import LogitLensWidget
 
     prompts = args.prompt or list(DEMO_PROMPTS)
-    with tqdm(total=4, desc="loading model", unit="step", file=sys.stderr) as bar:
+    if args.model is not None:
+        # A missing folder or an uncached hub id is known at once: say so before any progress.
         try:
-            model = _load_model(args.model, args.device)
+            resolve_source(args.model, argument="--model")
         except OSError as error:
-            parser.error(f"--model: {error}")
+            parser.error(str(error))
+    # leave=False: the bar is gone once done, so it never stands around an error message.
+    bar = tqdm(total=4, desc="loading model", unit="step", file=sys.stderr, leave=False)
+    try:
+        model = _load_model(args.model, args.device)
         bar.update()
         bar.set_description("checking inputs")
-        try:
-            step = LogitLens(model, layers=args.layers if args.layers else "all", top_k=args.top_k)
-        except (ValueError, TypeError) as error:
-            parser.error(str(error))
+        step = LogitLens(model, layers=args.layers if args.layers else "all", top_k=args.top_k)
         bar.update()
         bar.set_description("running the lens")
         lens = step(Results(prompts=PromptBatch(prompts)))["logit_lens"]
@@ -135,6 +138,11 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         bar.set_description("writing HTML")
         path = LogitLensWidget(lens).save_html(args.out)
         bar.update()
+    except (OSError, ValueError, TypeError) as error:
+        bar.close()
+        option = "--model: " if isinstance(error, OSError) else ""
+        parser.error(f"{option}{error}")
+    bar.close()
     print(f"wrote {path.resolve()}")
     print(summary(lens))
     return 0
@@ -150,8 +158,11 @@ def _load_model(model_id: str | None, device: str | None):
     return MuranoModel(model_id, device=device)
 
 
-def summary(lens) -> str:
-    """Per prompt: the final prediction at the last position and where it first becomes top-1."""
+def summary(lens, width: int = 36) -> str:
+    """Per prompt: the final prediction at the last position and where it first becomes top-1.
+
+    Ranks count from 0 (rank 0 is the top-1 token), as everywhere in the package.
+    """
     from .tokens import display_token
 
     lines = []
@@ -167,11 +178,17 @@ def summary(lens) -> str:
             else "never top-1 in the shown layers"
         )
         probability = float(lens.final_token_probs[-1, p, last])
+        shown = _shorten(display_token(prompt, spaces=False), width)
         lines.append(
-            f"  {display_token(prompt)!s:<40} → {display_token(final)!s:<12} "
+            f"  {shown:<{width}} → {_shorten(display_token(final), 12):<12} "
             f"{where} (of {layers[0]}..{layers[-1]}; p = {probability:.2f} at layer {layers[-1]})"
         )
     return "Final prediction per prompt:\n" + "\n".join(lines)
+
+
+def _shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, ending in "…" when cut, so columns stay aligned."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,12 +12,12 @@ import base64
 import html
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .widget import LogitLensWidget
+    from .payload import LensPayload
 
-__all__ = ["widget_html", "write_html"]
+__all__ = ["lens_page", "write_html"]
 
 _CSP = (
     "default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
@@ -55,9 +55,24 @@ window.muranoWidget = lens.renderStandalone(root, data.state);
 """
 
 
-def widget_html(widget: LogitLensWidget, *, title: str | None = None) -> str:
-    """The widget as one self-contained HTML page (a string)."""
-    payload = widget._payload
+def lens_page(
+    payload: LensPayload,
+    view: dict[str, Any],
+    *,
+    esm: str,
+    css: str,
+    title: str | None = None,
+) -> str:
+    """One self-contained HTML page that renders a lens payload with no kernel.
+
+    Args:
+        payload: The result as the front end receives it (metadata and every section).
+        view: The view's state: ``prompt``, ``layer``, ``metric`` and optionally
+            ``selected`` (``prompt``, ``layer_index``, ``position``).
+        esm: The front end's ES module (source text).
+        css: Its stylesheet.
+        title: The page title; defaults to the model's name.
+    """
     state = {
         "_meta": payload.meta,
         "_sections": {
@@ -65,21 +80,16 @@ def widget_html(widget: LogitLensWidget, *, title: str | None = None) -> str:
             for name, data in payload.all_sections().items()
         },
         "_details": True,
-        "prompt": widget.prompt,
-        "layer": widget.layer,
-        "metric": widget.metric,
-        "selected": _pin(widget.selected),
+        "prompt": view.get("prompt", 0),
+        "layer": view.get("layer", payload.meta["layers"][-1]),
+        "metric": view.get("metric", "prob"),
+        "selected": view.get("selected"),
     }
-    esm = (
-        Path(widget._esm).read_bytes()
-        if isinstance(widget._esm, Path)
-        else str(widget._esm).encode()
-    )
-    css = Path(widget._css).read_text() if isinstance(widget._css, Path) else str(widget._css)
-    document = {"esm": base64.b64encode(esm).decode("ascii"), "state": state}
+    document = {"esm": base64.b64encode(esm.encode("utf-8")).decode("ascii"), "state": state}
     if title is None:
         name = payload.meta.get("model_name") or "model"
-        title = f"Logit lens — {Path(name).name or name}"
+        lens = "Tuned lens" if payload.meta.get("lens_kind") == "tuned" else "Logit lens"
+        title = f"{lens} — {Path(name).name or name}"
     return _PAGE.format(
         csp=_CSP,
         title=html.escape(title),
@@ -88,24 +98,26 @@ def widget_html(widget: LogitLensWidget, *, title: str | None = None) -> str:
     )
 
 
-def write_html(widget: LogitLensWidget, path: str | Path, *, title: str | None = None) -> Path:
-    """Writes :func:`widget_html` to ``path`` (all at once: nothing is half-written)."""
+def write_html(path: str | Path, page: str) -> Path:
+    """Writes ``page`` to ``path`` all at once (through a temporary file: nothing half-written).
+
+    Raises:
+        IsADirectoryError: If ``path`` is a folder.
+        FileNotFoundError: If its folder does not exist.
+    """
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(
             f"path {str(path)!r} is a folder; give a file name such as lens.html"
         )
-    text = widget_html(widget, title=title)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(
+            f"path {str(path)!r}: the folder {str(path.parent)!r} does not exist"
+        )
     temporary = path.with_name(path.name + ".part")
-    temporary.write_text(text, encoding="utf-8")
+    temporary.write_text(page, encoding="utf-8")
     temporary.replace(path)
     return path
-
-
-def _pin(selected: dict | None) -> dict | None:
-    if not selected:
-        return None
-    return {key: selected[key] for key in ("prompt", "layer_index", "position")}
 
 
 def _script_safe_json(value: object) -> str:

@@ -5,28 +5,14 @@ binary buffers). Only real (non-padded) positions are sent. Positions of all pro
 end to end on one axis of length ``total``; prompt ``p`` covers
 ``offsets[p] : offsets[p] + lengths[p]``. A cell (row ``i``, prompt ``p``, position ``j``) of an
 ``[L, T]`` section is at ``i * total + offsets[p] + j``. Arrays are little-endian; a value is
-``raw * scale``. Token strings go once in ``meta["tokens"]``; sections hold indices into it.
+``raw * scale``. Token strings go once in ``meta["tokens"]``; token sections hold indices into it.
 
-Sections (``L`` rows, ``T`` positions, ``k`` top tokens):
-
-==================  ======================  =====================================================
-name                shape, dtype            meaning
-==================  ======================  =====================================================
-input_tokens        [T] uint16/uint32       the input token at each position
-final_tokens        [T] uint16/uint32       the model's own top-1 prediction at each position
-top1_tokens         [L, T] uint16/uint32    each layer's top-1 token
-top1_probs          [L, T] uint16           its probability (scale 1/65535)
-missing             [L, T] uint8            1 where the layer's output was not finite (if any)
-entropy             [L, T] uint16           bits (scale max_entropy/65535)            (details)
-final_probs         [L, T] uint16           p(final prediction) (scale 1/65535)       (details)
-final_ranks         [L, T] uint16           its rank, 0 = top-1; 65535 means ≥ 65535 (details)
-kl                  [L, T] uint16           KL(final ‖ layer) in bits                 (details)
-topk_tokens         [L, T, k-1] uint16/32   ranks 2..k                                (details)
-topk_probs          [L, T, k-1] uint8       their probabilities (scale 1/255)         (details)
-==================  ======================  =====================================================
-
-The base sections cost 4 bytes a cell (6 with a token table over 65,535 strings); the detail
-sections are sent when the front end first asks for them.
+The sections are listed, with their shapes and encodings, in
+:data:`murano_widgets.metrics.SECTIONS`; each carries the name of the result field it encodes.
+The metrics (labels, units, colour scales, domains, and whether this result can show them) go
+in ``meta["metrics"]`` from :data:`murano_widgets.metrics.METRICS`, so the front end lists
+nothing of its own. The base sections cost 4 bytes a cell (6 with a token table over 65,535
+strings); the detail sections are sent when the front end first asks for them.
 """
 
 from __future__ import annotations
@@ -39,13 +25,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from .metrics import METRICS, SECTIONS, metric_domain
 from .result import LogitLensResult
 
 __all__ = ["BASE_SECTIONS", "DETAIL_SECTIONS", "LensPayload", "decode_sections"]
 
-BASE_SECTIONS = ("input_tokens", "final_tokens", "top1_tokens", "top1_probs", "missing")
-DETAIL_SECTIONS = ("entropy", "final_probs", "final_ranks", "kl", "topk_tokens", "topk_probs")
-FORMAT_VERSION = 1
+BASE_SECTIONS = tuple(name for name, section in SECTIONS.items() if section.base)
+DETAIL_SECTIONS = tuple(name for name, section in SECTIONS.items() if not section.base)
+FORMAT_VERSION = 2
 _U16 = 65535
 
 
@@ -67,28 +54,46 @@ class LensPayload:
         lengths = result.lengths
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
 
-        def cells(tensor: torch.Tensor) -> np.ndarray:
-            return tensor.detach().cpu().numpy()[:, batch_index, position_index]
+        def values(name: str) -> np.ndarray | None:
+            """The field's real cells ``[L, T, ...]`` or positions ``[T]``, or None."""
+            tensor = getattr(result, name, None)
+            if tensor is None:
+                return None
+            array = tensor.detach().cpu().numpy()
+            if array.ndim == 2:  # [n_inputs, seq]
+                return array[batch_index, position_index]
+            return array[:, batch_index, position_index]
 
-        def per_position(tensor: torch.Tensor) -> np.ndarray:
-            return tensor.detach().cpu().numpy()[batch_index, position_index]
-
-        top1_probs = cells(result.max_probs).astype(np.float64)
-        missing = ~np.isfinite(top1_probs)
         vocab_size = int(result.vocab_size or 0) or None
         max_entropy = math.log2(vocab_size) if vocab_size else _finite_max(result.entropy, 1.0)
-        topk_tokens = cells(result.topk_tokens) if result.topk_tokens is not None else None
-        k = 1 if topk_tokens is None else int(topk_tokens.shape[-1])
+        field_values = {
+            name: values(name)
+            for name in (
+                "input_ids",
+                "final_tokens",
+                "predicted_tokens",
+                "max_probs",
+                "entropy",
+                "final_token_probs",
+                "final_token_ranks",
+                "kl_to_final",
+                "topk_tokens",
+                "topk_probs",
+            )
+        }
+        for name in ("topk_tokens", "topk_probs"):
+            if field_values[name] is not None:
+                field_values[name] = field_values[name][..., 1:]  # rank 1 is predicted_tokens
+        topk = field_values["topk_tokens"]
+        k = 1 if topk is None or topk.shape[-1] == 0 else topk.shape[-1] + 1
+        if k == 1:
+            field_values["topk_tokens"] = field_values["topk_probs"] = None
+        top1 = field_values["max_probs"].astype(np.float64)
+        field_values["missing"] = ~np.isfinite(top1)
+        final_tokens = field_values["final_tokens"]
+        field_values["final_missing"] = None if final_tokens is None else final_tokens < 0
 
         # One table of distinct strings; every id maps to its string's index.
-        id_arrays = {
-            "input_tokens": per_position(result.input_ids)
-            if result.input_ids is not None
-            else None,
-            "final_tokens": per_position(result.final_tokens),
-            "top1_tokens": cells(result.predicted_tokens),
-            "topk_tokens": topk_tokens[..., 1:] if topk_tokens is not None else None,
-        }
         words = _id_words(result)
         extra = (
             [] if result.input_ids is not None else [w for row in result.input_words for w in row]
@@ -96,52 +101,63 @@ class LensPayload:
         table, index_of = _string_table(words, extra)
         index_dtype = np.uint16 if len(table) <= _U16 else np.uint32
         arrays: dict[str, np.ndarray] = {}
-        for name, ids in id_arrays.items():
-            if ids is not None:
-                arrays[name] = _lookup(index_of, ids).astype(index_dtype)
-        if "input_tokens" not in arrays:
-            arrays["input_tokens"] = np.array(
+        scales: dict[str, float] = {}
+        for name, section in SECTIONS.items():
+            raw = field_values.get(name)
+            if raw is None:
+                continue
+            if section.kind == "token":
+                arrays[name] = _lookup(index_of, raw).astype(index_dtype)
+            elif section.kind == "mask":
+                if raw.any():  # sent only when some value is missing
+                    arrays[name] = raw.astype(np.uint8)
+            elif section.kind == "probability":
+                dtype = np.uint8 if section.shape == "topk" else np.uint16
+                arrays[name] = _quantise(raw, 1.0, dtype)
+                scales[name] = 1 / np.iinfo(dtype).max
+            elif section.kind == "bits":
+                top = max_entropy if name == "entropy" else _finite_max(raw, 1.0)
+                arrays[name] = _quantise(raw, top, np.uint16)
+                scales[name] = top / _U16
+            elif section.kind == "rank":
+                ranks = np.nan_to_num(raw.astype(np.float64), nan=0.0)
+                arrays[name] = np.clip(ranks, 0, _U16).astype(np.uint16)
+        if "input_ids" not in arrays:
+            arrays["input_ids"] = np.array(
                 [
                     index_of[("w", result.input_words[b][s])]
                     for b, s in zip(batch_index, position_index, strict=True)
                 ],
                 dtype=index_dtype,
             )
-        arrays["top1_probs"] = _quantise(top1_probs, 1.0, np.uint16)
-        if missing.any():
-            arrays["missing"] = missing.astype(np.uint8)
-        kl_max = _finite_max(result.kl_to_final, 1.0)
-        scales = {
-            "top1_probs": 1 / _U16,
-            "entropy": max_entropy / _U16,
-            "final_probs": 1 / _U16,
-            "final_ranks": 1.0,
-            "kl": kl_max / _U16,
-            "topk_probs": 1 / 255,
-        }
-        if result.entropy is not None:
-            arrays["entropy"] = _quantise(cells(result.entropy), max_entropy, np.uint16)
-        if result.final_token_probs is not None:
-            arrays["final_probs"] = _quantise(cells(result.final_token_probs), 1.0, np.uint16)
-        if result.final_token_ranks is not None:
-            ranks = cells(result.final_token_ranks).astype(np.int64)
-            arrays["final_ranks"] = np.clip(ranks, 0, _U16).astype(np.uint16)
-        if result.kl_to_final is not None:
-            arrays["kl"] = _quantise(cells(result.kl_to_final), kl_max, np.uint16)
-        if topk_tokens is not None and k > 1:
-            arrays["topk_probs"] = _quantise(cells(result.topk_probs)[..., 1:], 1.0, np.uint8)
+        metrics = []
+        for metric in METRICS.values():
+            available, reason = _availability(metric, result, arrays)
+            domain = metric_domain(metric, field_values.get(metric.field), max_entropy)
+            metrics.append(
+                {
+                    **metric.as_json(),
+                    "domain": list(domain),
+                    "available": available,
+                    "unavailable_reason": reason,
+                }
+            )
         meta = {
             "version": FORMAT_VERSION,
             "model_name": _display_name(model_name or result.model_name or ""),
             "layers": [int(layer) for layer in result.layers],
-            "n_model_layers": int(max(result.layers)) + 1,
+            "n_model_layers": result.n_model_layers,
+            "lens_kind": result.lens_kind or "logit",
             "prompts": list(result.prompts) if result.prompts else _joined(result),
             "lengths": lengths,
             "offsets": offsets,
             "total": int(sum(lengths)),
             "tokens": table,
-            "top_k": k if "topk_probs" in arrays else 1,
+            "top_k": k,
             "max_entropy": max_entropy,
+            "metrics": metrics,
+            "base_sections": list(BASE_SECTIONS),
+            "detail_sections": list(DETAIL_SECTIONS),
             "sections": {
                 name: {
                     "dtype": array.dtype.name,
@@ -171,6 +187,28 @@ class LensPayload:
         """Everything: the base and the detail sections."""
         return self.sections(BASE_SECTIONS + DETAIL_SECTIONS)
 
+    def metric(self, name: str) -> dict[str, Any]:
+        """The metadata of metric ``name`` (available or not)."""
+        return next(m for m in self.meta["metrics"] if m["name"] == name)
+
+
+def _availability(
+    metric: Any, result: LogitLensResult, arrays: dict[str, np.ndarray]
+) -> tuple[bool, str | None]:
+    if metric.field in arrays:
+        return True, None
+    if metric.final_based:
+        if result.n_model_layers is None:
+            return False, (
+                "needs the model's final layer: this result does not say how deep its model "
+                "is (pass n_model_layers= or model=)"
+            )
+        return False, (
+            f"needs the model's final layer ({result.n_model_layers - 1}), which this result "
+            "does not hold"
+        )
+    return False, f"this result has no {metric.field}"
+
 
 def decode_sections(meta: dict[str, Any], sections: dict[str, bytes]) -> dict[str, np.ndarray]:
     """Decodes sections back to arrays of values (``raw * scale``), as the front end does."""
@@ -189,11 +227,12 @@ def _quantise(values: np.ndarray, top: float, dtype: type) -> np.ndarray:
     return np.round(np.clip(scaled, 0.0, 1.0) * levels).astype(dtype)
 
 
-def _finite_max(tensor: torch.Tensor | None, default: float) -> float:
-    if tensor is None:
+def _finite_max(values: torch.Tensor | np.ndarray | None, default: float) -> float:
+    if values is None:
         return default
-    finite = tensor[torch.isfinite(tensor)]
-    return float(finite.max()) if finite.numel() and float(finite.max()) > 0 else default
+    array = np.asarray(values.detach().cpu() if isinstance(values, torch.Tensor) else values)
+    finite = array[np.isfinite(array)]
+    return float(finite.max()) if finite.size and float(finite.max()) > 0 else default
 
 
 def _id_words(result: LogitLensResult) -> dict[int, str]:

@@ -8,27 +8,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._adapters import as_lens_result
+from ._checks import check_index
+from .metrics import METRICS, metric_domain
 from .tokens import display_token
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["PLOT_METRICS", "plot_logit_lens"]
-
-# metric: (result field, colour-bar label, colour map, logarithmic)
-PLOT_METRICS: dict[str, tuple[str, str, str, bool]] = {
-    "prob": ("max_probs", "top-1 probability", "viridis", False),
-    "entropy": ("entropy", "entropy (bits)", "cividis_r", False),
-    "final_prob": ("final_token_probs", "probability of the final prediction", "viridis", False),
-    "final_rank": (
-        "final_token_ranks",
-        "rank of the final prediction (0 = top-1)",
-        "viridis_r",
-        True,
-    ),
-    "kl": ("kl_to_final", "KL(final ‖ layer) (bits)", "magma_r", False),
-}
+__all__ = ["plot_logit_lens"]
 
 
 def plot_logit_lens(
@@ -62,20 +50,28 @@ def plot_logit_lens(
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm, Normalize
 
-    lens = as_lens_result(result)
-    if metric not in PLOT_METRICS:
-        raise ValueError(f"metric must be one of {', '.join(PLOT_METRICS)}; got {metric!r}")
-    if isinstance(prompt, bool) or not isinstance(prompt, int) or not 0 <= prompt < lens.n_inputs:
-        raise ValueError(f"prompt must be an int from 0 to {lens.n_inputs - 1}; got {prompt!r}")
+    lens = as_lens_result(result).validate()
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
+    prompt = check_index("prompt", prompt, lens.n_inputs, "prompts")
     rows = _rows(lens.layers, layers)
-    field, label, cmap, logarithmic = PLOT_METRICS[metric]
-    values = getattr(lens, field)
+    spec = METRICS[metric]
+    values = getattr(lens, spec.field)
     if values is None:
-        raise ValueError(f"metric {metric!r} needs result.{field}, which this result lacks")
+        raise ValueError(
+            f"metric {metric!r} needs result.{spec.field}, which this result lacks"
+            + (" (it is measured against the model's final layer)" if spec.final_based else "")
+        )
     positions = lens.positions(prompt).tolist()
     grid = values[rows][:, prompt, positions].double().numpy()
+    if spec.unit == "rank":
+        grid = np.where(grid < 0, np.nan, grid)  # -1: no value
     words = [[lens.predicted_words[r][prompt][s] for s in positions] for r in rows]
     inputs = [lens.input_words[prompt][s] for s in positions]
+    max_entropy = float(np.log2(lens.vocab_size)) if lens.vocab_size else None
+    low, high = metric_domain(
+        spec, values[:, lens.attention_mask.bool()].double().numpy(), max_entropy
+    )
 
     n_rows, n_cols = grid.shape
     if ax is None:
@@ -84,21 +80,21 @@ def plot_logit_lens(
         fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     else:
         fig = ax.figure
-    if logarithmic:
+    if spec.log:
         shown = np.ma.masked_invalid(grid + 1.0)  # rank 0 -> 1 on a log scale
-        norm = LogNorm(vmin=1.0, vmax=max(float(np.nanmax(shown)), 10.0))
+        norm = LogNorm(vmin=low + 1.0, vmax=high + 1.0)
     else:
         shown = np.ma.masked_invalid(grid)
-        top = 1.0 if metric in {"prob", "final_prob"} else max(float(np.nanmax(grid)), 1e-6)
-        norm = Normalize(vmin=0.0, vmax=top)
-    colour_map = plt.get_cmap(cmap).with_extremes(
+        norm = Normalize(vmin=low, vmax=high)
+    # Non-finite and missing cells are grey: missing, not a colour.
+    colour_map = plt.get_cmap(spec.scale + ("_r" if spec.reverse else "")).with_extremes(
         bad="#d0d0d0"
-    )  # non-finite: missing, not a colour
+    )
     image = ax.imshow(
         shown, cmap=colour_map, norm=norm, aspect="auto", origin="lower", interpolation="nearest"
     )
     colour_bar = fig.colorbar(image, ax=ax, pad=0.01)
-    colour_bar.set_label(label)
+    colour_bar.set_label(spec.label)
 
     for i in range(n_rows):
         for j in range(n_cols):
@@ -127,7 +123,10 @@ def plot_logit_lens(
     ax.set_ylabel("layer")
     ax.set_xlabel("input token (the cell shows the top-1 prediction for the next token)")
     title = lens.prompts[prompt] if lens.prompts else "".join(inputs)
-    ax.set_title(f"Logit lens: {_short(display_token(title), 80)}", fontsize=10, loc="left")
+    kind = "Tuned lens" if lens.lens_kind == "tuned" else "Logit lens"
+    ax.set_title(
+        f"{kind}: {_short(display_token(title, spaces=False), 80)}", fontsize=10, loc="left"
+    )
     return fig
 
 

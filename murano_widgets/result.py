@@ -40,7 +40,9 @@ class LogitLensResult:
         entropy: ``[n_layers, n_inputs, seq]`` the entropy of each layer's distribution, in bits.
         final_token_probs: ``[n_layers, n_inputs, seq]`` the probability each layer gives to the
             token the model finally predicts at that position.
-        final_token_ranks: ``[n_layers, n_inputs, seq]`` that token's rank (0 = top-1).
+        final_token_ranks: ``[n_layers, n_inputs, seq]`` that token's rank in the layer's
+            distribution, counted from 0: **rank 0 is the top-1 token** (everywhere a rank is
+            shown: widget, plot, ``selected``, CLI). -1 where there is no value.
         kl_to_final: ``[n_layers, n_inputs, seq]`` KL(final || layer) in bits.
         final_tokens: ``[n_inputs, seq]`` the model's own top-1 prediction at each position.
         input_ids: ``[n_inputs, seq]`` the token ids the model read.
@@ -48,6 +50,15 @@ class LogitLensResult:
         token_strings: The decoded text of every token id that appears in the result.
         vocab_size: The size of the model's vocabulary.
         model_name: Where the model was loaded from.
+        n_model_layers: The model's number of decoder blocks (its last layer is
+            ``n_model_layers - 1``), or ``None`` when unknown (a result from another library).
+        lens_kind: ``"logit"`` or ``"tuned"``: which lens made the result.
+        lens_provenance: Where the tuned lens came from (its training and base model), if any.
+
+    Cells without a value: padding, and cells whose logits were not finite (NaN or infinite
+    somewhere in the model), hold NaN, -1 and ``""``. Where the model's own output at a position
+    was not finite, ``final_tokens`` is -1 and the final-based fields (``final_token_probs``,
+    ``final_token_ranks``, ``kl_to_final``) have no value in any layer.
     """
 
     all_probs: torch.Tensor | None
@@ -69,6 +80,9 @@ class LogitLensResult:
     token_strings: dict[int, str] | None = None
     vocab_size: int | None = None
     model_name: str | None = None
+    n_model_layers: int | None = None
+    lens_kind: str | None = None
+    lens_provenance: dict[str, Any] | None = None
 
     @property
     def layers(self) -> list[int]:
@@ -98,12 +112,21 @@ class LogitLensResult:
         Raises:
             ValueError: Naming the first field whose shape disagrees.
         """
-        if self.attention_mask.dim() != 2:
-            raise ValueError(
-                f"attention_mask must be [n_inputs, seq], got shape {tuple(self.attention_mask.shape)}"
-            )
+        if not isinstance(self.attention_mask, torch.Tensor) or self.attention_mask.dim() != 2:
+            shape = tuple(getattr(self.attention_mask, "shape", ()))
+            raise ValueError(f"attention_mask must be a [n_inputs, seq] tensor, got shape {shape}")
         n_inputs, seq = self.attention_mask.shape
         n_layers = len(self.addresses)
+        if n_layers == 0:
+            raise ValueError("LogitLensResult has no layers (addresses is empty): nothing to show")
+        if n_inputs == 0:
+            raise ValueError("LogitLensResult has no prompts (attention_mask has 0 rows)")
+        for index, node in enumerate(self.addresses):
+            if not isinstance(node, Node):
+                raise ValueError(
+                    f"LogitLensResult.addresses[{index}] must be a Node, got "
+                    f"{type(node).__name__} {node!r}"
+                )
         cell = (n_layers, n_inputs, seq)
         expected: dict[str, tuple[int, ...]] = {
             "max_probs": cell,
@@ -134,6 +157,58 @@ class LogitLensResult:
             )
         return self
 
+    def describe_cell(self, prompt: int, layer_index: int, position: int) -> dict[str, Any]:
+        """Everything the result knows of one cell, as plain Python values.
+
+        Args:
+            prompt: The prompt's index.
+            layer_index: The row (an index into :attr:`layers`).
+            position: The position among the prompt's real tokens (padding excluded).
+
+        Returns:
+            ``prompt``, ``layer_index``, ``layer`` (the model layer), ``position``,
+            ``sequence_index`` (into the padded tensors), ``input_token``, ``predicted_token``,
+            ``probability``, ``top_k`` ((token, probability) pairs) and each per-cell field
+            the result has (``entropy``, ``final_token_probs``, ``final_token_ranks``: rank 0
+            is the top-1 token, ``kl_to_final``). Missing values are NaN or -1.
+
+        Raises:
+            ValueError: For an index out of range.
+        """
+        from ._checks import check_index
+
+        prompt = check_index("prompt", prompt, self.n_inputs, "prompts")
+        row = check_index("layer_index", layer_index, len(self.addresses), "rows")
+        positions = self.positions(prompt).tolist()
+        position = check_index(
+            "position", position, len(positions), f"real tokens in prompt {prompt}"
+        )
+        seq = positions[position]
+        cell = (row, prompt, seq)
+        described: dict[str, Any] = {
+            "prompt": prompt,
+            "layer_index": row,
+            "layer": self.layers[row],
+            "position": position,
+            "sequence_index": seq,
+            "input_token": self.input_words[prompt][seq],
+            "predicted_token": self.predicted_words[row][prompt][seq],
+            "probability": float(self.max_probs[cell]),
+        }
+        if self.topk_tokens is not None and self.token_strings is not None:
+            described["top_k"] = [
+                (self.token_strings.get(int(token), ""), float(prob))
+                for token, prob in zip(
+                    self.topk_tokens[cell].tolist(), self.topk_probs[cell].tolist(), strict=True
+                )
+                if token >= 0
+            ]
+        for name in _CELL_FIELDS:
+            field = getattr(self, name)
+            if field is not None:
+                described[name] = field[cell].item()
+        return described
+
     def plot(
         self, prompt: int = 0, layers: Any = None, metric: str = "prob", ax: Any = None
     ) -> Figure:
@@ -160,15 +235,24 @@ class LogitLensResult:
 
 
 def _check_nested(name: str, value: Any, shape: tuple[int, ...]) -> None:
-    """Checks the outer lengths of a nested list along its first element of each level."""
-    level = value
-    for depth, size in enumerate(shape):
+    """Checks every level of a nested list against ``shape`` (ragged rows included)."""
+
+    def check(level: Any, depth: int, where: str) -> None:
+        size = shape[depth]
         if not isinstance(level, (list, tuple)) or len(level) != size:
-            got = len(level) if isinstance(level, (list, tuple)) else type(level).__name__
+            got = f"{len(level)} entries" if isinstance(level, (list, tuple)) else repr(level)
             raise ValueError(
-                f"LogitLensResult.{name} has {got} entries at depth {depth}, expected {size} "
-                f"(shape {shape})"
+                f"LogitLensResult.{name}{where} has {got}, expected {size} (shape {shape})"
             )
-        if size == 0:
-            return
-        level = level[0]
+        if depth + 1 < len(shape):
+            for index, item in enumerate(level):
+                check(item, depth + 1, f"{where}[{index}]")
+        else:
+            for index, item in enumerate(level):
+                if not isinstance(item, str):
+                    raise ValueError(
+                        f"LogitLensResult.{name}{where}[{index}] must be a string, got "
+                        f"{type(item).__name__} {item!r}"
+                    )
+
+    check(value, 0, "")

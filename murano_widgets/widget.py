@@ -1,4 +1,9 @@
-"""``LogitLensWidget``: the interactive heatmap, and ``show_logit_lens``, the one-call entry."""
+"""``LogitLensWidget``: the interactive heatmap, and ``show_logit_lens``, the one-call entry.
+
+The class is thin: typed traits and their validation. The result is turned into the binary
+payload by :mod:`murano_widgets.payload`, cells are described by the result itself, and the
+metrics come from the registry in :mod:`murano_widgets.metrics`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,9 @@ import anywidget
 import traitlets
 
 from ._adapters import as_lens_result
+from ._checks import check_index
 from .logit_lens import LogitLens
+from .metrics import METRICS
 from .model import ModelBackend
 from .payload import LensPayload
 from .result import LogitLensResult
@@ -19,43 +26,54 @@ from .types import PromptBatch, Results, validate_prompts
 
 __all__ = ["METRICS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
 
-METRICS = ("prob", "entropy", "final_prob", "final_rank", "kl")
-"""The colourings of the heatmap: top-1 probability, entropy (bits), probability and rank of the
-model's final prediction, and KL(final ‖ layer) in bits."""
-
 
 class WidgetValueError(traitlets.TraitError, ValueError):
     """A widget trait was set to a value out of its range."""
 
 
 def _asset(name: str) -> Path:
-    """The front-end file ``name``: inside the installed package, or in the source tree's js/."""
+    """The built front-end file ``name`` in ``murano_widgets/static/``.
+
+    The files there are built from ``js/src`` by ``cd js && npm run build`` and committed, so a
+    source install needs no node; CI fails when they differ from a fresh build.
+    """
     packaged = resources.files("murano_widgets") / "static" / name
-    if packaged.is_file():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "js" / name
+    if not packaged.is_file():
+        raise FileNotFoundError(
+            f"the widget's front end murano_widgets/static/{name} is missing: "
+            "build it with `cd js && npm ci && npm run build`"
+        )
+    return Path(str(packaged))
 
 
 class LogitLensWidget(anywidget.AnyWidget):
     """The logit lens as an interactive heatmap: rows are layers, columns token positions.
 
+    Display it as any Jupyter widget: make it the last expression of a cell (or call
+    ``IPython.display.display(widget)``).
+
     Args:
         result: A :class:`LogitLensResult`, or a result of the released ``murano`` library
             (it has ``layer_indices`` and ``all_probs``; the reduced fields are computed here).
         prompt: The prompt shown first.
-        layer: The row highlighted first, as an index into the result's layers (default: the
-            last, i.e. the highest layer).
-        metric: The colouring, one of :data:`METRICS`.
-        tokenizer: Only for ``murano`` results: decodes their top-k tokens.
+        layer: The model layer highlighted first (one of the result's layers; default the
+            highest).
+        metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`.
+        model: Only for ``murano`` results: the model that made it (its tokenizer decodes the
+            top-k tokens, its depth says whether the result holds the model's final layer).
+        tokenizer: Only for ``murano`` results, instead of ``model``: decodes top-k tokens.
+        n_model_layers: Only for ``murano`` results, instead of ``model``: the model's depth.
+            Without it, metrics measured against the final prediction are not offered.
 
     Attributes:
         prompt: The index of the shown prompt (synced with the prompt slider).
-        layer: The highlighted row, an index into the result's layers (the layer slider).
-        metric: The colouring, one of :data:`METRICS`.
-        selected: The pinned cell, or ``None``: a dict with ``prompt``, ``layer_index``,
-            ``layer`` (the model layer), ``position`` (among the prompt's real tokens),
+        layer: The highlighted model layer (the layer slider).
+        metric: The colouring.
+        selected: The pinned cell, or ``None``: a dict with ``prompt``, ``layer_index`` (the
+            row), ``layer`` (the model layer), ``position`` (among the prompt's real tokens),
             ``sequence_index`` (into the result's padded tensors), ``input_token``,
-            ``predicted_token``, ``probability`` and ``top_k`` (token, probability) pairs.
+            ``predicted_token``, ``probability``, ``top_k`` (token, probability) pairs and the
+            per-cell fields (see :meth:`LogitLensResult.describe_cell`; rank 0 is the top-1).
     """
 
     _esm = _asset("logit_lens.js")
@@ -76,48 +94,65 @@ class LogitLensWidget(anywidget.AnyWidget):
         prompt: int = 0,
         layer: int | None = None,
         metric: str = "prob",
+        model: ModelBackend | None = None,
         tokenizer: Any = None,
+        n_model_layers: int | None = None,
         **kwargs: Any,
     ) -> None:
-        lens = as_lens_result(result, tokenizer=tokenizer).validate()
+        if model is not None:
+            tokenizer = tokenizer if tokenizer is not None else model.tokenizer
+            n_model_layers = n_model_layers if n_model_layers is not None else model.n_layers
+        lens = as_lens_result(result, tokenizer=tokenizer, n_model_layers=n_model_layers)
+        lens.validate()
         payload = LensPayload.from_result(lens)
+        # Everything is checked before the widget exists: a widget that fails half-built would
+        # stay registered with the kernel.
+        prompt = check_index("prompt", prompt, lens.n_inputs, "prompts")
+        layer = lens.layers[-1] if layer is None else _check_layer(layer, lens.layers)
+        metric = _check_metric(metric, payload)
         self._lens = lens
         self._payload = payload
         super().__init__(
             _meta=payload.meta,
             _sections=payload.base_sections(),
+            prompt=prompt,
+            layer=layer,
+            metric=metric,
             **kwargs,
         )
-        self.prompt = prompt
-        self.layer = len(lens.layers) - 1 if layer is None else layer
-        self.metric = metric
+        if metric != "prob":
+            self._details = True
 
     @property
     def result(self) -> LogitLensResult:
         """The result shown (converted, for a ``murano`` result)."""
         return self._lens
 
+    @property
+    def payload(self) -> LensPayload:
+        """The result as the front end receives it (metadata and binary sections)."""
+        return self._payload
+
     @traitlets.validate("prompt")
     def _check_prompt(self, proposal: dict[str, Any]) -> int:
-        return _check_index("prompt", proposal["value"], self._lens.n_inputs, "prompts")
+        return check_index(
+            "prompt", proposal["value"], self._lens.n_inputs, "prompts", WidgetValueError
+        )
 
     @traitlets.validate("layer")
-    def _check_layer(self, proposal: dict[str, Any]) -> int:
-        return _check_index("layer", proposal["value"], len(self._lens.layers), "rows")
+    def _validate_layer(self, proposal: dict[str, Any]) -> int:
+        return _check_layer(proposal["value"], self._lens.layers)
 
     @traitlets.validate("metric")
-    def _check_metric(self, proposal: dict[str, Any]) -> str:
-        value = proposal["value"]
-        if value not in METRICS:
-            raise WidgetValueError(f"metric must be one of {', '.join(METRICS)}; got {value!r}")
-        return value
+    def _validate_metric(self, proposal: dict[str, Any]) -> str:
+        return _check_metric(proposal["value"], self._payload)
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
         value = proposal["value"]
         if value is None:
             return None
-        return _describe_cell(self._lens, value, default_prompt=self.prompt)
+        return _describe_selection(self._lens, value, default_prompt=self.prompt)
 
     @traitlets.observe("metric")
     def _on_metric(self, change: dict[str, Any]) -> None:
@@ -145,26 +180,27 @@ class LogitLensWidget(anywidget.AnyWidget):
         """
         from .export import write_html
 
-        return write_html(self, path, title=title)
+        return write_html(path, self._export_page(title))
 
     def to_html(self, *, title: str | None = None) -> str:
         """The self-contained HTML page of :meth:`save_html`, as a string."""
-        from .export import widget_html
+        return self._export_page(title)
 
-        return widget_html(self, title=title)
+    def _export_page(self, title: str | None) -> str:
+        from .export import lens_page
 
-    def _ipython_display_(self) -> None:
-        # show_logit_lens displays the widget itself and returns it; when that return value is
-        # also the cell's result, IPython would display it a second time.
-        if getattr(self, "_shown_by_call", False):
-            self._shown_by_call = False
-            return
-        from IPython.display import display
-
-        # anywidget returns (data, metadata); ipywidgets returned the data dict alone.
-        bundle = self._repr_mimebundle_()
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        display(data, metadata=metadata, raw=True)
+        view = {"prompt": self.prompt, "layer": self.layer, "metric": self.metric}
+        if self.selected:
+            view["selected"] = {
+                key: self.selected[key] for key in ("prompt", "layer_index", "position")
+            }
+        return lens_page(
+            self._payload,
+            view,
+            esm=str(self._esm),
+            css=str(self._css),
+            title=title,
+        )
 
     def __repr__(self) -> str:
         lens = self._lens
@@ -184,110 +220,90 @@ def show_logit_lens(
     metric: str = "prob",
     **step_options: Any,
 ) -> LogitLensWidget:
-    """Runs the logit lens on ``prompts`` and shows it as an interactive widget.
+    """Runs the logit lens on ``prompts`` and returns it as an interactive widget.
+
+    The widget shows when it is the last expression of a notebook cell, like every Jupyter
+    widget: ``show_logit_lens(model, prompts)``, or ``w = show_logit_lens(...)`` then ``w``.
+    Every argument is checked before the model runs.
 
     Args:
         model: The model, e.g. ``MuranoModel("gpt2")`` or ``load_demo_model()``.
         prompts: One prompt or a list of prompts.
         layers: ``"all"`` or a list of layer indices.
-        prompt: The prompt shown first.
-        layer: The row highlighted first (an index into ``layers``; default the highest).
-        metric: The colouring, one of :data:`METRICS`.
-        **step_options: Passed to :class:`LogitLens` (``top_k``, ``max_chunk_bytes``, ...).
+        prompt: The prompt shown first (an index into ``prompts``).
+        layer: The model layer highlighted first (default the highest shown).
+        metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`.
+        **step_options: Passed to :class:`LogitLens` (``top_k``, ``max_chunk_bytes``,
+            ``lens``, ``remote``, ...).
 
     Returns:
-        The widget (already displayed when running in a notebook).
+        The widget.
     """
     if isinstance(prompts, str):
         prompts = [prompts]
     prompts = validate_prompts(prompts)
+    check_index("prompt", prompt, len(prompts), "prompts")
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
     step = LogitLens(model, layers, **step_options)
+    if layer is not None:
+        _check_layer(layer, step.layers, error=ValueError)
     results = Results(prompts=PromptBatch(prompts))
     lens = step(results)["logit_lens"]
-    widget = LogitLensWidget(lens, prompt=prompt, layer=layer, metric=metric)
-    _display_in_notebook(widget)
-    return widget
+    return LogitLensWidget(lens, prompt=prompt, layer=layer, metric=metric)
 
 
-def _display_in_notebook(widget: LogitLensWidget) -> None:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
-        return
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "kernel"):
-        return
-    from IPython.display import display
+def _check_layer(value: Any, layers: list[int], error: type = WidgetValueError) -> int:
+    """A model layer that is one of the result's rows."""
+    import numpy as np
 
-    display(widget)
-    widget._shown_by_call = True
-
-    def forget(*_: Any) -> None:
-        widget._shown_by_call = False
-        shell.events.unregister("post_execute", forget)
-
-    shell.events.register("post_execute", forget)
-
-
-def _check_index(name: str, value: Any, size: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WidgetValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if not 0 <= value < size:
-        raise WidgetValueError(
-            f"{name} must be from 0 to {size - 1} (the result has {size} {what}); got {value}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise error(f"layer must be an int, got {type(value).__name__} {value!r}")
+    if int(value) not in layers:
+        contiguous = layers == list(range(layers[0], layers[-1] + 1))
+        allowed = (
+            f"from {layers[0]} to {layers[-1]} (the result's layers)"
+            if contiguous
+            else f"one of the result's layers {layers}"
         )
+        raise error(f"layer must be {allowed}; got {value}")
+    return int(value)
+
+
+def _check_metric(value: Any, payload: LensPayload) -> str:
+    if value not in METRICS:
+        raise WidgetValueError(f"metric must be one of {', '.join(METRICS)}; got {value!r}")
+    info = payload.metric(value)
+    if not info["available"]:
+        raise WidgetValueError(f"metric {value!r} cannot be shown: {info['unavailable_reason']}")
     return value
 
 
-def _describe_cell(lens: LogitLensResult, value: Any, default_prompt: int) -> dict[str, Any]:
-    """The full, exact description of a pinned cell, from a dict naming it."""
+def _describe_selection(lens: LogitLensResult, value: Any, default_prompt: int) -> dict[str, Any]:
+    """The full description of a pinned cell, from the dict naming it that the front end sends."""
     if not isinstance(value, dict):
         raise WidgetValueError(
             "selected must be None or a dict with layer_index and position, "
             f"got {type(value).__name__} {value!r}"
         )
-    prompt = _check_index(
-        "selected['prompt']", value.get("prompt", default_prompt), lens.n_inputs, "prompts"
-    )
     if "layer_index" not in value and "layer" in value:
-        if value["layer"] not in lens.layers:
-            raise WidgetValueError(
-                f"selected['layer'] must be one of the result's layers {lens.layers}; got {value['layer']!r}"
-            )
+        _check_layer(value["layer"], lens.layers)
         value = {**value, "layer_index": lens.layers.index(value["layer"])}
-    row = _check_index(
-        "selected['layer_index']", value.get("layer_index"), len(lens.layers), "rows"
+    prompt = value.get("prompt", default_prompt)
+    # Checked here as well as in describe_cell, to name the key of `selected`.
+    prompt = check_index("selected['prompt']", prompt, lens.n_inputs, "prompts", WidgetValueError)
+    row = check_index(
+        "selected['layer_index']",
+        value.get("layer_index"),
+        len(lens.layers),
+        "rows",
+        WidgetValueError,
     )
-    positions = lens.positions(prompt).tolist()
-    position = _check_index(
+    position = check_index(
         "selected['position']",
         value.get("position"),
-        len(positions),
+        lens.lengths[prompt],
         f"real tokens in prompt {prompt}",
+        WidgetValueError,
     )
-    seq = positions[position]
-    cell = (row, prompt, seq)
-    described: dict[str, Any] = {
-        "prompt": prompt,
-        "layer_index": row,
-        "layer": lens.layers[row],
-        "position": position,
-        "sequence_index": seq,
-        "input_token": lens.input_words[prompt][seq],
-        "predicted_token": lens.predicted_words[row][prompt][seq],
-        "probability": float(lens.max_probs[cell]),
-    }
-    if lens.topk_tokens is not None and lens.token_strings is not None:
-        described["top_k"] = [
-            (lens.token_strings.get(int(token), ""), float(prob))
-            for token, prob in zip(
-                lens.topk_tokens[cell].tolist(), lens.topk_probs[cell].tolist(), strict=True
-            )
-        ]
-    for name in ("entropy", "final_token_probs", "final_token_ranks", "kl_to_final"):
-        field = getattr(lens, name)
-        if field is not None:
-            described[name] = field[cell].item()
-    return described
+    return lens.describe_cell(prompt, row, position)

@@ -74,11 +74,3 @@ def test_bad_arguments(lens):
         plot_logit_lens(lens, prompt=2)
     with pytest.raises(ValueError, match="layers holds 7"):
         plot_logit_lens(lens, layers=[7])
-
-
-def test_display_token_marks():
-    assert display_token(" Paris") == "␣Paris"
-    assert display_token("\n") == "↵"
-    assert display_token("\u200f") == "<U+200F>"
-    assert display_token("a b") == "a b"
-    assert display_token("") == "∅"

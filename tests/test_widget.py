@@ -43,13 +43,11 @@ def test_payload_round_trip_gives_back_the_result(widget, lens):
     assert meta["layers"] == lens.layers and meta["prompts"] == PROMPTS
     # Token indices point at the decoded strings of the right ids.
     words = lens.token_strings
-    assert [table[i] for i in values["input_tokens"]] == [
-        words[int(i)] for i in lens.input_ids[mask]
-    ]
+    assert [table[i] for i in values["input_ids"]] == [words[int(i)] for i in lens.input_ids[mask]]
     assert [table[i] for i in values["final_tokens"]] == [
         words[int(i)] for i in lens.final_tokens[mask]
     ]
-    top1 = values["top1_tokens"]
+    top1 = values["predicted_tokens"]
     assert [[table[i] for i in row] for row in top1] == [
         [words[int(i)] for i in row] for row in real_cells(lens, lens.predicted_tokens)
     ]
@@ -62,33 +60,37 @@ def test_payload_round_trip_gives_back_the_result(widget, lens):
     )
     # Quantised values are within half a step of the exact ones.
     np.testing.assert_allclose(
-        values["top1_probs"], real_cells(lens, lens.max_probs), atol=0.5 / 65535 + 1e-7
+        values["max_probs"], real_cells(lens, lens.max_probs), atol=0.5 / 65535 + 1e-7
     )
     np.testing.assert_allclose(
-        values["final_probs"], real_cells(lens, lens.final_token_probs), atol=0.5 / 65535 + 1e-7
+        values["final_token_probs"],
+        real_cells(lens, lens.final_token_probs),
+        atol=0.5 / 65535 + 1e-7,
     )
     np.testing.assert_allclose(
         values["topk_probs"], real_cells(lens, lens.topk_probs)[..., 1:], atol=0.5 / 255 + 1e-7
     )
     entropy_step = meta["max_entropy"] / 65535
     np.testing.assert_allclose(values["entropy"], real_cells(lens, lens.entropy), atol=entropy_step)
-    kl_step = meta["sections"]["kl"]["scale"]
-    np.testing.assert_allclose(values["kl"], real_cells(lens, lens.kl_to_final), atol=kl_step)
-    assert values["final_ranks"].tolist() == real_cells(lens, lens.final_token_ranks).tolist()
+    kl_step = meta["sections"]["kl_to_final"]["scale"]
+    np.testing.assert_allclose(
+        values["kl_to_final"], real_cells(lens, lens.kl_to_final), atol=kl_step
+    )
+    assert values["final_token_ranks"].tolist() == real_cells(lens, lens.final_token_ranks).tolist()
     assert "missing" not in values
 
 
 def test_default_payload_is_small_and_details_come_on_request(widget, lens):
     cells = len(lens.layers) * int(lens.attention_mask.sum())
-    assert set(widget._sections) == set(BASE_SECTIONS) - {"missing"}
+    assert set(widget._sections) == set(BASE_SECTIONS) - {"missing", "final_missing"}
     sizes = widget.payload_nbytes()
-    per_cell = (sizes["top1_tokens"] + sizes["top1_probs"]) / cells
+    per_cell = (sizes["predicted_tokens"] + sizes["max_probs"]) / cells
     assert per_cell == 4
     widget.metric = "entropy"  # switching the metric asks for the detail sections
-    assert {"entropy", "kl", "final_ranks", "topk_tokens"} <= set(widget._sections)
+    assert {"entropy", "kl_to_final", "final_token_ranks", "topk_tokens"} <= set(widget._sections)
     sizes = widget.payload_nbytes()
     topk_per_cell = (
-        sizes["top1_tokens"] + sizes["top1_probs"] + sizes["topk_tokens"] + sizes["topk_probs"]
+        sizes["predicted_tokens"] + sizes["max_probs"] + sizes["topk_tokens"] + sizes["topk_probs"]
     ) / cells
     assert topk_per_cell == 16
 
@@ -105,7 +107,7 @@ def test_traits_validate_with_clear_errors(widget, lens):
     widget.prompt = 2
     widget.layer = 0
     with pytest.raises(
-        ValueError, match=r"prompt must be from 0 to 2 \(the result has 3 prompts\); got 3"
+        ValueError, match=r"prompt must be an int from 0 to 2 \(the result has 3 prompts\); got 3"
     ):
         widget.prompt = 3
     with pytest.raises(ValueError, match="layer must be from 0"):
@@ -132,7 +134,9 @@ def test_selected_is_filled_in_exactly(widget, lens):
     assert chosen["final_token_ranks"] == lens.final_token_ranks[1, 1, seq].item()
     # Out of range: the prompt has only its real tokens (padding cannot be pinned).
     length = int(lens.attention_mask[1].sum())
-    with pytest.raises(ValueError, match=rf"selected\['position'\] must be from 0 to {length - 1}"):
+    with pytest.raises(
+        ValueError, match=rf"selected\['position'\] must be an int from 0 to {length - 1}"
+    ):
         widget.selected = {"prompt": 1, "layer_index": 0, "position": length}
     with pytest.raises(ValueError, match="layer_index"):
         widget.selected = {"prompt": 0, "layer_index": 99, "position": 0}
@@ -148,7 +152,7 @@ def test_show_logit_lens_takes_one_string_and_step_options(load_tiny):
         load_tiny("gpt2"), "one two three", layers=[0, -1], top_k=3, metric="kl"
     )
     assert widget.result.prompts == ["one two three"] and widget.result.layers == [0, 2]
-    assert widget.metric == "kl" and "kl" in widget._sections
+    assert widget.metric == "kl" and "kl_to_final" in widget._sections
     assert widget._meta["top_k"] == 3
     with pytest.raises(ValueError, match="metric"):
         show_logit_lens(load_tiny("gpt2"), "x", metric="nope")
@@ -192,7 +196,8 @@ def test_murano_style_result_is_accepted_by_duck_typing(lens, load_tiny):
         attention_mask=full.attention_mask,
         layer_indices=list(full.layers),
     )
-    widget = LogitLensWidget(murano, tokenizer=model.tokenizer)
+    # Its model's depth comes from the caller: here the result holds the last layer.
+    widget = LogitLensWidget(murano, model=model)
     shown = widget.result
     mask = full.attention_mask.bool()
     assert shown.layers == full.layers
@@ -217,18 +222,26 @@ def test_widget_repr_is_short(widget):
 
 def test_displaying_the_widget_emits_one_widget_view(widget):
     from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
     from IPython.utils.capture import capture_output
 
     InteractiveShell.instance()
     with capture_output() as captured:
-        widget._ipython_display_()
+        display(widget)
     views = [
         o.data for o in captured.outputs if "application/vnd.jupyter.widget-view+json" in o.data
     ]
     assert len(views) == 1
     assert views[0]["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.model_id
-    # A widget that show_logit_lens has just displayed is not displayed again as the cell's value.
-    widget._shown_by_call = True
+
+
+def test_show_logit_lens_returns_the_widget_without_displaying_it(load_tiny):
+    """One mechanism: the returned widget shows as the cell's value, like any Jupyter widget."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
     with capture_output() as captured:
-        widget._ipython_display_()
+        widget = show_logit_lens(load_tiny("gpt2"), "one two")
     assert captured.outputs == []
+    assert isinstance(widget, LogitLensWidget)

@@ -1,0 +1,195 @@
+"""The registry of what the lens measures: every metric and every payload section, once.
+
+The widget (through the payload's metadata), the static plot, the HTML export, the CLI and the
+notebooks read their names, labels, units and colour scales from here; nothing else lists them.
+To add a metric: compute its field in :mod:`murano_widgets._reductions` (per row of a chunk),
+add the field to :class:`~murano_widgets.result.LogitLensResult`, and add one :class:`Metric`
+and one :class:`Section` below.
+
+Ranks are counted from 0 everywhere a person reads them: **rank 0 is the top-1 token**.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["METRICS", "RANK_CONVENTION", "SECTIONS", "Metric", "Section", "metric_domain"]
+
+RANK_CONVENTION = "rank 0 is the top-1 token"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One way of colouring the heatmap.
+
+    Attributes:
+        name: What users pass (``metric="kl"``).
+        field: The :class:`LogitLensResult` field it reads, which is also its payload section.
+        label: The menu and colour-bar label, with the unit.
+        unit: ``"probability"``, ``"bits"`` or ``"rank"`` (0 = top-1).
+        scale: The colour map (``"viridis"``, ``"cividis"`` or ``"magma"``: colour-blind safe).
+        reverse: Whether the map is flipped, so that "confident / close to the final
+            prediction" is always the bright end.
+        log: Whether values are placed on a logarithmic scale (``log1p``).
+        description: How a person reads it, in one sentence.
+        final_based: Whether it is measured against the model's own final distribution (so it
+            needs the model's last layer).
+    """
+
+    name: str
+    field: str
+    label: str
+    unit: str
+    scale: str
+    reverse: bool
+    log: bool
+    description: str
+    final_based: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+METRICS: dict[str, Metric] = {
+    metric.name: metric
+    for metric in (
+        Metric(
+            "prob",
+            "max_probs",
+            "Top-1 probability",
+            "probability",
+            "viridis",
+            False,
+            False,
+            "How sure the layer is of its own best guess: bright = one token takes most of the "
+            "probability.",
+            False,
+        ),
+        Metric(
+            "entropy",
+            "entropy",
+            "Entropy (bits)",
+            "bits",
+            "cividis",
+            True,
+            False,
+            "How spread out the layer's distribution is: 0 bits is certain; every extra bit "
+            "doubles the number of equally likely tokens.",
+            False,
+        ),
+        Metric(
+            "final_prob",
+            "final_token_probs",
+            "Probability of the final prediction",
+            "probability",
+            "viridis",
+            False,
+            False,
+            "How much probability the layer already gives to the token the model finally "
+            "predicts at that position.",
+            True,
+        ),
+        Metric(
+            "final_rank",
+            "final_token_ranks",
+            "Rank of the final prediction (0 = top-1, log scale)",
+            "rank",
+            "viridis",
+            True,
+            True,
+            "Where the model's final prediction stands in the layer's ranking: rank 0 means "
+            "the layer already predicts it.",
+            True,
+        ),
+        Metric(
+            "kl",
+            "kl_to_final",
+            "KL(final ‖ layer) in bits",
+            "bits",
+            "magma",
+            True,
+            False,
+            "How far the layer's distribution is from the model's final one: 0 bits means "
+            "the same distribution.",
+            True,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Section:
+    """One binary array of the widget's payload.
+
+    Attributes:
+        name: The section's name, the result field it encodes where there is one.
+        shape: ``"cell"`` (``[L, T]``), ``"position"`` (``[T]``) or ``"topk"`` (``[L, T, k-1]``,
+            ranks 2..k).
+        kind: How values are stored: ``"token"`` (an index into the string table),
+            ``"probability"`` (uint16, or uint8 for ``topk``), ``"bits"`` (uint16 scaled to
+            the section's maximum), ``"rank"`` (uint16, 65535 = "65535 or worse") or ``"mask"``
+            (uint8, 1 = no value).
+        base: Sent with the first view; the others when the front end first asks for them.
+    """
+
+    name: str
+    shape: str
+    kind: str
+    base: bool
+
+
+SECTIONS: dict[str, Section] = {
+    section.name: section
+    for section in (
+        Section("input_ids", "position", "token", True),
+        Section("final_tokens", "position", "token", True),
+        Section("predicted_tokens", "cell", "token", True),
+        Section("max_probs", "cell", "probability", True),
+        # 1 where a layer's distribution was not finite: the whole cell has no value.
+        Section("missing", "cell", "mask", True),
+        # 1 where the model's own output was not finite: final-based metrics have no value.
+        Section("final_missing", "position", "mask", True),
+        Section("entropy", "cell", "bits", False),
+        Section("final_token_probs", "cell", "probability", False),
+        Section("final_token_ranks", "cell", "rank", False),
+        Section("kl_to_final", "cell", "bits", False),
+        Section("topk_tokens", "topk", "token", False),
+        Section("topk_probs", "topk", "probability", False),
+    )
+}
+
+
+def metric_domain(
+    metric: Metric, values: np.ndarray | None, max_entropy: float | None
+) -> tuple[float, float]:
+    """The colour scale's ``(low, high)`` for ``metric`` over ``values`` (NaN ignored).
+
+    Probabilities span 0 to 1; entropy 0 to the vocabulary's maximum (``log2(vocab)`` bits);
+    KL 0 to a round number above its largest value; ranks 0 to one less than a power of ten
+    (at least 9), on a log scale.
+    """
+    if metric.unit == "probability":
+        return 0.0, 1.0
+    finite = values[np.isfinite(values)] if values is not None else np.zeros(0)
+    if metric.unit == "rank":
+        top = float(finite.max()) if finite.size else 0.0
+        return 0.0, float(max(9, 10 ** math.ceil(math.log10(top + 1)) - 1) if top > 0 else 9)
+    if metric.field == "entropy" and max_entropy:
+        return 0.0, float(max_entropy)
+    top = float(finite.max()) if finite.size else 0.0
+    return 0.0, nice_ceil(top) if top > 0 else 1.0
+
+
+def nice_ceil(x: float) -> float:
+    """The smallest of 1, 2, 5 or 10 times a power of ten that is at least ``x``."""
+    if x <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(x))
+    for step in (1, 2, 5, 10):
+        if x <= step * power * (1 + 1e-12):
+            return float(step * power)
+    return float(10 * power)
