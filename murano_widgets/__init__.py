@@ -10,11 +10,12 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
 
 from .demo_model import load_demo_model
 from .logit_lens import LogitLens
+from .metrics import METRICS, Metric
 from .model import ModelBackend, MuranoModel
 from .plot import plot_logit_lens
 from .result import LogitLensResult
 from .types import RESID_POST, Node, PromptBatch, Results, Step
-from .widget import METRICS, LogitLensWidget, show_logit_lens
+from .widget import LogitLensWidget, show_logit_lens
 
 __version__ = "0.1.0"
 
@@ -24,6 +25,7 @@ __all__ = [
     "LogitLens",
     "LogitLensResult",
     "LogitLensWidget",
+    "Metric",
     "ModelBackend",
     "MuranoModel",
     "Node",
