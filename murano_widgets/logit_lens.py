@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
+import nnsight
 import numpy as np
 import torch
 
@@ -213,7 +214,7 @@ class LogitLens:
         saved: list[Any] = []
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             for index in wanted:
-                saved.append(model.layer(index).save())
+                saved.append(nnsight.save(model.layer(index)))
         # Only real positions are unembedded (padding costs nothing), gathered chunk by chunk
         # rather than copied out whole.
         hidden = {
@@ -272,8 +273,6 @@ class LogitLens:
         model = self.model
         last = model.n_layers - 1
         mask = inputs["attention_mask"].bool()
-        import nnsight
-
         if self.remote:
             from nnsight.ndif import register
 
