@@ -81,5 +81,5 @@ def test_a_model_without_the_contract_is_refused_before_any_work():
 
     with pytest.raises(TypeError, match=r"MuranoModel\('gpt2'\)"):
         LogitLens("gpt2")
-    with pytest.raises(TypeError, match="lacks .*vocab_size"):
+    with pytest.raises(TypeError, match=r"lacks .*vocab_size"):
         LogitLens(object())
