@@ -268,14 +268,25 @@ def resolve_device(device: Any) -> torch.device:
     """``device`` as a ``torch.device``: CUDA when present and none is given, else the CPU.
 
     Raises:
-        ValueError: For something that is not a device name.
+        ValueError: For something that is not a device name, or a GPU that is not there.
     """
     try:
-        return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        resolved = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     except (RuntimeError, TypeError) as error:
         raise ValueError(
             f"device must be a torch device such as 'cpu', 'cuda' or 'cuda:1'; got {device!r}"
         ) from error
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device {device!r} is not available: this torch sees no CUDA GPU "
+            f"(torch {torch.__version__}); use device='cpu'"
+        )
+    if resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
+        raise ValueError(
+            f"device {device!r} is not available: there are {torch.cuda.device_count()} CUDA "
+            "GPUs (cuda:0 ...)"
+        )
+    return resolved
 
 
 def resolve_dtype(dtype: Any, device: torch.device, source: str | None) -> torch.dtype:
