@@ -11,6 +11,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def pytest_collection_modifyitems(items):
+    """Everything under tests/browser needs Chromium: `pytest -m "not browser"` runs without it."""
+    for item in items:
+        if "browser" in item.path.parts or "jupyterlab" in item.keywords:
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dirs(tmp_path_factory):
     """A folder per architecture with a saved tiny model and tokenizer."""

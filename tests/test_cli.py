@@ -82,6 +82,39 @@ def test_model_errors_are_reported_as_usage_errors(tmp_path, tiny_model_dirs):
     assert done.returncode == 2 and "layers holds 9" in done.stderr
 
 
+def test_errors_stand_alone_without_a_progress_bar_around_them(tmp_path, tiny_model_dirs):
+    missing = tmp_path / "no-such-folder"
+    done = run(["demo", "--model", str(missing)], tmp_path)
+    assert done.returncode == 2
+    assert f"error: --model {str(missing)!r} is not an existing folder" in done.stderr
+    assert "model_id_or_path" not in done.stderr and "%|" not in done.stderr
+    done = run(["demo", "--model", str(tiny_model_dirs["gpt2"]), "--layers", "0,9"], tmp_path)
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("murano-widgets demo: error: layers holds 9"), done.stderr
+
+
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="checks the message on a machine without a GPU"
+)
+def test_a_device_that_is_not_there_is_a_usage_error(tmp_path):
+    done = run(["demo", "--device", "cuda"], tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "error: device 'cuda' is not available" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_summary_shortens_long_prompts_so_columns_line_up(tmp_path, tiny_model_dirs):
+    long = "one two three four five six seven eight nine ten " * 3
+    done = run(
+        ["demo", "--model", str(tiny_model_dirs["llama"]), "--prompt", long, "--prompt", "one"],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if "→" in line]
+    assert len(rows) == 2 and rows[0].index("→") == rows[1].index("→")
+    assert "…" in rows[0] and long.strip() not in rows[0]
+
+
 def test_parser_defaults():
     args = build_parser().parse_args(["demo"])
     assert args.out == Path("logit_lens.html") and args.model is None and args.top_k == 5
