@@ -1,34 +1,85 @@
 """Token text made visible: spaces, newlines and invisible characters as marks.
 
-The same rules as the front end's ``displayToken`` (js/logit_lens.js), for static plots and
-text summaries.
+One rule set, the same character for character as the front end's ``displayToken``
+(``js/src/tokens.js``); both run every case of ``tests/token_display_cases.json``. The rules are an
+explicit list of code points, not Unicode categories (Python's ``unicodedata`` and the browser's
+tables differ between versions):
+
+- every space ``" "`` → ``"␣"`` (``spaces=False`` keeps spaces, for whole prompts);
+- ``"\\n"`` → ``"↵"``, ``"\\t"`` → ``"⇥"``, ``"\\r"`` → ``"␍"``;
+- controls, invisible and format characters, unusual spaces, bidirectional controls, private-use
+  and tag characters and lone surrogates → ``"<U+XXXX>"`` (the ranges below);
+- the empty string → ``"∅"``.
 """
 
 from __future__ import annotations
 
-import unicodedata
+__all__ = ["display_token"]
 
-_MARKS = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
+_MARKS = {"\n": "↵", "\t": "⇥", "\r": "␍"}
+
+# Inclusive code point ranges shown as <U+XXXX>. The same list stands in js/src/tokens.js
+# (CODE_POINT_RANGES): change them together.
+_SHOWN_AS_CODE_POINT: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x001F),  # C0 controls (tab, newline and carriage return have marks instead)
+    (0x007F, 0x009F),  # DEL and the C1 controls
+    (0x00A0, 0x00A0),  # no-break space
+    (0x00AD, 0x00AD),  # soft hyphen
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x061C, 0x061C),  # Arabic letter mark
+    (0x115F, 0x1160),  # Hangul fillers
+    (0x1680, 0x1680),  # Ogham space mark
+    (0x17B4, 0x17B5),  # Khmer inherent vowels (invisible)
+    (0x180B, 0x180F),  # Mongolian variation selectors and vowel separator
+    (0x2000, 0x200F),  # en quad … hair space, zero-width space/non-joiner/joiner, LRM, RLM
+    (0x2028, 0x202F),  # line/paragraph separators, LRE … RLO embeddings, narrow no-break space
+    (0x205F, 0x206F),  # medium math space, word joiner, invisible operators, isolates
+    (0x3000, 0x3000),  # ideographic space
+    (0x3164, 0x3164),  # Hangul filler
+    (0xD800, 0xDFFF),  # surrogates (a Python str holds them only as lone halves)
+    (0xE000, 0xF8FF),  # private use
+    (0xFEFF, 0xFEFF),  # zero-width no-break space (byte order mark)
+    (0xFFA0, 0xFFA0),  # halfwidth Hangul filler
+    (0xFFF9, 0xFFFB),  # interlinear annotation controls
+    (0x1BCA0, 0x1BCA3),  # shorthand format controls
+    (0x1D173, 0x1D17A),  # musical symbol format controls
+    (0xE0000, 0xE007F),  # tag characters
+    (0xF0000, 0x10FFFF),  # supplementary private use areas A and B (planes 15 and 16)
+)
 
 
-def display_token(token: str) -> str:
-    """A token as visible text: ``" Paris"`` → ``"␣Paris"``, ``"\\n"`` → ``"↵"``.
+def _shown_as_code_point(cp: int) -> bool:
+    for lo, hi in _SHOWN_AS_CODE_POINT:
+        if cp < lo:
+            return False
+        if cp <= hi:
+            return True
+    return False
 
-    Leading and trailing spaces, newlines and tabs get marks; control, format (e.g. the
-    right-to-left mark) and other invisible characters are written as ``<U+200F>``. An empty
-    token is shown as ``∅``.
+
+def display_token(token: str, spaces: bool = True) -> str:
+    """A token as visible, safe text: ``" Paris"`` → ``"␣Paris"``, ``"\\n"`` → ``"↵"``.
+
+    Args:
+        token: The token's text (untrusted; the result is plain text, never markup).
+        spaces: Show every space as ``"␣"`` (the default, for tokens); ``False`` keeps spaces
+            as spaces (for whole prompts). Every other rule applies either way.
+
+    Returns:
+        The text with marks: see the module's docstring for the rules. A value that is not a
+        string is shown as ``"?"``.
     """
+    if not isinstance(token, str):
+        return "?"
     if token == "":
         return "∅"
     out = []
-    for index, char in enumerate(token):
-        if char == " " and 0 < index < len(token) - 1 and token[index - 1] != " ":
-            out.append(" ")  # a space inside a word piece stays a space
+    for char in token:
+        if char == " ":
+            out.append("␣" if spaces else " ")
         elif char in _MARKS:
             out.append(_MARKS[char])
-        elif unicodedata.category(char) in {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"} or (
-            unicodedata.category(char) == "Zs" and char != " "
-        ):
+        elif _shown_as_code_point(ord(char)):
             out.append(f"<U+{ord(char):04X}>")
         else:
             out.append(char)
