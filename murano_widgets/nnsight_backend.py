@@ -166,15 +166,6 @@ class NNsightModel(MuranoModel):
         self.layout = _resolve_layout(hf_model, layout)
         blocks = _get(hf_model, self.layout.blocks)
         self._setup(name, self.lm.tokenizer, hf_model, len(blocks))
-        if self.context_length is None:
-            # A table of absolute positions beside the blocks (OPT's model.decoder) rather
-            # than on the base model is a hard limit all the same.
-            table = getattr(
-                _get(hf_model, self.layout.blocks.rpartition(".")[0]), "embed_positions", None
-            )
-            if isinstance(table, torch.nn.Embedding):
-                self.context_length = int(table.num_embeddings) - int(getattr(table, "offset", 0))
-                self.trained_length = None
 
     @property
     def config(self) -> Any:
@@ -211,10 +202,27 @@ class NNsightModel(MuranoModel):
         in ``nnsight.CONFIG``): the job's status shows as a progress line, and a failure is
         raised as :class:`NDIFError`.
         """
+        remote = kwargs.get("remote")
+        on_ndif = bool(remote) and remote != "local"
+        if not on_ndif:
+            self._dispatch()
         tracer = self.lm.trace(inputs, **kwargs)
-        if kwargs.get("remote") and kwargs.get("remote") != "local":
+        if on_ndif:
             tracer.backend = _ReportedJob(tracer.backend)
         return tracer
+
+    def _dispatch(self) -> None:
+        """Loads the weights before the first local trace (nnsight builds the model on the meta
+        device until then, so a remote-only user never loads them), keeping the tokenizer's
+        settings: nnsight 0.8 sets ``padding_side`` back to left when it loads."""
+        if getattr(self.lm, "dispatched", True):
+            return
+        tokenizer = self.tokenizer
+        kept = {name: getattr(tokenizer, name) for name in ("padding_side", "pad_token")}
+        self.lm.dispatch()
+        for name, value in kept.items():
+            if getattr(tokenizer, name) != value:
+                setattr(tokenizer, name, value)
 
     def layer(self, index: int) -> Any:
         """Inside a trace: decoder block ``index``'s output, a ``[batch, seq, d_model]`` tensor."""

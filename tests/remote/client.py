@@ -1,0 +1,103 @@
+"""A client of the local NDIF server, run inside its network namespace by the remote tests.
+
+    python client.py lens MODEL_DIR OUT.pt [--top-k K] [--full-probs] [--layers 0,-1]
+        [--right-padding]
+        LogitLens with remote=True, then the same lens locally; both results to OUT.pt.
+    python client.py fail MODEL_DIR
+        A trace that fails on the server; prints the error the caller gets.
+
+Prints one JSON line last (timings, the error). It must be a real file: nnsight reads the
+source of the code inside ``with model.trace(...)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+
+import nnsight.modeling.huggingface as hf
+import torch
+from nnsight import CONFIG
+
+from murano_widgets import LogitLens, MuranoModel, PromptBatch
+
+# Very different lengths: a batch that is mostly padding for some rows.
+PROMPTS = [
+    "The Eiffel Tower is in the city of Paris, and the capital of Italy is Rome.",
+    "one",
+    "Alice met Bob. Alice gave",
+    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday one two three four five",
+]
+
+
+def connect(path: str) -> MuranoModel:
+    CONFIG.API.HOST = "http://127.0.0.1:8001"  # plain http: the client uses ws:// too
+    CONFIG.API.APIKEY = None  # the local server runs without authentication
+    # nnsight names a model by its Hub id; a local folder has none, and the server loads the
+    # same path from the same file system.
+    hf._ID_CACHE[path] = path
+    return MuranoModel(path, backend="nnsight")
+
+
+def lens(args: argparse.Namespace) -> dict:
+    model = connect(args.model)
+    if args.right_padding:
+        model.tokenizer.padding_side = "right"
+    options = {"top_k": args.top_k, "store_full_probs": args.full_probs}
+    if args.layers:
+        options["layers"] = [int(x) for x in args.layers.split(",")]
+    timings = {}
+    results = {}
+    for where, extra in (("remote", {"remote": True}), ("local", {})):
+        start = time.perf_counter()
+        step = LogitLens(model, **options, **extra)
+        results[where] = step({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+        timings[where] = time.perf_counter() - start
+    torch.save(
+        {
+            where: {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+            for where, result in results.items()
+        },
+        args.out,
+    )
+    return {"seconds": timings, "padding_side": model.tokenizer.padding_side}
+
+
+def fail(args: argparse.Namespace) -> dict:
+    model = connect(args.model)
+    inputs = dict(model.tokenizer(PROMPTS[:2], return_tensors="pt", padding=True))
+    try:
+        with model.trace(inputs, remote=True):
+            # [batch, seq, d_model] @ [3, 7]: a shape error that only the server meets.
+            wrong = (model.layer(0) @ torch.ones(3, 7)).save()
+    except Exception as error:  # what a user would see
+        return {
+            "type": type(error).__name__,
+            "module": type(error).__module__,
+            "message": str(error),
+            "job_id": getattr(error, "job_id", None),
+            "details": getattr(error, "details", ""),
+        }
+    return {"type": None, "shape": list(wrong.shape)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("lens")
+    run.add_argument("model")
+    run.add_argument("out")
+    run.add_argument("--top-k", type=int, default=5)
+    run.add_argument("--full-probs", action="store_true")
+    run.add_argument("--layers", default="")
+    run.add_argument("--right-padding", action="store_true")
+    failing = sub.add_parser("fail")
+    failing.add_argument("model")
+    args = parser.parse_args()
+    print(json.dumps({"lens": lens, "fail": fail}[args.command](args)))
+
+
+if __name__ == "__main__":
+    main()

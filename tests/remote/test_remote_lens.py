@@ -1,0 +1,71 @@
+"""``LogitLens(MuranoModel(path, backend="nnsight"), remote=True)`` on a real NDIF server:
+every field equals the local run's, on ragged batches, on several architectures.
+
+The local server holds at most three models at once (Ray has 4 CPUs, the controller takes one,
+each model actor one); a fourth deployment waits for a CPU forever. So the suite uses three
+models: gpt2, llama, gemma2.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+def assert_same_result(remote: dict, local: dict) -> None:
+    assert remote.keys() == local.keys()
+    for name, ours in remote.items():
+        theirs = local[name]
+        if isinstance(ours, torch.Tensor):
+            assert isinstance(theirs, torch.Tensor) and ours.dtype == theirs.dtype, name
+            torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5, equal_nan=True, msg=name)
+        else:
+            assert ours == theirs, name
+
+
+def run_lens(ndif, folder, out, *options):
+    summary, stderr = ndif.client_json("lens", str(folder), str(out), *options)
+    both = torch.load(out, weights_only=False)
+    return both["remote"], both["local"], summary, stderr
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "gemma2"])
+def test_remote_lens_equals_the_local_one(arch, ndif, tiny_model_dirs, tmp_path):
+    remote, local, _, stderr = run_lens(ndif, tiny_model_dirs[arch], tmp_path / "lens.pt")
+    assert_same_result(remote, local)
+    mask = remote["attention_mask"].bool()
+    # Ragged: the short prompt is mostly padding, and padding holds no prediction.
+    assert (~mask).sum() > 10 and (remote["predicted_tokens"][:, ~mask] == -1).all()
+    assert torch.isfinite(remote["max_probs"][:, mask]).all()
+    # nnsight's job status came through the package's progress line.
+    for status in ("received", "running", "completed"):
+        assert f": {status}" in stderr, stderr[-2000:]
+
+
+def test_full_probs_a_subset_of_layers_and_right_padding(ndif, tiny_model_dirs, tmp_path):
+    remote, local, summary, _ = run_lens(
+        ndif,
+        tiny_model_dirs["llama"],
+        tmp_path / "lens.pt",
+        "--full-probs",
+        "--layers",
+        "0,-1",
+        "--top-k",
+        "3",
+        "--right-padding",
+    )
+    assert summary["padding_side"] == "right"
+    assert_same_result(remote, local)
+    assert remote["all_probs"].shape[:2] == (2, 4)
+    assert remote["attention_mask"][1, 0] == 1 and remote["attention_mask"][1, -1] == 0
+
+
+def test_a_server_error_is_one_clear_message(ndif, tiny_model_dirs):
+    error, stderr = ndif.client_json("fail", str(tiny_model_dirs["llama"]))
+    assert error["type"] == "NDIFError" and error["module"] == "murano_widgets.nnsight_backend"
+    message = error["message"]
+    assert "\n" not in message and "Traceback" not in message
+    assert message.startswith(f"NDIF job {error['job_id']} on http://127.0.0.1:8001 failed: ")
+    assert "mat1 and mat2 shapes cannot be multiplied" in message, message
+    assert "mat1 and mat2" in error["details"]
+    assert ": error" in stderr
