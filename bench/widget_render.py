@@ -2,7 +2,8 @@
 
 An 80-layer × 1,000-position result (two prompts of 1,000 tokens, synthetic numbers) goes
 through the real ``LogitLensWidget`` and its payload encoder; a page then renders the real
-``js/logit_lens.js`` with a fake anywidget model holding that state (sections as DataViews).
+``murano_widgets/static/logit_lens.js`` (built from js/src) with a fake anywidget model holding
+that state (sections as DataViews).
 
 It measures, median of several runs:
 

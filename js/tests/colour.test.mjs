@@ -1,27 +1,21 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { COLOUR_STOPS, colourImage, colourLut, interpolateStops, relativeLuminance, scaleColour, textColourOn } from "../src/colour.js";
+import { formatBits, formatProb, formatRank, niceCeil } from "../src/format.js";
 import {
-  COLOUR_STOPS,
-  colourImage,
-  colourLut,
-  decodePayload,
-  formatBits,
-  formatProb,
-  formatRank,
-  interpolateStops,
   legendTicks,
-  METRIC_NAMES,
-  METRICS,
   metricAvailable,
   metricDomain,
+  metricNames,
+  metricOffered,
+  metricSpec,
   metricValue,
-  niceCeil,
-  relativeLuminance,
-  scaleColour,
-  textColourOn,
+  resolveMetric,
+  shortLabel,
   unitValue,
-} from "../logit_lens.js";
+} from "../src/metrics.js";
+import { decodePayload } from "../src/payload.js";
 import { makePayload } from "./helpers.mjs";
 
 test("colour scales hit their end stops and interpolate in between", () => {
@@ -69,25 +63,57 @@ test("niceCeil and unitValue", () => {
   assert.ok(Math.abs(unitValue(9, { min: 0, max: 99, log: true }) - 0.5) < 1e-12);
 });
 
-test("metric domains: probabilities [0, 1], entropy up to log2(vocab), rank log, KL up to a nice max", () => {
+test("metric domains come from the registry Python sends", () => {
   const lens = decodePayload(...Object.values(makePayload()));
   assert.deepEqual(metricDomain(lens, "prob"), { min: 0, max: 1, log: false });
   assert.ok(Math.abs(metricDomain(lens, "entropy").max - Math.log2(1000)) < 1e-12);
   const rank = metricDomain(lens, "final_rank");
   assert.equal(rank.log, true);
-  assert.equal(rank.max, 19); // max raw rank 14 -> ranks up to #20
+  assert.equal(rank.max, 19); // max raw rank 14 -> ranks up to 19
   assert.equal(metricDomain(lens, "kl").max, niceCeil((2000 * 3) / 65535));
   assert.throws(() => metricDomain(lens, "nope"), /unknown metric/);
+  // A changed registry entry changes the colours: nothing is hard-coded here.
+  const { meta, sections } = makePayload();
+  meta.metrics[0].domain = [0, 0.5];
+  meta.metrics[0].scale = "magma";
+  const changed = decodePayload(meta, sections);
+  assert.deepEqual(metricDomain(changed, "prob"), { min: 0, max: 0.5, log: false });
+  assert.deepEqual(Array.from(colourImage(changed, "prob", 0).data.slice(0, 3)), scaleColour("magma", 1));
 });
 
 test("metricValue and availability", () => {
   const lens = decodePayload(...Object.values(makePayload({ details: false })));
   assert.ok(metricAvailable(lens, "prob"));
-  for (const m of ["entropy", "final_prob", "final_rank", "kl"]) assert.ok(!metricAvailable(lens, m), m);
+  for (const m of ["entropy", "final_prob", "final_rank", "kl"]) {
+    assert.ok(!metricAvailable(lens, m), m);
+    assert.ok(metricOffered(lens, m), m);
+  }
   assert.ok(Math.abs(metricValue(lens, "prob", 0) - 1 / 3) < 1e-4);
   assert.ok(Number.isNaN(metricValue(lens, "kl", 0)));
-  assert.deepEqual(METRIC_NAMES, ["prob", "entropy", "final_prob", "final_rank", "kl"]);
-  for (const m of METRIC_NAMES) assert.ok(COLOUR_STOPS[METRICS[m].scale], m);
+  assert.deepEqual(metricNames(lens), ["prob", "entropy", "final_prob", "final_rank", "kl"]);
+  for (const m of metricNames(lens)) assert.ok(COLOUR_STOPS[metricSpec(lens, m).scale], m);
+  assert.equal(resolveMetric(lens, "kl"), "kl");
+  assert.equal(resolveMetric(lens, "nope"), "prob");
+  const partial = decodePayload(...Object.values(makePayload({ final: false })));
+  assert.ok(!metricOffered(partial, "final_rank"));
+  assert.equal(resolveMetric(partial, "final_rank"), "prob");
+  assert.equal(shortLabel("Entropy (bits)"), "Entropy");
+  assert.equal(shortLabel("KL(final ‖ layer) in bits"), "KL(final ‖ layer) in bits");
+});
+
+test("final-based metrics are missing where the final distribution is", () => {
+  const lens = decodePayload(...Object.values(makePayload({ finalMissing: [0, 1, 0, 0, 0] })));
+  // Column 1 in every row: final-based values missing, the others kept.
+  for (const row of [0, 2]) {
+    const idx = row * 5 + 1;
+    for (const m of ["final_prob", "final_rank", "kl"]) assert.ok(Number.isNaN(metricValue(lens, m, idx)), `${m} row ${row}`);
+    assert.ok(Number.isFinite(metricValue(lens, "prob", idx)));
+    assert.ok(Number.isFinite(metricValue(lens, "entropy", idx)));
+  }
+  const img = colourImage(lens, "final_rank", 0);
+  const alpha = (row, col) => img.data[(row * 3 + col) * 4 + 3];
+  assert.deepEqual([alpha(0, 0), alpha(0, 1), alpha(2, 1)], [255, 0, 0]);
+  assert.equal(colourImage(lens, "prob", 0).data[(0 * 3 + 1) * 4 + 3], 255);
 });
 
 test("colourImage puts the final layer in the top row and leaves missing cells transparent", () => {
@@ -110,14 +136,14 @@ test("colourImage puts the final layer in the top row and leaves missing cells t
   assert.ok(colourImage(bare, "kl", 0).data.every((v) => v === 0));
 });
 
-test("reversed metrics: low entropy and rank #1 are the bright end", () => {
+test("reversed metrics: low entropy and rank 0 are the bright end", () => {
   const lens = decodePayload(...Object.values(makePayload()));
   const img = colourImage(lens, "final_rank", 0);
   // Top row = final layer, rank 0 -> t = 0 -> reversed viridis = yellow.
   assert.deepEqual(Array.from(img.data.slice(0, 3)), scaleColour("viridis", 1));
 });
 
-test("formatting", () => {
+test("formatting: one rank convention, rank 0 = the top-1 token", () => {
   assert.equal(formatProb(0.4213), "42.1%");
   assert.equal(formatProb(0.05), "5%");
   assert.equal(formatProb(0.0123), "1.23%");
@@ -128,19 +154,25 @@ test("formatting", () => {
   assert.equal(formatBits(3.2109), "3.21 bits");
   assert.equal(formatBits(12.34), "12.3 bits");
   assert.equal(formatBits(2.5, true), "2.5");
-  assert.equal(formatRank(0), "#1");
-  assert.equal(formatRank(3), "#4");
-  assert.equal(formatRank(65535), "≥#65536");
-  assert.equal(formatRank(20000), "#20k");
+  assert.equal(formatRank(0), "rank 0");
+  assert.equal(formatRank(3), "rank 3");
+  assert.equal(formatRank(65535), "rank ≥65535");
+  assert.equal(formatRank(20000), "rank 20k");
+  assert.equal(formatRank(NaN), "–");
+  assert.equal(formatRank(1000, true), "1k");
 });
 
 test("legend ticks span the domain with readable labels", () => {
-  const prob = legendTicks("prob", { min: 0, max: 1, log: false });
+  const lens = decodePayload(...Object.values(makePayload()));
+  const spec = (name) => metricSpec(lens, name);
+  const prob = legendTicks(spec("prob"), { min: 0, max: 1, log: false });
   assert.deepEqual(prob.map((t) => t.label), ["0%", "50%", "100%"]);
   assert.deepEqual(prob.map((t) => t.t), [0, 0.5, 1]);
-  const rank = legendTicks("final_rank", { min: 0, max: 999, log: true });
-  assert.deepEqual(rank.map((t) => t.label), ["#1", "#10", "#100", "#1000"]);
+  const rank = legendTicks(spec("final_rank"), { min: 0, max: 1000, log: true });
+  assert.deepEqual(rank.map((t) => t.label), ["0", "10", "100", "1k"]);
   assert.equal(rank[3].t, 1);
-  const bits = legendTicks("entropy", { min: 0, max: 9.97, log: false });
+  const capped = legendTicks(spec("final_rank"), { min: 0, max: 65535, log: true });
+  assert.equal(capped.at(-1).label, "≥65535");
+  const bits = legendTicks(spec("entropy"), { min: 0, max: 9.97, log: false });
   assert.deepEqual(bits.map((t) => t.label), ["0", "5", "9.97"]);
 });

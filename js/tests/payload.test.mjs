@@ -1,16 +1,19 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { createLocalModel } from "../src/local_model.js";
 import {
   cellIndex,
   decodeBase64,
   decodePayload,
+  isFinalMissing,
   isSettled,
   readTypedArray,
+  rowOfModelLayer,
   sectionMax,
   settleRow,
   toBytes,
-} from "../logit_lens.js";
+} from "../src/payload.js";
 import { encode, makePayload } from "./helpers.mjs";
 
 test("readTypedArray reads aligned data as a view, without copying", () => {
@@ -61,30 +64,34 @@ test("decodePayload decodes every section and the cell index follows [layer][fla
   assert.equal(lens.topK, 3);
   // prompt 1, layer index 2, position 1 -> 2 * 5 + 3 + 1
   assert.equal(cellIndex(lens, 1, 2, 1), 14);
-  assert.equal(lens.arrays.top1_tokens[14], (2 + 4) % 5);
-  assert.ok(Math.abs(lens.arrays.top1_probs[14] * lens.scales.top1_probs - 1) < 1e-9);
+  assert.equal(lens.arrays.predicted_tokens[14], (2 + 4) % 5);
+  assert.ok(Math.abs(lens.arrays.max_probs[14] * lens.scales.max_probs - 1) < 1e-9);
   assert.equal(lens.arrays.topk_tokens.length, 3 * 5 * 2);
+  assert.equal(lens.lensKind, "logit");
+  assert.deepEqual(lens.metrics.map((m) => m.name), ["prob", "entropy", "final_prob", "final_rank", "kl"]);
+  assert.deepEqual(lens.metrics[3].domain, [0, 19]);
+  assert.equal(lens.metrics[3].finalBased, true);
 });
 
 test("decodePayload uses uint32 token indices when the table is large", () => {
   const { meta, sections } = makePayload({ indexDtype: "uint32", byteOffset: 2 });
   const lens = decodePayload(meta, sections);
-  assert.ok(lens.arrays.top1_tokens instanceof Uint32Array);
+  assert.ok(lens.arrays.predicted_tokens instanceof Uint32Array);
   assert.equal(lens.arrays.final_tokens[4], (2 + 4) % 5);
 });
 
-test("decodePayload without detail sections: topK is 1 and metrics are unavailable", () => {
+test("decodePayload without detail sections: topK is 1 and metrics are not loaded", () => {
   const { meta, sections } = makePayload({ details: false });
   const lens = decodePayload(meta, sections);
   assert.equal(lens.topK, 1);
   assert.equal(lens.arrays.entropy, undefined);
 });
 
-test("decodePayload skips sections described in _meta but not yet in _sections", () => {
+test("decodePayload skips detail sections described in _meta but not yet in _sections", () => {
   const { meta, sections } = makePayload();
-  delete sections.kl;
+  delete sections.kl_to_final;
   const lens = decodePayload(meta, sections);
-  assert.equal(lens.arrays.kl, undefined);
+  assert.equal(lens.arrays.kl_to_final, undefined);
   assert.ok(lens.arrays.entropy);
 });
 
@@ -94,14 +101,20 @@ test("decodePayload names what is wrong with an inconsistent payload", () => {
     mutate(meta, sections);
     assert.throws(() => decodePayload(meta, sections), pattern);
   };
-  bad((m) => { m.version = 2; }, /version/);
+  bad((m) => { m.version = 1; }, /version 1 \(expected 2\)/);
   bad((m) => { m.offsets = [0, 2]; }, /offsets\[1\] is 2, expected 3/);
   bad((m) => { m.total = 9; }, /total is 9/);
-  bad((m) => { m.sections.top1_probs.shape = [3, 4]; }, /top1_probs: shape/);
-  bad((m, s) => { delete s.top1_tokens; }, /lacks the top1_tokens section/);
+  bad((m) => { m.layers = [0, 2, 1]; }, /ascending/);
+  bad((m) => { m.sections.max_probs.shape = [3, 4]; }, /max_probs: shape/);
+  bad((m) => { m.sections.entropy.shape = [3, 4]; }, /entropy: shape/);
+  bad((m, s) => { delete s.predicted_tokens; }, /lacks the predicted_tokens section/);
+  bad((m, s) => { delete s.max_probs; }, /lacks the max_probs section/);
   bad((m) => { m.tokens = ["a"]; }, /token index \d+ is outside the table of 1 strings/);
-  bad((m, s) => { s.top1_probs = encode([1, 2], "uint16"); }, /top1_probs: expected 15 uint16 values, got 2/);
+  bad((m, s) => { s.max_probs = encode([1, 2], "uint16"); }, /max_probs: expected 15 uint16 values, got 2/);
+  bad((m) => { m.metrics = []; }, /_meta.metrics must list the metrics/);
+  bad((m) => { m.metrics[0] = { label: "x" }; }, /metrics\[0\] must be an object with a name and a field/);
   assert.throws(() => decodePayload(null, {}), /_meta is empty/);
+  assert.throws(() => decodePayload({}, {}), /_meta is empty/);
 });
 
 test("settled cells: top-1 equals the final prediction; the last row always settles", () => {
@@ -119,14 +132,41 @@ test("missing cells are never settled and sectionMax is cached", () => {
   const lens = decodePayload(meta, sections);
   assert.ok(!isSettled(lens, 0, 2, 0));
   assert.equal(settleRow(lens, 0, 0), -1);
-  assert.equal(sectionMax(lens, "kl"), 2000);
-  assert.equal(lens.maxima.kl, 2000);
+  assert.equal(sectionMax(lens, "kl_to_final"), 2000);
+  assert.equal(lens.maxima.kl_to_final, 2000);
   assert.equal(sectionMax(lens, "nope"), 0);
 });
 
-test("createLocalModel: DataViews from base64 or buffers, change events, off", async () => {
-  const { createLocalModel } = await import("../logit_lens.js");
-  const model = createLocalModel({ _meta: { version: 1 }, _sections: { a: "AQID", b: new Uint8Array([4, 5]).buffer }, layer: 2 });
+test("a position whose final distribution is missing settles nowhere", () => {
+  const finalMissing = [0, 1, 0, 0, 0];
+  const lens = decodePayload(...Object.values(makePayload({ finalMissing })));
+  assert.ok(isFinalMissing(lens, 1) && !isFinalMissing(lens, 0));
+  assert.ok(!isSettled(lens, 0, 2, 1));
+  assert.ok(isSettled(lens, 0, 2, 0));
+  assert.equal(settleRow(lens, 0, 1), -1);
+});
+
+test("without the model's final prediction nothing is settled", () => {
+  const lens = decodePayload(...Object.values(makePayload({ final: false })));
+  assert.equal(lens.arrays.final_tokens, undefined);
+  assert.ok(!isSettled(lens, 0, 2, 0));
+  assert.equal(lens.metrics[2].available, false);
+  assert.equal(lens.metrics[2].unavailableReason, "needs the model's last layer");
+});
+
+test("the layer trait is a model layer: rows by model layer, the nearest when absent", () => {
+  const layers = [0, 4, 8, 11];
+  assert.equal(rowOfModelLayer(layers, 8), 2);
+  assert.equal(rowOfModelLayer(layers, 11), 3);
+  assert.equal(rowOfModelLayer(layers, 5), 1);
+  assert.equal(rowOfModelLayer(layers, 99), 3);
+  assert.equal(rowOfModelLayer(layers, -3), 0);
+  assert.equal(rowOfModelLayer(layers, null), 0);
+  assert.equal(rowOfModelLayer(layers, "x"), 0);
+});
+
+test("createLocalModel: DataViews from base64 or buffers, change events, off", () => {
+  const model = createLocalModel({ _meta: { version: 2 }, _sections: { a: "AQID", b: new Uint8Array([4, 5]).buffer }, layer: 2 });
   const a = model.get("_sections").a;
   assert.ok(a instanceof DataView);
   assert.deepEqual([a.getUint8(0), a.getUint8(2)], [1, 3]);

@@ -1,4 +1,5 @@
-"""A test page that renders the real ``js/logit_lens.js`` with a fake anywidget model.
+"""A test page that renders the real, built front end (``murano_widgets/static/logit_lens.js``,
+built from ``js/src``) with a fake anywidget model.
 
 The page is served by Playwright request interception (no server process). The fake model is fed
 the Python widget's actual state: JSON traits as JSON, bytes as base64 turned back into DataViews
@@ -12,12 +13,15 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-JS = ROOT / "js" / "logit_lens.js"
-CSS = ROOT / "js" / "logit_lens.css"
+# MURANO_STATIC_DIR: render another build instead (e.g. to see a test fail without a fix).
+STATIC = Path(os.environ.get("MURANO_STATIC_DIR") or ROOT / "murano_widgets" / "static")
+JS = STATIC / "logit_lens.js"
+CSS = STATIC / "logit_lens.css"
 ORIGIN = "http://murano.test"
 ARTIFACTS = ROOT / "tests" / "_artifacts"
 

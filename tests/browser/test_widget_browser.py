@@ -1,13 +1,15 @@
 """The real widget front end in headless Chromium, fed the Python widget's actual state.
 
-Each test renders ``js/logit_lens.js`` in a page (see ``harness.py``), drives it with the mouse and
-the keyboard, reads back pixels, canvas text, DOM and the messages sent to the "kernel", and
-applies those messages to the Python ``LogitLensWidget`` through its traits.
+Each test renders the built front end (``murano_widgets/static/logit_lens.js``) in a page (see
+``harness.py``), drives it with the mouse and the keyboard, reads back pixels, canvas text, DOM
+and the messages sent to the "kernel", and applies those messages to the Python
+``LogitLensWidget`` through its traits.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import numpy as np
@@ -40,11 +42,6 @@ def lut_colour(name: str, t: float, reverse: bool = False) -> np.ndarray:
     return np.array(colormaps[name](k)[:3]) * 255
 
 
-def nice_ceil(x: float) -> float:
-    p = 10 ** math.floor(math.log10(x))
-    return next(m * p for m in (1, 2, 5, 10) if m * p >= x)
-
-
 def cell_raw(widget, name: str, layer_index: int, prompt: int, position: int) -> int:
     meta = widget._meta
     data = widget._sections[name]
@@ -72,6 +69,16 @@ def unwrap(text: str) -> str:
     return text[1:-1]
 
 
+def metric(widget, name: str) -> dict:
+    """The registry entry Python sent for metric ``name``."""
+    return next(m for m in widget._meta["metrics"] if m["name"] == name)
+
+
+def short_label(label: str) -> str:
+    """A label without its trailing parenthesis, as the tooltip shows it."""
+    return re.sub(r"\s*\([^()]*\)\s*$", "", label) or label
+
+
 def display(token: str) -> str:
     """The front end's visible form of a token, for the plain tokens used here."""
     return token.replace(" ", "␣").replace("\n", "↵")
@@ -89,7 +96,7 @@ def test_cells_labels_and_colours(page, widget):
 
     # Colours: each cell is viridis(top-1 probability), the final layer in the top row.
     for layer_index, position in [(7, 0), (0, 0), (3, 4), (5, 8)]:
-        raw = cell_raw(widget, "top1_probs", layer_index, 0, position)
+        raw = cell_raw(widget, "max_probs", layer_index, 0, position)
         expected = lut_colour("viridis", raw / 65535)
         got = swatch(bridge, layer_index, position)
         assert np.abs(got[:3] - expected).max() <= 6, (layer_index, position, got, expected)
@@ -133,7 +140,7 @@ def test_cells_labels_and_colours(page, widget):
 def test_sections_at_a_nonzero_byte_offset(page, widget, offset):
     """DataViews that start inside a larger buffer (unaligned at 3) decode to the same cells."""
     bridge = Bridge(page, widget, byte_offset=offset)
-    assert page.evaluate("() => window.model.get('_sections').top1_probs.byteOffset") == offset
+    assert page.evaluate("() => window.model.get('_sections').max_probs.byteOffset") == offset
     lengths = widget._meta["lengths"]
     colours = page.evaluate(
         """(n) => { const out = []; for (let i = 0; i < 8; i++) for (let j = 0; j < n; j++)
@@ -142,7 +149,7 @@ def test_sections_at_a_nonzero_byte_offset(page, widget, offset):
     )
     for k, colour in enumerate(colours):
         i, j = divmod(k, lengths[0])
-        expected = lut_colour("viridis", cell_raw(widget, "top1_probs", i, 0, j) / 65535)
+        expected = lut_colour("viridis", cell_raw(widget, "max_probs", i, 0, j) / 65535)
         assert np.abs(np.array(colour[:3]) - expected).max() <= 6
         if (i, j) == (3, 4):
             assert np.abs(swatch(bridge, i, j)[:3] - expected).max() <= 6, "and on the canvas"
@@ -161,7 +168,7 @@ def test_hidpi_canvas_is_sharp(hidpi_page, widget):
         "() => { const c = document.querySelector('.murano-canvas'); return [c.width, c.getBoundingClientRect().width]; }"
     )
     assert size[0] == 2 * round(size[1])
-    raw = cell_raw(widget, "top1_probs", 6, 0, 2)
+    raw = cell_raw(widget, "max_probs", 6, 0, 2)
     assert np.abs(swatch(bridge, 6, 2)[:3] - lut_colour("viridis", raw / 65535)).max() <= 6
 
 
@@ -321,17 +328,20 @@ def test_metric_switch_waits_for_detail_sections(page, widget):
     assert "loading" in page.inner_text(".murano-legend-title")
     bridge.sync()
     assert widget.metric == "final_rank"
-    assert "final_ranks" in widget._sections, "Python sent the detail sections"
+    assert "final_token_ranks" in widget._sections, "Python sent the detail sections"
     state = bridge.state()
     assert state["shownMetric"] == "final_rank"
-    assert page.inner_text(".murano-legend-title") == "Rank of the final prediction (log scale)"
+    spec = metric(widget, "final_rank")
+    assert page.inner_text(".murano-legend-title") == spec["label"]
     ticks = page.eval_on_selector_all(".murano-legend-tick", "els => els.map(e => e.textContent)")
-    assert ticks[0] == "#1"
-    # Colour = reversed viridis on a log scale: rank #1 is the bright end.
-    raw_max = int(np.frombuffer(widget._sections["final_ranks"], dtype="<u2").max())
-    domain_max = max(9, nice_ceil(raw_max + 1) - 1)  # ranks up to #1, #2, #5 × 10^k
+    assert ticks[0] == "0", "rank 0 = the top-1 token"
+    # Colour = reversed viridis on a log scale over Python's domain: rank 0 is the bright end.
+    assert spec["log"] and spec["reverse"] and spec["domain"][0] == 0
+    domain_max = spec["domain"][1]
+    raw_max = int(np.frombuffer(widget._sections["final_token_ranks"], dtype="<u2").max())
+    assert domain_max >= raw_max
     for layer_index, position in [(7, 1), (1, 3)]:
-        rank = cell_raw(widget, "final_ranks", layer_index, 0, position)
+        rank = cell_raw(widget, "final_token_ranks", layer_index, 0, position)
         t = math.log1p(rank) / math.log1p(domain_max)
         expected = lut_colour("viridis", t, reverse=True)
         assert np.abs(swatch(bridge, layer_index, position)[:3] - expected).max() <= 6
@@ -346,7 +356,9 @@ def test_metric_switch_with_the_keyboard(page, widget):
     assert bridge.state()["shownMetric"] == "entropy"
     # Entropy: low entropy is the bright end of (reversed) cividis, up to log2(vocab).
     bits = cell_raw(widget, "entropy", 2, 0, 2) * widget._meta["sections"]["entropy"]["scale"]
-    expected = lut_colour("cividis", bits / widget._meta["max_entropy"], reverse=True)
+    low, high = metric(widget, "entropy")["domain"]
+    assert high == widget._meta["max_entropy"]
+    expected = lut_colour("cividis", (bits - low) / (high - low), reverse=True)
     assert np.abs(swatch(bridge, 2, 2)[:3] - expected).max() <= 6
     for _ in range(3):
         page.keyboard.press("ArrowDown")
@@ -377,10 +389,11 @@ def test_hover_shows_the_tooltip_and_asks_for_details_once(page, widget):
         word = result.token_strings[int(result.topk_tokens[3, 0, seq, rank])]
         assert display(word) in tip
     assert "input" in tip and display(EIFFEL[2]) in tip
-    assert "entropy" in tip and "bits" in tip
-    assert "rank of final" in tip and "p(final)" in tip
+    assert "bits" in tip
+    for spec in widget._meta["metrics"]:
+        assert short_label(spec["label"]) in tip, spec["label"]
     rank = int(result.final_token_ranks[3, 0, seq])
-    assert f"#{rank + 1}" in tip
+    assert f"rank {rank}" in tip, "one rank convention: rank 0 = the top-1 token"
     # More hovering does not ask again.
     x, y = bridge.cell_center(5, 4)
     page.mouse.move(x, y)

@@ -1,17 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import {
-  cellDetails,
-  charCount,
-  codepointLabel,
-  decodePayload,
-  displayToken,
-  isolateLtr,
-  readoutText,
-  tooltipModel,
-  truncateText,
-} from "../logit_lens.js";
+import { cellDetails, readoutText, tooltipModel } from "../src/details.js";
+import { decodePayload } from "../src/payload.js";
+import { displayToken } from "../src/tokens.js";
 import { makePayload } from "./helpers.mjs";
 
 test("spaces, newlines, tabs and carriage returns get visible marks", () => {
@@ -42,7 +34,7 @@ test("invisible, bidirectional and control characters are shown as code points",
   assert.equal(displayToken("\u0000\u001b\u007f\u0085"), "<U+0000><U+001B><U+007F><U+0085>");
   assert.equal(displayToken("\u2066x\u2069"), "<U+2066>x<U+2069>");
   assert.equal(displayToken("\u{e0041}"), "<U+E0041>");
-  assert.equal(codepointLabel(0x1f600), "<U+1F600>");
+  assert.equal(displayToken("\ue000"), "<U+E000>");
 });
 
 test("lone surrogates and replacement characters (byte pieces of UTF-8) are visible", () => {
@@ -51,20 +43,6 @@ test("lone surrogates and replacement characters (byte pieces of UTF-8) are visi
   assert.equal(displayToken("x\ude00"), "x<U+DE00>");
   assert.equal(displayToken("😀"), "😀");
   assert.equal(displayToken("שלום"), "שלום", "right-to-left letters are kept (isolated when drawn)");
-});
-
-test("truncation counts code points and ends in an ellipsis", () => {
-  assert.equal(truncateText("abcdef", 4), "abc…");
-  assert.equal(truncateText("abc", 3), "abc");
-  assert.equal(truncateText("😀😀😀", 2), "😀…");
-  assert.equal(truncateText("abc", 1), "…");
-  assert.equal(truncateText("abc", 0), "");
-  assert.equal(charCount("😀a"), 2);
-  assert.equal(charCount("\ude00\ud83d"), 2);
-});
-
-test("isolateLtr wraps with LRI … PDI", () => {
-  assert.equal(isolateLtr("אב"), "\u2066אב\u2069");
 });
 
 const lens = decodePayload(...Object.values(makePayload({ tokens: ["a", " b", "\n", "<script>", "\u200f"] })));
@@ -79,20 +57,25 @@ test("cellDetails gathers the cell's values", () => {
   assert.ok(Math.abs(d.top[0].prob - 2 / 3) < 1e-4);
   assert.ok(Math.abs(d.top[1].prob - 20 / 255) < 1e-9);
   assert.equal(d.finalRank, 7);
+  assert.deepEqual(d.metrics.map((m) => m.spec.name), ["prob", "entropy", "final_prob", "final_rank", "kl"]);
   assert.ok(d.detailsLoaded);
   assert.equal(cellDetails(lens, 0, 2, 0).settled, true);
 });
 
-test("tooltipModel turns details into display strings", () => {
+test("tooltipModel turns details into display strings; ranks count from 0", () => {
   const model = tooltipModel(cellDetails(lens, 0, 0, 1));
   assert.equal(model.title, "Layer 0 · position 1");
   assert.equal(model.rows[0].label, "input");
   assert.equal(model.rows[0].value, "↵"); // input token 2
-  assert.deepEqual(model.top.map((t) => t.rank), [1, 2, 3]);
+  assert.deepEqual(model.top.map((t) => t.rank), [0, 1, 2]);
   assert.equal(model.top[0].text, "␣b");
   assert.equal(model.top[0].prob, "33.3%");
-  assert.ok(model.rows.some((r) => r.label === "entropy" && r.value.endsWith("bits")));
-  assert.ok(model.rows.some((r) => r.label === "rank of final" && r.value === "#15"));
+  // One row per metric of the registry, labelled from it.
+  assert.ok(model.rows.some((r) => r.label === "Entropy" && r.value.endsWith("bits")));
+  assert.ok(model.rows.some((r) => r.label === "Rank of the final prediction" && r.value === "rank 14"));
+  assert.ok(model.rows.some((r) => r.label === "Probability of the final prediction" && r.value.endsWith("%")));
+  assert.ok(model.rows.some((r) => r.label === "KL(final ‖ layer) in bits" && r.value.endsWith("bits")));
+  assert.equal(model.rows.find((r) => r.label === "Entropy").title, "How spread out the layer's prediction is.");
   assert.equal(model.note, "");
 });
 
@@ -101,18 +84,45 @@ test("tooltip before the detail sections arrive, and for a missing cell", () => 
   const model = tooltipModel(cellDetails(bare, 0, 1, 1));
   assert.equal(model.top.length, 1);
   assert.equal(model.note, "Loading details…");
-  assert.ok(!model.rows.some((r) => r.label === "entropy"));
+  assert.ok(!model.rows.some((r) => r.label === "Entropy"));
   const missing = new Array(15).fill(0);
   missing[1] = 1;
   const holes = decodePayload(...Object.values(makePayload({ missing })));
   const hole = tooltipModel(cellDetails(holes, 0, 0, 1));
   assert.equal(hole.top.length, 0);
   assert.match(hole.note, /not finite/);
+  assert.match(hole.note, /no value \(non-finite\)/i);
+  assert.ok(!hole.rows.some((r) => r.label === "Entropy"));
+});
+
+test("tooltip where the final distribution is missing: final-based values say so", () => {
+  const finals = decodePayload(...Object.values(makePayload({ finalMissing: [0, 1, 0, 0, 0] })));
+  const d = cellDetails(finals, 0, 1, 1);
+  assert.equal(d.finalMissing, true);
+  assert.equal(d.settled, false);
+  assert.equal(d.finalRank, null);
+  const model = tooltipModel(d);
+  assert.equal(model.rows.find((r) => r.label === "final prediction").value, "no value (non-finite)");
+  assert.equal(model.rows.find((r) => r.label === "Rank of the final prediction").value, "–");
+  assert.ok(model.rows.find((r) => r.label === "Entropy").value.endsWith("bits"));
+  assert.match(model.note, /final distribution was not finite/);
+  assert.match(readoutText(d), /final prediction: no value \(non-finite\)/);
+});
+
+test("without the model's final prediction: no final rows, nothing settled", () => {
+  const partial = decodePayload(...Object.values(makePayload({ final: false })));
+  const d = cellDetails(partial, 0, 2, 0);
+  assert.equal(d.finalToken, null);
+  assert.equal(d.settled, false);
+  const model = tooltipModel(d);
+  assert.deepEqual(model.rows.map((r) => r.label), ["input", "Top-1 probability", "Entropy"]);
+  assert.equal(model.badge, "");
+  assert.doesNotMatch(readoutText(d), /final/);
 });
 
 test("readoutText is one sentence with visible tokens", () => {
   const text = readoutText(cellDetails(lens, 1, 0, 0), { pinned: true });
-  assert.match(text, /^Layer 0, position 0, input ␣b; top-1 <script> 33\.3%; final prediction a at rank #15/);
+  assert.match(text, /^Layer 0, position 0, input ␣b; top-1 <script> 33\.3%; final prediction a at rank 14/);
   assert.match(readoutText(cellDetails(lens, 0, 0, 2)), /input <U\+200F>; top-1 ↵/);
   assert.match(text, /pinned\.$/);
   assert.match(readoutText(cellDetails(lens, 0, 2, 0)), /equals the final prediction/);

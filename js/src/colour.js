@@ -1,0 +1,145 @@
+// @ts-check
+/** Colour scales: interpolation, lookup tables, text contrast, and a prompt's colour image. */
+
+import { COLOUR_STOPS } from "./colour_stops.js";
+import { metricDomain, metricSpec } from "./metrics.js";
+
+export { COLOUR_STOPS };
+
+/**
+ * @typedef {import("./payload.js").Lens} Lens
+ * @typedef {[number, number, number]} Rgb
+ */
+
+/**
+ * Parses "#rrggbb" into [r, g, b].
+ * @param {string} hex
+ * @returns {Rgb}
+ */
+export function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+
+/**
+ * The colour at `t` in [0, 1] of a scale given by evenly spaced stops (linear interpolation in
+ * sRGB; `t` is clamped, NaN gives the first stop).
+ * @param {readonly string[]} stops
+ * @param {number} t
+ * @returns {Rgb}
+ */
+export function interpolateStops(stops, t) {
+  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+  const pos = x * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(pos));
+  const f = pos - i;
+  const a = hexToRgb(stops[i]);
+  const b = hexToRgb(stops[i + 1]);
+  /** @param {number} k */
+  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
+  return [mix(0), mix(1), mix(2)];
+}
+
+/**
+ * The colour of `t` on a named scale.
+ * @param {string} name
+ * @param {number} t
+ * @param {boolean} [reverse]
+ * @returns {Rgb}
+ */
+export function scaleColour(name, t, reverse = false) {
+  const stops = COLOUR_STOPS[name];
+  if (!stops) throw new Error(`unknown colour scale ${name}`);
+  return interpolateStops(stops, reverse ? 1 - t : t);
+}
+
+/** @type {Map<string, Uint8Array>} */
+const lutCache = new Map();
+
+/**
+ * A 256-entry lookup table of a scale: `lut[3*k .. 3*k+2]` is the colour of t = k/255.
+ * @param {string} name
+ * @param {boolean} [reverse]
+ * @returns {Uint8Array}
+ */
+export function colourLut(name, reverse = false) {
+  const key = `${name}|${reverse}`;
+  let lut = lutCache.get(key);
+  if (!lut) {
+    lut = new Uint8Array(256 * 3);
+    for (let k = 0; k < 256; k++) lut.set(scaleColour(name, k / 255, reverse), 3 * k);
+    lutCache.set(key, lut);
+  }
+  return lut;
+}
+
+/**
+ * WCAG relative luminance of an sRGB colour.
+ * @param {readonly number[]} rgb
+ */
+export function relativeLuminance([r, g, b]) {
+  /** @param {number} c */
+  const lin = (c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+
+/**
+ * Black or white, whichever reads better on `rgb` (by WCAG contrast).
+ * @param {readonly number[]} rgb
+ * @returns {"#000000" | "#ffffff"}
+ */
+export function textColourOn(rgb) {
+  const l = relativeLuminance(rgb);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
+}
+
+/**
+ * Fills an RGBA image of one prompt's cells: width = the prompt's length, height = L, the final
+ * layer in row 0 (the top). Missing cells (the whole cell, or, for a metric measured against the
+ * final prediction, a position whose final distribution was not finite) and cells of a metric
+ * not loaded yet stay transparent, so whatever is drawn below (a hatch pattern) shows through.
+ * @param {Lens} lens
+ * @param {string} metric
+ * @param {number} prompt
+ * @param {Uint8ClampedArray<ArrayBuffer>} [out] a buffer to reuse when it has the right size
+ * @returns {{width: number, height: number, data: Uint8ClampedArray<ArrayBuffer>}}
+ */
+export function colourImage(lens, metric, prompt, out) {
+  const n = lens.lengths[prompt];
+  const L = lens.L;
+  const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
+  data.fill(0);
+  const spec = metricSpec(lens, metric);
+  const array = spec && lens.arrays[spec.field];
+  if (!spec || !array) return { width: n, height: L, data };
+  const scale = lens.scales[spec.field] ?? 1;
+  const domain = metricDomain(lens, metric);
+  const lut = colourLut(spec.scale, spec.reverse);
+  const missing = lens.arrays.missing;
+  const offset = lens.offsets[prompt];
+  const finalMissing = spec.finalBased ? lens.arrays.final_missing : undefined;
+  const logDen = domain.log ? Math.log1p(domain.max - domain.min) : 0;
+  const span = domain.max - domain.min;
+  for (let i = 0; i < L; i++) {
+    const row = L - 1 - i;
+    const base = i * lens.T + offset;
+    for (let j = 0; j < n; j++) {
+      const idx = base + j;
+      if (missing && missing[idx]) continue;
+      if (finalMissing && finalMissing[offset + j]) continue;
+      const v = array[idx] * scale - domain.min;
+      let t = domain.log ? Math.log1p(v > 0 ? v : 0) / logDen : v / span;
+      t = t < 0 ? 0 : t > 1 ? 1 : t;
+      const k = Math.round(t * 255) * 3;
+      const o = (row * n + j) * 4;
+      data[o] = lut[k];
+      data[o + 1] = lut[k + 1];
+      data[o + 2] = lut[k + 2];
+      data[o + 3] = 255;
+    }
+  }
+  return { width: n, height: L, data };
+}

@@ -1,0 +1,52 @@
+// @ts-check
+/**
+ * The logit-lens widget front end: a canvas heatmap (rows = layers, final layer at the top;
+ * columns = the prompt's real tokens) with prompt and layer sliders, a metric switch, a tooltip
+ * and a pinned cell that Python can read back.
+ *
+ * The entry of the bundle (`murano_widgets/static/logit_lens.js`, built by `npm run build`):
+ * anywidget's `render`, `renderStandalone` for the HTML export, `createLocalModel`, and the pure
+ * functions that tests and the render benchmark call in a page. Nothing touches the DOM at
+ * import time.
+ *
+ * Modules: payload.js (decoding), metrics.js (the registry from Python), colour.js (scales),
+ * format.js (numbers), tokens.js (token display), layout.js (geometry), details.js (tooltip and
+ * readout content), painter.js (canvas drawing), state.js, throttle.js, local_model.js, and
+ * view/ (the DOM, events, tooltip box and the view's state).
+ */
+
+import { createLocalModel } from "./local_model.js";
+import { LensView } from "./view/view.js";
+
+export { cellIndex, decodePayload, toBytes } from "./payload.js";
+export { metricAvailable, metricDomain, metricValue, unitValue } from "./metrics.js";
+export { colourImage, scaleColour } from "./colour.js";
+export { displayToken } from "./tokens.js";
+export { createLocalModel };
+
+/** @typedef {import("./local_model.js").WidgetModel} WidgetModel */
+
+/**
+ * anywidget entry point: draws the widget into `el`; returns the cleanup function.
+ * @param {{model: WidgetModel, el: HTMLElement}} context
+ * @returns {() => void}
+ */
+export function render({ model, el }) {
+  const view = new LensView(model, el);
+  return () => view.destroy();
+}
+
+/**
+ * Renders the full interactive widget with no kernel, from a plain state object
+ * (`{_meta, _sections, prompt?, layer?, metric?, selected?}`; sections may be base64 text).
+ * @param {HTMLElement} el
+ * @param {Record<string, any>} state
+ * @returns {{model: WidgetModel, destroy: () => void}}
+ */
+export function renderStandalone(el, state) {
+  const model = createLocalModel(state);
+  const destroy = render({ model, el });
+  return { model, destroy };
+}
+
+export default { render };

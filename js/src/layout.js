@@ -1,0 +1,279 @@
+// @ts-check
+/** Layout maths of the heatmap canvas and of the tooltip: pure functions of sizes. */
+
+import { niceCeil } from "./format.js";
+
+/** Fixed sizes of the heatmap canvas, in CSS pixels. */
+export const GEOMETRY = Object.freeze({
+  axisH: 16, // position numbers above the cells
+  gap: 6, // between the cells and the token strips
+  stripH: 22, // the input-token strip and the chosen layer's predictions strip
+  bottomPad: 4,
+  rightPad: 8,
+  minRowH: 5,
+  maxRowH: 22,
+  minCellW: 34,
+  maxCellW: 120,
+  textMinRowH: 13, // cell text is drawn only in rows at least this tall
+});
+
+/**
+ * @typedef {object} Layout The heatmap geometry for one prompt (CSS pixels).
+ * @property {number} nLayers
+ * @property {number} nPositions
+ * @property {number} width visible width of the canvas
+ * @property {number} height
+ * @property {number} labelW width of the row labels at the left
+ * @property {number} rowH
+ * @property {number} cellW
+ * @property {number} heatY top of the cells
+ * @property {number} heatH
+ * @property {number} inputY top of the input-token strip
+ * @property {number} predY top of the predictions strip
+ * @property {number} stripH
+ * @property {number} contentW width of the whole prompt (scrolls when wider than `width`)
+ * @property {number} maxScroll
+ * @property {number} charW
+ * @property {number} cellChars characters of text that fit in a cell
+ * @property {boolean} showCellText
+ *
+ * @typedef {{x: number, y: number, w: number, h: number}} Rect
+ * @typedef {{layerIndex: number, position: number}} Cell
+ */
+
+/**
+ * The column width for a prompt: wide enough for `maxChars` characters of `charW` pixels (within
+ * limits), stretched to fill `available` pixels when the prompt is short.
+ * @param {{maxChars: number, charW: number, n: number, available: number}} options
+ */
+export function chooseCellWidth({ maxChars, charW, n, available }) {
+  const want = Math.min(GEOMETRY.maxCellW, Math.max(GEOMETRY.minCellW, Math.ceil(maxChars * charW + 12)));
+  const fill = n > 0 ? Math.floor(available / n) : want;
+  if (fill > want) return Math.min(GEOMETRY.maxCellW, fill);
+  return want;
+}
+
+/**
+ * Row height: the rows share `maxHeight` pixels, within limits.
+ * @param {number} nLayers
+ * @param {number} [maxHeight]
+ */
+export function chooseRowHeight(nLayers, maxHeight = 460) {
+  return Math.max(GEOMETRY.minRowH, Math.min(GEOMETRY.maxRowH, Math.floor(maxHeight / Math.max(1, nLayers))));
+}
+
+/**
+ * The heatmap geometry for one prompt.
+ * @param {{nLayers: number, nPositions: number, width: number, labelW: number, charW: number,
+ *   maxChars: number, maxHeight?: number}} options
+ * @returns {Layout}
+ */
+export function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, maxHeight = 460 }) {
+  const g = GEOMETRY;
+  const viewW = Math.max(labelW + g.minCellW, Math.floor(width));
+  const rowH = chooseRowHeight(nLayers, maxHeight);
+  const cellW = chooseCellWidth({ maxChars, charW, n: nPositions, available: viewW - labelW - g.rightPad });
+  const heatY = g.axisH;
+  const heatH = nLayers * rowH;
+  const inputY = heatY + heatH + g.gap;
+  const predY = inputY + g.stripH;
+  const height = predY + g.stripH + g.bottomPad;
+  const contentW = labelW + nPositions * cellW + g.rightPad;
+  return {
+    nLayers,
+    nPositions,
+    width: viewW,
+    height,
+    labelW,
+    rowH,
+    cellW,
+    heatY,
+    heatH,
+    inputY,
+    predY,
+    stripH: g.stripH,
+    contentW,
+    maxScroll: Math.max(0, contentW - viewW),
+    charW,
+    cellChars: Math.max(0, Math.floor((cellW - 6) / charW)),
+    showCellText: rowH >= g.textMinRowH && cellW - 6 >= 2 * charW,
+  };
+}
+
+/**
+ * Clamps a scroll offset to the layout's range.
+ * @param {Layout} layout
+ * @param {number} scrollLeft
+ */
+export function clampScroll(layout, scrollLeft) {
+  return Math.min(layout.maxScroll, Math.max(0, Math.round(scrollLeft) || 0));
+}
+
+/**
+ * The half-open range [first, last) of columns at least partly visible.
+ * @param {Layout} layout
+ * @param {number} scrollLeft
+ * @returns {[number, number]}
+ */
+export function visibleColumns(layout, scrollLeft) {
+  const viewCells = layout.width - layout.labelW;
+  const first = Math.max(0, Math.floor(scrollLeft / layout.cellW));
+  const last = Math.min(layout.nPositions, Math.ceil((scrollLeft + viewCells) / layout.cellW));
+  return [first, Math.max(first, last)];
+}
+
+/**
+ * Screen row (0 = top) of a layer index: the final layer is at the top.
+ * @param {Layout} layout
+ * @param {number} layerIndex
+ */
+export function rowOfLayer(layout, layerIndex) {
+  return layout.nLayers - 1 - layerIndex;
+}
+
+/**
+ * x of the left edge of column `position` on the canvas.
+ * @param {Layout} layout
+ * @param {number} position
+ * @param {number} scrollLeft
+ */
+export function columnX(layout, position, scrollLeft) {
+  return layout.labelW + position * layout.cellW - scrollLeft;
+}
+
+/**
+ * The rectangle of a heatmap cell on the canvas, in CSS pixels.
+ * @param {Layout} layout
+ * @param {number} layerIndex
+ * @param {number} position
+ * @param {number} scrollLeft
+ * @returns {Rect}
+ */
+export function cellRect(layout, layerIndex, position, scrollLeft) {
+  return {
+    x: columnX(layout, position, scrollLeft),
+    y: layout.heatY + rowOfLayer(layout, layerIndex) * layout.rowH,
+    w: layout.cellW,
+    h: layout.rowH,
+  };
+}
+
+/**
+ * What is under canvas point (x, y): a heatmap cell, a column of the predictions strip (which
+ * stands for the highlighted layer's cell), or nothing.
+ * @param {Layout} layout
+ * @param {number} x
+ * @param {number} y
+ * @param {number} scrollLeft
+ * @param {number} highlightedLayer the highlighted row
+ * @returns {{layerIndex: number, position: number, area: "cells"|"predictions"|"input"} | null}
+ */
+export function hitTest(layout, x, y, scrollLeft, highlightedLayer) {
+  if (x < layout.labelW || x >= layout.width) return null;
+  const position = Math.floor((x - layout.labelW + scrollLeft) / layout.cellW);
+  if (position < 0 || position >= layout.nPositions) return null;
+  if (y >= layout.heatY && y < layout.heatY + layout.heatH) {
+    const row = Math.floor((y - layout.heatY) / layout.rowH);
+    return { layerIndex: layout.nLayers - 1 - row, position, area: "cells" };
+  }
+  if (y >= layout.predY && y < layout.predY + layout.stripH) {
+    return { layerIndex: highlightedLayer, position, area: "predictions" };
+  }
+  if (y >= layout.inputY && y < layout.inputY + layout.stripH) {
+    return { layerIndex: highlightedLayer, position, area: "input" };
+  }
+  return null;
+}
+
+/**
+ * The scroll offset that brings column `position` fully into view (unchanged if it is).
+ * @param {Layout} layout
+ * @param {number} scrollLeft
+ * @param {number} position
+ */
+export function revealColumn(layout, scrollLeft, position) {
+  const left = position * layout.cellW;
+  const viewCells = layout.width - layout.labelW;
+  let next = scrollLeft;
+  if (left < scrollLeft) next = left;
+  else if (left + layout.cellW > scrollLeft + viewCells) next = left + layout.cellW - viewCells;
+  return clampScroll(layout, next);
+}
+
+/**
+ * Every how many rows a layer label fits (1, 2, 5, 10, …).
+ * @param {number} rowH
+ * @param {number} [minSpacing]
+ */
+export function labelStride(rowH, minSpacing = 12) {
+  if (rowH >= minSpacing) return 1;
+  return niceCeil(minSpacing / rowH);
+}
+
+/**
+ * Area of the overlap of two rectangles (0 when apart or touching).
+ * @param {Rect} a
+ * @param {Rect} b
+ */
+export function overlapArea(a, b) {
+  const w = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
+  const h = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
+  return w > 0 && h > 0 ? w * h : 0;
+}
+
+/**
+ * Where to put a tooltip of `size` next to an anchor rectangle, inside `bounds` (all in the same
+ * coordinates), covering none of the `avoid` rectangles (e.g. the pinned-cell chip) when it can:
+ * beside the anchor (right, else left), vertically centred on it and shifted to fit (moved above
+ * or below an obstacle it would cover); below or above the anchor when neither side has room.
+ * When no such place is free, a place inside the bounds covering the obstacles least, then the
+ * anchor least (a tooltip taller than the room above and below a cell has to cover some of it).
+ * @param {Rect} anchor
+ * @param {{w: number, h: number}} size
+ * @param {Rect} bounds
+ * @param {number} [margin] gap to the anchor
+ * @param {Rect[]} [avoid]
+ * @returns {{left: number, top: number}}
+ */
+export function placeTooltip(anchor, size, bounds, margin = 10, avoid = []) {
+  /** @type {(v: number, lo: number, hi: number) => number} */
+  const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+  const right = bounds.x + bounds.w;
+  const bottom = bounds.y + bounds.h;
+  const gap = 4;
+  /** @param {number} left @param {number} top */
+  const rect = (left, top) => ({ x: left, y: top, w: size.w, h: size.h });
+  /** @param {{left: number, top: number}} c */
+  const score = (c) => {
+    const r = rect(c.left, c.top);
+    return avoid.reduce((sum, o) => sum + overlapArea(r, o), 0) * 1e6 + overlapArea(r, anchor);
+  };
+  /** @param {number} top */
+  const fitsV = (top) => top >= bounds.y - 0.5 && top + size.h <= bottom + 0.5;
+  /** @type {{left: number, top: number}[]} */
+  const candidates = [];
+  const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
+  for (const left of [anchor.x + anchor.w + margin, anchor.x - size.w - margin]) {
+    if (left < bounds.x || left + size.w > right) continue;
+    // Beside the anchor, nearest to centred first; then just above or below each obstacle.
+    const tops = [centred];
+    for (const o of avoid) tops.push(o.y - size.h - gap, o.y + o.h + gap);
+    for (const top of tops.filter(fitsV).sort((a, b) => Math.abs(a - centred) - Math.abs(b - centred))) {
+      candidates.push({ left, top });
+    }
+  }
+  const middle = clamp(anchor.x + anchor.w / 2 - size.w / 2, bounds.x, right - size.w);
+  for (const top of [anchor.y + anchor.h + margin, anchor.y - size.h - margin]) {
+    if (fitsV(top)) candidates.push({ left: middle, top });
+  }
+  const free = candidates.find((c) => score(c) === 0);
+  let best = free;
+  if (!best) {
+    // Anywhere inside the bounds: the side edges or centred, the top, middle or bottom.
+    const lefts = [middle, bounds.x, right - size.w].map((x) => clamp(x, bounds.x, right - size.w));
+    const tops = [centred, bounds.y, bottom - size.h].map((y) => clamp(y, bounds.y, Math.max(bounds.y, bottom - size.h)));
+    for (const left of lefts) for (const top of tops) candidates.push({ left, top });
+    best = candidates.reduce((a, b) => (score(b) < score(a) ? b : a));
+  }
+  return { left: Math.round(Math.max(bounds.x, best.left)), top: Math.round(Math.max(bounds.y, best.top)) };
+}

@@ -1,0 +1,58 @@
+// @ts-check
+/** A model with no kernel behind it: the standalone HTML export and tests. */
+
+import { toBytes } from "./payload.js";
+
+/**
+ * The part of anywidget's model the view uses.
+ * @typedef {object} WidgetModel
+ * @property {(name: string) => any} get
+ * @property {(name: string, value: any) => void} set
+ * @property {(event: string, fn: () => void) => void} on
+ * @property {(event?: string, fn?: () => void) => void} off
+ * @property {() => void} save_changes
+ * @property {(...args: any[]) => void} [send]
+ */
+
+/**
+ * A minimal in-page stand-in for an anywidget model: get/set/on/off/save_changes/send, with
+ * `change:<name>` events. `_sections` values may be ArrayBuffers, DataViews, typed arrays or
+ * base64 strings; they are handed to the view as DataViews, as anywidget does.
+ * @param {Record<string, any>} state
+ * @returns {WidgetModel}
+ */
+export function createLocalModel(state) {
+  /** @type {Record<string, any>} */
+  const values = { prompt: 0, layer: null, metric: "prob", selected: null, _details: true, ...state };
+  if (values._sections) {
+    /** @type {Record<string, DataView>} */
+    const sections = {};
+    for (const [name, data] of Object.entries(values._sections)) {
+      const bytes = toBytes(data);
+      sections[name] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    }
+    values._sections = sections;
+  }
+  /** @type {Map<string, Set<() => void>>} */
+  const listeners = new Map();
+  return {
+    get: (name) => values[name],
+    set(name, value) {
+      if (Object.is(values[name], value)) return;
+      values[name] = value;
+      for (const fn of [...(listeners.get(`change:${name}`) || [])]) fn();
+    },
+    on(event, fn) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, (set = new Set()));
+      set.add(fn);
+    },
+    off(event, fn) {
+      if (!event) listeners.clear();
+      else if (!fn) listeners.delete(event);
+      else listeners.get(event)?.delete(fn);
+    },
+    save_changes() {},
+    send() {},
+  };
+}

@@ -1,0 +1,149 @@
+// @ts-check
+/**
+ * The metric registry as the front end uses it. Every fact about a metric (its section, label,
+ * unit, colour scale, direction, log scale, colour domain, whether it is measured against the
+ * final prediction, whether the result has it) comes from Python in `meta.metrics`; nothing here
+ * names a metric.
+ */
+
+import { formatUnit, niceCeil } from "./format.js";
+import { isFinalMissing, isMissing } from "./payload.js";
+
+/**
+ * @typedef {import("./payload.js").Lens} Lens
+ * @typedef {import("./payload.js").MetricSpec} MetricSpec
+ * @typedef {{min: number, max: number, log: boolean}} Domain
+ */
+
+/**
+ * The registry entry of `name`, or undefined.
+ * @param {Lens | null | undefined} lens
+ * @param {string} name
+ * @returns {MetricSpec | undefined}
+ */
+export function metricSpec(lens, name) {
+  return lens ? lens.metrics.find((m) => m.name === name) : undefined;
+}
+
+/**
+ * The metric names in menu order.
+ * @param {Lens} lens
+ * @returns {string[]}
+ */
+export function metricNames(lens) {
+  return lens.metrics.map((m) => m.name);
+}
+
+/**
+ * Whether the result has `name` (the menu offers it).
+ * @param {Lens | null | undefined} lens
+ * @param {string} name
+ */
+export function metricOffered(lens, name) {
+  const spec = metricSpec(lens, name);
+  return Boolean(spec && spec.available);
+}
+
+/**
+ * Whether `name` can be drawn now: offered, and its section has arrived.
+ * @param {Lens | null | undefined} lens
+ * @param {string} name
+ */
+export function metricAvailable(lens, name) {
+  const spec = metricSpec(lens, name);
+  return Boolean(lens && spec && spec.available && lens.arrays[spec.field]);
+}
+
+/**
+ * The metric shown when the requested one is not offered: the first offered one.
+ * @param {Lens} lens
+ * @param {unknown} name
+ * @returns {string}
+ */
+export function resolveMetric(lens, name) {
+  if (typeof name === "string" && metricOffered(lens, name)) return name;
+  const first = lens.metrics.find((m) => m.available);
+  return (first || lens.metrics[0]).name;
+}
+
+/**
+ * A label without its trailing parenthesis ("Entropy (bits)" → "Entropy"), for tight places.
+ * @param {string} label
+ */
+export function shortLabel(label) {
+  return label.replace(/\s*\([^()]*\)\s*$/, "") || label;
+}
+
+/**
+ * The value range the metric's colours span (the registry's domain).
+ * @param {Lens} lens
+ * @param {string} name
+ * @returns {Domain}
+ */
+export function metricDomain(lens, name) {
+  const spec = metricSpec(lens, name);
+  if (!spec) throw new Error(`unknown metric ${JSON.stringify(name)}`);
+  return { min: spec.domain[0], max: spec.domain[1], log: spec.log };
+}
+
+/**
+ * Position of `value` in the domain, in [0, 1] (log1p for log domains); NaN stays NaN.
+ * @param {number} value
+ * @param {{min: number, max: number, log?: boolean}} domain
+ */
+export function unitValue(value, domain) {
+  if (!Number.isFinite(value)) return NaN;
+  let t;
+  if (domain.log) t = Math.log1p(Math.max(0, value - domain.min)) / Math.log1p(domain.max - domain.min);
+  else t = (value - domain.min) / (domain.max - domain.min);
+  return Math.min(1, Math.max(0, t));
+}
+
+/**
+ * The value of metric `name` at cell `idx` of an [L, T] section: NaN when the cell is missing,
+ * when the metric is measured against a final distribution that was not finite there, or when its
+ * section has not arrived.
+ * @param {Lens} lens
+ * @param {string} name
+ * @param {number} idx
+ */
+export function metricValue(lens, name, idx) {
+  const spec = metricSpec(lens, name);
+  const array = spec && lens.arrays[spec.field];
+  if (!spec || !array || isMissing(lens, idx)) return NaN;
+  if (spec.finalBased && isFinalMissing(lens, idx % lens.T)) return NaN;
+  return array[idx] * (lens.scales[spec.field] ?? 1);
+}
+
+/**
+ * A metric value as text (`short` for legend ticks), by the metric's unit.
+ * @param {MetricSpec} spec
+ * @param {number} value
+ * @param {boolean} [short]
+ */
+export function formatMetric(spec, value, short = false) {
+  return formatUnit(spec.unit, value, short);
+}
+
+/**
+ * Tick marks for the legend: [{t, label}] with t in [0, 1] along the bar (low value on the left).
+ * Log domains get 0 and the powers of ten; linear ones about four nice steps and the top end.
+ * @param {MetricSpec} spec
+ * @param {Domain} domain
+ * @returns {{t: number, label: string}[]}
+ */
+export function legendTicks(spec, domain) {
+  const values = [];
+  if (domain.log) {
+    values.push(domain.min);
+    for (let v = 10; v <= domain.max; v *= 10) if (v > domain.min) values.push(v);
+    const last = values[values.length - 1];
+    if (unitValue(domain.max, domain) - unitValue(last, domain) > 0.15) values.push(domain.max);
+  } else {
+    const step = niceCeil((domain.max - domain.min) / 4);
+    for (let v = domain.min; v <= domain.max + 1e-9; v += step) values.push(v);
+    // Label the top end too unless a tick already sits close to it.
+    if (domain.max - values[values.length - 1] > 0.25 * step) values.push(domain.max);
+  }
+  return values.map((v) => ({ t: unitValue(v, domain), label: formatMetric(spec, v, true) }));
+}

@@ -1,0 +1,387 @@
+// @ts-check
+/**
+ * Payload decoding: the widget's `_meta` (JSON) and `_sections` (name → binary buffer) as typed
+ * arrays, checked against each other. The format is written by `murano_widgets/payload.py`
+ * (version 2): section names are the result's field names, and the metric registry (labels,
+ * units, colour scales, domains) comes in `meta.metrics`, so nothing here lists metrics.
+ */
+
+import { COLOUR_STOPS } from "./colour_stops.js";
+
+/** The payload version this front end reads. */
+export const PAYLOAD_VERSION = 2;
+
+/** Bytes per element of the dtypes the encoder writes. */
+export const DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
+
+/** Sections holding indices into `meta.tokens`. */
+export const TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
+
+/** Sections the view cannot draw without, whatever `meta.base_sections` says. */
+export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
+
+const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/**
+ * @typedef {Uint8Array | Uint16Array | Uint32Array} RawArray
+ * @typedef {"uint8" | "uint16" | "uint32"} Dtype
+ * @typedef {{dtype: string, shape: number[], scale?: number}} SectionSpec
+ *
+ * @typedef {object} MetricSpec One entry of `meta.metrics` (normalised).
+ * @property {string} name the `metric` trait's value ("prob", "entropy", ...)
+ * @property {string} field the payload section (= the result's field) holding the values
+ * @property {string} label
+ * @property {string} unit "probability", "bits" or "rank"
+ * @property {string} scale colour scale name
+ * @property {boolean} reverse flip the scale, so that "confident / close to final" is bright
+ * @property {boolean} log log1p scale
+ * @property {[number, number]} domain the colour domain [min, max]
+ * @property {string} description one sentence on how a person reads it
+ * @property {boolean} finalBased measured against the model's final prediction
+ * @property {boolean} available whether the result has it
+ * @property {string | null} unavailableReason why not, when not
+ *
+ * @typedef {object} Lens A decoded payload.
+ * @property {Record<string, any>} meta
+ * @property {number} L rows (shown layers)
+ * @property {number} T positions of all prompts laid end to end
+ * @property {number} P prompts
+ * @property {number[]} layers model layer number of each row (ascending)
+ * @property {number | null} nModelLayers the model's depth, when known
+ * @property {number[]} lengths real tokens per prompt
+ * @property {number[]} offsets start of each prompt on the position axis
+ * @property {string[]} tokens the distinct token strings
+ * @property {string[]} prompts
+ * @property {string} modelName
+ * @property {string} lensKind "logit" or "tuned"
+ * @property {number} topK number of top tokens available (top-1 included)
+ * @property {number} maxEntropy log2(vocab) in bits (0 when unknown)
+ * @property {MetricSpec[]} metrics the registry, in menu order
+ * @property {string[]} baseSections
+ * @property {string[]} detailSections
+ * @property {Record<string, RawArray>} arrays raw values by section name
+ * @property {Record<string, number>} scales value = raw * scale
+ * @property {Record<string, number>} maxima per-section maximum raw value, filled lazily
+ */
+
+/**
+ * Decodes base64 text to bytes (used by the standalone HTML export).
+ * @param {string} text
+ * @returns {Uint8Array}
+ */
+export function decodeBase64(text) {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+/**
+ * A byte view of a buffer as anywidget or a standalone page hands it over: a DataView (maybe with a
+ * non-zero byteOffset), an ArrayBuffer, a typed array, or base64 text.
+ * @param {unknown} buffer
+ * @returns {Uint8Array}
+ */
+export function toBytes(buffer) {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (ArrayBuffer.isView(buffer)) {
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  }
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (typeof buffer === "string") return decodeBase64(buffer);
+  if (buffer && typeof buffer === "object" && typeof (/** @type {any} */ (buffer).byteLength) === "number") {
+    // An ArrayBuffer from another realm (e.g. an iframe) fails `instanceof`.
+    return new Uint8Array(/** @type {ArrayBuffer} */ (buffer));
+  }
+  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
+}
+
+/**
+ * Reads a little-endian array of `dtype` from `buffer`. Returns a view when the data is aligned
+ * (and the host is little-endian); copies otherwise, since typed arrays need aligned offsets.
+ * @param {unknown} buffer
+ * @param {string} dtype "uint8", "uint16" or "uint32"
+ * @param {number} [length] expected number of elements (checked when given)
+ * @returns {RawArray}
+ */
+export function readTypedArray(buffer, dtype, length) {
+  const size = dtype === "uint8" ? 1 : dtype === "uint16" ? 2 : dtype === "uint32" ? 4 : 0;
+  if (!size) throw new Error(`unsupported dtype ${JSON.stringify(dtype)} (expected uint8, uint16 or uint32)`);
+  const bytes = toBytes(buffer);
+  if (bytes.byteLength % size !== 0) {
+    throw new Error(`${bytes.byteLength} bytes is not a whole number of ${dtype} values`);
+  }
+  const n = bytes.byteLength / size;
+  if (length !== undefined && n !== length) {
+    throw new Error(`expected ${length} ${dtype} values, got ${n}`);
+  }
+  if (size === 1) return new Uint8Array(bytes.buffer, bytes.byteOffset, n);
+  const Ctor = size === 2 ? Uint16Array : Uint32Array;
+  if (HOST_LITTLE_ENDIAN && bytes.byteOffset % size === 0) {
+    return new Ctor(/** @type {ArrayBuffer} */ (bytes.buffer), bytes.byteOffset, n);
+  }
+  const out = new Ctor(n);
+  if (HOST_LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes);
+  } else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let i = 0; i < n; i++) out[i] = size === 2 ? view.getUint16(i * 2, true) : view.getUint32(i * 4, true);
+  }
+  return out;
+}
+
+/** @param {number[]} shape */
+function product(shape) {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/**
+ * @param {unknown} value
+ * @returns {value is number[]}
+ */
+function isIntArray(value) {
+  return Array.isArray(value) && value.every((x) => Number.isInteger(x) && x >= 0);
+}
+
+/**
+ * @param {unknown} value
+ * @returns {value is string[]}
+ */
+function isStringArray(value) {
+  return Array.isArray(value) && value.every((x) => typeof x === "string");
+}
+
+/**
+ * One `meta.metrics` entry, checked and with defaults.
+ * @param {any} raw
+ * @param {number} index
+ * @returns {MetricSpec}
+ */
+export function normaliseMetric(raw, index) {
+  if (!raw || typeof raw !== "object" || typeof raw.name !== "string" || typeof raw.field !== "string") {
+    throw new Error(`_meta.metrics[${index}] must be an object with a name and a field`);
+  }
+  const domain = Array.isArray(raw.domain) ? raw.domain.map(Number) : [];
+  const [lo, hi] = domain.length === 2 && domain.every(Number.isFinite) && domain[1] > domain[0] ? domain : [0, 1];
+  return {
+    name: raw.name,
+    field: raw.field,
+    label: typeof raw.label === "string" && raw.label ? raw.label : raw.name,
+    unit: typeof raw.unit === "string" ? raw.unit : "",
+    scale: typeof raw.scale === "string" && raw.scale in COLOUR_STOPS ? raw.scale : "viridis",
+    reverse: Boolean(raw.reverse),
+    log: Boolean(raw.log),
+    domain: [lo, hi],
+    description: typeof raw.description === "string" ? raw.description : "",
+    finalBased: Boolean(raw.final_based),
+    available: raw.available !== false,
+    unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null,
+  };
+}
+
+/**
+ * Checks `_meta` and decodes `_sections` into typed arrays.
+ *
+ * Sections that `_meta` describes but `_sections` lacks are left out (a detail section not sent
+ * yet reads as "not loaded"), except the base sections, without which nothing can be drawn.
+ * @param {any} meta the `_meta` trait
+ * @param {Record<string, unknown> | null | undefined} sections the `_sections` trait
+ * @returns {Lens}
+ * @throws {Error} naming what is wrong when the payload is inconsistent
+ */
+export function decodePayload(meta, sections) {
+  if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
+    throw new Error("_meta is empty: no logit-lens data to show");
+  }
+  if (meta.version !== PAYLOAD_VERSION) {
+    throw new Error(`unsupported payload version ${JSON.stringify(meta.version)} (expected ${PAYLOAD_VERSION}); the Python package and its front end disagree`);
+  }
+  const { layers, lengths, offsets, tokens } = meta;
+  if (!isIntArray(layers) || layers.length === 0) throw new Error("_meta.layers must be a non-empty list of layer numbers");
+  for (let i = 1; i < layers.length; i++) {
+    if (layers[i] <= layers[i - 1]) throw new Error(`_meta.layers must be ascending, got ${JSON.stringify(layers).slice(0, 80)}`);
+  }
+  if (!isIntArray(lengths) || lengths.length === 0) throw new Error("_meta.lengths must be a non-empty list of token counts");
+  if (!isIntArray(offsets) || offsets.length !== lengths.length) {
+    throw new Error(`_meta.offsets must have one entry per prompt (${lengths.length}), got ${JSON.stringify(offsets)?.slice(0, 80)}`);
+  }
+  let expectedOffset = 0;
+  for (let p = 0; p < lengths.length; p++) {
+    if (offsets[p] !== expectedOffset) throw new Error(`_meta.offsets[${p}] is ${offsets[p]}, expected ${expectedOffset}`);
+    expectedOffset += lengths[p];
+  }
+  const T = expectedOffset;
+  if (meta.total !== undefined && meta.total !== T) throw new Error(`_meta.total is ${meta.total} but the lengths add up to ${T}`);
+  if (!isStringArray(tokens)) throw new Error("_meta.tokens must be a list of strings");
+  if (!Array.isArray(meta.metrics) || meta.metrics.length === 0) throw new Error("_meta.metrics must list the metrics");
+  const metrics = meta.metrics.map(normaliseMetric);
+  const L = layers.length;
+  const topK = Math.max(1, Number(meta.top_k) || 1);
+  /** @type {Record<string, number[]>} */
+  const expectedShapes = {
+    input_ids: [T],
+    final_tokens: [T],
+    final_missing: [T],
+    predicted_tokens: [L, T],
+    missing: [L, T],
+    topk_tokens: [L, T, topK - 1],
+    topk_probs: [L, T, topK - 1],
+  };
+  for (const metric of metrics) expectedShapes[metric.field] = [L, T];
+  const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
+  const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
+  /** @type {Record<string, SectionSpec>} */
+  const specs = meta.sections && typeof meta.sections === "object" ? meta.sections : {};
+  /** @type {Record<string, RawArray>} */
+  const arrays = {};
+  /** @type {Record<string, number>} */
+  const scales = {};
+  for (const [name, spec] of Object.entries(specs)) {
+    const data = sections ? sections[name] : undefined;
+    if (data === undefined || data === null) continue;
+    const shape = spec && spec.shape;
+    if (!isIntArray(shape)) throw new Error(`section ${name}: shape must be a list of sizes`);
+    const expected = expectedShapes[name];
+    if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
+      throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);
+    }
+    try {
+      arrays[name] = readTypedArray(data, spec.dtype, product(shape));
+    } catch (error) {
+      throw new Error(`section ${name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    scales[name] = typeof spec.scale === "number" && Number.isFinite(spec.scale) ? spec.scale : 1;
+  }
+  for (const name of REQUIRED_SECTIONS) {
+    if (!arrays[name]) throw new Error(`the payload lacks the ${name} section`);
+  }
+  for (const name of baseSections) {
+    if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
+  }
+  const nTokens = tokens.length;
+  for (const name of TOKEN_SECTIONS) {
+    const array = arrays[name];
+    if (!array) continue;
+    for (let i = 0; i < array.length; i++) {
+      if (array[i] >= nTokens) throw new Error(`section ${name}: token index ${array[i]} is outside the table of ${nTokens} strings`);
+    }
+  }
+  const nModel = Number(meta.n_model_layers);
+  return {
+    meta,
+    L,
+    T,
+    P: lengths.length,
+    layers,
+    nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
+    lengths,
+    offsets,
+    tokens,
+    prompts: isStringArray(meta.prompts) ? meta.prompts : [],
+    modelName: typeof meta.model_name === "string" ? meta.model_name : "",
+    lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
+    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
+    maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
+    metrics,
+    baseSections,
+    detailSections,
+    arrays,
+    scales,
+    maxima: {},
+  };
+}
+
+/**
+ * Index of cell (row `layerIndex`, prompt `prompt`, position `position`) in an [L, T] section.
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {number} layerIndex
+ * @param {number} position
+ */
+export function cellIndex(lens, prompt, layerIndex, position) {
+  return layerIndex * lens.T + lens.offsets[prompt] + position;
+}
+
+/**
+ * The largest raw value of a section (cached), or 0 when absent.
+ * @param {Lens} lens
+ * @param {string} name
+ */
+export function sectionMax(lens, name) {
+  if (lens.maxima[name] !== undefined) return lens.maxima[name];
+  const array = lens.arrays[name];
+  let max = 0;
+  if (array) for (let i = 0; i < array.length; i++) if (array[i] > max) max = array[i];
+  lens.maxima[name] = max;
+  return max;
+}
+
+/**
+ * Whether the whole cell `idx` of an [L, T] section is missing (the layer's distribution was not
+ * finite there).
+ * @param {Lens} lens
+ * @param {number} idx
+ */
+export function isMissing(lens, idx) {
+  const missing = lens.arrays.missing;
+  return Boolean(missing && missing[idx]);
+}
+
+/**
+ * Whether the model's final distribution at position `col` (on the flattened axis) was not
+ * finite: every final-based value there is missing, in every row.
+ * @param {Lens} lens
+ * @param {number} col
+ */
+export function isFinalMissing(lens, col) {
+  const missing = lens.arrays.final_missing;
+  return Boolean(missing && missing[col]);
+}
+
+/**
+ * Whether the layer's top-1 at this cell already equals the model's final prediction.
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {number} layerIndex
+ * @param {number} position
+ */
+export function isSettled(lens, prompt, layerIndex, position) {
+  const idx = cellIndex(lens, prompt, layerIndex, position);
+  const col = lens.offsets[prompt] + position;
+  const final = lens.arrays.final_tokens;
+  if (!final || isMissing(lens, idx) || isFinalMissing(lens, col)) return false;
+  return lens.arrays.predicted_tokens[idx] === final[col];
+}
+
+/**
+ * The lowest row from which the top-1 equals the final prediction in every row above, or -1.
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {number} position
+ */
+export function settleRow(lens, prompt, position) {
+  let row = -1;
+  for (let i = lens.L - 1; i >= 0; i--) {
+    if (!isSettled(lens, prompt, i, position)) break;
+    row = i;
+  }
+  return row;
+}
+
+/**
+ * The row showing model layer `layer` (the `layer` trait); the nearest row when no row shows
+ * exactly that layer, row 0 when `layer` is not a number.
+ * @param {number[]} layers model layer of each row, ascending
+ * @param {unknown} layer
+ * @returns {number}
+ */
+export function rowOfModelLayer(layers, layer) {
+  const value = Number(layer);
+  if (layer === null || layer === undefined || !Number.isFinite(value)) return 0;
+  let best = 0;
+  for (let i = 0; i < layers.length; i++) {
+    if (layers[i] === value) return i;
+    if (Math.abs(layers[i] - value) < Math.abs(layers[best] - value)) best = i;
+  }
+  return best;
+}

@@ -1,0 +1,135 @@
+// @ts-check
+/** Filling the DOM from the data and the state: header, metric menu, sliders, legend, pin chip. */
+
+import { colourLut } from "../colour.js";
+import { h } from "../dom.js";
+import { formatProb } from "../format.js";
+import { cellDetails } from "../details.js";
+import { legendTicks, metricDomain, metricSpec, shortLabel } from "../metrics.js";
+import { clampIndex } from "../state.js";
+import { displayToken, truncateText } from "../tokens.js";
+
+/**
+ * @typedef {import("./dom.js").Ui} Ui
+ * @typedef {import("../payload.js").Lens} Lens
+ * @typedef {import("../state.js").Selected} Selected
+ */
+
+/**
+ * The header and the parts that change only with new data: title (which lens), model name,
+ * the metric menu (every metric of the registry; those the result lacks disabled, saying why),
+ * the slider ranges.
+ * @param {Ui} ui
+ * @param {Lens} lens
+ */
+export function showData(ui, lens) {
+  const kind = lens.lensKind === "tuned" ? "Tuned lens" : lens.lensKind === "logit" ? "Logit lens" : `${lens.lensKind} lens`;
+  ui.titleEl.textContent = kind;
+  ui.modelEl.textContent = lens.modelName;
+  ui.modelEl.hidden = !lens.modelName;
+  if (lens.modelName) ui.modelEl.setAttribute("title", lens.modelName);
+  ui.root.setAttribute("aria-label", `${kind}${lens.modelName ? ` of ${lens.modelName}` : ""}`);
+  ui.metricSelect.replaceChildren(
+    ...lens.metrics.map((spec) => {
+      // Unavailable: disabled, the reason's first clause in the menu, the whole of it in the title.
+      const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
+      const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
+      const option = h("option", "", { value: spec.name }, text);
+      option.disabled = !spec.available;
+      option.title = reason ? `Not available: ${reason}` : spec.description;
+      return option;
+    }),
+  );
+  ui.promptUi.input.max = String(lens.P - 1);
+  const single = lens.P < 2;
+  ui.promptUi.row.classList.toggle("murano-single", single);
+  // One prompt: its text alone, no slider and no "Prompt" label.
+  ui.promptUi.input.hidden = single;
+  ui.promptUi.label.hidden = single;
+  ui.promptUi.output.hidden = single;
+  ui.layerUi.input.max = String(lens.L - 1);
+  ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing;
+  ui.settledKey.hidden = !lens.arrays.final_tokens;
+}
+
+/**
+ * The sliders, their texts and the heatmap's accessible name, for the prompt and row shown.
+ * @param {Ui} ui
+ * @param {Lens} lens
+ * @param {{prompt: number, layer: number}} state
+ */
+export function showControls(ui, lens, state) {
+  const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
+  promptInput.value = String(state.prompt);
+  promptOutput.textContent = `${state.prompt + 1} / ${lens.P}`;
+  const text = displayToken(lens.prompts[state.prompt] ?? "", { spaces: false });
+  promptText.textContent = text;
+  promptText.setAttribute("title", text);
+  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${lens.P}: ${truncateText(text, 80)}`);
+  const layer = lens.layers[state.layer];
+  ui.layerUi.input.value = String(state.layer);
+  ui.layerUi.output.textContent = `L${layer}`;
+  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${lens.L}`);
+  const n = lens.lengths[state.prompt];
+  const depth = lens.nModelLayers && lens.nModelLayers !== lens.L ? ` of ${lens.nModelLayers}` : "";
+  ui.dimsEl.textContent = `${lens.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
+  ui.canvas.setAttribute(
+    "aria-label",
+    `Logit lens heatmap: ${lens.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
+      "Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.",
+  );
+}
+
+/**
+ * The legend: title, colour bar and ticks of the metric shown (the requested one says "loading…"
+ * until its section arrives).
+ * @param {Ui} ui
+ * @param {Lens} lens
+ * @param {string} shown
+ * @param {string} requested
+ */
+export function showLegend(ui, lens, shown, requested) {
+  const spec = metricSpec(lens, shown);
+  if (!spec) return;
+  const wanted = metricSpec(lens, requested);
+  ui.legendTitle.textContent = wanted && wanted !== spec ? `${wanted.label}: loading…` : spec.label;
+  ui.legendTitle.setAttribute("title", (wanted || spec).description);
+  ui.metricSelect.setAttribute("title", (wanted || spec).description);
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    const lut = colourLut(spec.scale, spec.reverse);
+    for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const ticks = legendTicks(spec, metricDomain(lens, shown));
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick.label);
+      span.style.left = `${(tick.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1 && tick.t > 0.95) span.classList.add("murano-last");
+      return span;
+    }),
+  );
+}
+
+/**
+ * The pinned-cell chip.
+ * @param {Ui} ui
+ * @param {Lens | null} lens
+ * @param {Selected | null} sel
+ */
+export function showPin(ui, lens, sel) {
+  if (!sel || !lens || !(sel.prompt >= 0 && sel.prompt < lens.P)) {
+    ui.pinEl.hidden = true;
+    return;
+  }
+  const li = clampIndex(sel.layer_index, lens.L);
+  const pos = clampIndex(sel.position, lens.lengths[sel.prompt]);
+  const d = cellDetails(lens, sel.prompt, li, pos);
+  const top = d.top[0];
+  const where = lens.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob)}` : "no value"}`;
+  ui.pinEl.hidden = false;
+}

@@ -1,0 +1,72 @@
+// @ts-check
+/** The test hook: `el.__muranoDebug` exposes the view's state and geometry to browser tests. */
+
+import { cellDetails } from "../details.js";
+import { cellRect } from "../layout.js";
+
+/** @typedef {import("./view.js").LensView} LensView */
+
+/**
+ * @param {LensView} view
+ */
+export function debugApi(view) {
+  return {
+    get state() {
+      const s = view.state;
+      const layers = view.lens ? view.lens.layers : [];
+      return {
+        prompt: s.prompt,
+        layer: s.layer,
+        modelLayer: layers[s.layer],
+        metric: s.metric,
+        shownMetric: view.shownMetric,
+        selected: s.selected,
+        hover: s.hover,
+        focus: s.focus,
+        focused: s.focused,
+      };
+    },
+    get layout() {
+      return view.layout && { ...view.layout, scrollLeft: view.scrollLeft() };
+    },
+    get frames() {
+      return view.debug.frames;
+    },
+    get lastDrawMs() {
+      return view.debug.lastDrawMs;
+    },
+    get visibleColumns() {
+      return view.debug.visible;
+    },
+    /**
+     * A cell's rectangle in viewport (client) coordinates.
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    cellClientRect(layerIndex, position) {
+      if (!view.layout) return null;
+      const r = cellRect(view.layout, layerIndex, position, view.scrollLeft());
+      const c = view.ui.canvas.getBoundingClientRect();
+      return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+    },
+    /**
+     * The colour the cell should have under the shown metric ([r, g, b, a]; a = 0: missing).
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    cellColour(layerIndex, position) {
+      if (!view.lens) return null;
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric);
+      const o = ((view.lens.L - 1 - layerIndex) * image.width + position) * 4;
+      return Array.from(image.data.slice(o, o + 4));
+    },
+    /**
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    cellDetails: (layerIndex, position) => (view.lens ? cellDetails(view.lens, view.state.prompt, layerIndex, position) : null),
+    drawNow: () => view.relayout(),
+    /** @returns {Promise<number>} the duration of the next draw */
+    nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve)),
+  };
+}

@@ -1,0 +1,118 @@
+// @ts-check
+/** The widget's DOM, built once: header, sliders, the scrolling canvas, footer, tooltip. */
+
+import { h } from "../dom.js";
+
+/**
+ * @typedef {object} SliderUi
+ * @property {HTMLDivElement} row
+ * @property {HTMLLabelElement} label
+ * @property {HTMLInputElement} input
+ * @property {HTMLOutputElement} output
+ * @property {HTMLSpanElement} extra
+ *
+ * @typedef {object} Ui
+ * @property {HTMLDivElement} root
+ * @property {HTMLSpanElement} titleEl
+ * @property {HTMLSpanElement} modelEl
+ * @property {HTMLSpanElement} dimsEl
+ * @property {HTMLSelectElement} metricSelect
+ * @property {SliderUi} promptUi
+ * @property {SliderUi} layerUi
+ * @property {HTMLDivElement} body
+ * @property {HTMLDivElement} scroller
+ * @property {HTMLDivElement} track
+ * @property {HTMLCanvasElement} canvas
+ * @property {HTMLDivElement} tooltip
+ * @property {HTMLSpanElement} legendTitle
+ * @property {HTMLCanvasElement} legendBar
+ * @property {HTMLSpanElement} legendTicks
+ * @property {HTMLSpanElement} missingKey
+ * @property {HTMLSpanElement} settledKey
+ * @property {HTMLSpanElement} pinEl
+ * @property {HTMLSpanElement} pinText
+ * @property {HTMLButtonElement} unpinButton
+ * @property {HTMLDivElement} readout
+ * @property {HTMLDivElement} errorEl
+ */
+
+/** The readout's text before any cell is hovered or focused. */
+export const READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
+
+/**
+ * Builds the widget's elements (nothing from the data yet) and appends them to `el`.
+ * @param {HTMLElement} el
+ * @param {string} id a page-unique prefix for element ids
+ * @returns {Ui}
+ */
+export function buildDom(el, id) {
+  const root = h("div", "murano-root", { role: "group", "aria-label": "Logit lens" });
+
+  const header = h("div", "murano-header");
+  const titleEl = h("span", "murano-title", {}, "Logit lens");
+  const modelEl = h("span", "murano-model");
+  const dimsEl = h("span", "murano-dims");
+  const metricLabel = h("label", "murano-metric");
+  metricLabel.append(h("span", "murano-label", {}, "Colour"));
+  const metricSelect = h("select", "murano-select", { "aria-label": "Colour cells by" });
+  metricLabel.append(metricSelect);
+  header.append(titleEl, modelEl, dimsEl, metricLabel);
+
+  const controls = h("div", "murano-controls");
+  /** @type {(name: string, label: string) => SliderUi} */
+  const slider = (name, label) => {
+    const row = h("div", `murano-control murano-${name}-control`);
+    const labelEl = h("label", "murano-label", { for: `${id}-${name}` }, label);
+    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0 });
+    const output = h("output", "murano-value", { for: `${id}-${name}` });
+    const extra = h("span", `murano-${name}-text`);
+    row.append(labelEl, input, output, extra);
+    controls.append(row);
+    return { row, label: labelEl, input, output, extra };
+  };
+  const promptUi = slider("prompt", "Prompt");
+  const layerUi = slider("layer", "Layer");
+  layerUi.extra.textContent = "highlighted row; its predictions appear under the tokens";
+
+  const body = h("div", "murano-heatmap");
+  const scroller = h("div", "murano-scroll");
+  const track = h("div", "murano-track");
+  const canvas = h("canvas", "murano-canvas", {
+    tabindex: 0,
+    role: "application",
+    "aria-roledescription": "heatmap",
+    "aria-describedby": `${id}-readout`,
+  });
+  track.append(canvas);
+  scroller.append(track);
+  body.append(scroller);
+  const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
+
+  const footer = h("div", "murano-footer");
+  const legend = h("div", "murano-legend");
+  const legendTitle = h("span", "murano-legend-title");
+  const scale = h("span", "murano-legend-scale");
+  const legendBar = h("canvas", "murano-legend-bar", { width: 256, height: 1, "aria-hidden": "true" });
+  const legendTicks = h("span", "murano-legend-ticks", { "aria-hidden": "true" });
+  scale.append(legendBar, legendTicks);
+  const settledKey = h("span", "murano-key murano-key-settled");
+  settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
+  const missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
+  missingKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no value (not finite)"));
+  legend.append(legendTitle, scale, settledKey, missingKey);
+
+  const pinEl = h("span", "murano-pin", { hidden: "" });
+  const pinText = h("span", "murano-pin-text");
+  const unpinButton = h("button", "murano-unpin", { type: "button", "aria-label": "Unpin the cell", title: "Unpin" }, "×");
+  pinEl.append(pinText, unpinButton);
+  const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
+  footer.append(legend, pinEl, readout);
+
+  const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
+  root.append(header, controls, body, footer, errorEl, tooltip);
+  el.append(root);
+  return {
+    root, titleEl, modelEl, dimsEl, metricSelect, promptUi, layerUi, body, scroller, track, canvas, tooltip,
+    legendTitle, legendBar, legendTicks, missingKey, settledKey, pinEl, pinText, unpinButton, readout, errorEl,
+  };
+}

@@ -1,0 +1,449 @@
+// @ts-check
+/**
+ * `LensView`: the widget's state and how it changes. The DOM is built by `dom.js`, filled by
+ * `controls.js`; events come from `events.js`; the canvas is drawn by the `Painter`; the tooltip
+ * is laid out by `TooltipView`. Tokens reach the page only as text.
+ */
+
+import { cellDetails, readoutText, tooltipModel } from "../details.js";
+import { cellRect, clampScroll, computeLayout, revealColumn } from "../layout.js";
+import { metricAvailable, resolveMetric } from "../metrics.js";
+import { decodePayload, rowOfModelLayer } from "../payload.js";
+import { Painter } from "../painter.js";
+import { clampIndex, isSelected, toggleSelection } from "../state.js";
+import { throttle } from "../throttle.js";
+import { charCount } from "../tokens.js";
+import { showControls, showData, showLegend, showPin } from "./controls.js";
+import { debugApi } from "./debug.js";
+import { buildDom } from "./dom.js";
+import { bindEvents } from "./events.js";
+import { TooltipView } from "./tooltip.js";
+
+/**
+ * @typedef {import("../payload.js").Lens} Lens
+ * @typedef {import("../layout.js").Layout} Layout
+ * @typedef {import("../layout.js").Cell} Cell
+ * @typedef {import("../state.js").Selected} Selected
+ * @typedef {import("../local_model.js").WidgetModel} WidgetModel
+ *
+ * @typedef {object} ViewState
+ * @property {number} prompt
+ * @property {number} layer the highlighted row (the `layer` trait holds its model layer)
+ * @property {string} metric the requested metric
+ * @property {Selected | null} selected
+ * @property {Cell | null} hover
+ * @property {Cell | null} focus
+ * @property {boolean} focused the focus cell is shown (keyboard focus)
+ */
+
+/** Sync to Python at most this often while a slider is dragged. */
+export const SYNC_INTERVAL_MS = 100;
+
+let viewCounter = 0;
+
+export class LensView {
+  /**
+   * @param {WidgetModel} model
+   * @param {HTMLElement} el
+   */
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    /** @type {Lens | null} */
+    this.lens = null;
+    /** @type {Layout | null} */
+    this.layout = null;
+    /** @type {string | null} */
+    this.layoutKey = null;
+    this.loaded = false;
+    this.frame = 0;
+    this.detailsRequested = false;
+    /** The metric the cells show: the requested one, or the last shown while it loads. */
+    this.shownMetric = "";
+    /** @type {ViewState} */
+    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false };
+    /** @type {{frames: number, lastDrawMs: number, visible: [number, number], drawListeners: ((ms: number) => void)[]}} */
+    this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
+    this.syncPrompt = throttle((/** @type {number} */ v) => this.send("prompt", v), SYNC_INTERVAL_MS);
+    this.syncLayer = throttle((/** @type {number} */ row) => {
+      if (this.lens) this.send("layer", this.lens.layers[row]);
+    }, SYNC_INTERVAL_MS);
+    this.ui = buildDom(el, `murano-${++viewCounter}`);
+    this.painter = new Painter(this.ui.canvas, this.ui.root);
+    this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () =>
+      this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())],
+    );
+    this.unbind = bindEvents(this);
+    this.reload();
+    this.debugApi = debugApi(this);
+    /** @type {any} */ (el).__muranoDebug = this.debugApi;
+    if (this.ui.scroller.clientWidth > 0) this.draw();
+    else this.requestDraw();
+  }
+
+  destroy() {
+    this.unbind();
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.syncPrompt.flush();
+    this.syncLayer.flush();
+    this.painter.images.clear();
+    this.ui.root.remove();
+    const el = /** @type {any} */ (this.el);
+    if (el.__muranoDebug === this.debugApi) delete el.__muranoDebug;
+  }
+
+  // ---- Data ----------------------------------------------------------------------------------
+
+  reload() {
+    const { ui, model } = this;
+    let lens;
+    try {
+      lens = decodePayload(model.get("_meta"), model.get("_sections"));
+    } catch (error) {
+      this.lens = null;
+      this.showError(`Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`);
+      return;
+    }
+    this.lens = lens;
+    ui.errorEl.hidden = true;
+    ui.body.hidden = false;
+    this.painter.setLens(lens);
+    this.layoutKey = null;
+    showData(ui, lens);
+
+    // The first load takes the model's values; later loads (new sections) keep the local view,
+    // which may be ahead of the model while a slider's sync is throttled.
+    const s = this.state;
+    if (!this.loaded) {
+      s.prompt = clampIndex(model.get("prompt"), lens.P);
+      const layer = model.get("layer");
+      s.layer = layer === null || layer === undefined ? lens.L - 1 : rowOfModelLayer(lens.layers, layer);
+      s.metric = resolveMetric(lens, model.get("metric"));
+      s.selected = model.get("selected") ?? null;
+    } else {
+      s.prompt = clampIndex(s.prompt, lens.P);
+      s.layer = clampIndex(s.layer, lens.L);
+      s.metric = resolveMetric(lens, s.metric);
+    }
+    this.loaded = true;
+    if (!metricAvailable(lens, this.shownMetric)) {
+      this.shownMetric = metricAvailable(lens, s.metric) ? s.metric : (lens.metrics.find((m) => metricAvailable(lens, m.name)) || lens.metrics[0]).name;
+    }
+    if (s.focus) s.focus = this.clampCell(s.focus);
+    if (s.hover) s.hover = this.clampCell(s.hover);
+    ui.metricSelect.value = s.metric;
+    showControls(ui, lens, s);
+    this.refreshMetric();
+    showPin(ui, lens, s.selected);
+    this.relayout();
+    this.updateTooltip();
+  }
+
+  /** @param {string} message */
+  showError(message) {
+    this.ui.errorEl.textContent = message;
+    this.ui.errorEl.hidden = false;
+    this.ui.body.hidden = true;
+    this.tooltip.hide();
+  }
+
+  /**
+   * @param {Cell} cell
+   * @returns {Cell}
+   */
+  clampCell(cell) {
+    const lens = /** @type {Lens} */ (this.lens);
+    return {
+      layerIndex: clampIndex(cell.layerIndex, lens.L),
+      position: clampIndex(cell.position, lens.lengths[this.state.prompt]),
+    };
+  }
+
+  /** Asks Python once for the detail sections (top-k, the other metrics). */
+  requestDetails() {
+    const lens = this.lens;
+    if (this.detailsRequested || !lens) return;
+    const pending = lens.detailSections.some((name) => lens.meta.sections?.[name] && !lens.arrays[name]);
+    if (!pending) return;
+    this.detailsRequested = true;
+    if (!this.model.get("_details")) {
+      this.model.set("_details", true);
+      this.model.save_changes();
+    }
+  }
+
+  /**
+   * @param {string} name
+   * @param {unknown} value
+   */
+  send(name, value) {
+    if (this.model.get(name) === value) return;
+    this.model.set(name, value);
+    this.model.save_changes();
+  }
+
+  // ---- State changes -------------------------------------------------------------------------
+
+  /**
+   * @param {unknown} value
+   * @param {"throttled" | boolean} sync
+   */
+  setPrompt(value, sync) {
+    const lens = this.lens;
+    if (!lens) return;
+    const prompt = clampIndex(value, lens.P);
+    if (sync === "throttled") this.syncPrompt(prompt);
+    if (prompt === this.state.prompt) {
+      this.ui.promptUi.input.value = String(prompt);
+      return;
+    }
+    this.state.prompt = prompt;
+    this.state.hover = null;
+    if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
+    showControls(this.ui, lens, this.state);
+    showPin(this.ui, lens, this.state.selected);
+    this.relayout();
+    this.ui.scroller.scrollLeft = 0;
+    this.updateTooltip();
+  }
+
+  /**
+   * Highlights a row (the slider moves rows; Python hears the row's model layer).
+   * @param {unknown} value a row index
+   * @param {"throttled" | boolean} sync
+   */
+  setLayer(value, sync) {
+    const lens = this.lens;
+    if (!lens) return;
+    const row = clampIndex(value, lens.L);
+    if (sync === "throttled") this.syncLayer(row);
+    if (row === this.state.layer) {
+      this.ui.layerUi.input.value = String(row);
+      return;
+    }
+    this.state.layer = row;
+    showControls(this.ui, lens, this.state);
+    this.requestDraw();
+  }
+
+  /**
+   * The `layer` trait changed in Python: a model layer, shown as its row.
+   * @param {unknown} layer
+   */
+  setModelLayer(layer) {
+    if (this.lens) this.setLayer(rowOfModelLayer(this.lens.layers, layer), false);
+  }
+
+  /**
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setMetric(value, sync) {
+    const lens = this.lens;
+    if (!lens) return;
+    const metric = resolveMetric(lens, value);
+    if (sync) this.send("metric", metric);
+    this.ui.metricSelect.value = metric;
+    if (metric === this.state.metric) return;
+    this.state.metric = metric;
+    this.refreshMetric();
+    this.requestDraw();
+  }
+
+  /**
+   * @param {Selected | null} value
+   * @param {boolean} sync
+   */
+  setSelected(value, sync) {
+    this.state.selected = value;
+    if (sync) this.send("selected", value);
+    showPin(this.ui, this.lens, value);
+    this.updateTooltip();
+    this.requestDraw();
+  }
+
+  /** @param {Cell | null} cell */
+  setHover(cell) {
+    const old = this.state.hover;
+    if (old === cell || (old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position)) return;
+    this.state.hover = cell;
+    if (cell) this.requestDetails();
+    this.updateTooltip();
+    this.requestDraw();
+  }
+
+  /**
+   * @param {Cell} cell
+   * @param {boolean} [announce]
+   */
+  setFocus(cell, announce = true) {
+    this.state.focus = cell;
+    if (this.layout) {
+      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, cell.position);
+      if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
+    }
+    if (announce) this.announce(cell);
+    this.updateTooltip();
+    this.requestDraw();
+  }
+
+  /** @param {Cell} cell */
+  announce(cell) {
+    if (!this.lens) return;
+    const s = this.state;
+    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
+    this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s.selected, s.prompt, cell.layerIndex, cell.position) });
+  }
+
+  /** @param {Cell} cell */
+  togglePin(cell) {
+    if (!this.lens) return;
+    const s = this.state;
+    const next = toggleSelection(s.selected, s.prompt, cell.layerIndex, cell.position);
+    this.setSelected(next, true);
+    this.ui.readout.textContent = next
+      ? readoutText(cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position), { pinned: true })
+      : "Unpinned.";
+  }
+
+  /** Shows the focus cell (keyboard navigation) with its tooltip and readout. */
+  showKeyboardFocus() {
+    const s = this.state;
+    if (!this.lens || !this.layout) return;
+    s.focused = true;
+    this.requestDetails();
+    if (!s.focus) {
+      // Start at the pinned cell, else on the highlighted row at the first visible column.
+      const sel = s.selected;
+      const first = Math.ceil(this.scrollLeft() / this.layout.cellW);
+      s.focus = this.clampCell(
+        sel && sel.prompt === s.prompt
+          ? { layerIndex: sel.layer_index, position: sel.position }
+          : { layerIndex: s.layer, position: first },
+      );
+    }
+    this.setFocus(s.focus);
+  }
+
+  /** Which metric the cells show; asks for the detail sections when the requested one lacks its. */
+  refreshMetric() {
+    const lens = this.lens;
+    if (!lens) return;
+    const s = this.state;
+    const available = metricAvailable(lens, s.metric);
+    if (available) this.shownMetric = s.metric;
+    else this.requestDetails();
+    this.ui.root.classList.toggle("murano-loading", !available);
+    showLegend(this.ui, lens, this.shownMetric, s.metric);
+  }
+
+  // ---- Tooltip -------------------------------------------------------------------------------
+
+  /** The cell whose tooltip shows: the hovered one, else the keyboard focus cell. */
+  tooltipCell() {
+    const s = this.state;
+    return s.hover || (s.focused ? s.focus : null);
+  }
+
+  updateTooltip() {
+    const cell = this.lens && this.layout ? this.tooltipCell() : null;
+    if (!cell || !this.lens) {
+      this.tooltip.hide();
+      return;
+    }
+    const s = this.state;
+    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
+    this.tooltip.show(tooltipModel(details), isSelected(s.selected, s.prompt, cell.layerIndex, cell.position));
+    this.placeTooltip(cell);
+  }
+
+  /** @param {Cell} cell */
+  placeTooltip(cell) {
+    if (this.tooltip.hidden || !this.layout) return;
+    const r = cellRect(this.layout, cell.layerIndex, cell.position, this.scrollLeft());
+    const box = this.ui.canvas.getBoundingClientRect();
+    this.tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
+  }
+
+  // ---- Layout and drawing --------------------------------------------------------------------
+
+  /** Recomputes the layout for the current prompt and width, then redraws. */
+  relayout() {
+    const lens = this.lens;
+    if (!lens) return;
+    const painter = this.painter;
+    const theme = painter.readTheme();
+    const s = this.state;
+    const n = lens.lengths[s.prompt];
+    const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
+    const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}`;
+    if (key !== this.layoutKey) {
+      let maxChars = 1;
+      const a = lens.arrays;
+      const offset = lens.offsets[s.prompt];
+      const lastRow = (lens.L - 1) * lens.T + offset;
+      for (let j = 0; j < n; j++) {
+        maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + j])), charCount(painter.tokenText(a.predicted_tokens[lastRow + j])));
+        if (maxChars >= 10) break;
+      }
+      const labelW = painter.labelWidth(lens);
+      this.layout = computeLayout({ nLayers: lens.L, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars) });
+      this.layoutKey = key;
+      this.ui.track.style.width = `${this.layout.contentW}px`;
+      this.ui.track.style.height = `${this.layout.height}px`;
+    }
+    this.draw();
+  }
+
+  scrollLeft() {
+    return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
+  }
+
+  requestDraw() {
+    if (this.frame || typeof requestAnimationFrame !== "function") return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      if (!this.layout || this.layoutKey === null) this.relayout();
+      else this.draw();
+    });
+  }
+
+  /** Draws now (synchronously). */
+  draw() {
+    if (this.frame) {
+      cancelAnimationFrame(this.frame);
+      this.frame = 0;
+    }
+    const lens = this.lens;
+    if (!lens || !this.layout) return;
+    const t0 = performance.now();
+    const s = this.state;
+    this.debug.visible = this.painter.draw(
+      this.layout,
+      {
+        prompt: s.prompt,
+        layer: s.layer,
+        metric: this.shownMetric,
+        loading: s.metric !== this.shownMetric,
+        selected: s.selected,
+        hover: s.hover,
+        focus: s.focused ? s.focus : null,
+      },
+      this.scrollLeft(),
+    );
+    const tipCell = this.tooltipCell();
+    if (tipCell && !this.tooltip.hidden) this.placeTooltip(tipCell);
+    this.debug.frames += 1;
+    this.debug.lastDrawMs = performance.now() - t0;
+    for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);
+  }
+}
+
+/**
+ * A plain rectangle from a DOMRect.
+ * @param {DOMRect} r
+ */
+function rectOf(r) {
+  return { x: r.left, y: r.top, w: r.width, h: r.height };
+}

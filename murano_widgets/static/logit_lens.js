@@ -1,0 +1,2172 @@
+// Built by `npm run build` (js/build.mjs) from js/src with esbuild; do not edit: edit js/src.
+
+// src/colour_stops.js
+var COLOUR_STOPS = Object.freeze({
+  viridis: [
+    "#440154",
+    "#48186a",
+    "#472d7b",
+    "#424086",
+    "#3b528b",
+    "#33638d",
+    "#2c728e",
+    "#26828e",
+    "#21918c",
+    "#1fa088",
+    "#28ae80",
+    "#3fbc73",
+    "#5ec962",
+    "#84d44b",
+    "#addc30",
+    "#d8e219",
+    "#fde725"
+  ],
+  cividis: [
+    "#00224e",
+    "#002e6a",
+    "#1a386f",
+    "#32436d",
+    "#434e6c",
+    "#535a6d",
+    "#61656f",
+    "#6f7073",
+    "#7d7c78",
+    "#8c8878",
+    "#9b9476",
+    "#aba072",
+    "#bcae6c",
+    "#cdbb63",
+    "#dec958",
+    "#f0d846",
+    "#fee838"
+  ],
+  // Magma without its near-white end, which would vanish on a light background.
+  magma: [
+    "#000004",
+    "#0a0822",
+    "#1d1147",
+    "#36106b",
+    "#51127c",
+    "#6a1c81",
+    "#832681",
+    "#9c2e7f",
+    "#b73779",
+    "#d0416f",
+    "#e75263",
+    "#f56b5c",
+    "#fc8961",
+    "#fea772",
+    "#fec488"
+  ]
+});
+
+// src/payload.js
+var PAYLOAD_VERSION = 2;
+var DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
+var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
+var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
+var HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+function decodeBase64(text) {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+function toBytes(buffer) {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (ArrayBuffer.isView(buffer)) {
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  }
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (typeof buffer === "string") return decodeBase64(buffer);
+  if (buffer && typeof buffer === "object" && typeof /** @type {any} */
+  buffer.byteLength === "number") {
+    return new Uint8Array(
+      /** @type {ArrayBuffer} */
+      buffer
+    );
+  }
+  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
+}
+function readTypedArray(buffer, dtype, length) {
+  const size = dtype === "uint8" ? 1 : dtype === "uint16" ? 2 : dtype === "uint32" ? 4 : 0;
+  if (!size) throw new Error(`unsupported dtype ${JSON.stringify(dtype)} (expected uint8, uint16 or uint32)`);
+  const bytes = toBytes(buffer);
+  if (bytes.byteLength % size !== 0) {
+    throw new Error(`${bytes.byteLength} bytes is not a whole number of ${dtype} values`);
+  }
+  const n = bytes.byteLength / size;
+  if (length !== void 0 && n !== length) {
+    throw new Error(`expected ${length} ${dtype} values, got ${n}`);
+  }
+  if (size === 1) return new Uint8Array(bytes.buffer, bytes.byteOffset, n);
+  const Ctor = size === 2 ? Uint16Array : Uint32Array;
+  if (HOST_LITTLE_ENDIAN && bytes.byteOffset % size === 0) {
+    return new Ctor(
+      /** @type {ArrayBuffer} */
+      bytes.buffer,
+      bytes.byteOffset,
+      n
+    );
+  }
+  const out = new Ctor(n);
+  if (HOST_LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes);
+  } else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let i = 0; i < n; i++) out[i] = size === 2 ? view.getUint16(i * 2, true) : view.getUint32(i * 4, true);
+  }
+  return out;
+}
+function product(shape) {
+  return shape.reduce((a, b) => a * b, 1);
+}
+function isIntArray(value) {
+  return Array.isArray(value) && value.every((x) => Number.isInteger(x) && x >= 0);
+}
+function isStringArray(value) {
+  return Array.isArray(value) && value.every((x) => typeof x === "string");
+}
+function normaliseMetric(raw, index) {
+  if (!raw || typeof raw !== "object" || typeof raw.name !== "string" || typeof raw.field !== "string") {
+    throw new Error(`_meta.metrics[${index}] must be an object with a name and a field`);
+  }
+  const domain = Array.isArray(raw.domain) ? raw.domain.map(Number) : [];
+  const [lo, hi] = domain.length === 2 && domain.every(Number.isFinite) && domain[1] > domain[0] ? domain : [0, 1];
+  return {
+    name: raw.name,
+    field: raw.field,
+    label: typeof raw.label === "string" && raw.label ? raw.label : raw.name,
+    unit: typeof raw.unit === "string" ? raw.unit : "",
+    scale: typeof raw.scale === "string" && raw.scale in COLOUR_STOPS ? raw.scale : "viridis",
+    reverse: Boolean(raw.reverse),
+    log: Boolean(raw.log),
+    domain: [lo, hi],
+    description: typeof raw.description === "string" ? raw.description : "",
+    finalBased: Boolean(raw.final_based),
+    available: raw.available !== false,
+    unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null
+  };
+}
+function decodePayload(meta, sections) {
+  if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
+    throw new Error("_meta is empty: no logit-lens data to show");
+  }
+  if (meta.version !== PAYLOAD_VERSION) {
+    throw new Error(`unsupported payload version ${JSON.stringify(meta.version)} (expected ${PAYLOAD_VERSION}); the Python package and its front end disagree`);
+  }
+  const { layers, lengths, offsets, tokens } = meta;
+  if (!isIntArray(layers) || layers.length === 0) throw new Error("_meta.layers must be a non-empty list of layer numbers");
+  for (let i = 1; i < layers.length; i++) {
+    if (layers[i] <= layers[i - 1]) throw new Error(`_meta.layers must be ascending, got ${JSON.stringify(layers).slice(0, 80)}`);
+  }
+  if (!isIntArray(lengths) || lengths.length === 0) throw new Error("_meta.lengths must be a non-empty list of token counts");
+  if (!isIntArray(offsets) || offsets.length !== lengths.length) {
+    throw new Error(`_meta.offsets must have one entry per prompt (${lengths.length}), got ${JSON.stringify(offsets)?.slice(0, 80)}`);
+  }
+  let expectedOffset = 0;
+  for (let p = 0; p < lengths.length; p++) {
+    if (offsets[p] !== expectedOffset) throw new Error(`_meta.offsets[${p}] is ${offsets[p]}, expected ${expectedOffset}`);
+    expectedOffset += lengths[p];
+  }
+  const T = expectedOffset;
+  if (meta.total !== void 0 && meta.total !== T) throw new Error(`_meta.total is ${meta.total} but the lengths add up to ${T}`);
+  if (!isStringArray(tokens)) throw new Error("_meta.tokens must be a list of strings");
+  if (!Array.isArray(meta.metrics) || meta.metrics.length === 0) throw new Error("_meta.metrics must list the metrics");
+  const metrics = meta.metrics.map(normaliseMetric);
+  const L = layers.length;
+  const topK = Math.max(1, Number(meta.top_k) || 1);
+  const expectedShapes = {
+    input_ids: [T],
+    final_tokens: [T],
+    final_missing: [T],
+    predicted_tokens: [L, T],
+    missing: [L, T],
+    topk_tokens: [L, T, topK - 1],
+    topk_probs: [L, T, topK - 1]
+  };
+  for (const metric of metrics) expectedShapes[metric.field] = [L, T];
+  const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
+  const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
+  const specs = meta.sections && typeof meta.sections === "object" ? meta.sections : {};
+  const arrays = {};
+  const scales = {};
+  for (const [name, spec] of Object.entries(specs)) {
+    const data = sections ? sections[name] : void 0;
+    if (data === void 0 || data === null) continue;
+    const shape = spec && spec.shape;
+    if (!isIntArray(shape)) throw new Error(`section ${name}: shape must be a list of sizes`);
+    const expected = expectedShapes[name];
+    if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
+      throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);
+    }
+    try {
+      arrays[name] = readTypedArray(data, spec.dtype, product(shape));
+    } catch (error) {
+      throw new Error(`section ${name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    scales[name] = typeof spec.scale === "number" && Number.isFinite(spec.scale) ? spec.scale : 1;
+  }
+  for (const name of REQUIRED_SECTIONS) {
+    if (!arrays[name]) throw new Error(`the payload lacks the ${name} section`);
+  }
+  for (const name of baseSections) {
+    if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
+  }
+  const nTokens = tokens.length;
+  for (const name of TOKEN_SECTIONS) {
+    const array = arrays[name];
+    if (!array) continue;
+    for (let i = 0; i < array.length; i++) {
+      if (array[i] >= nTokens) throw new Error(`section ${name}: token index ${array[i]} is outside the table of ${nTokens} strings`);
+    }
+  }
+  const nModel = Number(meta.n_model_layers);
+  return {
+    meta,
+    L,
+    T,
+    P: lengths.length,
+    layers,
+    nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
+    lengths,
+    offsets,
+    tokens,
+    prompts: isStringArray(meta.prompts) ? meta.prompts : [],
+    modelName: typeof meta.model_name === "string" ? meta.model_name : "",
+    lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
+    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
+    maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
+    metrics,
+    baseSections,
+    detailSections,
+    arrays,
+    scales,
+    maxima: {}
+  };
+}
+function cellIndex(lens, prompt, layerIndex, position) {
+  return layerIndex * lens.T + lens.offsets[prompt] + position;
+}
+function isMissing(lens, idx) {
+  const missing = lens.arrays.missing;
+  return Boolean(missing && missing[idx]);
+}
+function isFinalMissing(lens, col) {
+  const missing = lens.arrays.final_missing;
+  return Boolean(missing && missing[col]);
+}
+function rowOfModelLayer(layers, layer) {
+  const value = Number(layer);
+  if (layer === null || layer === void 0 || !Number.isFinite(value)) return 0;
+  let best = 0;
+  for (let i = 0; i < layers.length; i++) {
+    if (layers[i] === value) return i;
+    if (Math.abs(layers[i] - value) < Math.abs(layers[best] - value)) best = i;
+  }
+  return best;
+}
+
+// src/local_model.js
+function createLocalModel(state) {
+  const values = { prompt: 0, layer: null, metric: "prob", selected: null, _details: true, ...state };
+  if (values._sections) {
+    const sections = {};
+    for (const [name, data] of Object.entries(values._sections)) {
+      const bytes = toBytes(data);
+      sections[name] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    }
+    values._sections = sections;
+  }
+  const listeners = /* @__PURE__ */ new Map();
+  return {
+    get: (name) => values[name],
+    set(name, value) {
+      if (Object.is(values[name], value)) return;
+      values[name] = value;
+      for (const fn of [...listeners.get(`change:${name}`) || []]) fn();
+    },
+    on(event, fn) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, set = /* @__PURE__ */ new Set());
+      set.add(fn);
+    },
+    off(event, fn) {
+      if (!event) listeners.clear();
+      else if (!fn) listeners.delete(event);
+      else listeners.get(event)?.delete(fn);
+    },
+    save_changes() {
+    },
+    send() {
+    }
+  };
+}
+
+// src/format.js
+var RANK_CAP = 65535;
+function formatProb(p) {
+  if (!Number.isFinite(p)) return "–";
+  if (p > 0 && p < 1e-3) return "<0.1%";
+  if (p >= 0.9995) return "100%";
+  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
+}
+function formatBits(b, short = false) {
+  if (!Number.isFinite(b)) return "–";
+  const digits = b >= 10 ? 1 : 2;
+  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
+  return short ? text : `${text} bits`;
+}
+function formatRank(rank, short = false) {
+  if (!Number.isFinite(rank)) return "–";
+  let text;
+  if (rank >= RANK_CAP) text = `≥${RANK_CAP}`;
+  else if (rank >= 1e4) text = `${Math.round(rank / 1e3)}k`;
+  else if (rank >= 1e3 && short) text = `${Number((rank / 1e3).toFixed(1))}k`;
+  else text = String(Math.round(rank));
+  return short ? text : `rank ${text}`;
+}
+function niceCeil(x) {
+  if (!(x > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(x));
+  for (const m of [1, 2, 5, 10]) if (m * p >= x - 1e-12 * p) return m * p;
+  return 10 * p;
+}
+function formatUnit(unit, value, short = false) {
+  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value);
+  if (unit === "rank") return formatRank(value, short);
+  if (unit === "bits") return formatBits(value, short);
+  if (!Number.isFinite(value)) return "–";
+  return String(Number(value.toPrecision(3)));
+}
+
+// src/metrics.js
+function metricSpec(lens, name) {
+  return lens ? lens.metrics.find((m) => m.name === name) : void 0;
+}
+function metricOffered(lens, name) {
+  const spec = metricSpec(lens, name);
+  return Boolean(spec && spec.available);
+}
+function metricAvailable(lens, name) {
+  const spec = metricSpec(lens, name);
+  return Boolean(lens && spec && spec.available && lens.arrays[spec.field]);
+}
+function resolveMetric(lens, name) {
+  if (typeof name === "string" && metricOffered(lens, name)) return name;
+  const first = lens.metrics.find((m) => m.available);
+  return (first || lens.metrics[0]).name;
+}
+function shortLabel(label) {
+  return label.replace(/\s*\([^()]*\)\s*$/, "") || label;
+}
+function metricDomain(lens, name) {
+  const spec = metricSpec(lens, name);
+  if (!spec) throw new Error(`unknown metric ${JSON.stringify(name)}`);
+  return { min: spec.domain[0], max: spec.domain[1], log: spec.log };
+}
+function unitValue(value, domain) {
+  if (!Number.isFinite(value)) return NaN;
+  let t;
+  if (domain.log) t = Math.log1p(Math.max(0, value - domain.min)) / Math.log1p(domain.max - domain.min);
+  else t = (value - domain.min) / (domain.max - domain.min);
+  return Math.min(1, Math.max(0, t));
+}
+function metricValue(lens, name, idx) {
+  const spec = metricSpec(lens, name);
+  const array = spec && lens.arrays[spec.field];
+  if (!spec || !array || isMissing(lens, idx)) return NaN;
+  if (spec.finalBased && isFinalMissing(lens, idx % lens.T)) return NaN;
+  return array[idx] * (lens.scales[spec.field] ?? 1);
+}
+function formatMetric(spec, value, short = false) {
+  return formatUnit(spec.unit, value, short);
+}
+function legendTicks(spec, domain) {
+  const values = [];
+  if (domain.log) {
+    values.push(domain.min);
+    for (let v = 10; v <= domain.max; v *= 10) if (v > domain.min) values.push(v);
+    const last = values[values.length - 1];
+    if (unitValue(domain.max, domain) - unitValue(last, domain) > 0.15) values.push(domain.max);
+  } else {
+    const step = niceCeil((domain.max - domain.min) / 4);
+    for (let v = domain.min; v <= domain.max + 1e-9; v += step) values.push(v);
+    if (domain.max - values[values.length - 1] > 0.25 * step) values.push(domain.max);
+  }
+  return values.map((v) => ({ t: unitValue(v, domain), label: formatMetric(spec, v, true) }));
+}
+
+// src/tokens.js
+var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "␍" });
+var CODE_POINT_RANGES = Object.freeze([
+  [0, 31],
+  // C0 controls (tab, newline and carriage return have marks instead)
+  [127, 159],
+  // DEL and the C1 controls
+  [160, 160],
+  // no-break space
+  [173, 173],
+  // soft hyphen
+  [847, 847],
+  // combining grapheme joiner
+  [1564, 1564],
+  // Arabic letter mark
+  [4447, 4448],
+  // Hangul fillers
+  [5760, 5760],
+  // Ogham space mark
+  [6068, 6069],
+  // Khmer inherent vowels (invisible)
+  [6155, 6159],
+  // Mongolian variation selectors and vowel separator
+  [8192, 8207],
+  // en quad … hair space, zero-width space/non-joiner/joiner, LRM, RLM
+  [8232, 8239],
+  // line and paragraph separators, LRE … RLO embeddings, narrow no-break space
+  [8287, 8303],
+  // medium math space, word joiner, invisible operators, isolates (2066-2069)
+  [12288, 12288],
+  // ideographic space
+  [12644, 12644],
+  // Hangul filler
+  [55296, 57343],
+  // surrogates (only lone halves reach this test)
+  [57344, 63743],
+  // private use
+  [65279, 65279],
+  // zero-width no-break space (byte order mark)
+  [65440, 65440],
+  // halfwidth Hangul filler
+  [65529, 65531],
+  // interlinear annotation controls
+  [113824, 113827],
+  // shorthand format controls
+  [119155, 119162],
+  // musical symbol format controls
+  [917504, 917631],
+  // tag characters
+  [983040, 1114111]
+  // supplementary private use areas A and B (planes 15 and 16)
+]);
+function shownAsCodePoint(cp) {
+  for (const [lo, hi] of CODE_POINT_RANGES) {
+    if (cp < lo) return false;
+    if (cp <= hi) return true;
+  }
+  return false;
+}
+function codepointLabel(cp) {
+  return `<U+${cp.toString(16).toUpperCase().padStart(4, "0")}>`;
+}
+function displayToken(token, { spaces = true } = {}) {
+  if (typeof token !== "string") return "?";
+  if (token === "") return "∅";
+  let out = "";
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    let cp = code;
+    let ch = token[i];
+    if (code >= 55296 && code <= 56319 && i + 1 < token.length) {
+      const next = token.charCodeAt(i + 1);
+      if (next >= 56320 && next <= 57343) {
+        cp = (code - 55296) * 1024 + (next - 56320) + 65536;
+        ch = token.slice(i, i + 2);
+        i++;
+      }
+    }
+    if (ch === " ") out += spaces ? MARKS[" "] : " ";
+    else if (ch === "\n" || ch === "	" || ch === "\r") out += MARKS[ch];
+    else if (shownAsCodePoint(cp)) out += codepointLabel(cp);
+    else out += ch;
+  }
+  return out;
+}
+function truncateText(text, maxChars) {
+  if (maxChars <= 0) return "";
+  const chars = Array.from(text);
+  if (chars.length <= maxChars) return text;
+  if (maxChars === 1) return "…";
+  return `${chars.slice(0, maxChars - 1).join("")}…`;
+}
+function charCount(text) {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (!(c >= 56320 && c <= 57343 && i > 0 && text.charCodeAt(i - 1) >= 55296 && text.charCodeAt(i - 1) <= 56319)) n++;
+  }
+  return n;
+}
+function isolateLtr(text) {
+  return `⁦${text}⁩`;
+}
+
+// src/details.js
+function tokenAt(lens, index) {
+  return lens.tokens[index] ?? "";
+}
+function cellDetails(lens, prompt, layerIndex, position) {
+  const idx = cellIndex(lens, prompt, layerIndex, position);
+  const col = lens.offsets[prompt] + position;
+  const a = lens.arrays;
+  const missing = isMissing(lens, idx);
+  const finalMissing = isFinalMissing(lens, col);
+  const top = [];
+  if (!missing) {
+    const probs = a.max_probs;
+    top.push({ token: tokenAt(lens, a.predicted_tokens[idx]), prob: probs ? probs[idx] * (lens.scales.max_probs ?? 1) : NaN });
+    if (lens.topK > 1) {
+      const k1 = lens.topK - 1;
+      for (let r = 0; r < k1; r++) {
+        top.push({
+          token: tokenAt(lens, a.topk_tokens[idx * k1 + r]),
+          prob: a.topk_probs[idx * k1 + r] * (lens.scales.topk_probs ?? 1 / 255)
+        });
+      }
+    }
+  }
+  const metrics = [];
+  let finalRank = null;
+  for (const spec of lens.metrics) {
+    if (!spec.available || !a[spec.field]) continue;
+    const v = metricValue(lens, spec.name, idx);
+    const value = Number.isFinite(v) ? v : null;
+    metrics.push({ spec, value });
+    if (finalRank === null && spec.unit === "rank" && spec.finalBased) finalRank = value;
+  }
+  const finalTokens = a.final_tokens;
+  return {
+    prompt,
+    layerIndex,
+    layer: lens.layers[layerIndex],
+    isLastRow: layerIndex === lens.L - 1,
+    position,
+    input: tokenAt(lens, a.input_ids[col]),
+    finalToken: finalTokens ? tokenAt(lens, finalTokens[col]) : null,
+    finalMissing,
+    missing,
+    settled: Boolean(finalTokens) && !missing && !finalMissing && a.predicted_tokens[idx] === finalTokens[col],
+    top,
+    metrics,
+    finalRank,
+    detailsLoaded: lens.detailSections.every((name) => !lens.meta.sections?.[name] || Boolean(a[name]))
+  };
+}
+var NO_VALUE = "no value (non-finite)";
+function tooltipModel(details) {
+  const rows = [];
+  rows.push({ label: "input", value: displayToken(details.input), token: true });
+  if (details.finalToken !== null) {
+    rows.push(details.finalMissing ? { label: "final prediction", value: NO_VALUE } : { label: "final prediction", value: displayToken(details.finalToken), token: true });
+  }
+  if (!details.missing) {
+    for (const { spec, value } of details.metrics) {
+      rows.push({
+        label: shortLabel(spec.label),
+        value: value === null ? "–" : formatMetric(spec, value),
+        title: spec.description || spec.label
+      });
+    }
+  }
+  let note = "";
+  if (details.missing) note = `No value (non-finite): this layer's output was not finite here.`;
+  else if (details.finalMissing && details.finalToken !== null) note = "The model's final distribution was not finite here: no value for what is measured against it.";
+  else if (!details.detailsLoaded) note = "Loading details…";
+  return {
+    title: `Layer ${details.layer} · position ${details.position}`,
+    badge: details.settled ? "= final" : "",
+    rows,
+    top: details.top.map((entry, rank) => ({
+      rank,
+      text: displayToken(entry.token),
+      prob: formatProb(entry.prob),
+      width: Number.isFinite(entry.prob) ? Math.max(0, Math.min(1, entry.prob)) : 0
+    })),
+    note
+  };
+}
+function readoutText(details, { pinned = false } = {}) {
+  const parts = [`Layer ${details.layer}, position ${details.position}, input ${displayToken(details.input)}`];
+  if (details.missing) parts.push(NO_VALUE);
+  else {
+    const top = details.top[0];
+    parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob)}`);
+    if (details.settled) parts.push("equals the final prediction");
+    else if (details.finalToken !== null && details.finalMissing) parts.push(`final prediction: ${NO_VALUE}`);
+    else if (details.finalToken !== null) {
+      const rank = details.finalRank !== null ? ` at ${formatRank(details.finalRank)}` : "";
+      parts.push(`final prediction ${displayToken(details.finalToken)}${rank}`);
+    }
+  }
+  if (pinned) parts.push("pinned");
+  return `${parts.join("; ")}.`;
+}
+
+// src/layout.js
+var GEOMETRY = Object.freeze({
+  axisH: 16,
+  // position numbers above the cells
+  gap: 6,
+  // between the cells and the token strips
+  stripH: 22,
+  // the input-token strip and the chosen layer's predictions strip
+  bottomPad: 4,
+  rightPad: 8,
+  minRowH: 5,
+  maxRowH: 22,
+  minCellW: 34,
+  maxCellW: 120,
+  textMinRowH: 13
+  // cell text is drawn only in rows at least this tall
+});
+function chooseCellWidth({ maxChars, charW, n, available }) {
+  const want = Math.min(GEOMETRY.maxCellW, Math.max(GEOMETRY.minCellW, Math.ceil(maxChars * charW + 12)));
+  const fill = n > 0 ? Math.floor(available / n) : want;
+  if (fill > want) return Math.min(GEOMETRY.maxCellW, fill);
+  return want;
+}
+function chooseRowHeight(nLayers, maxHeight = 460) {
+  return Math.max(GEOMETRY.minRowH, Math.min(GEOMETRY.maxRowH, Math.floor(maxHeight / Math.max(1, nLayers))));
+}
+function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, maxHeight = 460 }) {
+  const g = GEOMETRY;
+  const viewW = Math.max(labelW + g.minCellW, Math.floor(width));
+  const rowH = chooseRowHeight(nLayers, maxHeight);
+  const cellW = chooseCellWidth({ maxChars, charW, n: nPositions, available: viewW - labelW - g.rightPad });
+  const heatY = g.axisH;
+  const heatH = nLayers * rowH;
+  const inputY = heatY + heatH + g.gap;
+  const predY = inputY + g.stripH;
+  const height = predY + g.stripH + g.bottomPad;
+  const contentW = labelW + nPositions * cellW + g.rightPad;
+  return {
+    nLayers,
+    nPositions,
+    width: viewW,
+    height,
+    labelW,
+    rowH,
+    cellW,
+    heatY,
+    heatH,
+    inputY,
+    predY,
+    stripH: g.stripH,
+    contentW,
+    maxScroll: Math.max(0, contentW - viewW),
+    charW,
+    cellChars: Math.max(0, Math.floor((cellW - 6) / charW)),
+    showCellText: rowH >= g.textMinRowH && cellW - 6 >= 2 * charW
+  };
+}
+function clampScroll(layout, scrollLeft) {
+  return Math.min(layout.maxScroll, Math.max(0, Math.round(scrollLeft) || 0));
+}
+function visibleColumns(layout, scrollLeft) {
+  const viewCells = layout.width - layout.labelW;
+  const first = Math.max(0, Math.floor(scrollLeft / layout.cellW));
+  const last = Math.min(layout.nPositions, Math.ceil((scrollLeft + viewCells) / layout.cellW));
+  return [first, Math.max(first, last)];
+}
+function rowOfLayer(layout, layerIndex) {
+  return layout.nLayers - 1 - layerIndex;
+}
+function columnX(layout, position, scrollLeft) {
+  return layout.labelW + position * layout.cellW - scrollLeft;
+}
+function cellRect(layout, layerIndex, position, scrollLeft) {
+  return {
+    x: columnX(layout, position, scrollLeft),
+    y: layout.heatY + rowOfLayer(layout, layerIndex) * layout.rowH,
+    w: layout.cellW,
+    h: layout.rowH
+  };
+}
+function hitTest(layout, x, y, scrollLeft, highlightedLayer) {
+  if (x < layout.labelW || x >= layout.width) return null;
+  const position = Math.floor((x - layout.labelW + scrollLeft) / layout.cellW);
+  if (position < 0 || position >= layout.nPositions) return null;
+  if (y >= layout.heatY && y < layout.heatY + layout.heatH) {
+    const row = Math.floor((y - layout.heatY) / layout.rowH);
+    return { layerIndex: layout.nLayers - 1 - row, position, area: "cells" };
+  }
+  if (y >= layout.predY && y < layout.predY + layout.stripH) {
+    return { layerIndex: highlightedLayer, position, area: "predictions" };
+  }
+  if (y >= layout.inputY && y < layout.inputY + layout.stripH) {
+    return { layerIndex: highlightedLayer, position, area: "input" };
+  }
+  return null;
+}
+function revealColumn(layout, scrollLeft, position) {
+  const left = position * layout.cellW;
+  const viewCells = layout.width - layout.labelW;
+  let next = scrollLeft;
+  if (left < scrollLeft) next = left;
+  else if (left + layout.cellW > scrollLeft + viewCells) next = left + layout.cellW - viewCells;
+  return clampScroll(layout, next);
+}
+function labelStride(rowH, minSpacing = 12) {
+  if (rowH >= minSpacing) return 1;
+  return niceCeil(minSpacing / rowH);
+}
+function overlapArea(a, b) {
+  const w = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
+  const h2 = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
+  return w > 0 && h2 > 0 ? w * h2 : 0;
+}
+function placeTooltip(anchor, size, bounds, margin = 10, avoid = []) {
+  const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+  const right = bounds.x + bounds.w;
+  const bottom = bounds.y + bounds.h;
+  const gap = 4;
+  const rect = (left, top) => ({ x: left, y: top, w: size.w, h: size.h });
+  const score = (c) => {
+    const r = rect(c.left, c.top);
+    return avoid.reduce((sum, o) => sum + overlapArea(r, o), 0) * 1e6 + overlapArea(r, anchor);
+  };
+  const fitsV = (top) => top >= bounds.y - 0.5 && top + size.h <= bottom + 0.5;
+  const candidates = [];
+  const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
+  for (const left of [anchor.x + anchor.w + margin, anchor.x - size.w - margin]) {
+    if (left < bounds.x || left + size.w > right) continue;
+    const tops = [centred];
+    for (const o of avoid) tops.push(o.y - size.h - gap, o.y + o.h + gap);
+    for (const top of tops.filter(fitsV).sort((a, b) => Math.abs(a - centred) - Math.abs(b - centred))) {
+      candidates.push({ left, top });
+    }
+  }
+  const middle = clamp(anchor.x + anchor.w / 2 - size.w / 2, bounds.x, right - size.w);
+  for (const top of [anchor.y + anchor.h + margin, anchor.y - size.h - margin]) {
+    if (fitsV(top)) candidates.push({ left: middle, top });
+  }
+  const free = candidates.find((c) => score(c) === 0);
+  let best = free;
+  if (!best) {
+    const lefts = [middle, bounds.x, right - size.w].map((x) => clamp(x, bounds.x, right - size.w));
+    const tops = [centred, bounds.y, bottom - size.h].map((y) => clamp(y, bounds.y, Math.max(bounds.y, bottom - size.h)));
+    for (const left of lefts) for (const top of tops) candidates.push({ left, top });
+    best = candidates.reduce((a, b) => score(b) < score(a) ? b : a);
+  }
+  return { left: Math.round(Math.max(bounds.x, best.left)), top: Math.round(Math.max(bounds.y, best.top)) };
+}
+
+// src/colour.js
+function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [n >> 16 & 255, n >> 8 & 255, n & 255];
+}
+function interpolateStops(stops, t) {
+  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+  const pos = x * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(pos));
+  const f = pos - i;
+  const a = hexToRgb(stops[i]);
+  const b = hexToRgb(stops[i + 1]);
+  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
+  return [mix(0), mix(1), mix(2)];
+}
+function scaleColour(name, t, reverse = false) {
+  const stops = COLOUR_STOPS[name];
+  if (!stops) throw new Error(`unknown colour scale ${name}`);
+  return interpolateStops(stops, reverse ? 1 - t : t);
+}
+var lutCache = /* @__PURE__ */ new Map();
+function colourLut(name, reverse = false) {
+  const key = `${name}|${reverse}`;
+  let lut = lutCache.get(key);
+  if (!lut) {
+    lut = new Uint8Array(256 * 3);
+    for (let k = 0; k < 256; k++) lut.set(scaleColour(name, k / 255, reverse), 3 * k);
+    lutCache.set(key, lut);
+  }
+  return lut;
+}
+function relativeLuminance([r, g, b]) {
+  const lin = (c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+function textColourOn(rgb) {
+  const l = relativeLuminance(rgb);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
+}
+function colourImage(lens, metric, prompt, out) {
+  const n = lens.lengths[prompt];
+  const L = lens.L;
+  const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
+  data.fill(0);
+  const spec = metricSpec(lens, metric);
+  const array = spec && lens.arrays[spec.field];
+  if (!spec || !array) return { width: n, height: L, data };
+  const scale = lens.scales[spec.field] ?? 1;
+  const domain = metricDomain(lens, metric);
+  const lut = colourLut(spec.scale, spec.reverse);
+  const missing = lens.arrays.missing;
+  const offset = lens.offsets[prompt];
+  const finalMissing = spec.finalBased ? lens.arrays.final_missing : void 0;
+  const logDen = domain.log ? Math.log1p(domain.max - domain.min) : 0;
+  const span = domain.max - domain.min;
+  for (let i = 0; i < L; i++) {
+    const row = L - 1 - i;
+    const base = i * lens.T + offset;
+    for (let j = 0; j < n; j++) {
+      const idx = base + j;
+      if (missing && missing[idx]) continue;
+      if (finalMissing && finalMissing[offset + j]) continue;
+      const v = array[idx] * scale - domain.min;
+      let t = domain.log ? Math.log1p(v > 0 ? v : 0) / logDen : v / span;
+      t = t < 0 ? 0 : t > 1 ? 1 : t;
+      const k = Math.round(t * 255) * 3;
+      const o = (row * n + j) * 4;
+      data[o] = lut[k];
+      data[o + 1] = lut[k + 1];
+      data[o + 2] = lut[k + 2];
+      data[o + 3] = 255;
+    }
+  }
+  return { width: n, height: L, data };
+}
+
+// src/painter.js
+var TEXT_ON = /* @__PURE__ */ new Map();
+function textOn(r, g, b) {
+  const key = r << 16 | g << 8 | b;
+  let colour = TEXT_ON.get(key);
+  if (!colour) {
+    colour = textColourOn([r, g, b]);
+    TEXT_ON.set(key, colour);
+  }
+  return colour;
+}
+function context2d(canvas) {
+  const ctx = canvas.getContext("2d");
+  if (!ctx) throw new Error("this browser gives no 2D canvas context");
+  return ctx;
+}
+var Painter = class {
+  /**
+   * @param {HTMLCanvasElement} canvas
+   * @param {Element} styleSource the element whose CSS variables give the theme
+   */
+  constructor(canvas, styleSource) {
+    this.canvas = canvas;
+    this.styleSource = styleSource;
+    this.theme = null;
+    this.lens = null;
+    this.images = /* @__PURE__ */ new Map();
+    this.tokenTexts = [];
+    this.cellTexts = /* @__PURE__ */ new Map();
+    this.cellTextChars = -1;
+  }
+  /**
+   * New data: drops every cache.
+   * @param {Lens} lens
+   */
+  setLens(lens) {
+    this.lens = lens;
+    this.images.clear();
+    this.tokenTexts = new Array(lens.tokens.length);
+    this.cellTexts.clear();
+  }
+  /** The theme changed (forget it; it is read again on the next use). */
+  forgetTheme() {
+    this.theme = null;
+  }
+  /** @returns {Theme} */
+  readTheme() {
+    if (this.theme) return this.theme;
+    const style = getComputedStyle(this.styleSource);
+    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
+    const uiFont = read("--murano-font", "system-ui, sans-serif");
+    const monoFont = read("--murano-mono", "monospace");
+    const ctx = context2d(this.canvas);
+    const cellFont = `11px ${monoFont}`;
+    ctx.font = cellFont;
+    const hatchColour = read("--murano-hatch", "#9aa0a6");
+    const hatch = document.createElement("canvas");
+    hatch.width = hatch.height = 6;
+    const hctx = hatch.getContext("2d");
+    let hatchPattern = null;
+    if (hctx) {
+      hctx.strokeStyle = hatchColour;
+      hctx.lineWidth = 1;
+      hctx.beginPath();
+      hctx.moveTo(0, 6);
+      hctx.lineTo(6, 0);
+      hctx.stroke();
+      hatchPattern = ctx.createPattern(hatch, "repeat");
+    }
+    this.theme = {
+      fg: read("--murano-fg", "#1f2328"),
+      muted: read("--murano-muted", "#667085"),
+      bg: read("--murano-bg", "#ffffff"),
+      grid: read("--murano-grid", read("--murano-bg", "#ffffff")),
+      accent: read("--murano-accent", "#0969da"),
+      focus: read("--murano-focus", "#0969da"),
+      stripBg: read("--murano-strip-bg", "rgba(127,127,127,0.08)"),
+      hatch: hatchColour,
+      uiFont,
+      monoFont,
+      labelFont: `11px ${uiFont}`,
+      labelBold: `600 11px ${uiFont}`,
+      axisFont: `10px ${uiFont}`,
+      cellFont,
+      charW: ctx.measureText("M").width || 6.6,
+      hatchPattern
+    };
+    return this.theme;
+  }
+  /**
+   * Width of the row labels (the widest layer number or "input"), in CSS pixels.
+   * @param {Lens} lens
+   */
+  labelWidth(lens) {
+    const ctx = context2d(this.canvas);
+    ctx.font = this.readTheme().labelBold;
+    const maxLayer = Math.max(...lens.layers);
+    return Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(`L${maxLayer}`).width)) + 16;
+  }
+  /**
+   * A token's display text (cached by table index).
+   * @param {number} index
+   */
+  tokenText(index) {
+    let text = this.tokenTexts[index];
+    if (text === void 0) {
+      text = displayToken(this.lens?.tokens[index]);
+      this.tokenTexts[index] = text;
+    }
+    return text;
+  }
+  /**
+   * A token's display text cut to `chars` characters, wrapped in an LTR isolate for fillText.
+   * @param {number} index
+   * @param {number} chars
+   */
+  cellText(index, chars) {
+    if (chars !== this.cellTextChars) {
+      this.cellTexts.clear();
+      this.cellTextChars = chars;
+    }
+    let text = this.cellTexts.get(index);
+    if (text === void 0) {
+      text = isolateLtr(truncateText(this.tokenText(index), chars));
+      this.cellTexts.set(index, text);
+    }
+    return text;
+  }
+  /**
+   * The cached 1-pixel-per-cell colour image of (prompt, metric).
+   * @param {number} prompt
+   * @param {string} metric
+   * @returns {ColourImage}
+   */
+  colourCanvas(prompt, metric) {
+    const lens = (
+      /** @type {Lens} */
+      this.lens
+    );
+    const key = `${prompt}|${metric}`;
+    let entry = this.images.get(key);
+    if (!entry) {
+      const image = colourImage(lens, metric, prompt);
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.max(1, image.width);
+      canvas.height = Math.max(1, image.height);
+      if (image.width > 0) context2d(canvas).putImageData(new ImageData(image.data, image.width, image.height), 0, 0);
+      entry = { canvas, data: image.data, width: image.width };
+      if (this.images.size >= 8) {
+        const oldest = this.images.keys().next().value;
+        if (oldest !== void 0) this.images.delete(oldest);
+      }
+      this.images.set(key, entry);
+    }
+    return entry;
+  }
+  /**
+   * Draws the visible part of the heatmap, its strips and labels (synchronously).
+   * @param {Layout} layout
+   * @param {Scene} scene
+   * @param {number} scroll
+   * @returns {[number, number]} the visible columns drawn
+   */
+  draw(layout, scene, scroll) {
+    const lens = (
+      /** @type {Lens} */
+      this.lens
+    );
+    const ctx = this.prepareCanvas(layout);
+    const [c0, c1] = visibleColumns(layout, scroll);
+    const f = {
+      ctx,
+      layout,
+      theme: this.readTheme(),
+      scene,
+      scroll,
+      c0,
+      c1,
+      x0: columnX(layout, c0, scroll),
+      span: (c1 - c0) * layout.cellW,
+      image: this.colourCanvas(scene.prompt, scene.metric),
+      offset: lens.offsets[scene.prompt]
+    };
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(layout.labelW, 0, layout.width - layout.labelW, layout.height);
+    ctx.clip();
+    this.drawCells(f);
+    this.drawStrips(f);
+    this.drawMarks(f);
+    ctx.restore();
+    this.drawLabels(f);
+    return [c0, c1];
+  }
+  /**
+   * Sizes the canvas for the layout and the device pixel ratio; returns a cleared context.
+   * @param {Layout} layout
+   */
+  prepareCanvas(layout) {
+    const canvas = this.canvas;
+    const dpr = window.devicePixelRatio || 1;
+    const { width: W, height: H } = layout;
+    if (canvas.width !== Math.round(W * dpr) || canvas.height !== Math.round(H * dpr)) {
+      canvas.width = Math.round(W * dpr);
+      canvas.height = Math.round(H * dpr);
+      canvas.style.width = `${W}px`;
+      canvas.style.height = `${H}px`;
+    }
+    const ctx = context2d(canvas);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, W, H);
+    ctx.direction = "ltr";
+    return ctx;
+  }
+  /**
+   * The cells: the cached colour image scaled up, grid gaps, settled dots and top-1 text.
+   * @param {Frame} f
+   */
+  drawCells({ ctx, layout, theme, scene, scroll, c0, c1, x0, span, image, offset }) {
+    const lens = (
+      /** @type {Lens} */
+      this.lens
+    );
+    const a = lens.arrays;
+    const { cellW, rowH, heatY, heatH } = layout;
+    const L = lens.L;
+    const n = layout.nPositions;
+    if (theme.hatchPattern && (a.missing || a.final_missing)) {
+      ctx.fillStyle = theme.hatchPattern;
+      ctx.fillRect(x0, heatY, span, heatH);
+    }
+    if (c1 > c0) {
+      ctx.imageSmoothingEnabled = false;
+      ctx.globalAlpha = scene.loading ? 0.45 : 1;
+      ctx.drawImage(image.canvas, c0, 0, c1 - c0, L, x0, heatY, span, heatH);
+      ctx.globalAlpha = 1;
+    }
+    ctx.fillStyle = theme.grid;
+    if (cellW >= 10) for (let j = c0; j <= c1; j++) ctx.fillRect(columnX(layout, j, scroll) - 0.5, heatY, 1, heatH);
+    if (rowH >= 9) for (let r = 1; r < L; r++) ctx.fillRect(x0, heatY + r * rowH - 0.5, span, 1);
+    const data = image.data;
+    const predicted = a.predicted_tokens;
+    const finals = a.final_tokens;
+    const finalMissing = a.final_missing;
+    const dot = Math.max(1.5, Math.min(3, rowH / 5));
+    const darkDots = new Path2D();
+    const lightDots = new Path2D();
+    const text = layout.showCellText && !scene.loading;
+    const chars = layout.cellChars;
+    ctx.font = theme.cellFont;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    for (let row = 0; row < L; row++) {
+      const y = heatY + row * rowH;
+      const base = (L - 1 - row) * lens.T + offset;
+      for (let j = c0; j < c1; j++) {
+        const o = (row * n + j) * 4;
+        if (data[o + 3] === 0) continue;
+        const colour = textOn(data[o], data[o + 1], data[o + 2]);
+        const x = columnX(layout, j, scroll);
+        const token = predicted[base + j];
+        if (finals && token === finals[offset + j] && !(finalMissing && finalMissing[offset + j])) {
+          const path = colour === "#000000" ? darkDots : lightDots;
+          const cx = x + cellW - dot - 2.5;
+          const cy = y + Math.min(rowH / 2, dot + 2);
+          path.moveTo(cx + dot, cy);
+          path.arc(cx, cy, dot, 0, 2 * Math.PI);
+        }
+        if (text) {
+          ctx.fillStyle = colour;
+          ctx.fillText(this.cellText(token, chars), x + cellW / 2 - (cellW > 40 ? 2 : 0), y + rowH / 2 + 0.5);
+        }
+      }
+    }
+    ctx.fillStyle = "#000000";
+    ctx.fill(darkDots);
+    ctx.fillStyle = "#ffffff";
+    ctx.fill(lightDots);
+  }
+  /**
+   * Under the cells: the input tokens, then the highlighted layer's predictions as chips.
+   * @param {Frame} f
+   */
+  drawStrips({ ctx, layout, theme, scene, scroll, c0, c1, x0, span, image, offset }) {
+    const lens = (
+      /** @type {Lens} */
+      this.lens
+    );
+    const a = lens.arrays;
+    const layer = scene.layer;
+    const { cellW, inputY, predY, stripH } = layout;
+    const data = image.data;
+    const n = layout.nPositions;
+    const row = lens.L - 1 - layer;
+    const base = layer * lens.T + offset;
+    const chars = layout.cellChars;
+    const finals = a.final_tokens;
+    const finalMissing = a.final_missing;
+    ctx.fillStyle = theme.stripBg;
+    ctx.fillRect(x0, inputY, span, stripH);
+    ctx.font = theme.cellFont;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    for (let j = c0; j < c1; j++) {
+      const x = columnX(layout, j, scroll);
+      ctx.fillStyle = theme.fg;
+      ctx.fillText(this.cellText(a.input_ids[offset + j], chars), x + cellW / 2, inputY + stripH / 2 + 0.5);
+      const o = (row * n + j) * 4;
+      const chip = { x: x + 1, y: predY + 2, w: cellW - 2, h: stripH - 4 };
+      if (data[o + 3] === 0) {
+        if (theme.hatchPattern) {
+          ctx.fillStyle = theme.hatchPattern;
+          ctx.fillRect(chip.x, chip.y, chip.w, chip.h);
+        }
+        continue;
+      }
+      ctx.fillStyle = `rgb(${data[o]},${data[o + 1]},${data[o + 2]})`;
+      ctx.fillRect(chip.x, chip.y, chip.w, chip.h);
+      ctx.fillStyle = textOn(data[o], data[o + 1], data[o + 2]);
+      ctx.fillText(this.cellText(a.predicted_tokens[base + j], chars), x + cellW / 2, predY + stripH / 2 + 0.5);
+      if (finals && a.predicted_tokens[base + j] === finals[offset + j] && !(finalMissing && finalMissing[offset + j])) {
+        ctx.beginPath();
+        ctx.arc(chip.x + chip.w - 4, chip.y + 4, 2, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+    }
+    ctx.font = theme.axisFont;
+    ctx.fillStyle = theme.muted;
+    ctx.textBaseline = "alphabetic";
+    const stride = niceCeil(Math.max(1, 28 / cellW));
+    for (let j = c0 - c0 % stride; j < c1; j += stride) {
+      ctx.fillText(String(j), columnX(layout, j, scroll) + cellW / 2, layout.heatY - 4);
+    }
+  }
+  /**
+   * The highlighted row, the pinned, hovered and focused cells, and scroll shadows.
+   * @param {Frame} f
+   */
+  drawMarks({ ctx, layout, theme, scene, scroll, c0, c1 }) {
+    const lens = (
+      /** @type {Lens} */
+      this.lens
+    );
+    const { labelW, width: W, rowH, heatY, predY, stripH } = layout;
+    const highlighted = cellRect(layout, scene.layer, 0, 0);
+    ctx.strokeStyle = theme.accent;
+    ctx.lineWidth = 2;
+    const right = Math.min(W - 1, columnX(layout, layout.nPositions, scroll) + 1);
+    ctx.strokeRect(labelW + 1, highlighted.y - 1, right - labelW - 2, rowH + 2);
+    const outline = (cell, style, width, dash = []) => {
+      if (!cell || cell.position < c0 || cell.position >= c1) return;
+      const r = cellRect(layout, cell.layerIndex, cell.position, scroll);
+      ctx.strokeStyle = style;
+      ctx.lineWidth = width;
+      ctx.setLineDash(dash);
+      ctx.strokeRect(r.x + width / 2, r.y + width / 2, r.w - width, r.h - width);
+      ctx.setLineDash([]);
+    };
+    const sel = scene.selected;
+    if (sel && sel.prompt === scene.prompt && sel.layer_index < lens.L && sel.position < layout.nPositions) {
+      const cell = { layerIndex: sel.layer_index, position: sel.position };
+      outline(cell, theme.bg, 4);
+      outline(cell, theme.fg, 2);
+    }
+    outline(scene.hover, theme.fg, 1);
+    outline(scene.focus, theme.focus, 2, [3, 2]);
+    const shade = (x, dir) => {
+      const g = ctx.createLinearGradient(x, 0, x + 10 * dir, 0);
+      g.addColorStop(0, "rgba(0,0,0,0.22)");
+      g.addColorStop(1, "rgba(0,0,0,0)");
+      ctx.fillStyle = g;
+      ctx.fillRect(dir > 0 ? x : x - 10, heatY, 10, predY + stripH - heatY);
+    };
+    if (scroll > 0) shade(labelW, 1);
+    if (scroll < layout.maxScroll) shade(W, -1);
+  }
+  /**
+   * Row labels (layer numbers) and strip labels, kept in view at the left.
+   * @param {Frame} f
+   */
+  drawLabels({ ctx, layout, theme, scene }) {
+    const lens = (
+      /** @type {Lens} */
+      this.lens
+    );
+    const layer = scene.layer;
+    const { labelW, rowH, heatY, inputY, predY, stripH } = layout;
+    const L = lens.L;
+    const hlRow = L - 1 - layer;
+    const every = labelStride(rowH, 12);
+    const x = labelW - 8;
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    for (let row = 0; row < L; row++) {
+      const i = L - 1 - row;
+      const isHl = i === layer;
+      if (!isHl && every > 1 && lens.layers[i] % every !== 0) continue;
+      if (!isHl && Math.abs(row - hlRow) * rowH < 11) continue;
+      ctx.font = isHl ? theme.labelBold : theme.labelFont;
+      ctx.fillStyle = isHl ? theme.accent : theme.muted;
+      ctx.fillText(String(lens.layers[i]), x, heatY + row * rowH + rowH / 2 + 0.5);
+    }
+    ctx.fillStyle = theme.accent;
+    ctx.fillRect(labelW - 4, heatY + hlRow * rowH, 3, rowH);
+    ctx.font = theme.labelFont;
+    ctx.fillStyle = theme.muted;
+    ctx.fillText("input", x, inputY + stripH / 2 + 0.5);
+    ctx.font = theme.labelBold;
+    ctx.fillStyle = theme.accent;
+    ctx.fillText(`L${lens.layers[layer]}`, x, predY + stripH / 2 + 0.5);
+    ctx.font = theme.axisFont;
+    ctx.fillStyle = theme.muted;
+    ctx.textBaseline = "alphabetic";
+    ctx.fillText("layer", x, heatY - 4);
+  }
+};
+
+// src/state.js
+function moveFocus(focus, key, nLayers, nPositions) {
+  let { layerIndex, position } = focus;
+  switch (key) {
+    case "ArrowUp":
+      layerIndex += 1;
+      break;
+    // up the screen = deeper layer
+    case "ArrowDown":
+      layerIndex -= 1;
+      break;
+    case "ArrowLeft":
+      position -= 1;
+      break;
+    case "ArrowRight":
+      position += 1;
+      break;
+    case "Home":
+      position = 0;
+      break;
+    case "End":
+      position = nPositions - 1;
+      break;
+    case "PageUp":
+      layerIndex = nLayers - 1;
+      break;
+    case "PageDown":
+      layerIndex = 0;
+      break;
+    default:
+      return null;
+  }
+  return {
+    layerIndex: Math.min(nLayers - 1, Math.max(0, layerIndex)),
+    position: Math.min(nPositions - 1, Math.max(0, position))
+  };
+}
+function clampIndex(value, n) {
+  const v = Number.isInteger(value) ? (
+    /** @type {number} */
+    value
+  ) : Math.round(Number(value)) || 0;
+  return Math.min(Math.max(0, n - 1), Math.max(0, v));
+}
+function isSelected(selected, prompt, layerIndex, position) {
+  return Boolean(
+    selected && selected.prompt === prompt && selected.layer_index === layerIndex && selected.position === position
+  );
+}
+function toggleSelection(selected, prompt, layerIndex, position) {
+  if (isSelected(selected, prompt, layerIndex, position)) return null;
+  return { prompt, layer_index: layerIndex, position };
+}
+
+// src/throttle.js
+function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
+  let last = -Infinity;
+  let timer = null;
+  let pending = null;
+  const run = () => {
+    timer = null;
+    last = now();
+    const args = pending;
+    pending = null;
+    if (args) fn(...args);
+  };
+  const call = (...args) => {
+    pending = args;
+    const wait = last + ms - now();
+    if (wait <= 0 && timer === null) run();
+    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
+  };
+  call.flush = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    if (pending) run();
+  };
+  call.cancel = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    pending = null;
+  };
+  return call;
+}
+
+// src/dom.js
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== void 0) element.textContent = text;
+  return element;
+}
+
+// src/view/controls.js
+function showData(ui, lens) {
+  const kind = lens.lensKind === "tuned" ? "Tuned lens" : lens.lensKind === "logit" ? "Logit lens" : `${lens.lensKind} lens`;
+  ui.titleEl.textContent = kind;
+  ui.modelEl.textContent = lens.modelName;
+  ui.modelEl.hidden = !lens.modelName;
+  if (lens.modelName) ui.modelEl.setAttribute("title", lens.modelName);
+  ui.root.setAttribute("aria-label", `${kind}${lens.modelName ? ` of ${lens.modelName}` : ""}`);
+  ui.metricSelect.replaceChildren(
+    ...lens.metrics.map((spec) => {
+      const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
+      const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
+      const option = h("option", "", { value: spec.name }, text);
+      option.disabled = !spec.available;
+      option.title = reason ? `Not available: ${reason}` : spec.description;
+      return option;
+    })
+  );
+  ui.promptUi.input.max = String(lens.P - 1);
+  const single = lens.P < 2;
+  ui.promptUi.row.classList.toggle("murano-single", single);
+  ui.promptUi.input.hidden = single;
+  ui.promptUi.label.hidden = single;
+  ui.promptUi.output.hidden = single;
+  ui.layerUi.input.max = String(lens.L - 1);
+  ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing;
+  ui.settledKey.hidden = !lens.arrays.final_tokens;
+}
+function showControls(ui, lens, state) {
+  const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
+  promptInput.value = String(state.prompt);
+  promptOutput.textContent = `${state.prompt + 1} / ${lens.P}`;
+  const text = displayToken(lens.prompts[state.prompt] ?? "", { spaces: false });
+  promptText.textContent = text;
+  promptText.setAttribute("title", text);
+  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${lens.P}: ${truncateText(text, 80)}`);
+  const layer = lens.layers[state.layer];
+  ui.layerUi.input.value = String(state.layer);
+  ui.layerUi.output.textContent = `L${layer}`;
+  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${lens.L}`);
+  const n = lens.lengths[state.prompt];
+  const depth = lens.nModelLayers && lens.nModelLayers !== lens.L ? ` of ${lens.nModelLayers}` : "";
+  ui.dimsEl.textContent = `${lens.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
+  ui.canvas.setAttribute(
+    "aria-label",
+    `Logit lens heatmap: ${lens.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+  );
+}
+function showLegend(ui, lens, shown, requested) {
+  const spec = metricSpec(lens, shown);
+  if (!spec) return;
+  const wanted = metricSpec(lens, requested);
+  ui.legendTitle.textContent = wanted && wanted !== spec ? `${wanted.label}: loading…` : spec.label;
+  ui.legendTitle.setAttribute("title", (wanted || spec).description);
+  ui.metricSelect.setAttribute("title", (wanted || spec).description);
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    const lut = colourLut(spec.scale, spec.reverse);
+    for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const ticks = legendTicks(spec, metricDomain(lens, shown));
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick.label);
+      span.style.left = `${(tick.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1 && tick.t > 0.95) span.classList.add("murano-last");
+      return span;
+    })
+  );
+}
+function showPin(ui, lens, sel) {
+  if (!sel || !lens || !(sel.prompt >= 0 && sel.prompt < lens.P)) {
+    ui.pinEl.hidden = true;
+    return;
+  }
+  const li = clampIndex(sel.layer_index, lens.L);
+  const pos = clampIndex(sel.position, lens.lengths[sel.prompt]);
+  const d = cellDetails(lens, sel.prompt, li, pos);
+  const top = d.top[0];
+  const where = lens.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob)}` : "no value"}`;
+  ui.pinEl.hidden = false;
+}
+
+// src/view/debug.js
+function debugApi(view) {
+  return {
+    get state() {
+      const s = view.state;
+      const layers = view.lens ? view.lens.layers : [];
+      return {
+        prompt: s.prompt,
+        layer: s.layer,
+        modelLayer: layers[s.layer],
+        metric: s.metric,
+        shownMetric: view.shownMetric,
+        selected: s.selected,
+        hover: s.hover,
+        focus: s.focus,
+        focused: s.focused
+      };
+    },
+    get layout() {
+      return view.layout && { ...view.layout, scrollLeft: view.scrollLeft() };
+    },
+    get frames() {
+      return view.debug.frames;
+    },
+    get lastDrawMs() {
+      return view.debug.lastDrawMs;
+    },
+    get visibleColumns() {
+      return view.debug.visible;
+    },
+    /**
+     * A cell's rectangle in viewport (client) coordinates.
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    cellClientRect(layerIndex, position) {
+      if (!view.layout) return null;
+      const r = cellRect(view.layout, layerIndex, position, view.scrollLeft());
+      const c = view.ui.canvas.getBoundingClientRect();
+      return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+    },
+    /**
+     * The colour the cell should have under the shown metric ([r, g, b, a]; a = 0: missing).
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    cellColour(layerIndex, position) {
+      if (!view.lens) return null;
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric);
+      const o = ((view.lens.L - 1 - layerIndex) * image.width + position) * 4;
+      return Array.from(image.data.slice(o, o + 4));
+    },
+    /**
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    cellDetails: (layerIndex, position) => view.lens ? cellDetails(view.lens, view.state.prompt, layerIndex, position) : null,
+    drawNow: () => view.relayout(),
+    /** @returns {Promise<number>} the duration of the next draw */
+    nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve))
+  };
+}
+
+// src/view/dom.js
+var READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
+function buildDom(el, id) {
+  const root = h("div", "murano-root", { role: "group", "aria-label": "Logit lens" });
+  const header = h("div", "murano-header");
+  const titleEl = h("span", "murano-title", {}, "Logit lens");
+  const modelEl = h("span", "murano-model");
+  const dimsEl = h("span", "murano-dims");
+  const metricLabel = h("label", "murano-metric");
+  metricLabel.append(h("span", "murano-label", {}, "Colour"));
+  const metricSelect = h("select", "murano-select", { "aria-label": "Colour cells by" });
+  metricLabel.append(metricSelect);
+  header.append(titleEl, modelEl, dimsEl, metricLabel);
+  const controls = h("div", "murano-controls");
+  const slider = (name, label) => {
+    const row = h("div", `murano-control murano-${name}-control`);
+    const labelEl = h("label", "murano-label", { for: `${id}-${name}` }, label);
+    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0 });
+    const output = h("output", "murano-value", { for: `${id}-${name}` });
+    const extra = h("span", `murano-${name}-text`);
+    row.append(labelEl, input, output, extra);
+    controls.append(row);
+    return { row, label: labelEl, input, output, extra };
+  };
+  const promptUi = slider("prompt", "Prompt");
+  const layerUi = slider("layer", "Layer");
+  layerUi.extra.textContent = "highlighted row; its predictions appear under the tokens";
+  const body = h("div", "murano-heatmap");
+  const scroller = h("div", "murano-scroll");
+  const track = h("div", "murano-track");
+  const canvas = h("canvas", "murano-canvas", {
+    tabindex: 0,
+    role: "application",
+    "aria-roledescription": "heatmap",
+    "aria-describedby": `${id}-readout`
+  });
+  track.append(canvas);
+  scroller.append(track);
+  body.append(scroller);
+  const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
+  const footer = h("div", "murano-footer");
+  const legend = h("div", "murano-legend");
+  const legendTitle = h("span", "murano-legend-title");
+  const scale = h("span", "murano-legend-scale");
+  const legendBar = h("canvas", "murano-legend-bar", { width: 256, height: 1, "aria-hidden": "true" });
+  const legendTicks2 = h("span", "murano-legend-ticks", { "aria-hidden": "true" });
+  scale.append(legendBar, legendTicks2);
+  const settledKey = h("span", "murano-key murano-key-settled");
+  settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
+  const missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
+  missingKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no value (not finite)"));
+  legend.append(legendTitle, scale, settledKey, missingKey);
+  const pinEl = h("span", "murano-pin", { hidden: "" });
+  const pinText = h("span", "murano-pin-text");
+  const unpinButton = h("button", "murano-unpin", { type: "button", "aria-label": "Unpin the cell", title: "Unpin" }, "×");
+  pinEl.append(pinText, unpinButton);
+  const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
+  footer.append(legend, pinEl, readout);
+  const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
+  root.append(header, controls, body, footer, errorEl, tooltip);
+  el.append(root);
+  return {
+    root,
+    titleEl,
+    modelEl,
+    dimsEl,
+    metricSelect,
+    promptUi,
+    layerUi,
+    body,
+    scroller,
+    track,
+    canvas,
+    tooltip,
+    legendTitle,
+    legendBar,
+    legendTicks: legendTicks2,
+    missingKey,
+    settledKey,
+    pinEl,
+    pinText,
+    unpinButton,
+    readout,
+    errorEl
+  };
+}
+
+// src/view/events.js
+function eventCell(view, event) {
+  if (!view.layout) return null;
+  const rect = view.ui.canvas.getBoundingClientRect();
+  const hit = hitTest(view.layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
+  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: hit.position } : null;
+}
+function onKeyDown(view, event) {
+  if (!view.lens || event.altKey || event.ctrlKey || event.metaKey) return;
+  const s = view.state;
+  const key = event.key;
+  const pinKey = key === "Enter" || key === " ";
+  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+  if (!pinKey && !navigation && !(key === "Escape" && s.selected)) return;
+  event.preventDefault();
+  event.stopPropagation();
+  if (key === "Escape") {
+    view.setSelected(null, true);
+    view.ui.readout.textContent = "Unpinned.";
+    return;
+  }
+  if (!s.focused) view.showKeyboardFocus();
+  if (!s.focus) return;
+  if (pinKey) view.togglePin(s.focus);
+  else {
+    const next = moveFocus(s.focus, key, view.lens.L, view.lens.lengths[s.prompt]);
+    if (next) view.setFocus(next);
+  }
+}
+function bindEvents(view) {
+  const abort = new AbortController();
+  const signal = abort.signal;
+  const on = (target, type, fn, options = {}) => target.addEventListener(type, fn, { signal, ...options });
+  const { ui, model } = view;
+  on(ui.promptUi.input, "input", () => view.setPrompt(Number(ui.promptUi.input.value), "throttled"));
+  on(ui.promptUi.input, "change", () => view.syncPrompt.flush());
+  on(ui.layerUi.input, "input", () => view.setLayer(Number(ui.layerUi.input.value), "throttled"));
+  on(ui.layerUi.input, "change", () => view.syncLayer.flush());
+  on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
+  on(ui.scroller, "scroll", () => {
+    if (view.state.hover) view.setHover(null);
+    view.requestDraw();
+  }, { passive: true });
+  on(ui.canvas, "pointermove", (event) => view.setHover(eventCell(view, event)));
+  on(ui.canvas, "pointerleave", () => view.setHover(null));
+  on(ui.canvas, "click", (event) => {
+    const cell = eventCell(view, event);
+    if (!cell) return;
+    view.state.focus = cell;
+    view.togglePin(cell);
+  });
+  on(ui.canvas, "pointerdown", () => {
+    view.state.focused = false;
+  });
+  on(ui.canvas, "keydown", (event) => onKeyDown(view, event));
+  on(ui.canvas, "focus", () => {
+    if (!view.lens) return;
+    let keyboard = true;
+    try {
+      keyboard = ui.canvas.matches(":focus-visible");
+    } catch {
+    }
+    if (keyboard) view.showKeyboardFocus();
+  });
+  on(ui.canvas, "blur", () => {
+    view.state.focused = false;
+    view.updateTooltip();
+    view.requestDraw();
+  });
+  on(ui.unpinButton, "click", () => view.setSelected(null, true));
+  const handlers = {
+    "change:prompt": () => {
+      view.syncPrompt.cancel();
+      view.setPrompt(model.get("prompt"), false);
+    },
+    "change:layer": () => {
+      view.syncLayer.cancel();
+      view.setModelLayer(model.get("layer"));
+    },
+    "change:metric": () => view.setMetric(model.get("metric"), false),
+    "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
+    "change:_sections": () => view.reload(),
+    "change:_meta": () => view.reload()
+  };
+  for (const [event, fn] of Object.entries(handlers)) model.on(event, fn);
+  let resizeObserver;
+  if (typeof ResizeObserver !== "undefined") {
+    resizeObserver = new ResizeObserver(() => view.relayout());
+    resizeObserver.observe(ui.scroller);
+  }
+  const themeChanged = () => {
+    view.painter.forgetTheme();
+    view.relayout();
+  };
+  let themeObserver;
+  if (typeof MutationObserver !== "undefined") {
+    themeObserver = new MutationObserver(themeChanged);
+    const options = { attributes: true, attributeFilter: ["class", "data-jp-theme-light", "data-jp-theme-name", "theme", "style"] };
+    if (document.body) themeObserver.observe(document.body, options);
+    themeObserver.observe(document.documentElement, options);
+  }
+  if (typeof matchMedia === "function") {
+    on(matchMedia("(prefers-color-scheme: dark)"), "change", themeChanged);
+  }
+  return () => {
+    abort.abort();
+    for (const [event, fn] of Object.entries(handlers)) model.off(event, fn);
+    resizeObserver?.disconnect();
+    themeObserver?.disconnect();
+  };
+}
+
+// src/view/tooltip.js
+var TooltipView = class {
+  /**
+   * @param {HTMLDivElement} element the tooltip box (absolutely positioned in `root`)
+   * @param {HTMLElement} root the positioned ancestor whose box bounds the tooltip
+   * @param {() => Rect[]} obstacles rectangles (in viewport coordinates) not to cover
+   */
+  constructor(element, root, obstacles) {
+    this.element = element;
+    this.root = root;
+    this.obstacles = obstacles;
+  }
+  get hidden() {
+    return this.element.hidden;
+  }
+  hide() {
+    this.element.hidden = true;
+  }
+  /**
+   * Fills the box with `content` and shows it.
+   * @param {TooltipContent} content
+   * @param {boolean} pinned the cell is the pinned one
+   */
+  show(content, pinned) {
+    const head = h("div", "murano-tt-head");
+    head.append(h("span", "murano-tt-title", {}, content.title));
+    if (content.badge) head.append(h("span", "murano-tt-badge", {}, content.badge));
+    if (pinned) head.append(h("span", "murano-tt-badge murano-tt-pinned", {}, "pinned"));
+    const parts = [head];
+    const columns = h("div", "murano-tt-columns");
+    if (content.top.length) {
+      const list = h("div", "murano-tt-topk");
+      for (const entry of content.top) {
+        const bar = h("span", "murano-tt-bar");
+        const fill = h("span", "murano-tt-bar-fill");
+        fill.style.width = `${(entry.width * 100).toFixed(1)}%`;
+        bar.append(fill);
+        list.append(
+          h("span", "murano-tt-rank", { title: "rank (0 = top-1)" }, `${entry.rank}`),
+          h("span", "murano-token", {}, entry.text),
+          bar,
+          h("span", "murano-tt-prob", {}, entry.prob)
+        );
+      }
+      columns.append(list);
+    }
+    const rows = h("div", "murano-tt-rows");
+    for (const row of content.rows) {
+      const label = h("span", "murano-tt-label", row.title ? { title: row.title } : {}, row.label);
+      rows.append(label, h("span", row.token ? "murano-token" : "murano-tt-value", {}, row.value));
+    }
+    columns.append(rows);
+    parts.push(columns);
+    if (content.note) parts.push(h("div", "murano-tt-note", {}, content.note));
+    this.element.replaceChildren(...parts);
+    this.element.hidden = false;
+  }
+  /**
+   * Places the shown box beside `anchor` (a rectangle in viewport coordinates).
+   * @param {Rect} anchor
+   */
+  place(anchor) {
+    const tip = this.element;
+    if (tip.hidden) return;
+    const rootBox = this.root.getBoundingClientRect();
+    const bounds = { x: 4, y: 4, w: this.root.clientWidth - 8, h: this.root.clientHeight - 8 };
+    tip.classList.remove("murano-tt-wide");
+    tip.style.maxHeight = "";
+    tip.style.maxWidth = "";
+    if (tip.offsetHeight > bounds.h) {
+      tip.classList.add("murano-tt-wide");
+      tip.style.maxWidth = `${Math.max(200, bounds.w)}px`;
+    }
+    if (tip.offsetHeight > bounds.h) tip.style.maxHeight = `${bounds.h}px`;
+    const local = (r) => ({ x: r.x - rootBox.left - this.root.clientLeft, y: r.y - rootBox.top - this.root.clientTop, w: r.w, h: r.h });
+    const size = { w: tip.offsetWidth, h: tip.offsetHeight };
+    const { left, top } = placeTooltip(local(anchor), size, bounds, 10, this.obstacles().map(local));
+    tip.style.left = `${left}px`;
+    tip.style.top = `${top}px`;
+  }
+};
+
+// src/view/view.js
+var SYNC_INTERVAL_MS = 100;
+var viewCounter = 0;
+var LensView = class {
+  /**
+   * @param {WidgetModel} model
+   * @param {HTMLElement} el
+   */
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    this.lens = null;
+    this.layout = null;
+    this.layoutKey = null;
+    this.loaded = false;
+    this.frame = 0;
+    this.detailsRequested = false;
+    this.shownMetric = "";
+    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false };
+    this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
+    this.syncPrompt = throttle((v) => this.send("prompt", v), SYNC_INTERVAL_MS);
+    this.syncLayer = throttle((row) => {
+      if (this.lens) this.send("layer", this.lens.layers[row]);
+    }, SYNC_INTERVAL_MS);
+    this.ui = buildDom(el, `murano-${++viewCounter}`);
+    this.painter = new Painter(this.ui.canvas, this.ui.root);
+    this.tooltip = new TooltipView(
+      this.ui.tooltip,
+      this.ui.root,
+      () => this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())]
+    );
+    this.unbind = bindEvents(this);
+    this.reload();
+    this.debugApi = debugApi(this);
+    el.__muranoDebug = this.debugApi;
+    if (this.ui.scroller.clientWidth > 0) this.draw();
+    else this.requestDraw();
+  }
+  destroy() {
+    this.unbind();
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.syncPrompt.flush();
+    this.syncLayer.flush();
+    this.painter.images.clear();
+    this.ui.root.remove();
+    const el = (
+      /** @type {any} */
+      this.el
+    );
+    if (el.__muranoDebug === this.debugApi) delete el.__muranoDebug;
+  }
+  // ---- Data ----------------------------------------------------------------------------------
+  reload() {
+    const { ui, model } = this;
+    let lens;
+    try {
+      lens = decodePayload(model.get("_meta"), model.get("_sections"));
+    } catch (error) {
+      this.lens = null;
+      this.showError(`Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`);
+      return;
+    }
+    this.lens = lens;
+    ui.errorEl.hidden = true;
+    ui.body.hidden = false;
+    this.painter.setLens(lens);
+    this.layoutKey = null;
+    showData(ui, lens);
+    const s = this.state;
+    if (!this.loaded) {
+      s.prompt = clampIndex(model.get("prompt"), lens.P);
+      const layer = model.get("layer");
+      s.layer = layer === null || layer === void 0 ? lens.L - 1 : rowOfModelLayer(lens.layers, layer);
+      s.metric = resolveMetric(lens, model.get("metric"));
+      s.selected = model.get("selected") ?? null;
+    } else {
+      s.prompt = clampIndex(s.prompt, lens.P);
+      s.layer = clampIndex(s.layer, lens.L);
+      s.metric = resolveMetric(lens, s.metric);
+    }
+    this.loaded = true;
+    if (!metricAvailable(lens, this.shownMetric)) {
+      this.shownMetric = metricAvailable(lens, s.metric) ? s.metric : (lens.metrics.find((m) => metricAvailable(lens, m.name)) || lens.metrics[0]).name;
+    }
+    if (s.focus) s.focus = this.clampCell(s.focus);
+    if (s.hover) s.hover = this.clampCell(s.hover);
+    ui.metricSelect.value = s.metric;
+    showControls(ui, lens, s);
+    this.refreshMetric();
+    showPin(ui, lens, s.selected);
+    this.relayout();
+    this.updateTooltip();
+  }
+  /** @param {string} message */
+  showError(message) {
+    this.ui.errorEl.textContent = message;
+    this.ui.errorEl.hidden = false;
+    this.ui.body.hidden = true;
+    this.tooltip.hide();
+  }
+  /**
+   * @param {Cell} cell
+   * @returns {Cell}
+   */
+  clampCell(cell) {
+    const lens = (
+      /** @type {Lens} */
+      this.lens
+    );
+    return {
+      layerIndex: clampIndex(cell.layerIndex, lens.L),
+      position: clampIndex(cell.position, lens.lengths[this.state.prompt])
+    };
+  }
+  /** Asks Python once for the detail sections (top-k, the other metrics). */
+  requestDetails() {
+    const lens = this.lens;
+    if (this.detailsRequested || !lens) return;
+    const pending = lens.detailSections.some((name) => lens.meta.sections?.[name] && !lens.arrays[name]);
+    if (!pending) return;
+    this.detailsRequested = true;
+    if (!this.model.get("_details")) {
+      this.model.set("_details", true);
+      this.model.save_changes();
+    }
+  }
+  /**
+   * @param {string} name
+   * @param {unknown} value
+   */
+  send(name, value) {
+    if (this.model.get(name) === value) return;
+    this.model.set(name, value);
+    this.model.save_changes();
+  }
+  // ---- State changes -------------------------------------------------------------------------
+  /**
+   * @param {unknown} value
+   * @param {"throttled" | boolean} sync
+   */
+  setPrompt(value, sync) {
+    const lens = this.lens;
+    if (!lens) return;
+    const prompt = clampIndex(value, lens.P);
+    if (sync === "throttled") this.syncPrompt(prompt);
+    if (prompt === this.state.prompt) {
+      this.ui.promptUi.input.value = String(prompt);
+      return;
+    }
+    this.state.prompt = prompt;
+    this.state.hover = null;
+    if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
+    showControls(this.ui, lens, this.state);
+    showPin(this.ui, lens, this.state.selected);
+    this.relayout();
+    this.ui.scroller.scrollLeft = 0;
+    this.updateTooltip();
+  }
+  /**
+   * Highlights a row (the slider moves rows; Python hears the row's model layer).
+   * @param {unknown} value a row index
+   * @param {"throttled" | boolean} sync
+   */
+  setLayer(value, sync) {
+    const lens = this.lens;
+    if (!lens) return;
+    const row = clampIndex(value, lens.L);
+    if (sync === "throttled") this.syncLayer(row);
+    if (row === this.state.layer) {
+      this.ui.layerUi.input.value = String(row);
+      return;
+    }
+    this.state.layer = row;
+    showControls(this.ui, lens, this.state);
+    this.requestDraw();
+  }
+  /**
+   * The `layer` trait changed in Python: a model layer, shown as its row.
+   * @param {unknown} layer
+   */
+  setModelLayer(layer) {
+    if (this.lens) this.setLayer(rowOfModelLayer(this.lens.layers, layer), false);
+  }
+  /**
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setMetric(value, sync) {
+    const lens = this.lens;
+    if (!lens) return;
+    const metric = resolveMetric(lens, value);
+    if (sync) this.send("metric", metric);
+    this.ui.metricSelect.value = metric;
+    if (metric === this.state.metric) return;
+    this.state.metric = metric;
+    this.refreshMetric();
+    this.requestDraw();
+  }
+  /**
+   * @param {Selected | null} value
+   * @param {boolean} sync
+   */
+  setSelected(value, sync) {
+    this.state.selected = value;
+    if (sync) this.send("selected", value);
+    showPin(this.ui, this.lens, value);
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  /** @param {Cell | null} cell */
+  setHover(cell) {
+    const old = this.state.hover;
+    if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
+    this.state.hover = cell;
+    if (cell) this.requestDetails();
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  /**
+   * @param {Cell} cell
+   * @param {boolean} [announce]
+   */
+  setFocus(cell, announce = true) {
+    this.state.focus = cell;
+    if (this.layout) {
+      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, cell.position);
+      if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
+    }
+    if (announce) this.announce(cell);
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  /** @param {Cell} cell */
+  announce(cell) {
+    if (!this.lens) return;
+    const s = this.state;
+    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
+    this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s.selected, s.prompt, cell.layerIndex, cell.position) });
+  }
+  /** @param {Cell} cell */
+  togglePin(cell) {
+    if (!this.lens) return;
+    const s = this.state;
+    const next = toggleSelection(s.selected, s.prompt, cell.layerIndex, cell.position);
+    this.setSelected(next, true);
+    this.ui.readout.textContent = next ? readoutText(cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position), { pinned: true }) : "Unpinned.";
+  }
+  /** Shows the focus cell (keyboard navigation) with its tooltip and readout. */
+  showKeyboardFocus() {
+    const s = this.state;
+    if (!this.lens || !this.layout) return;
+    s.focused = true;
+    this.requestDetails();
+    if (!s.focus) {
+      const sel = s.selected;
+      const first = Math.ceil(this.scrollLeft() / this.layout.cellW);
+      s.focus = this.clampCell(
+        sel && sel.prompt === s.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s.layer, position: first }
+      );
+    }
+    this.setFocus(s.focus);
+  }
+  /** Which metric the cells show; asks for the detail sections when the requested one lacks its. */
+  refreshMetric() {
+    const lens = this.lens;
+    if (!lens) return;
+    const s = this.state;
+    const available = metricAvailable(lens, s.metric);
+    if (available) this.shownMetric = s.metric;
+    else this.requestDetails();
+    this.ui.root.classList.toggle("murano-loading", !available);
+    showLegend(this.ui, lens, this.shownMetric, s.metric);
+  }
+  // ---- Tooltip -------------------------------------------------------------------------------
+  /** The cell whose tooltip shows: the hovered one, else the keyboard focus cell. */
+  tooltipCell() {
+    const s = this.state;
+    return s.hover || (s.focused ? s.focus : null);
+  }
+  updateTooltip() {
+    const cell = this.lens && this.layout ? this.tooltipCell() : null;
+    if (!cell || !this.lens) {
+      this.tooltip.hide();
+      return;
+    }
+    const s = this.state;
+    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
+    this.tooltip.show(tooltipModel(details), isSelected(s.selected, s.prompt, cell.layerIndex, cell.position));
+    this.placeTooltip(cell);
+  }
+  /** @param {Cell} cell */
+  placeTooltip(cell) {
+    if (this.tooltip.hidden || !this.layout) return;
+    const r = cellRect(this.layout, cell.layerIndex, cell.position, this.scrollLeft());
+    const box = this.ui.canvas.getBoundingClientRect();
+    this.tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
+  }
+  // ---- Layout and drawing --------------------------------------------------------------------
+  /** Recomputes the layout for the current prompt and width, then redraws. */
+  relayout() {
+    const lens = this.lens;
+    if (!lens) return;
+    const painter = this.painter;
+    const theme = painter.readTheme();
+    const s = this.state;
+    const n = lens.lengths[s.prompt];
+    const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
+    const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}`;
+    if (key !== this.layoutKey) {
+      let maxChars = 1;
+      const a = lens.arrays;
+      const offset = lens.offsets[s.prompt];
+      const lastRow = (lens.L - 1) * lens.T + offset;
+      for (let j = 0; j < n; j++) {
+        maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + j])), charCount(painter.tokenText(a.predicted_tokens[lastRow + j])));
+        if (maxChars >= 10) break;
+      }
+      const labelW = painter.labelWidth(lens);
+      this.layout = computeLayout({ nLayers: lens.L, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars) });
+      this.layoutKey = key;
+      this.ui.track.style.width = `${this.layout.contentW}px`;
+      this.ui.track.style.height = `${this.layout.height}px`;
+    }
+    this.draw();
+  }
+  scrollLeft() {
+    return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
+  }
+  requestDraw() {
+    if (this.frame || typeof requestAnimationFrame !== "function") return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      if (!this.layout || this.layoutKey === null) this.relayout();
+      else this.draw();
+    });
+  }
+  /** Draws now (synchronously). */
+  draw() {
+    if (this.frame) {
+      cancelAnimationFrame(this.frame);
+      this.frame = 0;
+    }
+    const lens = this.lens;
+    if (!lens || !this.layout) return;
+    const t0 = performance.now();
+    const s = this.state;
+    this.debug.visible = this.painter.draw(
+      this.layout,
+      {
+        prompt: s.prompt,
+        layer: s.layer,
+        metric: this.shownMetric,
+        loading: s.metric !== this.shownMetric,
+        selected: s.selected,
+        hover: s.hover,
+        focus: s.focused ? s.focus : null
+      },
+      this.scrollLeft()
+    );
+    const tipCell = this.tooltipCell();
+    if (tipCell && !this.tooltip.hidden) this.placeTooltip(tipCell);
+    this.debug.frames += 1;
+    this.debug.lastDrawMs = performance.now() - t0;
+    for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);
+  }
+};
+function rectOf(r) {
+  return { x: r.left, y: r.top, w: r.width, h: r.height };
+}
+
+// src/index.js
+function render({ model, el }) {
+  const view = new LensView(model, el);
+  return () => view.destroy();
+}
+function renderStandalone(el, state) {
+  const model = createLocalModel(state);
+  const destroy = render({ model, el });
+  return { model, destroy };
+}
+var index_default = { render };
+export {
+  cellIndex,
+  colourImage,
+  createLocalModel,
+  decodePayload,
+  index_default as default,
+  displayToken,
+  metricAvailable,
+  metricDomain,
+  metricValue,
+  render,
+  renderStandalone,
+  scaleColour,
+  toBytes,
+  unitValue
+};
