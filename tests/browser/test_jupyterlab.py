@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from harness import ARTIFACTS, ROOT
+from test_layout_fixes import SELECT_WIDTHS
 
 pytestmark = [pytest.mark.jupyterlab, pytest.mark.slow]
 
@@ -175,6 +176,11 @@ def test_click_in_jupyterlab_sets_selected_in_the_kernel(browser, jupyterlab):
             " return d && d.frames > 0 && d.layout; }"
         )
         assert canvas.is_visible()
+        # JupyterLab's own styles do not cut the colour menu's longest label (issue 10).
+        width, natural = page.eval_on_selector(".murano-select", SELECT_WIDTHS)
+        assert width >= natural - 0.5, (
+            f"the menu is {width:.0f} px, its labels need {natural:.0f} px"
+        )
         rect = page.evaluate(
             "() => document.querySelector('.murano-root').parentElement.__muranoDebug.cellClientRect(3, 2)"
         )
