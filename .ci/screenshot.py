@@ -22,15 +22,16 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from murano_widgets import LogitLens, LogitLensWidget, PromptBatch, load_demo_model
+    from murano_widgets.cli import DEMO_PROMPTS
 
     model = load_demo_model()
-    prompts = ["The capital of France is", "Monday, Tuesday,", "The opposite of hot is"]
+    prompts = list(DEMO_PROMPTS)  # the demo's own prompts, so the picture shows what it runs
     lens = LogitLens(model)({"prompts": PromptBatch(prompts)})["logit_lens"]
     with tempfile.TemporaryDirectory() as tmp:
         page_path = LogitLensWidget(lens).save_html(Path(tmp) / "lens.html")
         with sync_playwright() as p:
             browser = launch_chromium(p)
-            page = browser.new_page(viewport={"width": 960, "height": 640}, device_scale_factor=2)
+            page = browser.new_page(viewport={"width": 1100, "height": 640}, device_scale_factor=2)
             page.goto(page_path.as_uri())
             page.wait_for_selector(".murano-canvas")
             page.wait_for_timeout(300)
