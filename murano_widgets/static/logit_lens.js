@@ -1343,7 +1343,7 @@ function h(tag, className, attrs = {}, text) {
 
 // src/view/controls.js
 function showData(ui, lens) {
-  const kind = lens.lensKind === "tuned" ? "Tuned lens" : lens.lensKind === "logit" ? "Logit lens" : `${lens.lensKind} lens`;
+  const kind = lensTitle(lens);
   ui.titleEl.textContent = kind;
   ui.modelEl.textContent = lens.modelName;
   ui.modelEl.hidden = !lens.modelName;
@@ -1369,6 +1369,10 @@ function showData(ui, lens) {
   ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing;
   ui.settledKey.hidden = !lens.arrays.final_tokens;
 }
+function lensTitle(lens) {
+  const kind = lens.lensKind || "logit";
+  return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
+}
 function showControls(ui, lens, state) {
   const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
   promptInput.value = String(state.prompt);
@@ -1386,7 +1390,7 @@ function showControls(ui, lens, state) {
   ui.dimsEl.textContent = `${lens.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `Logit lens heatmap: ${lens.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+    `${lensTitle(lens)} heatmap: ${lens.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
   );
 }
 function showLegend(ui, lens, shown, requested) {

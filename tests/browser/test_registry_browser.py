@@ -125,6 +125,9 @@ def test_the_header_says_which_lens(page):
     bridge = Bridge(page, LogitLensWidget(result))
     assert page.inner_text(".murano-title") == "Tuned lens"
     assert "Tuned lens" in page.get_attribute(".murano-root", "aria-label")
+    assert page.get_attribute(".murano-canvas", "aria-label").startswith(
+        "Tuned lens heatmap: 4 layers"
+    )
     assert bridge.state()["layer"] == 3
 
 

@@ -23,7 +23,7 @@ import { displayToken, truncateText } from "../tokens.js";
  * @param {Lens} lens
  */
 export function showData(ui, lens) {
-  const kind = lens.lensKind === "tuned" ? "Tuned lens" : lens.lensKind === "logit" ? "Logit lens" : `${lens.lensKind} lens`;
+  const kind = lensTitle(lens);
   ui.titleEl.textContent = kind;
   ui.modelEl.textContent = lens.modelName;
   ui.modelEl.hidden = !lens.modelName;
@@ -53,6 +53,15 @@ export function showData(ui, lens) {
 }
 
 /**
+ * "Logit lens" or "Tuned lens": which lens made the result (`meta.lens_kind`).
+ * @param {Lens} lens
+ */
+export function lensTitle(lens) {
+  const kind = lens.lensKind || "logit";
+  return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
+}
+
+/**
  * The sliders, their texts and the heatmap's accessible name, for the prompt and row shown.
  * @param {Ui} ui
  * @param {Lens} lens
@@ -75,7 +84,7 @@ export function showControls(ui, lens, state) {
   ui.dimsEl.textContent = `${lens.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `Logit lens heatmap: ${lens.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
+    `${lensTitle(lens)} heatmap: ${lens.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
       "Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.",
   );
 }
