@@ -1,4 +1,9 @@
-"""Debian's chromium driven by Playwright, as TESTING.md says (never Playwright's own download)."""
+"""Debian's chromium driven by Playwright (never Playwright's own download, which fetches a
+browser build from outside the package registries).
+
+`bash .ci/test` installs it (`apt-get install chromium`); elsewhere point ``MURANO_CHROMIUM`` at
+any Chromium or Chrome binary. `pytest -m "not browser"` runs everything that needs no browser.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +28,9 @@ def chromium_path() -> str:
     """The browser's path; fails loudly when it is missing (a skip would hide a broken widget)."""
     if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
         raise RuntimeError(
-            f"no chromium at {CHROMIUM}: apt-get install chromium (bash .ci/run does)"
+            f"no chromium at {CHROMIUM}: run `bash .ci/test` (it installs Debian's chromium), "
+            "set MURANO_CHROMIUM to a Chromium binary, or skip these tests with "
+            "`pytest -m 'not browser'`"
         )
     return CHROMIUM
 
