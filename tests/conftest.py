@@ -11,11 +11,35 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def pytest_collection_modifyitems(items):
-    """Everything under tests/browser needs Chromium: `pytest -m "not browser"` runs without it."""
+# Suites that need a venv of their own (nnsight 0.8 with a local NDIF server; the real
+# tuned-lens package): .ci/remote.sh and .ci/tuned_lens.sh run them with -m NAME.
+SEPARATE_SUITES = {"remote": "remote", "tuned_lens_interop": "tuned_lens_interop"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks and selections that follow from where a test lives.
+
+    Everything under tests/browser needs Chromium, so `pytest -m "not browser"` runs without
+    one. The separate suites are left out unless their marker is asked for with -m.
+    """
+    chosen = config.getoption("markexpr") or ""
+    kept, dropped = [], []
     for item in items:
-        if "browser" in item.path.parts or "jupyterlab" in item.keywords:
+        parts = item.path.parts
+        if "browser" in parts or "jupyterlab" in item.keywords:
             item.add_marker(pytest.mark.browser)
+        suite = next(
+            (marker for folder, marker in SEPARATE_SUITES.items() if folder in parts), None
+        )
+        if suite is not None:
+            item.add_marker(getattr(pytest.mark, suite))
+            if suite not in chosen:
+                dropped.append(item)
+                continue
+        kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")
