@@ -1,0 +1,866 @@
+"""The tuned lens: one learned affine translator per layer in front of the logit lens.
+
+The logit lens reads a block's output through the model's final norm and unembedding. Early
+layers' residual streams are not yet in the basis the unembedding expects, so their rows read
+poorly. The tuned lens (Belrose et al. 2023, "Eliciting Latent Predictions from Transformers with
+the Tuned Lens") learns, for every hidden state ``h`` but the last, a translator
+``h + A h + b`` trained so that the lens distribution matches the model's final one, and reads
+the translated state through the same final norm and unembedding.
+
+This module reads and writes the format of the ``tuned-lens`` package (version 0.2.0): a folder
+with ``config.json`` and ``params.pt``, a state dict of one ``Linear(d_model, d_model)`` per
+hidden state (keys ``"{i}.weight"`` and ``"{i}.bias"``). Translator ``i`` acts on hidden state
+``i``, and hidden state 0 is the embeddings, so the output of block ``l`` takes translator
+``l + 1`` and the last block's output (the model's own prediction) takes none.
+
+It also trains translators for any model :class:`~murano_widgets.MuranoModel` can load, with the
+paper's recipe, through the model's public surface only (``trace``, ``layer``, ``unembed``).
+
+Example:
+    >>> from murano_widgets import LogitLens, load_demo_model
+    >>> from murano_widgets.tuned_lens import TunedLens
+    >>> model = load_demo_model()  # doctest: +SKIP
+    >>> lens = TunedLens.train(model, texts, steps=100, tokens_per_step=8192)  # doctest: +SKIP
+    >>> lens.save("my-lens")  # doctest: +SKIP
+    >>> LogitLens(model, lens=TunedLens.load("my-lens", model))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["LENS_TYPE", "TunedLens", "per_layer_kl"]
+
+LENS_TYPE = "linear_tuned_lens"
+"""The only ``lens_type`` of tuned-lens's ``config.json`` that this module reads."""
+
+CONFIG_FILE = "config.json"
+PARAMS_FILE = "params.pt"
+PROVENANCE_FILE = "provenance.json"
+"""Where this package keeps the lens's provenance (tuned-lens ignores the file)."""
+STATE_FILE = "training_state.pt"
+"""Optimizer state and step count of an unfinished or resumable training run."""
+
+DEFAULT_MAX_CHUNK_BYTES = 128 * 2**20
+
+
+class TunedLens:
+    """Affine translators for a model's hidden states, in tuned-lens's layout.
+
+    Most users get one from :meth:`load`, :meth:`train` or :meth:`identity` rather than building
+    it. Hand it to ``LogitLens(model, lens=...)`` to see the tuned lens in the widget.
+
+    Args:
+        weight: ``[num_hidden_layers, d_model, d_model]``: ``A_i`` of translator ``i`` (a
+            ``Linear``'s weight: the translator adds ``h @ A_i.T + b_i`` to ``h``).
+        bias: ``[num_hidden_layers, d_model]``: ``b_i``.
+        config: tuned-lens's config fields (``base_model_name_or_path``, ``d_model``,
+            ``num_hidden_layers``, ``bias``, ``base_model_revision``, ``unembed_hash``,
+            ``lens_type``).
+        provenance: Where the lens comes from (JSON-able).
+
+    Attributes:
+        kind: ``"tuned"``, what the lens step records as ``lens_kind``.
+        weight, bias: The translators, float32 on the CPU. Translator 0 acts on the embeddings,
+            which the lens step does not read; translator ``l + 1`` on block ``l``'s output.
+            Changing them in place is fine: device and dtype copies are refreshed.
+        config: tuned-lens's config, as saved in ``config.json``.
+        provenance: A JSON-able dict: base model, source, and for a lens trained here the
+            training steps, tokens, seed, date and package version.
+    """
+
+    kind: str = "tuned"
+
+    def __init__(
+        self,
+        weight: torch.Tensor,
+        bias: torch.Tensor,
+        config: dict[str, Any],
+        provenance: dict[str, Any] | None = None,
+    ) -> None:
+        if weight.dim() != 3 or weight.shape[1] != weight.shape[2]:
+            raise ValueError(
+                f"weight must be [num_hidden_layers, d_model, d_model], got {tuple(weight.shape)}"
+            )
+        if bias.shape != weight.shape[:2]:
+            raise ValueError(
+                f"bias must be [num_hidden_layers, d_model] = {tuple(weight.shape[:2])}, "
+                f"got {tuple(bias.shape)}"
+            )
+        self.weight = weight.detach().to("cpu", torch.float32).contiguous()
+        self.bias = bias.detach().to("cpu", torch.float32).contiguous()
+        self.config = {
+            "base_model_name_or_path": config.get("base_model_name_or_path"),
+            "d_model": int(weight.shape[1]),
+            "num_hidden_layers": int(weight.shape[0]),
+            "bias": bool(config.get("bias", True)),
+            "base_model_revision": config.get("base_model_revision"),
+            "unembed_hash": config.get("unembed_hash"),
+            "lens_type": LENS_TYPE,
+        }
+        self.provenance: dict[str, Any] = dict(provenance or {})
+        self.provenance.setdefault("kind", self.kind)
+        self.provenance.setdefault("lens_type", LENS_TYPE)
+        self.provenance.setdefault("base_model", self.config["base_model_name_or_path"])
+        self.training_state: dict[str, Any] | None = None
+        self._operands: dict[tuple, tuple[Any, torch.Tensor, torch.Tensor]] = {}
+        self._zero: dict[int, tuple[Any, bool]] = {}
+
+    # -----------------------------------------------------------------------------------------
+    # Shape and checks
+
+    @property
+    def num_hidden_layers(self) -> int:
+        """Translators in the lens: the model's block count (hidden states but the last)."""
+        return int(self.weight.shape[0])
+
+    @property
+    def d_model(self) -> int:
+        """The width of the residual stream the translators act on."""
+        return int(self.weight.shape[1])
+
+    def __repr__(self) -> str:
+        return (
+            f"TunedLens(base_model={self.config['base_model_name_or_path']!r}, "
+            f"num_hidden_layers={self.num_hidden_layers}, d_model={self.d_model})"
+        )
+
+    def check(self, model: Any) -> None:
+        """Checks that the lens fits ``model``: its block count and, when known, its width.
+
+        Raises:
+            ValueError: On a different number of layers or a different width, naming both.
+        """
+        n_layers = int(model.n_layers)
+        if n_layers != self.num_hidden_layers:
+            raise ValueError(
+                f"the tuned lens has {self.num_hidden_layers} layer translators "
+                f"(num_hidden_layers, for {self.config['base_model_name_or_path']!r}) but the "
+                f"model {_model_name(model)!r} has {n_layers} layers: it was trained for another "
+                "model"
+            )
+        width = model_width(model)
+        if width is not None and width != self.d_model:
+            raise ValueError(
+                f"the tuned lens acts on d_model={self.d_model} (for "
+                f"{self.config['base_model_name_or_path']!r}) but the model "
+                f"{_model_name(model)!r} has hidden size {width}: it was trained for another model"
+            )
+
+    # -----------------------------------------------------------------------------------------
+    # Applying it
+
+    def translate(self, layer: int, hidden: torch.Tensor) -> torch.Tensor:
+        """Translates the output of block ``layer`` for the final norm and unembedding.
+
+        Applies translator ``layer + 1``, ``hidden + hidden @ A.T + b``, as one ``addmm`` in
+        ``hidden``'s dtype on ``hidden``'s device (the translator is copied there once). The
+        last block's output, and any block whose translator is zero, come back unchanged (the
+        same tensor), so an identity lens is exactly the logit lens.
+
+        Args:
+            layer: The model's block index whose output ``hidden`` is (``0 .. n_layers - 1``).
+            hidden: ``[..., d_model]``.
+
+        Raises:
+            ValueError: If ``layer`` is out of range or ``hidden`` is not ``d_model`` wide.
+        """
+        if isinstance(layer, bool) or not 0 <= int(layer) < self.num_hidden_layers:
+            raise ValueError(
+                f"layer must be a block index from 0 to {self.num_hidden_layers - 1}, got {layer!r}"
+            )
+        if hidden.shape[-1] != self.d_model:
+            raise ValueError(
+                f"hidden must be [..., {self.d_model}] (the lens's d_model), "
+                f"got {tuple(hidden.shape)}"
+            )
+        index = int(layer) + 1
+        if index == self.num_hidden_layers or self._is_zero(index):
+            return hidden
+        weight_t, bias = self._operands_for(index, hidden.device, hidden.dtype)
+        flat = hidden.reshape(-1, self.d_model)
+        # The order tuned-lens uses (a Linear, then the residual), so the roundings agree.
+        out = torch.addmm(bias, flat, weight_t).add_(flat)
+        return out.reshape(hidden.shape)
+
+    def _version(self) -> tuple[int, int, int, int]:
+        # In-place edits bump a tensor's version; assigning new tensors changes their id.
+        return (id(self.weight), self.weight._version, id(self.bias), self.bias._version)
+
+    def _is_zero(self, index: int) -> bool:
+        version = self._version()
+        cached = self._zero.get(index)
+        if cached is None or cached[0] != version:
+            zero = not bool(self.weight[index].any()) and not bool(self.bias[index].any())
+            cached = self._zero[index] = (version, zero)
+        return cached[1]
+
+    def _operands_for(
+        self, index: int, device: torch.device, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if device.type == "cpu" and dtype == torch.float32:
+            # The translator itself: a transposed view costs nothing and BLAS reads it as is.
+            return self.weight[index].t(), self.bias[index]
+        key = (index, str(device), dtype)
+        version = self._version()
+        cached = self._operands.get(key)
+        if cached is None or cached[0] != version:
+            weight_t = self.weight[index].t().to(device=device, dtype=dtype)
+            bias = self.bias[index].to(device=device, dtype=dtype)
+            cached = self._operands[key] = (version, weight_t, bias)
+        return cached[1], cached[2]
+
+    # -----------------------------------------------------------------------------------------
+    # Building, reading and writing
+
+    @classmethod
+    def identity(cls, model: Any, *, base_model_name: str | None = None) -> TunedLens:
+        """A lens whose translators are all zero: exactly the logit lens (and training's start).
+
+        Raises:
+            ValueError: If the model's width cannot be read from its config.
+        """
+        width = model_width(model)
+        if width is None:
+            raise ValueError(
+                "cannot read the model's hidden size from its config (hidden_size, n_embd or "
+                "d_model); build the lens with TunedLens(weight, bias, config) instead"
+            )
+        n_layers = int(model.n_layers)
+        name = base_model_name or _model_name(model)
+        return cls(
+            torch.zeros(n_layers, width, width),
+            torch.zeros(n_layers, width),
+            {"base_model_name_or_path": name},
+            {"source": "identity", **_versions()},
+        )
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str], model: Any | None) -> TunedLens:
+        """Reads a lens folder in tuned-lens's format and checks it against ``model``.
+
+        Args:
+            folder: A folder with ``config.json`` and ``params.pt`` (a lens published with
+                tuned-lens and downloaded, or one saved by :meth:`save`).
+            model: The model it will be used with; ``None`` skips the check.
+
+        Raises:
+            FileNotFoundError: If the folder, its ``config.json`` or its ``params.pt`` is missing.
+            ValueError: For a lens of another type, a config or checkpoint that does not hold a
+                linear tuned lens, or a lens that does not fit ``model`` (layer count, width).
+        """
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            raise FileNotFoundError(
+                f"tuned lens folder {str(folder)!r} does not exist (expected a folder with "
+                f"{CONFIG_FILE} and {PARAMS_FILE})"
+            )
+        for name in (CONFIG_FILE, PARAMS_FILE):
+            if not (path / name).is_file():
+                raise FileNotFoundError(
+                    f"tuned lens folder {str(folder)!r} has no {name}: a lens folder holds "
+                    f"{CONFIG_FILE} and {PARAMS_FILE} (the format of the tuned-lens package)"
+                )
+        try:
+            config = json.loads((path / CONFIG_FILE).read_text())
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path / CONFIG_FILE} is not valid JSON: {error}") from None
+        if not isinstance(config, dict):
+            raise ValueError(f"{path / CONFIG_FILE} must hold a JSON object")
+        config = _read_config(config, path / CONFIG_FILE)
+        state = torch.load(path / PARAMS_FILE, map_location="cpu", weights_only=True)
+        weight, bias = _read_params(state, config, path / PARAMS_FILE)
+        provenance: dict[str, Any] = {}
+        if (path / PROVENANCE_FILE).is_file():
+            provenance = json.loads((path / PROVENANCE_FILE).read_text())
+        provenance["source"] = str(path)
+        lens = cls(weight, bias, config, provenance)
+        if (path / STATE_FILE).is_file():
+            lens.training_state = torch.load(
+                path / STATE_FILE, map_location="cpu", weights_only=True
+            )
+        if model is not None:
+            lens.check(model)
+        return lens
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Writes ``config.json`` and ``params.pt`` as tuned-lens does, plus ``provenance.json``.
+
+        tuned-lens reads the folder back (``TunedLens.from_model_and_pretrained(model,
+        folder)``) and ignores the extra files. A lens from an unfinished :meth:`train` also
+        writes ``training_state.pt``, which ``train(..., resume_from=folder)`` continues from.
+
+        Returns:
+            The folder.
+        """
+        path = Path(folder).expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        state: dict[str, torch.Tensor] = {}
+        for index in range(self.num_hidden_layers):
+            # Copies, or torch.save would store the whole stacked tensor under every key.
+            state[f"{index}.weight"] = self.weight[index].clone()
+            state[f"{index}.bias"] = self.bias[index].clone()
+        torch.save(state, path / PARAMS_FILE)
+        (path / CONFIG_FILE).write_text(json.dumps(self.config, indent=2) + "\n")
+        provenance = {k: v for k, v in self.provenance.items() if k != "source"}
+        (path / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2) + "\n")
+        if self.training_state is not None:
+            torch.save(self.training_state, path / STATE_FILE)
+        elif (path / STATE_FILE).exists():
+            (path / STATE_FILE).unlink()
+        return path
+
+    # -----------------------------------------------------------------------------------------
+    # Training
+
+    @classmethod
+    def train(
+        cls,
+        model: Any,
+        texts: Sequence[str],
+        *,
+        steps: int = 250,
+        tokens_per_step: int = 2**18,
+        lr: float = 0.1,
+        seed: int = 0,
+        seq_len: int | None = None,
+        momentum: float = 0.9,
+        weight_decay: float = 1e-3,
+        resume_from: str | os.PathLike[str] | None = None,
+        stop_after: int | None = None,
+        save_to: str | os.PathLike[str] | None = None,
+        save_every: int | None = None,
+        max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
+        base_model_name: str | None = None,
+        progress: bool = True,
+    ) -> TunedLens:
+        """Trains a tuned lens for ``model`` on ``texts`` with the tuned lens paper's recipe.
+
+        The model stays frozen. The texts are tokenized, joined with EOS and cut into chunks of
+        ``seq_len`` tokens that each start with EOS; each step reads ``tokens_per_step`` tokens
+        of them (rounded up to whole chunks) in an order fixed by ``seed``. For every block
+        output but the last, the loss is KL(final distribution ‖ lens distribution) averaged
+        over the tokens; SGD with Nesterov momentum, weight decay, a learning rate decaying
+        linearly to zero over ``steps`` and gradient-norm clipping at 1.0 updates the
+        translators, which start at zero (the logit lens). Translator 0 (the embeddings, which
+        the lens step does not read) stays zero.
+
+        Memory is bounded: the forward pass runs on as many chunks as fit ``max_chunk_bytes``
+        of float32 logits, and the loss is computed and back-propagated layer by layer on
+        slices of that many rows, so a few ``[rows, vocab]`` buffers are the peak.
+
+        Args:
+            model: A :class:`~murano_widgets.MuranoModel` (CPU or GPU, any dtype).
+            texts: The training documents.
+            steps: Optimizer steps of the whole run (the schedule's length).
+            tokens_per_step: Tokens per step (the published lenses used 2**18).
+            lr: Peak learning rate (tuned-lens's default: 1.0 × (1 − momentum)).
+            seed: Fixes the data order; the same seed, texts, settings and thread count give the
+                same translators.
+            seq_len: Tokens per chunk; defaults to the model's context (at most 2048).
+            momentum: Nesterov momentum.
+            weight_decay: SGD weight decay (pulls the translators toward the identity).
+            resume_from: A folder saved from an earlier call with the same settings (by
+                ``save_to``, or by :meth:`save` on a lens stopped with ``stop_after``): training
+                continues from its step and optimizer state.
+            stop_after: Stop after this many steps of this call (the schedule still spans
+                ``steps``); the returned lens can be saved and resumed.
+            save_to: Save the lens (with its training state) there every ``save_every`` steps
+                and at the end.
+            save_every: See ``save_to``; defaults to only at the end.
+            max_chunk_bytes: The size of one chunk of float32 logits.
+            base_model_name: Recorded in the config and provenance; defaults to the model's name.
+            progress: Show a tqdm progress bar.
+
+        Returns:
+            The lens. Its ``provenance`` records the run; ``training_state`` holds the optimizer
+            state (saved as ``training_state.pt``) and the mean training KL of every step.
+
+        Raises:
+            ValueError: For bad settings, texts too short for one chunk, or a ``resume_from``
+                folder of another run.
+        """
+        settings = _check_train_args(steps, tokens_per_step, lr, momentum, weight_decay)
+        if not isinstance(texts, Sequence) or isinstance(texts, str) or not texts:
+            raise ValueError("texts must be a non-empty list of strings")
+        if seq_len is None:
+            seq_len = min(2048, _context(model) or 2048)
+        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2:
+            raise ValueError(f"seq_len must be an int of at least 2, got {seq_len!r}")
+        chunks = token_chunks(model, texts, seq_len)
+        samples_per_step = max(1, math.ceil(tokens_per_step / seq_len))
+        run = {
+            **settings,
+            "seed": int(seed),
+            "seq_len": seq_len,
+            "samples_per_step": samples_per_step,
+            "texts_sha256": _texts_hash(texts),
+            "n_chunks": len(chunks),
+        }
+
+        if resume_from is not None:
+            lens = cls.load(resume_from, model)
+            state = lens.training_state
+            if state is None:
+                raise ValueError(
+                    f"resume_from={str(resume_from)!r} has no {STATE_FILE}: it is a finished "
+                    "or published lens, not a training run to continue"
+                )
+            different = {
+                key: (state["run"].get(key), value)
+                for key, value in run.items()
+                if state["run"].get(key) != value
+            }
+            if different:
+                raise ValueError(
+                    f"resume_from={str(resume_from)!r} is another run: "
+                    + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in different.items())
+                )
+            provenance = dict(lens.provenance)
+        else:
+            lens = cls.identity(model, base_model_name=base_model_name)
+            state = {"run": run, "step": 0, "seconds": 0.0, "losses": []}
+            provenance = {}
+
+        trainer = _Trainer(model, lens, chunks, run, max_chunk_bytes)
+        if state.get("optimizer") is not None:
+            trainer.optimizer.load_state_dict(state["optimizer"])
+        start_step = int(state["step"])
+        last_step = steps if stop_after is None else min(steps, start_step + int(stop_after))
+        seconds = float(state["seconds"])
+        losses: list[list[float]] = [list(x) for x in state["losses"]]
+
+        def snapshot(step: int) -> TunedLens:
+            weight, bias = trainer.stacked()
+            done = TunedLens(
+                weight,
+                bias,
+                lens.config,
+                {
+                    **provenance,
+                    **_versions(),
+                    "source": "trained",
+                    "base_model": lens.config["base_model_name_or_path"],
+                    "trained_with": "murano_widgets.tuned_lens.TunedLens.train",
+                    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                        timespec="seconds"
+                    ),
+                    "steps": step,
+                    "steps_planned": steps,
+                    "tokens_per_step": samples_per_step * seq_len,
+                    "tokens": step * samples_per_step * seq_len,
+                    "seq_len": seq_len,
+                    "seed": int(seed),
+                    "lr": settings["lr"],
+                    "momentum": settings["momentum"],
+                    "weight_decay": settings["weight_decay"],
+                    "grad_clip": 1.0,
+                    "n_texts": len(texts),
+                    "texts_sha256": run["texts_sha256"],
+                    "seconds": round(seconds, 1),
+                    "final_train_kl": losses[-1] if losses else None,
+                },
+            )
+            done.training_state = (
+                None
+                if step >= steps
+                else {
+                    "run": run,
+                    "step": step,
+                    "seconds": seconds,
+                    "losses": losses,
+                    "optimizer": trainer.optimizer.state_dict(),
+                }
+            )
+            return done
+
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=steps, initial=start_step, desc="tuned lens", disable=not progress, unit="step"
+        )
+        try:
+            for step in range(start_step, last_step):
+                began = time.perf_counter()
+                layer_kl = trainer.step(step)
+                seconds += time.perf_counter() - began
+                losses.append(layer_kl)
+                bar.update(1)
+                bar.set_postfix(kl=f"{sum(layer_kl) / max(1, len(layer_kl)):.3f}")
+                if save_to is not None and save_every and (step + 1) % save_every == 0:
+                    snapshot(step + 1).save(save_to)
+        finally:
+            bar.close()
+        lens = snapshot(last_step)
+        if save_to is not None:
+            lens.save(save_to)
+        return lens
+
+
+# ---------------------------------------------------------------------------------------------
+# Training internals
+
+
+class _Trainer:
+    """One optimisation step at a time over fixed chunks, in an order fixed by the seed."""
+
+    def __init__(
+        self,
+        model: Any,
+        lens: TunedLens,
+        chunks: torch.Tensor,
+        run: dict[str, Any],
+        max_chunk_bytes: int,
+    ) -> None:
+        if isinstance(max_chunk_bytes, bool) or not isinstance(max_chunk_bytes, int):
+            raise ValueError(f"max_chunk_bytes must be a positive int, got {max_chunk_bytes!r}")
+        if max_chunk_bytes <= 0:
+            raise ValueError(f"max_chunk_bytes must be a positive int, got {max_chunk_bytes!r}")
+        self.model = model
+        self.chunks = chunks
+        self.run = run
+        self.n_layers = int(model.n_layers)
+        self.device = torch.device(getattr(model, "device", "cpu"))
+        vocab = int(getattr(model, "vocab_size", None) or len(model.tokenizer))
+        self.rows = max(1, max_chunk_bytes // (4 * vocab))
+        seq_len = run["seq_len"]
+        self.batch = max(1, min(run["samples_per_step"], self.rows // seq_len))
+        # Translators 1 .. n_layers - 1 learn; translator 0 (embeddings) and the final state
+        # have none to learn here.
+        self.weights = [
+            torch.nn.Parameter(lens.weight[i].to(self.device).clone()) for i in range(self.n_layers)
+        ]
+        self.biases = [
+            torch.nn.Parameter(lens.bias[i].to(self.device).clone()) for i in range(self.n_layers)
+        ]
+        self.trained = list(range(1, self.n_layers))
+        params = [p for i in self.trained for p in (self.weights[i], self.biases[i])]
+        self.params = params
+        self.optimizer = torch.optim.SGD(
+            params,
+            lr=run["lr"],
+            momentum=run["momentum"],
+            nesterov=True,
+            weight_decay=run["weight_decay"],
+        )
+
+    def stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
+        weight = torch.stack([w.detach().cpu() for w in self.weights])
+        bias = torch.stack([b.detach().cpu() for b in self.biases])
+        return weight, bias
+
+    def indices(self, step: int) -> torch.Tensor:
+        """The chunks of ``step``: consecutive samples of per-epoch seeded permutations."""
+        per_step, n = self.run["samples_per_step"], len(self.chunks)
+        first = step * per_step
+        out = []
+        for sample in range(first, first + per_step):
+            epoch, position = divmod(sample, n)
+            out.append(self._permutation(epoch)[position])
+        return torch.stack(out)
+
+    def _permutation(self, epoch: int) -> torch.Tensor:
+        cache = getattr(self, "_perm", None)
+        if cache is None or cache[0] != epoch:
+            generator = torch.Generator().manual_seed(self.run["seed"] * 1_000_003 + epoch)
+            cache = self._perm = (epoch, torch.randperm(len(self.chunks), generator=generator))
+        return cache[1]
+
+    def step(self, step: int) -> list[float]:
+        """One optimizer step; returns the mean KL per block output (the last is 0)."""
+        model, n_layers = self.model, self.n_layers
+        indices = self.indices(step)
+        n_tokens = len(indices) * self.run["seq_len"]
+        totals = [0.0] * n_layers
+        self.optimizer.zero_grad(set_to_none=True)
+        for start in range(0, len(indices), self.batch):
+            ids = self.chunks[indices[start : start + self.batch]].to(self.device)
+            hidden = block_outputs(model, ids)
+            for begin in range(0, hidden[0].shape[0], self.rows):
+                rows = slice(begin, begin + self.rows)
+                with torch.no_grad():
+                    final = model.unembed(hidden[-1][rows]).float().log_softmax(-1)
+                    final_probs = final.exp()
+                for layer in range(n_layers - 1):
+                    index = layer + 1
+                    h = hidden[layer][rows].detach()
+                    weight, bias = self.weights[index], self.biases[index]
+                    translated = torch.addmm(bias.to(h.dtype), h, weight.t().to(h.dtype)) + h
+                    logits = model.unembed(translated).float()
+                    kl = (final_probs * (final - logits.log_softmax(-1))).sum()
+                    (kl / n_tokens).backward(inputs=[weight, bias])
+                    totals[layer] += float(kl.detach())
+                    del logits, translated, kl
+                del final, final_probs
+            del hidden
+        torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+        factor = (self.run["steps"] - step) / self.run["steps"]
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.run["lr"] * factor
+        self.optimizer.step()
+        return [total / n_tokens for total in totals]
+
+
+def block_outputs(model: Any, input_ids: torch.Tensor) -> list[torch.Tensor]:
+    """Every block's output for ``input_ids`` (no padding), as ``[tokens, d_model]`` tensors."""
+    saved: list[Any] = []
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+    with torch.no_grad(), model.trace(inputs, use_cache=False):
+        for index in range(int(model.n_layers)):
+            saved.append(model.layer(index).save())
+    outputs = []
+    for value in saved:
+        value = value[0] if isinstance(value, tuple) else value
+        value = torch.as_tensor(value).detach()
+        outputs.append(value.reshape(-1, value.shape[-1]))
+    return outputs
+
+
+def token_chunks(model: Any, texts: Sequence[str], seq_len: int) -> torch.Tensor:
+    """The texts as ``[chunks, seq_len]`` token ids: joined by EOS, each chunk starting with EOS.
+
+    Raises:
+        ValueError: If the tokenizer has no EOS token or the texts make no full chunk.
+    """
+    tokenizer = model.tokenizer
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise ValueError("the tokenizer has no EOS token to separate and start the chunks with")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"texts[{index}] is {type(text).__name__}, not a string")
+    encoded = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    stream: list[int] = []
+    for ids in encoded:
+        stream.extend(ids)
+        stream.append(eos)
+    body = seq_len - 1
+    n = len(stream) // body
+    if n == 0:
+        raise ValueError(
+            f"texts hold {len(stream)} tokens (with separators), fewer than one chunk of "
+            f"seq_len={seq_len}: give more text or a smaller seq_len"
+        )
+    data = torch.tensor(stream[: n * body], dtype=torch.long).view(n, body)
+    return torch.cat([torch.full((n, 1), eos, dtype=torch.long), data], dim=1)
+
+
+def _check_train_args(
+    steps: int, tokens_per_step: int, lr: float, momentum: float, weight_decay: float
+) -> dict[str, Any]:
+    for name, value in (("steps", steps), ("tokens_per_step", tokens_per_step)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    for name, value, low, high in (
+        ("lr", lr, 0.0, math.inf),
+        ("momentum", momentum, 0.0, 1.0),
+        ("weight_decay", weight_decay, 0.0, math.inf),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{name} must be a number, got {value!r}")
+        if not (low <= value < high) or (name == "lr" and value <= 0):
+            raise ValueError(f"{name} must be in [{low}, {high}) (lr > 0), got {value!r}")
+    return {
+        "steps": steps,
+        "tokens_per_step": tokens_per_step,
+        "lr": float(lr),
+        "momentum": float(momentum),
+        "weight_decay": float(weight_decay),
+    }
+
+
+def _texts_hash(texts: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation
+
+
+def per_layer_kl(
+    model: Any,
+    texts: Sequence[str],
+    lens: TunedLens | None = None,
+    *,
+    batch_size: int = 64,
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
+) -> list[float]:
+    """Mean KL(final distribution ‖ lens distribution) per block output over ``texts``' tokens.
+
+    Each text is read on its own (tokenized without special tokens, as the lens step does),
+    and every token of every text counts once. The last block's output is the final
+    distribution, so its KL is 0. Texts are batched by length (less padding) and the logits
+    are made a chunk of rows at a time (``max_chunk_bytes`` of float32 logits).
+
+    Args:
+        model: The model.
+        texts: Held-out text.
+        lens: A :class:`TunedLens`, or ``None`` for the logit lens.
+        batch_size: Texts per forward pass.
+        max_chunk_bytes: The size of one chunk of float32 logits.
+
+    Returns:
+        ``n_layers`` floats, in nats.
+    """
+    if lens is not None:
+        lens.check(model)
+    tokenizer = model.tokenizer
+    encoded = [ids for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"] if ids]
+    if not encoded:
+        raise ValueError("texts hold no tokens")
+    encoded.sort(key=len)
+    n_layers = int(model.n_layers)
+    device = torch.device(getattr(model, "device", "cpu"))
+    vocab = int(getattr(model, "vocab_size", None) or len(tokenizer))
+    rows_per_chunk = max(1, max_chunk_bytes // (4 * vocab))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    totals = torch.zeros(n_layers, dtype=torch.float64)
+    count = 0
+    for start in range(0, len(encoded), batch_size):
+        batch = encoded[start : start + batch_size]
+        width = max(len(ids) for ids in batch)
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, tokens in enumerate(batch):  # right padding: real positions are unchanged
+            ids[row, : len(tokens)] = torch.tensor(tokens)
+            mask[row, : len(tokens)] = 1
+        saved: list[Any] = []
+        inputs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+        with torch.inference_mode(), model.trace(inputs, use_cache=False):
+            for index in range(n_layers):
+                saved.append(model.layer(index).save())
+        real = mask.reshape(-1).bool().to(device)
+        with torch.inference_mode():
+            hidden = []
+            for value in saved:
+                value = value[0] if isinstance(value, tuple) else value
+                hidden.append(value.reshape(-1, value.shape[-1])[real])
+            del saved
+            for begin in range(0, int(real.sum()), rows_per_chunk):
+                rows = slice(begin, begin + rows_per_chunk)
+                final = model.unembed(hidden[-1][rows]).float().log_softmax(-1)
+                probs = final.exp()
+                for layer in range(n_layers - 1):
+                    h = hidden[layer][rows]
+                    if lens is not None:
+                        h = lens.translate(layer, h)
+                    logp = model.unembed(h).float().log_softmax(-1)
+                    totals[layer] += (probs * (final - logp)).sum().double().cpu()
+        count += int(real.sum())
+    return (totals / count).tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _read_config(config: dict[str, Any], where: Path) -> dict[str, Any]:
+    config = dict(config)
+    if "unemebd_hash" in config:  # the misspelling of older tuned-lens versions
+        config.setdefault("unembed_hash", config.pop("unemebd_hash"))
+    lens_type = config.get("lens_type", LENS_TYPE)
+    if lens_type != LENS_TYPE:
+        raise ValueError(
+            f"{where} describes a lens of type {lens_type!r}; only tuned-lens's "
+            f"{LENS_TYPE!r} (one affine translator per layer) can be read"
+        )
+    for key in ("d_model", "num_hidden_layers"):
+        value = config.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{where} has no valid {key!r} (a positive int), got {value!r}")
+    return config
+
+
+def _read_params(
+    state: Any, config: dict[str, Any], where: Path
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if not isinstance(state, dict):
+        raise ValueError(f"{where} must hold a state dict, got {type(state).__name__}")
+    d, n = config["d_model"], config["num_hidden_layers"]
+    has_bias = bool(config.get("bias", True))
+    expected = {f"{i}.weight" for i in range(n)} | (
+        {f"{i}.bias" for i in range(n)} if has_bias else set()
+    )
+    missing, extra = sorted(expected - set(state)), sorted(set(state) - expected)
+    if missing or extra:
+        raise ValueError(
+            f"{where} does not hold the {n} translators config.json describes "
+            f"(num_hidden_layers={n}, bias={has_bias}): "
+            + "; ".join(
+                part
+                for part in (
+                    f"missing {missing[:4]}{'…' if len(missing) > 4 else ''}" if missing else "",
+                    f"unexpected {extra[:4]}{'…' if len(extra) > 4 else ''}" if extra else "",
+                )
+                if part
+            )
+        )
+    weight = torch.zeros(n, d, d)
+    bias = torch.zeros(n, d)
+    for i in range(n):
+        w = state[f"{i}.weight"]
+        if not isinstance(w, torch.Tensor) or tuple(w.shape) != (d, d):
+            raise ValueError(
+                f"{where}: '{i}.weight' must be [{d}, {d}] (d_model={d} in config.json), "
+                f"got {tuple(getattr(w, 'shape', ()))}"
+            )
+        weight[i] = w.float()
+        if has_bias:
+            b = state[f"{i}.bias"]
+            if not isinstance(b, torch.Tensor) or tuple(b.shape) != (d,):
+                raise ValueError(
+                    f"{where}: '{i}.bias' must be [{d}], got {tuple(getattr(b, 'shape', ()))}"
+                )
+            bias[i] = b.float()
+    return weight, bias
+
+
+def model_width(model: Any) -> int | None:
+    """The hidden size from the model's config (``hidden_size``, ``n_embd`` or ``d_model``)."""
+    config = getattr(model, "config", None)
+    candidates = [config]
+    if config is not None and hasattr(config, "get_text_config"):
+        candidates.append(config.get_text_config())
+    for candidate in candidates:
+        for name in ("hidden_size", "n_embd", "d_model"):
+            value = getattr(candidate, name, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def _context(model: Any) -> int | None:
+    config = getattr(model, "config", None)
+    for name in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _model_name(model: Any) -> str:
+    name = getattr(model, "name", None)
+    if name:
+        return str(name)
+    config = getattr(model, "config", None)
+    return str(getattr(config, "_name_or_path", "") or type(model).__name__)
+
+
+def _versions() -> dict[str, str]:
+    from . import __version__
+
+    return {"package": f"murano_widgets {__version__}", "torch": torch.__version__}
