@@ -21,11 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from murano_widgets.model import MuranoModel
+    from murano_widgets.tuned_lens import TunedLens
 
-__all__ = ["DEMO_MODEL_PATH", "load_demo_model"]
+__all__ = ["DEMO_MODEL_PATH", "DEMO_TUNED_LENS_PATH", "load_demo_model", "load_demo_tuned_lens"]
 
 DEMO_MODEL_PATH = Path(__file__).resolve().parent / "toy-world"
 """The shipped model folder (``config.json``, ``model.safetensors``, ``tokenizer.json``, …)."""
+
+DEMO_TUNED_LENS_PATH = Path(__file__).resolve().parent / "toy-world-tuned-lens"
+"""The shipped tuned lens of the demo model (tuned-lens's format: ``config.json``, ``params.pt``)."""
 
 
 def load_demo_model(**kwargs: Any) -> MuranoModel:
@@ -48,3 +52,27 @@ def load_demo_model(**kwargs: Any) -> MuranoModel:
             "`python -m murano_widgets.demo_model.train`"
         )
     return MuranoModel(DEMO_MODEL_PATH, **kwargs)
+
+
+def load_demo_tuned_lens(model: MuranoModel | None = None) -> TunedLens:
+    """Loads the tuned lens trained for the demo model; needs no network.
+
+    Args:
+        model: The demo model, to check the lens against now (the lens step checks it
+            again when given the lens).
+
+    Returns:
+        A :class:`~murano_widgets.tuned_lens.TunedLens` for ``LogitLens(model, lens=...)``.
+
+    Raises:
+        FileNotFoundError: If the lens files are missing from the installed package.
+        ValueError: If ``model`` is not the demo model (another layer count or width).
+    """
+    from murano_widgets.tuned_lens import TunedLens
+
+    if not (DEMO_TUNED_LENS_PATH / "params.pt").is_file():
+        raise FileNotFoundError(
+            f"the demo tuned lens is missing from {DEMO_TUNED_LENS_PATH}; rebuild it with "
+            "`python -m murano_widgets.demo_model.train_tuned_lens`"
+        )
+    return TunedLens.load(DEMO_TUNED_LENS_PATH, model)
