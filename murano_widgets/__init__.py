@@ -8,12 +8,13 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
     show_logit_lens(model, ["The Eiffel Tower is in the city of", "one two three four"])
 """
 
-from .demo_model import load_demo_model
+from .demo_model import load_demo_model, load_demo_tuned_lens
 from .logit_lens import LogitLens
 from .metrics import METRICS, Metric
 from .model import ModelBackend, MuranoModel
 from .plot import plot_logit_lens
 from .result import LogitLensResult
+from .tuned_lens import TunedLens
 from .types import RESID_POST, Node, PromptBatch, Results, Step
 from .widget import LogitLensWidget, show_logit_lens
 
@@ -32,7 +33,9 @@ __all__ = [
     "PromptBatch",
     "Results",
     "Step",
+    "TunedLens",
     "load_demo_model",
+    "load_demo_tuned_lens",
     "plot_logit_lens",
     "show_logit_lens",
 ]

@@ -96,7 +96,7 @@ METRICS: dict[str, Metric] = {
         Metric(
             "final_rank",
             "final_token_ranks",
-            "Rank of the final prediction (0 = top-1, log scale)",
+            "Rank of the final prediction (0 = top-1)",
             "rank",
             "viridis",
             True,
