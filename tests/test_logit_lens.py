@@ -210,3 +210,58 @@ def test_the_forward_pass_skips_what_the_lens_does_not_use(arch, load_tiny):
     assert caches == [None], "one forward pass, without a key/value cache"
     assert head_rows == [1], "the model's own lm_head runs on one position only"
     assert lens.max_probs.shape[0] == model.n_layers
+
+
+def test_a_tuned_lens_runs_inside_the_same_reductions_on_both_paths(load_tiny, tiny_model_dirs):
+    """Every field, the final-based ones included, against a direct computation in plain torch:
+    block outputs by hooks, translator l + 1 on block l, then the model's norm and lm_head."""
+    from murano_widgets import TunedLens
+
+    model = load_tiny("llama")
+    lens = TunedLens.identity(model)
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        lens.weight.normal_(0.0, 0.2, generator=generator)
+        lens.bias.normal_(0.0, 0.2, generator=generator)
+    after = run_lens(model, top_k=4, lens=lens)
+    inside = run_lens(model, top_k=4, lens=lens, reduce_in_trace=True)
+    reference = ReferenceLens(tiny_model_dirs["llama"])
+    for p, prompt in enumerate(PROMPTS):
+        ids = reference.tokenizer(prompt, return_tensors="pt")
+        captured = []
+        hooks = [
+            b.register_forward_hook(
+                lambda _m, _i, o, captured=captured: captured.append(
+                    o[0] if isinstance(o, tuple) else o
+                )
+            )
+            for b in reference.blocks
+        ]
+        with torch.no_grad():
+            final = reference.model(**ids).logits[0].double().softmax(-1)
+            for hook in hooks:
+                hook.remove()
+            weight, bias = lens.weight.double(), lens.bias.double()
+            probs = []
+            for layer, h in enumerate(captured):
+                h = h[0].double()
+                if layer < len(captured) - 1:  # translator layer + 1 acts on block layer's output
+                    h = h + h @ weight[layer + 1].T + bias[layer + 1]
+                logits = reference.model.lm_head(reference.norm(h.float())).double()
+                probs.append(logits.softmax(-1))
+        probs = torch.stack(probs)
+        kl = (final * (final.log() - probs.log())).sum(-1) / torch.log(torch.tensor(2.0))
+        chosen = probs.gather(-1, final.argmax(-1).expand(len(captured), -1).unsqueeze(-1))[..., 0]
+        positions = after.positions(p)
+        for result in (after, inside):
+            torch.testing.assert_close(
+                result.kl_to_final[:, p, positions].double(), kl, atol=2e-4, rtol=1e-3
+            )
+            torch.testing.assert_close(
+                result.final_token_probs[:, p, positions].double(), chosen, atol=2e-5, rtol=1e-4
+            )
+            assert torch.equal(result.predicted_tokens[:, p, positions], probs.argmax(-1))
+    assert after.lens_kind == inside.lens_kind == "tuned"
+    # The translators change what the early layers read, so this is not the plain lens.
+    plain = run_lens(model, top_k=4)
+    assert not torch.allclose(plain.kl_to_final[:-1], after.kl_to_final[:-1], equal_nan=True)
