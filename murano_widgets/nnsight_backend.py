@@ -159,7 +159,11 @@ class NNsightModel(MuranoModel):
             self.device = resolve_device(device)
             source = resolve_source(model_id_or_path)
             torch_dtype = resolve_dtype(dtype, self.device, source)
-            kwargs.setdefault("device_map", str(self.device))
+            if self.device.type != "cpu":
+                # transformers loads on the CPU by itself; elsewhere it needs a device map,
+                # and a device map needs accelerate (nnsight 0.7 brings it, 0.8 does not).
+                _require_accelerate(self.device)
+                kwargs.setdefault("device_map", str(self.device))
             self.lm = _load(source, dtype=torch_dtype, **kwargs)
             name = str(model_id_or_path)
         hf_model = self.lm._module
@@ -281,6 +285,16 @@ def _nnsight_model_class() -> Any:
     from nnsight import LanguageModel
 
     return LanguageModel
+
+
+def _require_accelerate(device: torch.device) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("accelerate") is None:
+        raise ImportError(
+            f"loading a model onto {device} needs accelerate (for transformers' device_map): "
+            "pip install accelerate"
+        )
 
 
 def _load(source: str, **kwargs: Any) -> Any:

@@ -165,10 +165,112 @@ def test_position_limits(load_nnsight):
     assert load_nnsight("opt").context_length == 256
 
 
+def _more_configs(vocab, bos):
+    """Tiny configs of the other architectures in LAYOUTS (two layers each)."""
+    import transformers as t
+
+    common = {"vocab_size": vocab, "bos_token_id": bos, "eos_token_id": bos}
+    small = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "max_position_embeddings": 256,
+        **common,
+    }
+    moe = {"num_experts_per_tok": 1, "moe_intermediate_size": 32}
+    return {
+        "gpt_neo": lambda: t.GPTNeoConfig(
+            hidden_size=32,
+            num_layers=2,
+            num_heads=4,
+            attention_types=[[["global", "local"], 1]],
+            max_position_embeddings=256,
+            intermediate_size=64,
+            window_size=16,
+            **common,
+        ),
+        "gptj": lambda: t.GPTJConfig(
+            n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=256, **common
+        ),
+        "bloom": lambda: t.BloomConfig(hidden_size=32, n_layer=2, n_head=4, **common),
+        "falcon": lambda: t.FalconConfig(
+            hidden_size=32, num_hidden_layers=2, num_attention_heads=4, **common
+        ),
+        "gpt_bigcode": lambda: t.GPTBigCodeConfig(
+            n_embd=32, n_layer=2, n_head=4, n_positions=256, **common
+        ),
+        "mixtral": lambda: t.MixtralConfig(
+            num_key_value_heads=2, num_local_experts=2, num_experts_per_tok=1, **small
+        ),
+        "qwen2_moe": lambda: t.Qwen2MoeConfig(
+            num_key_value_heads=2, num_experts=2, shared_expert_intermediate_size=32, **moe, **small
+        ),
+        "qwen3_moe": lambda: t.Qwen3MoeConfig(
+            num_key_value_heads=2, head_dim=8, num_experts=2, **moe, **small
+        ),
+        "gemma3_text": lambda: t.Gemma3TextConfig(
+            num_key_value_heads=2, head_dim=8, final_logit_softcapping=5.0, **small
+        ),
+        "phi": lambda: t.PhiConfig(**small),
+        "olmo": lambda: t.OlmoConfig(**small),
+        "olmo2": lambda: t.Olmo2Config(num_key_value_heads=2, **small),
+        "stablelm": lambda: t.StableLmConfig(num_key_value_heads=2, **small),
+        "starcoder2": lambda: t.Starcoder2Config(num_key_value_heads=2, **small),
+    }
+
+
+MORE = (
+    "gpt_neo",
+    "gptj",
+    "bloom",
+    "falcon",
+    "gpt_bigcode",
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+    "gemma3_text",
+    "phi",
+    "olmo",
+    "olmo2",
+    "stablelm",
+    "starcoder2",
+)
+
+
+@pytest.mark.parametrize("arch", MORE)
+def test_every_known_layout_ends_at_the_model_output(arch, tmp_path):
+    """The other architectures in LAYOUTS: the last layer's lens is the model's own output
+    distribution (so blocks, final norm, unembedding and soft-capping are the right ones)."""
+    from tiny_models import build_tokenizer
+    from transformers import AutoModelForCausalLM
+
+    assert set(MORE) | set(ALL) == set(LAYOUTS)
+    tokenizer = build_tokenizer()
+    config = _more_configs(len(tokenizer), tokenizer.bos_token_id)[arch]()
+    torch.manual_seed(0)
+    hf_model = AutoModelForCausalLM.from_config(config).eval()
+    with torch.no_grad():
+        for parameter in hf_model.parameters():
+            if parameter.dim() > 1:
+                parameter.normal_(0.0, 0.3)
+    hf_model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    model = MuranoModel(tmp_path, backend="nnsight")
+    assert model.layout == LAYOUTS[arch] and model.n_layers == 2
+    lens = run_lens(model, PROMPTS[:2], store_full_probs=True, top_k=2)
+    for p, prompt in enumerate(PROMPTS[:2]):
+        ids = tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
+        with torch.no_grad():
+            expected = hf_model(**ids).logits[0].float().softmax(-1)
+        ours = lens.all_probs[-1, p, lens.positions(p)]
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-4)
+
+
 def test_a_users_own_nnsight_model(model_dirs, load_nnsight):
     from murano_widgets.nnsight_backend import _load
 
-    lm = _load(str(model_dirs["qwen2"]), dtype=torch.float32, device_map="cpu")
+    lm = _load(str(model_dirs["qwen2"]), dtype=torch.float32)
     model = MuranoModel(lm, backend="nnsight")
     assert model.lm is lm and model.n_layers == 3
     assert_same_lens(run_lens(model), run_lens(load_nnsight("qwen2")), atol=0)
