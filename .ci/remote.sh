@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The remote suite: LogitLens(MuranoModel(path, backend="nnsight"), remote=True) against a real
+# NDIF server on this machine (../shared/ndif: ndif 0.1.2 with a CPU model actor).
+#
+# The client venv is what a remote user installs (README, "Remote models"): nnsight 0.8 (the
+# only client NDIF accepts), transformers below 5.23 (nnsight 0.8.1's meta load fails from 5.23
+# on), the project WITHOUT nnterp (nnterp 1.3 does not work with nnsight 0.8), no accelerate. It is built afresh on each run, torch's
+# CPU wheel first (else pip picks a multi-GB CUDA build). The server is installed into
+# $NDIF_VENV by install.sh (a no-op when it is there) and started by the suite's fixture; the
+# trap stops it if the suite could not, unless it was already running before this script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+export NDIF_SHARED=${NDIF_SHARED:-$(cd .. && pwd)/shared/ndif}
+VENV=${REMOTE_VENV:-build/remote-venv}   # build/ is gitignored
+source "$NDIF_SHARED/env.sh"             # NDIF_WORK, NDIF_VENV, NDIF_NETNS
+
+already_running=0
+ip netns list 2>/dev/null | grep -qw "$NDIF_NETNS" && already_running=1
+stop_ndif() {
+  if [ "$already_running" = 0 ]; then bash "$NDIF_SHARED/stop.sh" >/dev/null 2>&1 || true; fi
+}
+trap stop_ndif EXIT INT TERM
+
+rm -rf "$VENV"
+"$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+"$VENV/bin/python" -m pip install --quiet "nnsight==0.8.1" "transformers>=5,<5.23" pytest -e .
+"$VENV/bin/python" - <<'EOF'
+import importlib.util
+from importlib.metadata import version
+
+assert importlib.util.find_spec("nnterp") is None, "the remote venv must not have nnterp"
+print(*(f"{p} {version(p)}" for p in ("nnsight", "transformers", "torch")), sep=", ")
+EOF
+
+bash "$NDIF_SHARED/install.sh"
+
+# The nnsight backend's own tests on nnsight 0.8 (the main run has them on 0.7), then the suite
+# against the server.
+MURANO_REMOTE_REQUIRED=1 "$VENV/bin/python" -m pytest -m "remote or not remote" \
+  tests/test_nnsight_backend.py tests/remote -p no:cacheprovider "$@"
