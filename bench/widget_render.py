@@ -161,7 +161,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
-    from conftest import launch_chromium
+    sys.path.insert(0, str(ROOT / "tests"))
+    from chromium import launch_chromium
     from harness import ORIGIN, serve, widget_state
     from lens_data import make_large_result
     from playwright.sync_api import sync_playwright

@@ -374,10 +374,14 @@ def _position_limits(hf_model: torch.nn.Module) -> tuple[int | None, int | None]
     base = getattr(hf_model, "base_model", hf_model)
     for path, table in base.named_modules():
         # Top-level or one level down (OPT keeps it in model.decoder), never inside a block.
-        if path.count(".") <= 1 and path.rsplit(".", 1)[-1] in _POSITION_TABLES:
-            if isinstance(table, torch.nn.Embedding):
-                # OPT's table starts its positions at an offset of 2.
-                return int(table.num_embeddings) - int(getattr(table, "offset", 0)), None
+        name = path.rsplit(".", 1)[-1]
+        if (
+            path.count(".") <= 1
+            and name in _POSITION_TABLES
+            and isinstance(table, torch.nn.Embedding)
+        ):
+            # OPT's table starts its positions at an offset of 2.
+            return int(table.num_embeddings) - int(getattr(table, "offset", 0)), None
     config = getattr(hf_model, "config", None)
     for key in _TRAINED_LENGTH_KEYS:
         value = _text_config_value(config, key)

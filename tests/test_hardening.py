@@ -209,7 +209,7 @@ def test_murano_result_with_the_last_layer_and_its_depth_gets_final_metrics(demo
 def test_bad_string_addresses_are_named(demo):
     murano, _ = murano_result(demo, [0, 1])
     murano.addresses = ["L0.resid_post", "layer one"]
-    with pytest.raises(ValueError, match="L<layer>.<module>"):
+    with pytest.raises(ValueError, match=r"L<layer>\.<module>"):
         LogitLensWidget(murano)
 
 

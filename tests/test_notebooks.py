@@ -27,8 +27,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-JS = ROOT / "js" / "logit_lens.js"
-CSS = ROOT / "js" / "logit_lens.css"
+JS = ROOT / "murano_widgets" / "static" / "logit_lens.js"
+CSS = ROOT / "murano_widgets" / "static" / "logit_lens.css"
 ARTIFACTS = ROOT / "tests" / "_artifacts"
 ORIGIN = "http://notebook-state.test"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -219,7 +219,9 @@ def test_notebook_executes_and_saves_widget_state(path, executed):
     esm = JS.read_text(encoding="utf-8")
     for model_id, entry in lenses.items():
         state = entry["state"]
-        assert state["_esm"] == esm, "the saved widget does not carry js/logit_lens.js"
+        assert state["_esm"] == esm, (
+            "the saved widget does not carry murano_widgets/static/logit_lens.js"
+        )
         meta = state["_meta"]
         sections = _sections(entry)
         expected = [name for name in BASE_SECTIONS if name in meta["sections"]]
@@ -227,10 +229,10 @@ def test_notebook_executes_and_saves_widget_state(path, executed):
         arrays = decode_sections(meta, sections)
         for name, array in arrays.items():
             assert list(array.shape) == meta["sections"][name]["shape"], name
-        assert len(arrays["input_tokens"]) == meta["total"] == sum(meta["lengths"])
+        assert len(arrays["input_ids"]) == meta["total"] == sum(meta["lengths"])
         assert len(meta["prompts"]) == len(meta["lengths"])
         assert 0 <= state["prompt"] < len(meta["prompts"])
-        assert 0 <= state["layer"] < len(meta["layers"])
+        assert state["layer"] in meta["layers"], "the layer trait is a model layer"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,8 +357,8 @@ def test_saved_widget_state_renders_without_a_kernel(path, executed, browser):
             }
             prompt = state.get("prompt", 0)
             start, length = meta["offsets"][prompt], meta["lengths"][prompt]
-            input_ids = decode_sections(meta, {"input_tokens": sections["input_tokens"]})
-            tokens = [meta["tokens"][i] for i in input_ids["input_tokens"][start : start + length]]
+            input_ids = decode_sections(meta, {"input_ids": sections["input_ids"]})
+            tokens = [meta["tokens"][i] for i in input_ids["input_ids"][start : start + length]]
             shown = page.evaluate("(ts) => ts.map((t) => window.lens.displayToken(t))", tokens)
             for token, label in zip(tokens, shown, strict=True):
                 assert any(
