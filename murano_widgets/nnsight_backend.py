@@ -208,7 +208,13 @@ class NNsightModel(MuranoModel):
         """
         remote = kwargs.get("remote")
         on_ndif = bool(remote) and remote != "local"
-        if not on_ndif:
+        if on_ndif:
+            from nnsight.ndif import register
+
+            # The trace refers to this object, whose class NDIF does not have: its code
+            # travels by value (as source).
+            register("murano_widgets")
+        else:
             self._dispatch()
         tracer = self.lm.trace(inputs, **kwargs)
         if on_ndif:
