@@ -75,11 +75,11 @@ def main() -> None:
         sizes = widget.payload_nbytes()
         return sum(sizes.get(name, 0) for name in names) / cells
 
-    base = per_cell(["top1_tokens", "top1_probs"])
-    per_position = per_cell(["input_tokens", "final_tokens"])
+    base = per_cell(["predicted_tokens", "max_probs"])
+    per_position = per_cell(["input_ids", "final_tokens"])
     table = widget.payload_nbytes()["tokens_table"]
     widget._details = True
-    topk = per_cell(["top1_tokens", "top1_probs", "topk_tokens", "topk_probs"])
+    topk = per_cell(["predicted_tokens", "max_probs", "topk_tokens", "topk_probs"])
     everything = per_cell([n for n in widget.payload_nbytes() if n != "tokens_table"])
 
     # The naive alternative: nested JSON lists of top-1 probability and token text per cell.
