@@ -4,10 +4,11 @@
 #
 # The client venv is what a remote user installs (README, "Remote models"): nnsight 0.8 (the
 # only client NDIF accepts), transformers below 5.23 (nnsight 0.8.1's meta load fails from 5.23
-# on), the project WITHOUT nnterp (nnterp 1.3 does not work with nnsight 0.8), no accelerate. It is built afresh on each run, torch's
-# CPU wheel first (else pip picks a multi-GB CUDA build). The server is installed into
-# $NDIF_VENV by install.sh (a no-op when it is there) and started by the suite's fixture; the
-# trap stops it if the suite could not, unless it was already running before this script.
+# on), the project WITHOUT nnterp (nnterp 1.3 does not work with nnsight 0.8), no accelerate.
+# It is built afresh on each run, torch's CPU wheel first (else pip picks a multi-GB CUDA
+# build). The server is installed into
+# $NDIF_VENV by install.sh (quick when it is there), meanwhile, and started by the suite's
+# fixture; the trap stops it if the suite could not, unless it was running before this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +19,17 @@ source "$NDIF_SHARED/env.sh"             # NDIF_WORK, NDIF_VENV, NDIF_NETNS
 
 already_running=0
 ip netns list 2>/dev/null | grep -qw "$NDIF_NETNS" && already_running=1
+ndif_install=
 stop_ndif() {
+  if [ -n "$ndif_install" ]; then kill "$ndif_install" 2>/dev/null || true; fi
   if [ "$already_running" = 0 ]; then bash "$NDIF_SHARED/stop.sh" >/dev/null 2>&1 || true; fi
 }
 trap stop_ndif EXIT INT TERM
+
+# The server's install (1-2 min when new) runs while the client venv is built.
+mkdir -p build
+bash "$NDIF_SHARED/install.sh" > build/ndif-install.log 2>&1 &
+ndif_install=$!
 
 rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
@@ -36,7 +44,13 @@ assert importlib.util.find_spec("nnterp") is None, "the remote venv must not hav
 print(*(f"{p} {version(p)}" for p in ("nnsight", "transformers", "torch")), sep=", ")
 EOF
 
-bash "$NDIF_SHARED/install.sh"
+if ! wait "$ndif_install"; then
+  cat build/ndif-install.log >&2
+  echo "installing the NDIF server failed" >&2
+  exit 1
+fi
+ndif_install=
+tail -1 build/ndif-install.log
 
 # The nnsight backend's own tests on nnsight 0.8 (the main run has them on 0.7), then the suite
 # against the server.
