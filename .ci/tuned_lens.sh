@@ -20,5 +20,5 @@ if ! "$VENV/bin/python" -c "import tuned_lens.nn.lenses" >/dev/null 2>&1; then
 fi
 "$VENV/bin/python" -c "from importlib.metadata import version as v; print(*(f'{p} {v(p)}' for p in ('tuned-lens', 'transformers', 'torch')), sep=', ')"
 
-TUNED_LENS_PYTHON="$PWD/$VENV/bin/python" \
+TUNED_LENS_PYTHON="$(cd "$VENV" && pwd)/bin/python" \
   .venv/bin/python -m pytest -m tuned_lens_interop tests/tuned_lens_interop "$@"
