@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import numpy as np
 import traitlets
 
 from ._adapters import as_lens_result
@@ -120,8 +121,6 @@ class LogitLensWidget(anywidget.AnyWidget):
             metric=metric,
             **kwargs,
         )
-        if metric != "prob":
-            self._details = True
 
     @property
     def result(self) -> LogitLensResult:
@@ -255,8 +254,6 @@ def show_logit_lens(
 
 def _check_layer(value: Any, layers: list[int], error: type = WidgetValueError) -> int:
     """A model layer that is one of the result's rows."""
-    import numpy as np
-
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise error(f"layer must be an int, got {type(value).__name__} {value!r}")
     if int(value) not in layers:
