@@ -266,7 +266,11 @@ def _string_table(words: dict[int, str], extra: list[str]) -> tuple[list[str], d
 
 
 def _lookup(index_of: dict[Any, int], ids: np.ndarray) -> np.ndarray:
-    """Maps token ids to table indices; an id the table lacks (e.g. -1) maps to a '?' entry."""
+    """Maps token ids to table indices.
+
+    An id the table lacks (-1, a cell without a value) maps to entry 0; such cells are marked by
+    the ``missing`` and ``final_missing`` sections, and the front end never shows their token.
+    """
     unique, inverse = np.unique(ids, return_inverse=True)
     mapped = np.array([index_of.get(int(i), 0) for i in unique], dtype=np.int64)
     return mapped[inverse].reshape(ids.shape)
