@@ -144,6 +144,12 @@ def test_installed_wheel_runs_the_demo_from_a_fresh_environment(tmp_path):
     )
     assert built.returncode == 0, built.stderr
     wheel = next(wheel_dir.glob("murano_widgets-*.whl"))
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        licences = [n for n in archive.namelist() if n.endswith("LICENSE")]
+        assert licences, "the wheel carries the MIT licence its metadata names"
+        assert "MIT License" in archive.read(licences[0]).decode()
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"

@@ -389,3 +389,16 @@ def test_a_widget_that_fails_to_build_leaves_no_widget_behind(small_lens):
         with pytest.raises(ValueError):
             LogitLensWidget(small_lens, **options)
     assert set(Widget.widgets) == before
+
+
+# -- 8. A first run with no stumbles ----------------------------------------------------------
+
+
+def test_no_loading_bar_lands_in_the_first_lens_call(tiny_model_dirs, capfd):
+    """nnsight loads the real weights lazily: without the fix, transformers' 'Loading weights'
+    bar printed into the notebook cell of the first lens call, above the widget."""
+    model = MuranoModel(tiny_model_dirs["qwen2"])
+    capfd.readouterr()
+    lens_of(model, ["one two"])
+    captured = capfd.readouterr()
+    assert "Loading weights" not in captured.err + captured.out
