@@ -6,7 +6,6 @@ Interoperability with the real tuned-lens package lives in ``tests/tuned_lens_in
 
 from __future__ import annotations
 
-import inspect
 import json
 import subprocess
 import sys
@@ -117,11 +116,9 @@ def test_check_names_layer_count_and_width(load_tiny):
 
 
 def test_the_step_applies_the_lens_when_it_takes_one(load_tiny):
-    """Runs once the lens step has its ``lens=`` parameter (the lead's part of issue 13)."""
+    """``LogitLens(model, lens=...)`` reads each block through its translator."""
     from murano_widgets import LogitLens, PromptBatch
 
-    if "lens" not in inspect.signature(LogitLens).parameters:
-        pytest.skip("LogitLens has no lens= parameter yet")
     model = load_tiny("llama")
     lens = _random_lens(model, scale=0.2)
     result = LogitLens(model, lens=lens)({"prompts": PromptBatch([HELD_OUT[0]])})["logit_lens"]
