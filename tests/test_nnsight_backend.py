@@ -113,10 +113,7 @@ def test_lens_matches_plain_transformers(arch, load_nnsight, model_dirs):
 @pytest.mark.skipif(not nnterp_works(), reason="nnterp does not work with this nnsight")
 @pytest.mark.parametrize("arch", ALL)
 def test_same_fields_as_the_nnterp_backend(arch, load_nnsight, model_dirs):
-    try:
-        nnterp_model = MuranoModel(model_dirs[arch], backend="nnterp")
-    except Exception as error:  # an architecture nnterp does not know
-        pytest.skip(f"nnterp cannot load {arch}: {error}")
+    nnterp_model = MuranoModel(model_dirs[arch], backend="nnterp")
     ours = load_nnsight(arch)
     assert (ours.context_length, ours.trained_length) == (
         nnterp_model.context_length,
