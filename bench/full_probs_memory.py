@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -21,18 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _peak_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmHWM")
+# The same peak-memory readings as the step's benchmark.
+from logit_lens import _peak_bytes, _reset_peak, _rss_bytes
 
 
 def worker(folder: str | None, shape: str, keep: bool, chunk_mib: int) -> dict:
@@ -51,8 +40,7 @@ def worker(folder: str | None, shape: str, keep: bool, chunk_mib: int) -> dict:
         prompts = demo_prompts(n, words=length)
     step = LogitLens(model, store_full_probs=keep, max_chunk_bytes=chunk_mib * 2**20)
     LogitLens(model)({"prompts": PromptBatch(prompts[:1])})  # warm-up
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset the peak resident set to the current one
+    _reset_peak()
     base = _rss_bytes()
     lens = step({"prompts": PromptBatch(prompts)})["logit_lens"]
     peak = _peak_bytes() - base
