@@ -41,6 +41,26 @@ const outputs = {
   "logit_lens.css": `/* Copied by \`npm run build\` from js/src/logit_lens.css; do not edit: edit js/src. */\n${css}`,
 };
 
+// The data-set widget (LensDataset.show()): its own entry, so the heatmap's bundle stays as it is.
+const dataset = await esbuild.build({
+  absWorkingDir: here,
+  entryPoints: ["src/dataset/index.js"],
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2020",
+  charset: "utf8",
+  legalComments: "none",
+  minify: false,
+  sourcemap: false,
+  write: false,
+  banner: { js: banner },
+  logLevel: "warning",
+});
+const datasetCss = readFileSync(join(here, "src", "dataset", "dataset.css"), "utf8");
+outputs["lens_dataset.js"] = dataset.outputFiles[0].text;
+outputs["lens_dataset.css"] = `/* Copied by \`npm run build\` from js/src/dataset/dataset.css; do not edit: edit js/src. */\n${datasetCss}`;
+
 let stale = [];
 for (const [name, text] of Object.entries(outputs)) {
   const path = join(outDir, name);

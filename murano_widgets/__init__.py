@@ -8,6 +8,7 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
     show_logit_lens(model, ["The Eiffel Tower is in the city of", "one two three four"])
 """
 
+from .dataset import LensDataset, lens_dataset
 from .demo_model import load_demo_model, load_demo_tuned_lens
 from .logit_lens import LogitLens
 from .metrics import METRICS, Metric
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 __all__ = [
     "METRICS",
     "RESID_POST",
+    "LensDataset",
     "LogitLens",
     "LogitLensResult",
     "LogitLensWidget",
@@ -34,6 +36,7 @@ __all__ = [
     "Results",
     "Step",
     "TunedLens",
+    "lens_dataset",
     "load_demo_model",
     "load_demo_tuned_lens",
     "plot_logit_lens",

@@ -1,0 +1,185 @@
+// @ts-check
+/**
+ * The data-set widget's data: decoding what Python sends (`_meta` JSON and `_data` bytes) and
+ * the pure questions the view asks of it (which prompts, in which order; a layer's readout).
+ *
+ * `_data` holds, per answer set `i`, `prob_i` (float32) and `rank_i` (int32), each
+ * `[n_prompts, n_layers]` row-major, little-endian; rank 0 is the top-1 token, -1 no value.
+ */
+
+import { formatBits, formatProb } from "../format.js";
+
+/**
+ * Per-layer summary of one answer set (null: no value).
+ * @typedef {object} Summary
+ * @property {(number | null)[]} mean
+ * @property {(number | null)[]} low
+ * @property {(number | null)[]} high
+ * @property {(number | null)[]} top1
+ * @property {(number | null)[]} top1_low
+ * @property {(number | null)[]} top1_high
+ * @property {(number | null)[]} rank_median
+ * @property {(number | null)[]} entropy_mean
+ * @property {(number | null)[]} kl_mean
+ */
+
+/**
+ * @typedef {object} DatasetSet
+ * @property {string} name
+ * @property {(string | null)[]} answers the answer shown per prompt, null: none
+ * @property {number} nPrompts prompts with an answer
+ * @property {Summary} summary
+ * @property {Float32Array} probs [n_prompts * n_layers]
+ * @property {Int32Array} ranks [n_prompts * n_layers]
+ */
+
+/**
+ * @typedef {object} Dataset
+ * @property {number[]} layers model layers of the columns
+ * @property {string[]} prompts
+ * @property {DatasetSet[]} sets
+ * @property {string} title
+ * @property {number} ci interval coverage, e.g. 0.95
+ * @property {boolean} canOpen whether a prompt's heatmap can be opened
+ * @property {string} reason why not, when it cannot
+ */
+
+/** The series a chart can show, with their summary fields. */
+export const CHART_METRICS = {
+  answer_prob: { label: "Probability of the answer", mean: "mean", low: "low", high: "high" },
+  top1_accuracy: { label: "Answer is the top-1 token", mean: "top1", low: "top1_low", high: "top1_high" },
+};
+
+/**
+ * Bytes of a buffer as anywidget hands it over (DataView, typed array or ArrayBuffer).
+ * @param {unknown} buffer
+ * @returns {Uint8Array}
+ */
+export function bytesOf(buffer) {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (ArrayBuffer.isView(buffer)) return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (buffer && typeof buffer === "object" && typeof (/** @type {any} */ (buffer).byteLength) === "number") {
+    return new Uint8Array(/** @type {ArrayBuffer} */ (buffer)); // an ArrayBuffer of another realm
+  }
+  throw new TypeError(`expected binary data (DataView, ArrayBuffer or typed array), got ${typeof buffer}`);
+}
+
+/**
+ * A little-endian float32 or int32 array; copied when unaligned (typed arrays need alignment).
+ * @template {"float32" | "int32"} K
+ * @param {unknown} buffer
+ * @param {K} kind
+ * @param {number} length expected number of values
+ * @returns {K extends "float32" ? Float32Array : Int32Array}
+ */
+export function readArray(buffer, kind, length) {
+  const bytes = bytesOf(buffer);
+  if (bytes.byteLength !== length * 4) {
+    throw new Error(`expected ${length} ${kind} values (${length * 4} bytes), got ${bytes.byteLength} bytes`);
+  }
+  const Ctor = kind === "float32" ? Float32Array : Int32Array;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Ctor(length);
+  for (let i = 0; i < length; i++) out[i] = kind === "float32" ? view.getFloat32(i * 4, true) : view.getInt32(i * 4, true);
+  return /** @type {any} */ (out);
+}
+
+/**
+ * The data set from the widget's traits.
+ * @param {any} meta `_meta`
+ * @param {Record<string, unknown>} data `_data`
+ * @returns {Dataset}
+ */
+export function decodeDataset(meta, data) {
+  const layers = /** @type {number[]} */ (meta.layers);
+  const prompts = /** @type {string[]} */ (meta.prompts);
+  const size = layers.length * prompts.length;
+  const sets = /** @type {any[]} */ (meta.sets).map((set, i) => ({
+    name: String(set.name),
+    answers: set.answers,
+    nPrompts: Number(set.n_prompts),
+    summary: set.summary,
+    probs: readArray(data[`prob_${i}`], "float32", size),
+    ranks: readArray(data[`rank_${i}`], "int32", size),
+  }));
+  return {
+    layers,
+    prompts,
+    sets,
+    title: String(meta.title ?? ""),
+    ci: Number(meta.ci ?? 0.95),
+    canOpen: Boolean(meta.can_open),
+    reason: String(meta.cannot_open_reason ?? ""),
+  };
+}
+
+/**
+ * The prompts of `set` that have an answer, ordered by the answer's rank at layer column
+ * `layerIndex`: best (rank 0) first, or worst first. Ties go to the higher probability, then
+ * the lower prompt index; prompts whose rank has no value come last either way.
+ * @param {DatasetSet} set
+ * @param {number} layerIndex
+ * @param {number} nLayers
+ * @param {boolean} [worstFirst]
+ * @returns {number[]}
+ */
+export function promptOrder(set, layerIndex, nLayers, worstFirst = false) {
+  const indices = [];
+  for (let p = 0; p < set.answers.length; p++) if (set.answers[p] !== null) indices.push(p);
+  const sign = worstFirst ? -1 : 1;
+  indices.sort((a, b) => {
+    const ra = set.ranks[a * nLayers + layerIndex];
+    const rb = set.ranks[b * nLayers + layerIndex];
+    if ((ra < 0) !== (rb < 0)) return ra < 0 ? 1 : -1;
+    if (ra !== rb) return sign * (ra - rb);
+    const pa = set.probs[a * nLayers + layerIndex];
+    const pb = set.probs[b * nLayers + layerIndex];
+    const fa = Number.isFinite(pa) ? pa : -1;
+    const fb = Number.isFinite(pb) ? pb : -1;
+    if (fa !== fb) return sign * (fb - fa);
+    return a - b;
+  });
+  return indices;
+}
+
+/**
+ * "42.1% [38.0%, 46.3%]"; "–" without a value.
+ * @param {number | null} value
+ * @param {number | null} low
+ * @param {number | null} high
+ * @returns {string}
+ */
+export function formatInterval(value, low, high) {
+  if (value === null || !Number.isFinite(value)) return "–";
+  if (low === null || high === null || !Number.isFinite(low) || !Number.isFinite(high)) return formatProb(value);
+  return `${formatProb(value)} [${formatProb(low)}, ${formatProb(high)}]`;
+}
+
+/**
+ * What hovering layer column `layerIndex` shows: one row of labelled values per answer set.
+ * @param {Dataset} dataset
+ * @param {number} layerIndex
+ * @returns {{layer: number, rows: {set: string, cells: [string, string][]}[]}}
+ */
+export function layerReadout(dataset, layerIndex) {
+  const ci = `${Math.round(dataset.ci * 100)}% interval`;
+  return {
+    layer: dataset.layers[layerIndex],
+    rows: dataset.sets.map((set) => {
+      const s = set.summary;
+      const median = s.rank_median[layerIndex];
+      return {
+        set: set.name,
+        cells: [
+          [`answer probability (mean, ${ci})`, formatInterval(s.mean[layerIndex], s.low[layerIndex], s.high[layerIndex])],
+          [`top-1 accuracy (${ci})`, formatInterval(s.top1[layerIndex], s.top1_low[layerIndex], s.top1_high[layerIndex])],
+          ["median rank (0 = top-1)", median === null || !Number.isFinite(median) ? "–" : String(Number(median.toFixed(1)))],
+          ["entropy (mean)", formatBits(s.entropy_mean[layerIndex] ?? NaN)],
+          ["KL to final (mean)", formatBits(s.kl_mean[layerIndex] ?? NaN)],
+          ["prompts", String(set.nPrompts)],
+        ],
+      };
+    }),
+  };
+}

@@ -1,0 +1,310 @@
+// @ts-check
+/**
+ * The data-set widget's DOM: an SVG chart of the per-layer curves (one line and shaded interval
+ * per answer set), a readout of the hovered layer, and the prompts behind a chosen layer, ordered
+ * by the answer's rank there. Choosing a prompt asks Python to open its heatmap (`open_request`).
+ * Text from the data reaches the page through `textContent` only.
+ */
+
+import { h } from "../dom.js";
+import { formatProb, formatRank } from "../format.js";
+import { bandPath, chartGeometry, labelColumns, linePath } from "./chart.js";
+import { CHART_METRICS, decodeDataset, layerReadout, promptOrder } from "./data.js";
+
+/** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
+
+const SVG = "http://www.w3.org/2000/svg";
+const WIDTH = 640;
+const HEIGHT = 260;
+const PAGE = 100;
+
+/**
+ * @param {string} tag
+ * @param {Record<string, string | number>} [attrs]
+ * @param {string} [text]
+ * @returns {SVGElement}
+ */
+function s(tag, attrs = {}, text) {
+  const element = /** @type {SVGElement} */ (document.createElementNS(SVG, tag));
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+export class DatasetView {
+  /**
+   * @param {WidgetModel} model
+   * @param {HTMLElement} el
+   */
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    this.dataset = decodeDataset(model.get("_meta"), model.get("_data"));
+    this.geometry = chartGeometry(WIDTH, HEIGHT, this.dataset.layers.length);
+    /** @type {number | null} */
+    this.hover = null;
+    this.shown = PAGE;
+    this.requests = 0;
+    this.ui = this.build();
+    this.drawChart();
+    this.drawReadout();
+    this.drawPrompts();
+    this.drawStatus();
+    /** @type {[string, () => void][]} */
+    this.listeners = [
+      ["change:layer", () => { this.shown = PAGE; this.drawChart(); this.drawReadout(); this.drawPrompts(); }],
+      ["change:answer_set", () => { this.shown = PAGE; this.drawPrompts(); }],
+      ["change:order", () => { this.shown = PAGE; this.drawPrompts(); }],
+      ["change:metric", () => this.drawChart()],
+      ["change:status", () => this.drawStatus()],
+    ];
+    for (const [event, fn] of this.listeners) model.on(event, fn);
+  }
+
+  destroy() {
+    for (const [event, fn] of this.listeners) this.model.off(event, fn);
+    this.ui.root.remove();
+  }
+
+  /** The chosen layer's column, or null. */
+  chosenIndex() {
+    const layer = this.model.get("layer");
+    const index = layer === null || layer === undefined ? -1 : this.dataset.layers.indexOf(layer);
+    return index < 0 ? null : index;
+  }
+
+  /** @returns {import("./data.js").DatasetSet} */
+  currentSet() {
+    const name = this.model.get("answer_set");
+    return this.dataset.sets.find((set) => set.name === name) || this.dataset.sets[0];
+  }
+
+  /** Makes the elements (once). */
+  build() {
+    const d = this.dataset;
+    const root = h("div", "murano-ds-root");
+    const header = h("div", "murano-ds-header");
+    header.append(h("span", "murano-ds-title", {}, d.title));
+    const metricSelect = h("select", "murano-ds-select", { "aria-label": "what the chart shows" });
+    for (const [name, spec] of Object.entries(CHART_METRICS)) {
+      metricSelect.append(h("option", "", { value: name }, spec.label));
+    }
+    metricSelect.value = this.model.get("metric") || "answer_prob";
+    metricSelect.addEventListener("change", () => this.send({ metric: metricSelect.value }));
+    header.append(metricSelect);
+    root.append(header);
+
+    const svg = s("svg", {
+      class: "murano-ds-chart",
+      viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
+      role: "img",
+      tabindex: 0,
+      "aria-label": "mean per layer with intervals; arrow keys move between layers, Enter chooses one",
+    });
+    svg.addEventListener("mousemove", (event) => this.setHover(this.layerAtClient(/** @type {MouseEvent} */ (event).clientX)));
+    svg.addEventListener("mouseleave", () => this.setHover(null));
+    svg.addEventListener("click", (event) => this.choose(this.layerAtClient(/** @type {MouseEvent} */ (event).clientX)));
+    svg.addEventListener("keydown", (event) => this.onKey(/** @type {KeyboardEvent} */ (event)));
+    svg.addEventListener("blur", () => this.setHover(null));
+    root.append(svg);
+
+    const legend = h("div", "murano-ds-legend");
+    d.sets.forEach((set, i) => {
+      const item = h("span", "murano-ds-legend-item");
+      item.append(h("span", `murano-ds-swatch murano-ds-c${i % 6}`), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
+      legend.append(item);
+    });
+    root.append(legend);
+
+    const readout = h("div", "murano-ds-readout", { "aria-live": "polite" });
+    root.append(readout);
+
+    const panel = h("div", "murano-ds-prompts");
+    const bar = h("div", "murano-ds-prompts-bar");
+    const panelTitle = h("span", "murano-ds-prompts-title");
+    const setSelect = h("select", "murano-ds-select", { "aria-label": "answer set" });
+    for (const set of d.sets) setSelect.append(h("option", "", { value: set.name }, set.name));
+    setSelect.value = this.currentSet().name;
+    setSelect.hidden = d.sets.length < 2;
+    setSelect.addEventListener("change", () => this.send({ answer_set: setSelect.value }));
+    const orderButton = h("button", "murano-ds-button", { type: "button" });
+    orderButton.addEventListener("click", () => this.send({ order: this.model.get("order") === "worst" ? "best" : "worst" }));
+    bar.append(panelTitle, setSelect, orderButton);
+    const list = h("ol", "murano-ds-list");
+    const more = h("button", "murano-ds-button murano-ds-more", { type: "button" });
+    more.addEventListener("click", () => {
+      this.shown += PAGE;
+      this.drawPrompts();
+    });
+    panel.append(bar, list, more);
+    root.append(panel);
+
+    const status = h("div", "murano-ds-status", { role: "status" });
+    root.append(status);
+    this.el.append(root);
+    return { root, metricSelect, svg, legend, readout, panel, panelTitle, setSelect, orderButton, list, more, status };
+  }
+
+  /**
+   * @param {Record<string, any>} values
+   */
+  send(values) {
+    for (const [name, value] of Object.entries(values)) this.model.set(name, value);
+    this.model.save_changes();
+  }
+
+  /** @param {number} clientX */
+  layerAtClient(clientX) {
+    const rect = this.ui.svg.getBoundingClientRect();
+    const px = rect.width > 0 ? ((clientX - rect.left) * WIDTH) / rect.width : 0;
+    return this.geometry.layerAt(px);
+  }
+
+  /** @param {number | null} index */
+  setHover(index) {
+    if (index === this.hover) return;
+    this.hover = index;
+    this.drawChart();
+    this.drawReadout();
+  }
+
+  /** @param {number} index */
+  choose(index) {
+    this.send({ layer: this.dataset.layers[index] });
+  }
+
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    const n = this.dataset.layers.length;
+    const at = this.hover ?? this.chosenIndex() ?? n - 1;
+    /** @type {Record<string, number>} */
+    const moves = { ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: n - 1 };
+    if (event.key in moves) {
+      event.preventDefault();
+      this.setHover(Math.min(n - 1, Math.max(0, moves[event.key])));
+    } else if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      this.choose(at);
+    }
+  }
+
+  drawChart() {
+    const d = this.dataset;
+    const g = this.geometry;
+    const metric = CHART_METRICS[/** @type {keyof typeof CHART_METRICS} */ (this.model.get("metric"))] || CHART_METRICS.answer_prob;
+    this.ui.svg.replaceChildren();
+    const axes = s("g", { class: "murano-ds-axes" });
+    for (const v of [0, 0.25, 0.5, 0.75, 1]) {
+      axes.append(s("line", { class: "murano-ds-grid", x1: g.left, x2: g.right, y1: g.y(v), y2: g.y(v) }));
+      axes.append(s("text", { class: "murano-ds-tick", x: g.left - 6, y: g.y(v) + 4, "text-anchor": "end" }, `${Math.round(v * 100)}%`));
+    }
+    for (const i of labelColumns(d.layers.length, 16)) {
+      axes.append(s("text", { class: "murano-ds-tick", x: g.x(i), y: g.bottom + 16, "text-anchor": "middle" }, String(d.layers[i])));
+    }
+    axes.append(s("text", { class: "murano-ds-axis-label", x: (g.left + g.right) / 2, y: g.height - 2, "text-anchor": "middle" }, "layer"));
+    this.ui.svg.append(axes);
+    const chosen = this.chosenIndex();
+    if (chosen !== null) {
+      this.ui.svg.append(s("line", { class: "murano-ds-chosen", x1: g.x(chosen), x2: g.x(chosen), y1: g.top, y2: g.bottom }));
+    }
+    if (this.hover !== null) {
+      this.ui.svg.append(s("line", { class: "murano-ds-hover", x1: g.x(this.hover), x2: g.x(this.hover), y1: g.top, y2: g.bottom }));
+    }
+    d.sets.forEach((set, i) => {
+      const summary = /** @type {Record<string, (number | null)[]>} */ (/** @type {unknown} */ (set.summary));
+      const c = `murano-ds-c${i % 6}`;
+      this.ui.svg.append(s("path", { class: `murano-ds-band ${c}`, d: bandPath(g, summary[metric.low], summary[metric.high]) }));
+      this.ui.svg.append(s("path", { class: `murano-ds-line ${c}`, d: linePath(g, summary[metric.mean]), "data-set": set.name }));
+      summary[metric.mean].forEach((v, j) => {
+        if (v === null || !Number.isFinite(v)) return;
+        this.ui.svg.append(s("circle", { class: `murano-ds-dot ${c}`, cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
+      });
+    });
+  }
+
+  drawReadout() {
+    const index = this.hover ?? this.chosenIndex();
+    if (index === null) {
+      this.ui.readout.replaceChildren(h("span", "murano-ds-hint", {}, "Hover over a layer to read its values; click it to list its prompts."));
+      return;
+    }
+    const readout = layerReadout(this.dataset, index);
+    const table = h("table", "murano-ds-table");
+    const head = h("tr", "");
+    head.append(h("th", "", {}, `Layer ${readout.layer}`));
+    for (const row of readout.rows) head.append(h("th", "", {}, row.set));
+    table.append(head);
+    readout.rows[0].cells.forEach(([label], k) => {
+      const tr = h("tr", "");
+      tr.append(h("td", "murano-ds-label", {}, label));
+      for (const row of readout.rows) tr.append(h("td", "", {}, row.cells[k][1]));
+      table.append(tr);
+    });
+    this.ui.readout.replaceChildren(table);
+  }
+
+  drawPrompts() {
+    const index = this.chosenIndex();
+    const set = this.currentSet();
+    this.ui.setSelect.value = set.name;
+    const worst = this.model.get("order") === "worst";
+    this.ui.orderButton.textContent = worst ? "Worst first" : "Best first";
+    this.ui.orderButton.setAttribute("aria-label", `order: ${worst ? "worst" : "best"} rank first; click to reverse`);
+    if (index === null) {
+      this.ui.panelTitle.textContent = "Choose a layer in the chart to list its prompts.";
+      this.ui.list.replaceChildren();
+      this.ui.more.hidden = true;
+      return;
+    }
+    const layers = this.dataset.layers;
+    const order = promptOrder(set, index, layers.length, worst);
+    this.ui.panelTitle.textContent = `Layer ${layers[index]}: ${order.length} prompts by the rank of their ${set.name} answer`;
+    const items = order.slice(0, this.shown).map((p) => {
+      const item = h("li", "murano-ds-item");
+      const button = h("button", "murano-ds-prompt", { type: "button", "data-prompt": p });
+      const rank = set.ranks[p * layers.length + index];
+      const prob = set.probs[p * layers.length + index];
+      button.append(
+        h("span", "murano-ds-rank", {}, rank < 0 ? "–" : formatRank(rank)),
+        h("span", "murano-ds-prob", {}, formatProb(prob)),
+        h("span", "murano-ds-text", {}, this.dataset.prompts[p]),
+        h("span", "murano-ds-answer", {}, `→ ${set.answers[p] ?? ""}`),
+      );
+      button.title = `open the heatmap of prompt ${p}`;
+      button.addEventListener("click", () => this.open(p, set.name));
+      item.append(button);
+      return item;
+    });
+    this.ui.list.replaceChildren(...items);
+    this.ui.more.hidden = order.length <= this.shown;
+    this.ui.more.textContent = `Show more (${Math.min(this.shown, order.length)} of ${order.length} shown)`;
+  }
+
+  /**
+   * @param {number} prompt
+   * @param {string} answerSet
+   */
+  open(prompt, answerSet) {
+    if (!this.dataset.canOpen) {
+      this.ui.status.textContent = this.dataset.reason;
+      this.ui.status.classList.add("murano-ds-warn");
+      return;
+    }
+    this.requests += 1;
+    this.ui.status.classList.remove("murano-ds-warn");
+    this.ui.status.textContent = `Opening prompt ${prompt}…`;
+    this.send({ open_request: { prompt, answer_set: answerSet, n: this.requests } });
+  }
+
+  drawStatus() {
+    const text = this.model.get("status") || "";
+    if (!text) return;
+    this.ui.status.textContent = text;
+    this.ui.status.classList.toggle("murano-ds-warn", text.startsWith("Cannot"));
+  }
+
+  /** For tests: the view's state. */
+  debug() {
+    return { hover: this.hover, layer: this.model.get("layer"), shown: this.shown };
+  }
+}

@@ -1,0 +1,634 @@
+"""``lens_dataset``: the lens over a data set of prompts, reduced to per-prompt, per-layer numbers.
+
+The step runs over the prompts in batches. Prompts are sorted by token length before batching,
+so that each batch pads little, and every number is written back at the prompt's own index, so
+the order given is the order kept. Of each batch only what a data-set question needs is kept:
+for every prompt and layer, the answer's probability and rank (per answer set), and the entropy,
+the KL to the final distribution and the top-1 token at the prompt's last real position. Memory
+therefore grows with ``n_prompts · n_layers`` and nothing else.
+
+:class:`LensDataset` holds those arrays and turns them into a tidy frame, per-layer summaries
+with bootstrap intervals, a figure, a widget, and files that remake the figure without the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ._checks import check_bool, check_int
+from .dataset_stats import bootstrap_means, check_summary_args
+from .logit_lens import LogitLens
+from .types import PromptBatch, validate_prompts
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from .dataset_widget import LensDatasetWidget
+    from .model import ModelBackend
+
+__all__ = ["LensDataset", "lens_dataset"]
+
+FORMAT = "murano_widgets.LensDataset"
+FORMAT_VERSION = 1
+DEFAULT_SET = "answer"
+"""The name a plain list of answers gets (the step's name for it)."""
+
+
+def lens_dataset(
+    model: ModelBackend,
+    prompts: Sequence[str],
+    answers: Sequence[Any] | Mapping[str, Sequence[Any]],
+    *,
+    layers: Sequence[int] | str = "all",
+    batch_size: int = 32,
+    progress: bool = True,
+    variants: bool = False,
+    lens: Any = None,
+) -> LensDataset:
+    """Runs the lens over a data set of prompts and keeps, per prompt and layer, the answer's fate.
+
+    Every argument is checked, and every prompt tokenized, before the model runs.
+
+    Args:
+        model: The model, e.g. ``load_demo_model()`` or ``MuranoModel("gpt2")``.
+        prompts: The prompts (any number).
+        answers: One answer per prompt (a string, a list of accepted strings, or ``None`` for
+            none), or a dict of named answer sets, ``{"capital": [...], "language": [...]}``,
+            each such a list aligned with ``prompts``.
+        layers: ``"all"`` or a list of layer indices.
+        batch_size: Prompts per step run. Prompts of similar token length are batched together,
+            so padding stays small whatever their order.
+        progress: Show a progress bar (it disappears when done).
+        variants: Also count each answer with and without a leading space and with its first
+            letter's case changed (see :class:`LogitLens`).
+        lens: A translator such as a :class:`~murano_widgets.TunedLens`; ``None`` for the logit
+            lens.
+
+    Returns:
+        A :class:`LensDataset`.
+
+    Raises:
+        TypeError, ValueError: For bad arguments, naming the argument (before any model work).
+    """
+    prompts = validate_prompts(prompts)
+    sets, named = _check_answers(answers, len(prompts))
+    batch_size = check_int("batch_size", batch_size, 1, None, None)
+    progress = check_bool("progress", progress)
+    variants = check_bool("variants", variants)
+    step = LogitLens(model, layers, lens=lens, variants=variants)
+    lengths = _token_lengths(model, prompts)
+    order = batch_order(lengths)
+
+    n, n_layers = len(prompts), len(step.layers)
+    probs = {name: np.full((n, n_layers), np.nan, np.float32) for name in sets}
+    ranks = {name: np.full((n, n_layers), -1, np.int64) for name in sets}
+    entropy = np.full((n, n_layers), np.nan, np.float32)
+    kl = np.full((n, n_layers), np.nan, np.float32)
+    top1 = np.full((n, n_layers), -1, np.int64)
+    token_strings: dict[int, str] = {}
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=n, desc="lens_dataset", unit="prompt", leave=False, disable=not progress)
+    try:
+        for start in range(0, n, batch_size):
+            rows = order[start : start + batch_size]
+            batch = PromptBatch(
+                [prompts[i] for i in rows],
+                answers=(
+                    {name: [sets[name][i] for i in rows] for name in sets}
+                    if named
+                    else [sets[DEFAULT_SET][i] for i in rows]
+                ),
+            )
+            result = step({"prompts": batch})["logit_lens"]
+            last = _last_positions(result.attention_mask)
+            cols = torch.arange(len(rows))
+            entropy[rows] = result.entropy[:, cols, last].T.numpy()
+            kl[rows] = result.kl_to_final[:, cols, last].T.numpy()
+            ids = result.predicted_tokens[:, cols, last].T
+            top1[rows] = ids.numpy()
+            for token in torch.unique(ids).tolist():
+                if token >= 0 and token not in token_strings:
+                    token_strings[token] = result.token_strings.get(token, "")
+            for name, scores in result.answer_sets.items():
+                probs[name][rows] = scores.probs.T.numpy()
+                ranks[name][rows] = scores.ranks.T.numpy()
+            del result
+            bar.update(len(rows))
+    finally:
+        bar.close()
+
+    provenance = model_provenance(model, step, lens)
+    provenance.update(n_prompts=n, batch_size=batch_size, variants=variants, answer_sets=list(sets))
+    return LensDataset(
+        prompts=prompts,
+        layers=list(step.layers),
+        answers=sets,
+        answer_probs=probs,
+        answer_ranks=ranks,
+        entropy=entropy,
+        kl_to_final=kl,
+        top1_tokens=top1,
+        token_strings=token_strings,
+        provenance=provenance,
+        named_sets=named,
+        model=model,
+        lens=lens,
+    )
+
+
+class LensDataset:
+    """Per-prompt, per-layer numbers of the lens over a data set (made by :func:`lens_dataset`).
+
+    Arrays are ``[n_prompts, n_layers]``, rows in the order the prompts were given, columns in
+    :attr:`layers` order. Missing values are NaN (probabilities, entropy, KL) or -1 (ranks,
+    tokens): a prompt without an answer in a set, or a cell whose logits were not finite.
+
+    Attributes:
+        prompts: The prompts.
+        layers: The model layer of each column.
+        answers: ``{set name: [accepted strings or None per prompt]}``.
+        answer_probs: ``{set name: [n_prompts, n_layers]}`` the answer's probability at the
+            prompt's last real position (multi-token answers teacher-forced).
+        answer_ranks: ``{set name: [n_prompts, n_layers]}`` the rank of the answer's first
+            token there, **0 = the top-1 token**.
+        entropy: ``[n_prompts, n_layers]`` entropy (bits) at the last real position.
+        kl_to_final: ``[n_prompts, n_layers]`` KL(final || layer) in bits there.
+        top1_tokens: ``[n_prompts, n_layers]`` the top-1 token id there.
+        token_strings: The decoded text of each id in ``top1_tokens``.
+        provenance: Where the numbers came from (see :func:`model_provenance`).
+        named_sets: Whether ``answers`` was given as a dict of named sets.
+    """
+
+    def __init__(
+        self,
+        *,
+        prompts: list[str],
+        layers: list[int],
+        answers: dict[str, list[list[str] | None]],
+        answer_probs: dict[str, np.ndarray],
+        answer_ranks: dict[str, np.ndarray],
+        entropy: np.ndarray,
+        kl_to_final: np.ndarray,
+        top1_tokens: np.ndarray,
+        token_strings: dict[int, str],
+        provenance: dict[str, Any],
+        named_sets: bool,
+        model: Any = None,
+        lens: Any = None,
+    ) -> None:
+        self.prompts = prompts
+        self.layers = layers
+        self.answers = answers
+        self.answer_probs = answer_probs
+        self.answer_ranks = answer_ranks
+        self.entropy = entropy
+        self.kl_to_final = kl_to_final
+        self.top1_tokens = top1_tokens
+        self.token_strings = token_strings
+        self.provenance = provenance
+        self.named_sets = named_sets
+        # The model stays only to open a prompt's heatmap from the widget; it is never saved.
+        self._model = model
+        self._lens = lens
+        self._source: Path | None = None
+
+    @property
+    def n_prompts(self) -> int:
+        """The number of prompts."""
+        return len(self.prompts)
+
+    @property
+    def answer_set_names(self) -> list[str]:
+        """The answer sets, in the order given."""
+        return list(self.answers)
+
+    def answer_labels(self, name: str) -> list[str | None]:
+        """Each prompt's answer in set ``name`` as shown: its first accepted form, or ``None``."""
+        return [None if forms is None else forms[0] for forms in self.answers[name]]
+
+    def __repr__(self) -> str:
+        sets = ", ".join(self.answers)
+        return (
+            f"LensDataset({self.n_prompts} prompts, layers {self.layers[0]}..{self.layers[-1]}, "
+            f"answer sets [{sets}], model {self.provenance.get('model_name')!r})"
+        )
+
+    # -- tables --------------------------------------------------------------------------------
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per prompt and layer (and answer set): a tidy frame.
+
+        Columns: ``prompt_index``, ``prompt``, ``answer`` (its first accepted form), then
+        ``answer_set`` when the answers were named sets, ``layer``, ``answer_prob``,
+        ``answer_rank`` (0 = top-1; a nullable integer, missing where there is no answer),
+        ``answer_is_top1`` (nullable boolean), ``entropy`` and ``kl_to_final`` (bits, at the
+        prompt's last real position) and ``top1_token`` (the layer's top-1 token there).
+        ``df.attrs["provenance"]`` holds :attr:`provenance`.
+        """
+        import pandas as pd
+
+        n, n_layers = self.entropy.shape
+        prompt_index = np.repeat(np.arange(n), n_layers)
+        layer = np.tile(np.asarray(self.layers), n)
+        top1 = np.array(["", *self.token_strings.values()], dtype=object)
+        lookup = {token: i + 1 for i, token in enumerate(self.token_strings)}
+        top1_words = top1[[lookup.get(int(t), 0) for t in self.top1_tokens.reshape(-1)]]
+        frames = []
+        for name in self.answers:
+            ranks = self.answer_ranks[name].reshape(-1)
+            missing = ranks < 0
+            columns: dict[str, Any] = {
+                "prompt_index": prompt_index,
+                "prompt": np.asarray(self.prompts, dtype=object)[prompt_index],
+                "answer": np.asarray(self.answer_labels(name), dtype=object)[prompt_index],
+            }
+            if self.named_sets:
+                columns["answer_set"] = name
+            columns |= {
+                "layer": layer,
+                "answer_prob": self.answer_probs[name].reshape(-1).astype(np.float64),
+                "answer_rank": pd.arrays.IntegerArray(ranks.astype(np.int64), missing),
+                "answer_is_top1": pd.arrays.BooleanArray(ranks == 0, missing),
+                "entropy": self.entropy.reshape(-1).astype(np.float64),
+                "kl_to_final": self.kl_to_final.reshape(-1).astype(np.float64),
+                "top1_token": top1_words,
+            }
+            frames.append(pd.DataFrame(columns))
+        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        frame.attrs["provenance"] = json.loads(json.dumps(self.provenance))
+        return frame
+
+    def summary(self, ci: float = 0.95, n_boot: int = 1000, seed: int | None = 0) -> pd.DataFrame:
+        """One row per layer (and answer set): means with percentile-bootstrap intervals.
+
+        Each answer set is summarised over its prompts that have an answer. The intervals
+        resample prompts (all layers together, so a layer's interval and its neighbour's come
+        from the same resamples): ``n_boot`` resamples of ``n`` prompts drawn with
+        ``numpy.random.default_rng(seed).integers(0, n, size=n, dtype=np.int32)``, one after
+        another, and the ``(1 - ci) / 2`` and ``(1 + ci) / 2`` percentiles of the resampled means.
+
+        Args:
+            ci: The interval's coverage, between 0 and 1.
+            n_boot: How many bootstrap resamples.
+            seed: The seed of the resampling (``None``: fresh randomness).
+
+        Returns:
+            A frame with ``answer_set`` (when named), ``layer``, ``n_prompts``,
+            ``answer_prob_mean``, ``answer_prob_ci_low``, ``answer_prob_ci_high``,
+            ``top1_accuracy``, ``top1_accuracy_ci_low``, ``top1_accuracy_ci_high``,
+            ``answer_rank_median``, ``entropy_mean`` and ``kl_to_final_mean``;
+            ``attrs`` holds the provenance and the interval settings.
+        """
+        import pandas as pd
+
+        ci, n_boot, seed = check_summary_args(ci, n_boot, seed)
+        frames = []
+        for name in self.answers:
+            has = np.array([forms is not None for forms in self.answers[name]])
+            stats = _set_summary(
+                self.answer_probs[name][has],
+                self.answer_ranks[name][has],
+                self.entropy[has],
+                self.kl_to_final[has],
+                ci,
+                n_boot,
+                seed,
+            )
+            frame = pd.DataFrame({"layer": self.layers, "n_prompts": int(has.sum()), **stats})
+            if self.named_sets:
+                frame.insert(0, "answer_set", name)
+            frames.append(frame)
+        table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
+        table.attrs.update(ci=ci, n_boot=n_boot, seed=seed)
+        return table
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def plot(self, **options: Any) -> Figure:
+        """The figure: mean per layer with shaded intervals, one line per answer set.
+
+        See :func:`murano_widgets.dataset_plot.plot_dataset` for the options (``metric``,
+        ``ci``, ``n_boot``, ``seed``, ``ax``).
+        """
+        from .dataset_plot import plot_dataset
+
+        return plot_dataset(self, **options)
+
+    def show(self, model: ModelBackend | None = None, *, lens: Any = None) -> LensDatasetWidget:
+        """The interactive view: curves per layer, the prompts behind a layer, their heatmaps.
+
+        Hovering a layer shows its values; choosing a layer lists the prompts ordered by the
+        answer's rank there; choosing a prompt opens its heatmap below (the lens is run again
+        on that prompt, so it needs the model: the one the data set was made with, or
+        ``model`` here, e.g. after :meth:`load`).
+
+        Args:
+            model: The model to open heatmaps with (default: the one the data set was made with).
+            lens: The translator to open them with (default: the one the data set was made with).
+        """
+        from .dataset_widget import LensDatasetWidget
+
+        return LensDatasetWidget(self, model=model, lens=lens)
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Writes the data set as ``<path>.npz`` (the arrays) and ``<path>.json`` (the rest).
+
+        Why npz and JSON rather than Parquet: the data are dense ``[n_prompts, n_layers]``
+        matrices, which npz stores as they are and numpy reads back with no extra dependency
+        (Parquet would need pyarrow, a large wheel) and with ``allow_pickle=False``, so a file
+        from elsewhere cannot run code; the prompts, answers and provenance go in a JSON file a
+        person can read. The JSON records the npz's sha256, so a mismatched pair is refused.
+        Each file is written to a temporary name and renamed: an interrupted save never leaves
+        a half-written file under the final name.
+
+        Args:
+            path: The file name with or without ``.npz``/``.json``.
+
+        Returns:
+            The path of the ``.npz`` file.
+        """
+        npz_path, json_path = _paths(path)
+        arrays = {
+            "entropy": self.entropy,
+            "kl_to_final": self.kl_to_final,
+            "top1": self.top1_tokens,
+        }
+        for i, name in enumerate(self.answers):
+            arrays[f"prob_{i}"] = self.answer_probs[name]
+            arrays[f"rank_{i}"] = self.answer_ranks[name]
+        npz_tmp = _write_temp(npz_path, lambda f: np.savez_compressed(f, **arrays))
+        digest = _sha256(npz_tmp)
+        sidecar = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "npz_sha256": digest,
+            "prompts": self.prompts,
+            "layers": self.layers,
+            "answer_sets": list(self.answers),
+            "answers": self.answers,
+            "named_sets": self.named_sets,
+            "token_strings": {str(k): v for k, v in self.token_strings.items()},
+            "provenance": self.provenance,
+        }
+        text = json.dumps(sidecar, ensure_ascii=False, indent=1)
+        json_tmp = _write_temp(json_path, lambda f: f.write(text.encode("utf-8")))
+        os.replace(npz_tmp, npz_path)
+        os.replace(json_tmp, json_path)
+        return npz_path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> LensDataset:
+        """Reads a data set written by :meth:`save` (no model needed; ``show(model=...)`` later).
+
+        Raises:
+            FileNotFoundError: If either file is missing.
+            ValueError: If the files are not a data set of this format, do not belong together
+                (the npz's hash differs from the one recorded) or their shapes disagree.
+        """
+        from .dataset_stats import read_saved
+
+        npz_path, json_path = _paths(path)
+        sidecar, arrays = read_saved(npz_path, json_path, FORMAT, FORMAT_VERSION, _sha256)
+        names = sidecar["answer_sets"]
+        dataset = cls(
+            prompts=sidecar["prompts"],
+            layers=sidecar["layers"],
+            answers={name: sidecar["answers"][name] for name in names},
+            answer_probs={name: arrays[f"prob_{i}"] for i, name in enumerate(names)},
+            answer_ranks={name: arrays[f"rank_{i}"] for i, name in enumerate(names)},
+            entropy=arrays["entropy"],
+            kl_to_final=arrays["kl_to_final"],
+            top1_tokens=arrays["top1"],
+            token_strings={int(k): v for k, v in sidecar["token_strings"].items()},
+            provenance=sidecar["provenance"],
+            named_sets=sidecar["named_sets"],
+        )
+        dataset._source = npz_path
+        return dataset
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks, batching and provenance
+
+
+def _check_answers(answers: Any, n_prompts: int) -> tuple[dict[str, list[list[str] | None]], bool]:
+    """The answer sets as ``{name: [accepted strings or None]}``, and whether they were named."""
+    if isinstance(answers, Mapping):
+        if not answers:
+            raise ValueError("answers is an empty dict: give at least one named answer set")
+        sets = {}
+        for name, values in answers.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(
+                    f"answers must be keyed by non-empty strings (set names), got {name!r}"
+                )
+            sets[name] = _check_answer_list(values, n_prompts, f"answers[{name!r}]")
+        return sets, True
+    return {DEFAULT_SET: _check_answer_list(answers, n_prompts, "answers")}, False
+
+
+def _check_answer_list(values: Any, n_prompts: int, argument: str) -> list[list[str] | None]:
+    if isinstance(values, (str, Mapping, set, frozenset)) or not hasattr(values, "__iter__"):
+        raise TypeError(
+            f"{argument} must be a list with one answer per prompt (a string, a list of accepted "
+            f"strings, or None), or a dict of such lists; got {type(values).__name__} "
+            f"{values!r:.60}"
+        )
+    values = list(values)
+    if len(values) != n_prompts:
+        raise ValueError(
+            f"{argument} has {len(values)} entries but there are {n_prompts} prompts: give one "
+            "answer per prompt (None where a prompt has none)"
+        )
+    checked: list[list[str] | None] = []
+    for index, value in enumerate(values):
+        forms = [value] if isinstance(value, str) else value
+        if forms is None:
+            checked.append(None)
+            continue
+        if not isinstance(forms, (list, tuple)) or not forms:
+            raise TypeError(
+                f"{argument}[{index}] must be a string, a non-empty list of strings or None; "
+                f"got {type(value).__name__} {value!r:.60}"
+            )
+        for form in forms:
+            if not isinstance(form, str) or not form:
+                raise ValueError(
+                    f"{argument}[{index}] holds {form!r}: every accepted answer must be a "
+                    "non-empty string"
+                )
+        checked.append(list(forms))
+    if all(forms is None for forms in checked):
+        raise ValueError(f"{argument} holds no answer at all (every entry is None)")
+    return checked
+
+
+def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
+    """Each prompt's token count, checked against the model's context before any model work."""
+    encoded = model.tokenizer(prompts, return_attention_mask=False, return_token_type_ids=False)
+    lengths = np.array([len(ids) for ids in encoded["input_ids"]])
+    limit = getattr(model, "context_length", None)
+    if limit is not None and lengths.max() > limit:
+        longest = int(lengths.argmax())
+        raise ValueError(
+            f"prompts[{longest}] is {int(lengths[longest])} tokens long, more than the model's "
+            f"context of {limit} tokens; shorten it"
+        )
+    return lengths
+
+
+def batch_order(lengths: Sequence[int]) -> np.ndarray:
+    """The prompt indices sorted by token length (ties kept in order): consecutive slices of it
+    are batches of similar length, so padding stays small."""
+    return np.argsort(np.asarray(lengths), kind="stable")
+
+
+def _last_positions(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Each prompt's last real position in the padded sequence (left or right padding)."""
+    seq = attention_mask.shape[1]
+    return (attention_mask.bool().long() * torch.arange(1, seq + 1)).argmax(dim=1)
+
+
+def _set_summary(
+    probs: np.ndarray,
+    ranks: np.ndarray,
+    entropy: np.ndarray,
+    kl: np.ndarray,
+    ci: float,
+    n_boot: int,
+    seed: int | None,
+) -> dict[str, np.ndarray]:
+    """The per-layer columns of :meth:`LensDataset.summary` for one answer set's prompts."""
+    rank_valid = ranks >= 0
+    top1 = np.where(rank_valid, (ranks == 0).astype(np.float64), np.nan)
+    stats = bootstrap_means(
+        np.stack([probs.astype(np.float64), top1], axis=-1), ci=ci, n_boot=n_boot, seed=seed
+    )
+    with np.errstate(all="ignore"):
+        median = np.array(
+            [
+                np.median(ranks[rank_valid[:, j], j]) if rank_valid[:, j].any() else np.nan
+                for j in range(ranks.shape[1])
+            ]
+        )
+    return {
+        "answer_prob_mean": stats["mean"][:, 0],
+        "answer_prob_ci_low": stats["low"][:, 0],
+        "answer_prob_ci_high": stats["high"][:, 0],
+        "top1_accuracy": stats["mean"][:, 1],
+        "top1_accuracy_ci_low": stats["low"][:, 1],
+        "top1_accuracy_ci_high": stats["high"][:, 1],
+        "answer_rank_median": median,
+        "entropy_mean": _nanmean(entropy),
+        "kl_to_final_mean": _nanmean(kl),
+    }
+
+
+def _nanmean(values: np.ndarray) -> np.ndarray:
+    finite = np.isfinite(values)
+    count = finite.sum(axis=0)
+    total = np.where(finite, values, 0).astype(np.float64).sum(axis=0)
+    with np.errstate(all="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def model_provenance(model: Any, step: LogitLens, lens: Any) -> dict[str, Any]:
+    """Where a data set's numbers came from: model, weights, precision, lens, packages, date.
+
+    The weights are named by the hub revision when the model came from the hub; otherwise by
+    the sha256 of its state dict (names, dtypes, shapes and bytes of every tensor), so that a
+    local or edited model is identified by what it computes with.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    module = _torch_module(model)
+    config = getattr(module, "config", None)
+    revision = getattr(config, "_commit_hash", None)
+    versions = {}
+    for package in ("torch", "transformers", "nnsight", "nnterp", "murano-widgets", "numpy"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    return {
+        "model_name": getattr(model, "name", None),
+        "revision": revision,
+        "weights_sha256": None if revision or module is None else _weights_hash(module),
+        "dtype": str(getattr(model, "dtype", None)).replace("torch.", ""),
+        "device": str(getattr(model, "device", None)),
+        "backend": getattr(model, "backend", None),
+        "n_model_layers": int(model.n_layers),
+        "layers": list(step.layers),
+        "lens_kind": "logit" if lens is None else str(getattr(lens, "kind", "custom")),
+        "lens_provenance": None if lens is None else getattr(lens, "provenance", None),
+        "packages": versions,
+        "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _torch_module(model: Any) -> torch.nn.Module | None:
+    """The Hugging Face module behind a backend (nnterp's or nnsight's), if there is one."""
+    for path in (("nnterp", "_model"), ("lm", "_module"), ("hf_model",), ()):
+        value = model
+        for name in path:
+            value = getattr(value, name, None)
+        if isinstance(value, torch.nn.Module):
+            return value
+    return None
+
+
+def _weights_hash(module: torch.nn.Module) -> str | None:
+    digest = hashlib.sha256()
+    for name, tensor in module.state_dict().items():
+        if tensor.is_meta:
+            return None  # weights not here (a remote model): nothing to hash
+        data = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}:{data.dtype}:{tuple(data.shape)};".encode())
+        digest.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _paths(path: str | os.PathLike) -> tuple[Path, Path]:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__}")
+    base = Path(path)
+    if base.suffix in (".npz", ".json"):
+        base = base.with_suffix("")
+    return base.with_name(base.name + ".npz"), base.with_name(base.name + ".json")
+
+
+def _write_temp(target: Path, write: Any) -> Path:
+    """Writes through ``write(file)`` into a temporary file next to ``target``; returns its path."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            write(file)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

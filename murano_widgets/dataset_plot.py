@@ -1,0 +1,90 @@
+"""``plot_dataset``: the publication figure of a :class:`~murano_widgets.dataset.LensDataset`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from .dataset import LensDataset
+
+__all__ = ["DATASET_METRICS", "plot_dataset"]
+
+# metric name -> (summary column prefix, axis label, whether it is a probability in [0, 1])
+DATASET_METRICS: dict[str, tuple[str, str, bool]] = {
+    "answer_prob": ("answer_prob", "probability of the answer (mean)", True),
+    "top1_accuracy": ("top1_accuracy", "answer is the top-1 token (share of prompts)", True),
+}
+
+
+def plot_dataset(
+    dataset: LensDataset,
+    metric: str = "answer_prob",
+    *,
+    ci: float = 0.95,
+    n_boot: int = 1000,
+    seed: int | None = 0,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Mean per layer with its bootstrap interval shaded, one line per answer set.
+
+    Everything is drawn as vector paths (nothing rasterized), so ``fig.savefig("f.pdf")`` or
+    ``.svg`` gives a figure that scales.
+
+    Args:
+        dataset: The data set.
+        metric: ``"answer_prob"`` (mean probability of the answer) or ``"top1_accuracy"``
+            (share of prompts whose answer is the top-1 token).
+        ci, n_boot, seed: The intervals (see :meth:`LensDataset.summary`).
+        ax: Axes to draw into; a new figure is made if ``None``.
+        title: The title; default names the model and the number of prompts.
+
+    Returns:
+        The figure.
+
+    Raises:
+        ValueError: For an unknown ``metric``.
+    """
+    import matplotlib.pyplot as plt
+
+    if metric not in DATASET_METRICS:
+        raise ValueError(f"metric must be one of {', '.join(DATASET_METRICS)}; got {metric!r}")
+    column, label, _ = DATASET_METRICS[metric]
+    table = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
+    else:
+        fig = ax.figure
+    mean = column if metric == "top1_accuracy" else f"{column}_mean"
+    groups = (
+        list(table.groupby("answer_set", sort=False)) if dataset.named_sets else [(None, table)]
+    )
+    for name, rows in groups:
+        counted = int(rows["n_prompts"].iloc[0])
+        line_label = f"{name} (n={counted})" if name is not None else f"n={counted}"
+        (line,) = ax.plot(rows["layer"], rows[mean], marker="o", markersize=3, label=line_label)
+        ax.fill_between(
+            rows["layer"],
+            rows[f"{column}_ci_low"],
+            rows[f"{column}_ci_high"],
+            color=line.get_color(),
+            alpha=0.2,
+            linewidth=0,
+        )
+    ax.set_xlabel("layer")
+    ax.set_ylabel(label)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xticks(dataset.layers if len(dataset.layers) <= 16 else ax.get_xticks())
+    ax.grid(alpha=0.3)
+    ax.legend(title=f"{round(ci * 100)}% bootstrap interval", fontsize="small")
+    model = dataset.provenance.get("model_name") or "model"
+    ax.set_title(title if title is not None else f"{_short(model)}: {dataset.n_prompts} prompts")
+    return fig
+
+
+def _short(name: Any) -> str:
+    text = str(name).rstrip("/\\")
+    return text.replace("\\", "/").rsplit("/", 1)[-1] or text

@@ -1,0 +1,268 @@
+"""The data-set widget: per-layer curves, the prompts behind a layer, and their heatmaps.
+
+:class:`LensDatasetWidget` is a box of two widgets: :class:`DatasetChart` (an anywidget with its
+own front end, ``static/lens_dataset.js``) and, once a prompt is chosen, that prompt's
+:class:`~murano_widgets.LogitLensWidget` below it. The heatmap is a widget of its own, put in
+the box by Python, so that it works in every front end that shows ipywidgets (no front end has
+to build one widget's view inside another's).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import ipywidgets
+import numpy as np
+import traitlets
+
+from ._checks import check_index
+from .widget import LogitLensWidget, WidgetValueError, _asset, show_logit_lens
+
+if TYPE_CHECKING:
+    from .dataset import LensDataset
+
+__all__ = ["DatasetChart", "LensDatasetWidget"]
+
+_METRICS = ("answer_prob", "top1_accuracy")
+
+
+class DatasetChart(anywidget.AnyWidget):
+    """The curves and the prompt list (the front end of :class:`LensDatasetWidget`).
+
+    Attributes:
+        layer: The chosen model layer (its prompts are listed), or ``None``.
+        answer_set: The answer set whose prompts are listed.
+        order: ``"best"`` (rank 0 first) or ``"worst"``.
+        metric: What the curves show: ``"answer_prob"`` or ``"top1_accuracy"``.
+        open_request: What the front end last asked to open: ``{"prompt", "answer_set", "n"}``.
+        status: A line of text from Python (what was opened, or why it could not be).
+    """
+
+    _esm = _asset("lens_dataset.js")
+    _css = _asset("lens_dataset.css")
+
+    layer = traitlets.Int(None, allow_none=True).tag(sync=True)
+    answer_set = traitlets.Unicode("").tag(sync=True)
+    order = traitlets.Unicode("best").tag(sync=True)
+    metric = traitlets.Unicode("answer_prob").tag(sync=True)
+    open_request = traitlets.Dict(None, allow_none=True).tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+    _meta = traitlets.Dict().tag(sync=True)
+    _data = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, dataset: LensDataset, meta: dict[str, Any], **kwargs: Any) -> None:
+        self._dataset = dataset
+        data = {}
+        for i, name in enumerate(dataset.answers):
+            data[f"prob_{i}"] = dataset.answer_probs[name].astype("<f4").tobytes()
+            data[f"rank_{i}"] = dataset.answer_ranks[name].astype("<i4").tobytes()
+        super().__init__(_meta=meta, _data=data, answer_set=next(iter(dataset.answers)), **kwargs)
+
+    @traitlets.validate("layer")
+    def _check_layer(self, proposal: dict[str, Any]) -> int | None:
+        value = proposal["value"]
+        if value is not None and value not in self._dataset.layers:
+            raise WidgetValueError(
+                f"layer must be None or one of the data set's layers {self._dataset.layers}; "
+                f"got {value!r}"
+            )
+        return value
+
+    @traitlets.validate("answer_set")
+    def _check_answer_set(self, proposal: dict[str, Any]) -> str:
+        if proposal["value"] not in self._dataset.answers:
+            raise WidgetValueError(
+                f"answer_set must be one of {list(self._dataset.answers)}; got {proposal['value']!r}"
+            )
+        return proposal["value"]
+
+    @traitlets.validate("order")
+    def _check_order(self, proposal: dict[str, Any]) -> str:
+        if proposal["value"] not in ("best", "worst"):
+            raise WidgetValueError(f"order must be 'best' or 'worst'; got {proposal['value']!r}")
+        return proposal["value"]
+
+    @traitlets.validate("metric")
+    def _check_metric(self, proposal: dict[str, Any]) -> str:
+        if proposal["value"] not in _METRICS:
+            raise WidgetValueError(f"metric must be one of {_METRICS}; got {proposal['value']!r}")
+        return proposal["value"]
+
+
+class LensDatasetWidget(ipywidgets.VBox):
+    """A :class:`~murano_widgets.LensDataset` to explore: made by ``dataset.show()``.
+
+    Hover over the chart to read a layer's values; click a layer to list its prompts ordered by
+    the answer's rank there; click a prompt to open its heatmap below (the lens is run again on
+    that one prompt, with the model and lens the data set was made with, or those given).
+
+    Attributes:
+        chart: The curves and the prompt list (:class:`DatasetChart`; its ``layer``,
+            ``answer_set`` and ``order`` traits can be set from Python too).
+        heatmap: The heatmap of the last prompt opened, or ``None``.
+        opened: ``(prompt index, answer set)`` of that prompt, or ``None``.
+    """
+
+    def __init__(
+        self,
+        dataset: LensDataset,
+        *,
+        model: Any = None,
+        lens: Any = None,
+        ci: float = 0.95,
+        n_boot: int = 1000,
+        seed: int | None = 0,
+    ) -> None:
+        self.dataset = dataset
+        self._model = model if model is not None else dataset._model
+        self._lens = lens if lens is not None else dataset._lens
+        if model is not None:
+            _check_same_model(model, dataset)
+        reason = self._cannot_open_reason()
+        summary = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
+        meta = {
+            "layers": dataset.layers,
+            "prompts": dataset.prompts,
+            "title": _title(dataset),
+            "ci": ci,
+            "can_open": reason is None,
+            "cannot_open_reason": reason or "",
+            "sets": [
+                {
+                    "name": name,
+                    "answers": dataset.answer_labels(name),
+                    "n_prompts": sum(forms is not None for forms in dataset.answers[name]),
+                    "summary": _summary_lists(
+                        summary[summary["answer_set"] == name] if dataset.named_sets else summary
+                    ),
+                }
+                for name in dataset.answers
+            ],
+        }
+        self.chart = DatasetChart(dataset, meta)
+        self.heatmap: LogitLensWidget | None = None
+        self.opened: tuple[int, str] | None = None
+        super().__init__(children=[self.chart])
+        self.chart.observe(self._on_request, names="open_request")
+
+    def _cannot_open_reason(self) -> str | None:
+        if self._model is None:
+            where = f" from {self.dataset._source}" if self.dataset._source else ""
+            return (
+                f"Cannot open a heatmap: this data set was loaded{where} without its model, and "
+                "a heatmap runs the lens again on the prompt. Show it with the model: "
+                "dataset.show(model=...) (the model it was made with: "
+                f"{self.dataset.provenance.get('model_name')!r})."
+            )
+        kind = self.dataset.provenance.get("lens_kind", "logit")
+        if kind != "logit" and self._lens is None:
+            return (
+                f"Cannot open a heatmap: this data set was made with the {kind} lens; "
+                "show it with that lens: dataset.show(model=..., lens=...)."
+            )
+        return None
+
+    def _on_request(self, change: dict[str, Any]) -> None:
+        request = change["new"]
+        if not request:
+            return
+        # A click in the page: report problems in the widget, where the user is looking (an
+        # exception raised here would go to the kernel's log, not to the notebook).
+        try:
+            self.open_prompt(request.get("prompt"), request.get("answer_set"))
+        except Exception as error:
+            self.chart.status = f"Cannot open prompt {request.get('prompt')!r}: {error}"
+
+    def open_prompt(self, prompt: int, answer_set: str | None = None) -> LogitLensWidget:
+        """Opens the heatmap of one prompt below the chart (what clicking it does).
+
+        Args:
+            prompt: The prompt's index in the data set.
+            answer_set: Whose answer to mark (default: the set the chart lists).
+
+        Returns:
+            The heatmap widget (also :attr:`heatmap`).
+
+        Raises:
+            ValueError: For a prompt or answer set out of range.
+            RuntimeError: When there is no model to run the lens with (a loaded data set shown
+                without ``model=``).
+        """
+        dataset = self.dataset
+        prompt = check_index("prompt", prompt, dataset.n_prompts, "prompts")
+        name = answer_set if answer_set is not None else self.chart.answer_set
+        if name not in dataset.answers:
+            raise ValueError(f"answer_set must be one of {list(dataset.answers)}; got {name!r}")
+        reason = self._cannot_open_reason()
+        if reason is not None:
+            raise RuntimeError(reason)
+        forms = dataset.answers[name][prompt]
+        options: dict[str, Any] = {"lens": self._lens}
+        if dataset.provenance.get("variants"):
+            options["variants"] = True
+        heatmap = show_logit_lens(
+            self._model,
+            [dataset.prompts[prompt]],
+            layers=dataset.layers,
+            answers=None if forms is None else [forms],
+            layer=self.chart.layer,
+            **options,
+        )
+        self.heatmap, self.opened = heatmap, (prompt, name)
+        self.children = [self.chart, heatmap]
+        answer = "" if forms is None else f" (answer {forms[0]!r})"
+        self.chart.status = f"Opened prompt {prompt}{answer} below."
+        return heatmap
+
+    def __repr__(self) -> str:
+        return (
+            f"LensDatasetWidget({self.dataset!r}, layer={self.chart.layer}, opened={self.opened})"
+        )
+
+
+def _check_same_model(model: Any, dataset: LensDataset) -> None:
+    """A model given to ``show`` must have the data set's layers; another name only warns."""
+    n_layers = getattr(model, "n_layers", None)
+    if n_layers is None:
+        raise TypeError(f"model must be a loaded model such as MuranoModel(...), got {model!r:.60}")
+    if max(dataset.layers) >= int(n_layers):
+        raise ValueError(
+            f"model has {n_layers} layers, but the data set holds layers up to "
+            f"{max(dataset.layers)}: it was made with {dataset.provenance.get('model_name')!r}"
+        )
+    made_with = dataset.provenance.get("model_name")
+    if made_with is not None and getattr(model, "name", None) != made_with:
+        warnings.warn(
+            f"the data set was made with {made_with!r}, not {getattr(model, 'name', None)!r}: "
+            "the heatmaps will show another model's lens",
+            stacklevel=3,
+        )
+
+
+def _summary_lists(table: Any) -> dict[str, list[float | None]]:
+    """A summary's columns as JSON-safe lists (NaN → None)."""
+    columns = {
+        "mean": "answer_prob_mean",
+        "low": "answer_prob_ci_low",
+        "high": "answer_prob_ci_high",
+        "top1": "top1_accuracy",
+        "top1_low": "top1_accuracy_ci_low",
+        "top1_high": "top1_accuracy_ci_high",
+        "rank_median": "answer_rank_median",
+        "entropy_mean": "entropy_mean",
+        "kl_mean": "kl_to_final_mean",
+    }
+    return {
+        key: [None if not math.isfinite(v) else float(v) for v in np.asarray(table[col], float)]
+        for key, col in columns.items()
+    }
+
+
+def _title(dataset: LensDataset) -> str:
+    name = str(dataset.provenance.get("model_name") or "model").rstrip("/\\")
+    short = name.replace("\\", "/").rsplit("/", 1)[-1] or name
+    kind = dataset.provenance.get("lens_kind", "logit")
+    return f"{short} · {kind} lens · {dataset.n_prompts} prompts"

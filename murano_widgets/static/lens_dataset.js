@@ -1,0 +1,535 @@
+// Built by `npm run build` (js/build.mjs) from js/src with esbuild; do not edit: edit js/src.
+
+// src/dom.js
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== void 0) element.textContent = text;
+  return element;
+}
+
+// src/format.js
+var RANK_CAP = 65535;
+function formatProb(p) {
+  if (!Number.isFinite(p)) return "–";
+  if (p > 0 && p < 1e-3) return "<0.1%";
+  if (p >= 0.9995) return "100%";
+  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
+}
+function formatBits(b, short = false) {
+  if (!Number.isFinite(b)) return "–";
+  const digits = b >= 10 ? 1 : 2;
+  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
+  return short ? text : `${text} bits`;
+}
+function formatRank(rank, short = false) {
+  if (!Number.isFinite(rank)) return "–";
+  let text;
+  if (rank >= RANK_CAP) text = `≥${RANK_CAP}`;
+  else if (rank >= 1e4) text = `${Math.round(rank / 1e3)}k`;
+  else if (rank >= 1e3 && short) text = `${Number((rank / 1e3).toFixed(1))}k`;
+  else text = String(Math.round(rank));
+  return short ? text : `rank ${text}`;
+}
+
+// src/dataset/chart.js
+function chartGeometry(width, height, nLayers, margin = {}) {
+  const left = margin.left ?? 48;
+  const right = width - (margin.right ?? 16);
+  const top = margin.top ?? 12;
+  const bottom = height - (margin.bottom ?? 34);
+  const step = nLayers > 1 ? (right - left) / (nLayers - 1) : 0;
+  const x = (index) => nLayers > 1 ? left + index * step : (left + right) / 2;
+  const y = (value) => bottom - Math.min(Math.max(value, 0), 1) * (bottom - top);
+  const layerAt = (px) => {
+    if (nLayers <= 1) return 0;
+    return Math.min(nLayers - 1, Math.max(0, Math.round((px - left) / step)));
+  };
+  return { width, height, left, right, top, bottom, x, y, layerAt };
+}
+function finite(v) {
+  return v !== null && v !== void 0 && Number.isFinite(v);
+}
+function linePath(g, values) {
+  let d = "";
+  let pen = false;
+  values.forEach((v, i) => {
+    if (!finite(v)) {
+      pen = false;
+      return;
+    }
+    d += `${pen ? "L" : "M"}${g.x(i).toFixed(2)},${g.y(v).toFixed(2)}`;
+    pen = true;
+  });
+  return d;
+}
+function bandPath(g, low, high) {
+  const runs = [];
+  let run = [];
+  for (let i = 0; i < low.length; i++) {
+    if (finite(low[i]) && finite(high[i])) run.push(i);
+    else if (run.length) {
+      runs.push(run);
+      run = [];
+    }
+  }
+  if (run.length) runs.push(run);
+  return runs.map((r) => {
+    const up = r.map((i) => `${g.x(i).toFixed(2)},${g.y(
+      /** @type {number} */
+      high[i]
+    ).toFixed(2)}`);
+    const down = [...r].reverse().map((i) => `${g.x(i).toFixed(2)},${g.y(
+      /** @type {number} */
+      low[i]
+    ).toFixed(2)}`);
+    if (r.length === 1) {
+      const x = g.x(r[0]);
+      return `M${(x - 1).toFixed(2)},${g.y(
+        /** @type {number} */
+        high[r[0]]
+      ).toFixed(2)}H${(x + 1).toFixed(2)}V${g.y(
+        /** @type {number} */
+        low[r[0]]
+      ).toFixed(2)}H${(x - 1).toFixed(2)}Z`;
+    }
+    return `M${up.join("L")}L${down.join("L")}Z`;
+  }).join("");
+}
+function labelColumns(nLayers, maxLabels) {
+  if (nLayers <= maxLabels) return Array.from({ length: nLayers }, (_, i) => i);
+  const every = Math.ceil(nLayers / maxLabels);
+  const columns = [];
+  for (let i = 0; i < nLayers; i += every) columns.push(i);
+  if (columns[columns.length - 1] !== nLayers - 1) {
+    if (nLayers - 1 - columns[columns.length - 1] < every / 2) columns.pop();
+    columns.push(nLayers - 1);
+  }
+  return columns;
+}
+
+// src/dataset/data.js
+var CHART_METRICS = {
+  answer_prob: { label: "Probability of the answer", mean: "mean", low: "low", high: "high" },
+  top1_accuracy: { label: "Answer is the top-1 token", mean: "top1", low: "top1_low", high: "top1_high" }
+};
+function bytesOf(buffer) {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (ArrayBuffer.isView(buffer)) return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (buffer && typeof buffer === "object" && typeof /** @type {any} */
+  buffer.byteLength === "number") {
+    return new Uint8Array(
+      /** @type {ArrayBuffer} */
+      buffer
+    );
+  }
+  throw new TypeError(`expected binary data (DataView, ArrayBuffer or typed array), got ${typeof buffer}`);
+}
+function readArray(buffer, kind, length) {
+  const bytes = bytesOf(buffer);
+  if (bytes.byteLength !== length * 4) {
+    throw new Error(`expected ${length} ${kind} values (${length * 4} bytes), got ${bytes.byteLength} bytes`);
+  }
+  const Ctor = kind === "float32" ? Float32Array : Int32Array;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Ctor(length);
+  for (let i = 0; i < length; i++) out[i] = kind === "float32" ? view.getFloat32(i * 4, true) : view.getInt32(i * 4, true);
+  return (
+    /** @type {any} */
+    out
+  );
+}
+function decodeDataset(meta, data) {
+  const layers = (
+    /** @type {number[]} */
+    meta.layers
+  );
+  const prompts = (
+    /** @type {string[]} */
+    meta.prompts
+  );
+  const size = layers.length * prompts.length;
+  const sets = (
+    /** @type {any[]} */
+    meta.sets.map((set, i) => ({
+      name: String(set.name),
+      answers: set.answers,
+      nPrompts: Number(set.n_prompts),
+      summary: set.summary,
+      probs: readArray(data[`prob_${i}`], "float32", size),
+      ranks: readArray(data[`rank_${i}`], "int32", size)
+    }))
+  );
+  return {
+    layers,
+    prompts,
+    sets,
+    title: String(meta.title ?? ""),
+    ci: Number(meta.ci ?? 0.95),
+    canOpen: Boolean(meta.can_open),
+    reason: String(meta.cannot_open_reason ?? "")
+  };
+}
+function promptOrder(set, layerIndex, nLayers, worstFirst = false) {
+  const indices = [];
+  for (let p = 0; p < set.answers.length; p++) if (set.answers[p] !== null) indices.push(p);
+  const sign = worstFirst ? -1 : 1;
+  indices.sort((a, b) => {
+    const ra = set.ranks[a * nLayers + layerIndex];
+    const rb = set.ranks[b * nLayers + layerIndex];
+    if (ra < 0 !== rb < 0) return ra < 0 ? 1 : -1;
+    if (ra !== rb) return sign * (ra - rb);
+    const pa = set.probs[a * nLayers + layerIndex];
+    const pb = set.probs[b * nLayers + layerIndex];
+    const fa = Number.isFinite(pa) ? pa : -1;
+    const fb = Number.isFinite(pb) ? pb : -1;
+    if (fa !== fb) return sign * (fb - fa);
+    return a - b;
+  });
+  return indices;
+}
+function formatInterval(value, low, high) {
+  if (value === null || !Number.isFinite(value)) return "–";
+  if (low === null || high === null || !Number.isFinite(low) || !Number.isFinite(high)) return formatProb(value);
+  return `${formatProb(value)} [${formatProb(low)}, ${formatProb(high)}]`;
+}
+function layerReadout(dataset, layerIndex) {
+  const ci = `${Math.round(dataset.ci * 100)}% interval`;
+  return {
+    layer: dataset.layers[layerIndex],
+    rows: dataset.sets.map((set) => {
+      const s2 = set.summary;
+      const median = s2.rank_median[layerIndex];
+      return {
+        set: set.name,
+        cells: [
+          [`answer probability (mean, ${ci})`, formatInterval(s2.mean[layerIndex], s2.low[layerIndex], s2.high[layerIndex])],
+          [`top-1 accuracy (${ci})`, formatInterval(s2.top1[layerIndex], s2.top1_low[layerIndex], s2.top1_high[layerIndex])],
+          ["median rank (0 = top-1)", median === null || !Number.isFinite(median) ? "–" : String(Number(median.toFixed(1)))],
+          ["entropy (mean)", formatBits(s2.entropy_mean[layerIndex] ?? NaN)],
+          ["KL to final (mean)", formatBits(s2.kl_mean[layerIndex] ?? NaN)],
+          ["prompts", String(set.nPrompts)]
+        ]
+      };
+    })
+  };
+}
+
+// src/dataset/view.js
+var SVG = "http://www.w3.org/2000/svg";
+var WIDTH = 640;
+var HEIGHT = 260;
+var PAGE = 100;
+function s(tag, attrs = {}, text) {
+  const element = (
+    /** @type {SVGElement} */
+    document.createElementNS(SVG, tag)
+  );
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== void 0) element.textContent = text;
+  return element;
+}
+var DatasetView = class {
+  /**
+   * @param {WidgetModel} model
+   * @param {HTMLElement} el
+   */
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    this.dataset = decodeDataset(model.get("_meta"), model.get("_data"));
+    this.geometry = chartGeometry(WIDTH, HEIGHT, this.dataset.layers.length);
+    this.hover = null;
+    this.shown = PAGE;
+    this.requests = 0;
+    this.ui = this.build();
+    this.drawChart();
+    this.drawReadout();
+    this.drawPrompts();
+    this.drawStatus();
+    this.listeners = [
+      ["change:layer", () => {
+        this.shown = PAGE;
+        this.drawChart();
+        this.drawReadout();
+        this.drawPrompts();
+      }],
+      ["change:answer_set", () => {
+        this.shown = PAGE;
+        this.drawPrompts();
+      }],
+      ["change:order", () => {
+        this.shown = PAGE;
+        this.drawPrompts();
+      }],
+      ["change:metric", () => this.drawChart()],
+      ["change:status", () => this.drawStatus()]
+    ];
+    for (const [event, fn] of this.listeners) model.on(event, fn);
+  }
+  destroy() {
+    for (const [event, fn] of this.listeners) this.model.off(event, fn);
+    this.ui.root.remove();
+  }
+  /** The chosen layer's column, or null. */
+  chosenIndex() {
+    const layer = this.model.get("layer");
+    const index = layer === null || layer === void 0 ? -1 : this.dataset.layers.indexOf(layer);
+    return index < 0 ? null : index;
+  }
+  /** @returns {import("./data.js").DatasetSet} */
+  currentSet() {
+    const name = this.model.get("answer_set");
+    return this.dataset.sets.find((set) => set.name === name) || this.dataset.sets[0];
+  }
+  /** Makes the elements (once). */
+  build() {
+    const d = this.dataset;
+    const root = h("div", "murano-ds-root");
+    const header = h("div", "murano-ds-header");
+    header.append(h("span", "murano-ds-title", {}, d.title));
+    const metricSelect = h("select", "murano-ds-select", { "aria-label": "what the chart shows" });
+    for (const [name, spec] of Object.entries(CHART_METRICS)) {
+      metricSelect.append(h("option", "", { value: name }, spec.label));
+    }
+    metricSelect.value = this.model.get("metric") || "answer_prob";
+    metricSelect.addEventListener("change", () => this.send({ metric: metricSelect.value }));
+    header.append(metricSelect);
+    root.append(header);
+    const svg = s("svg", {
+      class: "murano-ds-chart",
+      viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
+      role: "img",
+      tabindex: 0,
+      "aria-label": "mean per layer with intervals; arrow keys move between layers, Enter chooses one"
+    });
+    svg.addEventListener("mousemove", (event) => this.setHover(this.layerAtClient(
+      /** @type {MouseEvent} */
+      event.clientX
+    )));
+    svg.addEventListener("mouseleave", () => this.setHover(null));
+    svg.addEventListener("click", (event) => this.choose(this.layerAtClient(
+      /** @type {MouseEvent} */
+      event.clientX
+    )));
+    svg.addEventListener("keydown", (event) => this.onKey(
+      /** @type {KeyboardEvent} */
+      event
+    ));
+    svg.addEventListener("blur", () => this.setHover(null));
+    root.append(svg);
+    const legend = h("div", "murano-ds-legend");
+    d.sets.forEach((set, i) => {
+      const item = h("span", "murano-ds-legend-item");
+      item.append(h("span", `murano-ds-swatch murano-ds-c${i % 6}`), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
+      legend.append(item);
+    });
+    root.append(legend);
+    const readout = h("div", "murano-ds-readout", { "aria-live": "polite" });
+    root.append(readout);
+    const panel = h("div", "murano-ds-prompts");
+    const bar = h("div", "murano-ds-prompts-bar");
+    const panelTitle = h("span", "murano-ds-prompts-title");
+    const setSelect = h("select", "murano-ds-select", { "aria-label": "answer set" });
+    for (const set of d.sets) setSelect.append(h("option", "", { value: set.name }, set.name));
+    setSelect.value = this.currentSet().name;
+    setSelect.hidden = d.sets.length < 2;
+    setSelect.addEventListener("change", () => this.send({ answer_set: setSelect.value }));
+    const orderButton = h("button", "murano-ds-button", { type: "button" });
+    orderButton.addEventListener("click", () => this.send({ order: this.model.get("order") === "worst" ? "best" : "worst" }));
+    bar.append(panelTitle, setSelect, orderButton);
+    const list = h("ol", "murano-ds-list");
+    const more = h("button", "murano-ds-button murano-ds-more", { type: "button" });
+    more.addEventListener("click", () => {
+      this.shown += PAGE;
+      this.drawPrompts();
+    });
+    panel.append(bar, list, more);
+    root.append(panel);
+    const status = h("div", "murano-ds-status", { role: "status" });
+    root.append(status);
+    this.el.append(root);
+    return { root, metricSelect, svg, legend, readout, panel, panelTitle, setSelect, orderButton, list, more, status };
+  }
+  /**
+   * @param {Record<string, any>} values
+   */
+  send(values) {
+    for (const [name, value] of Object.entries(values)) this.model.set(name, value);
+    this.model.save_changes();
+  }
+  /** @param {number} clientX */
+  layerAtClient(clientX) {
+    const rect = this.ui.svg.getBoundingClientRect();
+    const px = rect.width > 0 ? (clientX - rect.left) * WIDTH / rect.width : 0;
+    return this.geometry.layerAt(px);
+  }
+  /** @param {number | null} index */
+  setHover(index) {
+    if (index === this.hover) return;
+    this.hover = index;
+    this.drawChart();
+    this.drawReadout();
+  }
+  /** @param {number} index */
+  choose(index) {
+    this.send({ layer: this.dataset.layers[index] });
+  }
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    const n = this.dataset.layers.length;
+    const at = this.hover ?? this.chosenIndex() ?? n - 1;
+    const moves = { ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: n - 1 };
+    if (event.key in moves) {
+      event.preventDefault();
+      this.setHover(Math.min(n - 1, Math.max(0, moves[event.key])));
+    } else if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      this.choose(at);
+    }
+  }
+  drawChart() {
+    const d = this.dataset;
+    const g = this.geometry;
+    const metric = CHART_METRICS[
+      /** @type {keyof typeof CHART_METRICS} */
+      this.model.get("metric")
+    ] || CHART_METRICS.answer_prob;
+    this.ui.svg.replaceChildren();
+    const axes = s("g", { class: "murano-ds-axes" });
+    for (const v of [0, 0.25, 0.5, 0.75, 1]) {
+      axes.append(s("line", { class: "murano-ds-grid", x1: g.left, x2: g.right, y1: g.y(v), y2: g.y(v) }));
+      axes.append(s("text", { class: "murano-ds-tick", x: g.left - 6, y: g.y(v) + 4, "text-anchor": "end" }, `${Math.round(v * 100)}%`));
+    }
+    for (const i of labelColumns(d.layers.length, 16)) {
+      axes.append(s("text", { class: "murano-ds-tick", x: g.x(i), y: g.bottom + 16, "text-anchor": "middle" }, String(d.layers[i])));
+    }
+    axes.append(s("text", { class: "murano-ds-axis-label", x: (g.left + g.right) / 2, y: g.height - 2, "text-anchor": "middle" }, "layer"));
+    this.ui.svg.append(axes);
+    const chosen = this.chosenIndex();
+    if (chosen !== null) {
+      this.ui.svg.append(s("line", { class: "murano-ds-chosen", x1: g.x(chosen), x2: g.x(chosen), y1: g.top, y2: g.bottom }));
+    }
+    if (this.hover !== null) {
+      this.ui.svg.append(s("line", { class: "murano-ds-hover", x1: g.x(this.hover), x2: g.x(this.hover), y1: g.top, y2: g.bottom }));
+    }
+    d.sets.forEach((set, i) => {
+      const summary = (
+        /** @type {Record<string, (number | null)[]>} */
+        /** @type {unknown} */
+        set.summary
+      );
+      const c = `murano-ds-c${i % 6}`;
+      this.ui.svg.append(s("path", { class: `murano-ds-band ${c}`, d: bandPath(g, summary[metric.low], summary[metric.high]) }));
+      this.ui.svg.append(s("path", { class: `murano-ds-line ${c}`, d: linePath(g, summary[metric.mean]), "data-set": set.name }));
+      summary[metric.mean].forEach((v, j) => {
+        if (v === null || !Number.isFinite(v)) return;
+        this.ui.svg.append(s("circle", { class: `murano-ds-dot ${c}`, cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
+      });
+    });
+  }
+  drawReadout() {
+    const index = this.hover ?? this.chosenIndex();
+    if (index === null) {
+      this.ui.readout.replaceChildren(h("span", "murano-ds-hint", {}, "Hover over a layer to read its values; click it to list its prompts."));
+      return;
+    }
+    const readout = layerReadout(this.dataset, index);
+    const table = h("table", "murano-ds-table");
+    const head = h("tr", "");
+    head.append(h("th", "", {}, `Layer ${readout.layer}`));
+    for (const row of readout.rows) head.append(h("th", "", {}, row.set));
+    table.append(head);
+    readout.rows[0].cells.forEach(([label], k) => {
+      const tr = h("tr", "");
+      tr.append(h("td", "murano-ds-label", {}, label));
+      for (const row of readout.rows) tr.append(h("td", "", {}, row.cells[k][1]));
+      table.append(tr);
+    });
+    this.ui.readout.replaceChildren(table);
+  }
+  drawPrompts() {
+    const index = this.chosenIndex();
+    const set = this.currentSet();
+    this.ui.setSelect.value = set.name;
+    const worst = this.model.get("order") === "worst";
+    this.ui.orderButton.textContent = worst ? "Worst first" : "Best first";
+    this.ui.orderButton.setAttribute("aria-label", `order: ${worst ? "worst" : "best"} rank first; click to reverse`);
+    if (index === null) {
+      this.ui.panelTitle.textContent = "Choose a layer in the chart to list its prompts.";
+      this.ui.list.replaceChildren();
+      this.ui.more.hidden = true;
+      return;
+    }
+    const layers = this.dataset.layers;
+    const order = promptOrder(set, index, layers.length, worst);
+    this.ui.panelTitle.textContent = `Layer ${layers[index]}: ${order.length} prompts by the rank of their ${set.name} answer`;
+    const items = order.slice(0, this.shown).map((p) => {
+      const item = h("li", "murano-ds-item");
+      const button = h("button", "murano-ds-prompt", { type: "button", "data-prompt": p });
+      const rank = set.ranks[p * layers.length + index];
+      const prob = set.probs[p * layers.length + index];
+      button.append(
+        h("span", "murano-ds-rank", {}, rank < 0 ? "–" : formatRank(rank)),
+        h("span", "murano-ds-prob", {}, formatProb(prob)),
+        h("span", "murano-ds-text", {}, this.dataset.prompts[p]),
+        h("span", "murano-ds-answer", {}, `→ ${set.answers[p] ?? ""}`)
+      );
+      button.title = `open the heatmap of prompt ${p}`;
+      button.addEventListener("click", () => this.open(p, set.name));
+      item.append(button);
+      return item;
+    });
+    this.ui.list.replaceChildren(...items);
+    this.ui.more.hidden = order.length <= this.shown;
+    this.ui.more.textContent = `Show more (${Math.min(this.shown, order.length)} of ${order.length} shown)`;
+  }
+  /**
+   * @param {number} prompt
+   * @param {string} answerSet
+   */
+  open(prompt, answerSet) {
+    if (!this.dataset.canOpen) {
+      this.ui.status.textContent = this.dataset.reason;
+      this.ui.status.classList.add("murano-ds-warn");
+      return;
+    }
+    this.requests += 1;
+    this.ui.status.classList.remove("murano-ds-warn");
+    this.ui.status.textContent = `Opening prompt ${prompt}…`;
+    this.send({ open_request: { prompt, answer_set: answerSet, n: this.requests } });
+  }
+  drawStatus() {
+    const text = this.model.get("status") || "";
+    if (!text) return;
+    this.ui.status.textContent = text;
+    this.ui.status.classList.toggle("murano-ds-warn", text.startsWith("Cannot"));
+  }
+  /** For tests: the view's state. */
+  debug() {
+    return { hover: this.hover, layer: this.model.get("layer"), shown: this.shown };
+  }
+};
+
+// src/dataset/index.js
+function render({ model, el }) {
+  const view = new DatasetView(model, el);
+  el.__muranoDataset = view;
+  return () => view.destroy();
+}
+var index_default = { render };
+export {
+  bandPath,
+  chartGeometry,
+  decodeDataset,
+  index_default as default,
+  formatInterval,
+  labelColumns,
+  layerReadout,
+  linePath,
+  promptOrder,
+  readArray,
+  render
+};
