@@ -31,17 +31,25 @@ class Buffers:
     def __init__(self) -> None:
         self._store: dict[str, torch.Tensor] = {}
 
-    def get(self, role: str, rows: int, vocab: int, device: torch.device | str) -> torch.Tensor:
-        """A ``[rows, vocab]`` float32 view of the buffer for ``role`` (contents undefined)."""
+    def get(
+        self,
+        role: str,
+        rows: int,
+        vocab: int,
+        device: torch.device | str,
+        dtype: torch.dtype = torch.float32,
+    ) -> torch.Tensor:
+        """A ``[rows, vocab]`` view of the buffer for ``role`` (contents undefined)."""
         buffer = self._store.get(role)
         if (
             buffer is None
             or buffer.shape[0] < rows
             or buffer.shape[1] != vocab
             or buffer.device != torch.device(device)
+            or buffer.dtype != dtype
         ):
             self._store.pop(role, None)  # let the old one go before the new one is made
-            buffer = self._store[role] = torch.empty(rows, vocab, device=device)
+            buffer = self._store[role] = torch.empty(rows, vocab, device=device, dtype=dtype)
         return buffer[:rows]
 
     def like(self, role: str, z: torch.Tensor) -> torch.Tensor:
@@ -63,6 +71,29 @@ class FinalDistribution:
         return self.tokens.masked_fill(~self.valid, -1)
 
 
+@dataclass
+class Tracked:
+    """Token ids whose probability and rank each row keeps: targets and answers.
+
+    Attributes:
+        target_ids: ``[n]`` ids tracked at every row (the targets' tokens; may be empty).
+        row_ids: ``[rows, a]`` ids tracked per row (the answers' tokens), -1 where a row has
+            fewer than ``a``; or ``None``.
+    """
+
+    target_ids: torch.Tensor
+    row_ids: torch.Tensor | None = None
+
+    def rows(self, start: int, stop: int) -> Tracked:
+        """The same ids for rows ``start:stop`` of the chunk's rows."""
+        row_ids = None if self.row_ids is None else self.row_ids[start:stop]
+        return Tracked(self.target_ids, row_ids)
+
+    def to(self, device: torch.device | str) -> Tracked:
+        row_ids = None if self.row_ids is None else self.row_ids.to(device)
+        return Tracked(self.target_ids.to(device), row_ids)
+
+
 # What a cell holds when it has no value: padding, or a distribution that was not finite.
 MISSING = {
     "topk_tokens": -1,
@@ -71,7 +102,21 @@ MISSING = {
     "final_token_probs": float("nan"),
     "final_token_ranks": -1,
     "kl_to_final": float("nan"),
+    "target_probs": float("nan"),
+    "target_ranks": -1,
+    "row_token_probs": float("nan"),
+    "row_token_ranks": -1,
 }
+# The fields of a row's own distribution (as opposed to those measured against the final one).
+OWN_FIELDS = (
+    "topk_tokens",
+    "topk_probs",
+    "entropy",
+    "target_probs",
+    "target_ranks",
+    "row_token_probs",
+    "row_token_ranks",
+)
 FINAL_BASED = ("final_token_probs", "final_token_ranks", "kl_to_final")
 
 
@@ -102,7 +147,11 @@ def fast_topk(z: torch.Tensor, k: int, group: int = 64) -> tuple[torch.Tensor, t
 
 
 def reduce_final(
-    logits: torch.Tensor, top_k: int, keep_probs: bool, buffers: Buffers | None = None
+    logits: torch.Tensor,
+    top_k: int,
+    keep_probs: bool,
+    buffers: Buffers | None = None,
+    tracked: Tracked | None = None,
 ) -> tuple[FinalDistribution, dict[str, torch.Tensor]]:
     """The model's own distribution from its last layer's logits, and that layer's fields.
 
@@ -112,14 +161,16 @@ def reduce_final(
     Args:
         logits: ``[rows, vocab]`` logits of the last layer (any float dtype). With
             ``buffers``, float32 logits are shifted in place by their row maximum.
-        top_k, keep_probs, buffers: As for :func:`reduce_logits`; the distribution is kept in
-            ``buffers``' final buffer, which the next call overwrites.
+        top_k, keep_probs, buffers, tracked: As for :func:`reduce_logits`; the distribution
+            is kept in ``buffers``' final buffer, which the next call overwrites.
 
     Returns:
         The :class:`FinalDistribution` and the same fields as :func:`reduce_logits`.
     """
     z = logits.detach().float()
     top_logits, topk_tokens = fast_topk(z, top_k)
+    scratch = None if buffers is None else buffers.like("scratch", z)
+    track = _track_ranks(z, tracked, scratch, buffers)
     shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)
     probs = _softmax(shifted, None if buffers is None else buffers.like("final", z))
     log_norm = -probs.gather(-1, topk_tokens[:, :1]).log().squeeze(-1)  # logsumexp(z - max)
@@ -134,6 +185,7 @@ def reduce_final(
         "final_token_probs": topk_probs[:, 0],
         "final_token_ranks": torch.zeros_like(topk_tokens[:, 0]),
         "kl_to_final": torch.zeros_like(neg_entropy),
+        **_track_probs(probs, track),
     }
     _mark_missing(fields, valid, valid)
     if keep_probs:
@@ -147,6 +199,7 @@ def reduce_logits(
     top_k: int,
     keep_probs: bool,
     buffers: Buffers | None = None,
+    tracked: Tracked | None = None,
 ) -> dict[str, torch.Tensor]:
     """Reduces one layer's logits on a chunk of positions to the per-cell fields.
 
@@ -159,19 +212,23 @@ def reduce_logits(
         keep_probs: Also return the full ``probs`` (only for ``store_full_probs``).
         buffers: Memory to reuse across layers and chunks; without it, nothing given is
             written to (for code that runs inside a trace).
+        tracked: Token ids whose probability and rank to keep (targets, answers), or ``None``.
 
     Returns:
         ``topk_tokens``/``topk_probs`` ``[rows, k]``, and ``entropy`` (bits),
         ``final_token_probs``, ``final_token_ranks``, ``kl_to_final`` (bits), each ``[rows]``;
         plus ``probs`` ``[rows, vocab]`` if ``keep_probs`` (with ``buffers``, a view of a buffer
-        that the next call overwrites). Rows whose logits are not finite hold no value (NaN, -1),
-        and so do the final-based fields of rows where ``final`` is not valid.
+        that the next call overwrites). With ``tracked``: ``target_probs``/``target_ranks``
+        ``[rows, n]`` and, with row ids, ``row_token_probs``/``row_token_ranks`` ``[rows, a]``
+        (NaN, -1 where a row has no id). Rows whose logits are not finite hold no value (NaN,
+        -1), and so do the final-based fields of rows where ``final`` is not valid.
     """
     # No autograd here: nnsight runs in-trace code on a thread where grad mode is on.
     z = logits.detach().float()
     out = None if buffers is None else buffers.like("scratch", z)
     top_logits, topk_tokens = fast_topk(z, top_k)
     if final is None:
+        track = _track_ranks(z, tracked, out, buffers)
         shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)
         probs = _softmax(shifted, out)
         log_norm = -probs.gather(-1, topk_tokens[:, :1]).log().squeeze(-1)
@@ -179,6 +236,7 @@ def reduce_logits(
             "topk_tokens": topk_tokens,
             "topk_probs": probs.gather(-1, topk_tokens),
             "entropy": (log_norm - _rowdot(probs, shifted)).clamp_min(0.0) / _LOG2,
+            **_track_probs(probs, track),
         }
         _mark_missing(fields, torch.isfinite(fields["topk_probs"][:, 0]), None)
         if keep_probs:
@@ -190,6 +248,7 @@ def reduce_logits(
     # sum of the comparison is exact below 2**24 and several times faster than a bool count.
     final_logit = z.gather(-1, final_tokens)
     final_token_ranks = torch.gt(z, final_logit, out=out).float().sum(dim=-1).long()
+    track = _track_ranks(z, tracked, out, buffers)
     shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)  # z - max
     cross_logit = _rowdot(final.probs, shifted)  # sum p_f (z - max)
     probs = _softmax(shifted, out)
@@ -205,6 +264,7 @@ def reduce_logits(
         "final_token_probs": probs.gather(-1, final_tokens).squeeze(-1),
         "final_token_ranks": final_token_ranks,
         "kl_to_final": kl_to_final / _LOG2,
+        **_track_probs(probs, track),
     }
     valid = torch.isfinite(fields["topk_probs"][:, 0]) & torch.isfinite(entropy)
     _mark_missing(fields, valid, final.valid)
@@ -229,9 +289,150 @@ def _mark_missing(
                 fields[name] = fields[name].masked_fill(~valid_final, MISSING[name])
     if bool(valid.all()):
         return
-    for name in ("topk_tokens", "topk_probs", "entropy"):
+    for name in OWN_FIELDS:
+        if name not in fields:
+            continue
         rows = ~valid if fields[name].dim() == 1 else (~valid).unsqueeze(-1)
         fields[name] = fields[name].masked_fill(rows, MISSING[name])
+
+
+@dataclass
+class _TrackedRanks:
+    ids: torch.Tensor  # [rows, n + a] the ids looked up (-1 replaced by 0)
+    ranks: torch.Tensor  # [rows, n + a]
+    n_targets: int
+    absent: torch.Tensor | None  # [rows, a] True where a row has no id
+
+
+def _track_ranks(
+    z: torch.Tensor, tracked: Tracked | None, scratch: torch.Tensor | None, buffers: Buffers | None
+) -> _TrackedRanks | None:
+    """The ranks of the tracked ids in unshifted logits ``z`` (read before the softmax)."""
+    if tracked is None:
+        return None
+    rows = z.shape[0]
+    n_targets = int(tracked.target_ids.shape[0])
+    ids = tracked.target_ids.unsqueeze(0).expand(rows, n_targets)
+    absent = None
+    if tracked.row_ids is not None:
+        absent = tracked.row_ids < 0
+        ids = torch.cat([ids, tracked.row_ids.clamp_min(0)], dim=1)
+    ranks = count_above(z, z.gather(-1, ids), scratch, buffers)
+    return _TrackedRanks(ids, ranks, n_targets, absent)
+
+
+def _track_probs(probs: torch.Tensor, track: _TrackedRanks | None) -> dict[str, torch.Tensor]:
+    """The tracked ids' probabilities and ranks as fields (after the softmax)."""
+    if track is None:
+        return {}
+    tracked_probs = probs.gather(-1, track.ids)
+    n = track.n_targets
+    fields = {"target_probs": tracked_probs[:, :n], "target_ranks": track.ranks[:, :n]}
+    if track.absent is not None:
+        fields["row_token_probs"] = tracked_probs[:, n:].masked_fill(track.absent, float("nan"))
+        fields["row_token_ranks"] = track.ranks[:, n:].masked_fill(track.absent, -1)
+    return fields
+
+
+# Up to this many thresholds, one comparison pass each beats the histogram below.
+_DIRECT_COUNTS = 12
+_MAX_CELLS = 8192
+
+
+def count_above(
+    z: torch.Tensor,
+    thresholds: torch.Tensor,
+    scratch: torch.Tensor | None = None,
+    buffers: Buffers | None = None,
+) -> torch.Tensor:
+    """``[rows, n]`` how many entries of each row of ``z`` are strictly above each threshold.
+
+    This is a rank counted from 0 with ties in the token's favour, as for the final token.
+    For a few thresholds, one comparison pass each. For many (a hundred tracked targets), one
+    pass per threshold would cost more than the unembedding, and ``torch.searchsorted`` over
+    the rows costs even more (0.66 s on ``[512, 50257]`` for 100 thresholds): instead each row
+    is cut into equal-width cells, a single histogram counts the entries of every cell, and
+    only the entries that share a threshold's cell are compared with it exactly. The cell of a
+    value is computed by the same float operations for entries and thresholds and is monotone
+    in the value, so the count is exact.
+
+    Args:
+        z: ``[rows, vocab]`` float32 values (not modified).
+        thresholds: ``[rows, n]`` float32.
+        scratch: A ``[rows, vocab]`` float32 tensor to write into, or ``None``.
+        buffers: Reusable memory for the histogram's integer keys, or ``None``.
+    """
+    rows = z.shape[0]
+    n = thresholds.shape[1]
+    if n == 0 or rows == 0:
+        return torch.zeros(rows, n, dtype=torch.long, device=z.device)
+    if n <= _DIRECT_COUNTS:
+        out = torch.empty_like(z) if scratch is None else scratch
+        columns = [torch.gt(z, thresholds[:, j : j + 1], out=out).sum(dim=-1) for j in range(n)]
+        return torch.stack(columns, dim=1).long()
+    return _count_above_by_cells(z, thresholds, scratch, buffers)
+
+
+def _count_above_by_cells(
+    z: torch.Tensor,
+    thresholds: torch.Tensor,
+    scratch: torch.Tensor | None,
+    buffers: Buffers | None,
+) -> torch.Tensor:
+    rows, vocab = z.shape
+    n = thresholds.shape[1]
+    device = z.device
+    # A few entries a cell: fewer cells leave more entries to compare exactly, more make the
+    # histogram (rows x cells counts) larger than it saves.
+    n_cells = int(min(_MAX_CELLS, max(64, 1 << (vocab // 4).bit_length())))
+    low = z.amin(dim=1, keepdim=True)
+    high = z.amax(dim=1, keepdim=True)
+    finite = torch.isfinite(low) & torch.isfinite(high)
+    span = torch.where(finite, high - low, torch.ones_like(low))
+    scale = torch.where(span > 0, (n_cells - 1) / span, torch.zeros_like(span))
+    low = torch.where(finite, low, torch.zeros_like(low))
+
+    def cells(values: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        # The same two float operations for entries and thresholds: equal values, equal cells.
+        cell = torch.sub(values, low, out=out).mul_(scale)
+        if not bool(finite.all()):
+            cell.nan_to_num_(0.0, 0.0, 0.0)  # rows that are not finite are discarded anyway
+        return cell.clamp_(0, n_cells - 1)
+
+    offsets = torch.arange(rows, device=device, dtype=torch.int32).unsqueeze(1) * n_cells
+    keys = (
+        torch.empty(rows, vocab, dtype=torch.int32, device=device)
+        if buffers is None
+        else buffers.get("keys", rows, vocab, device, torch.int32)
+    )
+    keys.copy_(cells(z, scratch)).add_(offsets)
+    flat_keys = keys.view(-1)
+    counts = torch.bincount(flat_keys, minlength=rows * n_cells).view(rows, n_cells)
+    at_or_below = counts.cumsum(dim=1)
+    threshold_keys = cells(thresholds, None).to(torch.int32).add_(offsets).long()
+    # Entries in higher cells are above; those in the same cell are compared one by one.
+    above = vocab - at_or_below.view(-1).index_select(0, threshold_keys.view(-1)).view(rows, n)
+    # Per cell: how many thresholds it holds, and where the first is in their sorted order.
+    flat_threshold_keys = threshold_keys.view(-1)
+    order = torch.argsort(flat_threshold_keys)
+    sorted_keys = flat_threshold_keys[order]
+    starts = torch.ones_like(sorted_keys, dtype=torch.bool)
+    starts[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    first_of_cell = torch.zeros(rows * n_cells, dtype=torch.long, device=device)
+    first_of_cell[sorted_keys[starts]] = torch.nonzero(starts).squeeze(1)
+    held = torch.bincount(flat_threshold_keys, minlength=rows * n_cells)
+    candidates = torch.nonzero(held.bool().index_select(0, flat_keys)).squeeze(1)
+    candidate_keys = flat_keys.index_select(0, candidates)
+    candidate_values = z.reshape(-1).index_select(0, candidates)
+    first = first_of_cell.index_select(0, candidate_keys)
+    n_held = held.index_select(0, candidate_keys)
+    flat_thresholds = thresholds.reshape(-1)
+    extra = torch.zeros(rows * n, dtype=torch.long, device=device)
+    for k in range(int(n_held.max()) if len(candidates) else 0):  # usually one a cell
+        pairs = n_held > k
+        which = order[(first + k)[pairs]]
+        extra.index_add_(0, which, (candidate_values[pairs] > flat_thresholds[which]).long())
+    return above + extra.view(rows, n)
 
 
 def _shift(z: torch.Tensor, peak: torch.Tensor, in_place: bool) -> torch.Tensor:
@@ -282,6 +483,7 @@ def reduce_layers(
     keep_probs: bool,
     buffers: Buffers | None = None,
     keep: Callable[[int, dict[str, torch.Tensor]], dict[str, torch.Tensor]] = lambda _, f: f,
+    tracked: Tracked | None = None,
 ) -> tuple[list[dict[str, torch.Tensor]], FinalDistribution | None]:
     """The one reduction loop: the final distribution first, then each layer against it.
 
@@ -298,6 +500,7 @@ def reduce_layers(
         keep: Called as ``keep(layer, fields)`` as soon as a layer's fields exist (to move them off the
             device, or copy the probabilities out of a buffer before it is reused); its return
             value is what is kept.
+        tracked: Token ids whose probability and rank every layer keeps, or ``None``.
 
     Returns:
         One dict of fields per layer of ``layers``, and the final distribution (or ``None``).
@@ -306,13 +509,17 @@ def reduce_layers(
     kept: dict[int, dict[str, torch.Tensor]] = {}
     if final_layer is not None:
         final, fields = reduce_final(
-            logits_of(final_layer), top_k, keep_probs and final_layer in layers, buffers
+            logits_of(final_layer),
+            top_k,
+            keep_probs and final_layer in layers,
+            buffers,
+            tracked if final_layer in layers else None,
         )
         if final_layer in layers:
             kept[final_layer] = keep(final_layer, fields)
     for layer in layers:
         if layer not in kept:
-            fields = reduce_logits(logits_of(layer), final, top_k, keep_probs, buffers)
+            fields = reduce_logits(logits_of(layer), final, top_k, keep_probs, buffers, tracked)
             kept[layer] = keep(layer, fields)
     return [kept[layer] for layer in layers], final
 

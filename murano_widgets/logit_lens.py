@@ -22,11 +22,20 @@ import nnsight
 import numpy as np
 import torch
 
+from ._answers import InputPlan, plan_inputs, score
 from ._checks import check_bool, check_int
 from ._reductions import Buffers, reduce_layers, rows_per_chunk, stack_layers
 from .model import ModelBackend
 from .result import LogitLensResult
-from .types import RESID_POST, Node, PromptBatch, validate_prompts
+from .types import (
+    RESID_POST,
+    AnswerSets,
+    Node,
+    PromptBatch,
+    validate_answers,
+    validate_prompts,
+    validate_targets,
+)
 
 __all__ = ["LogitLens"]
 
@@ -57,6 +66,11 @@ class LogitLens:
             unembedding, such as a :class:`~murano_widgets.tuned_lens.TunedLens`; ``None`` for
             the plain logit lens. The last layer and the final distribution are never
             translated.
+        targets: Strings whose probability and rank are tracked at every position of every
+            prompt (their first token, as it would follow the first prompt). Answers per
+            prompt come with the prompts: ``PromptBatch(prompts, answers=...)``.
+        variants: Also count each answer's and target's forms with and without a leading
+            space and with the first letter's case changed (the single-token ones, each once).
 
     Raises:
         TypeError: If ``model`` is not a model backend, or an argument has the wrong type.
@@ -77,6 +91,8 @@ class LogitLens:
         remote: bool = False,
         reduce_in_trace: bool | None = None,
         lens: Any = None,
+        targets: Sequence[str] | None = None,
+        variants: bool = False,
     ) -> None:
         _check_model(model)
         self.model = model
@@ -99,6 +115,8 @@ class LogitLens:
                 )
             lens.check(model)
         self.lens = lens
+        self.targets = None if targets is None else validate_targets(targets)
+        self.variants = check_bool("variants", variants)
 
     def __repr__(self) -> str:
         kind = "logit" if self.lens is None else getattr(self.lens, "kind", "custom")
@@ -128,30 +146,44 @@ class LogitLens:
         batch = results["prompts"]
         prompts = batch.prompts if isinstance(batch, PromptBatch) else batch
         prompts = validate_prompts(prompts, 'results["prompts"]')
-        results["logit_lens"] = self.run(prompts)
+        answers = batch.answers if isinstance(batch, PromptBatch) else None
+        results["logit_lens"] = self.run(prompts, answers)
         return results
 
-    def run(self, prompts: list[str]) -> LogitLensResult:
-        """The lens of ``prompts`` (already validated) as a :class:`LogitLensResult`."""
-        inputs = _tokenize(self.model, prompts)
-        mask = inputs["attention_mask"].cpu().bool()
+    def run(self, prompts: list[str], answers: Any = None) -> LogitLensResult:
+        """The lens of ``prompts`` (already validated) as a :class:`LogitLensResult`.
+
+        Args:
+            prompts: The prompts.
+            answers: As for :class:`PromptBatch`'s ``answers``, or ``None``.
+        """
+        answer_sets: AnswerSets | None = (
+            None if answers is None else validate_answers(answers, len(prompts))
+        )
+        plan = plan_inputs(self.model.tokenizer, prompts, answer_sets, self.targets, self.variants)
+        inputs = _model_inputs(self.model, plan)
+        mask = plan.display_mask.bool()
         n_layers, (n_inputs, seq) = len(self.layers), mask.shape
         if self.reduce_in_trace:
-            real, final, all_probs = self._reduce_in_trace(inputs)
+            reduced, final, all_probs = self._reduce_in_trace(inputs, plan)
         else:
-            real, final, all_probs = self._reduce_after_trace(inputs)
+            reduced, final, all_probs = self._reduce_after_trace(inputs, plan)
+        real = {name: values[:, : plan.n_shown] for name, values in reduced.items()}
+        final = final[: plan.n_shown]
 
-        # Scatter the real positions back into padded [n_layers, n_inputs, seq] tensors.
+        # Scatter the shown positions back into padded [n_layers, n_inputs, seq] tensors.
         def padded(values: torch.Tensor, fill: float | int) -> torch.Tensor:
             out = torch.full((n_layers, n_inputs, seq, *values.shape[2:]), fill, dtype=values.dtype)
-            out[:, mask] = values
+            out[:, mask] = values[:, : plan.n_shown]
             return out
+
+        tracked_fields, answer_sets_scored = score(plan, reduced, padded)
 
         topk_tokens = padded(real["topk_tokens"], -1)
         topk_probs = padded(real["topk_probs"], float("nan"))
         final_tokens = torch.full((n_inputs, seq), -1, dtype=torch.long)
         final_tokens[mask] = final
-        input_ids = inputs["input_ids"].cpu()
+        input_ids = plan.display_ids
         token_strings = _decode_unique(
             self.model.tokenizer, [topk_tokens, final_tokens, input_ids[mask]]
         )
@@ -165,7 +197,7 @@ class LogitLens:
             predicted_tokens=predicted_tokens,
             predicted_words=_words(predicted_tokens, token_strings),
             input_words=_words(input_words_ids, token_strings),
-            attention_mask=inputs["attention_mask"].cpu().long(),
+            attention_mask=plan.display_mask.long(),
             addresses=[Node(layer, RESID_POST) for layer in self.layers],
             topk_tokens=topk_tokens,
             topk_probs=topk_probs,
@@ -182,6 +214,8 @@ class LogitLens:
             n_model_layers=int(self.model.n_layers),
             lens_kind="logit" if self.lens is None else str(getattr(self.lens, "kind", "custom")),
             lens_provenance=None if self.lens is None else getattr(self.lens, "provenance", None),
+            answer_sets=answer_sets_scored,
+            **tracked_fields,
         )
 
     def _trace_kwargs(self) -> dict[str, Any]:
@@ -204,11 +238,11 @@ class LogitLens:
         return self.lens.translate(layer, hidden)
 
     def _reduce_after_trace(
-        self, inputs: dict[str, torch.Tensor]
+        self, inputs: dict[str, torch.Tensor], plan: InputPlan
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
         """Saves the block outputs in the trace, then reduces them in chunks of positions."""
         model = self.model
-        mask = inputs["attention_mask"].bool()
+        mask = plan.display_mask.bool()
         last = model.n_layers - 1
         wanted = sorted({*self.layers, last})
         saved: list[Any] = []
@@ -223,7 +257,9 @@ class LogitLens:
         }
         del saved
         _return_freed_memory()
-        real_rows = torch.nonzero(mask.reshape(-1)).squeeze(1)
+        real_rows = plan.reduce_rows.to(next(iter(hidden.values())).device)
+        # Where each shown row's probabilities go in the returned [n_inputs * seq] layout.
+        shown_at = torch.nonzero(mask.reshape(-1)).squeeze(1)
         vocab_size = int(model.vocab_size)
         step = rows_per_chunk(self.max_chunk_bytes, vocab_size, len(real_rows))
         # The full probabilities go straight into the one tensor that is returned (padding
@@ -242,21 +278,31 @@ class LogitLens:
         with torch.inference_mode():
             for start in range(0, len(real_rows), step):
                 rows = real_rows[start : start + step]
-                rows_cpu = rows.cpu()
+                shown = shown_at[start : min(start + step, plan.n_shown)]
+                tracked = None
+                if plan.tracked is not None:
+                    tracked = plan.tracked.rows(start, start + step).to(rows.device)
 
                 def logits_of(layer: int, rows: torch.Tensor = rows) -> torch.Tensor:
                     out = buffers.get("logits", len(rows), vocab_size, hidden[layer].device)
                     states = self._translated(layer, hidden[layer].index_select(0, rows))
                     return model.unembed(states, out=out)
 
-                def keep(layer: int, fields: dict[str, Any], rows_cpu=rows_cpu) -> dict[str, Any]:
+                def keep(layer: int, fields: dict[str, Any], shown=shown) -> dict[str, Any]:
                     probs = fields.pop("probs", None)
-                    if all_probs is not None and probs is not None:
-                        all_probs[row_of[layer]].index_copy_(0, rows_cpu, probs.cpu())
+                    if all_probs is not None and probs is not None and len(shown):
+                        all_probs[row_of[layer]].index_copy_(0, shown, probs[: len(shown)].cpu())
                     return _to_cpu(fields)
 
                 per_layer, final = reduce_layers(
-                    logits_of, self.layers, last, self.top_k, self.store_full_probs, buffers, keep
+                    logits_of,
+                    self.layers,
+                    last,
+                    self.top_k,
+                    self.store_full_probs,
+                    buffers,
+                    keep,
+                    tracked,
                 )
                 chunks.append(stack_layers(per_layer))
                 finals.append(final.predictions.cpu())
@@ -267,12 +313,14 @@ class LogitLens:
         return real, torch.cat(finals), all_probs
 
     def _reduce_in_trace(
-        self, inputs: dict[str, torch.Tensor]
+        self, inputs: dict[str, torch.Tensor], plan: InputPlan
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
         """Reduces inside the trace, so that only the reduced fields are saved (and travel)."""
         model = self.model
         last = model.n_layers - 1
-        mask = inputs["attention_mask"].bool()
+        mask = plan.display_mask.bool()
+        rows = plan.reduce_rows.to(model.device)
+        tracked = None if plan.tracked is None else plan.tracked.to(model.device)
         if self.remote:
             from nnsight.ndif import register
 
@@ -281,13 +329,17 @@ class LogitLens:
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             # Block outputs must be read in the order the forward pass produces them, and the
             # final distribution comes from the last one: collect first, reduce after.
-            hidden = {index: model.layer(index)[mask] for index in sorted({*self.layers, last})}
+            hidden = {
+                index: model.layer(index).flatten(0, 1).index_select(0, rows)
+                for index in sorted({*self.layers, last})
+            }
             per_layer, final = reduce_layers(
                 lambda layer: model.project_on_vocab(self._translated(layer, hidden[layer])),
                 self.layers,
                 last,
                 self.top_k,
                 self.store_full_probs,
+                tracked=tracked,
             )
             # A remote trace sends back only what is saved inside it, so the containers are
             # made here: one saved tensor per field, and the final predictions.
@@ -298,7 +350,7 @@ class LogitLens:
         all_probs = None
         if probs is not None:
             all_probs = torch.full((len(self.layers), *mask.shape, probs.shape[-1]), float("nan"))
-            all_probs[:, mask.cpu()] = probs
+            all_probs[:, mask] = probs[:, : plan.n_shown]
         return real, torch.as_tensor(predictions).cpu(), all_probs
 
 
@@ -368,29 +420,33 @@ def _check_model(model: Any) -> None:
     )
 
 
-def _tokenize(model: ModelBackend, prompts: list[str]) -> dict[str, torch.Tensor]:
-    """Tokenizes the batch once, padded, with the position ids one-by-one runs would get.
+def _model_inputs(model: ModelBackend, plan: InputPlan) -> dict[str, torch.Tensor]:
+    """The model's batch from the plan, with the position ids one-by-one runs would get.
 
     Raises:
-        ValueError: Before any model work, if a prompt is longer than a model with a table of
-            absolute positions can read. Beyond a rotary or ALiBi model's trained length it
-            warns instead: the model runs, but its predictions there are untested.
+        ValueError: Before any model work, if a prompt (with an appended answer) is longer
+            than a model with a table of absolute positions can read. Beyond a rotary or ALiBi
+            model's trained length it warns instead: the model runs, but its predictions there
+            are untested.
     """
-    tokenizer = model.tokenizer
-    # A token-type id makes GPT-2 add a token-type embedding to every position.
-    encoded = tokenizer(prompts, return_tensors="pt", padding=True, return_token_type_ids=False)
-    inputs = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+    # No token-type ids: they make GPT-2 add a token-type embedding to every position.
+    inputs = {"input_ids": plan.input_ids, "attention_mask": plan.attention_mask}
     lengths = inputs["attention_mask"].sum(dim=1)
-    longest = int(lengths.argmax())
-    tokens = int(lengths[longest])
+    longest_row = int(lengths.argmax())
+    tokens = int(lengths[longest_row])
+    longest = plan.row_prompt[longest_row]
+    own = int(plan.display_mask[longest].sum())
+    what = f"prompts[{longest}]" + (
+        f" with its answer's {tokens - own} tokens appended" if tokens > own else ""
+    )
     if model.context_length is not None and tokens > model.context_length:
         raise ValueError(
-            f"prompts[{longest}] is {tokens} tokens long, more than the model's context of "
+            f"{what} is {tokens} tokens long, more than the model's context of "
             f"{model.context_length} tokens (its table of absolute positions); shorten it"
         )
     if model.trained_length is not None and tokens > model.trained_length:
         warnings.warn(
-            f"prompts[{longest}] is {tokens} tokens long, beyond the {model.trained_length} "
+            f"{what} is {tokens} tokens long, beyond the {model.trained_length} "
             "tokens the model was trained on; its predictions past that are unreliable",
             stacklevel=4,
         )

@@ -12,10 +12,48 @@ from .types import Node
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["LogitLensResult"]
+__all__ = ["AnswerScores", "LogitLensResult"]
 
 # Fields of shape [n_layers, n_inputs, seq] beyond the contract's max_probs/predicted_tokens.
 _CELL_FIELDS = ("entropy", "final_token_probs", "final_token_ranks", "kl_to_final")
+
+
+@dataclass(repr=False)
+class AnswerScores:
+    """How likely each prompt's answer is, layer by layer: one answer set of a result.
+
+    An answer is scored teacher-forced: its tokens follow the prompt, and its probability at a
+    layer is the product of that layer's probabilities of each of its tokens at the position
+    that predicts it. Accepted alternatives (and, with ``variants=True``, the single-token
+    forms with and without a leading space and with the first letter's case changed) are
+    summed, each token sequence once.
+
+    Attributes:
+        answers: The accepted strings of each prompt, or ``None`` for a prompt with no answer.
+        token_ids: The token sequences counted for each prompt (``None`` with no answer).
+        probs: ``[n_layers, n_inputs]`` the answer's probability at the prompt's last real
+            position. NaN where the prompt has no answer or the layer's cell has no value.
+        ranks: ``[n_layers, n_inputs]`` the rank of its first token there (the best of the
+            alternatives'; rank 0 is the top-1 token), -1 where there is none.
+        token_probs: ``[n_layers, n_inputs, seq]`` the probability of the answer's first
+            token(s) at every cell (summed over the distinct first tokens counted).
+        token_ranks: ``[n_layers, n_inputs, seq]`` their best rank at every cell.
+    """
+
+    answers: list[list[str] | None]
+    token_ids: list[list[list[int]] | None]
+    probs: torch.Tensor
+    ranks: torch.Tensor
+    token_probs: torch.Tensor
+    token_ranks: torch.Tensor
+
+    @property
+    def first_token_ids(self) -> list[list[int]]:
+        """The distinct first tokens counted for each prompt (empty with no answer)."""
+        return [
+            list(dict.fromkeys(ids[0] for ids in sequences)) if sequences else []
+            for sequences in self.token_ids
+        ]
 
 
 @dataclass(repr=False)
@@ -54,6 +92,14 @@ class LogitLensResult:
             ``n_model_layers - 1``), or ``None`` when unknown (a result from another library).
         lens_kind: ``"logit"`` or ``"tuned"``: which lens made the result.
         lens_provenance: Where the tuned lens came from (its training and base model), if any.
+        targets: The strings tracked at every position (``LogitLens(targets=...)``).
+        target_token_ids: The token ids counted for each target: its first token (and, with
+            ``variants=True``, its single-token variants).
+        target_probs: ``[n_layers, n_inputs, seq, n_targets]`` each target's probability.
+        target_ranks: ``[n_layers, n_inputs, seq, n_targets]`` its rank (the best of the ids
+            counted; rank 0 is the top-1 token).
+        answer_sets: The scores of each answer set (``PromptBatch(answers=...)``), by name; a
+            plain list of answers is the one set ``"answer"``.
 
     Cells without a value: padding, and cells whose logits were not finite (NaN or infinite
     somewhere in the model), hold NaN, -1 and ``""``. Where the model's own output at a position
@@ -83,6 +129,44 @@ class LogitLensResult:
     n_model_layers: int | None = None
     lens_kind: str | None = None
     lens_provenance: dict[str, Any] | None = None
+    targets: list[str] | None = None
+    target_token_ids: list[list[int]] | None = None
+    target_probs: torch.Tensor | None = None
+    target_ranks: torch.Tensor | None = None
+    answer_sets: dict[str, AnswerScores] | None = None
+
+    def _first_set(self) -> AnswerScores | None:
+        return next(iter(self.answer_sets.values())) if self.answer_sets else None
+
+    @property
+    def answers(self) -> list[list[str] | None] | None:
+        """The first answer set's accepted strings per prompt, or ``None``."""
+        first = self._first_set()
+        return None if first is None else first.answers
+
+    @property
+    def answer_probs(self) -> torch.Tensor | None:
+        """``[n_layers, n_inputs]`` the first answer set's probabilities (teacher-forced)."""
+        first = self._first_set()
+        return None if first is None else first.probs
+
+    @property
+    def answer_ranks(self) -> torch.Tensor | None:
+        """``[n_layers, n_inputs]`` the rank of the first answer set's first token."""
+        first = self._first_set()
+        return None if first is None else first.ranks
+
+    @property
+    def answer_token_probs(self) -> torch.Tensor | None:
+        """``[n_layers, n_inputs, seq]`` the first answer set's first-token probability."""
+        first = self._first_set()
+        return None if first is None else first.token_probs
+
+    @property
+    def answer_token_ranks(self) -> torch.Tensor | None:
+        """``[n_layers, n_inputs, seq]`` the first answer set's first-token rank."""
+        first = self._first_set()
+        return None if first is None else first.token_ranks
 
     @property
     def layers(self) -> list[int]:
@@ -141,6 +225,15 @@ class LogitLensResult:
             expected["topk_probs"] = (*cell, k)
         if self.all_probs is not None:
             expected["all_probs"] = (*cell, self.all_probs.shape[-1])
+        if self.target_probs is not None or self.target_ranks is not None:
+            n_targets = len(self.targets or [])
+            expected["target_probs"] = (*cell, n_targets)
+            expected["target_ranks"] = (*cell, n_targets)
+            if self.target_token_ids is not None and len(self.target_token_ids) != n_targets:
+                raise ValueError(
+                    f"LogitLensResult.target_token_ids has {len(self.target_token_ids)} entries "
+                    f"for {n_targets} targets"
+                )
         for name, shape in expected.items():
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != shape:
@@ -148,6 +241,8 @@ class LogitLensResult:
                     f"LogitLensResult.{name} has shape {tuple(value.shape)}, but addresses and "
                     f"attention_mask imply {shape}"
                 )
+        for set_name, scores in (self.answer_sets or {}).items():
+            _check_answer_set(set_name, scores, cell)
         _check_nested("predicted_words", self.predicted_words, cell)
         _check_nested("input_words", self.input_words, (n_inputs, seq))
         if self.prompts is not None and len(self.prompts) != n_inputs:
@@ -232,6 +327,27 @@ class LogitLensResult:
             else:
                 parts.append(f"{item.name}={value!r}")
         return "LogitLensResult(" + ", ".join(parts) + ")"
+
+
+def _check_answer_set(name: str, scores: Any, cell: tuple[int, int, int]) -> None:
+    where = f"LogitLensResult.answer_sets[{name!r}]"
+    if not isinstance(scores, AnswerScores):
+        raise ValueError(f"{where} must be an AnswerScores, got {type(scores).__name__}")
+    shapes = {
+        "probs": cell[:2],
+        "ranks": cell[:2],
+        "token_probs": cell,
+        "token_ranks": cell,
+    }
+    for field_name, shape in shapes.items():
+        value = getattr(scores, field_name)
+        if not isinstance(value, torch.Tensor) or tuple(value.shape) != shape:
+            got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            raise ValueError(f"{where}.{field_name} has shape {got}, expected {shape}")
+    for field_name in ("answers", "token_ids"):
+        value = getattr(scores, field_name)
+        if not isinstance(value, list) or len(value) != cell[1]:
+            raise ValueError(f"{where}.{field_name} must be a list with one entry per prompt")
 
 
 def _check_nested(name: str, value: Any, shape: tuple[int, ...]) -> None:

@@ -65,15 +65,22 @@ class PromptBatch:
         raw_prompts: The prompts before any templating, if they differ; else ``None``.
         source: Where the prompts came from (``"manual"``, a data set name, ...).
         metadata: Free-form information carried along with the batch.
+        answers: The expected answer of each prompt, scored by the logit lens layer by layer:
+            a list with one entry per prompt (a string, a list of accepted strings, or
+            ``None`` for no answer), or a dict of named answer sets, each such a list (e.g.
+            ``{"english": [...], "french": [...]}``); ``None`` for no answers.
     """
 
     prompts: list[str]
     raw_prompts: list[str] | None = None
     source: str = "manual"
     metadata: dict[str, Any] = field(default_factory=dict)
+    answers: Any = None
 
     def __post_init__(self) -> None:
         self.prompts = validate_prompts(self.prompts)
+        if self.answers is not None:
+            self.answers = validate_answers(self.answers, len(self.prompts))
 
     def __len__(self) -> int:
         return len(self.prompts)
@@ -112,16 +119,121 @@ def validate_prompts(prompts: Any, argument: str = "prompts") -> list[str]:
                 f"{argument}[{index}] is empty or only white space ({prompt!r}): "
                 "every prompt needs at least one visible character"
             )
-        try:
-            prompt.encode("utf-8")
-        except UnicodeEncodeError as error:
-            char = prompt[error.start]
-            raise ValueError(
-                f"{argument}[{index}] holds a lone surrogate U+{ord(char):04X} at character "
-                f"{error.start} ({prompt[max(0, error.start - 10) : error.start + 10]!r}), which "
-                "no tokenizer can encode: prompts must be valid Unicode text"
-            ) from None
+        check_encodable(prompt, f"{argument}[{index}]")
     return prompts
+
+
+def check_encodable(text: str, argument: str) -> None:
+    """Raises ``ValueError`` if ``text`` holds a lone surrogate (no tokenizer can encode it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        char = text[error.start]
+        raise ValueError(
+            f"{argument} holds a lone surrogate U+{ord(char):04X} at character "
+            f"{error.start} ({text[max(0, error.start - 10) : error.start + 10]!r}), which "
+            "no tokenizer can encode: text must be valid Unicode"
+        ) from None
+
+
+AnswerSets = dict[str, list[list[str] | None]]
+
+
+def validate_answers(answers: Any, n_prompts: int, argument: str = "answers") -> AnswerSets:
+    """Checks answers against ``n_prompts`` prompts; returns named sets of accepted strings.
+
+    A plain list becomes the one set ``"answer"``; each entry becomes a list of accepted
+    strings (``None`` stays ``None``: that prompt has no answer).
+
+    Raises:
+        TypeError: If ``answers`` is not a list or a dict of lists, or an entry is not a
+            string, a list of strings or ``None``.
+        ValueError: If a list's length differs from the number of prompts, a set name is
+            empty, an answer is the empty string, or no prompt has an answer in any set.
+    """
+    if isinstance(answers, Mapping):
+        if not answers:
+            raise ValueError(f"{argument} is an empty dict: give at least one named answer set")
+        sets = {}
+        for name, entries in answers.items():
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(
+                    f"{argument} names must be non-empty strings, got {name!r} "
+                    f"(in {list(answers)!r})"
+                )
+            sets[name] = _answer_list(entries, n_prompts, f"{argument}[{name!r}]")
+    else:
+        sets = {"answer": _answer_list(answers, n_prompts, argument)}
+    if all(entry is None for entries in sets.values() for entry in entries):
+        raise ValueError(f"{argument} has no answer for any prompt (all None)")
+    return sets
+
+
+def _answer_list(entries: Any, n_prompts: int, argument: str) -> list[list[str] | None]:
+    if isinstance(entries, str) or not isinstance(entries, (list, tuple)):
+        hint = f"; for one prompt write [{entries!r}]" if isinstance(entries, str) else ""
+        raise TypeError(
+            f"{argument} must be a list with one answer per prompt (a string, a list of "
+            f"accepted strings, or None), got {type(entries).__name__}{hint}"
+        )
+    if len(entries) != n_prompts:
+        raise ValueError(
+            f"{argument} has {len(entries)} entries for {n_prompts} prompts: give one answer "
+            "per prompt (None where a prompt has none)"
+        )
+    checked: list[list[str] | None] = []
+    for index, entry in enumerate(entries):
+        where = f"{argument}[{index}]"
+        if entry is None:
+            checked.append(None)
+            continue
+        accepted = [entry] if isinstance(entry, str) else entry
+        if not isinstance(accepted, (list, tuple)) or not accepted:
+            raise TypeError(
+                f"{where} must be a string, a non-empty list of accepted strings or None, "
+                f"got {type(entry).__name__} {entry!r}"
+            )
+        for text in accepted:
+            if not isinstance(text, str):
+                raise TypeError(f"{where} holds {type(text).__name__} {text!r}, not a string")
+            if text == "":
+                raise ValueError(f"{where} holds the empty string: an answer needs a token")
+            check_encodable(text, where)
+        checked.append(list(dict.fromkeys(accepted)))
+    return checked
+
+
+def validate_targets(targets: Any, argument: str = "targets") -> list[str]:
+    """Checks the strings to track at every position.
+
+    Raises:
+        TypeError: If ``targets`` is not an ordered collection of strings.
+        ValueError: If it is empty, holds an empty string or a duplicate.
+    """
+    if isinstance(targets, str):
+        raise TypeError(
+            f"{argument} must be a list of strings, got the single string {targets!r}; "
+            f"write [{targets!r}]"
+        )
+    if isinstance(targets, (set, frozenset, Mapping)) or not isinstance(targets, (list, tuple)):
+        raise TypeError(
+            f"{argument} must be a list of strings in the order to show them, got "
+            f"{type(targets).__name__}"
+        )
+    if not targets:
+        raise ValueError(f"{argument} is empty: give at least one string, or None for none")
+    seen: dict[str, int] = {}
+    for index, text in enumerate(targets):
+        if not isinstance(text, str):
+            raise TypeError(f"{argument}[{index}] must be a string, got {type(text).__name__}")
+        if text == "":
+            raise ValueError(f"{argument}[{index}] is the empty string: a target needs a token")
+        if text in seen:
+            raise ValueError(f"{argument} holds {text!r} twice (at {seen[text]} and {index})")
+        seen[text] = index
+    for index, text in enumerate(targets):
+        check_encodable(text, f"{argument}[{index}]")
+    return list(targets)
 
 
 class Results(dict):

@@ -27,8 +27,16 @@ class ReferenceLens:
         self.cap = getattr(self.model.config, "final_logit_softcapping", None)
 
     @torch.no_grad()
+    def probs_of_ids(self, ids: list[int]) -> torch.Tensor:
+        """``[layers, seq, vocab]`` every layer's lens distribution over one token sequence."""
+        return self._run({"input_ids": torch.tensor([ids])})["probs"]
+
+    @torch.no_grad()
     def run(self, prompt: str, top_k: int = 5) -> dict[str, torch.Tensor]:
         ids = self.tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
+        return self._run(dict(ids), top_k)
+
+    def _run(self, ids: dict, top_k: int = 5) -> dict[str, torch.Tensor]:
         captured = []
         hooks = [
             block.register_forward_hook(

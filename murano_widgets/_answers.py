@@ -1,0 +1,402 @@
+"""Answers and targets: the tokens they are scored by, the rows that score them, their scores.
+
+The step feeds the model one batch: each prompt's row, with the tokens of one multi-token
+answer appended (a causal model reads the prompt the same with or without them), and one more
+row for each further multi-token answer. The reductions then track, at every position shown,
+the targets' tokens and the answers' first tokens, and at the appended positions the answer
+tokens they predict (see :class:`~murano_widgets._reductions.Tracked`). From those few numbers
+:func:`score` assembles the per-cell target fields and the teacher-forced answer scores.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ._reductions import Tracked
+from .result import AnswerScores
+from .types import AnswerSets
+
+__all__ = ["InputPlan", "plan_inputs", "score", "variant_forms"]
+
+
+@dataclass
+class _SetPlan:
+    answers: list[list[str] | None]
+    token_ids: list[list[list[int]] | None]
+    first_columns: torch.Tensor  # [n_shown, a] bool: this set's first tokens at each shown row
+    term_sequence: torch.Tensor  # [n_terms] which sequence a factor belongs to
+    term_index: torch.Tensor  # [n_terms] which of its tokens it is
+    term_row: torch.Tensor  # [n_terms] the reduced row that predicts it
+    term_column: torch.Tensor  # [n_terms] its column in row_ids
+    sequence_prompt: torch.Tensor  # [n_sequences] the prompt of each sequence
+
+
+@dataclass
+class InputPlan:
+    """What the step feeds the model, and where answers and targets are read.
+
+    Attributes:
+        input_ids, attention_mask: ``[n_rows, width]`` the model's batch (prompts, then the
+            extra rows of further multi-token answers), padded on the tokenizer's side.
+        display_ids, display_mask: ``[n_inputs, seq]`` the prompts alone, as the result shows
+            them (what ``tokenizer(prompts, padding=True)`` gives).
+        reduce_rows: ``[R]`` flat indices into ``[n_rows * width]`` of the positions to reduce:
+            every shown position (in the display mask's order), then the appended ones.
+        n_shown: How many of ``reduce_rows`` are shown.
+        row_prompt: The prompt of each model row.
+        tracked: The token ids the reductions keep, or ``None``.
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    display_ids: torch.Tensor
+    display_mask: torch.Tensor
+    reduce_rows: torch.Tensor
+    n_shown: int
+    row_prompt: list[int]
+    tracked: Tracked | None
+    targets: list[str] | None
+    target_token_ids: list[list[int]] | None
+    target_columns: list[list[int]] | None
+    answer_sets: dict[str, _SetPlan]
+
+
+def variant_forms(text: str) -> list[str]:
+    """``text`` with and without a leading space, and with its first letter's case changed."""
+    bare = text[1:] if text.startswith(" ") else text
+    cased = [bare]
+    if bare[:1].swapcase() != bare[:1]:
+        cased.append(bare[:1].swapcase() + bare[1:])
+    forms = [text]
+    for form in cased:
+        forms += [form, " " + form]
+    return list(dict.fromkeys(forms))
+
+
+def plan_inputs(
+    tokenizer: Any,
+    prompts: list[str],
+    answer_sets: AnswerSets | None,
+    targets: list[str] | None,
+    variants: bool,
+) -> InputPlan:
+    """Tokenizes the prompts once, with what scoring the answers and targets needs.
+
+    Raises:
+        ValueError: If an answer or target adds no token after its prompt.
+    """
+    encode = _Encoder(tokenizer, prompts)
+    prompt_ids = encode.prompt_ids
+    n_inputs = len(prompts)
+
+    target_token_ids = target_columns = None
+    target_ids: list[int] = []
+    if targets:
+        target_token_ids = []
+        multi = []
+        for index, text in enumerate(targets):
+            ids = encode.continuation(0, text, f"targets[{index}]")
+            if len(ids) > 1:
+                multi.append(text)
+            counted = [ids[0]]
+            if variants:
+                counted += encode.single_token_variants(0, text)
+            target_token_ids.append(list(dict.fromkeys(counted)))
+        if multi:
+            warnings.warn(
+                f"targets {multi!r} are several tokens long: only their first token is tracked "
+                "at every position (score a whole answer with answers=..., teacher-forced)",
+                UserWarning,
+                stacklevel=4,
+            )
+        target_ids = list(dict.fromkeys(i for ids in target_token_ids for i in ids))
+        column_of = {token: column for column, token in enumerate(target_ids)}
+        target_columns = [[column_of[i] for i in ids] for ids in target_token_ids]
+
+    # Each set's token sequences per prompt, then the rows that teacher-force them.
+    sequences_of: dict[str, list[list[list[int]] | None]] = {}
+    for name, entries in (answer_sets or {}).items():
+        per_prompt: list[list[list[int]] | None] = []
+        for index, accepted in enumerate(entries):
+            if accepted is None:
+                per_prompt.append(None)
+                continue
+            where = f"answers[{index}]" if name == "answer" else f"answers[{name!r}][{index}]"
+            found = [encode.continuation(index, text, where) for text in accepted]
+            if variants:
+                found += [
+                    [i] for text in accepted for i in encode.single_token_variants(index, text)
+                ]
+            per_prompt.append([list(s) for s in dict.fromkeys(tuple(s) for s in found)])
+        sequences_of[name] = per_prompt
+
+    appended: list[list[int]] = [[] for _ in range(n_inputs)]  # the prompts' own rows
+    extra_rows: list[tuple[int, list[int]]] = []  # (prompt, appended tokens)
+    placement: dict[tuple[int, tuple[int, ...]], int] = {}  # (prompt, context) -> model row
+    for per_prompt in sequences_of.values():
+        for prompt, sequences in enumerate(per_prompt):
+            for sequence in sequences or []:
+                if len(sequence) > 1:
+                    placement[(prompt, tuple(sequence[:-1]))] = _place(
+                        prompt, sequence[:-1], appended, extra_rows
+                    )
+
+    rows = [prompt_ids[i] + appended[i] for i in range(n_inputs)]
+    rows += [prompt_ids[prompt] + tokens for prompt, tokens in extra_rows]
+    row_prompt = list(range(n_inputs)) + [prompt for prompt, _ in extra_rows]
+    left = getattr(tokenizer, "padding_side", "right") == "left"
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    input_ids, attention_mask = _pad(rows, pad_id, left)
+    display_ids, display_mask = _pad(prompt_ids, pad_id, left)
+    width = input_ids.shape[1]
+
+    def flat(row: int, position: int) -> int:
+        return row * width + (width - len(rows[row]) + position if left else position)
+
+    shown = [flat(i, k) for i in range(n_inputs) for k in range(len(prompt_ids[i]))]
+    shown_index = {
+        (i, k): n
+        for n, (i, k) in enumerate(
+            (i, k) for i in range(n_inputs) for k in range(len(prompt_ids[i]))
+        )
+    }
+    reduce_rows = list(shown)
+    hidden_index: dict[tuple[int, int], int] = {}
+
+    # Per reduced row, the ids to track: the answers' first tokens where shown, the tokens
+    # the appended positions predict.
+    row_tokens: list[list[int]] = [[] for _ in shown]
+    first_tokens = [
+        list(
+            dict.fromkeys(s[0] for per_prompt in sequences_of.values() for s in per_prompt[i] or [])
+        )
+        for i in range(n_inputs)
+    ]
+    for i in range(n_inputs):
+        for k in range(len(prompt_ids[i])):
+            row_tokens[shown_index[(i, k)]] = first_tokens[i]
+
+    def column(reduced: int, token: int) -> int:
+        tokens = row_tokens[reduced]
+        if token not in tokens:
+            tokens.append(token)
+        return tokens.index(token)
+
+    set_plans: dict[str, _SetPlan] = {}
+    for name, per_prompt in sequences_of.items():
+        term_sequence, term_index, term_row, term_column, sequence_prompt = [], [], [], [], []
+        for prompt, sequences in enumerate(per_prompt):
+            last = shown_index[(prompt, len(prompt_ids[prompt]) - 1)]
+            for sequence in sequences or []:
+                number = len(sequence_prompt)
+                sequence_prompt.append(prompt)
+                row = placement.get((prompt, tuple(sequence[:-1])), prompt)
+                for k, token in enumerate(sequence):
+                    if k == 0:
+                        reduced = last
+                    else:
+                        position = len(prompt_ids[prompt]) - 1 + k
+                        key = (row, position)
+                        if key not in hidden_index:
+                            hidden_index[key] = len(reduce_rows)
+                            reduce_rows.append(flat(row, position))
+                            row_tokens.append([])
+                        reduced = hidden_index[key]
+                    term_sequence.append(number)
+                    term_index.append(k)
+                    term_row.append(reduced)
+                    term_column.append(column(reduced, token))
+        set_plans[name] = _SetPlan(
+            answers=list(answer_sets[name]),  # type: ignore[index]
+            token_ids=per_prompt,
+            first_columns=torch.zeros(0, 0, dtype=torch.bool),  # filled in below
+            term_sequence=torch.tensor(term_sequence, dtype=torch.long),
+            term_index=torch.tensor(term_index, dtype=torch.long),
+            term_row=torch.tensor(term_row, dtype=torch.long),
+            term_column=torch.tensor(term_column, dtype=torch.long),
+            sequence_prompt=torch.tensor(sequence_prompt, dtype=torch.long),
+        )
+    width_ids = max((len(t) for t in row_tokens), default=0)
+    row_ids = None
+    if answer_sets:
+        row_ids = torch.full((len(reduce_rows), max(width_ids, 1)), -1, dtype=torch.long)
+        for reduced, tokens in enumerate(row_tokens):
+            row_ids[reduced, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        shown_prompt = torch.tensor(
+            [i for i in range(n_inputs) for _ in range(len(prompt_ids[i]))], dtype=torch.long
+        )
+        for name, plan in set_plans.items():
+            firsts = [
+                {s[0] for s in sequences} if sequences else set()
+                for sequences in sequences_of[name]
+            ]
+            plan.first_columns = torch.tensor(
+                [
+                    [token in firsts[int(p)] for token in row_ids[n].tolist()]
+                    for n, p in enumerate(shown_prompt.tolist())
+                ],
+                dtype=torch.bool,
+            ).reshape(len(shown), row_ids.shape[1])
+    tracked = None
+    if targets or answer_sets:
+        tracked = Tracked(torch.tensor(target_ids, dtype=torch.long), row_ids)
+    return InputPlan(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        display_ids=display_ids,
+        display_mask=display_mask,
+        reduce_rows=torch.tensor(reduce_rows, dtype=torch.long),
+        n_shown=len(shown),
+        row_prompt=row_prompt,
+        tracked=tracked,
+        targets=list(targets) if targets else None,
+        target_token_ids=target_token_ids,
+        target_columns=target_columns,
+        answer_sets=set_plans,
+    )
+
+
+def score(
+    plan: InputPlan, fields: dict[str, torch.Tensor], scatter: Any
+) -> tuple[dict[str, Any], dict[str, AnswerScores] | None]:
+    """The target fields and the answer sets, from the reduced rows' tracked fields.
+
+    Args:
+        plan: The plan the step ran.
+        fields: The reduced fields ``[n_layers, R, ...]`` (with ``target_*``/``row_token_*``).
+        scatter: ``(values [n_layers, n_shown, ...], fill) -> [n_layers, n_inputs, seq, ...]``.
+    """
+    targets: dict[str, Any] = {}
+    if plan.targets:
+        probs = fields["target_probs"][:, : plan.n_shown]
+        ranks = fields["target_ranks"][:, : plan.n_shown]
+        columns = plan.target_columns or []
+        summed = torch.stack([probs[..., c].sum(dim=-1) for c in columns], dim=-1)
+        best = torch.stack([ranks[..., c].amin(dim=-1) for c in columns], dim=-1)
+        targets = {
+            "targets": plan.targets,
+            "target_token_ids": plan.target_token_ids,
+            "target_probs": scatter(summed, float("nan")),
+            "target_ranks": scatter(best, -1),
+        }
+    if not plan.answer_sets:
+        return targets, None
+    row_probs = fields["row_token_probs"]
+    row_ranks = fields["row_token_ranks"]
+    n_layers = row_probs.shape[0]
+    n_inputs = plan.display_mask.shape[0]
+    last_shown = plan.display_mask.sum(dim=1).cumsum(0) - 1  # each prompt's last shown row
+    sets: dict[str, AnswerScores] = {}
+    for name, set_plan in plan.answer_sets.items():
+        has_answer = torch.tensor([ids is not None for ids in set_plan.token_ids])
+        chosen = set_plan.first_columns  # [n_shown, a]
+        shown_probs = row_probs[:, : plan.n_shown]
+        shown_ranks = row_ranks[:, : plan.n_shown]
+        token_probs = torch.where(chosen, shown_probs, torch.zeros(())).sum(dim=-1)
+        # A cell whose distribution has no value holds NaN in every tracked column.
+        token_probs = token_probs.masked_fill(torch.isnan(shown_probs).all(dim=-1), float("nan"))
+        large = torch.iinfo(torch.long).max
+        token_ranks = torch.where(chosen, shown_ranks, torch.full((), large)).amin(dim=-1)
+        token_ranks = token_ranks.masked_fill((shown_ranks < 0).all(dim=-1), -1)
+        no_answer_rows = ~chosen.any(dim=-1)
+        token_probs = token_probs.masked_fill(no_answer_rows, float("nan"))
+        token_ranks = token_ranks.masked_fill(no_answer_rows | (token_ranks == large), -1)
+        factors = row_probs[:, set_plan.term_row, set_plan.term_column]  # [n_layers, n_terms]
+        n_sequences = len(set_plan.sequence_prompt)
+        # Factors laid out [n_layers, sequence, token] (1 past a sequence's end), multiplied.
+        longest = int(set_plan.term_index.max()) + 1 if n_sequences else 1
+        grid = torch.ones(n_layers, n_sequences, longest)
+        grid[:, set_plan.term_sequence, set_plan.term_index] = factors
+        sequence_probs = grid.prod(dim=-1)
+        probs = torch.zeros(n_layers, n_inputs).index_add_(
+            1, set_plan.sequence_prompt, sequence_probs
+        )
+        probs = probs.masked_fill(~has_answer, float("nan"))
+        sets[name] = AnswerScores(
+            answers=set_plan.answers,
+            token_ids=set_plan.token_ids,
+            probs=probs,
+            ranks=token_ranks[:, last_shown].masked_fill(~has_answer, -1),
+            token_probs=scatter(token_probs, float("nan")),
+            token_ranks=scatter(token_ranks, -1),
+        )
+    return targets, sets
+
+
+class _Encoder:
+    """Token ids of prompts, and of texts as they would follow a prompt."""
+
+    def __init__(self, tokenizer: Any, prompts: list[str]) -> None:
+        self.tokenizer = tokenizer
+        self.prompts = prompts
+        self.prompt_ids: list[list[int]] = [
+            list(ids) for ids in tokenizer(prompts, return_token_type_ids=False)["input_ids"]
+        ]
+
+    def continuation(self, prompt: int, text: str, where: str) -> list[int]:
+        """The tokens ``text`` adds after prompt ``prompt``.
+
+        The prompt and the text are tokenized together, so that a text reads as it would in
+        the prompt; if that changes the prompt's own tokens (the text merges with its last
+        one), the text is tokenized on its own.
+        """
+        context = self.prompt_ids[prompt]
+        full = self.tokenizer(self.prompts[prompt] + text)["input_ids"]
+        if list(full[: len(context)]) == context and len(full) > len(context):
+            return list(full[len(context) :])
+        alone = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        if not alone:
+            raise ValueError(f"{where} ({text!r}) adds no token after the prompt")
+        return alone
+
+    def single_token_variants(self, prompt: int, text: str) -> list[int]:
+        """The ids of ``text``'s variant forms that are one token long."""
+        found = []
+        for form in variant_forms(text):
+            try:
+                ids = self.continuation(prompt, form, "variant")
+            except ValueError:
+                continue
+            if len(ids) == 1:
+                found.append(ids[0])
+        return found
+
+
+def _place(
+    prompt: int,
+    context: list[int],
+    appended: list[list[int]],
+    extra_rows: list[tuple[int, list[int]]],
+) -> int:
+    """The model row whose appended tokens start with ``context`` (extended or added)."""
+    own = appended[prompt]
+    if own[: len(context)] == context:
+        return prompt
+    if context[: len(own)] == own:
+        appended[prompt] = list(context)
+        return prompt
+    for number, (owner, tokens) in enumerate(extra_rows):
+        if owner != prompt:
+            continue
+        if tokens[: len(context)] == context:
+            return len(appended) + number
+        if context[: len(tokens)] == tokens:
+            extra_rows[number] = (owner, list(context))
+            return len(appended) + number
+    extra_rows.append((prompt, list(context)))
+    return len(appended) + len(extra_rows) - 1
+
+
+def _pad(rows: list[list[int]], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(row) for row in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for index, row in enumerate(rows):
+        where = slice(width - len(row), width) if left else slice(0, len(row))
+        ids[index, where] = torch.tensor(row, dtype=torch.long)
+        mask[index, where] = 1
+    return ids, mask
