@@ -61,6 +61,26 @@ const datasetCss = readFileSync(join(here, "src", "dataset", "dataset.css"), "ut
 outputs["lens_dataset.js"] = dataset.outputFiles[0].text;
 outputs["lens_dataset.css"] = `/* Copied by \`npm run build\` from js/src/dataset/dataset.css; do not edit: edit js/src. */\n${datasetCss}`;
 
+// The lens-diff widget (show_lens_diff): its own entry too.
+const diff = await esbuild.build({
+  absWorkingDir: here,
+  entryPoints: ["src/diff/index.js"],
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2020",
+  charset: "utf8",
+  legalComments: "none",
+  minify: false,
+  sourcemap: false,
+  write: false,
+  banner: { js: banner },
+  logLevel: "warning",
+});
+const diffCss = readFileSync(join(here, "src", "diff", "lens_diff.css"), "utf8");
+outputs["lens_diff.js"] = diff.outputFiles[0].text;
+outputs["lens_diff.css"] = `/* Copied by \`npm run build\` from js/src/diff/lens_diff.css; do not edit: edit js/src. */\n${diffCss}`;
+
 let stale = [];
 for (const [name, text] of Object.entries(outputs)) {
   const path = join(outDir, name);

@@ -183,8 +183,8 @@ def compare(
     prob_a, known_a = _token_probs(a, plan.token.unsqueeze(0).expand_as(a.max_probs))
     token_b = _on_b_grid(plan.token, plan.alignment, b)
     prob_b_on_b, known_b_on_b = _token_probs(b, token_b.unsqueeze(0).expand_as(b.max_probs))
-    prob_b = _gather(prob_b_on_b, plan.alignment, float("nan"))
-    known_b = _gather(known_b_on_b, plan.alignment, False)
+    prob_b = _gather(prob_b_on_b, plan.alignment.layer_rows, plan.alignment.positions, float("nan"))
+    known_b = _gather(known_b_on_b, plan.alignment.layer_rows, plan.alignment.positions, False)
     aligned = plan.aligned
     unknown = aligned & ~(known_a & known_b) & (plan.token >= 0)
     if bool(unknown.any()):
@@ -317,7 +317,7 @@ def _plan(a: Any, b: Any, align: Any, token: Any) -> _Plan:
     alignment = align_results(a, b, align)
     chosen, rule = _chosen_token(a, token)
     valid_a = a.predicted_tokens >= 0
-    valid_b = _gather(b.predicted_tokens >= 0, alignment, False)
+    valid_b = _gather(b.predicted_tokens >= 0, alignment.layer_rows, alignment.positions, False)
     aligned = valid_a & valid_b
     return _Plan(a, b, alignment, chosen, rule, aligned)
 
@@ -391,10 +391,15 @@ def _chosen_token(a: LogitLensResult, token: Any) -> tuple[torch.Tensor, str]:
 # From the results alone
 
 
-def _gather(values_b: torch.Tensor, alignment: Alignment, fill: Any) -> torch.Tensor:
-    """``b``'s ``[rows_b, n_inputs, seq_b, ...]`` field on ``a``'s grid ``[rows_a, n, seq_a, ...]``."""
-    rows = torch.tensor(alignment.layer_rows, dtype=torch.long)
-    positions = alignment.positions
+def _gather(
+    values_b: torch.Tensor, layer_rows: list[int], positions: torch.Tensor, fill: Any
+) -> torch.Tensor:
+    """``b``'s ``[rows_b, n_inputs, seq_b, ...]`` field on ``a``'s grid ``[rows_a, n, seq_a, ...]``.
+
+    ``layer_rows`` and ``positions`` are the alignment's maps; cells without a partner get
+    ``fill`` (``False`` for a boolean field).
+    """
+    rows = torch.tensor(layer_rows, dtype=torch.long)
     n_inputs = positions.shape[0]
     prompts = torch.arange(n_inputs).unsqueeze(1).expand_as(positions)
     picked = values_b[rows.clamp_min(0)][:, prompts, positions.clamp_min(0)]
@@ -471,7 +476,7 @@ def _assemble(
     aligned = plan.aligned
     prob_a = prob_a.masked_fill(~aligned, float("nan"))
     prob_b = prob_b.masked_fill(~aligned, float("nan"))
-    predicted_b = _gather(b.predicted_tokens, alignment, -1)
+    predicted_b = _gather(b.predicted_tokens, alignment.layer_rows, alignment.positions, -1)
     top1_differs = (a.predicted_tokens != predicted_b) & aligned
     return LensComparison(
         a=a,

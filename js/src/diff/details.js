@@ -1,0 +1,177 @@
+// @ts-check
+/** What the diff view says about one cell: the tooltip's content and the screen-reader line. */
+
+import { formatBits, formatProb } from "../format.js";
+import { displayToken } from "../tokens.js";
+import { metricValueAt } from "./colour.js";
+import { diffIndex, tokenOf } from "./payload.js";
+
+/**
+ * @typedef {import("./payload.js").Diff} Diff
+ *
+ * @typedef {{token: string, prob: number}} Candidate
+ *
+ * @typedef {object} DiffCell
+ * @property {number} prompt
+ * @property {number} layerIndex
+ * @property {number} position
+ * @property {number} layerA a's model layer
+ * @property {number} layerB b's model layer paired with it
+ * @property {boolean} aligned the cell has a partner and both hold a value
+ * @property {string} inputA a's token at this position (display text)
+ * @property {string | null} inputB the partner position's token in b (display text), or null
+ * @property {number} positionB the partner's position among b's tokens, or -1
+ * @property {string | null} token the chosen token (display text)
+ * @property {number | null} delta b − a in the chosen token's probability
+ * @property {number | null} probA
+ * @property {number | null} probB
+ * @property {number | null} kl KL(a ‖ b) in bits
+ * @property {boolean | null} differs whether the top-1 tokens differ
+ * @property {Candidate[]} topA a's top-k (display text)
+ * @property {Candidate[]} topB b's top-k at the partner cell (empty when none)
+ */
+
+/**
+ * Everything about one cell, from the decoded payload.
+ * @param {Diff} diff
+ * @param {number} prompt
+ * @param {number} layerIndex
+ * @param {number} position
+ * @returns {DiffCell}
+ */
+export function diffCell(diff, prompt, layerIndex, position) {
+  const a = diff.arrays;
+  const t = diff.offsets[prompt] + position;
+  const index = diffIndex(diff, layerIndex, prompt, position);
+  const aligned = Boolean(a.aligned[index]);
+  /** @param {"a" | "b"} side */
+  const topk = (side) => {
+    /** @type {Candidate[]} */
+    const out = [];
+    const tokens = a[`topk_tokens_${side}`];
+    const probs = a[`topk_probs_${side}`];
+    const scale = diff.scales[`topk_probs_${side}`] ?? 1;
+    for (let r = 0; r < diff.K; r++) {
+      const text = tokenOf(diff, tokens[index * diff.K + r]);
+      if (text !== null) out.push({ token: displayToken(text), prob: probs[index * diff.K + r] * scale });
+    }
+    return out;
+  };
+  const shown = (/** @type {number | null} */ entry) => (entry === null ? null : displayToken(tokenOf(diff, entry)));
+  const positionB = a.position_b ? a.position_b[t] - 1 : -1;
+  const inputB = a.input_b && positionB >= 0 ? a.input_b[t] : null;
+  const chosen = a.token ? a.token[t] : 0;
+  const delta = metricValueAt(diff, "delta_prob", index);
+  const known = aligned && Boolean(a.delta_known[index]);
+  return {
+    prompt,
+    layerIndex,
+    position,
+    layerA: diff.layers[layerIndex],
+    layerB: diff.bLayers[layerIndex],
+    aligned,
+    inputA: displayToken(tokenOf(diff, a.input_a[t])),
+    inputB: inputB === null || inputB === 0 ? null : shown(inputB),
+    positionB,
+    token: chosen > 0 ? shown(chosen) : null,
+    delta,
+    probA: known ? a.prob_a[index] * diff.scales.prob_a : null,
+    probB: known ? a.prob_b[index] * diff.scales.prob_b : null,
+    kl: metricValueAt(diff, "kl", index),
+    differs: aligned ? Boolean(a.top1_differs[index]) : null,
+    topA: topk("a"),
+    topB: aligned || positionB >= 0 ? topk("b") : [],
+  };
+}
+
+/**
+ * A change in probability as signed percentage points: "+12.3 pts", "−0.4 pts", "0 pts".
+ * @param {number | null} delta
+ * @param {boolean} [short] the cell label form: "+12", "−0.4", "0"
+ * @returns {string}
+ */
+export function formatDelta(delta, short = false) {
+  if (delta === null || !Number.isFinite(delta)) return "–";
+  const points = delta * 100;
+  const size = Math.abs(points);
+  const digits = short ? (size >= 9.95 ? 0 : 1) : size >= 10 ? 1 : 2;
+  let text = size.toFixed(digits);
+  if (text.includes(".")) text = text.replace(/\.?0+$/, "");
+  if (text === "" || Number(text) === 0) return short ? "0" : "0 pts";
+  text = `${points > 0 ? "+" : "−"}${text}`;
+  return short ? text : `${text} pts`;
+}
+
+/**
+ * The text drawn inside a cell for a metric ("" for none).
+ * @param {DiffCell} cell
+ * @param {string} metric
+ * @returns {string}
+ */
+export function cellLabel(cell, metric) {
+  if (!cell.aligned) return "";
+  if (metric === "delta_prob") return cell.delta === null ? "" : formatDelta(cell.delta, true);
+  if (metric === "kl") return cell.kl === null ? "" : formatBits(cell.kl, true);
+  if (metric === "top1_differs") return cell.differs && cell.topB.length ? cell.topB[0].token : "";
+  return "";
+}
+
+/**
+ * The tooltip's content: a title, the metric lines, and both sides' top-k.
+ * @param {Diff} diff
+ * @param {DiffCell} cell
+ * @returns {{title: string, lines: string[], columns: [{label: string, rows: Candidate[]}, {label: string, rows: Candidate[]}]}}
+ */
+export function tooltipContent(diff, cell) {
+  const layerB = diff.depthA === diff.depthB ? `layer ${cell.layerB}` : `layer ${cell.layerB} of ${diff.depthB}`;
+  const title = `Layer ${cell.layerA} ↔ ${layerB} · position ${cell.position} ${cell.inputA}` +
+    (cell.inputB !== null && cell.inputB !== cell.inputA ? ` (b: ${cell.inputB})` : "");
+  /** @type {string[]} */
+  const lines = [];
+  if (!cell.aligned) {
+    lines.push(diff.bHasRow[cell.layerIndex] ? (cell.positionB < 0 ? "No partner position in b: not compared." : "No value in one of the cells: not compared.") : `b has no layer ${cell.layerB}: not compared.`);
+  } else {
+    if (cell.token !== null) {
+      lines.push(cell.delta === null
+        ? `p(${cell.token}): unknown in one lens (not in its top-k)`
+        : `Δ p(${cell.token}) = ${formatDelta(cell.delta)} (${formatProb(cell.probA ?? NaN)} → ${formatProb(cell.probB ?? NaN)})`);
+    }
+    if (cell.kl !== null) lines.push(`KL(a ‖ b) = ${formatBits(cell.kl)}`);
+    const topA = cell.topA[0]?.token ?? "?";
+    const topB = cell.topB[0]?.token ?? "?";
+    lines.push(cell.differs ? `Top-1 differs: ${topA} vs ${topB}` : `Same top-1: ${topA}`);
+  }
+  return {
+    title,
+    lines,
+    columns: [
+      { label: `a: ${diff.labels[0]}`, rows: cell.topA },
+      { label: `b: ${diff.labels[1]}`, rows: cell.topB },
+    ],
+  };
+}
+
+/**
+ * One line for screen readers when the focus moves.
+ * @param {Diff} diff
+ * @param {DiffCell} cell
+ * @param {boolean} pinned
+ * @returns {string}
+ */
+export function readoutLine(diff, cell, pinned) {
+  const content = tooltipContent(diff, cell);
+  return `${content.title}. ${content.lines.join(". ")}${pinned ? " (pinned)" : ""}`;
+}
+
+/**
+ * The header's sentence on how the two sides are paired (layers by relative depth when the
+ * models' depths differ).
+ * @param {Diff} diff
+ * @returns {string}
+ */
+export function alignmentHeadline(diff) {
+  const depth = diff.depthA === diff.depthB
+    ? ""
+    : `Layers aligned by relative depth: a has ${diff.depthA} layers, b has ${diff.depthB}. `;
+  return `${depth}${diff.meta.alignment_note ?? ""}`;
+}

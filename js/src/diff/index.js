@@ -1,0 +1,33 @@
+// @ts-check
+/**
+ * The lens-diff widget's front end (bundled into `murano_widgets/static/lens_diff.js`): two lenses
+ * compared cell by cell, coloured by the change in a chosen token's probability (a diverging
+ * scale centred on zero), KL or whether the top-1 token differs. Nothing touches the DOM at
+ * import time.
+ *
+ * Modules: payload.js (decoding), colour.js (scales), details.js (tooltip and readout content),
+ * view.js (DOM, canvas, events). Shared with the main widget, read-only: ../colour.js,
+ * ../format.js, ../tokens.js, ../state.js, ../payload.js (`toBytes`).
+ */
+
+import { createLocalModel } from "../local_model.js";
+import { DiffView } from "./view.js";
+
+export { decodeDiff, diffIndex } from "./payload.js";
+export { cellColour, divergingColour, DIVERGING } from "./colour.js";
+export { diffCell, formatDelta, tooltipContent } from "./details.js";
+export { createLocalModel };
+
+/** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
+
+/**
+ * anywidget entry point: draws the widget into `el`; returns the cleanup function.
+ * @param {{model: WidgetModel, el: HTMLElement}} context
+ * @returns {() => void}
+ */
+export function render({ model, el }) {
+  const view = new DiffView(model, el);
+  return () => view.destroy();
+}
+
+export default { render };

@@ -1,0 +1,154 @@
+// @ts-check
+/**
+ * The diff view's payload: `_meta` (JSON) and `_sections` (name → binary buffer) as typed arrays,
+ * checked against each other. Written by `murano_widgets/_diff_payload.py` (format "lens_diff",
+ * version 1): token sections hold index + 1 into `meta.tokens` (0: no token).
+ */
+
+import { toBytes } from "../payload.js";
+
+/** The format version this front end reads. */
+export const DIFF_VERSION = 1;
+
+/** Sections the view cannot draw without. */
+export const REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
+
+const SIZES = /** @type {Record<string, number>} */ ({ uint8: 1, int16: 2, uint16: 2, uint32: 4 });
+
+/**
+ * @typedef {Uint8Array | Int16Array | Uint16Array | Uint32Array} DiffArray
+ *
+ * @typedef {object} DiffMetric One entry of `meta.metrics`.
+ * @property {string} name "delta_prob", "kl" or "top1_differs"
+ * @property {string} label
+ * @property {string} short
+ * @property {string} unit "delta", "bits" or "boolean"
+ * @property {string} scale "diverging", "sequential" or "binary"
+ * @property {string} description
+ * @property {[number, number]} domain
+ * @property {boolean} available
+ * @property {string | null} unavailable_reason
+ *
+ * @typedef {object} Diff A decoded diff payload.
+ * @property {Record<string, any>} meta
+ * @property {number} L rows (a's layers)
+ * @property {number} T positions of all of a's prompts laid end to end
+ * @property {number} P prompts
+ * @property {number} K top tokens per cell
+ * @property {number[]} layers a's model layer of each row
+ * @property {number[]} bLayers b's model layer paired with each row
+ * @property {boolean[]} bHasRow whether b computed that layer
+ * @property {number} depthA
+ * @property {number} depthB
+ * @property {number[]} lengths
+ * @property {number[]} offsets
+ * @property {string[]} tokens
+ * @property {[string, string]} labels
+ * @property {DiffMetric[]} metrics
+ * @property {Record<string, DiffArray>} arrays
+ * @property {Record<string, number>} scales
+ */
+
+/**
+ * Reads one section as its typed array (a copy when unaligned).
+ * @param {unknown} buffer
+ * @param {string} dtype
+ * @param {number} length
+ * @param {string} name
+ * @returns {DiffArray}
+ */
+export function readSection(buffer, dtype, length, name) {
+  const size = SIZES[dtype];
+  if (!size) throw new Error(`section ${name}: unsupported dtype ${JSON.stringify(dtype)}`);
+  const bytes = toBytes(buffer);
+  if (bytes.byteLength !== length * size) {
+    throw new Error(`section ${name}: expected ${length} ${dtype} values (${length * size} bytes), got ${bytes.byteLength} bytes`);
+  }
+  const aligned = bytes.byteOffset % size === 0;
+  const source = aligned ? bytes : bytes.slice();
+  const buf = /** @type {ArrayBuffer} */ (source.buffer);
+  const offset = aligned ? bytes.byteOffset : 0;
+  if (dtype === "uint8") return new Uint8Array(buf, offset, length);
+  if (dtype === "int16") return new Int16Array(buf, offset, length);
+  if (dtype === "uint16") return new Uint16Array(buf, offset, length);
+  return new Uint32Array(buf, offset, length);
+}
+
+/**
+ * Decodes and checks a diff payload.
+ * @param {Record<string, any>} meta
+ * @param {Record<string, unknown>} sections
+ * @returns {Diff}
+ */
+export function decodeDiff(meta, sections) {
+  if (!meta || meta.format !== "lens_diff") throw new Error("this is not a lens-diff payload (meta.format is not 'lens_diff')");
+  if (meta.version !== DIFF_VERSION) throw new Error(`lens-diff payload version ${meta.version}; this front end reads version ${DIFF_VERSION}`);
+  const L = meta.layers.length;
+  const T = meta.total;
+  const P = meta.lengths.length;
+  const K = meta.top_k;
+  /** @type {Record<string, DiffArray>} */
+  const arrays = {};
+  /** @type {Record<string, number>} */
+  const scales = {};
+  for (const [name, spec] of Object.entries(/** @type {Record<string, {dtype: string, shape: number[], scale?: number}>} */ (meta.sections || {}))) {
+    if (!(name in (sections || {}))) continue;
+    const length = spec.shape.reduce((x, y) => x * y, 1);
+    arrays[name] = readSection(sections[name], spec.dtype, length, name);
+    scales[name] = spec.scale ?? 1;
+  }
+  for (const name of REQUIRED) if (!arrays[name]) throw new Error(`the payload lacks the ${name} section`);
+  const expect = /** @type {Record<string, number>} */ ({ input_a: T, aligned: L * T, delta_prob: L * T, topk_tokens_a: L * T * K, topk_tokens_b: L * T * K });
+  for (const [name, n] of Object.entries(expect)) {
+    if (arrays[name].length !== n) throw new Error(`section ${name} has ${arrays[name].length} values, expected ${n}`);
+  }
+  return {
+    meta,
+    L,
+    T,
+    P,
+    K,
+    layers: meta.layers,
+    bLayers: meta.b_layers,
+    bHasRow: meta.b_has_row,
+    depthA: meta.depth_a,
+    depthB: meta.depth_b,
+    lengths: meta.lengths,
+    offsets: meta.offsets,
+    tokens: meta.tokens,
+    labels: meta.labels,
+    metrics: meta.metrics,
+    arrays,
+    scales,
+  };
+}
+
+/**
+ * The flat index of a cell (row `layerIndex` of a, prompt `prompt`, position `position`).
+ * @param {Diff} diff
+ * @param {number} layerIndex
+ * @param {number} prompt
+ * @param {number} position
+ */
+export function diffIndex(diff, layerIndex, prompt, position) {
+  return layerIndex * diff.T + diff.offsets[prompt] + position;
+}
+
+/**
+ * The text of a token section's entry (index + 1 into the table), or null for none.
+ * @param {Diff} diff
+ * @param {number} entry
+ * @returns {string | null}
+ */
+export function tokenOf(diff, entry) {
+  return entry > 0 && entry <= diff.tokens.length ? diff.tokens[entry - 1] : null;
+}
+
+/**
+ * A metric's entry, or undefined.
+ * @param {Diff} diff
+ * @param {string} name
+ */
+export function diffMetric(diff, name) {
+  return diff.metrics.find((m) => m.name === name);
+}

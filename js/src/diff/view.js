@@ -1,0 +1,623 @@
+// @ts-check
+/**
+ * `DiffView`: the lens-diff widget's DOM, canvas and events. Rows are a's layers (the deepest on
+ * top), columns a's token positions; under them a's tokens and, when positions were paired by
+ * end or prefix, the partner tokens of b. Token text reaches the page only as text
+ * (`textContent`, canvas `fillText`), never as HTML.
+ */
+
+import { textColourOn } from "../colour.js";
+import { moveFocus, clampIndex } from "../state.js";
+import { charCount, isolateLtr, truncateText } from "../tokens.js";
+import { cellColour, DIVERGING, DIFFERS_COLOUR, SAME_COLOUR } from "./colour.js";
+import { alignmentHeadline, cellLabel, diffCell, formatDelta, readoutLine, tooltipContent } from "./details.js";
+import { decodeDiff, diffIndex, diffMetric } from "./payload.js";
+import { formatBits } from "../format.js";
+import { COLOUR_STOPS } from "../colour_stops.js";
+
+/**
+ * @typedef {import("./payload.js").Diff} Diff
+ * @typedef {import("../local_model.js").WidgetModel} WidgetModel
+ * @typedef {{layerIndex: number, position: number}} Cell
+ * @typedef {{prompt: number, layer_index: number, position: number, [key: string]: unknown}} Selected
+ */
+
+const CELL_H = 22;
+const TOKEN_ROW_H = 20;
+
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {string} className
+ * @param {Record<string, string>} [attrs]
+ * @param {string} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  element.className = className;
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, value);
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+export class DiffView {
+  /**
+   * @param {WidgetModel} model
+   * @param {HTMLElement} el
+   */
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    /** @type {Diff | null} */
+    this.diff = null;
+    this.prompt = 0;
+    this.metric = "delta_prob";
+    /** @type {Selected | null} */
+    this.selected = null;
+    /** @type {Cell | null} */
+    this.hover = null;
+    /** @type {Cell | null} */
+    this.focus = null;
+    this.focused = false;
+    this.frame = 0;
+    this.cellW = 48;
+    this.labelW = 60;
+    this.root = h("div", "murano-diff");
+    this.title = h("div", "murano-diff-title");
+    this.note = h("div", "murano-diff-note");
+    this.error = h("div", "murano-diff-error", { role: "alert" });
+    this.error.hidden = true;
+    const controls = h("div", "murano-diff-controls");
+    this.promptLabel = h("label", "murano-diff-prompt");
+    this.promptInput = h("input", "murano-diff-prompt-input", { type: "range", min: "0", step: "1", "aria-label": "Prompt" });
+    this.promptText = h("span", "murano-diff-prompt-text");
+    this.promptLabel.append("Prompt ", this.promptInput, this.promptText);
+    const metricLabel = h("label", "murano-diff-metric", {}, "Colour ");
+    this.metricSelect = h("select", "murano-diff-metric-select", { "aria-label": "Colour by" });
+    metricLabel.append(this.metricSelect);
+    controls.append(this.promptLabel, metricLabel);
+    this.prompts = h("div", "murano-diff-prompts");
+    this.scroller = h("div", "murano-diff-scroller");
+    this.track = h("div", "murano-diff-track");
+    this.canvas = h("canvas", "murano-diff-canvas", { tabindex: "0", role: "grid", "aria-label": "Difference heatmap: arrows move, Enter pins" });
+    this.track.append(this.canvas);
+    this.scroller.append(this.track);
+    this.legend = h("div", "murano-diff-legend");
+    this.tooltip = h("div", "murano-diff-tooltip", { role: "tooltip" });
+    this.tooltip.hidden = true;
+    this.readout = h("div", "murano-diff-readout", { "aria-live": "polite" });
+    this.root.append(this.title, this.note, this.error, controls, this.prompts, this.scroller, this.legend, this.tooltip, this.readout);
+    el.append(this.root);
+    this.abort = new AbortController();
+    this.bind();
+    this.reload();
+    /** @type {any} */ (el).__muranoDiffDebug = this.debugApi();
+  }
+
+  destroy() {
+    this.abort.abort();
+    for (const [event, fn] of this.handlers) this.model.off(event, fn);
+    this.resize?.disconnect();
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.root.remove();
+    delete (/** @type {any} */ (this.el).__muranoDiffDebug);
+  }
+
+  reload() {
+    try {
+      this.diff = decodeDiff(this.model.get("_meta"), this.model.get("_sections"));
+    } catch (error) {
+      this.diff = null;
+      this.error.textContent = `Cannot show this lens diff: ${error instanceof Error ? error.message : String(error)}`;
+      this.error.hidden = false;
+      return;
+    }
+    this.error.hidden = true;
+    const diff = this.diff;
+    this.title.textContent = `a: ${diff.labels[0]}   vs   b: ${diff.labels[1]}`;
+    this.note.textContent = alignmentHeadline(diff);
+    this.metricSelect.replaceChildren(
+      ...diff.metrics.map((m) => {
+        const option = h("option", "", { value: m.name }, m.available ? m.label : `${m.label} (unavailable)`);
+        option.disabled = !m.available;
+        return option;
+      }),
+    );
+    this.promptInput.max = String(diff.P - 1);
+    this.promptLabel.hidden = diff.P < 2;
+    this.prompt = clampIndex(this.model.get("prompt"), diff.P);
+    this.metric = this.model.get("metric") || "delta_prob";
+    this.selected = this.model.get("selected") ?? null;
+    this.showPrompt();
+    this.showMetric();
+  }
+
+  // ---- State ---------------------------------------------------------------------------------
+
+  /**
+   * @param {string} name
+   * @param {unknown} value
+   */
+  send(name, value) {
+    this.model.set(name, value);
+    this.model.save_changes();
+  }
+
+  /**
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setPrompt(value, sync) {
+    if (!this.diff) return;
+    const prompt = clampIndex(value, this.diff.P);
+    if (sync) this.send("prompt", prompt);
+    if (prompt === this.prompt) return;
+    this.prompt = prompt;
+    this.hover = null;
+    if (this.focus) this.focus = this.clampCell(this.focus);
+    this.scroller.scrollLeft = 0;
+    this.showPrompt();
+  }
+
+  /**
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setMetric(value, sync) {
+    const diff = this.diff;
+    if (!diff) return;
+    const spec = diffMetric(diff, String(value));
+    const metric = spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
+    if (sync) this.send("metric", metric);
+    this.metric = metric;
+    this.showMetric();
+  }
+
+  /**
+   * @param {Selected | null} value
+   * @param {boolean} sync
+   */
+  setSelected(value, sync) {
+    this.selected = value;
+    if (sync) this.send("selected", value);
+    this.updateTooltip();
+    this.requestDraw();
+  }
+
+  /** @param {Cell} cell */
+  clampCell(cell) {
+    const diff = /** @type {Diff} */ (this.diff);
+    return { layerIndex: clampIndex(cell.layerIndex, diff.L), position: clampIndex(cell.position, diff.lengths[this.prompt]) };
+  }
+
+  /** @param {Cell} cell */
+  isPinned(cell) {
+    const s = this.selected;
+    return Boolean(s && s.prompt === this.prompt && s.layer_index === cell.layerIndex && s.position === cell.position);
+  }
+
+  /** @param {Cell} cell */
+  togglePin(cell) {
+    const next = this.isPinned(cell) ? null : { prompt: this.prompt, layer_index: cell.layerIndex, position: cell.position };
+    this.setSelected(next, true);
+    if (this.diff) this.readout.textContent = next ? readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), true) : "Unpinned.";
+  }
+
+  /** @param {Cell} cell */
+  setFocus(cell) {
+    this.focus = cell;
+    const x = cell.position * this.cellW;
+    const view = this.scroller.clientWidth - this.labelW;
+    if (x < this.scroller.scrollLeft) this.scroller.scrollLeft = x;
+    else if (x + this.cellW > this.scroller.scrollLeft + view) this.scroller.scrollLeft = x + this.cellW - view;
+    if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell));
+    this.updateTooltip();
+    this.requestDraw();
+  }
+
+  // ---- Showing -------------------------------------------------------------------------------
+
+  showPrompt() {
+    const diff = this.diff;
+    if (!diff) return;
+    this.promptInput.value = String(this.prompt);
+    this.promptText.textContent = `${this.prompt + 1} / ${diff.P}`;
+    const a = diff.meta.prompts_a?.[this.prompt] ?? "";
+    const b = diff.meta.prompts_b?.[this.prompt] ?? "";
+    const lineA = h("div", "murano-diff-prompt-line", {}, `a: ${a}`);
+    const lineB = h("div", "murano-diff-prompt-line", {}, a === b ? "b: the same prompt" : `b: ${b}`);
+    this.prompts.replaceChildren(lineA, lineB);
+    this.relayout();
+  }
+
+  showMetric() {
+    const diff = this.diff;
+    if (!diff) return;
+    this.metricSelect.value = this.metric;
+    const spec = diffMetric(diff, this.metric);
+    this.legend.replaceChildren();
+    if (spec) {
+      const bar = h("span", "murano-diff-legend-bar");
+      const max = spec.domain[1];
+      /** @type {string[]} */
+      let stops;
+      /** @type {[string, string, string]} */
+      let ticks;
+      if (spec.name === "delta_prob") {
+        stops = [...DIVERGING];
+        ticks = [formatDelta(-max, true), "0", formatDelta(max, true)];
+      } else if (spec.name === "kl") {
+        stops = [...COLOUR_STOPS.magma].reverse();
+        ticks = ["0", formatBits(max / 2, true), formatBits(max, true)];
+      } else {
+        stops = [`rgb(${SAME_COLOUR.join(",")}) 0 50%`, `rgb(${DIFFERS_COLOUR.join(",")}) 50% 100%`];
+        ticks = ["same", "", "differs"];
+      }
+      bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
+      const tickRow = h("span", "murano-diff-legend-ticks");
+      for (const tick of ticks) tickRow.append(h("span", "", {}, tick));
+      const unit = spec.name === "delta_prob" ? " (percentage points)" : "";
+      const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
+      this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.description));
+    }
+    this.updateTooltip();
+    this.requestDraw();
+  }
+
+  readTheme() {
+    const style = getComputedStyle(this.root);
+    /** @type {(name: string, fallback: string) => string} */
+    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
+    return {
+      fg: read("--murano-diff-fg", "#1f2328"),
+      muted: read("--murano-diff-muted", "#59636e"),
+      bg: read("--murano-diff-bg", "#ffffff"),
+      accent: read("--murano-diff-accent", "#0969da"),
+      hatch: read("--murano-diff-hatch", "#9aa0a6"),
+      font: read("--murano-diff-font", "system-ui, sans-serif"),
+      mono: read("--murano-diff-mono", "monospace"),
+    };
+  }
+
+  relayout() {
+    const diff = this.diff;
+    if (!diff) return;
+    const ctx = this.canvas.getContext("2d");
+    const theme = this.readTheme();
+    let charW = 6.6;
+    if (ctx) {
+      ctx.font = `11px ${theme.mono}`;
+      charW = ctx.measureText("M").width || charW;
+      ctx.font = `600 11px ${theme.font}`;
+      const widest = Math.max(...diff.layers.map((l, i) => ctx.measureText(this.rowLabel(l, diff.bLayers[i])).width), ctx.measureText("a input").width);
+      this.labelW = Math.ceil(widest) + 14;
+    }
+    const n = diff.lengths[this.prompt];
+    let chars = 4;
+    for (let j = 0; j < n && chars < 10; j++) {
+      const cell = diffCell(diff, this.prompt, diff.L - 1, j);
+      chars = Math.max(chars, charCount(cell.inputA), cell.topB[0] ? charCount(cell.topB[0].token) : 0);
+    }
+    this.cellW = Math.ceil(Math.min(10, chars) * charW + 10);
+    this.track.style.width = `${this.labelW + n * this.cellW}px`;
+    this.draw();
+  }
+
+  /**
+   * @param {number} layerA
+   * @param {number} layerB
+   */
+  rowLabel(layerA, layerB) {
+    const diff = this.diff;
+    return diff && diff.depthA !== diff.depthB ? `L${layerA}↔${layerB}` : `L${layerA}`;
+  }
+
+  rowsHeight() {
+    const diff = /** @type {Diff} */ (this.diff);
+    const tokenRows = diff.meta.align === "tokens" ? 1 : 2;
+    return diff.L * CELL_H + tokenRows * TOKEN_ROW_H + 4;
+  }
+
+  requestDraw() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
+  }
+
+  draw() {
+    const diff = this.diff;
+    if (!diff) return;
+    const ctx = this.canvas.getContext("2d");
+    if (!ctx) return;
+    const theme = this.readTheme();
+    const width = Math.max(100, this.scroller.clientWidth || 800);
+    const height = this.rowsHeight();
+    const dpr = window.devicePixelRatio || 1;
+    if (this.canvas.width !== Math.round(width * dpr) || this.canvas.height !== Math.round(height * dpr)) {
+      this.canvas.width = Math.round(width * dpr);
+      this.canvas.height = Math.round(height * dpr);
+      this.canvas.style.width = `${width}px`;
+      this.canvas.style.height = `${height}px`;
+    }
+    this.track.style.height = `${height}px`;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    const scroll = this.scroller.scrollLeft;
+    const n = diff.lengths[this.prompt];
+    const W = this.cellW;
+    const first = Math.max(0, Math.floor(scroll / W));
+    const last = Math.min(n, Math.ceil((scroll + width - this.labelW) / W) + 1);
+    const hatch = this.hatchPattern(ctx, theme.hatch);
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.font = `11px ${theme.mono}`;
+    const maxChars = Math.max(1, Math.floor((W - 6) / (ctx.measureText("M").width || 6.6)));
+    for (let i = 0; i < diff.L; i++) {
+      const y = (diff.L - 1 - i) * CELL_H;
+      for (let j = first; j < last; j++) {
+        const x = this.labelW + j * W - scroll;
+        const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j));
+        if (!rgb) {
+          ctx.fillStyle = hatch || theme.hatch;
+          ctx.globalAlpha = hatch ? 1 : 0.3;
+          ctx.fillRect(x, y, W - 1, CELL_H - 1);
+          ctx.globalAlpha = 1;
+          continue;
+        }
+        ctx.fillStyle = `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`;
+        ctx.fillRect(x, y, W - 1, CELL_H - 1);
+        const label = cellLabel(diffCell(diff, this.prompt, i, j), this.metric);
+        if (label) {
+          ctx.fillStyle = textColourOn(rgb);
+          ctx.fillText(isolateLtr(truncateText(label, maxChars)), x + (W - 1) / 2, y + CELL_H / 2);
+        }
+      }
+    }
+    // Input tokens: a's, then b's partner tokens (when positions were not paired by equal tokens).
+    const top = diff.L * CELL_H + 2;
+    for (let j = first; j < last; j++) {
+      const x = this.labelW + j * W - scroll + (W - 1) / 2;
+      const cell = diffCell(diff, this.prompt, 0, j);
+      ctx.fillStyle = theme.fg;
+      ctx.fillText(isolateLtr(truncateText(cell.inputA, maxChars)), x, top + TOKEN_ROW_H / 2);
+      if (diff.meta.align !== "tokens") {
+        ctx.fillStyle = cell.inputB === null ? theme.muted : cell.inputB === cell.inputA ? theme.muted : theme.fg;
+        ctx.fillText(isolateLtr(truncateText(cell.inputB ?? "–", maxChars)), x, top + TOKEN_ROW_H * 1.5);
+      }
+    }
+    // Focus and pinned cells.
+    /** @type {[Cell | null, boolean][]} */
+    const marks = [[this.focused ? this.focus : null, false]];
+    if (this.selected && this.selected.prompt === this.prompt) marks.push([{ layerIndex: this.selected.layer_index, position: this.selected.position }, true]);
+    for (const [cell, pinned] of marks) {
+      if (!cell) continue;
+      ctx.strokeStyle = theme.accent;
+      ctx.lineWidth = 2;
+      ctx.setLineDash(pinned ? [4, 2] : []);
+      ctx.strokeRect(this.labelW + cell.position * W - scroll + 1, (diff.L - 1 - cell.layerIndex) * CELL_H + 1, W - 3, CELL_H - 3);
+      ctx.setLineDash([]);
+    }
+    // The label column stays put while the cells scroll under it.
+    ctx.fillStyle = theme.bg;
+    ctx.fillRect(0, 0, this.labelW, height);
+    ctx.textAlign = "right";
+    ctx.font = `600 11px ${theme.font}`;
+    ctx.fillStyle = theme.fg;
+    for (let i = 0; i < diff.L; i++) {
+      ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), this.labelW - 6, (diff.L - 1 - i) * CELL_H + CELL_H / 2);
+    }
+    ctx.fillStyle = theme.muted;
+    ctx.fillText("a input", this.labelW - 6, top + TOKEN_ROW_H / 2);
+    if (diff.meta.align !== "tokens") ctx.fillText("b input", this.labelW - 6, top + TOKEN_ROW_H * 1.5);
+  }
+
+  /**
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {string} colour
+   */
+  hatchPattern(ctx, colour) {
+    const tile = document.createElement("canvas");
+    tile.width = tile.height = 6;
+    const t = tile.getContext("2d");
+    if (!t) return null;
+    t.strokeStyle = colour;
+    t.lineWidth = 1;
+    t.beginPath();
+    t.moveTo(0, 6);
+    t.lineTo(6, 0);
+    t.stroke();
+    return ctx.createPattern(tile, "repeat");
+  }
+
+  // ---- Tooltip -------------------------------------------------------------------------------
+
+  updateTooltip() {
+    const diff = this.diff;
+    const cell = this.hover || (this.focused ? this.focus : null);
+    if (!diff || !cell) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    const content = tooltipContent(diff, diffCell(diff, this.prompt, cell.layerIndex, cell.position));
+    const table = h("table", "murano-diff-topk");
+    const head = h("tr", "");
+    for (const column of content.columns) head.append(h("th", "", { colspan: "2" }, column.label));
+    table.append(head);
+    const rows = Math.max(content.columns[0].rows.length, content.columns[1].rows.length);
+    for (let r = 0; r < rows; r++) {
+      const tr = h("tr", "");
+      for (const column of content.columns) {
+        const item = column.rows[r];
+        tr.append(h("td", "murano-diff-token", {}, item ? item.token : ""), h("td", "murano-diff-prob", {}, item ? `${(item.prob * 100).toFixed(1)}%` : ""));
+      }
+      table.append(tr);
+    }
+    if (!rows) {
+      const tr = h("tr", "");
+      tr.append(h("td", "", { colspan: "2" }, "–"), h("td", "", { colspan: "2" }, "no partner cell"));
+      table.append(tr);
+    }
+    this.tooltip.replaceChildren(
+      h("div", "murano-diff-tooltip-title", {}, content.title + (this.isPinned(cell) ? " · pinned" : "")),
+      ...content.lines.map((line) => h("div", "murano-diff-tooltip-line", {}, line)),
+      table,
+    );
+    this.tooltip.hidden = false;
+    const rect = this.cellClientRect(cell.layerIndex, cell.position);
+    const box = this.root.getBoundingClientRect();
+    const tip = this.tooltip.getBoundingClientRect();
+    let left = rect.x - box.left + rect.w + 8;
+    if (left + tip.width > box.width) left = Math.max(0, rect.x - box.left - tip.width - 8);
+    this.tooltip.style.left = `${left}px`;
+    this.tooltip.style.top = `${Math.max(0, rect.y - box.top)}px`;
+  }
+
+  /**
+   * A cell's box in client coordinates.
+   * @param {number} layerIndex
+   * @param {number} position
+   */
+  cellClientRect(layerIndex, position) {
+    const diff = /** @type {Diff} */ (this.diff);
+    const box = this.canvas.getBoundingClientRect();
+    return {
+      x: box.left + this.labelW + position * this.cellW - this.scroller.scrollLeft,
+      y: box.top + (diff.L - 1 - layerIndex) * CELL_H,
+      w: this.cellW - 1,
+      h: CELL_H - 1,
+    };
+  }
+
+  /**
+   * The cell under a pointer, or null.
+   * @param {MouseEvent} event
+   * @returns {Cell | null}
+   */
+  eventCell(event) {
+    const diff = this.diff;
+    if (!diff) return null;
+    const box = this.canvas.getBoundingClientRect();
+    const x = event.clientX - box.left - this.labelW + this.scroller.scrollLeft;
+    const y = event.clientY - box.top;
+    if (event.clientX - box.left < this.labelW || x < 0 || y < 0 || y >= diff.L * CELL_H) return null;
+    const position = Math.floor(x / this.cellW);
+    if (position >= diff.lengths[this.prompt]) return null;
+    return { layerIndex: diff.L - 1 - Math.floor(y / CELL_H), position };
+  }
+
+  // ---- Events --------------------------------------------------------------------------------
+
+  bind() {
+    const signal = this.abort.signal;
+    /** @type {(target: EventTarget, type: string, fn: (event: any) => void) => void} */
+    const on = (target, type, fn) => target.addEventListener(type, fn, { signal });
+    on(this.promptInput, "input", () => this.setPrompt(Number(this.promptInput.value), true));
+    on(this.metricSelect, "change", () => this.setMetric(this.metricSelect.value, true));
+    on(this.scroller, "scroll", () => {
+      this.hover = null;
+      this.updateTooltip();
+      this.requestDraw();
+    });
+    on(this.canvas, "pointermove", (event) => {
+      const cell = this.eventCell(event);
+      const old = this.hover;
+      if (old === cell || (old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position)) return;
+      this.hover = cell;
+      this.updateTooltip();
+    });
+    on(this.canvas, "pointerleave", () => {
+      this.hover = null;
+      this.updateTooltip();
+    });
+    on(this.canvas, "pointerdown", () => {
+      this.focused = false;
+    });
+    on(this.canvas, "click", (event) => {
+      const cell = this.eventCell(event);
+      if (!cell) return;
+      this.focus = cell;
+      this.togglePin(cell);
+    });
+    on(this.canvas, "focus", () => {
+      let keyboard = true;
+      try {
+        keyboard = this.canvas.matches(":focus-visible");
+      } catch {
+        // No :focus-visible: every focus counts as keyboard focus.
+      }
+      if (keyboard) this.showKeyboardFocus();
+    });
+    on(this.canvas, "blur", () => {
+      this.focused = false;
+      this.updateTooltip();
+      this.requestDraw();
+    });
+    on(this.canvas, "keydown", (event) => this.onKey(event));
+    /** @type {[string, () => void][]} */
+    this.handlers = [
+      ["change:prompt", () => this.setPrompt(this.model.get("prompt"), false)],
+      ["change:metric", () => this.setMetric(this.model.get("metric"), false)],
+      ["change:selected", () => this.setSelected(this.model.get("selected") ?? null, false)],
+      ["change:_meta", () => this.reload()],
+      ["change:_sections", () => this.reload()],
+    ];
+    for (const [event, fn] of this.handlers) this.model.on(event, fn);
+    if (typeof ResizeObserver !== "undefined") {
+      this.resize = new ResizeObserver(() => this.requestDraw());
+      this.resize.observe(this.scroller);
+    }
+  }
+
+  showKeyboardFocus() {
+    const diff = this.diff;
+    if (!diff) return;
+    this.focused = true;
+    if (!this.focus) {
+      const s = this.selected;
+      this.focus = s && s.prompt === this.prompt ? { layerIndex: s.layer_index, position: s.position } : { layerIndex: diff.L - 1, position: 0 };
+    }
+    this.setFocus(this.clampCell(this.focus));
+  }
+
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    const diff = this.diff;
+    if (!diff || event.altKey || event.ctrlKey || event.metaKey) return;
+    const key = event.key;
+    const pin = key === "Enter" || key === " ";
+    const moves = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+    if (!pin && !moves && !(key === "Escape" && this.selected)) return;
+    event.preventDefault();
+    event.stopPropagation();
+    if (key === "Escape") {
+      this.setSelected(null, true);
+      this.readout.textContent = "Unpinned.";
+      return;
+    }
+    if (!this.focused) this.showKeyboardFocus();
+    if (!this.focus) return;
+    if (pin) this.togglePin(this.focus);
+    else {
+      const next = moveFocus(this.focus, key, diff.L, diff.lengths[this.prompt]);
+      if (next) this.setFocus(next);
+    }
+  }
+
+  debugApi() {
+    const view = this;
+    return {
+      get state() {
+        return { prompt: view.prompt, metric: view.metric, selected: view.selected, focus: view.focus, focused: view.focused, hover: view.hover, cellW: view.cellW, labelW: view.labelW };
+      },
+      /** @param {number} i @param {number} j */
+      cellClientRect: (i, j) => view.cellClientRect(i, j),
+      /** @param {number} i @param {number} j */
+      cellColour: (i, j) => (view.diff ? cellColour(view.diff, view.metric, diffIndex(view.diff, i, view.prompt, j)) : null),
+      drawNow: () => view.draw(),
+      tooltipText: () => (view.tooltip.hidden ? null : view.tooltip.textContent),
+    };
+  }
+}

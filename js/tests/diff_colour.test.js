@@ -1,0 +1,41 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { cellColour, DIVERGING, divergingColour, klColour } from "../src/diff/colour.js";
+import { hexToRgb } from "../src/colour.js";
+import { decodeDiff, diffIndex } from "../src/diff/payload.js";
+import { makeDiff } from "./diff_helpers.js";
+
+test("zero is the near-white centre, the sign picks the hue, the size its strength", () => {
+  const centre = divergingColour(0, 0.5);
+  assert.deepEqual(centre, hexToRgb(DIVERGING[4]));
+  assert.ok(Math.min(...centre) > 235);
+  const [r1, , b1] = divergingColour(0.1, 0.5);
+  const [r2, , b2] = divergingColour(0.5, 0.5);
+  assert.ok(r1 > b1 && r2 - b2 > r1 - b1, "orange, stronger further out");
+  const [r3, , b3] = divergingColour(-0.1, 0.5);
+  const [r4, , b4] = divergingColour(-0.5, 0.5);
+  assert.ok(b3 > r3 && b4 - r4 > b3 - r3, "blue, stronger further out");
+  assert.deepEqual(divergingColour(2, 0.5), divergingColour(0.5, 0.5), "clamped");
+  assert.deepEqual(divergingColour(Number.NaN, 0.5), centre);
+});
+
+test("the scale is symmetric: +x and -x are equally far from white", () => {
+  for (const x of [0.05, 0.2, 0.4]) {
+    const up = divergingColour(x, 0.5).reduce((s, c) => s + c, 0);
+    const down = divergingColour(-x, 0.5).reduce((s, c) => s + c, 0);
+    assert.ok(Math.abs(up - down) < 140, `${x}: ${up} vs ${down}`);
+  }
+});
+
+test("KL 0 is the light end; missing cells have no colour under any metric", () => {
+  assert.ok(klColour(0, 2).reduce((s, c) => s + c, 0) > klColour(2, 2).reduce((s, c) => s + c, 0) + 300);
+  const { meta, sections } = makeDiff();
+  const diff = decodeDiff(meta, sections);
+  for (const metric of ["delta_prob", "kl", "top1_differs"]) {
+    assert.equal(cellColour(diff, metric, diffIndex(diff, 0, 0, 2)), null, metric);
+    assert.notEqual(cellColour(diff, metric, diffIndex(diff, 0, 0, 0)), null, metric);
+  }
+  const down = cellColour(diff, "delta_prob", diffIndex(diff, 0, 0, 0));
+  assert.ok(down && down[2] > down[0] + 80, "-0.5 on a ±0.5 domain is deep blue");
+  assert.notDeepEqual(cellColour(diff, "top1_differs", diffIndex(diff, 1, 0, 0)), cellColour(diff, "top1_differs", diffIndex(diff, 0, 0, 0)));
+});

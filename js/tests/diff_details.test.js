@@ -1,0 +1,58 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { alignmentHeadline, cellLabel, diffCell, formatDelta, readoutLine, tooltipContent } from "../src/diff/details.js";
+import { decodeDiff } from "../src/diff/payload.js";
+import { makeDiff } from "./diff_helpers.js";
+
+test("formatDelta writes signed percentage points", () => {
+  assert.equal(formatDelta(0.123), "+12.3 pts");
+  assert.equal(formatDelta(-0.004), "−0.4 pts");
+  assert.equal(formatDelta(0), "0 pts");
+  assert.equal(formatDelta(1, true), "+100");
+  assert.equal(formatDelta(-0.5, true), "−50");
+  assert.equal(formatDelta(0.031, true), "+3.1");
+  assert.equal(formatDelta(null), "–");
+  assert.equal(formatDelta(Number.NaN, true), "–");
+});
+
+test("a cell holds both sides' top-k, the partner token and the metrics", () => {
+  const diff = decodeDiff(makeDiff().meta, makeDiff().sections);
+  const cell = diffCell(diff, 0, 1, 0);
+  assert.equal(cell.aligned, true);
+  assert.equal(cell.inputA, "The");
+  assert.equal(cell.inputB, "The");
+  assert.equal(cell.token, "␣Paris");
+  assert.ok(Math.abs(/** @type {number} */ (cell.delta) - 0.25) < 1e-4);
+  assert.ok(Math.abs(/** @type {number} */ (cell.kl) - 1) < 1e-3);
+  assert.equal(cell.differs, true);
+  assert.deepEqual(cell.topA.map((c) => c.token), ["␣Paris", "␣Rome"]);
+  assert.deepEqual(cell.topB.map((c) => c.token), ["␣Rome", "␣Paris"]);
+  const content = tooltipContent(diff, cell);
+  assert.match(content.title, /^Layer 1 ↔ layer 1 · position 0 The$/);
+  assert.deepEqual(content.columns.map((c) => c.label), ["a: small (logit lens)", "b: big (logit lens)"]);
+  assert.ok(content.lines.some((l) => l === "Δ p(␣Paris) = +25 pts (25% → 50%)"), content.lines.join("|"));
+  assert.ok(content.lines.includes("Top-1 differs: ␣Paris vs ␣Rome"));
+  assert.equal(cellLabel(cell, "top1_differs"), "␣Rome");
+  assert.equal(cellLabel(cell, "delta_prob"), "+25");
+  assert.match(readoutLine(diff, cell, true), /pinned\)$/);
+});
+
+test("an unpaired cell says why and shows no b top-k; token text stays text", () => {
+  const diff = decodeDiff(makeDiff().meta, makeDiff().sections);
+  const cell = diffCell(diff, 0, 0, 2);
+  assert.equal(cell.aligned, false);
+  assert.equal(cell.inputB, null);
+  assert.deepEqual(cell.topB, []);
+  assert.equal(cell.inputA, "<b>x</b>");
+  assert.deepEqual(tooltipContent(diff, cell).lines, ["No partner position in b: not compared."]);
+  assert.equal(cellLabel(cell, "delta_prob"), "");
+});
+
+test("the headline says when layers are aligned by relative depth", () => {
+  const same = decodeDiff(makeDiff().meta, makeDiff().sections);
+  assert.doesNotMatch(alignmentHeadline(same), /relative depth/);
+  const deeper = makeDiff({ depthB: 5 });
+  const diff = decodeDiff(deeper.meta, deeper.sections);
+  assert.match(alignmentHeadline(diff), /^Layers aligned by relative depth: a has 2 layers, b has 5\./);
+  assert.match(tooltipContent(diff, diffCell(diff, 0, 1, 0)).title, /↔ layer 4 of 5/);
+});

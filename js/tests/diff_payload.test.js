@@ -1,0 +1,37 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { decodeDiff, diffIndex, readSection, tokenOf } from "../src/diff/payload.js";
+import { makeDiff } from "./diff_helpers.js";
+
+test("decodes every section, at any byte offset (unaligned ones are copied)", () => {
+  for (const offset of [0, 1, 3]) {
+    const { meta, sections } = makeDiff({ byteOffset: offset });
+    const diff = decodeDiff(meta, sections);
+    assert.equal(diff.L, 2);
+    assert.equal(diff.T, 3);
+    assert.equal(diff.K, 2);
+    assert.ok(diff.arrays.delta_prob instanceof Int16Array);
+    assert.ok(Math.abs(diff.arrays.delta_prob[diffIndex(diff, 0, 0, 0)] * diff.scales.delta_prob + 0.5) < 1e-4);
+    assert.equal(Math.round(diff.arrays.delta_prob[diffIndex(diff, 1, 0, 1)] * diff.scales.delta_prob * 1000) / 1000, 0.5);
+    assert.equal(diff.arrays.position_b[2], 0);
+    assert.equal(tokenOf(diff, diff.arrays.input_a[0]), "The");
+  }
+});
+
+test("token entries are index + 1, and 0 means no token", () => {
+  const { meta, sections } = makeDiff();
+  const diff = decodeDiff(meta, sections);
+  assert.equal(tokenOf(diff, 0), null);
+  assert.equal(tokenOf(diff, 1), " Paris");
+  assert.equal(tokenOf(diff, 99), null);
+});
+
+test("rejects a payload of another format, version or size, naming the problem", () => {
+  const { meta, sections } = makeDiff();
+  assert.throws(() => decodeDiff({ ...meta, format: "logit_lens" }, sections), /not a lens-diff payload/);
+  assert.throws(() => decodeDiff({ ...meta, version: 9 }, sections), /version 9/);
+  const { aligned: _dropped, ...rest } = sections;
+  assert.throws(() => decodeDiff(meta, rest), /lacks the aligned section/);
+  assert.throws(() => readSection(new Uint8Array(5), "uint16", 3, "x"), /section x: expected 3 uint16 values \(6 bytes\), got 5 bytes/);
+  assert.throws(() => readSection(new Uint8Array(4), "float64", 1, "x"), /unsupported dtype/);
+});

@@ -1,0 +1,290 @@
+"""A :class:`~murano_widgets.compare.LensComparison` as compact binary sections for the diff view.
+
+The conventions of :mod:`murano_widgets.payload`: only ``a``'s real positions are sent, the
+prompts laid end to end on one axis of length ``total`` (prompt ``p`` covers
+``offsets[p] : offsets[p] + lengths[p]``); a cell (row ``i``, prompt ``p``, position ``j``) of an
+``[L, T]`` section is at ``i * total + offsets[p] + j`` (``[L, T, k]``: times ``k``, plus the
+rank). Arrays are little-endian; a value is ``raw * scale``. Token strings go once in
+``meta["tokens"]``; token sections hold **index + 1** into it, 0 meaning "no token" (a cell or
+position without a partner). Version 1 of the ``lens_diff`` format.
+
+Sections (``L`` rows of ``a``, ``T`` positions, ``k`` top tokens):
+
+- ``input_a``, ``input_b`` ``[T]``: ``a``'s token and its partner's token in ``b`` (0: none);
+- ``position_b`` ``[T]`` uint32: the partner's position among ``b``'s prompt's tokens, plus 1;
+- ``token`` ``[T]``: the chosen token whose probability change is shown;
+- ``aligned``, ``top1_differs`` ``[L, T]`` uint8;
+- ``delta_prob`` ``[L, T]`` int16, ``raw / 32767`` (in [-1, 1]);
+- ``prob_a``, ``prob_b`` ``[L, T]`` uint16, ``raw / 65535``;
+- ``kl`` ``[L, T]`` uint16 scaled to its largest value (only when the comparison has KL);
+- ``topk_tokens_a``, ``topk_tokens_b`` ``[L, T, k]`` and ``topk_probs_a``, ``topk_probs_b``
+  ``[L, T, k]`` uint16: both cells' top-k, ``b``'s moved onto ``a``'s grid.
+
+A cell is shown only where ``aligned`` is 1; its values elsewhere are 0 and mean nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from .compare import LensComparison, _gather
+
+FORMAT = "lens_diff"
+FORMAT_VERSION = 1
+_I16 = 32767
+_U16 = 65535
+
+METRICS = (
+    {
+        "name": "delta_prob",
+        "label": "Change in the chosen token's probability (b − a)",
+        "short": "Δ p",
+        "unit": "delta",
+        "scale": "diverging",
+        "description": (
+            "Orange: b gives the chosen token more probability than a; blue: less; white: "
+            "no change."
+        ),
+    },
+    {
+        "name": "kl",
+        "label": "KL(a ‖ b) in bits",
+        "short": "KL",
+        "unit": "bits",
+        "scale": "sequential",
+        "description": "How far b's distribution is from a's (0: the same).",
+    },
+    {
+        "name": "top1_differs",
+        "label": "Top-1 token differs",
+        "short": "top-1",
+        "unit": "boolean",
+        "scale": "binary",
+        "description": "Orange where the two cells' top-1 tokens differ.",
+    },
+)
+
+
+def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The comparison as ``(meta, arrays)``; :func:`section_bytes` turns the arrays into bytes."""
+    a, b = comparison.a, comparison.b
+    mask = a.attention_mask.bool()
+    prompts, seqs = (t.numpy() for t in torch.nonzero(mask, as_tuple=True))
+    lengths = a.lengths
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
+    total = int(sum(lengths))
+
+    def cells(tensor: torch.Tensor) -> np.ndarray:
+        """``[L, n, seq, ...]`` on ``a``'s grid to ``[L, T, ...]`` (real positions only)."""
+        return tensor.detach().cpu().numpy()[:, prompts, seqs]
+
+    def per_position(tensor: torch.Tensor) -> np.ndarray:
+        return tensor.detach().cpu().numpy()[prompts, seqs]
+
+    strings: dict[int, str] = {**(b.token_strings or {}), **(a.token_strings or {})}
+    table: list[str] = []
+    index_of_text: dict[str, int] = {}
+    index_of_id: dict[int, int] = {}
+
+    def token_index(ids: np.ndarray) -> np.ndarray:
+        """Token ids to table index + 1 (0 for -1 or an id without text)."""
+        unique, inverse = np.unique(ids, return_inverse=True)
+        mapped = np.zeros(len(unique), dtype=np.int64)
+        for k, token_id in enumerate(unique.tolist()):
+            if token_id < 0 or token_id not in strings:
+                continue
+            if token_id not in index_of_id:
+                text = strings[token_id]
+                if text not in index_of_text:
+                    index_of_text[text] = len(table)
+                    table.append(text)
+                index_of_id[token_id] = index_of_text[text]
+            mapped[k] = index_of_id[token_id] + 1
+        return mapped[inverse].reshape(ids.shape)
+
+    aligned = cells(comparison.aligned)
+    positions_b = per_position(comparison.positions)
+    input_b = torch.full(tuple(a.attention_mask.shape), -1, dtype=torch.long)
+    where = comparison.positions >= 0
+    if b.input_ids is not None:
+        prompt_index = torch.arange(a.n_inputs).unsqueeze(1).expand_as(comparison.positions)
+        input_b[where] = b.input_ids[prompt_index[where], comparison.positions[where]]
+    # A partner's position among b's real tokens, not its padded index.
+    rank_b = torch.cumsum(b.attention_mask.long(), dim=1) - 1
+    position_b = np.zeros(total, dtype=np.uint32)
+    paired = positions_b >= 0
+    position_b[paired] = rank_b[prompts[paired], positions_b[paired]].numpy() + 1
+
+    topk = {}
+    k = 0
+    if a.topk_tokens is not None and b.topk_tokens is not None:
+        k = min(a.topk_tokens.shape[-1], b.topk_tokens.shape[-1])
+        topk = {
+            "topk_tokens_a": a.topk_tokens[..., :k],
+            "topk_probs_a": a.topk_probs[..., :k],
+            "topk_tokens_b": _gather(
+                b.topk_tokens[..., :k], comparison.layer_rows, comparison.positions, -1
+            ),
+            "topk_probs_b": _gather(
+                b.topk_probs[..., :k], comparison.layer_rows, comparison.positions, 0.0
+            ),
+        }
+    else:
+        k = 1
+        topk = {
+            "topk_tokens_a": a.predicted_tokens.unsqueeze(-1),
+            "topk_probs_a": a.max_probs.unsqueeze(-1),
+            "topk_tokens_b": _gather(
+                b.predicted_tokens, comparison.layer_rows, comparison.positions, -1
+            ).unsqueeze(-1),
+            "topk_probs_b": _gather(
+                b.max_probs, comparison.layer_rows, comparison.positions, 0.0
+            ).unsqueeze(-1),
+        }
+
+    arrays: dict[str, np.ndarray] = {}
+    arrays["input_a"] = token_index(per_position(a.input_ids)) if a.input_ids is not None else None
+    arrays["input_b"] = token_index(per_position(input_b))
+    arrays["token"] = token_index(per_position(comparison.token))
+    arrays["position_b"] = position_b
+    for name in ("topk_tokens_a", "topk_tokens_b"):
+        arrays[name] = token_index(cells(topk[name]))
+    if arrays["input_a"] is None:
+        # A result without input ids (another library's): its words are the tokens.
+        words = [a.input_words[p][s] for p, s in zip(prompts.tolist(), seqs.tolist(), strict=True)]
+        for word in words:
+            if word not in index_of_text:
+                index_of_text[word] = len(table)
+                table.append(word)
+        arrays["input_a"] = np.array([index_of_text[w] + 1 for w in words], dtype=np.int64)
+    index_dtype = np.uint16 if len(table) + 1 <= _U16 else np.uint32
+    for name in ("input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b"):
+        arrays[name] = arrays[name].astype(index_dtype)
+
+    def unit(values: np.ndarray) -> np.ndarray:
+        clean = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
+        return np.round(np.clip(clean, 0.0, 1.0) * _U16).astype(np.uint16)
+
+    delta = np.nan_to_num(cells(comparison.delta_prob).astype(np.float64), nan=0.0)
+    arrays["aligned"] = aligned.astype(np.uint8)
+    arrays["top1_differs"] = cells(comparison.top1_differs).astype(np.uint8)
+    arrays["delta_prob"] = np.round(np.clip(delta, -1.0, 1.0) * _I16).astype(np.int16)
+    arrays["prob_a"] = unit(cells(comparison.prob_a))
+    arrays["prob_b"] = unit(cells(comparison.prob_b))
+    delta_known = aligned & np.isfinite(cells(comparison.delta_prob))
+    arrays["delta_known"] = delta_known.astype(np.uint8)
+    scales = {"delta_prob": 1 / _I16, "prob_a": 1 / _U16, "prob_b": 1 / _U16}
+    for side in ("a", "b"):
+        arrays[f"topk_probs_{side}"] = unit(cells(topk[f"topk_probs_{side}"]))
+        scales[f"topk_probs_{side}"] = 1 / _U16
+    kl_max = 0.0
+    if comparison.kl is not None:
+        kl = cells(comparison.kl).astype(np.float64)
+        finite = kl[np.isfinite(kl)]
+        kl_max = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+        arrays["kl"] = np.round(
+            np.clip(np.nan_to_num(kl, nan=0.0) / kl_max, 0.0, 1.0) * _U16
+        ).astype(np.uint16)
+        scales["kl"] = kl_max / _U16
+
+    known = np.abs(delta[delta_known]) if delta_known.any() else np.zeros(1)
+    delta_max = _nice_ceil(float(known.max()) if known.size else 0.0)
+    metrics = []
+    for metric in METRICS:
+        name = metric["name"]
+        if name == "delta_prob":
+            available, domain = bool(delta_known.any()), [-delta_max, delta_max]
+            reason = None if available else "no aligned cell knows the chosen token's probability"
+        elif name == "kl":
+            available, domain = comparison.kl is not None, [0.0, kl_max or 1.0]
+            reason = (
+                None
+                if available
+                else "needs both full distributions: run compare_lenses(...) (or both lenses "
+                "with store_full_probs=True)"
+            )
+        else:
+            available, domain, reason = bool(aligned.any()), [0, 1], None
+        metrics.append(
+            {**metric, "domain": domain, "available": available, "unavailable_reason": reason}
+        )
+
+    meta = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "labels": list(comparison.labels),
+        "layers": [int(x) for x in a.layers],
+        "b_layers": [int(x) for x in comparison.b_layers],
+        "b_has_row": [row >= 0 for row in comparison.layer_rows],
+        "depth_a": _depth(a),
+        "depth_b": _depth(b),
+        "align": comparison.align,
+        "alignment_note": comparison.alignment_note,
+        "token_rule": comparison.token_rule,
+        "source": comparison.source,
+        "prompts_a": list(a.prompts) if a.prompts else _joined(a),
+        "prompts_b": list(b.prompts) if b.prompts else _joined(b),
+        "lengths": lengths,
+        "offsets": offsets,
+        "total": total,
+        "top_k": int(k),
+        "tokens": table,
+        "metrics": metrics,
+        "sections": {
+            name: {
+                "dtype": array.dtype.name,
+                "shape": list(array.shape),
+                "scale": scales.get(name, 1.0),
+            }
+            for name, array in arrays.items()
+        },
+    }
+    return meta, arrays
+
+
+def section_bytes(arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
+    """Each array as little-endian bytes."""
+    return {
+        name: np.ascontiguousarray(array)
+        .astype(array.dtype.newbyteorder("<"), copy=False)
+        .tobytes()
+        for name, array in arrays.items()
+    }
+
+
+def decode(meta: dict[str, Any], sections: dict[str, bytes]) -> dict[str, np.ndarray]:
+    """Sections back to values (``raw * scale``), as the front end reads them (for tests)."""
+    out = {}
+    for name, data in sections.items():
+        info = meta["sections"][name]
+        raw = np.frombuffer(data, dtype=np.dtype(info["dtype"]).newbyteorder("<"))
+        raw = raw.reshape(info["shape"])
+        out[name] = raw if info["scale"] == 1.0 else raw.astype(np.float64) * info["scale"]
+    return out
+
+
+def _depth(result: Any) -> int:
+    from ._alignment import model_depth
+
+    return model_depth(result)
+
+
+def _nice_ceil(x: float) -> float:
+    """Rounds up to 1, 2 or 5 times a power of ten (at least 0.01, at most 1)."""
+    if not x > 0.01:
+        return 0.01
+    power = 10 ** np.floor(np.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * power >= x - 1e-12:
+            return float(min(1.0, m * power))
+    return 1.0
+
+
+def _joined(result: Any) -> list[str]:
+    return [
+        "".join(result.input_words[p][s] for s in result.positions(p).tolist())
+        for p in range(result.n_inputs)
+    ]

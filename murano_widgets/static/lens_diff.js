@@ -1,0 +1,1108 @@
+// Built by `npm run build` (js/build.mjs) from js/src with esbuild; do not edit: edit js/src.
+
+// src/colour_stops.js
+var COLOUR_STOPS = Object.freeze({
+  viridis: [
+    "#440154",
+    "#48186a",
+    "#472d7b",
+    "#424086",
+    "#3b528b",
+    "#33638d",
+    "#2c728e",
+    "#26828e",
+    "#21918c",
+    "#1fa088",
+    "#28ae80",
+    "#3fbc73",
+    "#5ec962",
+    "#84d44b",
+    "#addc30",
+    "#d8e219",
+    "#fde725"
+  ],
+  cividis: [
+    "#00224e",
+    "#002e6a",
+    "#1a386f",
+    "#32436d",
+    "#434e6c",
+    "#535a6d",
+    "#61656f",
+    "#6f7073",
+    "#7d7c78",
+    "#8c8878",
+    "#9b9476",
+    "#aba072",
+    "#bcae6c",
+    "#cdbb63",
+    "#dec958",
+    "#f0d846",
+    "#fee838"
+  ],
+  // Magma without its near-white end, which would vanish on a light background.
+  magma: [
+    "#000004",
+    "#0a0822",
+    "#1d1147",
+    "#36106b",
+    "#51127c",
+    "#6a1c81",
+    "#832681",
+    "#9c2e7f",
+    "#b73779",
+    "#d0416f",
+    "#e75263",
+    "#f56b5c",
+    "#fc8961",
+    "#fea772",
+    "#fec488"
+  ]
+});
+
+// src/payload.js
+var DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
+var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
+var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
+var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
+var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
+var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
+var HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+function decodeBase64(text) {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+function toBytes(buffer) {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (ArrayBuffer.isView(buffer)) {
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  }
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (typeof buffer === "string") return decodeBase64(buffer);
+  if (buffer && typeof buffer === "object" && typeof /** @type {any} */
+  buffer.byteLength === "number") {
+    return new Uint8Array(
+      /** @type {ArrayBuffer} */
+      buffer
+    );
+  }
+  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
+}
+
+// src/local_model.js
+function createLocalModel(state) {
+  const values = { prompt: 0, layer: null, metric: "prob", selected: null, _details: true, ...state };
+  if (values._sections) {
+    const sections = {};
+    for (const [name, data] of Object.entries(values._sections)) {
+      const bytes = toBytes(data);
+      sections[name] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    }
+    values._sections = sections;
+  }
+  const listeners = /* @__PURE__ */ new Map();
+  return {
+    get: (name) => values[name],
+    set(name, value) {
+      if (Object.is(values[name], value)) return;
+      values[name] = value;
+      for (const fn of [...listeners.get(`change:${name}`) || []]) fn();
+    },
+    on(event, fn) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, set = /* @__PURE__ */ new Set());
+      set.add(fn);
+    },
+    off(event, fn) {
+      if (!event) listeners.clear();
+      else if (!fn) listeners.delete(event);
+      else listeners.get(event)?.delete(fn);
+    },
+    save_changes() {
+    },
+    send() {
+    }
+  };
+}
+
+// src/format.js
+function formatProb(p) {
+  if (!Number.isFinite(p)) return "–";
+  if (p > 0 && p < 1e-3) return "<0.1%";
+  if (p >= 0.9995) return "100%";
+  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
+}
+function formatBits(b, short = false) {
+  if (!Number.isFinite(b)) return "–";
+  const digits = b >= 10 ? 1 : 2;
+  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
+  return short ? text : `${text} bits`;
+}
+
+// src/colour.js
+function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [n >> 16 & 255, n >> 8 & 255, n & 255];
+}
+function interpolateStops(stops, t) {
+  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+  const pos = x * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(pos));
+  const f = pos - i;
+  const a = hexToRgb(stops[i]);
+  const b = hexToRgb(stops[i + 1]);
+  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
+  return [mix(0), mix(1), mix(2)];
+}
+function relativeLuminance([r, g, b]) {
+  const lin = (c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+function textColourOn(rgb) {
+  const l = relativeLuminance(rgb);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
+}
+
+// src/state.js
+function moveFocus(focus, key, nLayers, nPositions) {
+  let { layerIndex, position } = focus;
+  switch (key) {
+    case "ArrowUp":
+      layerIndex += 1;
+      break;
+    // up the screen = deeper layer
+    case "ArrowDown":
+      layerIndex -= 1;
+      break;
+    case "ArrowLeft":
+      position -= 1;
+      break;
+    case "ArrowRight":
+      position += 1;
+      break;
+    case "Home":
+      position = 0;
+      break;
+    case "End":
+      position = nPositions - 1;
+      break;
+    case "PageUp":
+      layerIndex = nLayers - 1;
+      break;
+    case "PageDown":
+      layerIndex = 0;
+      break;
+    default:
+      return null;
+  }
+  return {
+    layerIndex: Math.min(nLayers - 1, Math.max(0, layerIndex)),
+    position: Math.min(nPositions - 1, Math.max(0, position))
+  };
+}
+function clampIndex(value, n) {
+  const v = Number.isInteger(value) ? (
+    /** @type {number} */
+    value
+  ) : Math.round(Number(value)) || 0;
+  return Math.min(Math.max(0, n - 1), Math.max(0, v));
+}
+
+// src/tokens.js
+var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "␍" });
+var CODE_POINT_RANGES = Object.freeze([
+  [0, 31],
+  // C0 controls (tab, newline and carriage return have marks instead)
+  [127, 159],
+  // DEL and the C1 controls
+  [160, 160],
+  // no-break space
+  [173, 173],
+  // soft hyphen
+  [847, 847],
+  // combining grapheme joiner
+  [1564, 1564],
+  // Arabic letter mark
+  [4447, 4448],
+  // Hangul fillers
+  [5760, 5760],
+  // Ogham space mark
+  [6068, 6069],
+  // Khmer inherent vowels (invisible)
+  [6155, 6159],
+  // Mongolian variation selectors and vowel separator
+  [8192, 8207],
+  // en quad … hair space, zero-width space/non-joiner/joiner, LRM, RLM
+  [8232, 8239],
+  // line and paragraph separators, LRE … RLO embeddings, narrow no-break space
+  [8287, 8303],
+  // medium math space, word joiner, invisible operators, isolates (2066-2069)
+  [12288, 12288],
+  // ideographic space
+  [12644, 12644],
+  // Hangul filler
+  [55296, 57343],
+  // surrogates (only lone halves reach this test)
+  [57344, 63743],
+  // private use
+  [65279, 65279],
+  // zero-width no-break space (byte order mark)
+  [65440, 65440],
+  // halfwidth Hangul filler
+  [65529, 65531],
+  // interlinear annotation controls
+  [113824, 113827],
+  // shorthand format controls
+  [119155, 119162],
+  // musical symbol format controls
+  [917504, 917631],
+  // tag characters
+  [983040, 1114111]
+  // supplementary private use areas A and B (planes 15 and 16)
+]);
+function shownAsCodePoint(cp) {
+  for (const [lo, hi] of CODE_POINT_RANGES) {
+    if (cp < lo) return false;
+    if (cp <= hi) return true;
+  }
+  return false;
+}
+function codepointLabel(cp) {
+  return `<U+${cp.toString(16).toUpperCase().padStart(4, "0")}>`;
+}
+function displayToken(token, { spaces = true } = {}) {
+  if (typeof token !== "string") return "?";
+  if (token === "") return "∅";
+  let out = "";
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    let cp = code;
+    let ch = token[i];
+    if (code >= 55296 && code <= 56319 && i + 1 < token.length) {
+      const next = token.charCodeAt(i + 1);
+      if (next >= 56320 && next <= 57343) {
+        cp = (code - 55296) * 1024 + (next - 56320) + 65536;
+        ch = token.slice(i, i + 2);
+        i++;
+      }
+    }
+    if (ch === " ") out += spaces ? MARKS[" "] : " ";
+    else if (ch === "\n" || ch === "	" || ch === "\r") out += MARKS[ch];
+    else if (shownAsCodePoint(cp)) out += codepointLabel(cp);
+    else out += ch;
+  }
+  return out;
+}
+function truncateText(text, maxChars) {
+  if (maxChars <= 0) return "";
+  const chars = Array.from(text);
+  if (chars.length <= maxChars) return text;
+  if (maxChars === 1) return "…";
+  return `${chars.slice(0, maxChars - 1).join("")}…`;
+}
+function charCount(text) {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (!(c >= 56320 && c <= 57343 && i > 0 && text.charCodeAt(i - 1) >= 55296 && text.charCodeAt(i - 1) <= 56319)) n++;
+  }
+  return n;
+}
+function isolateLtr(text) {
+  return `⁦${text}⁩`;
+}
+
+// src/diff/payload.js
+var DIFF_VERSION = 1;
+var REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
+var SIZES = (
+  /** @type {Record<string, number>} */
+  { uint8: 1, int16: 2, uint16: 2, uint32: 4 }
+);
+function readSection(buffer, dtype, length, name) {
+  const size = SIZES[dtype];
+  if (!size) throw new Error(`section ${name}: unsupported dtype ${JSON.stringify(dtype)}`);
+  const bytes = toBytes(buffer);
+  if (bytes.byteLength !== length * size) {
+    throw new Error(`section ${name}: expected ${length} ${dtype} values (${length * size} bytes), got ${bytes.byteLength} bytes`);
+  }
+  const aligned = bytes.byteOffset % size === 0;
+  const source = aligned ? bytes : bytes.slice();
+  const buf = (
+    /** @type {ArrayBuffer} */
+    source.buffer
+  );
+  const offset = aligned ? bytes.byteOffset : 0;
+  if (dtype === "uint8") return new Uint8Array(buf, offset, length);
+  if (dtype === "int16") return new Int16Array(buf, offset, length);
+  if (dtype === "uint16") return new Uint16Array(buf, offset, length);
+  return new Uint32Array(buf, offset, length);
+}
+function decodeDiff(meta, sections) {
+  if (!meta || meta.format !== "lens_diff") throw new Error("this is not a lens-diff payload (meta.format is not 'lens_diff')");
+  if (meta.version !== DIFF_VERSION) throw new Error(`lens-diff payload version ${meta.version}; this front end reads version ${DIFF_VERSION}`);
+  const L = meta.layers.length;
+  const T = meta.total;
+  const P = meta.lengths.length;
+  const K = meta.top_k;
+  const arrays = {};
+  const scales = {};
+  for (const [name, spec] of Object.entries(
+    /** @type {Record<string, {dtype: string, shape: number[], scale?: number}>} */
+    meta.sections || {}
+  )) {
+    if (!(name in (sections || {}))) continue;
+    const length = spec.shape.reduce((x, y) => x * y, 1);
+    arrays[name] = readSection(sections[name], spec.dtype, length, name);
+    scales[name] = spec.scale ?? 1;
+  }
+  for (const name of REQUIRED) if (!arrays[name]) throw new Error(`the payload lacks the ${name} section`);
+  const expect = (
+    /** @type {Record<string, number>} */
+    { input_a: T, aligned: L * T, delta_prob: L * T, topk_tokens_a: L * T * K, topk_tokens_b: L * T * K }
+  );
+  for (const [name, n] of Object.entries(expect)) {
+    if (arrays[name].length !== n) throw new Error(`section ${name} has ${arrays[name].length} values, expected ${n}`);
+  }
+  return {
+    meta,
+    L,
+    T,
+    P,
+    K,
+    layers: meta.layers,
+    bLayers: meta.b_layers,
+    bHasRow: meta.b_has_row,
+    depthA: meta.depth_a,
+    depthB: meta.depth_b,
+    lengths: meta.lengths,
+    offsets: meta.offsets,
+    tokens: meta.tokens,
+    labels: meta.labels,
+    metrics: meta.metrics,
+    arrays,
+    scales
+  };
+}
+function diffIndex(diff, layerIndex, prompt, position) {
+  return layerIndex * diff.T + diff.offsets[prompt] + position;
+}
+function tokenOf(diff, entry) {
+  return entry > 0 && entry <= diff.tokens.length ? diff.tokens[entry - 1] : null;
+}
+function diffMetric(diff, name) {
+  return diff.metrics.find((m) => m.name === name);
+}
+
+// src/diff/colour.js
+var DIVERGING = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
+var SAME_COLOUR = (
+  /** @type {Rgb} */
+  [214, 220, 228]
+);
+var DIFFERS_COLOUR = (
+  /** @type {Rgb} */
+  [230, 85, 13]
+);
+function divergingColour(value, max) {
+  const m = max > 0 ? max : 1;
+  const t = Number.isFinite(value) ? 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)) : 0.5;
+  return interpolateStops(DIVERGING, t);
+}
+function klColour(value, max) {
+  const t = max > 0 ? Math.max(0, Math.min(1, value / max)) : 0;
+  return interpolateStops(COLOUR_STOPS.magma, 1 - t);
+}
+function metricValueAt(diff, metric, index) {
+  const a = diff.arrays;
+  if (!a.aligned[index]) return null;
+  if (metric === "delta_prob") return a.delta_known[index] ? a.delta_prob[index] * diff.scales.delta_prob : null;
+  if (metric === "kl") return a.kl ? a.kl[index] * diff.scales.kl : null;
+  if (metric === "top1_differs") return a.top1_differs[index];
+  return null;
+}
+function cellColour(diff, metric, index) {
+  const value = metricValueAt(diff, metric, index);
+  if (value === null) return null;
+  const spec = diff.metrics.find((m) => m.name === metric);
+  const max = spec ? spec.domain[1] : 1;
+  if (metric === "delta_prob") return divergingColour(value, max);
+  if (metric === "kl") return klColour(value, max);
+  return value ? DIFFERS_COLOUR : SAME_COLOUR;
+}
+
+// src/diff/details.js
+function diffCell(diff, prompt, layerIndex, position) {
+  const a = diff.arrays;
+  const t = diff.offsets[prompt] + position;
+  const index = diffIndex(diff, layerIndex, prompt, position);
+  const aligned = Boolean(a.aligned[index]);
+  const topk = (side) => {
+    const out = [];
+    const tokens = a[`topk_tokens_${side}`];
+    const probs = a[`topk_probs_${side}`];
+    const scale = diff.scales[`topk_probs_${side}`] ?? 1;
+    for (let r = 0; r < diff.K; r++) {
+      const text = tokenOf(diff, tokens[index * diff.K + r]);
+      if (text !== null) out.push({ token: displayToken(text), prob: probs[index * diff.K + r] * scale });
+    }
+    return out;
+  };
+  const shown = (entry) => entry === null ? null : displayToken(tokenOf(diff, entry));
+  const positionB = a.position_b ? a.position_b[t] - 1 : -1;
+  const inputB = a.input_b && positionB >= 0 ? a.input_b[t] : null;
+  const chosen = a.token ? a.token[t] : 0;
+  const delta = metricValueAt(diff, "delta_prob", index);
+  const known = aligned && Boolean(a.delta_known[index]);
+  return {
+    prompt,
+    layerIndex,
+    position,
+    layerA: diff.layers[layerIndex],
+    layerB: diff.bLayers[layerIndex],
+    aligned,
+    inputA: displayToken(tokenOf(diff, a.input_a[t])),
+    inputB: inputB === null || inputB === 0 ? null : shown(inputB),
+    positionB,
+    token: chosen > 0 ? shown(chosen) : null,
+    delta,
+    probA: known ? a.prob_a[index] * diff.scales.prob_a : null,
+    probB: known ? a.prob_b[index] * diff.scales.prob_b : null,
+    kl: metricValueAt(diff, "kl", index),
+    differs: aligned ? Boolean(a.top1_differs[index]) : null,
+    topA: topk("a"),
+    topB: aligned || positionB >= 0 ? topk("b") : []
+  };
+}
+function formatDelta(delta, short = false) {
+  if (delta === null || !Number.isFinite(delta)) return "–";
+  const points = delta * 100;
+  const size = Math.abs(points);
+  const digits = short ? size >= 9.95 ? 0 : 1 : size >= 10 ? 1 : 2;
+  let text = size.toFixed(digits);
+  if (text.includes(".")) text = text.replace(/\.?0+$/, "");
+  if (text === "" || Number(text) === 0) return short ? "0" : "0 pts";
+  text = `${points > 0 ? "+" : "−"}${text}`;
+  return short ? text : `${text} pts`;
+}
+function cellLabel(cell, metric) {
+  if (!cell.aligned) return "";
+  if (metric === "delta_prob") return cell.delta === null ? "" : formatDelta(cell.delta, true);
+  if (metric === "kl") return cell.kl === null ? "" : formatBits(cell.kl, true);
+  if (metric === "top1_differs") return cell.differs && cell.topB.length ? cell.topB[0].token : "";
+  return "";
+}
+function tooltipContent(diff, cell) {
+  const layerB = diff.depthA === diff.depthB ? `layer ${cell.layerB}` : `layer ${cell.layerB} of ${diff.depthB}`;
+  const title = `Layer ${cell.layerA} ↔ ${layerB} · position ${cell.position} ${cell.inputA}` + (cell.inputB !== null && cell.inputB !== cell.inputA ? ` (b: ${cell.inputB})` : "");
+  const lines = [];
+  if (!cell.aligned) {
+    lines.push(diff.bHasRow[cell.layerIndex] ? cell.positionB < 0 ? "No partner position in b: not compared." : "No value in one of the cells: not compared." : `b has no layer ${cell.layerB}: not compared.`);
+  } else {
+    if (cell.token !== null) {
+      lines.push(cell.delta === null ? `p(${cell.token}): unknown in one lens (not in its top-k)` : `Δ p(${cell.token}) = ${formatDelta(cell.delta)} (${formatProb(cell.probA ?? NaN)} → ${formatProb(cell.probB ?? NaN)})`);
+    }
+    if (cell.kl !== null) lines.push(`KL(a ‖ b) = ${formatBits(cell.kl)}`);
+    const topA = cell.topA[0]?.token ?? "?";
+    const topB = cell.topB[0]?.token ?? "?";
+    lines.push(cell.differs ? `Top-1 differs: ${topA} vs ${topB}` : `Same top-1: ${topA}`);
+  }
+  return {
+    title,
+    lines,
+    columns: [
+      { label: `a: ${diff.labels[0]}`, rows: cell.topA },
+      { label: `b: ${diff.labels[1]}`, rows: cell.topB }
+    ]
+  };
+}
+function readoutLine(diff, cell, pinned) {
+  const content = tooltipContent(diff, cell);
+  return `${content.title}. ${content.lines.join(". ")}${pinned ? " (pinned)" : ""}`;
+}
+function alignmentHeadline(diff) {
+  const depth = diff.depthA === diff.depthB ? "" : `Layers aligned by relative depth: a has ${diff.depthA} layers, b has ${diff.depthB}. `;
+  return `${depth}${diff.meta.alignment_note ?? ""}`;
+}
+
+// src/diff/view.js
+var CELL_H = 22;
+var TOKEN_ROW_H = 20;
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  element.className = className;
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, value);
+  if (text !== void 0) element.textContent = text;
+  return element;
+}
+var DiffView = class {
+  /**
+   * @param {WidgetModel} model
+   * @param {HTMLElement} el
+   */
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    this.diff = null;
+    this.prompt = 0;
+    this.metric = "delta_prob";
+    this.selected = null;
+    this.hover = null;
+    this.focus = null;
+    this.focused = false;
+    this.frame = 0;
+    this.cellW = 48;
+    this.labelW = 60;
+    this.root = h("div", "murano-diff");
+    this.title = h("div", "murano-diff-title");
+    this.note = h("div", "murano-diff-note");
+    this.error = h("div", "murano-diff-error", { role: "alert" });
+    this.error.hidden = true;
+    const controls = h("div", "murano-diff-controls");
+    this.promptLabel = h("label", "murano-diff-prompt");
+    this.promptInput = h("input", "murano-diff-prompt-input", { type: "range", min: "0", step: "1", "aria-label": "Prompt" });
+    this.promptText = h("span", "murano-diff-prompt-text");
+    this.promptLabel.append("Prompt ", this.promptInput, this.promptText);
+    const metricLabel = h("label", "murano-diff-metric", {}, "Colour ");
+    this.metricSelect = h("select", "murano-diff-metric-select", { "aria-label": "Colour by" });
+    metricLabel.append(this.metricSelect);
+    controls.append(this.promptLabel, metricLabel);
+    this.prompts = h("div", "murano-diff-prompts");
+    this.scroller = h("div", "murano-diff-scroller");
+    this.track = h("div", "murano-diff-track");
+    this.canvas = h("canvas", "murano-diff-canvas", { tabindex: "0", role: "grid", "aria-label": "Difference heatmap: arrows move, Enter pins" });
+    this.track.append(this.canvas);
+    this.scroller.append(this.track);
+    this.legend = h("div", "murano-diff-legend");
+    this.tooltip = h("div", "murano-diff-tooltip", { role: "tooltip" });
+    this.tooltip.hidden = true;
+    this.readout = h("div", "murano-diff-readout", { "aria-live": "polite" });
+    this.root.append(this.title, this.note, this.error, controls, this.prompts, this.scroller, this.legend, this.tooltip, this.readout);
+    el.append(this.root);
+    this.abort = new AbortController();
+    this.bind();
+    this.reload();
+    el.__muranoDiffDebug = this.debugApi();
+  }
+  destroy() {
+    this.abort.abort();
+    for (const [event, fn] of this.handlers) this.model.off(event, fn);
+    this.resize?.disconnect();
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.root.remove();
+    delete /** @type {any} */
+    this.el.__muranoDiffDebug;
+  }
+  reload() {
+    try {
+      this.diff = decodeDiff(this.model.get("_meta"), this.model.get("_sections"));
+    } catch (error) {
+      this.diff = null;
+      this.error.textContent = `Cannot show this lens diff: ${error instanceof Error ? error.message : String(error)}`;
+      this.error.hidden = false;
+      return;
+    }
+    this.error.hidden = true;
+    const diff = this.diff;
+    this.title.textContent = `a: ${diff.labels[0]}   vs   b: ${diff.labels[1]}`;
+    this.note.textContent = alignmentHeadline(diff);
+    this.metricSelect.replaceChildren(
+      ...diff.metrics.map((m) => {
+        const option = h("option", "", { value: m.name }, m.available ? m.label : `${m.label} (unavailable)`);
+        option.disabled = !m.available;
+        return option;
+      })
+    );
+    this.promptInput.max = String(diff.P - 1);
+    this.promptLabel.hidden = diff.P < 2;
+    this.prompt = clampIndex(this.model.get("prompt"), diff.P);
+    this.metric = this.model.get("metric") || "delta_prob";
+    this.selected = this.model.get("selected") ?? null;
+    this.showPrompt();
+    this.showMetric();
+  }
+  // ---- State ---------------------------------------------------------------------------------
+  /**
+   * @param {string} name
+   * @param {unknown} value
+   */
+  send(name, value) {
+    this.model.set(name, value);
+    this.model.save_changes();
+  }
+  /**
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setPrompt(value, sync) {
+    if (!this.diff) return;
+    const prompt = clampIndex(value, this.diff.P);
+    if (sync) this.send("prompt", prompt);
+    if (prompt === this.prompt) return;
+    this.prompt = prompt;
+    this.hover = null;
+    if (this.focus) this.focus = this.clampCell(this.focus);
+    this.scroller.scrollLeft = 0;
+    this.showPrompt();
+  }
+  /**
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setMetric(value, sync) {
+    const diff = this.diff;
+    if (!diff) return;
+    const spec = diffMetric(diff, String(value));
+    const metric = spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
+    if (sync) this.send("metric", metric);
+    this.metric = metric;
+    this.showMetric();
+  }
+  /**
+   * @param {Selected | null} value
+   * @param {boolean} sync
+   */
+  setSelected(value, sync) {
+    this.selected = value;
+    if (sync) this.send("selected", value);
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  /** @param {Cell} cell */
+  clampCell(cell) {
+    const diff = (
+      /** @type {Diff} */
+      this.diff
+    );
+    return { layerIndex: clampIndex(cell.layerIndex, diff.L), position: clampIndex(cell.position, diff.lengths[this.prompt]) };
+  }
+  /** @param {Cell} cell */
+  isPinned(cell) {
+    const s = this.selected;
+    return Boolean(s && s.prompt === this.prompt && s.layer_index === cell.layerIndex && s.position === cell.position);
+  }
+  /** @param {Cell} cell */
+  togglePin(cell) {
+    const next = this.isPinned(cell) ? null : { prompt: this.prompt, layer_index: cell.layerIndex, position: cell.position };
+    this.setSelected(next, true);
+    if (this.diff) this.readout.textContent = next ? readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), true) : "Unpinned.";
+  }
+  /** @param {Cell} cell */
+  setFocus(cell) {
+    this.focus = cell;
+    const x = cell.position * this.cellW;
+    const view = this.scroller.clientWidth - this.labelW;
+    if (x < this.scroller.scrollLeft) this.scroller.scrollLeft = x;
+    else if (x + this.cellW > this.scroller.scrollLeft + view) this.scroller.scrollLeft = x + this.cellW - view;
+    if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell));
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  // ---- Showing -------------------------------------------------------------------------------
+  showPrompt() {
+    const diff = this.diff;
+    if (!diff) return;
+    this.promptInput.value = String(this.prompt);
+    this.promptText.textContent = `${this.prompt + 1} / ${diff.P}`;
+    const a = diff.meta.prompts_a?.[this.prompt] ?? "";
+    const b = diff.meta.prompts_b?.[this.prompt] ?? "";
+    const lineA = h("div", "murano-diff-prompt-line", {}, `a: ${a}`);
+    const lineB = h("div", "murano-diff-prompt-line", {}, a === b ? "b: the same prompt" : `b: ${b}`);
+    this.prompts.replaceChildren(lineA, lineB);
+    this.relayout();
+  }
+  showMetric() {
+    const diff = this.diff;
+    if (!diff) return;
+    this.metricSelect.value = this.metric;
+    const spec = diffMetric(diff, this.metric);
+    this.legend.replaceChildren();
+    if (spec) {
+      const bar = h("span", "murano-diff-legend-bar");
+      const max = spec.domain[1];
+      let stops;
+      let ticks;
+      if (spec.name === "delta_prob") {
+        stops = [...DIVERGING];
+        ticks = [formatDelta(-max, true), "0", formatDelta(max, true)];
+      } else if (spec.name === "kl") {
+        stops = [...COLOUR_STOPS.magma].reverse();
+        ticks = ["0", formatBits(max / 2, true), formatBits(max, true)];
+      } else {
+        stops = [`rgb(${SAME_COLOUR.join(",")}) 0 50%`, `rgb(${DIFFERS_COLOUR.join(",")}) 50% 100%`];
+        ticks = ["same", "", "differs"];
+      }
+      bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
+      const tickRow = h("span", "murano-diff-legend-ticks");
+      for (const tick of ticks) tickRow.append(h("span", "", {}, tick));
+      const unit = spec.name === "delta_prob" ? " (percentage points)" : "";
+      const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
+      this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.description));
+    }
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  readTheme() {
+    const style = getComputedStyle(this.root);
+    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
+    return {
+      fg: read("--murano-diff-fg", "#1f2328"),
+      muted: read("--murano-diff-muted", "#59636e"),
+      bg: read("--murano-diff-bg", "#ffffff"),
+      accent: read("--murano-diff-accent", "#0969da"),
+      hatch: read("--murano-diff-hatch", "#9aa0a6"),
+      font: read("--murano-diff-font", "system-ui, sans-serif"),
+      mono: read("--murano-diff-mono", "monospace")
+    };
+  }
+  relayout() {
+    const diff = this.diff;
+    if (!diff) return;
+    const ctx = this.canvas.getContext("2d");
+    const theme = this.readTheme();
+    let charW = 6.6;
+    if (ctx) {
+      ctx.font = `11px ${theme.mono}`;
+      charW = ctx.measureText("M").width || charW;
+      ctx.font = `600 11px ${theme.font}`;
+      const widest = Math.max(...diff.layers.map((l, i) => ctx.measureText(this.rowLabel(l, diff.bLayers[i])).width), ctx.measureText("a input").width);
+      this.labelW = Math.ceil(widest) + 14;
+    }
+    const n = diff.lengths[this.prompt];
+    let chars = 4;
+    for (let j = 0; j < n && chars < 10; j++) {
+      const cell = diffCell(diff, this.prompt, diff.L - 1, j);
+      chars = Math.max(chars, charCount(cell.inputA), cell.topB[0] ? charCount(cell.topB[0].token) : 0);
+    }
+    this.cellW = Math.ceil(Math.min(10, chars) * charW + 10);
+    this.track.style.width = `${this.labelW + n * this.cellW}px`;
+    this.draw();
+  }
+  /**
+   * @param {number} layerA
+   * @param {number} layerB
+   */
+  rowLabel(layerA, layerB) {
+    const diff = this.diff;
+    return diff && diff.depthA !== diff.depthB ? `L${layerA}↔${layerB}` : `L${layerA}`;
+  }
+  rowsHeight() {
+    const diff = (
+      /** @type {Diff} */
+      this.diff
+    );
+    const tokenRows = diff.meta.align === "tokens" ? 1 : 2;
+    return diff.L * CELL_H + tokenRows * TOKEN_ROW_H + 4;
+  }
+  requestDraw() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
+  }
+  draw() {
+    const diff = this.diff;
+    if (!diff) return;
+    const ctx = this.canvas.getContext("2d");
+    if (!ctx) return;
+    const theme = this.readTheme();
+    const width = Math.max(100, this.scroller.clientWidth || 800);
+    const height = this.rowsHeight();
+    const dpr = window.devicePixelRatio || 1;
+    if (this.canvas.width !== Math.round(width * dpr) || this.canvas.height !== Math.round(height * dpr)) {
+      this.canvas.width = Math.round(width * dpr);
+      this.canvas.height = Math.round(height * dpr);
+      this.canvas.style.width = `${width}px`;
+      this.canvas.style.height = `${height}px`;
+    }
+    this.track.style.height = `${height}px`;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    const scroll = this.scroller.scrollLeft;
+    const n = diff.lengths[this.prompt];
+    const W = this.cellW;
+    const first = Math.max(0, Math.floor(scroll / W));
+    const last = Math.min(n, Math.ceil((scroll + width - this.labelW) / W) + 1);
+    const hatch = this.hatchPattern(ctx, theme.hatch);
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.font = `11px ${theme.mono}`;
+    const maxChars = Math.max(1, Math.floor((W - 6) / (ctx.measureText("M").width || 6.6)));
+    for (let i = 0; i < diff.L; i++) {
+      const y = (diff.L - 1 - i) * CELL_H;
+      for (let j = first; j < last; j++) {
+        const x = this.labelW + j * W - scroll;
+        const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j));
+        if (!rgb) {
+          ctx.fillStyle = hatch || theme.hatch;
+          ctx.globalAlpha = hatch ? 1 : 0.3;
+          ctx.fillRect(x, y, W - 1, CELL_H - 1);
+          ctx.globalAlpha = 1;
+          continue;
+        }
+        ctx.fillStyle = `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`;
+        ctx.fillRect(x, y, W - 1, CELL_H - 1);
+        const label = cellLabel(diffCell(diff, this.prompt, i, j), this.metric);
+        if (label) {
+          ctx.fillStyle = textColourOn(rgb);
+          ctx.fillText(isolateLtr(truncateText(label, maxChars)), x + (W - 1) / 2, y + CELL_H / 2);
+        }
+      }
+    }
+    const top = diff.L * CELL_H + 2;
+    for (let j = first; j < last; j++) {
+      const x = this.labelW + j * W - scroll + (W - 1) / 2;
+      const cell = diffCell(diff, this.prompt, 0, j);
+      ctx.fillStyle = theme.fg;
+      ctx.fillText(isolateLtr(truncateText(cell.inputA, maxChars)), x, top + TOKEN_ROW_H / 2);
+      if (diff.meta.align !== "tokens") {
+        ctx.fillStyle = cell.inputB === null ? theme.muted : cell.inputB === cell.inputA ? theme.muted : theme.fg;
+        ctx.fillText(isolateLtr(truncateText(cell.inputB ?? "–", maxChars)), x, top + TOKEN_ROW_H * 1.5);
+      }
+    }
+    const marks = [[this.focused ? this.focus : null, false]];
+    if (this.selected && this.selected.prompt === this.prompt) marks.push([{ layerIndex: this.selected.layer_index, position: this.selected.position }, true]);
+    for (const [cell, pinned] of marks) {
+      if (!cell) continue;
+      ctx.strokeStyle = theme.accent;
+      ctx.lineWidth = 2;
+      ctx.setLineDash(pinned ? [4, 2] : []);
+      ctx.strokeRect(this.labelW + cell.position * W - scroll + 1, (diff.L - 1 - cell.layerIndex) * CELL_H + 1, W - 3, CELL_H - 3);
+      ctx.setLineDash([]);
+    }
+    ctx.fillStyle = theme.bg;
+    ctx.fillRect(0, 0, this.labelW, height);
+    ctx.textAlign = "right";
+    ctx.font = `600 11px ${theme.font}`;
+    ctx.fillStyle = theme.fg;
+    for (let i = 0; i < diff.L; i++) {
+      ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), this.labelW - 6, (diff.L - 1 - i) * CELL_H + CELL_H / 2);
+    }
+    ctx.fillStyle = theme.muted;
+    ctx.fillText("a input", this.labelW - 6, top + TOKEN_ROW_H / 2);
+    if (diff.meta.align !== "tokens") ctx.fillText("b input", this.labelW - 6, top + TOKEN_ROW_H * 1.5);
+  }
+  /**
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {string} colour
+   */
+  hatchPattern(ctx, colour) {
+    const tile = document.createElement("canvas");
+    tile.width = tile.height = 6;
+    const t = tile.getContext("2d");
+    if (!t) return null;
+    t.strokeStyle = colour;
+    t.lineWidth = 1;
+    t.beginPath();
+    t.moveTo(0, 6);
+    t.lineTo(6, 0);
+    t.stroke();
+    return ctx.createPattern(tile, "repeat");
+  }
+  // ---- Tooltip -------------------------------------------------------------------------------
+  updateTooltip() {
+    const diff = this.diff;
+    const cell = this.hover || (this.focused ? this.focus : null);
+    if (!diff || !cell) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    const content = tooltipContent(diff, diffCell(diff, this.prompt, cell.layerIndex, cell.position));
+    const table = h("table", "murano-diff-topk");
+    const head = h("tr", "");
+    for (const column of content.columns) head.append(h("th", "", { colspan: "2" }, column.label));
+    table.append(head);
+    const rows = Math.max(content.columns[0].rows.length, content.columns[1].rows.length);
+    for (let r = 0; r < rows; r++) {
+      const tr = h("tr", "");
+      for (const column of content.columns) {
+        const item = column.rows[r];
+        tr.append(h("td", "murano-diff-token", {}, item ? item.token : ""), h("td", "murano-diff-prob", {}, item ? `${(item.prob * 100).toFixed(1)}%` : ""));
+      }
+      table.append(tr);
+    }
+    if (!rows) {
+      const tr = h("tr", "");
+      tr.append(h("td", "", { colspan: "2" }, "–"), h("td", "", { colspan: "2" }, "no partner cell"));
+      table.append(tr);
+    }
+    this.tooltip.replaceChildren(
+      h("div", "murano-diff-tooltip-title", {}, content.title + (this.isPinned(cell) ? " · pinned" : "")),
+      ...content.lines.map((line) => h("div", "murano-diff-tooltip-line", {}, line)),
+      table
+    );
+    this.tooltip.hidden = false;
+    const rect = this.cellClientRect(cell.layerIndex, cell.position);
+    const box = this.root.getBoundingClientRect();
+    const tip = this.tooltip.getBoundingClientRect();
+    let left = rect.x - box.left + rect.w + 8;
+    if (left + tip.width > box.width) left = Math.max(0, rect.x - box.left - tip.width - 8);
+    this.tooltip.style.left = `${left}px`;
+    this.tooltip.style.top = `${Math.max(0, rect.y - box.top)}px`;
+  }
+  /**
+   * A cell's box in client coordinates.
+   * @param {number} layerIndex
+   * @param {number} position
+   */
+  cellClientRect(layerIndex, position) {
+    const diff = (
+      /** @type {Diff} */
+      this.diff
+    );
+    const box = this.canvas.getBoundingClientRect();
+    return {
+      x: box.left + this.labelW + position * this.cellW - this.scroller.scrollLeft,
+      y: box.top + (diff.L - 1 - layerIndex) * CELL_H,
+      w: this.cellW - 1,
+      h: CELL_H - 1
+    };
+  }
+  /**
+   * The cell under a pointer, or null.
+   * @param {MouseEvent} event
+   * @returns {Cell | null}
+   */
+  eventCell(event) {
+    const diff = this.diff;
+    if (!diff) return null;
+    const box = this.canvas.getBoundingClientRect();
+    const x = event.clientX - box.left - this.labelW + this.scroller.scrollLeft;
+    const y = event.clientY - box.top;
+    if (event.clientX - box.left < this.labelW || x < 0 || y < 0 || y >= diff.L * CELL_H) return null;
+    const position = Math.floor(x / this.cellW);
+    if (position >= diff.lengths[this.prompt]) return null;
+    return { layerIndex: diff.L - 1 - Math.floor(y / CELL_H), position };
+  }
+  // ---- Events --------------------------------------------------------------------------------
+  bind() {
+    const signal = this.abort.signal;
+    const on = (target, type, fn) => target.addEventListener(type, fn, { signal });
+    on(this.promptInput, "input", () => this.setPrompt(Number(this.promptInput.value), true));
+    on(this.metricSelect, "change", () => this.setMetric(this.metricSelect.value, true));
+    on(this.scroller, "scroll", () => {
+      this.hover = null;
+      this.updateTooltip();
+      this.requestDraw();
+    });
+    on(this.canvas, "pointermove", (event) => {
+      const cell = this.eventCell(event);
+      const old = this.hover;
+      if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
+      this.hover = cell;
+      this.updateTooltip();
+    });
+    on(this.canvas, "pointerleave", () => {
+      this.hover = null;
+      this.updateTooltip();
+    });
+    on(this.canvas, "pointerdown", () => {
+      this.focused = false;
+    });
+    on(this.canvas, "click", (event) => {
+      const cell = this.eventCell(event);
+      if (!cell) return;
+      this.focus = cell;
+      this.togglePin(cell);
+    });
+    on(this.canvas, "focus", () => {
+      let keyboard = true;
+      try {
+        keyboard = this.canvas.matches(":focus-visible");
+      } catch {
+      }
+      if (keyboard) this.showKeyboardFocus();
+    });
+    on(this.canvas, "blur", () => {
+      this.focused = false;
+      this.updateTooltip();
+      this.requestDraw();
+    });
+    on(this.canvas, "keydown", (event) => this.onKey(event));
+    this.handlers = [
+      ["change:prompt", () => this.setPrompt(this.model.get("prompt"), false)],
+      ["change:metric", () => this.setMetric(this.model.get("metric"), false)],
+      ["change:selected", () => this.setSelected(this.model.get("selected") ?? null, false)],
+      ["change:_meta", () => this.reload()],
+      ["change:_sections", () => this.reload()]
+    ];
+    for (const [event, fn] of this.handlers) this.model.on(event, fn);
+    if (typeof ResizeObserver !== "undefined") {
+      this.resize = new ResizeObserver(() => this.requestDraw());
+      this.resize.observe(this.scroller);
+    }
+  }
+  showKeyboardFocus() {
+    const diff = this.diff;
+    if (!diff) return;
+    this.focused = true;
+    if (!this.focus) {
+      const s = this.selected;
+      this.focus = s && s.prompt === this.prompt ? { layerIndex: s.layer_index, position: s.position } : { layerIndex: diff.L - 1, position: 0 };
+    }
+    this.setFocus(this.clampCell(this.focus));
+  }
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    const diff = this.diff;
+    if (!diff || event.altKey || event.ctrlKey || event.metaKey) return;
+    const key = event.key;
+    const pin = key === "Enter" || key === " ";
+    const moves = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+    if (!pin && !moves && !(key === "Escape" && this.selected)) return;
+    event.preventDefault();
+    event.stopPropagation();
+    if (key === "Escape") {
+      this.setSelected(null, true);
+      this.readout.textContent = "Unpinned.";
+      return;
+    }
+    if (!this.focused) this.showKeyboardFocus();
+    if (!this.focus) return;
+    if (pin) this.togglePin(this.focus);
+    else {
+      const next = moveFocus(this.focus, key, diff.L, diff.lengths[this.prompt]);
+      if (next) this.setFocus(next);
+    }
+  }
+  debugApi() {
+    const view = this;
+    return {
+      get state() {
+        return { prompt: view.prompt, metric: view.metric, selected: view.selected, focus: view.focus, focused: view.focused, hover: view.hover, cellW: view.cellW, labelW: view.labelW };
+      },
+      /** @param {number} i @param {number} j */
+      cellClientRect: (i, j) => view.cellClientRect(i, j),
+      /** @param {number} i @param {number} j */
+      cellColour: (i, j) => view.diff ? cellColour(view.diff, view.metric, diffIndex(view.diff, i, view.prompt, j)) : null,
+      drawNow: () => view.draw(),
+      tooltipText: () => view.tooltip.hidden ? null : view.tooltip.textContent
+    };
+  }
+};
+
+// src/diff/index.js
+function render({ model, el }) {
+  const view = new DiffView(model, el);
+  return () => view.destroy();
+}
+var index_default = { render };
+export {
+  DIVERGING,
+  cellColour,
+  createLocalModel,
+  decodeDiff,
+  index_default as default,
+  diffCell,
+  diffIndex,
+  divergingColour,
+  formatDelta,
+  render,
+  tooltipContent
+};
