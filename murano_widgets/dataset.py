@@ -13,12 +13,9 @@ with bootstrap intervals, a figure, a widget, and files that remake the figure w
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +23,8 @@ import numpy as np
 import torch
 
 from ._checks import check_bool, check_int
-from .dataset_stats import bootstrap_means, check_summary_args
+from .dataset_io import model_provenance, paths, read_saved, sha256, write_temp
+from .dataset_stats import check_summary_args, set_summary
 from .logit_lens import LogitLens
 from .types import PromptBatch, validate_prompts
 
@@ -298,7 +296,7 @@ class LensDataset:
         frames = []
         for name in self.answers:
             has = np.array([forms is not None for forms in self.answers[name]])
-            stats = _set_summary(
+            stats = set_summary(
                 self.answer_probs[name][has],
                 self.answer_ranks[name][has],
                 self.entropy[has],
@@ -363,7 +361,7 @@ class LensDataset:
         Returns:
             The path of the ``.npz`` file.
         """
-        npz_path, json_path = _paths(path)
+        npz_path, json_path = paths(path)
         arrays = {
             "entropy": self.entropy,
             "kl_to_final": self.kl_to_final,
@@ -372,8 +370,8 @@ class LensDataset:
         for i, name in enumerate(self.answers):
             arrays[f"prob_{i}"] = self.answer_probs[name]
             arrays[f"rank_{i}"] = self.answer_ranks[name]
-        npz_tmp = _write_temp(npz_path, lambda f: np.savez_compressed(f, **arrays))
-        digest = _sha256(npz_tmp)
+        npz_tmp = write_temp(npz_path, lambda f: np.savez_compressed(f, **arrays))
+        digest = sha256(npz_tmp)
         sidecar = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -387,7 +385,7 @@ class LensDataset:
             "provenance": self.provenance,
         }
         text = json.dumps(sidecar, ensure_ascii=False, indent=1)
-        json_tmp = _write_temp(json_path, lambda f: f.write(text.encode("utf-8")))
+        json_tmp = write_temp(json_path, lambda f: f.write(text.encode("utf-8")))
         os.replace(npz_tmp, npz_path)
         os.replace(json_tmp, json_path)
         return npz_path
@@ -401,10 +399,8 @@ class LensDataset:
             ValueError: If the files are not a data set of this format, do not belong together
                 (the npz's hash differs from the one recorded) or their shapes disagree.
         """
-        from .dataset_stats import read_saved
-
-        npz_path, json_path = _paths(path)
-        sidecar, arrays = read_saved(npz_path, json_path, FORMAT, FORMAT_VERSION, _sha256)
+        npz_path, json_path = paths(path)
+        sidecar, arrays = read_saved(npz_path, json_path, FORMAT, FORMAT_VERSION)
         names = sidecar["answer_sets"]
         dataset = cls(
             prompts=sidecar["prompts"],
@@ -503,132 +499,3 @@ def _last_positions(attention_mask: torch.Tensor) -> torch.Tensor:
     """Each prompt's last real position in the padded sequence (left or right padding)."""
     seq = attention_mask.shape[1]
     return (attention_mask.bool().long() * torch.arange(1, seq + 1)).argmax(dim=1)
-
-
-def _set_summary(
-    probs: np.ndarray,
-    ranks: np.ndarray,
-    entropy: np.ndarray,
-    kl: np.ndarray,
-    ci: float,
-    n_boot: int,
-    seed: int | None,
-) -> dict[str, np.ndarray]:
-    """The per-layer columns of :meth:`LensDataset.summary` for one answer set's prompts."""
-    rank_valid = ranks >= 0
-    top1 = np.where(rank_valid, (ranks == 0).astype(np.float64), np.nan)
-    stats = bootstrap_means(
-        np.stack([probs.astype(np.float64), top1], axis=-1), ci=ci, n_boot=n_boot, seed=seed
-    )
-    with np.errstate(all="ignore"):
-        median = np.array(
-            [
-                np.median(ranks[rank_valid[:, j], j]) if rank_valid[:, j].any() else np.nan
-                for j in range(ranks.shape[1])
-            ]
-        )
-    return {
-        "answer_prob_mean": stats["mean"][:, 0],
-        "answer_prob_ci_low": stats["low"][:, 0],
-        "answer_prob_ci_high": stats["high"][:, 0],
-        "top1_accuracy": stats["mean"][:, 1],
-        "top1_accuracy_ci_low": stats["low"][:, 1],
-        "top1_accuracy_ci_high": stats["high"][:, 1],
-        "answer_rank_median": median,
-        "entropy_mean": _nanmean(entropy),
-        "kl_to_final_mean": _nanmean(kl),
-    }
-
-
-def _nanmean(values: np.ndarray) -> np.ndarray:
-    finite = np.isfinite(values)
-    count = finite.sum(axis=0)
-    total = np.where(finite, values, 0).astype(np.float64).sum(axis=0)
-    with np.errstate(all="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def model_provenance(model: Any, step: LogitLens, lens: Any) -> dict[str, Any]:
-    """Where a data set's numbers came from: model, weights, precision, lens, packages, date.
-
-    The weights are named by the hub revision when the model came from the hub; otherwise by
-    the sha256 of its state dict (names, dtypes, shapes and bytes of every tensor), so that a
-    local or edited model is identified by what it computes with.
-    """
-    from importlib.metadata import PackageNotFoundError, version
-
-    module = _torch_module(model)
-    config = getattr(module, "config", None)
-    revision = getattr(config, "_commit_hash", None)
-    versions = {}
-    for package in ("torch", "transformers", "nnsight", "nnterp", "murano-widgets", "numpy"):
-        try:
-            versions[package] = version(package)
-        except PackageNotFoundError:
-            versions[package] = None
-    return {
-        "model_name": getattr(model, "name", None),
-        "revision": revision,
-        "weights_sha256": None if revision or module is None else _weights_hash(module),
-        "dtype": str(getattr(model, "dtype", None)).replace("torch.", ""),
-        "device": str(getattr(model, "device", None)),
-        "backend": getattr(model, "backend", None),
-        "n_model_layers": int(model.n_layers),
-        "layers": list(step.layers),
-        "lens_kind": "logit" if lens is None else str(getattr(lens, "kind", "custom")),
-        "lens_provenance": None if lens is None else getattr(lens, "provenance", None),
-        "packages": versions,
-        "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
-def _torch_module(model: Any) -> torch.nn.Module | None:
-    """The Hugging Face module behind a backend (nnterp's or nnsight's), if there is one."""
-    for path in (("nnterp", "_model"), ("lm", "_module"), ("hf_model",), ()):
-        value = model
-        for name in path:
-            value = getattr(value, name, None)
-        if isinstance(value, torch.nn.Module):
-            return value
-    return None
-
-
-def _weights_hash(module: torch.nn.Module) -> str | None:
-    digest = hashlib.sha256()
-    for name, tensor in module.state_dict().items():
-        if tensor.is_meta:
-            return None  # weights not here (a remote model): nothing to hash
-        data = tensor.detach().cpu().contiguous()
-        digest.update(f"{name}:{data.dtype}:{tuple(data.shape)};".encode())
-        digest.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
-
-
-def _paths(path: str | os.PathLike) -> tuple[Path, Path]:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__}")
-    base = Path(path)
-    if base.suffix in (".npz", ".json"):
-        base = base.with_suffix("")
-    return base.with_name(base.name + ".npz"), base.with_name(base.name + ".json")
-
-
-def _write_temp(target: Path, write: Any) -> Path:
-    """Writes through ``write(file)`` into a temporary file next to ``target``; returns its path."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            write(file)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
-    return Path(name)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -1,20 +1,17 @@
-"""Array work behind :class:`~murano_widgets.dataset.LensDataset`: bootstrap intervals and reading
-saved files back with checks."""
+"""Array work behind :class:`~murano_widgets.dataset.LensDataset`'s summaries: per-layer means
+with percentile-bootstrap intervals over prompts."""
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ._checks import check_int
 
-__all__ = ["bootstrap_means", "check_summary_args", "read_saved"]
+__all__ = ["bootstrap_means", "check_summary_args", "set_summary"]
 
 # Resamples are drawn in blocks of about this many prompt indices, so that the index and count
 # matrices stay a few tens of MB whatever the number of prompts and resamples.
@@ -85,60 +82,44 @@ def bootstrap_means(
     return {"mean": mean.reshape(shape), "low": low.reshape(shape), "high": high.reshape(shape)}
 
 
-def read_saved(
-    npz_path: Path,
-    json_path: Path,
-    fmt: str,
-    version: int,
-    sha256: Callable[[Path], str],
-) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Reads a saved data set's sidecar and arrays, checking that they are whole and agree.
+def set_summary(
+    probs: np.ndarray,
+    ranks: np.ndarray,
+    entropy: np.ndarray,
+    kl: np.ndarray,
+    ci: float,
+    n_boot: int,
+    seed: int | None,
+) -> dict[str, np.ndarray]:
+    """The per-layer columns of ``LensDataset.summary`` for one answer set's prompts."""
+    rank_valid = ranks >= 0
+    top1 = np.where(rank_valid, (ranks == 0).astype(np.float64), np.nan)
+    stats = bootstrap_means(
+        np.stack([probs.astype(np.float64), top1], axis=-1), ci=ci, n_boot=n_boot, seed=seed
+    )
+    with np.errstate(all="ignore"):
+        median = np.array(
+            [
+                np.median(ranks[rank_valid[:, j], j]) if rank_valid[:, j].any() else np.nan
+                for j in range(ranks.shape[1])
+            ]
+        )
+    return {
+        "answer_prob_mean": stats["mean"][:, 0],
+        "answer_prob_ci_low": stats["low"][:, 0],
+        "answer_prob_ci_high": stats["high"][:, 0],
+        "top1_accuracy": stats["mean"][:, 1],
+        "top1_accuracy_ci_low": stats["low"][:, 1],
+        "top1_accuracy_ci_high": stats["high"][:, 1],
+        "answer_rank_median": median,
+        "entropy_mean": _nanmean(entropy),
+        "kl_to_final_mean": _nanmean(kl),
+    }
 
-    Raises:
-        FileNotFoundError: If either file is missing.
-        ValueError: If the files are not this format, do not belong together, or disagree.
-    """
-    for path in (npz_path, json_path):
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path} does not exist: LensDataset.load needs both {npz_path.name} and "
-                f"{json_path.name} (written by LensDataset.save)"
-            )
-    try:
-        sidecar = json.loads(json_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{json_path} is not a LensDataset sidecar (not JSON: {error})") from None
-    if not isinstance(sidecar, dict) or sidecar.get("format") != fmt:
-        raise ValueError(f"{json_path} is not a LensDataset sidecar (no format {fmt!r})")
-    if sidecar.get("format_version") != version:
-        raise ValueError(
-            f"{json_path} has format version {sidecar.get('format_version')!r}; this "
-            f"murano_widgets reads version {version}"
-        )
-    if sha256(npz_path) != sidecar.get("npz_sha256"):
-        raise ValueError(
-            f"{npz_path} is not the file {json_path.name} was saved with (its sha256 differs): "
-            "the pair was changed or mixed up; save the data set again"
-        )
-    with np.load(npz_path, allow_pickle=False) as data:
-        arrays = {name: data[name] for name in data.files}
-    for key in ("prompts", "layers", "answer_sets", "answers", "named_sets", "token_strings"):
-        if key not in sidecar:
-            raise ValueError(f"{json_path} lacks {key!r}")
-    shape = (len(sidecar["prompts"]), len(sidecar["layers"]))
-    expected = {"entropy": "f", "kl_to_final": "f", "top1": "i"}
-    for i, name in enumerate(sidecar["answer_sets"]):
-        expected |= {f"prob_{i}": "f", f"rank_{i}": "i"}
-        answers = sidecar["answers"].get(name)
-        if not isinstance(answers, list) or len(answers) != shape[0]:
-            raise ValueError(f"{json_path}: answer set {name!r} does not have {shape[0]} entries")
-    for name, kind in expected.items():
-        array = arrays.get(name)
-        if array is None:
-            raise ValueError(f"{npz_path} lacks the array {name!r}")
-        if array.shape != shape or array.dtype.kind != kind:
-            raise ValueError(
-                f"{npz_path}: {name} has shape {array.shape} and dtype {array.dtype}, expected "
-                f"{shape} of kind {kind!r} (prompts x layers)"
-            )
-    return sidecar, arrays
+
+def _nanmean(values: np.ndarray) -> np.ndarray:
+    finite = np.isfinite(values)
+    count = finite.sum(axis=0)
+    total = np.where(finite, values, 0).astype(np.float64).sum(axis=0)
+    with np.errstate(all="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
