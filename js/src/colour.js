@@ -3,6 +3,7 @@
 
 import { COLOUR_STOPS } from "./colour_stops.js";
 import { metricDomain, metricSpec } from "./metrics.js";
+import { promptHasNoValue } from "./payload.js";
 
 export { COLOUR_STOPS };
 
@@ -99,8 +100,9 @@ export function textColourOn(rgb) {
 /**
  * Fills an RGBA image of one prompt's cells: width = the prompt's length, height = L, the final
  * layer in row 0 (the top). Missing cells (the whole cell, or, for a metric measured against the
- * final prediction, a position whose final distribution was not finite) and cells of a metric
- * not loaded yet stay transparent, so whatever is drawn below (a hatch pattern) shows through.
+ * final prediction, a position whose final distribution was not finite; every cell of a prompt
+ * the metric has no value for, such as a prompt without an answer) and cells of a metric not
+ * loaded yet stay transparent, so whatever is drawn below (a hatch pattern) shows through.
  * @param {Lens} lens
  * @param {string} metric
  * @param {number} prompt
@@ -114,7 +116,7 @@ export function colourImage(lens, metric, prompt, out) {
   data.fill(0);
   const spec = metricSpec(lens, metric);
   const array = spec && lens.arrays[spec.field];
-  if (!spec || !array) return { width: n, height: L, data };
+  if (!spec || !array || promptHasNoValue(lens, spec.field, prompt)) return { width: n, height: L, data };
   const scale = lens.scales[spec.field] ?? 1;
   const domain = metricDomain(lens, metric);
   const lut = colourLut(spec.scale, spec.reverse);

@@ -6,7 +6,7 @@
 
 import { formatProb, formatRank } from "./format.js";
 import { formatMetric, metricValue, shortLabel } from "./metrics.js";
-import { cellIndex, isFinalMissing, isMissing } from "./payload.js";
+import { cellIndex, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex, sectionValue } from "./payload.js";
 import { displayToken } from "./tokens.js";
 
 /**
@@ -19,6 +19,7 @@ import { displayToken } from "./tokens.js";
  * @property {number} layerIndex the row
  * @property {number} layer the model layer
  * @property {boolean} isLastRow
+ * @property {boolean} isLastPosition the prompt's last position (where the answer follows)
  * @property {number} position among the prompt's real tokens
  * @property {string} input
  * @property {string | null} finalToken the model's own prediction (null: the result has none)
@@ -31,7 +32,36 @@ import { displayToken } from "./tokens.js";
  * @property {number | null} finalRank rank of the final prediction (0 = top-1), when a rank metric
  *   is loaded
  * @property {boolean} detailsLoaded every detail section has arrived
+ * @property {boolean} answerTop1 the layer's top-1 is the (first set's) answer
+ * @property {CellAnswer | null} answer the first answer set's answer here (null: none)
+ *
+ * @typedef {object} CellAnswer The answer at one cell: at the prompt's last position the whole
+ *   answer (teacher-forced), elsewhere its first token as the next token.
+ * @property {string} text the answer (display form, raw)
+ * @property {number | null} prob null while its section has not arrived
+ * @property {number | null} rank 0 = top-1
  */
+
+/**
+ * The first answer set's answer at a cell, or null when the prompt has none.
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {number} layerIndex
+ * @param {number} position
+ * @returns {CellAnswer | null}
+ */
+export function cellAnswer(lens, prompt, layerIndex, position) {
+  const set = lens.answerSets[0];
+  const text = set ? set.answers[prompt] : null;
+  if (!set || text === null) return null;
+  const idx = cellIndex(lens, prompt, layerIndex, position);
+  if (isMissing(lens, idx)) return { text, prob: null, rank: null };
+  const last = position === lens.lengths[prompt] - 1;
+  const at = last ? promptSetIndex(lens, layerIndex, prompt, 0) : idx;
+  const prob = sectionValue(lens, last ? "answer_probs" : "answer_token_probs", at);
+  const rank = sectionValue(lens, last ? "answer_ranks" : "answer_token_ranks", at);
+  return { text, prob: Number.isFinite(prob) ? prob : null, rank: Number.isFinite(rank) ? rank : null };
+}
 
 /**
  * @param {Lens} lens
@@ -85,6 +115,7 @@ export function cellDetails(lens, prompt, layerIndex, position) {
     layerIndex,
     layer: lens.layers[layerIndex],
     isLastRow: layerIndex === lens.L - 1,
+    isLastPosition: position === lens.lengths[prompt] - 1,
     position,
     input: tokenAt(lens, a.input_ids[col]),
     finalToken: finalTokens ? tokenAt(lens, finalTokens[col]) : null,
@@ -95,6 +126,8 @@ export function cellDetails(lens, prompt, layerIndex, position) {
     metrics,
     finalRank,
     detailsLoaded: lens.detailSections.every((name) => !lens.meta.sections?.[name] || Boolean(a[name])),
+    answerTop1: isAnswerTop1(lens, prompt, layerIndex, position),
+    answer: cellAnswer(lens, prompt, layerIndex, position),
   };
 }
 
@@ -124,6 +157,18 @@ export function tooltipModel(details) {
       ? { label: "final prediction", value: NO_VALUE }
       : { label: "final prediction", value: displayToken(details.finalToken), token: true });
   }
+  if (details.answer && !details.missing) {
+    const { text, prob, rank } = details.answer;
+    const values = [prob === null ? "" : formatProb(prob), rank === null ? "" : formatRank(rank)].filter(Boolean);
+    rows.push({
+      label: "answer",
+      value: `${displayToken(text)}${values.length ? ` · ${values.join(" · ")}` : ""}`,
+      token: true,
+      title: details.isLastPosition
+        ? "The answer after the prompt: its probability (all its tokens, teacher-forced) and its first token's rank"
+        : "The answer's first token as the next token here: its probability and rank",
+    });
+  }
   if (!details.missing) {
     for (const { spec, value } of details.metrics) {
       rows.push({
@@ -139,7 +184,7 @@ export function tooltipModel(details) {
   else if (!details.detailsLoaded) note = "Loading details…";
   return {
     title: `Layer ${details.layer} · position ${details.position}`,
-    badge: details.settled ? "= final" : "",
+    badge: [details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
     rows,
     top: details.top.map((entry, rank) => ({
       rank,
@@ -162,6 +207,7 @@ export function readoutText(details, { pinned = false } = {}) {
   else {
     const top = details.top[0];
     parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob)}`);
+    if (details.answerTop1) parts.push("the answer");
     if (details.settled) parts.push("equals the final prediction");
     else if (details.finalToken !== null && details.finalMissing) parts.push(`final prediction: ${NO_VALUE}`);
     else if (details.finalToken !== null) {

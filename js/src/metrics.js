@@ -7,7 +7,7 @@
  */
 
 import { formatUnit, niceCeil } from "./format.js";
-import { isFinalMissing, isMissing } from "./payload.js";
+import { isFinalMissing, isMissing, promptHasNoValue, promptOfColumn } from "./payload.js";
 
 /**
  * @typedef {import("./payload.js").Lens} Lens
@@ -101,8 +101,9 @@ export function unitValue(value, domain) {
 
 /**
  * The value of metric `name` at cell `idx` of an [L, T] section: NaN when the cell is missing,
- * when the metric is measured against a final distribution that was not finite there, or when its
- * section has not arrived.
+ * when the metric is measured against a final distribution that was not finite there, when the
+ * prompt has no value in its section at all (a prompt without an answer), or when its section has
+ * not arrived.
  * @param {Lens} lens
  * @param {string} name
  * @param {number} idx
@@ -112,6 +113,7 @@ export function metricValue(lens, name, idx) {
   const array = spec && lens.arrays[spec.field];
   if (!spec || !array || isMissing(lens, idx)) return NaN;
   if (spec.finalBased && isFinalMissing(lens, idx % lens.T)) return NaN;
+  if (lens.noValue[spec.field] && promptHasNoValue(lens, spec.field, promptOfColumn(lens, idx % lens.T))) return NaN;
   return array[idx] * (lens.scales[spec.field] ?? 1);
 }
 

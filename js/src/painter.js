@@ -9,7 +9,9 @@
 import { colourImage, textColourOn } from "./colour.js";
 import { niceCeil } from "./format.js";
 import { cellRect, columnX, labelStride, visibleColumns } from "./layout.js";
+import { promptHasNoValue } from "./payload.js";
 import { displayToken, isolateLtr, truncateText } from "./tokens.js";
+import { answerMarkTriangle } from "./trajectory_layout.js";
 
 /**
  * @typedef {import("./payload.js").Lens} Lens
@@ -300,7 +302,18 @@ export class Painter {
   }
 
   /**
-   * The cells: the cached colour image scaled up, grid gaps, settled dots and top-1 text.
+   * The answer mask of the prompt shown (`answer_top1`: 1 where the top-1 is the answer), or null.
+   * @param {number} prompt
+   */
+  answerMask(prompt) {
+    const lens = /** @type {Lens} */ (this.lens);
+    const mask = lens.arrays.answer_top1;
+    return mask && !promptHasNoValue(lens, "answer_top1", prompt) ? mask : null;
+  }
+
+  /**
+   * The cells: the cached colour image scaled up, grid gaps, settled dots, answer corners and
+   * top-1 text.
    * @param {Frame} f
    */
   drawCells({ ctx, layout, theme, scene, scroll, c0, c1, x0, span, image, offset }) {
@@ -332,6 +345,11 @@ export class Painter {
     const dot = Math.max(1.5, Math.min(3, rowH / 5));
     const darkDots = new Path2D();
     const lightDots = new Path2D();
+    // Cells whose top-1 is the answer: a corner triangle in black or white by the cell's colour
+    // (readable on any cell, in either theme), a shape apart from the settled dot.
+    const answers = this.answerMask(scene.prompt);
+    const darkCorners = new Path2D();
+    const lightCorners = new Path2D();
     const text = layout.showCellText && !scene.loading;
     const chars = layout.cellChars;
     ctx.font = theme.cellFont;
@@ -353,6 +371,14 @@ export class Painter {
           path.moveTo(cx + dot, cy);
           path.arc(cx, cy, dot, 0, 2 * Math.PI);
         }
+        if (answers && answers[base + j]) {
+          const [a0, a1, a2] = answerMarkTriangle({ x, y, w: cellW, h: rowH });
+          const path = colour === "#000000" ? darkCorners : lightCorners;
+          path.moveTo(a0[0], a0[1]);
+          path.lineTo(a1[0], a1[1]);
+          path.lineTo(a2[0], a2[1]);
+          path.closePath();
+        }
         if (text) {
           ctx.fillStyle = colour;
           ctx.fillText(this.cellText(token, chars), x + cellW / 2 - (cellW > 40 ? 2 : 0), y + rowH / 2 + 0.5);
@@ -361,8 +387,10 @@ export class Painter {
     }
     ctx.fillStyle = "#000000";
     ctx.fill(darkDots);
+    ctx.fill(darkCorners);
     ctx.fillStyle = "#ffffff";
     ctx.fill(lightDots);
+    ctx.fill(lightCorners);
   }
 
   /**
@@ -381,6 +409,7 @@ export class Painter {
     const chars = layout.cellChars;
     const finals = a.final_tokens;
     const finalMissing = a.final_missing;
+    const answers = this.answerMask(scene.prompt);
     ctx.fillStyle = theme.stripBg;
     ctx.fillRect(x0, inputY, span, stripH);
     ctx.font = theme.cellFont;
@@ -406,6 +435,15 @@ export class Painter {
       if (finals && a.predicted_tokens[base + j] === finals[offset + j] && !(finalMissing && finalMissing[offset + j])) {
         ctx.beginPath();
         ctx.arc(chip.x + chip.w - 4, chip.y + 4, 2, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+      if (answers && answers[base + j]) {
+        const [a0, a1, a2] = answerMarkTriangle({ x: chip.x, y: chip.y, w: chip.w, h: chip.h });
+        ctx.beginPath();
+        ctx.moveTo(a0[0], a0[1]);
+        ctx.lineTo(a1[0], a1[1]);
+        ctx.lineTo(a2[0], a2[1]);
+        ctx.closePath();
         ctx.fill();
       }
     }

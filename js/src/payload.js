@@ -17,6 +17,18 @@ export const DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
 /** Sections holding indices into `meta.tokens`. */
 export const TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 
+/**
+ * Cell sections (`[L, T]`) read for the first answer set: a prompt without an answer has no value
+ * in them. `answer_top1` marks cells whose top-1 is that answer.
+ */
+export const ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
+
+/** Per-prompt sections, shape "prompt_set" `[L, P, S]` (S answer sets). */
+export const PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
+
+/** Per-cell, per-target sections, shape "cell_target" `[L, T, n_targets]`. */
+export const CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
+
 /** Sections the view cannot draw without, whatever `meta.base_sections` says. */
 export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 
@@ -62,6 +74,15 @@ const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @property {Record<string, RawArray>} arrays raw values by section name
  * @property {Record<string, number>} scales value = raw * scale
  * @property {Record<string, number>} maxima per-section maximum raw value, filled lazily
+ * @property {AnswerSet[]} answerSets the named answer sets (`meta.answer_sets`), [] without answers
+ * @property {string[]} targets the tracked target strings (`meta.targets`), [] without targets
+ * @property {Record<string, Uint8Array>} noValue per section, 1 for each prompt that has no value
+ *   in it at all (a prompt without an answer has none in the answer's cell sections)
+ *
+ * @typedef {object} AnswerSet One entry of `meta.answer_sets`.
+ * @property {string} name "answer" for a plain list of answers
+ * @property {(string | null)[]} answers per prompt, the display form (null: no answer)
+ * @property {(number | null)[]} nTokens per prompt, the answer's token count (null: unknown)
  */
 
 /**
@@ -228,6 +249,12 @@ export function decodePayload(meta, sections) {
     topk_probs: [L, T, topK - 1],
   };
   for (const metric of metrics) expectedShapes[metric.field] = [L, T];
+  const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
+  const targets = meta.targets === undefined || meta.targets === null ? [] : meta.targets;
+  if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
+  for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
+  for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
+  for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   /** @type {Record<string, SectionSpec>} */
@@ -267,6 +294,12 @@ export function decodePayload(meta, sections) {
     }
   }
   const nModel = Number(meta.n_model_layers);
+  /** @type {Record<string, Uint8Array>} */
+  const noValue = {};
+  if (answerSets.length) {
+    const without = Uint8Array.from(answerSets[0].answers, (a) => (a === null ? 1 : 0));
+    if (without.some(Boolean)) for (const name of ANSWER_CELL_SECTIONS) noValue[name] = without;
+  }
   return {
     meta,
     L,
@@ -288,7 +321,36 @@ export function decodePayload(meta, sections) {
     arrays,
     scales,
     maxima: {},
+    answerSets,
+    targets,
+    noValue,
   };
+}
+
+/**
+ * `meta.answer_sets`, checked: one answer (or null) and one token count (or null) per prompt.
+ * @param {unknown} raw
+ * @param {number} P prompts
+ * @returns {AnswerSet[]}
+ */
+export function normaliseAnswerSets(raw, P) {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) throw new Error("_meta.answer_sets must be a list");
+  return raw.map((entry, s) => {
+    const answers = entry && entry.answers;
+    if (!entry || typeof entry.name !== "string" || !Array.isArray(answers) || answers.length !== P) {
+      throw new Error(`_meta.answer_sets[${s}] must have a name and one answer (or null) per prompt (${P})`);
+    }
+    if (!answers.every((a) => a === null || typeof a === "string")) {
+      throw new Error(`_meta.answer_sets[${s}].answers must hold strings or null`);
+    }
+    const counts = Array.isArray(entry.n_tokens) && entry.n_tokens.length === P ? entry.n_tokens : answers.map(() => null);
+    return {
+      name: entry.name,
+      answers,
+      nTokens: counts.map((/** @type {unknown} */ n) => (Number.isInteger(n) && /** @type {number} */ (n) > 0 ? /** @type {number} */ (n) : null)),
+    };
+  });
 }
 
 /**
@@ -300,6 +362,83 @@ export function decodePayload(meta, sections) {
  */
 export function cellIndex(lens, prompt, layerIndex, position) {
   return layerIndex * lens.T + lens.offsets[prompt] + position;
+}
+
+/**
+ * Index of (row `layerIndex`, prompt `prompt`, answer set `set`) in a "prompt_set" section
+ * (`[L, P, S]`).
+ * @param {Lens} lens
+ * @param {number} layerIndex
+ * @param {number} prompt
+ * @param {number} set
+ */
+export function promptSetIndex(lens, layerIndex, prompt, set) {
+  return (layerIndex * lens.P + prompt) * lens.answerSets.length + set;
+}
+
+/**
+ * Index of target `target` at a cell in a "cell_target" section (`[L, T, n_targets]`).
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {number} layerIndex
+ * @param {number} position
+ * @param {number} target
+ */
+export function cellTargetIndex(lens, prompt, layerIndex, position, target) {
+  return cellIndex(lens, prompt, layerIndex, position) * lens.targets.length + target;
+}
+
+/**
+ * The prompt whose positions include column `col` of the flattened position axis.
+ * @param {Lens} lens
+ * @param {number} col
+ */
+export function promptOfColumn(lens, col) {
+  const offsets = lens.offsets;
+  let lo = 0;
+  let hi = offsets.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (offsets[mid] <= col) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
+ * Whether section `name` has no value at all for `prompt` (e.g. the prompt has no answer).
+ * @param {Lens} lens
+ * @param {string} name
+ * @param {number} prompt
+ */
+export function promptHasNoValue(lens, name, prompt) {
+  const flags = lens.noValue[name];
+  return Boolean(flags && flags[prompt]);
+}
+
+/**
+ * A section's value at `idx` (raw × scale), or NaN when the section has not arrived.
+ * @param {Lens} lens
+ * @param {string} name
+ * @param {number} idx
+ */
+export function sectionValue(lens, name, idx) {
+  const array = lens.arrays[name];
+  return array ? array[idx] * (lens.scales[name] ?? 1) : NaN;
+}
+
+/**
+ * Whether the cell's top-1 token is the (first set's) answer: `answer_top1` is set there.
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {number} layerIndex
+ * @param {number} position
+ */
+export function isAnswerTop1(lens, prompt, layerIndex, position) {
+  const mask = lens.arrays.answer_top1;
+  if (!mask || promptHasNoValue(lens, "answer_top1", prompt)) return false;
+  const idx = cellIndex(lens, prompt, layerIndex, position);
+  return Boolean(mask[idx]) && !isMissing(lens, idx);
 }
 
 /**

@@ -64,6 +64,9 @@ var COLOUR_STOPS = Object.freeze({
 var PAYLOAD_VERSION = 2;
 var DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
+var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
+var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
+var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
 var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 var HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 function decodeBase64(text) {
@@ -186,6 +189,12 @@ function decodePayload(meta, sections) {
     topk_probs: [L, T, topK - 1]
   };
   for (const metric of metrics) expectedShapes[metric.field] = [L, T];
+  const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
+  const targets = meta.targets === void 0 || meta.targets === null ? [] : meta.targets;
+  if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
+  for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
+  for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
+  for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   const specs = meta.sections && typeof meta.sections === "object" ? meta.sections : {};
@@ -222,6 +231,11 @@ function decodePayload(meta, sections) {
     }
   }
   const nModel = Number(meta.n_model_layers);
+  const noValue = {};
+  if (answerSets.length) {
+    const without = Uint8Array.from(answerSets[0].answers, (a) => a === null ? 1 : 0);
+    if (without.some(Boolean)) for (const name of ANSWER_CELL_SECTIONS) noValue[name] = without;
+  }
   return {
     meta,
     L,
@@ -242,11 +256,78 @@ function decodePayload(meta, sections) {
     detailSections,
     arrays,
     scales,
-    maxima: {}
+    maxima: {},
+    answerSets,
+    targets,
+    noValue
   };
+}
+function normaliseAnswerSets(raw, P) {
+  if (raw === void 0 || raw === null) return [];
+  if (!Array.isArray(raw)) throw new Error("_meta.answer_sets must be a list");
+  return raw.map((entry, s) => {
+    const answers = entry && entry.answers;
+    if (!entry || typeof entry.name !== "string" || !Array.isArray(answers) || answers.length !== P) {
+      throw new Error(`_meta.answer_sets[${s}] must have a name and one answer (or null) per prompt (${P})`);
+    }
+    if (!answers.every((a) => a === null || typeof a === "string")) {
+      throw new Error(`_meta.answer_sets[${s}].answers must hold strings or null`);
+    }
+    const counts = Array.isArray(entry.n_tokens) && entry.n_tokens.length === P ? entry.n_tokens : answers.map(() => null);
+    return {
+      name: entry.name,
+      answers,
+      nTokens: counts.map((n) => Number.isInteger(n) && /** @type {number} */
+      n > 0 ? (
+        /** @type {number} */
+        n
+      ) : null)
+    };
+  });
 }
 function cellIndex(lens, prompt, layerIndex, position) {
   return layerIndex * lens.T + lens.offsets[prompt] + position;
+}
+function promptSetIndex(lens, layerIndex, prompt, set) {
+  return (layerIndex * lens.P + prompt) * lens.answerSets.length + set;
+}
+function cellTargetIndex(lens, prompt, layerIndex, position, target) {
+  return cellIndex(lens, prompt, layerIndex, position) * lens.targets.length + target;
+}
+function promptOfColumn(lens, col) {
+  const offsets = lens.offsets;
+  let lo = 0;
+  let hi = offsets.length - 1;
+  while (lo < hi) {
+    const mid = lo + hi + 1 >> 1;
+    if (offsets[mid] <= col) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+function promptHasNoValue(lens, name, prompt) {
+  const flags = lens.noValue[name];
+  return Boolean(flags && flags[prompt]);
+}
+function sectionValue(lens, name, idx) {
+  const array = lens.arrays[name];
+  return array ? array[idx] * (lens.scales[name] ?? 1) : NaN;
+}
+function isAnswerTop1(lens, prompt, layerIndex, position) {
+  const mask = lens.arrays.answer_top1;
+  if (!mask || promptHasNoValue(lens, "answer_top1", prompt)) return false;
+  const idx = cellIndex(lens, prompt, layerIndex, position);
+  return Boolean(mask[idx]) && !isMissing(lens, idx);
+}
+function sectionMax(lens, name) {
+  if (lens.maxima[name] !== void 0) return lens.maxima[name];
+  const array = lens.arrays[name];
+  let max = 0;
+  if (array) {
+    for (let i = 0; i < array.length; i++) if (array[i] > max) max = array[i];
+  }
+  lens.maxima[name] = max;
+  return max;
 }
 function isMissing(lens, idx) {
   const missing = lens.arrays.missing;
@@ -377,6 +458,7 @@ function metricValue(lens, name, idx) {
   const array = spec && lens.arrays[spec.field];
   if (!spec || !array || isMissing(lens, idx)) return NaN;
   if (spec.finalBased && isFinalMissing(lens, idx % lens.T)) return NaN;
+  if (lens.noValue[spec.field] && promptHasNoValue(lens, spec.field, promptOfColumn(lens, idx % lens.T))) return NaN;
   return array[idx] * (lens.scales[spec.field] ?? 1);
 }
 function formatMetric(spec, value, short = false) {
@@ -502,6 +584,18 @@ function isolateLtr(text) {
 }
 
 // src/details.js
+function cellAnswer(lens, prompt, layerIndex, position) {
+  const set = lens.answerSets[0];
+  const text = set ? set.answers[prompt] : null;
+  if (!set || text === null) return null;
+  const idx = cellIndex(lens, prompt, layerIndex, position);
+  if (isMissing(lens, idx)) return { text, prob: null, rank: null };
+  const last = position === lens.lengths[prompt] - 1;
+  const at = last ? promptSetIndex(lens, layerIndex, prompt, 0) : idx;
+  const prob = sectionValue(lens, last ? "answer_probs" : "answer_token_probs", at);
+  const rank = sectionValue(lens, last ? "answer_ranks" : "answer_token_ranks", at);
+  return { text, prob: Number.isFinite(prob) ? prob : null, rank: Number.isFinite(rank) ? rank : null };
+}
 function tokenAt(lens, index) {
   return lens.tokens[index] ?? "";
 }
@@ -540,6 +634,7 @@ function cellDetails(lens, prompt, layerIndex, position) {
     layerIndex,
     layer: lens.layers[layerIndex],
     isLastRow: layerIndex === lens.L - 1,
+    isLastPosition: position === lens.lengths[prompt] - 1,
     position,
     input: tokenAt(lens, a.input_ids[col]),
     finalToken: finalTokens ? tokenAt(lens, finalTokens[col]) : null,
@@ -549,7 +644,9 @@ function cellDetails(lens, prompt, layerIndex, position) {
     top,
     metrics,
     finalRank,
-    detailsLoaded: lens.detailSections.every((name) => !lens.meta.sections?.[name] || Boolean(a[name]))
+    detailsLoaded: lens.detailSections.every((name) => !lens.meta.sections?.[name] || Boolean(a[name])),
+    answerTop1: isAnswerTop1(lens, prompt, layerIndex, position),
+    answer: cellAnswer(lens, prompt, layerIndex, position)
   };
 }
 var NO_VALUE = "no value (non-finite)";
@@ -558,6 +655,16 @@ function tooltipModel(details) {
   rows.push({ label: "input", value: displayToken(details.input), token: true });
   if (details.finalToken !== null) {
     rows.push(details.finalMissing ? { label: "final prediction", value: NO_VALUE } : { label: "final prediction", value: displayToken(details.finalToken), token: true });
+  }
+  if (details.answer && !details.missing) {
+    const { text, prob, rank } = details.answer;
+    const values = [prob === null ? "" : formatProb(prob), rank === null ? "" : formatRank(rank)].filter(Boolean);
+    rows.push({
+      label: "answer",
+      value: `${displayToken(text)}${values.length ? ` · ${values.join(" · ")}` : ""}`,
+      token: true,
+      title: details.isLastPosition ? "The answer after the prompt: its probability (all its tokens, teacher-forced) and its first token's rank" : "The answer's first token as the next token here: its probability and rank"
+    });
   }
   if (!details.missing) {
     for (const { spec, value } of details.metrics) {
@@ -574,7 +681,7 @@ function tooltipModel(details) {
   else if (!details.detailsLoaded) note = "Loading details…";
   return {
     title: `Layer ${details.layer} · position ${details.position}`,
-    badge: details.settled ? "= final" : "",
+    badge: [details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
     rows,
     top: details.top.map((entry, rank) => ({
       rank,
@@ -591,6 +698,7 @@ function readoutText(details, { pinned = false } = {}) {
   else {
     const top = details.top[0];
     parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob)}`);
+    if (details.answerTop1) parts.push("the answer");
     if (details.settled) parts.push("equals the final prediction");
     else if (details.finalToken !== null && details.finalMissing) parts.push(`final prediction: ${NO_VALUE}`);
     else if (details.finalToken !== null) {
@@ -800,7 +908,7 @@ function colourImage(lens, metric, prompt, out) {
   data.fill(0);
   const spec = metricSpec(lens, metric);
   const array = spec && lens.arrays[spec.field];
-  if (!spec || !array) return { width: n, height: L, data };
+  if (!spec || !array || promptHasNoValue(lens, spec.field, prompt)) return { width: n, height: L, data };
   const scale = lens.scales[spec.field] ?? 1;
   const domain = metricDomain(lens, metric);
   const lut = colourLut(spec.scale, spec.reverse);
@@ -828,6 +936,111 @@ function colourImage(lens, metric, prompt, out) {
     }
   }
   return { width: n, height: L, data };
+}
+
+// src/trajectory_layout.js
+var CHART = Object.freeze({
+  labelW: 34,
+  // layer numbers at the left
+  rightPad: 12,
+  minWidth: 200,
+  bottomPad: 24
+  // under the plot: the axis title
+});
+var SIDE = Object.freeze({ chartW: 300, gap: 14, minHeatmapW: 600, minTotal: 760 });
+function chartBeside(available, heatmapNatural) {
+  if (available < SIDE.minTotal) return false;
+  return available - SIDE.chartW - SIDE.gap >= Math.min(heatmapNatural, SIDE.minHeatmapW);
+}
+function chartGeometry({ width, nLayers, rowH, heatY, heightBelow = CHART.bottomPad }) {
+  const w = Math.max(CHART.minWidth, Math.floor(width));
+  const plotX = CHART.labelW + 6;
+  const plotH = nLayers * rowH;
+  return {
+    width: w,
+    height: heatY + plotH + Math.max(CHART.bottomPad, heightBelow),
+    nLayers,
+    rowH,
+    plotX,
+    plotW: Math.max(40, w - plotX - CHART.rightPad),
+    plotY: heatY,
+    plotH,
+    labelX: CHART.labelW,
+    labelStride: labelStride(rowH, 12)
+  };
+}
+function rowCentreY(g, layerIndex) {
+  return g.plotY + (g.nLayers - 1 - layerIndex) * g.rowH + g.rowH / 2;
+}
+function rowAtY(g, y) {
+  if (y < g.plotY || y >= g.plotY + g.plotH) return -1;
+  return g.nLayers - 1 - Math.floor((y - g.plotY) / g.rowH);
+}
+function valueX(g, t) {
+  return g.plotX + t * g.plotW;
+}
+function seriesSegments(series, scale, g) {
+  const segments = [];
+  let current = [];
+  series.values.forEach((v, i) => {
+    if (v === null) {
+      if (current.length) segments.push(current);
+      current = [];
+      return;
+    }
+    current.push([round2(valueX(g, scale.toUnit(v))), round2(rowCentreY(g, i))]);
+  });
+  if (current.length) segments.push(current);
+  return segments;
+}
+function round2(v) {
+  return Math.round(v * 100) / 100;
+}
+var ANSWER_COLOURS = ["var(--murano-traj-answer)", "var(--murano-traj-answer2)"];
+var TARGET_COLOURS = [1, 2, 3, 4, 5, 6].map((k) => `var(--murano-traj-t${k})`);
+var TARGET_DASHES = ["", "6 3", "2 3", "8 3 2 3"];
+var TARGET_MARKERS = ["square", "triangle", "diamond", "cross"];
+function seriesStyle(series) {
+  switch (series.kind) {
+    case "top1":
+      return { colour: "var(--murano-traj-top1)", width: 1.5, dash: "1.5 3", marker: "circle" };
+    case "final":
+      return { colour: "var(--murano-traj-final)", width: 1.75, dash: "7 3", marker: "square" };
+    case "answer":
+      return { colour: ANSWER_COLOURS[series.index % 2], width: 3, dash: series.index % 2 ? "10 3" : "", marker: "diamond" };
+    default: {
+      const j = series.index;
+      return {
+        colour: TARGET_COLOURS[j % TARGET_COLOURS.length],
+        width: 1.75,
+        dash: TARGET_DASHES[Math.floor(j / TARGET_COLOURS.length) % TARGET_DASHES.length],
+        marker: TARGET_MARKERS[j % TARGET_MARKERS.length]
+      };
+    }
+  }
+}
+function markerPath(shape, x, y, r) {
+  const f = (v) => round2(v);
+  switch (shape) {
+    case "square":
+      return `M${f(x - r)},${f(y - r)}h${f(2 * r)}v${f(2 * r)}h${f(-2 * r)}Z`;
+    case "triangle":
+      return `M${f(x)},${f(y - r * 1.15)}L${f(x + r * 1.1)},${f(y + r * 0.85)}L${f(x - r * 1.1)},${f(y + r * 0.85)}Z`;
+    case "diamond":
+      return `M${f(x)},${f(y - r * 1.3)}L${f(x + r * 1.3)},${f(y)}L${f(x)},${f(y + r * 1.3)}L${f(x - r * 1.3)},${f(y)}Z`;
+    case "cross":
+      return `M${f(x - r)},${f(y - r)}L${f(x + r)},${f(y + r)}M${f(x + r)},${f(y - r)}L${f(x - r)},${f(y + r)}`;
+    default:
+      return `M${f(x - r)},${f(y)}a${f(r)},${f(r)} 0 1,0 ${f(2 * r)},0a${f(r)},${f(r)} 0 1,0 ${f(-2 * r)},0Z`;
+  }
+}
+function answerMarkTriangle(cell) {
+  const s = Math.max(4, Math.min(9, Math.min(cell.h * 0.6, cell.w * 0.3)));
+  return [
+    [cell.x + 1, cell.y + 1],
+    [cell.x + 1 + s, cell.y + 1],
+    [cell.x + 1, cell.y + 1 + s]
+  ];
 }
 
 // src/painter.js
@@ -1045,7 +1258,20 @@ var Painter = class {
     return ctx;
   }
   /**
-   * The cells: the cached colour image scaled up, grid gaps, settled dots and top-1 text.
+   * The answer mask of the prompt shown (`answer_top1`: 1 where the top-1 is the answer), or null.
+   * @param {number} prompt
+   */
+  answerMask(prompt) {
+    const lens = (
+      /** @type {Lens} */
+      this.lens
+    );
+    const mask = lens.arrays.answer_top1;
+    return mask && !promptHasNoValue(lens, "answer_top1", prompt) ? mask : null;
+  }
+  /**
+   * The cells: the cached colour image scaled up, grid gaps, settled dots, answer corners and
+   * top-1 text.
    * @param {Frame} f
    */
   drawCells({ ctx, layout, theme, scene, scroll, c0, c1, x0, span, image, offset }) {
@@ -1077,6 +1303,9 @@ var Painter = class {
     const dot = Math.max(1.5, Math.min(3, rowH / 5));
     const darkDots = new Path2D();
     const lightDots = new Path2D();
+    const answers = this.answerMask(scene.prompt);
+    const darkCorners = new Path2D();
+    const lightCorners = new Path2D();
     const text = layout.showCellText && !scene.loading;
     const chars = layout.cellChars;
     ctx.font = theme.cellFont;
@@ -1098,6 +1327,14 @@ var Painter = class {
           path.moveTo(cx + dot, cy);
           path.arc(cx, cy, dot, 0, 2 * Math.PI);
         }
+        if (answers && answers[base + j]) {
+          const [a0, a1, a2] = answerMarkTriangle({ x, y, w: cellW, h: rowH });
+          const path = colour === "#000000" ? darkCorners : lightCorners;
+          path.moveTo(a0[0], a0[1]);
+          path.lineTo(a1[0], a1[1]);
+          path.lineTo(a2[0], a2[1]);
+          path.closePath();
+        }
         if (text) {
           ctx.fillStyle = colour;
           ctx.fillText(this.cellText(token, chars), x + cellW / 2 - (cellW > 40 ? 2 : 0), y + rowH / 2 + 0.5);
@@ -1106,8 +1343,10 @@ var Painter = class {
     }
     ctx.fillStyle = "#000000";
     ctx.fill(darkDots);
+    ctx.fill(darkCorners);
     ctx.fillStyle = "#ffffff";
     ctx.fill(lightDots);
+    ctx.fill(lightCorners);
   }
   /**
    * Under the cells: the input tokens, then the highlighted layer's predictions as chips.
@@ -1128,6 +1367,7 @@ var Painter = class {
     const chars = layout.cellChars;
     const finals = a.final_tokens;
     const finalMissing = a.final_missing;
+    const answers = this.answerMask(scene.prompt);
     ctx.fillStyle = theme.stripBg;
     ctx.fillRect(x0, inputY, span, stripH);
     ctx.font = theme.cellFont;
@@ -1153,6 +1393,15 @@ var Painter = class {
       if (finals && a.predicted_tokens[base + j] === finals[offset + j] && !(finalMissing && finalMissing[offset + j])) {
         ctx.beginPath();
         ctx.arc(chip.x + chip.w - 4, chip.y + 4, 2, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+      if (answers && answers[base + j]) {
+        const [a0, a1, a2] = answerMarkTriangle({ x: chip.x, y: chip.y, w: chip.w, h: chip.h });
+        ctx.beginPath();
+        ctx.moveTo(a0[0], a0[1]);
+        ctx.lineTo(a1[0], a1[1]);
+        ctx.lineTo(a2[0], a2[1]);
+        ctx.closePath();
         ctx.fill();
       }
     }
@@ -1332,6 +1581,154 @@ function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clear
   return call;
 }
 
+// src/trajectory.js
+var DEFAULT_VISIBLE_TARGETS = 6;
+function chartColumn(state, length) {
+  const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
+  if (state.hover) return { position: clamp(state.hover.position), source: "hover" };
+  if (state.focused && state.focus) return { position: clamp(state.focus.position), source: "focus" };
+  const sel = state.selected;
+  if (sel && sel.prompt === state.prompt) return { position: clamp(sel.position), source: "pinned" };
+  return { position: Math.max(0, length - 1), source: "last" };
+}
+function described(lens, name) {
+  return Boolean(lens.meta.sections && lens.meta.sections[name]) || Boolean(lens.arrays[name]);
+}
+function trajectorySeries(lens, prompt, position, mode) {
+  const L = lens.L;
+  const col = lens.offsets[prompt] + position;
+  const cells = Array.from({ length: L }, (_, i) => cellIndex(lens, prompt, i, position));
+  const rowMissing = cells.map((idx) => isMissing(lens, idx));
+  const rank = mode === "rank";
+  const out = [];
+  const add = (base, index, finalBased = false) => {
+    const loaded = Boolean(lens.arrays[base.section]);
+    const noValue = finalBased && isFinalMissing(lens, col);
+    const values = cells.map((_, i) => {
+      if (!loaded || rowMissing[i] || noValue) return null;
+      const v = sectionValue(lens, base.section, index(i));
+      return Number.isFinite(v) ? v : null;
+    });
+    out.push({ ...base, loaded, values });
+  };
+  if (!rank) {
+    add({ key: "top1", kind: "top1", index: 0, label: "top-1", token: null, note: "each layer's own most likely token", section: "max_probs" }, (i) => cells[i]);
+  }
+  const finalSection = rank ? "final_token_ranks" : "final_token_probs";
+  if (described(lens, finalSection) && lens.arrays.final_tokens) {
+    add(
+      {
+        key: "final",
+        kind: "final",
+        index: 0,
+        label: "final prediction",
+        token: lens.tokens[lens.arrays.final_tokens[col]] ?? null,
+        note: "the token the model finally predicts here",
+        section: finalSection
+      },
+      (i) => cells[i],
+      true
+    );
+  }
+  const last = position === lens.lengths[prompt] - 1;
+  const sets = lens.answerSets;
+  if (last) {
+    const section = rank ? "answer_ranks" : "answer_probs";
+    if (described(lens, section)) {
+      sets.forEach((set, s) => {
+        const answer = set.answers[prompt];
+        if (answer === null) return;
+        const n = set.nTokens[prompt];
+        const note = rank ? "rank of the answer's first token at the prompt's last position" : n && n > 1 ? `probability of the whole answer (${n} tokens, teacher-forced)` : "probability of the answer as the next token";
+        add({ key: `answer:${s}`, kind: "answer", index: s, label: set.name, token: answer, note, section }, (i) => promptSetIndex(lens, i, prompt, s));
+      });
+    }
+  } else if (sets.length && sets[0].answers[prompt] !== null) {
+    const section = rank ? "answer_token_ranks" : "answer_token_probs";
+    if (described(lens, section) && !promptHasNoValue(lens, section, prompt)) {
+      const n = sets[0].nTokens[prompt];
+      const note = `${rank ? "rank" : "probability"} of the answer's first token as the next token here${n && n > 1 ? ` (of ${n})` : ""}`;
+      add({ key: "answer:0", kind: "answer", index: 0, label: sets[0].name, token: sets[0].answers[prompt], note, section }, (i) => cells[i]);
+    }
+  }
+  const targetSection = rank ? "target_ranks" : "target_probs";
+  if (lens.targets.length && described(lens, targetSection)) {
+    lens.targets.forEach((target, j) => {
+      add(
+        { key: `target:${j}`, kind: "target", index: j, label: "target", token: target, note: `${rank ? "rank" : "probability"} of the target's first token as the next token`, section: targetSection },
+        (i) => cellTargetIndex(lens, prompt, i, position, j)
+      );
+    });
+  }
+  return out;
+}
+function rankAxisMax(lens) {
+  let top = 0;
+  for (const name of ["final_token_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
+    if (lens.arrays[name]) top = Math.max(top, sectionMax(lens, name));
+  }
+  return niceRankMax(top);
+}
+function niceRankMax(rank) {
+  if (!(rank > 9)) return 9;
+  if (rank >= RANK_CAP) return RANK_CAP;
+  return Math.min(RANK_CAP, 10 ** Math.ceil(Math.log10(rank + 1)) - 1);
+}
+function valueScale(mode, rankMax = 9) {
+  if (mode === "prob") {
+    const toUnit2 = (v) => Math.min(1, Math.max(0, v));
+    return {
+      mode,
+      max: 1,
+      toUnit: toUnit2,
+      ticks: [0, 0.25, 0.5, 0.75, 1].map((v) => ({ value: v, t: v, label: `${Math.round(v * 100)}%` })),
+      title: "probability →"
+    };
+  }
+  const max = Math.max(1, rankMax);
+  const den = Math.log10(max + 1);
+  const toUnit = (v) => 1 - Math.min(1, Math.max(0, Math.log10(Math.max(0, v) + 1) / den));
+  const values = [0, 1];
+  for (let v = 10; v <= max; v *= 10) values.push(v);
+  if (max >= RANK_CAP || toUnit(values[values.length - 1]) - toUnit(max) > 0.12) values.push(max);
+  return {
+    mode,
+    max,
+    toUnit,
+    ticks: values.map((v) => ({ value: v, t: toUnit(v), label: rankTick(v) })),
+    title: "← rank (log scale; 0 = top-1)"
+  };
+}
+function rankTick(v) {
+  if (v >= RANK_CAP) return `≥${RANK_CAP}`;
+  if (v >= 1e3 && v % 1e3 === 0) return `${v / 1e3}k`;
+  if (v >= 1e3) return `${Number((v / 1e3).toFixed(1))}k`;
+  return String(v);
+}
+function seriesShown(series, toggled) {
+  const choice = toggled.get(series.key);
+  if (choice !== void 0) return choice;
+  return series.kind !== "target" || series.index < DEFAULT_VISIBLE_TARGETS;
+}
+function seriesSummary(series, layers, row, format) {
+  const first = series.values.findIndex((v) => v !== null);
+  if (first < 0) return series.loaded ? "no value" : "loading";
+  let lastRow = first;
+  series.values.forEach((v, i) => {
+    if (v !== null) lastRow = i;
+  });
+  const at = series.values[row];
+  const parts = [`L${layers[first]} ${format(
+    /** @type {number} */
+    series.values[first]
+  )}`];
+  if (lastRow !== first) parts.push(`L${layers[lastRow]} ${format(
+    /** @type {number} */
+    series.values[lastRow]
+  )}`);
+  return `${parts.join(" → ")}; at L${layers[row]}: ${at === null ? "no value" : format(at)}`;
+}
+
 // src/dom.js
 function h(tag, className, attrs = {}, text) {
   const element = document.createElement(tag);
@@ -1340,6 +1737,242 @@ function h(tag, className, attrs = {}, text) {
   if (text !== void 0) element.textContent = text;
   return element;
 }
+
+// src/trajectory_view.js
+var SVG_NS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, text) {
+  const element = (
+    /** @type {SVGElement} */
+    document.createElementNS(SVG_NS, tag)
+  );
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== void 0) element.textContent = text;
+  return element;
+}
+function formatValue(mode, v) {
+  return mode === "rank" ? formatRank(v) : formatProb(v);
+}
+var SOURCE_TEXT = { hover: "hovered", focus: "focused", pinned: "pinned", last: "last position" };
+var TrajectoryView = class {
+  /**
+   * @param {HTMLElement} panel the element the chart fills
+   * @param {string} id a page-unique prefix for element ids
+   * @param {{onLayer: (row: number) => void, onInteract: () => void}} callbacks
+   *   `onLayer`: a click on the plot chose a layer; `onInteract`: the user turned to the chart
+   *   (the view loads the detail sections then)
+   */
+  constructor(panel, id, callbacks) {
+    this.panel = panel;
+    this.callbacks = callbacks;
+    this.mode = "prob";
+    this.toggled = /* @__PURE__ */ new Map();
+    this.input = null;
+    this.renderKey = "";
+    this.lensSeen = null;
+    this.geometry = null;
+    this.debug = null;
+    const descId = `${id}-traj-desc`;
+    this.svg = /** @type {SVGSVGElement} */
+    svg("svg", { class: "murano-traj-svg", role: "img", "aria-labelledby": descId });
+    this.desc = svg("desc", { id: descId });
+    this.svg.append(this.desc);
+    const controls = h("div", "murano-traj-controls");
+    this.titleEl = h("span", "murano-traj-title");
+    const modes = h("div", "murano-traj-mode", { role: "group", "aria-label": "Chart values" });
+    this.probButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "true", "data-mode": "prob" }, "Probability");
+    this.rankButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "false", "data-mode": "rank" }, "Rank (log)");
+    modes.append(this.probButton, this.rankButton);
+    controls.append(this.titleEl, modes);
+    this.legend = h("ul", "murano-traj-legend", { "aria-label": "Lines (press to show or hide); values at the chosen layer" });
+    this.note = h("div", "murano-traj-note", { hidden: "" });
+    panel.append(this.svg, controls, this.legend, this.note);
+    const abort = new AbortController();
+    this.abort = abort;
+    const signal = abort.signal;
+    for (const button of [this.probButton, this.rankButton]) {
+      button.addEventListener("click", () => this.setMode(
+        /** @type {TrajectoryMode} */
+        button.dataset.mode
+      ), { signal });
+    }
+    this.legend.addEventListener(
+      "click",
+      (event) => {
+        const target = (
+          /** @type {Element | null} */
+          event.target
+        );
+        const button = target && target.closest ? target.closest("button[data-series]") : null;
+        if (!(button instanceof HTMLElement)) return;
+        const key = button.dataset.series || "";
+        const pressed = button.getAttribute("aria-pressed") === "true";
+        this.toggled.set(key, !pressed);
+        this.rerender();
+      },
+      { signal }
+    );
+    this.svg.addEventListener(
+      "click",
+      (event) => {
+        if (!this.geometry) return;
+        const box = this.svg.getBoundingClientRect();
+        const row = rowAtY(this.geometry, event.clientY - box.top);
+        if (row >= 0) this.callbacks.onLayer(row);
+      },
+      { signal }
+    );
+    panel.addEventListener("pointerenter", () => this.callbacks.onInteract(), { signal });
+    panel.addEventListener("focusin", () => this.callbacks.onInteract(), { signal });
+  }
+  destroy() {
+    this.abort.abort();
+  }
+  /**
+   * Probability or rank.
+   * @param {TrajectoryMode} mode
+   */
+  setMode(mode) {
+    this.mode = mode === "rank" ? "rank" : "prob";
+    this.probButton.setAttribute("aria-pressed", String(this.mode === "prob"));
+    this.rankButton.setAttribute("aria-pressed", String(this.mode === "rank"));
+    this.callbacks.onInteract();
+    this.rerender();
+  }
+  rerender() {
+    this.renderKey = "";
+    if (this.input) this.update(this.input);
+  }
+  /**
+   * Draws the chart for `input` (skipped when nothing it shows changed).
+   * @param {ChartInput} input
+   */
+  update(input) {
+    this.input = input;
+    const { lens, prompt, position, source, row, rowH, heatY, heightBelow } = input;
+    const width = this.panel.clientWidth || 280;
+    const loaded = Object.keys(lens.arrays).length;
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, lens.L].join("|");
+    if (key === this.renderKey && this.lensSeen === lens) return;
+    this.renderKey = key;
+    this.lensSeen = lens;
+    const mode = this.mode;
+    const g = chartGeometry({ width, nLayers: lens.L, rowH, heatY, heightBelow });
+    this.geometry = g;
+    const scale = valueScale(mode, rankAxisMax(lens));
+    const series = trajectorySeries(lens, prompt, position, mode);
+    const shown = series.map((s) => seriesShown(s, this.toggled));
+    const root = this.svg;
+    root.setAttribute("width", String(g.width));
+    root.setAttribute("height", String(g.height));
+    root.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
+    const children = [this.desc];
+    const grid = svg("g", { class: "murano-traj-grid" });
+    for (const tick of scale.ticks) {
+      const x = valueX(g, tick.t);
+      grid.append(svg("line", { x1: x, x2: x, y1: g.plotY, y2: g.plotY + g.plotH }));
+    }
+    const ticks = svg("g", { class: "murano-traj-ticks", "aria-hidden": "true" });
+    scale.ticks.forEach((tick, i) => {
+      const anchor = i === 0 && tick.t < 0.05 ? "start" : tick.t > 0.95 ? "end" : "middle";
+      ticks.append(svg("text", { x: valueX(g, tick.t), y: g.plotY - 4, "text-anchor": anchor }, tick.label));
+    });
+    const frame = svg("rect", { class: "murano-traj-frame", x: g.plotX, y: g.plotY, width: g.plotW, height: g.plotH });
+    const bandY = g.plotY + (lens.L - 1 - row) * g.rowH;
+    const band = svg("rect", { class: "murano-traj-band", x: g.plotX, y: bandY, width: g.plotW, height: g.rowH });
+    const labels = svg("g", { class: "murano-traj-layers", "aria-hidden": "true" });
+    for (let i = 0; i < lens.L; i++) {
+      const chosen = i === row;
+      if (!chosen && g.labelStride > 1 && lens.layers[i] % g.labelStride !== 0) continue;
+      if (!chosen && Math.abs(i - row) * g.rowH < 11) continue;
+      labels.append(svg("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(lens.layers[i])));
+    }
+    labels.append(svg("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
+    const lines = svg("g", { class: "murano-traj-lines" });
+    const markers = svg("g", { class: "murano-traj-markers" });
+    const drawn = [];
+    const r = Math.max(2.5, Math.min(4.5, g.rowH / 3));
+    series.forEach((s, k) => {
+      const style = seriesStyle(s);
+      const segments = seriesSegments(s, scale, g);
+      drawn.push({ key: s.key, kind: s.kind, label: s.label, token: s.token, loaded: s.loaded, shown: shown[k], values: s.values, segments });
+      if (!shown[k]) return;
+      const group = svg("g", { "data-series": s.key, style: `color: ${style.colour}` });
+      for (const points of segments) {
+        if (points.length === 1) {
+          const [x, y] = points[0];
+          group.append(svg("line", { class: "murano-traj-line", x1: x - 3, x2: x + 3, y1: y, y2: y, "stroke-width": style.width }));
+          continue;
+        }
+        group.append(
+          svg("polyline", {
+            class: "murano-traj-line",
+            points: points.map(([x, y]) => `${x},${y}`).join(" "),
+            "stroke-width": style.width,
+            "stroke-dasharray": style.dash || "none"
+          })
+        );
+      }
+      lines.append(group);
+      const v = s.values[row];
+      if (v !== null) {
+        const x = valueX(g, scale.toUnit(v));
+        const y = rowCentreY(g, row);
+        markers.append(svg("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r), style: `color: ${style.colour}`, "data-series": s.key }));
+      }
+    });
+    const axisTitle = svg("text", { class: "murano-traj-axis-title", x: g.plotX + g.plotW / 2, y: g.plotY + g.plotH + 16, "text-anchor": "middle" }, scale.title);
+    children.push(grid, band, frame, lines, markers, labels, ticks, axisTitle);
+    root.replaceChildren(...children);
+    const col = lens.offsets[prompt] + position;
+    const input0 = displayToken(lens.tokens[lens.arrays.input_ids[col]] ?? "");
+    const where = `position ${position} · ${truncateText(input0, 16)} · ${SOURCE_TEXT[source]}`;
+    this.titleEl.textContent = where;
+    this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
+    const format = (v) => formatValue(mode, v);
+    const items = series.map((s, k) => this.legendItem(s, shown[k], row, format, lens.layers));
+    this.legend.replaceChildren(...items);
+    const waiting = series.filter((s) => !s.loaded).map((s) => s.kind === "target" ? "targets" : s.kind === "answer" ? "the answer" : "the final prediction");
+    const unique = [...new Set(waiting)];
+    this.note.hidden = unique.length === 0;
+    this.note.textContent = unique.length ? `Loading ${unique.join(", ")}…` : "";
+    const summary = series.filter((_, k) => shown[k]).map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, lens.layers, row, format)}`).join(". ");
+    this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${lens.L} layers at ${where}. ${summary}.`;
+    this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
+  }
+  /**
+   * One legend entry: a button that shows or hides its line, with a swatch, the line's name, its
+   * token and its value at the chosen layer.
+   * @param {Series} s
+   * @param {boolean} shown
+   * @param {number} row
+   * @param {(v: number) => string} format
+   * @param {number[]} layers
+   */
+  legendItem(s, shown, row, format, layers) {
+    const style = seriesStyle(s);
+    const li = h("li", "murano-traj-entry");
+    const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s.key });
+    const swatch = svg("svg", { class: "murano-traj-swatch", width: 26, height: 12, viewBox: "0 0 26 12", "aria-hidden": "true", style: `color: ${style.colour}` });
+    swatch.append(
+      svg("line", { class: "murano-traj-line", x1: 1, x2: 25, y1: 6, y2: 6, "stroke-width": Math.min(style.width, 2.5), "stroke-dasharray": style.dash || "none" }),
+      svg("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, 3) })
+    );
+    const name = h("span", "murano-traj-name", {}, s.label);
+    const value = s.values[row];
+    const valueText = !s.loaded ? "loading…" : value === null ? "–" : format(value);
+    const valueEl = h("span", "murano-traj-value", { "data-value": value === null ? "" : String(value) }, valueText);
+    button.append(swatch, name);
+    if (s.token !== null) button.append(h("span", "murano-token murano-traj-token", {}, displayToken(s.token)));
+    button.append(valueEl);
+    button.setAttribute("title", `${s.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s, layers, row, format)}`);
+    button.setAttribute(
+      "aria-label",
+      `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${valueText} at layer ${layers[row]}${shown ? "" : " (hidden)"}`
+    );
+    li.append(button);
+    return li;
+  }
+};
 
 // src/view/controls.js
 function showData(ui, lens) {
@@ -1366,7 +1999,8 @@ function showData(ui, lens) {
   ui.promptUi.label.hidden = single;
   ui.promptUi.output.hidden = single;
   ui.layerUi.input.max = String(lens.L - 1);
-  ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing;
+  ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing && Object.keys(lens.noValue).length === 0;
+  ui.answerKey.hidden = lens.answerSets.length === 0;
   ui.settledKey.hidden = !lens.arrays.final_tokens;
 }
 function lensTitle(lens) {
@@ -1534,6 +2168,9 @@ function buildDom(el, id) {
   track.append(canvas);
   scroller.append(track);
   body.append(scroller);
+  const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
+  const main = h("div", "murano-main");
+  main.append(body, trajPanel);
   const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
   const footer = h("div", "murano-footer");
   const legend = h("div", "murano-legend");
@@ -1546,7 +2183,9 @@ function buildDom(el, id) {
   settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
   const missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
   missingKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no value (not finite)"));
-  legend.append(legendTitle, scale, settledKey, missingKey);
+  const answerKey = h("span", "murano-key murano-key-answer", { hidden: "" });
+  answerKey.append(h("span", "murano-key-corner", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = the answer"));
+  legend.append(legendTitle, scale, settledKey, answerKey, missingKey);
   const pinEl = h("span", "murano-pin", { hidden: "" });
   const pinText = h("span", "murano-pin-text");
   const unpinButton = h("button", "murano-unpin", { type: "button", "aria-label": "Unpin the cell", title: "Unpin" }, "×");
@@ -1554,7 +2193,7 @@ function buildDom(el, id) {
   const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
   footer.append(legend, pinEl, readout);
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
-  root.append(header, controls, body, footer, errorEl, tooltip);
+  root.append(header, controls, main, footer, errorEl, tooltip);
   el.append(root);
   return {
     root,
@@ -1564,7 +2203,9 @@ function buildDom(el, id) {
     metricSelect,
     promptUi,
     layerUi,
+    main,
     body,
+    trajPanel,
     scroller,
     track,
     canvas,
@@ -1574,6 +2215,7 @@ function buildDom(el, id) {
     legendTicks: legendTicks2,
     missingKey,
     settledKey,
+    answerKey,
     pinEl,
     pinText,
     unpinButton,
@@ -1627,6 +2269,10 @@ function bindEvents(view) {
   }, { passive: true });
   on(ui.canvas, "pointermove", (event) => view.setHover(eventCell(view, event)));
   on(ui.canvas, "pointerleave", () => view.setHover(null));
+  on(ui.main, "pointerleave", () => {
+    view.chartHover = null;
+    view.requestDraw();
+  });
   on(ui.canvas, "click", (event) => {
     const cell = eventCell(view, event);
     if (!cell) return;
@@ -1800,13 +2446,22 @@ var LensView = class {
     this.syncLayer = throttle((row) => {
       if (this.lens) this.send("layer", this.lens.layers[row]);
     }, SYNC_INTERVAL_MS);
-    this.ui = buildDom(el, `murano-${++viewCounter}`);
+    const id = `murano-${++viewCounter}`;
+    this.ui = buildDom(el, id);
     this.painter = new Painter(this.ui.canvas, this.ui.root);
-    this.tooltip = new TooltipView(
-      this.ui.tooltip,
-      this.ui.root,
-      () => this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())]
-    );
+    this.chartHover = null;
+    this.chartPlaceKey = "";
+    this.trajectory = new TrajectoryView(this.ui.trajPanel, id, {
+      onLayer: (row) => {
+        this.setLayer(row, "throttled");
+        this.syncLayer.flush();
+      },
+      onInteract: () => this.requestDetails()
+    });
+    this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
+      ...this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())],
+      rectOf(this.ui.trajPanel.getBoundingClientRect())
+    ]);
     this.unbind = bindEvents(this);
     this.reload();
     this.debugApi = debugApi(this);
@@ -1816,6 +2471,7 @@ var LensView = class {
   }
   destroy() {
     this.unbind();
+    this.trajectory.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.frame = 0;
     this.syncPrompt.flush();
@@ -1841,9 +2497,10 @@ var LensView = class {
     }
     this.lens = lens;
     ui.errorEl.hidden = true;
-    ui.body.hidden = false;
+    ui.main.hidden = false;
     this.painter.setLens(lens);
     this.layoutKey = null;
+    this.chartPlaceKey = "";
     showData(ui, lens);
     const s = this.state;
     if (!this.loaded) {
@@ -1858,6 +2515,7 @@ var LensView = class {
       s.metric = resolveMetric(lens, s.metric);
     }
     this.loaded = true;
+    if (lens.answerSets.length || lens.targets.length) this.requestDetails();
     if (!metricAvailable(lens, this.shownMetric)) {
       this.shownMetric = metricAvailable(lens, s.metric) ? s.metric : (lens.metrics.find((m) => metricAvailable(lens, m.name)) || lens.metrics[0]).name;
     }
@@ -1874,7 +2532,7 @@ var LensView = class {
   showError(message) {
     this.ui.errorEl.textContent = message;
     this.ui.errorEl.hidden = false;
-    this.ui.body.hidden = true;
+    this.ui.main.hidden = true;
     this.tooltip.hide();
   }
   /**
@@ -1928,6 +2586,7 @@ var LensView = class {
     }
     this.state.prompt = prompt;
     this.state.hover = null;
+    this.chartHover = null;
     if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
     showControls(this.ui, lens, this.state);
     showPin(this.ui, lens, this.state.selected);
@@ -1991,7 +2650,10 @@ var LensView = class {
     const old = this.state.hover;
     if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
     this.state.hover = cell;
-    if (cell) this.requestDetails();
+    if (cell) {
+      this.chartHover = cell;
+      this.requestDetails();
+    }
     this.updateTooltip();
     this.requestDraw();
   }
@@ -2083,6 +2745,7 @@ var LensView = class {
     const theme = painter.readTheme();
     const s = this.state;
     const n = lens.lengths[s.prompt];
+    this.placeChart(theme.charW);
     const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
     const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}`;
     if (key !== this.layoutKey) {
@@ -2102,6 +2765,26 @@ var LensView = class {
     }
     this.draw();
   }
+  /**
+   * Puts the chart beside the heatmap when there is room for both, else below it. Decided on the
+   * longest prompt, so that moving the prompt slider does not move the chart.
+   * @param {number} charW
+   */
+  placeChart(charW) {
+    const lens = (
+      /** @type {Lens} */
+      this.lens
+    );
+    const available = this.ui.main.clientWidth || this.el.clientWidth || 800;
+    const key = `${available}|${charW}`;
+    if (key === this.chartPlaceKey) return;
+    this.chartPlaceKey = key;
+    const longest = Math.max(...lens.lengths);
+    const natural = computeLayout({ nLayers: lens.L, nPositions: longest, width: 0, labelW: this.painter.labelWidth(lens), charW, maxChars: 10 }).contentW;
+    const beside = chartBeside(available, natural);
+    this.ui.main.classList.toggle("murano-side", beside);
+    this.ui.main.classList.toggle("murano-stacked", !beside);
+  }
   scrollLeft() {
     return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
   }
@@ -2111,6 +2794,28 @@ var LensView = class {
       this.frame = 0;
       if (!this.layout || this.layoutKey === null) this.relayout();
       else this.draw();
+    });
+  }
+  /** The trajectory chart for the column in focus, its rows level with the heatmap's. */
+  drawTrajectory() {
+    const lens = this.lens;
+    const layout = this.layout;
+    if (!lens || !layout) return;
+    const s = this.state;
+    const column = chartColumn(
+      { hover: this.chartHover, focus: s.focus, focused: s.focused, selected: s.selected, prompt: s.prompt },
+      lens.lengths[s.prompt]
+    );
+    this.trajectory.update({
+      lens,
+      prompt: s.prompt,
+      position: column.position,
+      source: column.source,
+      row: s.layer,
+      rowH: layout.rowH,
+      heatY: layout.heatY,
+      // Beside the heatmap, as tall as it; below it, only room for the axis title.
+      heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0
     });
   }
   /** Draws now (synchronously). */
@@ -2138,6 +2843,7 @@ var LensView = class {
     );
     const tipCell = this.tooltipCell();
     if (tipCell && !this.tooltip.hidden) this.placeTooltip(tipCell);
+    this.drawTrajectory();
     this.debug.frames += 1;
     this.debug.lastDrawMs = performance.now() - t0;
     for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);

@@ -48,7 +48,8 @@ export function showData(ui, lens) {
   ui.promptUi.label.hidden = single;
   ui.promptUi.output.hidden = single;
   ui.layerUi.input.max = String(lens.L - 1);
-  ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing;
+  ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing && Object.keys(lens.noValue).length === 0;
+  ui.answerKey.hidden = lens.answerSets.length === 0;
   ui.settledKey.hidden = !lens.arrays.final_tokens;
 }
 

@@ -19,7 +19,9 @@ import { h } from "../dom.js";
  * @property {HTMLSelectElement} metricSelect
  * @property {SliderUi} promptUi
  * @property {SliderUi} layerUi
+ * @property {HTMLDivElement} main the heatmap and the trajectory chart, side by side or stacked
  * @property {HTMLDivElement} body
+ * @property {HTMLDivElement} trajPanel the trajectory chart's box (filled by `TrajectoryView`)
  * @property {HTMLDivElement} scroller
  * @property {HTMLDivElement} track
  * @property {HTMLCanvasElement} canvas
@@ -29,6 +31,7 @@ import { h } from "../dom.js";
  * @property {HTMLSpanElement} legendTicks
  * @property {HTMLSpanElement} missingKey
  * @property {HTMLSpanElement} settledKey
+ * @property {HTMLSpanElement} answerKey
  * @property {HTMLSpanElement} pinEl
  * @property {HTMLSpanElement} pinText
  * @property {HTMLButtonElement} unpinButton
@@ -86,6 +89,9 @@ export function buildDom(el, id) {
   track.append(canvas);
   scroller.append(track);
   body.append(scroller);
+  const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
+  const main = h("div", "murano-main");
+  main.append(body, trajPanel);
   const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
 
   const footer = h("div", "murano-footer");
@@ -99,7 +105,9 @@ export function buildDom(el, id) {
   settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
   const missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
   missingKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no value (not finite)"));
-  legend.append(legendTitle, scale, settledKey, missingKey);
+  const answerKey = h("span", "murano-key murano-key-answer", { hidden: "" });
+  answerKey.append(h("span", "murano-key-corner", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = the answer"));
+  legend.append(legendTitle, scale, settledKey, answerKey, missingKey);
 
   const pinEl = h("span", "murano-pin", { hidden: "" });
   const pinText = h("span", "murano-pin-text");
@@ -109,10 +117,10 @@ export function buildDom(el, id) {
   footer.append(legend, pinEl, readout);
 
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
-  root.append(header, controls, body, footer, errorEl, tooltip);
+  root.append(header, controls, main, footer, errorEl, tooltip);
   el.append(root);
   return {
-    root, titleEl, modelEl, dimsEl, metricSelect, promptUi, layerUi, body, scroller, track, canvas, tooltip,
-    legendTitle, legendBar, legendTicks, missingKey, settledKey, pinEl, pinText, unpinButton, readout, errorEl,
+    root, titleEl, modelEl, dimsEl, metricSelect, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
+    legendTitle, legendBar, legendTicks, missingKey, settledKey, answerKey, pinEl, pinText, unpinButton, readout, errorEl,
   };
 }

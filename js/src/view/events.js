@@ -78,6 +78,11 @@ export function bindEvents(view) {
   }, { passive: true });
   on(ui.canvas, "pointermove", (event) => view.setHover(eventCell(view, event)));
   on(ui.canvas, "pointerleave", () => view.setHover(null));
+  // The chart keeps the hovered column while the pointer moves over to it; leaving both drops it.
+  on(ui.main, "pointerleave", () => {
+    view.chartHover = null;
+    view.requestDraw();
+  });
   on(ui.canvas, "click", (event) => {
     const cell = eventCell(view, event);
     if (!cell) return;

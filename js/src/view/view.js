@@ -13,6 +13,9 @@ import { Painter } from "../painter.js";
 import { clampIndex, isSelected, toggleSelection } from "../state.js";
 import { throttle } from "../throttle.js";
 import { charCount } from "../tokens.js";
+import { chartColumn } from "../trajectory.js";
+import { chartBeside } from "../trajectory_layout.js";
+import { TrajectoryView } from "../trajectory_view.js";
 import { showControls, showData, showLegend, showPin } from "./controls.js";
 import { debugApi } from "./debug.js";
 import { buildDom } from "./dom.js";
@@ -68,11 +71,28 @@ export class LensView {
     this.syncLayer = throttle((/** @type {number} */ row) => {
       if (this.lens) this.send("layer", this.lens.layers[row]);
     }, SYNC_INTERVAL_MS);
-    this.ui = buildDom(el, `murano-${++viewCounter}`);
+    const id = `murano-${++viewCounter}`;
+    this.ui = buildDom(el, id);
     this.painter = new Painter(this.ui.canvas, this.ui.root);
-    this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () =>
-      this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())],
-    );
+    /**
+     * The column the chart follows after a hover: kept while the pointer crosses from the heatmap
+     * to the chart (so the chart can be read), dropped when it leaves both.
+     * @type {Cell | null}
+     */
+    this.chartHover = null;
+    this.chartPlaceKey = "";
+    this.trajectory = new TrajectoryView(this.ui.trajPanel, id, {
+      onLayer: (row) => {
+        this.setLayer(row, "throttled");
+        this.syncLayer.flush();
+      },
+      onInteract: () => this.requestDetails(),
+    });
+    // The tooltip covers neither the pinned-cell chip nor the trajectory chart when it can help it.
+    this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
+      ...(this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())]),
+      rectOf(this.ui.trajPanel.getBoundingClientRect()),
+    ]);
     this.unbind = bindEvents(this);
     this.reload();
     this.debugApi = debugApi(this);
@@ -83,6 +103,7 @@ export class LensView {
 
   destroy() {
     this.unbind();
+    this.trajectory.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.frame = 0;
     this.syncPrompt.flush();
@@ -107,9 +128,10 @@ export class LensView {
     }
     this.lens = lens;
     ui.errorEl.hidden = true;
-    ui.body.hidden = false;
+    ui.main.hidden = false;
     this.painter.setLens(lens);
     this.layoutKey = null;
+    this.chartPlaceKey = "";
     showData(ui, lens);
 
     // The first load takes the model's values; later loads (new sections) keep the local view,
@@ -127,6 +149,8 @@ export class LensView {
       s.metric = resolveMetric(lens, s.metric);
     }
     this.loaded = true;
+    // Answers or targets were asked for: their lines (detail sections) are what the chart is for.
+    if (lens.answerSets.length || lens.targets.length) this.requestDetails();
     if (!metricAvailable(lens, this.shownMetric)) {
       this.shownMetric = metricAvailable(lens, s.metric) ? s.metric : (lens.metrics.find((m) => metricAvailable(lens, m.name)) || lens.metrics[0]).name;
     }
@@ -144,7 +168,7 @@ export class LensView {
   showError(message) {
     this.ui.errorEl.textContent = message;
     this.ui.errorEl.hidden = false;
-    this.ui.body.hidden = true;
+    this.ui.main.hidden = true;
     this.tooltip.hide();
   }
 
@@ -200,6 +224,7 @@ export class LensView {
     }
     this.state.prompt = prompt;
     this.state.hover = null;
+    this.chartHover = null;
     if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
     showControls(this.ui, lens, this.state);
     showPin(this.ui, lens, this.state.selected);
@@ -268,7 +293,10 @@ export class LensView {
     const old = this.state.hover;
     if (old === cell || (old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position)) return;
     this.state.hover = cell;
-    if (cell) this.requestDetails();
+    if (cell) {
+      this.chartHover = cell;
+      this.requestDetails();
+    }
     this.updateTooltip();
     this.requestDraw();
   }
@@ -376,6 +404,7 @@ export class LensView {
     const theme = painter.readTheme();
     const s = this.state;
     const n = lens.lengths[s.prompt];
+    this.placeChart(theme.charW);
     const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
     const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}`;
     if (key !== this.layoutKey) {
@@ -396,6 +425,25 @@ export class LensView {
     this.draw();
   }
 
+  /**
+   * Puts the chart beside the heatmap when there is room for both, else below it. Decided on the
+   * longest prompt, so that moving the prompt slider does not move the chart.
+   * @param {number} charW
+   */
+  placeChart(charW) {
+    const lens = /** @type {Lens} */ (this.lens);
+    const available = this.ui.main.clientWidth || this.el.clientWidth || 800;
+    const key = `${available}|${charW}`;
+    if (key === this.chartPlaceKey) return;
+    this.chartPlaceKey = key;
+    const longest = Math.max(...lens.lengths);
+    // Cells as wide as ten characters (the most a cell shows): any layer's top-1 fits.
+    const natural = computeLayout({ nLayers: lens.L, nPositions: longest, width: 0, labelW: this.painter.labelWidth(lens), charW, maxChars: 10 }).contentW;
+    const beside = chartBeside(available, natural);
+    this.ui.main.classList.toggle("murano-side", beside);
+    this.ui.main.classList.toggle("murano-stacked", !beside);
+  }
+
   scrollLeft() {
     return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
   }
@@ -406,6 +454,29 @@ export class LensView {
       this.frame = 0;
       if (!this.layout || this.layoutKey === null) this.relayout();
       else this.draw();
+    });
+  }
+
+  /** The trajectory chart for the column in focus, its rows level with the heatmap's. */
+  drawTrajectory() {
+    const lens = this.lens;
+    const layout = this.layout;
+    if (!lens || !layout) return;
+    const s = this.state;
+    const column = chartColumn(
+      { hover: this.chartHover, focus: s.focus, focused: s.focused, selected: s.selected, prompt: s.prompt },
+      lens.lengths[s.prompt],
+    );
+    this.trajectory.update({
+      lens,
+      prompt: s.prompt,
+      position: column.position,
+      source: column.source,
+      row: s.layer,
+      rowH: layout.rowH,
+      heatY: layout.heatY,
+      // Beside the heatmap, as tall as it; below it, only room for the axis title.
+      heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
     });
   }
 
@@ -434,6 +505,7 @@ export class LensView {
     );
     const tipCell = this.tooltipCell();
     if (tipCell && !this.tooltip.hidden) this.placeTooltip(tipCell);
+    this.drawTrajectory();
     this.debug.frames += 1;
     this.debug.lastDrawMs = performance.now() - t0;
     for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);

@@ -1,0 +1,309 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { colourImage } from "../src/colour.js";
+import { cellDetails, readoutText, tooltipModel } from "../src/details.js";
+import { cellRect, computeLayout } from "../src/layout.js";
+import { metricAvailable, metricValue } from "../src/metrics.js";
+import { cellTargetIndex, decodePayload, isAnswerTop1, promptOfColumn, promptSetIndex } from "../src/payload.js";
+import { chartColumn, niceRankMax, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "../src/trajectory.js";
+import { answerMarkTriangle, chartBeside, chartGeometry, rowAtY, rowCentreY, seriesSegments, seriesStyle, SIDE } from "../src/trajectory_layout.js";
+import { encode, makePayload } from "./helpers.mjs";
+
+// The payload of a result with answers and targets, as murano_widgets/payload.py writes it
+// (issue 12): every value a formula of its indices, so the tests compute what to expect
+// without the code under test.
+const L = 3;
+const LENGTHS = [3, 2];
+const T = 5;
+const P = 2;
+const OFFSETS = [0, 3];
+const TARGETS = [" Paris", "<b>x</b>"];
+const SETS = [
+  { name: "capital", answers: [" Paris", null], n_tokens: [1, null] },
+  { name: "language", answers: [" French", " English"], n_tokens: [2, 1] },
+];
+const S = SETS.length;
+const NT = TARGETS.length;
+const U16 = 65535;
+
+/** Raw stored values (uint16 probabilities are value × 65535). */
+const raw = {
+  answerProb: (i, p, s) => (i + 1) * 1000 + p * 100 + s * 10,
+  answerRank: (i, p, s) => (L - 1 - i) * 30 + p + s,
+  answerTokenProb: (i, c) => (i + 1) * 2000 + c,
+  answerTokenRank: (i, c) => (L - 1 - i) * 5 + c,
+  targetProb: (i, c, j) => (i + 1) * 3000 + c * 10 + j,
+  targetRank: (i, c, j) => (L - 1 - i) * 400 + c * 3 + j,
+  top1: (i, c) => (i === 2 && c === 1) || (i === 1 && c === 2) || (i === 0 && c === 4),
+};
+
+function answerPayload({ details = true, missing = null } = {}) {
+  const { meta, sections } = makePayload({ layers: [0, 1, 2], lengths: LENGTHS, details, missing });
+  const spec = (dtype, shape, scale) => ({ dtype, shape, scale });
+  const fill = (shape, f) => {
+    const out = [];
+    const [a, b, c = 1] = shape;
+    for (let x = 0; x < a; x++) for (let y = 0; y < b; y++) for (let z = 0; z < c; z++) out.push(f(x, y, z));
+    return out;
+  };
+  const base = {
+    answer_probs: [spec("uint16", [L, P, S], 1 / U16), fill([L, P, S], raw.answerProb)],
+    answer_ranks: [spec("uint16", [L, P, S], 1), fill([L, P, S], raw.answerRank)],
+    answer_top1: [spec("uint8", [L, T], 1), fill([L, T], (i, c) => (raw.top1(i, c) ? 1 : 0))],
+  };
+  const detail = {
+    answer_token_probs: [spec("uint16", [L, T], 1 / U16), fill([L, T], raw.answerTokenProb)],
+    answer_token_ranks: [spec("uint16", [L, T], 1), fill([L, T], raw.answerTokenRank)],
+    target_probs: [spec("uint16", [L, T, NT], 1 / U16), fill([L, T, NT], raw.targetProb)],
+    target_ranks: [spec("uint16", [L, T, NT], 1), fill([L, T, NT], raw.targetRank)],
+  };
+  for (const [name, [s, values]] of Object.entries(base)) {
+    meta.sections[name] = s;
+    sections[name] = encode(values, s.dtype);
+    meta.base_sections.push(name);
+  }
+  for (const [name, [s, values]] of Object.entries(detail)) {
+    meta.sections[name] = s;
+    if (details) sections[name] = encode(values, s.dtype);
+    meta.detail_sections.push(name);
+  }
+  meta.answer_sets = structuredClone(SETS);
+  meta.targets = [...TARGETS];
+  meta.metrics.push({
+    name: "answer", field: "answer_token_probs", label: "Probability of the answer", unit: "probability", scale: "viridis",
+    reverse: false, log: false, domain: [0, 1], description: "The answer's first token.", final_based: false, available: true, unavailable_reason: null,
+  });
+  return { meta, sections };
+}
+
+const lens = decodePayload(...Object.values(answerPayload()));
+const close = (a, b, tol = 1e-9) => Math.abs(a - b) <= tol;
+
+test("answer sets, targets and the new section shapes are decoded", () => {
+  assert.deepEqual(lens.answerSets.map((s) => s.name), ["capital", "language"]);
+  assert.deepEqual(lens.answerSets[0].answers, [" Paris", null]);
+  assert.deepEqual(lens.answerSets[1].nTokens, [2, 1]);
+  assert.deepEqual(lens.targets, TARGETS);
+  assert.equal(lens.arrays.answer_probs.length, L * P * S);
+  assert.equal(lens.arrays.target_probs.length, L * T * NT);
+  // The indexing of the spec: i*P*S + p*S + s and (i*T + t)*n_targets + j.
+  assert.equal(promptSetIndex(lens, 2, 1, 1), 2 * P * S + 1 * S + 1);
+  assert.equal(cellTargetIndex(lens, 1, 2, 1, 1), (2 * T + (3 + 1)) * NT + 1);
+  assert.equal(lens.arrays.answer_probs[promptSetIndex(lens, 2, 1, 0)], raw.answerProb(2, 1, 0));
+  assert.equal(lens.arrays.target_ranks[cellTargetIndex(lens, 1, 0, 1, 1)], raw.targetRank(0, 4, 1));
+  // Prompt 1 has no answer in the first set: the answer's cell sections have no value there.
+  assert.deepEqual(Array.from(lens.noValue.answer_token_probs), [0, 1]);
+});
+
+test("a payload without answers or targets decodes as before", () => {
+  const plain = decodePayload(...Object.values(makePayload()));
+  assert.deepEqual(plain.answerSets, []);
+  assert.deepEqual(plain.targets, []);
+  assert.deepEqual(plain.noValue, {});
+});
+
+test("inconsistent answer sets, targets and shapes are named", () => {
+  const bad = (edit, pattern) => {
+    const { meta, sections } = answerPayload();
+    edit(meta, sections);
+    assert.throws(() => decodePayload(meta, sections), pattern);
+  };
+  bad((m) => { m.answer_sets[0].answers = [" Paris"]; }, /answer_sets\[0\].*one answer \(or null\) per prompt \(2\)/);
+  bad((m) => { m.answer_sets[1].answers = [3, null]; }, /answer_sets\[1\]\.answers must hold strings or null/);
+  bad((m) => { m.answer_sets = {}; }, /answer_sets must be a list/);
+  bad((m) => { m.targets = [1]; }, /targets must be a list of strings/);
+  bad((m) => { m.sections.target_probs.shape = [L, T, 3]; }, /section target_probs: shape \[3,5,3\] disagrees.*\[3,5,2\]/);
+  bad((m) => { m.sections.answer_probs.shape = [L, S, P + 1]; }, /section answer_probs: shape/);
+});
+
+test("at the last position: top-1, final, every set's teacher-forced answer, every target", () => {
+  const series = trajectorySeries(lens, 0, 2, "prob");
+  assert.deepEqual(series.map((s) => s.key), ["top1", "final", "answer:0", "answer:1", "target:0", "target:1"]);
+  const byKey = Object.fromEntries(series.map((s) => [s.key, s]));
+  const col = 2;
+  for (let i = 0; i < L; i++) {
+    assert.ok(close(byKey.top1.values[i], Math.round(((i + 1) / L) * U16) / U16));
+    assert.ok(close(byKey["answer:0"].values[i], raw.answerProb(i, 0, 0) / U16));
+    assert.ok(close(byKey["answer:1"].values[i], raw.answerProb(i, 0, 1) / U16));
+    assert.ok(close(byKey["target:1"].values[i], raw.targetProb(i, col, 1) / U16));
+    assert.ok(close(byKey.final.values[i], (i * 1000) / U16));
+  }
+  assert.equal(byKey["answer:0"].token, " Paris");
+  assert.equal(byKey["answer:1"].label, "language");
+  assert.match(byKey["answer:1"].note, /2 tokens, teacher-forced/);
+  assert.equal(byKey["target:1"].token, "<b>x</b>", "a target is data: its raw text, shown later with textContent");
+  assert.equal(byKey.final.token, lens.tokens[lens.arrays.final_tokens[col]]);
+});
+
+test("rank mode: no top-1 line (its rank is 0 by definition); ranks read from the rank sections", () => {
+  const series = trajectorySeries(lens, 1, 1, "rank"); // prompt 1's last position: column 4
+  assert.deepEqual(series.map((s) => s.key), ["final", "answer:1", "target:0", "target:1"], "prompt 1 has no answer in the first set");
+  const byKey = Object.fromEntries(series.map((s) => [s.key, s]));
+  for (let i = 0; i < L; i++) {
+    assert.equal(byKey["answer:1"].values[i], raw.answerRank(i, 1, 1));
+    assert.equal(byKey["target:0"].values[i], raw.targetRank(i, 4, 0));
+    assert.equal(byKey.final.values[i], (L - 1 - i) * 7);
+  }
+});
+
+test("elsewhere: the first set's answer token only", () => {
+  const prob = trajectorySeries(lens, 0, 1, "prob");
+  assert.deepEqual(prob.map((s) => s.key), ["top1", "final", "answer:0", "target:0", "target:1"]);
+  const answer = prob.find((s) => s.key === "answer:0");
+  assert.equal(answer.section, "answer_token_probs");
+  assert.deepEqual(answer.values.map((v) => Math.round(v * U16)), [0, 1, 2].map((i) => raw.answerTokenProb(i, 1)));
+  const rank = trajectorySeries(lens, 0, 0, "rank").find((s) => s.key === "answer:0");
+  assert.deepEqual(rank.values, [0, 1, 2].map((i) => raw.answerTokenRank(i, 0)));
+  // Prompt 1, not its last position, has no first-set answer: no answer line at all.
+  assert.ok(!trajectorySeries(lens, 1, 0, "prob").some((s) => s.kind === "answer"));
+});
+
+test("a missing row breaks every line; detail lines not loaded yet read as loading", () => {
+  const missing = new Array(L * T).fill(0);
+  missing[1 * T + 2] = 1; // row 1, prompt 0, position 2
+  const holed = decodePayload(...Object.values(answerPayload({ missing })));
+  for (const s of trajectorySeries(holed, 0, 2, "prob")) assert.equal(s.values[1], null, s.key);
+  const g = chartGeometry({ width: 300, nLayers: L, rowH: 20, heatY: 16 });
+  const top1 = trajectorySeries(holed, 0, 2, "prob")[0];
+  assert.deepEqual(seriesSegments(top1, valueScale("prob"), g).map((seg) => seg.length), [1, 1]);
+
+  const base = decodePayload(...Object.values(answerPayload({ details: false })));
+  const series = trajectorySeries(base, 0, 2, "prob");
+  const loaded = Object.fromEntries(series.map((s) => [s.key, s.loaded]));
+  assert.deepEqual(loaded, { top1: true, final: false, "answer:0": true, "answer:1": true, "target:0": false, "target:1": false });
+  assert.ok(series.filter((s) => !s.loaded).every((s) => s.values.every((v) => v === null)));
+  assert.equal(seriesSummary(series[1], base.layers, 0, String), "loading");
+});
+
+test("the answer metric comes from the registry; prompts without an answer have no colour", () => {
+  assert.ok(metricAvailable(lens, "answer"));
+  assert.ok(close(metricValue(lens, "answer", 1 * T + 2), raw.answerTokenProb(1, 2) / U16));
+  assert.ok(Number.isNaN(metricValue(lens, "answer", 1 * T + 3)), "prompt 1 has no answer");
+  assert.ok(Number.isFinite(metricValue(lens, "prob", 1 * T + 3)));
+  const image0 = colourImage(lens, "answer", 0);
+  const image1 = colourImage(lens, "answer", 1);
+  assert.ok(image0.data.some((v, k) => k % 4 === 3 && v === 255));
+  assert.ok(image1.data.every((v, k) => k % 4 !== 3 || v === 0), "transparent: the hatch shows through");
+  assert.equal(promptOfColumn(lens, 0), 0);
+  assert.equal(promptOfColumn(lens, 2), 0);
+  assert.equal(promptOfColumn(lens, 3), 1);
+  assert.equal(promptOfColumn(lens, 4), 1);
+});
+
+test("answer marks: where answer_top1 is set, never for a prompt without an answer", () => {
+  const marked = [];
+  for (let i = 0; i < L; i++) for (let p = 0; p < P; p++) for (let j = 0; j < LENGTHS[p]; j++) if (isAnswerTop1(lens, p, i, j)) marked.push([i, p, j]);
+  assert.deepEqual(marked, [[1, 0, 2], [2, 0, 1]], "cell (0, col 4) is set in the mask but prompt 1 has no answer");
+  const d = cellDetails(lens, 0, 2, 1);
+  assert.equal(d.answerTop1, true);
+  assert.deepEqual(d.answer, { text: " Paris", prob: raw.answerTokenProb(2, 1) / U16, rank: raw.answerTokenRank(2, 1) });
+  const last = cellDetails(lens, 0, 1, 2);
+  assert.deepEqual(last.answer, { text: " Paris", prob: raw.answerProb(1, 0, 0) / U16, rank: raw.answerRank(1, 0, 0) });
+  const tip = tooltipModel(d);
+  assert.match(tip.badge, /= answer/);
+  assert.ok(tip.rows.some((r) => r.label === "answer" && r.value.startsWith("␣Paris · ")));
+  assert.match(readoutText(d), /the answer/);
+  assert.equal(cellDetails(lens, 1, 0, 1).answer, null);
+  assert.ok(!/answer/.test(tooltipModel(cellDetails(lens, 1, 0, 1)).badge));
+});
+
+test("the chart follows hover, then keyboard focus, then the pinned cell, then the last position", () => {
+  const state = { hover: null, focus: { position: 1 }, focused: false, selected: null, prompt: 0 };
+  assert.deepEqual(chartColumn(state, 5), { position: 4, source: "last" });
+  assert.deepEqual(chartColumn({ ...state, selected: { prompt: 1, position: 2 } }, 5), { position: 4, source: "last" }, "a pin on another prompt");
+  assert.deepEqual(chartColumn({ ...state, selected: { prompt: 0, position: 2 } }, 5), { position: 2, source: "pinned" });
+  assert.deepEqual(chartColumn({ ...state, focused: true, selected: { prompt: 0, position: 2 } }, 5), { position: 1, source: "focus" });
+  assert.deepEqual(chartColumn({ ...state, focused: true, hover: { position: 3 } }, 5), { position: 3, source: "hover" });
+  assert.deepEqual(chartColumn({ ...state, hover: { position: 9 } }, 5), { position: 4, source: "hover" });
+});
+
+test("value scales: more likely is to the right; ranks on a log scale with rank 0 at the right", () => {
+  const prob = valueScale("prob");
+  assert.equal(prob.toUnit(0), 0);
+  assert.equal(prob.toUnit(1), 1);
+  assert.equal(prob.toUnit(0.3), 0.3);
+  assert.deepEqual(prob.ticks.map((t) => t.label), ["0%", "25%", "50%", "75%", "100%"]);
+  const rank = valueScale("rank", 999);
+  assert.equal(rank.toUnit(0), 1);
+  assert.equal(rank.toUnit(999), 0);
+  assert.ok(close(rank.toUnit(9), 1 - 1 / 3), "log10(rank + 1) / log10(1000)");
+  assert.ok(close(rank.toUnit(99), 1 / 3));
+  assert.ok(rank.toUnit(5000) === 0, "clamped");
+  assert.deepEqual(rank.ticks.map((t) => t.label), ["0", "1", "10", "100", "999"]);
+  assert.deepEqual(valueScale("rank", 65535).ticks.map((t) => t.label).slice(-2), ["10k", "≥65535"]);
+  assert.equal(niceRankMax(0), 9);
+  assert.equal(niceRankMax(10), 99);
+  assert.equal(niceRankMax(1000), 9999);
+  assert.equal(niceRankMax(65535), 65535);
+  assert.equal(niceRankMax(60000), 65535);
+  // The axis is the same for every column: set by the largest rank in the loaded rank sections.
+  const largest = Math.max(raw.targetRank(0, 4, 1), raw.answerRank(0, 1, 1), 14);
+  assert.equal(rankAxisMax(lens), niceRankMax(largest));
+});
+
+test("the chart's rows are level with the heatmap's rows", () => {
+  const layout = computeLayout({ nLayers: 12, nPositions: 9, width: 700, labelW: 40, charW: 7, maxChars: 6 });
+  const g = chartGeometry({ width: 300, nLayers: 12, rowH: layout.rowH, heatY: layout.heatY, heightBelow: layout.height - layout.heatY - layout.heatH });
+  assert.equal(g.height, layout.height);
+  for (let i = 0; i < 12; i++) {
+    const cell = cellRect(layout, i, 0, 0);
+    assert.equal(rowCentreY(g, i), cell.y + cell.h / 2);
+    assert.equal(rowAtY(g, cell.y + 1), i);
+    assert.equal(rowAtY(g, cell.y + cell.h - 1), i);
+  }
+  assert.equal(rowAtY(g, layout.heatY - 1), -1);
+  assert.equal(rowAtY(g, layout.heatY + layout.heatH), -1);
+  const series = { values: [0, null, 0.5, 1, ...new Array(8).fill(null)] };
+  const segments = seriesSegments(series, valueScale("prob"), g);
+  assert.deepEqual(segments, [
+    [[g.plotX, rowCentreY(g, 0)]],
+    [[g.plotX + 0.5 * g.plotW, rowCentreY(g, 2)], [g.plotX + g.plotW, rowCentreY(g, 3)]],
+  ]);
+});
+
+test("beside the heatmap only when both fit; below otherwise", () => {
+  assert.equal(chartBeside(SIDE.minTotal - 1, 100), false);
+  assert.equal(chartBeside(1280, 700), true);
+  assert.equal(chartBeside(900, 700), false, "a 9-token prompt needs more than the 586 px left");
+  assert.equal(chartBeside(900, 300), true, "a short prompt leaves room");
+  assert.equal(chartBeside(1000, 5000), true, "a long prompt scrolls anyway: it gets the minimum");
+  assert.equal(chartBeside(SIDE.chartW + SIDE.gap + SIDE.minHeatmapW - 1, 5000), false);
+});
+
+test("every line differs from the others by more than colour; extra targets start hidden", () => {
+  const series = [
+    { kind: "top1", index: 0 },
+    { kind: "final", index: 0 },
+    { kind: "answer", index: 0 },
+    { kind: "answer", index: 1 },
+    ...Array.from({ length: 24 }, (_, j) => ({ kind: "target", index: j })),
+  ];
+  const styles = series.map((s) => seriesStyle(s));
+  const shapes = new Set(styles.map((s) => `${s.colour}|${s.dash}|${s.marker}`));
+  assert.equal(shapes.size, series.length);
+  // Without colour, the top-1, final and answer lines still differ (dash or width).
+  const [top1, final, answer] = styles;
+  assert.notEqual(top1.dash, final.dash);
+  assert.ok(answer.width > final.width && answer.dash === "");
+  const toggled = new Map();
+  const shown = series.map((s) => seriesShown({ ...s, key: `${s.kind}:${s.index}` }, toggled));
+  assert.equal(shown.filter(Boolean).length, 4 + 6);
+  toggled.set("target:10", true).set("answer:0", false);
+  assert.equal(seriesShown({ kind: "target", index: 10, key: "target:10" }, toggled), true);
+  assert.equal(seriesShown({ kind: "answer", index: 0, key: "answer:0" }, toggled), false);
+});
+
+test("the answer's corner mark stays inside its cell, small cells included", () => {
+  for (const cell of [{ x: 10, y: 20, w: 60, h: 22 }, { x: 0, y: 0, w: 34, h: 5 }]) {
+    for (const [x, y] of answerMarkTriangle(cell)) {
+      assert.ok(x >= cell.x && x <= cell.x + cell.w && y >= cell.y && y <= cell.y + Math.max(cell.h, 5));
+    }
+  }
+});
+
+test("a series summary gives the first, the last and the chosen layer's values", () => {
+  const s = { loaded: true, values: [null, 0.1, 0.5, 0.9] };
+  assert.equal(seriesSummary(s, [0, 4, 8, 12], 2, (v) => `${v}`), "L4 0.1 → L12 0.9; at L8: 0.5");
+  assert.equal(seriesSummary({ loaded: true, values: [null, null] }, [0, 1], 0, String), "no value");
+});
