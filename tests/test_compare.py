@@ -1,0 +1,475 @@
+"""compare(a, b), compare_lenses(...) and the diff widget's payload, checked against two
+independent reference lenses (plain transformers with hooks, one prompt at a time)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from reference import ReferenceLens, _blocks_and_norm
+from tiny_models import build_tokenizer
+from transformers import AutoModelForCausalLM, GPT2Config
+
+from murano_widgets import (
+    LogitLens,
+    MuranoModel,
+    PromptBatch,
+    load_demo_model,
+    load_demo_tuned_lens,
+)
+from murano_widgets._diff_payload import decode
+from murano_widgets.compare import LensComparison, compare, compare_lenses
+from murano_widgets.diff_widget import LensDiffWidget, show_lens_diff
+from murano_widgets.widget import WidgetValueError
+
+LN2 = math.log(2.0)
+PROMPTS = ["The Eiffel Tower is in the city of", "one two three", "Monday Tuesday"]
+
+
+def _build_gpt2(folder, n_layer: int, seed: int):
+    """A tiny GPT-2 of ``n_layer`` blocks with the shared tokenizer of tests/tiny_models.py."""
+    tokenizer = build_tokenizer()
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_embd=32,
+        n_layer=n_layer,
+        n_head=4,
+        n_positions=256,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.bos_token_id,
+    )
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() > 1:
+                parameter.normal_(0.0, 0.3)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """Three tiny GPT-2s sharing one tokenizer: 3 layers (two seeds) and 5 layers."""
+    root = tmp_path_factory.mktemp("compare-models")
+    folders = {
+        "a": _build_gpt2(root / "a", 3, seed=1),
+        "b": _build_gpt2(root / "b", 3, seed=2),
+        "deep": _build_gpt2(root / "deep", 5, seed=3),
+    }
+    models = {name: MuranoModel(folder) for name, folder in folders.items()}
+    refs = {name: ReferenceLens(folder) for name, folder in folders.items()}
+    return models, refs
+
+
+def _expected(ref_a, ref_b, prompt_a, prompt_b, layer_map, position_map, token=None):
+    """Reference delta, KL (torch's kl_div on full distributions) and top-1 differs.
+
+    ``layer_map[la] = lb``; ``position_map[j] = jb`` or -1 (positions among real tokens).
+    Returns ``[layers_a, n_a]`` tensors, NaN (or False) where no partner.
+    """
+    ra, rb = ref_a.run(prompt_a), ref_b.run(prompt_b)
+    n_layers, n = ra["probs"].shape[:2]
+    tokens = ra["final_tokens"] if token is None else torch.full((n,), token)
+    delta = torch.full((n_layers, n), float("nan"))
+    kl = torch.full((n_layers, n), float("nan"))
+    differs = torch.zeros((n_layers, n), dtype=torch.bool)
+    for la, lb in layer_map.items():
+        for j, jb in enumerate(position_map):
+            if jb < 0:
+                continue
+            p, q = ra["probs"][la, j].double(), rb["probs"][lb, jb].double()
+            t = int(tokens[j])
+            delta[la, j] = float(q[t] - p[t])
+            kl[la, j] = float(F.kl_div(q.log(), p, reduction="sum") / LN2)
+            differs[la, j] = bool(p.argmax() != q.argmax())
+    return delta, kl, differs
+
+
+def _on_real_positions(comparison: LensComparison, field: torch.Tensor, prompt: int):
+    """``[rows, n_real]`` of a ``[rows, n_inputs, seq]`` field, padding dropped."""
+    return field[:, prompt, comparison.a.positions(prompt)]
+
+
+def _assert_cells(comparison, prompt, delta, kl, differs, layer_rows=None):
+    rows = range(len(comparison.layers)) if layer_rows is None else layer_rows
+    for row_index, row in enumerate(rows):
+        got_delta = _on_real_positions(comparison, comparison.delta_prob, prompt)[row_index]
+        got_kl = _on_real_positions(comparison, comparison.kl, prompt)[row_index]
+        got_differs = _on_real_positions(comparison, comparison.top1_differs, prompt)[row_index]
+        aligned = _on_real_positions(comparison, comparison.aligned, prompt)[row_index]
+        expected_aligned = ~torch.isnan(delta[row])
+        assert torch.equal(aligned, expected_aligned), (prompt, row)
+        # Cells without a partner are missing, never shifted onto a neighbour.
+        assert torch.isnan(got_delta[~aligned]).all() and torch.isnan(got_kl[~aligned]).all()
+        torch.testing.assert_close(
+            got_delta[aligned].double(), delta[row][aligned].double(), atol=2e-5, rtol=0
+        )
+        torch.testing.assert_close(
+            got_kl[aligned].double(), kl[row][aligned].double(), atol=1e-4, rtol=1e-4
+        )
+        assert torch.equal(got_differs[aligned], differs[row][aligned]), (prompt, row)
+
+
+def test_two_models_with_one_tokenizer_match_two_reference_lenses(pair):
+    models, refs = pair
+    comparison = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
+    assert comparison.align == "tokens" and comparison.source == "run together"
+    assert comparison.layer_rows == [0, 1, 2]
+    assert tuple(comparison.delta_prob.shape) == tuple(comparison.a.max_probs.shape)
+    for p, prompt in enumerate(PROMPTS):
+        n = comparison.a.lengths[p]
+        delta, kl, differs = _expected(
+            refs["a"], refs["b"], prompt, prompt, {0: 0, 1: 1, 2: 2}, list(range(n))
+        )
+        _assert_cells(comparison, p, delta, kl, differs)
+    # Both models do differ: the test is not comparing zeros.
+    assert float(torch.nan_to_num(comparison.kl).max()) > 0.1
+    assert bool(comparison.top1_differs.any())
+    # Padding is never aligned.
+    assert not comparison.aligned[:, comparison.a.attention_mask == 0].any()
+
+
+def test_compare_on_full_probability_results_equals_running_them_together(pair):
+    models, _ = pair
+    together = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
+    results = [
+        LogitLens(models[name], store_full_probs=True)({"prompts": PromptBatch(PROMPTS)})[
+            "logit_lens"
+        ]
+        for name in ("a", "b")
+    ]
+    apart = compare(*results)
+    assert apart.source == "results"
+    assert torch.equal(apart.aligned, together.aligned)
+    torch.testing.assert_close(
+        apart.delta_prob, together.delta_prob, equal_nan=True, atol=1e-6, rtol=0
+    )
+    torch.testing.assert_close(apart.kl, together.kl, equal_nan=True, atol=1e-4, rtol=1e-4)
+    assert torch.equal(apart.top1_differs, together.top1_differs)
+
+
+def test_compare_from_reduced_results_is_exact_where_known_and_says_where_not(pair):
+    models, _ = pair
+    together = compare_lenses(models["a"], PROMPTS, model_b=models["b"], top_k=3)
+    a = LogitLens(models["a"], top_k=3)({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+    b = LogitLens(models["b"], top_k=3)({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+    with pytest.warns(RuntimeWarning, match="compare_lenses"):
+        apart = compare(a, b)
+    assert apart.kl is None
+    known = ~torch.isnan(apart.delta_prob)
+    # Known cells are exact; the others are the cells where b's probability of a's final token
+    # is neither b's final prediction nor in its top-3.
+    torch.testing.assert_close(
+        apart.delta_prob[known], together.delta_prob[known], atol=1e-6, rtol=0
+    )
+    unknown = apart.aligned & ~known
+    assert unknown.any()
+    in_topk_b = (b.topk_tokens == a.final_tokens.unsqueeze(0).unsqueeze(-1)).any(-1)
+    assert not (in_topk_b & unknown).any()
+    assert torch.equal(apart.top1_differs, together.top1_differs)
+
+
+def test_models_of_different_depths_align_by_relative_depth(pair):
+    models, refs = pair
+    comparison = compare_lenses(models["a"], PROMPTS, model_b=models["deep"])
+    # round(l * 4 / 2): 0 -> 0, 1 -> 2, 2 -> 4.
+    assert comparison.b_layers == [0, 2, 4]
+    assert comparison.b.layers == [0, 2, 4]  # b ran only the partner layers
+    assert "relative depth" in comparison.alignment_note
+    assert "0→0, 1→2, 2→4" in comparison.alignment_note
+    for p, prompt in enumerate(PROMPTS):
+        n = comparison.a.lengths[p]
+        delta, kl, differs = _expected(
+            refs["a"], refs["deep"], prompt, prompt, {0: 0, 1: 2, 2: 4}, list(range(n))
+        )
+        _assert_cells(comparison, p, delta, kl, differs)
+    # And the other way round: 5 layers onto 3, round(l * 2 / 4) with halves rounded up.
+    back = compare_lenses(models["deep"], PROMPTS[:1], model_b=models["a"], layers=[0, 1, 3, 4])
+    assert back.b_layers == [0, 1, 2, 2]
+    assert back.layer_rows == [0, 1, 2, 2]
+
+
+def test_a_partner_layer_b_did_not_compute_is_missing(pair):
+    models, _ = pair
+    a = LogitLens(models["a"])({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+    b = LogitLens(models["b"], layers=[0, 2])({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+    with pytest.warns(RuntimeWarning, match="probability is unknown"):
+        comparison = compare(a, b)
+    assert comparison.layer_rows == [0, -1, 1]
+    assert not comparison.aligned[1].any()
+    assert torch.isnan(comparison.delta_prob[1]).all()
+    assert comparison.aligned[0, comparison.a.attention_mask.bool()].all()
+    assert "lacks the partner of layer 1" in comparison.alignment_note
+
+
+def _shared_prefix(tokenizer, x: str, y: str) -> int:
+    ids_x, ids_y = tokenizer(x)["input_ids"], tokenizer(y)["input_ids"]
+    shared = 0
+    for s, t in zip(ids_x, ids_y, strict=False):
+        if s != t:
+            break
+        shared += 1
+    return shared
+
+
+@pytest.mark.parametrize("align", ["end", "prefix"])
+def test_unequal_prompts_align_from_the_end_or_by_shared_prefix_cell_by_cell(pair, align):
+    models, refs = pair
+    prompts_a = ["The capital of France is Paris", "one two three", "Monday"]
+    prompts_b = ["The capital of Italy is Rome and", "two three", "Monday Tuesday Wednesday"]
+    comparison = compare_lenses(models["a"], prompts_a, prompts_b=prompts_b, align=align)
+    assert comparison.align == align
+    tokenizer = refs["a"].tokenizer
+    for p, (x, y) in enumerate(zip(prompts_a, prompts_b, strict=True)):
+        na, nb = len(tokenizer(x)["input_ids"]), len(tokenizer(y)["input_ids"])
+        if align == "end":
+            partner = [j + nb - na if 0 <= j + nb - na < nb else -1 for j in range(na)]
+        else:
+            shared = _shared_prefix(tokenizer, x, y)
+            partner = [j if j < shared else -1 for j in range(na)]
+        # The position map, in sequence indices of the padded tensors.
+        got = comparison.positions[p, comparison.a.positions(p)].tolist()
+        expected = [int(comparison.b.positions(p)[jb]) if jb >= 0 else -1 for jb in partner]
+        assert got == expected, (p, got, expected)
+        delta, kl, differs = _expected(refs["a"], refs["a"], x, y, {0: 0, 1: 1, 2: 2}, partner)
+        _assert_cells(comparison, p, delta, kl, differs)
+    # Each mode leaves some cells without a partner here, and pairs some.
+    assert (
+        comparison.aligned.any()
+        and (~comparison.aligned & comparison.a.attention_mask.bool()).any()
+    )
+
+
+def test_auto_and_tokens_refuse_prompts_whose_tokens_differ(pair):
+    models, _ = pair
+    a = LogitLens(models["a"])({"prompts": PromptBatch(["one two three"])})["logit_lens"]
+    b = LogitLens(models["a"])({"prompts": PromptBatch(["one two four"])})["logit_lens"]
+    for align in ("auto", "tokens"):
+        with pytest.raises(ValueError, match=r"prompt 0 differs.*align='end'.*align='prefix'"):
+            compare(a, b, align=align)
+
+
+def _tuned_reference(model_folder, lens, prompt):
+    """The tuned lens by hand: hooks on the blocks, h + h A^T + b (translator l + 1), final
+    norm, lm_head; the last block untranslated."""
+    ref = ReferenceLens(model_folder)
+    blocks, norm = _blocks_and_norm(ref.model)
+    ids = ref.tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
+    captured = []
+    hooks = [
+        block.register_forward_hook(
+            lambda _m, _i, out: captured.append(out[0] if isinstance(out, tuple) else out)
+        )
+        for block in blocks
+    ]
+    with torch.no_grad():
+        try:
+            ref.model(**ids)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        probs = []
+        for layer, hidden in enumerate(captured):
+            h = hidden[0].double()
+            if layer < len(captured) - 1:
+                weight, bias = lens.weight[layer + 1].double(), lens.bias[layer + 1].double()
+                h = h + h @ weight.T + bias
+            logits = ref.model.lm_head(norm(h.float()))
+            probs.append(logits.float().softmax(-1))
+    return torch.stack(probs)
+
+
+def test_logit_against_tuned_lens_on_the_demo_model():
+    from murano_widgets.demo_model import DEMO_MODEL_PATH
+
+    model = load_demo_model()
+    lens = load_demo_tuned_lens(model)
+    prompts = ["The capital of France is", "The opposite of hot is cold"]
+    comparison = compare_lenses(model, prompts, lens_b=lens)
+    assert comparison.a.lens_kind == "logit" and comparison.b.lens_kind == "tuned"
+    ref = ReferenceLens(DEMO_MODEL_PATH)
+    for p, prompt in enumerate(prompts):
+        plain = ref.run(prompt)
+        tuned = _tuned_reference(DEMO_MODEL_PATH, lens, prompt)
+        tokens = plain["final_tokens"]
+        n = len(tokens)
+        got_delta = _on_real_positions(comparison, comparison.delta_prob, p)
+        got_kl = _on_real_positions(comparison, comparison.kl, p)
+        for layer in range(model.n_layers):
+            p_a, p_b = plain["probs"][layer].double(), tuned[layer].double()
+            expected = (p_b - p_a)[torch.arange(n), tokens]
+            torch.testing.assert_close(got_delta[layer].double(), expected, atol=5e-5, rtol=0)
+            kl = F.kl_div(p_b.log(), p_a, reduction="none").sum(-1) / LN2
+            torch.testing.assert_close(got_kl[layer].double(), kl, atol=2e-4, rtol=1e-3)
+        # The last layer is never translated: both lenses agree there exactly.
+        assert float(got_kl[-1].abs().max()) < 1e-5
+        assert float(got_delta[:-1].abs().max()) > 1e-3
+
+
+def test_chosen_token_as_an_id_a_text_or_a_tensor(pair):
+    models, refs = pair
+    a = LogitLens(models["a"], store_full_probs=True)({"prompts": PromptBatch(PROMPTS)})[
+        "logit_lens"
+    ]
+    b = LogitLens(models["b"], store_full_probs=True)({"prompts": PromptBatch(PROMPTS)})[
+        "logit_lens"
+    ]
+    token_id = int(a.input_ids[0, a.positions(0)[1]])
+    text = a.token_strings[token_id]
+    by_id = compare(a, b, token=token_id)
+    by_text = compare(a, b, token=text)
+    grid = torch.full(tuple(a.attention_mask.shape), token_id)
+    by_tensor = compare(a, b, token=grid)
+    together = compare_lenses(models["a"], PROMPTS, model_b=models["b"], token=token_id)
+    for other in (by_text, by_tensor, together):
+        torch.testing.assert_close(
+            other.delta_prob, by_id.delta_prob, equal_nan=True, atol=1e-6, rtol=0
+        )
+    assert by_id.token_rule == f"token {token_id}" and by_text.token_rule == f"token {text!r}"
+    for p, prompt in enumerate(PROMPTS):
+        n = a.lengths[p]
+        delta, _, _ = _expected(
+            refs["a"], refs["b"], prompt, prompt, {0: 0, 1: 1, 2: 2}, list(range(n)), token_id
+        )
+        got = _on_real_positions(by_id, by_id.delta_prob, p)
+        torch.testing.assert_close(got.double(), delta.double(), atol=2e-5, rtol=0)
+
+
+def test_chunks_hold_only_their_rows_and_give_the_same_numbers(pair, monkeypatch):
+    from murano_widgets import compare as compare_module
+
+    models, _ = pair
+    whole = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
+    asked: list[tuple[str, int, int]] = []
+    real_get = compare_module.Buffers.get
+
+    def recording_get(self, role, rows, vocab, device):
+        asked.append((role, rows, vocab))
+        return real_get(self, role, rows, vocab, device)
+
+    monkeypatch.setattr(compare_module.Buffers, "get", recording_get)
+    vocab = int(models["a"].vocab_size)
+    # Room for 3 rows of float32 logits per buffer.
+    chunked = compare_lenses(
+        models["a"], PROMPTS, model_b=models["b"], max_chunk_bytes=3 * 4 * vocab
+    )
+    ours = [entry for entry in asked if entry[0] in ("logits_a", "logits_b", "log_a", "log_b")]
+    assert ours and max(rows for _, rows, _ in ours) <= 3
+    assert {role for role, _, _ in ours} == {"logits_a", "logits_b", "log_a", "log_b"}
+    torch.testing.assert_close(chunked.kl, whole.kl, equal_nan=True, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(
+        chunked.delta_prob, whole.delta_prob, equal_nan=True, atol=1e-6, rtol=0
+    )
+    # Nothing of size vocab is kept: every field is per cell.
+    for name in ("delta_prob", "prob_a", "prob_b", "kl", "top1_differs", "aligned"):
+        assert tuple(getattr(chunked, name).shape) == tuple(chunked.a.max_probs.shape)
+    assert chunked.a.all_probs is None and chunked.b.all_probs is None
+
+
+def test_bad_input_is_refused_with_the_argument_named(pair):
+    models, _ = pair
+    a = LogitLens(models["a"])({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+    b2 = LogitLens(models["a"])({"prompts": PromptBatch(PROMPTS[:2])})["logit_lens"]
+    with pytest.raises(
+        ValueError, match=r"align must be one of 'auto', 'tokens', 'end', 'prefix'; got 'start'"
+    ):
+        compare(a, a, align="start")
+    with pytest.raises(ValueError, match="a has 3 prompts and b has 2"):
+        compare(a, b2, align="end")
+    with pytest.raises(TypeError, match="b must be a LogitLensResult"):
+        compare(a, {"logit_lens": a})
+    with pytest.raises(ValueError, match=r"token must be an int from 0 to 319"):
+        compare(a, a, token=320)
+    with pytest.raises(ValueError, match="token 'zzz-not-a-token' is not among"):
+        compare(a, a, token="zzz-not-a-token")
+    with pytest.raises(ValueError, match=r"token as a tensor must hold integer ids of shape"):
+        compare(a, a, token=torch.zeros(2, 2, dtype=torch.long))
+    with pytest.raises(TypeError, match="token must be None"):
+        compare(a, a, token=1.5)
+    with pytest.raises(ValueError, match="prompts_a has 3 prompts and prompts_b has 1"):
+        compare_lenses(models["a"], PROMPTS, prompts_b=["x"])
+    with pytest.raises(ValueError, match="align must be one of"):
+        compare_lenses(models["a"], PROMPTS, align="middle")
+    with pytest.raises((TypeError, ValueError), match="prompts_a"):
+        compare_lenses(models["a"], [])
+    with pytest.raises(ValueError, match="layers holds 7"):
+        compare_lenses(models["a"], PROMPTS, layers=[7])
+    demo = load_demo_model()
+    with pytest.raises(ValueError, match="vocabulary of 320 tokens and model_b one of 1536"):
+        compare_lenses(models["a"], PROMPTS, model_b=demo)
+    c = LogitLens(demo)({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+    with pytest.raises(ValueError, match="vocabulary"):
+        compare(a, c, align="end")
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget's Python side
+
+
+def test_the_payload_carries_the_comparison_and_both_top_k(pair):
+    models, _ = pair
+    comparison = compare_lenses(models["a"], PROMPTS, model_b=models["deep"], top_k=4)
+    widget = LensDiffWidget(comparison)
+    meta = widget._meta
+    arrays = decode(meta, widget._sections)
+    assert meta["format"] == "lens_diff" and meta["b_layers"] == [0, 2, 4]
+    assert meta["depth_a"] == 3 and meta["depth_b"] == 5
+    mask = comparison.a.attention_mask.bool()
+    aligned = comparison.aligned[:, mask].numpy()
+    assert np.array_equal(arrays["aligned"].astype(bool), aligned)
+    delta = comparison.delta_prob[:, mask].numpy()
+    np.testing.assert_allclose(arrays["delta_prob"][aligned], delta[aligned], atol=1 / 32767)
+    kl = comparison.kl[:, mask].numpy()
+    np.testing.assert_allclose(
+        arrays["kl"][aligned], kl[aligned], atol=meta["sections"]["kl"]["scale"]
+    )
+    # Both sides' top-k, b's moved onto a's grid, as index + 1 into the token table.
+    table = meta["tokens"]
+    row, prompt, position = 1, 0, 2
+    t = meta["offsets"][prompt] + position
+    seq = int(comparison.a.positions(prompt)[position])
+    for side, result, cell_row in (
+        ("a", comparison.a, row),
+        ("b", comparison.b, comparison.layer_rows[row]),
+    ):
+        ids = result.topk_tokens[cell_row, prompt, seq].tolist()
+        got = [table[i - 1] for i in arrays[f"topk_tokens_{side}"][row, t]]
+        assert got == [result.token_strings[i] for i in ids]
+    # The domain of the diverging scale is symmetric about zero.
+    domain = next(m for m in meta["metrics"] if m["name"] == "delta_prob")["domain"]
+    assert domain[0] == -domain[1] and domain[1] >= float(np.nanmax(np.abs(delta)))
+
+
+def test_widget_traits_are_validated_and_selected_is_described(pair):
+    models, _ = pair
+    a = LogitLens(models["a"])({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+    b = LogitLens(models["b"])({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+    with pytest.warns(RuntimeWarning):
+        widget = show_lens_diff(a, b, metric="top1_differs")
+    with pytest.raises(WidgetValueError, match="metric 'kl' cannot be shown: needs both full"):
+        widget.metric = "kl"
+    with pytest.raises(
+        WidgetValueError, match="metric must be one of delta_prob, kl, top1_differs"
+    ):
+        widget.metric = "prob"
+    with pytest.raises(WidgetValueError, match="prompt must be an int from 0 to 2"):
+        widget.prompt = 3
+    with pytest.raises(WidgetValueError, match=r"selected\['position'\]"):
+        widget.selected = {"prompt": 1, "layer_index": 0, "position": 99}
+    widget.selected = {"prompt": 1, "layer_index": 2, "position": 1}
+    chosen = widget.selected
+    assert chosen["a"]["layer"] == 2 and chosen["b"]["layer"] == 2
+    assert chosen["top1_differs"] == bool(
+        widget.comparison.top1_differs[2, 1, int(a.positions(1)[1])]
+    )
+    with pytest.raises(TypeError, match="needs two results"):
+        show_lens_diff(a)
+    with pytest.raises(TypeError, match="takes no b"):
+        show_lens_diff(widget.comparison, b)
+    with pytest.raises(TypeError, match="comparison must be a LensComparison"):
+        LensDiffWidget(a)
