@@ -8,8 +8,10 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
     show_logit_lens(model, ["The Eiffel Tower is in the city of", "one two three four"])
 """
 
+from .compare import LensComparison, compare, compare_lenses
 from .dataset import LensDataset, lens_dataset
 from .demo_model import load_demo_model, load_demo_tuned_lens
+from .diff_widget import LensDiffWidget, show_lens_diff
 from .logit_lens import LogitLens
 from .metrics import METRICS, Metric
 from .model import ModelBackend, MuranoModel
@@ -24,7 +26,9 @@ __version__ = "0.1.0"
 __all__ = [
     "METRICS",
     "RESID_POST",
+    "LensComparison",
     "LensDataset",
+    "LensDiffWidget",
     "LogitLens",
     "LogitLensResult",
     "LogitLensWidget",
@@ -36,9 +40,12 @@ __all__ = [
     "Results",
     "Step",
     "TunedLens",
+    "compare",
+    "compare_lenses",
     "lens_dataset",
     "load_demo_model",
     "load_demo_tuned_lens",
     "plot_logit_lens",
+    "show_lens_diff",
     "show_logit_lens",
 ]
