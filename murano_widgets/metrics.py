@@ -117,6 +117,18 @@ METRICS: dict[str, Metric] = {
             "the same distribution.",
             True,
         ),
+        Metric(
+            "answer",
+            "answer_token_probs",
+            "Probability of the answer",
+            "probability",
+            "viridis",
+            False,
+            False,
+            "How much probability the layer gives to the prompt's answer (its first token; at "
+            "the last position the trajectory shows the whole answer, teacher-forced).",
+            False,
+        ),
     )
 }
 
@@ -127,8 +139,9 @@ class Section:
 
     Attributes:
         name: The section's name, the result field it encodes where there is one.
-        shape: ``"cell"`` (``[L, T]``), ``"position"`` (``[T]``) or ``"topk"`` (``[L, T, k-1]``,
-            ranks 2..k).
+        shape: ``"cell"`` (``[L, T]``), ``"position"`` (``[T]``), ``"topk"`` (``[L, T, k-1]``,
+            ranks 2..k), ``"prompt_set"`` (``[L, n_inputs, S]``: per prompt and answer set) or
+            ``"cell_target"`` (``[L, T, n_targets]``).
         kind: How values are stored: ``"token"`` (an index into the string table),
             ``"probability"`` (uint16, or uint8 for ``topk``), ``"bits"`` (uint16 scaled to
             the section's maximum), ``"rank"`` (uint16, 65535 = "65535 or worse") or ``"mask"``
@@ -159,6 +172,16 @@ SECTIONS: dict[str, Section] = {
         Section("kl_to_final", "cell", "bits", False),
         Section("topk_tokens", "topk", "token", False),
         Section("topk_probs", "topk", "probability", False),
+        # Answers: each set's teacher-forced probability and first-token rank at each prompt's
+        # last position, and the first set's first-token values at every cell.
+        Section("answer_probs", "prompt_set", "probability", True),
+        Section("answer_ranks", "prompt_set", "rank", True),
+        # 1 where a cell's top-1 token is one of the first set's answer tokens.
+        Section("answer_top1", "cell", "mask", True),
+        Section("answer_token_probs", "cell", "probability", False),
+        Section("answer_token_ranks", "cell", "rank", False),
+        Section("target_probs", "cell_target", "probability", False),
+        Section("target_ranks", "cell_target", "rank", False),
     )
 }
 

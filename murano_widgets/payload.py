@@ -88,6 +88,7 @@ class LensPayload:
         k = 1 if topk is None or topk.shape[-1] == 0 else topk.shape[-1] + 1
         if k == 1:
             field_values["topk_tokens"] = field_values["topk_probs"] = None
+        field_values.update(_answer_values(result, values))
         top1 = field_values["max_probs"].astype(np.float64)
         field_values["missing"] = ~np.isfinite(top1)
         final_tokens = field_values["final_tokens"]
@@ -109,7 +110,7 @@ class LensPayload:
             if section.kind == "token":
                 arrays[name] = _lookup(index_of, raw).astype(index_dtype)
             elif section.kind == "mask":
-                if raw.any():  # sent only when some value is missing
+                if raw.any():  # sent only when some cell is marked
                     arrays[name] = raw.astype(np.uint8)
             elif section.kind == "probability":
                 dtype = np.uint8 if section.shape == "topk" else np.uint16
@@ -156,6 +157,8 @@ class LensPayload:
             "top_k": k,
             "max_entropy": max_entropy,
             "metrics": metrics,
+            "answer_sets": _answer_sets_meta(result),
+            "targets": list(result.targets or []),
             "base_sections": list(BASE_SECTIONS),
             "detail_sections": list(DETAIL_SECTIONS),
             "sections": {
@@ -207,7 +210,53 @@ def _availability(
             f"needs the model's final layer ({result.n_model_layers - 1}), which this result "
             "does not hold"
         )
+    if metric.field.startswith("answer"):
+        return False, "no answers were given: pass answers=[...], one per prompt"
     return False, f"this result has no {metric.field}"
+
+
+def _answer_values(result: LogitLensResult, values: Any) -> dict[str, np.ndarray | None]:
+    """The answer and target sections' values, flattened like the other fields."""
+    out: dict[str, np.ndarray | None] = {}
+    for name in ("target_probs", "target_ranks"):
+        out[name] = values(name)
+    sets = list((result.answer_sets or {}).values())
+    if not sets:
+        return out
+    out["answer_probs"] = np.stack([s.probs.numpy() for s in sets], axis=-1)
+    out["answer_ranks"] = np.stack([s.ranks.numpy() for s in sets], axis=-1)
+    first = sets[0]
+    out["answer_token_probs"] = _values_of(first.token_probs, result)
+    out["answer_token_ranks"] = _values_of(first.token_ranks, result)
+    predicted = values("predicted_tokens")
+    ids = first.first_token_ids
+    width = max((len(i) for i in ids), default=1) or 1
+    answer_ids = np.full((result.n_inputs, width), -2, dtype=np.int64)  # -2 matches no token
+    for prompt, tokens in enumerate(ids):
+        answer_ids[prompt, : len(tokens)] = tokens
+    prompt_of = np.repeat(np.arange(result.n_inputs), result.lengths)
+    out["answer_top1"] = (predicted[..., None] == answer_ids[prompt_of][None]).any(axis=-1)
+    return out
+
+
+def _values_of(tensor: torch.Tensor, result: LogitLensResult) -> np.ndarray:
+    """A ``[L, n_inputs, seq, ...]`` tensor's real cells, ``[L, T, ...]``."""
+    batch_index, position_index = torch.nonzero(result.attention_mask.bool(), as_tuple=True)
+    return tensor.detach().cpu().numpy()[:, batch_index.numpy(), position_index.numpy()]
+
+
+def _answer_sets_meta(result: LogitLensResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "answers": [None if a is None else a[0] for a in scores.answers],
+            "accepted": [None if a is None else list(a) for a in scores.answers],
+            "n_tokens": [
+                None if ids is None else max(len(seq) for seq in ids) for ids in scores.token_ids
+            ],
+        }
+        for name, scores in (result.answer_sets or {}).items()
+    ]
 
 
 def decode_sections(meta: dict[str, Any], sections: dict[str, bytes]) -> dict[str, np.ndarray]:

@@ -265,7 +265,10 @@ class LogitLensResult:
             ``sequence_index`` (into the padded tensors), ``input_token``, ``predicted_token``,
             ``probability``, ``top_k`` ((token, probability) pairs) and each per-cell field
             the result has (``entropy``, ``final_token_probs``, ``final_token_ranks``: rank 0
-            is the top-1 token, ``kl_to_final``). Missing values are NaN or -1.
+            is the top-1 token, ``kl_to_final``); ``targets`` (each target's ``prob`` and
+            ``rank``) and ``answers`` (per answer set: its first token's ``token_prob`` and
+            ``token_rank``, and at the prompt's last position the whole answer's ``prob`` and
+            ``rank``) when the result has them. Missing values are NaN or -1.
 
         Raises:
             ValueError: For an index out of range.
@@ -302,6 +305,35 @@ class LogitLensResult:
             field = getattr(self, name)
             if field is not None:
                 described[name] = field[cell].item()
+        if self.targets and self.target_probs is not None and self.target_ranks is not None:
+            described["targets"] = {
+                target: {"prob": float(prob), "rank": int(rank)}
+                for target, prob, rank in zip(
+                    self.targets,
+                    self.target_probs[cell].tolist(),
+                    self.target_ranks[cell].tolist(),
+                    strict=True,
+                )
+            }
+        if self.answer_sets:
+            last = position == len(positions) - 1
+            described["answers"] = {
+                name: {
+                    "answers": scores.answers[prompt],
+                    "token_prob": float(scores.token_probs[cell]),
+                    "token_rank": int(scores.token_ranks[cell]),
+                    # The whole answer, teacher-forced, is scored where the prompt ends.
+                    **(
+                        {
+                            "prob": float(scores.probs[row, prompt]),
+                            "rank": int(scores.ranks[row, prompt]),
+                        }
+                        if last
+                        else {}
+                    ),
+                }
+                for name, scores in self.answer_sets.items()
+            }
         return described
 
     def plot(

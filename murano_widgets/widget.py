@@ -217,6 +217,7 @@ def show_logit_lens(
     prompt: int = 0,
     layer: int | None = None,
     metric: str = "prob",
+    answers: Any = None,
     **step_options: Any,
 ) -> LogitLensWidget:
     """Runs the logit lens on ``prompts`` and returns it as an interactive widget.
@@ -232,14 +233,20 @@ def show_logit_lens(
         prompt: The prompt shown first (an index into ``prompts``).
         layer: The model layer highlighted first (default the highest shown).
         metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`.
-        **step_options: Passed to :class:`LogitLens` (``top_k``, ``max_chunk_bytes``,
-            ``lens``, ``remote``, ...).
+        answers: Each prompt's expected answer (a string, a list of accepted strings, or
+            ``None``), or a dict of named answer sets: scored at every layer, drawn in the
+            trajectory chart and marked in the heatmap (see :class:`PromptBatch`). With a
+            single prompt string, a single answer (or list of accepted strings).
+        **step_options: Passed to :class:`LogitLens` (``targets``, ``variants``, ``top_k``,
+            ``max_chunk_bytes``, ``lens``, ``remote``, ...).
 
     Returns:
         The widget.
     """
     if isinstance(prompts, str):
         prompts = [prompts]
+        if answers is not None and not isinstance(answers, dict):
+            answers = [answers]
     prompts = validate_prompts(prompts)
     check_index("prompt", prompt, len(prompts), "prompts")
     if metric not in METRICS:
@@ -247,7 +254,7 @@ def show_logit_lens(
     step = LogitLens(model, layers, **step_options)
     if layer is not None:
         _check_layer(layer, step.layers, error=ValueError)
-    results = Results(prompts=PromptBatch(prompts))
+    results = Results(prompts=PromptBatch(prompts, answers=answers))
     lens = step(results)["logit_lens"]
     return LogitLensWidget(lens, prompt=prompt, layer=layer, metric=metric)
 

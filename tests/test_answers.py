@@ -233,3 +233,71 @@ def test_count_above_is_exact_with_ties_and_rows_that_are_not_finite(n):
     assert torch.equal(got[finite], expected[finite])
     assert (got[1] == 0).all()  # nothing is above a value in a constant row
     assert torch.equal(count_above(z, thresholds), got)  # without buffers
+
+
+def test_payload_carries_answers_targets_and_the_answer_metric(load_tiny):
+    from murano_widgets import show_logit_lens
+    from murano_widgets.payload import LensPayload, decode_sections
+
+    model = load_tiny("gpt2")
+    plain = run(model)
+    # An answer the model predicts somewhere (one that reads as that same token after the
+    # prompt), so that some cells are marked and others not.
+    tokenizer = model.tokenizer
+    prompt_ids = tokenizer(PROMPTS[0])["input_ids"]
+    predicted = next(
+        word
+        for layer in plain.predicted_words
+        for word in layer[0]
+        if word
+        and tokenizer(PROMPTS[0] + word)["input_ids"][len(prompt_ids) :]
+        == tokenizer(word, add_special_tokens=False)["input_ids"][:1]
+    )
+    answers = [predicted, *ANSWERS[1:]]
+    lens = run(model, answers={"a": answers, "b": [" Bob", None, " Alice"]}, targets=[" Paris"])
+    payload = LensPayload.from_result(lens)
+    meta = payload.meta
+    assert [s["name"] for s in meta["answer_sets"]] == ["a", "b"]
+    assert meta["answer_sets"][0]["answers"] == [predicted, " Rome", " book"]
+    assert meta["answer_sets"][1]["answers"][1] is None
+    assert meta["targets"] == [" Paris"]
+    decoded = decode_sections(meta, payload.all_sections())
+    for s, name in enumerate(["a", "b"]):
+        expected = lens.answer_sets[name].probs.nan_to_num(0.0).numpy()
+        assert abs(decoded["answer_probs"][..., s] - expected).max() <= 1 / 65535
+    mask = lens.attention_mask.bool()
+    predicted = lens.predicted_tokens[:, mask]
+    prompt_of = torch.arange(3).repeat_interleave(torch.tensor(lens.lengths))
+    firsts = lens.answer_sets["a"].first_token_ids
+    marked = torch.tensor(
+        [
+            [int(t) in firsts[int(p)] for t, p in zip(row, prompt_of, strict=True)]
+            for row in predicted
+        ]
+    )
+    assert marked.any() and not marked.all()  # the check must see both kinds of cells
+    assert (decoded["answer_top1"] == marked.numpy()).all()
+    target = lens.target_probs[:, mask, 0].numpy()
+    assert abs(decoded["target_probs"][..., 0] - target).max() <= 1 / 65535
+    answer = payload.metric("answer")
+    assert answer["available"] and answer["field"] == "answer_token_probs"
+    without = LensPayload.from_result(plain)
+    assert not without.metric("answer")["available"]
+    assert "answers=" in without.metric("answer")["unavailable_reason"]
+    assert "answer_top1" not in without.arrays and without.meta["answer_sets"] == []
+    # One prompt as a string takes one answer as a string.
+    widget = show_logit_lens(model, PROMPTS[0], answers=" Paris", metric="answer")
+    assert widget._meta["answer_sets"][0]["answers"] == [" Paris"]
+
+
+def test_describe_cell_reports_answers_and_targets(load_tiny):
+    lens = run(load_tiny("gpt2"), answers=ANSWERS, targets=[" Paris"])
+    last = lens.lengths[0] - 1
+    cell = lens.describe_cell(0, 1, last)
+    seq = cell["sequence_index"]
+    assert cell["answers"]["answer"]["prob"] == pytest.approx(float(lens.answer_probs[1, 0]))
+    assert cell["answers"]["answer"]["token_rank"] == int(lens.answer_token_ranks[1, 0, seq])
+    assert cell["targets"][" Paris"]["prob"] == pytest.approx(
+        float(lens.target_probs[1, 0, seq, 0])
+    )
+    assert "prob" not in lens.describe_cell(0, 1, 0)["answers"]["answer"]

@@ -82,7 +82,9 @@ def test_payload_round_trip_gives_back_the_result(widget, lens):
 
 def test_default_payload_is_small_and_details_come_on_request(widget, lens):
     cells = len(lens.layers) * int(lens.attention_mask.sum())
-    assert set(widget._sections) == set(BASE_SECTIONS) - {"missing", "final_missing"}
+    # Masks are sent only when some cell is marked, answer sections only with answers.
+    absent = {"missing", "final_missing", "answer_probs", "answer_ranks", "answer_top1"}
+    assert set(widget._sections) == set(BASE_SECTIONS) - absent
     sizes = widget.payload_nbytes()
     per_cell = (sizes["predicted_tokens"] + sizes["max_probs"]) / cells
     assert per_cell == 4
@@ -118,6 +120,10 @@ def test_traits_validate_with_clear_errors(widget, lens):
         widget.prompt = True
     assert widget.prompt == 2 and widget.layer == 0
     for metric in METRICS:
+        if metric == "answer":  # this result has no answers: refused with the reason
+            with pytest.raises(ValueError, match="no answers were given"):
+                widget.metric = metric
+            continue
         widget.metric = metric
 
 
