@@ -40,6 +40,8 @@ import { displayToken } from "./tokens.js";
  * @property {string} text the answer (display form, raw)
  * @property {number | null} prob null while its section has not arrived
  * @property {number | null} rank 0 = top-1
+ * @property {boolean} whole `prob` is the whole answer's (teacher-forced, forms summed) and
+ *   differs from its first token's
  */
 
 /**
@@ -55,12 +57,15 @@ export function cellAnswer(lens, prompt, layerIndex, position) {
   const text = set ? set.answers[prompt] : null;
   if (!set || text === null) return null;
   const idx = cellIndex(lens, prompt, layerIndex, position);
-  if (isMissing(lens, idx)) return { text, prob: null, rank: null };
+  if (isMissing(lens, idx)) return { text, prob: null, rank: null, whole: false };
   const last = position === lens.lengths[prompt] - 1;
   const at = last ? promptSetIndex(lens, layerIndex, prompt, 0) : idx;
   const prob = sectionValue(lens, last ? "answer_probs" : "answer_token_probs", at);
   const rank = sectionValue(lens, last ? "answer_ranks" : "answer_token_ranks", at);
-  return { text, prob: Number.isFinite(prob) ? prob : null, rank: Number.isFinite(rank) ? rank : null };
+  // At the last position the probability is the whole answer's; it differs from the first
+  // token's (the "answer" metric's row) for a multi-token answer or several accepted forms.
+  const whole = last && ((set.nTokens[prompt] ?? 1) > 1 || set.nAccepted[prompt] > 1);
+  return { text, prob: Number.isFinite(prob) ? prob : null, rank: Number.isFinite(rank) ? rank : null, whole };
 }
 
 /**
@@ -158,16 +163,12 @@ export function tooltipModel(details) {
       : { label: "final prediction", value: displayToken(details.finalToken), token: true });
   }
   if (details.answer && !details.missing) {
-    const { text, prob, rank } = details.answer;
-    const values = [prob === null ? "" : formatProb(prob), rank === null ? "" : formatRank(rank)].filter(Boolean);
-    rows.push({
-      label: "answer",
-      value: `${displayToken(text)}${values.length ? ` · ${values.join(" · ")}` : ""}`,
-      token: true,
-      title: details.isLastPosition
-        ? "The answer after the prompt: its probability (all its tokens, teacher-forced) and its first token's rank"
-        : "The answer's first token as the next token here: its probability and rank",
-    });
+    const { text, prob, rank, whole } = details.answer;
+    rows.push({ label: "answer", value: displayToken(text), token: true, title: "The prompt's answer (its first accepted form)" });
+    if (rank !== null) rows.push({ label: "answer rank", value: formatRank(rank), title: "Where the answer's first token stands in this layer's ranking (0 = top-1)" });
+    if (whole && prob !== null) {
+      rows.push({ label: "whole answer", value: formatProb(prob), title: "The probability of the whole answer after the prompt: all its tokens, teacher-forced, its accepted forms summed" });
+    }
   }
   if (!details.missing) {
     for (const { spec, value } of details.metrics) {

@@ -82,7 +82,9 @@ const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @typedef {object} AnswerSet One entry of `meta.answer_sets`.
  * @property {string} name "answer" for a plain list of answers
  * @property {(string | null)[]} answers per prompt, the display form (null: no answer)
- * @property {(number | null)[]} nTokens per prompt, the answer's token count (null: unknown)
+ * @property {(number | null)[]} nTokens per prompt, the answer's token count (the longest
+ *   accepted form's; null: unknown)
+ * @property {number[]} nAccepted per prompt, how many accepted forms are summed (0: no answer)
  */
 
 /**
@@ -345,9 +347,11 @@ export function normaliseAnswerSets(raw, P) {
       throw new Error(`_meta.answer_sets[${s}].answers must hold strings or null`);
     }
     const counts = Array.isArray(entry.n_tokens) && entry.n_tokens.length === P ? entry.n_tokens : answers.map(() => null);
+    const accepted = Array.isArray(entry.accepted) && entry.accepted.length === P ? entry.accepted : answers.map((a) => (a === null ? null : [a]));
     return {
       name: entry.name,
       answers,
+      nAccepted: accepted.map((/** @type {unknown} */ forms) => (Array.isArray(forms) ? forms.length : 0)),
       nTokens: counts.map((/** @type {unknown} */ n) => (Number.isInteger(n) && /** @type {number} */ (n) > 0 ? /** @type {number} */ (n) : null)),
     };
   });

@@ -138,11 +138,13 @@ export function trajectorySeries(lens, prompt, position, mode) {
         const answer = set.answers[prompt];
         if (answer === null) return;
         const n = set.nTokens[prompt];
+        const forms = set.nAccepted[prompt];
+        const summed = forms > 1 ? `, summed over ${forms} accepted forms` : "";
         const note = rank
-          ? "rank of the answer's first token at the prompt's last position"
+          ? `rank of the answer's first token at the prompt's last position${forms > 1 ? " (the best form's)" : ""}`
           : n && n > 1
-            ? `probability of the whole answer (${n} tokens, teacher-forced)`
-            : "probability of the answer as the next token";
+            ? `probability of the whole answer (teacher-forced over its tokens${summed})`
+            : `probability of the answer as the next token${summed}`;
         add({ key: `answer:${s}`, kind: "answer", index: s, label: set.name, token: answer, note, section }, (i) => promptSetIndex(lens, i, prompt, s));
       });
     }

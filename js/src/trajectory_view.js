@@ -263,7 +263,14 @@ export class TrajectoryView {
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
     const format = (/** @type {number} */ v) => formatValue(mode, v);
     const items = series.map((s, k) => this.legendItem(s, shown[k], row, format, lens.layers));
+    // The entries are made anew: the one with the keyboard focus hands it to its successor.
+    const active = document.activeElement;
+    const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : undefined;
     this.legend.replaceChildren(...items);
+    if (focusedKey !== undefined) {
+      const next = items.map((li) => li.firstElementChild).find((b) => b instanceof HTMLElement && b.dataset.series === focusedKey);
+      if (next instanceof HTMLElement) next.focus({ preventScroll: true });
+    }
     const waiting = series.filter((s) => !s.loaded).map((s) => (s.kind === "target" ? "targets" : s.kind === "answer" ? "the answer" : "the final prediction"));
     const unique = [...new Set(waiting)];
     this.note.hidden = unique.length === 0;

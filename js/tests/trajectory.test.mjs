@@ -131,7 +131,7 @@ test("at the last position: top-1, final, every set's teacher-forced answer, eve
   }
   assert.equal(byKey["answer:0"].token, " Paris");
   assert.equal(byKey["answer:1"].label, "language");
-  assert.match(byKey["answer:1"].note, /2 tokens, teacher-forced/);
+  assert.match(byKey["answer:1"].note, /whole answer \(teacher-forced/);
   assert.equal(byKey["target:1"].token, "<b>x</b>", "a target is data: its raw text, shown later with textContent");
   assert.equal(byKey.final.token, lens.tokens[lens.arrays.final_tokens[col]]);
 });
@@ -197,12 +197,25 @@ test("answer marks: where answer_top1 is set, never for a prompt without an answ
   assert.deepEqual(marked, [[1, 0, 2], [2, 0, 1]], "cell (0, col 4) is set in the mask but prompt 1 has no answer");
   const d = cellDetails(lens, 0, 2, 1);
   assert.equal(d.answerTop1, true);
-  assert.deepEqual(d.answer, { text: " Paris", prob: raw.answerTokenProb(2, 1) / U16, rank: raw.answerTokenRank(2, 1) });
+  assert.deepEqual(d.answer, { text: " Paris", prob: raw.answerTokenProb(2, 1) / U16, rank: raw.answerTokenRank(2, 1), whole: false });
   const last = cellDetails(lens, 0, 1, 2);
-  assert.deepEqual(last.answer, { text: " Paris", prob: raw.answerProb(1, 0, 0) / U16, rank: raw.answerRank(1, 0, 0) });
+  assert.deepEqual(last.answer, { text: " Paris", prob: raw.answerProb(1, 0, 0) / U16, rank: raw.answerRank(1, 0, 0), whole: false });
+  // Prompt 1's second-set answer is two tokens long: at its last position the tooltip gives the
+  // whole answer's probability. (The first set has none for prompt 1; check set 1 through a
+  // lens whose first set is the second one.)
+  const swapped = answerPayload();
+  swapped.meta.answer_sets.reverse();
+  const lens2 = decodePayload(swapped.meta, swapped.sections);
+  const whole = cellDetails(lens2, 0, 1, 2);
+  assert.equal(whole.answer.whole, true);
+  assert.equal(whole.answer.prob, raw.answerProb(1, 0, 0) / U16, "the stored set 0 (what the payload holds)");
+  const wholeRows = tooltipModel(whole).rows.map((r) => r.label);
+  assert.deepEqual(wholeRows.slice(2, 5), ["answer", "answer rank", "whole answer"]);
   const tip = tooltipModel(d);
   assert.match(tip.badge, /= answer/);
-  assert.ok(tip.rows.some((r) => r.label === "answer" && r.value.startsWith("␣Paris · ")));
+  assert.ok(tip.rows.some((r) => r.label === "answer" && r.value === "␣Paris"));
+  assert.ok(tip.rows.some((r) => r.label === "answer rank" && r.value === `rank ${raw.answerTokenRank(2, 1)}`));
+  assert.ok(!tip.rows.some((r) => r.label === "whole answer"), "one token, one form: the metric row says it");
   assert.match(readoutText(d), /the answer/);
   assert.equal(cellDetails(lens, 1, 0, 1).answer, null);
   assert.ok(!/answer/.test(tooltipModel(cellDetails(lens, 1, 0, 1)).badge));

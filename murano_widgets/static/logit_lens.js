@@ -274,9 +274,11 @@ function normaliseAnswerSets(raw, P) {
       throw new Error(`_meta.answer_sets[${s}].answers must hold strings or null`);
     }
     const counts = Array.isArray(entry.n_tokens) && entry.n_tokens.length === P ? entry.n_tokens : answers.map(() => null);
+    const accepted = Array.isArray(entry.accepted) && entry.accepted.length === P ? entry.accepted : answers.map((a) => a === null ? null : [a]);
     return {
       name: entry.name,
       answers,
+      nAccepted: accepted.map((forms) => Array.isArray(forms) ? forms.length : 0),
       nTokens: counts.map((n) => Number.isInteger(n) && /** @type {number} */
       n > 0 ? (
         /** @type {number} */
@@ -589,12 +591,13 @@ function cellAnswer(lens, prompt, layerIndex, position) {
   const text = set ? set.answers[prompt] : null;
   if (!set || text === null) return null;
   const idx = cellIndex(lens, prompt, layerIndex, position);
-  if (isMissing(lens, idx)) return { text, prob: null, rank: null };
+  if (isMissing(lens, idx)) return { text, prob: null, rank: null, whole: false };
   const last = position === lens.lengths[prompt] - 1;
   const at = last ? promptSetIndex(lens, layerIndex, prompt, 0) : idx;
   const prob = sectionValue(lens, last ? "answer_probs" : "answer_token_probs", at);
   const rank = sectionValue(lens, last ? "answer_ranks" : "answer_token_ranks", at);
-  return { text, prob: Number.isFinite(prob) ? prob : null, rank: Number.isFinite(rank) ? rank : null };
+  const whole = last && ((set.nTokens[prompt] ?? 1) > 1 || set.nAccepted[prompt] > 1);
+  return { text, prob: Number.isFinite(prob) ? prob : null, rank: Number.isFinite(rank) ? rank : null, whole };
 }
 function tokenAt(lens, index) {
   return lens.tokens[index] ?? "";
@@ -657,14 +660,12 @@ function tooltipModel(details) {
     rows.push(details.finalMissing ? { label: "final prediction", value: NO_VALUE } : { label: "final prediction", value: displayToken(details.finalToken), token: true });
   }
   if (details.answer && !details.missing) {
-    const { text, prob, rank } = details.answer;
-    const values = [prob === null ? "" : formatProb(prob), rank === null ? "" : formatRank(rank)].filter(Boolean);
-    rows.push({
-      label: "answer",
-      value: `${displayToken(text)}${values.length ? ` · ${values.join(" · ")}` : ""}`,
-      token: true,
-      title: details.isLastPosition ? "The answer after the prompt: its probability (all its tokens, teacher-forced) and its first token's rank" : "The answer's first token as the next token here: its probability and rank"
-    });
+    const { text, prob, rank, whole } = details.answer;
+    rows.push({ label: "answer", value: displayToken(text), token: true, title: "The prompt's answer (its first accepted form)" });
+    if (rank !== null) rows.push({ label: "answer rank", value: formatRank(rank), title: "Where the answer's first token stands in this layer's ranking (0 = top-1)" });
+    if (whole && prob !== null) {
+      rows.push({ label: "whole answer", value: formatProb(prob), title: "The probability of the whole answer after the prompt: all its tokens, teacher-forced, its accepted forms summed" });
+    }
   }
   if (!details.missing) {
     for (const { spec, value } of details.metrics) {
@@ -1639,7 +1640,9 @@ function trajectorySeries(lens, prompt, position, mode) {
         const answer = set.answers[prompt];
         if (answer === null) return;
         const n = set.nTokens[prompt];
-        const note = rank ? "rank of the answer's first token at the prompt's last position" : n && n > 1 ? `probability of the whole answer (${n} tokens, teacher-forced)` : "probability of the answer as the next token";
+        const forms = set.nAccepted[prompt];
+        const summed = forms > 1 ? `, summed over ${forms} accepted forms` : "";
+        const note = rank ? `rank of the answer's first token at the prompt's last position${forms > 1 ? " (the best form's)" : ""}` : n && n > 1 ? `probability of the whole answer (teacher-forced over its tokens${summed})` : `probability of the answer as the next token${summed}`;
         add({ key: `answer:${s}`, kind: "answer", index: s, label: set.name, token: answer, note, section }, (i) => promptSetIndex(lens, i, prompt, s));
       });
     }
@@ -1930,7 +1933,13 @@ var TrajectoryView = class {
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
     const format = (v) => formatValue(mode, v);
     const items = series.map((s, k) => this.legendItem(s, shown[k], row, format, lens.layers));
+    const active = document.activeElement;
+    const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : void 0;
     this.legend.replaceChildren(...items);
+    if (focusedKey !== void 0) {
+      const next = items.map((li) => li.firstElementChild).find((b) => b instanceof HTMLElement && b.dataset.series === focusedKey);
+      if (next instanceof HTMLElement) next.focus({ preventScroll: true });
+    }
     const waiting = series.filter((s) => !s.loaded).map((s) => s.kind === "target" ? "targets" : s.kind === "answer" ? "the answer" : "the final prediction");
     const unique = [...new Set(waiting)];
     this.note.hidden = unique.length === 0;
@@ -2095,6 +2104,10 @@ function debugApi(view) {
     },
     get visibleColumns() {
       return view.debug.visible;
+    },
+    /** What the trajectory chart drew last: its column, mode, row, geometry and every line. */
+    get trajectory() {
+      return view.trajectory.debug;
     },
     /**
      * A cell's rectangle in viewport (client) coordinates.
@@ -2784,6 +2797,8 @@ var LensView = class {
     const beside = chartBeside(available, natural);
     this.ui.main.classList.toggle("murano-side", beside);
     this.ui.main.classList.toggle("murano-stacked", !beside);
+    const widest = this.painter.labelWidth(lens) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
+    this.ui.body.style.maxWidth = beside ? `${widest}px` : "";
   }
   scrollLeft() {
     return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;

@@ -38,6 +38,10 @@ export function debugApi(view) {
     get visibleColumns() {
       return view.debug.visible;
     },
+    /** What the trajectory chart drew last: its column, mode, row, geometry and every line. */
+    get trajectory() {
+      return view.trajectory.debug;
+    },
     /**
      * A cell's rectangle in viewport (client) coordinates.
      * @param {number} layerIndex

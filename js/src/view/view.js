@@ -6,7 +6,7 @@
  */
 
 import { cellDetails, readoutText, tooltipModel } from "../details.js";
-import { cellRect, clampScroll, computeLayout, revealColumn } from "../layout.js";
+import { cellRect, clampScroll, computeLayout, GEOMETRY, revealColumn } from "../layout.js";
 import { metricAvailable, resolveMetric } from "../metrics.js";
 import { decodePayload, rowOfModelLayer } from "../payload.js";
 import { Painter } from "../painter.js";
@@ -442,6 +442,9 @@ export class LensView {
     const beside = chartBeside(available, natural);
     this.ui.main.classList.toggle("murano-side", beside);
     this.ui.main.classList.toggle("murano-stacked", !beside);
+    // Beside: the heatmap takes no more than its widest cells need, so the chart sits next to it.
+    const widest = this.painter.labelWidth(lens) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
+    this.ui.body.style.maxWidth = beside ? `${widest}px` : "";
   }
 
   scrollLeft() {
