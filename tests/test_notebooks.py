@@ -46,6 +46,7 @@ def test_the_teaching_notebooks_are_there():
         "01_logit_lens_tour.ipynb",
         "02_comparing_prompts.ipynb",
         "03_pipeline_and_scale.ipynb",
+        "04_when_does_it_know.ipynb",
     ]
 
 
@@ -374,3 +375,21 @@ def test_saved_widget_state_renders_without_a_kernel(path, executed, browser):
             )
         finally:
             context.close()
+
+
+@pytest.mark.slow
+def test_notebook_04_saves_the_data_set_widget_with_its_front_end(executed):
+    path = NOTEBOOK_DIR / "04_when_does_it_know.ipynb"
+    nb, _ = executed(path)
+    saved = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    charts = [
+        entry["state"]
+        for entry in saved.values()
+        if str(entry.get("state", {}).get("_anywidget_id", "")).endswith("DatasetChart")
+    ]
+    assert charts, "notebook 04 shows no data-set widget"
+    esm = (ROOT / "murano_widgets" / "static" / "lens_dataset.js").read_text(encoding="utf-8")
+    assert all(chart["_esm"] == esm for chart in charts)
+    chart = charts[-1]
+    assert chart["layer"] in chart["_meta"]["layers"] and chart["answer_set"] == "language"
+    assert len(chart["_meta"]["sets"]) == 7, "one curve per fact family"
