@@ -472,7 +472,8 @@ export class DiffView {
     let left = rect.x - box.left + rect.w + 8;
     if (left + tip.width > box.width) left = Math.max(0, rect.x - box.left - tip.width - 8);
     this.tooltip.style.left = `${left}px`;
-    this.tooltip.style.top = `${Math.max(0, rect.y - box.top)}px`;
+    // Kept inside the widget's box where it fits (a notebook's output area may clip overflow).
+    this.tooltip.style.top = `${Math.max(0, Math.min(rect.y - box.top, box.height - tip.height - 4))}px`;
   }
 
   /**
