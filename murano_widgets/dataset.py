@@ -435,8 +435,14 @@ def _check_answers(answers: Any, n_prompts: int) -> tuple[dict[str, list[list[st
                     f"answers must be keyed by non-empty strings (set names), got {name!r}"
                 )
             sets[name] = _check_answer_list(values, n_prompts, f"answers[{name!r}]")
+        # One set may be empty (a family absent from a sample); all of them is a mistake.
+        if all(forms is None for values in sets.values() for forms in values):
+            raise ValueError("answers holds no answer at all (every entry of every set is None)")
         return sets, True
-    return {DEFAULT_SET: _check_answer_list(answers, n_prompts, "answers")}, False
+    checked = _check_answer_list(answers, n_prompts, "answers")
+    if all(forms is None for forms in checked):
+        raise ValueError("answers holds no answer at all (every entry is None)")
+    return {DEFAULT_SET: checked}, False
 
 
 def _check_answer_list(values: Any, n_prompts: int, argument: str) -> list[list[str] | None]:
@@ -470,8 +476,6 @@ def _check_answer_list(values: Any, n_prompts: int, argument: str) -> list[list[
                     "non-empty string"
                 )
         checked.append(list(forms))
-    if all(forms is None for forms in checked):
-        raise ValueError(f"{argument} holds no answer at all (every entry is None)")
     return checked
 
 

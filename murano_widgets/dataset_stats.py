@@ -58,6 +58,10 @@ def bootstrap_means(
         ``mean``, ``low`` and ``high``, each of ``values.shape[1:]``.
     """
     n = values.shape[0]
+    shape = values.shape[1:]
+    if n == 0:  # an answer set with no answers: no mean, no interval
+        empty = np.full(shape, np.nan)
+        return {"mean": empty, "low": empty.copy(), "high": empty.copy()}
     flat = values.reshape(n, -1).astype(np.float64)
     finite = np.isfinite(flat)
     filled = np.where(finite, flat, 0.0)
@@ -78,7 +82,6 @@ def bootstrap_means(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: NaN, said so
         low, high = np.nanpercentile(boots, [tail, 100.0 - tail], axis=0)
-    shape = values.shape[1:]
     return {"mean": mean.reshape(shape), "low": low.reshape(shape), "high": high.reshape(shape)}
 
 

@@ -114,6 +114,17 @@ def test_summary_interval_agrees_with_the_normal_approximation_on_many_prompts()
     np.testing.assert_allclose(out["mean"] - out["low"], half, rtol=0.1)
 
 
+def test_a_named_set_without_answers_has_no_values_rather_than_an_error():
+    data = synthetic()
+    data.answers["language"] = [None] * data.n_prompts
+    data.answer_probs["language"][:] = np.nan
+    data.answer_ranks["language"][:] = -1
+    rows = data.summary(n_boot=50).query("answer_set == 'language'")
+    assert (rows["n_prompts"] == 0).all()
+    assert rows[["answer_prob_mean", "answer_prob_ci_low", "top1_accuracy"]].isna().all().all()
+    assert data.plot(n_boot=50) is not None
+
+
 def test_summary_is_seeded_and_one_row_per_layer_without_named_sets():
     data = synthetic(named=False)
     a, b = data.summary(seed=5, n_boot=200), data.summary(seed=5, n_boot=200)
@@ -429,6 +440,7 @@ def test_progress_bar_goes_away(load_tiny, capsys):
         ((PROMPTS, {}), {}, ValueError, r"answers is an empty dict"),
         ((PROMPTS, {"a": ANSWERS[:2]}), {}, ValueError, r"answers\['a'\] has 2 entries"),
         ((PROMPTS, [None] * 7), {}, ValueError, r"answers holds no answer at all"),
+        ((PROMPTS, {"a": [None] * 7}), {}, ValueError, r"every entry of every set is None"),
         ((PROMPTS, [*ANSWERS[:6], 3]), {}, TypeError, r"answers\[6\] must be a string"),
         ((PROMPTS, [*ANSWERS[:6], [""]]), {}, ValueError, r"answers\[6\] holds ''"),
         (([], []), {}, ValueError, r"prompts is empty"),
