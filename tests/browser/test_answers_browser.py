@@ -81,7 +81,9 @@ def expected_lines(result, prompt: int, position: int, mode: str) -> dict[str, n
         if last:
             out[f"answer:{s}"] = (scores.ranks if rank else scores.probs)[:, prompt]
         else:
-            out[f"answer:{s}"] = (scores.token_ranks if rank else scores.token_probs)[:, prompt, seq]
+            out[f"answer:{s}"] = (scores.token_ranks if rank else scores.token_probs)[
+                :, prompt, seq
+            ]
     for j in range(len(result.targets)):
         out[f"target:{j}"] = (result.target_ranks if rank else result.target_probs)[
             :, prompt, seq, j
@@ -105,7 +107,8 @@ def assert_lines(bridge: Bridge, result, prompt: int, position: int, mode: str) 
 
 def svg_box(page) -> dict:
     return page.eval_on_selector(
-        ".murano-traj-svg", "(e) => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y}; }"
+        ".murano-traj-svg",
+        "(e) => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y}; }",
     )
 
 
@@ -117,8 +120,7 @@ def line_points(page, key: str) -> list[tuple[float, float]]:
     )
     box = svg_box(page)
     return [
-        (float(x) + box["x"], float(y) + box["y"])
-        for x, y in (p.split(",") for p in text.split())
+        (float(x) + box["x"], float(y) + box["y"]) for x, y in (p.split(",") for p in text.split())
     ]
 
 
@@ -161,7 +163,7 @@ def test_chart_follows_the_column_and_the_layer_slider(browser, demo):
     answer = demo.answer_probs[:, 0].numpy()
     points = line_points(page, "answer:0")
     assert len(points) == L
-    for i, (x, y) in enumerate(points[::1]):
+    for i, (x, y) in enumerate(points):
         cell = bridge.page.evaluate("([i, j]) => window.debug.cellClientRect(i, j)", [i, 0])
         assert abs(y - (cell["y"] + cell["h"] / 2)) <= 0.5, (i, y, cell)
         assert abs(x - (box["x"] + g["plotX"] + answer[i] * g["plotW"])) <= 0.5 + g["plotW"] / 65535
@@ -198,7 +200,10 @@ def test_chart_follows_the_column_and_the_layer_slider(browser, demo):
         '.murano-traj-marker[data-series="answer:0"]', "(e) => e.getBoundingClientRect().toJSON()"
     )
     assert abs(marker["y"] + marker["height"] / 2 - (row0["y"] + row0["h"] / 2)) <= 1
-    assert abs(marker["x"] + marker["width"] / 2 - (box["x"] + g["plotX"] + answer[0] * g["plotW"])) <= 1
+    assert (
+        abs(marker["x"] + marker["width"] / 2 - (box["x"] + g["plotX"] + answer[0] * g["plotW"]))
+        <= 1
+    )
     assert legend_value(page, "answer:0") == fmt_prob(float(demo.answer_probs[0, 0]))
 
     # A click on the chart chooses a layer: the slider and Python follow.
@@ -230,7 +235,9 @@ def test_chart_follows_the_column_and_the_layer_slider(browser, demo):
     bridge.wait_frames()
     assert chart(bridge)["mode"] == "rank"
     assert_lines(bridge, demo, 0, 2, "rank")
-    assert page.get_attribute('.murano-traj-mode-button[data-mode="rank"]', "aria-pressed") == "true"
+    assert (
+        page.get_attribute('.murano-traj-mode-button[data-mode="rank"]', "aria-pressed") == "true"
+    )
     page.keyboard.press("Escape")  # unpin (the canvas still has the focus)
     page.click('.murano-traj-mode-button[data-mode="prob"]')
     bridge.sync()
@@ -371,7 +378,8 @@ def test_answer_metric_colours_cells_by_the_answers_probability(browser, demo):
         for position in range(demo.lengths[2]):
             assert page.evaluate("([i, j]) => window.debug.cellColour(i, j)", [i, position])[3] == 0
     assert page.is_visible(".murano-key-missing")
-    assert "no value" in page.evaluate("() => window.debug.cellDetails(0, 0).metrics.find((m) => m.spec.name === 'answer').value === null ? 'no value' : 'a value'")
+    details = page.evaluate("() => window.debug.cellDetails(0, 0)")
+    assert next(m for m in details["metrics"] if m["spec"]["name"] == "answer")["value"] is None
     context.close()
 
 
@@ -391,7 +399,9 @@ def test_chart_beside_when_there_is_room_below_otherwise(browser, demo, width, d
         assert plot["top"] >= canvas["bottom"]
     root = page.eval_on_selector(".murano-root", "(e) => [e.scrollWidth, e.clientWidth]")
     assert root[0] <= root[1] + 1, "nothing sticks out of the widget"
-    assert plot["right"] <= page.eval_on_selector(".murano-root", "(e) => e.getBoundingClientRect().right")
+    assert plot["right"] <= page.eval_on_selector(
+        ".murano-root", "(e) => e.getBoundingClientRect().right"
+    )
     # Every line is drawn in a colour apart from the background, in either theme.
     colours = page.eval_on_selector_all(
         ".murano-traj-lines polyline", "els => els.map((e) => getComputedStyle(e).stroke)"
@@ -407,13 +417,18 @@ def test_exported_page_shows_the_chart_and_the_marks(browser, demo, tmp_path):
     path = LogitLensWidget(demo).save_html(tmp_path / "answers.html")
     context, page = open_page(browser, 1280)
     refused = []
-    page.route(lambda url: not url.startswith("file://"), lambda route: (refused.append(route.request.url), route.abort()))
-    page.goto(path.as_uri())
-    page.wait_for_function("() => window.muranoWidget && document.querySelector('.murano-traj-lines polyline')")
-    L = len(demo.layers)
-    assert page.inner_text('.murano-traj-item[data-series="answer:0"] .murano-traj-value') == fmt_prob(
-        float(demo.answer_probs[L - 1, 0])
+    page.route(
+        lambda url: not url.startswith("file://"),
+        lambda route: (refused.append(route.request.url), route.abort()),
     )
+    page.goto(path.as_uri())
+    page.wait_for_function(
+        "() => window.muranoWidget && document.querySelector('.murano-traj-lines polyline')"
+    )
+    L = len(demo.layers)
+    assert page.inner_text(
+        '.murano-traj-item[data-series="answer:0"] .murano-traj-value'
+    ) == fmt_prob(float(demo.answer_probs[L - 1, 0]))
     keys = page.eval_on_selector_all(".murano-traj-item", "els => els.map((e) => e.dataset.series)")
     assert keys == ["top1", "final", "answer:0", "target:0", "target:1", "target:2"]
     assert page.is_visible(".murano-key-answer")
