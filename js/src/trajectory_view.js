@@ -27,6 +27,7 @@ import { displayToken, truncateText } from "./tokens.js";
  * @property {number} rowH the heatmap's row height
  * @property {number} heatY the heatmap's first row's top
  * @property {number} heightBelow the heatmap's height under its rows
+ * @property {boolean} detailsRequested the detail sections were asked for
  *
  * @typedef {object} ChartDebug What the chart drew last, for tests.
  * @property {number} prompt
@@ -167,10 +168,10 @@ export class TrajectoryView {
    */
   update(input) {
     this.input = input;
-    const { lens, prompt, position, source, row, rowH, heatY, heightBelow } = input;
+    const { lens, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
     const width = this.panel.clientWidth || 280;
     const loaded = Object.keys(lens.arrays).length;
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, lens.L].join("|");
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, lens.L, detailsRequested].join("|");
     if (key === this.renderKey && this.lensSeen === lens) return;
     this.renderKey = key;
     this.lensSeen = lens;
@@ -274,7 +275,8 @@ export class TrajectoryView {
     const waiting = series.filter((s) => !s.loaded).map((s) => (s.kind === "target" ? "targets" : s.kind === "answer" ? "the answer" : "the final prediction"));
     const unique = [...new Set(waiting)];
     this.note.hidden = unique.length === 0;
-    this.note.textContent = unique.length ? `Loading ${unique.join(", ")}…` : "";
+    const what = unique.join(", ");
+    this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
     const summary = series
       .filter((_, k) => shown[k])
       .map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, lens.layers, row, format)}`)

@@ -1851,10 +1851,10 @@ var TrajectoryView = class {
    */
   update(input) {
     this.input = input;
-    const { lens, prompt, position, source, row, rowH, heatY, heightBelow } = input;
+    const { lens, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
     const width = this.panel.clientWidth || 280;
     const loaded = Object.keys(lens.arrays).length;
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, lens.L].join("|");
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, lens.L, detailsRequested].join("|");
     if (key === this.renderKey && this.lensSeen === lens) return;
     this.renderKey = key;
     this.lensSeen = lens;
@@ -1943,7 +1943,8 @@ var TrajectoryView = class {
     const waiting = series.filter((s) => !s.loaded).map((s) => s.kind === "target" ? "targets" : s.kind === "answer" ? "the answer" : "the final prediction");
     const unique = [...new Set(waiting)];
     this.note.hidden = unique.length === 0;
-    this.note.textContent = unique.length ? `Loading ${unique.join(", ")}…` : "";
+    const what = unique.join(", ");
+    this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
     const summary = series.filter((_, k) => shown[k]).map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, lens.layers, row, format)}`).join(". ");
     this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${lens.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
@@ -2469,7 +2470,11 @@ var LensView = class {
         this.setLayer(row, "throttled");
         this.syncLayer.flush();
       },
-      onInteract: () => this.requestDetails()
+      onInteract: () => {
+        if (this.detailsRequested) return;
+        this.requestDetails();
+        this.requestDraw();
+      }
     });
     this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
       ...this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())],
@@ -2830,7 +2835,8 @@ var LensView = class {
       rowH: layout.rowH,
       heatY: layout.heatY,
       // Beside the heatmap, as tall as it; below it, only room for the axis title.
-      heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0
+      heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
+      detailsRequested: this.detailsRequested
     });
   }
   /** Draws now (synchronously). */

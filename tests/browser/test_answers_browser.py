@@ -287,6 +287,40 @@ def test_legend_switches_lines_and_shows_targets_as_text(browser, demo):
     context.close()
 
 
+def test_without_answers_the_chart_has_top1_and_final_and_details_stay_lazy(browser):
+    from lens_data import make_result
+
+    result = make_result(prompts=[[" one", " two", " three", " four"]], n_layers=5)
+    context, page, _, bridge = mount(browser, result)
+    # Nothing asked for at mount (the payload's base sections stay all that is sent) ...
+    assert bridge.sent() == []
+    drawn = series(bridge)
+    assert list(drawn) == ["top1", "final"]
+    np.testing.assert_allclose(
+        drawn["top1"]["values"], result.max_probs[:, 0, -1].numpy(), atol=U16_STEP
+    )
+    assert not drawn["final"]["loaded"] and not page.is_visible('[data-series="final"] polyline')
+    assert page.inner_text(".murano-traj-note").startswith("Hover or focus a cell")
+    assert (
+        page.inner_text('.murano-traj-item[data-series="final"] .murano-traj-value') == "loading…"
+    )
+    # ... until the pointer turns to the chart: then the final prediction's line arrives.
+    page.hover(".murano-traj-svg")
+    assert bridge.sync() == [{"_details": True}]
+    drawn = series(bridge)
+    np.testing.assert_allclose(
+        drawn["final"]["values"], result.final_token_probs[:, 0, -1].numpy(), atol=U16_STEP
+    )
+    assert page.locator('.murano-traj-lines [data-series="final"] polyline').count() == 1
+    assert page.is_hidden(".murano-traj-note")
+    assert page.is_hidden(".murano-key-answer")
+    options = page.eval_on_selector(
+        '.murano-select option[value="answer"]', "(e) => [e.disabled, e.textContent]"
+    )
+    assert options[0] and "no answers were given" in options[1]
+    context.close()
+
+
 # -- The heatmap -------------------------------------------------------------------------------
 
 

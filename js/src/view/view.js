@@ -86,7 +86,11 @@ export class LensView {
         this.setLayer(row, "throttled");
         this.syncLayer.flush();
       },
-      onInteract: () => this.requestDetails(),
+      onInteract: () => {
+        if (this.detailsRequested) return;
+        this.requestDetails();
+        this.requestDraw();
+      },
     });
     // The tooltip covers neither the pinned-cell chip nor the trajectory chart when it can help it.
     this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
@@ -480,6 +484,7 @@ export class LensView {
       heatY: layout.heatY,
       // Beside the heatmap, as tall as it; below it, only room for the axis title.
       heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
+      detailsRequested: this.detailsRequested,
     });
   }
 
