@@ -50,6 +50,11 @@ export function showData(ui, lens) {
   ui.layerUi.input.max = String(lens.L - 1);
   ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing && Object.keys(lens.noValue).length === 0;
   ui.answerKey.hidden = lens.answerSets.length === 0;
+  // The marks are the first answer set's: named when the sets have names of their own.
+  const first = lens.answerSets[0];
+  const named = first && (lens.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
+  const keyText = ui.answerKey.lastElementChild;
+  if (keyText) keyText.textContent = `top-1 = the answer${named}`;
   ui.settledKey.hidden = !lens.arrays.final_tokens;
 }
 
