@@ -222,7 +222,7 @@ def compare_lenses(
     comparison). Then one trace per side saves the block outputs of the aligned layers, and per
     chunk of aligned positions and per pair of aligned layers both sides' logits are made, and
     reduced at once to KL(a ‖ b) (bits) and the two probabilities of the chosen token. Peak extra
-    memory is four ``[rows, vocab]`` float32 buffers (rows set by ``max_chunk_bytes``) plus the
+    memory is three ``[rows, vocab]`` float32 buffers (rows set by ``max_chunk_bytes``) plus the
     saved block outputs; nothing of size ``vocab`` survives a chunk.
 
     Args:
@@ -569,25 +569,30 @@ def _reduce_pair(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``p_a(token)``, ``p_b(token)`` and KL(a ‖ b) in bits per row, from two ``[rows, vocab]``.
 
-    Writes only into ``buffers`` (the two logits buffers are overwritten): four ``[rows, vocab]``
-    float32 buffers in all. A row whose logits are not finite gives NaN.
+    Works in place in the two logits buffers plus one scratch buffer from ``buffers``: three
+    ``[rows, vocab]`` float32 buffers in all, as many as the lens step's own chunks use. A row
+    whose logits are not finite gives NaN.
     """
-    log_a = torch.ops.aten._log_softmax.out(
-        logits_a, -1, False, out=buffers.like("log_a", logits_a)
-    )
-    log_b = torch.ops.aten._log_softmax.out(
-        logits_b, -1, False, out=buffers.like("log_b", logits_b)
-    )
+    scratch = buffers.like("scratch", logits_a)
+    log_a = _log_softmax_(logits_a, scratch)
+    log_b = _log_softmax_(logits_b, scratch)
     p_token_a = log_a.gather(-1, token).squeeze(-1).exp()
     p_token_b = log_b.gather(-1, token).squeeze(-1).exp()
-    probs_a = torch.exp(log_a, out=logits_a)  # the logits are no longer needed
-    log_ratio = torch.sub(log_a, log_b, out=logits_b)
+    finite = torch.isfinite(log_a[:, 0]) & torch.isfinite(log_b[:, 0])
+    probs_a = torch.exp(log_a, out=scratch)
+    log_ratio = log_b.sub_(log_a).neg_()  # log p_a - log p_b, in b's buffer
     # 0 * (log 0 - log q) is 0, not NaN: a token a rules out contributes nothing.
     log_ratio.masked_fill_(probs_a == 0, 0.0)
     kl = torch.bmm(probs_a.unsqueeze(1), log_ratio.unsqueeze(2)).reshape(-1) / _LOG2
-    finite = torch.isfinite(log_a[:, 0]) & torch.isfinite(log_b[:, 0])
     kl = kl.clamp_min(0.0).masked_fill(~finite, float("nan"))
     return p_token_a, p_token_b, kl
+
+
+def _log_softmax_(z: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
+    """``z`` replaced by its log-softmax over the last dim, using ``scratch`` (same shape)."""
+    peak = z.amax(dim=-1, keepdim=True)
+    torch.sub(z, peak, out=scratch).exp_()
+    return z.sub_(peak + scratch.sum(dim=-1, keepdim=True).log())
 
 
 def _logits(

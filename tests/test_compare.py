@@ -341,7 +341,10 @@ def test_chosen_token_as_an_id_a_text_or_a_tensor(pair):
 
 
 def test_chunks_hold_only_their_rows_and_give_the_same_numbers(pair, monkeypatch):
-    from murano_widgets import compare as compare_module
+    import importlib
+
+    # The module, not the function murano_widgets exports under the same name.
+    compare_module = importlib.import_module("murano_widgets.compare")
 
     models, _ = pair
     whole = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
@@ -358,9 +361,10 @@ def test_chunks_hold_only_their_rows_and_give_the_same_numbers(pair, monkeypatch
     chunked = compare_lenses(
         models["a"], PROMPTS, model_b=models["b"], max_chunk_bytes=3 * 4 * vocab
     )
-    ours = [entry for entry in asked if entry[0] in ("logits_a", "logits_b", "log_a", "log_b")]
+    ours = [entry for entry in asked if entry[0] in ("logits_a", "logits_b", "scratch")]
     assert ours and max(rows for _, rows, _ in ours) <= 3
-    assert {role for role, _, _ in ours} == {"logits_a", "logits_b", "log_a", "log_b"}
+    # Three [rows, vocab] buffers, as in the lens step's own chunks.
+    assert {role for role, _, _ in ours} == {"logits_a", "logits_b", "scratch"}
     torch.testing.assert_close(chunked.kl, whole.kl, equal_nan=True, atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(
         chunked.delta_prob, whole.delta_prob, equal_nan=True, atol=1e-6, rtol=0
