@@ -83,13 +83,19 @@ def plan_inputs(
     answer_sets: AnswerSets | None,
     targets: list[str] | None,
     variants: bool,
+    prompt_ids: list[list[int]] | None = None,
 ) -> InputPlan:
     """Tokenizes the prompts once, with what scoring the answers and targets needs.
+
+    Args:
+        tokenizer, prompts, answer_sets, targets, variants: What the step was given.
+        prompt_ids: The prompts' token ids when they are not to be tokenized from their text
+            (generated tokens, a chat template's tokens), or ``None``.
 
     Raises:
         ValueError: If an answer or target adds no token after its prompt.
     """
-    encode = _Encoder(tokenizer, prompts)
+    encode = _Encoder(tokenizer, prompts, prompt_ids)
     prompt_ids = encode.prompt_ids
     n_inputs = len(prompts)
 
@@ -330,12 +336,14 @@ def score(
 class _Encoder:
     """Token ids of prompts, and of texts as they would follow a prompt."""
 
-    def __init__(self, tokenizer: Any, prompts: list[str]) -> None:
+    def __init__(
+        self, tokenizer: Any, prompts: list[str], prompt_ids: list[list[int]] | None = None
+    ) -> None:
         self.tokenizer = tokenizer
         self.prompts = prompts
-        self.prompt_ids: list[list[int]] = [
-            list(ids) for ids in tokenizer(prompts, return_token_type_ids=False)["input_ids"]
-        ]
+        if prompt_ids is None:
+            prompt_ids = tokenizer(prompts, return_token_type_ids=False)["input_ids"]
+        self.prompt_ids: list[list[int]] = [list(ids) for ids in prompt_ids]
 
     def continuation(self, prompt: int, text: str, where: str) -> list[int]:
         """The tokens ``text`` adds after prompt ``prompt``.

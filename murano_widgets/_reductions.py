@@ -391,13 +391,15 @@ def _count_above_by_cells(
     span = torch.where(finite, high - low, torch.ones_like(low))
     scale = torch.where(span > 0, (n_cells - 1) / span, torch.zeros_like(span))
     low = torch.where(finite, low, torch.zeros_like(low))
+    all_finite = bool(finite.all())
 
     def cells(values: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         # The same two float operations for entries and thresholds: equal values, equal cells.
+        # In a finite row the cells lie in [0, n_cells - 1] already (low is the row's minimum).
         cell = torch.sub(values, low, out=out).mul_(scale)
-        if not bool(finite.all()):
-            cell.nan_to_num_(0.0, 0.0, 0.0)  # rows that are not finite are discarded anyway
-        return cell.clamp_(0, n_cells - 1)
+        if not all_finite:  # such rows are discarded, but must not reach another row's cells
+            cell.nan_to_num_(0.0, 0.0, 0.0).clamp_(0, n_cells - 1)
+        return cell
 
     offsets = torch.arange(rows, device=device, dtype=torch.int32).unsqueeze(1) * n_cells
     keys = (
@@ -407,24 +409,27 @@ def _count_above_by_cells(
     )
     keys.copy_(cells(z, scratch)).add_(offsets)
     flat_keys = keys.view(-1)
-    counts = torch.bincount(flat_keys, minlength=rows * n_cells).view(rows, n_cells)
-    at_or_below = counts.cumsum(dim=1)
-    threshold_keys = cells(thresholds, None).to(torch.int32).add_(offsets).long()
+    at_or_below = torch.bincount(flat_keys, minlength=rows * n_cells).view(rows, n_cells)
+    at_or_below = at_or_below.cumsum_(dim=1).view(-1)
+    threshold_keys = cells(thresholds, None).to(torch.int32).add_(offsets).view(-1)
     # Entries in higher cells are above; those in the same cell are compared one by one.
-    above = vocab - at_or_below.view(-1).index_select(0, threshold_keys.view(-1)).view(rows, n)
+    above = vocab - at_or_below.index_select(0, threshold_keys).view(rows, n)
+    del at_or_below
     # Per cell: how many thresholds it holds, and where the first is in their sorted order.
-    flat_threshold_keys = threshold_keys.view(-1)
-    order = torch.argsort(flat_threshold_keys)
-    sorted_keys = flat_threshold_keys[order]
+    order = torch.argsort(threshold_keys)
+    sorted_keys = threshold_keys[order]
     starts = torch.ones_like(sorted_keys, dtype=torch.bool)
     starts[1:] = sorted_keys[1:] != sorted_keys[:-1]
-    first_of_cell = torch.zeros(rows * n_cells, dtype=torch.long, device=device)
-    first_of_cell[sorted_keys[starts]] = torch.nonzero(starts).squeeze(1)
-    held = torch.bincount(flat_threshold_keys, minlength=rows * n_cells)
+    run_starts = torch.nonzero(starts).squeeze(1)
+    run_ends = torch.cat([run_starts[1:], run_starts.new_tensor([len(sorted_keys)])])
+    first_of_cell = torch.zeros(rows * n_cells, dtype=torch.int32, device=device)
+    held = torch.zeros(rows * n_cells, dtype=torch.int32, device=device)
+    first_of_cell[sorted_keys[run_starts]] = run_starts.int()
+    held[sorted_keys[run_starts]] = (run_ends - run_starts).int()
     candidates = torch.nonzero(held.bool().index_select(0, flat_keys)).squeeze(1)
     candidate_keys = flat_keys.index_select(0, candidates)
     candidate_values = z.reshape(-1).index_select(0, candidates)
-    first = first_of_cell.index_select(0, candidate_keys)
+    first = first_of_cell.index_select(0, candidate_keys).long()
     n_held = held.index_select(0, candidate_keys)
     flat_thresholds = thresholds.reshape(-1)
     extra = torch.zeros(rows * n, dtype=torch.long, device=device)

@@ -150,17 +150,33 @@ class LogitLens:
         results["logit_lens"] = self.run(prompts, answers)
         return results
 
-    def run(self, prompts: list[str], answers: Any = None) -> LogitLensResult:
+    def run(
+        self,
+        prompts: list[str],
+        answers: Any = None,
+        *,
+        prompt_ids: list[list[int]] | None = None,
+    ) -> LogitLensResult:
         """The lens of ``prompts`` (already validated) as a :class:`LogitLensResult`.
 
         Args:
             prompts: The prompts.
             answers: As for :class:`PromptBatch`'s ``answers``, or ``None``.
+            prompt_ids: The token ids to read instead of tokenizing ``prompts`` (one non-empty
+                list of ints per prompt: generated tokens, or a chat template's), or ``None``.
+
+        Raises:
+            ValueError: If ``prompt_ids`` does not hold one non-empty list of token ids (from
+                0 to the vocabulary size) per prompt.
         """
         answer_sets: AnswerSets | None = (
             None if answers is None else validate_answers(answers, len(prompts))
         )
-        plan = plan_inputs(self.model.tokenizer, prompts, answer_sets, self.targets, self.variants)
+        if prompt_ids is not None:
+            prompt_ids = _check_prompt_ids(prompt_ids, len(prompts), int(self.model.vocab_size))
+        plan = plan_inputs(
+            self.model.tokenizer, prompts, answer_sets, self.targets, self.variants, prompt_ids
+        )
         inputs = _model_inputs(self.model, plan)
         mask = plan.display_mask.bool()
         n_layers, (n_inputs, seq) = len(self.layers), mask.shape
@@ -403,6 +419,31 @@ def resolve_layers(layers: Sequence[int] | str, n_layers: int) -> list[int]:
             )
         resolved[index] = given
     return sorted(resolved)
+
+
+def _check_prompt_ids(prompt_ids: Any, n_prompts: int, vocab_size: int) -> list[list[int]]:
+    if not isinstance(prompt_ids, (list, tuple)) or len(prompt_ids) != n_prompts:
+        raise ValueError(
+            f"prompt_ids must be a list of {n_prompts} token id lists (one per prompt), got "
+            f"{type(prompt_ids).__name__} of length {len(prompt_ids) if hasattr(prompt_ids, '__len__') else '?'}"
+        )
+    checked = []
+    for index, ids in enumerate(prompt_ids):
+        ids = ids.tolist() if isinstance(ids, (torch.Tensor, np.ndarray)) else ids
+        if (
+            not isinstance(ids, (list, tuple))
+            or not ids
+            or not all(
+                isinstance(i, (int, np.integer)) and not isinstance(i, bool) and 0 <= i < vocab_size
+                for i in ids
+            )
+        ):
+            raise ValueError(
+                f"prompt_ids[{index}] must be a non-empty list of token ids from 0 to "
+                f"{vocab_size - 1}, got {ids!r:.80}"
+            )
+        checked.append([int(i) for i in ids])
+    return checked
 
 
 def _check_model(model: Any) -> None:

@@ -301,3 +301,22 @@ def test_describe_cell_reports_answers_and_targets(load_tiny):
         float(lens.target_probs[1, 0, seq, 0])
     )
     assert "prob" not in lens.describe_cell(0, 1, 0)["answers"]["answer"]
+
+
+def test_prompt_ids_are_read_as_given(load_tiny):
+    model = load_tiny("gpt2")
+    ids = [model.tokenizer(p)["input_ids"] for p in PROMPTS]
+    step = LogitLens(model)
+    given = step.run(PROMPTS, ANSWERS, prompt_ids=ids)
+    tokenized = step.run(PROMPTS, ANSWERS)
+    for name in ("max_probs", "answer_probs", "input_ids", "attention_mask"):
+        torch.testing.assert_close(getattr(given, name), getattr(tokenized, name), equal_nan=True)
+    # Ids that text would not tokenize to are read as they are.
+    odd = [[5, 6, 7], *ids[1:]]
+    assert step.run(PROMPTS, prompt_ids=odd).input_ids[0, -3:].tolist() == [5, 6, 7]
+    with pytest.raises(ValueError, match=r"prompt_ids\[0\] must be a non-empty list of token ids"):
+        step.run(PROMPTS, prompt_ids=[[], *ids[1:]])
+    with pytest.raises(ValueError, match=r"prompt_ids\[1\] .* from 0 to 319"):
+        step.run(PROMPTS, prompt_ids=[ids[0], [320], ids[2]])
+    with pytest.raises(ValueError, match=r"prompt_ids must be a list of 3"):
+        step.run(PROMPTS, prompt_ids=ids[:2])
