@@ -1,8 +1,10 @@
 """A client of the local NDIF server, run inside its network namespace by the remote tests.
 
     python client.py lens MODEL_DIR OUT.pt [--top-k K] [--full-probs] [--layers 0,-1]
-        [--right-padding]
+        [--right-padding] [--answers] [--targets N]
         LogitLens with remote=True, then the same lens locally; both results to OUT.pt.
+        --answers scores single- and multi-token answers (with alternatives) and --targets
+        tracks N strings at every position.
     python client.py fail MODEL_DIR
         A trace that fails on the server; prints the error the caller gets.
 
@@ -22,6 +24,9 @@ import torch
 from nnsight import CONFIG
 
 from murano_widgets import LogitLens, MuranoModel, PromptBatch
+
+# Answers of one and of several tokens, alternatives, and a prompt without one.
+ANSWERS = [" Rome", [" one", " two three"], None, " six"]
 
 # Very different lengths: a batch that is mostly padding for some rows.
 PROMPTS = [
@@ -48,21 +53,29 @@ def lens(args: argparse.Namespace) -> dict:
     options = {"top_k": args.top_k, "store_full_probs": args.full_probs}
     if args.layers:
         options["layers"] = [int(x) for x in args.layers.split(",")]
+    if args.targets:
+        words = [model.tokenizer.decode([i]) for i in range(40, 40 + args.targets)]
+        options["targets"] = list(dict.fromkeys(words))
+    answers = ANSWERS if args.answers else None
     timings = {}
     results = {}
     for where, extra in (("remote", {"remote": True}), ("local", {})):
         start = time.perf_counter()
         step = LogitLens(model, **options, **extra)
-        results[where] = step({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+        batch = PromptBatch(PROMPTS, answers=answers)
+        results[where] = step({"prompts": batch})["logit_lens"]
         timings[where] = time.perf_counter() - start
-    torch.save(
-        {
-            where: {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
-            for where, result in results.items()
-        },
-        args.out,
-    )
+    torch.save({where: _fields(result) for where, result in results.items()}, args.out)
     return {"seconds": timings, "padding_side": model.tokenizer.padding_side}
+
+
+def _fields(result) -> dict:
+    """The result's fields, each answer set's flattened to ``answer_sets.<name>.<field>``."""
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    for name, scores in (fields.pop("answer_sets") or {}).items():
+        for field in dataclasses.fields(scores):
+            fields[f"answer_sets.{name}.{field.name}"] = getattr(scores, field.name)
+    return fields
 
 
 def fail(args: argparse.Namespace) -> dict:
@@ -93,6 +106,8 @@ def main() -> None:
     run.add_argument("--full-probs", action="store_true")
     run.add_argument("--layers", default="")
     run.add_argument("--right-padding", action="store_true")
+    run.add_argument("--answers", action="store_true")
+    run.add_argument("--targets", type=int, default=0)
     failing = sub.add_parser("fail")
     failing.add_argument("model")
     args = parser.parse_args()

@@ -60,6 +60,20 @@ def test_full_probs_a_subset_of_layers_and_right_padding(ndif, tiny_model_dirs, 
     assert remote["attention_mask"][1, 0] == 1 and remote["attention_mask"][1, -1] == 0
 
 
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_answers_and_targets_travel_reduced(arch, ndif, tiny_model_dirs, tmp_path):
+    """Teacher-forced answers (extra rows for alternatives) and 30 targets (the histogram
+    path of the rank count) run inside the remote trace and equal the local run."""
+    remote, local, _, _ = run_lens(
+        ndif, tiny_model_dirs[arch], tmp_path / "lens.pt", "--answers", "--targets", "30"
+    )
+    assert_same_result(remote, local)
+    probs = remote["answer_sets.answer.probs"]
+    assert probs.shape == (remote["max_probs"].shape[0], 4)
+    assert torch.isnan(probs[:, 2]).all() and torch.isfinite(probs[:, [0, 1, 3]]).all()
+    assert remote["target_ranks"].shape[-1] == len(remote["targets"]) > 12
+
+
 def test_a_server_error_is_one_clear_message(ndif, tiny_model_dirs):
     error, stderr = ndif.client_json("fail", str(tiny_model_dirs["llama"]))
     assert error["type"] == "NDIFError" and error["module"] == "murano_widgets.nnsight_backend"
