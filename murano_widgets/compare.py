@@ -554,8 +554,14 @@ def _run_together(
                     model_a, lens_a, layer_a, states_a, buffers.get("logits_a", n, vocab, device)
                 )
                 logits_b = _logits(
-                    model_b, lens_b, layer_b, states_b, buffers.get("logits_b", n, vocab, device)
+                    model_b,
+                    lens_b,
+                    layer_b,
+                    states_b,
+                    buffers.get("logits_b", n, vocab, states_b.device),
                 )
+                if logits_b.device != device:  # two models on two devices
+                    logits_b = logits_b.to(device)
                 values = _reduce_pair(logits_a, logits_b, index.to(device), buffers)
                 pa, pb, kl_bits = (v.cpu() for v in values)
                 prob_a[row][where] = pa.masked_fill(~has_token, float("nan"))

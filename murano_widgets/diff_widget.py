@@ -47,7 +47,8 @@ class LensDiffWidget(anywidget.AnyWidget):
     Args:
         comparison: A :class:`~murano_widgets.compare.LensComparison`.
         prompt: The prompt shown first.
-        metric: ``"delta_prob"``, ``"kl"`` or ``"top1_differs"``.
+        metric: ``"delta_prob"``, ``"kl"`` or ``"top1_differs"``; default the first of them the
+            comparison can show.
 
     Attributes:
         prompt: The shown prompt (synced with the prompt slider).
@@ -71,7 +72,7 @@ class LensDiffWidget(anywidget.AnyWidget):
         comparison: LensComparison,
         *,
         prompt: int = 0,
-        metric: str = "delta_prob",
+        metric: str | None = None,
         **kwargs: Any,
     ) -> None:
         if not isinstance(comparison, LensComparison):
@@ -81,6 +82,9 @@ class LensDiffWidget(anywidget.AnyWidget):
             )
         meta, arrays = diff_payload(comparison)
         prompt = check_index("prompt", prompt, comparison.n_inputs, "prompts")
+        if metric is None:
+            # The first metric this comparison can show (delta_prob unless no cell knows it).
+            metric = next((m["name"] for m in meta["metrics"] if m["available"]), "delta_prob")
         metric = _check_metric(metric, meta, ValueError)
         self._comparison = comparison
         self._arrays = arrays
@@ -152,7 +156,7 @@ def show_lens_diff(
     align: str = "auto",
     token: Any = None,
     prompt: int = 0,
-    metric: str = "delta_prob",
+    metric: str | None = None,
 ) -> LensDiffWidget:
     """The difference between two lens results (or a ready comparison) as a widget.
 
@@ -162,7 +166,7 @@ def show_lens_diff(
         b: The result compared with ``a``.
         align, token: As for :func:`~murano_widgets.compare.compare`.
         prompt: The prompt shown first.
-        metric: ``"delta_prob"``, ``"kl"`` or ``"top1_differs"``.
+        metric: ``"delta_prob"``, ``"kl"`` or ``"top1_differs"`` (default: the first available).
 
     Returns:
         The widget (show it as the last expression of a cell).

@@ -3,6 +3,7 @@ independent reference lenses (plain transformers with hooks, one prompt at a tim
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -477,3 +478,10 @@ def test_widget_traits_are_validated_and_selected_is_described(pair):
         show_lens_diff(widget.comparison, b)
     with pytest.raises(TypeError, match="comparison must be a LensComparison"):
         LensDiffWidget(a)
+    # No cell knows the chosen token's probability: the widget opens on what it can show.
+    blind = dataclasses.replace(
+        widget.comparison, delta_prob=torch.full_like(widget.comparison.delta_prob, float("nan"))
+    )
+    assert LensDiffWidget(blind).metric == "top1_differs"
+    with pytest.raises(ValueError, match="metric 'delta_prob' cannot be shown: no aligned cell"):
+        LensDiffWidget(blind, metric="delta_prob")
