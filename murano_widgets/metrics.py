@@ -144,8 +144,9 @@ class Section:
             ``"cell_target"`` (``[L, T, n_targets]``).
         kind: How values are stored: ``"token"`` (an index into the string table),
             ``"probability"`` (uint16, or uint8 for ``topk``), ``"bits"`` (uint16 scaled to
-            the section's maximum), ``"rank"`` (uint16, 65535 = "65535 or worse") or ``"mask"``
-            (uint8, 1 = no value).
+            the section's maximum), ``"rank"`` (uint16, 65535 = "65535 or worse"), ``"mask"``
+            (uint8, 1 = marked: no value, or as the section says) or ``"code"`` (uint8, an
+            index into a list of names in the metadata, ``meta[name's list]``).
         base: Sent with the first view; the others when the front end first asks for them.
     """
 
@@ -182,6 +183,10 @@ SECTIONS: dict[str, Section] = {
         Section("answer_token_ranks", "cell", "rank", False),
         Section("target_probs", "cell_target", "probability", False),
         Section("target_ranks", "cell_target", "rank", False),
+        # Generation and chats (per position): 1 where the model generated the token; each
+        # token's chat role as an index into meta["roles"] (0 = the template's own tokens).
+        Section("generated", "position", "mask", True),
+        Section("token_roles", "position", "code", True),
     )
 }
 

@@ -60,6 +60,13 @@ class ModelBackend(Protocol):
             (prompts beyond it run, with a warning), else ``None``.
         forward_kwargs: The keyword arguments the model's forward accepts (``position_ids``,
             ``use_cache``, ``logits_to_keep``, ...).
+
+    One more member is optional, and not part of the structural check (a backend without it
+    still runs the lens): ``generate(inputs, **generate_kwargs) -> Tensor``, the token ids
+    (``[batch, prompt + new]``) that transformers' ``generate`` arguments give after ``inputs``.
+    ``show_logit_lens(..., generate=N)`` needs it. :class:`MuranoModel` has it for both
+    backends, through nnsight's ``generate`` (0.7 and 0.8 alike:
+    :func:`murano_widgets.generation.nnsight_generate`).
     """
 
     name: str
@@ -160,6 +167,25 @@ class MuranoModel:
         raise NotImplementedError
 
     def project_on_vocab(self, hidden: Any) -> Any:
+        raise NotImplementedError
+
+    def generate(self, inputs: dict[str, torch.Tensor], **generate_kwargs: Any) -> torch.Tensor:
+        """Generates after ``inputs`` through nnsight's ``generate``.
+
+        Args:
+            inputs: ``input_ids`` and ``attention_mask``, ``[batch, prompt]``.
+            **generate_kwargs: transformers' ``generate`` arguments (``max_new_tokens``,
+                ``do_sample``, ...).
+
+        Returns:
+            The token ids, ``[batch, prompt + new]`` (prompt first).
+        """
+        from .generation import nnsight_generate
+
+        return nnsight_generate(self._nnsight_model(), inputs, **generate_kwargs)
+
+    def _nnsight_model(self) -> Any:
+        """The nnsight model wrapper that generates (loaded and ready)."""
         raise NotImplementedError
 
     @property

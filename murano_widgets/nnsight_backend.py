@@ -221,6 +221,10 @@ class NNsightModel(MuranoModel):
             tracer.backend = _ReportedJob(tracer.backend)
         return tracer
 
+    def _nnsight_model(self) -> Any:
+        self._dispatch()
+        return self.lm
+
     def _dispatch(self) -> None:
         """Loads the weights before the first local trace (nnsight builds the model on the meta
         device until then, so a remote-only user never loads them), keeping the tokenizer's

@@ -62,6 +62,9 @@ class NNterpModel(MuranoModel):
         """The Hugging Face config of the model."""
         return self.nnterp.config
 
+    def _nnsight_model(self) -> Any:
+        return self.nnterp
+
     @property
     def _final_norm(self) -> torch.nn.Module:
         return self.nnterp.ln_final._module

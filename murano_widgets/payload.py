@@ -93,6 +93,8 @@ class LensPayload:
         field_values["missing"] = ~np.isfinite(top1)
         final_tokens = field_values["final_tokens"]
         field_values["final_missing"] = None if final_tokens is None else final_tokens < 0
+        roles = _role_names(result)
+        field_values.update(_generation_values(result, roles))
 
         # One table of distinct strings; every id maps to its string's index.
         words = _id_words(result)
@@ -120,6 +122,8 @@ class LensPayload:
                 top = max_entropy if name == "entropy" else _finite_max(raw, 1.0)
                 arrays[name] = _quantise(raw, top, np.uint16)
                 scales[name] = top / _U16
+            elif section.kind == "code":
+                arrays[name] = raw.astype(np.uint8)
             elif section.kind == "rank":
                 ranks = np.nan_to_num(raw.astype(np.float64), nan=0.0)
                 arrays[name] = np.clip(ranks, 0, _U16).astype(np.uint16)
@@ -159,6 +163,13 @@ class LensPayload:
             "metrics": metrics,
             "answer_sets": _answer_sets_meta(result),
             "targets": list(result.targets or []),
+            "roles": roles,
+            "generation_starts": (
+                None if result.generation_starts is None else list(result.generation_starts)
+            ),
+            "generated_texts": (
+                None if result.generated_texts is None else list(result.generated_texts)
+            ),
             "base_sections": list(BASE_SECTIONS),
             "detail_sections": list(DETAIL_SECTIONS),
             "sections": {
@@ -236,6 +247,38 @@ def _answer_values(result: LogitLensResult, values: Any) -> dict[str, np.ndarray
         answer_ids[prompt, : len(tokens)] = tokens
     prompt_of = np.repeat(np.arange(result.n_inputs), result.lengths)
     out["answer_top1"] = (predicted[..., None] == answer_ids[prompt_of][None]).any(axis=-1)
+    return out
+
+
+def _role_names(result: LogitLensResult) -> list[str]:
+    """The names ``token_roles`` codes index: the usual roles, then any other; [] without."""
+    if result.token_roles is None:
+        return []
+    from .chat import role_names
+
+    return role_names(result.token_roles)
+
+
+def _generation_values(result: LogitLensResult, roles: list[str]) -> dict[str, np.ndarray | None]:
+    """The ``generated`` mask and the ``token_roles`` codes over real positions, or None."""
+    out: dict[str, np.ndarray | None] = {"generated": None, "token_roles": None}
+    lengths = result.lengths
+    if result.generation_starts is not None:
+        out["generated"] = np.concatenate(
+            [
+                np.arange(n) >= start
+                for n, start in zip(lengths, result.generation_starts, strict=True)
+            ]
+        )
+    if result.token_roles is not None:
+        if len(roles) > 255:
+            raise ValueError(
+                f"LogitLensResult.token_roles has {len(roles)} role names; at most 255"
+            )
+        code = {name: i for i, name in enumerate(roles)}
+        out["token_roles"] = np.array(
+            [code[role] for row in result.token_roles for role in row], dtype=np.uint8
+        )
     return out
 
 

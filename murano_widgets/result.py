@@ -100,6 +100,15 @@ class LogitLensResult:
             counted; rank 0 is the top-1 token).
         answer_sets: The scores of each answer set (``PromptBatch(answers=...)``), by name; a
             plain list of answers is the one set ``"answer"``.
+        generated_texts: The text the model generated after each prompt
+            (``show_logit_lens(..., generate=N)``; special tokens left out), or ``None``.
+        generation_starts: Where each prompt's generated tokens start: the position, among the
+            prompt's real tokens, of the first generated one (every position from there on was
+            generated), or ``None``.
+        token_roles: Each real token's role in a chat (``show_logit_lens(..., chat=...)``):
+            ``"system"``, ``"user"``, ``"assistant"`` (generated tokens too), another message
+            role, or ``"template"`` for the chat template's own tokens; ``[n_inputs][length]``
+            over each prompt's real positions, or ``None``.
 
     Cells without a value: padding, and cells whose logits were not finite (NaN or infinite
     somewhere in the model), hold NaN, -1 and ``""``. Where the model's own output at a position
@@ -134,6 +143,9 @@ class LogitLensResult:
     target_probs: torch.Tensor | None = None
     target_ranks: torch.Tensor | None = None
     answer_sets: dict[str, AnswerScores] | None = None
+    generated_texts: list[str] | None = None
+    generation_starts: list[int] | None = None
+    token_roles: list[list[str]] | None = None
 
     def _first_set(self) -> AnswerScores | None:
         return next(iter(self.answer_sets.values())) if self.answer_sets else None
@@ -245,6 +257,7 @@ class LogitLensResult:
             _check_answer_set(set_name, scores, cell)
         _check_nested("predicted_words", self.predicted_words, cell)
         _check_nested("input_words", self.input_words, (n_inputs, seq))
+        _check_generation_fields(self, n_inputs)
         if self.prompts is not None and len(self.prompts) != n_inputs:
             raise ValueError(
                 f"LogitLensResult.prompts has {len(self.prompts)} prompts, "
@@ -268,7 +281,9 @@ class LogitLensResult:
             is the top-1 token, ``kl_to_final``); ``targets`` (each target's ``prob`` and
             ``rank``) and ``answers`` (per answer set: its first token's ``token_prob`` and
             ``token_rank``, and at the prompt's last position the whole answer's ``prob`` and
-            ``rank``) when the result has them. Missing values are NaN or -1.
+            ``rank``) when the result has them; ``generated`` (whether the model generated
+            the token) and ``role`` (its chat role) when the result records them. Missing
+            values are NaN or -1.
 
         Raises:
             ValueError: For an index out of range.
@@ -315,6 +330,10 @@ class LogitLensResult:
                     strict=True,
                 )
             }
+        if self.generation_starts is not None:
+            described["generated"] = position >= self.generation_starts[prompt]
+        if self.token_roles is not None:
+            described["role"] = self.token_roles[prompt][position]
         if self.answer_sets:
             last = position == len(positions) - 1
             described["answers"] = {
@@ -354,11 +373,47 @@ class LogitLensResult:
                 parts.append(f"{item.name}=Tensor{list(value.shape)}")
             elif item.name == "addresses":
                 parts.append(f"layers={self.layers}")
-            elif item.name in {"predicted_words", "input_words", "token_strings", "prompts"}:
+            elif item.name in {
+                "predicted_words",
+                "input_words",
+                "token_strings",
+                "prompts",
+                "generated_texts",
+                "token_roles",
+            }:
                 parts.append(f"{item.name}=<{len(value)}>")
             else:
                 parts.append(f"{item.name}={value!r}")
         return "LogitLensResult(" + ", ".join(parts) + ")"
+
+
+def _check_generation_fields(result: LogitLensResult, n_inputs: int) -> None:
+    """Generation starts inside each prompt, and one role per real token."""
+    lengths = result.lengths
+    for name in ("generated_texts", "generation_starts", "token_roles"):
+        value = getattr(result, name)
+        if value is not None and (not isinstance(value, list) or len(value) != n_inputs):
+            raise ValueError(
+                f"LogitLensResult.{name} must be a list with one entry per prompt ({n_inputs})"
+            )
+    for p, start in enumerate(result.generation_starts or []):
+        if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start <= lengths[p]:
+            raise ValueError(
+                f"LogitLensResult.generation_starts[{p}] must be an int from 0 to "
+                f"{lengths[p]} (the prompt's real tokens), got {start!r}"
+            )
+    for p, roles in enumerate(result.token_roles or []):
+        if not isinstance(roles, list) or len(roles) != lengths[p]:
+            got = len(roles) if isinstance(roles, list) else type(roles).__name__
+            raise ValueError(
+                f"LogitLensResult.token_roles[{p}] must hold one role per real token "
+                f"({lengths[p]}), got {got}"
+            )
+        for j, role in enumerate(roles):
+            if not isinstance(role, str) or not role:
+                raise ValueError(
+                    f"LogitLensResult.token_roles[{p}][{j}] must be a role name, got {role!r}"
+                )
 
 
 def _check_answer_set(name: str, scores: Any, cell: tuple[int, int, int]) -> None:

@@ -18,7 +18,8 @@ import traitlets
 
 from ._adapters import as_lens_result
 from ._checks import check_index
-from .logit_lens import LogitLens
+from .generation import check_generation, run_logit_lens
+from .logit_lens import LogitLens, resolve_layers
 from .metrics import METRICS
 from .model import ModelBackend
 from .payload import LensPayload
@@ -211,13 +212,20 @@ class LogitLensWidget(anywidget.AnyWidget):
 
 def show_logit_lens(
     model: ModelBackend,
-    prompts: str | Sequence[str],
+    prompts: str | Sequence[str] | None = None,
     layers: Sequence[int] | str = "all",
     *,
     prompt: int = 0,
     layer: int | None = None,
     metric: str = "prob",
     answers: Any = None,
+    generate: int | None = None,
+    do_sample: bool = False,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    chat: Any = None,
+    add_generation_prompt: bool = True,
     **step_options: Any,
 ) -> LogitLensWidget:
     """Runs the logit lens on ``prompts`` and returns it as an interactive widget.
@@ -237,12 +245,52 @@ def show_logit_lens(
             ``None``), or a dict of named answer sets: scored at every layer, drawn in the
             trajectory chart and marked in the heatmap (see :class:`PromptBatch`). With a
             single prompt string, a single answer (or list of accepted strings).
+        generate: Let the model write up to this many tokens after each prompt (or chat),
+            then show the lens over the prompt and what it wrote: the widget marks where
+            generation starts and shows generated tokens in italics. Stops early at the
+            model's end-of-sequence token (kept as the last token). ``None``: no generation.
+        do_sample: Sample the generated tokens rather than take the most likely one (greedy,
+            the default).
+        temperature: Sampling temperature (with ``do_sample=True`` only).
+        top_p: Nucleus sampling's probability mass (with ``do_sample=True`` only).
+        seed: The same sampled tokens on every run (with ``do_sample=True`` only).
+        chat: Instead of ``prompts``: a chat, ``[{"role": "user", "content": ...}, ...]``, or
+            a list of chats. The tokenizer's chat template is applied; the widget marks each
+            token's role (system, user, assistant, template) and can hide the template's
+            tokens. With ``generate``, the model writes the assistant's reply.
+        add_generation_prompt: With ``chat``: end with the template's opening of an
+            assistant turn (what a chat model reads before it replies).
         **step_options: Passed to :class:`LogitLens` (``targets``, ``variants``, ``top_k``,
             ``max_chunk_bytes``, ``lens``, ``remote``, ...).
 
     Returns:
         The widget.
+
+    Raises:
+        ValueError: Naming ``chat`` when the tokenizer has no chat template, and for other bad
+            arguments (before the model runs).
     """
+    if generate is not None or chat is not None:
+        return _show_generated(
+            model,
+            prompts,
+            layers,
+            prompt=prompt,
+            layer=layer,
+            metric=metric,
+            answers=answers,
+            generate=generate,
+            do_sample=do_sample,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            chat=chat,
+            add_generation_prompt=add_generation_prompt,
+            **step_options,
+        )
+    if prompts is None:
+        raise ValueError("prompts is missing: give a prompt, a list of prompts, or chat=[...]")
+    check_generation(None, do_sample, temperature, top_p, seed)
     if isinstance(prompts, str):
         prompts = [prompts]
         if answers is not None and not isinstance(answers, dict):
@@ -256,6 +304,41 @@ def show_logit_lens(
         _check_layer(layer, step.layers, error=ValueError)
     results = Results(prompts=PromptBatch(prompts, answers=answers))
     lens = step(results)["logit_lens"]
+    return LogitLensWidget(lens, prompt=prompt, layer=layer, metric=metric)
+
+
+def _show_generated(
+    model: ModelBackend,
+    prompts: Any,
+    layers: Any,
+    *,
+    prompt: int,
+    layer: int | None,
+    metric: str,
+    **options: Any,
+) -> LogitLensWidget:
+    """``show_logit_lens`` with ``generate=`` or ``chat=``: checked first, then run."""
+    from .chat import check_chat
+
+    check_generation(
+        options["generate"],
+        options["do_sample"],
+        options["temperature"],
+        options["top_p"],
+        options["seed"],
+    )
+    if options["chat"] is not None and prompts is None:
+        n_prompts = len(check_chat(options["chat"]))
+    elif prompts is not None:
+        n_prompts = 1 if isinstance(prompts, str) else len(validate_prompts(prompts))
+    else:
+        n_prompts = 1  # run_logit_lens names what is missing
+    check_index("prompt", prompt, n_prompts, "prompts")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
+    if layer is not None and hasattr(model, "n_layers"):
+        _check_layer(layer, resolve_layers(layers, model.n_layers), error=ValueError)
+    lens = run_logit_lens(model, prompts, layers, **options)
     return LogitLensWidget(lens, prompt=prompt, layer=layer, metric=metric)
 
 

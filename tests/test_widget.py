@@ -82,8 +82,10 @@ def test_payload_round_trip_gives_back_the_result(widget, lens):
 
 def test_default_payload_is_small_and_details_come_on_request(widget, lens):
     cells = len(lens.layers) * int(lens.attention_mask.sum())
-    # Masks are sent only when some cell is marked, answer sections only with answers.
+    # Masks are sent only when some cell is marked, answer sections only with answers, the
+    # generation and chat-role sections only with generate= or chat=.
     absent = {"missing", "final_missing", "answer_probs", "answer_ranks", "answer_top1"}
+    absent |= {"generated", "token_roles"}
     assert set(widget._sections) == set(BASE_SECTIONS) - absent
     sizes = widget.payload_nbytes()
     per_cell = (sizes["predicted_tokens"] + sizes["max_probs"]) / cells
