@@ -39,6 +39,7 @@ __all__ = ["LensDataset", "lens_dataset"]
 
 FORMAT = "murano_widgets.LensDataset"
 FORMAT_VERSION = 1
+_TOKENIZE_SLICE = 256
 DEFAULT_SET = "answer"
 """The name a plain list of answers gets (the step's name for it)."""
 
@@ -90,10 +91,10 @@ def lens_dataset(
 
     n, n_layers = len(prompts), len(step.layers)
     probs = {name: np.full((n, n_layers), np.nan, np.float32) for name in sets}
-    ranks = {name: np.full((n, n_layers), -1, np.int64) for name in sets}
+    ranks = {name: np.full((n, n_layers), -1, np.int32) for name in sets}
     entropy = np.full((n, n_layers), np.nan, np.float32)
     kl = np.full((n, n_layers), np.nan, np.float32)
-    top1 = np.full((n, n_layers), -1, np.int64)
+    top1 = np.full((n, n_layers), -1, np.int32)
     token_strings: dict[int, str] = {}
 
     from tqdm.auto import tqdm
@@ -241,9 +242,7 @@ class LensDataset:
         n, n_layers = self.entropy.shape
         prompt_index = np.repeat(np.arange(n), n_layers)
         layer = np.tile(np.asarray(self.layers), n)
-        top1 = np.array(["", *self.token_strings.values()], dtype=object)
-        lookup = {token: i + 1 for i, token in enumerate(self.token_strings)}
-        top1_words = top1[[lookup.get(int(t), 0) for t in self.top1_tokens.reshape(-1)]]
+        top1_words = _decode(self.top1_tokens.reshape(-1), self.token_strings)
         frames = []
         for name in self.answers:
             ranks = self.answer_ranks[name].reshape(-1)
@@ -481,8 +480,16 @@ def _check_answer_list(values: Any, n_prompts: int, argument: str) -> list[list[
 
 def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
     """Each prompt's token count, checked against the model's context before any model work."""
-    encoded = model.tokenizer(prompts, return_attention_mask=False, return_token_type_ids=False)
-    lengths = np.array([len(ids) for ids in encoded["input_ids"]])
+    lengths = np.empty(len(prompts), dtype=np.int64)
+    # In slices: a fast tokenizer keeps a full encoding (tokens, offsets, ...) per prompt, a few
+    # kB each, which over the whole data set would be the largest thing this function makes.
+    for start in range(0, len(prompts), _TOKENIZE_SLICE):
+        encoded = model.tokenizer(
+            prompts[start : start + _TOKENIZE_SLICE],
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
+        lengths[start : start + len(encoded["input_ids"])] = [len(i) for i in encoded["input_ids"]]
     limit = getattr(model, "context_length", None)
     if limit is not None and lengths.max() > limit:
         longest = int(lengths.argmax())
@@ -491,6 +498,18 @@ def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
             f"context of {limit} tokens; shorten it"
         )
     return lengths
+
+
+def _decode(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
+    """Token ids to their strings through ``table`` ("" for -1 or an id not in it), vectorised."""
+    words = np.array(["", *table.values()], dtype=object)
+    if not table:
+        return words[np.zeros(len(ids), dtype=np.int64)]
+    keys = np.fromiter(table, dtype=np.int64, count=len(table))
+    order = np.argsort(keys)
+    found = np.minimum(np.searchsorted(keys[order], ids), len(keys) - 1)
+    hit = keys[order][found] == ids
+    return words[np.where(hit, order[found] + 1, 0)]
 
 
 def batch_order(lengths: Sequence[int]) -> np.ndarray:

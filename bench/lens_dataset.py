@@ -1,0 +1,236 @@
+"""Benchmark: ``lens_dataset`` on the demo model, its memory over 200 and 2,000 prompts, and its
+time against the plain step run on the same batches.
+
+Issue 12's targets:
+
+- **memory**: the peak over 2,000 prompts within 10 % of the peak over 200 (nothing but the
+  per-prompt numbers grows with the number of prompts). Each size runs in a fresh process
+  (alternating, ``--rounds`` times each), after loading the model and a warm-up call; the peak
+  is the peak resident set above the resident set before the call (``/proc/self/clear_refs``
+  resets it), and, for the Python and numpy allocations alone, tracemalloc's peak.
+- **time**: ``lens_dataset`` no more than 1.1× the plain step over the same batches (the same
+  prompts, sorted by token length and cut into ``batch_size`` batches, each run as
+  ``LogitLens(model)({"prompts": PromptBatch(batch, answers=...)})`` with nothing kept).
+  Both run in one process, alternating, after a warm-up; it prints the medians and the ratio.
+  For reference it also times the step on the same batches without answers.
+
+The prompts are the demo model's held-out fact prompts (7 families, 650 prompts of 8 to 16
+tokens), drawn with replacement (seeded); the answers are one named
+set per family, as notebook 04 uses them. Usage::
+
+    python bench/lens_dataset.py                  # memory 200 vs 2000 (2 rounds), time at 400
+    python bench/lens_dataset.py --time-prompts 650 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+
+def data_set(n: int, seed: int = 0) -> tuple[list[str], dict[str, list[str | None]]]:
+    """``n`` held-out fact prompts drawn with replacement (seeded), and one answer set per
+    family."""
+    import random
+
+    from murano_widgets.demo_model.corpus import FACT_FAMILIES, eval_prompts
+
+    facts = [e for e in eval_prompts() if e.split == "template" and e.family in FACT_FAMILIES]
+    rng = random.Random(seed)
+    chosen = rng.choices(facts, k=n)
+    families = list(dict.fromkeys(e.family for e in facts))
+    answers = {f: [e.answer if e.family == f else None for e in chosen] for f in families}
+    return [e.prompt for e in chosen], answers
+
+
+def _reset_peak() -> None:
+    # Writing 5 to clear_refs resets the peak resident set (VmHWM) to the current one.
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def _status(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {key} in /proc/self/status")
+
+
+def measure_memory(n: int, batch_size: int) -> dict[str, float]:
+    """In this (fresh) process: the peak memory of one ``lens_dataset`` call over ``n`` prompts."""
+    import gc
+    import tracemalloc
+
+    from murano_widgets import lens_dataset, load_demo_model
+
+    model = load_demo_model()
+    prompts, answers = data_set(n)
+    # Warm-up on other prompts of the same kind: first-call allocations and lazy imports.
+    warm_prompts, warm_answers = data_set(2 * batch_size, seed=1)
+    lens_dataset(model, warm_prompts, warm_answers, batch_size=batch_size, progress=False)
+    gc.collect()
+    before = _status("VmRSS")
+    _reset_peak()
+    tracemalloc.start()
+    start = time.perf_counter()
+    data = lens_dataset(model, prompts, answers, batch_size=batch_size, progress=False)
+    seconds = time.perf_counter() - start
+    _, traced_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    process_peak = _status("VmHWM")
+    peak = process_peak - before
+    kept = sum(a.nbytes for a in (*data.answer_probs.values(), *data.answer_ranks.values()))
+    kept += data.entropy.nbytes + data.kl_to_final.nbytes + data.top1_tokens.nbytes
+    return {
+        "n": n,
+        "rss_peak": peak,
+        "process_peak": process_peak,
+        "traced_peak": traced_peak,
+        "kept": kept,
+        "seconds": seconds,
+    }
+
+
+def measure_time(n: int, batch_size: int, rounds: int) -> None:
+    """``lens_dataset`` against the plain step on the same batches, alternating in this process."""
+    import torch
+
+    from murano_widgets import LogitLens, PromptBatch, lens_dataset, load_demo_model
+    from murano_widgets.dataset import batch_order
+
+    model = load_demo_model()
+    prompts, answers = data_set(n)
+    lengths = [len(ids) for ids in model.tokenizer(prompts)["input_ids"]]
+    order = batch_order(lengths)
+    batches = [order[i : i + batch_size] for i in range(0, n, batch_size)]
+    step = LogitLens(model)
+
+    # Time spent inside the step's calls during lens_dataset: the rest is lens_dataset's own
+    # work (checks, tokenizing for lengths, sorting, keeping the numbers, provenance), measured
+    # within the same run and so free of the machine's noise between runs.
+    inside = [0.0]
+    original = LogitLens.__call__
+
+    def timed(self, results):
+        start = time.perf_counter()
+        try:
+            return original(self, results)
+        finally:
+            inside[0] += time.perf_counter() - start
+
+    def dataset() -> None:
+        LogitLens.__call__ = timed
+        try:
+            lens_dataset(model, prompts, answers, batch_size=batch_size, progress=False)
+        finally:
+            LogitLens.__call__ = original
+
+    def plain() -> None:
+        for rows in batches:
+            batch = PromptBatch(
+                [prompts[i] for i in rows],
+                answers={name: [values[i] for i in rows] for name, values in answers.items()},
+            )
+            step({"prompts": batch})
+
+    def no_answers() -> None:
+        for rows in batches:
+            step({"prompts": PromptBatch([prompts[i] for i in rows])})
+
+    runs = {"lens_dataset": dataset, "step, same batches": plain, "step, no answers": no_answers}
+    for run in runs.values():  # warm-up
+        run()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    own: list[float] = []
+    for round_ in range(rounds):
+        names = list(runs)
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            inside[0] = 0.0
+            start = time.perf_counter()
+            runs[name]()
+            times[name].append(time.perf_counter() - start)
+            if name == "lens_dataset":
+                own.append(times[name][-1] - inside[0])
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    base = medians["step, same batches"]
+    ratios = [
+        d / p for d, p in zip(times["lens_dataset"], times["step, same batches"], strict=True)
+    ]
+    print(
+        f"time: {n} prompts, batch_size {batch_size}, {len(answers)} answer sets, "
+        f"{rounds} rounds alternating (torch threads: {torch.get_num_threads()})"
+    )
+    for name, seconds in medians.items():
+        print(f"  {name:<20} {seconds:7.2f} s (median)  {seconds / base:.3f}x the step")
+    print(
+        f"  lens_dataset's own work (outside the step's calls): {statistics.median(own):.3f} s "
+        f"= {statistics.median(own) / medians['lens_dataset']:.1%} of its time"
+    )
+    print(
+        f"  lens_dataset / step on the same batches: {statistics.median(ratios):.3f} (median of "
+        f"the rounds' ratios: {', '.join(f'{r:.3f}' for r in ratios)}; target: <= 1.10)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--small", type=int, default=200)
+    parser.add_argument("--large", type=int, default=2000)
+    parser.add_argument("--time-prompts", type=int, default=400)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2)
+    # One thread by default: on a machine shared with other jobs, torch's worker threads wait on
+    # each other (a batch took 10x longer with 2 threads on 2 busy cores), which swamps ratios.
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    if args.child is not None:
+        print(json.dumps(measure_memory(args.child, args.batch_size)))
+        return
+
+    results: dict[int, list[dict[str, float]]] = {args.small: [], args.large: []}
+    for round_ in range(args.rounds):
+        sizes = [args.small, args.large] if round_ % 2 == 0 else [args.large, args.small]
+        for n in sizes:
+            command = [sys.executable, __file__, "--child", str(n)]
+            command += ["--batch-size", str(args.batch_size), "--threads", str(args.threads)]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"the {n}-prompt run failed:\n{done.stderr[-3000:]}")
+            results[n].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    mb = 2**20
+    print(f"memory: one lens_dataset call, batch_size {args.batch_size}, fresh process per run")
+    summary = {}
+    for n, runs in results.items():
+        summary[n] = {
+            key: statistics.median(r[key] for r in runs)
+            for key in ("process_peak", "rss_peak", "traced_peak", "kept", "seconds")
+        }
+        m = summary[n]
+        print(
+            f"  {n:>5} prompts: process peak RSS {m['process_peak'] / mb:6.1f} MB; the call's "
+            f"peak above its start {m['rss_peak'] / mb:5.1f} MB (runs: "
+            + ", ".join(f"{r['rss_peak'] / mb:.1f}" for r in runs)
+            + f"), tracemalloc peak {m['traced_peak'] / mb:5.2f} MB, per-prompt arrays kept "
+            f"{m['kept'] / mb:5.2f} MB, {m['seconds']:.1f} s"
+        )
+    small, large = summary[args.small], summary[args.large]
+    print(
+        f"  {args.large} / {args.small} prompts: process peak RSS "
+        f"{large['process_peak'] / small['process_peak']:.3f} (target: <= 1.10); the call's own "
+        f"peak grew by {(large['rss_peak'] - small['rss_peak']) / mb:.1f} MB, of which "
+        f"{(large['kept'] - small['kept']) / mb:.1f} MB are the per-prompt arrays"
+    )
+    measure_time(args.time_prompts, args.batch_size, args.rounds + 1)
+
+
+if __name__ == "__main__":
+    main()
