@@ -2,6 +2,7 @@
 /** Layout maths of the heatmap canvas and of the tooltip: pure functions of sizes. */
 
 import { niceCeil } from "./format.js";
+import { columnOfPosition, positionOfColumn } from "./token_marks.js";
 
 /** Fixed sizes of the heatmap canvas, in CSS pixels. */
 export const GEOMETRY = Object.freeze({
@@ -36,6 +37,9 @@ export const GEOMETRY = Object.freeze({
  * @property {number} charW
  * @property {number} cellChars characters of text that fit in a cell
  * @property {boolean} showCellText
+ * @property {number[] | null} columns the position each column shows, when some positions are
+ *   hidden (chat template tokens); null when column j shows position j. Everything here counts
+ *   columns; `columnOf` and `positionAt` translate.
  *
  * @typedef {{x: number, y: number, w: number, h: number}} Rect
  * @typedef {{layerIndex: number, position: number}} Cell
@@ -65,10 +69,11 @@ export function chooseRowHeight(nLayers, maxHeight = 460) {
 /**
  * The heatmap geometry for one prompt.
  * @param {{nLayers: number, nPositions: number, width: number, labelW: number, charW: number,
- *   maxChars: number, maxHeight?: number}} options
+ *   maxChars: number, maxHeight?: number, columns?: number[] | null}} options `nPositions` is the
+ *   number of columns shown (`columns.length` when some positions are hidden)
  * @returns {Layout}
  */
-export function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, maxHeight = 460 }) {
+export function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, maxHeight = 460, columns = null }) {
   const g = GEOMETRY;
   const viewW = Math.max(labelW + g.minCellW, Math.floor(width));
   const rowH = chooseRowHeight(nLayers, maxHeight);
@@ -97,7 +102,26 @@ export function computeLayout({ nLayers, nPositions, width, labelW, charW, maxCh
     charW,
     cellChars: Math.max(0, Math.floor((cellW - 6) / charW)),
     showCellText: rowH >= g.textMinRowH && cellW - 6 >= 2 * charW,
+    columns,
   };
+}
+
+/**
+ * The column showing `position` (a position among the prompt's real tokens), or -1 when hidden.
+ * @param {Layout} layout
+ * @param {number} position
+ */
+export function columnOf(layout, position) {
+  return columnOfPosition(layout.columns, position);
+}
+
+/**
+ * The position that column `column` shows.
+ * @param {Layout} layout
+ * @param {number} column
+ */
+export function positionAt(layout, column) {
+  return positionOfColumn(layout.columns, column);
 }
 
 /**

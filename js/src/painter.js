@@ -8,8 +8,9 @@
 
 import { colourImage, textColourOn } from "./colour.js";
 import { niceCeil } from "./format.js";
-import { cellRect, columnX, labelStride, visibleColumns } from "./layout.js";
+import { cellRect, columnOf, columnX, labelStride, visibleColumns } from "./layout.js";
 import { promptHasNoValue } from "./payload.js";
+import { generationColumn, pickColumns, roleNames, roleStyles } from "./token_marks.js";
 import { displayToken, isolateLtr, truncateText } from "./tokens.js";
 import { answerMarkTriangle } from "./trajectory_layout.js";
 
@@ -34,6 +35,9 @@ import { answerMarkTriangle } from "./trajectory_layout.js";
  * @property {string} labelBold
  * @property {string} axisFont
  * @property {string} cellFont
+ * @property {string} cellItalic the cell font in italics (generated input tokens)
+ * @property {string} generated the generation boundary's colour
+ * @property {string} generatedBg the tint under generated input tokens
  * @property {number} charW width of one monospace character of the cell font
  * @property {CanvasPattern | null} hatchPattern
  *
@@ -169,6 +173,9 @@ export class Painter {
       labelBold: `600 11px ${uiFont}`,
       axisFont: `10px ${uiFont}`,
       cellFont,
+      cellItalic: `italic ${cellFont}`,
+      generated: read("--murano-generated", "#d55e00"),
+      generatedBg: read("--murano-generated-bg", "rgba(213, 94, 0, 0.14)"),
       charW: ctx.measureText("M").width || 6.6,
       hatchPattern,
     };
@@ -218,17 +225,19 @@ export class Painter {
   }
 
   /**
-   * The cached 1-pixel-per-cell colour image of (prompt, metric).
+   * The cached 1-pixel-per-cell colour image of (prompt, metric): one pixel column per shown
+   * column (every position, or those `columns` lists when template tokens are hidden).
    * @param {number} prompt
    * @param {string} metric
+   * @param {number[] | null} [columns]
    * @returns {ColourImage}
    */
-  colourCanvas(prompt, metric) {
+  colourCanvas(prompt, metric, columns = null) {
     const lens = /** @type {Lens} */ (this.lens);
-    const key = `${prompt}|${metric}`;
+    const key = `${prompt}|${metric}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
     let entry = this.images.get(key);
     if (!entry) {
-      const image = colourImage(lens, metric, prompt);
+      const image = columns ? pickColumns(colourImage(lens, metric, prompt), columns) : colourImage(lens, metric, prompt);
       const canvas = document.createElement("canvas");
       canvas.width = Math.max(1, image.width);
       canvas.height = Math.max(1, image.height);
@@ -265,7 +274,7 @@ export class Painter {
       c1,
       x0: columnX(layout, c0, scroll),
       span: (c1 - c0) * layout.cellW,
-      image: this.colourCanvas(scene.prompt, scene.metric),
+      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns),
       offset: lens.offsets[scene.prompt],
     };
     ctx.save();
@@ -355,23 +364,25 @@ export class Painter {
     ctx.font = theme.cellFont;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
+    const columns = layout.columns;
     for (let row = 0; row < L; row++) {
       const y = heatY + row * rowH;
       const base = (L - 1 - row) * lens.T + offset;
       for (let j = c0; j < c1; j++) {
         const o = (row * n + j) * 4;
         if (data[o + 3] === 0) continue;
+        const p = columns ? columns[j] : j;
         const colour = textOn(data[o], data[o + 1], data[o + 2]);
         const x = columnX(layout, j, scroll);
-        const token = predicted[base + j];
-        if (finals && token === finals[offset + j] && !(finalMissing && finalMissing[offset + j])) {
+        const token = predicted[base + p];
+        if (finals && token === finals[offset + p] && !(finalMissing && finalMissing[offset + p])) {
           const path = colour === "#000000" ? darkDots : lightDots;
           const cx = x + cellW - dot - 2.5;
           const cy = y + Math.min(rowH / 2, dot + 2);
           path.moveTo(cx + dot, cy);
           path.arc(cx, cy, dot, 0, 2 * Math.PI);
         }
-        if (answers && answers[base + j]) {
+        if (answers && answers[base + p]) {
           const [a0, a1, a2] = answerMarkTriangle({ x, y, w: cellW, h: rowH });
           const path = colour === "#000000" ? darkCorners : lightCorners;
           path.moveTo(a0[0], a0[1]);
@@ -410,15 +421,32 @@ export class Painter {
     const finals = a.final_tokens;
     const finalMissing = a.final_missing;
     const answers = this.answerMask(scene.prompt);
+    const columns = layout.columns;
+    const generated = a.generated;
+    const roles = a.token_roles;
+    const roleColours = roles ? roleStyles(roleNames(lens)).map((r) => r.colour) : [];
+    const band = roles ? 3 : 0;
     ctx.fillStyle = theme.stripBg;
     ctx.fillRect(x0, inputY, span, stripH);
-    ctx.font = theme.cellFont;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     for (let j = c0; j < c1; j++) {
+      const p = columns ? columns[j] : j;
       const x = columnX(layout, j, scroll);
+      // Generated tokens: a tinted cell and italics; a chat token's role: a band under it.
+      const isGenerated = Boolean(generated && generated[offset + p]);
+      if (isGenerated) {
+        ctx.fillStyle = theme.generatedBg;
+        ctx.fillRect(x, inputY, cellW, stripH);
+      }
+      if (roles) {
+        ctx.fillStyle = roleColours[roles[offset + p]] ?? theme.muted;
+        ctx.fillRect(x + 1, inputY + stripH - band, cellW - 2, band);
+      }
+      ctx.font = isGenerated ? theme.cellItalic : theme.cellFont;
       ctx.fillStyle = theme.fg;
-      ctx.fillText(this.cellText(a.input_ids[offset + j], chars), x + cellW / 2, inputY + stripH / 2 + 0.5);
+      ctx.fillText(this.cellText(a.input_ids[offset + p], chars), x + cellW / 2, inputY + (stripH - band) / 2 + 0.5);
+      ctx.font = theme.cellFont;
       const o = (row * n + j) * 4;
       const chip = { x: x + 1, y: predY + 2, w: cellW - 2, h: stripH - 4 };
       if (data[o + 3] === 0) {
@@ -431,13 +459,13 @@ export class Painter {
       ctx.fillStyle = `rgb(${data[o]},${data[o + 1]},${data[o + 2]})`;
       ctx.fillRect(chip.x, chip.y, chip.w, chip.h);
       ctx.fillStyle = textOn(data[o], data[o + 1], data[o + 2]);
-      ctx.fillText(this.cellText(a.predicted_tokens[base + j], chars), x + cellW / 2, predY + stripH / 2 + 0.5);
-      if (finals && a.predicted_tokens[base + j] === finals[offset + j] && !(finalMissing && finalMissing[offset + j])) {
+      ctx.fillText(this.cellText(a.predicted_tokens[base + p], chars), x + cellW / 2, predY + stripH / 2 + 0.5);
+      if (finals && a.predicted_tokens[base + p] === finals[offset + p] && !(finalMissing && finalMissing[offset + p])) {
         ctx.beginPath();
         ctx.arc(chip.x + chip.w - 4, chip.y + 4, 2, 0, 2 * Math.PI);
         ctx.fill();
       }
-      if (answers && answers[base + j]) {
+      if (answers && answers[base + p]) {
         const [a0, a1, a2] = answerMarkTriangle({ x: chip.x, y: chip.y, w: chip.w, h: chip.h });
         ctx.beginPath();
         ctx.moveTo(a0[0], a0[1]);
@@ -447,13 +475,13 @@ export class Painter {
         ctx.fill();
       }
     }
-    // Position numbers above the cells.
+    // Position numbers above the cells: the true positions, also when columns are hidden.
     ctx.font = theme.axisFont;
     ctx.fillStyle = theme.muted;
     ctx.textBaseline = "alphabetic";
     const stride = niceCeil(Math.max(1, 28 / cellW));
     for (let j = c0 - (c0 % stride); j < c1; j += stride) {
-      ctx.fillText(String(j), columnX(layout, j, scroll) + cellW / 2, layout.heatY - 4);
+      ctx.fillText(String(columns ? columns[j] : j), columnX(layout, j, scroll) + cellW / 2, layout.heatY - 4);
     }
   }
 
@@ -470,10 +498,20 @@ export class Painter {
     const right = Math.min(W - 1, columnX(layout, layout.nPositions, scroll) + 1);
     ctx.strokeRect(labelW + 1, highlighted.y - 1, right - labelW - 2, rowH + 2);
 
+    // Where generation starts: a rule down the heatmap and the token strips.
+    const boundary = generationColumn(lens, scene.prompt, layout.columns);
+    if (boundary > 0 && boundary >= c0 && boundary <= c1) {
+      const x = columnX(layout, boundary, scroll);
+      ctx.fillStyle = theme.generated;
+      ctx.fillRect(x - 1.5, heatY - 2, 3, predY + stripH - heatY + 2);
+    }
+
     /** @type {(cell: Cell | null, style: string, width: number, dash?: number[]) => void} */
     const outline = (cell, style, width, dash = []) => {
-      if (!cell || cell.position < c0 || cell.position >= c1) return;
-      const r = cellRect(layout, cell.layerIndex, cell.position, scroll);
+      if (!cell) return;
+      const column = columnOf(layout, cell.position);
+      if (column < c0 || column >= c1) return;
+      const r = cellRect(layout, cell.layerIndex, column, scroll);
       ctx.strokeStyle = style;
       ctx.lineWidth = width;
       ctx.setLineDash(dash);
@@ -481,7 +519,7 @@ export class Painter {
       ctx.setLineDash([]);
     };
     const sel = scene.selected;
-    if (sel && sel.prompt === scene.prompt && sel.layer_index < lens.L && sel.position < layout.nPositions) {
+    if (sel && sel.prompt === scene.prompt && sel.layer_index < lens.L && sel.position < lens.lengths[scene.prompt]) {
       const cell = { layerIndex: sel.layer_index, position: sel.position };
       outline(cell, theme.bg, 4);
       outline(cell, theme.fg, 2);

@@ -249,6 +249,8 @@ export function decodePayload(meta, sections) {
     missing: [L, T],
     topk_tokens: [L, T, topK - 1],
     topk_probs: [L, T, topK - 1],
+    generated: [T],
+    token_roles: [T],
   };
   for (const metric of metrics) expectedShapes[metric.field] = [L, T];
   const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
@@ -293,6 +295,14 @@ export function decodePayload(meta, sections) {
     if (!array) continue;
     for (let i = 0; i < array.length; i++) {
       if (array[i] >= nTokens) throw new Error(`section ${name}: token index ${array[i]} is outside the table of ${nTokens} strings`);
+    }
+  }
+  const roles = meta.roles === undefined || meta.roles === null ? [] : meta.roles;
+  if (!isStringArray(roles)) throw new Error("_meta.roles must be a list of role names");
+  const roleCodes = arrays.token_roles;
+  if (roleCodes) {
+    for (let i = 0; i < roleCodes.length; i++) {
+      if (roleCodes[i] >= roles.length) throw new Error(`section token_roles: role ${roleCodes[i]} is outside _meta.roles (${roles.length} names)`);
     }
   }
   const nModel = Number(meta.n_model_layers);

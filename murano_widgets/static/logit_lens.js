@@ -186,7 +186,9 @@ function decodePayload(meta, sections) {
     predicted_tokens: [L, T],
     missing: [L, T],
     topk_tokens: [L, T, topK - 1],
-    topk_probs: [L, T, topK - 1]
+    topk_probs: [L, T, topK - 1],
+    generated: [T],
+    token_roles: [T]
   };
   for (const metric of metrics) expectedShapes[metric.field] = [L, T];
   const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
@@ -228,6 +230,14 @@ function decodePayload(meta, sections) {
     if (!array) continue;
     for (let i = 0; i < array.length; i++) {
       if (array[i] >= nTokens) throw new Error(`section ${name}: token index ${array[i]} is outside the table of ${nTokens} strings`);
+    }
+  }
+  const roles = meta.roles === void 0 || meta.roles === null ? [] : meta.roles;
+  if (!isStringArray(roles)) throw new Error("_meta.roles must be a list of role names");
+  const roleCodes = arrays.token_roles;
+  if (roleCodes) {
+    for (let i = 0; i < roleCodes.length; i++) {
+      if (roleCodes[i] >= roles.length) throw new Error(`section token_roles: role ${roleCodes[i]} is outside _meta.roles (${roles.length} names)`);
     }
   }
   const nModel = Number(meta.n_model_layers);
@@ -481,6 +491,116 @@ function legendTicks(spec, domain) {
   return values.map((v) => ({ t: unitValue(v, domain), label: formatMetric(spec, v, true) }));
 }
 
+// src/token_marks.js
+var TEMPLATE_ROLE = "template";
+var ROLE_COLOURS = Object.freeze({
+  template: "#999999",
+  system: "#e69f00",
+  user: "#0072b2",
+  assistant: "#009e73"
+});
+var OTHER_COLOURS = Object.freeze(["#cc79a7", "#d55e00", "#56b4e9", "#f0e442"]);
+function roleNames(lens) {
+  const roles = lens.meta.roles;
+  return Array.isArray(roles) && roles.every((r) => typeof r === "string") ? roles : [];
+}
+function roleStyles(names) {
+  let other = 0;
+  return names.map((name) => {
+    const known = (
+      /** @type {Record<string, string>} */
+      ROLE_COLOURS[name]
+    );
+    const colour = known ?? OTHER_COLOURS[other++ % OTHER_COLOURS.length];
+    return { name, colour, label: name === TEMPLATE_ROLE ? "chat template" : name };
+  });
+}
+function tokenRole(lens, prompt, position) {
+  const codes = lens.arrays.token_roles;
+  if (!codes) return null;
+  return roleNames(lens)[codes[lens.offsets[prompt] + position]] ?? null;
+}
+function isGenerated(lens, prompt, position) {
+  const mask = lens.arrays.generated;
+  return Boolean(mask && mask[lens.offsets[prompt] + position]);
+}
+function generationStart(lens, prompt) {
+  const mask = lens.arrays.generated;
+  if (!mask) return -1;
+  const offset = lens.offsets[prompt];
+  for (let j = 0; j < lens.lengths[prompt]; j++) if (mask[offset + j]) return j;
+  return -1;
+}
+function rolesPresent(lens) {
+  const codes = lens.arrays.token_roles;
+  if (!codes) return [];
+  const seen = new Set(codes);
+  return roleStyles(roleNames(lens)).filter((_, code) => seen.has(code));
+}
+function hasTemplateTokens(lens) {
+  const codes = lens.arrays.token_roles;
+  const template = roleNames(lens).indexOf(TEMPLATE_ROLE);
+  return Boolean(codes) && template >= 0 && /** @type {Uint8Array} */
+  codes.includes(template);
+}
+function shownPositions(lens, prompt, hideTemplate) {
+  const codes = lens.arrays.token_roles;
+  const template = roleNames(lens).indexOf(TEMPLATE_ROLE);
+  if (!hideTemplate || !codes || template < 0) return null;
+  const offset = lens.offsets[prompt];
+  const shown = [];
+  for (let j = 0; j < lens.lengths[prompt]; j++) if (codes[offset + j] !== template) shown.push(j);
+  return shown.length && shown.length < lens.lengths[prompt] ? shown : null;
+}
+function columnOfPosition(columns, position) {
+  if (!columns) return position;
+  let lo = 0;
+  let hi = columns.length - 1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (columns[mid] === position) return mid;
+    if (columns[mid] < position) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+function positionOfColumn(columns, column) {
+  return columns ? columns[column] : column;
+}
+function nearestShown(columns, position) {
+  if (!columns || !columns.length) return position;
+  let best = columns[0];
+  for (const p of columns) {
+    if (Math.abs(p - position) <= Math.abs(best - position)) best = p;
+    if (p > position) break;
+  }
+  return best;
+}
+function generationColumn(lens, prompt, columns) {
+  const start = generationStart(lens, prompt);
+  if (start < 0) return -1;
+  if (!columns) return start;
+  const index = columns.findIndex((p) => p >= start);
+  return index;
+}
+function tokenMarkText(generated, role) {
+  const parts = [];
+  if (generated) parts.push("generated");
+  if (role) parts.push(role === TEMPLATE_ROLE ? "chat template" : role);
+  return parts.join(", ");
+}
+function pickColumns(image, columns) {
+  const width = columns.length;
+  const data = new Uint8ClampedArray(width * image.height * 4);
+  for (let row = 0; row < image.height; row++) {
+    for (let j = 0; j < width; j++) {
+      const from = (row * image.width + columns[j]) * 4;
+      data.set(image.data.subarray(from, from + 4), (row * width + j) * 4);
+    }
+  }
+  return { data, width, height: image.height };
+}
+
 // src/tokens.js
 var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "␍" });
 var CODE_POINT_RANGES = Object.freeze([
@@ -649,13 +769,17 @@ function cellDetails(lens, prompt, layerIndex, position) {
     finalRank,
     detailsLoaded: lens.detailSections.every((name) => !lens.meta.sections?.[name] || Boolean(a[name])),
     answerTop1: isAnswerTop1(lens, prompt, layerIndex, position),
-    answer: cellAnswer(lens, prompt, layerIndex, position)
+    answer: cellAnswer(lens, prompt, layerIndex, position),
+    generated: isGenerated(lens, prompt, position),
+    role: tokenRole(lens, prompt, position)
   };
 }
 var NO_VALUE = "no value (non-finite)";
 function tooltipModel(details) {
   const rows = [];
   rows.push({ label: "input", value: displayToken(details.input), token: true });
+  const mark = tokenMarkText(details.generated, details.role);
+  if (mark) rows.push({ label: "token", value: mark, title: "Who wrote the input token: generated by the model, and its role in the chat" });
   if (details.finalToken !== null) {
     rows.push(details.finalMissing ? { label: "final prediction", value: NO_VALUE } : { label: "final prediction", value: displayToken(details.finalToken), token: true });
   }
@@ -682,7 +806,7 @@ function tooltipModel(details) {
   else if (!details.detailsLoaded) note = "Loading details…";
   return {
     title: `Layer ${details.layer} · position ${details.position}`,
-    badge: [details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
+    badge: [details.generated ? "generated" : "", details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
     rows,
     top: details.top.map((entry, rank) => ({
       rank,
@@ -694,7 +818,8 @@ function tooltipModel(details) {
   };
 }
 function readoutText(details, { pinned = false } = {}) {
-  const parts = [`Layer ${details.layer}, position ${details.position}, input ${displayToken(details.input)}`];
+  const mark = tokenMarkText(details.generated, details.role);
+  const parts = [`Layer ${details.layer}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
   if (details.missing) parts.push(NO_VALUE);
   else {
     const top = details.top[0];
@@ -737,7 +862,7 @@ function chooseCellWidth({ maxChars, charW, n, available }) {
 function chooseRowHeight(nLayers, maxHeight = 460) {
   return Math.max(GEOMETRY.minRowH, Math.min(GEOMETRY.maxRowH, Math.floor(maxHeight / Math.max(1, nLayers))));
 }
-function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, maxHeight = 460 }) {
+function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, maxHeight = 460, columns = null }) {
   const g = GEOMETRY;
   const viewW = Math.max(labelW + g.minCellW, Math.floor(width));
   const rowH = chooseRowHeight(nLayers, maxHeight);
@@ -765,8 +890,15 @@ function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, ma
     maxScroll: Math.max(0, contentW - viewW),
     charW,
     cellChars: Math.max(0, Math.floor((cellW - 6) / charW)),
-    showCellText: rowH >= g.textMinRowH && cellW - 6 >= 2 * charW
+    showCellText: rowH >= g.textMinRowH && cellW - 6 >= 2 * charW,
+    columns
   };
+}
+function columnOf(layout, position) {
+  return columnOfPosition(layout.columns, position);
+}
+function positionAt(layout, column) {
+  return positionOfColumn(layout.columns, column);
 }
 function clampScroll(layout, scrollLeft) {
   return Math.min(layout.maxScroll, Math.max(0, Math.round(scrollLeft) || 0));
@@ -1128,6 +1260,9 @@ var Painter = class {
       labelBold: `600 11px ${uiFont}`,
       axisFont: `10px ${uiFont}`,
       cellFont,
+      cellItalic: `italic ${cellFont}`,
+      generated: read("--murano-generated", "#d55e00"),
+      generatedBg: read("--murano-generated-bg", "rgba(213, 94, 0, 0.14)"),
       charW: ctx.measureText("M").width || 6.6,
       hatchPattern
     };
@@ -1173,20 +1308,22 @@ var Painter = class {
     return text;
   }
   /**
-   * The cached 1-pixel-per-cell colour image of (prompt, metric).
+   * The cached 1-pixel-per-cell colour image of (prompt, metric): one pixel column per shown
+   * column (every position, or those `columns` lists when template tokens are hidden).
    * @param {number} prompt
    * @param {string} metric
+   * @param {number[] | null} [columns]
    * @returns {ColourImage}
    */
-  colourCanvas(prompt, metric) {
+  colourCanvas(prompt, metric, columns = null) {
     const lens = (
       /** @type {Lens} */
       this.lens
     );
-    const key = `${prompt}|${metric}`;
+    const key = `${prompt}|${metric}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
     let entry = this.images.get(key);
     if (!entry) {
-      const image = colourImage(lens, metric, prompt);
+      const image = columns ? pickColumns(colourImage(lens, metric, prompt), columns) : colourImage(lens, metric, prompt);
       const canvas = document.createElement("canvas");
       canvas.width = Math.max(1, image.width);
       canvas.height = Math.max(1, image.height);
@@ -1224,7 +1361,7 @@ var Painter = class {
       c1,
       x0: columnX(layout, c0, scroll),
       span: (c1 - c0) * layout.cellW,
-      image: this.colourCanvas(scene.prompt, scene.metric),
+      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns),
       offset: lens.offsets[scene.prompt]
     };
     ctx.save();
@@ -1312,23 +1449,25 @@ var Painter = class {
     ctx.font = theme.cellFont;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
+    const columns = layout.columns;
     for (let row = 0; row < L; row++) {
       const y = heatY + row * rowH;
       const base = (L - 1 - row) * lens.T + offset;
       for (let j = c0; j < c1; j++) {
         const o = (row * n + j) * 4;
         if (data[o + 3] === 0) continue;
+        const p = columns ? columns[j] : j;
         const colour = textOn(data[o], data[o + 1], data[o + 2]);
         const x = columnX(layout, j, scroll);
-        const token = predicted[base + j];
-        if (finals && token === finals[offset + j] && !(finalMissing && finalMissing[offset + j])) {
+        const token = predicted[base + p];
+        if (finals && token === finals[offset + p] && !(finalMissing && finalMissing[offset + p])) {
           const path = colour === "#000000" ? darkDots : lightDots;
           const cx = x + cellW - dot - 2.5;
           const cy = y + Math.min(rowH / 2, dot + 2);
           path.moveTo(cx + dot, cy);
           path.arc(cx, cy, dot, 0, 2 * Math.PI);
         }
-        if (answers && answers[base + j]) {
+        if (answers && answers[base + p]) {
           const [a0, a1, a2] = answerMarkTriangle({ x, y, w: cellW, h: rowH });
           const path = colour === "#000000" ? darkCorners : lightCorners;
           path.moveTo(a0[0], a0[1]);
@@ -1369,15 +1508,31 @@ var Painter = class {
     const finals = a.final_tokens;
     const finalMissing = a.final_missing;
     const answers = this.answerMask(scene.prompt);
+    const columns = layout.columns;
+    const generated = a.generated;
+    const roles = a.token_roles;
+    const roleColours = roles ? roleStyles(roleNames(lens)).map((r) => r.colour) : [];
+    const band = roles ? 3 : 0;
     ctx.fillStyle = theme.stripBg;
     ctx.fillRect(x0, inputY, span, stripH);
-    ctx.font = theme.cellFont;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     for (let j = c0; j < c1; j++) {
+      const p = columns ? columns[j] : j;
       const x = columnX(layout, j, scroll);
+      const isGenerated2 = Boolean(generated && generated[offset + p]);
+      if (isGenerated2) {
+        ctx.fillStyle = theme.generatedBg;
+        ctx.fillRect(x, inputY, cellW, stripH);
+      }
+      if (roles) {
+        ctx.fillStyle = roleColours[roles[offset + p]] ?? theme.muted;
+        ctx.fillRect(x + 1, inputY + stripH - band, cellW - 2, band);
+      }
+      ctx.font = isGenerated2 ? theme.cellItalic : theme.cellFont;
       ctx.fillStyle = theme.fg;
-      ctx.fillText(this.cellText(a.input_ids[offset + j], chars), x + cellW / 2, inputY + stripH / 2 + 0.5);
+      ctx.fillText(this.cellText(a.input_ids[offset + p], chars), x + cellW / 2, inputY + (stripH - band) / 2 + 0.5);
+      ctx.font = theme.cellFont;
       const o = (row * n + j) * 4;
       const chip = { x: x + 1, y: predY + 2, w: cellW - 2, h: stripH - 4 };
       if (data[o + 3] === 0) {
@@ -1390,13 +1545,13 @@ var Painter = class {
       ctx.fillStyle = `rgb(${data[o]},${data[o + 1]},${data[o + 2]})`;
       ctx.fillRect(chip.x, chip.y, chip.w, chip.h);
       ctx.fillStyle = textOn(data[o], data[o + 1], data[o + 2]);
-      ctx.fillText(this.cellText(a.predicted_tokens[base + j], chars), x + cellW / 2, predY + stripH / 2 + 0.5);
-      if (finals && a.predicted_tokens[base + j] === finals[offset + j] && !(finalMissing && finalMissing[offset + j])) {
+      ctx.fillText(this.cellText(a.predicted_tokens[base + p], chars), x + cellW / 2, predY + stripH / 2 + 0.5);
+      if (finals && a.predicted_tokens[base + p] === finals[offset + p] && !(finalMissing && finalMissing[offset + p])) {
         ctx.beginPath();
         ctx.arc(chip.x + chip.w - 4, chip.y + 4, 2, 0, 2 * Math.PI);
         ctx.fill();
       }
-      if (answers && answers[base + j]) {
+      if (answers && answers[base + p]) {
         const [a0, a1, a2] = answerMarkTriangle({ x: chip.x, y: chip.y, w: chip.w, h: chip.h });
         ctx.beginPath();
         ctx.moveTo(a0[0], a0[1]);
@@ -1411,7 +1566,7 @@ var Painter = class {
     ctx.textBaseline = "alphabetic";
     const stride = niceCeil(Math.max(1, 28 / cellW));
     for (let j = c0 - c0 % stride; j < c1; j += stride) {
-      ctx.fillText(String(j), columnX(layout, j, scroll) + cellW / 2, layout.heatY - 4);
+      ctx.fillText(String(columns ? columns[j] : j), columnX(layout, j, scroll) + cellW / 2, layout.heatY - 4);
     }
   }
   /**
@@ -1429,9 +1584,17 @@ var Painter = class {
     ctx.lineWidth = 2;
     const right = Math.min(W - 1, columnX(layout, layout.nPositions, scroll) + 1);
     ctx.strokeRect(labelW + 1, highlighted.y - 1, right - labelW - 2, rowH + 2);
+    const boundary = generationColumn(lens, scene.prompt, layout.columns);
+    if (boundary > 0 && boundary >= c0 && boundary <= c1) {
+      const x = columnX(layout, boundary, scroll);
+      ctx.fillStyle = theme.generated;
+      ctx.fillRect(x - 1.5, heatY - 2, 3, predY + stripH - heatY + 2);
+    }
     const outline = (cell, style, width, dash = []) => {
-      if (!cell || cell.position < c0 || cell.position >= c1) return;
-      const r = cellRect(layout, cell.layerIndex, cell.position, scroll);
+      if (!cell) return;
+      const column = columnOf(layout, cell.position);
+      if (column < c0 || column >= c1) return;
+      const r = cellRect(layout, cell.layerIndex, column, scroll);
       ctx.strokeStyle = style;
       ctx.lineWidth = width;
       ctx.setLineDash(dash);
@@ -1439,7 +1602,7 @@ var Painter = class {
       ctx.setLineDash([]);
     };
     const sel = scene.selected;
-    if (sel && sel.prompt === scene.prompt && sel.layer_index < lens.L && sel.position < layout.nPositions) {
+    if (sel && sel.prompt === scene.prompt && sel.layer_index < lens.L && sel.position < lens.lengths[scene.prompt]) {
       const cell = { layerIndex: sel.layer_index, position: sel.position };
       outline(cell, theme.bg, 4);
       outline(cell, theme.fg, 2);
@@ -2016,6 +2179,19 @@ function showData(ui, lens) {
   const keyText = ui.answerKey.lastElementChild;
   if (keyText) keyText.textContent = `top-1 = the answer${named}`;
   ui.settledKey.hidden = !lens.arrays.final_tokens;
+  ui.generatedKey.hidden = !lens.arrays.generated;
+  const roles = rolesPresent(lens);
+  ui.roleKeys.hidden = roles.length === 0;
+  ui.roleKeys.replaceChildren(
+    ...roles.map((role) => {
+      const key = h("span", `murano-key murano-key-role`, { "data-role": role.name });
+      const band = h("span", "murano-key-band", { "aria-hidden": "true" });
+      band.style.background = role.colour;
+      key.append(band, h("span", "", {}, role.label));
+      return key;
+    })
+  );
+  ui.hideTemplateLabel.hidden = !hasTemplateTokens(lens);
 }
 function lensTitle(lens) {
   const kind = lens.lensKind || "logit";
@@ -2095,7 +2271,8 @@ function debugApi(view) {
         selected: s.selected,
         hover: s.hover,
         focus: s.focus,
-        focused: s.focused
+        focused: s.focused,
+        hideTemplate: s.hideTemplate
       };
     },
     get layout() {
@@ -2121,7 +2298,9 @@ function debugApi(view) {
      */
     cellClientRect(layerIndex, position) {
       if (!view.layout) return null;
-      const r = cellRect(view.layout, layerIndex, position, view.scrollLeft());
+      const column = columnOf(view.layout, position);
+      if (column < 0) return null;
+      const r = cellRect(view.layout, layerIndex, column, view.scrollLeft());
       const c = view.ui.canvas.getBoundingClientRect();
       return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
     },
@@ -2142,6 +2321,8 @@ function debugApi(view) {
      */
     cellDetails: (layerIndex, position) => view.lens ? cellDetails(view.lens, view.state.prompt, layerIndex, position) : null,
     drawNow: () => view.relayout(),
+    /** @param {boolean} hide */
+    setHideTemplate: (hide) => view.setHideTemplate(hide),
     /** @returns {Promise<number>} the duration of the next draw */
     nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve))
   };
@@ -2172,8 +2353,12 @@ function buildDom(el, id) {
     return { row, label: labelEl, input, output, extra };
   };
   const promptUi = slider("prompt", "Prompt");
+  const hideTemplateLabel = h("label", "murano-hide-template", { hidden: "" });
+  const hideTemplate = h("input", "murano-hide-template-box", { type: "checkbox" });
+  hideTemplateLabel.append(hideTemplate, h("span", "", {}, "hide chat-template tokens"));
   const layerUi = slider("layer", "Layer");
   layerUi.extra.textContent = "highlighted row; its predictions appear under the tokens";
+  controls.append(hideTemplateLabel);
   const body = h("div", "murano-heatmap");
   const scroller = h("div", "murano-scroll");
   const track = h("div", "murano-track");
@@ -2203,7 +2388,10 @@ function buildDom(el, id) {
   missingKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no value (not finite)"));
   const answerKey = h("span", "murano-key murano-key-answer", { hidden: "" });
   answerKey.append(h("span", "murano-key-corner", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = the answer"));
-  legend.append(legendTitle, scale, settledKey, answerKey, missingKey);
+  const generatedKey = h("span", "murano-key murano-key-generated", { hidden: "" });
+  generatedKey.append(h("span", "murano-key-rule", { "aria-hidden": "true" }), h("span", "", {}, "generated from here (italic tokens)"));
+  const roleKeys = h("span", "murano-role-keys", { hidden: "" });
+  legend.append(legendTitle, scale, settledKey, answerKey, missingKey, generatedKey, roleKeys);
   const pinEl = h("span", "murano-pin", { hidden: "" });
   const pinText = h("span", "murano-pin-text");
   const unpinButton = h("button", "murano-unpin", { type: "button", "aria-label": "Unpin the cell", title: "Unpin" }, "×");
@@ -2234,6 +2422,10 @@ function buildDom(el, id) {
     missingKey,
     settledKey,
     answerKey,
+    generatedKey,
+    roleKeys,
+    hideTemplateLabel,
+    hideTemplate,
     pinEl,
     pinText,
     unpinButton,
@@ -2247,7 +2439,7 @@ function eventCell(view, event) {
   if (!view.layout) return null;
   const rect = view.ui.canvas.getBoundingClientRect();
   const hit = hitTest(view.layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
-  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: hit.position } : null;
+  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(view.layout, hit.position) } : null;
 }
 function onKeyDown(view, event) {
   if (!view.lens || event.altKey || event.ctrlKey || event.metaKey) return;
@@ -2266,9 +2458,11 @@ function onKeyDown(view, event) {
   if (!s.focused) view.showKeyboardFocus();
   if (!s.focus) return;
   if (pinKey) view.togglePin(s.focus);
-  else {
-    const next = moveFocus(s.focus, key, view.lens.L, view.lens.lengths[s.prompt]);
-    if (next) view.setFocus(next);
+  else if (view.layout) {
+    const layout = view.layout;
+    const column = Math.max(0, columnOf(layout, s.focus.position));
+    const next = moveFocus({ layerIndex: s.focus.layerIndex, position: column }, key, view.lens.L, layout.nPositions);
+    if (next) view.setFocus({ layerIndex: next.layerIndex, position: positionAt(layout, next.position) });
   }
 }
 function bindEvents(view) {
@@ -2316,6 +2510,7 @@ function bindEvents(view) {
     view.requestDraw();
   });
   on(ui.unpinButton, "click", () => view.setSelected(null, true));
+  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked));
   const handlers = {
     "change:prompt": () => {
       view.syncPrompt.cancel();
@@ -2458,7 +2653,7 @@ var LensView = class {
     this.frame = 0;
     this.detailsRequested = false;
     this.shownMetric = "";
-    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false };
+    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false };
     this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
     this.syncPrompt = throttle((v) => this.send("prompt", v), SYNC_INTERVAL_MS);
     this.syncLayer = throttle((row) => {
@@ -2566,10 +2761,34 @@ var LensView = class {
       /** @type {Lens} */
       this.lens
     );
+    const position = clampIndex(cell.position, lens.lengths[this.state.prompt]);
     return {
       layerIndex: clampIndex(cell.layerIndex, lens.L),
-      position: clampIndex(cell.position, lens.lengths[this.state.prompt])
+      // A hidden position (a template token) gives way to the nearest shown one.
+      position: nearestShown(this.shownColumns(), position)
     };
+  }
+  /** The positions shown as columns for the current prompt, or null for all of them. */
+  shownColumns() {
+    const lens = this.lens;
+    return lens ? shownPositions(lens, this.state.prompt, this.state.hideTemplate) : null;
+  }
+  /**
+   * Hides or shows the chat template's own tokens: their columns collapse, every other column
+   * keeps its true position.
+   * @param {boolean} hide
+   */
+  setHideTemplate(hide) {
+    const s = this.state;
+    this.ui.hideTemplate.checked = hide;
+    if (s.hideTemplate === hide) return;
+    s.hideTemplate = hide;
+    s.hover = null;
+    this.chartHover = null;
+    if (s.focus) s.focus = this.clampCell(s.focus);
+    this.layoutKey = null;
+    this.relayout();
+    this.updateTooltip();
   }
   /** Asks Python once for the detail sections (top-k, the other metrics). */
   requestDetails() {
@@ -2686,7 +2905,7 @@ var LensView = class {
   setFocus(cell, announce = true) {
     this.state.focus = cell;
     if (this.layout) {
-      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, cell.position);
+      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
       if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
     }
     if (announce) this.announce(cell);
@@ -2716,9 +2935,9 @@ var LensView = class {
     this.requestDetails();
     if (!s.focus) {
       const sel = s.selected;
-      const first = Math.ceil(this.scrollLeft() / this.layout.cellW);
+      const first = Math.min(this.layout.nPositions - 1, Math.ceil(this.scrollLeft() / this.layout.cellW));
       s.focus = this.clampCell(
-        sel && sel.prompt === s.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s.layer, position: first }
+        sel && sel.prompt === s.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s.layer, position: positionAt(this.layout, first) }
       );
     }
     this.setFocus(s.focus);
@@ -2754,7 +2973,9 @@ var LensView = class {
   /** @param {Cell} cell */
   placeTooltip(cell) {
     if (this.tooltip.hidden || !this.layout) return;
-    const r = cellRect(this.layout, cell.layerIndex, cell.position, this.scrollLeft());
+    const column = columnOf(this.layout, cell.position);
+    if (column < 0) return;
+    const r = cellRect(this.layout, cell.layerIndex, column, this.scrollLeft());
     const box = this.ui.canvas.getBoundingClientRect();
     this.tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
   }
@@ -2769,18 +2990,21 @@ var LensView = class {
     const n = lens.lengths[s.prompt];
     this.placeChart(theme.charW);
     const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
-    const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}`;
+    const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s.hideTemplate}`;
     if (key !== this.layoutKey) {
       let maxChars = 1;
       const a = lens.arrays;
       const offset = lens.offsets[s.prompt];
       const lastRow = (lens.L - 1) * lens.T + offset;
-      for (let j = 0; j < n; j++) {
-        maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + j])), charCount(painter.tokenText(a.predicted_tokens[lastRow + j])));
+      const columns = this.shownColumns();
+      const shown = columns ? columns.length : n;
+      for (let j = 0; j < shown; j++) {
+        const p = columns ? columns[j] : j;
+        maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + p])), charCount(painter.tokenText(a.predicted_tokens[lastRow + p])));
         if (maxChars >= 10) break;
       }
       const labelW = painter.labelWidth(lens);
-      this.layout = computeLayout({ nLayers: lens.L, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars) });
+      this.layout = computeLayout({ nLayers: lens.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
       this.layoutKey = key;
       this.ui.track.style.width = `${this.layout.contentW}px`;
       this.ui.track.style.height = `${this.layout.height}px`;

@@ -7,6 +7,7 @@ import { formatProb } from "../format.js";
 import { cellDetails } from "../details.js";
 import { legendTicks, metricDomain, metricSpec, shortLabel } from "../metrics.js";
 import { clampIndex } from "../state.js";
+import { hasTemplateTokens, rolesPresent } from "../token_marks.js";
 import { displayToken, truncateText } from "../tokens.js";
 
 /**
@@ -56,6 +57,19 @@ export function showData(ui, lens) {
   const keyText = ui.answerKey.lastElementChild;
   if (keyText) keyText.textContent = `top-1 = the answer${named}`;
   ui.settledKey.hidden = !lens.arrays.final_tokens;
+  ui.generatedKey.hidden = !lens.arrays.generated;
+  const roles = rolesPresent(lens);
+  ui.roleKeys.hidden = roles.length === 0;
+  ui.roleKeys.replaceChildren(
+    ...roles.map((role) => {
+      const key = h("span", `murano-key murano-key-role`, { "data-role": role.name });
+      const band = h("span", "murano-key-band", { "aria-hidden": "true" });
+      band.style.background = role.colour;
+      key.append(band, h("span", "", {}, role.label));
+      return key;
+    }),
+  );
+  ui.hideTemplateLabel.hidden = !hasTemplateTokens(lens);
 }
 
 /**

@@ -2,7 +2,7 @@
 /** The test hook: `el.__muranoDebug` exposes the view's state and geometry to browser tests. */
 
 import { cellDetails } from "../details.js";
-import { cellRect } from "../layout.js";
+import { cellRect, columnOf } from "../layout.js";
 
 /** @typedef {import("./view.js").LensView} LensView */
 
@@ -24,6 +24,7 @@ export function debugApi(view) {
         hover: s.hover,
         focus: s.focus,
         focused: s.focused,
+        hideTemplate: s.hideTemplate,
       };
     },
     get layout() {
@@ -49,7 +50,9 @@ export function debugApi(view) {
      */
     cellClientRect(layerIndex, position) {
       if (!view.layout) return null;
-      const r = cellRect(view.layout, layerIndex, position, view.scrollLeft());
+      const column = columnOf(view.layout, position);
+      if (column < 0) return null; // a hidden template token
+      const r = cellRect(view.layout, layerIndex, column, view.scrollLeft());
       const c = view.ui.canvas.getBoundingClientRect();
       return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
     },
@@ -70,6 +73,8 @@ export function debugApi(view) {
      */
     cellDetails: (layerIndex, position) => (view.lens ? cellDetails(view.lens, view.state.prompt, layerIndex, position) : null),
     drawNow: () => view.relayout(),
+    /** @param {boolean} hide */
+    setHideTemplate: (hide) => view.setHideTemplate(hide),
     /** @returns {Promise<number>} the duration of the next draw */
     nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve)),
   };

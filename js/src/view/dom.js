@@ -32,6 +32,10 @@ import { h } from "../dom.js";
  * @property {HTMLSpanElement} missingKey
  * @property {HTMLSpanElement} settledKey
  * @property {HTMLSpanElement} answerKey
+ * @property {HTMLSpanElement} generatedKey
+ * @property {HTMLSpanElement} roleKeys the chat roles' colour keys
+ * @property {HTMLLabelElement} hideTemplateLabel
+ * @property {HTMLInputElement} hideTemplate the "hide chat-template tokens" checkbox
  * @property {HTMLSpanElement} pinEl
  * @property {HTMLSpanElement} pinText
  * @property {HTMLButtonElement} unpinButton
@@ -74,8 +78,13 @@ export function buildDom(el, id) {
     return { row, label: labelEl, input, output, extra };
   };
   const promptUi = slider("prompt", "Prompt");
+  // Chats: hide the template's own tokens (their columns collapse; positions keep their numbers).
+  const hideTemplateLabel = h("label", "murano-hide-template", { hidden: "" });
+  const hideTemplate = h("input", "murano-hide-template-box", { type: "checkbox" });
+  hideTemplateLabel.append(hideTemplate, h("span", "", {}, "hide chat-template tokens"));
   const layerUi = slider("layer", "Layer");
   layerUi.extra.textContent = "highlighted row; its predictions appear under the tokens";
+  controls.append(hideTemplateLabel);
 
   const body = h("div", "murano-heatmap");
   const scroller = h("div", "murano-scroll");
@@ -107,7 +116,10 @@ export function buildDom(el, id) {
   missingKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no value (not finite)"));
   const answerKey = h("span", "murano-key murano-key-answer", { hidden: "" });
   answerKey.append(h("span", "murano-key-corner", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = the answer"));
-  legend.append(legendTitle, scale, settledKey, answerKey, missingKey);
+  const generatedKey = h("span", "murano-key murano-key-generated", { hidden: "" });
+  generatedKey.append(h("span", "murano-key-rule", { "aria-hidden": "true" }), h("span", "", {}, "generated from here (italic tokens)"));
+  const roleKeys = h("span", "murano-role-keys", { hidden: "" });
+  legend.append(legendTitle, scale, settledKey, answerKey, missingKey, generatedKey, roleKeys);
 
   const pinEl = h("span", "murano-pin", { hidden: "" });
   const pinText = h("span", "murano-pin-text");
@@ -121,6 +133,7 @@ export function buildDom(el, id) {
   el.append(root);
   return {
     root, titleEl, modelEl, dimsEl, metricSelect, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
-    legendTitle, legendBar, legendTicks, missingKey, settledKey, answerKey, pinEl, pinText, unpinButton, readout, errorEl,
+    legendTitle, legendBar, legendTicks, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
+    pinEl, pinText, unpinButton, readout, errorEl,
   };
 }

@@ -4,7 +4,7 @@
  * trait changes, resizes and theme changes. `bindEvents` returns the function that removes them all.
  */
 
-import { hitTest } from "../layout.js";
+import { columnOf, hitTest, positionAt } from "../layout.js";
 import { moveFocus } from "../state.js";
 
 /**
@@ -22,7 +22,8 @@ export function eventCell(view, event) {
   if (!view.layout) return null;
   const rect = view.ui.canvas.getBoundingClientRect();
   const hit = hitTest(view.layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
-  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: hit.position } : null;
+  // The hit's column shows a true position (columns of hidden template tokens are skipped).
+  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(view.layout, hit.position) } : null;
 }
 
 /**
@@ -50,9 +51,12 @@ export function onKeyDown(view, event) {
   if (!s.focused) view.showKeyboardFocus();
   if (!s.focus) return;
   if (pinKey) view.togglePin(s.focus);
-  else {
-    const next = moveFocus(s.focus, key, view.lens.L, view.lens.lengths[s.prompt]);
-    if (next) view.setFocus(next);
+  else if (view.layout) {
+    // Moves between the columns shown: hidden template tokens are stepped over.
+    const layout = view.layout;
+    const column = Math.max(0, columnOf(layout, s.focus.position));
+    const next = moveFocus({ layerIndex: s.focus.layerIndex, position: column }, key, view.lens.L, layout.nPositions);
+    if (next) view.setFocus({ layerIndex: next.layerIndex, position: positionAt(layout, next.position) });
   }
 }
 
@@ -110,6 +114,7 @@ export function bindEvents(view) {
     view.requestDraw();
   });
   on(ui.unpinButton, "click", () => view.setSelected(null, true));
+  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked));
 
   /** @type {Record<string, () => void>} */
   const handlers = {

@@ -6,12 +6,13 @@
  */
 
 import { cellDetails, readoutText, tooltipModel } from "../details.js";
-import { cellRect, clampScroll, computeLayout, GEOMETRY, revealColumn } from "../layout.js";
+import { cellRect, clampScroll, columnOf, computeLayout, GEOMETRY, positionAt, revealColumn } from "../layout.js";
 import { metricAvailable, resolveMetric } from "../metrics.js";
 import { decodePayload, rowOfModelLayer } from "../payload.js";
 import { Painter } from "../painter.js";
 import { clampIndex, isSelected, toggleSelection } from "../state.js";
 import { throttle } from "../throttle.js";
+import { nearestShown, shownPositions } from "../token_marks.js";
 import { charCount } from "../tokens.js";
 import { chartColumn } from "../trajectory.js";
 import { chartBeside } from "../trajectory_layout.js";
@@ -37,6 +38,7 @@ import { TooltipView } from "./tooltip.js";
  * @property {Cell | null} hover
  * @property {Cell | null} focus
  * @property {boolean} focused the focus cell is shown (keyboard focus)
+ * @property {boolean} hideTemplate the chat template's own tokens are hidden from view
  */
 
 /** Sync to Python at most this often while a slider is dragged. */
@@ -64,7 +66,7 @@ export class LensView {
     /** The metric the cells show: the requested one, or the last shown while it loads. */
     this.shownMetric = "";
     /** @type {ViewState} */
-    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false };
+    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false };
     /** @type {{frames: number, lastDrawMs: number, visible: [number, number], drawListeners: ((ms: number) => void)[]}} */
     this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
     this.syncPrompt = throttle((/** @type {number} */ v) => this.send("prompt", v), SYNC_INTERVAL_MS);
@@ -182,10 +184,36 @@ export class LensView {
    */
   clampCell(cell) {
     const lens = /** @type {Lens} */ (this.lens);
+    const position = clampIndex(cell.position, lens.lengths[this.state.prompt]);
     return {
       layerIndex: clampIndex(cell.layerIndex, lens.L),
-      position: clampIndex(cell.position, lens.lengths[this.state.prompt]),
+      // A hidden position (a template token) gives way to the nearest shown one.
+      position: nearestShown(this.shownColumns(), position),
     };
+  }
+
+  /** The positions shown as columns for the current prompt, or null for all of them. */
+  shownColumns() {
+    const lens = this.lens;
+    return lens ? shownPositions(lens, this.state.prompt, this.state.hideTemplate) : null;
+  }
+
+  /**
+   * Hides or shows the chat template's own tokens: their columns collapse, every other column
+   * keeps its true position.
+   * @param {boolean} hide
+   */
+  setHideTemplate(hide) {
+    const s = this.state;
+    this.ui.hideTemplate.checked = hide;
+    if (s.hideTemplate === hide) return;
+    s.hideTemplate = hide;
+    s.hover = null;
+    this.chartHover = null;
+    if (s.focus) s.focus = this.clampCell(s.focus);
+    this.layoutKey = null;
+    this.relayout();
+    this.updateTooltip();
   }
 
   /** Asks Python once for the detail sections (top-k, the other metrics). */
@@ -312,7 +340,7 @@ export class LensView {
   setFocus(cell, announce = true) {
     this.state.focus = cell;
     if (this.layout) {
-      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, cell.position);
+      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
       if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
     }
     if (announce) this.announce(cell);
@@ -348,11 +376,11 @@ export class LensView {
     if (!s.focus) {
       // Start at the pinned cell, else on the highlighted row at the first visible column.
       const sel = s.selected;
-      const first = Math.ceil(this.scrollLeft() / this.layout.cellW);
+      const first = Math.min(this.layout.nPositions - 1, Math.ceil(this.scrollLeft() / this.layout.cellW));
       s.focus = this.clampCell(
         sel && sel.prompt === s.prompt
           ? { layerIndex: sel.layer_index, position: sel.position }
-          : { layerIndex: s.layer, position: first },
+          : { layerIndex: s.layer, position: positionAt(this.layout, first) },
       );
     }
     this.setFocus(s.focus);
@@ -393,7 +421,9 @@ export class LensView {
   /** @param {Cell} cell */
   placeTooltip(cell) {
     if (this.tooltip.hidden || !this.layout) return;
-    const r = cellRect(this.layout, cell.layerIndex, cell.position, this.scrollLeft());
+    const column = columnOf(this.layout, cell.position);
+    if (column < 0) return;
+    const r = cellRect(this.layout, cell.layerIndex, column, this.scrollLeft());
     const box = this.ui.canvas.getBoundingClientRect();
     this.tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
   }
@@ -410,18 +440,21 @@ export class LensView {
     const n = lens.lengths[s.prompt];
     this.placeChart(theme.charW);
     const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
-    const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}`;
+    const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s.hideTemplate}`;
     if (key !== this.layoutKey) {
       let maxChars = 1;
       const a = lens.arrays;
       const offset = lens.offsets[s.prompt];
       const lastRow = (lens.L - 1) * lens.T + offset;
-      for (let j = 0; j < n; j++) {
-        maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + j])), charCount(painter.tokenText(a.predicted_tokens[lastRow + j])));
+      const columns = this.shownColumns();
+      const shown = columns ? columns.length : n;
+      for (let j = 0; j < shown; j++) {
+        const p = columns ? columns[j] : j;
+        maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + p])), charCount(painter.tokenText(a.predicted_tokens[lastRow + p])));
         if (maxChars >= 10) break;
       }
       const labelW = painter.labelWidth(lens);
-      this.layout = computeLayout({ nLayers: lens.L, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars) });
+      this.layout = computeLayout({ nLayers: lens.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
       this.layoutKey = key;
       this.ui.track.style.width = `${this.layout.contentW}px`;
       this.ui.track.style.height = `${this.layout.height}px`;

@@ -1,0 +1,218 @@
+// @ts-check
+/**
+ * Generated tokens and chat roles: which tokens the model wrote (`generated` section), each
+ * token's chat role (`token_roles` section, codes into `meta.roles`), and which columns the
+ * heatmap shows when the template's own tokens are hidden. Pure functions of the decoded payload:
+ * the columns of a prompt are its true positions, so hiding template tokens collapses columns
+ * from view without renumbering any position.
+ */
+
+/**
+ * @typedef {import("./payload.js").Lens} Lens
+ *
+ * @typedef {object} RoleStyle
+ * @property {string} name the role ("system", "user", "assistant", "template", or another)
+ * @property {string} colour the band's colour (Okabe–Ito: told apart with any colour vision)
+ * @property {string} label the legend's text
+ */
+
+/** The role of the chat template's own tokens (code 0). */
+export const TEMPLATE_ROLE = "template";
+
+/** Colours of the usual roles (Okabe–Ito palette), and of any other role, in turn. */
+export const ROLE_COLOURS = Object.freeze({
+  template: "#999999",
+  system: "#e69f00",
+  user: "#0072b2",
+  assistant: "#009e73",
+});
+const OTHER_COLOURS = Object.freeze(["#cc79a7", "#d55e00", "#56b4e9", "#f0e442"]);
+
+/**
+ * The role names of the payload (`meta.roles`), [] without chat roles.
+ * @param {Lens} lens
+ * @returns {string[]}
+ */
+export function roleNames(lens) {
+  const roles = lens.meta.roles;
+  return Array.isArray(roles) && roles.every((r) => typeof r === "string") ? roles : [];
+}
+
+/**
+ * The band colour and legend text of each role name, in `meta.roles` order.
+ * @param {string[]} names
+ * @returns {RoleStyle[]}
+ */
+export function roleStyles(names) {
+  let other = 0;
+  return names.map((name) => {
+    const known = /** @type {Record<string, string>} */ (ROLE_COLOURS)[name];
+    const colour = known ?? OTHER_COLOURS[other++ % OTHER_COLOURS.length];
+    return { name, colour, label: name === TEMPLATE_ROLE ? "chat template" : name };
+  });
+}
+
+/**
+ * The role of a token (`position` among the prompt's real tokens), or null without roles.
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {number} position
+ * @returns {string | null}
+ */
+export function tokenRole(lens, prompt, position) {
+  const codes = lens.arrays.token_roles;
+  if (!codes) return null;
+  return roleNames(lens)[codes[lens.offsets[prompt] + position]] ?? null;
+}
+
+/**
+ * Whether the model generated this token (it follows the prompt).
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {number} position
+ */
+export function isGenerated(lens, prompt, position) {
+  const mask = lens.arrays.generated;
+  return Boolean(mask && mask[lens.offsets[prompt] + position]);
+}
+
+/**
+ * The position of the prompt's first generated token, or -1 when it has none.
+ * @param {Lens} lens
+ * @param {number} prompt
+ */
+export function generationStart(lens, prompt) {
+  const mask = lens.arrays.generated;
+  if (!mask) return -1;
+  const offset = lens.offsets[prompt];
+  for (let j = 0; j < lens.lengths[prompt]; j++) if (mask[offset + j]) return j;
+  return -1;
+}
+
+/**
+ * The roles that occur in the payload, in `meta.roles` order (for the legend).
+ * @param {Lens} lens
+ * @returns {RoleStyle[]}
+ */
+export function rolesPresent(lens) {
+  const codes = lens.arrays.token_roles;
+  if (!codes) return [];
+  const seen = new Set(codes);
+  return roleStyles(roleNames(lens)).filter((_, code) => seen.has(code));
+}
+
+/**
+ * Whether any token of the payload is the template's own (then it can be hidden).
+ * @param {Lens} lens
+ */
+export function hasTemplateTokens(lens) {
+  const codes = lens.arrays.token_roles;
+  const template = roleNames(lens).indexOf(TEMPLATE_ROLE);
+  return Boolean(codes) && template >= 0 && /** @type {Uint8Array} */ (codes).includes(template);
+}
+
+/**
+ * The positions the heatmap shows as its columns, in order: all of the prompt's (null), or, with
+ * `hideTemplate`, those that are not the template's own. A prompt of template tokens only keeps
+ * them all (an empty heatmap would show nothing to hide them from).
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {boolean} hideTemplate
+ * @returns {number[] | null}
+ */
+export function shownPositions(lens, prompt, hideTemplate) {
+  const codes = lens.arrays.token_roles;
+  const template = roleNames(lens).indexOf(TEMPLATE_ROLE);
+  if (!hideTemplate || !codes || template < 0) return null;
+  const offset = lens.offsets[prompt];
+  const shown = [];
+  for (let j = 0; j < lens.lengths[prompt]; j++) if (codes[offset + j] !== template) shown.push(j);
+  return shown.length && shown.length < lens.lengths[prompt] ? shown : null;
+}
+
+/**
+ * The column showing `position`, or -1 when it is hidden (`columns` null: every position).
+ * @param {number[] | null} columns
+ * @param {number} position
+ */
+export function columnOfPosition(columns, position) {
+  if (!columns) return position;
+  let lo = 0;
+  let hi = columns.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (columns[mid] === position) return mid;
+    if (columns[mid] < position) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+/**
+ * The position column `column` shows.
+ * @param {number[] | null} columns
+ * @param {number} column
+ */
+export function positionOfColumn(columns, column) {
+  return columns ? columns[column] : column;
+}
+
+/**
+ * The shown position nearest to `position` (itself when shown; ties go to the later one).
+ * @param {number[] | null} columns
+ * @param {number} position
+ */
+export function nearestShown(columns, position) {
+  if (!columns || !columns.length) return position;
+  let best = columns[0];
+  for (const p of columns) {
+    if (Math.abs(p - position) <= Math.abs(best - position)) best = p;
+    if (p > position) break;
+  }
+  return best;
+}
+
+/**
+ * The column where generation starts on screen (the first shown column of a generated token),
+ * or -1 when the prompt has no generated token shown.
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {number[] | null} columns
+ */
+export function generationColumn(lens, prompt, columns) {
+  const start = generationStart(lens, prompt);
+  if (start < 0) return -1;
+  if (!columns) return start;
+  const index = columns.findIndex((p) => p >= start);
+  return index;
+}
+
+/**
+ * How a token reads aloud and in the tooltip: "generated", its role, both, or "".
+ * @param {boolean} generated
+ * @param {string | null} role
+ */
+export function tokenMarkText(generated, role) {
+  const parts = [];
+  if (generated) parts.push("generated");
+  if (role) parts.push(role === TEMPLATE_ROLE ? "chat template" : role);
+  return parts.join(", ");
+}
+
+/**
+ * A colour image cut down to some of its pixel columns, in order.
+ * @param {{data: Uint8ClampedArray<ArrayBuffer>, width: number, height: number}} image
+ * @param {number[]} columns
+ * @returns {{data: Uint8ClampedArray<ArrayBuffer>, width: number, height: number}}
+ */
+export function pickColumns(image, columns) {
+  const width = columns.length;
+  const data = new Uint8ClampedArray(width * image.height * 4);
+  for (let row = 0; row < image.height; row++) {
+    for (let j = 0; j < width; j++) {
+      const from = (row * image.width + columns[j]) * 4;
+      data.set(image.data.subarray(from, from + 4), (row * width + j) * 4);
+    }
+  }
+  return { data, width, height: image.height };
+}

@@ -1,0 +1,141 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { cellDetails, readoutText, tooltipModel } from "../src/details.js";
+import { columnOf, computeLayout, positionAt } from "../src/layout.js";
+import { decodePayload } from "../src/payload.js";
+import {
+  columnOfPosition,
+  generationColumn,
+  generationStart,
+  hasTemplateTokens,
+  isGenerated,
+  nearestShown,
+  pickColumns,
+  positionOfColumn,
+  rolesPresent,
+  roleStyles,
+  shownPositions,
+  tokenMarkText,
+  tokenRole,
+} from "../src/token_marks.js";
+import { encode, makePayload } from "./helpers.mjs";
+
+const ROLES = ["template", "system", "user", "assistant"];
+
+/**
+ * Two prompts of 6 and 4 tokens: prompt 0 a chat (template, user, user, template, then two
+ * generated assistant tokens), prompt 1 a chat of template and system tokens with none generated.
+ */
+function chatLens({ generated = true, roles = true } = {}) {
+  const { meta, sections } = makePayload({ lengths: [6, 4] });
+  const T = 10;
+  if (generated) {
+    sections.generated = encode([0, 0, 0, 0, 1, 1, 0, 0, 0, 0], "uint8");
+    meta.sections.generated = { dtype: "uint8", shape: [T], scale: 1 };
+    meta.generation_starts = [4, 4];
+  }
+  if (roles) {
+    sections.token_roles = encode([0, 2, 2, 0, 3, 3, 0, 1, 1, 0], "uint8");
+    meta.sections.token_roles = { dtype: "uint8", shape: [T], scale: 1 };
+    meta.roles = ROLES;
+  }
+  return decodePayload(meta, sections);
+}
+
+test("generated tokens and their start, per prompt", () => {
+  const lens = chatLens();
+  assert.deepEqual([0, 1, 2, 3, 4, 5].map((j) => isGenerated(lens, 0, j)), [false, false, false, false, true, true]);
+  assert.equal(generationStart(lens, 0), 4);
+  assert.equal(generationStart(lens, 1), -1); // nothing generated after prompt 1
+  const plain = chatLens({ generated: false });
+  assert.equal(isGenerated(plain, 0, 4), false);
+  assert.equal(generationStart(plain, 0), -1);
+});
+
+test("roles come from meta.roles by code; the legend lists only those present", () => {
+  const lens = chatLens();
+  assert.deepEqual([0, 1, 2, 3, 4, 5].map((j) => tokenRole(lens, 0, j)), ["template", "user", "user", "template", "assistant", "assistant"]);
+  assert.equal(tokenRole(lens, 1, 1), "system");
+  assert.deepEqual(rolesPresent(lens).map((r) => r.name), ["template", "system", "user", "assistant"]);
+  assert.equal(hasTemplateTokens(lens), true);
+  assert.equal(tokenRole(chatLens({ roles: false }), 0, 0), null);
+  assert.equal(hasTemplateTokens(chatLens({ roles: false })), false);
+});
+
+test("role colours: distinct, fixed for the usual roles, others get the next free hue", () => {
+  const styles = roleStyles([...ROLES, "tool", "developer"]);
+  const colours = styles.map((s) => s.colour);
+  assert.equal(new Set(colours).size, colours.length);
+  assert.equal(styles[0].label, "chat template");
+  assert.deepEqual(roleStyles(["user"])[0], { name: "user", colour: "#0072b2", label: "user" });
+});
+
+test("codes outside meta.roles are refused", () => {
+  const { meta, sections } = makePayload({ lengths: [2] });
+  sections.token_roles = encode([0, 4], "uint8");
+  meta.sections.token_roles = { dtype: "uint8", shape: [2], scale: 1 };
+  meta.roles = ROLES;
+  assert.throws(() => decodePayload(meta, sections), /token_roles: role 4 is outside _meta.roles/);
+});
+
+test("hiding template tokens keeps the other positions' true numbers", () => {
+  const lens = chatLens();
+  assert.equal(shownPositions(lens, 0, false), null);
+  const shown = shownPositions(lens, 0, true);
+  assert.deepEqual(shown, [1, 2, 4, 5]);
+  assert.deepEqual(shown.map((_, c) => positionOfColumn(shown, c)), [1, 2, 4, 5]);
+  assert.equal(columnOfPosition(shown, 4), 2);
+  assert.equal(columnOfPosition(shown, 3), -1); // hidden
+  assert.equal(columnOfPosition(null, 3), 3);
+  assert.equal(nearestShown(shown, 3), 4);
+  assert.equal(nearestShown(shown, 0), 1);
+  assert.equal(nearestShown(shown, 5), 5);
+  // The layout counts columns; columnOf / positionAt translate.
+  const layout = computeLayout({ nLayers: 3, nPositions: shown.length, width: 600, labelW: 40, charW: 7, maxChars: 4, columns: shown });
+  assert.equal(layout.nPositions, 4);
+  assert.equal(positionAt(layout, 3), 5);
+  assert.equal(columnOf(layout, 5), 3);
+  assert.equal(columnOf(layout, 0), -1);
+  // The generation boundary sits at the first shown generated column.
+  assert.equal(generationColumn(lens, 0, shown), 2);
+  assert.equal(generationColumn(lens, 0, null), 4);
+  assert.equal(generationColumn(lens, 1, null), -1);
+});
+
+test("a prompt with nothing to hide, or nothing else, shows every position", () => {
+  const { meta, sections } = makePayload({ lengths: [3] });
+  sections.token_roles = encode([0, 0, 0], "uint8");
+  meta.sections.token_roles = { dtype: "uint8", shape: [3], scale: 1 };
+  meta.roles = ROLES;
+  assert.equal(shownPositions(decodePayload(meta, sections), 0, true), null);
+  sections.token_roles = encode([2, 2, 2], "uint8");
+  assert.equal(shownPositions(decodePayload(meta, sections), 0, true), null);
+});
+
+test("colour image columns are picked in order", () => {
+  const image = { width: 3, height: 2, data: new Uint8ClampedArray([...[1, 1, 1, 1], ...[2, 2, 2, 2], ...[3, 3, 3, 3], ...[4, 4, 4, 4], ...[5, 5, 5, 5], ...[6, 6, 6, 6]]) };
+  const picked = pickColumns(image, [0, 2]);
+  assert.equal(picked.width, 2);
+  assert.deepEqual(Array.from(picked.data), [...[1, 1, 1, 1], ...[3, 3, 3, 3], ...[4, 4, 4, 4], ...[6, 6, 6, 6]]);
+});
+
+test("tooltip and readout say generated and the role", () => {
+  const lens = chatLens();
+  const generated = cellDetails(lens, 0, 0, 4);
+  assert.equal(generated.generated, true);
+  assert.equal(generated.role, "assistant");
+  const tip = tooltipModel(generated);
+  assert.ok(tip.badge.startsWith("generated"));
+  assert.deepEqual(tip.rows.find((r) => r.label === "token")?.value, "generated, assistant");
+  assert.match(readoutText(generated), /^Layer 0, position 4, input .* \(generated, assistant\);/);
+  const template = cellDetails(lens, 0, 0, 0);
+  assert.match(readoutText(template), /\(chat template\)/);
+  assert.doesNotMatch(tooltipModel(template).badge, /generated/);
+  const plain = cellDetails(decodePayload(...Object.values(makePayload())), 0, 0, 0);
+  assert.equal(plain.generated, false);
+  assert.equal(plain.role, null);
+  assert.equal(tooltipModel(plain).rows.find((r) => r.label === "token"), undefined);
+  assert.doesNotMatch(readoutText(plain), /\(/);
+  assert.equal(tokenMarkText(false, null), "");
+});
