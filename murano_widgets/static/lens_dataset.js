@@ -323,7 +323,7 @@ var DatasetView = class {
     const legend = h("div", "murano-ds-legend");
     d.sets.forEach((set, i) => {
       const item = h("span", "murano-ds-legend-item");
-      item.append(h("span", `murano-ds-swatch murano-ds-c${i % 6}`), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
+      item.append(h("span", `murano-ds-swatch murano-ds-c${i % 8}`), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
       legend.append(item);
     });
     root.append(legend);
@@ -421,7 +421,7 @@ var DatasetView = class {
         /** @type {unknown} */
         set.summary
       );
-      const c = `murano-ds-c${i % 6}`;
+      const c = `murano-ds-c${i % 8}`;
       this.ui.svg.append(s("path", { class: `murano-ds-band ${c}`, d: bandPath(g, summary[metric.low], summary[metric.high]) }));
       this.ui.svg.append(s("path", { class: `murano-ds-line ${c}`, d: linePath(g, summary[metric.mean]), "data-set": set.name }));
       summary[metric.mean].forEach((v, j) => {
@@ -440,12 +440,14 @@ var DatasetView = class {
     const table = h("table", "murano-ds-table");
     const head = h("tr", "");
     head.append(h("th", "", {}, `Layer ${readout.layer}`));
-    for (const row of readout.rows) head.append(h("th", "", {}, row.set));
+    for (const [label] of readout.rows[0].cells) head.append(h("th", "murano-ds-label", {}, label));
     table.append(head);
-    readout.rows[0].cells.forEach(([label], k) => {
+    readout.rows.forEach((row, i) => {
       const tr = h("tr", "");
-      tr.append(h("td", "murano-ds-label", {}, label));
-      for (const row of readout.rows) tr.append(h("td", "", {}, row.cells[k][1]));
+      const name = h("td", "murano-ds-set");
+      name.append(h("span", `murano-ds-swatch murano-ds-c${i % 8}`), h("span", "", {}, row.set));
+      tr.append(name);
+      for (const [, value] of row.cells) tr.append(h("td", "", {}, value));
       table.append(tr);
     });
     this.ui.readout.replaceChildren(table);
