@@ -520,3 +520,27 @@ def test_a_loaded_data_set_says_why_it_cannot_open_a_heatmap(load_tiny, tmp_path
         with_model.open_prompt(7)
     with pytest.raises(ValueError, match="data set holds layers up to 5"):
         synthetic(layers=(0, 5)).show(model=model)
+
+
+def test_variants_and_a_tuned_lens_reach_the_step_and_the_provenance():
+    from murano_widgets import PromptBatch, load_demo_model, load_demo_tuned_lens
+
+    model = load_demo_model()
+    lens = load_demo_tuned_lens(model)
+    prompts = ["The capital of France is", "Monday, Tuesday,", "The opposite of hot is"]
+    answers = ["Paris", " wednesday", " cold"]  # forms the variants count differently
+    data = lens_dataset(model, prompts, answers, variants=True, lens=lens, progress=False)
+    assert data.provenance["lens_kind"] == "tuned" and data.provenance["variants"] is True
+    # The same prompts through the step itself, one at a time (no batching, no sorting).
+    for p, prompt in enumerate(prompts):
+        step = LogitLens(model, variants=True, lens=lens)
+        alone = step({"prompts": PromptBatch([prompt], answers=[answers[p]])})["logit_lens"]
+        np.testing.assert_allclose(
+            data.answer_probs["answer"][p], alone.answer_probs[:, 0].numpy(), rtol=1e-5, atol=1e-7
+        )
+    plain = lens_dataset(model, prompts, answers, progress=False)
+    assert plain.provenance["lens_kind"] == "logit"
+    assert (data.answer_probs["answer"][:, -1] >= plain.answer_probs["answer"][:, -1] - 1e-6).all()
+    assert data.answer_probs["answer"][0, -1] > 10 * plain.answer_probs["answer"][0, -1], (
+        "'Paris' without its space is rare; with variants=True ' Paris' is counted too"
+    )
