@@ -3,9 +3,9 @@
 1. The default path on a GPU: ``MuranoModel(folder, device="cuda")`` takes the checkpoint's
    dtype (``dtype="auto"``), for a float32 tiny GPT-2 and a bfloat16 tiny Llama.
 2. The step on the GPU, with teacher-forced answers (alternatives, several tokens) and 30
-   targets (the histogram path of the rank count), on both reduction paths, against the same
-   step on the CPU in float32: probabilities within ``--atol``, ranks equal but for
-   near-ties (counted and printed).
+   targets (more than a dozen: the search path of the rank count), on both reduction paths,
+   against the same step on the CPU in the same dtype: probabilities within ``--atol``, ranks
+   equal but for near-ties (counted and printed).
 3. The widget's payload from a GPU result.
 4. ``bench/targets.py``'s comparison on the GPU: 100 targets against the plain step at 8x64
    on GPT-2 small's shape.
@@ -70,15 +70,17 @@ def main() -> int:
             # The default: the checkpoint's dtype on a GPU, float32 on a CPU.
             expected = torch.float32 if args.device == "cpu" else saved
             check(model.dtype == expected, f"{arch}: the default dtype is {expected}")
-            cpu = MuranoModel(folder, device="cpu", dtype=torch.float32)
+            # The same weights in the same dtype on the CPU: bfloat16 logits hold many exact
+            # ties, so ranks are compared like for like.
+            cpu = MuranoModel(folder, device="cpu", dtype=saved)
             targets = list(dict.fromkeys(cpu.tokenizer.decode([i]) for i in range(40, 70)))
             batch = PromptBatch(PROMPTS, answers=ANSWERS)
             reference = LogitLens(cpu, targets=targets)(Results(prompts=batch))["logit_lens"]
             for in_trace in (False, True):
                 step = LogitLens(model, targets=targets, reduce_in_trace=in_trace)
                 result = step(Results(prompts=batch))["logit_lens"]
-                # bfloat16 weights shift probabilities by far more than float32 rounding.
-                atol = args.atol if saved == torch.float32 else 0.05
+                # bfloat16 kernels round differently on each device.
+                atol = args.atol if saved == torch.float32 else 0.02
                 where = f"{arch} on {args.device} ({'in' if in_trace else 'after'} trace)"
                 for name in ("max_probs", "answer_probs", "answer_token_probs", "target_probs"):
                     ours, theirs = getattr(result, name), getattr(reference, name)
@@ -87,14 +89,14 @@ def main() -> int:
                     report[f"{where} {name} max diff"] = diff
                     check(
                         diff <= atol and torch.equal(torch.isfinite(ours), both),
-                        f"{where}: {name} within {atol} of the CPU float32 step ({diff:.2e})",
+                        f"{where}: {name} within {atol} of the CPU step ({diff:.2e})",
                     )
                 for name in ("target_ranks", "answer_ranks", "final_token_ranks"):
                     ours, theirs = getattr(result, name), getattr(reference, name)
                     differ = float((ours != theirs).float().mean())
                     report[f"{where} {name} share differing"] = differ
                     # Near-ties can swap under other kernels; a wholesale error cannot hide.
-                    limit = 0.01 if saved == torch.float32 else 0.25
+                    limit = 0.01 if saved == torch.float32 else 0.05
                     check(differ <= limit, f"{where}: {name} differ in {differ:.2%} of cells")
             payload = LensPayload.from_result(result)
             check(

@@ -13,7 +13,12 @@ import torch
 from reference import ReferenceLens
 
 from murano_widgets import LogitLens, PromptBatch, Results
-from murano_widgets._reductions import Buffers, count_above
+from murano_widgets._reductions import (
+    Buffers,
+    _count_above_by_cells,
+    _count_above_by_search,
+    count_above,
+)
 
 PROMPTS = ["The Eiffel Tower is in the city of", "one two", "Alice met Bob. Alice gave"]
 # Single- and multi-token answers under the tiny byte-level tokenizer.
@@ -233,6 +238,13 @@ def test_count_above_is_exact_with_ties_and_rows_that_are_not_finite(n):
     assert torch.equal(got[finite], expected[finite])
     assert (got[1] == 0).all()  # nothing is above a value in a constant row
     assert torch.equal(count_above(z, thresholds), got)  # without buffers
+    # Both ways for many thresholds, whichever count_above picked for this shape: a search per
+    # entry (accelerators, small vocabularies) and the cells (large vocabularies on a CPU).
+    searched = _count_above_by_search(z[finite], thresholds[finite])
+    assert torch.equal(searched, expected[finite])
+    if n > 12:
+        by_cells = _count_above_by_cells(z, thresholds, torch.empty_like(z), Buffers())
+        assert torch.equal(by_cells[finite], expected[finite]) and (by_cells[1] == 0).all()
 
 
 def test_payload_carries_answers_targets_and_the_answer_metric(load_tiny):
