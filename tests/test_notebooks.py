@@ -47,6 +47,7 @@ def test_the_teaching_notebooks_are_there():
         "02_comparing_prompts.ipynb",
         "03_pipeline_and_scale.ipynb",
         "04_when_does_it_know.ipynb",
+        "05_compare_and_generate.ipynb",
     ]
 
 
@@ -360,6 +361,13 @@ def test_saved_widget_state_renders_without_a_kernel(path, executed, browser):
             start, length = meta["offsets"][prompt], meta["lengths"][prompt]
             input_ids = decode_sections(meta, {"input_ids": sections["input_ids"]})
             tokens = [meta["tokens"][i] for i in input_ids["input_ids"][start : start + length]]
+            # A prompt wider than the page scrolls: only its visible columns are drawn.
+            first, last = page.evaluate(
+                "() => document.querySelector('.murano-root').parentElement"
+                ".__muranoDebug.visibleColumns"
+            )
+            assert last > first and (first, last) == (0, min(last, length)), (first, last)
+            tokens = tokens[first:last]
             shown = page.evaluate("(ts) => ts.map((t) => window.lens.displayToken(t))", tokens)
             for token, label in zip(tokens, shown, strict=True):
                 assert any(
@@ -393,3 +401,44 @@ def test_notebook_04_saves_the_data_set_widget_with_its_front_end(executed):
     chart = charts[-1]
     assert chart["layer"] in chart["_meta"]["layers"] and chart["answer_set"] == "language"
     assert len(chart["_meta"]["sets"]) == 7, "one curve per fact family"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_notebook_04_data_set_widget_renders_without_a_kernel(executed, browser):
+    path = NOTEBOOK_DIR / "04_when_does_it_know.ipynb"
+    nb, _ = executed(path)
+    saved = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    entry = next(
+        entry
+        for entry in saved.values()
+        if str(entry.get("state", {}).get("_anywidget_id", "")).endswith("DatasetChart")
+    )
+    state = entry["state"]
+    data = {
+        buffer["path"][1]: buffer["data"]
+        for buffer in entry.get("buffers", [])
+        if len(buffer["path"]) == 2 and buffer["path"][0] == "_data"
+    }
+    assert len(data) == 2 * len(state["_meta"]["sets"]), sorted(data)
+    standalone = {
+        "_meta": state["_meta"],
+        "_data": data,
+        **{k: state[k] for k in ("layer", "answer_set", "order", "metric") if k in state},
+    }
+    context, page = _open_page(browser, state["_esm"], state.get("_css") or "")
+    try:
+        assert page.evaluate("(s) => window.show(s)", standalone)
+        page.wait_for_function("document.querySelector('#host .murano-ds-chart') !== null")
+        assert page.locator("#host .murano-ds-line").count() == len(state["_meta"]["sets"])
+        assert page.locator("#host .murano-ds-band").count() == len(state["_meta"]["sets"])
+        # The chosen layer's prompts are listed, worst first, as the notebook left them.
+        assert page.locator("#host .murano-ds-prompt").count() > 0
+        assert f"Layer {state['layer']}" in page.inner_text("#host .murano-ds-prompts-title")
+        page.locator("#host .murano-ds-prompt").first.click()
+        assert "no Python kernel" in page.inner_text("#host .murano-ds-status")
+        assert not page.errors, page.errors
+        assert not page.blocked, f"the widget asked the network for {page.blocked}"
+        page.locator("#host").screenshot(path=str(ARTIFACTS / "notebook-04-data-set-widget.png"))
+    finally:
+        context.close()
