@@ -521,6 +521,38 @@ function render({ model, el }) {
   el.__muranoDataset = view;
   return () => view.destroy();
 }
+function renderStandalone(el, state) {
+  const data = {};
+  for (const [name, value] of Object.entries(state._data || {})) {
+    data[name] = typeof value === "string" ? Uint8Array.from(atob(value), (c) => c.charCodeAt(0)) : value;
+  }
+  const values = { layer: null, answer_set: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };
+  values._meta = { ...values._meta, can_open: false, cannot_open_reason: "Cannot open a heatmap here: this page has no Python kernel to run the lens." };
+  const listeners = /* @__PURE__ */ new Map();
+  const model = {
+    get: (name) => values[name],
+    set(name, value) {
+      if (Object.is(values[name], value)) return;
+      values[name] = value;
+      for (const fn of [...listeners.get(`change:${name}`) || []]) fn();
+    },
+    on(event, fn) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, set = /* @__PURE__ */ new Set());
+      set.add(fn);
+    },
+    off(event, fn) {
+      if (!event) listeners.clear();
+      else if (!fn) listeners.delete(event);
+      else listeners.get(event)?.delete(fn);
+    },
+    save_changes() {
+    },
+    send() {
+    }
+  };
+  return { model, destroy: render({ model, el }) };
+}
 var index_default = { render };
 export {
   bandPath,
@@ -533,5 +565,6 @@ export {
   linePath,
   promptOrder,
   readArray,
-  render
+  render,
+  renderStandalone
 };

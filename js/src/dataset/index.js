@@ -11,15 +11,61 @@ import { DatasetView } from "./view.js";
 export { bandPath, chartGeometry, labelColumns, linePath } from "./chart.js";
 export { decodeDataset, formatInterval, layerReadout, promptOrder, readArray } from "./data.js";
 
+/** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
+
 /**
  * anywidget entry point: draws the widget into `el`; returns the cleanup function.
- * @param {{model: import("../local_model.js").WidgetModel, el: HTMLElement}} context
+ * @param {{model: WidgetModel, el: HTMLElement}} context
  * @returns {() => void}
  */
 export function render({ model, el }) {
   const view = new DatasetView(model, el);
   /** @type {any} */ (el).__muranoDataset = view;
   return () => view.destroy();
+}
+
+/**
+ * Renders the widget with no kernel (a saved notebook's state, a test page), from a plain state
+ * object: `{_meta, _data, layer?, answer_set?, order?, metric?, status?}`, where `_data` values
+ * may be base64 text (as a notebook saves buffers) or binary. Choosing a prompt then only says
+ * that a kernel is needed to open its heatmap.
+ * @param {HTMLElement} el
+ * @param {Record<string, any>} state
+ * @returns {{model: WidgetModel, destroy: () => void}}
+ */
+export function renderStandalone(el, state) {
+  /** @type {Record<string, unknown>} */
+  const data = {};
+  for (const [name, value] of Object.entries(state._data || {})) {
+    data[name] = typeof value === "string" ? Uint8Array.from(atob(value), (c) => c.charCodeAt(0)) : value;
+  }
+  /** @type {Record<string, any>} */
+  const values = { layer: null, answer_set: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };
+  values._meta = { ...values._meta, can_open: false, cannot_open_reason: "Cannot open a heatmap here: this page has no Python kernel to run the lens." };
+  /** @type {Map<string, Set<() => void>>} */
+  const listeners = new Map();
+  /** @type {WidgetModel} */
+  const model = {
+    get: (name) => values[name],
+    set(name, value) {
+      if (Object.is(values[name], value)) return;
+      values[name] = value;
+      for (const fn of [...(listeners.get(`change:${name}`) || [])]) fn();
+    },
+    on(event, fn) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, (set = new Set()));
+      set.add(fn);
+    },
+    off(event, fn) {
+      if (!event) listeners.clear();
+      else if (!fn) listeners.delete(event);
+      else listeners.get(event)?.delete(fn);
+    },
+    save_changes() {},
+    send() {},
+  };
+  return { model, destroy: render({ model, el }) };
 }
 
 export default { render };
