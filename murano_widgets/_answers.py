@@ -84,6 +84,7 @@ def plan_inputs(
     targets: list[str] | None,
     variants: bool,
     prompt_ids: list[list[int]] | None = None,
+    answer_cells: bool = True,
 ) -> InputPlan:
     """Tokenizes the prompts once, with what scoring the answers and targets needs.
 
@@ -91,6 +92,8 @@ def plan_inputs(
         tokenizer, prompts, answer_sets, targets, variants: What the step was given.
         prompt_ids: The prompts' token ids when they are not to be tokenized from their text
             (generated tokens, a chat template's tokens), or ``None``.
+        answer_cells: Track the answers' first tokens at every shown cell; ``False`` only
+            where each prompt ends (all that the answer scores need).
 
     Raises:
         ValueError: If an answer or target adds no token after its prompt.
@@ -193,8 +196,9 @@ def plan_inputs(
         for i in range(n_inputs)
     ]
     for i in range(n_inputs):
-        for k in range(len(prompt_ids[i])):
-            row_tokens[shown_index[(i, k)]] = first_tokens[i]
+        positions = range(len(prompt_ids[i])) if answer_cells else [len(prompt_ids[i]) - 1]
+        for k in positions:
+            row_tokens[shown_index[(i, k)]] = list(first_tokens[i])
 
     def column(reduced: int, token: int) -> int:
         tokens = row_tokens[reduced]

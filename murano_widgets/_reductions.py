@@ -79,10 +79,19 @@ class Tracked:
         target_ids: ``[n]`` ids tracked at every row (the targets' tokens; may be empty).
         row_ids: ``[rows, a]`` ids tracked per row (the answers' tokens), -1 where a row has
             fewer than ``a``; or ``None``.
+        id_rows: The rows that track any id, when not all do (their ranks alone are counted);
+            ``None`` when all do. Filled in from ``row_ids``.
     """
 
     target_ids: torch.Tensor
     row_ids: torch.Tensor | None = None
+    id_rows: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.row_ids is not None and self.id_rows is None:
+            has = (self.row_ids >= 0).any(dim=1)
+            if not bool(has.all()):
+                self.id_rows = torch.nonzero(has).squeeze(1)
 
     def rows(self, start: int, stop: int) -> Tracked:
         """The same ids for rows ``start:stop`` of the chunk's rows."""
@@ -91,7 +100,8 @@ class Tracked:
 
     def to(self, device: torch.device | str) -> Tracked:
         row_ids = None if self.row_ids is None else self.row_ids.to(device)
-        return Tracked(self.target_ids.to(device), row_ids)
+        id_rows = None if self.id_rows is None else self.id_rows.to(device)
+        return Tracked(self.target_ids.to(device), row_ids, id_rows)
 
 
 # What a cell holds when it has no value: padding, or a distribution that was not finite.
@@ -313,11 +323,19 @@ def _track_ranks(
     rows = z.shape[0]
     n_targets = int(tracked.target_ids.shape[0])
     ids = tracked.target_ids.unsqueeze(0).expand(rows, n_targets)
+    ranks = count_above(z, z.gather(-1, ids), scratch, buffers)
     absent = None
     if tracked.row_ids is not None:
         absent = tracked.row_ids < 0
-        ids = torch.cat([ids, tracked.row_ids.clamp_min(0)], dim=1)
-    ranks = count_above(z, z.gather(-1, ids), scratch, buffers)
+        row_ids = tracked.row_ids.clamp_min(0)
+        if tracked.id_rows is None:
+            row_ranks = count_above(z, z.gather(-1, row_ids), scratch, buffers)
+        else:  # answers scored only where prompts end: count on those rows alone
+            some = z.index_select(0, tracked.id_rows)
+            counted = count_above(some, some.gather(-1, row_ids[tracked.id_rows]))
+            row_ranks = torch.full_like(row_ids, -1).index_copy_(0, tracked.id_rows, counted)
+        ids = torch.cat([ids, row_ids], dim=1)
+        ranks = torch.cat([ranks, row_ranks], dim=1)
     return _TrackedRanks(ids, ranks, n_targets, absent)
 
 

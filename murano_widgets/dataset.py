@@ -85,7 +85,8 @@ def lens_dataset(
     batch_size = check_int("batch_size", batch_size, 1, None, None)
     progress = check_bool("progress", progress)
     variants = check_bool("variants", variants)
-    step = LogitLens(model, layers, lens=lens, variants=variants)
+    # A data set reads the answers where prompts end: no per-cell answer tracking.
+    step = LogitLens(model, layers, lens=lens, variants=variants, answer_cells=False)
     lengths = _token_lengths(model, prompts)
     order = batch_order(lengths)
 

@@ -71,6 +71,10 @@ class LogitLens:
             prompt come with the prompts: ``PromptBatch(prompts, answers=...)``.
         variants: Also count each answer's and target's forms with and without a leading
             space and with the first letter's case changed (the single-token ones, each once).
+        answer_cells: Score each answer's first token at every cell (``answer_token_probs``
+            and ``answer_token_ranks``: the heatmap's answer metric and the trajectory chart);
+            ``False`` scores answers only where each prompt ends (NaN and -1 elsewhere), which
+            is all a data set needs and costs less.
 
     Raises:
         TypeError: If ``model`` is not a model backend, or an argument has the wrong type.
@@ -93,6 +97,7 @@ class LogitLens:
         lens: Any = None,
         targets: Sequence[str] | None = None,
         variants: bool = False,
+        answer_cells: bool = True,
     ) -> None:
         _check_model(model)
         self.model = model
@@ -117,6 +122,7 @@ class LogitLens:
         self.lens = lens
         self.targets = None if targets is None else validate_targets(targets)
         self.variants = check_bool("variants", variants)
+        self.answer_cells = check_bool("answer_cells", answer_cells)
 
     def __repr__(self) -> str:
         kind = "logit" if self.lens is None else getattr(self.lens, "kind", "custom")
@@ -175,7 +181,13 @@ class LogitLens:
         if prompt_ids is not None:
             prompt_ids = _check_prompt_ids(prompt_ids, len(prompts), int(self.model.vocab_size))
         plan = plan_inputs(
-            self.model.tokenizer, prompts, answer_sets, self.targets, self.variants, prompt_ids
+            self.model.tokenizer,
+            prompts,
+            answer_sets,
+            self.targets,
+            self.variants,
+            prompt_ids,
+            self.answer_cells,
         )
         inputs = _model_inputs(self.model, plan)
         mask = plan.display_mask.bool()

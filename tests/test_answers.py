@@ -332,3 +332,23 @@ def test_prompt_ids_are_read_as_given(load_tiny):
         step.run(PROMPTS, prompt_ids=[ids[0], [320], ids[2]])
     with pytest.raises(ValueError, match=r"prompt_ids must be a list of 3"):
         step.run(PROMPTS, prompt_ids=ids[:2])
+
+
+def test_answers_scored_only_where_prompts_end(load_tiny):
+    model = load_tiny("llama")
+    everywhere = run(model, answers=ANSWERS, targets=[" Paris"])
+    at_ends = run(model, answers=ANSWERS, targets=[" Paris"], answer_cells=False)
+    for name in ("answer_probs", "answer_ranks", "target_probs", "max_probs"):
+        torch.testing.assert_close(
+            getattr(at_ends, name), getattr(everywhere, name), equal_nan=True
+        )
+    for p in range(len(PROMPTS)):
+        positions = at_ends.positions(p)
+        last, before = positions[-1], positions[:-1]
+        torch.testing.assert_close(
+            at_ends.answer_token_probs[:, p, last], everywhere.answer_token_probs[:, p, last]
+        )
+        assert torch.isnan(at_ends.answer_token_probs[:, p, before]).all()
+        assert (at_ends.answer_token_ranks[:, p, before] == -1).all()
+    with pytest.raises(TypeError, match="answer_cells must be"):
+        LogitLens(model, answer_cells=None)
