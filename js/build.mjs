@@ -1,6 +1,6 @@
-// Builds the widget's front end into the package: js/src/index.js → one ES module
-// (murano_widgets/static/logit_lens.js) and js/src/logit_lens.css → murano_widgets/static/.
-// The built files are committed, so a source install needs no node.
+// Builds the widgets' front ends into the package: each widget's entry in js/src → one ES module
+// in murano_widgets/static/ (logit_lens.js, lens_dataset.js, lens_diff.js), and its CSS beside
+// it. The built files are committed, so a source install needs no node.
 //
 //   node build.mjs           write them
 //   node build.mjs --check   fail (exit 1) when the committed files differ from a fresh build
@@ -19,67 +19,37 @@ const check = process.argv.includes("--check");
 
 const banner = "// Built by `npm run build` (js/build.mjs) from js/src with esbuild; do not edit: edit js/src.";
 
-const result = await esbuild.build({
-  absWorkingDir: here,
-  entryPoints: ["src/index.js"],
-  bundle: true,
-  format: "esm",
-  platform: "browser",
-  target: "es2020",
-  charset: "utf8",
-  legalComments: "none",
-  minify: false,
-  sourcemap: false,
-  write: false,
-  banner: { js: banner },
-  logLevel: "warning",
-});
+// One bundle per widget, each its own entry so that one widget's code never grows another's:
+// the heatmap (show_logit_lens), the data set (LensDataset.show()) and the lens diff
+// (show_lens_diff).
+const widgets = [
+  { entry: "src/index.js", css: "src/logit_lens.css", name: "logit_lens" },
+  { entry: "src/dataset/index.js", css: "src/dataset/dataset.css", name: "lens_dataset" },
+  { entry: "src/diff/index.js", css: "src/diff/lens_diff.css", name: "lens_diff" },
+];
 
-const css = readFileSync(join(here, "src", "logit_lens.css"), "utf8");
-const outputs = {
-  "logit_lens.js": result.outputFiles[0].text,
-  "logit_lens.css": `/* Copied by \`npm run build\` from js/src/logit_lens.css; do not edit: edit js/src. */\n${css}`,
-};
-
-// The data-set widget (LensDataset.show()): its own entry, so the heatmap's bundle stays as it is.
-const dataset = await esbuild.build({
-  absWorkingDir: here,
-  entryPoints: ["src/dataset/index.js"],
-  bundle: true,
-  format: "esm",
-  platform: "browser",
-  target: "es2020",
-  charset: "utf8",
-  legalComments: "none",
-  minify: false,
-  sourcemap: false,
-  write: false,
-  banner: { js: banner },
-  logLevel: "warning",
-});
-const datasetCss = readFileSync(join(here, "src", "dataset", "dataset.css"), "utf8");
-outputs["lens_dataset.js"] = dataset.outputFiles[0].text;
-outputs["lens_dataset.css"] = `/* Copied by \`npm run build\` from js/src/dataset/dataset.css; do not edit: edit js/src. */\n${datasetCss}`;
-
-// The lens-diff widget (show_lens_diff): its own entry too.
-const diff = await esbuild.build({
-  absWorkingDir: here,
-  entryPoints: ["src/diff/index.js"],
-  bundle: true,
-  format: "esm",
-  platform: "browser",
-  target: "es2020",
-  charset: "utf8",
-  legalComments: "none",
-  minify: false,
-  sourcemap: false,
-  write: false,
-  banner: { js: banner },
-  logLevel: "warning",
-});
-const diffCss = readFileSync(join(here, "src", "diff", "lens_diff.css"), "utf8");
-outputs["lens_diff.js"] = diff.outputFiles[0].text;
-outputs["lens_diff.css"] = `/* Copied by \`npm run build\` from js/src/diff/lens_diff.css; do not edit: edit js/src. */\n${diffCss}`;
+const outputs = {};
+for (const widget of widgets) {
+  const result = await esbuild.build({
+    absWorkingDir: here,
+    entryPoints: [widget.entry],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2020",
+    charset: "utf8",
+    legalComments: "none",
+    minify: false,
+    sourcemap: false,
+    write: false,
+    banner: { js: banner },
+    logLevel: "warning",
+  });
+  const css = readFileSync(join(here, widget.css), "utf8");
+  outputs[`${widget.name}.js`] = result.outputFiles[0].text;
+  outputs[`${widget.name}.css`] =
+    `/* Copied by \`npm run build\` from js/${widget.css}; do not edit: edit js/src. */\n${css}`;
+}
 
 let stale = [];
 for (const [name, text] of Object.entries(outputs)) {
