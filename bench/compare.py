@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The same model, prompts and peak-memory readings as the step's benchmark.
-from logit_lens import VOCAB, _peak_bytes, _reset_peak, _rss_bytes, build_model, prompts_for
+from logit_lens import (
+    VOCAB,
+    _peak_bytes,
+    _reset_peak,
+    _rss_bytes,
+    build_model,
+    prompts_for,
+    spawn_worker,
+)
 
 KINDS = ("steps", "together", "full")
 
@@ -83,21 +90,7 @@ def worker(kind: str, shape: str, folder: str) -> dict:
 
 
 def spawn(kind: str, shape: str, folder: Path) -> dict:
-    command = [
-        sys.executable,
-        __file__,
-        "--worker",
-        kind,
-        "--shapes",
-        shape,
-        "--model",
-        str(folder),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        return {"error": (done.stderr.strip().splitlines() or ["killed"])[-1][:160]}
-    return json.loads(lines[-1])
+    return spawn_worker(__file__, kind, shape, folder)
 
 
 def main() -> None:

@@ -135,20 +135,18 @@ def worker(kind: str, shape: str, folder: str) -> dict:
 
 
 def spawn(kind: str, shape: str, folder: Path) -> dict:
-    command = [
-        sys.executable,
-        __file__,
-        "--worker",
-        kind,
-        "--shapes",
-        shape,
-        "--model",
-        str(folder),
-    ]
+    return spawn_worker(__file__, kind, shape, folder)
+
+
+def spawn_worker(script: str, kind: str, shape: str, folder: Path, *extra: str) -> dict:
+    """Runs ``script --worker KIND`` in a fresh process (so memory peaks don't mix); its last
+    JSON line, or ``{"error": ...}`` with the last line of its error output."""
+    command = [sys.executable, script, "--worker", kind, "--shapes", shape, "--model"]
+    command += [str(folder), *extra]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
-        return {"error": (done.stderr.strip().splitlines() or ["killed"])[-1][:120]}
+        return {"error": (done.stderr.strip().splitlines() or ["killed"])[-1][:160]}
     return json.loads(lines[-1])
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from logit_lens import D_MODEL, N_LAYERS, VOCAB, build_model, prompts_for
+from logit_lens import D_MODEL, N_LAYERS, VOCAB, build_model, prompts_for, spawn_worker
 
 
 def worker(kind: str, shape: str, folder: str, repeats: int) -> dict:
@@ -66,13 +65,7 @@ def worker(kind: str, shape: str, folder: str, repeats: int) -> dict:
 
 
 def spawn(kind: str, shape: str, folder: Path, repeats: int) -> dict:
-    command = [sys.executable, __file__, "--worker", kind, "--shapes", shape]
-    command += ["--model", str(folder), "--repeats", str(repeats)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        return {"error": (done.stderr.strip().splitlines() or ["killed"])[-1][:160]}
-    return json.loads(lines[-1])
+    return spawn_worker(__file__, kind, shape, folder, "--repeats", str(repeats))
 
 
 def main() -> None:
