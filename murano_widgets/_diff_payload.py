@@ -31,6 +31,8 @@ import numpy as np
 import torch
 
 from .compare import LensComparison, _gather
+from .metrics import nice_ceil
+from .payload import joined_prompts
 
 FORMAT = "lens_diff"
 FORMAT_VERSION = 1
@@ -69,7 +71,7 @@ METRICS = (
 
 
 def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The comparison as ``(meta, arrays)``; :func:`section_bytes` turns the arrays into bytes."""
+    """The comparison as ``(meta, arrays)``; :func:`~murano_widgets.payload.section_bytes` turns the arrays into bytes."""
     a, b = comparison.a, comparison.b
     mask = a.attention_mask.bool()
     prompts, seqs = (t.numpy() for t in torch.nonzero(mask, as_tuple=True))
@@ -191,7 +193,8 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         scales["kl"] = kl_max / _U16
 
     known = np.abs(delta[delta_known]) if delta_known.any() else np.zeros(1)
-    delta_max = _nice_ceil(float(known.max()) if known.size else 0.0)
+    # A round bound from 0.01 to 1, so the legend's ends read as plain numbers.
+    delta_max = min(1.0, nice_ceil(max(float(known.max()) if known.size else 0.0, 0.01)))
     metrics = []
     for metric in METRICS:
         name = metric["name"]
@@ -225,8 +228,8 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         "alignment_note": comparison.alignment_note,
         "token_rule": comparison.token_rule,
         "source": comparison.source,
-        "prompts_a": list(a.prompts) if a.prompts else _joined(a),
-        "prompts_b": list(b.prompts) if b.prompts else _joined(b),
+        "prompts_a": list(a.prompts) if a.prompts else joined_prompts(a),
+        "prompts_b": list(b.prompts) if b.prompts else joined_prompts(b),
         "lengths": lengths,
         "offsets": offsets,
         "total": total,
@@ -245,46 +248,7 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
     return meta, arrays
 
 
-def section_bytes(arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
-    """Each array as little-endian bytes."""
-    return {
-        name: np.ascontiguousarray(array)
-        .astype(array.dtype.newbyteorder("<"), copy=False)
-        .tobytes()
-        for name, array in arrays.items()
-    }
-
-
-def decode(meta: dict[str, Any], sections: dict[str, bytes]) -> dict[str, np.ndarray]:
-    """Sections back to values (``raw * scale``), as the front end reads them (for tests)."""
-    out = {}
-    for name, data in sections.items():
-        info = meta["sections"][name]
-        raw = np.frombuffer(data, dtype=np.dtype(info["dtype"]).newbyteorder("<"))
-        raw = raw.reshape(info["shape"])
-        out[name] = raw if info["scale"] == 1.0 else raw.astype(np.float64) * info["scale"]
-    return out
-
-
 def _depth(result: Any) -> int:
     from ._alignment import model_depth
 
     return model_depth(result)
-
-
-def _nice_ceil(x: float) -> float:
-    """Rounds up to 1, 2 or 5 times a power of ten (at least 0.01, at most 1)."""
-    if not x > 0.01:
-        return 0.01
-    power = 10 ** np.floor(np.log10(x))
-    for m in (1, 2, 5, 10):
-        if m * power >= x - 1e-12:
-            return float(min(1.0, m * power))
-    return 1.0
-
-
-def _joined(result: Any) -> list[str]:
-    return [
-        "".join(result.input_words[p][s] for s in result.positions(p).tolist())
-        for p in range(result.n_inputs)
-    ]

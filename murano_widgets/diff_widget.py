@@ -15,8 +15,9 @@ import anywidget
 import traitlets
 
 from ._checks import check_index
-from ._diff_payload import METRICS, diff_payload, section_bytes
+from ._diff_payload import METRICS, diff_payload
 from .compare import LensComparison, compare
+from .payload import section_bytes
 from .result import LogitLensResult
 from .widget import WidgetValueError
 

@@ -153,7 +153,7 @@ class LensPayload:
             "layers": [int(layer) for layer in result.layers],
             "n_model_layers": result.n_model_layers,
             "lens_kind": result.lens_kind or "logit",
-            "prompts": list(result.prompts) if result.prompts else _joined(result),
+            "prompts": list(result.prompts) if result.prompts else joined_prompts(result),
             "lengths": lengths,
             "offsets": offsets,
             "total": int(sum(lengths)),
@@ -185,13 +185,7 @@ class LensPayload:
 
     def sections(self, names: tuple[str, ...] | list[str]) -> dict[str, bytes]:
         """The named sections that exist, as little-endian bytes."""
-        return {
-            name: np.ascontiguousarray(self.arrays[name])
-            .astype(self.arrays[name].dtype.newbyteorder("<"), copy=False)
-            .tobytes()
-            for name in names
-            if name in self.arrays
-        }
+        return section_bytes({name: self.arrays[name] for name in names if name in self.arrays})
 
     def base_sections(self) -> dict[str, bytes]:
         """What the default view needs."""
@@ -302,6 +296,16 @@ def _answer_sets_meta(result: LogitLensResult) -> list[dict[str, Any]]:
     ]
 
 
+def section_bytes(arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
+    """Arrays as the little-endian bytes the front end reads (any payload's, the diff's too)."""
+    return {
+        name: np.ascontiguousarray(array)
+        .astype(array.dtype.newbyteorder("<"), copy=False)
+        .tobytes()
+        for name, array in arrays.items()
+    }
+
+
 def decode_sections(meta: dict[str, Any], sections: dict[str, bytes]) -> dict[str, np.ndarray]:
     """Decodes sections back to arrays of values (``raw * scale``), as the front end does."""
     out = {}
@@ -374,7 +378,7 @@ def _display_name(name: str) -> str:
     return path.name if name and path.is_dir() else name
 
 
-def _joined(result: LogitLensResult) -> list[str]:
+def joined_prompts(result: LogitLensResult) -> list[str]:
     """A prompt's text rebuilt from its input words, when the result does not carry prompts."""
     texts = []
     for p in range(result.n_inputs):

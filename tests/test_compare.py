@@ -21,9 +21,9 @@ from murano_widgets import (
     load_demo_model,
     load_demo_tuned_lens,
 )
-from murano_widgets._diff_payload import decode
 from murano_widgets.compare import LensComparison, compare, compare_lenses
 from murano_widgets.diff_widget import LensDiffWidget, show_lens_diff
+from murano_widgets.payload import decode_sections as decode
 from murano_widgets.widget import WidgetValueError
 
 LN2 = math.log(2.0)
