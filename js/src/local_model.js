@@ -33,6 +33,16 @@ export function createLocalModel(state) {
     }
     values._sections = sections;
   }
+  return kernelFreeModel(values);
+}
+
+/**
+ * An anywidget-like model over plain values (no kernel): `set` fires `change:<name>` listeners
+ * and `save_changes`/`send` do nothing. Every widget's standalone page builds on it.
+ * @param {Record<string, any>} values  taken over, not copied
+ * @returns {WidgetModel}
+ */
+export function kernelFreeModel(values) {
   /** @type {Map<string, Set<() => void>>} */
   const listeners = new Map();
   return {

@@ -1,5 +1,101 @@
 // Built by `npm run build` (js/build.mjs) from js/src with esbuild; do not edit: edit js/src.
 
+// src/colour_stops.js
+var COLOUR_STOPS = Object.freeze({
+  viridis: [
+    "#440154",
+    "#48186a",
+    "#472d7b",
+    "#424086",
+    "#3b528b",
+    "#33638d",
+    "#2c728e",
+    "#26828e",
+    "#21918c",
+    "#1fa088",
+    "#28ae80",
+    "#3fbc73",
+    "#5ec962",
+    "#84d44b",
+    "#addc30",
+    "#d8e219",
+    "#fde725"
+  ],
+  cividis: [
+    "#00224e",
+    "#002e6a",
+    "#1a386f",
+    "#32436d",
+    "#434e6c",
+    "#535a6d",
+    "#61656f",
+    "#6f7073",
+    "#7d7c78",
+    "#8c8878",
+    "#9b9476",
+    "#aba072",
+    "#bcae6c",
+    "#cdbb63",
+    "#dec958",
+    "#f0d846",
+    "#fee838"
+  ],
+  // Magma without its near-white end, which would vanish on a light background.
+  magma: [
+    "#000004",
+    "#0a0822",
+    "#1d1147",
+    "#36106b",
+    "#51127c",
+    "#6a1c81",
+    "#832681",
+    "#9c2e7f",
+    "#b73779",
+    "#d0416f",
+    "#e75263",
+    "#f56b5c",
+    "#fc8961",
+    "#fea772",
+    "#fec488"
+  ]
+});
+
+// src/payload.js
+var DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
+var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
+var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
+var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
+var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
+var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
+var HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+// src/local_model.js
+function kernelFreeModel(values) {
+  const listeners = /* @__PURE__ */ new Map();
+  return {
+    get: (name) => values[name],
+    set(name, value) {
+      if (Object.is(values[name], value)) return;
+      values[name] = value;
+      for (const fn of [...listeners.get(`change:${name}`) || []]) fn();
+    },
+    on(event, fn) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, set = /* @__PURE__ */ new Set());
+      set.add(fn);
+    },
+    off(event, fn) {
+      if (!event) listeners.clear();
+      else if (!fn) listeners.delete(event);
+      else listeners.get(event)?.delete(fn);
+    },
+    save_changes() {
+    },
+    send() {
+    }
+  };
+}
+
 // src/dom.js
 function h(tag, className, attrs = {}, text) {
   const element = document.createElement(tag);
@@ -528,29 +624,7 @@ function renderStandalone(el, state) {
   }
   const values = { layer: null, answer_set: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };
   values._meta = { ...values._meta, can_open: false, cannot_open_reason: "Cannot open a heatmap here: this page has no Python kernel to run the lens." };
-  const listeners = /* @__PURE__ */ new Map();
-  const model = {
-    get: (name) => values[name],
-    set(name, value) {
-      if (Object.is(values[name], value)) return;
-      values[name] = value;
-      for (const fn of [...listeners.get(`change:${name}`) || []]) fn();
-    },
-    on(event, fn) {
-      let set = listeners.get(event);
-      if (!set) listeners.set(event, set = /* @__PURE__ */ new Set());
-      set.add(fn);
-    },
-    off(event, fn) {
-      if (!event) listeners.clear();
-      else if (!fn) listeners.delete(event);
-      else listeners.get(event)?.delete(fn);
-    },
-    save_changes() {
-    },
-    send() {
-    }
-  };
+  const model = kernelFreeModel(values);
   return { model, destroy: render({ model, el }) };
 }
 var index_default = { render };

@@ -371,6 +371,9 @@ function createLocalModel(state) {
     }
     values._sections = sections;
   }
+  return kernelFreeModel(values);
+}
+function kernelFreeModel(values) {
   const listeners = /* @__PURE__ */ new Map();
   return {
     get: (name) => values[name],

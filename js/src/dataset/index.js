@@ -6,6 +6,7 @@
  * Nothing touches the DOM at import time.
  */
 
+import { kernelFreeModel } from "../local_model.js";
 import { DatasetView } from "./view.js";
 
 export { bandPath, chartGeometry, labelColumns, linePath } from "./chart.js";
@@ -42,29 +43,7 @@ export function renderStandalone(el, state) {
   /** @type {Record<string, any>} */
   const values = { layer: null, answer_set: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };
   values._meta = { ...values._meta, can_open: false, cannot_open_reason: "Cannot open a heatmap here: this page has no Python kernel to run the lens." };
-  /** @type {Map<string, Set<() => void>>} */
-  const listeners = new Map();
-  /** @type {WidgetModel} */
-  const model = {
-    get: (name) => values[name],
-    set(name, value) {
-      if (Object.is(values[name], value)) return;
-      values[name] = value;
-      for (const fn of [...(listeners.get(`change:${name}`) || [])]) fn();
-    },
-    on(event, fn) {
-      let set = listeners.get(event);
-      if (!set) listeners.set(event, (set = new Set()));
-      set.add(fn);
-    },
-    off(event, fn) {
-      if (!event) listeners.clear();
-      else if (!fn) listeners.delete(event);
-      else listeners.get(event)?.delete(fn);
-    },
-    save_changes() {},
-    send() {},
-  };
+  const model = kernelFreeModel(values);
   return { model, destroy: render({ model, el }) };
 }
 
