@@ -119,12 +119,17 @@ def apply_chat(
         )
     texts, all_ids, all_roles = [], [], []
     for index, chat in enumerate(chats):
-        text = tokenizer.apply_chat_template(
-            chat, tokenize=False, add_generation_prompt=add_generation_prompt
-        )
-        encoded = tokenizer.apply_chat_template(
-            chat, tokenize=True, return_dict=True, add_generation_prompt=add_generation_prompt
-        )
+        try:
+            text = tokenizer.apply_chat_template(
+                chat, tokenize=False, add_generation_prompt=add_generation_prompt
+            )
+            encoded = tokenizer.apply_chat_template(
+                chat, tokenize=True, return_dict=True, add_generation_prompt=add_generation_prompt
+            )
+        except Exception as error:  # the template's own checks (roles it refuses, order, ...)
+            raise ValueError(
+                f"chat[{index}]: the tokenizer's chat template refused this chat: {error}"
+            ) from error
         ids = [int(i) for i in encoded["input_ids"]]
         if not ids:
             raise ValueError(f"chat[{index}]: the chat template made no tokens of it")

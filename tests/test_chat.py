@@ -166,6 +166,19 @@ def test_bad_chats(chat, error, message):
         check_chat(chat)
 
 
+def test_a_template_that_refuses_a_chat_names_it(chat_model):
+    tokenizer = chat_model.tokenizer
+    tokenizer.chat_template = (
+        "{% for m in messages %}{% if m['role'] == 'system' %}"
+        "{{ raise_exception('no system messages') }}{% endif %}{{ m['content'] }}{% endfor %}"
+    )
+    try:
+        with pytest.raises(ValueError, match=r"chat\[1\]: .*refused this chat: no system"):
+            run_logit_lens(chat_model, chat=[OTHER, CHAT])
+    finally:
+        tokenizer.chat_template = TEMPLATE
+
+
 def test_prompts_and_chat_together_are_refused(chat_model):
     with pytest.raises(ValueError, match="give prompts or chat, not both"):
         show_logit_lens(chat_model, "one two", chat=OTHER)
