@@ -243,24 +243,20 @@ def plan_inputs(
     width_ids = max((len(t) for t in row_tokens), default=0)
     row_ids = None
     if answer_sets:
-        row_ids = torch.full((len(reduce_rows), max(width_ids, 1)), -1, dtype=torch.long)
-        for reduced, tokens in enumerate(row_tokens):
-            row_ids[reduced, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        width = max(width_ids, 1)
+        row_ids = torch.tensor(
+            [tokens + [-1] * (width - len(tokens)) for tokens in row_tokens], dtype=torch.long
+        ).reshape(len(reduce_rows), width)
         shown_prompt = torch.tensor(
             [i for i in range(n_inputs) for _ in range(len(prompt_ids[i]))], dtype=torch.long
         )
         for name, plan in set_plans.items():
-            firsts = [
-                {s[0] for s in sequences} if sequences else set()
-                for sequences in sequences_of[name]
-            ]
-            plan.first_columns = torch.tensor(
-                [
-                    [token in firsts[int(p)] for token in row_ids[n].tolist()]
-                    for n, p in enumerate(shown_prompt.tolist())
-                ],
-                dtype=torch.bool,
-            ).reshape(len(shown), row_ids.shape[1])
+            # This set's first tokens per prompt (-2 pads: matches no id), then per shown row.
+            firsts = [sorted({s[0] for s in sequences or []}) for sequences in sequences_of[name]]
+            most = max(1, max(len(f) for f in firsts))
+            table = torch.tensor([f + [-2] * (most - len(f)) for f in firsts], dtype=torch.long)
+            ids = row_ids[: len(shown)]
+            plan.first_columns = (ids.unsqueeze(-1) == table[shown_prompt].unsqueeze(1)).any(-1)
     tracked = None
     if targets or answer_sets:
         tracked = Tracked(torch.tensor(target_ids, dtype=torch.long), row_ids)
