@@ -306,39 +306,37 @@ def score(
     n_layers = row_probs.shape[0]
     n_inputs = plan.display_mask.shape[0]
     last_shown = plan.display_mask.sum(dim=1).cumsum(0) - 1  # each prompt's last shown row
+    # Every set's first-token values at once: [sets, n_layers, n_shown].
+    chosen = torch.stack([p.first_columns for p in plan.answer_sets.values()]).unsqueeze(1)
+    shown_probs = row_probs[:, : plan.n_shown].unsqueeze(0)
+    shown_ranks = row_ranks[:, : plan.n_shown].unsqueeze(0)
+    token_probs = torch.where(chosen, shown_probs, 0.0).sum(dim=-1)
+    large = torch.iinfo(torch.long).max
+    token_ranks = torch.where(chosen, shown_ranks, large).amin(dim=-1)
+    # No answer tracked at a row: no value; nor where the cell's distribution has none (NaN
+    # and -1 in every tracked column).
+    no_value = ~chosen.any(dim=-1) | torch.isnan(shown_probs).all(dim=-1)
+    token_probs = token_probs.masked_fill(no_value, float("nan"))
+    token_ranks = token_ranks.masked_fill(no_value | (token_ranks == large), -1)
     sets: dict[str, AnswerScores] = {}
-    for name, set_plan in plan.answer_sets.items():
+    for number, (name, set_plan) in enumerate(plan.answer_sets.items()):
         has_answer = torch.tensor([ids is not None for ids in set_plan.token_ids])
-        chosen = set_plan.first_columns  # [n_shown, a]
-        shown_probs = row_probs[:, : plan.n_shown]
-        shown_ranks = row_ranks[:, : plan.n_shown]
-        token_probs = torch.where(chosen, shown_probs, torch.zeros(())).sum(dim=-1)
-        # A cell whose distribution has no value holds NaN in every tracked column.
-        token_probs = token_probs.masked_fill(torch.isnan(shown_probs).all(dim=-1), float("nan"))
-        large = torch.iinfo(torch.long).max
-        token_ranks = torch.where(chosen, shown_ranks, torch.full((), large)).amin(dim=-1)
-        token_ranks = token_ranks.masked_fill((shown_ranks < 0).all(dim=-1), -1)
-        no_answer_rows = ~chosen.any(dim=-1)
-        token_probs = token_probs.masked_fill(no_answer_rows, float("nan"))
-        token_ranks = token_ranks.masked_fill(no_answer_rows | (token_ranks == large), -1)
         factors = row_probs[:, set_plan.term_row, set_plan.term_column]  # [n_layers, n_terms]
         n_sequences = len(set_plan.sequence_prompt)
         # Factors laid out [n_layers, sequence, token] (1 past a sequence's end), multiplied.
         longest = int(set_plan.term_index.max()) + 1 if n_sequences else 1
         grid = torch.ones(n_layers, n_sequences, longest)
         grid[:, set_plan.term_sequence, set_plan.term_index] = factors
-        sequence_probs = grid.prod(dim=-1)
         probs = torch.zeros(n_layers, n_inputs).index_add_(
-            1, set_plan.sequence_prompt, sequence_probs
+            1, set_plan.sequence_prompt, grid.prod(dim=-1)
         )
-        probs = probs.masked_fill(~has_answer, float("nan"))
         sets[name] = AnswerScores(
             answers=set_plan.answers,
             token_ids=set_plan.token_ids,
-            probs=probs,
-            ranks=token_ranks[:, last_shown].masked_fill(~has_answer, -1),
-            token_probs=scatter(token_probs, float("nan")),
-            token_ranks=scatter(token_ranks, -1),
+            probs=probs.masked_fill(~has_answer, float("nan")),
+            ranks=token_ranks[number][:, last_shown].masked_fill(~has_answer, -1),
+            token_probs=scatter(token_probs[number], float("nan")),
+            token_ranks=scatter(token_ranks[number], -1),
         )
     return targets, sets
 
@@ -368,9 +366,18 @@ class _Encoder:
         if not pairs:
             return
         full = self.tokenizer([self.prompts[p] + text for p, text in pairs])["input_ids"]
-        alone = self.tokenizer([text for _, text in pairs], add_special_tokens=False)
-        for pair, with_prompt, by_itself in zip(pairs, full, alone["input_ids"], strict=True):
-            self._cache[pair] = (list(with_prompt), list(by_itself))
+        # A text alone is needed only where it merged into the prompt's own tokens.
+        merged = [
+            index
+            for index, ((p, _), ids) in enumerate(zip(pairs, full, strict=True))
+            if list(ids[: len(self.prompt_ids[p])]) != self.prompt_ids[p]
+        ]
+        by_itself = {}
+        if merged:
+            alone = self.tokenizer([pairs[i][1] for i in merged], add_special_tokens=False)
+            by_itself = dict(zip(merged, alone["input_ids"], strict=True))
+        for index, (pair, with_prompt) in enumerate(zip(pairs, full, strict=True)):
+            self._cache[pair] = (list(with_prompt), list(by_itself.get(index, [])))
 
     def continuation(self, prompt: int, text: str, where: str) -> list[int]:
         """The tokens ``text`` adds after prompt ``prompt``.
@@ -428,10 +435,9 @@ def _place(
 
 def _pad(rows: list[list[int]], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
     width = max(len(row) for row in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for index, row in enumerate(rows):
-        where = slice(width - len(row), width) if left else slice(0, len(row))
-        ids[index, where] = torch.tensor(row, dtype=torch.long)
-        mask[index, where] = 1
-    return ids, mask
+    ids, mask = [], []
+    for row in rows:
+        pad = width - len(row)
+        ids.append([pad_id] * pad + row if left else row + [pad_id] * pad)
+        mask.append([0] * pad + [1] * len(row) if left else [1] * len(row) + [0] * pad)
+    return torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long)
