@@ -6,7 +6,8 @@
    targets (more than a dozen: the search path of the rank count), on both reduction paths,
    against the same step on the CPU in the same dtype: probabilities within ``--atol``, ranks
    equal but for near-ties (counted and printed).
-3. The widget's payload from a GPU result.
+3. Greedy ``generate=`` on the GPU against transformers' own ``generate`` there, and the
+   widget's payload from a GPU result.
 4. ``bench/targets.py``'s comparison on the GPU: 100 targets against the plain step at 8x64
    on GPT-2 small's shape.
 
@@ -103,6 +104,8 @@ def main() -> int:
                         continue
                     # Near-ties can swap under other kernels; a wholesale error cannot hide.
                     check(differ <= 0.01, f"{where}: {name} differ in {differ:.2%} of cells")
+            if saved == torch.float32:
+                check_generation(model, folder, args.device, check)
             payload = LensPayload.from_result(result)
             check(
                 payload.metric("answer")["available"] and "answer_probs" in payload.arrays,
@@ -127,6 +130,32 @@ def main() -> int:
     print(json.dumps(report, indent=1))
     print(f"{len(failures)} failed" if failures else "all checks passed")
     return 1 if failures else 0
+
+
+def check_generation(model, folder, device: str, check) -> None:
+    """Greedy generation through the widget's path against transformers' own, on the device."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from murano_widgets.generation import run_logit_lens
+
+    result = run_logit_lens(model, PROMPTS, generate=6)
+    hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    stops = {tokenizer.eos_token_id}
+    for p, prompt in enumerate(PROMPTS):
+        ids = result.input_ids[p, result.positions(p)].tolist()
+        got = ids[result.generation_starts[p] :]
+        inputs = tokenizer(prompt, return_tensors="pt").to(device)
+        out = hf.generate(
+            **inputs, max_new_tokens=6, do_sample=False, pad_token_id=tokenizer.eos_token_id
+        )
+        expected = out[0, inputs["input_ids"].shape[1] :].tolist()
+        for cut, token in enumerate(expected):  # generation stops at (and keeps) the EOS
+            if token in stops:
+                expected = expected[: cut + 1]
+                break
+        check(got == expected, f"generate=6 on {device}, prompt {p}: {got} == {expected}")
 
 
 if __name__ == "__main__":
