@@ -139,6 +139,14 @@ def check_encodable(text: str, argument: str) -> None:
 AnswerSets = dict[str, list[list[str] | None]]
 
 
+class _CheckedAnswers(dict):
+    """Answer sets that :func:`validate_answers` has checked (so a step need not again)."""
+
+    def __init__(self, sets: AnswerSets, n_prompts: int) -> None:
+        super().__init__(sets)
+        self.n_prompts = n_prompts
+
+
 def validate_answers(answers: Any, n_prompts: int, argument: str = "answers") -> AnswerSets:
     """Checks answers against ``n_prompts`` prompts; returns named sets of accepted strings.
 
@@ -151,6 +159,8 @@ def validate_answers(answers: Any, n_prompts: int, argument: str = "answers") ->
         ValueError: If a list's length differs from the number of prompts, a set name is
             empty, an answer is the empty string, or no prompt has an answer in any set.
     """
+    if isinstance(answers, _CheckedAnswers) and answers.n_prompts == n_prompts:
+        return answers
     if isinstance(answers, Mapping):
         if not answers:
             raise ValueError(f"{argument} is an empty dict: give at least one named answer set")
@@ -166,7 +176,7 @@ def validate_answers(answers: Any, n_prompts: int, argument: str = "answers") ->
         sets = {"answer": _answer_list(answers, n_prompts, argument)}
     if all(entry is None for entries in sets.values() for entry in entries):
         raise ValueError(f"{argument} has no answer for any prompt (all None)")
-    return sets
+    return _CheckedAnswers(sets, n_prompts)
 
 
 def _answer_list(entries: Any, n_prompts: int, argument: str) -> list[list[str] | None]:
