@@ -26,7 +26,7 @@ from ._checks import check_bool, check_int
 from .dataset_io import model_provenance, paths, read_saved, sha256, write_temp
 from .dataset_stats import check_summary_args, set_summary
 from .logit_lens import LogitLens
-from .types import PromptBatch, validate_prompts
+from .types import PromptBatch, validate_answers, validate_prompts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -424,59 +424,9 @@ class LensDataset:
 
 
 def _check_answers(answers: Any, n_prompts: int) -> tuple[dict[str, list[list[str] | None]], bool]:
-    """The answer sets as ``{name: [accepted strings or None]}``, and whether they were named."""
-    if isinstance(answers, Mapping):
-        if not answers:
-            raise ValueError("answers is an empty dict: give at least one named answer set")
-        sets = {}
-        for name, values in answers.items():
-            if not isinstance(name, str) or not name:
-                raise TypeError(
-                    f"answers must be keyed by non-empty strings (set names), got {name!r}"
-                )
-            sets[name] = _check_answer_list(values, n_prompts, f"answers[{name!r}]")
-        # One set may be empty (a family absent from a sample); all of them is a mistake.
-        if all(forms is None for values in sets.values() for forms in values):
-            raise ValueError("answers holds no answer at all (every entry of every set is None)")
-        return sets, True
-    checked = _check_answer_list(answers, n_prompts, "answers")
-    if all(forms is None for forms in checked):
-        raise ValueError("answers holds no answer at all (every entry is None)")
-    return {DEFAULT_SET: checked}, False
-
-
-def _check_answer_list(values: Any, n_prompts: int, argument: str) -> list[list[str] | None]:
-    if isinstance(values, (str, Mapping, set, frozenset)) or not hasattr(values, "__iter__"):
-        raise TypeError(
-            f"{argument} must be a list with one answer per prompt (a string, a list of accepted "
-            f"strings, or None), or a dict of such lists; got {type(values).__name__} "
-            f"{values!r:.60}"
-        )
-    values = list(values)
-    if len(values) != n_prompts:
-        raise ValueError(
-            f"{argument} has {len(values)} entries but there are {n_prompts} prompts: give one "
-            "answer per prompt (None where a prompt has none)"
-        )
-    checked: list[list[str] | None] = []
-    for index, value in enumerate(values):
-        forms = [value] if isinstance(value, str) else value
-        if forms is None:
-            checked.append(None)
-            continue
-        if not isinstance(forms, (list, tuple)) or not forms:
-            raise TypeError(
-                f"{argument}[{index}] must be a string, a non-empty list of strings or None; "
-                f"got {type(value).__name__} {value!r:.60}"
-            )
-        for form in forms:
-            if not isinstance(form, str) or not form:
-                raise ValueError(
-                    f"{argument}[{index}] holds {form!r}: every accepted answer must be a "
-                    "non-empty string"
-                )
-        checked.append(list(forms))
-    return checked
+    """The answer sets as ``{name: [accepted strings or None]}``, and whether they were named
+    (the same checks and messages as ``PromptBatch(answers=...)``)."""
+    return dict(validate_answers(answers, n_prompts)), isinstance(answers, Mapping)
 
 
 def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:

@@ -180,12 +180,15 @@ def validate_answers(answers: Any, n_prompts: int, argument: str = "answers") ->
 
 
 def _answer_list(entries: Any, n_prompts: int, argument: str) -> list[list[str] | None]:
-    if isinstance(entries, str) or not isinstance(entries, (list, tuple)):
+    # Any ordered collection (a list, a tuple, a pandas column); not a set: its order is not
+    # the prompts'.
+    if isinstance(entries, (str, Mapping, set, frozenset)) or not hasattr(entries, "__iter__"):
         hint = f"; for one prompt write [{entries!r}]" if isinstance(entries, str) else ""
         raise TypeError(
             f"{argument} must be a list with one answer per prompt (a string, a list of "
             f"accepted strings, or None), got {type(entries).__name__}{hint}"
         )
+    entries = list(entries)
     if len(entries) != n_prompts:
         raise ValueError(
             f"{argument} has {len(entries)} entries for {n_prompts} prompts: give one answer "

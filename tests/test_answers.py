@@ -352,3 +352,13 @@ def test_answers_scored_only_where_prompts_end(load_tiny):
         assert (at_ends.answer_token_ranks[:, p, before] == -1).all()
     with pytest.raises(TypeError, match="answer_cells must be"):
         LogitLens(model, answer_cells=None)
+
+
+def test_answers_may_come_as_any_ordered_column():
+    import numpy as np
+
+    batch = PromptBatch(PROMPTS, answers=(" a", None, [" b", " c"]))
+    assert batch.answers["answer"] == [[" a"], None, [" b", " c"]]
+    assert PromptBatch(PROMPTS, answers=np.array([" a", " b", " c"])).answers["answer"][2] == [" c"]
+    with pytest.raises(TypeError, match=r"answers must be a list .* got set"):
+        PromptBatch(PROMPTS, answers={" a", " b", " c"})

@@ -435,14 +435,14 @@ def test_progress_bar_goes_away(load_tiny, capsys):
 @pytest.mark.parametrize(
     ("args", "kwargs", "error", "match"),
     [
-        ((PROMPTS, ANSWERS[:-1]), {}, ValueError, r"answers has 6 entries but there are 7"),
+        ((PROMPTS, ANSWERS[:-1]), {}, ValueError, r"answers has 6 entries for 7 prompts"),
         ((PROMPTS, " Paris"), {}, TypeError, r"answers must be a list with one answer per"),
         ((PROMPTS, {}), {}, ValueError, r"answers is an empty dict"),
         ((PROMPTS, {"a": ANSWERS[:2]}), {}, ValueError, r"answers\['a'\] has 2 entries"),
-        ((PROMPTS, [None] * 7), {}, ValueError, r"answers holds no answer at all"),
-        ((PROMPTS, {"a": [None] * 7}), {}, ValueError, r"every entry of every set is None"),
+        ((PROMPTS, [None] * 7), {}, ValueError, r"answers has no answer for any prompt"),
+        ((PROMPTS, {"a": [None] * 7}), {}, ValueError, r"answers has no answer for any prompt"),
         ((PROMPTS, [*ANSWERS[:6], 3]), {}, TypeError, r"answers\[6\] must be a string"),
-        ((PROMPTS, [*ANSWERS[:6], [""]]), {}, ValueError, r"answers\[6\] holds ''"),
+        ((PROMPTS, [*ANSWERS[:6], [""]]), {}, ValueError, r"answers\[6\] holds the empty string"),
         (([], []), {}, ValueError, r"prompts is empty"),
         ((["ok", ""], [" a", " b"]), {}, ValueError, r"prompts\[1\] is empty"),
         ((PROMPTS, ANSWERS), {"batch_size": 0}, ValueError, r"batch_size must be an int"),
