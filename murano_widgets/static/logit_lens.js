@@ -2907,6 +2907,8 @@ var LensView = class {
    */
   setFocus(cell, announce = true) {
     this.state.focus = cell;
+    this.state.hover = null;
+    this.chartHover = null;
     if (this.layout) {
       const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
       if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;

@@ -221,6 +221,14 @@ def test_chart_follows_the_column_and_the_layer_slider(browser, demo):
     bridge.wait_frames()
     assert (chart(bridge)["position"], chart(bridge)["source"]) == (1, "focus")
     assert_lines(bridge, demo, 0, 1, "prob")
+    # ... also when the pointer rests on another cell: the last key wins over that hover.
+    page.mouse.move(*bridge.cell_center(2, 3))
+    bridge.wait_frames()
+    assert (chart(bridge)["position"], chart(bridge)["source"]) == (3, "hover")
+    page.keyboard.press("ArrowLeft")
+    bridge.wait_frames()
+    assert (chart(bridge)["position"], chart(bridge)["source"]) == (0, "focus")
+    assert_lines(bridge, demo, 0, 0, "prob")
 
     # A pinned cell holds the chart once the pointer and the focus are elsewhere.
     page.mouse.click(*bridge.cell_center(4, 2))

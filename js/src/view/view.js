@@ -339,6 +339,10 @@ export class LensView {
    */
   setFocus(cell, announce = true) {
     this.state.focus = cell;
+    // A key press is the latest thing the user did: the tooltip and the chart follow the focus,
+    // not a cell the pointer happens to rest on or left behind on its way to the chart.
+    this.state.hover = null;
+    this.chartHover = null;
     if (this.layout) {
       const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
       if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
