@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import nnsight
 import numpy as np
 import torch
 
@@ -33,7 +32,7 @@ from ._checks import check_int
 from ._reductions import Buffers, rows_per_chunk
 from .logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, resolve_layers
 from .result import LogitLensResult
-from .types import PromptBatch, Results, validate_prompts
+from .types import validate_prompts
 
 __all__ = ["ALIGN_MODES", "LensComparison", "compare", "compare_lenses"]
 
@@ -219,8 +218,8 @@ def compare_lenses(
     """Runs two lenses and compares them at every aligned cell, KL included.
 
     Each side runs the :class:`LogitLens` step as usual (its result is kept in the
-    comparison). Then one trace per side saves the block outputs of the aligned layers, and per
-    chunk of aligned positions and per pair of aligned layers both sides' logits are made, and
+    comparison), and the block outputs its one trace saved serve the pair too: per chunk of
+    aligned positions and per pair of aligned layers both sides' logits are made, and
     reduced at once to KL(a ‖ b) (bits) and the two probabilities of the chosen token. Peak extra
     memory is three ``[rows, vocab]`` float32 buffers (rows set by ``max_chunk_bytes``) plus the
     saved block outputs; nothing of size ``vocab`` survives a chunk.
@@ -278,14 +277,12 @@ def compare_lenses(
     step_a = LogitLens(model_a, layers_a, top_k=top_k, max_chunk_bytes=max_chunk_bytes, lens=lens_a)
     step_b = LogitLens(model_b, layers_b, top_k=top_k, max_chunk_bytes=max_chunk_bytes, lens=lens_b)
 
-    a = step_a(Results(prompts=PromptBatch(list(prompts_a))))["logit_lens"]
-    b = step_b(Results(prompts=PromptBatch(list(prompts_b))))["logit_lens"]
+    # Each step's own trace: its saved block outputs serve the pair's reductions too.
+    a, hidden_a = step_a._run_keeping_block_outputs(list(prompts_a))
+    b, hidden_b = step_b._run_keeping_block_outputs(list(prompts_b))
     plan = _plan(a, b, align, token)
     prob_a, prob_b, kl = _run_together(
-        plan,
-        (model_a, lens_a, list(prompts_a)),
-        (model_b, lens_b, list(prompts_b)),
-        max_chunk_bytes,
+        plan, (model_a, lens_a, hidden_a), (model_b, lens_b, hidden_b), max_chunk_bytes
     )
     return _assemble(plan, prob_a, prob_b, kl, source="run together")
 
@@ -513,15 +510,15 @@ def _label(result: LogitLensResult) -> str:
 
 def _run_together(
     plan: _Plan,
-    side_a: tuple[Any, Any, list[str]],
-    side_b: tuple[Any, Any, list[str]],
+    side_a: tuple[Any, Any, dict[int, torch.Tensor]],
+    side_b: tuple[Any, Any, dict[int, torch.Tensor]],
     max_chunk_bytes: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """KL(a ‖ b) and the chosen token's two probabilities at every aligned cell."""
     a, b, alignment = plan.a, plan.b, plan.alignment
     pairs = [(row, rb) for row, rb in enumerate(alignment.layer_rows) if rb >= 0]
-    hidden_a = _block_outputs(*side_a, a, sorted({a.layers[r] for r, _ in pairs}))
-    hidden_b = _block_outputs(*side_b, b, sorted({b.layers[rb] for _, rb in pairs}))
+    model_a, lens_a, hidden_a = side_a  # block outputs {layer: [n_inputs * seq, d_model]}
+    model_b, lens_b, hidden_b = side_b
     seq_a, seq_b = a.attention_mask.shape[1], b.attention_mask.shape[1]
     prompts, seqs = torch.nonzero(alignment.positions >= 0, as_tuple=True)
     rows_a = prompts * seq_a + seqs
@@ -532,8 +529,6 @@ def _run_together(
     prob_a = torch.full(shape, float("nan"))
     prob_b = torch.full(shape, float("nan"))
     kl = torch.full(shape, float("nan"))
-    model_a, lens_a, _ = side_a
-    model_b, lens_b, _ = side_b
     vocab = int(model_a.vocab_size)
     step = rows_per_chunk(max_chunk_bytes, vocab, len(rows_a))
     buffers = Buffers()
@@ -609,45 +604,3 @@ def _logits(
         # As the step does: the last layer is the model's own output and is never translated.
         states = lens.translate(layer, states)
     return model.unembed(states, out=out)
-
-
-def _block_outputs(
-    model: Any, lens: Any, prompts: list[str], result: LogitLensResult, layers: list[int]
-) -> dict[int, torch.Tensor]:
-    """One trace saving the block outputs of ``layers``, flattened to ``[n_inputs·seq, d_model]``.
-
-    The prompts are tokenized as the step tokenizes them (checked against the result's tokens).
-    """
-    inputs = _tokenize(model, prompts)
-    if result.input_ids is not None and not torch.equal(
-        inputs["input_ids"].cpu().masked_fill(inputs["attention_mask"].cpu() == 0, -1),
-        result.input_ids.masked_fill(result.attention_mask == 0, -1),
-    ):
-        raise RuntimeError(
-            "compare_lenses: tokenizing the prompts again gave other tokens than the lens step "
-            "did; this is a bug, please report it"
-        )
-    kwargs: dict[str, Any] = {}
-    if "logits_to_keep" in model.forward_kwargs:
-        kwargs["logits_to_keep"] = 1  # the model's own lm_head over every position is not used
-    if "use_cache" in model.forward_kwargs:
-        kwargs["use_cache"] = False
-    saved: list[Any] = []
-    with torch.inference_mode(), model.trace(dict(inputs), **kwargs):
-        for layer in layers:
-            saved.append(nnsight.save(model.layer(layer)))
-    return {
-        layer: torch.as_tensor(output).reshape(-1, output.shape[-1])
-        for layer, output in zip(layers, saved, strict=True)
-    }
-
-
-def _tokenize(model: Any, prompts: list[str]) -> dict[str, torch.Tensor]:
-    """Padded inputs with the position ids a prompt would get alone (as the step does)."""
-    encoded = model.tokenizer(
-        prompts, return_tensors="pt", padding=True, return_token_type_ids=False
-    )
-    inputs = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
-    if "position_ids" in model.forward_kwargs:
-        inputs["position_ids"] = (inputs["attention_mask"].cumsum(dim=1) - 1).clamp_min(0)
-    return {key: value.to(model.device) for key, value in inputs.items()}

@@ -123,6 +123,9 @@ class LogitLens:
         self.targets = None if targets is None else validate_targets(targets)
         self.variants = check_bool("variants", variants)
         self.answer_cells = check_bool("answer_cells", answer_cells)
+        # Set by _run_keeping_block_outputs for one run (the after-trace path keeps them).
+        self._block_outputs: dict[int, torch.Tensor] | None = None
+        self._keep_block_outputs = False
 
     def __repr__(self) -> str:
         kind = "logit" if self.lens is None else getattr(self.lens, "kind", "custom")
@@ -246,6 +249,26 @@ class LogitLens:
             **tracked_fields,
         )
 
+    def _run_keeping_block_outputs(
+        self, prompts: list[str]
+    ) -> tuple[LogitLensResult, dict[int, torch.Tensor]]:
+        """The lens, and the block outputs its trace saved, ``{layer: [n_inputs * seq, d]}``.
+
+        For code that needs more of the same positions than the step keeps (comparing two
+        lenses cell by cell) without running the model a second time. The rows follow the
+        result's padded layout: no answers or given ids add rows here.
+        """
+        if self.reduce_in_trace:
+            raise ValueError("block outputs are kept only when the step reduces after its trace")
+        self._keep_block_outputs = True
+        try:
+            result = self.run(prompts)
+            kept = self._block_outputs
+        finally:
+            self._keep_block_outputs, self._block_outputs = False, None
+        assert kept is not None
+        return result, kept
+
     def _trace_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"remote": True} if self.remote else {}
         accepted = self.model.forward_kwargs
@@ -284,6 +307,8 @@ class LogitLens:
             for index, output in zip(wanted, saved, strict=True)
         }
         del saved
+        if self._keep_block_outputs:
+            self._block_outputs = hidden
         _return_freed_memory()
         real_rows = plan.reduce_rows.to(next(iter(hidden.values())).device)
         # Where each shown row's probabilities go in the returned [n_inputs * seq] layout.

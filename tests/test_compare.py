@@ -135,6 +135,23 @@ def test_two_models_with_one_tokenizer_match_two_reference_lenses(pair):
     assert not comparison.aligned[:, comparison.a.attention_mask == 0].any()
 
 
+def test_each_model_runs_once(pair, monkeypatch):
+    """The pair's reductions read the block outputs the steps' own traces saved."""
+    models, _ = pair
+    traces = {"a": 0, "b": 0}
+    for name in traces:
+        original = models[name].trace
+
+        def counted(*args, _name=name, _original=original, **kwargs):
+            traces[_name] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(models[name], "trace", counted)
+    comparison = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
+    assert traces == {"a": 1, "b": 1}
+    assert bool(comparison.aligned.any())
+
+
 def test_compare_on_full_probability_results_equals_running_them_together(pair):
     models, _ = pair
     together = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
