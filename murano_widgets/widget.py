@@ -19,12 +19,12 @@ import traitlets
 from ._adapters import as_lens_result
 from ._checks import check_index
 from .generation import check_generation, run_logit_lens
-from .logit_lens import LogitLens, resolve_layers
+from .logit_lens import resolve_layers
 from .metrics import METRICS
 from .model import ModelBackend
 from .payload import LensPayload
 from .result import LogitLensResult
-from .types import PromptBatch, Results, validate_prompts
+from .types import validate_prompts
 
 __all__ = ["METRICS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
 
@@ -270,65 +270,12 @@ def show_logit_lens(
         ValueError: Naming ``chat`` when the tokenizer has no chat template, and for other bad
             arguments (before the model runs).
     """
-    if generate is not None or chat is not None:
-        return _show_generated(
-            model,
-            prompts,
-            layers,
-            prompt=prompt,
-            layer=layer,
-            metric=metric,
-            answers=answers,
-            generate=generate,
-            do_sample=do_sample,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            chat=chat,
-            add_generation_prompt=add_generation_prompt,
-            **step_options,
-        )
-    if prompts is None:
-        raise ValueError("prompts is missing: give a prompt, a list of prompts, or chat=[...]")
-    check_generation(None, do_sample, temperature, top_p, seed)
-    if isinstance(prompts, str):
-        prompts = [prompts]
-        if answers is not None and not isinstance(answers, dict):
-            answers = [answers]
-    prompts = validate_prompts(prompts)
-    check_index("prompt", prompt, len(prompts), "prompts")
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
-    step = LogitLens(model, layers, **step_options)
-    if layer is not None:
-        _check_layer(layer, step.layers, error=ValueError)
-    results = Results(prompts=PromptBatch(prompts, answers=answers))
-    lens = step(results)["logit_lens"]
-    return LogitLensWidget(lens, prompt=prompt, layer=layer, metric=metric)
-
-
-def _show_generated(
-    model: ModelBackend,
-    prompts: Any,
-    layers: Any,
-    *,
-    prompt: int,
-    layer: int | None,
-    metric: str,
-    **options: Any,
-) -> LogitLensWidget:
-    """``show_logit_lens`` with ``generate=`` or ``chat=``: checked first, then run."""
     from .chat import check_chat
 
-    check_generation(
-        options["generate"],
-        options["do_sample"],
-        options["temperature"],
-        options["top_p"],
-        options["seed"],
-    )
-    if options["chat"] is not None and prompts is None:
-        n_prompts = len(check_chat(options["chat"]))
+    # The widget's own arguments are checked before the model runs, as the step's are.
+    check_generation(generate, do_sample, temperature, top_p, seed)
+    if chat is not None and prompts is None:
+        n_prompts = len(check_chat(chat))
     elif prompts is not None:
         n_prompts = 1 if isinstance(prompts, str) else len(validate_prompts(prompts))
     else:
@@ -338,7 +285,20 @@ def _show_generated(
         raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
     if layer is not None and hasattr(model, "n_layers"):
         _check_layer(layer, resolve_layers(layers, model.n_layers), error=ValueError)
-    lens = run_logit_lens(model, prompts, layers, **options)
+    lens = run_logit_lens(
+        model,
+        prompts,
+        layers,
+        answers=answers,
+        generate=generate,
+        do_sample=do_sample,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        chat=chat,
+        add_generation_prompt=add_generation_prompt,
+        **step_options,
+    )
     return LogitLensWidget(lens, prompt=prompt, layer=layer, metric=metric)
 
 
