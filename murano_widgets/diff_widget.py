@@ -7,8 +7,6 @@ is ``js/src/diff/`` bundled into ``murano_widgets/static/lens_diff.js``.
 
 from __future__ import annotations
 
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -19,22 +17,11 @@ from ._diff_payload import METRICS, diff_payload
 from .compare import LensComparison, compare
 from .payload import section_bytes
 from .result import LogitLensResult
-from .widget import WidgetValueError
+from .widget import WidgetValueError, _asset
 
 __all__ = ["DIFF_METRICS", "LensDiffWidget", "show_lens_diff"]
 
 DIFF_METRICS = tuple(metric["name"] for metric in METRICS)
-
-
-def _asset(name: str) -> Path:
-    """The built front-end file ``name`` in ``murano_widgets/static/`` (``cd js && npm run build``)."""
-    packaged = resources.files("murano_widgets") / "static" / name
-    if not packaged.is_file():
-        raise FileNotFoundError(
-            f"the diff widget's front end murano_widgets/static/{name} is missing: "
-            "build it with `cd js && npm ci && npm run build`"
-        )
-    return Path(str(packaged))
 
 
 class LensDiffWidget(anywidget.AnyWidget):
