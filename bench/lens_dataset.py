@@ -13,7 +13,9 @@ Issue 12's targets:
   ``LogitLens(model)({"prompts": PromptBatch(batch)})``, no answers, nothing kept). All run
   in one process, alternating, after a warm-up; it prints the medians and the ratio. For
   reference it also times the step on the same batches scoring the answers at every cell
-  (``PromptBatch(batch, answers=...)``, what the widget asks for).
+  (``PromptBatch(batch, answers=...)``, what the widget asks for), and the step that
+  ``lens_dataset`` runs: the same answers, only each prompt's last position reduced
+  (``LogitLens(model, positions="last")``), so that the difference is the data set's own work.
 
 The prompts are the demo model's held-out fact prompts (7 families, 650 prompts of 8 to 16
 tokens), drawn with replacement (seeded); the answers are one named
@@ -21,6 +23,7 @@ set per family, as notebook 04 uses them. Usage::
 
     python bench/lens_dataset.py                  # memory 200 vs 2000 (2 rounds), time at 400
     python bench/lens_dataset.py --time-prompts 650 --rounds 3
+    python bench/lens_dataset.py --time-only --time-prompts 400 --rounds 2
 """
 
 from __future__ import annotations
@@ -143,10 +146,21 @@ def measure_time(n: int, batch_size: int, rounds: int) -> None:
         for rows in batches:
             step({"prompts": PromptBatch([prompts[i] for i in rows])})
 
+    at_ends = LogitLens(model, positions="last")
+
+    def last_positions() -> None:
+        for rows in batches:
+            batch = PromptBatch(
+                [prompts[i] for i in rows],
+                answers={name: [values[i] for i in rows] for name, values in answers.items()},
+            )
+            at_ends({"prompts": batch})
+
     runs = {
         "lens_dataset": dataset,
         "plain step": no_answers,
         "step, answers per cell": plain,
+        "step, last positions": last_positions,
     }
     for run in runs.values():  # warm-up
         run()
@@ -190,6 +204,7 @@ def main() -> None:
     # One thread by default: on a machine shared with other jobs, torch's worker threads wait on
     # each other (a batch took 10x longer with 2 threads on 2 busy cores), which swamps ratios.
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--time-only", action="store_true", help="skip the memory runs")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     import torch
@@ -199,6 +214,9 @@ def main() -> None:
         print(json.dumps(measure_memory(args.child, args.batch_size)))
         return
 
+    if args.time_only:
+        measure_time(args.time_prompts, args.batch_size, args.rounds + 1)
+        return
     results: dict[int, list[dict[str, float]]] = {args.small: [], args.large: []}
     for round_ in range(args.rounds):
         sizes = [args.small, args.large] if round_ % 2 == 0 else [args.large, args.small]

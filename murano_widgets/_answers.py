@@ -44,8 +44,10 @@ class InputPlan:
             extra rows of further multi-token answers), padded on the tokenizer's side.
         display_ids, display_mask: ``[n_inputs, seq]`` the prompts alone, as the result shows
             them (what ``tokenizer(prompts, padding=True)`` gives).
+        shown_mask: ``[n_inputs, seq]`` the cells the result holds values for: every real
+            position, or only each prompt's last one.
         reduce_rows: ``[R]`` flat indices into ``[n_rows * width]`` of the positions to reduce:
-            every shown position (in the display mask's order), then the appended ones.
+            every shown position (in the shown mask's order), then the appended ones.
         n_shown: How many of ``reduce_rows`` are shown.
         row_prompt: The prompt of each model row.
         tracked: The token ids the reductions keep, or ``None``.
@@ -55,6 +57,7 @@ class InputPlan:
     attention_mask: torch.Tensor
     display_ids: torch.Tensor
     display_mask: torch.Tensor
+    shown_mask: torch.Tensor
     reduce_rows: torch.Tensor
     n_shown: int
     row_prompt: list[int]
@@ -85,6 +88,7 @@ def plan_inputs(
     variants: bool,
     prompt_ids: list[list[int]] | None = None,
     answer_cells: bool = True,
+    last_only: bool = False,
 ) -> InputPlan:
     """Tokenizes the prompts once, with what scoring the answers and targets needs.
 
@@ -94,6 +98,7 @@ def plan_inputs(
             (generated tokens, a chat template's tokens), or ``None``.
         answer_cells: Track the answers' first tokens at every shown cell; ``False`` only
             where each prompt ends (all that the answer scores need).
+        last_only: Reduce (show) only each prompt's last position, not every position.
 
     Raises:
         ValueError: If an answer or target adds no token after its prompt.
@@ -176,13 +181,17 @@ def plan_inputs(
     def flat(row: int, position: int) -> int:
         return row * width + (width - len(rows[row]) + position if left else position)
 
-    shown = [flat(i, k) for i in range(n_inputs) for k in range(len(prompt_ids[i]))]
-    shown_index = {
-        (i, k): n
-        for n, (i, k) in enumerate(
-            (i, k) for i in range(n_inputs) for k in range(len(prompt_ids[i]))
-        )
-    }
+    def shown_positions(i: int) -> range:
+        return range(len(prompt_ids[i]) - 1 if last_only else 0, len(prompt_ids[i]))
+
+    shown_cells = [(i, k) for i in range(n_inputs) for k in shown_positions(i)]
+    shown = [flat(i, k) for i, k in shown_cells]
+    shown_index = {cell: n for n, cell in enumerate(shown_cells)}
+    shown_mask = display_mask.bool()
+    if last_only:
+        ends = [display_mask.shape[1] - 1 if left else len(ids) - 1 for ids in prompt_ids]
+        shown_mask = torch.zeros_like(shown_mask)
+        shown_mask[torch.arange(n_inputs), ends] = True
     reduce_rows = list(shown)
     hidden_index: dict[tuple[int, int], int] = {}
 
@@ -196,7 +205,7 @@ def plan_inputs(
         for i in range(n_inputs)
     ]
     for i in range(n_inputs):
-        positions = range(len(prompt_ids[i])) if answer_cells else [len(prompt_ids[i]) - 1]
+        positions = shown_positions(i) if answer_cells else [len(prompt_ids[i]) - 1]
         for k in positions:
             row_tokens[shown_index[(i, k)]] = list(first_tokens[i])
 
@@ -247,9 +256,7 @@ def plan_inputs(
         row_ids = torch.tensor(
             [tokens + [-1] * (width - len(tokens)) for tokens in row_tokens], dtype=torch.long
         ).reshape(len(reduce_rows), width)
-        shown_prompt = torch.tensor(
-            [i for i in range(n_inputs) for _ in range(len(prompt_ids[i]))], dtype=torch.long
-        )
+        shown_prompt = torch.tensor([i for i, _ in shown_cells], dtype=torch.long)
         for name, plan in set_plans.items():
             # This set's first tokens per prompt (-2 pads: matches no id), then per shown row.
             firsts = [sorted({s[0] for s in sequences or []}) for sequences in sequences_of[name]]
@@ -265,6 +272,7 @@ def plan_inputs(
         attention_mask=attention_mask,
         display_ids=display_ids,
         display_mask=display_mask,
+        shown_mask=shown_mask,
         reduce_rows=torch.tensor(reduce_rows, dtype=torch.long),
         n_shown=len(shown),
         row_prompt=row_prompt,
@@ -305,7 +313,7 @@ def score(
     row_ranks = fields["row_token_ranks"]
     n_layers = row_probs.shape[0]
     n_inputs = plan.display_mask.shape[0]
-    last_shown = plan.display_mask.sum(dim=1).cumsum(0) - 1  # each prompt's last shown row
+    last_shown = plan.shown_mask.sum(dim=1).cumsum(0) - 1  # each prompt's last shown row
     # Every set's first-token values at once: [sets, n_layers, n_shown].
     chosen = torch.stack([p.first_columns for p in plan.answer_sets.values()]).unsqueeze(1)
     shown_probs = row_probs[:, : plan.n_shown].unsqueeze(0)

@@ -85,8 +85,8 @@ def lens_dataset(
     batch_size = check_int("batch_size", batch_size, 1, None, None)
     progress = check_bool("progress", progress)
     variants = check_bool("variants", variants)
-    # A data set reads the answers where prompts end: no per-cell answer tracking.
-    step = LogitLens(model, layers, lens=lens, variants=variants, answer_cells=False)
+    # A data set reads each prompt where it ends: the step reduces those positions alone.
+    step = LogitLens(model, layers, lens=lens, variants=variants, positions="last")
     lengths = _token_lengths(model, prompts)
     order = batch_order(lengths)
 

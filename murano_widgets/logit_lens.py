@@ -75,6 +75,10 @@ class LogitLens:
             and ``answer_token_ranks``: the heatmap's answer metric and the trajectory chart);
             ``False`` scores answers only where each prompt ends (NaN and -1 elsewhere), which
             is all a data set needs and costs less.
+        positions: ``"all"`` reduces every real position (the heatmap); ``"last"`` only each
+            prompt's last one, where the next token is predicted (all a data set over many
+            prompts needs: the unembedding and the reductions cost a position's share). The
+            other cells then hold no value (NaN, -1), as padding does.
 
     Raises:
         TypeError: If ``model`` is not a model backend, or an argument has the wrong type.
@@ -98,6 +102,7 @@ class LogitLens:
         targets: Sequence[str] | None = None,
         variants: bool = False,
         answer_cells: bool = True,
+        positions: str = "all",
     ) -> None:
         _check_model(model)
         self.model = model
@@ -123,6 +128,9 @@ class LogitLens:
         self.targets = None if targets is None else validate_targets(targets)
         self.variants = check_bool("variants", variants)
         self.answer_cells = check_bool("answer_cells", answer_cells)
+        if not isinstance(positions, str) or positions not in ("all", "last"):
+            raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
+        self.positions = positions
         # Set by _run_keeping_block_outputs for one run (the after-trace path keeps them).
         self._block_outputs: dict[int, torch.Tensor] | None = None
         self._keep_block_outputs = False
@@ -131,7 +139,8 @@ class LogitLens:
         kind = "logit" if self.lens is None else getattr(self.lens, "kind", "custom")
         return (
             f"LogitLens(layers={self.layers}, store_full_probs={self.store_full_probs}, "
-            f"top_k={self.top_k}, remote={self.remote}, lens={kind!r})"
+            f"top_k={self.top_k}, remote={self.remote}, lens={kind!r}, "
+            f"positions={self.positions!r})"
         )
 
     def __call__(self, results: dict[str, Any]) -> dict[str, Any]:
@@ -191,9 +200,11 @@ class LogitLens:
             self.variants,
             prompt_ids,
             self.answer_cells,
+            last_only=self.positions == "last",
         )
         inputs = _model_inputs(self.model, plan)
         mask = plan.display_mask.bool()
+        shown = plan.shown_mask
         n_layers, (n_inputs, seq) = len(self.layers), mask.shape
         if self.reduce_in_trace:
             reduced, final, all_probs = self._reduce_in_trace(inputs, plan)
@@ -205,7 +216,7 @@ class LogitLens:
         # Scatter the shown positions back into padded [n_layers, n_inputs, seq] tensors.
         def padded(values: torch.Tensor, fill: float | int) -> torch.Tensor:
             out = torch.full((n_layers, n_inputs, seq, *values.shape[2:]), fill, dtype=values.dtype)
-            out[:, mask] = values[:, : plan.n_shown]
+            out[:, shown] = values[:, : plan.n_shown]
             return out
 
         tracked_fields, answer_sets_scored = score(plan, reduced, padded)
@@ -213,14 +224,14 @@ class LogitLens:
         topk_tokens = padded(real["topk_tokens"], -1)
         topk_probs = padded(real["topk_probs"], float("nan"))
         final_tokens = torch.full((n_inputs, seq), -1, dtype=torch.long)
-        final_tokens[mask] = final
+        final_tokens[shown] = final
         input_ids = plan.display_ids
         token_strings = _decode_unique(
             self.model.tokenizer, [topk_tokens, final_tokens, input_ids[mask]]
         )
         predicted_tokens = topk_tokens[..., 0]
         max_probs = topk_probs[..., 0]
-        _warn_non_finite(max_probs, final_tokens, mask, self.layers)
+        _warn_non_finite(max_probs, final_tokens, shown, self.layers)
         input_words_ids = input_ids.masked_fill(~mask, -1)
         return LogitLensResult(
             all_probs=all_probs,
@@ -293,7 +304,7 @@ class LogitLens:
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
         """Saves the block outputs in the trace, then reduces them in chunks of positions."""
         model = self.model
-        mask = plan.display_mask.bool()
+        mask = plan.shown_mask
         last = model.n_layers - 1
         wanted = sorted({*self.layers, last})
         saved: list[Any] = []
@@ -371,7 +382,7 @@ class LogitLens:
         """Reduces inside the trace, so that only the reduced fields are saved (and travel)."""
         model = self.model
         last = model.n_layers - 1
-        mask = plan.display_mask.bool()
+        mask = plan.shown_mask
         rows = plan.reduce_rows.to(model.device)
         tracked = None if plan.tracked is None else plan.tracked.to(model.device)
         if self.remote:

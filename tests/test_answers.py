@@ -354,6 +354,52 @@ def test_answers_scored_only_where_prompts_end(load_tiny):
         LogitLens(model, answer_cells=None)
 
 
+@pytest.mark.parametrize("in_trace", [False, True])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_last_positions_only_match_plain_transformers(side, in_trace, load_tiny, tiny_model_dirs):
+    model = load_tiny("llama")
+    reference = ReferenceLens(tiny_model_dirs["llama"])
+    original = model.tokenizer.padding_side
+    model.tokenizer.padding_side = side
+    try:
+        lens = run(
+            model,
+            answers=ANSWERS,
+            targets=[" Paris", " the"],
+            positions="last",
+            reduce_in_trace=in_trace,
+        )
+    finally:
+        model.tokenizer.padding_side = original
+    for p, prompt in enumerate(PROMPTS):
+        expected = reference.run(prompt)
+        positions = lens.positions(p)
+        last, before = positions[-1], positions[:-1]
+        assert lens.input_ids[p, positions].tolist() == expected["input_ids"].tolist()
+        torch.testing.assert_close(lens.max_probs[:, p, last], expected["max_probs"][:, -1])
+        assert torch.equal(lens.predicted_tokens[:, p, last], expected["predicted_tokens"][:, -1])
+        torch.testing.assert_close(
+            lens.kl_to_final[:, p, last], expected["kl_to_final"][:, -1], atol=1e-5, rtol=1e-4
+        )
+        assert lens.final_tokens[p, last] == expected["final_tokens"][-1]
+        probs = expected["probs"][:, -1]
+        for t, target in enumerate([" Paris", " the"]):
+            first = encode(reference.tokenizer, target)[0]
+            torch.testing.assert_close(lens.target_probs[:, p, last, t], probs[:, first])
+            rank = (probs > probs[:, first : first + 1]).sum(-1)
+            assert torch.equal(lens.target_ranks[:, p, last, t], rank)
+        accepted = [ANSWERS[p]] if isinstance(ANSWERS[p], str) else ANSWERS[p]
+        score = sum(teacher_forced(reference, prompt, text)[0] for text in accepted)
+        torch.testing.assert_close(lens.answer_probs[:, p], score, atol=1e-6, rtol=1e-4)
+        # The other cells were not reduced: they hold no value, as padding does.
+        assert torch.isnan(lens.max_probs[:, p, before]).all()
+        assert (lens.predicted_tokens[:, p, before] == -1).all()
+        assert (lens.final_tokens[p, before] == -1).all()
+        assert torch.isnan(lens.target_probs[:, p, before]).all()
+    with pytest.raises(ValueError, match=r"positions must be 'all' or 'last', got 'first'"):
+        LogitLens(model, positions="first")
+
+
 def test_answers_may_come_as_any_ordered_column():
     import numpy as np
 
