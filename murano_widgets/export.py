@@ -1,7 +1,8 @@
-"""A self-contained HTML page of the widget that renders with no kernel and no network.
+"""Self-contained HTML pages of the widgets that render with no kernel and no network.
 
-The page inlines the ES module (base64, imported through a Blob URL), the stylesheet and every
-payload section (base64 in a JSON block). All text from the data lives in that JSON block with
+One template serves every widget (the lens heatmap, the lens diff): the page inlines the
+widget's ES module (base64, imported through a Blob URL), its stylesheet and every payload
+section (base64 in a JSON block), and calls the module's ``renderStandalone(root, state)``. All text from the data lives in that JSON block with
 ``<``, ``>`` and ``&`` escaped, so no token can close a tag; the front end only ever puts it in
 the page as text. A Content-Security-Policy forbids every network request.
 """
@@ -15,9 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .payload import LensPayload
 
-__all__ = ["lens_page", "write_html"]
+__all__ = ["diff_page", "lens_page", "standalone_page", "write_html"]
 
 _CSP = (
     "default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
@@ -40,19 +43,53 @@ body {{ margin: 24px; font-family: system-ui, -apple-system, "Segoe UI", sans-se
 </head>
 <body>
 <div id="murano-root" class="murano-export"></div>
-<noscript>This page needs JavaScript to draw the logit-lens widget.</noscript>
+<noscript>This page needs JavaScript to draw the {what}.</noscript>
 <script type="application/json" id="murano-state">{state}</script>
 <script type="module">
 const data = JSON.parse(document.getElementById("murano-state").textContent);
 const source = new TextDecoder().decode(Uint8Array.from(atob(data.esm), (c) => c.charCodeAt(0)));
 const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
-const lens = await import(url);
+const widget = await import(url);
 const root = document.getElementById("murano-root");
-window.muranoWidget = lens.renderStandalone(root, data.state);
+window.muranoWidget = widget.renderStandalone(root, data.state);
 </script>
 </body>
 </html>
 """
+
+
+def standalone_page(
+    state: dict[str, Any],
+    *,
+    esm: str,
+    css: str,
+    title: str,
+    what: str = "widget",
+) -> str:
+    """One self-contained HTML page that renders a widget's state with no kernel.
+
+    The page imports ``esm`` from a Blob URL and calls its ``renderStandalone(root, state)``;
+    the module's result is kept as ``window.muranoWidget``.
+
+    Args:
+        state: The widget's state as ``renderStandalone`` takes it: plain JSON, binary
+            sections already base64 text.
+        esm: The widget's ES module (source text); it must export ``renderStandalone``.
+        css: Its stylesheet.
+        title: The page title (plain text; it is escaped here).
+        what: What the page draws, for the ``<noscript>`` line (plain text).
+
+    Returns:
+        The page's HTML.
+    """
+    document = {"esm": base64.b64encode(esm.encode("utf-8")).decode("ascii"), "state": state}
+    return _PAGE.format(
+        csp=_CSP,
+        title=html.escape(title),
+        what=html.escape(what),
+        css=css.replace("</", "<\\/"),
+        state=_script_safe_json(document),
+    )
 
 
 def lens_page(
@@ -75,31 +112,62 @@ def lens_page(
     """
     state = {
         "_meta": payload.meta,
-        "_sections": {
-            name: base64.b64encode(data).decode("ascii")
-            for name, data in payload.all_sections().items()
-        },
+        "_sections": _base64_sections(payload.all_sections()),
         "_details": True,
         "prompt": view.get("prompt", 0),
         "layer": view.get("layer", payload.meta["layers"][-1]),
         "metric": view.get("metric", "prob"),
         "selected": view.get("selected"),
     }
-    document = {"esm": base64.b64encode(esm.encode("utf-8")).decode("ascii"), "state": state}
     if title is None:
         name = payload.meta.get("model_name") or "model"
         lens = "Tuned lens" if payload.meta.get("lens_kind") == "tuned" else "Logit lens"
         title = f"{lens} — {Path(name).name or name}"
-    return _PAGE.format(
-        csp=_CSP,
-        title=html.escape(title),
-        css=css.replace("</", "<\\/"),
-        state=_script_safe_json(document),
-    )
+    return standalone_page(state, esm=esm, css=css, title=title, what="logit-lens widget")
+
+
+def diff_page(
+    meta: dict[str, Any],
+    sections: Mapping[str, bytes],
+    view: dict[str, Any],
+    *,
+    esm: str,
+    css: str,
+    title: str | None = None,
+) -> str:
+    """One self-contained HTML page that renders a lens diff with no kernel.
+
+    Args:
+        meta: The diff payload's metadata (:func:`murano_widgets._diff_payload.diff_payload`).
+        sections: Its binary sections, by name.
+        view: The view's state: ``prompt``, ``metric`` and optionally ``selected``
+            (``prompt``, ``layer_index``, ``position``).
+        esm: The diff front end's ES module (source text).
+        css: Its stylesheet.
+        title: The page title; defaults to "Lens difference — <a> vs <b>" from the two labels.
+    """
+    state = {
+        "_meta": meta,
+        "_sections": _base64_sections(sections),
+        "prompt": view.get("prompt", 0),
+        "metric": view.get("metric", "delta_prob"),
+        "selected": view.get("selected"),
+    }
+    if title is None:
+        labels = list(meta.get("labels") or ["a", "b"])
+        title = f"Lens difference — {labels[0]} vs {labels[1]}"
+    return standalone_page(state, esm=esm, css=css, title=title, what="lens-diff widget")
 
 
 def write_html(path: str | Path, page: str) -> Path:
     """Writes ``page`` to ``path`` all at once (through a temporary file: nothing half-written).
+
+    Args:
+        path: The file to write; its folder must exist.
+        page: The page's text (written as UTF-8).
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
 
     Raises:
         IsADirectoryError: If ``path`` is a folder.
@@ -115,9 +183,19 @@ def write_html(path: str | Path, page: str) -> Path:
             f"path {str(path)!r}: the folder {str(path.parent)!r} does not exist"
         )
     temporary = path.with_name(path.name + ".part")
-    temporary.write_text(page, encoding="utf-8")
-    temporary.replace(path)
+    try:
+        temporary.write_text(page, encoding="utf-8")
+        temporary.replace(path)
+    except BaseException:
+        # A full disk or an interrupt: the old file stays, and no partial copy is left beside it.
+        temporary.unlink(missing_ok=True)
+        raise
     return path
+
+
+def _base64_sections(sections: Mapping[str, bytes]) -> dict[str, str]:
+    """Binary sections as base64 text (the front end's ``toBytes`` reads it back)."""
+    return {name: base64.b64encode(data).decode("ascii") for name, data in sections.items()}
 
 
 def _script_safe_json(value: object) -> str:
