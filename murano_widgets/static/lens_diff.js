@@ -543,6 +543,10 @@ function h(tag, className, attrs = {}, text) {
   if (text !== void 0) element.textContent = text;
   return element;
 }
+function shownMetric(diff, value) {
+  const spec = diffMetric(diff, String(value));
+  return spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
+}
 var DiffView = class {
   /**
    * @param {WidgetModel} model
@@ -624,7 +628,7 @@ var DiffView = class {
     this.promptInput.max = String(diff.P - 1);
     this.promptLabel.hidden = diff.P < 2;
     this.prompt = clampIndex(this.model.get("prompt"), diff.P);
-    this.metric = this.model.get("metric") || "delta_prob";
+    this.metric = shownMetric(diff, this.model.get("metric") || "delta_prob");
     this.selected = this.model.get("selected") ?? null;
     this.showPrompt();
     this.showMetric();
@@ -660,8 +664,7 @@ var DiffView = class {
   setMetric(value, sync) {
     const diff = this.diff;
     if (!diff) return;
-    const spec = diffMetric(diff, String(value));
-    const metric = spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
+    const metric = shownMetric(diff, value);
     if (sync) this.send("metric", metric);
     this.metric = metric;
     this.showMetric();
@@ -1095,6 +1098,11 @@ function render({ model, el }) {
   const view = new DiffView(model, el);
   return () => view.destroy();
 }
+function renderStandalone(el, state) {
+  const model = createLocalModel({ metric: "delta_prob", ...state });
+  const destroy = render({ model, el });
+  return { model, destroy };
+}
 var index_default = { render };
 export {
   DIVERGING,
@@ -1107,5 +1115,6 @@ export {
   divergingColour,
   formatDelta,
   render,
+  renderStandalone,
   tooltipContent
 };

@@ -7,7 +7,8 @@
  *
  * Modules: payload.js (decoding), colour.js (scales), details.js (tooltip and readout content),
  * view.js (DOM, canvas, events). Shared with the main widget, read-only: ../colour.js,
- * ../format.js, ../tokens.js, ../state.js, ../payload.js (`toBytes`).
+ * ../format.js, ../tokens.js, ../state.js, ../payload.js (`toBytes`), ../local_model.js (the
+ * kernel-free model behind `renderStandalone`, which the HTML export calls).
  */
 
 import { createLocalModel } from "../local_model.js";
@@ -28,6 +29,21 @@ export { createLocalModel };
 export function render({ model, el }) {
   const view = new DiffView(model, el);
   return () => view.destroy();
+}
+
+/**
+ * Renders the full interactive diff with no kernel (the HTML export of
+ * `LensDiffWidget.save_html`, a test page), from a plain state object:
+ * `{_meta, _sections, prompt?, metric?, selected?}`, where sections may be base64 text.
+ * Pinning a cell works in the page; nothing is sent anywhere.
+ * @param {HTMLElement} el
+ * @param {Record<string, any>} state
+ * @returns {{model: WidgetModel, destroy: () => void}}
+ */
+export function renderStandalone(el, state) {
+  const model = createLocalModel({ metric: "delta_prob", ...state });
+  const destroy = render({ model, el });
+  return { model, destroy };
 }
 
 export default { render };

@@ -41,6 +41,17 @@ function h(tag, className, attrs = {}, text) {
   return element;
 }
 
+/**
+ * The metric to show for `value`: itself when the diff can show it, else the first it can.
+ * @param {Diff} diff
+ * @param {unknown} value
+ * @returns {string}
+ */
+function shownMetric(diff, value) {
+  const spec = diffMetric(diff, String(value));
+  return spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
+}
+
 export class DiffView {
   /**
    * @param {WidgetModel} model
@@ -127,7 +138,8 @@ export class DiffView {
     this.promptInput.max = String(diff.P - 1);
     this.promptLabel.hidden = diff.P < 2;
     this.prompt = clampIndex(this.model.get("prompt"), diff.P);
-    this.metric = this.model.get("metric") || "delta_prob";
+    // A state that names no available metric (a hand-made page) shows the first available one.
+    this.metric = shownMetric(diff, this.model.get("metric") || "delta_prob");
     this.selected = this.model.get("selected") ?? null;
     this.showPrompt();
     this.showMetric();
@@ -167,8 +179,7 @@ export class DiffView {
   setMetric(value, sync) {
     const diff = this.diff;
     if (!diff) return;
-    const spec = diffMetric(diff, String(value));
-    const metric = spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
+    const metric = shownMetric(diff, value);
     if (sync) this.send("metric", metric);
     this.metric = metric;
     this.showMetric();
