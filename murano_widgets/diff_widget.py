@@ -7,6 +7,7 @@ is ``js/src/diff/`` bundled into ``murano_widgets/static/lens_diff.js``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -128,6 +129,49 @@ class LensDiffWidget(anywidget.AnyWidget):
             WidgetValueError,
         )
         return _plain(comparison.describe_cell(prompt, row, position))
+
+    def save_html(self, path: str | Path, *, title: str | None = None) -> Path:
+        """Writes a self-contained HTML file that renders this diff with no kernel.
+
+        The file inlines the ES module, the stylesheet and every payload section, with the
+        current prompt, metric and pinned cell; it loads nothing from the network. It is
+        written all at once (nothing half-written on an error).
+
+        Args:
+            path: The file to write (its folder must exist).
+            title: The page title; defaults to "Lens difference — <a> vs <b>".
+
+        Returns:
+            The path written.
+
+        Raises:
+            IsADirectoryError: If ``path`` is a folder.
+            FileNotFoundError: If its folder does not exist.
+        """
+        from .export import write_html
+
+        return write_html(path, self._export_page(title))
+
+    def to_html(self, *, title: str | None = None) -> str:
+        """The self-contained HTML page of :meth:`save_html`, as a string."""
+        return self._export_page(title)
+
+    def _export_page(self, title: str | None) -> str:
+        from .export import diff_page
+
+        view: dict[str, Any] = {"prompt": self.prompt, "metric": self.metric}
+        if self.selected:
+            view["selected"] = {
+                key: self.selected[key] for key in ("prompt", "layer_index", "position")
+            }
+        return diff_page(
+            self._meta,
+            self._sections,
+            view,
+            esm=str(self._esm),
+            css=str(self._css),
+            title=title,
+        )
 
     def __repr__(self) -> str:
         c = self._comparison
