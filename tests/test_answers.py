@@ -223,12 +223,14 @@ def test_a_multi_token_target_warns_that_its_first_token_is_tracked(load_tiny):
 @pytest.mark.parametrize("n", [3, 40, 200])
 def test_count_above_is_exact_with_ties_and_rows_that_are_not_finite(n):
     torch.manual_seed(n)
-    rows, vocab = 9, 3000
+    rows, vocab = 37, 3000
     z = torch.randn(rows, vocab) * 4
     z[0, :50] = z[0, 50]  # ties count in the token's favour
     z[1] = 1.5  # a constant row
     z[2, 7] = math.nan  # a row that is not finite: any count, but no crash
     z[3, 9] = math.inf
+    z[4] = 1000 + torch.randn(vocab) * 1e-3  # far from 0 next to its spread
+    z[5, ::2] = torch.randint(-3, 3, (vocab // 2,)).float()  # many equal values
     ids = torch.randint(0, vocab, (rows, n))
     ids[0, 0] = 50
     thresholds = z.gather(1, ids)
