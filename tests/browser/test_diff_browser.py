@@ -94,9 +94,13 @@ def mount(page, widget, dark: bool = False):
 
 
 def pixel(page, i: int, j: int) -> list[int]:
-    """The canvas pixel at the centre of cell (row i, position j)."""
+    """The canvas pixel at the centre of cell (row i, position j), once drawn.
+
+    The view redraws on the next animation frame after a change, so two frames pass first.
+    """
     return page.evaluate(
-        """([i, j]) => {
+        """async ([i, j]) => {
+          for (let k = 0; k < 2; k++) await new Promise((done) => requestAnimationFrame(done));
           const r = window.debug.cellClientRect(i, j);
           const c = document.querySelector('.murano-diff-canvas');
           const box = c.getBoundingClientRect();
