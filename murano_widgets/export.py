@@ -176,7 +176,7 @@ def write_html(path: str | Path, page: str) -> Path:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(
-            f"path {str(path)!r} is a folder; give a file name such as lens.html"
+            f"path {str(path)!r} is a folder; give a file name, such as lens.html or diff.html"
         )
     if not path.parent.is_dir():
         raise FileNotFoundError(
