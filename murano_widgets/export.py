@@ -2,9 +2,10 @@
 
 One template serves every widget (the lens heatmap, the lens diff): the page inlines the
 widget's ES module (base64, imported through a Blob URL), its stylesheet and every payload
-section (base64 in a JSON block), and calls the module's ``renderStandalone(root, state)``. All text from the data lives in that JSON block with
-``<``, ``>`` and ``&`` escaped, so no token can close a tag; the front end only ever puts it in
-the page as text. A Content-Security-Policy forbids every network request.
+section (base64 in a JSON block), and calls the module's ``renderStandalone(root, state)``.
+All text from the data lives in that JSON block with ``<``, ``>`` and ``&`` escaped, so no
+token can close a tag; the front end only ever puts it in the page as text. A
+Content-Security-Policy forbids every network request.
 """
 
 from __future__ import annotations
