@@ -105,8 +105,8 @@ def lens_page(
 
     Args:
         payload: The result as the front end receives it (metadata and every section).
-        view: The view's state: ``prompt``, ``layer``, ``metric`` and optionally
-            ``selected`` (``prompt``, ``layer_index``, ``position``).
+        view: The view's state: ``prompt``, ``layer``, ``metric``, ``hide_template`` and
+            optionally ``selected`` (``prompt``, ``layer_index``, ``position``).
         esm: The front end's ES module (source text).
         css: Its stylesheet.
         title: The page title; defaults to the model's name.
@@ -119,6 +119,7 @@ def lens_page(
         "layer": view.get("layer", payload.meta["layers"][-1]),
         "metric": view.get("metric", "prob"),
         "selected": view.get("selected"),
+        "hide_template": bool(view.get("hide_template", False)),
     }
     if title is None:
         name = payload.meta.get("model_name") or "model"

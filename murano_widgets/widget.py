@@ -66,6 +66,8 @@ class LogitLensWidget(anywidget.AnyWidget):
         tokenizer: Only for ``murano`` results, instead of ``model``: decodes top-k tokens.
         n_model_layers: Only for ``murano`` results, instead of ``model``: the model's depth.
             Without it, metrics measured against the final prediction are not offered.
+        hide_template: Hide the chat template's own tokens at first (only for chats, whose
+            result has tokens of the ``"template"`` role).
 
     Attributes:
         prompt: The index of the shown prompt (synced with the prompt slider).
@@ -76,6 +78,8 @@ class LogitLensWidget(anywidget.AnyWidget):
             ``sequence_index`` (into the result's padded tensors), ``input_token``,
             ``predicted_token``, ``probability``, ``top_k`` (token, probability) pairs and the
             per-cell fields (see :meth:`LogitLensResult.describe_cell`; rank 0 is the top-1).
+        hide_template: Whether the chat template's own tokens are hidden (synced with the "hide
+            chat-template tokens" box; ``True`` is refused for a result without such tokens).
     """
 
     _esm = _asset("logit_lens.js")
@@ -85,6 +89,7 @@ class LogitLensWidget(anywidget.AnyWidget):
     layer = traitlets.Int(0).tag(sync=True)
     metric = traitlets.Unicode("prob").tag(sync=True)
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    hide_template = traitlets.Bool(False).tag(sync=True)
     _details = traitlets.Bool(False).tag(sync=True)
     _meta = traitlets.Dict().tag(sync=True)
     _sections = traitlets.Dict().tag(sync=True)
@@ -99,6 +104,7 @@ class LogitLensWidget(anywidget.AnyWidget):
         model: ModelBackend | None = None,
         tokenizer: Any = None,
         n_model_layers: int | None = None,
+        hide_template: bool = False,
         **kwargs: Any,
     ) -> None:
         if model is not None:
@@ -112,6 +118,7 @@ class LogitLensWidget(anywidget.AnyWidget):
         prompt = check_index("prompt", prompt, lens.n_inputs, "prompts")
         layer = lens.layers[-1] if layer is None else _check_layer(layer, lens.layers)
         metric = _check_metric(metric, payload)
+        hide_template = _check_hide_template(hide_template, lens, error=WidgetValueError)
         self._lens = lens
         self._payload = payload
         super().__init__(
@@ -120,6 +127,7 @@ class LogitLensWidget(anywidget.AnyWidget):
             prompt=prompt,
             layer=layer,
             metric=metric,
+            hide_template=hide_template,
             **kwargs,
         )
 
@@ -146,6 +154,10 @@ class LogitLensWidget(anywidget.AnyWidget):
     @traitlets.validate("metric")
     def _validate_metric(self, proposal: dict[str, Any]) -> str:
         return _check_metric(proposal["value"], self._payload)
+
+    @traitlets.validate("hide_template")
+    def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
+        return _check_hide_template(proposal["value"], self._lens, error=WidgetValueError)
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
@@ -189,7 +201,12 @@ class LogitLensWidget(anywidget.AnyWidget):
     def _export_page(self, title: str | None) -> str:
         from .export import lens_page
 
-        view = {"prompt": self.prompt, "layer": self.layer, "metric": self.metric}
+        view = {
+            "prompt": self.prompt,
+            "layer": self.layer,
+            "metric": self.metric,
+            "hide_template": self.hide_template,
+        }
         if self.selected:
             view["selected"] = {
                 key: self.selected[key] for key in ("prompt", "layer_index", "position")
@@ -226,6 +243,7 @@ def show_logit_lens(
     seed: int | None = None,
     chat: Any = None,
     add_generation_prompt: bool = True,
+    hide_template: bool = False,
     **step_options: Any,
 ) -> LogitLensWidget:
     """Runs the logit lens on ``prompts`` and returns it as an interactive widget.
@@ -260,6 +278,8 @@ def show_logit_lens(
             tokens. With ``generate``, the model writes the assistant's reply.
         add_generation_prompt: With ``chat``: end with the template's opening of an
             assistant turn (what a chat model reads before it replies).
+        hide_template: With ``chat``: hide the chat template's own tokens at first (the
+            widget's ``hide_template`` trait, and its "hide chat-template tokens" box).
         **step_options: Passed to :class:`LogitLens` (``targets``, ``variants``, ``top_k``,
             ``max_chunk_bytes``, ``lens``, ``remote``, ...).
 
@@ -285,6 +305,11 @@ def show_logit_lens(
         raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
     if layer is not None and hasattr(model, "n_layers"):
         _check_layer(layer, resolve_layers(layers, model.n_layers), error=ValueError)
+    if _check_hide_template_type(hide_template) and chat is None:
+        raise ValueError(
+            "hide_template=True is not allowed without chat: only a chat has template tokens "
+            "to hide; got hide_template=True"
+        )
     lens = run_logit_lens(
         model,
         prompts,
@@ -299,7 +324,9 @@ def show_logit_lens(
         add_generation_prompt=add_generation_prompt,
         **step_options,
     )
-    return LogitLensWidget(lens, prompt=prompt, layer=layer, metric=metric)
+    return LogitLensWidget(
+        lens, prompt=prompt, layer=layer, metric=metric, hide_template=hide_template
+    )
 
 
 def _check_layer(value: Any, layers: list[int], error: type = WidgetValueError) -> int:
@@ -315,6 +342,31 @@ def _check_layer(value: Any, layers: list[int], error: type = WidgetValueError) 
         )
         raise error(f"layer must be {allowed}; got {value}")
     return int(value)
+
+
+def _check_hide_template_type(value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(
+            f"hide_template must be True or False, got {type(value).__name__} {value!r}"
+        )
+    return bool(value)
+
+
+def _check_hide_template(value: Any, lens: LogitLensResult, error: type) -> bool:
+    """``hide_template``: a bool, ``True`` only when the result has chat-template tokens to hide."""
+    value = _check_hide_template_type(value)
+    if not value:
+        return False
+    if lens.token_roles is None:
+        reason = (
+            "the result has no chat roles, so no chat-template tokens "
+            "(they come from show_logit_lens(model, chat=...))"
+        )
+    elif not any(role == "template" for roles in lens.token_roles for role in roles):
+        reason = "no token of the result has the chat template's role"
+    else:
+        return True
+    raise error(f"hide_template=True is not allowed: {reason}; got hide_template={value!r}")
 
 
 def _check_metric(value: Any, payload: LensPayload) -> str:

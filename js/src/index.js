@@ -38,7 +38,8 @@ export function render({ model, el }) {
 
 /**
  * Renders the full interactive widget with no kernel, from a plain state object
- * (`{_meta, _sections, prompt?, layer?, metric?, selected?}`; sections may be base64 text).
+ * (`{_meta, _sections, prompt?, layer?, metric?, selected?, hide_template?}`; sections may be
+ * base64 text).
  * @param {HTMLElement} el
  * @param {Record<string, any>} state
  * @returns {{model: WidgetModel, destroy: () => void}}

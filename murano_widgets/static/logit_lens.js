@@ -2324,8 +2324,8 @@ function debugApi(view) {
      */
     cellDetails: (layerIndex, position) => view.lens ? cellDetails(view.lens, view.state.prompt, layerIndex, position) : null,
     drawNow: () => view.relayout(),
-    /** @param {boolean} hide */
-    setHideTemplate: (hide) => view.setHideTemplate(hide),
+    /** @param {boolean} hide as the control does: the `hide_template` trait follows */
+    setHideTemplate: (hide) => view.setHideTemplate(hide, true),
     /** @returns {Promise<number>} the duration of the next draw */
     nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve))
   };
@@ -2513,7 +2513,7 @@ function bindEvents(view) {
     view.requestDraw();
   });
   on(ui.unpinButton, "click", () => view.setSelected(null, true));
-  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked));
+  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked, true));
   const handlers = {
     "change:prompt": () => {
       view.syncPrompt.cancel();
@@ -2525,6 +2525,7 @@ function bindEvents(view) {
     },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
+    "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
     "change:_sections": () => view.reload(),
     "change:_meta": () => view.reload()
   };
@@ -2729,6 +2730,7 @@ var LensView = class {
       s.layer = layer === null || layer === void 0 ? lens.L - 1 : rowOfModelLayer(lens.layers, layer);
       s.metric = resolveMetric(lens, model.get("metric"));
       s.selected = model.get("selected") ?? null;
+      s.hideTemplate = model.get("hide_template") === true;
     } else {
       s.prompt = clampIndex(s.prompt, lens.P);
       s.layer = clampIndex(s.layer, lens.L);
@@ -2742,6 +2744,7 @@ var LensView = class {
     if (s.focus) s.focus = this.clampCell(s.focus);
     if (s.hover) s.hover = this.clampCell(s.hover);
     ui.metricSelect.value = s.metric;
+    ui.hideTemplate.checked = s.hideTemplate;
     showControls(ui, lens, s);
     this.refreshMetric();
     showPin(ui, lens, s.selected);
@@ -2778,11 +2781,14 @@ var LensView = class {
   }
   /**
    * Hides or shows the chat template's own tokens: their columns collapse, every other column
-   * keeps its true position.
+   * keeps its true position. The `hide_template` trait holds the choice, so Python can read and
+   * set it and it is saved with the notebook.
    * @param {boolean} hide
+   * @param {boolean} sync tell Python (the user toggled the control)
    */
-  setHideTemplate(hide) {
+  setHideTemplate(hide, sync) {
     const s = this.state;
+    if (sync) this.send("hide_template", hide);
     this.ui.hideTemplate.checked = hide;
     if (s.hideTemplate === hide) return;
     s.hideTemplate = hide;

@@ -73,8 +73,8 @@ export function debugApi(view) {
      */
     cellDetails: (layerIndex, position) => (view.lens ? cellDetails(view.lens, view.state.prompt, layerIndex, position) : null),
     drawNow: () => view.relayout(),
-    /** @param {boolean} hide */
-    setHideTemplate: (hide) => view.setHideTemplate(hide),
+    /** @param {boolean} hide as the control does: the `hide_template` trait follows */
+    setHideTemplate: (hide) => view.setHideTemplate(hide, true),
     /** @returns {Promise<number>} the duration of the next draw */
     nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve)),
   };

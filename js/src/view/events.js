@@ -114,7 +114,7 @@ export function bindEvents(view) {
     view.requestDraw();
   });
   on(ui.unpinButton, "click", () => view.setSelected(null, true));
-  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked));
+  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked, true));
 
   /** @type {Record<string, () => void>} */
   const handlers = {
@@ -122,6 +122,7 @@ export function bindEvents(view) {
     "change:layer": () => { view.syncLayer.cancel(); view.setModelLayer(model.get("layer")); },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
+    "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
     "change:_sections": () => view.reload(),
     "change:_meta": () => view.reload(),
   };

@@ -149,6 +149,7 @@ export class LensView {
       s.layer = layer === null || layer === undefined ? lens.L - 1 : rowOfModelLayer(lens.layers, layer);
       s.metric = resolveMetric(lens, model.get("metric"));
       s.selected = model.get("selected") ?? null;
+      s.hideTemplate = model.get("hide_template") === true;
     } else {
       s.prompt = clampIndex(s.prompt, lens.P);
       s.layer = clampIndex(s.layer, lens.L);
@@ -163,6 +164,7 @@ export class LensView {
     if (s.focus) s.focus = this.clampCell(s.focus);
     if (s.hover) s.hover = this.clampCell(s.hover);
     ui.metricSelect.value = s.metric;
+    ui.hideTemplate.checked = s.hideTemplate;
     showControls(ui, lens, s);
     this.refreshMetric();
     showPin(ui, lens, s.selected);
@@ -200,11 +202,14 @@ export class LensView {
 
   /**
    * Hides or shows the chat template's own tokens: their columns collapse, every other column
-   * keeps its true position.
+   * keeps its true position. The `hide_template` trait holds the choice, so Python can read and
+   * set it and it is saved with the notebook.
    * @param {boolean} hide
+   * @param {boolean} sync tell Python (the user toggled the control)
    */
-  setHideTemplate(hide) {
+  setHideTemplate(hide, sync) {
     const s = this.state;
+    if (sync) this.send("hide_template", hide);
     this.ui.hideTemplate.checked = hide;
     if (s.hideTemplate === hide) return;
     s.hideTemplate = hide;
