@@ -196,3 +196,12 @@ def test_tokenizer_from_the_folder_keeps_a_template(tiny_model_dirs, tmp_path):
     model = MuranoModel(folder, backend="nnsight")
     result = run_logit_lens(model, chat=OTHER)
     assert result.token_roles == [expected_tokens(model.tokenizer, OTHER)[1]]
+
+
+def test_hide_template_passes_through_to_the_widget(chat_model):
+    widget = show_logit_lens(chat_model, chat=CHAT, hide_template=True)
+    assert widget.hide_template is True
+    assert "template" in widget.result.token_roles[0]
+    assert show_logit_lens(chat_model, chat=CHAT).hide_template is False
+    with pytest.raises(TypeError, match="hide_template must be True or False, got str 'no'"):
+        show_logit_lens(chat_model, chat=CHAT, hide_template="no")

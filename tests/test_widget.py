@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import numpy as np
@@ -253,3 +254,64 @@ def test_show_logit_lens_returns_the_widget_without_displaying_it(load_tiny):
         widget = show_logit_lens(load_tiny("gpt2"), "one two")
     assert captured.outputs == []
     assert isinstance(widget, LogitLensWidget)
+
+
+def chat_roles(lens):
+    """Chat roles over ``lens``'s real tokens: each prompt opens with two template tokens."""
+    return [["template", "template"] + ["user"] * (n - 2) for n in lens.lengths]
+
+
+def exported_state(widget):
+    """The state the exported page hands to ``renderStandalone``."""
+    import json
+    import re
+
+    block = re.search(
+        r'<script type="application/json" id="murano-state">(.*?)</script>',
+        widget.to_html(),
+        re.DOTALL,
+    )
+    return json.loads(block.group(1))["state"]
+
+
+def test_hide_template_is_a_synced_trait_refused_without_template_tokens(widget, lens):
+    assert widget.hide_template is False
+    assert widget.trait_metadata("hide_template", "sync") is True
+    assert widget.get_state()["hide_template"] is False
+    # No chat roles, so nothing to hide: refused, naming the trait, the value and why.
+    with pytest.raises(TraitError, match=r"hide_template=True is not allowed: .*no chat roles"):
+        widget.hide_template = True
+    with pytest.raises(WidgetValueError, match="hide_template=True is not allowed"):
+        LogitLensWidget(lens, hide_template=True)
+    # Chat roles without a template token: refused too.
+    no_template = dataclasses.replace(lens, token_roles=[["user"] * n for n in lens.lengths])
+    with pytest.raises(TraitError, match="no token of the result has the chat template's role"):
+        LogitLensWidget(no_template).hide_template = True
+    with pytest.raises(TypeError, match="hide_template must be True or False, got str 'yes'"):
+        LogitLensWidget(lens, hide_template="yes")
+    widget.hide_template = False
+    assert widget.hide_template is False
+
+
+def test_hide_template_with_template_tokens_round_trips_and_is_exported(lens):
+    chat = dataclasses.replace(lens, token_roles=chat_roles(lens))
+    widget = LogitLensWidget(chat, hide_template=True)
+    assert widget.hide_template is True and widget.get_state()["hide_template"] is True
+    assert exported_state(widget)["hide_template"] is True
+    # What the front end sends when the box is unticked.
+    widget.set_state({"hide_template": False})
+    assert widget.hide_template is False
+    assert exported_state(widget)["hide_template"] is False
+    widget.hide_template = True
+    assert exported_state(widget)["hide_template"] is True
+    with pytest.raises(TraitError, match="hide_template"):
+        widget.hide_template = "yes"
+    assert widget.hide_template is True
+
+
+def test_show_logit_lens_checks_hide_template_before_the_model_runs():
+    model = object()  # never used: the arguments are refused first
+    with pytest.raises(TypeError, match="hide_template must be True or False, got int 1"):
+        show_logit_lens(model, "one two", hide_template=1)
+    with pytest.raises(ValueError, match="hide_template=True is not allowed without chat"):
+        show_logit_lens(model, "one two", hide_template=True)

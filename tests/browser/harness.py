@@ -25,7 +25,16 @@ CSS = STATIC / "logit_lens.css"
 ORIGIN = "http://murano.test"
 ARTIFACTS = ROOT / "tests" / "_artifacts"
 
-SYNCED = ("prompt", "layer", "metric", "selected", "_details", "_meta", "_sections")
+SYNCED = (
+    "prompt",
+    "layer",
+    "metric",
+    "selected",
+    "hide_template",
+    "_details",
+    "_meta",
+    "_sections",
+)
 
 PAGE = """<!doctype html>
 <html lang="en">

@@ -13,7 +13,7 @@ keeps every other column's true position (axis, pins, keyboard), and the readout
 from __future__ import annotations
 
 import pytest
-from harness import Bridge
+from harness import ARTIFACTS, Bridge
 
 pytestmark = pytest.mark.browser
 
@@ -59,7 +59,7 @@ def chat(demo):
         tokenizer.chat_template = kept
 
 
-def mount(browser, result, width=1200, dark=False):
+def mount(browser, result, width=1200, dark=False, **options):
     from murano_widgets import LogitLensWidget
 
     context = browser.new_context(
@@ -70,7 +70,7 @@ def mount(browser, result, width=1200, dark=False):
     page.on("pageerror", lambda error: page.errors.append(str(error)))
     page.on("console", lambda msg: page.errors.append(msg.text) if msg.type == "error" else None)
     page.set_default_timeout(15_000)
-    widget = LogitLensWidget(result)
+    widget = LogitLensWidget(result, **options)
     return context, page, widget, Bridge(page, widget, width=width, dark=dark)
 
 
@@ -245,5 +245,75 @@ def test_hiding_template_tokens_keeps_true_positions(browser, chat):
         assert bridge.layout()["nPositions"] == len(roles)
         assert bridge.state()["focus"]["position"] == shown[-1]
         assert page.errors == []
+    finally:
+        context.close()
+
+
+def test_hide_template_trait_mounts_syncs_both_ways_and_exports(browser, chat, tmp_path):
+    """The "hide chat-template tokens" box is the ``hide_template`` trait: read at mount, sent
+    to Python when toggled, followed when Python sets it, and kept by the HTML export."""
+    roles = chat.token_roles[0]
+    shown = [j for j, role in enumerate(roles) if role != "template"]
+    hidden = [j for j, role in enumerate(roles) if role == "template"]
+    assert shown and hidden
+    box = ".murano-hide-template-box"
+    context, page, widget, bridge = mount(browser, chat, hide_template=True)
+    try:
+        # Mounted hidden: only the non-template columns, the box ticked, nothing sent.
+        assert bridge.state()["hideTemplate"] is True and page.is_checked(box)
+        assert bridge.layout()["nPositions"] == len(shown)
+        assert bridge.page.evaluate("(j) => window.debug.cellClientRect(0, j)", hidden[0]) is None
+        assert not any("endoftext" in t["text"] for t in input_texts(bridge))
+        assert bridge.sent() == []
+        bridge.screenshot("chat-hide-template-trait.png")
+        # The user unticks the box: Python hears it.
+        page.click(".murano-hide-template")
+        bridge.wait_frames()
+        assert bridge.layout()["nPositions"] == len(roles)
+        assert bridge.sync() == [{"hide_template": False}]
+        assert widget.hide_template is False
+        page.click(".murano-hide-template")
+        bridge.wait_frames()
+        assert bridge.sync() == [{"hide_template": True}]
+        assert widget.hide_template is True
+        # Python sets it: the columns and the box follow, and nothing is sent back.
+        widget.hide_template = False
+        bridge.kernel_set("hide_template")
+        bridge.wait_frames()
+        assert bridge.layout()["nPositions"] == len(roles) and not page.is_checked(box)
+        widget.hide_template = True
+        bridge.kernel_set("hide_template")
+        bridge.wait_frames()
+        assert bridge.layout()["nPositions"] == len(shown) and page.is_checked(box)
+        assert bridge.state()["hideTemplate"] is True
+        assert bridge.sent() == []
+        assert page.errors == []
+    finally:
+        context.close()
+
+    # The exported page, opened from file:// with every other request refused, starts hidden.
+    path = widget.save_html(tmp_path / "chat.html")
+    context = browser.new_context(viewport={"width": 1240, "height": 1000}, device_scale_factor=1)
+    try:
+        page = context.new_page()
+        errors, refused = [], []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+
+        def refuse(route):
+            refused.append(route.request.url)
+            route.abort()
+
+        page.route(lambda url: not url.startswith("file://"), refuse)
+        page.goto(path.as_uri())
+        page.wait_for_function("() => window.muranoWidget && window.muranoWidget.model")
+        debug = "document.getElementById('murano-root').__muranoDebug"
+        assert page.evaluate(f"() => {debug}.state.hideTemplate") is True
+        assert page.evaluate(f"() => {debug}.layout.nPositions") == len(shown)
+        assert page.is_checked(box)
+        assert page.evaluate("() => window.muranoWidget.model.get('hide_template')") is True
+        page.locator(".murano-root").screenshot(
+            path=str(ARTIFACTS / "chat-hide-template-export.png")
+        )
+        assert errors == [] and refused == []
     finally:
         context.close()
