@@ -235,3 +235,31 @@ def role_names(token_roles: list[list[str]]) -> list[str]:
     """The role names of a result: :data:`ROLES`, then any other role in order of appearance."""
     extra = [r for row in token_roles for r in row if r not in ROLES]
     return [*ROLES, *dict.fromkeys(extra)]
+
+
+# A copy of the widget's role colours (ROLE_COLOURS and OTHER_COLOURS in js/src/token_marks.js;
+# tests/test_plot.py reads that file and checks the two agree), so that a static figure colours
+# each role as the widget does. Okabe–Ito: the roles are told apart with any colour vision.
+#: The band colour of each usual role.
+ROLE_COLOURS = {
+    "template": "#999999",
+    "system": "#e69f00",
+    "user": "#0072b2",
+    "assistant": "#009e73",
+}
+#: The colours any other role gets, in turn, in :func:`role_names` order.
+OTHER_ROLE_COLOURS = ("#cc79a7", "#d55e00", "#56b4e9", "#f0e442")
+
+
+def role_colours(names: Sequence[str]) -> dict[str, str]:
+    """Each role's band colour, as the widget picks it (``roleStyles`` in token_marks.js).
+
+    Args:
+        names: The result's role names, from :func:`role_names` (the order sets which colour
+            each unusual role gets).
+
+    Returns:
+        A colour (``"#rrggbb"``) for each name.
+    """
+    others = iter(OTHER_ROLE_COLOURS * (len(names) // len(OTHER_ROLE_COLOURS) + 1))
+    return {name: ROLE_COLOURS.get(name) or next(others) for name in names}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._adapters import as_lens_result
-from ._checks import check_index
+from ._checks import check_bool, check_index
 from .metrics import METRICS, metric_domain
 from .tokens import display_token
 
@@ -17,6 +17,16 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["plot_logit_lens"]
+
+# The widget's generation marks (the theme's --murano-generated and --murano-generated-bg
+# defaults in js/src/painter.js; tests/test_plot.py checks the two agree): a rule where the
+# generated tokens start, and a tint under their input tokens.
+GENERATED_COLOUR = "#d55e00"
+GENERATED_TINT = (213 / 255, 94 / 255, 0.0, 0.14)
+# The role band: its height and the gap between it and the heatmap, in points (fixed sizes, so
+# the band looks the same however many layers the figure has).
+_BAND_POINTS = 5.0
+_BAND_GAP_POINTS = 1.5
 
 
 def plot_logit_lens(
@@ -27,11 +37,17 @@ def plot_logit_lens(
     ax: Axes | None = None,
     *,
     max_token_chars: int = 8,
+    marks: bool = True,
 ) -> Figure:
     """Draws one prompt's logit lens: rows are layers (highest on top), columns positions.
 
     Each cell is coloured by ``metric`` and labelled with the layer's top-1 token; padding is
     left out; token labels show spaces and newlines as visible marks. Works headless (Agg).
+
+    Generated text and chats are marked as the widget marks them: a rule where the generated
+    tokens start (``generate=N``), whose input-token labels are italic on a light tint; and
+    (``chat=...``) a band under the heatmap in each token's role colour, with a legend of the
+    roles present.
 
     Args:
         result: A :class:`LogitLensResult` (or a ``murano`` result).
@@ -40,13 +56,17 @@ def plot_logit_lens(
         metric: ``"prob"``, ``"entropy"``, ``"final_prob"``, ``"final_rank"`` or ``"kl"``.
         ax: Axes to draw into; a new figure is made if ``None``.
         max_token_chars: Longer token labels are cut with an ellipsis.
+        marks: Draw the generation and chat-role marks (when the result has them); ``False``
+            for the plain heatmap.
 
     Returns:
         The figure.
 
     Raises:
         ValueError: For a prompt, layer or metric out of range.
+        TypeError: For a ``marks`` that is not ``True`` or ``False``.
     """
+    marks = check_bool("marks", marks)
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm, Normalize
 
@@ -120,14 +140,101 @@ def plot_logit_lens(
         rotation=45,
         ha="right",
     )
+    legend = False
+    if marks:
+        _mark_generated(ax, lens, prompt, n_cols)
+        legend = _mark_roles(ax, lens, prompt, n_cols)
     ax.set_ylabel("layer")
     ax.set_xlabel("input token (the cell shows the top-1 prediction for the next token)")
     title = lens.prompts[prompt] if lens.prompts else "".join(inputs)
     kind = "Tuned lens" if lens.lens_kind == "tuned" else "Logit lens"
     ax.set_title(
-        f"{kind}: {_short(display_token(title, spaces=False), 80)}", fontsize=10, loc="left"
+        f"{kind}: {_short(display_token(title, spaces=False), 80)}",
+        fontsize=10,
+        loc="left",
+        pad=20 if legend else None,  # None: the default; 20 leaves the legend its row
     )
     return fig
+
+
+def _mark_generated(ax: Axes, lens: Any, prompt: int, n_cols: int) -> None:
+    """The rule before the first generated column; italic, tinted labels from there on."""
+    if lens.generation_starts is None:
+        return
+    start = lens.generation_starts[prompt]  # a column: columns are the prompt's real tokens
+    for label in ax.get_xticklabels()[start:]:
+        label.set_fontstyle("italic")
+        label.set_bbox({"facecolor": GENERATED_TINT, "edgecolor": "none", "pad": 1.5})
+    # As in the widget: no rule when nothing, or everything, was generated (no boundary).
+    if 0 < start < n_cols:
+        ax.axvline(
+            start - 0.5, color=GENERATED_COLOUR, linewidth=2, zorder=3, gid="generation-boundary"
+        )
+
+
+def _mark_roles(ax: Axes, lens: Any, prompt: int, n_cols: int) -> bool:
+    """A band under the heatmap, one segment per token in its role's colour, and a legend.
+
+    Returns:
+        Whether a legend was drawn above the heatmap (the title then makes room for it).
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.transforms import Affine2D, ScaledTranslation, blended_transform_factory
+
+    from .chat import ROLES, role_colours, role_names
+
+    if lens.token_roles is None:
+        return False
+    roles = lens.token_roles[prompt]
+    # Colours are picked over the whole result's roles, so an unusual role keeps its colour
+    # from prompt to prompt, as in the widget.
+    colours = role_colours(role_names(lens.token_roles))
+    fig = ax.figure
+    # x in data units (columns); y in points from the axes' bottom, so the band keeps its size
+    # whatever the figure's height or the dpi it is saved at.
+    points_from_bottom = (
+        Affine2D().scale(1 / 72) + fig.dpi_scale_trans + ScaledTranslation(0, 0, ax.transAxes)
+    )
+    band_transform = blended_transform_factory(ax.transData, points_from_bottom)
+    tick = plt.rcParams["xtick.major.size"]
+    top = -(tick + _BAND_GAP_POINTS)
+    for column, role in enumerate(roles[:n_cols]):
+        ax.add_artist(
+            Rectangle(
+                (column - 0.45, top - _BAND_POINTS),
+                0.9,
+                _BAND_POINTS,
+                transform=band_transform,
+                facecolor=colours[role],
+                edgecolor="none",
+                clip_on=False,
+                gid="role-band",
+            )
+        )
+    # The tick labels go below the band rather than over it.
+    ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + _BAND_GAP_POINTS + _BAND_POINTS)
+    present = [name for name in colours if name in set(roles[:n_cols])]
+    handles = [
+        Patch(facecolor=colours[name], label="chat template" if name == ROLES[0] else name)
+        for name in present
+    ]
+    # Above the heatmap, under the title (which moves up to make room): never over a cell, and
+    # clear of the colour bar on the right.
+    ax.legend(
+        handles=handles,
+        loc="lower left",
+        bbox_to_anchor=(0.0, 1.0),
+        ncols=len(handles),
+        frameon=False,
+        fontsize=8,
+        handlelength=1.2,
+        handleheight=0.6,
+        columnspacing=1.2,
+        borderaxespad=0.2,
+        borderpad=0.0,
+    )
+    return True
 
 
 def _rows(available: list[int], layers: Sequence[int] | None) -> list[int]:

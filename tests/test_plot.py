@@ -1,19 +1,44 @@
-"""The static heatmap: what is drawn matches the result, padding is left out, a PNG is written."""
+"""The static heatmap: what is drawn matches the result, padding is left out, a PNG is written;
+generated tokens and chat roles are marked as the widget marks them, in the widget's colours."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.colors import to_hex
 from matplotlib.image import AxesImage
 
-from murano_widgets import LogitLens, PromptBatch, plot_logit_lens
+from murano_widgets import LogitLens, MuranoModel, PromptBatch, plot_logit_lens
+from murano_widgets.generation import run_logit_lens
 from murano_widgets.tokens import display_token
 
 PROMPTS = ["The Eiffel Tower is in\nthe city", "one two"]
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "tests" / "_artifacts"
+# A small chat template: a header per message (a special token, the role, a newline), the
+# content, a newline; then, for generation, the assistant's header.
+TEMPLATE = (
+    "{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}"
+)
+CHATS = [
+    [
+        {"role": "system", "content": "Answer in one word."},
+        {"role": "critic", "content": "Be brief."},
+        {"role": "user", "content": "The Eiffel Tower is in the city of"},
+    ],
+    # "critic" and "tool" are no usual roles: they take the widget's other colours in turn, in
+    # the order they first appear in the whole result (so "tool" keeps its colour in any prompt).
+    [{"role": "tool", "content": "42"}, {"role": "user", "content": "one two"}],
+]
 
 
 def short(text: str, limit: int = 8) -> str:
@@ -74,3 +99,186 @@ def test_bad_arguments(lens):
         plot_logit_lens(lens, prompt=2)
     with pytest.raises(ValueError, match="layers holds 7"):
         plot_logit_lens(lens, layers=[7])
+
+
+def js_colour_tables():
+    """The widget's colours, read as text from its ES modules: the role colours, the other
+    roles' colours in turn, and the generation rule's and tint's theme defaults."""
+    marks = (ROOT / "js" / "src" / "token_marks.js").read_text()
+    roles_js = re.search(r"ROLE_COLOURS = Object\.freeze\(\{(.*?)\}\)", marks, re.S).group(1)
+    roles = dict(re.findall(r'(\w+): "(#[0-9a-fA-F]{6})"', roles_js))
+    others_js = re.search(r"OTHER_COLOURS = Object\.freeze\(\[(.*?)\]\)", marks, re.S).group(1)
+    others = re.findall(r'"(#[0-9a-fA-F]{6})"', others_js)
+    painter = (ROOT / "js" / "src" / "painter.js").read_text()
+    rule = re.search(r'"--murano-generated", "(#[0-9a-fA-F]{6})"', painter).group(1)
+    tint = re.search(r'"--murano-generated-bg", "rgba\(([^)]*)\)"', painter).group(1)
+    red, green, blue, alpha = (float(x) for x in tint.split(","))
+    assert len(roles) == 4 and len(others) >= 2
+    return roles, others, rule, (red / 255, green / 255, blue / 255, alpha)
+
+
+def widget_role_colours(result):
+    """What the widget paints each role: its own colour, else the other colours in turn, in the
+    order the payload lists the roles (the usual four, then others as they first appear)."""
+    roles, others, _, _ = js_colour_tables()
+    usual = ["template", "system", "user", "assistant"]
+    extra = list(dict.fromkeys(r for row in result.token_roles for r in row if r not in usual))
+    return {**roles, **{name: others[i % len(others)] for i, name in enumerate(extra)}}
+
+
+def marks_of(fig):
+    """The heatmap's axes, generation rules, role-band segments and legend."""
+    ax = fig.axes[0]
+    rules = [line for line in ax.lines if line.get_gid() == "generation-boundary"]
+    band = [a for a in ax.get_children() if a.get_gid() == "role-band"]
+    return ax, rules, band, ax.get_legend()
+
+
+def save_artifact(fig, name):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    fig.savefig(ARTIFACTS / name, dpi=100)
+
+
+@pytest.fixture(scope="module")
+def generated(load_tiny):
+    # Prompts of different lengths: left padding, and a different boundary for each.
+    return run_logit_lens(load_tiny("gpt2"), ["The Eiffel Tower is in", "one two"], generate=4)
+
+
+@pytest.fixture(scope="module")
+def chat_result(tiny_model_dirs):
+    # A model of this module's own: the template is set on it, not on the shared one.
+    model = MuranoModel(tiny_model_dirs["llama"], backend="nnsight")
+    model.tokenizer.chat_template = TEMPLATE
+    return run_logit_lens(model, chat=CHATS, generate=3)
+
+
+def test_the_python_colours_are_the_widgets():
+    from murano_widgets.chat import OTHER_ROLE_COLOURS, ROLE_COLOURS
+    from murano_widgets.plot import GENERATED_COLOUR, GENERATED_TINT
+
+    roles, others, rule, tint = js_colour_tables()
+    assert roles == ROLE_COLOURS
+    assert list(OTHER_ROLE_COLOURS) == others
+    assert rule == GENERATED_COLOUR
+    np.testing.assert_allclose(GENERATED_TINT, tint)
+
+
+@pytest.mark.parametrize("prompt", [0, 1])
+def test_generated_tokens_get_a_rule_and_italic_labels(generated, prompt):
+    _, _, rule_colour, tint = js_colour_tables()
+    fig = plot_logit_lens(generated, prompt=prompt)
+    fig.canvas.draw()  # the labels as drawn, not only as set
+    ax, rules, band, legend = marks_of(fig)
+    n = len(generated.positions(prompt))
+    start = generated.generation_starts[prompt]
+    assert 0 < start < n  # the test needs a prompt and something generated
+    # The rule sits on the border between the last prompt column and the first generated one.
+    left, right, _, _ = next(a for a in ax.get_children() if isinstance(a, AxesImage)).get_extent()
+    border = left + start * (right - left) / n
+    assert len(rules) == 1
+    assert rules[0].get_xdata() == pytest.approx([border, border])
+    assert to_hex(rules[0].get_color()) == rule_colour
+    labels = ax.get_xticklabels()
+    assert len(labels) == n
+    assert [label.get_fontstyle() == "italic" for label in labels] == [j >= start for j in range(n)]
+    tints = [label.get_bbox_patch() for label in labels]
+    assert [b is not None for b in tints] == [j >= start for j in range(n)]
+    for patch in tints[start:]:
+        np.testing.assert_allclose(patch.get_facecolor(), tint)
+    assert band == [] and legend is None  # no chat: no roles
+    if prompt == 0:
+        save_artifact(fig, "plot_generated.png")
+    plt.close(fig)
+
+    fig = plot_logit_lens(generated, prompt=prompt, marks=False)
+    fig.canvas.draw()
+    ax, rules, band, legend = marks_of(fig)
+    assert rules == [] and band == [] and legend is None
+    labels = ax.get_xticklabels()
+    assert {label.get_fontstyle() for label in labels} == {"normal"}
+    assert all(label.get_bbox_patch() is None for label in labels)
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("prompt", [0, 1])
+def test_chat_roles_get_a_band_and_a_legend(chat_result, prompt):
+    colours = widget_role_colours(chat_result)
+    roles = chat_result.token_roles[prompt]
+    fig = plot_logit_lens(chat_result, prompt=prompt)
+    fig.canvas.draw()
+    ax, rules, band, legend = marks_of(fig)
+    n = len(chat_result.positions(prompt))
+    assert len(roles) == n
+    # One segment per shown token, in column order, in its role's colour.
+    assert len(band) == n
+    assert [p.get_x() + p.get_width() / 2 for p in band] == pytest.approx(list(range(n)))
+    assert [to_hex(p.get_facecolor()) for p in band] == [colours[r] for r in roles]
+    other = {"critic": 0, "tool": 1}
+    for role, turn in other.items():
+        if role in roles:
+            expected = js_colour_tables()[1][turn]
+            assert to_hex(band[roles.index(role)].get_facecolor()) == expected
+    # The legend: the roles present, in the widget's order and colours.
+    order = [*colours]
+    present = sorted(set(roles), key=order.index)
+    assert {"template", "user", "assistant"} <= set(present)
+    names = ["chat template" if r == "template" else r for r in present]
+    assert [t.get_text() for t in legend.get_texts()] == names
+    assert [to_hex(h.get_facecolor()) for h in legend.legend_handles] == [
+        colours[r] for r in present
+    ]
+    # Generation in a chat is marked too.
+    assert len(rules) == 1 and roles[chat_result.generation_starts[prompt]] == "assistant"
+    # Laid out cleanly: the band is under the heatmap, the labels under the band, the legend
+    # between the heatmap and the title.
+    renderer = fig.canvas.get_renderer()
+    heatmap = ax.get_window_extent(renderer)
+    band_top = max(p.get_window_extent(renderer).y1 for p in band)
+    band_bottom = min(p.get_window_extent(renderer).y0 for p in band)
+    assert band_top < heatmap.y0
+    assert max(label.get_window_extent(renderer).y1 for label in ax.get_xticklabels()) < (
+        band_bottom
+    )
+    box = legend.get_window_extent(renderer)
+    assert box.y0 >= heatmap.y1 and box.y1 <= ax.title.get_window_extent(renderer).y0
+    save_artifact(fig, f"plot_chat_{prompt}.png")
+    plt.close(fig)
+
+    fig = plot_logit_lens(chat_result, prompt=prompt, marks=False)
+    _, rules, band, legend = marks_of(fig)
+    assert rules == [] and band == [] and legend is None
+    plt.close(fig)
+
+
+def test_a_plain_result_has_no_marks_and_is_drawn_as_without_them(lens):
+    assert lens.generation_starts is None and lens.token_roles is None
+    pixels = []
+    for marks in (True, False):
+        fig = plot_logit_lens(lens, prompt=0, marks=marks)
+        fig.canvas.draw()
+        ax, rules, band, legend = marks_of(fig)
+        assert rules == [] and band == [] and legend is None
+        assert {label.get_fontstyle() for label in ax.get_xticklabels()} == {"normal"}
+        pixels.append(np.asarray(fig.canvas.buffer_rgba()).copy())
+        if marks:
+            save_artifact(fig, "plot_plain.png")
+        plt.close(fig)
+    np.testing.assert_array_equal(pixels[0], pixels[1])
+
+
+@pytest.mark.parametrize(
+    ("marks", "given"), [(1, "int 1"), ("yes", "str 'yes'"), (None, "NoneType None")]
+)
+def test_bad_marks(chat_result, marks, given):
+    figures = plt.get_fignums()
+    fig, ax = plt.subplots()
+    children = len(ax.get_children())
+    with pytest.raises(TypeError, match=f"marks must be True or False, got {given}"):
+        plot_logit_lens(chat_result, marks=marks)
+    with pytest.raises(TypeError, match="marks must be True or False"):
+        plot_logit_lens(chat_result, ax=ax, marks=marks)
+    # Raised before anything was drawn: no new figure, nothing added to the given axes.
+    assert plt.get_fignums() == [*figures, fig.number]
+    assert len(ax.get_children()) == children
+    plt.close(fig)
