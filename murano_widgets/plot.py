@@ -214,7 +214,8 @@ def _mark_roles(ax: Axes, lens: Any, prompt: int, n_cols: int) -> bool:
         )
     # The tick labels go below the band rather than over it.
     ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + _BAND_GAP_POINTS + _BAND_POINTS)
-    present = [name for name in colours if name in set(roles[:n_cols])]
+    shown = set(roles[:n_cols])
+    present = [name for name in colours if name in shown]
     handles = [
         Patch(facecolor=colours[name], label="chat template" if name == ROLES[0] else name)
         for name in present
