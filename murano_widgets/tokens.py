@@ -6,7 +6,7 @@ explicit list of code points, not Unicode categories (Python's ``unicodedata`` a
 tables differ between versions):
 
 - every space ``" "`` → ``"␣"`` (``spaces=False`` keeps spaces, for whole prompts);
-- ``"\\n"`` → ``"↵"``, ``"\\t"`` → ``"⇥"``, ``"\\r"`` → ``"␍"``;
+- ``"\\n"`` → ``"↵"``, ``"\\t"`` → ``"⇥"``, ``"\\r"`` → ``"⇤"`` (back to the line start);
 - controls, invisible and format characters, unusual spaces, bidirectional controls, private-use
   and tag characters and lone surrogates → ``"<U+XXXX>"`` (the ranges below);
 - the empty string → ``"∅"``.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 __all__ = ["display_token"]
 
-_MARKS = {"\n": "↵", "\t": "⇥", "\r": "␍"}
+_MARKS = {"\n": "↵", "\t": "⇥", "\r": "⇤"}
 
 # Inclusive code point ranges shown as <U+XXXX>. The same list stands in js/src/tokens.js
 # (CODE_POINT_RANGES): change them together.

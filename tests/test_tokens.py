@@ -39,3 +39,19 @@ def test_display_token_keeps_its_signature():
     assert display_token(" a b") == "␣a␣b"
     assert display_token(" a b", False) == " a b"
     assert display_token(None) == "?"  # type: ignore[arg-type]
+
+
+def test_every_mark_is_in_matplotlibs_default_font():
+    """A static plot draws token labels in matplotlib's default font (DejaVu Sans): a mark that
+    font lacks comes out as an empty box (the carriage return's old "␍" did)."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    font = FT2Font(font_manager.findfont(font_manager.FontProperties()))
+    has = set(font.get_charmap())
+    # Every character the rules themselves write, whatever the input.
+    written = {display_token(case["text"]) for case in CASES} | {display_token("\u0007 \r\n\t")}
+    marks = {char for text in written for char in text if ord(char) > 0x7E}
+    marks -= {char for case in CASES for char in case["text"]}  # the tokens' own letters
+    assert marks >= {"␣", "↵", "⇥", "⇤", "∅"}
+    assert not {char for char in marks if ord(char) not in has}

@@ -12,7 +12,7 @@
  * Marks for the whitespace characters people need to see.
  * @type {Readonly<Record<string, string>>}
  */
-const MARKS = Object.freeze({ " ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍" });
+const MARKS = Object.freeze({ " ": "␣", "\n": "↵", "\t": "⇥", "\r": "⇤" });
 
 /**
  * Code point ranges (inclusive) shown as `<U+XXXX>`: controls, invisible and format characters,
@@ -71,7 +71,7 @@ export function codepointLabel(cp) {
 
 /**
  * A token as visible, safe text: every space as "␣", newlines as "↵", tabs as "⇥", carriage
- * returns as "␍", controls, invisible, format, bidirectional, private-use and tag characters and
+ * returns as "⇤", controls, invisible, format, bidirectional, private-use and tag characters and
  * lone surrogates as "<U+XXXX>", the empty string as "∅". The result is plain text for
  * `textContent`/`fillText`, never HTML.
  * @param {unknown} token

@@ -12,7 +12,7 @@ test("spaces, newlines, tabs and carriage returns get visible marks", () => {
   assert.equal(displayToken("\n"), "↵");
   assert.equal(displayToken("\n\n"), "↵↵");
   assert.equal(displayToken("\t"), "⇥");
-  assert.equal(displayToken("\r\n"), "␍↵");
+  assert.equal(displayToken("\r\n"), "⇤↵");
   assert.equal(displayToken(" a b", { spaces: false }), " a b");
   assert.equal(displayToken(""), "∅");
   assert.equal(displayToken(undefined), "?");

@@ -217,7 +217,7 @@ function clampIndex(value, n) {
 }
 
 // src/tokens.js
-var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "␍" });
+var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "⇤" });
 var CODE_POINT_RANGES = Object.freeze([
   [0, 31],
   // C0 controls (tab, newline and carriage return have marks instead)

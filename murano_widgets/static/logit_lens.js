@@ -605,7 +605,7 @@ function pickColumns(image, columns) {
 }
 
 // src/tokens.js
-var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "␍" });
+var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "⇤" });
 var CODE_POINT_RANGES = Object.freeze([
   [0, 31],
   // C0 controls (tab, newline and carriage return have marks instead)
