@@ -356,12 +356,22 @@ class LogitLensResult:
         return described
 
     def plot(
-        self, prompt: int = 0, layers: Any = None, metric: str = "prob", ax: Any = None
+        self,
+        prompt: int = 0,
+        layers: Any = None,
+        metric: str = "prob",
+        ax: Any = None,
+        **options: Any,
     ) -> Figure:
-        """Draws the static heatmap of one prompt (see :func:`murano_widgets.plot_logit_lens`)."""
+        """Draws the static heatmap of one prompt (see :func:`murano_widgets.plot_logit_lens`).
+
+        Args:
+            prompt, layers, metric, ax: As for :func:`~murano_widgets.plot_logit_lens`.
+            **options: Its keyword-only options (``max_token_chars``, ``marks``).
+        """
         from .plot import plot_logit_lens
 
-        return plot_logit_lens(self, prompt=prompt, layers=layers, metric=metric, ax=ax)
+        return plot_logit_lens(self, prompt=prompt, layers=layers, metric=metric, ax=ax, **options)
 
     def __repr__(self) -> str:
         parts = []

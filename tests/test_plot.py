@@ -191,7 +191,7 @@ def test_generated_tokens_get_a_rule_and_italic_labels(generated, prompt):
         save_artifact(fig, "plot_generated.png")
     plt.close(fig)
 
-    fig = plot_logit_lens(generated, prompt=prompt, marks=False)
+    fig = generated.plot(prompt=prompt, marks=False)  # the method passes the options on
     fig.canvas.draw()
     ax, rules, band, legend = marks_of(fig)
     assert rules == [] and band == [] and legend is None
