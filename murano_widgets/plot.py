@@ -38,6 +38,7 @@ def plot_logit_lens(
     *,
     max_token_chars: int = 8,
     marks: bool = True,
+    hide_template: bool = False,
 ) -> Figure:
     """Draws one prompt's logit lens: rows are layers (highest on top), columns positions.
 
@@ -58,15 +59,20 @@ def plot_logit_lens(
         max_token_chars: Longer token labels are cut with an ellipsis.
         marks: Draw the generation and chat-role marks (when the result has them); ``False``
             for the plain heatmap.
+        hide_template: Leave out the chat template's own tokens, as the widget's "hide
+            chat-template tokens" box does (only for chats; a prompt of template tokens only
+            keeps them).
 
     Returns:
         The figure.
 
     Raises:
-        ValueError: For a prompt, layer or metric out of range.
-        TypeError: For a ``marks`` that is not ``True`` or ``False``.
+        ValueError: For a prompt, layer or metric out of range, or ``hide_template=True`` on
+            a result without chat-template tokens.
+        TypeError: For a ``marks`` or ``hide_template`` that is not ``True`` or ``False``.
     """
     marks = check_bool("marks", marks)
+    hide_template = check_bool("hide_template", hide_template)
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm, Normalize
 
@@ -82,7 +88,8 @@ def plot_logit_lens(
             f"metric {metric!r} needs result.{spec.field}, which this result lacks"
             + (" (it is measured against the model's final layer)" if spec.final_based else "")
         )
-    positions = lens.positions(prompt).tolist()
+    columns = _shown_columns(lens, prompt, hide_template)
+    positions = [lens.positions(prompt).tolist()[k] for k in columns]
     grid = values[rows][:, prompt, positions].double().numpy()
     if spec.unit == "rank":
         grid = np.where(grid < 0, np.nan, grid)  # -1: no value
@@ -142,8 +149,8 @@ def plot_logit_lens(
     )
     legend = False
     if marks:
-        _mark_generated(ax, lens, prompt, n_cols)
-        legend = _mark_roles(ax, lens, prompt, n_cols)
+        _mark_generated(ax, lens, prompt, columns)
+        legend = _mark_roles(ax, lens, prompt, columns)
     ax.set_ylabel("layer")
     ax.set_xlabel("input token (the cell shows the top-1 prediction for the next token)")
     title = lens.prompts[prompt] if lens.prompts else "".join(inputs)
@@ -157,11 +164,34 @@ def plot_logit_lens(
     return fig
 
 
-def _mark_generated(ax: Axes, lens: Any, prompt: int, n_cols: int) -> None:
+def _shown_columns(lens: Any, prompt: int, hide_template: bool) -> list[int]:
+    """The prompt's real tokens drawn as columns (indices among them), in order.
+
+    Raises:
+        ValueError: For ``hide_template`` on a result without chat-template tokens.
+    """
+    n = len(lens.positions(prompt))
+    if not hide_template:
+        return list(range(n))
+    from .chat import ROLES
+
+    if lens.token_roles is None or not any(ROLES[0] in row for row in lens.token_roles):
+        raise ValueError(
+            "hide_template=True needs chat-template tokens, and this result has none (they "
+            "come from chat=...); got hide_template=True"
+        )
+    kept = [k for k, role in enumerate(lens.token_roles[prompt][:n]) if role != ROLES[0]]
+    return kept or list(range(n))  # a prompt of template tokens only: nothing to hide it from
+
+
+def _mark_generated(ax: Axes, lens: Any, prompt: int, columns: list[int]) -> None:
     """The rule before the first generated column; italic, tinted labels from there on."""
     if lens.generation_starts is None:
         return
-    start = lens.generation_starts[prompt]  # a column: columns are the prompt's real tokens
+    # The first shown column at or after the first generated token (columns index the
+    # prompt's real tokens; hidden template tokens are not among them).
+    start = sum(1 for k in columns if k < lens.generation_starts[prompt])
+    n_cols = len(columns)
     for label in ax.get_xticklabels()[start:]:
         label.set_fontstyle("italic")
         label.set_bbox({"facecolor": GENERATED_TINT, "edgecolor": "none", "pad": 1.5})
@@ -172,7 +202,7 @@ def _mark_generated(ax: Axes, lens: Any, prompt: int, n_cols: int) -> None:
         )
 
 
-def _mark_roles(ax: Axes, lens: Any, prompt: int, n_cols: int) -> bool:
+def _mark_roles(ax: Axes, lens: Any, prompt: int, columns: list[int]) -> bool:
     """A band under the heatmap, one segment per token in its role's colour, and a legend.
 
     Returns:
@@ -186,7 +216,7 @@ def _mark_roles(ax: Axes, lens: Any, prompt: int, n_cols: int) -> bool:
 
     if lens.token_roles is None:
         return False
-    roles = lens.token_roles[prompt]
+    roles = [lens.token_roles[prompt][k] for k in columns]
     # Colours are picked over the whole result's roles, so an unusual role keeps its colour
     # from prompt to prompt, as in the widget.
     colours = role_colours(role_names(lens.token_roles))
@@ -199,7 +229,7 @@ def _mark_roles(ax: Axes, lens: Any, prompt: int, n_cols: int) -> bool:
     band_transform = blended_transform_factory(ax.transData, points_from_bottom)
     tick = plt.rcParams["xtick.major.size"]
     top = -(tick + _BAND_GAP_POINTS)
-    for column, role in enumerate(roles[:n_cols]):
+    for column, role in enumerate(roles):
         ax.add_artist(
             Rectangle(
                 (column - 0.45, top - _BAND_POINTS),
@@ -214,7 +244,7 @@ def _mark_roles(ax: Axes, lens: Any, prompt: int, n_cols: int) -> bool:
         )
     # The tick labels go below the band rather than over it.
     ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + _BAND_GAP_POINTS + _BAND_POINTS)
-    shown = set(roles[:n_cols])
+    shown = set(roles)
     present = [name for name in colours if name in shown]
     handles = [
         Patch(facecolor=colours[name], label="chat template" if name == ROLES[0] else name)

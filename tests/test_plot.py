@@ -282,3 +282,41 @@ def test_bad_marks(chat_result, marks, given):
     assert plt.get_fignums() == [*figures, fig.number]
     assert len(ax.get_children()) == children
     plt.close(fig)
+
+
+@pytest.mark.parametrize("prompt", [0, 1])
+def test_hide_template_leaves_the_template_tokens_out(chat_result, prompt):
+    colours = widget_role_colours(chat_result)
+    roles = chat_result.token_roles[prompt]
+    positions = chat_result.positions(prompt).tolist()
+    kept = [k for k, role in enumerate(roles) if role != "template"]
+    assert 0 < len(kept) < len(roles)
+    fig = plot_logit_lens(chat_result, prompt=prompt, hide_template=True)
+    fig.canvas.draw()
+    ax, rules, band, legend = marks_of(fig)
+    # The non-template tokens alone, in order: labels, cells and band.
+    expected = [short(display_token(chat_result.input_words[prompt][positions[k]])) for k in kept]
+    assert [label.get_text() for label in ax.get_xticklabels()] == expected
+    image = ax.get_images()[0].get_array()
+    assert image.shape[1] == len(kept)
+    np.testing.assert_allclose(
+        image[-1].filled(np.nan),
+        chat_result.max_probs[-1, prompt, [positions[k] for k in kept]].numpy(),
+        equal_nan=True,
+    )
+    assert [to_hex(p.get_facecolor()) for p in band] == [colours[roles[k]] for k in kept]
+    assert "chat template" not in [t.get_text() for t in legend.get_texts()]
+    # The generation rule sits before the first generated token among the shown ones.
+    start = kept.index(chat_result.generation_starts[prompt])
+    assert len(rules) == 1 and rules[0].get_xdata() == pytest.approx([start - 0.5] * 2)
+    italic = [label.get_fontstyle() == "italic" for label in ax.get_xticklabels()]
+    assert italic == [j >= start for j in range(len(kept))]
+    plt.close(fig)
+
+
+def test_hide_template_needs_template_tokens(lens, chat_result):
+    with pytest.raises(ValueError, match="hide_template=True needs chat-template tokens"):
+        plot_logit_lens(lens, hide_template=True)
+    with pytest.raises(TypeError, match="hide_template must be True or False, got int 1"):
+        plot_logit_lens(chat_result, hide_template=1)
+    plt.close("all")
