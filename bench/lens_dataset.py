@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 
 def data_set(n: int, seed: int = 0) -> tuple[list[str], dict[str, list[str | None]]]:
@@ -134,33 +135,26 @@ def measure_time(n: int, batch_size: int, rounds: int) -> None:
         finally:
             LogitLens.__call__ = original
 
-    def plain() -> None:
-        for rows in batches:
-            batch = PromptBatch(
-                [prompts[i] for i in rows],
-                answers={name: [values[i] for i in rows] for name, values in answers.items()},
-            )
-            step({"prompts": batch})
+    def over_batches(step: LogitLens, scored: bool) -> Callable[[], None]:
+        def run() -> None:
+            for rows in batches:
+                batch = PromptBatch(
+                    [prompts[i] for i in rows],
+                    answers=(
+                        {name: [values[i] for i in rows] for name, values in answers.items()}
+                        if scored
+                        else None
+                    ),
+                )
+                step({"prompts": batch})
 
-    def no_answers() -> None:
-        for rows in batches:
-            step({"prompts": PromptBatch([prompts[i] for i in rows])})
-
-    at_ends = LogitLens(model, positions="last")
-
-    def last_positions() -> None:
-        for rows in batches:
-            batch = PromptBatch(
-                [prompts[i] for i in rows],
-                answers={name: [values[i] for i in rows] for name, values in answers.items()},
-            )
-            at_ends({"prompts": batch})
+        return run
 
     runs = {
         "lens_dataset": dataset,
-        "plain step": no_answers,
-        "step, answers per cell": plain,
-        "step, last positions": last_positions,
+        "plain step": over_batches(step, scored=False),
+        "step, answers per cell": over_batches(step, scored=True),
+        "step, last positions": over_batches(LogitLens(model, positions="last"), scored=True),
     }
     for run in runs.values():  # warm-up
         run()

@@ -34,3 +34,16 @@ def hidpi_page(browser):
     context, page = _new_page(browser, 2)
     yield page
     context.close()
+
+
+@pytest.fixture
+def offline_page(page):
+    """A page where every request but the file itself is refused and recorded."""
+    page.refused = []
+
+    def refuse(route):
+        page.refused.append(route.request.url)
+        route.abort()
+
+    page.route(lambda url: not url.startswith("file://"), refuse)
+    return page

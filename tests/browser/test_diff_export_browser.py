@@ -37,19 +37,6 @@ def comparisons():
     }
 
 
-@pytest.fixture
-def offline_page(page):
-    """A page where every request but the file itself is refused and recorded."""
-    page.refused = []
-
-    def refuse(route):
-        page.refused.append(route.request.url)
-        route.abort()
-
-    page.route(lambda url: not url.startswith("file://"), refuse)
-    return page
-
-
 def open_export(page, widget, path, dark: bool = False):
     # Wide enough for a whole prompt, so that every cell is on the canvas without scrolling.
     page.set_viewport_size({"width": 1700, "height": 700})

@@ -23,19 +23,6 @@ def exported(tmp_path):
     return widget, path
 
 
-@pytest.fixture
-def offline_page(page):
-    """A page where every request but the file itself is refused and recorded."""
-    page.refused = []
-
-    def refuse(route):
-        page.refused.append(route.request.url)
-        route.abort()
-
-    page.route(lambda url: not url.startswith("file://"), refuse)
-    return page
-
-
 def test_export_is_one_escaped_file(exported):
     widget, path = exported
     text = path.read_text(encoding="utf-8")
