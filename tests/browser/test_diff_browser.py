@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from diff_checks import check_tooltip
 from harness import ARTIFACTS, ORIGIN, STATIC, serve, widget_state
 
 from murano_widgets import LogitLens, PromptBatch, load_demo_model, load_demo_tuned_lens
@@ -177,20 +178,7 @@ def test_tooltip_shows_both_top_k_side_by_side(page, comparisons):
     r = page.evaluate("([i, j]) => window.debug.cellClientRect(i, j)", [row, position])
     page.mouse.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
     page.evaluate("() => new Promise((r) => requestAnimationFrame(r))")
-    cell = comparison.describe_cell(0, row, position)
-    headers = page.locator(".murano-diff-topk th").all_text_contents()
-    assert headers[0].startswith("a: ") and "logit" in headers[0]
-    assert headers[1].startswith("b: ") and "tuned" in headers[1]
-    rows = page.locator(".murano-diff-topk tr").all()[1:]
-    assert len(rows) == len(cell["a"]["top_k"])
-    for k, tr in enumerate(rows):
-        cells = tr.locator("td").all_text_contents()
-        token_a, prob_a = cell["a"]["top_k"][k]
-        token_b, prob_b = cell["b"]["top_k"][k]
-        assert cells[0] == token_a.replace(" ", "␣") and cells[2] == token_b.replace(" ", "␣")
-        assert cells[1] == f"{prob_a * 100:.1f}%" and cells[3] == f"{prob_b * 100:.1f}%"
-    text = page.locator(".murano-diff-tooltip").text_content()
-    assert "KL(a ‖ b)" in text and "Δ p(" in text
+    check_tooltip(page, comparison.describe_cell(0, row, position))
     page.locator(".murano-diff").screenshot(path=str(ARTIFACTS / "lens_diff_tooltip.png"))
 
 

@@ -8,6 +8,7 @@ comparison in Python (``describe_cell``, ``positions``, the lengths), not from t
 from __future__ import annotations
 
 import pytest
+from diff_checks import check_tooltip
 from harness import ARTIFACTS
 
 from murano_widgets import LogitLens, PromptBatch, load_demo_model, load_demo_tuned_lens
@@ -111,19 +112,7 @@ def test_hovered_cell_shows_both_lenses_values(offline_page, comparisons, tmp_pa
     page.mouse.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
     page.wait_for_selector(".murano-diff-tooltip:not([hidden])")
     cell = comparison.describe_cell(0, row, position)
-    headers = page.locator(".murano-diff-topk th").all_text_contents()
-    assert headers[0].startswith("a: ") and "logit" in headers[0]
-    assert headers[1].startswith("b: ") and "tuned" in headers[1]
-    rows = page.locator(".murano-diff-topk tr").all()[1:]
-    assert len(rows) == len(cell["a"]["top_k"]) == len(cell["b"]["top_k"])
-    for k, tr in enumerate(rows):
-        texts = tr.locator("td").all_text_contents()
-        token_a, prob_a = cell["a"]["top_k"][k]
-        token_b, prob_b = cell["b"]["top_k"][k]
-        assert texts[0] == token_a.replace(" ", "␣") and texts[2] == token_b.replace(" ", "␣")
-        assert texts[1] == f"{prob_a * 100:.1f}%" and texts[3] == f"{prob_b * 100:.1f}%"
-    tooltip = page.locator(".murano-diff-tooltip").text_content()
-    assert "KL(a ‖ b)" in tooltip and "Δ p(" in tooltip
+    tooltip = check_tooltip(page, cell)
     # The chosen token's two probabilities (Python's numbers) are in the tooltip.
     assert f"{cell['prob_a'] * 100:.1f}%" in tooltip and f"{cell['prob_b'] * 100:.1f}%" in tooltip
     page.locator(".murano-diff").screenshot(path=str(ARTIFACTS / "lens_diff_export_tooltip.png"))
