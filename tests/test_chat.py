@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tiny_models import CHAT_TEMPLATE
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from murano_widgets import MuranoModel, show_logit_lens
@@ -13,12 +14,6 @@ from murano_widgets.chat import check_chat
 from murano_widgets.generation import run_logit_lens
 from murano_widgets.payload import decode_sections
 
-# A small template: a header per message (a special token, the role, a newline), the content,
-# a newline; then, for generation, the assistant's header.
-TEMPLATE = (
-    "{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}"
-)
 CHAT = [
     {"role": "system", "content": "You answer in one word."},
     {"role": "user", "content": "The Eiffel Tower is in the city of"},
@@ -55,7 +50,7 @@ def expected_tokens(tokenizer, chat, add_generation_prompt=True):
 @pytest.fixture(scope="module")
 def chat_model(tiny_model_dirs):
     model = MuranoModel(tiny_model_dirs["llama"], backend="nnsight")
-    model.tokenizer.chat_template = TEMPLATE
+    model.tokenizer.chat_template = CHAT_TEMPLATE
     return model
 
 
@@ -84,12 +79,12 @@ def test_several_chats_and_no_generation_prompt(chat_model):
 
 def test_template_that_changes_contents_falls_back_to_finding_them(chat_model):
     tokenizer = chat_model.tokenizer
-    tokenizer.chat_template = TEMPLATE.replace("m['content']", "m['content'] | trim")
+    tokenizer.chat_template = CHAT_TEMPLATE.replace("m['content']", "m['content'] | trim")
     try:
         chat = [{"role": "user", "content": "  one two  "}]
         result = run_logit_lens(chat_model, chat=chat)
     finally:
-        tokenizer.chat_template = TEMPLATE
+        tokenizer.chat_template = CHAT_TEMPLATE
     ids, roles = expected_tokens(tokenizer, [{"role": "user", "content": "one two"}])
     assert result.input_ids[0, result.positions(0)].tolist() == ids
     assert result.token_roles == [roles]
@@ -176,7 +171,7 @@ def test_a_template_that_refuses_a_chat_names_it(chat_model):
         with pytest.raises(ValueError, match=r"chat\[1\]: .*refused this chat: no system"):
             run_logit_lens(chat_model, chat=[OTHER, CHAT])
     finally:
-        tokenizer.chat_template = TEMPLATE
+        tokenizer.chat_template = CHAT_TEMPLATE
 
 
 def test_prompts_and_chat_together_are_refused(chat_model):
@@ -189,7 +184,7 @@ def test_prompts_and_chat_together_are_refused(chat_model):
 def test_tokenizer_from_the_folder_keeps_a_template(tiny_model_dirs, tmp_path):
     # A chat model's template comes with its tokenizer: saved and loaded back, chat= works.
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dirs["llama"])
-    tokenizer.chat_template = TEMPLATE
+    tokenizer.chat_template = CHAT_TEMPLATE
     folder = tmp_path / "chat-llama"
     AutoModelForCausalLM.from_pretrained(tiny_model_dirs["llama"]).save_pretrained(folder)
     tokenizer.save_pretrained(folder)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex
 from matplotlib.image import AxesImage
+from tiny_models import CHAT_TEMPLATE
 
 from murano_widgets import LogitLens, MuranoModel, PromptBatch, plot_logit_lens
 from murano_widgets.generation import run_logit_lens
@@ -23,12 +24,6 @@ from murano_widgets.tokens import display_token
 PROMPTS = ["The Eiffel Tower is in\nthe city", "one two"]
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "_artifacts"
-# A small chat template: a header per message (a special token, the role, a newline), the
-# content, a newline; then, for generation, the assistant's header.
-TEMPLATE = (
-    "{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}"
-)
 CHATS = [
     [
         {"role": "system", "content": "Answer in one word."},
@@ -149,7 +144,7 @@ def generated(load_tiny):
 def chat_result(tiny_model_dirs):
     # A model of this module's own: the template is set on it, not on the shared one.
     model = MuranoModel(tiny_model_dirs["llama"], backend="nnsight")
-    model.tokenizer.chat_template = TEMPLATE
+    model.tokenizer.chat_template = CHAT_TEMPLATE
     return run_logit_lens(model, chat=CHATS, generate=3)
 
 

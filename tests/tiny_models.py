@@ -41,6 +41,14 @@ D_MODEL = 32
 VOCAB = 320
 
 
+# A small chat template for the tiny tokenizer: a header per message (a special token, the role,
+# a newline), the content, a newline; then, for generation, the assistant's header.
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}"
+)
+
+
 def build_tokenizer(pad: bool = False) -> PreTrainedTokenizerFast:
     """A byte-level BPE tokenizer trained on ``CORPUS`` (leading spaces are part of tokens)."""
     tokenizer = Tokenizer(models.BPE())
