@@ -84,8 +84,8 @@ class LogitLens:
         TypeError: If ``model`` is not a model backend, or an argument has the wrong type.
         ValueError: If ``layers`` is a string other than ``"all"``, an empty list, or holds
             duplicates or indices out of range (checked against the model here, before any
-            model work), if ``top_k`` or ``max_chunk_bytes`` is out of range, or if ``lens``
-            does not fit the model.
+            model work), if ``top_k`` or ``max_chunk_bytes`` is out of range, if ``lens``
+            does not fit the model, or if ``positions`` is not ``"all"`` or ``"last"``.
     """
 
     def __init__(
