@@ -131,6 +131,22 @@ export function shownPositions(lens, prompt, hideTemplate) {
 }
 
 /**
+ * The prompt's text as the heatmap reads it: the whole prompt, or, with `hideTemplate`, the text
+ * of the tokens shown as columns (a chat without its template's own tokens).
+ * @param {Lens} lens
+ * @param {number} prompt
+ * @param {boolean} hideTemplate
+ * @returns {string}
+ */
+export function shownPromptText(lens, prompt, hideTemplate) {
+  const columns = shownPositions(lens, prompt, hideTemplate);
+  if (!columns) return lens.prompts[prompt] ?? "";
+  const ids = /** @type {ArrayLike<number>} */ (lens.arrays.input_ids);
+  const offset = lens.offsets[prompt];
+  return columns.map((p) => lens.tokens[ids[offset + p]] ?? "").join("");
+}
+
+/**
  * The column showing `position`, or -1 when it is hidden (`columns` null: every position).
  * @param {number[] | null} columns
  * @param {number} position

@@ -16,6 +16,7 @@ import {
   rolesPresent,
   roleStyles,
   shownPositions,
+  shownPromptText,
   tokenMarkText,
   tokenRole,
 } from "../src/token_marks.js";
@@ -138,4 +139,19 @@ test("tooltip and readout say generated and the role", () => {
   assert.equal(tooltipModel(plain).rows.find((r) => r.label === "token"), undefined);
   assert.doesNotMatch(readoutText(plain), /\(/);
   assert.equal(tokenMarkText(false, null), "");
+});
+
+test("the prompt's text with template tokens hidden is that of the shown tokens", () => {
+  const { meta, sections } = makePayload({ lengths: [5], tokens: ["<|t|>", "user:", " Hi", " there", "\n"] });
+  meta.prompts = ["<|t|>user: Hi there\n"];
+  sections.input_ids = encode([0, 1, 2, 3, 4], "uint32");
+  meta.sections.input_ids = { dtype: "uint32", shape: [5], scale: 1 };
+  sections.token_roles = encode([0, 0, 2, 2, 0], "uint8");
+  meta.sections.token_roles = { dtype: "uint8", shape: [5], scale: 1 };
+  meta.roles = ROLES;
+  const lens = decodePayload(meta, sections);
+  assert.equal(shownPromptText(lens, 0, false), "<|t|>user: Hi there\n");
+  assert.equal(shownPromptText(lens, 0, true), " Hi there");
+  // Nothing to hide: the prompt as given.
+  assert.equal(shownPromptText(chatLens({ roles: false }), 0, true), chatLens({ roles: false }).prompts[0] ?? "");
 });

@@ -555,6 +555,16 @@ function shownPositions(lens, prompt, hideTemplate) {
   for (let j = 0; j < lens.lengths[prompt]; j++) if (codes[offset + j] !== template) shown.push(j);
   return shown.length && shown.length < lens.lengths[prompt] ? shown : null;
 }
+function shownPromptText(lens, prompt, hideTemplate) {
+  const columns = shownPositions(lens, prompt, hideTemplate);
+  if (!columns) return lens.prompts[prompt] ?? "";
+  const ids = (
+    /** @type {ArrayLike<number>} */
+    lens.arrays.input_ids
+  );
+  const offset = lens.offsets[prompt];
+  return columns.map((p) => lens.tokens[ids[offset + p]] ?? "").join("");
+}
 function columnOfPosition(columns, position) {
   if (!columns) return position;
   let lo = 0;
@@ -2204,7 +2214,7 @@ function showControls(ui, lens, state) {
   const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
   promptInput.value = String(state.prompt);
   promptOutput.textContent = `${state.prompt + 1} / ${lens.P}`;
-  const text = displayToken(lens.prompts[state.prompt] ?? "", { spaces: false });
+  const text = displayToken(shownPromptText(lens, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
   promptText.textContent = text;
   promptText.setAttribute("title", text);
   promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${lens.P}: ${truncateText(text, 80)}`);
@@ -2795,6 +2805,7 @@ var LensView = class {
     s.hover = null;
     this.chartHover = null;
     if (s.focus) s.focus = this.clampCell(s.focus);
+    if (this.lens) showControls(this.ui, this.lens, s);
     this.layoutKey = null;
     this.relayout();
     this.updateTooltip();

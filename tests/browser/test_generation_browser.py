@@ -15,6 +15,8 @@ from __future__ import annotations
 import pytest
 from harness import ARTIFACTS, Bridge
 
+from murano_widgets.tokens import display_token
+
 pytestmark = pytest.mark.browser
 
 PROMPTS = ["The capital of France is", "one two three"]
@@ -264,12 +266,18 @@ def test_hide_template_trait_mounts_syncs_both_ways_and_exports(browser, chat, t
         assert bridge.layout()["nPositions"] == len(shown)
         assert bridge.page.evaluate("(j) => window.debug.cellClientRect(0, j)", hidden[0]) is None
         assert not any("endoftext" in t["text"] for t in input_texts(bridge))
+        # The prompt's text above the heatmap reads as the shown tokens do: no template.
+        shown_text = "".join(chat.input_words[0][p] for p in chat.positions(0)[shown].tolist())
+        prompt_text = page.text_content(".murano-prompt-text")
+        assert "endoftext" not in prompt_text and "endoftext" in chat.prompts[0]
+        assert prompt_text == display_token(shown_text, spaces=False)
         assert bridge.sent() == []
         bridge.screenshot("chat-hide-template-trait.png")
         # The user unticks the box: Python hears it.
         page.click(".murano-hide-template")
         bridge.wait_frames()
         assert bridge.layout()["nPositions"] == len(roles)
+        assert "endoftext" in page.text_content(".murano-prompt-text")
         assert bridge.sync() == [{"hide_template": False}]
         assert widget.hide_template is False
         page.click(".murano-hide-template")

@@ -7,7 +7,7 @@ import { formatProb } from "../format.js";
 import { cellDetails } from "../details.js";
 import { legendTicks, metricDomain, metricSpec, shortLabel } from "../metrics.js";
 import { clampIndex } from "../state.js";
-import { hasTemplateTokens, rolesPresent } from "../token_marks.js";
+import { hasTemplateTokens, rolesPresent, shownPromptText } from "../token_marks.js";
 import { displayToken, truncateText } from "../tokens.js";
 
 /**
@@ -85,13 +85,13 @@ export function lensTitle(lens) {
  * The sliders, their texts and the heatmap's accessible name, for the prompt and row shown.
  * @param {Ui} ui
  * @param {Lens} lens
- * @param {{prompt: number, layer: number}} state
+ * @param {{prompt: number, layer: number, hideTemplate?: boolean}} state
  */
 export function showControls(ui, lens, state) {
   const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
   promptInput.value = String(state.prompt);
   promptOutput.textContent = `${state.prompt + 1} / ${lens.P}`;
-  const text = displayToken(lens.prompts[state.prompt] ?? "", { spaces: false });
+  const text = displayToken(shownPromptText(lens, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
   promptText.textContent = text;
   promptText.setAttribute("title", text);
   promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${lens.P}: ${truncateText(text, 80)}`);

@@ -216,6 +216,7 @@ export class LensView {
     s.hover = null;
     this.chartHover = null;
     if (s.focus) s.focus = this.clampCell(s.focus);
+    if (this.lens) showControls(this.ui, this.lens, s); // the prompt's text loses or regains them
     this.layoutKey = null;
     this.relayout();
     this.updateTooltip();
