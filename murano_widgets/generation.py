@@ -408,10 +408,10 @@ def run_logit_lens(
     else:
         texts = validate_prompts(prompts)
         ids = None
-    if answers is not None:
+    if answers is not None:  # checked here, before generating; the step reuses the check
         from .types import validate_answers
 
-        validate_answers(answers, len(texts))
+        answers = validate_answers(answers, len(texts))
     if options is None:
         result = step.run(texts, answers, prompt_ids=ids)
         result.token_roles = roles
