@@ -17,8 +17,9 @@ contents (trims them, say) falls back to finding each content in order. The rend
 then tokenized with character offsets (what ``apply_chat_template(tokenize=True)`` itself does,
 with ``add_special_tokens=False``); a token belongs to a message when its characters overlap the
 message's content. A token that straddles the border (a template's space merged with the
-content's first word) counts as the message's. ``return_assistant_tokens_mask`` is not used: it needs ``{% generation %}`` marks
-that most chat templates lack, and it knows only the assistant's turns.
+content's first word) counts as the message's. ``return_assistant_tokens_mask`` is not used: it
+needs ``{% generation %}`` marks that most chat templates lack, and it knows only the
+assistant's turns.
 """
 
 from __future__ import annotations
