@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ROLES", "AppliedChat", "apply_chat", "check_chat"]
+__all__ = ["ROLES", "AppliedChat", "apply_chat", "check_chat", "check_hide_template"]
 
 #: The roles every result lists first, in this order (template first: code 0).
 ROLES = ("template", "system", "user", "assistant")
@@ -230,6 +230,35 @@ def _roles_of(offsets: list[tuple[int, int]], spans: list[tuple[int, int, str]])
                 break
         roles.append(role)
     return roles
+
+
+def check_hide_template(value: Any, token_roles: list[list[str]] | None, error: type) -> bool:
+    """``hide_template`` as a bool: ``True`` only for a result with chat-template tokens.
+
+    Args:
+        value: What was given.
+        token_roles: The result's roles per token, or ``None`` (not a chat).
+        error: The error to raise when there is nothing to hide (the widget's trait error, or
+            ``ValueError``).
+
+    Raises:
+        TypeError: For anything but ``True`` or ``False``.
+        error: For ``True`` on a result without template tokens.
+    """
+    from ._checks import check_bool
+
+    if not check_bool("hide_template", value):
+        return False
+    if token_roles is None:
+        reason = (
+            "the result has no chat roles, so no chat-template tokens "
+            "(they come from show_logit_lens(model, chat=...))"
+        )
+    elif not any(ROLES[0] in roles for roles in token_roles):
+        reason = "no token of the result has the chat template's role"
+    else:
+        return True
+    raise error(f"hide_template=True is not allowed: {reason}; got hide_template=True")
 
 
 def role_names(token_roles: list[list[str]]) -> list[str]:

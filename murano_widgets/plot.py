@@ -9,6 +9,7 @@ import numpy as np
 
 from ._adapters import as_lens_result
 from ._checks import check_bool, check_index
+from .chat import check_hide_template
 from .metrics import METRICS, metric_domain
 from .tokens import display_token
 
@@ -72,11 +73,11 @@ def plot_logit_lens(
         TypeError: For a ``marks`` or ``hide_template`` that is not ``True`` or ``False``.
     """
     marks = check_bool("marks", marks)
-    hide_template = check_bool("hide_template", hide_template)
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm, Normalize
 
     lens = as_lens_result(result).validate()
+    hide_template = check_hide_template(hide_template, lens.token_roles, ValueError)
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
     prompt = check_index("prompt", prompt, lens.n_inputs, "prompts")
@@ -165,21 +166,12 @@ def plot_logit_lens(
 
 
 def _shown_columns(lens: Any, prompt: int, hide_template: bool) -> list[int]:
-    """The prompt's real tokens drawn as columns (indices among them), in order.
+    """The prompt's real tokens drawn as columns (indices among them), in order."""
+    from .chat import ROLES
 
-    Raises:
-        ValueError: For ``hide_template`` on a result without chat-template tokens.
-    """
     n = len(lens.positions(prompt))
     if not hide_template:
         return list(range(n))
-    from .chat import ROLES
-
-    if lens.token_roles is None or not any(ROLES[0] in row for row in lens.token_roles):
-        raise ValueError(
-            "hide_template=True needs chat-template tokens, and this result has none (they "
-            "come from chat=...); got hide_template=True"
-        )
     kept = [k for k, role in enumerate(lens.token_roles[prompt][:n]) if role != ROLES[0]]
     return kept or list(range(n))  # a prompt of template tokens only: nothing to hide it from
 

@@ -17,7 +17,8 @@ import numpy as np
 import traitlets
 
 from ._adapters import as_lens_result
-from ._checks import check_index
+from ._checks import check_bool, check_index
+from .chat import check_hide_template
 from .generation import check_generation, run_logit_lens
 from .logit_lens import resolve_layers
 from .metrics import METRICS
@@ -118,7 +119,7 @@ class LogitLensWidget(anywidget.AnyWidget):
         prompt = check_index("prompt", prompt, lens.n_inputs, "prompts")
         layer = lens.layers[-1] if layer is None else _check_layer(layer, lens.layers)
         metric = _check_metric(metric, payload)
-        hide_template = _check_hide_template(hide_template, lens, error=WidgetValueError)
+        hide_template = check_hide_template(hide_template, lens.token_roles, WidgetValueError)
         self._lens = lens
         self._payload = payload
         super().__init__(
@@ -157,7 +158,7 @@ class LogitLensWidget(anywidget.AnyWidget):
 
     @traitlets.validate("hide_template")
     def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
-        return _check_hide_template(proposal["value"], self._lens, error=WidgetValueError)
+        return check_hide_template(proposal["value"], self._lens.token_roles, WidgetValueError)
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
@@ -305,7 +306,7 @@ def show_logit_lens(
         raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
     if layer is not None and hasattr(model, "n_layers"):
         _check_layer(layer, resolve_layers(layers, model.n_layers), error=ValueError)
-    if _check_hide_template_type(hide_template) and chat is None:
+    if check_bool("hide_template", hide_template) and chat is None:
         raise ValueError(
             "hide_template=True is not allowed without chat: only a chat has template tokens "
             "to hide; got hide_template=True"
@@ -342,31 +343,6 @@ def _check_layer(value: Any, layers: list[int], error: type = WidgetValueError) 
         )
         raise error(f"layer must be {allowed}; got {value}")
     return int(value)
-
-
-def _check_hide_template_type(value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(
-            f"hide_template must be True or False, got {type(value).__name__} {value!r}"
-        )
-    return bool(value)
-
-
-def _check_hide_template(value: Any, lens: LogitLensResult, error: type) -> bool:
-    """``hide_template``: a bool, ``True`` only when the result has chat-template tokens to hide."""
-    value = _check_hide_template_type(value)
-    if not value:
-        return False
-    if lens.token_roles is None:
-        reason = (
-            "the result has no chat roles, so no chat-template tokens "
-            "(they come from show_logit_lens(model, chat=...))"
-        )
-    elif not any(role == "template" for roles in lens.token_roles for role in roles):
-        reason = "no token of the result has the chat template's role"
-    else:
-        return True
-    raise error(f"hide_template=True is not allowed: {reason}; got hide_template={value!r}")
 
 
 def _check_metric(value: Any, payload: LensPayload) -> str:
