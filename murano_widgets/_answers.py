@@ -87,7 +87,6 @@ def plan_inputs(
     targets: list[str] | None,
     variants: bool,
     prompt_ids: list[list[int]] | None = None,
-    answer_cells: bool = True,
     last_only: bool = False,
 ) -> InputPlan:
     """Tokenizes the prompts once, with what scoring the answers and targets needs.
@@ -96,8 +95,6 @@ def plan_inputs(
         tokenizer, prompts, answer_sets, targets, variants: What the step was given.
         prompt_ids: The prompts' token ids when they are not to be tokenized from their text
             (generated tokens, a chat template's tokens), or ``None``.
-        answer_cells: Track the answers' first tokens at every shown cell; ``False`` only
-            where each prompt ends (all that the answer scores need).
         last_only: Reduce (show) only each prompt's last position, not every position.
 
     Raises:
@@ -205,8 +202,7 @@ def plan_inputs(
         for i in range(n_inputs)
     ]
     for i in range(n_inputs):
-        positions = shown_positions(i) if answer_cells else [len(prompt_ids[i]) - 1]
-        for k in positions:
+        for k in shown_positions(i):
             row_tokens[shown_index[(i, k)]] = list(first_tokens[i])
 
     def column(reduced: int, token: int) -> int:

@@ -71,10 +71,6 @@ class LogitLens:
             prompt come with the prompts: ``PromptBatch(prompts, answers=...)``.
         variants: Also count each answer's and target's forms with and without a leading
             space and with the first letter's case changed (the single-token ones, each once).
-        answer_cells: Score each answer's first token at every cell (``answer_token_probs``
-            and ``answer_token_ranks``: the heatmap's answer metric and the trajectory chart);
-            ``False`` scores answers only where each prompt ends (NaN and -1 elsewhere), which
-            is all a data set needs and costs less.
         positions: ``"all"`` reduces every real position (the heatmap); ``"last"`` only each
             prompt's last one, where the next token is predicted (all a data set over many
             prompts needs: the unembedding and the reductions cost a position's share). The
@@ -101,7 +97,6 @@ class LogitLens:
         lens: Any = None,
         targets: Sequence[str] | None = None,
         variants: bool = False,
-        answer_cells: bool = True,
         positions: str = "all",
     ) -> None:
         _check_model(model)
@@ -127,7 +122,6 @@ class LogitLens:
         self.lens = lens
         self.targets = None if targets is None else validate_targets(targets)
         self.variants = check_bool("variants", variants)
-        self.answer_cells = check_bool("answer_cells", answer_cells)
         if not isinstance(positions, str) or positions not in ("all", "last"):
             raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
         self.positions = positions
@@ -199,7 +193,6 @@ class LogitLens:
             self.targets,
             self.variants,
             prompt_ids,
-            self.answer_cells,
             last_only=self.positions == "last",
         )
         inputs = _model_inputs(self.model, plan)

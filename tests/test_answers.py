@@ -336,26 +336,6 @@ def test_prompt_ids_are_read_as_given(load_tiny):
         step.run(PROMPTS, prompt_ids=ids[:2])
 
 
-def test_answers_scored_only_where_prompts_end(load_tiny):
-    model = load_tiny("llama")
-    everywhere = run(model, answers=ANSWERS, targets=[" Paris"])
-    at_ends = run(model, answers=ANSWERS, targets=[" Paris"], answer_cells=False)
-    for name in ("answer_probs", "answer_ranks", "target_probs", "max_probs"):
-        torch.testing.assert_close(
-            getattr(at_ends, name), getattr(everywhere, name), equal_nan=True
-        )
-    for p in range(len(PROMPTS)):
-        positions = at_ends.positions(p)
-        last, before = positions[-1], positions[:-1]
-        torch.testing.assert_close(
-            at_ends.answer_token_probs[:, p, last], everywhere.answer_token_probs[:, p, last]
-        )
-        assert torch.isnan(at_ends.answer_token_probs[:, p, before]).all()
-        assert (at_ends.answer_token_ranks[:, p, before] == -1).all()
-    with pytest.raises(TypeError, match="answer_cells must be"):
-        LogitLens(model, answer_cells=None)
-
-
 @pytest.mark.parametrize("in_trace", [False, True])
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_last_positions_only_match_plain_transformers(side, in_trace, load_tiny, tiny_model_dirs):
@@ -393,6 +373,12 @@ def test_last_positions_only_match_plain_transformers(side, in_trace, load_tiny,
         accepted = [ANSWERS[p]] if isinstance(ANSWERS[p], str) else ANSWERS[p]
         score = sum(teacher_forced(reference, prompt, text)[0] for text in accepted)
         torch.testing.assert_close(lens.answer_probs[:, p], score, atol=1e-6, rtol=1e-4)
+        # The answer's cell values where it is predicted: its first tokens' probability.
+        firsts = sorted({encode(reference.tokenizer, text)[0] for text in accepted})
+        torch.testing.assert_close(
+            lens.answer_token_probs[:, p, last], probs[:, firsts].sum(-1), atol=1e-6, rtol=1e-4
+        )
+        assert torch.isnan(lens.answer_token_probs[:, p, before]).all()
         # The other cells were not reduced: they hold no value, as padding does.
         assert torch.isnan(lens.max_probs[:, p, before]).all()
         assert (lens.predicted_tokens[:, p, before] == -1).all()
