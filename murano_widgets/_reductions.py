@@ -330,7 +330,7 @@ def _track_ranks(
         row_ids = tracked.row_ids.clamp_min(0)
         if tracked.id_rows is None:
             row_ranks = count_above(z, z.gather(-1, row_ids), scratch, buffers)
-        else:  # answers scored only where prompts end: count on those rows alone
+        else:  # some rows track no answer (a prompt without one): count on the others alone
             some = z.index_select(0, tracked.id_rows)
             counted = count_above(some, some.gather(-1, row_ids[tracked.id_rows]))
             row_ranks = torch.full_like(row_ids, -1).index_copy_(0, tracked.id_rows, counted)
