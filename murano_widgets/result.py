@@ -367,7 +367,8 @@ class LogitLensResult:
 
         Args:
             prompt, layers, metric, ax: As for :func:`~murano_widgets.plot_logit_lens`.
-            **options: Its keyword-only options (``max_token_chars``, ``marks``).
+            **options: Its keyword-only options (``max_token_chars``, ``marks``,
+                ``hide_template``).
         """
         from .plot import plot_logit_lens
 
