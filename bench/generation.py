@@ -28,11 +28,10 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from logit_lens import build_model, prompts_for
+from logit_lens import build_model, prompts_for, time_alternating
 
 
 def generate_saving(model, inputs: dict, new_tokens: int) -> list:
@@ -114,14 +113,7 @@ def main() -> None:
             f"(first step {tuple(saved[0].shape)}, later ones {tuple(saved[-1].shape)})"
         )
         del saved
-        for run in runs.values():  # warm up
-            run()
-        times: dict[str, list[float]] = {name: [] for name in runs}
-        for _ in range(args.rounds):
-            for name, run in runs.items():
-                start = time.perf_counter()
-                run()
-                times[name].append(time.perf_counter() - start)
+        times = time_alternating(runs, args.rounds)
         median = {name: statistics.median(values) for name, values in times.items()}
         for name, value in median.items():
             print(f"{name:>18}: {value:7.3f} s  (x{value / median['generate']:.2f} generate)")

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 N_LAYERS, D_MODEL, VOCAB = 12, 768, 50257
@@ -132,6 +133,26 @@ def worker(kind: str, shape: str, folder: str) -> dict:
     run()
     seconds = time.perf_counter() - start
     return {"seconds": seconds, "peak_gb": (_peak_bytes() - base) / 1e9, "tokens": n_tokens}
+
+
+def time_alternating(
+    runs: dict[str, Callable[[], object]], rounds: int, sync: Callable[[], None] = lambda: None
+) -> dict[str, list[float]]:
+    """Each run's seconds per round, side by side in this process: after one warm-up call each,
+    the runs alternate round by round, in reverse order every other round, so that drift on a
+    shared machine hits each alike. ``sync`` waits for an accelerator before a clock is read."""
+    for run in runs.values():
+        run()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for round_ in range(rounds):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            sync()
+            start = time.perf_counter()
+            runs[name]()
+            sync()
+            times[name].append(time.perf_counter() - start)
+    return times
 
 
 def spawn(kind: str, shape: str, folder: Path) -> dict:

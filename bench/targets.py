@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from logit_lens import VOCAB, build_model, prompts_for
+from logit_lens import VOCAB, build_model, prompts_for, time_alternating
 
 
 def main() -> None:
@@ -57,14 +57,7 @@ def main() -> None:
                 Results(prompts=PromptBatch(prompts, answers=answers))
             ),
         }
-        for run in runs.values():  # warm up
-            run()
-        times: dict[str, list[float]] = {name: [] for name in runs}
-        for _ in range(args.rounds):
-            for name, run in runs.items():
-                start = time.perf_counter()
-                run()  # its result is on the CPU: the device has finished
-                times[name].append(time.perf_counter() - start)
+        times = time_alternating(runs, args.rounds, sync)
 
         rows = sum(len(p.split()) for p in prompts)
         z = torch.randn(rows, VOCAB, device=args.device) * 3
