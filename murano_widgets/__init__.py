@@ -14,7 +14,13 @@ from .demo_model import load_demo_model, load_demo_tuned_lens
 from .diff_widget import LensDiffWidget, show_lens_diff
 from .logit_lens import LogitLens
 from .metrics import METRICS, Metric
-from .model import ModelBackend, MuranoModel
+from .model import (
+    LensSelfCheckError,
+    LogitTransform,
+    ModelBackend,
+    MuranoModel,
+    UnsupportedModelError,
+)
 from .plot import plot_logit_lens
 from .result import LogitLensResult
 from .tuned_lens import TunedLens
@@ -29,9 +35,11 @@ __all__ = [
     "LensComparison",
     "LensDataset",
     "LensDiffWidget",
+    "LensSelfCheckError",
     "LogitLens",
     "LogitLensResult",
     "LogitLensWidget",
+    "LogitTransform",
     "Metric",
     "ModelBackend",
     "MuranoModel",
@@ -40,6 +48,7 @@ __all__ = [
     "Results",
     "Step",
     "TunedLens",
+    "UnsupportedModelError",
     "compare",
     "compare_lenses",
     "lens_dataset",

@@ -12,8 +12,16 @@ To add a backend: subclass :class:`MuranoModel`; its ``__init__(self, model_id_o
 device=None, dtype=None, backend=..., **kwargs)`` loads the model (use :func:`resolve_source` and
 :func:`resolve_dtype`, set ``self.device``, then call :meth:`MuranoModel._setup` once the
 tokenizer and the Hugging Face model are there); implement ``trace``, ``layer``,
-``project_on_vocab`` and the two plain modules ``_final_norm`` and ``_lm_head``; add it to
-``_BACKENDS``.
+``project_on_vocab``, ``_root`` (the nnsight model whose ``output.logits`` is the model's own
+output) and the two plain modules ``_final_norm`` and ``_lm_head``; raise
+:class:`UnsupportedModelError` for an architecture it cannot read; add it to ``_BACKENDS``.
+
+Whatever the backend, the lens is only as right as its last step: what the model does to
+``lm_head``'s output before its softmax (:class:`LogitTransform`, read once per model from
+:data:`LOGIT_TRANSFORMS` and the config). Every model is checked once against its own output
+(:meth:`MuranoModel.self_check`): the lens of the last layer must equal the model's own
+distribution, or the model is refused with :class:`LensSelfCheckError` rather than returning
+wrong numbers.
 """
 
 from __future__ import annotations
@@ -24,17 +32,23 @@ import inspect
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlparse
 
 import torch
 
+from ._checks import check_bool
+
 __all__ = [
     "BACKENDS",
+    "LOGIT_TRANSFORMS",
+    "LensSelfCheckError",
+    "LogitTransform",
     "ModelBackend",
     "MuranoModel",
+    "UnsupportedModelError",
     "check_source_argument",
     "quiet_loading",
     "resolve_device",
@@ -114,7 +128,166 @@ _DTYPES = {
 }
 
 
-class MuranoModel:
+class UnsupportedModelError(ValueError):
+    """A backend cannot read this architecture (nnterp cannot rename it, or the nnsight backend
+    has no layout for it). ``backend="auto"`` then tries the other backend."""
+
+
+class LensSelfCheckError(RuntimeError):
+    """The lens of the model's last layer does not equal the model's own output distribution.
+
+    Raised instead of returning numbers: a lens that cannot reproduce the model's own output
+    would be wrong at every layer. It means the model does something after its final norm and
+    unembedding that the backend does not know (see :data:`LOGIT_TRANSFORMS`).
+
+    Attributes:
+        model_type: The Hugging Face ``config.model_type``.
+        max_abs_diff: The largest difference in probability on the probe.
+    """
+
+    def __init__(self, message: str, model_type: str | None, max_abs_diff: float) -> None:
+        super().__init__(message)
+        self.model_type = model_type
+        self.max_abs_diff = max_abs_diff
+
+
+class LogitTransform:
+    """What a model does to ``lm_head``'s output before its softmax, applied in this order.
+
+    A plain class, not a dataclass: a remote trace sends this package's code by value, and a
+    dataclass cannot be rebuilt there (its string annotations need its module in
+    ``sys.modules``).
+
+    Attributes:
+        multiply: A factor on the logits (Cohere's ``logit_scale``), or ``None``.
+        divide: A divisor of the logits (Granite's ``logits_scaling``), or ``None``. Kept apart
+            from ``multiply`` so that the lens divides exactly as the model does.
+        softcap: ``c`` in ``tanh(logits / c) * c`` (Gemma 2 and 3's final soft-capping), or
+            ``None``.
+    """
+
+    __slots__ = ("divide", "multiply", "softcap")
+
+    def __init__(
+        self,
+        multiply: float | None = None,
+        divide: float | None = None,
+        softcap: float | None = None,
+    ) -> None:
+        self.multiply, self.divide, self.softcap = multiply, divide, softcap
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LogitTransform) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (
+            f"LogitTransform(multiply={self.multiply!r}, divide={self.divide!r}, "
+            f"softcap={self.softcap!r})"
+        )
+
+    def _values(self) -> tuple[float | None, ...]:
+        return (self.multiply, self.divide, self.softcap)
+
+    def __bool__(self) -> bool:
+        return any(value is not None for value in self._values())
+
+    def __call__(self, logits: Any, in_place: bool = False) -> Any:
+        """``logits`` transformed (in place when asked: the lens's chunk buffers)."""
+        if self.multiply is not None:
+            logits = logits.mul_(self.multiply) if in_place else logits * self.multiply
+            in_place = True  # a fresh tensor now, ours to change
+        if self.divide is not None:
+            logits = logits.div_(self.divide) if in_place else logits / self.divide
+            in_place = True
+        if self.softcap is not None:
+            cap = self.softcap
+            logits = (
+                logits.div_(cap).tanh_().mul_(cap) if in_place else torch.tanh(logits / cap) * cap
+            )
+        return logits
+
+    def describe(self) -> str:
+        """The transform in words, for reprs, provenance and errors ("none" when there is none)."""
+        parts = []
+        if self.multiply is not None:
+            parts.append(f"logits × {self.multiply:g}")
+        if self.divide is not None:
+            parts.append(f"logits ÷ {self.divide:g}")
+        if self.softcap is not None:
+            parts.append(f"tanh soft-cap at {self.softcap:g}")
+        return ", then ".join(parts) or "none"
+
+
+_SCALE = ("multiply", "divide")
+
+#: ``config.model_type`` → (what the model does, the config attribute that holds the number),
+#: read from each architecture's ``*ForCausalLM.forward`` in transformers 5.22. The same
+#: attribute name can mean opposite things: Granite divides by ``logits_scaling``, HyperCLOVA X
+#: multiplies by it, so the table goes by model type, never by attribute name alone. Final
+#: soft-capping (``final_logit_softcapping``) is read from any config: its meaning is the same
+#: everywhere. A model type missing here that does transform its logits is caught by the
+#: self-check (:meth:`MuranoModel.self_check`), not silently read wrong.
+LOGIT_TRANSFORMS: dict[str, tuple[str, str]] = {
+    "cohere": ("multiply", "logit_scale"),
+    "cohere2": ("multiply", "logit_scale"),
+    "cohere2_moe": ("multiply", "logit_scale"),
+    "granite": ("divide", "logits_scaling"),
+    "granite_swa": ("divide", "logits_scaling"),
+    "granitemoe": ("divide", "logits_scaling"),
+    "granitemoe_swa": ("divide", "logits_scaling"),
+    "granitemoeshared": ("divide", "logits_scaling"),
+    "granitemoehybrid": ("divide", "logits_scaling"),
+    "hyperclovax": ("multiply", "logits_scaling"),
+    "falcon_h1": ("multiply", "lm_head_multiplier"),
+}
+
+
+def logit_transform(hf_model: torch.nn.Module) -> LogitTransform:
+    """The :class:`LogitTransform` of a loaded Hugging Face causal LM, from its type and config.
+
+    Raises:
+        UnsupportedModelError: If the table names an attribute the config does not hold as a
+            positive number (the lens would otherwise leave the transform out).
+    """
+    config = getattr(hf_model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    values: dict[str, float | None] = {"multiply": None, "divide": None}
+    if model_type in LOGIT_TRANSFORMS:
+        operation, attribute = LOGIT_TRANSFORMS[model_type]
+        # The model's own attribute first (Cohere keeps its logit_scale on the module).
+        value = getattr(hf_model, attribute, None)
+        if value is None:
+            value = _text_config_value(config, attribute)
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise UnsupportedModelError(
+                f"{type(hf_model).__name__} (model_type {model_type!r}) {operation}s its logits "
+                f"by config.{attribute}, which is {value!r}, not a positive number"
+            )
+        if value != 1:
+            values[operation] = float(value)
+    cap = _text_config_value(config, "final_logit_softcapping")
+    return LogitTransform(
+        multiply=values["multiply"], divide=values["divide"], softcap=float(cap) if cap else None
+    )
+
+
+class _ChooseBackend(type):
+    """``MuranoModel(...)`` builds the chosen backend's subclass (``backend="auto"``: nnterp,
+    falling back to plain nnsight where nnterp cannot read the model); a subclass called
+    directly builds itself."""
+
+    def __call__(cls, *args: Any, backend: str = "auto", **kwargs: Any) -> Any:
+        if cls is not MuranoModel:
+            return super().__call__(*args, backend=backend, **kwargs)
+        return _load(args, backend, kwargs)
+
+
+class MuranoModel(metaclass=_ChooseBackend):
     """A language model behind one of the backends: ``MuranoModel(id_or_path, ...)``.
 
     Calling ``MuranoModel`` builds the chosen backend's subclass, so ``isinstance(model,
@@ -128,14 +301,28 @@ class MuranoModel:
         dtype: ``torch.float32``, ``"bfloat16"``, ``"float16"``, ... or ``"auto"`` (the
             checkpoint's own dtype). Defaults to float32 on CPU (bfloat16 matmuls are hundreds
             of times slower than float32 on CPUs without AMX) and to ``"auto"`` elsewhere.
-        backend: ``"nnterp"``, ``"nnsight"`` or ``"auto"``: nnterp where it works with the
-            installed nnsight, else plain nnsight.
+        backend: ``"nnterp"``, ``"nnsight"`` or ``"auto"``: nnterp where it imports with the
+            installed nnsight and can read the model, else plain nnsight. ``backend_choice``
+            says which was taken and why.
+        self_check: Check once that the lens of the last layer equals the model's own output
+            (one forward pass of a few tokens, at load or, for weights nnsight has not loaded
+            yet, at the first trace). Leave it on: ``False`` turns a refusal into a warning,
+            for a model you know better than the backend does.
         **kwargs: Passed on to the backend's loader (e.g. ``trust_remote_code``).
+
+    Attributes:
+        logit_transform: What the model does to ``lm_head``'s output, which the lens does too
+            (a :class:`LogitTransform`).
+        backend_choice: Which backend reads the model and why (``"nnterp"``, or e.g.
+            ``"nnsight (auto: nnterp cannot rename it)"``).
+        backend_fallback_reason: nnterp's error in full when ``"auto"`` fell back, else ``None``.
 
     Raises:
         ValueError: For a ``backend`` or ``dtype`` that is not one of the allowed values.
         OSError: If ``model_id_or_path`` is neither a local folder nor a cached hub id and the
             hub cannot be reached. It is raised at once, without transformers' retries.
+        UnsupportedModelError: If no backend can read the architecture (naming each reason).
+        LensSelfCheckError: If the lens of the last layer does not equal the model's own output.
     """
 
     backend: ClassVar[str] = "base"
@@ -148,12 +335,17 @@ class MuranoModel:
     context_length: int | None
     trained_length: int | None
     forward_kwargs: frozenset[str]
-    final_logit_softcapping: float | None
-
-    def __new__(cls, *args: Any, backend: str = "auto", **kwargs: Any) -> MuranoModel:
-        if cls is not MuranoModel:
-            return super().__new__(cls)
-        return super().__new__(_backend_class(backend))
+    logit_transform: LogitTransform
+    backend_choice: str
+    #: Largest probability difference the self-check accepts, by the unembedding's precision:
+    #: float32 paths agree to about 1e-7 (measured on 12 tiny architectures); half precision
+    #: rounds each logit to 3 significant digits. Left-out transforms differ by 0.05 to 0.5.
+    SELF_CHECK_TOLERANCE: ClassVar[dict[torch.dtype, float]] = {
+        torch.float64: 1e-4,
+        torch.float32: 1e-4,
+        torch.bfloat16: 3e-2,
+        torch.float16: 1e-2,
+    }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # pragma: no cover - subclasses
         raise TypeError("MuranoModel is built through a backend subclass")
@@ -167,6 +359,11 @@ class MuranoModel:
         raise NotImplementedError
 
     def project_on_vocab(self, hidden: Any) -> Any:
+        raise NotImplementedError
+
+    @property
+    def _root(self) -> Any:
+        """The nnsight model (envoy) whose ``output.logits`` is the model's own output."""
         raise NotImplementedError
 
     def generate(self, inputs: dict[str, torch.Tensor], **generate_kwargs: Any) -> torch.Tensor:
@@ -200,24 +397,123 @@ class MuranoModel:
 
     # -- shared by every backend ---------------------------------------------------------------
 
-    def _setup(self, name: str, tokenizer: Any, hf_model: torch.nn.Module, n_layers: int) -> None:
-        """Fills in the contract's attributes from the loaded tokenizer and Hugging Face model."""
+    def _setup(
+        self,
+        name: str,
+        tokenizer: Any,
+        hf_model: torch.nn.Module,
+        n_layers: int,
+        self_check: bool = True,
+    ) -> None:
+        """Fills in the contract's attributes from the loaded tokenizer and Hugging Face model,
+        then runs the self-check if the weights are loaded (else at the first trace)."""
         self.name = name
         self.tokenizer = tokenizer
         _ensure_pad_token(tokenizer)
         self.n_layers = int(n_layers)
         self.vocab_size = int(self._lm_head.weight.shape[0])
-        config = hf_model.config
-        # Gemma 2 squashes the logits with tanh(logits / cap) * cap after lm_head; the lens
-        # must do the same, or its last layer would not match the model's own output.
-        self.final_logit_softcapping = _text_config_value(config, "final_logit_softcapping")
+        # Cohere multiplies lm_head's output, Granite divides it, Gemma 2 soft-caps it: the
+        # lens must do the same, or no layer of it (the last included) reads what the model does.
+        self.logit_transform = logit_transform(hf_model)
         self.context_length, self.trained_length = _position_limits(hf_model)
         self.forward_kwargs = _forward_kwargs(hf_model)
+        self.backend_choice = self.backend
+        self.backend_fallback_reason: str | None = None
+        self._self_check_wanted = check_bool("self_check", self_check)
+        self._self_checked = False
+        if self._weights_loaded():
+            self.self_check()
+
+    @property
+    def final_logit_softcapping(self) -> float | None:
+        """The final soft-cap (``tanh(logits / c) * c``), or ``None``: part of
+        :attr:`logit_transform`, kept by this name for code written before it."""
+        return self.logit_transform.softcap
+
+    def _weights_loaded(self) -> bool:
+        """Whether the real weights are in memory (nnsight loads them lazily)."""
+        return self._lm_head.weight.device.type != "meta"
+
+    def self_check(self, remote: bool = False) -> float:
+        """Checks that the lens of the last layer equals the model's own output distribution.
+
+        One trace of a few tokens: the last block's output through the lens's own in-trace path
+        (final norm, unembedding, :attr:`logit_transform`) against the model's ``logits``.
+        Runs once per model (at load, or at the first trace when nnsight loads the weights
+        lazily; on NDIF for a model used only remotely).
+
+        Args:
+            remote: Run the probe on NDIF (for a model whose weights are not loaded here).
+
+        Returns:
+            The largest difference in probability over the probe's positions.
+
+        Raises:
+            LensSelfCheckError: If it exceeds :attr:`SELF_CHECK_TOLERANCE` for the
+                unembedding's dtype (unless the model was built with ``self_check=False``,
+                which warns instead).
+        """
+        import nnsight
+
+        self._self_checked = True  # first: the probe's own trace must not check again
+        try:
+            probe = _probe_inputs(self.tokenizer, self.vocab_size)
+            kwargs: dict[str, Any] = {"remote": True} if remote else {}
+            if "use_cache" in self.forward_kwargs:
+                kwargs["use_cache"] = False
+            # no_grad, not inference_mode: nnsight may run the intervention in another thread,
+            # where inference tensors could not meet weights that require grad.
+            with torch.no_grad(), self.trace(probe, **kwargs):
+                lens_logits = nnsight.save(self.project_on_vocab(self.layer(self.n_layers - 1)))
+                own_logits = nnsight.save(self._root.output.logits)
+            lens_p = torch.as_tensor(lens_logits).detach().float().softmax(-1)
+            own_p = torch.as_tensor(own_logits).detach().float().softmax(-1)
+        except BaseException:
+            self._self_checked = False
+            raise
+        diff = float((lens_p - own_p).abs().max())
+        tolerance = self.SELF_CHECK_TOLERANCE.get(self.dtype, 1e-2)
+        if not diff <= tolerance:  # NaN fails too
+            model_type = getattr(self.config, "model_type", None)
+            agree = int((lens_p.argmax(-1) == own_p.argmax(-1)).sum())
+            message = (
+                f"the lens of the last layer of {self.name!r} ({self._architecture()}) does not "
+                f"equal the model's own output: the probabilities differ by up to {diff:.3g} "
+                f"(tolerance {tolerance:g} for {str(self.dtype).replace('torch.', '')}; "
+                f"top-1 agrees at {agree} of {own_p.shape[-2]} probe positions) with "
+                f"backend {self.backend_choice!r} and logit transform "
+                f"{self.logit_transform.describe()!r}. The model changes its logits after the "
+                "final norm and lm_head in a way this backend does not know, so every layer's "
+                "lens would be wrong: refusing to return numbers. Known transforms: "
+                "murano_widgets.model.LOGIT_TRANSFORMS; MuranoModel(..., self_check=False) "
+                "turns this into a warning."
+            )
+            if self._self_check_wanted:
+                self._self_checked = False
+                raise LensSelfCheckError(message, model_type, diff)
+            import warnings
+
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return diff
+
+    def _ensure_self_checked(self, remote: bool) -> None:
+        """Runs :meth:`self_check` before the first trace that needs it (lazy nnsight loads)."""
+        if not self._self_checked:
+            self.self_check(remote=remote)
+
+    def _architecture(self) -> str:
+        model_type = getattr(self.config, "model_type", None)
+        classes = getattr(self.config, "architectures", None) or ["?"]
+        return f"{classes[0]}, model_type {model_type!r}"
 
     def __repr__(self) -> str:
+        transform = self.logit_transform.describe()
         return (
-            f"MuranoModel({self.name!r}, backend={self.backend!r}, n_layers={self.n_layers}, "
-            f"vocab_size={self.vocab_size}, device={self.device}, dtype={self.dtype})"
+            f"MuranoModel({self.name!r}, backend={self.backend_choice!r}, "
+            f"n_layers={self.n_layers}, vocab_size={self.vocab_size}, device={self.device}, "
+            f"dtype={self.dtype}"
+            + (f", logit_transform={transform!r}" if self.logit_transform else "")
+            + ")"
         )
 
     @property
@@ -250,22 +546,83 @@ class MuranoModel:
         return self.finalize_logits(out, in_place=True)
 
     def finalize_logits(self, logits: Any, in_place: bool = False) -> Any:
-        """What the model does to ``lm_head``'s output before its softmax (soft-capping)."""
-        if self.final_logit_softcapping:
-            cap = float(self.final_logit_softcapping)
-            if in_place:
-                return logits.div_(cap).tanh_().mul_(cap)
-            logits = torch.tanh(logits / cap) * cap
-        return logits
+        """What the model does to ``lm_head``'s output before its softmax
+        (:attr:`logit_transform`: a scale, a divisor, soft-capping)."""
+        return self.logit_transform(logits, in_place=in_place)
 
 
-def _backend_class(backend: Any) -> type[MuranoModel]:
+def _probe_inputs(tokenizer: Any, vocab_size: int) -> dict[str, torch.Tensor]:
+    """A few tokens to check the lens on: a short sentence, or the first ids if it encodes to
+    fewer than two tokens (a tokenizer without those characters)."""
+    ids = tokenizer("The lens checks itself against the model.", add_special_tokens=True).get(
+        "input_ids", []
+    )
+    ids = [int(i) for i in ids if 0 <= int(i) < vocab_size][:8]
+    if len(ids) < 2:
+        ids = list(range(min(8, vocab_size)))
+    input_ids = torch.tensor([ids])
+    return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+
+
+def _load(args: tuple[Any, ...], backend: Any, kwargs: dict[str, Any]) -> MuranoModel:
+    """``MuranoModel(*args, backend=backend, **kwargs)``: the backend chosen, or for ``"auto"``
+    nnterp with a fall back to plain nnsight where nnterp cannot read the model.
+
+    Raises:
+        UnsupportedModelError: If neither backend can read it, naming both reasons.
+    """
     if backend not in BACKENDS:
         raise ValueError(
             f"backend must be one of {', '.join(map(repr, BACKENDS))}; got {backend!r}"
         )
-    if backend == "auto":
-        backend = "nnterp" if nnterp_works() else "nnsight"
+    if backend != "auto":
+        return _backend_class(backend)(*args, backend=backend, **kwargs)
+    from .nnsight_backend import NNsightModel, is_nnsight_model
+
+    if (args and is_nnsight_model(args[0])) or "layout" in kwargs:
+        why = "an nnsight model" if args and is_nnsight_model(args[0]) else "layout= given"
+        return _with_choice(lambda: NNsightModel(*args, **kwargs), f"nnsight (auto: {why})")
+    if not nnterp_works():
+        return _with_choice(
+            lambda: NNsightModel(*args, **kwargs),
+            "nnsight (auto: nnterp does not import with this nnsight)",
+        )
+    try:
+        return _backend_class("nnterp")(*args, backend="nnterp", **kwargs)
+    except (UnsupportedModelError, LensSelfCheckError) as nnterp_error:
+        reason = _one_line(nnterp_error)
+        short = (
+            "nnterp failed the self-check"
+            if isinstance(nnterp_error, LensSelfCheckError)
+            else "nnterp cannot rename it"
+        )
+        try:
+            # Loaded now, as nnterp would have, so that its self-check runs here too.
+            model = _with_choice(
+                lambda: NNsightModel(*args, **kwargs)._loaded(), f"nnsight (auto: {short})"
+            )
+            model.backend_fallback_reason = reason
+            return model
+        except (UnsupportedModelError, LensSelfCheckError) as nnsight_error:
+            raise UnsupportedModelError(
+                f"neither backend can read model_id_or_path {str(args[0]) if args else ''!r}: "
+                f"nnterp: {reason}; nnsight: {_one_line(nnsight_error)}"
+            ) from nnsight_error
+
+
+def _with_choice(build: Callable[[], MuranoModel], choice: str) -> MuranoModel:
+    """Builds a model and records why its backend was chosen."""
+    model = build()
+    model.backend_choice = choice
+    return model
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}{'…' if len(text) > 300 else ''}"
+
+
+def _backend_class(backend: str) -> type[MuranoModel]:
     module, name = _BACKENDS[backend]
     try:
         return getattr(importlib.import_module(module), name)
@@ -302,6 +659,11 @@ def resolve_device(device: Any) -> torch.device:
         raise ValueError(
             f"device must be a torch device such as 'cpu', 'cuda' or 'cuda:1'; got {device!r}"
         ) from error
+    if resolved.type == "meta":
+        raise ValueError(
+            f"device {device!r} holds no weights, so the model could not run; "
+            "use device='cpu' or 'cuda'"
+        )
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             f"device {device!r} is not available: this torch sees no CUDA GPU "

@@ -23,13 +23,14 @@ import torch
 
 from .model import (
     MuranoModel,
+    UnsupportedModelError,
     check_source_argument,
     resolve_device,
     resolve_dtype,
     resolve_source,
 )
 
-__all__ = ["LAYOUTS", "Layout", "NDIFError", "NNsightModel"]
+__all__ = ["LAYOUTS", "Layout", "NDIFError", "NNsightModel", "is_nnsight_model"]
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,11 @@ class Layout:
 _GPT2_LIKE = Layout("transformer.h", "transformer.ln_f", "lm_head")
 _LLAMA_LIKE = Layout("model.layers", "model.norm", "lm_head")
 
-#: Hugging Face ``config.model_type`` to :class:`Layout`. Only architectures whose logits are
-#: exactly ``lm_head(norm(h))`` (plus Gemma 2's soft-capping, read from the config) are here:
-#: ones that rescale their logits (Cohere's ``logit_scale``, Granite's ``logits_scaling``)
-#: would need that step too. Others can be given with ``layout=``.
+#: Hugging Face ``config.model_type`` to :class:`Layout`. What a model does after ``lm_head``
+#: (Gemma 2's soft-capping, Cohere's scale, Granite's divisor) is not a module, so it is not
+#: here: :func:`murano_widgets.model.logit_transform` reads it for every backend, and the
+#: self-check refuses a model whose transform it does not know. Others can be given with
+#: ``layout=``.
 LAYOUTS: dict[str, Layout] = {
     "gpt2": _GPT2_LIKE,
     "gpt_neo": _GPT2_LIKE,
@@ -84,6 +86,11 @@ LAYOUTS: dict[str, Layout] = {
     "olmo2": _LLAMA_LIKE,
     "stablelm": _LLAMA_LIKE,
     "starcoder2": _LLAMA_LIKE,
+    "cohere": _LLAMA_LIKE,
+    "cohere2": _LLAMA_LIKE,
+    "granite": _LLAMA_LIKE,
+    "granitemoe": _LLAMA_LIKE,
+    "granitemoeshared": _LLAMA_LIKE,
     "phi": Layout("model.layers", "model.final_layernorm", "lm_head"),
     # transformers 5 renamed GPT-NeoX's embed_out to lm_head.
     "gpt_neox": Layout("gpt_neox.layers", "gpt_neox.final_layer_norm", "lm_head|embed_out"),
@@ -140,9 +147,10 @@ class NNsightModel(MuranoModel):
         dtype: torch.dtype | str | None = None,
         backend: str = "nnsight",
         layout: Layout | dict[str, Any] | None = None,
+        self_check: bool = True,
         **kwargs: Any,
     ) -> None:
-        if _is_nnsight_model(model_id_or_path):
+        if is_nnsight_model(model_id_or_path):
             if device is not None or dtype is not None or kwargs:
                 raise ValueError(
                     "model_id_or_path is an nnsight model, which is already loaded: give "
@@ -169,7 +177,7 @@ class NNsightModel(MuranoModel):
         hf_model = self.lm._module
         self.layout = _resolve_layout(hf_model, layout)
         blocks = _get(hf_model, self.layout.blocks)
-        self._setup(name, self.lm.tokenizer, hf_model, len(blocks))
+        self._setup(name, self.lm.tokenizer, hf_model, len(blocks), self_check)
 
     @property
     def config(self) -> Any:
@@ -197,6 +205,10 @@ class NNsightModel(MuranoModel):
     def _lm_head(self) -> torch.nn.Module:
         return _get(self.lm._module, self.layout.lm_head)
 
+    @property
+    def _root(self) -> Any:
+        return self.lm
+
     # -- inside a trace: envoys -----------------------------------------------------------------
 
     def trace(self, inputs: dict[str, torch.Tensor], **kwargs: Any) -> Any:
@@ -214,6 +226,8 @@ class NNsightModel(MuranoModel):
             # The trace refers to this object, whose class NDIF does not have: its code
             # travels by value (as source).
             register("murano_widgets")
+            # Weights that stay on the server are checked there, by one small job.
+            self._ensure_self_checked(remote=True)
         else:
             self._dispatch()
         tracer = self.lm.trace(inputs, **kwargs)
@@ -225,11 +239,17 @@ class NNsightModel(MuranoModel):
         self._dispatch()
         return self.lm
 
+    def _loaded(self) -> NNsightModel:
+        """This model with its weights loaded and checked (see :meth:`_dispatch`)."""
+        self._dispatch()
+        return self
+
     def _dispatch(self) -> None:
         """Loads the weights before the first local trace (nnsight builds the model on the meta
         device until then, so a remote-only user never loads them), keeping the tokenizer's
         settings: nnsight 0.8 sets ``padding_side`` back to left when it loads."""
         if getattr(self.lm, "dispatched", True):
+            self._ensure_self_checked(remote=False)
             return
         tokenizer = self.tokenizer
         kept = {name: getattr(tokenizer, name) for name in ("padding_side", "pad_token")}
@@ -237,6 +257,7 @@ class NNsightModel(MuranoModel):
         for name, value in kept.items():
             if getattr(tokenizer, name) != value:
                 setattr(tokenizer, name, value)
+        self._ensure_self_checked(remote=False)
 
     def layer(self, index: int) -> Any:
         """Inside a trace: decoder block ``index``'s output, a ``[batch, seq, d_model]`` tensor."""
@@ -323,7 +344,7 @@ def _device_of(lm: Any) -> torch.device:
     return torch.device("cpu")
 
 
-def _is_nnsight_model(value: Any) -> bool:
+def is_nnsight_model(value: Any) -> bool:
     """Whether ``value`` is an nnsight model wrapper (``LanguageModel``, ``TransformersModel``,
     ...): an envoy around a torch module that opens traces. Checked by what it has, because
     the class tree differs between nnsight 0.7 and 0.8."""
@@ -337,7 +358,7 @@ def _resolve_layout(hf_model: torch.nn.Module, given: Layout | dict[str, Any] | 
     model_type = getattr(config, "model_type", None)
     if given is None:
         if model_type not in LAYOUTS:
-            raise ValueError(
+            raise UnsupportedModelError(
                 f"backend='nnsight' does not know where {type(hf_model).__name__} "
                 f"(model_type {model_type!r}) keeps its decoder blocks, final norm and "
                 f"unembedding. Known model types: {', '.join(sorted(LAYOUTS))}. Use "

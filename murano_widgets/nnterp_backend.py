@@ -14,6 +14,7 @@ import torch
 
 from .model import (
     MuranoModel,
+    UnsupportedModelError,
     check_source_argument,
     quiet_loading,
     resolve_device,
@@ -36,6 +37,7 @@ class NNterpModel(MuranoModel):
         device: str | torch.device | None = None,
         dtype: torch.dtype | str | None = None,
         backend: str = "nnterp",
+        self_check: bool = True,
         **kwargs: Any,
     ) -> None:
         check_source_argument(model_id_or_path)
@@ -43,10 +45,18 @@ class NNterpModel(MuranoModel):
         source = resolve_source(model_id_or_path)
         torch_dtype = resolve_dtype(dtype, self.device, source)
         from nnterp import StandardizedTransformer
+        from nnterp.rename_utils import RenamingError
 
         kwargs.setdefault("device_map", str(self.device))
         with quiet_loading():
-            self.nnterp = StandardizedTransformer(source, dtype=torch_dtype, **kwargs)
+            try:
+                self.nnterp = StandardizedTransformer(source, dtype=torch_dtype, **kwargs)
+            except RenamingError as error:
+                # backend="auto" falls back to plain nnsight on this (Phi, for one).
+                raise UnsupportedModelError(
+                    f"nnterp cannot rename the model at {str(model_id_or_path)!r}: "
+                    f"{' '.join(str(error).split())}"
+                ) from error
             # The real weights now, while loading is what the user asked for, rather than
             # in the middle of the first lens call.
             self.nnterp.dispatch()
@@ -55,6 +65,7 @@ class NNterpModel(MuranoModel):
             self.nnterp.tokenizer,
             self.nnterp._model,
             int(self.nnterp.num_layers),
+            self_check,
         )
 
     @property
@@ -63,6 +74,10 @@ class NNterpModel(MuranoModel):
         return self.nnterp.config
 
     def _nnsight_model(self) -> Any:
+        return self.nnterp
+
+    @property
+    def _root(self) -> Any:
         return self.nnterp
 
     @property

@@ -11,7 +11,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 def _blocks_and_norm(model):
     base = model.base_model
-    for blocks, norm in (("layers", "norm"), ("h", "ln_f"), ("layers", "final_layer_norm")):
+    for blocks, norm in (
+        ("layers", "norm"),
+        ("h", "ln_f"),
+        ("layers", "final_layer_norm"),
+        ("layers", "final_layernorm"),
+    ):
         if hasattr(base, blocks) and hasattr(base, norm):
             return getattr(base, blocks), getattr(base, norm)
     raise AssertionError(f"unknown layout for {type(model).__name__}")
@@ -24,7 +29,14 @@ class ReferenceLens:
         self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.blocks, self.norm = _blocks_and_norm(self.model)
-        self.cap = getattr(self.model.config, "final_logit_softcapping", None)
+        config = self.model.config
+        self.cap = getattr(config, "final_logit_softcapping", None)
+        # What the model's forward does to lm_head's output, written out here from
+        # transformers' modeling_cohere.py and modeling_granite.py, not from murano_widgets.
+        self.scale = {
+            "cohere": lambda logits: logits * config.logit_scale,
+            "granite": lambda logits: logits / config.logits_scaling,
+        }.get(config.model_type, lambda logits: logits)
 
     @torch.no_grad()
     def probs_of_ids(self, ids: list[int]) -> torch.Tensor:
@@ -49,7 +61,8 @@ class ReferenceLens:
         finally:
             for hook in hooks:
                 hook.remove()
-        logits = torch.stack([self.model.lm_head(self.norm(h))[0] for h in captured]).float()
+        logits = torch.stack([self.model.lm_head(self.norm(h))[0] for h in captured])
+        logits = self.scale(logits).float()
         if self.cap:
             logits = torch.tanh(logits / self.cap) * self.cap
         probs = logits.softmax(-1)  # [layers, seq, vocab]

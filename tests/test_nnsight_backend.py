@@ -214,6 +214,21 @@ def _more_configs(vocab, bos):
         "olmo2": lambda: t.Olmo2Config(num_key_value_heads=2, **small),
         "stablelm": lambda: t.StableLmConfig(num_key_value_heads=2, **small),
         "starcoder2": lambda: t.Starcoder2Config(num_key_value_heads=2, **small),
+        # The ones that transform lm_head's output (the self-check at load and the comparison
+        # below both fail without it): Cohere multiplies, Granite divides.
+        "cohere": lambda: t.CohereConfig(num_key_value_heads=2, logit_scale=0.3, **small),
+        "cohere2": lambda: t.Cohere2Config(num_key_value_heads=2, logit_scale=0.3, **small),
+        "granite": lambda: t.GraniteConfig(num_key_value_heads=2, logits_scaling=4.0, **small),
+        "granitemoe": lambda: t.GraniteMoeConfig(
+            num_key_value_heads=2, logits_scaling=4.0, num_local_experts=2, **small
+        ),
+        "granitemoeshared": lambda: t.GraniteMoeSharedConfig(
+            num_key_value_heads=2,
+            logits_scaling=4.0,
+            num_local_experts=2,
+            shared_intermediate_size=32,
+            **small,
+        ),
     }
 
 
@@ -232,6 +247,11 @@ MORE = (
     "olmo2",
     "stablelm",
     "starcoder2",
+    "cohere",
+    "cohere2",
+    "granite",
+    "granitemoe",
+    "granitemoeshared",
 )
 
 
@@ -291,26 +311,27 @@ def test_an_explicit_layout(model_dirs, load_nnsight):
 
 def test_an_unknown_architecture_is_one_clear_error(tmp_path):
     from tiny_models import build_tokenizer
-    from transformers import AutoModelForCausalLM, CohereConfig
+    from transformers import AutoModelForCausalLM, PersimmonConfig
+
+    from murano_widgets import UnsupportedModelError
 
     tokenizer = build_tokenizer()
-    config = CohereConfig(
+    config = PersimmonConfig(
         vocab_size=len(tokenizer),
         hidden_size=32,
         intermediate_size=64,
         num_hidden_layers=1,
         num_attention_heads=4,
-        num_key_value_heads=2,
         pad_token_id=0,
         bos_token_id=0,
         eos_token_id=0,
     )
     AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(UnsupportedModelError) as error:
         MuranoModel(tmp_path, backend="nnsight")
     message = str(error.value)
-    assert "CohereForCausalLM" in message and "'cohere'" in message and "layout=" in message
+    assert "PersimmonForCausalLM" in message and "'persimmon'" in message and "layout=" in message
 
 
 def test_a_remote_trace_runs_from_what_is_sent(load_nnsight):

@@ -13,14 +13,17 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
     AutoModelForCausalLM,
+    CohereConfig,
     Gemma2Config,
     GemmaConfig,
     GPT2Config,
     GPTNeoXConfig,
+    GraniteConfig,
     LlamaConfig,
     MistralConfig,
     OPTConfig,
     Phi3Config,
+    PhiConfig,
     PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen3Config,
@@ -124,10 +127,21 @@ def _config(arch: str, vocab: int, bos: int):
             pad_token_id=bos,
             **small,
         )
+    # Models that transform lm_head's output (TRANSFORMING), and one nnterp cannot rename (Phi):
+    # test_logit_transforms.py builds these.
+    if arch == "cohere":
+        return CohereConfig(num_key_value_heads=2, logit_scale=0.3, **small)
+    if arch == "granite":
+        return GraniteConfig(num_key_value_heads=2, logits_scaling=4.0, **small)
+    if arch == "phi":
+        return PhiConfig(**small)
     raise ValueError(f"unknown architecture {arch!r}")
 
 
 ARCHITECTURES = ("gpt2", "llama", "qwen2", "qwen3", "gemma", "gemma2", "gpt_neox", "mistral")
+# Each changes lm_head's output before its softmax: Cohere multiplies it by logit_scale, Granite
+# divides it by logits_scaling.
+TRANSFORMING = ("cohere", "granite")
 
 
 def build_tiny_model(arch: str, folder: Path, seed: int = 0) -> Path:
