@@ -52,8 +52,10 @@ fi
 ndif_install=
 tail -1 build/ndif-install.log
 
-# The nnsight backend's own tests, generation (nnsight's generate) and chat on nnsight 0.8 (the
-# main run has them on 0.7), then the suite against the server.
+# The nnsight backend's own tests, the logit transforms and the self-check, generation
+# (nnsight's generate) and chat on nnsight 0.8 (the main run has them on 0.7), then the suite
+# against the server.
 MURANO_REMOTE_REQUIRED=1 "$VENV/bin/python" -m pytest -m "remote or not remote" \
-  tests/test_nnsight_backend.py tests/test_generation.py tests/test_chat.py tests/remote \
+  tests/test_nnsight_backend.py tests/test_logit_transforms.py tests/test_generation.py \
+  tests/test_chat.py tests/remote \
   -p no:cacheprovider "$@"

@@ -1,12 +1,13 @@
 """Files and provenance of a :class:`~murano_widgets.dataset.LensDataset`: where its numbers came
-from, and the npz + JSON pair it is saved as (written atomically, read back with checks)."""
+from, and the npz + JSON pair it is saved as (written together, all or nothing, and read back
+with checks that name the file and what is wrong)."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["model_provenance", "paths", "read_saved", "sha256", "write_temp"]
+from ._files import read_json, read_npz, write_files
+
+__all__ = ["model_provenance", "paths", "read_saved", "sha256", "write_saved"]
 
 
 def model_provenance(model: Any, step: Any, lens: Any) -> dict[str, Any]:
@@ -42,6 +45,9 @@ def model_provenance(model: Any, step: Any, lens: Any) -> dict[str, Any]:
         "dtype": str(getattr(model, "dtype", None)).replace("torch.", ""),
         "device": str(getattr(model, "device", None)),
         "backend": getattr(model, "backend", None),
+        # Why that backend (backend="auto" may fall back), and what the lens does after lm_head.
+        "backend_choice": getattr(model, "backend_choice", None),
+        "logit_transform": _describe_transform(model),
         "n_model_layers": int(model.n_layers),
         "layers": list(step.layers),
         "lens_kind": "logit" if lens is None else str(getattr(lens, "kind", "custom")),
@@ -49,6 +55,11 @@ def model_provenance(model: Any, step: Any, lens: Any) -> dict[str, Any]:
         "packages": versions,
         "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _describe_transform(model: Any) -> str | None:
+    transform = getattr(model, "logit_transform", None)
+    return None if transform is None else transform.describe()
 
 
 def _torch_module(model: Any) -> torch.nn.Module | None:
@@ -82,20 +93,36 @@ def paths(path: str | os.PathLike) -> tuple[Path, Path]:
     return base.with_name(base.name + ".npz"), base.with_name(base.name + ".json")
 
 
-def write_temp(target: Path, write: Any) -> Path:
-    """Writes through ``write(file)`` into a temporary file next to ``target``; returns its path."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            write(file)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
-    return Path(name)
+def write_saved(
+    npz_path: Path,
+    json_path: Path,
+    header: dict[str, Any],
+    arrays: dict[str, np.ndarray],
+    fields: dict[str, Any],
+) -> None:
+    """Writes a data set's npz and JSON sidecar as one all-or-nothing save.
+
+    The npz is built in memory first, so the sidecar can record its sha256 (the check that
+    the two files belong together) before either file is touched; then both replace the old
+    pair together (:func:`murano_widgets._files.write_files`).
+
+    Args:
+        npz_path, json_path: The pair's paths (from :func:`paths`).
+        header: The sidecar's first fields (format and version); ``npz_sha256`` follows them.
+        arrays: The arrays of the npz.
+        fields: The rest of the sidecar.
+    """
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    data = buffer.getvalue()
+    sidecar = {**header, "npz_sha256": hashlib.sha256(data).hexdigest(), **fields}
+    text = json.dumps(sidecar, ensure_ascii=False, indent=1)
+    npz_path.parent.mkdir(parents=True, exist_ok=True)
+    write_files({npz_path: data, json_path: text.encode("utf-8")})
 
 
 def sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, as hex."""
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -111,9 +138,14 @@ def read_saved(
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Reads a saved data set's sidecar and arrays, checking that they are whole and agree.
 
+    Every field the data set is rebuilt from is checked for its type, and every array for its
+    shape and kind, so a damaged or edited pair fails here, naming the file, rather than later
+    in a plot.
+
     Raises:
         FileNotFoundError: If either file is missing.
-        ValueError: If the files are not this format, do not belong together, or disagree.
+        ValueError: If the files are not this format, are damaged, do not belong together, or
+            disagree.
     """
     for path in (npz_path, json_path):
         if not path.is_file():
@@ -121,34 +153,27 @@ def read_saved(
                 f"{path} does not exist: LensDataset.load needs both {npz_path.name} and "
                 f"{json_path.name} (written by LensDataset.save)"
             )
-    try:
-        sidecar = json.loads(json_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{json_path} is not a LensDataset sidecar (not JSON: {error})") from None
-    if not isinstance(sidecar, dict) or sidecar.get("format") != fmt:
+    sidecar = read_json(json_path, "the LensDataset sidecar")
+    if sidecar.get("format") != fmt:
         raise ValueError(f"{json_path} is not a LensDataset sidecar (no format {fmt!r})")
     if sidecar.get("format_version") != version:
         raise ValueError(
             f"{json_path} has format version {sidecar.get('format_version')!r}; this "
             f"murano_widgets reads version {version}"
         )
-    if sha256(npz_path) != sidecar.get("npz_sha256"):
+    _check_sidecar(sidecar, json_path)
+    # One read: the bytes hashed are the bytes parsed, even if the file is replaced meanwhile.
+    data = npz_path.read_bytes()
+    arrays = read_npz(npz_path, "the LensDataset arrays", data=data)
+    if hashlib.sha256(data).hexdigest() != sidecar["npz_sha256"]:
         raise ValueError(
             f"{npz_path} is not the file {json_path.name} was saved with (its sha256 differs): "
             "the pair was changed or mixed up; save the data set again"
         )
-    with np.load(npz_path, allow_pickle=False) as data:
-        arrays = {name: data[name] for name in data.files}
-    for key in ("prompts", "layers", "answer_sets", "answers", "named_sets", "token_strings"):
-        if key not in sidecar:
-            raise ValueError(f"{json_path} lacks {key!r}")
     shape = (len(sidecar["prompts"]), len(sidecar["layers"]))
     expected = {"entropy": "f", "kl_to_final": "f", "top1": "i"}
-    for i, name in enumerate(sidecar["answer_sets"]):
+    for i, _ in enumerate(sidecar["answer_sets"]):
         expected |= {f"prob_{i}": "f", f"rank_{i}": "i"}
-        answers = sidecar["answers"].get(name)
-        if not isinstance(answers, list) or len(answers) != shape[0]:
-            raise ValueError(f"{json_path}: answer set {name!r} does not have {shape[0]} entries")
     for name, kind in expected.items():
         array = arrays.get(name)
         if array is None:
@@ -159,3 +184,68 @@ def read_saved(
                 f"{shape} of kind {kind!r} (prompts x layers)"
             )
     return sidecar, arrays
+
+
+def _check_sidecar(sidecar: dict[str, Any], json_path: Path) -> None:
+    """Checks the type of every sidecar field that :meth:`LensDataset.load` uses."""
+
+    def fail(key: str, wanted: str) -> None:
+        raise ValueError(
+            f"{json_path}: {key!r} must be {wanted}, got {_describe(sidecar.get(key))}; the "
+            "sidecar is damaged or was edited"
+        )
+
+    for key in (
+        "npz_sha256",
+        "prompts",
+        "layers",
+        "answer_sets",
+        "answers",
+        "named_sets",
+        "token_strings",
+        "provenance",
+    ):
+        if key not in sidecar:
+            raise ValueError(f"{json_path} lacks {key!r}")
+    if not isinstance(sidecar["npz_sha256"], str):
+        fail("npz_sha256", "a hex string")
+    if not _list_of(sidecar["prompts"], str):
+        fail("prompts", "a list of strings")
+    layers = sidecar["layers"]
+    if not _list_of(layers, int) or not layers or any(isinstance(x, bool) for x in layers):
+        fail("layers", "a non-empty list of layer indices")
+    names = sidecar["answer_sets"]
+    if not _list_of(names, str) or len(set(names)) != len(names):
+        fail("answer_sets", "a list of distinct names")
+    answers = sidecar["answers"]
+    if not isinstance(answers, dict) or set(answers) != set(names):
+        fail("answers", f"an object with one entry per answer set {names}")
+    n_prompts = len(sidecar["prompts"])
+    for name in names:
+        entries = answers[name]
+        if not isinstance(entries, list) or len(entries) != n_prompts:
+            raise ValueError(f"{json_path}: answer set {name!r} does not have {n_prompts} entries")
+        for entry in entries:
+            if entry is not None and (not _list_of(entry, str) or not entry):
+                raise ValueError(
+                    f"{json_path}: answer set {name!r} has {_describe(entry)}, expected a list "
+                    "of accepted strings or null per prompt"
+                )
+    if not isinstance(sidecar["named_sets"], bool):
+        fail("named_sets", "true or false")
+    strings = sidecar["token_strings"]
+    if not isinstance(strings, dict) or not all(
+        key.lstrip("-").isdecimal() and isinstance(value, str) for key, value in strings.items()
+    ):
+        fail("token_strings", "an object from token ids to strings")
+    if not isinstance(sidecar["provenance"], dict):
+        fail("provenance", "an object")
+
+
+def _list_of(value: Any, kind: type) -> bool:
+    return isinstance(value, list) and all(isinstance(item, kind) for item in value)
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"

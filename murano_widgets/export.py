@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._files import write_file
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -162,7 +164,11 @@ def diff_page(
 
 
 def write_html(path: str | Path, page: str) -> Path:
-    """Writes ``page`` to ``path`` all at once (through a temporary file: nothing half-written).
+    """Writes ``page`` to ``path`` all at once: an interrupted write leaves the old file whole.
+
+    The page goes to a hidden temporary with a fresh random name, which then replaces ``path``
+    (see :func:`murano_widgets._files.write_files`), so no other file of the user's is ever
+    opened and nothing half-written or temporary stays behind.
 
     Args:
         path: The file to write; its folder must exist.
@@ -184,15 +190,7 @@ def write_html(path: str | Path, page: str) -> Path:
         raise FileNotFoundError(
             f"path {str(path)!r}: the folder {str(path.parent)!r} does not exist"
         )
-    temporary = path.with_name(path.name + ".part")
-    try:
-        temporary.write_text(page, encoding="utf-8")
-        temporary.replace(path)
-    except BaseException:
-        # A full disk or an interrupt: the old file stays, and no partial copy is left beside it.
-        temporary.unlink(missing_ok=True)
-        raise
-    return path
+    return write_file(path, page)
 
 
 def _base64_sections(sections: Mapping[str, bytes]) -> dict[str, str]:

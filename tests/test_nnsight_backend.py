@@ -60,6 +60,7 @@ class _DecoderReference(ReferenceLens):
         assert decoder.project_out is None
         self.blocks, self.norm = decoder.layers, decoder.final_layer_norm
         self.cap = None
+        self.scale = lambda logits: logits  # OPT does nothing after lm_head
 
 
 def reference_for(arch, folder):

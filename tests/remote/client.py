@@ -66,7 +66,13 @@ def lens(args: argparse.Namespace) -> dict:
         results[where] = step({"prompts": batch})["logit_lens"]
         timings[where] = time.perf_counter() - start
     torch.save({where: _fields(result) for where, result in results.items()}, args.out)
-    return {"seconds": timings, "padding_side": model.tokenizer.padding_side}
+    return {
+        "seconds": timings,
+        "padding_side": model.tokenizer.padding_side,
+        "logit_transform": model.logit_transform.describe(),
+        # The weights stayed on the server until the local run: the self-check ran there.
+        "self_checked": model._self_checked,
+    }
 
 
 def _fields(result) -> dict:

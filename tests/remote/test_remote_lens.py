@@ -3,7 +3,10 @@ every field equals the local run's, on ragged batches, on several architectures.
 
 The local server holds at most three models at once (Ray has 4 CPUs, the controller takes one,
 each model actor one); a fourth deployment waits for a CPU forever. So the suite uses three
-models: gpt2, llama, gemma2.
+models: gpt2, llama and granite. Granite divides its logits by ``logits_scaling`` after lm_head:
+it checks that the model's logit transform (murano_widgets.model.LogitTransform, the same call
+that soft-caps Gemma 2) travels with the trace and runs on the server, and that the self-check
+of a model whose weights stay on the server runs there (one small job before the first trace).
 """
 
 from __future__ import annotations
@@ -29,10 +32,20 @@ def run_lens(ndif, folder, out, *options):
     return both["remote"], both["local"], summary, stderr
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "llama", "gemma2"])
-def test_remote_lens_equals_the_local_one(arch, ndif, tiny_model_dirs, tmp_path):
-    remote, local, _, stderr = run_lens(ndif, tiny_model_dirs[arch], tmp_path / "lens.pt")
+@pytest.fixture(scope="module")
+def model_dirs(tiny_model_dirs, tmp_path_factory):
+    from tiny_models import build_tiny_model
+
+    granite = build_tiny_model("granite", tmp_path_factory.mktemp("remote-granite") / "granite")
+    return {**tiny_model_dirs, "granite": granite}
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "granite"])
+def test_remote_lens_equals_the_local_one(arch, ndif, model_dirs, tmp_path):
+    remote, local, summary, stderr = run_lens(ndif, model_dirs[arch], tmp_path / "lens.pt")
     assert_same_result(remote, local)
+    assert summary["self_checked"] is True
+    assert summary["logit_transform"] == ("logits ÷ 4" if arch == "granite" else "none")
     mask = remote["attention_mask"].bool()
     # Ragged: the short prompt is mostly padding, and padding holds no prediction.
     assert (~mask).sum() > 10 and (remote["predicted_tokens"][:, ~mask] == -1).all()
