@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ._checks import check_bool, check_int
-from .dataset_io import model_provenance, paths, read_saved, sha256, write_temp
+from ._checks import check_bool, check_int, check_model
+from .dataset_io import model_provenance, paths, read_saved, write_saved
 from .dataset_stats import check_summary_args, set_summary
 from .logit_lens import LogitLens
 from .types import PromptBatch, validate_answers, validate_prompts
@@ -80,6 +80,7 @@ def lens_dataset(
     Raises:
         TypeError, ValueError: For bad arguments, naming the argument (before any model work).
     """
+    check_model(model)
     prompts = validate_prompts(prompts)
     sets, named = _check_answers(answers, len(prompts))
     batch_size = check_int("batch_size", batch_size, 1, None, None)
@@ -337,9 +338,16 @@ class LensDataset:
         Args:
             model: The model to open heatmaps with (default: the one the data set was made with).
             lens: The translator to open them with (default: the one the data set was made with).
+
+        Raises:
+            TypeError, ValueError: If ``model`` is given but is not a loaded model (see
+                :func:`~murano_widgets._checks.check_model`) or lacks the data set's layers, or
+                ``lens`` is given but is not a lens that fits the model.
         """
         from .dataset_widget import LensDatasetWidget
 
+        if model is not None:
+            check_model(model)
         return LensDatasetWidget(self, model=model, lens=lens)
 
     # -- files ---------------------------------------------------------------------------------
@@ -352,8 +360,8 @@ class LensDataset:
         (Parquet would need pyarrow, a large wheel) and with ``allow_pickle=False``, so a file
         from elsewhere cannot run code; the prompts, answers and provenance go in a JSON file a
         person can read. The JSON records the npz's sha256, so a mismatched pair is refused.
-        Each file is written to a temporary name and renamed: an interrupted save never leaves
-        a half-written file under the final name.
+        The two files are replaced together: a save that fails or is interrupted at any point
+        leaves the previous pair, whole, and no temporary file.
 
         Args:
             path: The file name with or without ``.npz``/``.json``.
@@ -370,12 +378,7 @@ class LensDataset:
         for i, name in enumerate(self.answers):
             arrays[f"prob_{i}"] = self.answer_probs[name]
             arrays[f"rank_{i}"] = self.answer_ranks[name]
-        npz_tmp = write_temp(npz_path, lambda f: np.savez_compressed(f, **arrays))
-        digest = sha256(npz_tmp)
-        sidecar = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "npz_sha256": digest,
+        fields = {
             "prompts": self.prompts,
             "layers": self.layers,
             "answer_sets": list(self.answers),
@@ -384,10 +387,8 @@ class LensDataset:
             "token_strings": {str(k): v for k, v in self.token_strings.items()},
             "provenance": self.provenance,
         }
-        text = json.dumps(sidecar, ensure_ascii=False, indent=1)
-        json_tmp = write_temp(json_path, lambda f: f.write(text.encode("utf-8")))
-        os.replace(npz_tmp, npz_path)
-        os.replace(json_tmp, json_path)
+        header = {"format": FORMAT, "format_version": FORMAT_VERSION}
+        write_saved(npz_path, json_path, header, arrays, fields)
         return npz_path
 
     @classmethod

@@ -31,6 +31,7 @@ import datetime
 import hashlib
 import json
 import math
+import numbers
 import os
 import time
 from collections.abc import Sequence
@@ -38,6 +39,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from ._checks import check_bool, check_float, check_int, check_model, check_path, check_str
+from ._files import read_json, read_torch, write_files
+from .types import check_encodable
 
 __all__ = ["LENS_TYPE", "TunedLens", "per_layer_kl"]
 
@@ -139,8 +144,11 @@ class TunedLens:
         """Checks that the lens fits ``model``: its block count and, when known, its width.
 
         Raises:
-            ValueError: On a different number of layers or a different width, naming both.
+            TypeError: If ``model`` is not a loaded model (see :func:`check_model`).
+            ValueError: On a different number of layers or a different width, naming both, or
+                a model on the ``meta`` device.
         """
+        check_model(model)
         n_layers = int(model.n_layers)
         if n_layers != self.num_hidden_layers:
             raise ValueError(
@@ -228,8 +236,12 @@ class TunedLens:
         """A lens whose translators are all zero: exactly the logit lens (and training's start).
 
         Raises:
+            TypeError: If ``model`` is not a loaded model, or ``base_model_name`` is not a
+                string or ``None``.
             ValueError: If the model's width cannot be read from its config.
         """
+        check_model(model)
+        base_model_name = check_str("base_model_name", base_model_name, optional=True)
         width = model_width(model)
         if width is None:
             raise ValueError(
@@ -255,11 +267,15 @@ class TunedLens:
             model: The model it will be used with; ``None`` skips the check.
 
         Raises:
+            TypeError: If ``model`` is neither ``None`` nor a loaded model (checked before any
+                file is read).
             FileNotFoundError: If the folder, its ``config.json`` or its ``params.pt`` is missing.
             ValueError: For a lens of another type, a config or checkpoint that does not hold a
                 linear tuned lens, or a lens that does not fit ``model`` (layer count, width).
         """
-        path = Path(folder).expanduser()
+        if model is not None:
+            check_model(model)
+        path = Path(check_path("folder", folder)).expanduser()
         if not path.is_dir():
             raise FileNotFoundError(
                 f"tuned lens folder {str(folder)!r} does not exist (expected a folder with "
@@ -271,26 +287,26 @@ class TunedLens:
                     f"tuned lens folder {str(folder)!r} has no {name}: a lens folder holds "
                     f"{CONFIG_FILE} and {PARAMS_FILE} (the format of the tuned-lens package)"
                 )
-        try:
-            config = json.loads((path / CONFIG_FILE).read_text())
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path / CONFIG_FILE} is not valid JSON: {error}") from None
-        if not isinstance(config, dict):
-            raise ValueError(f"{path / CONFIG_FILE} must hold a JSON object")
-        config = _read_config(config, path / CONFIG_FILE)
-        state = torch.load(path / PARAMS_FILE, map_location="cpu", weights_only=True)
+        config = _read_config(
+            read_json(path / CONFIG_FILE, "the tuned lens config"), path / CONFIG_FILE
+        )
+        state = read_torch(path / PARAMS_FILE, "the tuned lens parameters")
         weight, bias = _read_params(state, config, path / PARAMS_FILE)
         provenance: dict[str, Any] = {}
-        if (path / PROVENANCE_FILE).is_file():
-            provenance = json.loads((path / PROVENANCE_FILE).read_text())
+        if (path / PROVENANCE_FILE).exists():
+            provenance = read_json(path / PROVENANCE_FILE, "the tuned lens provenance")
         provenance["source"] = str(path)
         lens = cls(weight, bias, config, provenance)
-        if (path / STATE_FILE).is_file():
-            lens.training_state = torch.load(
-                path / STATE_FILE, map_location="cpu", weights_only=True
+        if (path / STATE_FILE).exists():
+            lens.training_state = _read_training_state(
+                read_torch(path / STATE_FILE, "the tuned lens training state"), path / STATE_FILE
             )
         if model is not None:
-            lens.check(model)
+            try:
+                lens.check(model)
+            except ValueError as error:
+                # The check speaks of "the tuned lens"; here the user needs to know which one.
+                raise ValueError(f"tuned lens folder {str(path)!r}: {error}") from None
         return lens
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
@@ -298,26 +314,33 @@ class TunedLens:
 
         tuned-lens reads the folder back (``TunedLens.from_model_and_pretrained(model,
         folder)``) and ignores the extra files. A lens from an unfinished :meth:`train` also
-        writes ``training_state.pt``, which ``train(..., resume_from=folder)`` continues from.
+        writes ``training_state.pt``, which ``train(..., resume_from=folder)`` continues from;
+        a finished lens removes a stale one.
+
+        The files are replaced together (see :func:`murano_widgets._files.write_files`): if
+        the save fails or is interrupted at any point, the folder keeps its previous lens,
+        whole, and no temporary file.
 
         Returns:
             The folder.
         """
-        path = Path(folder).expanduser()
+        path = Path(check_path("folder", folder)).expanduser()
         path.mkdir(parents=True, exist_ok=True)
         state: dict[str, torch.Tensor] = {}
         for index in range(self.num_hidden_layers):
             # Copies, or torch.save would store the whole stacked tensor under every key.
             state[f"{index}.weight"] = self.weight[index].clone()
             state[f"{index}.bias"] = self.bias[index].clone()
-        torch.save(state, path / PARAMS_FILE)
-        (path / CONFIG_FILE).write_text(json.dumps(self.config, indent=2) + "\n")
         provenance = {k: v for k, v in self.provenance.items() if k != "source"}
-        (path / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2) + "\n")
-        if self.training_state is not None:
-            torch.save(self.training_state, path / STATE_FILE)
-        elif (path / STATE_FILE).exists():
-            (path / STATE_FILE).unlink()
+        files: dict[Path, Any] = {
+            path / PARAMS_FILE: lambda temporary: torch.save(state, temporary),
+            path / CONFIG_FILE: json.dumps(self.config, indent=2) + "\n",
+            path / PROVENANCE_FILE: json.dumps(provenance, indent=2) + "\n",
+        }
+        training_state = self.training_state
+        if training_state is not None:
+            files[path / STATE_FILE] = lambda temporary: torch.save(training_state, temporary)
+        write_files(files, remove=[] if training_state is not None else [path / STATE_FILE])
         return path
 
     # -----------------------------------------------------------------------------------------
@@ -387,16 +410,37 @@ class TunedLens:
             state (saved as ``training_state.pt``) and the mean training KL of every step.
 
         Raises:
-            ValueError: For bad settings, texts too short for one chunk, or a ``resume_from``
-                folder of another run.
+            TypeError: If ``model`` is not a loaded model, or ``base_model_name`` is not a
+                string.
+            ValueError: For bad settings (each named, before any text is tokenized), texts that
+                are not strings of valid Unicode or too short for one chunk, or a
+                ``resume_from`` folder of another run.
         """
+        check_model(model)
         settings = _check_train_args(steps, tokens_per_step, lr, momentum, weight_decay)
+        steps, tokens_per_step = settings["steps"], settings["tokens_per_step"]
         if not isinstance(texts, Sequence) or isinstance(texts, str) or not texts:
-            raise ValueError("texts must be a non-empty list of strings")
+            hint = "; wrap one text in a list: [text]" if isinstance(texts, str) else ""
+            raise ValueError(
+                f"texts must be a non-empty list of strings, got {type(texts).__name__}{hint}"
+            )
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"texts[{index}] is {type(text).__name__}, not a string")
+            check_encodable(text, f"texts[{index}]")
+        seed = check_int("seed", seed, 0, 2**32 - 1, None)
         if seq_len is None:
             seq_len = min(2048, _context(model) or 2048)
-        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2:
+        if isinstance(seq_len, bool) or not isinstance(seq_len, numbers.Integral) or seq_len < 2:
             raise ValueError(f"seq_len must be an int of at least 2, got {seq_len!r}")
+        seq_len = int(seq_len)
+        if stop_after is not None:
+            stop_after = check_int("stop_after", stop_after, 0, None, None)
+        if save_every is not None:
+            save_every = check_int("save_every", save_every, 1, None, None)
+        max_chunk_bytes = check_int("max_chunk_bytes", max_chunk_bytes, 1, None, None)
+        base_model_name = check_str("base_model_name", base_model_name, optional=True)
+        progress = check_bool("progress", progress)
         chunks = token_chunks(model, texts, seq_len)
         samples_per_step = max(1, math.ceil(tokens_per_step / seq_len))
         run = {
@@ -658,24 +702,17 @@ def token_chunks(model: Any, texts: Sequence[str], seq_len: int) -> torch.Tensor
 def _check_train_args(
     steps: int, tokens_per_step: int, lr: float, momentum: float, weight_decay: float
 ) -> dict[str, Any]:
+    """The training settings, checked (numpy numbers accepted) and as plain Python numbers."""
+    counts = {}
     for name, value in (("steps", steps), ("tokens_per_step", tokens_per_step)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    for name, value, low, high in (
-        ("lr", lr, 0.0, math.inf),
-        ("momentum", momentum, 0.0, 1.0),
-        ("weight_decay", weight_decay, 0.0, math.inf),
-    ):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{name} must be a number, got {value!r}")
-        if not (low <= value < high) or (name == "lr" and value <= 0):
-            raise ValueError(f"{name} must be in [{low}, {high}) (lr > 0), got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {type(value).__name__} {value!r}")
+        counts[name] = int(value)
     return {
-        "steps": steps,
-        "tokens_per_step": tokens_per_step,
-        "lr": float(lr),
-        "momentum": float(momentum),
-        "weight_decay": float(weight_decay),
+        **counts,
+        "lr": check_float("lr", lr, 0.0, None, low_open=True),
+        "momentum": check_float("momentum", momentum, 0.0, 1.0, high_open=True),
+        "weight_decay": check_float("weight_decay", weight_decay, 0.0, None),
     }
 
 
@@ -715,7 +752,21 @@ def per_layer_kl(
 
     Returns:
         ``n_layers`` floats, in nats.
+
+    Raises:
+        TypeError: If ``model`` is not a loaded model.
+        ValueError: For a ``batch_size`` or ``max_chunk_bytes`` that is not a positive int,
+            texts that are not strings of valid Unicode, or texts that hold no tokens.
     """
+    check_model(model)
+    batch_size = check_int("batch_size", batch_size, 1, None, None)
+    max_chunk_bytes = check_int("max_chunk_bytes", max_chunk_bytes, 1, None, None)
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise ValueError(f"texts must be a list of strings, got {type(texts).__name__}")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"texts[{index}] is {type(text).__name__}, not a string")
+        check_encodable(text, f"texts[{index}]")
     if lens is not None:
         lens.check(model)
     tokenizer = model.tokenizer
@@ -769,6 +820,7 @@ def per_layer_kl(
 
 
 def _read_config(config: dict[str, Any], where: Path) -> dict[str, Any]:
+    """tuned-lens's config fields, checked: the type and shape the parameters must have."""
     config = dict(config)
     if "unemebd_hash" in config:  # the misspelling of older tuned-lens versions
         config.setdefault("unembed_hash", config.pop("unemebd_hash"))
@@ -782,12 +834,18 @@ def _read_config(config: dict[str, Any], where: Path) -> dict[str, Any]:
         value = config.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{where} has no valid {key!r} (a positive int), got {value!r}")
+    if not isinstance(config.get("bias", True), bool):
+        raise ValueError(f"{where}: 'bias' must be true or false, got {config['bias']!r}")
+    for key in ("base_model_name_or_path", "base_model_revision", "unembed_hash"):
+        if not isinstance(config.get(key), (str, type(None))):
+            raise ValueError(f"{where}: {key!r} must be a string or null, got {config[key]!r}")
     return config
 
 
 def _read_params(
     state: Any, config: dict[str, Any], where: Path
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The stacked translators of a ``params.pt`` state dict, checked against the config."""
     if not isinstance(state, dict):
         raise ValueError(f"{where} must hold a state dict, got {type(state).__name__}")
     d, n = config["d_model"], config["num_hidden_layers"]
@@ -795,7 +853,9 @@ def _read_params(
     expected = {f"{i}.weight" for i in range(n)} | (
         {f"{i}.bias" for i in range(n)} if has_bias else set()
     )
-    missing, extra = sorted(expected - set(state)), sorted(set(state) - expected)
+    # key=str: a foreign file may have keys that are not strings, which would not sort.
+    missing = sorted(expected - set(state), key=str)
+    extra = sorted(set(state) - expected, key=str)
     if missing or extra:
         raise ValueError(
             f"{where} does not hold the {n} translators config.json describes "
@@ -809,24 +869,59 @@ def _read_params(
                 if part
             )
         )
-    weight = torch.zeros(n, d, d)
-    bias = torch.zeros(n, d)
+    # Every tensor is checked before anything is allocated: the sizes come from the config,
+    # which alone must not decide how much memory is taken.
     for i in range(n):
-        w = state[f"{i}.weight"]
-        if not isinstance(w, torch.Tensor) or tuple(w.shape) != (d, d):
-            raise ValueError(
-                f"{where}: '{i}.weight' must be [{d}, {d}] (d_model={d} in config.json), "
-                f"got {tuple(getattr(w, 'shape', ()))}"
-            )
-        weight[i] = w.float()
+        _check_param(state[f"{i}.weight"], f"{i}.weight", (d, d), where)
         if has_bias:
-            b = state[f"{i}.bias"]
-            if not isinstance(b, torch.Tensor) or tuple(b.shape) != (d,):
-                raise ValueError(
-                    f"{where}: '{i}.bias' must be [{d}], got {tuple(getattr(b, 'shape', ()))}"
-                )
-            bias[i] = b.float()
+            _check_param(state[f"{i}.bias"], f"{i}.bias", (d,), where)
+    weight = torch.stack([state[f"{i}.weight"].float() for i in range(n)])
+    bias = (
+        torch.stack([state[f"{i}.bias"].float() for i in range(n)])
+        if has_bias
+        else torch.zeros(n, d)
+    )
     return weight, bias
+
+
+def _check_param(value: Any, key: str, shape: tuple[int, ...], where: Path) -> None:
+    dims = ", ".join(map(str, shape))
+    if not isinstance(value, torch.Tensor) or tuple(value.shape) != shape:
+        note = f" (d_model={shape[0]} in config.json)" if len(shape) == 2 else ""
+        raise ValueError(
+            f"{where}: '{key}' must be [{dims}]{note}, got "
+            + (
+                f"{tuple(value.shape)}"
+                if isinstance(value, torch.Tensor)
+                else f"a {type(value).__name__}, not a tensor"
+            )
+        )
+    if value.layout != torch.strided or not value.is_floating_point():
+        raise ValueError(
+            f"{where}: '{key}' must be a dense floating-point tensor, got {value.dtype} "
+            f"({value.layout})"
+        )
+    if not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{where}: '{key}' holds NaN or infinite values; the file is damaged")
+
+
+def _read_training_state(state: Any, where: Path) -> dict[str, Any]:
+    """The training state of an unfinished run, checked for what ``train`` reads from it."""
+    if not isinstance(state, dict):
+        raise ValueError(f"{where} must hold a dict of training state, got {type(state).__name__}")
+    kinds = {"run": dict, "step": int, "seconds": (int, float), "losses": list}
+    for key, kind in kinds.items():
+        value = state.get(key)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(
+                f"{where} is not a training state this package wrote: {key!r} is "
+                f"{type(value).__name__ if key in state else 'missing'}"
+            )
+    if state["step"] < 0:
+        raise ValueError(f"{where}: 'step' must be at least 0, got {state['step']}")
+    if not isinstance(state.get("optimizer"), (dict, type(None))):
+        raise ValueError(f"{where}: 'optimizer' must be an optimizer state dict or absent")
+    return state
 
 
 def model_width(model: Any) -> int | None:
