@@ -28,9 +28,9 @@ import numpy as np
 import torch
 
 from ._alignment import ALIGN_MODES, Alignment, align_results, check_align, partner_layer
-from ._checks import check_int
+from ._checks import check_int, check_model, check_str
 from ._reductions import Buffers, rows_per_chunk
-from .logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, resolve_layers
+from .logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, check_lens, resolve_layers
 from .result import LogitLensResult
 from .types import validate_prompts
 
@@ -247,7 +247,8 @@ def compare_lenses(
             ``top_k`` or ``max_chunk_bytes``, prompts of different counts, or models with
             different vocabularies.
     """
-    model_b = model_a if model_b is None else model_b
+    check_model(model_a, "model_a")
+    model_b = model_a if model_b is None else check_model(model_b, "model_b")
     prompts_a = validate_prompts(
         [prompts_a] if isinstance(prompts_a, str) else prompts_a, "prompts_a"
     )
@@ -270,6 +271,9 @@ def compare_lenses(
             f"{model_b.vocab_size}: a token's probability can only be compared under one "
             "tokenizer"
         )
+    check_lens(lens_a, model_a, "lens_a")
+    check_lens(lens_b, model_b, "lens_b")
+    _check_token_argument(token, int(model_a.vocab_size))
     layers_a = resolve_layers(layers, model_a.n_layers)
     layers_b = sorted(
         {partner_layer(layer, model_a.n_layers, model_b.n_layers) for layer in layers_a}
@@ -285,6 +289,22 @@ def compare_lenses(
         plan, (model_a, lens_a, hidden_a), (model_b, lens_b, hidden_b), max_chunk_bytes
     )
     return _assemble(plan, prob_a, prob_b, kl, source="run together")
+
+
+def _check_token_argument(token: Any, vocab_size: int) -> None:
+    """What of ``token`` can be checked before the models run: its type, an id's range and a
+    text's encoding (whether a text is among the tokens decoded is known only after)."""
+    if token is None or isinstance(token, torch.Tensor):
+        return
+    if isinstance(token, str):
+        check_str("token", token)
+        return
+    if isinstance(token, (bool, np.bool_)) or not isinstance(token, (int, np.integer)):
+        raise TypeError(
+            "token must be None, an int id, a token's text or an [n_inputs, seq] tensor, "
+            f"got {type(token).__name__} {token!r:.60}"
+        )
+    check_int("token", token, 0, vocab_size - 1, "the vocabulary size - 1")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._checks import check_axes, check_choice
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -50,8 +52,8 @@ def plot_dataset(
     """
     import matplotlib.pyplot as plt
 
-    if metric not in DATASET_METRICS:
-        raise ValueError(f"metric must be one of {', '.join(DATASET_METRICS)}; got {metric!r}")
+    check_choice("metric", metric, DATASET_METRICS)
+    check_axes(ax)
     column, label, _ = DATASET_METRICS[metric]
     table = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
     if ax is None:

@@ -18,6 +18,9 @@ __all__ = ["bootstrap_means", "check_summary_args", "set_summary"]
 _BLOCK_ELEMENTS = 1 << 22
 
 
+MAX_BOOT = 1_000_000
+
+
 def check_summary_args(ci: Any, n_boot: Any, seed: Any) -> tuple[float, int, int | None]:
     """Checks ``summary``'s interval settings.
 
@@ -29,7 +32,9 @@ def check_summary_args(ci: Any, n_boot: Any, seed: Any) -> tuple[float, int, int
         raise TypeError(f"ci must be a number between 0 and 1 (e.g. 0.95), got {ci!r}")
     if not 0 < float(ci) < 1 or math.isnan(float(ci)):
         raise ValueError(f"ci must be between 0 and 1 exclusive (e.g. 0.95), got {ci!r}")
-    n_boot = check_int("n_boot", n_boot, 1, None, None)
+    # Each resample is a row of counts over the prompts: a million is far past where the
+    # interval's digits stop moving, and beyond it numpy runs out of array dimensions.
+    n_boot = check_int("n_boot", n_boot, 1, MAX_BOOT, "a million resamples")
     if seed is not None:
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")

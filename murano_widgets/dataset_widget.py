@@ -18,7 +18,8 @@ import ipywidgets
 import numpy as np
 import traitlets
 
-from ._checks import check_index
+from ._checks import check_index, check_model
+from .logit_lens import check_lens
 from .widget import LogitLensWidget, WidgetValueError, _asset, show_logit_lens
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ class LensDatasetWidget(ipywidgets.VBox):
         self._lens = lens if lens is not None else dataset._lens
         if model is not None:
             _check_same_model(model, dataset)
+        if lens is not None:
+            check_lens(lens, self._model)
         reason = self._cannot_open_reason()
         summary = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
         meta = {
@@ -224,10 +227,9 @@ class LensDatasetWidget(ipywidgets.VBox):
 
 
 def _check_same_model(model: Any, dataset: LensDataset) -> None:
-    """A model given to ``show`` must have the data set's layers; another name only warns."""
-    n_layers = getattr(model, "n_layers", None)
-    if n_layers is None:
-        raise TypeError(f"model must be a loaded model such as MuranoModel(...), got {model!r:.60}")
+    """A model given to ``show`` must be a loaded model with the data set's layers; another
+    name only warns."""
+    n_layers = check_model(model).n_layers
     if max(dataset.layers) >= int(n_layers):
         raise ValueError(
             f"model has {n_layers} layers, but the data set holds layers up to "

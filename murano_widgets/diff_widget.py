@@ -13,7 +13,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._checks import check_index
+from ._checks import check_choice, check_index
 from ._diff_payload import METRICS, diff_payload
 from .compare import LensComparison, compare
 from .payload import section_bytes
@@ -223,8 +223,7 @@ def show_lens_diff(
 
 
 def _check_metric(value: Any, meta: dict[str, Any], error: type) -> str:
-    if value not in DIFF_METRICS:
-        raise error(f"metric must be one of {', '.join(DIFF_METRICS)}; got {value!r}")
+    check_choice("metric", value, DIFF_METRICS, error)
     info = next(m for m in meta["metrics"] if m["name"] == value)
     if not info["available"]:
         raise error(f"metric {value!r} cannot be shown: {info['unavailable_reason']}")

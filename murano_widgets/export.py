@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._checks import check_path
 from ._files import write_file
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def write_html(path: str | Path, page: str) -> Path:
         IsADirectoryError: If ``path`` is a folder.
         FileNotFoundError: If its folder does not exist.
     """
-    path = Path(path)
+    path = Path(check_path("path", path))
     if path.is_dir():
         raise IsADirectoryError(
             f"path {str(path)!r} is a folder; give a file name, such as lens.html or diff.html"

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._checks import check_bool
+from ._checks import check_bool, check_float, check_model
 
 __all__ = [
     "Generated",
@@ -161,26 +161,9 @@ def check_generation(
                 "default: pass do_sample=True to sample, or leave them out"
             )
     if temperature is not None:
-        if isinstance(temperature, (bool, np.bool_)) or not isinstance(
-            temperature, (int, float, np.integer, np.floating)
-        ):
-            raise ValueError(
-                f"temperature must be a number above 0, got {type(temperature).__name__} "
-                f"{temperature!r}"
-            )
-        if not np.isfinite(temperature) or temperature <= 0:
-            raise ValueError(f"temperature must be a number above 0, got {temperature!r}")
-        temperature = float(temperature)
+        temperature = check_float("temperature", temperature, 0, None, low_open=True)
     if top_p is not None:
-        if isinstance(top_p, (bool, np.bool_)) or not isinstance(
-            top_p, (int, float, np.integer, np.floating)
-        ):
-            raise ValueError(
-                f"top_p must be a number in (0, 1], got {type(top_p).__name__} {top_p!r}"
-            )
-        if not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}")
-        top_p = float(top_p)
+        top_p = check_float("top_p", top_p, 0, 1, low_open=True)
     if seed is not None:
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
             raise ValueError(
@@ -380,6 +363,7 @@ def run_logit_lens(
     from .logit_lens import LogitLens
     from .types import validate_prompts
 
+    check_model(model)
     options = check_generation(generate, do_sample, temperature, top_p, seed)
     add_generation_prompt = check_bool("add_generation_prompt", add_generation_prompt)
     if chat is not None and prompts is not None:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ._answers import InputPlan, plan_inputs, score
-from ._checks import check_bool, check_int
+from ._checks import check_bool, check_int, check_model
 from ._reductions import Buffers, reduce_layers, rows_per_chunk, stack_layers
 from .model import ModelBackend
 from .result import LogitLensResult
@@ -78,10 +78,11 @@ class LogitLens:
 
     Raises:
         TypeError: If ``model`` is not a model backend, or an argument has the wrong type.
-        ValueError: If ``layers`` is a string other than ``"all"``, an empty list, or holds
-            duplicates or indices out of range (checked against the model here, before any
-            model work), if ``top_k`` or ``max_chunk_bytes`` is out of range, if ``lens``
-            does not fit the model, or if ``positions`` is not ``"all"`` or ``"last"``.
+        ValueError: If ``model`` is on the ``meta`` device, if ``layers`` is a string other
+            than ``"all"``, an empty list, or holds duplicates or indices out of range (checked
+            against the model here, before any model work), if ``top_k`` or
+            ``max_chunk_bytes`` is out of range, if ``lens`` does not fit the model, or if
+            ``positions`` is not ``"all"`` or ``"last"``.
     """
 
     def __init__(
@@ -99,7 +100,7 @@ class LogitLens:
         variants: bool = False,
         positions: str = "all",
     ) -> None:
-        _check_model(model)
+        check_model(model)
         self.model = model
         self.layers = resolve_layers(layers, model.n_layers)
         self.store_full_probs = check_bool("store_full_probs", store_full_probs)
@@ -112,14 +113,7 @@ class LogitLens:
             if reduce_in_trace is None
             else check_bool("reduce_in_trace", reduce_in_trace)
         )
-        if lens is not None:
-            if not callable(getattr(lens, "translate", None)):
-                raise TypeError(
-                    "lens must be None or a lens with translate(layer, hidden), such as "
-                    f"TunedLens.load(folder, model); got {type(lens).__name__}"
-                )
-            lens.check(model)
-        self.lens = lens
+        self.lens = check_lens(lens, model)
         self.targets = None if targets is None else validate_targets(targets)
         self.variants = check_bool("variants", variants)
         if not isinstance(positions, str) or positions not in ("all", "last"):
@@ -487,19 +481,43 @@ def _check_prompt_ids(prompt_ids: Any, n_prompts: int, vocab_size: int) -> list[
     return checked
 
 
-def _check_model(model: Any) -> None:
-    if isinstance(model, ModelBackend):
-        return
-    missing = [
-        name
-        for name in (*ModelBackend.__annotations__, "trace", "layer", "project_on_vocab", "unembed")
-        if not hasattr(model, name)
-    ]
-    hint = f" (e.g. MuranoModel({model!r}))" if isinstance(model, (str, os.PathLike)) else ""
-    raise TypeError(
-        f"model must be a loaded model such as MuranoModel(...) or load_demo_model(){hint}; "
-        f"got {type(model).__name__}, which lacks {', '.join(missing)}"
+def check_lens(lens: Any, model: ModelBackend | None, argument: str = "lens") -> Any:
+    """Checks that ``lens`` is ``None`` or a translator for ``model`` (before any model work).
+
+    A translator has ``translate(layer, hidden)``; its ``check(model)``, when it has one (a
+    :class:`~murano_widgets.tuned_lens.TunedLens` does), is called here.
+
+    Args:
+        lens: What was given.
+        model: The (already checked) model it will translate for, or ``None`` to check the
+            lens's type alone.
+        argument: The argument's name in the caller's signature (``"lens_b"``, ...).
+
+    Returns:
+        ``lens`` itself.
+
+    Raises:
+        TypeError: For anything without a ``translate`` method, or a string or path (a lens
+            folder not loaded yet).
+        ValueError: If the lens does not fit the model (its ``check`` says so).
+    """
+    if lens is None:
+        return None
+    allowed = (
+        f"{argument} must be None or a lens with translate(layer, hidden), such as "
+        "TunedLens.load(folder, model)"
     )
+    if isinstance(lens, (str, bytes, os.PathLike)):
+        raise TypeError(
+            f"{allowed}; got {type(lens).__name__} {lens!r:.60}: to read a lens folder, write "
+            f"TunedLens.load({os.fsdecode(lens)!r:.60}, model)"
+        )
+    if not callable(getattr(lens, "translate", None)):
+        raise TypeError(f"{allowed}; got {type(lens).__name__}")
+    check = getattr(lens, "check", None)
+    if model is not None and callable(check):
+        check(model)
+    return lens
 
 
 def _model_inputs(model: ModelBackend, plan: InputPlan) -> dict[str, torch.Tensor]:

@@ -234,6 +234,7 @@ LOGIT_TRANSFORMS: dict[str, tuple[str, str]] = {
     "cohere": ("multiply", "logit_scale"),
     "cohere2": ("multiply", "logit_scale"),
     "cohere2_moe": ("multiply", "logit_scale"),
+    "cohere_compass": ("multiply", "logit_scale"),
     "granite": ("divide", "logits_scaling"),
     "granite_swa": ("divide", "logits_scaling"),
     "granitemoe": ("divide", "logits_scaling"),
@@ -588,7 +589,8 @@ def _load(args: tuple[Any, ...], backend: Any, kwargs: dict[str, Any]) -> Murano
         )
     if backend != "auto":
         return _backend_class(backend)(*args, backend=backend, **kwargs)
-    from .nnsight_backend import NNsightModel, is_nnsight_model
+    from ._checks import is_nnsight_model
+    from .nnsight_backend import NNsightModel
 
     if (args and is_nnsight_model(args[0])) or "layout" in kwargs:
         why = "an nnsight model" if args and is_nnsight_model(args[0]) else "layout= given"

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ._checks import is_nnsight_model
 from .model import (
     MuranoModel,
     UnsupportedModelError,
@@ -30,7 +31,7 @@ from .model import (
     resolve_source,
 )
 
-__all__ = ["LAYOUTS", "Layout", "NDIFError", "NNsightModel", "is_nnsight_model"]
+__all__ = ["LAYOUTS", "Layout", "NDIFError", "NNsightModel"]
 
 
 @dataclass(frozen=True)
@@ -342,15 +343,6 @@ def _device_of(lm: Any) -> torch.device:
     if isinstance(device_map, (str, torch.device)) and device_map != "auto":
         return torch.device(device_map)
     return torch.device("cpu")
-
-
-def is_nnsight_model(value: Any) -> bool:
-    """Whether ``value`` is an nnsight model wrapper (``LanguageModel``, ``TransformersModel``,
-    ...): an envoy around a torch module that opens traces. Checked by what it has, because
-    the class tree differs between nnsight 0.7 and 0.8."""
-    return isinstance(getattr(value, "_module", None), torch.nn.Module) and callable(
-        getattr(value, "trace", None)
-    )
 
 
 def _resolve_layout(hf_model: torch.nn.Module, given: Layout | dict[str, Any] | None) -> Layout:

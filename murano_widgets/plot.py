@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._adapters import as_lens_result
-from ._checks import check_bool, check_index
+from ._checks import check_axes, check_bool, check_choice, check_index, check_int
 from .chat import check_hide_template
 from .metrics import METRICS, metric_domain
 from .tokens import display_token
@@ -78,8 +78,9 @@ def plot_logit_lens(
 
     lens = as_lens_result(result).validate()
     hide_template = check_hide_template(hide_template, lens.token_roles, ValueError)
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
+    check_choice("metric", metric, METRICS)
+    check_axes(ax)
+    max_token_chars = check_int("max_token_chars", max_token_chars, 1, None, None)
     prompt = check_index("prompt", prompt, lens.n_inputs, "prompts")
     rows = _rows(lens.layers, layers)
     spec = METRICS[metric]
@@ -263,10 +264,18 @@ def _mark_roles(ax: Axes, lens: Any, prompt: int, columns: list[int]) -> bool:
 def _rows(available: list[int], layers: Sequence[int] | None) -> list[int]:
     if layers is None:
         return list(range(len(available)))
-    if isinstance(layers, (str, int)):
-        raise ValueError(f"layers must be a list of the result's layers or None; got {layers!r}")
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, Iterable):
+        raise ValueError(
+            f"layers must be a list of the result's layers or None; got "
+            f"{type(layers).__name__} {layers!r}"
+        )
     rows = []
     for layer in layers:
+        if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, (int, np.integer)):
+            raise ValueError(
+                f"layers must hold ints (layers of the result: {available}); got "
+                f"{type(layer).__name__} {layer!r}"
+            )
         if layer not in available:
             raise ValueError(f"layers holds {layer!r}, which the result lacks (it has {available})")
         rows.append(available.index(layer))

@@ -17,7 +17,7 @@ import numpy as np
 import traitlets
 
 from ._adapters import as_lens_result
-from ._checks import check_bool, check_index
+from ._checks import check_bool, check_choice, check_index, check_model, check_str
 from .chat import check_hide_template
 from .generation import check_generation, run_logit_lens
 from .logit_lens import resolve_layers
@@ -109,6 +109,7 @@ class LogitLensWidget(anywidget.AnyWidget):
         **kwargs: Any,
     ) -> None:
         if model is not None:
+            check_model(model)
             tokenizer = tokenizer if tokenizer is not None else model.tokenizer
             n_model_layers = n_model_layers if n_model_layers is not None else model.n_layers
         lens = as_lens_result(result, tokenizer=tokenizer, n_model_layers=n_model_layers)
@@ -190,17 +191,31 @@ class LogitLensWidget(anywidget.AnyWidget):
 
         The file inlines the ES module, the stylesheet and every payload section; it loads
         nothing from the network.
+
+        Args:
+            path: The file to write.
+            title: The page's title (default: the model's name and the lens).
+
+        Raises:
+            TypeError: If ``title`` is not a string or ``None``.
+            ValueError: If ``title`` holds a lone surrogate (it cannot be written as UTF-8).
         """
         from .export import write_html
 
         return write_html(path, self._export_page(title))
 
     def to_html(self, *, title: str | None = None) -> str:
-        """The self-contained HTML page of :meth:`save_html`, as a string."""
+        """The self-contained HTML page of :meth:`save_html`, as a string.
+
+        Raises:
+            TypeError, ValueError: As :meth:`save_html`, for a bad ``title``.
+        """
         return self._export_page(title)
 
     def _export_page(self, title: str | None) -> str:
         from .export import lens_page
+
+        title = check_str("title", title, optional=True, empty=True)
 
         view = {
             "prompt": self.prompt,
@@ -293,6 +308,7 @@ def show_logit_lens(
     """
     from .chat import check_chat
 
+    check_model(model)
     # The widget's own arguments are checked before the model runs, as the step's are.
     check_generation(generate, do_sample, temperature, top_p, seed)
     if chat is not None and prompts is None:
@@ -302,9 +318,9 @@ def show_logit_lens(
     else:
         n_prompts = 1  # run_logit_lens names what is missing
     check_index("prompt", prompt, n_prompts, "prompts")
-    if metric not in METRICS:
+    if not isinstance(metric, str) or metric not in METRICS:
         raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
-    if layer is not None and hasattr(model, "n_layers"):
+    if layer is not None:
         _check_layer(layer, resolve_layers(layers, model.n_layers), error=ValueError)
     if check_bool("hide_template", hide_template) and chat is None:
         raise ValueError(
@@ -346,8 +362,7 @@ def _check_layer(value: Any, layers: list[int], error: type = WidgetValueError) 
 
 
 def _check_metric(value: Any, payload: LensPayload) -> str:
-    if value not in METRICS:
-        raise WidgetValueError(f"metric must be one of {', '.join(METRICS)}; got {value!r}")
+    check_choice("metric", value, METRICS, WidgetValueError)
     info = payload.metric(value)
     if not info["available"]:
         raise WidgetValueError(f"metric {value!r} cannot be shown: {info['unavailable_reason']}")

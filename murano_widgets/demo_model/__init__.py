@@ -66,10 +66,16 @@ def load_demo_tuned_lens(model: MuranoModel | None = None) -> TunedLens:
 
     Raises:
         FileNotFoundError: If the lens files are missing from the installed package.
-        ValueError: If ``model`` is not the demo model (another layer count or width).
+        TypeError: If ``model`` is given but is not a loaded model (a string, a Hugging Face
+            model object, ...).
+        ValueError: If ``model`` is not the demo model (another layer count or width), or is on
+            the ``meta`` device.
     """
+    from murano_widgets._checks import check_model
     from murano_widgets.tuned_lens import TunedLens
 
+    if model is not None:
+        check_model(model)
     if not (DEMO_TUNED_LENS_PATH / "params.pt").is_file():
         raise FileNotFoundError(
             f"the demo tuned lens is missing from {DEMO_TUNED_LENS_PATH}; rebuild it with "
