@@ -12,6 +12,7 @@ from .compare import LensComparison, compare, compare_lenses
 from .dataset import LensDataset, lens_dataset
 from .demo_model import load_demo_model, load_demo_tuned_lens
 from .diff_widget import LensDiffWidget, show_lens_diff
+from .lenses import Lens
 from .logit_lens import LogitLens
 from .metrics import METRICS, Metric
 from .model import (
@@ -32,6 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "METRICS",
     "RESID_POST",
+    "Lens",
     "LensComparison",
     "LensDataset",
     "LensDiffWidget",

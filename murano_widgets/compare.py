@@ -30,7 +30,8 @@ import torch
 from ._alignment import ALIGN_MODES, Alignment, align_results, check_align, partner_layer
 from ._checks import check_int, check_model, check_str
 from ._reductions import Buffers, rows_per_chunk
-from .logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, check_lens, resolve_layers
+from .lenses import as_lens, title_of
+from .logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, resolve_layers
 from .result import LogitLensResult
 from .types import validate_prompts
 
@@ -271,8 +272,8 @@ def compare_lenses(
             f"{model_b.vocab_size}: a token's probability can only be compared under one "
             "tokenizer"
         )
-    check_lens(lens_a, model_a, "lens_a")
-    check_lens(lens_b, model_b, "lens_b")
+    lens_a = as_lens(lens_a, model_a, "lens_a")
+    lens_b = as_lens(lens_b, model_b, "lens_b")
     _check_token_argument(token, int(model_a.vocab_size))
     layers_a = resolve_layers(layers, model_a.n_layers)
     layers_b = sorted(
@@ -521,7 +522,11 @@ def _label(result: LogitLensResult) -> str:
 
     name = result.model_name or "model"
     name = Path(name).name if Path(name).is_dir() else name
-    return f"{name} ({result.lens_kind or 'logit'} lens)"
+    title, kind = title_of(result), result.lens_kind or "logit"
+    # Mid-sentence, "Tuned lens" reads "tuned lens"; a title of the user's stays as written.
+    if title == f"{kind[:1].upper()}{kind[1:]} lens":
+        title = f"{kind} lens"
+    return f"{name} ({title})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -620,7 +625,4 @@ def _logits(
     model: Any, lens: Any, layer: int, states: torch.Tensor, out: torch.Tensor
 ) -> torch.Tensor:
     """One layer's lens logits on plain hidden states, into ``out`` (float32)."""
-    if lens is not None and layer != model.n_layers - 1:
-        # As the step does: the last layer is the model's own output and is never translated.
-        states = lens.translate(layer, states)
-    return model.unembed(states, out=out)
+    return model.unembed(as_lens(lens).read(layer, states, model.n_layers), out=out)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ._files import read_json, read_npz, write_files
+from .lenses import as_lens
 
 __all__ = ["model_provenance", "paths", "read_saved", "sha256", "write_saved"]
 
@@ -50,8 +51,9 @@ def model_provenance(model: Any, step: Any, lens: Any) -> dict[str, Any]:
         "logit_transform": _describe_transform(model),
         "n_model_layers": int(model.n_layers),
         "layers": list(step.layers),
-        "lens_kind": "logit" if lens is None else str(getattr(lens, "kind", "custom")),
-        "lens_provenance": None if lens is None else getattr(lens, "provenance", None),
+        "lens_kind": as_lens(lens).kind,
+        "lens_title": as_lens(lens).title,
+        "lens_provenance": as_lens(lens).provenance,
         "packages": versions,
         "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }

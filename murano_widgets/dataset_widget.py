@@ -19,7 +19,7 @@ import numpy as np
 import traitlets
 
 from ._checks import check_index, check_model
-from .logit_lens import check_lens
+from .lenses import as_lens, title_of
 from .widget import LogitLensWidget, WidgetValueError, _asset, show_logit_lens
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class LensDatasetWidget(ipywidgets.VBox):
         if model is not None:
             _check_same_model(model, dataset)
         if lens is not None:
-            check_lens(lens, self._model)
+            as_lens(lens, self._model)
         reason = self._cannot_open_reason()
         summary = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
         meta = {
@@ -163,7 +163,8 @@ class LensDatasetWidget(ipywidgets.VBox):
         kind = self.dataset.provenance.get("lens_kind", "logit")
         if kind != "logit" and self._lens is None:
             return (
-                f"Cannot open a heatmap: this data set was made with the {kind} lens; "
+                f"Cannot open a heatmap: this data set was made with the "
+                f"{title_of(self.dataset.provenance)}; "
                 "show it with that lens: dataset.show(model=..., lens=...)."
             )
         return None
@@ -266,5 +267,4 @@ def _summary_lists(table: Any) -> dict[str, list[float | None]]:
 def _title(dataset: LensDataset) -> str:
     name = str(dataset.provenance.get("model_name") or "model").rstrip("/\\")
     short = name.replace("\\", "/").rsplit("/", 1)[-1] or name
-    kind = dataset.provenance.get("lens_kind", "logit")
-    return f"{short} · {kind} lens · {dataset.n_prompts} prompts"
+    return f"{short} · {title_of(dataset.provenance)} · {dataset.n_prompts} prompts"

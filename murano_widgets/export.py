@@ -126,7 +126,7 @@ def lens_page(
     }
     if title is None:
         name = payload.meta.get("model_name") or "model"
-        lens = "Tuned lens" if payload.meta.get("lens_kind") == "tuned" else "Logit lens"
+        lens = payload.meta["lens_title"]
         title = f"{lens} — {Path(name).name or name}"
     return standalone_page(state, esm=esm, css=css, title=title, what="logit-lens widget")
 

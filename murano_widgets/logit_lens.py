@@ -13,7 +13,6 @@ that only reduced tensors travel back.
 from __future__ import annotations
 
 import ctypes
-import os
 import warnings
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
@@ -25,6 +24,7 @@ import torch
 from ._answers import InputPlan, plan_inputs, score
 from ._checks import check_bool, check_int, check_model
 from ._reductions import Buffers, reduce_layers, rows_per_chunk, stack_layers
+from .lenses import as_lens
 from .model import ModelBackend
 from .result import LogitLensResult
 from .types import (
@@ -62,9 +62,9 @@ class LogitLens:
         reduce_in_trace: Reduce inside the trace (what ``remote=True`` does) rather than after
             it. Defaults to ``remote``; locally it only costs memory, since nnsight keeps every
             in-trace value alive until the trace ends.
-        lens: A translator applied to each block output before the final norm and the
-            unembedding, such as a :class:`~murano_widgets.tuned_lens.TunedLens`; ``None`` for
-            the plain logit lens. The last layer and the final distribution are never
+        lens: A :class:`~murano_widgets.Lens` applied to each block output before the final
+            norm and the unembedding, such as a :class:`~murano_widgets.TunedLens`; ``None``
+            for the plain logit lens. The last layer and the final distribution are never
             translated.
         targets: Strings whose probability and rank are tracked at every position of every
             prompt (their first token, as it would follow the first prompt). Answers per
@@ -113,7 +113,7 @@ class LogitLens:
             if reduce_in_trace is None
             else check_bool("reduce_in_trace", reduce_in_trace)
         )
-        self.lens = check_lens(lens, model)
+        self.lens = as_lens(lens, model)
         self.targets = None if targets is None else validate_targets(targets)
         self.variants = check_bool("variants", variants)
         if not isinstance(positions, str) or positions not in ("all", "last"):
@@ -124,10 +124,9 @@ class LogitLens:
         self._keep_block_outputs = False
 
     def __repr__(self) -> str:
-        kind = "logit" if self.lens is None else getattr(self.lens, "kind", "custom")
         return (
             f"LogitLens(layers={self.layers}, store_full_probs={self.store_full_probs}, "
-            f"top_k={self.top_k}, remote={self.remote}, lens={kind!r}, "
+            f"top_k={self.top_k}, remote={self.remote}, lens={self.lens.kind!r}, "
             f"positions={self.positions!r})"
         )
 
@@ -241,8 +240,9 @@ class LogitLens:
             vocab_size=int(self.model.vocab_size),
             model_name=getattr(self.model, "name", None),
             n_model_layers=int(self.model.n_layers),
-            lens_kind="logit" if self.lens is None else str(getattr(self.lens, "kind", "custom")),
-            lens_provenance=None if self.lens is None else getattr(self.lens, "provenance", None),
+            lens_kind=self.lens.kind,
+            lens_provenance=self.lens.provenance,
+            lens_title=self.lens.title,
             answer_sets=answer_sets_scored,
             **tracked_fields,
         )
@@ -281,10 +281,8 @@ class LogitLens:
         return kwargs
 
     def _translated(self, layer: int, hidden: Any) -> Any:
-        """A block output as the lens reads it: translated, except the last layer's."""
-        if self.lens is None or layer == self.model.n_layers - 1:
-            return hidden
-        return self.lens.translate(layer, hidden)
+        """A block output as the lens reads it (:meth:`Lens.read`: never the last layer's)."""
+        return self.lens.read(layer, hidden, self.model.n_layers)
 
     def _reduce_after_trace(
         self, inputs: dict[str, torch.Tensor], plan: InputPlan
@@ -479,45 +477,6 @@ def _check_prompt_ids(prompt_ids: Any, n_prompts: int, vocab_size: int) -> list[
             )
         checked.append([int(i) for i in ids])
     return checked
-
-
-def check_lens(lens: Any, model: ModelBackend | None, argument: str = "lens") -> Any:
-    """Checks that ``lens`` is ``None`` or a translator for ``model`` (before any model work).
-
-    A translator has ``translate(layer, hidden)``; its ``check(model)``, when it has one (a
-    :class:`~murano_widgets.tuned_lens.TunedLens` does), is called here.
-
-    Args:
-        lens: What was given.
-        model: The (already checked) model it will translate for, or ``None`` to check the
-            lens's type alone.
-        argument: The argument's name in the caller's signature (``"lens_b"``, ...).
-
-    Returns:
-        ``lens`` itself.
-
-    Raises:
-        TypeError: For anything without a ``translate`` method, or a string or path (a lens
-            folder not loaded yet).
-        ValueError: If the lens does not fit the model (its ``check`` says so).
-    """
-    if lens is None:
-        return None
-    allowed = (
-        f"{argument} must be None or a lens with translate(layer, hidden), such as "
-        "TunedLens.load(folder, model)"
-    )
-    if isinstance(lens, (str, bytes, os.PathLike)):
-        raise TypeError(
-            f"{allowed}; got {type(lens).__name__} {lens!r:.60}: to read a lens folder, write "
-            f"TunedLens.load({os.fsdecode(lens)!r:.60}, model)"
-        )
-    if not callable(getattr(lens, "translate", None)):
-        raise TypeError(f"{allowed}; got {type(lens).__name__}")
-    check = getattr(lens, "check", None)
-    if model is not None and callable(check):
-        check(model)
-    return lens
 
 
 def _model_inputs(model: ModelBackend, plan: InputPlan) -> dict[str, torch.Tensor]:

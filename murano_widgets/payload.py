@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .lenses import title_of
 from .metrics import METRICS, SECTIONS, metric_domain
 from .result import LogitLensResult
 
@@ -153,6 +154,7 @@ class LensPayload:
             "layers": [int(layer) for layer in result.layers],
             "n_model_layers": result.n_model_layers,
             "lens_kind": result.lens_kind or "logit",
+            "lens_title": title_of(result),
             "prompts": list(result.prompts) if result.prompts else joined_prompts(result),
             "lengths": lengths,
             "offsets": offsets,

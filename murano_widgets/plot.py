@@ -10,6 +10,7 @@ import numpy as np
 from ._adapters import as_lens_result
 from ._checks import check_axes, check_bool, check_choice, check_index, check_int
 from .chat import check_hide_template
+from .lenses import title_of
 from .metrics import METRICS, metric_domain
 from .tokens import display_token
 
@@ -156,7 +157,7 @@ def plot_logit_lens(
     ax.set_ylabel("layer")
     ax.set_xlabel("input token (the cell shows the top-1 prediction for the next token)")
     title = lens.prompts[prompt] if lens.prompts else "".join(inputs)
-    kind = "Tuned lens" if lens.lens_kind == "tuned" else "Logit lens"
+    kind = title_of(lens)
     ax.set_title(
         f"{kind}: {_short(display_token(title, spaces=False), 80)}",
         fontsize=10,

@@ -90,8 +90,12 @@ class LogitLensResult:
         model_name: Where the model was loaded from.
         n_model_layers: The model's number of decoder blocks (its last layer is
             ``n_model_layers - 1``), or ``None`` when unknown (a result from another library).
-        lens_kind: ``"logit"`` or ``"tuned"``: which lens made the result.
-        lens_provenance: Where the tuned lens came from (its training and base model), if any.
+        lens_kind: Which kind of lens made the result (:attr:`murano_widgets.Lens.kind`:
+            ``"logit"``, ``"tuned"``, or a kind of the user's).
+        lens_provenance: Where the lens came from (a tuned lens's training and base model), if
+            any.
+        lens_title: What the views call that lens (:attr:`murano_widgets.Lens.title`), or
+            ``None`` (a result from elsewhere: see :func:`murano_widgets.lenses.title_of`).
         targets: The strings tracked at every position (``LogitLens(targets=...)``).
         target_token_ids: The token ids counted for each target: its first token (and, with
             ``variants=True``, its single-token variants).
@@ -138,6 +142,7 @@ class LogitLensResult:
     n_model_layers: int | None = None
     lens_kind: str | None = None
     lens_provenance: dict[str, Any] | None = None
+    lens_title: str | None = None
     targets: list[str] | None = None
     target_token_ids: list[list[int]] | None = None
     target_probs: torch.Tensor | None = None

@@ -36,12 +36,13 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from ._checks import check_bool, check_float, check_int, check_model, check_path, check_str
 from ._files import read_json, read_torch, write_files
+from .lenses import Lens, as_lens
 from .types import check_encodable
 
 __all__ = ["LENS_TYPE", "TunedLens", "per_layer_kl"]
@@ -59,8 +60,9 @@ STATE_FILE = "training_state.pt"
 DEFAULT_MAX_CHUNK_BYTES = 128 * 2**20
 
 
-class TunedLens:
-    """Affine translators for a model's hidden states, in tuned-lens's layout.
+class TunedLens(Lens):
+    """Affine translators for a model's hidden states, in tuned-lens's layout: a kind of
+    :class:`~murano_widgets.Lens`.
 
     Most users get one from :meth:`load`, :meth:`train` or :meth:`identity` rather than building
     it. Hand it to ``LogitLens(model, lens=...)`` to see the tuned lens in the widget.
@@ -76,6 +78,7 @@ class TunedLens:
 
     Attributes:
         kind: ``"tuned"``, what the lens step records as ``lens_kind``.
+        title: ``"Tuned lens"``, what the views call it.
         weight, bias: The translators, float32 on the CPU. Translator 0 acts on the embeddings,
             which the lens step does not read; translator ``l + 1`` on block ``l``'s output.
             Changing them in place is fine: device and dtype copies are refreshed.
@@ -84,7 +87,8 @@ class TunedLens:
             training steps, tokens, seed, date and package version.
     """
 
-    kind: str = "tuned"
+    kind: ClassVar[str] = "tuned"
+    title: ClassVar[str] = "Tuned lens"
 
     def __init__(
         self,
@@ -767,8 +771,7 @@ def per_layer_kl(
         if not isinstance(text, str):
             raise ValueError(f"texts[{index}] is {type(text).__name__}, not a string")
         check_encodable(text, f"texts[{index}]")
-    if lens is not None:
-        lens.check(model)
+    lens = as_lens(lens, model)
     tokenizer = model.tokenizer
     encoded = [ids for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"] if ids]
     if not encoded:
@@ -806,9 +809,7 @@ def per_layer_kl(
                 final = model.unembed(hidden[-1][rows]).float().log_softmax(-1)
                 probs = final.exp()
                 for layer in range(n_layers - 1):
-                    h = hidden[layer][rows]
-                    if lens is not None:
-                        h = lens.translate(layer, h)
+                    h = lens.read(layer, hidden[layer][rows], n_layers)
                     logp = model.unembed(h).float().log_softmax(-1)
                     totals[layer] += (probs * (final - logp)).sum().double().cpu()
         count += int(real.sum())

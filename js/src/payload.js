@@ -65,7 +65,9 @@ const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @property {string[]} tokens the distinct token strings
  * @property {string[]} prompts
  * @property {string} modelName
- * @property {string} lensKind "logit" or "tuned"
+ * @property {string} lensKind the lens's kind: "logit", "tuned", or a kind of the user's
+ * @property {string | null} lensTitle what the views call the lens (`meta.lens_title`, Python's
+ *   `Lens.title`); null in payloads written before it was sent
  * @property {number} topK number of top tokens available (top-1 included)
  * @property {number} maxEntropy log2(vocab) in bits (0 when unknown)
  * @property {MetricSpec[]} metrics the registry, in menu order
@@ -325,6 +327,7 @@ export function decodePayload(meta, sections) {
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
+    lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
     topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
     maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
     metrics,

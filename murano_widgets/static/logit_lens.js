@@ -259,6 +259,7 @@ function decodePayload(meta, sections) {
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
+    lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
     topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
     maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
     metrics,
@@ -2207,6 +2208,7 @@ function showData(ui, lens) {
   ui.hideTemplateLabel.hidden = !hasTemplateTokens(lens);
 }
 function lensTitle(lens) {
+  if (lens.lensTitle) return lens.lensTitle;
   const kind = lens.lensKind || "logit";
   return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
 }

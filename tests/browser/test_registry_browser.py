@@ -131,6 +131,33 @@ def test_the_header_says_which_lens(page):
     assert bridge.state()["layer"] == 3
 
 
+def _titled_widget():
+    """A result of a lens kind whose title is not "<Kind> lens": it must show as written."""
+    result = dataclasses.replace(
+        make_result(prompts=[EIFFEL], n_layers=4), lens_kind="jac", lens_title="Jacobian lens ✓"
+    )
+    return LogitLensWidget(result)
+
+
+def test_a_lens_of_the_users_shows_its_own_title(page):
+    """The title comes from the result (Python's Lens.title), not from a name the front end
+    makes of the kind."""
+    Bridge(page, _titled_widget())
+    assert page.inner_text(".murano-title") == "Jacobian lens ✓"
+    assert page.get_attribute(".murano-canvas", "aria-label").startswith("Jacobian lens ✓ heatmap")
+    assert not page.errors
+
+
+def test_a_lens_of_the_users_shows_its_own_title_exported(offline_page, tmp_path):
+    page = offline_page
+    path = _titled_widget().save_html(tmp_path / "lens.html")
+    page.goto(path.as_uri())
+    page.wait_for_selector(".murano-canvas")
+    assert page.inner_text(".murano-title") == "Jacobian lens ✓"
+    assert page.title().startswith("Jacobian lens ✓")
+    assert not page.refused
+
+
 def test_the_legend_uses_the_domain_python_sent(page):
     widget = LogitLensWidget(make_result(prompts=[EIFFEL], n_layers=6))
     bridge = Bridge(page, widget)

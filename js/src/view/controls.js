@@ -73,10 +73,13 @@ export function showData(ui, lens) {
 }
 
 /**
- * "Logit lens" or "Tuned lens": which lens made the result (`meta.lens_kind`).
+ * What the lens that made the result is called: its title as Python sends it (`meta.lens_title`,
+ * the same string the static plot and the export use); for a payload saved before titles were
+ * sent, made from its kind as Python's `title_of` makes it.
  * @param {Lens} lens
  */
 export function lensTitle(lens) {
+  if (lens.lensTitle) return lens.lensTitle;
   const kind = lens.lensKind || "logit";
   return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
 }

@@ -1,0 +1,10 @@
+"""Lenses: how a block's output is read before the model's final norm and unembedding.
+
+One type, :class:`Lens` (``kind``, ``title``, ``provenance``, ``check(model)``,
+``translate(layer, hidden)``, and the last-layer rule in ``read``); the logit lens is its
+identity, :data:`IDENTITY`; the tuned lens (:class:`murano_widgets.TunedLens`) is a kind of it.
+"""
+
+from .base import IDENTITY, IdentityLens, Lens, as_lens, title_of
+
+__all__ = ["IDENTITY", "IdentityLens", "Lens", "as_lens", "title_of"]
