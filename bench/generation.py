@@ -77,7 +77,7 @@ def main() -> None:
     import torch
 
     from murano_widgets import MuranoModel
-    from murano_widgets.generation import run_logit_lens
+    from murano_widgets.run import run_logit_lens
 
     torch.set_grad_enabled(False)
     with tempfile.TemporaryDirectory() as folder:

@@ -137,7 +137,7 @@ def check_generation(model, folder, device: str, check) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from murano_widgets.generation import run_logit_lens
+    from murano_widgets.run import run_logit_lens
 
     result = run_logit_lens(model, PROMPTS, generate=6)
     hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device).eval()

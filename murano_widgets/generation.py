@@ -1,7 +1,7 @@
 """The lens over what the model writes: generate with nnsight, then read prompt and reply.
 
-``show_logit_lens(model, prompt, generate=N)`` (and :func:`run_logit_lens`, its result without
-the widget) tokenizes each prompt (or applies a chat template, see :mod:`murano_widgets.chat`),
+``show_logit_lens(model, prompt, generate=N)`` (and :func:`murano_widgets.run.run_logit_lens`,
+its result without the widget) tokenizes each prompt (or applies a chat template, see :mod:`murano_widgets.chat`),
 lets the model continue it by up to ``N`` tokens through nnsight's ``generate``, then runs the
 :class:`~murano_widgets.logit_lens.LogitLens` step once over the prompt's and the generated
 tokens, reading the token ids exactly as they were produced (never re-tokenized from text).
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._checks import check_bool, check_float, check_model
+from ._checks import check_bool, check_float
 
 __all__ = [
     "Generated",
@@ -49,7 +49,6 @@ __all__ = [
     "check_generation",
     "generate_tokens",
     "nnsight_generate",
-    "run_logit_lens",
 ]
 
 
@@ -312,107 +311,3 @@ def _seeded(seed: int | None, device: torch.device) -> Iterator[None]:
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         yield
-
-
-def run_logit_lens(
-    model: Any,
-    prompts: str | Sequence[str] | None = None,
-    layers: Sequence[int] | str = "all",
-    *,
-    answers: Any = None,
-    generate: int | None = None,
-    do_sample: bool = False,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
-    chat: Any = None,
-    add_generation_prompt: bool = True,
-    **step_options: Any,
-) -> Any:
-    """The logit lens of prompts or chats, optionally over what the model generates after them.
-
-    What :func:`~murano_widgets.show_logit_lens` shows, as a
-    :class:`~murano_widgets.LogitLensResult`. Every argument is checked before the model runs.
-
-    Args:
-        model: The model, e.g. ``MuranoModel("gpt2")`` or ``load_demo_model()``.
-        prompts: One prompt or a list of prompts; ``None`` when ``chat`` is given.
-        layers: ``"all"`` or a list of layer indices.
-        answers: As for :func:`~murano_widgets.show_logit_lens`.
-        generate: Generate up to this many tokens after each prompt (or chat) and show the
-            lens over them too; ``None`` for no generation.
-        do_sample: Sample rather than take the most likely token (greedy, the default).
-        temperature: Sampling temperature (only with ``do_sample=True``).
-        top_p: Nucleus sampling's probability mass (only with ``do_sample=True``).
-        seed: Makes sampling reproducible (only with ``do_sample=True``).
-        chat: A chat (a list of ``{"role": ..., "content": ...}`` messages) or a list of
-            chats, instead of ``prompts``: the tokenizer's chat template is applied and each
-            token's role recorded (see :mod:`murano_widgets.chat`).
-        add_generation_prompt: With ``chat``: end with the template's opening of an assistant
-            turn (what a chat model reads before it replies).
-        **step_options: Passed to :class:`~murano_widgets.LogitLens`.
-
-    Returns:
-        The result; with ``generate``, its ``generated_texts`` and ``generation_starts`` are
-        set; with ``chat``, its ``token_roles``.
-
-    Raises:
-        ValueError, TypeError: For bad arguments, naming them.
-    """
-    from .chat import apply_chat, check_chat
-    from .logit_lens import LogitLens
-    from .types import validate_prompts
-
-    check_model(model)
-    options = check_generation(generate, do_sample, temperature, top_p, seed)
-    add_generation_prompt = check_bool("add_generation_prompt", add_generation_prompt)
-    if chat is not None and prompts is not None:
-        raise ValueError(
-            "give prompts or chat, not both: chat= is applied through the tokenizer's chat "
-            "template and makes the prompts itself"
-        )
-    if chat is None and prompts is None:
-        raise ValueError("prompts is missing: give a prompt, a list of prompts, or chat=[...]")
-    if isinstance(prompts, str):
-        prompts = [prompts]
-        if answers is not None and not isinstance(answers, dict):
-            answers = [answers]
-    step = LogitLens(model, layers, **step_options)
-    if options is not None and step.remote:
-        raise ValueError(
-            "generate= runs the model locally; with remote=True only the lens runs on NDIF. "
-            "Generate locally (remote=False), or run the lens on a prompt that already holds "
-            "the text"
-        )
-    roles: list[list[str]] | None = None
-    if chat is not None:
-        chats = check_chat(chat)
-        applied = apply_chat(model.tokenizer, chats, add_generation_prompt)
-        texts, ids, roles = applied.texts, applied.ids, applied.roles
-    else:
-        texts = validate_prompts(prompts)
-        ids = None
-    if answers is not None:  # checked here, before generating; the step reuses the check
-        from .types import validate_answers
-
-        answers = validate_answers(answers, len(texts))
-    if options is None:
-        result = step.run(texts, answers, prompt_ids=ids)
-        result.token_roles = roles
-        return result.validate()
-    if ids is None:
-        ids = [
-            list(map(int, row))
-            for row in model.tokenizer(texts, return_token_type_ids=False)["input_ids"]
-        ]
-    generated = generate_tokens(model, ids, options)
-    full_texts = [text + reply for text, reply in zip(texts, generated.texts, strict=True)]
-    result = step.run(full_texts, answers, prompt_ids=generated.ids)
-    result.generated_texts = generated.texts
-    result.generation_starts = generated.starts
-    if roles is not None:
-        result.token_roles = [
-            row + ["assistant"] * (len(full) - len(row))
-            for row, full in zip(roles, generated.ids, strict=True)
-        ]
-    return result.validate()

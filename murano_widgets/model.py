@@ -590,7 +590,9 @@ def _load(args: tuple[Any, ...], backend: Any, kwargs: dict[str, Any]) -> Murano
     if backend != "auto":
         return _backend_class(backend)(*args, backend=backend, **kwargs)
     from ._checks import is_nnsight_model
-    from .nnsight_backend import NNsightModel
+
+    # Through the registry, not an import: the backends import this module.
+    NNsightModel: Any = _backend_class("nnsight")
 
     if (args and is_nnsight_model(args[0])) or "layout" in kwargs:
         why = "an nnsight model" if args and is_nnsight_model(args[0]) else "layout= given"

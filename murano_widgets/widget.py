@@ -19,12 +19,13 @@ import traitlets
 from ._adapters import as_lens_result
 from ._checks import check_bool, check_choice, check_index, check_model, check_str
 from .chat import check_hide_template
-from .generation import check_generation, run_logit_lens
+from .generation import check_generation
 from .logit_lens import resolve_layers
 from .metrics import METRICS
 from .model import ModelBackend
 from .payload import LensPayload
 from .result import LogitLensResult
+from .run import run_logit_lens
 from .types import validate_prompts
 
 __all__ = ["METRICS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]

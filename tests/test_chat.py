@@ -11,8 +11,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from murano_widgets import MuranoModel, show_logit_lens
 from murano_widgets.chat import check_chat
-from murano_widgets.generation import run_logit_lens
 from murano_widgets.payload import decode_sections
+from murano_widgets.run import run_logit_lens
 
 CHAT = [
     {"role": "system", "content": "You answer in one word."},

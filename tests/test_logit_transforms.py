@@ -133,7 +133,7 @@ def test_generated_tokens_are_the_lens_final_top1(arch, load, dirs):
     the token the lens's last layer ranks first: the two agree only with the transform."""
     from transformers import AutoModelForCausalLM
 
-    from murano_widgets.generation import run_logit_lens
+    from murano_widgets.run import run_logit_lens
 
     model = load(arch)
     result = run_logit_lens(model, ["one two"], generate=4)

@@ -18,7 +18,7 @@ from matplotlib.image import AxesImage
 from tiny_models import CHAT_TEMPLATE
 
 from murano_widgets import LogitLens, MuranoModel, PromptBatch, plot_logit_lens
-from murano_widgets.generation import run_logit_lens
+from murano_widgets.run import run_logit_lens
 from murano_widgets.tokens import display_token
 
 PROMPTS = ["The Eiffel Tower is in\nthe city", "one two"]
