@@ -42,7 +42,7 @@ import torch
 
 from ._checks import check_bool, check_float, check_int, check_model, check_path, check_str
 from ._files import read_json, read_torch, write_files
-from .lenses import Lens, as_lens
+from .lenses import Lens
 from .types import check_encodable
 
 __all__ = ["LENS_TYPE", "TunedLens", "per_layer_kl"]
@@ -735,33 +735,38 @@ def _texts_hash(texts: Sequence[str]) -> str:
 def per_layer_kl(
     model: Any,
     texts: Sequence[str],
-    lens: TunedLens | None = None,
+    lens: Lens | None = None,
     *,
     batch_size: int = 64,
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
 ) -> list[float]:
-    """Mean KL(final distribution ‖ lens distribution) per block output over ``texts``' tokens.
+    """Mean KL(final distribution ‖ lens distribution) per block output over ``texts``' tokens,
+    in bits: the step's own ``kl_to_final``, averaged.
 
     Each text is read on its own (tokenized without special tokens, as the lens step does),
     and every token of every text counts once. The last block's output is the final
-    distribution, so its KL is 0. Texts are batched by length (less padding) and the logits
-    are made a chunk of rows at a time (``max_chunk_bytes`` of float32 logits).
+    distribution, so its KL is 0. Texts are batched by length (less padding) and run through
+    :class:`~murano_widgets.LogitLens` (its chunked reductions, ``max_chunk_bytes`` of float32
+    logits at a time), so this is the number the widget shows, not a second computation of it.
 
     Args:
         model: The model.
         texts: Held-out text.
-        lens: A :class:`TunedLens`, or ``None`` for the logit lens.
+        lens: A :class:`~murano_widgets.Lens` (a :class:`TunedLens`), or ``None`` for the logit
+            lens.
         batch_size: Texts per forward pass.
         max_chunk_bytes: The size of one chunk of float32 logits.
 
     Returns:
-        ``n_layers`` floats, in nats.
+        ``n_layers`` floats, in bits.
 
     Raises:
         TypeError: If ``model`` is not a loaded model.
         ValueError: For a ``batch_size`` or ``max_chunk_bytes`` that is not a positive int,
             texts that are not strings of valid Unicode, or texts that hold no tokens.
     """
+    from .logit_lens import LogitLens
+
     check_model(model)
     batch_size = check_int("batch_size", batch_size, 1, None, None)
     max_chunk_bytes = check_int("max_chunk_bytes", max_chunk_bytes, 1, None, None)
@@ -771,48 +776,27 @@ def per_layer_kl(
         if not isinstance(text, str):
             raise ValueError(f"texts[{index}] is {type(text).__name__}, not a string")
         check_encodable(text, f"texts[{index}]")
-    lens = as_lens(lens, model)
-    tokenizer = model.tokenizer
-    encoded = [ids for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"] if ids]
+    step = LogitLens(model, lens=lens, top_k=1, max_chunk_bytes=max_chunk_bytes)
+    encoded = [
+        (text, ids)
+        for text, ids in zip(
+            texts, model.tokenizer(list(texts), add_special_tokens=False)["input_ids"], strict=True
+        )
+        if ids
+    ]
     if not encoded:
         raise ValueError("texts hold no tokens")
-    encoded.sort(key=len)
+    encoded.sort(key=lambda pair: len(pair[1]))
     n_layers = int(model.n_layers)
-    device = torch.device(getattr(model, "device", "cpu"))
-    vocab = int(getattr(model, "vocab_size", None) or len(tokenizer))
-    rows_per_chunk = max(1, max_chunk_bytes // (4 * vocab))
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     totals = torch.zeros(n_layers, dtype=torch.float64)
     count = 0
     for start in range(0, len(encoded), batch_size):
         batch = encoded[start : start + batch_size]
-        width = max(len(ids) for ids in batch)
-        ids = torch.full((len(batch), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, tokens in enumerate(batch):  # right padding: real positions are unchanged
-            ids[row, : len(tokens)] = torch.tensor(tokens)
-            mask[row, : len(tokens)] = 1
-        saved: list[Any] = []
-        inputs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
-        with torch.inference_mode(), model.trace(inputs, use_cache=False):
-            for index in range(n_layers):
-                saved.append(model.layer(index).save())
-        real = mask.reshape(-1).bool().to(device)
-        with torch.inference_mode():
-            hidden = []
-            for value in saved:
-                value = value[0] if isinstance(value, tuple) else value
-                hidden.append(value.reshape(-1, value.shape[-1])[real])
-            del saved
-            for begin in range(0, int(real.sum()), rows_per_chunk):
-                rows = slice(begin, begin + rows_per_chunk)
-                final = model.unembed(hidden[-1][rows]).float().log_softmax(-1)
-                probs = final.exp()
-                for layer in range(n_layers - 1):
-                    h = lens.read(layer, hidden[layer][rows], n_layers)
-                    logp = model.unembed(h).float().log_softmax(-1)
-                    totals[layer] += (probs * (final - logp)).sum().double().cpu()
+        result = step.run([text for text, _ in batch], prompt_ids=[ids for _, ids in batch])
+        real = result.attention_mask.bool()
+        totals += result.kl_to_final[:, real].double().sum(dim=1)
         count += int(real.sum())
+    totals[-1] = 0.0  # the final distribution against itself
     return (totals / count).tolist()
 
 

@@ -218,7 +218,7 @@ one. Load it with `murano_widgets.load_demo_tuned_lens()` and pass it to the log
 
 The {measured["n_texts"]:,} held-out evaluation prompts of `corpus.eval_prompts` followed by their
 answers ({measured["n_tokens"]:,} tokens; phrasings the model never saw for their family), each
-read on its own as the lens step reads a prompt. Mean KL(final ‖ lens) in nats over every token,
+read on its own as the lens step reads a prompt. Mean KL(final ‖ lens) in bits over every token,
 for each block's output (lower is closer to what the model finally predicts):
 
 | layer | logit lens | tuned lens | |
@@ -279,6 +279,7 @@ def write_card(out: Path = DEFAULT_OUT):
         torch.set_num_threads(threads)
     lens.provenance["held_out_kl"] = {
         "texts": "corpus.eval_prompts + answers, demo split excluded",
+        "unit": "bits",
         "n_texts": measured["n_texts"],
         "n_tokens": measured["n_tokens"],
         "logit": measured["logit"],
