@@ -283,8 +283,8 @@ def compare_lenses(
     step_b = LogitLens(model_b, layers_b, top_k=top_k, max_chunk_bytes=max_chunk_bytes, lens=lens_b)
 
     # Each step's own trace: its saved block outputs serve the pair's reductions too.
-    a, hidden_a = step_a._run_keeping_block_outputs(list(prompts_a))
-    b, hidden_b = step_b._run_keeping_block_outputs(list(prompts_b))
+    a, hidden_a = step_a.run_with_block_outputs(list(prompts_a))
+    b, hidden_b = step_b.run_with_block_outputs(list(prompts_b))
     plan = _plan(a, b, align, token)
     prob_a, prob_b, kl = _run_together(
         plan, (model_a, lens_a, hidden_a), (model_b, lens_b, hidden_b), max_chunk_bytes

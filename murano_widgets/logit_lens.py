@@ -119,9 +119,6 @@ class LogitLens:
         if not isinstance(positions, str) or positions not in ("all", "last"):
             raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
         self.positions = positions
-        # Set by _run_keeping_block_outputs for one run (the after-trace path keeps them).
-        self._block_outputs: dict[int, torch.Tensor] | None = None
-        self._keep_block_outputs = False
 
     def __repr__(self) -> str:
         return (
@@ -174,6 +171,32 @@ class LogitLens:
             ValueError: If ``prompt_ids`` does not hold one non-empty list of token ids (from
                 0 to the vocabulary size) per prompt.
         """
+        return self._run(prompts, answers, prompt_ids)[0]
+
+    def run_with_block_outputs(
+        self, prompts: list[str]
+    ) -> tuple[LogitLensResult, dict[int, torch.Tensor]]:
+        """The lens, and the block outputs its trace saved, ``{layer: [n_inputs * seq, d]}``.
+
+        For code that needs more of the same positions than the step keeps (comparing two
+        lenses cell by cell, attributing a cell to components) without running the model a
+        second time. The rows follow the result's padded layout: no answers or given ids add
+        rows here.
+
+        Raises:
+            ValueError: If the step reduces inside its trace (``remote=True``): the block
+                outputs then never leave the trace.
+        """
+        if self.reduce_in_trace:
+            raise ValueError("block outputs are kept only when the step reduces after its trace")
+        result, hidden = self._run(prompts, None, None)
+        assert hidden is not None
+        return result, hidden
+
+    def _run(
+        self, prompts: list[str], answers: Any, prompt_ids: list[list[int]] | None
+    ) -> tuple[LogitLensResult, dict[int, torch.Tensor] | None]:
+        """:meth:`run`, also returning the block outputs the after-trace path saved."""
         answer_sets: AnswerSets | None = (
             None if answers is None else validate_answers(answers, len(prompts))
         )
@@ -192,10 +215,12 @@ class LogitLens:
         mask = plan.display_mask.bool()
         shown = plan.shown_mask
         n_layers, (n_inputs, seq) = len(self.layers), mask.shape
+        hidden: dict[int, torch.Tensor] | None = None
         if self.reduce_in_trace:
             reduced, final, all_probs = self._reduce_in_trace(inputs, plan)
         else:
-            reduced, final, all_probs = self._reduce_after_trace(inputs, plan)
+            hidden = self._trace_block_outputs(inputs)
+            reduced, final, all_probs = self._reduce_after_trace(hidden, plan)
         real = {name: values[:, : plan.n_shown] for name, values in reduced.items()}
         final = final[: plan.n_shown]
 
@@ -219,7 +244,7 @@ class LogitLens:
         max_probs = topk_probs[..., 0]
         _warn_non_finite(max_probs, final_tokens, shown, self.layers)
         input_words_ids = input_ids.masked_fill(~mask, -1)
-        return LogitLensResult(
+        result = LogitLensResult(
             all_probs=all_probs,
             max_probs=max_probs,
             predicted_tokens=predicted_tokens,
@@ -246,26 +271,7 @@ class LogitLens:
             answer_sets=answer_sets_scored,
             **tracked_fields,
         )
-
-    def _run_keeping_block_outputs(
-        self, prompts: list[str]
-    ) -> tuple[LogitLensResult, dict[int, torch.Tensor]]:
-        """The lens, and the block outputs its trace saved, ``{layer: [n_inputs * seq, d]}``.
-
-        For code that needs more of the same positions than the step keeps (comparing two
-        lenses cell by cell) without running the model a second time. The rows follow the
-        result's padded layout: no answers or given ids add rows here.
-        """
-        if self.reduce_in_trace:
-            raise ValueError("block outputs are kept only when the step reduces after its trace")
-        self._keep_block_outputs = True
-        try:
-            result = self.run(prompts)
-            kept = self._block_outputs
-        finally:
-            self._keep_block_outputs, self._block_outputs = False, None
-        assert kept is not None
-        return result, kept
+        return result, hidden
 
     def _trace_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"remote": True} if self.remote else {}
@@ -284,28 +290,32 @@ class LogitLens:
         """A block output as the lens reads it (:meth:`Lens.read`: never the last layer's)."""
         return self.lens.read(layer, hidden, self.model.n_layers)
 
-    def _reduce_after_trace(
-        self, inputs: dict[str, torch.Tensor], plan: InputPlan
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
-        """Saves the block outputs in the trace, then reduces them in chunks of positions."""
+    def _trace_block_outputs(self, inputs: dict[str, torch.Tensor]) -> dict[int, torch.Tensor]:
+        """One trace saving the block output of every requested layer and of the last one,
+        ``{layer: [n_inputs * seq, d_model]}`` (padding included: rows follow the batch)."""
         model = self.model
-        mask = plan.shown_mask
-        last = model.n_layers - 1
-        wanted = sorted({*self.layers, last})
+        wanted = sorted({*self.layers, model.n_layers - 1})
         saved: list[Any] = []
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             for index in wanted:
                 saved.append(nnsight.save(model.layer(index)))
-        # Only real positions are unembedded (padding costs nothing), gathered chunk by chunk
-        # rather than copied out whole.
         hidden = {
             index: torch.as_tensor(output).reshape(-1, output.shape[-1])
             for index, output in zip(wanted, saved, strict=True)
         }
         del saved
-        if self._keep_block_outputs:
-            self._block_outputs = hidden
         _return_freed_memory()
+        return hidden
+
+    def _reduce_after_trace(
+        self, hidden: dict[int, torch.Tensor], plan: InputPlan
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
+        """Reduces saved block outputs in chunks of positions. Only real positions are
+        unembedded (padding costs nothing), gathered chunk by chunk rather than copied out
+        whole."""
+        model = self.model
+        mask = plan.shown_mask
+        last = model.n_layers - 1
         real_rows = plan.reduce_rows.to(next(iter(hidden.values())).device)
         # Where each shown row's probabilities go in the returned [n_inputs * seq] layout.
         shown_at = torch.nonzero(mask.reshape(-1)).squeeze(1)
