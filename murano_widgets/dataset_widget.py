@@ -13,14 +13,15 @@ import math
 import warnings
 from typing import TYPE_CHECKING, Any
 
-import anywidget
 import ipywidgets
 import numpy as np
 import traitlets
 
 from ._checks import check_index, check_model
+from .export import base64_sections
 from .lenses import as_lens, title_of
-from .widget import LogitLensWidget, WidgetValueError, _asset, show_logit_lens
+from .widget import LogitLensWidget, show_logit_lens
+from .widget_base import MuranoWidget, WidgetValueError, asset
 
 if TYPE_CHECKING:
     from .dataset import LensDataset
@@ -30,7 +31,7 @@ __all__ = ["DatasetChart", "LensDatasetWidget"]
 _METRICS = ("answer_prob", "top1_accuracy")
 
 
-class DatasetChart(anywidget.AnyWidget):
+class DatasetChart(MuranoWidget):
     """The curves and the prompt list (the front end of :class:`LensDatasetWidget`).
 
     Attributes:
@@ -42,8 +43,9 @@ class DatasetChart(anywidget.AnyWidget):
         status: A line of text from Python (what was opened, or why it could not be).
     """
 
-    _esm = _asset("lens_dataset.js")
-    _css = _asset("lens_dataset.css")
+    _esm = asset("lens_dataset.js")
+    _css = asset("lens_dataset.css")
+    _export_what = "data-set chart"
 
     layer = traitlets.Int(None, allow_none=True).tag(sync=True)
     answer_set = traitlets.Unicode("").tag(sync=True)
@@ -61,6 +63,20 @@ class DatasetChart(anywidget.AnyWidget):
             data[f"prob_{i}"] = dataset.answer_probs[name].astype("<f4").tobytes()
             data[f"rank_{i}"] = dataset.answer_ranks[name].astype("<i4").tobytes()
         super().__init__(_meta=meta, _data=data, answer_set=next(iter(dataset.answers)), **kwargs)
+
+    def _standalone_state(self) -> dict[str, Any]:
+        # Without a kernel no prompt's heatmap can be opened; the front end says so.
+        return {
+            "_meta": self._meta,
+            "_data": base64_sections(self._data),
+            "layer": self.layer,
+            "answer_set": self.answer_set,
+            "order": self.order,
+            "metric": self.metric,
+        }
+
+    def _default_title(self) -> str:
+        return self._meta.get("title") or "Data set"
 
     @traitlets.validate("layer")
     def _check_layer(self, proposal: dict[str, Any]) -> int | None:
@@ -150,6 +166,16 @@ class LensDatasetWidget(ipywidgets.VBox):
         self.opened: tuple[int, str] | None = None
         super().__init__(children=[self.chart])
         self.chart.observe(self._on_request, names="open_request")
+
+    def save_html(self, path: Any, *, title: str | None = None) -> Any:
+        """Writes the chart as a self-contained HTML page (see
+        :meth:`murano_widgets.widget_base.MuranoWidget.save_html`); a prompt's heatmap cannot be
+        opened there, which the page says."""
+        return self.chart.save_html(path, title=title)
+
+    def to_html(self, *, title: str | None = None) -> str:
+        """The page of :meth:`save_html`, as a string."""
+        return self.chart.to_html(title=title)
 
     def _cannot_open_reason(self) -> str | None:
         if self._model is None:

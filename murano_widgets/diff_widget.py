@@ -7,25 +7,24 @@ is ``js/src/diff/`` bundled into ``murano_widgets/static/lens_diff.js``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import anywidget
 import traitlets
 
 from ._checks import check_choice, check_index
 from ._diff_payload import METRICS, diff_payload
 from .compare import LensComparison, compare
+from .export import base64_sections
 from .payload import section_bytes
 from .result import LogitLensResult
-from .widget import WidgetValueError, _asset
+from .widget_base import MuranoWidget, WidgetValueError, asset, selected_cell
 
 __all__ = ["DIFF_METRICS", "LensDiffWidget", "show_lens_diff"]
 
 DIFF_METRICS = tuple(metric["name"] for metric in METRICS)
 
 
-class LensDiffWidget(anywidget.AnyWidget):
+class LensDiffWidget(MuranoWidget):
     """Two lenses compared: rows are ``a``'s layers, columns ``a``'s token positions.
 
     The colour is the chosen metric: the change ``b - a`` in the chosen token's probability (a
@@ -47,8 +46,9 @@ class LensDiffWidget(anywidget.AnyWidget):
             :meth:`LensComparison.describe_cell`.
     """
 
-    _esm = _asset("lens_diff.js")
-    _css = _asset("lens_diff.css")
+    _esm = asset("lens_diff.js")
+    _css = asset("lens_diff.css")
+    _export_what = "lens-diff widget"
 
     prompt = traitlets.Int(0).tag(sync=True)
     metric = traitlets.Unicode("delta_prob").tag(sync=True)
@@ -130,48 +130,18 @@ class LensDiffWidget(anywidget.AnyWidget):
         )
         return _plain(comparison.describe_cell(prompt, row, position))
 
-    def save_html(self, path: str | Path, *, title: str | None = None) -> Path:
-        """Writes a self-contained HTML file that renders this diff with no kernel.
+    def _standalone_state(self) -> dict[str, Any]:
+        return {
+            "_meta": self._meta,
+            "_sections": base64_sections(self._sections),
+            "prompt": self.prompt,
+            "metric": self.metric,
+            "selected": selected_cell(self.selected),
+        }
 
-        The file inlines the ES module, the stylesheet and every payload section, with the
-        current prompt, metric and pinned cell; it loads nothing from the network. It is
-        written all at once (nothing half-written on an error).
-
-        Args:
-            path: The file to write (its folder must exist).
-            title: The page title; defaults to "Lens difference — <a> vs <b>".
-
-        Returns:
-            The path written.
-
-        Raises:
-            IsADirectoryError: If ``path`` is a folder.
-            FileNotFoundError: If its folder does not exist.
-        """
-        from .export import write_html
-
-        return write_html(path, self._export_page(title))
-
-    def to_html(self, *, title: str | None = None) -> str:
-        """The self-contained HTML page of :meth:`save_html`, as a string."""
-        return self._export_page(title)
-
-    def _export_page(self, title: str | None) -> str:
-        from .export import diff_page
-
-        view: dict[str, Any] = {"prompt": self.prompt, "metric": self.metric}
-        if self.selected:
-            view["selected"] = {
-                key: self.selected[key] for key in ("prompt", "layer_index", "position")
-            }
-        return diff_page(
-            self._meta,
-            self._sections,
-            view,
-            esm=str(self._esm),
-            css=str(self._css),
-            title=title,
-        )
+    def _default_title(self) -> str:
+        labels = list(self._meta.get("labels") or ["a", "b"])
+        return f"Lens difference — {labels[0]} vs {labels[1]}"
 
     def __repr__(self) -> str:
         c = self._comparison

@@ -1,6 +1,8 @@
 """Self-contained HTML pages of the widgets that render with no kernel and no network.
 
-One template serves every widget (the lens heatmap, the lens diff): the page inlines the
+One template serves every widget (the lens heatmap, the lens diff, the data-set chart; each
+builds its state in :meth:`murano_widgets.widget_base.MuranoWidget._standalone_state`): the
+page inlines the
 widget's ES module (base64, imported through a Blob URL), its stylesheet and every payload
 section (base64 in a JSON block), and calls the module's ``renderStandalone(root, state)``.
 All text from the data lives in that JSON block with ``<``, ``>`` and ``&`` escaped, so no
@@ -22,9 +24,7 @@ from ._files import write_file
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from .payload import LensPayload
-
-__all__ = ["diff_page", "lens_page", "standalone_page", "write_html"]
+__all__ = ["base64_sections", "standalone_page", "write_html"]
 
 _CSP = (
     "default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
@@ -96,74 +96,6 @@ def standalone_page(
     )
 
 
-def lens_page(
-    payload: LensPayload,
-    view: dict[str, Any],
-    *,
-    esm: str,
-    css: str,
-    title: str | None = None,
-) -> str:
-    """One self-contained HTML page that renders a lens payload with no kernel.
-
-    Args:
-        payload: The result as the front end receives it (metadata and every section).
-        view: The view's state: ``prompt``, ``layer``, ``metric``, ``hide_template`` and
-            optionally ``selected`` (``prompt``, ``layer_index``, ``position``).
-        esm: The front end's ES module (source text).
-        css: Its stylesheet.
-        title: The page title; defaults to the model's name.
-    """
-    state = {
-        "_meta": payload.meta,
-        "_sections": _base64_sections(payload.all_sections()),
-        "_details": True,
-        "prompt": view.get("prompt", 0),
-        "layer": view.get("layer", payload.meta["layers"][-1]),
-        "metric": view.get("metric", "prob"),
-        "selected": view.get("selected"),
-        "hide_template": bool(view.get("hide_template", False)),
-    }
-    if title is None:
-        name = payload.meta.get("model_name") or "model"
-        lens = payload.meta["lens_title"]
-        title = f"{lens} — {Path(name).name or name}"
-    return standalone_page(state, esm=esm, css=css, title=title, what="logit-lens widget")
-
-
-def diff_page(
-    meta: dict[str, Any],
-    sections: Mapping[str, bytes],
-    view: dict[str, Any],
-    *,
-    esm: str,
-    css: str,
-    title: str | None = None,
-) -> str:
-    """One self-contained HTML page that renders a lens diff with no kernel.
-
-    Args:
-        meta: The diff payload's metadata (:func:`murano_widgets._diff_payload.diff_payload`).
-        sections: Its binary sections, by name.
-        view: The view's state: ``prompt``, ``metric`` and optionally ``selected``
-            (``prompt``, ``layer_index``, ``position``).
-        esm: The diff front end's ES module (source text).
-        css: Its stylesheet.
-        title: The page title; defaults to "Lens difference — <a> vs <b>" from the two labels.
-    """
-    state = {
-        "_meta": meta,
-        "_sections": _base64_sections(sections),
-        "prompt": view.get("prompt", 0),
-        "metric": view.get("metric", "delta_prob"),
-        "selected": view.get("selected"),
-    }
-    if title is None:
-        labels = list(meta.get("labels") or ["a", "b"])
-        title = f"Lens difference — {labels[0]} vs {labels[1]}"
-    return standalone_page(state, esm=esm, css=css, title=title, what="lens-diff widget")
-
-
 def write_html(path: str | Path, page: str) -> Path:
     """Writes ``page`` to ``path`` all at once: an interrupted write leaves the old file whole.
 
@@ -194,7 +126,7 @@ def write_html(path: str | Path, page: str) -> Path:
     return write_file(path, page)
 
 
-def _base64_sections(sections: Mapping[str, bytes]) -> dict[str, str]:
+def base64_sections(sections: Mapping[str, bytes]) -> dict[str, str]:
     """Binary sections as base64 text (the front end's ``toBytes`` reads it back)."""
     return {name: base64.b64encode(data).decode("ascii") for name, data in sections.items()}
 

@@ -8,17 +8,16 @@ metrics come from the registry in :mod:`murano_widgets.metrics`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import anywidget
 import numpy as np
 import traitlets
 
 from ._adapters import as_lens_result
-from ._checks import check_bool, check_choice, check_index, check_model, check_str
+from ._checks import check_bool, check_choice, check_index, check_model
 from .chat import check_hide_template
+from .export import base64_sections
 from .generation import check_generation
 from .logit_lens import resolve_layers
 from .metrics import METRICS
@@ -27,30 +26,12 @@ from .payload import LensPayload
 from .result import LogitLensResult
 from .run import run_logit_lens
 from .types import validate_prompts
+from .widget_base import MuranoWidget, WidgetValueError, asset, selected_cell
 
 __all__ = ["METRICS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
 
 
-class WidgetValueError(traitlets.TraitError, ValueError):
-    """A widget trait was set to a value out of its range."""
-
-
-def _asset(name: str) -> Path:
-    """The built front-end file ``name`` in ``murano_widgets/static/``.
-
-    The files there are built from ``js/src`` by ``cd js && npm run build`` and committed, so a
-    source install needs no node; CI fails when they differ from a fresh build.
-    """
-    packaged = resources.files("murano_widgets") / "static" / name
-    if not packaged.is_file():
-        raise FileNotFoundError(
-            f"the widget's front end murano_widgets/static/{name} is missing: "
-            "build it with `cd js && npm ci && npm run build`"
-        )
-    return Path(str(packaged))
-
-
-class LogitLensWidget(anywidget.AnyWidget):
+class LogitLensWidget(MuranoWidget):
     """The logit lens as an interactive heatmap: rows are layers, columns token positions.
 
     Display it as any Jupyter widget: make it the last expression of a cell (or call
@@ -84,8 +65,9 @@ class LogitLensWidget(anywidget.AnyWidget):
             chat-template tokens" box; ``True`` is refused for a result without such tokens).
     """
 
-    _esm = _asset("logit_lens.js")
-    _css = _asset("logit_lens.css")
+    _esm = asset("logit_lens.js")
+    _css = asset("logit_lens.css")
+    _export_what = "logit-lens widget"
 
     prompt = traitlets.Int(0).tag(sync=True)
     layer = traitlets.Int(0).tag(sync=True)
@@ -187,54 +169,21 @@ class LogitLensWidget(anywidget.AnyWidget):
         sizes["tokens_table"] = len(json.dumps(self._meta["tokens"]).encode())
         return sizes
 
-    def save_html(self, path: str | Path, *, title: str | None = None) -> Path:
-        """Writes a self-contained HTML file that renders this widget with no kernel.
-
-        The file inlines the ES module, the stylesheet and every payload section; it loads
-        nothing from the network.
-
-        Args:
-            path: The file to write.
-            title: The page's title (default: the model's name and the lens).
-
-        Raises:
-            TypeError: If ``title`` is not a string or ``None``.
-            ValueError: If ``title`` holds a lone surrogate (it cannot be written as UTF-8).
-        """
-        from .export import write_html
-
-        return write_html(path, self._export_page(title))
-
-    def to_html(self, *, title: str | None = None) -> str:
-        """The self-contained HTML page of :meth:`save_html`, as a string.
-
-        Raises:
-            TypeError, ValueError: As :meth:`save_html`, for a bad ``title``.
-        """
-        return self._export_page(title)
-
-    def _export_page(self, title: str | None) -> str:
-        from .export import lens_page
-
-        title = check_str("title", title, optional=True, empty=True)
-
-        view = {
+    def _standalone_state(self) -> dict[str, Any]:
+        return {
+            "_meta": self._payload.meta,
+            "_sections": base64_sections(self._payload.all_sections()),
+            "_details": True,
             "prompt": self.prompt,
             "layer": self.layer,
             "metric": self.metric,
+            "selected": selected_cell(self.selected),
             "hide_template": self.hide_template,
         }
-        if self.selected:
-            view["selected"] = {
-                key: self.selected[key] for key in ("prompt", "layer_index", "position")
-            }
-        return lens_page(
-            self._payload,
-            view,
-            esm=str(self._esm),
-            css=str(self._css),
-            title=title,
-        )
+
+    def _default_title(self) -> str:
+        name = self._payload.meta.get("model_name") or "model"
+        return f"{self._payload.meta['lens_title']} — {Path(name).name or name}"
 
     def __repr__(self) -> str:
         lens = self._lens

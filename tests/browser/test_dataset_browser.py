@@ -302,3 +302,20 @@ def test_screenshot_light(page, data):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.locator(".murano-ds-root").screenshot(path=str(ARTIFACTS / "dataset_widget_light.png"))
     assert not page.errors, page.errors
+
+
+def test_the_data_set_exports_to_a_page_that_works_offline(offline_page, data, tmp_path):
+    """The chart's HTML export (the one widget base's save_html): curves, a hovered layer's
+    values and the prompt list work with no kernel; opening a heatmap says it needs one."""
+    page = offline_page
+    view = data.show()
+    view.chart.layer = data.layers[1]
+    path = view.save_html(tmp_path / "data.html")
+    page.goto(path.as_uri())
+    page.wait_for_selector(".murano-ds-line")
+    assert page.title() == view.chart._meta["title"]
+    assert page.locator(".murano-ds-line").count() == 2
+    assert page.locator(".murano-ds-prompt").count() > 0, "the chosen layer's prompts are listed"
+    page.locator(".murano-ds-prompt").first.click()
+    assert "kernel" in page.inner_text(".murano-ds-status")
+    assert not page.refused, page.refused
