@@ -266,14 +266,13 @@ def reduce_logits(
     # H = logsumexp(z) - sum p z and KL(final || layer) = sum p_f log p_f - sum p_f log p,
     # both unchanged by the shift.
     entropy = (log_norm - _rowdot(probs, shifted)).clamp_min(0.0)
-    kl_to_final = (final.neg_entropy - cross_logit + log_norm).clamp_min(0.0)
     fields = {
         "topk_tokens": topk_tokens,
         "topk_probs": probs.gather(-1, topk_tokens),
         "entropy": entropy / _LOG2,
         "final_token_probs": probs.gather(-1, final_tokens).squeeze(-1),
         "final_token_ranks": final_token_ranks,
-        "kl_to_final": kl_to_final / _LOG2,
+        "kl_to_final": kl_bits(final.neg_entropy, cross_logit, log_norm),
         **_track_probs(probs, track),
     }
     valid = torch.isfinite(fields["topk_probs"][:, 0]) & torch.isfinite(entropy)
@@ -281,6 +280,56 @@ def reduce_logits(
     if keep_probs:
         fields["probs"] = probs
     return fields
+
+
+def kl_bits(
+    neg_entropy_p: torch.Tensor, cross: torch.Tensor, log_norm_q: torch.Tensor
+) -> torch.Tensor:
+    """KL(p ‖ q) in bits per row: the one KL of the package (the step's ``kl_to_final``, a
+    comparison's KL between two lenses, a lens's evaluation all come through here).
+
+    With ``q = softmax(z)`` and ``m = max z``: KL(p ‖ q) = sum p log p - sum p log q
+    = ``neg_entropy_p`` - (``cross`` - ``log_norm_q``), where ``cross`` = sum p (z - m) and
+    ``log_norm_q`` = logsumexp(z - m). None of the three needs a ``[rows, vocab]`` log.
+
+    Args:
+        neg_entropy_p: ``[rows]`` sum p log p, in nats.
+        cross: ``[rows]`` sum p (z - max z).
+        log_norm_q: ``[rows]`` logsumexp(z - max z).
+    """
+    return (neg_entropy_p - cross + log_norm_q).clamp_min(0.0) / _LOG2
+
+
+def reduce_pair(
+    logits_a: torch.Tensor, logits_b: torch.Tensor, token: torch.Tensor, buffers: Buffers
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``p_a(token)``, ``p_b(token)`` and KL(a ‖ b) in bits per row, from two ``[rows, vocab]``
+    logits (two lenses compared cell by cell).
+
+    Works in place in the two logits buffers (float32) plus the scratch buffer of ``buffers``:
+    three ``[rows, vocab]`` buffers in all, as many as the step's own chunks use. A row whose
+    logits are not finite gives NaN.
+
+    Args:
+        logits_a, logits_b: The two lenses' logits at the same cells (overwritten).
+        token: ``[rows, 1]`` the token whose probability to read on both sides.
+        buffers: Memory to reuse across chunks.
+    """
+    z_a, z_b = logits_a.detach().float(), logits_b.detach().float()
+    scratch = buffers.like("scratch", z_a)
+    shifted_a = _shift(z_a, z_a.amax(dim=-1, keepdim=True), in_place=True)
+    shifted_b = _shift(z_b, z_b.amax(dim=-1, keepdim=True), in_place=True)
+    probs_a = _softmax(shifted_a, scratch)
+    log_norm_a = torch.logsumexp(shifted_a, dim=-1)
+    log_norm_b = torch.logsumexp(shifted_b, dim=-1)
+    neg_entropy_a = _rowdot(probs_a, shifted_a) - log_norm_a
+    p_token_a = probs_a.gather(-1, token).squeeze(-1)
+    p_token_b = (shifted_b.gather(-1, token).squeeze(-1) - log_norm_b).exp()
+    # A token a rules out (p = 0) adds nothing, even where b's logit is -inf (0 * -inf).
+    cross = _rowdot(probs_a, shifted_b.masked_fill_(probs_a == 0, 0.0))
+    finite = torch.isfinite(log_norm_a) & torch.isfinite(log_norm_b)
+    kl = kl_bits(neg_entropy_a, cross, log_norm_b).masked_fill(~finite, float("nan"))
+    return p_token_a, p_token_b, kl
 
 
 def _mark_missing(

@@ -18,7 +18,6 @@ chunk.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,15 +28,13 @@ import torch
 
 from ._alignment import ALIGN_MODES, Alignment, align_results, check_align, partner_layer
 from ._checks import check_int, check_model, check_str
-from ._reductions import Buffers, rows_per_chunk
+from ._reductions import Buffers, reduce_pair, rows_per_chunk
 from .lenses import as_lens, title_of
 from .logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, resolve_layers
 from .result import LogitLensResult
 from .types import validate_prompts
 
 __all__ = ["ALIGN_MODES", "LensComparison", "compare", "compare_lenses"]
-
-_LOG2 = math.log(2.0)
 
 
 @dataclass(repr=False)
@@ -473,13 +470,15 @@ def _kl_from_full(
     kl = torch.full(tuple(a.max_probs.shape), float("nan"))
     prompts, seqs = torch.nonzero(alignment.positions >= 0, as_tuple=True)
     seqs_b = alignment.positions[prompts, seqs]
+    any_token = torch.zeros(len(prompts), 1, dtype=torch.long)
+    buffers = Buffers()
     for row, row_b in enumerate(alignment.layer_rows):
         if row_b < 0 or len(prompts) == 0:
             continue
-        p = a.all_probs[row, prompts, seqs].float()
-        q = b.all_probs[row_b, prompts, seqs_b].float()
-        values = (p * (p.clamp_min(1e-45).log() - q.clamp_min(1e-45).log())).sum(-1) / _LOG2
-        kl[row, prompts, seqs] = values.clamp_min(0.0)
+        # Log-probabilities are logits of the same distributions: the one KL reads them.
+        log_p = a.all_probs[row, prompts, seqs].float().log()
+        log_q = b.all_probs[row_b, prompts, seqs_b].float().log()
+        kl[row, prompts, seqs] = reduce_pair(log_p, log_q, any_token, buffers)[2]
     return kl.masked_fill(~aligned, float("nan"))
 
 
@@ -582,43 +581,12 @@ def _run_together(
                 )
                 if logits_b.device != device:  # two models on two devices
                     logits_b = logits_b.to(device)
-                values = _reduce_pair(logits_a, logits_b, index.to(device), buffers)
+                values = reduce_pair(logits_a, logits_b, index.to(device), buffers)
                 pa, pb, kl_bits = (v.cpu() for v in values)
                 prob_a[row][where] = pa.masked_fill(~has_token, float("nan"))
                 prob_b[row][where] = pb.masked_fill(~has_token, float("nan"))
                 kl[row][where] = kl_bits
     return prob_a, prob_b, kl
-
-
-def _reduce_pair(
-    logits_a: torch.Tensor, logits_b: torch.Tensor, token: torch.Tensor, buffers: Buffers
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``p_a(token)``, ``p_b(token)`` and KL(a ‖ b) in bits per row, from two ``[rows, vocab]``.
-
-    Works in place in the two logits buffers plus one scratch buffer from ``buffers``: three
-    ``[rows, vocab]`` float32 buffers in all, as many as the lens step's own chunks use. A row
-    whose logits are not finite gives NaN.
-    """
-    scratch = buffers.like("scratch", logits_a)
-    log_a = _log_softmax_(logits_a, scratch)
-    log_b = _log_softmax_(logits_b, scratch)
-    p_token_a = log_a.gather(-1, token).squeeze(-1).exp()
-    p_token_b = log_b.gather(-1, token).squeeze(-1).exp()
-    finite = torch.isfinite(log_a[:, 0]) & torch.isfinite(log_b[:, 0])
-    probs_a = torch.exp(log_a, out=scratch)
-    log_ratio = log_b.sub_(log_a).neg_()  # log p_a - log p_b, in b's buffer
-    # 0 * (log 0 - log q) is 0, not NaN: a token a rules out contributes nothing.
-    log_ratio.masked_fill_(probs_a == 0, 0.0)
-    kl = torch.bmm(probs_a.unsqueeze(1), log_ratio.unsqueeze(2)).reshape(-1) / _LOG2
-    kl = kl.clamp_min(0.0).masked_fill(~finite, float("nan"))
-    return p_token_a, p_token_b, kl
-
-
-def _log_softmax_(z: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
-    """``z`` replaced by its log-softmax over the last dim, using ``scratch`` (same shape)."""
-    peak = z.amax(dim=-1, keepdim=True)
-    torch.sub(z, peak, out=scratch).exp_()
-    return z.sub_(peak + scratch.sum(dim=-1, keepdim=True).log())
 
 
 def _logits(
