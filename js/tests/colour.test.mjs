@@ -16,7 +16,10 @@ import {
   unitValue,
 } from "../src/metrics.js";
 import { decodePayload } from "../src/payload.js";
-import { makePayload } from "./helpers.mjs";
+import { golden, lensPayload } from "./golden.mjs";
+
+/** A golden lens payload (tests/golden/), decoded. */
+const decoded = (name, options) => decodePayload(...Object.values(lensPayload(name, options)));
 
 test("colour scales hit their end stops and interpolate in between", () => {
   assert.deepEqual(scaleColour("viridis", 0), [0x44, 0x01, 0x54]);
@@ -64,16 +67,16 @@ test("niceCeil and unitValue", () => {
 });
 
 test("metric domains come from the registry Python sends", () => {
-  const lens = decodePayload(...Object.values(makePayload()));
+  const lens = decoded("lens_plain");
   assert.deepEqual(metricDomain(lens, "prob"), { min: 0, max: 1, log: false });
-  assert.ok(Math.abs(metricDomain(lens, "entropy").max - Math.log2(1000)) < 1e-12);
+  assert.ok(Math.abs(metricDomain(lens, "entropy").max - Math.log2(1000)) < 1e-12); // a 1000-token vocabulary
   const rank = metricDomain(lens, "final_rank");
   assert.equal(rank.log, true);
-  assert.equal(rank.max, 19); // max raw rank 14 -> ranks up to 19
-  assert.equal(metricDomain(lens, "kl").max, niceCeil((2000 * 3) / 65535));
+  assert.equal(rank.max, 99); // max rank 14 -> ranks up to 99 (one less than a power of ten)
+  assert.equal(metricDomain(lens, "kl").max, niceCeil(0.08)); // the largest KL, 0.08 bits
   assert.throws(() => metricDomain(lens, "nope"), /unknown metric/);
   // A changed registry entry changes the colours: nothing is hard-coded here.
-  const { meta, sections } = makePayload();
+  const { meta, sections } = lensPayload("lens_plain");
   meta.metrics[0].domain = [0, 0.5];
   meta.metrics[0].scale = "magma";
   const changed = decodePayload(meta, sections);
@@ -82,7 +85,7 @@ test("metric domains come from the registry Python sends", () => {
 });
 
 test("metricValue and availability", () => {
-  const lens = decodePayload(...Object.values(makePayload({ details: false })));
+  const lens = decoded("lens_plain", { details: false });
   assert.ok(metricAvailable(lens, "prob"));
   for (const m of ["entropy", "final_prob", "final_rank", "kl"]) {
     assert.ok(!metricAvailable(lens, m), m);
@@ -90,11 +93,12 @@ test("metricValue and availability", () => {
   }
   assert.ok(Math.abs(metricValue(lens, "prob", 0) - 1 / 3) < 1e-4);
   assert.ok(Number.isNaN(metricValue(lens, "kl", 0)));
-  assert.deepEqual(metricNames(lens), ["prob", "entropy", "final_prob", "final_rank", "kl"]);
+  assert.deepEqual(metricNames(lens), golden("lens_plain").expected.metrics);
+  assert.ok(!metricOffered(lens, "answer"), "Python's registry lists the answer metric; this result has no answers");
   for (const m of metricNames(lens)) assert.ok(COLOUR_STOPS[metricSpec(lens, m).scale], m);
   assert.equal(resolveMetric(lens, "kl"), "kl");
   assert.equal(resolveMetric(lens, "nope"), "prob");
-  const partial = decodePayload(...Object.values(makePayload({ final: false })));
+  const partial = decoded("lens_no_final");
   assert.ok(!metricOffered(partial, "final_rank"));
   assert.equal(resolveMetric(partial, "final_rank"), "prob");
   assert.equal(shortLabel("Entropy (bits)"), "Entropy");
@@ -102,7 +106,7 @@ test("metricValue and availability", () => {
 });
 
 test("final-based metrics are missing where the final distribution is", () => {
-  const lens = decodePayload(...Object.values(makePayload({ finalMissing: [0, 1, 0, 0, 0] })));
+  const lens = decoded("lens_final_missing"); // the model's own output at column 1 was not finite
   // Column 1 in every row: final-based values missing, the others kept.
   for (const row of [0, 2]) {
     const idx = row * 5 + 1;
@@ -117,27 +121,29 @@ test("final-based metrics are missing where the final distribution is", () => {
 });
 
 test("colourImage puts the final layer in the top row and leaves missing cells transparent", () => {
-  const missing = new Array(15).fill(0);
-  missing[0] = 1; // layer 0, prompt 0, position 0
-  const lens = decodePayload(...Object.values(makePayload({ missing })));
+  const lens = decoded("lens_plain");
   const img = colourImage(lens, "prob", 0);
   assert.equal(img.width, 3);
   assert.equal(img.height, 3);
-  const pixel = (row, col) => Array.from(img.data.slice((row * 3 + col) * 4, (row * 3 + col) * 4 + 4));
+  const pixelOf = (image) => (row, col) => Array.from(image.data.slice((row * 3 + col) * 4, (row * 3 + col) * 4 + 4));
+  const pixel = pixelOf(img);
   // Top row = layer index 2, prob 1 -> the bright end.
   assert.deepEqual(pixel(0, 1), [...scaleColour("viridis", 1), 255]);
   // Bottom row = layer index 0, prob 1/3.
   assert.deepEqual(pixel(2, 1), [...scaleColour("viridis", Math.round((1 / 3) * 255) / 255), 255]);
-  assert.deepEqual(pixel(2, 0), [0, 0, 0, 0]);
+  // lens_missing: layer 2 (the top row) of prompt 0 is not finite.
+  const holed = pixelOf(colourImage(decoded("lens_missing"), "prob", 0));
+  for (const col of [0, 1, 2]) assert.deepEqual(holed(0, col), [0, 0, 0, 0]);
+  assert.deepEqual(holed(2, 1), pixel(2, 1));
   // Prompt 1 is 2 wide; a reused buffer of the wrong size is replaced.
   assert.equal(colourImage(lens, "prob", 1, img.data).width, 2);
   // A metric whose section has not arrived gives an empty (transparent) image.
-  const bare = decodePayload(...Object.values(makePayload({ details: false })));
+  const bare = decoded("lens_plain", { details: false });
   assert.ok(colourImage(bare, "kl", 0).data.every((v) => v === 0));
 });
 
 test("reversed metrics: low entropy and rank 0 are the bright end", () => {
-  const lens = decodePayload(...Object.values(makePayload()));
+  const lens = decoded("lens_plain");
   const img = colourImage(lens, "final_rank", 0);
   // Top row = final layer, rank 0 -> t = 0 -> reversed viridis = yellow.
   assert.deepEqual(Array.from(img.data.slice(0, 3)), scaleColour("viridis", 1));
@@ -163,7 +169,7 @@ test("formatting: one rank convention, rank 0 = the top-1 token", () => {
 });
 
 test("legend ticks span the domain with readable labels", () => {
-  const lens = decodePayload(...Object.values(makePayload()));
+  const lens = decoded("lens_plain");
   const spec = (name) => metricSpec(lens, name);
   const prob = legendTicks(spec("prob"), { min: 0, max: 1, log: false });
   assert.deepEqual(prob.map((t) => t.label), ["0%", "50%", "100%"]);

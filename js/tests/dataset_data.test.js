@@ -4,6 +4,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { decodeDataset, formatInterval, layerReadout, promptOrder, readArray } from "../src/dataset/data.js";
+import { formatBits } from "../src/format.js";
+import { datasetPayload, golden } from "./golden.mjs";
 
 /** Little-endian bytes of float32 or int32 values, at `offset` inside a larger buffer. */
 function encode(values, kind, offset = 0) {
@@ -13,23 +15,14 @@ function encode(values, kind, offset = 0) {
   return view;
 }
 
-const summary = (n) => ({
-  mean: Array(n).fill(0.5), low: Array(n).fill(0.4), high: Array(n).fill(0.6),
-  top1: Array(n).fill(0.25), top1_low: Array(n).fill(0.1), top1_high: Array(n).fill(0.4),
-  rank_median: Array(n).fill(2), entropy_mean: Array(n).fill(1.5), kl_mean: Array(n).fill(null),
-});
-
-// 4 prompts x 2 layers; prompt 2 has no answer; prompt 3's rank at layer column 1 is missing.
+// dataset_two_sets (tests/golden/dataset_two_sets.json, written by tests/golden_payloads.py):
+// 4 prompts x layers [3, 7], answer sets "capital" and "language"; prompt 2 (its text HTML) has no
+// capital, and prompt 3's capital cell at layer column 1 was not finite.
 const ranks = [5, 0, 1, 0, -1, -1, 0, -1];
-const probs = [0.1, 0.9, 0.3, 0.6, NaN, NaN, 0.5, NaN];
-const meta = {
-  layers: [3, 7],
-  prompts: ["a", "b", "<img src=x onerror=alert(1)>", "d"],
-  title: "toy-world: 4 prompts",
-  ci: 0.9,
-  can_open: false,
-  cannot_open_reason: "no model",
-  sets: [{ name: "capital", answers: [" Paris", " Rome", null, " Oslo"], n_prompts: 3, summary: summary(2) }],
+const probs = [0.125, 0.875, 0.25, 0.625, NaN, NaN, 0.5, NaN];
+const decoded = (options) => {
+  const { meta, data } = datasetPayload("dataset_two_sets", options);
+  return decodeDataset(meta, data);
 };
 
 test("readArray reads little-endian float32 and int32 at any byte offset, and checks the length", () => {
@@ -39,20 +32,22 @@ test("readArray reads little-endian float32 and int32 at any byte offset, and ch
 });
 
 test("decodeDataset reads the sets' arrays and the meta", () => {
-  const d = decodeDataset(meta, { prob_0: encode(probs, "float32", 2), rank_0: encode(ranks, "int32", 1) });
+  const d = decoded({ byteOffset: 1 });
   assert.deepEqual(d.layers, [3, 7]);
-  assert.equal(d.sets.length, 1);
+  assert.equal(d.prompts[2], "<img src=x onerror=alert(1)>");
+  assert.equal(d.sets.length, 2);
   assert.equal(d.sets[0].name, "capital");
+  assert.deepEqual(d.sets[0].answers, [" Paris", " Rome", null, " Oslo"]);
   assert.deepEqual(Array.from(d.sets[0].ranks), ranks);
+  assert.deepEqual(Array.from(d.sets[0].probs), probs);
   assert.ok(Number.isNaN(d.sets[0].probs[4]));
   assert.equal(d.canOpen, false);
-  assert.equal(d.reason, "no model");
+  assert.match(d.reason, /^Cannot open a heatmap: this data set was loaded without its model/);
   assert.equal(d.ci, 0.9);
 });
 
 test("promptOrder: best rank first, ties by probability, no-answer prompts out, missing ranks last", () => {
-  const d = decodeDataset(meta, { prob_0: encode(probs, "float32"), rank_0: encode(ranks, "int32") });
-  const set = d.sets[0];
+  const set = decoded().sets[0];
   // Layer column 0: ranks 5, 1, (none), 0 -> prompts 3, 1, 0.
   assert.deepEqual(promptOrder(set, 0, 2), [3, 1, 0]);
   assert.deepEqual(promptOrder(set, 0, 2, true), [0, 1, 3]);
@@ -65,14 +60,23 @@ test("formatInterval and layerReadout write values as a person reads them", () =
   assert.equal(formatInterval(0.421, 0.38, 0.463), "42.1% [38%, 46.3%]");
   assert.equal(formatInterval(null, 0.1, 0.2), "–");
   assert.equal(formatInterval(0.5, null, 0.6), "50%");
-  const d = decodeDataset(meta, { prob_0: encode(probs, "float32"), rank_0: encode(ranks, "int32") });
+  const d = decoded();
   const readout = layerReadout(d, 1);
   assert.equal(readout.layer, 7);
-  assert.equal(readout.rows[0].set, "capital");
+  assert.deepEqual(readout.rows.map((r) => r.set), ["capital", "language"]);
   const cells = Object.fromEntries(readout.rows[0].cells);
-  assert.equal(cells["answer probability (mean, 90% interval)"], "50% [40%, 60%]");
-  assert.equal(cells["top-1 accuracy (90% interval)"], "25% [10%, 40%]");
-  assert.equal(cells["median rank (0 = top-1)"], "2");
-  assert.equal(cells["KL to final (mean)"], "–");
+  // The summary is Python's (bootstrap intervals over the prompts with a capital): the readout
+  // shows its column 1. Its mean is that of the capital's finite values there, 0.875 and 0.625.
+  const s = golden("dataset_two_sets").meta.sets[0].summary;
+  assert.equal(s.mean[1], 0.75);
+  assert.equal(cells["answer probability (mean, 90% interval)"], formatInterval(s.mean[1], s.low[1], s.high[1]));
+  assert.match(cells["answer probability (mean, 90% interval)"], /^75% \[\d+(\.\d)?%, \d+(\.\d)?%\]$/);
+  assert.equal(cells["top-1 accuracy (90% interval)"], formatInterval(s.top1[1], s.top1_low[1], s.top1_high[1]));
+  assert.equal(cells["median rank (0 = top-1)"], "0");
+  assert.equal(cells["KL to final (mean)"], formatBits(/** @type {number} */ (s.kl_mean[1])));
   assert.equal(cells.prompts, "3");
+  // A value the summary lacks reads as a dash.
+  const { meta, data } = datasetPayload("dataset_two_sets");
+  meta.sets[0].summary.kl_mean[1] = null;
+  assert.equal(Object.fromEntries(layerReadout(decodeDataset(meta, data), 1).rows[0].cells)["KL to final (mean)"], "–");
 });

@@ -4,7 +4,11 @@ import { test } from "node:test";
 import { cellDetails, readoutText, tooltipModel } from "../src/details.js";
 import { decodePayload } from "../src/payload.js";
 import { displayToken } from "../src/tokens.js";
-import { makePayload } from "./helpers.mjs";
+import { metricSpec } from "../src/metrics.js";
+import { lensPayload } from "./golden.mjs";
+
+/** A golden lens payload (tests/golden/), decoded. */
+const decoded = (name, options) => decodePayload(...Object.values(lensPayload(name, options)));
 
 test("spaces, newlines, tabs and carriage returns get visible marks", () => {
   assert.equal(displayToken(" Paris"), "␣Paris");
@@ -45,7 +49,10 @@ test("lone surrogates and replacement characters (byte pieces of UTF-8) are visi
   assert.equal(displayToken("שלום"), "שלום", "right-to-left letters are kept (isolated when drawn)");
 });
 
-const lens = decodePayload(...Object.values(makePayload({ tokens: ["a", " b", "\n", "<script>", "\u200f"] })));
+// lens_plain: the table ["a", " b", "\n", "<script>", "\u200f"]; cell (row i, column c) predicts
+// (i + c) mod 5 with probability (i + 1) / 3, then (i + c + 1) mod 5 at 20/255 and (i + c + 2) mod 5
+// at 19/255; input (2c) mod 5; the final prediction (2 + c) mod 5 at rank 7 (2 - i).
+const lens = decoded("lens_plain");
 
 test("cellDetails gathers the cell's values", () => {
   const d = cellDetails(lens, 1, 1, 0); // column 3
@@ -75,20 +82,20 @@ test("tooltipModel turns details into display strings; ranks count from 0", () =
   assert.ok(model.rows.some((r) => r.label === "Rank of the final prediction" && r.value === "rank 14"));
   assert.ok(model.rows.some((r) => r.label === "Probability of the final prediction" && r.value.endsWith("%")));
   assert.ok(model.rows.some((r) => r.label === "KL(final ‖ layer) in bits" && r.value.endsWith("bits")));
-  assert.equal(model.rows.find((r) => r.label === "Entropy").title, "How spread out the layer's prediction is.");
+  const description = metricSpec(lens, "entropy")?.description;
+  assert.ok(description && description.length > 20, "the registry's description, from Python");
+  assert.equal(model.rows.find((r) => r.label === "Entropy").title, description);
   assert.equal(model.note, "");
 });
 
 test("tooltip before the detail sections arrive, and for a missing cell", () => {
-  const bare = decodePayload(...Object.values(makePayload({ details: false })));
+  const bare = decoded("lens_plain", { details: false });
   const model = tooltipModel(cellDetails(bare, 0, 1, 1));
   assert.equal(model.top.length, 1);
   assert.equal(model.note, "Loading details…");
   assert.ok(!model.rows.some((r) => r.label === "Entropy"));
-  const missing = new Array(15).fill(0);
-  missing[1] = 1;
-  const holes = decodePayload(...Object.values(makePayload({ missing })));
-  const hole = tooltipModel(cellDetails(holes, 0, 0, 1));
+  const holes = decoded("lens_missing"); // layer 2 of prompt 0 is not finite
+  const hole = tooltipModel(cellDetails(holes, 0, 2, 1));
   assert.equal(hole.top.length, 0);
   assert.match(hole.note, /not finite/);
   assert.match(hole.note, /no value \(non-finite\)/i);
@@ -96,7 +103,7 @@ test("tooltip before the detail sections arrive, and for a missing cell", () => 
 });
 
 test("tooltip where the final distribution is missing: final-based values say so", () => {
-  const finals = decodePayload(...Object.values(makePayload({ finalMissing: [0, 1, 0, 0, 0] })));
+  const finals = decoded("lens_final_missing"); // the model's own output at column 1 was not finite
   const d = cellDetails(finals, 0, 1, 1);
   assert.equal(d.finalMissing, true);
   assert.equal(d.settled, false);
@@ -110,7 +117,7 @@ test("tooltip where the final distribution is missing: final-based values say so
 });
 
 test("without the model's final prediction: no final rows, nothing settled", () => {
-  const partial = decodePayload(...Object.values(makePayload({ final: false })));
+  const partial = decoded("lens_no_final");
   const d = cellDetails(partial, 0, 2, 0);
   assert.equal(d.finalToken, null);
   assert.equal(d.settled, false);

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { cellColour, DIVERGING, divergingColour, klColour } from "../src/diff/colour.js";
 import { hexToRgb } from "../src/colour.js";
 import { decodeDiff, diffIndex } from "../src/diff/payload.js";
-import { makeDiff } from "./diff_helpers.js";
+import { diffPayload } from "./golden.mjs";
 
 test("zero is the near-white centre, the sign picks the hue, the size its strength", () => {
   const centre = divergingColour(0, 0.5);
@@ -29,7 +29,7 @@ test("the scale is symmetric: +x and -x are equally far from white", () => {
 
 test("KL 0 is the light end; missing cells have no colour under any metric", () => {
   assert.ok(klColour(0, 2).reduce((s, c) => s + c, 0) > klColour(2, 2).reduce((s, c) => s + c, 0) + 300);
-  const { meta, sections } = makeDiff();
+  const { meta, sections } = diffPayload("diff_prefix"); // position 2 has no partner in b
   const diff = decodeDiff(meta, sections);
   for (const metric of ["delta_prob", "kl", "top1_differs"]) {
     assert.equal(cellColour(diff, metric, diffIndex(diff, 0, 0, 2)), null, metric);

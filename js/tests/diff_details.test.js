@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { alignmentHeadline, cellLabel, diffCell, formatDelta, readoutLine, tooltipContent } from "../src/diff/details.js";
 import { decodeDiff } from "../src/diff/payload.js";
-import { makeDiff } from "./diff_helpers.js";
+import { diffPayload, golden } from "./golden.mjs";
+
+// The golden diffs (tests/golden/diff_*.json, written by tests/golden_payloads.py): "The city<b>x</b>"
+// read by a 2-layer model "small" (a); diff_prefix against "The city" read by "big" (2 layers,
+// positions paired over the shared prefix), diff_depth against the same prompt read by a 5-layer
+// "big" (layers paired by relative depth). The chosen token is a's final prediction, " Paris".
+const decoded = (name) => decodeDiff(...Object.values(diffPayload(name)));
 
 test("formatDelta writes signed percentage points", () => {
   assert.equal(formatDelta(0.123), "+12.3 pts");
@@ -16,21 +22,22 @@ test("formatDelta writes signed percentage points", () => {
 });
 
 test("a cell holds both sides' top-k, the partner token and the metrics", () => {
-  const diff = decodeDiff(makeDiff().meta, makeDiff().sections);
+  const diff = decoded("diff_prefix");
   const cell = diffCell(diff, 0, 1, 0);
   assert.equal(cell.aligned, true);
   assert.equal(cell.inputA, "The");
   assert.equal(cell.inputB, "The");
   assert.equal(cell.token, "␣Paris");
   assert.ok(Math.abs(/** @type {number} */ (cell.delta) - 0.25) < 1e-4);
-  assert.ok(Math.abs(/** @type {number} */ (cell.kl) - 1) < 1e-3);
+  const kl = golden("diff_prefix").expected.cells.find((c) => c.row === 1 && c.position === 0).kl;
+  assert.ok(kl > 0.5 && Math.abs(/** @type {number} */ (cell.kl) - kl) < 1e-3, `${cell.kl} vs ${kl}`);
   assert.equal(cell.differs, true);
   assert.deepEqual(cell.topA.map((c) => c.token), ["␣Paris", "␣Rome"]);
   assert.deepEqual(cell.topB.map((c) => c.token), ["␣Rome", "␣Paris"]);
   const content = tooltipContent(diff, cell);
   assert.match(content.title, /^Layer 1 ↔ layer 1 · position 0 The$/);
   assert.deepEqual(content.columns.map((c) => c.label), ["a: small (logit lens)", "b: big (logit lens)"]);
-  assert.ok(content.lines.some((l) => l === "Δ p(␣Paris) = +25 pts (25% → 50%)"), content.lines.join("|"));
+  assert.ok(content.lines.some((l) => l === "Δ p(␣Paris) = +25 pts (12.5% → 37.5%)"), content.lines.join("|"));
   assert.ok(content.lines.includes("Top-1 differs: ␣Paris vs ␣Rome"));
   assert.equal(cellLabel(cell, "top1_differs"), "␣Rome");
   assert.equal(cellLabel(cell, "delta_prob"), "+25");
@@ -38,7 +45,7 @@ test("a cell holds both sides' top-k, the partner token and the metrics", () => 
 });
 
 test("an unpaired cell says why and shows no b top-k; token text stays text", () => {
-  const diff = decodeDiff(makeDiff().meta, makeDiff().sections);
+  const diff = decoded("diff_prefix");
   const cell = diffCell(diff, 0, 0, 2);
   assert.equal(cell.aligned, false);
   assert.equal(cell.inputB, null);
@@ -49,10 +56,9 @@ test("an unpaired cell says why and shows no b top-k; token text stays text", ()
 });
 
 test("the headline says when layers are aligned by relative depth", () => {
-  const same = decodeDiff(makeDiff().meta, makeDiff().sections);
+  const same = decoded("diff_prefix");
   assert.doesNotMatch(alignmentHeadline(same), /relative depth/);
-  const deeper = makeDiff({ depthB: 5 });
-  const diff = decodeDiff(deeper.meta, deeper.sections);
+  const diff = decoded("diff_depth");
   assert.match(alignmentHeadline(diff), /^Layers aligned by relative depth: a has 2 layers, b has 5\./);
   assert.match(tooltipContent(diff, diffCell(diff, 0, 1, 0)).title, /↔ layer 4 of 5/);
 });

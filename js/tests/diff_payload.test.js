@@ -1,11 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { decodeDiff, diffIndex, readSection, tokenOf } from "../src/diff/payload.js";
-import { makeDiff } from "./diff_helpers.js";
+import { diffPayload } from "./golden.mjs";
+
+// diff_prefix (tests/golden/diff_prefix.json, written by tests/golden_payloads.py): "The city<b>x</b>"
+// (a, 2 layers) against "The city" (b), positions paired over the shared prefix, so position 2 has
+// no partner; the chosen token is a's final prediction, " Paris", everywhere.
 
 test("decodes every section, at any byte offset (unaligned ones are copied)", () => {
-  for (const offset of [0, 1, 3]) {
-    const { meta, sections } = makeDiff({ byteOffset: offset });
+  for (const offset of [0, 1, 3, null]) {
+    const { meta, sections } = diffPayload("diff_prefix", { byteOffset: offset });
     const diff = decodeDiff(meta, sections);
     assert.equal(diff.L, 2);
     assert.equal(diff.T, 3);
@@ -19,15 +23,18 @@ test("decodes every section, at any byte offset (unaligned ones are copied)", ()
 });
 
 test("token entries are index + 1, and 0 means no token", () => {
-  const { meta, sections } = makeDiff();
+  const { meta, sections } = diffPayload("diff_prefix");
   const diff = decodeDiff(meta, sections);
   assert.equal(tokenOf(diff, 0), null);
-  assert.equal(tokenOf(diff, 1), " Paris");
+  assert.equal(tokenOf(diff, 1), meta.tokens[0]);
+  assert.equal(tokenOf(diff, meta.tokens.indexOf(" Paris") + 1), " Paris");
+  assert.equal(tokenOf(diff, diff.arrays.token[0]), " Paris");
   assert.equal(tokenOf(diff, 99), null);
 });
 
 test("rejects a payload of another format, version or size, naming the problem", () => {
-  const { meta, sections } = makeDiff();
+  // Malformed on purpose: the golden payload, then one thing broken.
+  const { meta, sections } = diffPayload("diff_prefix");
   assert.throws(() => decodeDiff({ ...meta, format: "logit_lens" }, sections), /not a lens-diff payload/);
   assert.throws(() => decodeDiff({ ...meta, version: 9 }, sections), /version 9/);
   const { aligned: _dropped, ...rest } = sections;

@@ -14,7 +14,13 @@ import {
   settleRow,
   toBytes,
 } from "../src/payload.js";
-import { encode, makePayload } from "./helpers.mjs";
+import { golden, lensPayload, widenedLensPayload } from "./golden.mjs";
+import { encode } from "./helpers.mjs";
+
+// Payloads are the golden files Python writes (tests/golden_payloads.py): lens_plain has layers
+// 0..2 and prompts of 3 and 2 tokens over the table ["a", " b", "\n", "<script>", "\u200f"]; cell
+// (row i, column c) predicts token (i + c) mod 5 with probability (i + 1) / 3, and the final
+// prediction at column c is (2 + c) mod 5 (so the last row settles).
 
 test("readTypedArray reads aligned data as a view, without copying", () => {
   const view = encode([1, 2, 65535], "uint16", 4);
@@ -56,7 +62,7 @@ test("toBytes accepts ArrayBuffer, DataView, typed arrays and base64", () => {
 });
 
 test("decodePayload decodes every section and the cell index follows [layer][flattened position]", () => {
-  const { meta, sections } = makePayload({ byteOffset: 1 });
+  const { meta, sections } = lensPayload("lens_plain", { byteOffset: 1 });
   const lens = decodePayload(meta, sections);
   assert.equal(lens.L, 3);
   assert.equal(lens.T, 5);
@@ -68,27 +74,28 @@ test("decodePayload decodes every section and the cell index follows [layer][fla
   assert.ok(Math.abs(lens.arrays.max_probs[14] * lens.scales.max_probs - 1) < 1e-9);
   assert.equal(lens.arrays.topk_tokens.length, 3 * 5 * 2);
   assert.equal(lens.lensKind, "logit");
-  assert.deepEqual(lens.metrics.map((m) => m.name), ["prob", "entropy", "final_prob", "final_rank", "kl"]);
-  assert.deepEqual(lens.metrics[3].domain, [0, 19]);
+  assert.deepEqual(lens.metrics.map((m) => m.name), golden("lens_plain").expected.metrics);
+  // Python's rule: one less than the power of ten above the largest rank (14).
+  assert.deepEqual(lens.metrics[3].domain, [0, 99]);
   assert.equal(lens.metrics[3].finalBased, true);
 });
 
 test("decodePayload uses uint32 token indices when the table is large", () => {
-  const { meta, sections } = makePayload({ indexDtype: "uint32", byteOffset: 2 });
+  const { meta, sections } = widenedLensPayload("lens_plain", { byteOffset: 2 });
   const lens = decodePayload(meta, sections);
   assert.ok(lens.arrays.predicted_tokens instanceof Uint32Array);
   assert.equal(lens.arrays.final_tokens[4], (2 + 4) % 5);
 });
 
 test("decodePayload without detail sections: topK is 1 and metrics are not loaded", () => {
-  const { meta, sections } = makePayload({ details: false });
+  const { meta, sections } = lensPayload("lens_plain", { details: false });
   const lens = decodePayload(meta, sections);
   assert.equal(lens.topK, 1);
   assert.equal(lens.arrays.entropy, undefined);
 });
 
 test("decodePayload skips detail sections described in _meta but not yet in _sections", () => {
-  const { meta, sections } = makePayload();
+  const { meta, sections } = lensPayload("lens_plain");
   delete sections.kl_to_final;
   const lens = decodePayload(meta, sections);
   assert.equal(lens.arrays.kl_to_final, undefined);
@@ -96,8 +103,9 @@ test("decodePayload skips detail sections described in _meta but not yet in _sec
 });
 
 test("decodePayload names what is wrong with an inconsistent payload", () => {
+  // Malformed on purpose: a golden payload, then one thing broken.
   const bad = (mutate, pattern) => {
-    const { meta, sections } = makePayload();
+    const { meta, sections } = lensPayload("lens_plain");
     mutate(meta, sections);
     assert.throws(() => decodePayload(meta, sections), pattern);
   };
@@ -118,28 +126,26 @@ test("decodePayload names what is wrong with an inconsistent payload", () => {
 });
 
 test("settled cells: top-1 equals the final prediction; the last row always settles", () => {
-  const { meta, sections } = makePayload();
-  const lens = decodePayload(meta, sections);
+  const lens = decodePayload(...Object.values(lensPayload("lens_plain")));
   for (let j = 0; j < 3; j++) assert.ok(isSettled(lens, 0, 2, j));
   assert.ok(!isSettled(lens, 0, 1, 0));
   assert.equal(settleRow(lens, 0, 0), 2);
 });
 
 test("missing cells are never settled and sectionMax is cached", () => {
-  const missing = new Array(15).fill(0);
-  missing[10] = 1; // layer 2, position 0 of prompt 0
-  const { meta, sections } = makePayload({ missing });
-  const lens = decodePayload(meta, sections);
+  // lens_missing: layer 2 of prompt 0 is not finite (cells 10, 11, 12).
+  const lens = decodePayload(...Object.values(lensPayload("lens_missing")));
   assert.ok(!isSettled(lens, 0, 2, 0));
   assert.equal(settleRow(lens, 0, 0), -1);
-  assert.equal(sectionMax(lens, "kl_to_final"), 2000);
-  assert.equal(lens.maxima.kl_to_final, 2000);
+  // Python scales a bits section to its largest value: the largest raw value is the top step.
+  assert.equal(sectionMax(lens, "kl_to_final"), 65535);
+  assert.equal(lens.maxima.kl_to_final, 65535);
   assert.equal(sectionMax(lens, "nope"), 0);
 });
 
 test("a position whose final distribution is missing settles nowhere", () => {
-  const finalMissing = [0, 1, 0, 0, 0];
-  const lens = decodePayload(...Object.values(makePayload({ finalMissing })));
+  // lens_final_missing: the model's own output at column 1 was not finite.
+  const lens = decodePayload(...Object.values(lensPayload("lens_final_missing")));
   assert.ok(isFinalMissing(lens, 1) && !isFinalMissing(lens, 0));
   assert.ok(!isSettled(lens, 0, 2, 1));
   assert.ok(isSettled(lens, 0, 2, 0));
@@ -147,11 +153,12 @@ test("a position whose final distribution is missing settles nowhere", () => {
 });
 
 test("without the model's final prediction nothing is settled", () => {
-  const lens = decodePayload(...Object.values(makePayload({ final: false })));
+  // lens_no_final: layers 0..2 of a 5-layer model.
+  const lens = decodePayload(...Object.values(lensPayload("lens_no_final")));
   assert.equal(lens.arrays.final_tokens, undefined);
   assert.ok(!isSettled(lens, 0, 2, 0));
   assert.equal(lens.metrics[2].available, false);
-  assert.equal(lens.metrics[2].unavailableReason, "needs the model's last layer");
+  assert.match(lens.metrics[2].unavailableReason, /^needs the model's final layer \(4\), which this result does not hold$/);
 });
 
 test("the layer trait is a model layer: rows by model layer, the nearest when absent", () => {

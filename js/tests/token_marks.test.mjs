@@ -20,28 +20,21 @@ import {
   tokenMarkText,
   tokenRole,
 } from "../src/token_marks.js";
-import { encode, makePayload } from "./helpers.mjs";
+import { lensPayload } from "./golden.mjs";
+import { encode } from "./helpers.mjs";
 
 const ROLES = ["template", "system", "user", "assistant"];
 
 /**
- * Two prompts of 6 and 4 tokens: prompt 0 a chat (template, user, user, template, then two
- * generated assistant tokens), prompt 1 a chat of template and system tokens with none generated.
+ * The golden chat payloads (tests/golden/lens_chat*.json): two prompts of 6 and 4 tokens, prompt 0
+ * "<|user|> Hi there<|assistant|> Hello!" (template, user, user, template, then two generated
+ * assistant tokens), prompt 1 "<|system|> Be brief<|end|>" (template, system, system, template,
+ * none generated); without the generated tokens or without the roles when asked.
  */
 function chatLens({ generated = true, roles = true } = {}) {
-  const { meta, sections } = makePayload({ lengths: [6, 4] });
-  const T = 10;
-  if (generated) {
-    sections.generated = encode([0, 0, 0, 0, 1, 1, 0, 0, 0, 0], "uint8");
-    meta.sections.generated = { dtype: "uint8", shape: [T], scale: 1 };
-    meta.generation_starts = [4, 4];
-  }
-  if (roles) {
-    sections.token_roles = encode([0, 2, 2, 0, 3, 3, 0, 1, 1, 0], "uint8");
-    meta.sections.token_roles = { dtype: "uint8", shape: [T], scale: 1 };
-    meta.roles = ROLES;
-  }
-  return decodePayload(meta, sections);
+  const name = generated && roles ? "lens_chat" : generated ? "lens_chat_no_roles" : "lens_chat_no_generation";
+  assert.ok(generated || roles);
+  return decodePayload(...Object.values(lensPayload(name)));
 }
 
 test("generated tokens and their start, per prompt", () => {
@@ -73,10 +66,10 @@ test("role colours: distinct, fixed for the usual roles, others get the next fre
 });
 
 test("codes outside meta.roles are refused", () => {
-  const { meta, sections } = makePayload({ lengths: [2] });
-  sections.token_roles = encode([0, 4], "uint8");
-  meta.sections.token_roles = { dtype: "uint8", shape: [2], scale: 1 };
-  meta.roles = ROLES;
+  // Malformed on purpose: the golden chat with a role code Python never writes.
+  const { meta, sections } = lensPayload("lens_chat");
+  assert.deepEqual(meta.roles, ROLES);
+  sections.token_roles = encode([0, 4, 2, 0, 3, 3, 0, 1, 1, 0], "uint8");
   assert.throws(() => decodePayload(meta, sections), /token_roles: role 4 is outside _meta.roles/);
 });
 
@@ -105,13 +98,12 @@ test("hiding template tokens keeps the other positions' true numbers", () => {
 });
 
 test("a prompt with nothing to hide, or nothing else, shows every position", () => {
-  const { meta, sections } = makePayload({ lengths: [3] });
-  sections.token_roles = encode([0, 0, 0], "uint8");
-  meta.sections.token_roles = { dtype: "uint8", shape: [3], scale: 1 };
-  meta.roles = ROLES;
-  assert.equal(shownPositions(decodePayload(meta, sections), 0, true), null);
-  sections.token_roles = encode([2, 2, 2], "uint8");
-  assert.equal(shownPositions(decodePayload(meta, sections), 0, true), null);
+  // lens_roles_uniform: prompt 0 holds template tokens only, prompt 1 user tokens only.
+  const lens = decodePayload(...Object.values(lensPayload("lens_roles_uniform")));
+  assert.deepEqual([0, 1, 2].map((j) => tokenRole(lens, 0, j)), ["template", "template", "template"]);
+  assert.deepEqual([0, 1].map((j) => tokenRole(lens, 1, j)), ["user", "user"]);
+  assert.equal(shownPositions(lens, 0, true), null);
+  assert.equal(shownPositions(lens, 1, true), null);
 });
 
 test("colour image columns are picked in order", () => {
@@ -133,7 +125,7 @@ test("tooltip and readout say generated and the role", () => {
   const template = cellDetails(lens, 0, 0, 0);
   assert.match(readoutText(template), /\(chat template\)/);
   assert.doesNotMatch(tooltipModel(template).badge, /generated/);
-  const plain = cellDetails(decodePayload(...Object.values(makePayload())), 0, 0, 0);
+  const plain = cellDetails(decodePayload(...Object.values(lensPayload("lens_plain"))), 0, 0, 0);
   assert.equal(plain.generated, false);
   assert.equal(plain.role, null);
   assert.equal(tooltipModel(plain).rows.find((r) => r.label === "token"), undefined);
@@ -142,16 +134,10 @@ test("tooltip and readout say generated and the role", () => {
 });
 
 test("the prompt's text with template tokens hidden is that of the shown tokens", () => {
-  const { meta, sections } = makePayload({ lengths: [5], tokens: ["<|t|>", "user:", " Hi", " there", "\n"] });
-  meta.prompts = ["<|t|>user: Hi there\n"];
-  sections.input_ids = encode([0, 1, 2, 3, 4], "uint32");
-  meta.sections.input_ids = { dtype: "uint32", shape: [5], scale: 1 };
-  sections.token_roles = encode([0, 0, 2, 2, 0], "uint8");
-  meta.sections.token_roles = { dtype: "uint8", shape: [5], scale: 1 };
-  meta.roles = ROLES;
-  const lens = decodePayload(meta, sections);
-  assert.equal(shownPromptText(lens, 0, false), "<|t|>user: Hi there\n");
-  assert.equal(shownPromptText(lens, 0, true), " Hi there");
+  const lens = chatLens({ generated: false });
+  assert.equal(shownPromptText(lens, 0, false), "<|user|> Hi there<|assistant|> Hello!");
+  assert.equal(shownPromptText(lens, 0, true), " Hi there Hello!");
+  assert.equal(shownPromptText(lens, 1, true), " Be brief");
   // Nothing to hide: the prompt as given.
   assert.equal(shownPromptText(chatLens({ roles: false }), 0, true), chatLens({ roles: false }).prompts[0] ?? "");
 });

@@ -8,16 +8,17 @@ import { metricAvailable, metricValue } from "../src/metrics.js";
 import { cellTargetIndex, decodePayload, isAnswerTop1, promptOfColumn, promptSetIndex } from "../src/payload.js";
 import { chartColumn, niceRankMax, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "../src/trajectory.js";
 import { answerMarkTriangle, chartBeside, chartGeometry, rowAtY, rowCentreY, seriesSegments, seriesStyle, SIDE } from "../src/trajectory_layout.js";
-import { encode, makePayload } from "./helpers.mjs";
+import { lensPayload } from "./golden.mjs";
 
-// The payload of a result with answers and targets, as murano_widgets/payload.py writes it
-// (issue 12): every value a formula of its indices, so the tests compute what to expect
-// without the code under test.
+// The golden payload of a result with answers and targets (tests/golden/lens_answers.json,
+// written by tests/golden_payloads.py): every value a formula of its indices, so the tests
+// compute what to expect without the code under test. Its top-1 and final predictions follow
+// lens_plain's formulas (top-1 (i + c) mod 5 at (i + 1) / 3; final prediction at rank 7 (2 - i),
+// with probability 1000 i / 65535); token 3 is " Paris".
 const L = 3;
 const LENGTHS = [3, 2];
 const T = 5;
 const P = 2;
-const OFFSETS = [0, 3];
 const TARGETS = [" Paris", "<b>x</b>"];
 const SETS = [
   { name: "capital", answers: [" Paris", null], n_tokens: [1, null] },
@@ -27,7 +28,7 @@ const S = SETS.length;
 const NT = TARGETS.length;
 const U16 = 65535;
 
-/** Raw stored values (uint16 probabilities are value × 65535). */
+/** Raw stored values (uint16 probabilities are value × 65535), as Python's result holds them. */
 const raw = {
   answerProb: (i, p, s) => (i + 1) * 1000 + p * 100 + s * 10,
   answerRank: (i, p, s) => (L - 1 - i) * 30 + p + s,
@@ -35,53 +36,22 @@ const raw = {
   answerTokenRank: (i, c) => (L - 1 - i) * 5 + c,
   targetProb: (i, c, j) => (i + 1) * 3000 + c * 10 + j,
   targetRank: (i, c, j) => (L - 1 - i) * 400 + c * 3 + j,
-  top1: (i, c) => (i === 2 && c === 1) || (i === 1 && c === 2) || (i === 0 && c === 4),
 };
 
-function answerPayload({ details = true, missing = null } = {}) {
-  const { meta, sections } = makePayload({ layers: [0, 1, 2], lengths: LENGTHS, details, missing });
-  const spec = (dtype, shape, scale) => ({ dtype, shape, scale });
-  const fill = (shape, f) => {
-    const out = [];
-    const [a, b, c = 1] = shape;
-    for (let x = 0; x < a; x++) for (let y = 0; y < b; y++) for (let z = 0; z < c; z++) out.push(f(x, y, z));
-    return out;
-  };
-  const base = {
-    answer_probs: [spec("uint16", [L, P, S], 1 / U16), fill([L, P, S], raw.answerProb)],
-    answer_ranks: [spec("uint16", [L, P, S], 1), fill([L, P, S], raw.answerRank)],
-    answer_top1: [spec("uint8", [L, T], 1), fill([L, T], (i, c) => (raw.top1(i, c) ? 1 : 0))],
-  };
-  const detail = {
-    answer_token_probs: [spec("uint16", [L, T], 1 / U16), fill([L, T], raw.answerTokenProb)],
-    answer_token_ranks: [spec("uint16", [L, T], 1), fill([L, T], raw.answerTokenRank)],
-    target_probs: [spec("uint16", [L, T, NT], 1 / U16), fill([L, T, NT], raw.targetProb)],
-    target_ranks: [spec("uint16", [L, T, NT], 1), fill([L, T, NT], raw.targetRank)],
-  };
-  for (const [name, [s, values]] of Object.entries(base)) {
-    meta.sections[name] = s;
-    sections[name] = encode(values, s.dtype);
-    meta.base_sections.push(name);
-  }
-  for (const [name, [s, values]] of Object.entries(detail)) {
-    meta.sections[name] = s;
-    if (details) sections[name] = encode(values, s.dtype);
-    meta.detail_sections.push(name);
-  }
-  meta.answer_sets = structuredClone(SETS);
-  meta.targets = [...TARGETS];
-  meta.metrics.push({
-    name: "answer", field: "answer_token_probs", label: "Probability of the answer", unit: "probability", scale: "viridis",
-    reverse: false, log: false, domain: [0, 1], description: "The answer's first token.", final_based: false, available: true, unavailable_reason: null,
-  });
-  return { meta, sections };
+/**
+ * lens_answers (`missing`: lens_answers_missing, where row 1 of prompt 0 is not finite);
+ * `details: false` keeps the base sections only.
+ */
+function answerPayload({ details = true, missing = false } = {}) {
+  return lensPayload(missing ? "lens_answers_missing" : "lens_answers", { details });
 }
 
 const lens = decodePayload(...Object.values(answerPayload()));
 const close = (a, b, tol = 1e-9) => Math.abs(a - b) <= tol;
 
 test("answer sets, targets and the new section shapes are decoded", () => {
-  assert.deepEqual(lens.answerSets.map((s) => s.name), ["capital", "language"]);
+  assert.deepEqual(lens.answerSets.map((s) => s.name), SETS.map((s) => s.name));
+  assert.deepEqual(lens.answerSets.map((s) => s.answers), SETS.map((s) => s.answers));
   assert.deepEqual(lens.answerSets[0].answers, [" Paris", null]);
   assert.deepEqual(lens.answerSets[1].nTokens, [2, 1]);
   assert.deepEqual(lens.targets, TARGETS);
@@ -90,20 +60,22 @@ test("answer sets, targets and the new section shapes are decoded", () => {
   // The indexing of the spec: i*P*S + p*S + s and (i*T + t)*n_targets + j.
   assert.equal(promptSetIndex(lens, 2, 1, 1), 2 * P * S + 1 * S + 1);
   assert.equal(cellTargetIndex(lens, 1, 2, 1, 1), (2 * T + (3 + 1)) * NT + 1);
-  assert.equal(lens.arrays.answer_probs[promptSetIndex(lens, 2, 1, 0)], raw.answerProb(2, 1, 0));
+  assert.equal(lens.arrays.answer_probs[promptSetIndex(lens, 2, 1, 1)], raw.answerProb(2, 1, 1));
+  assert.equal(lens.arrays.answer_probs[promptSetIndex(lens, 2, 1, 0)], 0, "prompt 1 has no capital: no value, stored as 0");
   assert.equal(lens.arrays.target_ranks[cellTargetIndex(lens, 1, 0, 1, 1)], raw.targetRank(0, 4, 1));
   // Prompt 1 has no answer in the first set: the answer's cell sections have no value there.
   assert.deepEqual(Array.from(lens.noValue.answer_token_probs), [0, 1]);
 });
 
 test("a payload without answers or targets decodes as before", () => {
-  const plain = decodePayload(...Object.values(makePayload()));
+  const plain = decodePayload(...Object.values(lensPayload("lens_plain")));
   assert.deepEqual(plain.answerSets, []);
   assert.deepEqual(plain.targets, []);
   assert.deepEqual(plain.noValue, {});
 });
 
 test("inconsistent answer sets, targets and shapes are named", () => {
+  // Malformed on purpose: the golden payload, then one thing broken.
   const bad = (edit, pattern) => {
     const { meta, sections } = answerPayload();
     edit(meta, sections);
@@ -160,9 +132,7 @@ test("elsewhere: the first set's answer token only", () => {
 });
 
 test("a missing row breaks every line; detail lines not loaded yet read as loading", () => {
-  const missing = new Array(L * T).fill(0);
-  missing[1 * T + 2] = 1; // row 1, prompt 0, position 2
-  const holed = decodePayload(...Object.values(answerPayload({ missing })));
+  const holed = decodePayload(...Object.values(answerPayload({ missing: true }))); // row 1 of prompt 0
   for (const s of trajectorySeries(holed, 0, 2, "prob")) assert.equal(s.values[1], null, s.key);
   const g = chartGeometry({ width: 300, nLayers: L, rowH: 20, heatY: 16 });
   const top1 = trajectorySeries(holed, 0, 2, "prob")[0];
@@ -194,7 +164,13 @@ test("the answer metric comes from the registry; prompts without an answer have 
 test("answer marks: where answer_top1 is set, never for a prompt without an answer", () => {
   const marked = [];
   for (let i = 0; i < L; i++) for (let p = 0; p < P; p++) for (let j = 0; j < LENGTHS[p]; j++) if (isAnswerTop1(lens, p, i, j)) marked.push([i, p, j]);
-  assert.deepEqual(marked, [[1, 0, 2], [2, 0, 1]], "cell (0, col 4) is set in the mask but prompt 1 has no answer");
+  assert.deepEqual(marked, [[1, 0, 2], [2, 0, 1]], "where the top-1 is token 3, \" Paris\", in prompt 0");
+  // Python never marks a prompt without an answer; the front end does not trust the mask there
+  // either (a hand-set bit, on purpose: cell (row 0, column 4) of prompt 1).
+  const forged = answerPayload();
+  const mask = new Uint8Array(forged.sections.answer_top1.buffer, forged.sections.answer_top1.byteOffset, L * T);
+  mask[0 * T + 4] = 1;
+  assert.equal(isAnswerTop1(decodePayload(forged.meta, forged.sections), 1, 0, 1), false);
   const d = cellDetails(lens, 0, 2, 1);
   assert.equal(d.answerTop1, true);
   assert.deepEqual(d.answer, { text: " Paris", prob: raw.answerTokenProb(2, 1) / U16, rank: raw.answerTokenRank(2, 1), whole: false });

@@ -1,0 +1,186 @@
+// The golden payloads (tests/golden/*.json, written by tests/golden_payloads.py): the front end
+// decodes what Python meant. Each file's `expected` was read in Python from the result itself
+// (not from the payload); values may differ from it by the payload's quantisation only, half a
+// step of the section's scale as its meta says.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { decodeDataset } from "../src/dataset/data.js";
+import { decodeDiff, diffIndex, diffMetric, tokenOf } from "../src/diff/payload.js";
+import { cellDetails } from "../src/details.js";
+import { metricNames, metricValue } from "../src/metrics.js";
+import { cellIndex, cellTargetIndex, decodePayload, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex } from "../src/payload.js";
+import { isGenerated, tokenRole } from "../src/token_marks.js";
+import { datasetPayload, diffPayload, golden, goldenNames, lensPayload, tolerance } from "./golden.mjs";
+
+/** `actual` within the quantiser's tolerance of `expected` (null: no value, so NaN). */
+function near(actual, expected, scale, what) {
+  if (expected === null) {
+    assert.ok(Number.isNaN(actual), `${what}: expected no value, got ${actual}`);
+    return;
+  }
+  assert.ok(Math.abs(actual - expected) <= tolerance(scale), `${what}: ${actual} vs ${expected} (step ${scale})`);
+}
+
+// Each payload is read twice: base64 text, as the HTML export sends it, and DataViews at an odd
+// byte offset, as anywidget may hand them over.
+const TRANSPORTS = [null, 1];
+
+test("there are golden payloads of every widget", () => {
+  assert.ok(goldenNames("lens_").length >= 4);
+  assert.ok(goldenNames("diff_").length >= 2);
+  assert.ok(goldenNames("dataset_").length >= 2);
+});
+
+for (const name of goldenNames("lens_")) {
+  test(`${name}: every cell decodes to the result's tokens and values`, () => {
+    const { expected } = golden(name);
+    for (const byteOffset of TRANSPORTS) {
+      const where = `${name} (${byteOffset === null ? "base64" : `offset ${byteOffset}`})`;
+      const lens = decodePayload(...Object.values(lensPayload(name, { byteOffset })));
+      assert.deepEqual(lens.layers, expected.layers);
+      assert.deepEqual(lens.lengths, expected.lengths);
+      assert.deepEqual(lens.prompts, expected.prompts);
+      assert.deepEqual(metricNames(lens), expected.metrics, "the registry is Python's, in its order");
+      assert.ok(Math.abs(lens.maxEntropy - Math.log2(expected.vocab_size)) < 1e-12);
+      assert.deepEqual(lens.targets, expected.targets);
+      assert.deepEqual(lens.answerSets.map((s) => [s.name, s.answers]), expected.answer_sets.map((s) => [s.name, s.answers]));
+      const { arrays, scales } = lens;
+      for (const cell of expected.cells) {
+        const { prompt: p, row, position: j } = cell;
+        const at = `${where} cell (prompt ${p}, row ${row}, position ${j})`;
+        const idx = cellIndex(lens, p, row, j);
+        const col = lens.offsets[p] + j;
+        assert.equal(lens.layers[row], cell.layer, at);
+        assert.equal(lens.tokens[arrays.input_ids[col]], cell.input, `${at}: input`);
+        assert.equal(isMissing(lens, idx), cell.missing, `${at}: missing`);
+        const details = cellDetails(lens, p, row, j);
+        if (cell.missing) {
+          assert.deepEqual(details.top, [], at);
+        } else {
+          assert.equal(lens.tokens[arrays.predicted_tokens[idx]], cell.top1, `${at}: top-1`);
+          assert.deepEqual(details.top.map((t) => t.token), cell.top_k.map(([token]) => token), `${at}: top-k tokens`);
+          details.top.forEach((t, r) => near(t.prob, cell.top_k[r][1], r === 0 ? scales.max_probs : scales.topk_probs, `${at}: top-k ${r}`));
+        }
+        if (cell.final === null) assert.ok(!arrays.final_tokens || isFinalMissing(lens, col), `${at}: no final prediction`);
+        else assert.equal(lens.tokens[arrays.final_tokens[col]], cell.final, `${at}: final prediction`);
+        for (const spec of lens.metrics) {
+          const value = cell.values[spec.field];
+          if (!spec.available) {
+            assert.ok(value === undefined || value === null, `${at}: ${spec.name} is unavailable but the result has ${value}`);
+            continue;
+          }
+          near(metricValue(lens, spec.name, idx), value, scales[spec.field], `${at}: ${spec.name}`);
+        }
+        if ("answer_token_ranks" in cell.values && cell.values.answer_token_ranks !== null) {
+          assert.equal(arrays.answer_token_ranks[idx], cell.values.answer_token_ranks, `${at}: answer rank`);
+        }
+        if (cell.answer_top1 !== null) assert.equal(isAnswerTop1(lens, p, row, j), cell.answer_top1, `${at}: answer is top-1`);
+        cell.targets.forEach(([prob, rank], t) => {
+          const k = cellTargetIndex(lens, p, row, j, t);
+          if (prob === null) {
+            assert.ok(cell.missing, `${at}: target ${t} without a value in a cell that has one`);
+            return;
+          }
+          near(arrays.target_probs[k] * scales.target_probs, prob, scales.target_probs, `${at}: target ${t}`);
+          assert.equal(arrays.target_ranks[k], rank, `${at}: target ${t} rank`);
+        });
+        assert.equal(isGenerated(lens, p, j), Boolean(cell.generated), `${at}: generated`);
+        if (cell.generated === null) assert.equal(arrays.generated, undefined);
+        assert.equal(tokenRole(lens, p, j), cell.role, `${at}: role`);
+      }
+      expected.answer_sets.forEach((set, s) => {
+        set.probs.forEach((row, i) => row.forEach((prob, p) => {
+          const k = promptSetIndex(lens, i, p, s);
+          const at = `${where} answer set ${set.name}, row ${i}, prompt ${p}`;
+          if (prob === null) {
+            // No answer, or the cell where the prompt ends has no value: stored as 0.
+            assert.equal(arrays.answer_probs[k], 0, at);
+            assert.equal(arrays.answer_ranks[k], 0, at);
+            return;
+          }
+          near(arrays.answer_probs[k] * scales.answer_probs, prob, scales.answer_probs, at);
+          assert.equal(arrays.answer_ranks[k], set.ranks[i][p], at);
+        }));
+      });
+    }
+  });
+}
+
+for (const name of goldenNames("diff_")) {
+  test(`${name}: every cell decodes to the comparison's values and both sides' tokens`, () => {
+    const { expected } = golden(name);
+    for (const byteOffset of TRANSPORTS) {
+      const where = `${name} (${byteOffset === null ? "base64" : `offset ${byteOffset}`})`;
+      const diff = decodeDiff(...Object.values(diffPayload(name, { byteOffset })));
+      assert.deepEqual(diff.labels, expected.labels);
+      assert.deepEqual(diff.layers, expected.layers);
+      assert.deepEqual(diff.bLayers, expected.b_layers);
+      assert.deepEqual([diff.depthA, diff.depthB], [expected.depth_a, expected.depth_b]);
+      assert.equal(diff.meta.align, expected.align);
+      assert.equal(diffMetric(diff, "kl")?.available, expected.kl);
+      const { arrays, scales } = diff;
+      for (const cell of expected.cells) {
+        const { prompt: p, row, position: j } = cell;
+        const at = `${where} cell (prompt ${p}, row ${row}, position ${j})`;
+        const idx = diffIndex(diff, row, p, j);
+        const t = diff.offsets[p] + j;
+        assert.equal(Boolean(arrays.aligned[idx]), cell.aligned, `${at}: aligned`);
+        assert.equal(tokenOf(diff, arrays.input_a[t]), cell.input_a, `${at}: input a`);
+        assert.equal(arrays.position_b[t] - 1, cell.position_b ?? -1, `${at}: partner position`);
+        if (cell.position_b !== null) assert.equal(tokenOf(diff, arrays.input_b[t]), cell.input_b, `${at}: input b`);
+        assert.equal(tokenOf(diff, arrays.token[t]), cell.token || null, `${at}: chosen token`);
+        for (const [side, top] of [["a", cell.top_a], ["b", cell.top_b]]) {
+          for (let r = 0; r < diff.K; r++) {
+            const k = idx * diff.K + r;
+            assert.equal(tokenOf(diff, arrays[`topk_tokens_${side}`][k]), top[r]?.[0] ?? null, `${at}: top-k ${side} ${r}`);
+            if (top[r]) near(arrays[`topk_probs_${side}`][k] * scales[`topk_probs_${side}`], top[r][1], scales[`topk_probs_${side}`], `${at}: top-k ${side} ${r}`);
+          }
+        }
+        if (!cell.aligned) continue;
+        assert.equal(Boolean(arrays.top1_differs[idx]), cell.top1_differs, `${at}: top-1 differs`);
+        assert.equal(Boolean(arrays.delta_known[idx]), cell.delta_prob !== null, `${at}: delta known`);
+        if (cell.delta_prob !== null) {
+          for (const field of ["delta_prob", "prob_a", "prob_b"]) near(arrays[field][idx] * scales[field], cell[field], scales[field], `${at}: ${field}`);
+        }
+        if (expected.kl) near(arrays.kl[idx] * scales.kl, cell.kl, scales.kl, `${at}: kl`);
+        else assert.equal(arrays.kl, undefined);
+      }
+    }
+  });
+}
+
+for (const name of goldenNames("dataset_")) {
+  test(`${name}: the data set's arrays, answers and summary decode as Python holds them`, () => {
+    const { expected } = golden(name);
+    for (const byteOffset of [0, 1]) {
+      const { meta, data } = datasetPayload(name, { byteOffset });
+      const d = decodeDataset(meta, data);
+      assert.deepEqual(d.layers, expected.layers);
+      assert.deepEqual(d.prompts, expected.prompts);
+      assert.equal(d.ci, expected.ci);
+      assert.equal(d.canOpen, expected.can_open);
+      assert.ok(d.reason.length > 0, "a data set without its model says why no heatmap opens");
+      assert.deepEqual(d.sets.map((s) => s.name), expected.sets.map((s) => s.name));
+      expected.sets.forEach((set, s) => {
+        const got = d.sets[s];
+        assert.deepEqual(got.answers, set.answers);
+        assert.equal(got.nPrompts, set.n_prompts);
+        const n = d.layers.length;
+        set.probs.forEach((row, p) => row.forEach((prob, l) => {
+          const at = `${name} ${set.name} prompt ${p} layer column ${l}`;
+          const value = got.probs[p * n + l];
+          // float32 both ways: exact.
+          if (prob === null) assert.ok(Number.isNaN(value), at);
+          else assert.equal(value, prob, at);
+          assert.equal(got.ranks[p * n + l], set.ranks[p][l], at);
+        }));
+        set.mean.forEach((mean, l) => {
+          const value = got.summary.mean[l];
+          if (mean === null) assert.equal(value, null);
+          else assert.ok(Math.abs(/** @type {number} */ (value) - mean) < 1e-12, `${set.name} mean at column ${l}`);
+        });
+      });
+    }
+  });
+}

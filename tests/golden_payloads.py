@@ -1,0 +1,727 @@
+"""Golden payloads: each widget's payload for a few small results, written for the JS tests.
+
+Every case is built here from fixed numbers (no model, no random numbers), encoded by the
+package's own encoders exactly as the widgets send it, and written to
+``js/tests/golden/<widget>_<case>.json`` as ``{"meta", "sections", "expected"}``:
+
+- ``meta``: the ``_meta`` trait;
+- ``sections``: the ``_sections`` trait (``_data`` for the data set), each section base64 text as
+  the HTML export writes it (the front end's ``toBytes`` reads it back);
+- ``expected``: facts read from the *result* (the ``LogitLensResult``, the ``LensComparison``,
+  the ``LensDataset``), not from the payload, so that ``node --test`` checks that the front end
+  decodes what Python meant (``js/tests/golden.test.mjs``).
+
+``tests/test_golden_payloads.py`` regenerates the cases and fails when a committed file differs:
+after changing a payload, run ``.venv/bin/python tests/golden_payloads.py`` and make the front end
+agree.
+
+The lens cases follow simple formulas of their indices (row ``i`` of ``L``, column ``c`` of the
+prompts laid end to end, ``n`` formula tokens), which the JS tests also use:
+
+- input token ``(2c) mod n``; top-1 token ``(i + c) mod n`` with probability ``(i + 1) / L``;
+  the top-k's rank ``r`` token ``(i + c + r) mod n`` with probability ``(20 - r + 1) / 255``;
+- final prediction ``(L - 1 + c) mod n`` (so the last row is settled), its probability
+  ``1000 i / 65535`` and its rank ``7 (L - 1 - i)``; KL ``0.04 (L - 1 - i)`` bits;
+- entropy ``2.5 (L - i) + c / 8`` bits, over a vocabulary of 1000 tokens.
+
+The answer cases add (values stored as ``raw / 65535`` for probabilities): the answer's
+probability ``(i + 1) 1000 + 100 p + 10 s`` and rank ``30 (L - 1 - i) + p + s`` (prompt ``p``,
+set ``s``), its first token's probability ``(i + 1) 2000 + c`` and rank ``5 (L - 1 - i) + c``,
+and target ``j``'s probability ``(i + 1) 3000 + 10 c + j`` and rank ``400 (L - 1 - i) + 3c + j``.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from murano_widgets._diff_payload import diff_payload
+from murano_widgets.compare import LensComparison, compare
+from murano_widgets.dataset import LensDataset
+from murano_widgets.dataset_widget import LensDatasetWidget
+from murano_widgets.metrics import METRICS
+from murano_widgets.payload import LensPayload, section_bytes
+from murano_widgets.result import AnswerScores, LogitLensResult
+from murano_widgets.types import Node
+
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "js" / "tests" / "golden"
+NAN = float("nan")
+
+# The formula tokens of the plain lens cases (ids 0..4).
+PLAIN_TOKENS = ["a", " b", "\n", "<script>", "\u200f"]
+# The answer cases: " Paris" must be id 3 (the top-1 at rows 1 and 2 of two of prompt 0's cells).
+ANSWER_TOKENS = ["a", " b", "\n", " Paris", "\u200f", " Fr", "ench", " English", "<b>x</b>"]
+CHAT_PROMPTS = [
+    ["<|user|>", " Hi", " there", "<|assistant|>", " Hello", "!"],
+    ["<|system|>", " Be", " brief", "<|end|>"],
+]
+CHAT_ROLES = [
+    ["template", "user", "user", "template", "assistant", "assistant"],
+    ["template", "system", "system", "template"],
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Lens results
+
+
+class _Grid:
+    """Prompts of the given lengths, right-padded to one sequence length, and ``L`` rows."""
+
+    def __init__(self, n_rows: int, lengths: list[int]) -> None:
+        self.L = n_rows
+        self.lengths = lengths
+        self.B = len(lengths)
+        self.S = max(lengths)
+        self.columns = [(b, j) for b, n in enumerate(lengths) for j in range(n)]
+        self.T = len(self.columns)
+
+    def mask(self) -> torch.Tensor:
+        mask = torch.zeros(self.B, self.S, dtype=torch.long)
+        for b, n in enumerate(self.lengths):
+            mask[b, :n] = 1
+        return mask
+
+    def cells(
+        self, value: Callable[[int, int], Any], fill: Any, dtype: torch.dtype, skip=frozenset()
+    ) -> torch.Tensor:
+        """``[L, B, S, ...]`` with ``value(i, c)`` at each real cell not in ``skip``."""
+        first = value(0, 0)
+        tail = (len(first),) if isinstance(first, list) else ()
+        out = torch.full((self.L, self.B, self.S, *tail), fill, dtype=dtype)
+        for i in range(self.L):
+            for c, (b, j) in enumerate(self.columns):
+                if (i, c) not in skip:
+                    out[i, b, j] = torch.tensor(value(i, c), dtype=dtype)
+        return out
+
+    def positions(self, value: Callable[[int], Any], fill: Any, dtype: torch.dtype) -> torch.Tensor:
+        """``[B, S]`` with ``value(c)`` at each real position."""
+        out = torch.full((self.B, self.S), fill, dtype=dtype)
+        for c, (b, j) in enumerate(self.columns):
+            out[b, j] = value(c)
+        return out
+
+
+def lens_result(
+    *,
+    tokens: list[str],
+    lengths: list[int],
+    n: int | None = None,
+    inputs: Callable[[int], int] | None = None,
+    n_model_layers: int = 3,
+    final: bool = True,
+    missing: frozenset = frozenset(),
+    final_missing: frozenset = frozenset(),
+    answers: Callable[[_Grid, frozenset], dict[str, AnswerScores]] | None = None,
+    targets: list[str] | None = None,
+    generation_starts: list[int] | None = None,
+    generated_texts: list[str] | None = None,
+    token_roles: list[list[str]] | None = None,
+) -> LogitLensResult:
+    """A result of layers 0, 1, 2 following the module's formulas.
+
+    Args:
+        tokens: The token table (id = index); the formulas cycle over its first ``n``.
+        lengths: The prompts' lengths.
+        inputs: Column → input token id (default ``(2c) mod n``).
+        n_model_layers: The model's depth (3: row 2 is its last layer).
+        final: Whether the result holds the final prediction and the final-based fields.
+        missing: ``(row, column)`` cells whose distribution was not finite (no value at all).
+        final_missing: Columns where the model's own output was not finite.
+        answers: Builds the answer sets on the grid (given ``missing``).
+        targets: Target strings (their ids: their first token in ``tokens``).
+    """
+    n = n or len(tokens)
+    grid = _Grid(3, lengths)
+    L = grid.L
+    inputs = inputs or (lambda c: (2 * c) % n)
+    k = 3
+    topk_tokens = grid.cells(
+        lambda i, c: [(i + c + r) % n for r in range(k)], -1, torch.long, missing
+    )
+    topk_probs = grid.cells(
+        lambda i, c: [(i + 1) / L] + [(20 - r + 1) / 255 for r in range(1, k)],
+        NAN,
+        torch.float32,
+        missing,
+    )
+    predicted = topk_tokens[..., 0].clone()
+    strings = dict(enumerate(tokens))
+    fields: dict[str, Any] = {}
+    if final:
+        final_skip = missing | {(i, c) for i in range(L) for c in final_missing}
+        fields = {
+            "final_tokens": grid.positions(
+                lambda c: -1 if c in final_missing else (L - 1 + c) % n, -1, torch.long
+            ),
+            "final_token_probs": grid.cells(
+                lambda i, c: i * 1000 / 65535, NAN, torch.float32, final_skip
+            ),
+            "final_token_ranks": grid.cells(
+                lambda i, c: (L - 1 - i) * 7, -1, torch.long, final_skip
+            ),
+            "kl_to_final": grid.cells(
+                lambda i, c: 0.04 * (L - 1 - i), NAN, torch.float32, final_skip
+            ),
+        }
+    input_ids = grid.positions(inputs, -1, torch.long)
+    input_words = [
+        [strings.get(int(t), "") if t >= 0 else "" for t in row] for row in input_ids.tolist()
+    ]
+    mask = grid.mask()
+    result = LogitLensResult(
+        all_probs=None,
+        max_probs=topk_probs[..., 0].clone(),
+        predicted_tokens=predicted,
+        predicted_words=[
+            [[strings[t] if t >= 0 else "" for t in row] for row in layer]
+            for layer in predicted.tolist()
+        ],
+        input_words=input_words,
+        attention_mask=mask,
+        addresses=[Node(layer) for layer in range(L)],
+        topk_tokens=topk_tokens,
+        topk_probs=topk_probs,
+        entropy=grid.cells(lambda i, c: 2.5 * (L - i) + c / 8, NAN, torch.float32, missing),
+        input_ids=input_ids,
+        prompts=[
+            "".join(words[:n_real]) for words, n_real in zip(input_words, lengths, strict=True)
+        ],
+        token_strings=strings,
+        vocab_size=1000,
+        model_name="tiny-test",
+        n_model_layers=n_model_layers,
+        lens_kind="logit",
+        generation_starts=generation_starts,
+        generated_texts=generated_texts,
+        token_roles=token_roles,
+        **fields,
+    )
+    if answers is not None:
+        result.answer_sets = answers(grid, missing)
+    if targets is not None:
+        ids = {text: i for i, text in enumerate(tokens)}
+        n_targets = len(targets)
+        result.targets = list(targets)
+        result.target_token_ids = [[ids[t]] for t in targets]
+        result.target_probs = grid.cells(
+            lambda i, c: [((i + 1) * 3000 + c * 10 + j) / 65535 for j in range(n_targets)],
+            NAN,
+            torch.float32,
+            missing,
+        )
+        result.target_ranks = grid.cells(
+            lambda i, c: [(L - 1 - i) * 400 + c * 3 + j for j in range(n_targets)],
+            -1,
+            torch.long,
+            missing,
+        )
+    return result.validate()
+
+
+def _answer_sets(grid: _Grid, missing: frozenset) -> dict[str, AnswerScores]:
+    """Two sets: "capital" (prompt 1 has none) and "language" (a two-token answer first)."""
+    L = grid.L
+    sets = {
+        "capital": ([[" Paris"], None], [[[3]], None]),
+        "language": ([[" French"], [" English"]], [[[5, 6]], [[7]]]),
+    }
+    prompt_of = [b for b, _ in grid.columns]
+    last = {b: offset for offset, (b, j) in enumerate(grid.columns) if j == grid.lengths[b] - 1}
+    out = {}
+    for s, (name, (answers, token_ids)) in enumerate(sets.items()):
+        has = [a is not None for a in answers]
+
+        def no_value(i: int, p: int, has=has) -> bool:
+            return not has[p] or (i, last[p]) in missing
+
+        probs = torch.tensor(
+            [
+                [
+                    NAN if no_value(i, p) else ((i + 1) * 1000 + p * 100 + s * 10) / 65535
+                    for p in range(grid.B)
+                ]
+                for i in range(L)
+            ],
+            dtype=torch.float32,
+        )
+        ranks = torch.tensor(
+            [
+                [-1 if no_value(i, p) else (L - 1 - i) * 30 + p + s for p in range(grid.B)]
+                for i in range(L)
+            ],
+            dtype=torch.long,
+        )
+        skip = missing | {(i, c) for i in range(L) for c in range(grid.T) if not has[prompt_of[c]]}
+        token_probs = grid.cells(
+            lambda i, c, s=s: ((i + 1) * 2000 + c + 7 * s) / 65535, NAN, torch.float32, skip
+        )
+        token_ranks = grid.cells(lambda i, c, s=s: (L - 1 - i) * 5 + c + s, -1, torch.long, skip)
+        out[name] = AnswerScores(answers, token_ids, probs, ranks, token_probs, token_ranks)
+    return out
+
+
+def _chat_inputs() -> Callable[[int], int]:
+    return lambda c: c  # the chat cases' tokens are their prompts' tokens, in order
+
+
+def lens_cases() -> dict[str, LogitLensResult]:
+    plain = {"tokens": PLAIN_TOKENS, "lengths": [3, 2]}
+    answers = {
+        "tokens": ANSWER_TOKENS,
+        "n": 5,
+        "lengths": [3, 2],
+        "answers": _answer_sets,
+        "targets": [" Paris", "<b>x</b>"],
+    }
+    chat = {
+        "tokens": [t for prompt in CHAT_PROMPTS for t in prompt],
+        "lengths": [len(p) for p in CHAT_PROMPTS],
+        "inputs": _chat_inputs(),
+    }
+    return {
+        "plain": lens_result(**plain),
+        # The lens's logits at layer 2 were not finite for prompt 0 (a 4-layer model, so the
+        # model's own output, from layer 3, is finite).
+        "missing": lens_result(
+            **plain, n_model_layers=4, missing=frozenset((2, c) for c in range(3))
+        ),
+        # The model's own output at prompt 0's position 1 was not finite.
+        "final_missing": lens_result(**plain, final_missing=frozenset({1})),
+        # Layers 0..2 of a 5-layer model, without its last layer: nothing final-based.
+        "no_final": lens_result(**plain, n_model_layers=5, final=False),
+        "answers": lens_result(**answers),
+        # Row 1 of prompt 0 not finite, answers and targets included.
+        "answers_missing": lens_result(**answers, missing=frozenset((1, c) for c in range(3))),
+        "chat": lens_result(
+            **chat,
+            generation_starts=[4, 4],
+            generated_texts=[" Hello!", ""],
+            token_roles=CHAT_ROLES,
+        ),
+        "chat_no_generation": lens_result(**chat, token_roles=CHAT_ROLES),
+        "chat_no_roles": lens_result(
+            **chat, generation_starts=[4, 4], generated_texts=[" Hello!", ""]
+        ),
+        # A chat of template tokens only, and a prompt of user tokens only: nothing to hide.
+        "roles_uniform": lens_result(**plain, token_roles=[["template"] * 3, ["user"] * 2]),
+    }
+
+
+def _rank(value: Any) -> int | None:
+    """A rank, or None for -1 (no value)."""
+    return None if value is None or value < 0 else int(value)
+
+
+def lens_expected(result: LogitLensResult) -> dict[str, Any]:
+    """What each cell holds, read from the result (``describe_cell`` and its fields)."""
+    strings = result.token_strings or {}
+    first = next(iter((result.answer_sets or {}).values()), None)
+    cells = []
+    for p in range(result.n_inputs):
+        seqs = result.positions(p).tolist()
+        for row in range(len(result.layers)):
+            for j, seq in enumerate(seqs):
+                d = result.describe_cell(p, row, j)
+                cell = (row, p, seq)
+                missing = not math.isfinite(d["probability"])
+                final = None
+                if result.final_tokens is not None and int(result.final_tokens[p, seq]) >= 0:
+                    final = strings[int(result.final_tokens[p, seq])]
+                values = {
+                    "max_probs": d["probability"],
+                    "entropy": d.get("entropy"),
+                    "final_token_probs": d.get("final_token_probs"),
+                    "final_token_ranks": _rank(d.get("final_token_ranks")),
+                    "kl_to_final": d.get("kl_to_final"),
+                }
+                answer_top1 = None
+                if first is not None:
+                    top1 = int(result.predicted_tokens[cell])
+                    answer_top1 = not missing and top1 in first.first_token_ids[p]
+                    values["answer_token_probs"] = float(first.token_probs[cell])
+                    values["answer_token_ranks"] = _rank(int(first.token_ranks[cell]))
+                cells.append(
+                    {
+                        "prompt": p,
+                        "row": row,
+                        "layer": d["layer"],
+                        "position": j,
+                        "input": d["input_token"],
+                        "missing": missing,
+                        "top1": None if missing else d["predicted_token"],
+                        "top_k": d.get("top_k", []),
+                        "final": final,
+                        "values": values,
+                        "targets": [
+                            [v["prob"], _rank(v["rank"])] for v in d.get("targets", {}).values()
+                        ],
+                        "answer_top1": answer_top1,
+                        "generated": d.get("generated"),
+                        "role": d.get("role"),
+                    }
+                )
+    return {
+        "layers": result.layers,
+        "lengths": result.lengths,
+        "prompts": result.prompts,
+        "vocab_size": result.vocab_size,
+        "metrics": list(METRICS),
+        "targets": result.targets or [],
+        "answer_sets": [
+            {
+                "name": name,
+                "answers": [None if a is None else a[0] for a in scores.answers],
+                "probs": scores.probs.tolist(),
+                "ranks": [[_rank(r) for r in row] for row in scores.ranks.tolist()],
+            }
+            for name, scores in (result.answer_sets or {}).items()
+        ],
+        "cells": cells,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Lens comparisons
+
+DIFF_VOCAB = [
+    " Paris",
+    " Rome",
+    "<b>x</b>",
+    "The",
+    " city",
+    " London",
+    " is",
+    ".",
+    " the",
+    " of",
+    " a",
+    ",",
+]
+_ID = {text: i for i, text in enumerate(DIFF_VOCAB)}
+
+
+def dist_result(
+    prompt: list[str],
+    layers: list[int],
+    n_model_layers: int,
+    tops: dict[tuple[int, int], dict[str, float]],
+    model_name: str,
+    full: bool = True,
+) -> LogitLensResult:
+    """One prompt; each cell's distribution is ``tops[(row, position)]``, the other tokens
+    sharing the rest evenly; top-1, top-2, the final prediction (the last row's top-1, which is
+    the model's last layer) and its probability and rank follow from it."""
+    V, S, L = len(DIFF_VOCAB), len(prompt), len(layers)
+    assert layers[-1] == n_model_layers - 1
+    probs = torch.zeros(L, 1, S, V, dtype=torch.float64)
+    for (row, j), top in tops.items():
+        rest = (1.0 - sum(top.values())) / (V - len(top))
+        probs[row, 0, j] = rest
+        for text, p in top.items():
+            probs[row, 0, j, _ID[text]] = p
+    probs = probs.float()
+    order = torch.sort(probs, dim=-1, descending=True, stable=True)
+    topk_tokens, topk_probs = order.indices[..., :2].clone(), order.values[..., :2].clone()
+    final = topk_tokens[-1, :, :, 0].clone()
+    final_probs = probs.gather(-1, final.expand(L, 1, S).unsqueeze(-1)).squeeze(-1)
+    ranks = (probs > final_probs.unsqueeze(-1)).sum(-1)
+    words = [
+        [[DIFF_VOCAB[t] for t in seq] for seq in layer] for layer in topk_tokens[..., 0].tolist()
+    ]
+    return LogitLensResult(
+        all_probs=probs if full else None,
+        max_probs=topk_probs[..., 0].clone(),
+        predicted_tokens=topk_tokens[..., 0].clone(),
+        predicted_words=words,
+        input_words=[list(prompt)],
+        attention_mask=torch.ones(1, S, dtype=torch.long),
+        addresses=[Node(layer) for layer in layers],
+        topk_tokens=topk_tokens,
+        topk_probs=topk_probs,
+        final_token_probs=final_probs,
+        final_token_ranks=ranks,
+        final_tokens=final,
+        input_ids=torch.tensor([[_ID[t] for t in prompt]]),
+        prompts=["".join(prompt)],
+        token_strings=dict(enumerate(DIFF_VOCAB)),
+        vocab_size=V,
+        model_name=model_name,
+        n_model_layers=n_model_layers,
+        lens_kind="logit",
+    ).validate()
+
+
+def _exact_kl(comparison: LensComparison) -> torch.Tensor:
+    """KL(a ‖ b) in bits with ``math.fsum``, so the file does not depend on the CPU's vector
+    units (``compare`` sums in float32 with torch); equal to ``compare``'s up to rounding."""
+    a, b = comparison.a, comparison.b
+    kl = torch.full(tuple(comparison.delta_prob.shape), NAN, dtype=torch.float64)
+    for row, row_b in enumerate(comparison.layer_rows):
+        for p in range(a.n_inputs):
+            for seq in range(a.attention_mask.shape[1]):
+                seq_b = int(comparison.positions[p, seq])
+                if row_b < 0 or seq_b < 0 or not bool(comparison.aligned[row, p, seq]):
+                    continue
+                pa = a.all_probs[row, p, seq].double().tolist()
+                pb = b.all_probs[row_b, p, seq_b].double().tolist()
+                kl[row, p, seq] = max(
+                    0.0,
+                    math.fsum(
+                        x * (math.log(x) - math.log(y))
+                        for x, y in zip(pa, pb, strict=True)
+                        if x > 0
+                    ),
+                ) / math.log(2.0)
+    return kl.float()
+
+
+def diff_cases() -> dict[str, LensComparison]:
+    prompt_a = ["The", " city", "<b>x</b>"]
+    a_tops = {
+        (0, 0): {" Paris": 0.75, " Rome": 0.125},
+        (0, 1): {" Rome": 0.5, " Paris": 0.375},
+        (0, 2): {"<b>x</b>": 0.5, " Paris": 0.25},
+        (1, 0): {" Paris": 0.125, " Rome": 0.1},
+        (1, 1): {" Paris": 0.25, " Rome": 0.125},
+        (1, 2): {" Paris": 0.5, " Rome": 0.25},
+    }
+    a = dist_result(prompt_a, [0, 1], 2, a_tops, "small")
+    # b reads "The city": its positions pair with a's first two (the shared prefix).
+    b = dist_result(
+        ["The", " city"],
+        [0, 1],
+        2,
+        {
+            (0, 0): {" Paris": 0.25, " Rome": 0.125},
+            (0, 1): {" Rome": 0.5, " Paris": 0.375},
+            (1, 0): {" Rome": 0.5, " Paris": 0.375},
+            (1, 1): {" Paris": 0.75, " Rome": 0.125},
+        },
+        "big",
+    )
+    # A 5-layer model on the same prompt, layers 0 and 4 (a's 0 and 1 by relative depth), and
+    # without full distributions: no KL; the chosen token's probability from its top-2.
+    deep = dist_result(
+        prompt_a,
+        [0, 4],
+        5,
+        {
+            (0, 0): {" Paris": 0.5, " Rome": 0.25},
+            (0, 1): {" Rome": 0.5, " Paris": 0.25},
+            (0, 2): {"<b>x</b>": 0.5, " Paris": 0.25},
+            (1, 0): {" Rome": 0.5, " Paris": 0.375},
+            (1, 1): {" Paris": 0.75, " Rome": 0.125},
+            (1, 2): {" Paris": 0.625, "<b>x</b>": 0.25},
+        },
+        "big",
+        full=False,
+    )
+    prefix = compare(a, b, align="prefix")
+    return {
+        "prefix": dataclasses.replace(prefix, kl=_exact_kl(prefix)),
+        "depth": compare(a, deep, align="tokens"),
+    }
+
+
+def diff_expected(comparison: LensComparison, k: int) -> dict[str, Any]:
+    a, b = comparison.a, comparison.b
+    cells = []
+    for p in range(a.n_inputs):
+        for row in range(len(a.layers)):
+            for j in range(a.lengths[p]):
+                d = comparison.describe_cell(p, row, j)
+                side_b = d["b"]
+                position_b = None if side_b is None else side_b["position"]
+                cells.append(
+                    {
+                        "prompt": p,
+                        "row": row,
+                        "position": j,
+                        "aligned": d["aligned"],
+                        "delta_prob": d["delta_prob"],
+                        "prob_a": d["prob_a"],
+                        "prob_b": d["prob_b"],
+                        "kl": d["kl"],
+                        "top1_differs": d["top1_differs"],
+                        "token": d["token"],
+                        "input_a": d["a"]["input_token"],
+                        "input_b": None if side_b is None else side_b["input_token"],
+                        "position_b": position_b,
+                        "top_a": d["a"]["top_k"][:k],
+                        "top_b": [] if side_b is None else side_b["top_k"][:k],
+                    }
+                )
+    return {
+        "labels": list(comparison.labels),
+        "layers": a.layers,
+        "b_layers": comparison.b_layers,
+        "depth_a": a.n_model_layers,
+        "depth_b": b.n_model_layers,
+        "align": comparison.align,
+        "kl": comparison.kl is not None,
+        "cells": cells,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Data sets
+
+
+def dataset_cases() -> dict[str, tuple[LensDataset, float]]:
+    """Data sets of 4 prompts and 2 layers (eighths, so the bootstrap's sums are exact)."""
+    prompts = [
+        "The capital of France is",
+        "The capital of Italy is",
+        "<img src=x onerror=alert(1)>",
+        "The capital of Norway is",
+    ]
+    # Prompt 2 has no capital; prompt 3's cell at layer column 1 was not finite.
+    capital = [[" Paris"], [" Rome", " Roma"], None, [" Oslo"]]
+    capital_probs = [[0.125, 0.875], [0.25, 0.625], [NAN, NAN], [0.5, NAN]]
+    capital_ranks = [[5, 0], [1, 0], [-1, -1], [0, -1]]
+    language = [[" French"], [" Italian"], [" HTML"], None]
+    language_probs = [[0.0625, 0.5], [0.125, 0.75], [0.25, 0.375], [NAN, NAN]]
+    language_ranks = [[12, 1], [3, 0], [2, 1], [-1, -1]]
+    common = {
+        "prompts": prompts,
+        "layers": [3, 7],
+        "entropy": np.array([[6.5, 1.25], [7.0, 2.0], [5.5, 3.5], [6.0, NAN]], np.float32),
+        "kl_to_final": np.array([[3.0, 0.25], [2.5, 0.125], [4.0, 1.0], [3.5, NAN]], np.float32),
+        "top1_tokens": np.array([[2, 0], [2, 1], [3, 3], [0, -1]], np.int32),
+        "token_strings": {0: " Paris", 1: " Rome", 2: " the", 3: "<"},
+        "provenance": {"model_name": "org/synthetic-8", "lens_kind": "logit", "n_model_layers": 8},
+    }
+    two = LensDataset(
+        answers={"capital": capital, "language": language},
+        answer_probs={
+            "capital": np.array(capital_probs, np.float32),
+            "language": np.array(language_probs, np.float32),
+        },
+        answer_ranks={
+            "capital": np.array(capital_ranks, np.int32),
+            "language": np.array(language_ranks, np.int32),
+        },
+        named_sets=True,
+        **common,
+    )
+    one = LensDataset(
+        answers={"answer": capital},
+        answer_probs={"answer": np.array(capital_probs, np.float32)},
+        answer_ranks={"answer": np.array(capital_ranks, np.int32)},
+        named_sets=False,
+        **common,
+    )
+    return {"two_sets": (two, 0.9), "one_set": (one, 0.95)}
+
+
+def dataset_expected(dataset: LensDataset, ci: float) -> dict[str, Any]:
+    sets = []
+    for name, forms in dataset.answers.items():
+        probs = dataset.answer_probs[name].astype(np.float64)
+        has = np.array([f is not None for f in forms])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a layer where every value is NaN
+            mean = np.nanmean(probs[has], axis=0)
+        sets.append(
+            {
+                "name": name,
+                "answers": [None if f is None else f[0] for f in forms],
+                "n_prompts": int(has.sum()),
+                "probs": probs.tolist(),
+                "ranks": dataset.answer_ranks[name].tolist(),
+                "mean": mean.tolist(),
+            }
+        )
+    return {
+        "layers": dataset.layers,
+        "prompts": dataset.prompts,
+        "ci": ci,
+        "can_open": False,
+        "sets": sets,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+
+
+def _b64(sections: dict[str, bytes]) -> dict[str, str]:
+    return {name: base64.b64encode(data).decode("ascii") for name, data in sections.items()}
+
+
+def _plain(value: Any) -> Any:
+    """JSON-able: NaN → None, tuples → lists, numpy scalars → Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def cases() -> dict[str, dict[str, Any]]:
+    """Every golden case by file name (without ``.json``)."""
+    out: dict[str, dict[str, Any]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a case that warns is a mistake in the case
+        for name, result in lens_cases().items():
+            payload = LensPayload.from_result(result)
+            out[f"lens_{name}"] = {
+                "meta": payload.meta,
+                "sections": _b64(payload.all_sections()),
+                "expected": lens_expected(result),
+            }
+        for name, comparison in diff_cases().items():
+            meta, arrays = diff_payload(comparison)
+            out[f"diff_{name}"] = {
+                "meta": meta,
+                "sections": _b64(section_bytes(arrays)),
+                "expected": diff_expected(comparison, meta["top_k"]),
+            }
+        for name, (dataset, ci) in dataset_cases().items():
+            chart = LensDatasetWidget(dataset, ci=ci, n_boot=200, seed=0).chart
+            out[f"dataset_{name}"] = {
+                "meta": chart._meta,
+                "sections": _b64(chart._data),
+                "expected": dataset_expected(dataset, ci),
+            }
+    return {name: _plain(case) for name, case in out.items()}
+
+
+def render(case: dict[str, Any]) -> str:
+    """A case as its file's text: sorted keys, indent 1, ASCII, a trailing newline."""
+    return json.dumps(case, sort_keys=True, indent=1, allow_nan=False) + "\n"
+
+
+def main() -> int:
+    GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
+    built = cases()
+    for stale in sorted(set(GOLDEN_DIR.glob("*.json")) - {GOLDEN_DIR / f"{n}.json" for n in built}):
+        stale.unlink()
+        print(f"removed {stale.name}")
+    for name, case in built.items():
+        path = GOLDEN_DIR / f"{name}.json"
+        text = render(case)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8", newline="\n")
+            print(f"wrote {path.relative_to(GOLDEN_DIR.parents[2])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
