@@ -120,7 +120,7 @@ METRICS: dict[str, Metric] = {
         Metric(
             "answer",
             "answer_token_probs",
-            "Probability of the answer",
+            "Probability of the answer's first token",
             "probability",
             "viridis",
             False,
