@@ -272,7 +272,7 @@ def reduce_logits(
         "entropy": entropy / _LOG2,
         "final_token_probs": probs.gather(-1, final_tokens).squeeze(-1),
         "final_token_ranks": final_token_ranks,
-        "kl_to_final": kl_bits(final.neg_entropy, cross_logit, log_norm),
+        "kl_to_final": kl_bits(final.neg_entropy - cross_logit, log_norm),
         **_track_probs(probs, track),
     }
     valid = torch.isfinite(fields["topk_probs"][:, 0]) & torch.isfinite(entropy)
@@ -282,22 +282,21 @@ def reduce_logits(
     return fields
 
 
-def kl_bits(
-    neg_entropy_p: torch.Tensor, cross: torch.Tensor, log_norm_q: torch.Tensor
-) -> torch.Tensor:
+def kl_bits(p_log_p_minus_p_shifted_q: torch.Tensor, log_norm_q: torch.Tensor) -> torch.Tensor:
     """KL(p ‖ q) in bits per row: the one KL of the package (the step's ``kl_to_final``, a
     comparison's KL between two lenses, a lens's evaluation all come through here).
 
     With ``q = softmax(z)`` and ``m = max z``: KL(p ‖ q) = sum p log p - sum p log q
-    = ``neg_entropy_p`` - (``cross`` - ``log_norm_q``), where ``cross`` = sum p (z - m) and
-    ``log_norm_q`` = logsumexp(z - m). None of the three needs a ``[rows, vocab]`` log.
+    = (sum p log p - sum p (z - m)) + logsumexp(z - m). Neither term needs a ``[rows, vocab]``
+    log of q.
 
     Args:
-        neg_entropy_p: ``[rows]`` sum p log p, in nats.
-        cross: ``[rows]`` sum p (z - max z).
-        log_norm_q: ``[rows]`` logsumexp(z - max z).
+        p_log_p_minus_p_shifted_q: ``[rows]`` sum p log p - sum p (z - m), in nats. Where p and
+            q can be equal (two lenses compared) it is computed as sum p (log p - (z - m)), so
+            that equal rows give exactly 0.
+        log_norm_q: ``[rows]`` logsumexp(z - m).
     """
-    return (neg_entropy_p - cross + log_norm_q).clamp_min(0.0) / _LOG2
+    return (p_log_p_minus_p_shifted_q + log_norm_q).clamp_min(0.0) / _LOG2
 
 
 def reduce_pair(
@@ -322,13 +321,14 @@ def reduce_pair(
     probs_a = _softmax(shifted_a, scratch)
     log_norm_a = torch.logsumexp(shifted_a, dim=-1)
     log_norm_b = torch.logsumexp(shifted_b, dim=-1)
-    neg_entropy_a = _rowdot(probs_a, shifted_a) - log_norm_a
     p_token_a = probs_a.gather(-1, token).squeeze(-1)
     p_token_b = (shifted_b.gather(-1, token).squeeze(-1) - log_norm_b).exp()
-    # A token a rules out (p = 0) adds nothing, even where b's logit is -inf (0 * -inf).
-    cross = _rowdot(probs_a, shifted_b.masked_fill_(probs_a == 0, 0.0))
+    # sum p_a (s_a - s_b) - L_a: equal rows give 0 - L_a + L_b, exactly 0. A token a rules
+    # out (p = 0) adds nothing, even where b's logit is -inf (0 * -inf).
+    difference = torch.sub(shifted_a, shifted_b, out=shifted_b).masked_fill_(probs_a == 0, 0.0)
     finite = torch.isfinite(log_norm_a) & torch.isfinite(log_norm_b)
-    kl = kl_bits(neg_entropy_a, cross, log_norm_b).masked_fill(~finite, float("nan"))
+    kl = kl_bits(_rowdot(probs_a, difference) - log_norm_a, log_norm_b)
+    kl = kl.masked_fill(~finite, float("nan"))
     return p_token_a, p_token_b, kl
 
 
