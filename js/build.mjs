@@ -1,6 +1,7 @@
 // Builds the widgets' front ends into the package: each widget's entry in js/src → one ES module
 // in murano_widgets/static/ (logit_lens.js, lens_dataset.js, lens_diff.js), and its CSS beside
-// it. The built files are committed, so a source install needs no node.
+// it (the shared palette, src/theme.css, first). The built files are committed, so a source
+// install needs no node.
 //
 //   node build.mjs           write them
 //   node build.mjs --check   fail (exit 1) when the committed files differ from a fresh build
@@ -18,6 +19,11 @@ const outDir = join(here, "..", "murano_widgets", "static");
 const check = process.argv.includes("--check");
 
 const banner = "// Built by `npm run build` (js/build.mjs) from js/src with esbuild; do not edit: edit js/src.";
+
+// The palette all three widgets share (CSS properties --murano-*, every host's dark selector):
+// put at the top of each widget's stylesheet, so each stylesheet stands alone (a notebook may
+// load any one of them).
+const themeCss = "src/theme.css";
 
 // One bundle per widget, each its own entry so that one widget's code never grows another's:
 // the heatmap (show_logit_lens), the data set (LensDataset.show()) and the lens diff
@@ -45,10 +51,11 @@ for (const widget of widgets) {
     banner: { js: banner },
     logLevel: "warning",
   });
+  const theme = readFileSync(join(here, themeCss), "utf8");
   const css = readFileSync(join(here, widget.css), "utf8");
   outputs[`${widget.name}.js`] = result.outputFiles[0].text;
   outputs[`${widget.name}.css`] =
-    `/* Copied by \`npm run build\` from js/${widget.css}; do not edit: edit js/src. */\n${css}`;
+    `/* Copied by \`npm run build\` from js/${themeCss} and js/${widget.css}; do not edit: edit js/src. */\n${theme}\n${css}`;
 }
 
 let stale = [];

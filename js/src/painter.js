@@ -12,6 +12,7 @@ import { cellRect, columnOf, columnX, labelStride, visibleColumns } from "./layo
 import { promptHasNoValue } from "./payload.js";
 import { generationColumn, pickColumns, roleNames, roleStyles } from "./token_marks.js";
 import { displayToken, isolateLtr, truncateText } from "./tokens.js";
+import { readTheme } from "./theme.js";
 import { answerMarkTriangle } from "./trajectory_layout.js";
 
 /**
@@ -20,7 +21,7 @@ import { answerMarkTriangle } from "./trajectory_layout.js";
  * @typedef {import("./layout.js").Cell} Cell
  * @typedef {import("./state.js").Selected} Selected
  *
- * @typedef {object} Theme Colours and fonts, read from the --murano-* CSS variables.
+ * @typedef {object} Theme Colours (the shared palette, `readTheme` in theme.js) and fonts.
  * @property {string} fg
  * @property {string} muted
  * @property {string} bg
@@ -29,6 +30,7 @@ import { answerMarkTriangle } from "./trajectory_layout.js";
  * @property {string} focus
  * @property {string} stripBg
  * @property {string} hatch
+ * @property {string} shadow the scroll shades at the heatmap's edges
  * @property {string} uiFont
  * @property {string} monoFont
  * @property {string} labelFont
@@ -136,21 +138,19 @@ export class Painter {
   /** @returns {Theme} */
   readTheme() {
     if (this.theme) return this.theme;
-    const style = getComputedStyle(this.styleSource);
-    /** @type {(name: string, fallback: string) => string} */
-    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
-    const uiFont = read("--murano-font", "system-ui, sans-serif");
-    const monoFont = read("--murano-mono", "monospace");
+    // The shared palette (theme.js), resolved for this widget's root.
+    const colours = readTheme(this.styleSource);
+    const uiFont = colours.font;
+    const monoFont = colours.mono;
     const ctx = context2d(this.canvas);
     const cellFont = `11px ${monoFont}`;
     ctx.font = cellFont;
-    const hatchColour = read("--murano-hatch", "#9aa0a6");
     const hatch = document.createElement("canvas");
     hatch.width = hatch.height = 6;
     const hctx = hatch.getContext("2d");
     let hatchPattern = null;
     if (hctx) {
-      hctx.strokeStyle = hatchColour;
+      hctx.strokeStyle = colours.hatch;
       hctx.lineWidth = 1;
       hctx.beginPath();
       hctx.moveTo(0, 6);
@@ -158,15 +158,17 @@ export class Painter {
       hctx.stroke();
       hatchPattern = ctx.createPattern(hatch, "repeat");
     }
-    this.theme = {
-      fg: read("--murano-fg", "#1f2328"),
-      muted: read("--murano-muted", "#667085"),
-      bg: read("--murano-bg", "#ffffff"),
-      grid: read("--murano-grid", read("--murano-bg", "#ffffff")),
-      accent: read("--murano-accent", "#0969da"),
-      focus: read("--murano-focus", "#0969da"),
-      stripBg: read("--murano-strip-bg", "rgba(127,127,127,0.08)"),
-      hatch: hatchColour,
+    /** @type {Theme} */
+    const theme = {
+      fg: colours.fg,
+      muted: colours.muted,
+      bg: colours.bg,
+      grid: colours.grid,
+      accent: colours.accent,
+      focus: colours.focus,
+      stripBg: colours.stripBg,
+      hatch: colours.hatch,
+      shadow: colours.shadow,
       uiFont,
       monoFont,
       labelFont: `11px ${uiFont}`,
@@ -174,12 +176,14 @@ export class Painter {
       axisFont: `10px ${uiFont}`,
       cellFont,
       cellItalic: `italic ${cellFont}`,
-      generated: read("--murano-generated", "#d55e00"),
-      generatedBg: read("--murano-generated-bg", "rgba(213, 94, 0, 0.14)"),
+      generated: colours.generated,
+      generatedBg: colours.generatedBg,
       charW: ctx.measureText("M").width || 6.6,
       hatchPattern,
     };
-    return this.theme;
+    // Read before the widget is in the page (or before its stylesheet): used, not kept.
+    if (colours.live) this.theme = theme;
+    return theme;
   }
 
   /**
@@ -530,7 +534,7 @@ export class Painter {
     /** @type {(x: number, dir: number) => void} */
     const shade = (x, dir) => {
       const g = ctx.createLinearGradient(x, 0, x + 10 * dir, 0);
-      g.addColorStop(0, "rgba(0,0,0,0.22)");
+      g.addColorStop(0, theme.shadow);
       g.addColorStop(1, "rgba(0,0,0,0)");
       ctx.fillStyle = g;
       ctx.fillRect(dir > 0 ? x : x - 10, heatY, 10, predY + stripH - heatY);

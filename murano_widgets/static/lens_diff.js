@@ -533,6 +533,101 @@ function alignmentHeadline(diff) {
   return `${depth}${diff.meta.alignment_note ?? ""}`;
 }
 
+// src/theme.js
+var THEME_PROPERTIES = Object.freeze({
+  fg: "--murano-fg",
+  muted: "--murano-muted",
+  bg: "--murano-bg",
+  surface: "--murano-surface",
+  border: "--murano-border",
+  accent: "--murano-accent",
+  focus: "--murano-focus",
+  grid: "--murano-grid",
+  stripBg: "--murano-strip-bg",
+  hatch: "--murano-hatch",
+  shadow: "--murano-shadow",
+  generated: "--murano-generated",
+  generatedBg: "--murano-generated-bg",
+  warn: "--murano-warn",
+  error: "--murano-error"
+});
+var FALLBACK_THEME = Object.freeze({
+  fg: "rgb(31, 35, 40)",
+  muted: "rgb(89, 99, 110)",
+  bg: "rgb(255, 255, 255)",
+  surface: "rgb(246, 248, 250)",
+  border: "rgb(209, 217, 224)",
+  accent: "rgb(9, 105, 218)",
+  focus: "rgb(9, 105, 218)",
+  grid: "rgb(255, 255, 255)",
+  stripBg: "rgba(127, 127, 127, 0.09)",
+  hatch: "rgb(89, 99, 110)",
+  shadow: "rgba(31, 35, 40, 0.16)",
+  generated: "rgb(213, 94, 0)",
+  generatedBg: "rgba(213, 94, 0, 0.13)",
+  warn: "rgb(154, 103, 0)",
+  error: "rgb(207, 34, 46)",
+  font: "system-ui, sans-serif",
+  mono: "monospace",
+  live: false
+});
+function readTheme(el) {
+  const doc = el.ownerDocument;
+  const win = doc && doc.defaultView;
+  if (!win || !el.isConnected) return { ...FALLBACK_THEME };
+  const probe = doc.createElement("span");
+  probe.setAttribute("aria-hidden", "true");
+  probe.style.display = "none";
+  const spans = [];
+  for (const [key, property] of Object.entries(THEME_PROPERTIES)) {
+    const span = doc.createElement("span");
+    span.style.setProperty("forced-color-adjust", "none");
+    span.style.color = `var(${property})`;
+    probe.append(span);
+    spans.push([
+      /** @type {keyof ThemeColours} */
+      key,
+      span
+    ]);
+  }
+  el.append(probe);
+  try {
+    const style = win.getComputedStyle(el);
+    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
+    const theme = { ...FALLBACK_THEME, font: read("--murano-font", FALLBACK_THEME.font), mono: read("--murano-mono", FALLBACK_THEME.mono), live: true };
+    for (const [key, span] of spans) {
+      if (!style.getPropertyValue(THEME_PROPERTIES[key]).trim()) {
+        theme.live = false;
+        continue;
+      }
+      theme[key] = win.getComputedStyle(span).color || theme[key];
+    }
+    return theme;
+  } finally {
+    probe.remove();
+  }
+}
+function watchTheme(onChange) {
+  const abort = new AbortController();
+  let observer;
+  if (typeof MutationObserver !== "undefined" && typeof document !== "undefined") {
+    observer = new MutationObserver(() => onChange());
+    const options = { attributes: true, attributeFilter: ["class", "data-jp-theme-light", "data-jp-theme-name", "theme", "style"] };
+    if (document.body) observer.observe(document.body, options);
+    observer.observe(document.documentElement, options);
+  }
+  if (typeof matchMedia === "function") {
+    for (const query of ["(prefers-color-scheme: dark)", "(forced-colors: active)", "(prefers-contrast: more)"]) {
+      const list = matchMedia(query);
+      if (typeof list.addEventListener === "function") list.addEventListener("change", () => onChange(), { signal: abort.signal });
+    }
+  }
+  return () => {
+    abort.abort();
+    observer?.disconnect();
+  };
+}
+
 // src/diff/view.js
 var CELL_H = 22;
 var TOKEN_ROW_H = 20;
@@ -565,6 +660,7 @@ var DiffView = class {
     this.frame = 0;
     this.cellW = 48;
     this.labelW = 60;
+    this.theme = null;
     this.root = h("div", "murano-diff");
     this.title = h("div", "murano-diff-title");
     this.note = h("div", "murano-diff-note");
@@ -600,6 +696,7 @@ var DiffView = class {
     this.abort.abort();
     for (const [event, fn] of this.handlers) this.model.off(event, fn);
     this.resize?.disconnect();
+    this.stopWatchingTheme?.();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.root.remove();
     delete /** @type {any} */
@@ -753,18 +850,20 @@ var DiffView = class {
     this.updateTooltip();
     this.requestDraw();
   }
+  /**
+   * The shared palette (theme.js) as this widget's root sees it; kept until the host's theme
+   * changes (a reading taken before the widget is in the page is used once, not kept).
+   */
   readTheme() {
-    const style = getComputedStyle(this.root);
-    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
-    return {
-      fg: read("--murano-diff-fg", "#1f2328"),
-      muted: read("--murano-diff-muted", "#59636e"),
-      bg: read("--murano-diff-bg", "#ffffff"),
-      accent: read("--murano-diff-accent", "#0969da"),
-      hatch: read("--murano-diff-hatch", "#9aa0a6"),
-      font: read("--murano-diff-font", "system-ui, sans-serif"),
-      mono: read("--murano-diff-mono", "monospace")
-    };
+    if (this.theme) return this.theme;
+    const theme = readTheme(this.root);
+    if (theme.live) this.theme = theme;
+    return theme;
+  }
+  /** The host's theme changed: read it again and redraw. */
+  themeChanged() {
+    this.theme = null;
+    this.relayout();
   }
   relayout() {
     const diff = this.diff;
@@ -1043,6 +1142,7 @@ var DiffView = class {
       this.resize = new ResizeObserver(() => this.requestDraw());
       this.resize.observe(this.scroller);
     }
+    this.stopWatchingTheme = watchTheme(() => this.themeChanged());
   }
   showKeyboardFocus() {
     const diff = this.diff;

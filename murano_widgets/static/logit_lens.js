@@ -1085,6 +1085,101 @@ function colourImage(lens, metric, prompt, out) {
   return { width: n, height: L, data };
 }
 
+// src/theme.js
+var THEME_PROPERTIES = Object.freeze({
+  fg: "--murano-fg",
+  muted: "--murano-muted",
+  bg: "--murano-bg",
+  surface: "--murano-surface",
+  border: "--murano-border",
+  accent: "--murano-accent",
+  focus: "--murano-focus",
+  grid: "--murano-grid",
+  stripBg: "--murano-strip-bg",
+  hatch: "--murano-hatch",
+  shadow: "--murano-shadow",
+  generated: "--murano-generated",
+  generatedBg: "--murano-generated-bg",
+  warn: "--murano-warn",
+  error: "--murano-error"
+});
+var FALLBACK_THEME = Object.freeze({
+  fg: "rgb(31, 35, 40)",
+  muted: "rgb(89, 99, 110)",
+  bg: "rgb(255, 255, 255)",
+  surface: "rgb(246, 248, 250)",
+  border: "rgb(209, 217, 224)",
+  accent: "rgb(9, 105, 218)",
+  focus: "rgb(9, 105, 218)",
+  grid: "rgb(255, 255, 255)",
+  stripBg: "rgba(127, 127, 127, 0.09)",
+  hatch: "rgb(89, 99, 110)",
+  shadow: "rgba(31, 35, 40, 0.16)",
+  generated: "rgb(213, 94, 0)",
+  generatedBg: "rgba(213, 94, 0, 0.13)",
+  warn: "rgb(154, 103, 0)",
+  error: "rgb(207, 34, 46)",
+  font: "system-ui, sans-serif",
+  mono: "monospace",
+  live: false
+});
+function readTheme(el) {
+  const doc = el.ownerDocument;
+  const win = doc && doc.defaultView;
+  if (!win || !el.isConnected) return { ...FALLBACK_THEME };
+  const probe = doc.createElement("span");
+  probe.setAttribute("aria-hidden", "true");
+  probe.style.display = "none";
+  const spans = [];
+  for (const [key, property] of Object.entries(THEME_PROPERTIES)) {
+    const span = doc.createElement("span");
+    span.style.setProperty("forced-color-adjust", "none");
+    span.style.color = `var(${property})`;
+    probe.append(span);
+    spans.push([
+      /** @type {keyof ThemeColours} */
+      key,
+      span
+    ]);
+  }
+  el.append(probe);
+  try {
+    const style = win.getComputedStyle(el);
+    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
+    const theme = { ...FALLBACK_THEME, font: read("--murano-font", FALLBACK_THEME.font), mono: read("--murano-mono", FALLBACK_THEME.mono), live: true };
+    for (const [key, span] of spans) {
+      if (!style.getPropertyValue(THEME_PROPERTIES[key]).trim()) {
+        theme.live = false;
+        continue;
+      }
+      theme[key] = win.getComputedStyle(span).color || theme[key];
+    }
+    return theme;
+  } finally {
+    probe.remove();
+  }
+}
+function watchTheme(onChange) {
+  const abort = new AbortController();
+  let observer;
+  if (typeof MutationObserver !== "undefined" && typeof document !== "undefined") {
+    observer = new MutationObserver(() => onChange());
+    const options = { attributes: true, attributeFilter: ["class", "data-jp-theme-light", "data-jp-theme-name", "theme", "style"] };
+    if (document.body) observer.observe(document.body, options);
+    observer.observe(document.documentElement, options);
+  }
+  if (typeof matchMedia === "function") {
+    for (const query of ["(prefers-color-scheme: dark)", "(forced-colors: active)", "(prefers-contrast: more)"]) {
+      const list = matchMedia(query);
+      if (typeof list.addEventListener === "function") list.addEventListener("change", () => onChange(), { signal: abort.signal });
+    }
+  }
+  return () => {
+    abort.abort();
+    observer?.disconnect();
+  };
+}
+
 // src/trajectory_layout.js
 var CHART = Object.freeze({
   labelW: 34,
@@ -1238,20 +1333,18 @@ var Painter = class {
   /** @returns {Theme} */
   readTheme() {
     if (this.theme) return this.theme;
-    const style = getComputedStyle(this.styleSource);
-    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
-    const uiFont = read("--murano-font", "system-ui, sans-serif");
-    const monoFont = read("--murano-mono", "monospace");
+    const colours = readTheme(this.styleSource);
+    const uiFont = colours.font;
+    const monoFont = colours.mono;
     const ctx = context2d(this.canvas);
     const cellFont = `11px ${monoFont}`;
     ctx.font = cellFont;
-    const hatchColour = read("--murano-hatch", "#9aa0a6");
     const hatch = document.createElement("canvas");
     hatch.width = hatch.height = 6;
     const hctx = hatch.getContext("2d");
     let hatchPattern = null;
     if (hctx) {
-      hctx.strokeStyle = hatchColour;
+      hctx.strokeStyle = colours.hatch;
       hctx.lineWidth = 1;
       hctx.beginPath();
       hctx.moveTo(0, 6);
@@ -1259,15 +1352,16 @@ var Painter = class {
       hctx.stroke();
       hatchPattern = ctx.createPattern(hatch, "repeat");
     }
-    this.theme = {
-      fg: read("--murano-fg", "#1f2328"),
-      muted: read("--murano-muted", "#667085"),
-      bg: read("--murano-bg", "#ffffff"),
-      grid: read("--murano-grid", read("--murano-bg", "#ffffff")),
-      accent: read("--murano-accent", "#0969da"),
-      focus: read("--murano-focus", "#0969da"),
-      stripBg: read("--murano-strip-bg", "rgba(127,127,127,0.08)"),
-      hatch: hatchColour,
+    const theme = {
+      fg: colours.fg,
+      muted: colours.muted,
+      bg: colours.bg,
+      grid: colours.grid,
+      accent: colours.accent,
+      focus: colours.focus,
+      stripBg: colours.stripBg,
+      hatch: colours.hatch,
+      shadow: colours.shadow,
       uiFont,
       monoFont,
       labelFont: `11px ${uiFont}`,
@@ -1275,12 +1369,13 @@ var Painter = class {
       axisFont: `10px ${uiFont}`,
       cellFont,
       cellItalic: `italic ${cellFont}`,
-      generated: read("--murano-generated", "#d55e00"),
-      generatedBg: read("--murano-generated-bg", "rgba(213, 94, 0, 0.14)"),
+      generated: colours.generated,
+      generatedBg: colours.generatedBg,
       charW: ctx.measureText("M").width || 6.6,
       hatchPattern
     };
-    return this.theme;
+    if (colours.live) this.theme = theme;
+    return theme;
   }
   /**
    * Width of the row labels (the widest layer number or "input"), in CSS pixels.
@@ -1625,7 +1720,7 @@ var Painter = class {
     outline(scene.focus, theme.focus, 2, [3, 2]);
     const shade = (x, dir) => {
       const g = ctx.createLinearGradient(x, 0, x + 10 * dir, 0);
-      g.addColorStop(0, "rgba(0,0,0,0.22)");
+      g.addColorStop(0, theme.shadow);
       g.addColorStop(1, "rgba(0,0,0,0)");
       ctx.fillStyle = g;
       ctx.fillRect(dir > 0 ? x : x - 10, heatY, 10, predY + stripH - heatY);
@@ -2547,25 +2642,15 @@ function bindEvents(view) {
     resizeObserver = new ResizeObserver(() => view.relayout());
     resizeObserver.observe(ui.scroller);
   }
-  const themeChanged = () => {
+  const stopWatchingTheme = watchTheme(() => {
     view.painter.forgetTheme();
     view.relayout();
-  };
-  let themeObserver;
-  if (typeof MutationObserver !== "undefined") {
-    themeObserver = new MutationObserver(themeChanged);
-    const options = { attributes: true, attributeFilter: ["class", "data-jp-theme-light", "data-jp-theme-name", "theme", "style"] };
-    if (document.body) themeObserver.observe(document.body, options);
-    themeObserver.observe(document.documentElement, options);
-  }
-  if (typeof matchMedia === "function") {
-    on(matchMedia("(prefers-color-scheme: dark)"), "change", themeChanged);
-  }
+  });
   return () => {
     abort.abort();
     for (const [event, fn] of Object.entries(handlers)) model.off(event, fn);
     resizeObserver?.disconnect();
-    themeObserver?.disconnect();
+    stopWatchingTheme();
   };
 }
 

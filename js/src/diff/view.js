@@ -14,6 +14,7 @@ import { alignmentHeadline, cellLabel, diffCell, formatDelta, readoutLine, toolt
 import { decodeDiff, diffIndex, diffMetric } from "./payload.js";
 import { formatBits } from "../format.js";
 import { COLOUR_STOPS } from "../colour_stops.js";
+import { readTheme, watchTheme } from "../theme.js";
 
 /**
  * @typedef {import("./payload.js").Diff} Diff
@@ -74,6 +75,8 @@ export class DiffView {
     this.frame = 0;
     this.cellW = 48;
     this.labelW = 60;
+    /** @type {import("../theme.js").ThemeValues | null} */
+    this.theme = null;
     this.root = h("div", "murano-diff");
     this.title = h("div", "murano-diff-title");
     this.note = h("div", "murano-diff-note");
@@ -110,6 +113,7 @@ export class DiffView {
     this.abort.abort();
     for (const [event, fn] of this.handlers) this.model.off(event, fn);
     this.resize?.disconnect();
+    this.stopWatchingTheme?.();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.root.remove();
     delete (/** @type {any} */ (this.el).__muranoDiffDebug);
@@ -276,19 +280,21 @@ export class DiffView {
     this.requestDraw();
   }
 
+  /**
+   * The shared palette (theme.js) as this widget's root sees it; kept until the host's theme
+   * changes (a reading taken before the widget is in the page is used once, not kept).
+   */
   readTheme() {
-    const style = getComputedStyle(this.root);
-    /** @type {(name: string, fallback: string) => string} */
-    const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
-    return {
-      fg: read("--murano-diff-fg", "#1f2328"),
-      muted: read("--murano-diff-muted", "#59636e"),
-      bg: read("--murano-diff-bg", "#ffffff"),
-      accent: read("--murano-diff-accent", "#0969da"),
-      hatch: read("--murano-diff-hatch", "#9aa0a6"),
-      font: read("--murano-diff-font", "system-ui, sans-serif"),
-      mono: read("--murano-diff-mono", "monospace"),
-    };
+    if (this.theme) return this.theme;
+    const theme = readTheme(this.root);
+    if (theme.live) this.theme = theme;
+    return theme;
+  }
+
+  /** The host's theme changed: read it again and redraw. */
+  themeChanged() {
+    this.theme = null;
+    this.relayout();
   }
 
   relayout() {
@@ -581,6 +587,7 @@ export class DiffView {
       this.resize = new ResizeObserver(() => this.requestDraw());
       this.resize.observe(this.scroller);
     }
+    this.stopWatchingTheme = watchTheme(() => this.themeChanged());
   }
 
   showKeyboardFocus() {

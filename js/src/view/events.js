@@ -6,6 +6,7 @@
 
 import { columnOf, hitTest, positionAt } from "../layout.js";
 import { moveFocus } from "../state.js";
+import { watchTheme } from "../theme.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -134,25 +135,15 @@ export function bindEvents(view) {
     resizeObserver = new ResizeObserver(() => view.relayout());
     resizeObserver.observe(ui.scroller);
   }
-  const themeChanged = () => {
+  // The host's theme changed: the canvas reads the palette again (theme.js).
+  const stopWatchingTheme = watchTheme(() => {
     view.painter.forgetTheme();
     view.relayout();
-  };
-  /** @type {MutationObserver | undefined} */
-  let themeObserver;
-  if (typeof MutationObserver !== "undefined") {
-    themeObserver = new MutationObserver(themeChanged);
-    const options = { attributes: true, attributeFilter: ["class", "data-jp-theme-light", "data-jp-theme-name", "theme", "style"] };
-    if (document.body) themeObserver.observe(document.body, options);
-    themeObserver.observe(document.documentElement, options);
-  }
-  if (typeof matchMedia === "function") {
-    on(matchMedia("(prefers-color-scheme: dark)"), "change", themeChanged);
-  }
+  });
   return () => {
     abort.abort();
     for (const [event, fn] of Object.entries(handlers)) model.off(event, fn);
     resizeObserver?.disconnect();
-    themeObserver?.disconnect();
+    stopWatchingTheme();
   };
 }
