@@ -44,7 +44,7 @@ def main() -> int:
     from tiny_models import build_tiny_model
 
     from murano_widgets import LogitLens, MuranoModel, PromptBatch, Results
-    from murano_widgets.payload import LensPayload
+    from murano_widgets.payload.lens import LensPayload
 
     failures: list[str] = []
     report: dict = {"device": args.device}

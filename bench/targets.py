@@ -38,7 +38,7 @@ def main() -> None:
     import torch
 
     from murano_widgets import LogitLens, MuranoModel, PromptBatch, Results
-    from murano_widgets._reductions import Buffers, count_above
+    from murano_widgets.step.reductions import Buffers, count_above
 
     with tempfile.TemporaryDirectory() as folder:
         build_model(Path(folder))

@@ -37,7 +37,7 @@ def worker(kind: str, shape: str, folder: str, repeats: int) -> dict:
     import torch
 
     from murano_widgets import LogitLens, MuranoModel, PromptBatch
-    from murano_widgets.tuned_lens import TunedLens
+    from murano_widgets.lenses.tuned import TunedLens
 
     model = MuranoModel(folder)
     kwargs = {}

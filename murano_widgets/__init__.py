@@ -8,25 +8,25 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
     show_logit_lens(model, ["The Eiffel Tower is in the city of", "one two three four"])
 """
 
-from .compare import LensComparison, compare, compare_lenses
-from .dataset import LensDataset, lens_dataset
-from .demo_model import load_demo_model, load_demo_tuned_lens
-from .diff_widget import LensDiffWidget, show_lens_diff
-from .lenses import Lens
-from .logit_lens import LogitLens
-from .metrics import METRICS, Metric
-from .model import (
+from murano_widgets.backends.base import (
     LensSelfCheckError,
     LogitTransform,
     ModelBackend,
     MuranoModel,
     UnsupportedModelError,
 )
-from .plot import plot_logit_lens
-from .result import LogitLensResult
-from .tuned_lens import TunedLens
-from .types import RESID_POST, Node, PromptBatch, Results, Step
-from .widget import LogitLensWidget, show_logit_lens
+from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
+from murano_widgets.dataset.lens_dataset import LensDataset, lens_dataset
+from murano_widgets.demo_model import load_demo_model, load_demo_tuned_lens
+from murano_widgets.lenses import Lens
+from murano_widgets.lenses.tuned import TunedLens
+from murano_widgets.metrics import METRICS, Metric
+from murano_widgets.plot import plot_logit_lens
+from murano_widgets.result import LogitLensResult
+from murano_widgets.step.logit_lens import LogitLens
+from murano_widgets.types import RESID_POST, Node, PromptBatch, Results, Step
+from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
+from murano_widgets.widgets.lens import LogitLensWidget, show_logit_lens
 
 __version__ = "0.1.0"
 

@@ -1,5 +1,5 @@
 """``python -m murano_widgets demo``: see :mod:`murano_widgets.cli`."""
 
-from .cli import main
+from murano_widgets.cli import main
 
 raise SystemExit(main())

@@ -10,9 +10,9 @@ from typing import Any
 
 import torch
 
-from ._reductions import reduce_layers, stack_layers
-from .result import LogitLensResult
-from .types import RESID_POST, Node
+from murano_widgets.result import LogitLensResult
+from murano_widgets.step.reductions import reduce_layers, stack_layers
+from murano_widgets.types import RESID_POST, Node
 
 _REQUIRED = ("max_probs", "predicted_tokens", "predicted_words", "input_words")
 

@@ -46,10 +46,12 @@ def check_model(model: Any, argument: str = "model") -> Any:
         ``model`` itself.
 
     Raises:
-        TypeError: If ``model`` lacks a member of :class:`~murano_widgets.model.ModelBackend`.
+        TypeError: If ``model`` lacks a member of :class:`~murano_widgets.backends.base.ModelBackend`.
         ValueError: If its ``device`` is the ``meta`` device.
     """
-    from .model import ModelBackend  # here: model.py is a heavy import, and imports others
+    from murano_widgets.backends.base import (
+        ModelBackend,  # here: model.py is a heavy import, and imports others
+    )
 
     if isinstance(model, ModelBackend):
         device = getattr(model, "device", None)
@@ -95,7 +97,7 @@ def _model_hint(model: Any) -> str:
         )
     if model is None:
         return ": load one first, e.g. model = load_demo_model()"
-    from .model import ModelBackend
+    from murano_widgets.backends.base import ModelBackend
 
     missing = [
         name

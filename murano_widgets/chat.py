@@ -245,7 +245,7 @@ def check_hide_template(value: Any, token_roles: list[list[str]] | None, error: 
         TypeError: For anything but ``True`` or ``False``.
         error: For ``True`` on a result without template tokens.
     """
-    from ._checks import check_bool
+    from murano_widgets._checks import check_bool
 
     if not check_bool("hide_template", value):
         return False

@@ -112,10 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tqdm.auto import tqdm
 
-    from .logit_lens import LogitLens
-    from .model import resolve_source
-    from .types import PromptBatch, Results
-    from .widget import LogitLensWidget
+    from murano_widgets.backends.base import resolve_source
+    from murano_widgets.step.logit_lens import LogitLens
+    from murano_widgets.types import PromptBatch, Results
+    from murano_widgets.widgets.lens import LogitLensWidget
 
     prompts = args.prompt or list(DEMO_PROMPTS)
     if args.model is not None:
@@ -150,10 +150,10 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _load_model(model_id: str | None, device: str | None):
     if model_id is None:
-        from .demo_model import load_demo_model
+        from murano_widgets.demo_model import load_demo_model
 
         return load_demo_model(device=device)
-    from .model import MuranoModel
+    from murano_widgets.backends.base import MuranoModel
 
     return MuranoModel(model_id, device=device)
 
@@ -163,7 +163,7 @@ def summary(lens, width: int = 36) -> str:
 
     Ranks count from 0 (rank 0 is the top-1 token), as everywhere in the package.
     """
-    from .tokens import display_token
+    from murano_widgets.tokens import display_token
 
     lines = []
     layers = lens.layers

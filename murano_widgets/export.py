@@ -1,7 +1,7 @@
 """Self-contained HTML pages of the widgets that render with no kernel and no network.
 
 One template serves every widget (the lens heatmap, the lens diff, the data-set chart; each
-builds its state in :meth:`murano_widgets.widget_base.MuranoWidget._standalone_state`): the
+builds its state in :meth:`murano_widgets.widgets.base.MuranoWidget._standalone_state`): the
 page inlines the
 widget's ES module (base64, imported through a Blob URL), its stylesheet and every payload
 section (base64 in a JSON block), and calls the module's ``renderStandalone(root, state)``.
@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._checks import check_path
-from ._files import write_file
+from murano_widgets._checks import check_path
+from murano_widgets._files import write_file
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -3,7 +3,7 @@
 ``show_logit_lens(model, prompt, generate=N)`` (and :func:`murano_widgets.run.run_logit_lens`,
 its result without the widget) tokenizes each prompt (or applies a chat template, see :mod:`murano_widgets.chat`),
 lets the model continue it by up to ``N`` tokens through nnsight's ``generate``, then runs the
-:class:`~murano_widgets.logit_lens.LogitLens` step once over the prompt's and the generated
+:class:`~murano_widgets.step.logit_lens.LogitLens` step once over the prompt's and the generated
 tokens, reading the token ids exactly as they were produced (never re-tokenized from text).
 
 Two passes, not the lens inside generation; ``bench/generation.py`` measures both side by side.
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._checks import check_bool, check_float
+from murano_widgets._checks import check_bool, check_float
 
 __all__ = [
     "Generated",

@@ -2,7 +2,7 @@
 
 The widget (through the payload's metadata), the static plot, the HTML export, the CLI and the
 notebooks read their names, labels, units and colour scales from here; nothing else lists them.
-To add a metric: compute its field in :mod:`murano_widgets._reductions` (per row of a chunk),
+To add a metric: compute its field in :mod:`murano_widgets.step.reductions` (per row of a chunk),
 add the field to :class:`~murano_widgets.result.LogitLensResult`, and add one :class:`Metric`
 and one :class:`Section` below.
 

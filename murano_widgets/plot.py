@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._adapters import as_lens_result
-from ._checks import check_axes, check_bool, check_choice, check_index, check_int
-from .chat import check_hide_template
-from .lenses import title_of
-from .metrics import METRICS, metric_domain
-from .tokens import display_token
+from murano_widgets._adapters import as_lens_result
+from murano_widgets._checks import check_axes, check_bool, check_choice, check_index, check_int
+from murano_widgets.chat import check_hide_template
+from murano_widgets.lenses import title_of
+from murano_widgets.metrics import METRICS, metric_domain
+from murano_widgets.tokens import display_token
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -20,11 +20,11 @@ if TYPE_CHECKING:
 
 __all__ = ["plot_logit_lens"]
 
-# The widget's generation marks (the theme's --murano-generated and --murano-generated-bg
-# defaults in js/src/painter.js; tests/test_plot.py checks the two agree): a rule where the
-# generated tokens start, and a tint under their input tokens.
+# The widget's generation marks (the light theme's --murano-generated and --murano-generated-bg
+# in js/src/theme.css; tests/test_plot.py checks the two agree): a rule where the generated
+# tokens start, and a tint under their input tokens.
 GENERATED_COLOUR = "#d55e00"
-GENERATED_TINT = (213 / 255, 94 / 255, 0.0, 0.14)
+GENERATED_TINT = (213 / 255, 94 / 255, 0.0, 0.13)
 # The role band: its height and the gap between it and the heatmap, in points (fixed sizes, so
 # the band looks the same however many layers the figure has).
 _BAND_POINTS = 5.0
@@ -169,7 +169,7 @@ def plot_logit_lens(
 
 def _shown_columns(lens: Any, prompt: int, hide_template: bool) -> list[int]:
     """The prompt's real tokens drawn as columns (indices among them), in order."""
-    from .chat import ROLES
+    from murano_widgets.chat import ROLES
 
     n = len(lens.positions(prompt))
     if not hide_template:
@@ -206,7 +206,7 @@ def _mark_roles(ax: Axes, lens: Any, prompt: int, columns: list[int]) -> bool:
     from matplotlib.patches import Patch, Rectangle
     from matplotlib.transforms import Affine2D, ScaledTranslation, blended_transform_factory
 
-    from .chat import ROLES, role_colours, role_names
+    from murano_widgets.chat import ROLES, role_colours, role_names
 
     if lens.token_roles is None:
         return False

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .types import Node
+from murano_widgets.types import Node
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -293,7 +293,7 @@ class LogitLensResult:
         Raises:
             ValueError: For an index out of range.
         """
-        from ._checks import check_index
+        from murano_widgets._checks import check_index
 
         prompt = check_index("prompt", prompt, self.n_inputs, "prompts")
         row = check_index("layer_index", layer_index, len(self.addresses), "rows")
@@ -375,7 +375,7 @@ class LogitLensResult:
             **options: Its keyword-only options (``max_token_chars``, ``marks``,
                 ``hide_template``).
         """
-        from .plot import plot_logit_lens
+        from murano_widgets.plot import plot_logit_lens
 
         return plot_logit_lens(self, prompt=prompt, layers=layers, metric=metric, ax=ax, **options)
 

@@ -2,7 +2,7 @@
 chats, with or without generation) to a :class:`~murano_widgets.LogitLensResult`;
 ``show_logit_lens`` is the widget of its result.
 
-It sits above the step (:mod:`murano_widgets.logit_lens`), generation
+It sits above the step (:mod:`murano_widgets.step.logit_lens`), generation
 (:mod:`murano_widgets.generation`) and chats (:mod:`murano_widgets.chat`), which import nothing
 from here: no import circle runs through them.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._checks import check_bool, check_model
-from .chat import apply_chat, check_chat
-from .generation import check_generation, generate_tokens
-from .logit_lens import LogitLens
-from .types import validate_answers, validate_prompts
+from murano_widgets._checks import check_bool, check_model
+from murano_widgets.chat import apply_chat, check_chat
+from murano_widgets.generation import check_generation, generate_tokens
+from murano_widgets.step.logit_lens import LogitLens
+from murano_widgets.types import validate_answers, validate_prompts
 
 __all__ = ["run_logit_lens"]
 

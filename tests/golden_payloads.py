@@ -45,14 +45,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from murano_widgets._diff_payload import diff_payload
-from murano_widgets.compare import LensComparison, compare
-from murano_widgets.dataset import LensDataset
-from murano_widgets.dataset_widget import LensDatasetWidget
+from murano_widgets.comparison.compare import LensComparison, compare
+from murano_widgets.dataset.lens_dataset import LensDataset
 from murano_widgets.metrics import METRICS
-from murano_widgets.payload import LensPayload, section_bytes
+from murano_widgets.payload.diff import diff_payload
+from murano_widgets.payload.lens import LensPayload, section_bytes
 from murano_widgets.result import AnswerScores, LogitLensResult
 from murano_widgets.types import Node
+from murano_widgets.widgets.dataset import LensDatasetWidget
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "js" / "tests" / "golden"
 NAN = float("nan")

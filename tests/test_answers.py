@@ -13,7 +13,7 @@ import torch
 from reference import ReferenceLens
 
 from murano_widgets import LogitLens, PromptBatch, Results
-from murano_widgets._reductions import (
+from murano_widgets.step.reductions import (
     Buffers,
     _count_above_by_cells,
     _count_above_by_search,
@@ -251,7 +251,7 @@ def test_count_above_is_exact_with_ties_and_rows_that_are_not_finite(n):
 
 def test_payload_carries_answers_targets_and_the_answer_metric(load_tiny):
     from murano_widgets import show_logit_lens
-    from murano_widgets.payload import LensPayload, decode_sections
+    from murano_widgets.payload.lens import LensPayload, decode_sections
 
     model = load_tiny("gpt2")
     plain = run(model)

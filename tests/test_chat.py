@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from murano_widgets import MuranoModel, show_logit_lens
 from murano_widgets.chat import check_chat
-from murano_widgets.payload import decode_sections
+from murano_widgets.payload.lens import decode_sections
 from murano_widgets.run import run_logit_lens
 
 CHAT = [

@@ -21,10 +21,10 @@ from murano_widgets import (
     load_demo_model,
     load_demo_tuned_lens,
 )
-from murano_widgets.compare import LensComparison, compare, compare_lenses
-from murano_widgets.diff_widget import LensDiffWidget, show_lens_diff
-from murano_widgets.payload import decode_sections as decode
-from murano_widgets.widget import WidgetValueError
+from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
+from murano_widgets.payload.lens import decode_sections as decode
+from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
+from murano_widgets.widgets.lens import WidgetValueError
 
 LN2 = math.log(2.0)
 PROMPTS = ["The Eiffel Tower is in the city of", "one two three", "Monday Tuesday"]
@@ -362,7 +362,7 @@ def test_chunks_hold_only_their_rows_and_give_the_same_numbers(pair, monkeypatch
     import importlib
 
     # The module, not the function murano_widgets exports under the same name.
-    compare_module = importlib.import_module("murano_widgets.compare")
+    compare_module = importlib.import_module("murano_widgets.comparison.compare")
 
     models, _ = pair
     whole = compare_lenses(models["a"], PROMPTS, model_b=models["b"])

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from murano_widgets import load_demo_model, load_demo_tuned_lens
-from murano_widgets.compare import compare_lenses
-from murano_widgets.diff_widget import LensDiffWidget, show_lens_diff
+from murano_widgets.comparison.compare import compare_lenses
+from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
 
 STATIC = Path(__file__).resolve().parents[1] / "murano_widgets" / "static"
 # The demo tokenizer splits this into characters: tokens "<", "/", ">", "&", ...

@@ -29,11 +29,11 @@ from murano_widgets import (
     show_logit_lens,
 )
 from murano_widgets._checks import MODEL_ALLOWED, check_float, check_model, check_str
-from murano_widgets.dataset_widget import LensDatasetWidget
 from murano_widgets.demo_model import DEMO_TUNED_LENS_PATH
+from murano_widgets.lenses.tuned import TunedLens, per_layer_kl
 from murano_widgets.run import run_logit_lens
-from murano_widgets.tuned_lens import TunedLens, per_layer_kl
-from murano_widgets.widget import WidgetValueError
+from murano_widgets.widgets.dataset import LensDatasetWidget
+from murano_widgets.widgets.lens import WidgetValueError
 
 PROMPTS = ["The capital of France is", "Two plus three is"]
 ANSWERS = [" Paris", " five"]

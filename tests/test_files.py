@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import torch
 
-from murano_widgets.dataset import LensDataset
+from murano_widgets.dataset.lens_dataset import LensDataset
 from murano_widgets.export import write_html
-from murano_widgets.tuned_lens import TunedLens
+from murano_widgets.lenses.tuned import TunedLens
 
 # ---------------------------------------------------------------------------------------------
 # Small objects to save

@@ -15,9 +15,9 @@ from reference import ReferenceLens
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from murano_widgets import LogitLensWidget, MuranoModel, show_logit_lens
+from murano_widgets.backends.base import nnterp_works
 from murano_widgets.generation import check_generation
-from murano_widgets.model import nnterp_works
-from murano_widgets.payload import LensPayload, decode_sections
+from murano_widgets.payload.lens import LensPayload, decode_sections
 from murano_widgets.run import run_logit_lens
 
 # Two of equal token length share a generation batch; the others run alone.

@@ -23,7 +23,7 @@ from murano_widgets import (
     MuranoModel,
     UnsupportedModelError,
 )
-from murano_widgets.model import LOGIT_TRANSFORMS, nnterp_works
+from murano_widgets.backends.base import LOGIT_TRANSFORMS, nnterp_works
 
 BACKENDS = ["auto", "nnsight"]
 

@@ -13,8 +13,8 @@ from reference import ReferenceLens
 from tiny_models import ARCHITECTURES, build_tiny_model
 
 from murano_widgets import LogitLens, MuranoModel, PromptBatch, Results
-from murano_widgets.model import nnterp_works
-from murano_widgets.nnsight_backend import (
+from murano_widgets.backends.base import nnterp_works
+from murano_widgets.backends.nnsight import (
     LAYOUTS,
     Layout,
     NDIFError,
@@ -286,7 +286,7 @@ def test_every_known_layout_ends_at_the_model_output(arch, tmp_path):
 
 
 def test_a_users_own_nnsight_model(model_dirs, load_nnsight):
-    from murano_widgets.nnsight_backend import _load
+    from murano_widgets.backends.nnsight import _load
 
     lm = _load(str(model_dirs["qwen2"]), dtype=torch.float32)
     model = MuranoModel(lm, backend="nnsight")

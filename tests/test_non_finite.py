@@ -18,7 +18,7 @@ from murano_widgets import (
     MuranoModel,
     plot_logit_lens,
 )
-from murano_widgets.payload import LensPayload, decode_sections
+from murano_widgets.payload.lens import LensPayload, decode_sections
 
 PROMPTS = ["The Eiffel Tower is in the city of Paris", "one two"]
 
@@ -75,7 +75,7 @@ def test_non_finite_cells_reach_the_payload_and_plot_as_missing(poisoned_gpt2):
 
 @pytest.mark.parametrize("poison", [float("nan"), float("inf")])
 def test_one_bad_logit_makes_its_row_missing(poison):
-    from murano_widgets._reductions import reduce_final, reduce_logits
+    from murano_widgets.step.reductions import reduce_final, reduce_logits
 
     generator = torch.Generator().manual_seed(0)
     final_z, z = (torch.randn(4, 300, generator=generator) for _ in range(2))

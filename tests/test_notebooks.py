@@ -204,7 +204,7 @@ def _sections(entry: dict[str, Any]) -> dict[str, bytes]:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
 def test_notebook_executes_and_saves_widget_state(path, executed):
-    from murano_widgets.payload import BASE_SECTIONS, decode_sections
+    from murano_widgets.payload.lens import BASE_SECTIONS, decode_sections
 
     nb, seconds = executed(path)
     print(f"{path.name}: executed in {seconds:.1f} s")
@@ -320,7 +320,7 @@ def _open_page(browser, esm: str, css: str):
 @pytest.mark.browser
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
 def test_saved_widget_state_renders_without_a_kernel(path, executed, browser):
-    from murano_widgets.payload import decode_sections
+    from murano_widgets.payload.lens import decode_sections
 
     nb, _ = executed(path)
     lenses = _lens_widgets(nb)

@@ -97,16 +97,21 @@ def test_bad_arguments(lens):
 
 
 def js_colour_tables():
-    """The widget's colours, read as text from its ES modules: the role colours, the other
-    roles' colours in turn, and the generation rule's and tint's theme defaults."""
+    """The widget's colours, read as text from its sources: the role colours, the other roles'
+    colours in turn, and the generation rule's and tint's light-theme values."""
     marks = (ROOT / "js" / "src" / "token_marks.js").read_text()
     roles_js = re.search(r"ROLE_COLOURS = Object\.freeze\(\{(.*?)\}\)", marks, re.S).group(1)
     roles = dict(re.findall(r'(\w+): "(#[0-9a-fA-F]{6})"', roles_js))
     others_js = re.search(r"OTHER_COLOURS = Object\.freeze\(\[(.*?)\]\)", marks, re.S).group(1)
     others = re.findall(r'"(#[0-9a-fA-F]{6})"', others_js)
-    painter = (ROOT / "js" / "src" / "painter.js").read_text()
-    rule = re.search(r'"--murano-generated", "(#[0-9a-fA-F]{6})"', painter).group(1)
-    tint = re.search(r'"--murano-generated-bg", "rgba\(([^)]*)\)"', painter).group(1)
+    # The light theme's values in the one palette (the static figure is drawn on white).
+    theme = (ROOT / "js" / "src" / "theme.css").read_text()
+    rule = re.search(r"--murano-generated: var\(--murano-light, (#[0-9a-fA-F]{6})\)", theme).group(
+        1
+    )
+    tint = re.search(r"--murano-generated-bg: var\(--murano-light, rgba\(([^)]*)\)\)", theme).group(
+        1
+    )
     red, green, blue, alpha = (float(x) for x in tint.split(","))
     assert len(roles) == 4 and len(others) >= 2
     return roles, others, rule, (red / 255, green / 255, blue / 255, alpha)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from murano_widgets._reductions import (
+from murano_widgets.step.reductions import (
     Buffers,
     _rowdot,
     _rowdot_batched,

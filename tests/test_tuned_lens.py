@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from murano_widgets.tuned_lens import LENS_TYPE, TunedLens, per_layer_kl, token_chunks
+from murano_widgets.lenses.tuned import LENS_TYPE, TunedLens, per_layer_kl, token_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +43,7 @@ def _random_lens(model, seed: int = 0, scale: float = 0.05) -> TunedLens:
 
 
 def _block_outputs(model, text: str) -> list[torch.Tensor]:
-    from murano_widgets.tuned_lens import block_outputs
+    from murano_widgets.lenses.tuned import block_outputs
 
     ids = model.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
     return block_outputs(model, ids)
@@ -376,5 +376,5 @@ def test_the_wheel_ships_the_demo_lens(tmp_path):
     folder = "murano_widgets/demo_model/toy-world-tuned-lens/"
     for name in ("config.json", "params.pt", "README.md", "provenance.json"):
         assert folder + name in names, name
-    assert "murano_widgets/tuned_lens.py" in names
+    assert "murano_widgets/lenses/tuned.py" in names
     assert "murano_widgets/demo_model/train_tuned_lens.py" in names

@@ -11,8 +11,8 @@ import torch
 from traitlets import TraitError
 
 from murano_widgets import METRICS, LogitLens, LogitLensWidget, PromptBatch, show_logit_lens
-from murano_widgets.payload import BASE_SECTIONS, decode_sections
-from murano_widgets.widget import WidgetValueError
+from murano_widgets.payload.lens import BASE_SECTIONS, decode_sections
+from murano_widgets.widgets.lens import WidgetValueError
 
 PROMPTS = ["The Eiffel Tower is in the city of Paris", "one two", "Alice met Bob."]
 

@@ -9,9 +9,9 @@ import pytest
 from test_logit_lens import run_lens
 
 from murano_widgets import LogitLensWidget, compare, lens_dataset, show_lens_diff
-from murano_widgets.dataset_widget import DatasetChart
-from murano_widgets.diff_widget import LensDiffWidget
-from murano_widgets.widget_base import MuranoWidget
+from murano_widgets.widgets.base import MuranoWidget
+from murano_widgets.widgets.dataset import DatasetChart
+from murano_widgets.widgets.diff import LensDiffWidget
 
 
 @pytest.fixture(scope="module")

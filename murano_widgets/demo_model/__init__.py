@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from murano_widgets.model import MuranoModel
-    from murano_widgets.tuned_lens import TunedLens
+    from murano_widgets.backends.base import MuranoModel
+    from murano_widgets.lenses.tuned import TunedLens
 
 __all__ = ["DEMO_MODEL_PATH", "DEMO_TUNED_LENS_PATH", "load_demo_model", "load_demo_tuned_lens"]
 
@@ -44,7 +44,7 @@ def load_demo_model(**kwargs: Any) -> MuranoModel:
     Raises:
         FileNotFoundError: If the model files are missing from the installed package.
     """
-    from murano_widgets.model import MuranoModel
+    from murano_widgets.backends.base import MuranoModel
 
     if not (DEMO_MODEL_PATH / "model.safetensors").is_file():
         raise FileNotFoundError(
@@ -62,7 +62,7 @@ def load_demo_tuned_lens(model: MuranoModel | None = None) -> TunedLens:
             again when given the lens).
 
     Returns:
-        A :class:`~murano_widgets.tuned_lens.TunedLens` for ``LogitLens(model, lens=...)``.
+        A :class:`~murano_widgets.lenses.tuned.TunedLens` for ``LogitLens(model, lens=...)``.
 
     Raises:
         FileNotFoundError: If the lens files are missing from the installed package.
@@ -72,7 +72,7 @@ def load_demo_tuned_lens(model: MuranoModel | None = None) -> TunedLens:
             the ``meta`` device.
     """
     from murano_widgets._checks import check_model
-    from murano_widgets.tuned_lens import TunedLens
+    from murano_widgets.lenses.tuned import TunedLens
 
     if model is not None:
         check_model(model)

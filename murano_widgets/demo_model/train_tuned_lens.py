@@ -83,7 +83,7 @@ def held_out_texts() -> list[str]:
 def train(config: LensTrainConfig, out: Path = DEFAULT_OUT, *, progress: bool = True):
     """Trains the lens on the demo model, saves it to ``out`` and returns it."""
     from murano_widgets.demo_model import load_demo_model
-    from murano_widgets.tuned_lens import TunedLens
+    from murano_widgets.lenses.tuned import TunedLens
 
     threads = torch.get_num_threads()
     torch.set_num_threads(config.threads)
@@ -137,7 +137,7 @@ def top1_per_layer(model, prompt: str, lens=None) -> list[tuple[str, float]]:
 def measure(lens) -> dict[str, Any]:
     """Per-layer KL on the held-out text for the logit and the tuned lens, and the examples."""
     from murano_widgets.demo_model import load_demo_model
-    from murano_widgets.tuned_lens import per_layer_kl
+    from murano_widgets.lenses.tuned import per_layer_kl
 
     model = load_demo_model()
     texts = held_out_texts()
@@ -268,7 +268,7 @@ def parse_card(text: str) -> dict[str, list[float]]:
 def write_card(out: Path = DEFAULT_OUT):
     """Measures the saved lens in ``out`` and writes its card and measured numbers."""
     from murano_widgets.demo_model import load_demo_model
-    from murano_widgets.tuned_lens import TunedLens
+    from murano_widgets.lenses.tuned import TunedLens
 
     lens = TunedLens.load(out, load_demo_model())
     threads = torch.get_num_threads()

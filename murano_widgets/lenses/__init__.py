@@ -5,6 +5,6 @@ One type, :class:`Lens` (``kind``, ``title``, ``provenance``, ``check(model)``,
 identity, :data:`IDENTITY`; the tuned lens (:class:`murano_widgets.TunedLens`) is a kind of it.
 """
 
-from .base import IDENTITY, IdentityLens, Lens, as_lens, title_of
+from murano_widgets.lenses.base import IDENTITY, IdentityLens, Lens, as_lens, title_of
 
 __all__ = ["IDENTITY", "IdentityLens", "Lens", "as_lens", "title_of"]

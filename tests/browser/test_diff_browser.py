@@ -13,8 +13,8 @@ from diff_checks import check_tooltip
 from harness import ARTIFACTS, ORIGIN, STATIC, serve, widget_state
 
 from murano_widgets import LogitLens, PromptBatch, load_demo_model, load_demo_tuned_lens
-from murano_widgets.compare import compare, compare_lenses
-from murano_widgets.diff_widget import LensDiffWidget
+from murano_widgets.comparison.compare import compare, compare_lenses
+from murano_widgets.widgets.diff import LensDiffWidget
 
 SYNCED = ("prompt", "metric", "selected", "_meta", "_sections")
 

@@ -4,7 +4,7 @@ every field equals the local run's, on ragged batches, on several architectures.
 The local server holds at most three models at once (Ray has 4 CPUs, the controller takes one,
 each model actor one); a fourth deployment waits for a CPU forever. So the suite uses three
 models: gpt2, llama and granite. Granite divides its logits by ``logits_scaling`` after lm_head:
-it checks that the model's logit transform (murano_widgets.model.LogitTransform, the same call
+it checks that the model's logit transform (murano_widgets.backends.base.LogitTransform, the same call
 that soft-caps Gemma 2) travels with the trace and runs on the server, and that the self-check
 of a model whose weights stay on the server runs there (one small job before the first trace).
 """
@@ -89,7 +89,7 @@ def test_answers_and_targets_travel_reduced(arch, ndif, tiny_model_dirs, tmp_pat
 
 def test_a_server_error_is_one_clear_message(ndif, tiny_model_dirs):
     error, stderr = ndif.client_json("fail", str(tiny_model_dirs["llama"]))
-    assert error["type"] == "NDIFError" and error["module"] == "murano_widgets.nnsight_backend"
+    assert error["type"] == "NDIFError" and error["module"] == "murano_widgets.backends.nnsight"
     message = error["message"]
     assert "\n" not in message and "Traceback" not in message
     assert message.startswith(f"NDIF job {error['job_id']} on http://127.0.0.1:8001 failed: ")

@@ -63,7 +63,7 @@ def _tuned_lens_forward(python: str, model_dir: Path, lens_dir: Path, ids: torch
 
 def _compare(model, lens, ids: torch.Tensor, reference: dict) -> None:
     """Every block output's lens distribution against tuned-lens's, within TOLERANCE."""
-    from murano_widgets.tuned_lens import block_outputs
+    from murano_widgets.lenses.tuned import block_outputs
 
     hidden = block_outputs(model, ids)
     n = model.n_layers
@@ -102,7 +102,7 @@ def step_matches(model, lens, ids: torch.Tensor, reference: dict) -> None:
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_a_lens_saved_by_tuned_lens_reads_the_same_here(tl_python, tiny_model_dirs, arch, tmp_path):
     from murano_widgets import MuranoModel
-    from murano_widgets.tuned_lens import TunedLens
+    from murano_widgets.lenses.tuned import TunedLens
 
     model_dir = tiny_model_dirs[arch]
     lens_dir = tmp_path / "saved-by-tuned-lens"
@@ -125,7 +125,7 @@ def test_a_lens_saved_by_tuned_lens_reads_the_same_here(tl_python, tiny_model_di
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_a_lens_saved_here_reads_the_same_in_tuned_lens(tl_python, tiny_model_dirs, arch, tmp_path):
     from murano_widgets import MuranoModel
-    from murano_widgets.tuned_lens import TunedLens
+    from murano_widgets.lenses.tuned import TunedLens
 
     model_dir = tiny_model_dirs[arch]
     model = MuranoModel(model_dir)
@@ -144,7 +144,7 @@ def test_a_lens_saved_here_reads_the_same_in_tuned_lens(tl_python, tiny_model_di
 
 def test_a_lens_trained_here_reads_the_same_in_tuned_lens(tl_python, tiny_model_dirs, tmp_path):
     from murano_widgets import MuranoModel
-    from murano_widgets.tuned_lens import TunedLens
+    from murano_widgets.lenses.tuned import TunedLens
 
     model_dir = tiny_model_dirs["llama"]
     model = MuranoModel(model_dir)

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .lenses import title_of
-from .metrics import METRICS, SECTIONS, metric_domain
-from .result import LogitLensResult
+from murano_widgets.lenses import title_of
+from murano_widgets.metrics import METRICS, SECTIONS, metric_domain
+from murano_widgets.result import LogitLensResult
 
 __all__ = ["BASE_SECTIONS", "DETAIL_SECTIONS", "LensPayload", "decode_sections"]
 
@@ -250,7 +250,7 @@ def _role_names(result: LogitLensResult) -> list[str]:
     """The names ``token_roles`` codes index: the usual roles, then any other; [] without."""
     if result.token_roles is None:
         return []
-    from .chat import role_names
+    from murano_widgets.chat import role_names
 
     return role_names(result.token_roles)
 

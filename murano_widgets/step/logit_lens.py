@@ -21,13 +21,13 @@ import nnsight
 import numpy as np
 import torch
 
-from ._answers import InputPlan, plan_inputs, score
-from ._checks import check_bool, check_int, check_model
-from ._reductions import Buffers, reduce_layers, rows_per_chunk, stack_layers
-from .lenses import as_lens
-from .model import ModelBackend
-from .result import LogitLensResult
-from .types import (
+from murano_widgets._checks import check_bool, check_int, check_model
+from murano_widgets.backends.base import ModelBackend
+from murano_widgets.lenses import as_lens
+from murano_widgets.result import LogitLensResult
+from murano_widgets.step.inputs import InputPlan, plan_inputs, score
+from murano_widgets.step.reductions import Buffers, reduce_layers, rows_per_chunk, stack_layers
+from murano_widgets.types import (
     RESID_POST,
     AnswerSets,
     Node,

@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from ._checks import is_nnsight_model
-from .model import (
+from murano_widgets._checks import is_nnsight_model
+from murano_widgets.backends.base import (
     MuranoModel,
     UnsupportedModelError,
     check_source_argument,
@@ -62,7 +62,7 @@ _LLAMA_LIKE = Layout("model.layers", "model.norm", "lm_head")
 
 #: Hugging Face ``config.model_type`` to :class:`Layout`. What a model does after ``lm_head``
 #: (Gemma 2's soft-capping, Cohere's scale, Granite's divisor) is not a module, so it is not
-#: here: :func:`murano_widgets.model.logit_transform` reads it for every backend, and the
+#: here: :func:`murano_widgets.backends.base.logit_transform` reads it for every backend, and the
 #: self-check refuses a model whose transform it does not know. Others can be given with
 #: ``layout=``.
 LAYOUTS: dict[str, Layout] = {

@@ -1,7 +1,7 @@
 """``LensDiffWidget``: the difference between two lenses as a heatmap, and ``show_lens_diff``.
 
 The class is thin: typed traits and their validation. The comparison is made by
-:mod:`murano_widgets.compare` and encoded by :mod:`murano_widgets._diff_payload`; the front end
+:mod:`murano_widgets.comparison.compare` and encoded by :mod:`murano_widgets.payload.diff`; the front end
 is ``js/src/diff/`` bundled into ``murano_widgets/static/lens_diff.js``.
 """
 
@@ -11,13 +11,13 @@ from typing import Any
 
 import traitlets
 
-from ._checks import check_choice, check_index
-from ._diff_payload import METRICS, diff_payload
-from .compare import LensComparison, compare
-from .export import base64_sections
-from .payload import section_bytes
-from .result import LogitLensResult
-from .widget_base import MuranoWidget, WidgetValueError, asset, selected_cell
+from murano_widgets._checks import check_choice, check_index
+from murano_widgets.comparison.compare import LensComparison, compare
+from murano_widgets.export import base64_sections
+from murano_widgets.payload.diff import METRICS, diff_payload
+from murano_widgets.payload.lens import section_bytes
+from murano_widgets.result import LogitLensResult
+from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
 
 __all__ = ["DIFF_METRICS", "LensDiffWidget", "show_lens_diff"]
 
@@ -33,7 +33,7 @@ class LensDiffWidget(MuranoWidget):
     side; arrows move the focus cell, Enter pins it.
 
     Args:
-        comparison: A :class:`~murano_widgets.compare.LensComparison`.
+        comparison: A :class:`~murano_widgets.comparison.compare.LensComparison`.
         prompt: The prompt shown first.
         metric: ``"delta_prob"``, ``"kl"`` or ``"top1_differs"``; default the first of them the
             comparison can show.
@@ -164,9 +164,9 @@ def show_lens_diff(
 
     Args:
         a: A :class:`LogitLensResult` (then ``b`` is required), or a
-            :class:`~murano_widgets.compare.LensComparison` (then ``b`` must be ``None``).
+            :class:`~murano_widgets.comparison.compare.LensComparison` (then ``b`` must be ``None``).
         b: The result compared with ``a``.
-        align, token: As for :func:`~murano_widgets.compare.compare`.
+        align, token: As for :func:`~murano_widgets.comparison.compare.compare`.
         prompt: The prompt shown first.
         metric: ``"delta_prob"``, ``"kl"`` or ``"top1_differs"`` (default: the first available).
 

@@ -2,7 +2,7 @@
 
 nnterp gives every supported architecture the same names (``layers_output[i]``, ``ln_final``,
 ``lm_head``), so one class serves GPT-2, Llama, Qwen, Gemma, GPT-NeoX and the rest. nnterp 1.3
-works with nnsight below 0.8 only; see :mod:`murano_widgets.nnsight_backend` for the others.
+works with nnsight below 0.8 only; see :mod:`murano_widgets.backends.nnsight` for the others.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from .model import (
+from murano_widgets.backends.base import (
     MuranoModel,
     UnsupportedModelError,
     check_source_argument,

@@ -1,4 +1,4 @@
-"""Files and provenance of a :class:`~murano_widgets.dataset.LensDataset`: where its numbers came
+"""Files and provenance of a :class:`~murano_widgets.dataset.lens_dataset.LensDataset`: where its numbers came
 from, and the npz + JSON pair it is saved as (written together, all or nothing, and read back
 with checks that name the file and what is wrong)."""
 
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._files import read_json, read_npz, write_files
-from .lenses import as_lens
+from murano_widgets._files import read_json, read_npz, write_files
+from murano_widgets.lenses import as_lens
 
 __all__ = ["model_provenance", "paths", "read_saved", "sha256", "write_saved"]
 

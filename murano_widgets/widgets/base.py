@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import anywidget
 import traitlets
 
-from ._checks import check_str
+from murano_widgets._checks import check_str
 
 __all__ = ["MuranoWidget", "WidgetValueError", "asset"]
 
@@ -79,7 +79,7 @@ class MuranoWidget(anywidget.AnyWidget):
             IsADirectoryError: If ``path`` is a folder.
             FileNotFoundError: If its folder does not exist.
         """
-        from .export import write_html
+        from murano_widgets.export import write_html
 
         return write_html(path, self.to_html(title=title))
 
@@ -89,7 +89,7 @@ class MuranoWidget(anywidget.AnyWidget):
         Raises:
             TypeError, ValueError: As :meth:`save_html`, for a bad ``title``.
         """
-        from .export import standalone_page
+        from murano_widgets.export import standalone_page
 
         title = check_str("title", title, optional=True, empty=True)
         return standalone_page(

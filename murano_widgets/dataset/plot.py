@@ -1,16 +1,16 @@
-"""``plot_dataset``: the publication figure of a :class:`~murano_widgets.dataset.LensDataset`."""
+"""``plot_dataset``: the publication figure of a :class:`~murano_widgets.dataset.lens_dataset.LensDataset`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._checks import check_axes, check_choice
+from murano_widgets._checks import check_axes, check_choice
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from .dataset import LensDataset
+    from murano_widgets.dataset.lens_dataset import LensDataset
 
 __all__ = ["DATASET_METRICS", "plot_dataset"]
 

@@ -1,7 +1,7 @@
 """What changed between two lenses: ``compare(a, b)`` and ``compare_lenses(...)``.
 
 Two :class:`LogitLensResult`\\ s (two prompts, two models with one tokenizer, or two lenses on one
-model) are paired cell by cell (see :mod:`murano_widgets._alignment`) and compared on ``a``'s
+model) are paired cell by cell (see :mod:`murano_widgets.comparison.alignment`) and compared on ``a``'s
 grid: the change ``b - a`` in the probability of a chosen token (by default ``a``'s model's own
 final prediction at each position), whether the top-1 token differs, and KL(a ‖ b) in bits.
 
@@ -26,13 +26,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._alignment import ALIGN_MODES, Alignment, align_results, check_align, partner_layer
-from ._checks import check_int, check_model, check_str
-from ._reductions import Buffers, reduce_pair, rows_per_chunk
-from .lenses import as_lens, title_of
-from .logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, resolve_layers
-from .result import LogitLensResult
-from .types import validate_prompts
+from murano_widgets._checks import check_int, check_model, check_str
+from murano_widgets.comparison.alignment import (
+    ALIGN_MODES,
+    Alignment,
+    align_results,
+    check_align,
+    partner_layer,
+)
+from murano_widgets.lenses import as_lens, title_of
+from murano_widgets.result import LogitLensResult
+from murano_widgets.step.logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, resolve_layers
+from murano_widgets.step.reductions import Buffers, reduce_pair, rows_per_chunk
+from murano_widgets.types import validate_prompts
 
 __all__ = ["ALIGN_MODES", "LensComparison", "compare", "compare_lenses"]
 

@@ -1,6 +1,6 @@
-"""A :class:`~murano_widgets.compare.LensComparison` as compact binary sections for the diff view.
+"""A :class:`~murano_widgets.comparison.compare.LensComparison` as compact binary sections for the diff view.
 
-The conventions of :mod:`murano_widgets.payload`: only ``a``'s real positions are sent, the
+The conventions of :mod:`murano_widgets.payload.lens`: only ``a``'s real positions are sent, the
 prompts laid end to end on one axis of length ``total`` (prompt ``p`` covers
 ``offsets[p] : offsets[p] + lengths[p]``); a cell (row ``i``, prompt ``p``, position ``j``) of an
 ``[L, T]`` section is at ``i * total + offsets[p] + j`` (``[L, T, k]``: times ``k``, plus the
@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .compare import LensComparison, _gather
-from .metrics import nice_ceil
-from .payload import joined_prompts
+from murano_widgets.comparison.compare import LensComparison, _gather
+from murano_widgets.metrics import nice_ceil
+from murano_widgets.payload.lens import joined_prompts
 
 FORMAT = "lens_diff"
 FORMAT_VERSION = 1
@@ -71,7 +71,7 @@ METRICS = (
 
 
 def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The comparison as ``(meta, arrays)``; :func:`~murano_widgets.payload.section_bytes` turns the arrays into bytes."""
+    """The comparison as ``(meta, arrays)``; :func:`~murano_widgets.payload.lens.section_bytes` turns the arrays into bytes."""
     a, b = comparison.a, comparison.b
     mask = a.attention_mask.bool()
     prompts, seqs = (t.numpy() for t in torch.nonzero(mask, as_tuple=True))
@@ -249,6 +249,6 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
 
 
 def _depth(result: Any) -> int:
-    from ._alignment import model_depth
+    from murano_widgets.comparison.alignment import model_depth
 
     return model_depth(result)

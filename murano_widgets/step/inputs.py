@@ -4,7 +4,7 @@ The step feeds the model one batch: each prompt's row, with the tokens of one mu
 answer appended (a causal model reads the prompt the same with or without them), and one more
 row for each further multi-token answer. The reductions then track, at every position shown,
 the targets' tokens and the answers' first tokens, and at the appended positions the answer
-tokens they predict (see :class:`~murano_widgets._reductions.Tracked`). From those few numbers
+tokens they predict (see :class:`~murano_widgets.step.reductions.Tracked`). From those few numbers
 :func:`score` assembles the per-cell target fields and the teacher-forced answer scores.
 """
 
@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from ._reductions import Tracked
-from .result import AnswerScores
-from .types import AnswerSets
+from murano_widgets.result import AnswerScores
+from murano_widgets.step.reductions import Tracked
+from murano_widgets.types import AnswerSets
 
 __all__ = ["InputPlan", "plan_inputs", "score", "variant_forms"]
 

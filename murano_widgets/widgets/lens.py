@@ -1,7 +1,7 @@
 """``LogitLensWidget``: the interactive heatmap, and ``show_logit_lens``, the one-call entry.
 
 The class is thin: typed traits and their validation. The result is turned into the binary
-payload by :mod:`murano_widgets.payload`, cells are described by the result itself, and the
+payload by :mod:`murano_widgets.payload.lens`, cells are described by the result itself, and the
 metrics come from the registry in :mod:`murano_widgets.metrics`.
 """
 
@@ -14,19 +14,19 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ._adapters import as_lens_result
-from ._checks import check_bool, check_choice, check_index, check_model
-from .chat import check_hide_template
-from .export import base64_sections
-from .generation import check_generation
-from .logit_lens import resolve_layers
-from .metrics import METRICS
-from .model import ModelBackend
-from .payload import LensPayload
-from .result import LogitLensResult
-from .run import run_logit_lens
-from .types import validate_prompts
-from .widget_base import MuranoWidget, WidgetValueError, asset, selected_cell
+from murano_widgets._adapters import as_lens_result
+from murano_widgets._checks import check_bool, check_choice, check_index, check_model
+from murano_widgets.backends.base import ModelBackend
+from murano_widgets.chat import check_hide_template
+from murano_widgets.export import base64_sections
+from murano_widgets.generation import check_generation
+from murano_widgets.metrics import METRICS
+from murano_widgets.payload.lens import LensPayload
+from murano_widgets.result import LogitLensResult
+from murano_widgets.run import run_logit_lens
+from murano_widgets.step.logit_lens import resolve_layers
+from murano_widgets.types import validate_prompts
+from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
 
 __all__ = ["METRICS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
 
@@ -256,7 +256,7 @@ def show_logit_lens(
         ValueError: Naming ``chat`` when the tokenizer has no chat template, and for other bad
             arguments (before the model runs).
     """
-    from .chat import check_chat
+    from murano_widgets.chat import check_chat
 
     check_model(model)
     # The widget's own arguments are checked before the model runs, as the step's are.

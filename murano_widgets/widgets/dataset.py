@@ -17,14 +17,14 @@ import ipywidgets
 import numpy as np
 import traitlets
 
-from ._checks import check_index, check_model
-from .export import base64_sections
-from .lenses import as_lens, title_of
-from .widget import LogitLensWidget, show_logit_lens
-from .widget_base import MuranoWidget, WidgetValueError, asset
+from murano_widgets._checks import check_index, check_model
+from murano_widgets.export import base64_sections
+from murano_widgets.lenses import as_lens, title_of
+from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset
+from murano_widgets.widgets.lens import LogitLensWidget, show_logit_lens
 
 if TYPE_CHECKING:
-    from .dataset import LensDataset
+    from murano_widgets.dataset.lens_dataset import LensDataset
 
 __all__ = ["DatasetChart", "LensDatasetWidget"]
 
@@ -169,7 +169,7 @@ class LensDatasetWidget(ipywidgets.VBox):
 
     def save_html(self, path: Any, *, title: str | None = None) -> Any:
         """Writes the chart as a self-contained HTML page (see
-        :meth:`murano_widgets.widget_base.MuranoWidget.save_html`); a prompt's heatmap cannot be
+        :meth:`murano_widgets.widgets.base.MuranoWidget.save_html`); a prompt's heatmap cannot be
         opened there, which the page says."""
         return self.chart.save_html(path, title=title)
 

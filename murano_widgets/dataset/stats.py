@@ -1,4 +1,4 @@
-"""Array work behind :class:`~murano_widgets.dataset.LensDataset`'s summaries: per-layer means
+"""Array work behind :class:`~murano_widgets.dataset.lens_dataset.LensDataset`'s summaries: per-layer means
 with percentile-bootstrap intervals over prompts."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_int
+from murano_widgets._checks import check_int
 
 __all__ = ["bootstrap_means", "check_summary_args", "set_summary"]
 

@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ._checks import check_bool, check_int, check_model
-from .dataset_io import model_provenance, paths, read_saved, write_saved
-from .dataset_stats import check_summary_args, set_summary
-from .logit_lens import LogitLens
-from .types import PromptBatch, validate_answers, validate_prompts
+from murano_widgets._checks import check_bool, check_int, check_model
+from murano_widgets.dataset.io import model_provenance, paths, read_saved, write_saved
+from murano_widgets.dataset.stats import check_summary_args, set_summary
+from murano_widgets.step.logit_lens import LogitLens
+from murano_widgets.types import PromptBatch, validate_answers, validate_prompts
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from .dataset_widget import LensDatasetWidget
-    from .model import ModelBackend
+    from murano_widgets.backends.base import ModelBackend
+    from murano_widgets.widgets.dataset import LensDatasetWidget
 
 __all__ = ["LensDataset", "lens_dataset"]
 
@@ -320,10 +320,10 @@ class LensDataset:
     def plot(self, **options: Any) -> Figure:
         """The figure: mean per layer with shaded intervals, one line per answer set.
 
-        See :func:`murano_widgets.dataset_plot.plot_dataset` for the options (``metric``,
+        See :func:`murano_widgets.dataset.plot.plot_dataset` for the options (``metric``,
         ``ci``, ``n_boot``, ``seed``, ``ax``).
         """
-        from .dataset_plot import plot_dataset
+        from murano_widgets.dataset.plot import plot_dataset
 
         return plot_dataset(self, **options)
 
@@ -344,7 +344,7 @@ class LensDataset:
                 :func:`~murano_widgets._checks.check_model`) or lacks the data set's layers, or
                 ``lens`` is given but is not a lens that fits the model.
         """
-        from .dataset_widget import LensDatasetWidget
+        from murano_widgets.widgets.dataset import LensDatasetWidget
 
         if model is not None:
             check_model(model)

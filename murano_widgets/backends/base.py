@@ -3,9 +3,9 @@
 The ``LogitLens`` step touches a model only through :class:`ModelBackend`. Two backends
 implement it, both subclasses of :class:`MuranoModel`:
 
-- ``backend="nnterp"`` (:mod:`murano_widgets.nnterp_backend`): nnterp's
+- ``backend="nnterp"`` (:mod:`murano_widgets.backends.nnterp`): nnterp's
   ``StandardizedTransformer``, one renaming layer over every architecture nnterp supports;
-- ``backend="nnsight"`` (:mod:`murano_widgets.nnsight_backend`): plain nnsight, for nnsight
+- ``backend="nnsight"`` (:mod:`murano_widgets.backends.nnsight`): plain nnsight, for nnsight
   versions nnterp does not work with (0.8, which NDIF's server requires).
 
 To add a backend: subclass :class:`MuranoModel`; its ``__init__(self, model_id_or_path, *,
@@ -39,7 +39,7 @@ from urllib.parse import urlparse
 
 import torch
 
-from ._checks import check_bool
+from murano_widgets._checks import check_bool
 
 __all__ = [
     "BACKENDS",
@@ -112,8 +112,8 @@ class ModelBackend(Protocol):
 
 BACKENDS = ("auto", "nnterp", "nnsight")
 _BACKENDS = {
-    "nnterp": ("murano_widgets.nnterp_backend", "NNterpModel"),
-    "nnsight": ("murano_widgets.nnsight_backend", "NNsightModel"),
+    "nnterp": ("murano_widgets.backends.nnterp", "NNterpModel"),
+    "nnsight": ("murano_widgets.backends.nnsight", "NNsightModel"),
 }
 
 _DTYPES = {
@@ -378,7 +378,7 @@ class MuranoModel(metaclass=_ChooseBackend):
         Returns:
             The token ids, ``[batch, prompt + new]`` (prompt first).
         """
-        from .generation import nnsight_generate
+        from murano_widgets.generation import nnsight_generate
 
         return nnsight_generate(self._nnsight_model(), inputs, **generate_kwargs)
 
@@ -486,7 +486,7 @@ class MuranoModel(metaclass=_ChooseBackend):
                 f"{self.logit_transform.describe()!r}. The model changes its logits after the "
                 "final norm and lm_head in a way this backend does not know, so every layer's "
                 "lens would be wrong: refusing to return numbers. Known transforms: "
-                "murano_widgets.model.LOGIT_TRANSFORMS; MuranoModel(..., self_check=False) "
+                "murano_widgets.backends.base.LOGIT_TRANSFORMS; MuranoModel(..., self_check=False) "
                 "turns this into a warning."
             )
             if self._self_check_wanted:
@@ -589,7 +589,7 @@ def _load(args: tuple[Any, ...], backend: Any, kwargs: dict[str, Any]) -> Murano
         )
     if backend != "auto":
         return _backend_class(backend)(*args, backend=backend, **kwargs)
-    from ._checks import is_nnsight_model
+    from murano_widgets._checks import is_nnsight_model
 
     # Through the registry, not an import: the backends import this module.
     NNsightModel: Any = _backend_class("nnsight")

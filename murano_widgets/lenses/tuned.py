@@ -18,7 +18,7 @@ paper's recipe, through the model's public surface only (``trace``, ``layer``, `
 
 Example:
     >>> from murano_widgets import LogitLens, load_demo_model
-    >>> from murano_widgets.tuned_lens import TunedLens
+    >>> from murano_widgets.lenses.tuned import TunedLens
     >>> model = load_demo_model()  # doctest: +SKIP
     >>> lens = TunedLens.train(model, texts, steps=100, tokens_per_step=8192)  # doctest: +SKIP
     >>> lens.save("my-lens")  # doctest: +SKIP
@@ -40,10 +40,17 @@ from typing import Any, ClassVar
 
 import torch
 
-from ._checks import check_bool, check_float, check_int, check_model, check_path, check_str
-from ._files import read_json, read_torch, write_files
-from .lenses import Lens
-from .types import check_encodable
+from murano_widgets._checks import (
+    check_bool,
+    check_float,
+    check_int,
+    check_model,
+    check_path,
+    check_str,
+)
+from murano_widgets._files import read_json, read_torch, write_files
+from murano_widgets.lenses import Lens
+from murano_widgets.types import check_encodable
 
 __all__ = ["LENS_TYPE", "TunedLens", "per_layer_kl"]
 
@@ -499,7 +506,7 @@ class TunedLens(Lens):
                     **_versions(),
                     "source": "trained",
                     "base_model": lens.config["base_model_name_or_path"],
-                    "trained_with": "murano_widgets.tuned_lens.TunedLens.train",
+                    "trained_with": "murano_widgets.lenses.tuned.TunedLens.train",
                     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                         timespec="seconds"
                     ),
@@ -765,7 +772,7 @@ def per_layer_kl(
         ValueError: For a ``batch_size`` or ``max_chunk_bytes`` that is not a positive int,
             texts that are not strings of valid Unicode, or texts that hold no tokens.
     """
-    from .logit_lens import LogitLens
+    from murano_widgets.step.logit_lens import LogitLens
 
     check_model(model)
     batch_size = check_int("batch_size", batch_size, 1, None, None)
@@ -941,6 +948,6 @@ def _model_name(model: Any) -> str:
 
 
 def _versions() -> dict[str, str]:
-    from . import __version__
+    from murano_widgets import __version__
 
     return {"package": f"murano_widgets {__version__}", "torch": torch.__version__}

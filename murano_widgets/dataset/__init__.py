@@ -1,0 +1,7 @@
+"""Data sets: the lens over many prompts, kept as per-prompt, per-layer numbers.
+
+- ``lens_dataset``: ``lens_dataset`` and ``LensDataset`` (tidy tables, summaries, widgets).
+- ``io``: provenance and the npz + JSON pair a data set is saved as.
+- ``stats``: per-layer means with bootstrap intervals.
+- ``plot``: the publication figure.
+"""

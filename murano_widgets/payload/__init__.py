@@ -1,0 +1,9 @@
+"""Payloads: what a widget's front end receives (JSON metadata and binary sections).
+
+- ``lens``: the heatmap's payload (``LensPayload``: sections named as the result's fields, one
+  string table, quantised probabilities and bits).
+- ``diff``: the lens diff's payload.
+
+The JS tests read payloads these modules wrote (``js/tests/golden``, by
+``tests/golden_payloads.py``).
+"""

@@ -1,0 +1,12 @@
+"""The widgets: thin anywidget classes (traits and their validation) on one base.
+
+- ``base``: ``MuranoWidget`` (front-end assets, ``WidgetValueError``, ``save_html``/``to_html``
+  through the one page of :mod:`murano_widgets.export`).
+- ``lens``: the heatmap (``LogitLensWidget``, ``show_logit_lens``).
+- ``diff``: two lenses' difference (``LensDiffWidget``, ``show_lens_diff``).
+- ``dataset``: a data set's curves and prompts (``LensDatasetWidget``, ``DatasetChart``).
+
+To add a view: a ``MuranoWidget`` subclass with its ``_esm``/``_css`` (``asset(...)``), its
+traits, ``_standalone_state`` and ``_default_title``; its payload in :mod:`murano_widgets.payload`;
+its front end a folder of ``js/src/`` on the shared parts, bundled by ``js/build.mjs``.
+"""
