@@ -48,8 +48,9 @@ import torch
 from murano_widgets.comparison.compare import LensComparison, compare
 from murano_widgets.dataset.lens_dataset import LensDataset
 from murano_widgets.metrics import METRICS
+from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
-from murano_widgets.payload.lens import LensPayload, section_bytes
+from murano_widgets.payload.lens import LensPayload
 from murano_widgets.result import AnswerScores, LogitLensResult
 from murano_widgets.types import Node
 from murano_widgets.widgets.dataset import LensDatasetWidget

@@ -32,12 +32,12 @@ import torch
 
 from murano_widgets.comparison.compare import LensComparison, _gather
 from murano_widgets.metrics import nice_ceil
+from murano_widgets.payload.codec import U16, quantise
 from murano_widgets.payload.lens import joined_prompts
 
 FORMAT = "lens_diff"
 FORMAT_VERSION = 1
-_I16 = 32767
-_U16 = 65535
+_I16 = np.iinfo(np.int16).max
 
 METRICS = (
     {
@@ -162,35 +162,32 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
                 index_of_text[word] = len(table)
                 table.append(word)
         arrays["input_a"] = np.array([index_of_text[w] + 1 for w in words], dtype=np.int64)
-    index_dtype = np.uint16 if len(table) + 1 <= _U16 else np.uint32
+    index_dtype = np.uint16 if len(table) + 1 <= U16 else np.uint32
     for name in ("input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b"):
         arrays[name] = arrays[name].astype(index_dtype)
 
     def unit(values: np.ndarray) -> np.ndarray:
-        clean = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
-        return np.round(np.clip(clean, 0.0, 1.0) * _U16).astype(np.uint16)
+        return quantise(values, 1.0, np.uint16)
 
     delta = np.nan_to_num(cells(comparison.delta_prob).astype(np.float64), nan=0.0)
     arrays["aligned"] = aligned.astype(np.uint8)
     arrays["top1_differs"] = cells(comparison.top1_differs).astype(np.uint8)
-    arrays["delta_prob"] = np.round(np.clip(delta, -1.0, 1.0) * _I16).astype(np.int16)
+    arrays["delta_prob"] = quantise(delta, 1.0, np.int16)
     arrays["prob_a"] = unit(cells(comparison.prob_a))
     arrays["prob_b"] = unit(cells(comparison.prob_b))
     delta_known = aligned & np.isfinite(cells(comparison.delta_prob))
     arrays["delta_known"] = delta_known.astype(np.uint8)
-    scales = {"delta_prob": 1 / _I16, "prob_a": 1 / _U16, "prob_b": 1 / _U16}
+    scales = {"delta_prob": 1 / _I16, "prob_a": 1 / U16, "prob_b": 1 / U16}
     for side in ("a", "b"):
         arrays[f"topk_probs_{side}"] = unit(cells(topk[f"topk_probs_{side}"]))
-        scales[f"topk_probs_{side}"] = 1 / _U16
+        scales[f"topk_probs_{side}"] = 1 / U16
     kl_max = 0.0
     if comparison.kl is not None:
         kl = cells(comparison.kl).astype(np.float64)
         finite = kl[np.isfinite(kl)]
         kl_max = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-        arrays["kl"] = np.round(
-            np.clip(np.nan_to_num(kl, nan=0.0) / kl_max, 0.0, 1.0) * _U16
-        ).astype(np.uint16)
-        scales["kl"] = kl_max / _U16
+        arrays["kl"] = quantise(kl, kl_max, np.uint16)
+        scales["kl"] = kl_max / U16
 
     known = np.abs(delta[delta_known]) if delta_known.any() else np.zeros(1)
     # A round bound from 0.01 to 1, so the legend's ends read as plain numbers.

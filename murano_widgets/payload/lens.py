@@ -27,6 +27,13 @@ import torch
 
 from murano_widgets.lenses import title_of
 from murano_widgets.metrics import METRICS, SECTIONS, metric_domain
+from murano_widgets.payload.codec import (
+    U16,
+    decode_sections,
+    finite_max,
+    quantise,
+    section_bytes,
+)
 from murano_widgets.result import LogitLensResult
 
 __all__ = ["BASE_SECTIONS", "DETAIL_SECTIONS", "LensPayload", "decode_sections"]
@@ -34,7 +41,6 @@ __all__ = ["BASE_SECTIONS", "DETAIL_SECTIONS", "LensPayload", "decode_sections"]
 BASE_SECTIONS = tuple(name for name, section in SECTIONS.items() if section.base)
 DETAIL_SECTIONS = tuple(name for name, section in SECTIONS.items() if not section.base)
 FORMAT_VERSION = 2
-_U16 = 65535
 
 
 @dataclass
@@ -66,7 +72,7 @@ class LensPayload:
             return array[:, batch_index, position_index]
 
         vocab_size = int(result.vocab_size or 0) or None
-        max_entropy = math.log2(vocab_size) if vocab_size else _finite_max(result.entropy, 1.0)
+        max_entropy = math.log2(vocab_size) if vocab_size else finite_max(result.entropy, 1.0)
         field_values = {
             name: values(name)
             for name in (
@@ -103,7 +109,7 @@ class LensPayload:
             [] if result.input_ids is not None else [w for row in result.input_words for w in row]
         )
         table, index_of = _string_table(words, extra)
-        index_dtype = np.uint16 if len(table) <= _U16 else np.uint32
+        index_dtype = np.uint16 if len(table) <= U16 else np.uint32
         arrays: dict[str, np.ndarray] = {}
         scales: dict[str, float] = {}
         for name, section in SECTIONS.items():
@@ -117,17 +123,17 @@ class LensPayload:
                     arrays[name] = raw.astype(np.uint8)
             elif section.kind == "probability":
                 dtype = np.uint8 if section.shape == "topk" else np.uint16
-                arrays[name] = _quantise(raw, 1.0, dtype)
+                arrays[name] = quantise(raw, 1.0, dtype)
                 scales[name] = 1 / np.iinfo(dtype).max
             elif section.kind == "bits":
-                top = max_entropy if name == "entropy" else _finite_max(raw, 1.0)
-                arrays[name] = _quantise(raw, top, np.uint16)
-                scales[name] = top / _U16
+                top = max_entropy if name == "entropy" else finite_max(raw, 1.0)
+                arrays[name] = quantise(raw, top, np.uint16)
+                scales[name] = top / U16
             elif section.kind == "code":
                 arrays[name] = raw.astype(np.uint8)
             elif section.kind == "rank":
                 ranks = np.nan_to_num(raw.astype(np.float64), nan=0.0)
-                arrays[name] = np.clip(ranks, 0, _U16).astype(np.uint16)
+                arrays[name] = np.clip(ranks, 0, U16).astype(np.uint16)
         if "input_ids" not in arrays:
             arrays["input_ids"] = np.array(
                 [
@@ -296,41 +302,6 @@ def _answer_sets_meta(result: LogitLensResult) -> list[dict[str, Any]]:
         }
         for name, scores in (result.answer_sets or {}).items()
     ]
-
-
-def section_bytes(arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
-    """Arrays as the little-endian bytes the front end reads (any payload's, the diff's too)."""
-    return {
-        name: np.ascontiguousarray(array)
-        .astype(array.dtype.newbyteorder("<"), copy=False)
-        .tobytes()
-        for name, array in arrays.items()
-    }
-
-
-def decode_sections(meta: dict[str, Any], sections: dict[str, bytes]) -> dict[str, np.ndarray]:
-    """Decodes sections back to arrays of values (``raw * scale``), as the front end does."""
-    out = {}
-    for name, data in sections.items():
-        info = meta["sections"][name]
-        raw = np.frombuffer(data, dtype=np.dtype(info["dtype"]).newbyteorder("<"))
-        raw = raw.reshape(info["shape"])
-        out[name] = raw if info["scale"] == 1.0 else raw.astype(np.float64) * info["scale"]
-    return out
-
-
-def _quantise(values: np.ndarray, top: float, dtype: type) -> np.ndarray:
-    levels = np.iinfo(dtype).max
-    scaled = np.nan_to_num(np.asarray(values, dtype=np.float64) / top, nan=0.0, posinf=1.0)
-    return np.round(np.clip(scaled, 0.0, 1.0) * levels).astype(dtype)
-
-
-def _finite_max(values: torch.Tensor | np.ndarray | None, default: float) -> float:
-    if values is None:
-        return default
-    array = np.asarray(values.detach().cpu() if isinstance(values, torch.Tensor) else values)
-    finite = array[np.isfinite(array)]
-    return float(finite.max()) if finite.size and float(finite.max()) > 0 else default
 
 
 def _id_words(result: LogitLensResult) -> dict[int, str]:
