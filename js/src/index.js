@@ -18,7 +18,8 @@
 import { createLocalModel } from "./local_model.js";
 import { LensView } from "./view/view.js";
 
-export { cellIndex, decodePayload, toBytes } from "./payload.js";
+export { cellIndex, decodePayload } from "./payload.js";
+export { toBytes } from "./shared/codec.js";
 export { metricAvailable, metricDomain, metricValue, unitValue } from "./metrics.js";
 export { colourImage, scaleColour } from "./colour.js";
 export { displayToken } from "./tokens.js";

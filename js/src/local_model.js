@@ -1,7 +1,7 @@
 // @ts-check
 /** A model with no kernel behind it: the standalone HTML export and tests. */
 
-import { toBytes } from "./payload.js";
+import { toBytes } from "./shared/codec.js";
 
 /**
  * The part of anywidget's model the view uses.

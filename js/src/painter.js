@@ -13,6 +13,7 @@ import { promptHasNoValue } from "./payload.js";
 import { generationColumn, pickColumns, roleNames, roleStyles } from "./token_marks.js";
 import { displayToken, isolateLtr, truncateText } from "./tokens.js";
 import { readTheme } from "./theme.js";
+import { hatchPattern } from "./shared/hatch.js";
 import { answerMarkTriangle } from "./trajectory_layout.js";
 
 /**
@@ -145,19 +146,7 @@ export class Painter {
     const ctx = context2d(this.canvas);
     const cellFont = `11px ${monoFont}`;
     ctx.font = cellFont;
-    const hatch = document.createElement("canvas");
-    hatch.width = hatch.height = 6;
-    const hctx = hatch.getContext("2d");
-    let hatchPattern = null;
-    if (hctx) {
-      hctx.strokeStyle = colours.hatch;
-      hctx.lineWidth = 1;
-      hctx.beginPath();
-      hctx.moveTo(0, 6);
-      hctx.lineTo(6, 0);
-      hctx.stroke();
-      hatchPattern = ctx.createPattern(hatch, "repeat");
-    }
+    const hatch = hatchPattern(ctx, colours.hatch);
     /** @type {Theme} */
     const theme = {
       fg: colours.fg,
@@ -179,7 +168,7 @@ export class Painter {
       generated: colours.generated,
       generatedBg: colours.generatedBg,
       charW: ctx.measureText("M").width || 6.6,
-      hatchPattern,
+      hatchPattern: hatch,
     };
     // Read before the widget is in the page (or before its stylesheet): used, not kept.
     if (colours.live) this.theme = theme;

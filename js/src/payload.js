@@ -1,18 +1,19 @@
 // @ts-check
 /**
  * Payload decoding: the widget's `_meta` (JSON) and `_sections` (name → binary buffer) as typed
- * arrays, checked against each other. The format is written by `murano_widgets/payload.py`
+ * arrays, checked against each other. The format is written by `murano_widgets/payload/lens.py`
  * (version 2): section names are the result's field names, and the metric registry (labels,
  * units, colour scales, domains) comes in `meta.metrics`, so nothing here lists metrics.
  */
 
 import { COLOUR_STOPS } from "./colour_stops.js";
+import { readSection } from "./shared/codec.js";
 
 /** The payload version this front end reads. */
 export const PAYLOAD_VERSION = 2;
 
-/** Bytes per element of the dtypes the encoder writes. */
-export const DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
+/** The dtypes the encoder writes (their sizes: `shared/codec.js`'s DTYPE_SIZES). */
+export const LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
 
 /** Sections holding indices into `meta.tokens`. */
 export const TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
@@ -31,8 +32,6 @@ export const CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks
 
 /** Sections the view cannot draw without, whatever `meta.base_sections` says. */
 export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
-
-const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /**
  * @typedef {Uint8Array | Uint16Array | Uint32Array} RawArray
@@ -88,72 +87,6 @@ const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  *   accepted form's; null: unknown)
  * @property {number[]} nAccepted per prompt, how many accepted forms are summed (0: no answer)
  */
-
-/**
- * Decodes base64 text to bytes (used by the standalone HTML export).
- * @param {string} text
- * @returns {Uint8Array}
- */
-export function decodeBase64(text) {
-  const binary = atob(text);
-  const out = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
-  return out;
-}
-
-/**
- * A byte view of a buffer as anywidget or a standalone page hands it over: a DataView (maybe with a
- * non-zero byteOffset), an ArrayBuffer, a typed array, or base64 text.
- * @param {unknown} buffer
- * @returns {Uint8Array}
- */
-export function toBytes(buffer) {
-  if (buffer instanceof Uint8Array) return buffer;
-  if (ArrayBuffer.isView(buffer)) {
-    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-  }
-  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
-  if (typeof buffer === "string") return decodeBase64(buffer);
-  if (buffer && typeof buffer === "object" && typeof (/** @type {any} */ (buffer).byteLength) === "number") {
-    // An ArrayBuffer from another realm (e.g. an iframe) fails `instanceof`.
-    return new Uint8Array(/** @type {ArrayBuffer} */ (buffer));
-  }
-  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
-}
-
-/**
- * Reads a little-endian array of `dtype` from `buffer`. Returns a view when the data is aligned
- * (and the host is little-endian); copies otherwise, since typed arrays need aligned offsets.
- * @param {unknown} buffer
- * @param {string} dtype "uint8", "uint16" or "uint32"
- * @param {number} [length] expected number of elements (checked when given)
- * @returns {RawArray}
- */
-export function readTypedArray(buffer, dtype, length) {
-  const size = dtype === "uint8" ? 1 : dtype === "uint16" ? 2 : dtype === "uint32" ? 4 : 0;
-  if (!size) throw new Error(`unsupported dtype ${JSON.stringify(dtype)} (expected uint8, uint16 or uint32)`);
-  const bytes = toBytes(buffer);
-  if (bytes.byteLength % size !== 0) {
-    throw new Error(`${bytes.byteLength} bytes is not a whole number of ${dtype} values`);
-  }
-  const n = bytes.byteLength / size;
-  if (length !== undefined && n !== length) {
-    throw new Error(`expected ${length} ${dtype} values, got ${n}`);
-  }
-  if (size === 1) return new Uint8Array(bytes.buffer, bytes.byteOffset, n);
-  const Ctor = size === 2 ? Uint16Array : Uint32Array;
-  if (HOST_LITTLE_ENDIAN && bytes.byteOffset % size === 0) {
-    return new Ctor(/** @type {ArrayBuffer} */ (bytes.buffer), bytes.byteOffset, n);
-  }
-  const out = new Ctor(n);
-  if (HOST_LITTLE_ENDIAN) {
-    new Uint8Array(out.buffer).set(bytes);
-  } else {
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    for (let i = 0; i < n; i++) out[i] = size === 2 ? view.getUint16(i * 2, true) : view.getUint32(i * 4, true);
-  }
-  return out;
-}
 
 /** @param {number[]} shape */
 function product(shape) {
@@ -278,11 +211,7 @@ export function decodePayload(meta, sections) {
     if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
       throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);
     }
-    try {
-      arrays[name] = readTypedArray(data, spec.dtype, product(shape));
-    } catch (error) {
-      throw new Error(`section ${name}: ${error instanceof Error ? error.message : String(error)}`);
-    }
+    arrays[name] = /** @type {RawArray} */ (readSection(data, spec.dtype, product(shape), name, LENS_DTYPES));
     scales[name] = typeof spec.scale === "number" && Number.isFinite(spec.scale) ? spec.scale : 1;
   }
   for (const name of REQUIRED_SECTIONS) {

@@ -55,12 +55,16 @@ export function chartBeside(available, heatmapNatural) {
 }
 
 /**
- * The chart's geometry, its rows matching the heatmap's (`heatY`, `rowH`).
+ * The trajectory chart's geometry: layers are rows (the final layer on top), level with the
+ * heatmap's (`heatY`, `rowH`), and a value runs along x. Not the data-set chart's
+ * `datasetCurveGeometry` (`dataset/chart.js`), where layers are evenly spaced columns along x in
+ * a fixed SVG box and a fraction runs up y: the two axes are swapped and this one's rows are
+ * sized by the heatmap, so they share no code.
  * @param {{width: number, nLayers: number, rowH: number, heatY: number, heightBelow?: number}} options
  *   `heightBelow`: the room the heatmap has under its rows (so both are as tall)
  * @returns {ChartGeometry}
  */
-export function chartGeometry({ width, nLayers, rowH, heatY, heightBelow = CHART.bottomPad }) {
+export function trajectoryRowsGeometry({ width, nLayers, rowH, heatY, heightBelow = CHART.bottomPad }) {
   const w = Math.max(CHART.minWidth, Math.floor(width));
   const plotX = CHART.labelW + 6;
   const plotH = nLayers * rowH;

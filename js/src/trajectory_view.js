@@ -6,10 +6,10 @@
  * `trajectory.js` and `trajectory_layout.js`.
  */
 
-import { h } from "./dom.js";
+import { h, s as svg } from "./shared/dom.js"; // `s` is a series here
 import { formatProb, formatRank } from "./format.js";
 import { rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "./trajectory.js";
-import { chartGeometry, markerPath, rowAtY, rowCentreY, seriesSegments, seriesStyle, valueX } from "./trajectory_layout.js";
+import { trajectoryRowsGeometry, markerPath, rowAtY, rowCentreY, seriesSegments, seriesStyle, valueX } from "./trajectory_layout.js";
 import { displayToken, truncateText } from "./tokens.js";
 
 /**
@@ -39,22 +39,6 @@ import { displayToken, truncateText } from "./tokens.js";
  * @property {{key: string, kind: string, label: string, token: string | null, loaded: boolean,
  *   shown: boolean, values: (number | null)[], segments: [number, number][][]}[]} series
  */
-
-const SVG_NS = "http://www.w3.org/2000/svg";
-
-/**
- * An SVG element with attributes.
- * @param {string} tag
- * @param {Record<string, string | number>} [attrs]
- * @param {string} [text] set as textContent
- * @returns {SVGElement}
- */
-function svg(tag, attrs = {}, text) {
-  const element = /** @type {SVGElement} */ (document.createElementNS(SVG_NS, tag));
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
-  if (text !== undefined) element.textContent = text;
-  return element;
-}
 
 /**
  * A value as text in the chart's mode.
@@ -177,7 +161,7 @@ export class TrajectoryView {
     this.lensSeen = lens;
 
     const mode = this.mode;
-    const g = chartGeometry({ width, nLayers: lens.L, rowH, heatY, heightBelow });
+    const g = trajectoryRowsGeometry({ width, nLayers: lens.L, rowH, heatY, heightBelow });
     this.geometry = g;
     const scale = valueScale(mode, rankAxisMax(lens));
     const series = trajectorySeries(lens, prompt, position, mode);

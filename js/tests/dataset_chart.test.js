@@ -3,19 +3,19 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { bandPath, chartGeometry, labelColumns, linePath } from "../src/dataset/chart.js";
+import { bandPath, datasetCurveGeometry, labelColumns, linePath } from "../src/dataset/chart.js";
 
-const g = chartGeometry(200, 100, 3, { left: 0, right: 0, top: 0, bottom: 0 });
+const g = datasetCurveGeometry(200, 100, 3, { left: 0, right: 0, top: 0, bottom: 0 });
 
 test("columns span the plot area; values map 0 to the bottom and 1 to the top, clamped", () => {
   assert.deepEqual([g.x(0), g.x(1), g.x(2)], [0, 100, 200]);
   assert.deepEqual([g.y(0), g.y(0.5), g.y(1), g.y(2), g.y(-1)], [100, 50, 0, 0, 100]);
-  assert.equal(chartGeometry(200, 100, 1, { left: 0, right: 0 }).x(0), 100, "one layer sits in the middle");
+  assert.equal(datasetCurveGeometry(200, 100, 1, { left: 0, right: 0 }).x(0), 100, "one layer sits in the middle");
 });
 
 test("layerAt finds the nearest column and clamps outside the plot", () => {
   assert.deepEqual([g.layerAt(-50), g.layerAt(49), g.layerAt(51), g.layerAt(160), g.layerAt(999)], [0, 0, 1, 2, 2]);
-  assert.equal(chartGeometry(200, 100, 1).layerAt(10), 0);
+  assert.equal(datasetCurveGeometry(200, 100, 1).layerAt(10), 0);
 });
 
 test("linePath breaks at a missing value; bandPath closes one polygon per run", () => {

@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { decodeDataset, formatInterval, layerReadout, promptOrder, readArray } from "../src/dataset/data.js";
+import { decodeDataset, formatInterval, layerReadout, promptOrder } from "../src/dataset/data.js";
+import { readTypedArray } from "../src/shared/codec.js";
 import { formatBits } from "../src/format.js";
 import { datasetPayload, golden } from "./golden.mjs";
 
@@ -25,10 +26,10 @@ const decoded = (options) => {
   return decodeDataset(meta, data);
 };
 
-test("readArray reads little-endian float32 and int32 at any byte offset, and checks the length", () => {
-  assert.deepEqual(Array.from(readArray(encode([1.5, -2, 0.25], "float32", 3), "float32", 3)), [1.5, -2, 0.25]);
-  assert.deepEqual(Array.from(readArray(encode([7, -1, 65536], "int32", 1), "int32", 3)), [7, -1, 65536]);
-  assert.throws(() => readArray(encode([1, 2], "int32"), "int32", 3), /expected 3 int32 values/);
+test("the byte reader reads little-endian float32 and int32 at any byte offset, and checks the length", () => {
+  assert.deepEqual(Array.from(readTypedArray(encode([1.5, -2, 0.25], "float32", 3), "float32", 3)), [1.5, -2, 0.25]);
+  assert.deepEqual(Array.from(readTypedArray(encode([7, -1, 65536], "int32", 1), "int32", 3)), [7, -1, 65536]);
+  assert.throws(() => readTypedArray(encode([1, 2], "int32"), "int32", 3), /expected 3 int32 values/);
 });
 
 test("decodeDataset reads the sets' arrays and the meta", () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { decodeDiff, diffIndex, readSection, tokenOf } from "../src/diff/payload.js";
+import { decodeDiff, diffIndex, tokenOf } from "../src/diff/payload.js";
 import { diffPayload } from "./golden.mjs";
 
 // diff_prefix (tests/golden/diff_prefix.json, written by tests/golden_payloads.py): "The city<b>x</b>"
@@ -39,6 +39,7 @@ test("rejects a payload of another format, version or size, naming the problem",
   assert.throws(() => decodeDiff({ ...meta, version: 9 }, sections), /version 9/);
   const { aligned: _dropped, ...rest } = sections;
   assert.throws(() => decodeDiff(meta, rest), /lacks the aligned section/);
-  assert.throws(() => readSection(new Uint8Array(5), "uint16", 3, "x"), /section x: expected 3 uint16 values \(6 bytes\), got 5 bytes/);
-  assert.throws(() => readSection(new Uint8Array(4), "float64", 1, "x"), /unsupported dtype/);
+  assert.throws(() => decodeDiff(meta, { ...sections, aligned: new Uint8Array(5) }), /section aligned: expected \d+ uint8 values \(\d+ bytes\), got 5 bytes/);
+  const wrong = { ...meta, sections: { ...meta.sections, aligned: { ...meta.sections.aligned, dtype: "float64" } } };
+  assert.throws(() => decodeDiff(wrong, sections), /section aligned: unsupported dtype/);
 });

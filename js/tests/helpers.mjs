@@ -7,13 +7,10 @@
  * For the decoders' byte handling and for malformed sections (a value Python never writes).
  */
 export function encode(values, dtype, byteOffset = 0) {
-  const size = { uint8: 1, uint16: 2, uint32: 4 }[dtype];
+  const size = { uint8: 1, int16: 2, uint16: 2, uint32: 4, int32: 4, float32: 4 }[dtype];
+  const set = { uint8: "setUint8", int16: "setInt16", uint16: "setUint16", uint32: "setUint32", int32: "setInt32", float32: "setFloat32" }[dtype];
   const buffer = new ArrayBuffer(byteOffset + values.length * size + 3);
   const view = new DataView(buffer, byteOffset, values.length * size);
-  values.forEach((v, i) => {
-    if (size === 1) view.setUint8(i, v);
-    else if (size === 2) view.setUint16(i * 2, v, true);
-    else view.setUint32(i * 4, v, true);
-  });
+  values.forEach((v, i) => view[set](i * size, v, true));
   return view;
 }

@@ -7,7 +7,7 @@ import { cellRect, computeLayout } from "../src/layout.js";
 import { metricAvailable, metricValue } from "../src/metrics.js";
 import { cellTargetIndex, decodePayload, isAnswerTop1, promptOfColumn, promptSetIndex } from "../src/payload.js";
 import { chartColumn, niceRankMax, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "../src/trajectory.js";
-import { answerMarkTriangle, chartBeside, chartGeometry, rowAtY, rowCentreY, seriesSegments, seriesStyle, SIDE } from "../src/trajectory_layout.js";
+import { answerMarkTriangle, chartBeside, trajectoryRowsGeometry, rowAtY, rowCentreY, seriesSegments, seriesStyle, SIDE } from "../src/trajectory_layout.js";
 import { lensPayload } from "./golden.mjs";
 
 // The golden payload of a result with answers and targets (tests/golden/lens_answers.json,
@@ -134,7 +134,7 @@ test("elsewhere: the first set's answer token only", () => {
 test("a missing row breaks every line; detail lines not loaded yet read as loading", () => {
   const holed = decodePayload(...Object.values(answerPayload({ missing: true }))); // row 1 of prompt 0
   for (const s of trajectorySeries(holed, 0, 2, "prob")) assert.equal(s.values[1], null, s.key);
-  const g = chartGeometry({ width: 300, nLayers: L, rowH: 20, heatY: 16 });
+  const g = trajectoryRowsGeometry({ width: 300, nLayers: L, rowH: 20, heatY: 16 });
   const top1 = trajectorySeries(holed, 0, 2, "prob")[0];
   assert.deepEqual(seriesSegments(top1, valueScale("prob"), g).map((seg) => seg.length), [1, 1]);
 
@@ -233,7 +233,7 @@ test("value scales: more likely is to the right; ranks on a log scale with rank 
 
 test("the chart's rows are level with the heatmap's rows", () => {
   const layout = computeLayout({ nLayers: 12, nPositions: 9, width: 700, labelW: 40, charW: 7, maxChars: 6 });
-  const g = chartGeometry({ width: 300, nLayers: 12, rowH: layout.rowH, heatY: layout.heatY, heightBelow: layout.height - layout.heatY - layout.heatH });
+  const g = trajectoryRowsGeometry({ width: 300, nLayers: 12, rowH: layout.rowH, heatY: layout.heatY, heightBelow: layout.height - layout.heatY - layout.heatH });
   assert.equal(g.height, layout.height);
   for (let i = 0; i < 12; i++) {
     const cell = cellRect(layout, i, 0, 0);

@@ -1,73 +1,90 @@
 // Built by `npm run build` (js/build.mjs) from js/src with esbuild; do not edit: edit js/src.
 
-// src/colour_stops.js
-var COLOUR_STOPS = Object.freeze({
-  viridis: [
-    "#440154",
-    "#48186a",
-    "#472d7b",
-    "#424086",
-    "#3b528b",
-    "#33638d",
-    "#2c728e",
-    "#26828e",
-    "#21918c",
-    "#1fa088",
-    "#28ae80",
-    "#3fbc73",
-    "#5ec962",
-    "#84d44b",
-    "#addc30",
-    "#d8e219",
-    "#fde725"
-  ],
-  cividis: [
-    "#00224e",
-    "#002e6a",
-    "#1a386f",
-    "#32436d",
-    "#434e6c",
-    "#535a6d",
-    "#61656f",
-    "#6f7073",
-    "#7d7c78",
-    "#8c8878",
-    "#9b9476",
-    "#aba072",
-    "#bcae6c",
-    "#cdbb63",
-    "#dec958",
-    "#f0d846",
-    "#fee838"
-  ],
-  // Magma without its near-white end, which would vanish on a light background.
-  magma: [
-    "#000004",
-    "#0a0822",
-    "#1d1147",
-    "#36106b",
-    "#51127c",
-    "#6a1c81",
-    "#832681",
-    "#9c2e7f",
-    "#b73779",
-    "#d0416f",
-    "#e75263",
-    "#f56b5c",
-    "#fc8961",
-    "#fea772",
-    "#fec488"
-  ]
+// src/shared/codec.js
+var DTYPE_SIZES = Object.freeze({ uint8: 1, int16: 2, uint16: 2, uint32: 4, int32: 4, float32: 4 });
+var CONSTRUCTORS = Object.freeze({
+  uint8: Uint8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  uint32: Uint32Array,
+  int32: Int32Array,
+  float32: Float32Array
 });
-
-// src/payload.js
-var DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
-var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
-var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
-var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
-var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
-var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 var HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+function decodeBase64(text) {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+function toBytes(buffer) {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (ArrayBuffer.isView(buffer)) {
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  }
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (typeof buffer === "string") return decodeBase64(buffer);
+  if (buffer && typeof buffer === "object" && typeof /** @type {any} */
+  buffer.byteLength === "number") {
+    return new Uint8Array(
+      /** @type {ArrayBuffer} */
+      buffer
+    );
+  }
+  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
+}
+function readTypedArray(buffer, dtype, length, accepted = Object.keys(DTYPE_SIZES)) {
+  const size = accepted.includes(dtype) ? (
+    /** @type {Record<string, number>} */
+    DTYPE_SIZES[dtype]
+  ) : void 0;
+  if (!size) throw new Error(`unsupported dtype ${JSON.stringify(dtype)} (expected ${accepted.join(", ")})`);
+  const Ctor = CONSTRUCTORS[
+    /** @type {Dtype} */
+    dtype
+  ];
+  const bytes = toBytes(buffer);
+  if (length !== void 0 && bytes.byteLength !== length * size) {
+    throw new Error(`expected ${length} ${dtype} values (${length * size} bytes), got ${bytes.byteLength} bytes`);
+  }
+  if (bytes.byteLength % size !== 0) {
+    throw new Error(`${bytes.byteLength} bytes is not a whole number of ${dtype} values`);
+  }
+  const n = bytes.byteLength / size;
+  if (size === 1 || HOST_LITTLE_ENDIAN && bytes.byteOffset % size === 0) {
+    return new Ctor(
+      /** @type {ArrayBuffer} */
+      bytes.buffer,
+      bytes.byteOffset,
+      n
+    );
+  }
+  const out = new Ctor(n);
+  if (HOST_LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes);
+  } else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const get = {
+      int16: (i) => view.getInt16(i * 2, true),
+      uint16: (i) => view.getUint16(i * 2, true),
+      uint32: (i) => view.getUint32(i * 4, true),
+      int32: (i) => view.getInt32(i * 4, true),
+      float32: (i) => view.getFloat32(i * 4, true)
+    }[
+      /** @type {Exclude<Dtype, "uint8">} */
+      dtype
+    ];
+    for (let i = 0; i < n; i++) out[i] = get(i);
+  }
+  return out;
+}
+function readSection(buffer, dtype, length, name, accepted) {
+  try {
+    return readTypedArray(buffer, dtype, length, accepted);
+  } catch (error) {
+    throw new Error(`section ${name}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
 
 // src/local_model.js
 function kernelFreeModel(values) {
@@ -96,13 +113,40 @@ function kernelFreeModel(values) {
   };
 }
 
-// src/dom.js
-function h(tag, className, attrs = {}, text) {
-  const element = document.createElement(tag);
-  if (className) element.className = className;
+// src/shared/dom.js
+var SVG_NS = "http://www.w3.org/2000/svg";
+function fill(element, attrs, text) {
   for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
   if (text !== void 0) element.textContent = text;
   return element;
+}
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  return fill(element, attrs, text);
+}
+function s(tag, attrs = {}, text) {
+  return fill(
+    /** @type {SVGElement} */
+    document.createElementNS(SVG_NS, tag),
+    attrs,
+    text
+  );
+}
+
+// src/shared/debug.js
+var DEBUG_HOOKS = Object.freeze({ heatmap: "__muranoDebug", diff: "__muranoDiffDebug", dataset: "__muranoDataset" });
+function installDebug(el, widget, api) {
+  const name = DEBUG_HOOKS[widget];
+  const host = (
+    /** @type {Record<string, unknown>} */
+    /** @type {unknown} */
+    el
+  );
+  host[name] = api;
+  return () => {
+    if (host[name] === api) delete host[name];
+  };
 }
 
 // src/format.js
@@ -130,7 +174,7 @@ function formatRank(rank, short = false) {
 }
 
 // src/dataset/chart.js
-function chartGeometry(width, height, nLayers, margin = {}) {
+function datasetCurveGeometry(width, height, nLayers, margin = {}) {
   const left = margin.left ?? 48;
   const right = width - (margin.right ?? 16);
   const top = margin.top ?? 12;
@@ -206,37 +250,11 @@ function labelColumns(nLayers, maxLabels) {
 }
 
 // src/dataset/data.js
+var DATASET_DTYPES = Object.freeze(["float32", "int32"]);
 var CHART_METRICS = {
   answer_prob: { label: "Probability of the answer", mean: "mean", low: "low", high: "high" },
   top1_accuracy: { label: "Answer is the top-1 token", mean: "top1", low: "top1_low", high: "top1_high" }
 };
-function bytesOf(buffer) {
-  if (buffer instanceof Uint8Array) return buffer;
-  if (ArrayBuffer.isView(buffer)) return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
-  if (buffer && typeof buffer === "object" && typeof /** @type {any} */
-  buffer.byteLength === "number") {
-    return new Uint8Array(
-      /** @type {ArrayBuffer} */
-      buffer
-    );
-  }
-  throw new TypeError(`expected binary data (DataView, ArrayBuffer or typed array), got ${typeof buffer}`);
-}
-function readArray(buffer, kind, length) {
-  const bytes = bytesOf(buffer);
-  if (bytes.byteLength !== length * 4) {
-    throw new Error(`expected ${length} ${kind} values (${length * 4} bytes), got ${bytes.byteLength} bytes`);
-  }
-  const Ctor = kind === "float32" ? Float32Array : Int32Array;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Ctor(length);
-  for (let i = 0; i < length; i++) out[i] = kind === "float32" ? view.getFloat32(i * 4, true) : view.getInt32(i * 4, true);
-  return (
-    /** @type {any} */
-    out
-  );
-}
 function decodeDataset(meta, data) {
   const layers = (
     /** @type {number[]} */
@@ -254,8 +272,14 @@ function decodeDataset(meta, data) {
       answers: set.answers,
       nPrompts: Number(set.n_prompts),
       summary: set.summary,
-      probs: readArray(data[`prob_${i}`], "float32", size),
-      ranks: readArray(data[`rank_${i}`], "int32", size)
+      probs: (
+        /** @type {Float32Array} */
+        readSection(data[`prob_${i}`], "float32", size, `prob_${i}`, DATASET_DTYPES)
+      ),
+      ranks: (
+        /** @type {Int32Array} */
+        readSection(data[`rank_${i}`], "int32", size, `rank_${i}`, DATASET_DTYPES)
+      )
     }))
   );
   return {
@@ -314,19 +338,9 @@ function layerReadout(dataset, layerIndex) {
 }
 
 // src/dataset/view.js
-var SVG = "http://www.w3.org/2000/svg";
 var WIDTH = 640;
 var HEIGHT = 260;
 var PAGE = 100;
-function s(tag, attrs = {}, text) {
-  const element = (
-    /** @type {SVGElement} */
-    document.createElementNS(SVG, tag)
-  );
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
-  if (text !== void 0) element.textContent = text;
-  return element;
-}
 var DatasetView = class {
   /**
    * @param {WidgetModel} model
@@ -336,7 +350,7 @@ var DatasetView = class {
     this.model = model;
     this.el = el;
     this.dataset = decodeDataset(model.get("_meta"), model.get("_data"));
-    this.geometry = chartGeometry(WIDTH, HEIGHT, this.dataset.layers.length);
+    this.geometry = datasetCurveGeometry(WIDTH, HEIGHT, this.dataset.layers.length);
     this.hover = null;
     this.shown = PAGE;
     this.requests = 0;
@@ -364,10 +378,12 @@ var DatasetView = class {
       ["change:status", () => this.drawStatus()]
     ];
     for (const [event, fn] of this.listeners) model.on(event, fn);
+    this.removeDebug = installDebug(el, "dataset", this.debugApi());
   }
   destroy() {
     for (const [event, fn] of this.listeners) this.model.off(event, fn);
     this.ui.root.remove();
+    this.removeDebug();
   }
   /** The chosen layer's column, or null. */
   chosenIndex() {
@@ -605,22 +621,27 @@ var DatasetView = class {
     this.ui.status.textContent = text;
     this.ui.status.classList.toggle("murano-ds-warn", text.startsWith("Cannot"));
   }
-  /** For tests: the view's state. */
-  debug() {
-    return { hover: this.hover, layer: this.model.get("layer"), shown: this.shown };
+  /** The test hook's object (`el.__muranoDataset`, see `../shared/debug.js`). */
+  debugApi() {
+    const view = this;
+    return {
+      get state() {
+        return { hover: view.hover, layer: view.model.get("layer"), shown: view.shown };
+      },
+      drawNow: () => view.drawChart()
+    };
   }
 };
 
 // src/dataset/index.js
 function render({ model, el }) {
   const view = new DatasetView(model, el);
-  el.__muranoDataset = view;
   return () => view.destroy();
 }
 function renderStandalone(el, state) {
   const data = {};
   for (const [name, value] of Object.entries(state._data || {})) {
-    data[name] = typeof value === "string" ? Uint8Array.from(atob(value), (c) => c.charCodeAt(0)) : value;
+    data[name] = typeof value === "string" ? decodeBase64(value) : value;
   }
   const values = { layer: null, answer_set: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };
   values._meta = { ...values._meta, can_open: false, cannot_open_reason: "Cannot open a heatmap here: this page has no Python kernel to run the lens." };
@@ -630,7 +651,7 @@ function renderStandalone(el, state) {
 var index_default = { render };
 export {
   bandPath,
-  chartGeometry,
+  datasetCurveGeometry,
   decodeDataset,
   index_default as default,
   formatInterval,
@@ -638,7 +659,6 @@ export {
   layerReadout,
   linePath,
   promptOrder,
-  readArray,
   render,
   renderStandalone
 };

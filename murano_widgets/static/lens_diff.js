@@ -1,5 +1,130 @@
 // Built by `npm run build` (js/build.mjs) from js/src with esbuild; do not edit: edit js/src.
 
+// src/shared/codec.js
+var DTYPE_SIZES = Object.freeze({ uint8: 1, int16: 2, uint16: 2, uint32: 4, int32: 4, float32: 4 });
+var CONSTRUCTORS = Object.freeze({
+  uint8: Uint8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  uint32: Uint32Array,
+  int32: Int32Array,
+  float32: Float32Array
+});
+var HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+function decodeBase64(text) {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+function toBytes(buffer) {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (ArrayBuffer.isView(buffer)) {
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  }
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (typeof buffer === "string") return decodeBase64(buffer);
+  if (buffer && typeof buffer === "object" && typeof /** @type {any} */
+  buffer.byteLength === "number") {
+    return new Uint8Array(
+      /** @type {ArrayBuffer} */
+      buffer
+    );
+  }
+  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
+}
+function readTypedArray(buffer, dtype, length, accepted = Object.keys(DTYPE_SIZES)) {
+  const size = accepted.includes(dtype) ? (
+    /** @type {Record<string, number>} */
+    DTYPE_SIZES[dtype]
+  ) : void 0;
+  if (!size) throw new Error(`unsupported dtype ${JSON.stringify(dtype)} (expected ${accepted.join(", ")})`);
+  const Ctor = CONSTRUCTORS[
+    /** @type {Dtype} */
+    dtype
+  ];
+  const bytes = toBytes(buffer);
+  if (length !== void 0 && bytes.byteLength !== length * size) {
+    throw new Error(`expected ${length} ${dtype} values (${length * size} bytes), got ${bytes.byteLength} bytes`);
+  }
+  if (bytes.byteLength % size !== 0) {
+    throw new Error(`${bytes.byteLength} bytes is not a whole number of ${dtype} values`);
+  }
+  const n = bytes.byteLength / size;
+  if (size === 1 || HOST_LITTLE_ENDIAN && bytes.byteOffset % size === 0) {
+    return new Ctor(
+      /** @type {ArrayBuffer} */
+      bytes.buffer,
+      bytes.byteOffset,
+      n
+    );
+  }
+  const out = new Ctor(n);
+  if (HOST_LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes);
+  } else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const get = {
+      int16: (i) => view.getInt16(i * 2, true),
+      uint16: (i) => view.getUint16(i * 2, true),
+      uint32: (i) => view.getUint32(i * 4, true),
+      int32: (i) => view.getInt32(i * 4, true),
+      float32: (i) => view.getFloat32(i * 4, true)
+    }[
+      /** @type {Exclude<Dtype, "uint8">} */
+      dtype
+    ];
+    for (let i = 0; i < n; i++) out[i] = get(i);
+  }
+  return out;
+}
+function readSection(buffer, dtype, length, name, accepted) {
+  try {
+    return readTypedArray(buffer, dtype, length, accepted);
+  } catch (error) {
+    throw new Error(`section ${name}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+// src/local_model.js
+function createLocalModel(state) {
+  const values = { prompt: 0, layer: null, metric: "prob", selected: null, _details: true, ...state };
+  if (values._sections) {
+    const sections = {};
+    for (const [name, data] of Object.entries(values._sections)) {
+      const bytes = toBytes(data);
+      sections[name] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    }
+    values._sections = sections;
+  }
+  return kernelFreeModel(values);
+}
+function kernelFreeModel(values) {
+  const listeners = /* @__PURE__ */ new Map();
+  return {
+    get: (name) => values[name],
+    set(name, value) {
+      if (Object.is(values[name], value)) return;
+      values[name] = value;
+      for (const fn of [...listeners.get(`change:${name}`) || []]) fn();
+    },
+    on(event, fn) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, set = /* @__PURE__ */ new Set());
+      set.add(fn);
+    },
+    off(event, fn) {
+      if (!event) listeners.clear();
+      else if (!fn) listeners.delete(event);
+      else listeners.get(event)?.delete(fn);
+    },
+    save_changes() {
+    },
+    send() {
+    }
+  };
+}
+
 // src/colour_stops.js
 var COLOUR_STOPS = Object.freeze({
   viridis: [
@@ -60,76 +185,6 @@ var COLOUR_STOPS = Object.freeze({
   ]
 });
 
-// src/payload.js
-var DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
-var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
-var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
-var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
-var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
-var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
-var HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-function decodeBase64(text) {
-  const binary = atob(text);
-  const out = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
-  return out;
-}
-function toBytes(buffer) {
-  if (buffer instanceof Uint8Array) return buffer;
-  if (ArrayBuffer.isView(buffer)) {
-    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-  }
-  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
-  if (typeof buffer === "string") return decodeBase64(buffer);
-  if (buffer && typeof buffer === "object" && typeof /** @type {any} */
-  buffer.byteLength === "number") {
-    return new Uint8Array(
-      /** @type {ArrayBuffer} */
-      buffer
-    );
-  }
-  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
-}
-
-// src/local_model.js
-function createLocalModel(state) {
-  const values = { prompt: 0, layer: null, metric: "prob", selected: null, _details: true, ...state };
-  if (values._sections) {
-    const sections = {};
-    for (const [name, data] of Object.entries(values._sections)) {
-      const bytes = toBytes(data);
-      sections[name] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    }
-    values._sections = sections;
-  }
-  return kernelFreeModel(values);
-}
-function kernelFreeModel(values) {
-  const listeners = /* @__PURE__ */ new Map();
-  return {
-    get: (name) => values[name],
-    set(name, value) {
-      if (Object.is(values[name], value)) return;
-      values[name] = value;
-      for (const fn of [...listeners.get(`change:${name}`) || []]) fn();
-    },
-    on(event, fn) {
-      let set = listeners.get(event);
-      if (!set) listeners.set(event, set = /* @__PURE__ */ new Set());
-      set.add(fn);
-    },
-    off(event, fn) {
-      if (!event) listeners.clear();
-      else if (!fn) listeners.delete(event);
-      else listeners.get(event)?.delete(fn);
-    },
-    save_changes() {
-    },
-    send() {
-    }
-  };
-}
-
 // src/format.js
 function formatProb(p) {
   if (!Number.isFinite(p)) return "–";
@@ -143,6 +198,14 @@ function formatBits(b, short = false) {
   const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
   return short ? text : `${text} bits`;
 }
+
+// src/payload.js
+var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
+var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
+var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
+var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
+var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
+var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 
 // src/colour.js
 function hexToRgb(hex) {
@@ -323,29 +386,7 @@ function isolateLtr(text) {
 // src/diff/payload.js
 var DIFF_VERSION = 1;
 var REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
-var SIZES = (
-  /** @type {Record<string, number>} */
-  { uint8: 1, int16: 2, uint16: 2, uint32: 4 }
-);
-function readSection(buffer, dtype, length, name) {
-  const size = SIZES[dtype];
-  if (!size) throw new Error(`section ${name}: unsupported dtype ${JSON.stringify(dtype)}`);
-  const bytes = toBytes(buffer);
-  if (bytes.byteLength !== length * size) {
-    throw new Error(`section ${name}: expected ${length} ${dtype} values (${length * size} bytes), got ${bytes.byteLength} bytes`);
-  }
-  const aligned = bytes.byteOffset % size === 0;
-  const source = aligned ? bytes : bytes.slice();
-  const buf = (
-    /** @type {ArrayBuffer} */
-    source.buffer
-  );
-  const offset = aligned ? bytes.byteOffset : 0;
-  if (dtype === "uint8") return new Uint8Array(buf, offset, length);
-  if (dtype === "int16") return new Int16Array(buf, offset, length);
-  if (dtype === "uint16") return new Uint16Array(buf, offset, length);
-  return new Uint32Array(buf, offset, length);
-}
+var DIFF_DTYPES = Object.freeze(["uint8", "int16", "uint16", "uint32"]);
 function decodeDiff(meta, sections) {
   if (!meta || meta.format !== "lens_diff") throw new Error("this is not a lens-diff payload (meta.format is not 'lens_diff')");
   if (meta.version !== DIFF_VERSION) throw new Error(`lens-diff payload version ${meta.version}; this front end reads version ${DIFF_VERSION}`);
@@ -361,7 +402,8 @@ function decodeDiff(meta, sections) {
   )) {
     if (!(name in (sections || {}))) continue;
     const length = spec.shape.reduce((x, y) => x * y, 1);
-    arrays[name] = readSection(sections[name], spec.dtype, length, name);
+    arrays[name] = /** @type {DiffArray} */
+    readSection(sections[name], spec.dtype, length, name, DIFF_DTYPES);
     scales[name] = spec.scale ?? 1;
   }
   for (const name of REQUIRED) if (!arrays[name]) throw new Error(`the payload lacks the ${name} section`);
@@ -628,16 +670,51 @@ function watchTheme(onChange) {
   };
 }
 
-// src/diff/view.js
-var CELL_H = 22;
-var TOKEN_ROW_H = 20;
-function h(tag, className, attrs = {}, text) {
-  const element = document.createElement(tag);
-  element.className = className;
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, value);
+// src/shared/dom.js
+function fill(element, attrs, text) {
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
   if (text !== void 0) element.textContent = text;
   return element;
 }
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  return fill(element, attrs, text);
+}
+
+// src/shared/debug.js
+var DEBUG_HOOKS = Object.freeze({ heatmap: "__muranoDebug", diff: "__muranoDiffDebug", dataset: "__muranoDataset" });
+function installDebug(el, widget, api) {
+  const name = DEBUG_HOOKS[widget];
+  const host = (
+    /** @type {Record<string, unknown>} */
+    /** @type {unknown} */
+    el
+  );
+  host[name] = api;
+  return () => {
+    if (host[name] === api) delete host[name];
+  };
+}
+
+// src/shared/hatch.js
+function hatchPattern(ctx, colour) {
+  const tile = document.createElement("canvas");
+  tile.width = tile.height = 6;
+  const t = tile.getContext("2d");
+  if (!t) return null;
+  t.strokeStyle = colour;
+  t.lineWidth = 1;
+  t.beginPath();
+  t.moveTo(0, 6);
+  t.lineTo(6, 0);
+  t.stroke();
+  return ctx.createPattern(tile, "repeat");
+}
+
+// src/diff/view.js
+var CELL_H = 22;
+var TOKEN_ROW_H = 20;
 function shownMetric(diff, value) {
   const spec = diffMetric(diff, String(value));
   return spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
@@ -690,7 +767,7 @@ var DiffView = class {
     this.abort = new AbortController();
     this.bind();
     this.reload();
-    el.__muranoDiffDebug = this.debugApi();
+    this.removeDebug = installDebug(el, "diff", this.debugApi());
   }
   destroy() {
     this.abort.abort();
@@ -699,8 +776,7 @@ var DiffView = class {
     this.stopWatchingTheme?.();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.root.remove();
-    delete /** @type {any} */
-    this.el.__muranoDiffDebug;
+    this.removeDebug();
   }
   reload() {
     try {
@@ -934,7 +1010,7 @@ var DiffView = class {
     const W = this.cellW;
     const first = Math.max(0, Math.floor(scroll / W));
     const last = Math.min(n, Math.ceil((scroll + width - this.labelW) / W) + 1);
-    const hatch = this.hatchPattern(ctx, theme.hatch);
+    const hatch = hatchPattern(ctx, theme.hatch);
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     ctx.font = `11px ${theme.mono}`;
@@ -992,23 +1068,6 @@ var DiffView = class {
     ctx.fillStyle = theme.muted;
     ctx.fillText("a input", this.labelW - 6, top + TOKEN_ROW_H / 2);
     if (diff.meta.align !== "tokens") ctx.fillText("b input", this.labelW - 6, top + TOKEN_ROW_H * 1.5);
-  }
-  /**
-   * @param {CanvasRenderingContext2D} ctx
-   * @param {string} colour
-   */
-  hatchPattern(ctx, colour) {
-    const tile = document.createElement("canvas");
-    tile.width = tile.height = 6;
-    const t = tile.getContext("2d");
-    if (!t) return null;
-    t.strokeStyle = colour;
-    t.lineWidth = 1;
-    t.beginPath();
-    t.moveTo(0, 6);
-    t.lineTo(6, 0);
-    t.stroke();
-    return ctx.createPattern(tile, "repeat");
   }
   // ---- Tooltip -------------------------------------------------------------------------------
   updateTooltip() {
@@ -1177,6 +1236,7 @@ var DiffView = class {
       if (next) this.setFocus(next);
     }
   }
+  /** The test hook's object (`el.__muranoDiffDebug`, see `../shared/debug.js`). */
   debugApi() {
     const view = this;
     return {

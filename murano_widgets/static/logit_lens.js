@@ -1,5 +1,167 @@
 // Built by `npm run build` (js/build.mjs) from js/src with esbuild; do not edit: edit js/src.
 
+// src/shared/codec.js
+var DTYPE_SIZES = Object.freeze({ uint8: 1, int16: 2, uint16: 2, uint32: 4, int32: 4, float32: 4 });
+var CONSTRUCTORS = Object.freeze({
+  uint8: Uint8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  uint32: Uint32Array,
+  int32: Int32Array,
+  float32: Float32Array
+});
+var HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+function decodeBase64(text) {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+function toBytes(buffer) {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (ArrayBuffer.isView(buffer)) {
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  }
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (typeof buffer === "string") return decodeBase64(buffer);
+  if (buffer && typeof buffer === "object" && typeof /** @type {any} */
+  buffer.byteLength === "number") {
+    return new Uint8Array(
+      /** @type {ArrayBuffer} */
+      buffer
+    );
+  }
+  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
+}
+function readTypedArray(buffer, dtype, length, accepted = Object.keys(DTYPE_SIZES)) {
+  const size = accepted.includes(dtype) ? (
+    /** @type {Record<string, number>} */
+    DTYPE_SIZES[dtype]
+  ) : void 0;
+  if (!size) throw new Error(`unsupported dtype ${JSON.stringify(dtype)} (expected ${accepted.join(", ")})`);
+  const Ctor = CONSTRUCTORS[
+    /** @type {Dtype} */
+    dtype
+  ];
+  const bytes = toBytes(buffer);
+  if (length !== void 0 && bytes.byteLength !== length * size) {
+    throw new Error(`expected ${length} ${dtype} values (${length * size} bytes), got ${bytes.byteLength} bytes`);
+  }
+  if (bytes.byteLength % size !== 0) {
+    throw new Error(`${bytes.byteLength} bytes is not a whole number of ${dtype} values`);
+  }
+  const n = bytes.byteLength / size;
+  if (size === 1 || HOST_LITTLE_ENDIAN && bytes.byteOffset % size === 0) {
+    return new Ctor(
+      /** @type {ArrayBuffer} */
+      bytes.buffer,
+      bytes.byteOffset,
+      n
+    );
+  }
+  const out = new Ctor(n);
+  if (HOST_LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes);
+  } else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const get = {
+      int16: (i) => view.getInt16(i * 2, true),
+      uint16: (i) => view.getUint16(i * 2, true),
+      uint32: (i) => view.getUint32(i * 4, true),
+      int32: (i) => view.getInt32(i * 4, true),
+      float32: (i) => view.getFloat32(i * 4, true)
+    }[
+      /** @type {Exclude<Dtype, "uint8">} */
+      dtype
+    ];
+    for (let i = 0; i < n; i++) out[i] = get(i);
+  }
+  return out;
+}
+function readSection(buffer, dtype, length, name, accepted) {
+  try {
+    return readTypedArray(buffer, dtype, length, accepted);
+  } catch (error) {
+    throw new Error(`section ${name}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+// src/local_model.js
+function createLocalModel(state) {
+  const values = { prompt: 0, layer: null, metric: "prob", selected: null, _details: true, ...state };
+  if (values._sections) {
+    const sections = {};
+    for (const [name, data] of Object.entries(values._sections)) {
+      const bytes = toBytes(data);
+      sections[name] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    }
+    values._sections = sections;
+  }
+  return kernelFreeModel(values);
+}
+function kernelFreeModel(values) {
+  const listeners = /* @__PURE__ */ new Map();
+  return {
+    get: (name) => values[name],
+    set(name, value) {
+      if (Object.is(values[name], value)) return;
+      values[name] = value;
+      for (const fn of [...listeners.get(`change:${name}`) || []]) fn();
+    },
+    on(event, fn) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, set = /* @__PURE__ */ new Set());
+      set.add(fn);
+    },
+    off(event, fn) {
+      if (!event) listeners.clear();
+      else if (!fn) listeners.delete(event);
+      else listeners.get(event)?.delete(fn);
+    },
+    save_changes() {
+    },
+    send() {
+    }
+  };
+}
+
+// src/format.js
+var RANK_CAP = 65535;
+function formatProb(p) {
+  if (!Number.isFinite(p)) return "–";
+  if (p > 0 && p < 1e-3) return "<0.1%";
+  if (p >= 0.9995) return "100%";
+  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
+}
+function formatBits(b, short = false) {
+  if (!Number.isFinite(b)) return "–";
+  const digits = b >= 10 ? 1 : 2;
+  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
+  return short ? text : `${text} bits`;
+}
+function formatRank(rank, short = false) {
+  if (!Number.isFinite(rank)) return "–";
+  let text;
+  if (rank >= RANK_CAP) text = `≥${RANK_CAP}`;
+  else if (rank >= 1e4) text = `${Math.round(rank / 1e3)}k`;
+  else if (rank >= 1e3 && short) text = `${Number((rank / 1e3).toFixed(1))}k`;
+  else text = String(Math.round(rank));
+  return short ? text : `rank ${text}`;
+}
+function niceCeil(x) {
+  if (!(x > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(x));
+  for (const m of [1, 2, 5, 10]) if (m * p >= x - 1e-12 * p) return m * p;
+  return 10 * p;
+}
+function formatUnit(unit, value, short = false) {
+  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value);
+  if (unit === "rank") return formatRank(value, short);
+  if (unit === "bits") return formatBits(value, short);
+  if (!Number.isFinite(value)) return "–";
+  return String(Number(value.toPrecision(3)));
+}
+
 // src/colour_stops.js
 var COLOUR_STOPS = Object.freeze({
   viridis: [
@@ -62,65 +224,12 @@ var COLOUR_STOPS = Object.freeze({
 
 // src/payload.js
 var PAYLOAD_VERSION = 2;
-var DTYPE_SIZES = Object.freeze({ uint8: 1, uint16: 2, uint32: 4 });
+var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
 var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
 var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
 var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
-var HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-function decodeBase64(text) {
-  const binary = atob(text);
-  const out = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
-  return out;
-}
-function toBytes(buffer) {
-  if (buffer instanceof Uint8Array) return buffer;
-  if (ArrayBuffer.isView(buffer)) {
-    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-  }
-  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
-  if (typeof buffer === "string") return decodeBase64(buffer);
-  if (buffer && typeof buffer === "object" && typeof /** @type {any} */
-  buffer.byteLength === "number") {
-    return new Uint8Array(
-      /** @type {ArrayBuffer} */
-      buffer
-    );
-  }
-  throw new TypeError(`expected binary data (DataView, ArrayBuffer or base64), got ${typeof buffer}`);
-}
-function readTypedArray(buffer, dtype, length) {
-  const size = dtype === "uint8" ? 1 : dtype === "uint16" ? 2 : dtype === "uint32" ? 4 : 0;
-  if (!size) throw new Error(`unsupported dtype ${JSON.stringify(dtype)} (expected uint8, uint16 or uint32)`);
-  const bytes = toBytes(buffer);
-  if (bytes.byteLength % size !== 0) {
-    throw new Error(`${bytes.byteLength} bytes is not a whole number of ${dtype} values`);
-  }
-  const n = bytes.byteLength / size;
-  if (length !== void 0 && n !== length) {
-    throw new Error(`expected ${length} ${dtype} values, got ${n}`);
-  }
-  if (size === 1) return new Uint8Array(bytes.buffer, bytes.byteOffset, n);
-  const Ctor = size === 2 ? Uint16Array : Uint32Array;
-  if (HOST_LITTLE_ENDIAN && bytes.byteOffset % size === 0) {
-    return new Ctor(
-      /** @type {ArrayBuffer} */
-      bytes.buffer,
-      bytes.byteOffset,
-      n
-    );
-  }
-  const out = new Ctor(n);
-  if (HOST_LITTLE_ENDIAN) {
-    new Uint8Array(out.buffer).set(bytes);
-  } else {
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    for (let i = 0; i < n; i++) out[i] = size === 2 ? view.getUint16(i * 2, true) : view.getUint32(i * 4, true);
-  }
-  return out;
-}
 function product(shape) {
   return shape.reduce((a, b) => a * b, 1);
 }
@@ -211,11 +320,8 @@ function decodePayload(meta, sections) {
     if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
       throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);
     }
-    try {
-      arrays[name] = readTypedArray(data, spec.dtype, product(shape));
-    } catch (error) {
-      throw new Error(`section ${name}: ${error instanceof Error ? error.message : String(error)}`);
-    }
+    arrays[name] = /** @type {RawArray} */
+    readSection(data, spec.dtype, product(shape), name, LENS_DTYPES);
     scales[name] = typeof spec.scale === "number" && Number.isFinite(spec.scale) ? spec.scale : 1;
   }
   for (const name of REQUIRED_SECTIONS) {
@@ -276,13 +382,13 @@ function decodePayload(meta, sections) {
 function normaliseAnswerSets(raw, P) {
   if (raw === void 0 || raw === null) return [];
   if (!Array.isArray(raw)) throw new Error("_meta.answer_sets must be a list");
-  return raw.map((entry, s) => {
+  return raw.map((entry, s2) => {
     const answers = entry && entry.answers;
     if (!entry || typeof entry.name !== "string" || !Array.isArray(answers) || answers.length !== P) {
-      throw new Error(`_meta.answer_sets[${s}] must have a name and one answer (or null) per prompt (${P})`);
+      throw new Error(`_meta.answer_sets[${s2}] must have a name and one answer (or null) per prompt (${P})`);
     }
     if (!answers.every((a) => a === null || typeof a === "string")) {
-      throw new Error(`_meta.answer_sets[${s}].answers must hold strings or null`);
+      throw new Error(`_meta.answer_sets[${s2}].answers must hold strings or null`);
     }
     const counts = Array.isArray(entry.n_tokens) && entry.n_tokens.length === P ? entry.n_tokens : answers.map(() => null);
     const accepted = Array.isArray(entry.accepted) && entry.accepted.length === P ? entry.accepted : answers.map((a) => a === null ? null : [a]);
@@ -359,82 +465,6 @@ function rowOfModelLayer(layers, layer) {
     if (Math.abs(layers[i] - value) < Math.abs(layers[best] - value)) best = i;
   }
   return best;
-}
-
-// src/local_model.js
-function createLocalModel(state) {
-  const values = { prompt: 0, layer: null, metric: "prob", selected: null, _details: true, ...state };
-  if (values._sections) {
-    const sections = {};
-    for (const [name, data] of Object.entries(values._sections)) {
-      const bytes = toBytes(data);
-      sections[name] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    }
-    values._sections = sections;
-  }
-  return kernelFreeModel(values);
-}
-function kernelFreeModel(values) {
-  const listeners = /* @__PURE__ */ new Map();
-  return {
-    get: (name) => values[name],
-    set(name, value) {
-      if (Object.is(values[name], value)) return;
-      values[name] = value;
-      for (const fn of [...listeners.get(`change:${name}`) || []]) fn();
-    },
-    on(event, fn) {
-      let set = listeners.get(event);
-      if (!set) listeners.set(event, set = /* @__PURE__ */ new Set());
-      set.add(fn);
-    },
-    off(event, fn) {
-      if (!event) listeners.clear();
-      else if (!fn) listeners.delete(event);
-      else listeners.get(event)?.delete(fn);
-    },
-    save_changes() {
-    },
-    send() {
-    }
-  };
-}
-
-// src/format.js
-var RANK_CAP = 65535;
-function formatProb(p) {
-  if (!Number.isFinite(p)) return "–";
-  if (p > 0 && p < 1e-3) return "<0.1%";
-  if (p >= 0.9995) return "100%";
-  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
-}
-function formatBits(b, short = false) {
-  if (!Number.isFinite(b)) return "–";
-  const digits = b >= 10 ? 1 : 2;
-  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
-  return short ? text : `${text} bits`;
-}
-function formatRank(rank, short = false) {
-  if (!Number.isFinite(rank)) return "–";
-  let text;
-  if (rank >= RANK_CAP) text = `≥${RANK_CAP}`;
-  else if (rank >= 1e4) text = `${Math.round(rank / 1e3)}k`;
-  else if (rank >= 1e3 && short) text = `${Number((rank / 1e3).toFixed(1))}k`;
-  else text = String(Math.round(rank));
-  return short ? text : `rank ${text}`;
-}
-function niceCeil(x) {
-  if (!(x > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(x));
-  for (const m of [1, 2, 5, 10]) if (m * p >= x - 1e-12 * p) return m * p;
-  return 10 * p;
-}
-function formatUnit(unit, value, short = false) {
-  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value);
-  if (unit === "rank") return formatRank(value, short);
-  if (unit === "bits") return formatBits(value, short);
-  if (!Number.isFinite(value)) return "–";
-  return String(Number(value.toPrecision(3)));
 }
 
 // src/metrics.js
@@ -869,8 +899,8 @@ var GEOMETRY = Object.freeze({
 });
 function chooseCellWidth({ maxChars, charW, n, available }) {
   const want = Math.min(GEOMETRY.maxCellW, Math.max(GEOMETRY.minCellW, Math.ceil(maxChars * charW + 12)));
-  const fill = n > 0 ? Math.floor(available / n) : want;
-  if (fill > want) return Math.min(GEOMETRY.maxCellW, fill);
+  const fill2 = n > 0 ? Math.floor(available / n) : want;
+  if (fill2 > want) return Math.min(GEOMETRY.maxCellW, fill2);
   return want;
 }
 function chooseRowHeight(nLayers, maxHeight = 460) {
@@ -1039,8 +1069,8 @@ function colourLut(name, reverse = false) {
 }
 function relativeLuminance([r, g, b]) {
   const lin = (c) => {
-    const s = c / 255;
-    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+    const s2 = c / 255;
+    return s2 <= 0.03928 ? s2 / 12.92 : ((s2 + 0.055) / 1.055) ** 2.4;
   };
   return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
 }
@@ -1180,6 +1210,21 @@ function watchTheme(onChange) {
   };
 }
 
+// src/shared/hatch.js
+function hatchPattern(ctx, colour) {
+  const tile = document.createElement("canvas");
+  tile.width = tile.height = 6;
+  const t = tile.getContext("2d");
+  if (!t) return null;
+  t.strokeStyle = colour;
+  t.lineWidth = 1;
+  t.beginPath();
+  t.moveTo(0, 6);
+  t.lineTo(6, 0);
+  t.stroke();
+  return ctx.createPattern(tile, "repeat");
+}
+
 // src/trajectory_layout.js
 var CHART = Object.freeze({
   labelW: 34,
@@ -1194,7 +1239,7 @@ function chartBeside(available, heatmapNatural) {
   if (available < SIDE.minTotal) return false;
   return available - SIDE.chartW - SIDE.gap >= Math.min(heatmapNatural, SIDE.minHeatmapW);
 }
-function chartGeometry({ width, nLayers, rowH, heatY, heightBelow = CHART.bottomPad }) {
+function trajectoryRowsGeometry({ width, nLayers, rowH, heatY, heightBelow = CHART.bottomPad }) {
   const w = Math.max(CHART.minWidth, Math.floor(width));
   const plotX = CHART.labelW + 6;
   const plotH = nLayers * rowH;
@@ -1277,11 +1322,11 @@ function markerPath(shape, x, y, r) {
   }
 }
 function answerMarkTriangle(cell) {
-  const s = Math.max(4, Math.min(9, Math.min(cell.h * 0.6, cell.w * 0.3)));
+  const s2 = Math.max(4, Math.min(9, Math.min(cell.h * 0.6, cell.w * 0.3)));
   return [
     [cell.x + 1, cell.y + 1],
-    [cell.x + 1 + s, cell.y + 1],
-    [cell.x + 1, cell.y + 1 + s]
+    [cell.x + 1 + s2, cell.y + 1],
+    [cell.x + 1, cell.y + 1 + s2]
   ];
 }
 
@@ -1339,19 +1384,7 @@ var Painter = class {
     const ctx = context2d(this.canvas);
     const cellFont = `11px ${monoFont}`;
     ctx.font = cellFont;
-    const hatch = document.createElement("canvas");
-    hatch.width = hatch.height = 6;
-    const hctx = hatch.getContext("2d");
-    let hatchPattern = null;
-    if (hctx) {
-      hctx.strokeStyle = colours.hatch;
-      hctx.lineWidth = 1;
-      hctx.beginPath();
-      hctx.moveTo(0, 6);
-      hctx.lineTo(6, 0);
-      hctx.stroke();
-      hatchPattern = ctx.createPattern(hatch, "repeat");
-    }
+    const hatch = hatchPattern(ctx, colours.hatch);
     const theme = {
       fg: colours.fg,
       muted: colours.muted,
@@ -1372,7 +1405,7 @@ var Painter = class {
       generated: colours.generated,
       generatedBg: colours.generatedBg,
       charW: ctx.measureText("M").width || 6.6,
-      hatchPattern
+      hatchPattern: hatch
     };
     if (colours.live) this.theme = theme;
     return theme;
@@ -1908,14 +1941,14 @@ function trajectorySeries(lens, prompt, position, mode) {
   if (last) {
     const section = rank ? "answer_ranks" : "answer_probs";
     if (described(lens, section)) {
-      sets.forEach((set, s) => {
+      sets.forEach((set, s2) => {
         const answer = set.answers[prompt];
         if (answer === null) return;
         const n = set.nTokens[prompt];
         const forms = set.nAccepted[prompt];
         const summed = forms > 1 ? `, summed over ${forms} accepted forms` : "";
         const note = rank ? `rank of the answer's first token at the prompt's last position${forms > 1 ? " (the best form's)" : ""}` : n && n > 1 ? `probability of the whole answer (teacher-forced over its tokens${summed})` : `probability of the answer as the next token${summed}`;
-        add({ key: `answer:${s}`, kind: "answer", index: s, label: set.name, token: answer, note, section }, (i) => promptSetIndex(lens, i, prompt, s));
+        add({ key: `answer:${s2}`, kind: "answer", index: s2, label: set.name, token: answer, note, section }, (i) => promptSetIndex(lens, i, prompt, s2));
       });
     }
   } else if (sets.length && sets[0].answers[prompt] !== null) {
@@ -2004,26 +2037,28 @@ function seriesSummary(series, layers, row, format) {
   return `${parts.join(" → ")}; at L${layers[row]}: ${at === null ? "no value" : format(at)}`;
 }
 
-// src/dom.js
+// src/shared/dom.js
+var SVG_NS = "http://www.w3.org/2000/svg";
+function fill(element, attrs, text) {
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== void 0) element.textContent = text;
+  return element;
+}
 function h(tag, className, attrs = {}, text) {
   const element = document.createElement(tag);
   if (className) element.className = className;
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
-  if (text !== void 0) element.textContent = text;
-  return element;
+  return fill(element, attrs, text);
+}
+function s(tag, attrs = {}, text) {
+  return fill(
+    /** @type {SVGElement} */
+    document.createElementNS(SVG_NS, tag),
+    attrs,
+    text
+  );
 }
 
 // src/trajectory_view.js
-var SVG_NS = "http://www.w3.org/2000/svg";
-function svg(tag, attrs = {}, text) {
-  const element = (
-    /** @type {SVGElement} */
-    document.createElementNS(SVG_NS, tag)
-  );
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
-  if (text !== void 0) element.textContent = text;
-  return element;
-}
 function formatValue(mode, v) {
   return mode === "rank" ? formatRank(v) : formatProb(v);
 }
@@ -2048,8 +2083,8 @@ var TrajectoryView = class {
     this.debug = null;
     const descId = `${id}-traj-desc`;
     this.svg = /** @type {SVGSVGElement} */
-    svg("svg", { class: "murano-traj-svg", role: "img", "aria-labelledby": descId });
-    this.desc = svg("desc", { id: descId });
+    s("svg", { class: "murano-traj-svg", role: "img", "aria-labelledby": descId });
+    this.desc = s("desc", { id: descId });
     this.svg.append(this.desc);
     const controls = h("div", "murano-traj-controls");
     this.titleEl = h("span", "murano-traj-title");
@@ -2131,55 +2166,55 @@ var TrajectoryView = class {
     this.renderKey = key;
     this.lensSeen = lens;
     const mode = this.mode;
-    const g = chartGeometry({ width, nLayers: lens.L, rowH, heatY, heightBelow });
+    const g = trajectoryRowsGeometry({ width, nLayers: lens.L, rowH, heatY, heightBelow });
     this.geometry = g;
     const scale = valueScale(mode, rankAxisMax(lens));
     const series = trajectorySeries(lens, prompt, position, mode);
-    const shown = series.map((s) => seriesShown(s, this.toggled));
+    const shown = series.map((s2) => seriesShown(s2, this.toggled));
     const root = this.svg;
     root.setAttribute("width", String(g.width));
     root.setAttribute("height", String(g.height));
     root.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
     const children = [this.desc];
-    const grid = svg("g", { class: "murano-traj-grid" });
+    const grid = s("g", { class: "murano-traj-grid" });
     for (const tick of scale.ticks) {
       const x = valueX(g, tick.t);
-      grid.append(svg("line", { x1: x, x2: x, y1: g.plotY, y2: g.plotY + g.plotH }));
+      grid.append(s("line", { x1: x, x2: x, y1: g.plotY, y2: g.plotY + g.plotH }));
     }
-    const ticks = svg("g", { class: "murano-traj-ticks", "aria-hidden": "true" });
+    const ticks = s("g", { class: "murano-traj-ticks", "aria-hidden": "true" });
     scale.ticks.forEach((tick, i) => {
       const anchor = i === 0 && tick.t < 0.05 ? "start" : tick.t > 0.95 ? "end" : "middle";
-      ticks.append(svg("text", { x: valueX(g, tick.t), y: g.plotY - 4, "text-anchor": anchor }, tick.label));
+      ticks.append(s("text", { x: valueX(g, tick.t), y: g.plotY - 4, "text-anchor": anchor }, tick.label));
     });
-    const frame = svg("rect", { class: "murano-traj-frame", x: g.plotX, y: g.plotY, width: g.plotW, height: g.plotH });
+    const frame = s("rect", { class: "murano-traj-frame", x: g.plotX, y: g.plotY, width: g.plotW, height: g.plotH });
     const bandY = g.plotY + (lens.L - 1 - row) * g.rowH;
-    const band = svg("rect", { class: "murano-traj-band", x: g.plotX, y: bandY, width: g.plotW, height: g.rowH });
-    const labels = svg("g", { class: "murano-traj-layers", "aria-hidden": "true" });
+    const band = s("rect", { class: "murano-traj-band", x: g.plotX, y: bandY, width: g.plotW, height: g.rowH });
+    const labels = s("g", { class: "murano-traj-layers", "aria-hidden": "true" });
     for (let i = 0; i < lens.L; i++) {
       const chosen = i === row;
       if (!chosen && g.labelStride > 1 && lens.layers[i] % g.labelStride !== 0) continue;
       if (!chosen && Math.abs(i - row) * g.rowH < 11) continue;
-      labels.append(svg("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(lens.layers[i])));
+      labels.append(s("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(lens.layers[i])));
     }
-    labels.append(svg("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
-    const lines = svg("g", { class: "murano-traj-lines" });
-    const markers = svg("g", { class: "murano-traj-markers" });
+    labels.append(s("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
+    const lines = s("g", { class: "murano-traj-lines" });
+    const markers = s("g", { class: "murano-traj-markers" });
     const drawn = [];
     const r = Math.max(2.5, Math.min(4.5, g.rowH / 3));
-    series.forEach((s, k) => {
-      const style = seriesStyle(s);
-      const segments = seriesSegments(s, scale, g);
-      drawn.push({ key: s.key, kind: s.kind, label: s.label, token: s.token, loaded: s.loaded, shown: shown[k], values: s.values, segments });
+    series.forEach((s2, k) => {
+      const style = seriesStyle(s2);
+      const segments = seriesSegments(s2, scale, g);
+      drawn.push({ key: s2.key, kind: s2.kind, label: s2.label, token: s2.token, loaded: s2.loaded, shown: shown[k], values: s2.values, segments });
       if (!shown[k]) return;
-      const group = svg("g", { "data-series": s.key, style: `color: ${style.colour}` });
+      const group = s("g", { "data-series": s2.key, style: `color: ${style.colour}` });
       for (const points of segments) {
         if (points.length === 1) {
           const [x, y] = points[0];
-          group.append(svg("line", { class: "murano-traj-line", x1: x - 3, x2: x + 3, y1: y, y2: y, "stroke-width": style.width }));
+          group.append(s("line", { class: "murano-traj-line", x1: x - 3, x2: x + 3, y1: y, y2: y, "stroke-width": style.width }));
           continue;
         }
         group.append(
-          svg("polyline", {
+          s("polyline", {
             class: "murano-traj-line",
             points: points.map(([x, y]) => `${x},${y}`).join(" "),
             "stroke-width": style.width,
@@ -2188,14 +2223,14 @@ var TrajectoryView = class {
         );
       }
       lines.append(group);
-      const v = s.values[row];
+      const v = s2.values[row];
       if (v !== null) {
         const x = valueX(g, scale.toUnit(v));
         const y = rowCentreY(g, row);
-        markers.append(svg("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r), style: `color: ${style.colour}`, "data-series": s.key }));
+        markers.append(s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r), style: `color: ${style.colour}`, "data-series": s2.key }));
       }
     });
-    const axisTitle = svg("text", { class: "murano-traj-axis-title", x: g.plotX + g.plotW / 2, y: g.plotY + g.plotH + 16, "text-anchor": "middle" }, scale.title);
+    const axisTitle = s("text", { class: "murano-traj-axis-title", x: g.plotX + g.plotW / 2, y: g.plotY + g.plotH + 16, "text-anchor": "middle" }, scale.title);
     children.push(grid, band, frame, lines, markers, labels, ticks, axisTitle);
     root.replaceChildren(...children);
     const col = lens.offsets[prompt] + position;
@@ -2204,7 +2239,7 @@ var TrajectoryView = class {
     this.titleEl.textContent = where;
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
     const format = (v) => formatValue(mode, v);
-    const items = series.map((s, k) => this.legendItem(s, shown[k], row, format, lens.layers));
+    const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, lens.layers));
     const active = document.activeElement;
     const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : void 0;
     this.legend.replaceChildren(...items);
@@ -2212,12 +2247,12 @@ var TrajectoryView = class {
       const next = items.map((li) => li.firstElementChild).find((b) => b instanceof HTMLElement && b.dataset.series === focusedKey);
       if (next instanceof HTMLElement) next.focus({ preventScroll: true });
     }
-    const waiting = series.filter((s) => !s.loaded).map((s) => s.kind === "target" ? "targets" : s.kind === "answer" ? "the answer" : "the final prediction");
+    const waiting = series.filter((s2) => !s2.loaded).map((s2) => s2.kind === "target" ? "targets" : s2.kind === "answer" ? "the answer" : "the final prediction");
     const unique = [...new Set(waiting)];
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
-    const summary = series.filter((_, k) => shown[k]).map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, lens.layers, row, format)}`).join(". ");
+    const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, lens.layers, row, format)}`).join(". ");
     this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${lens.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
   }
@@ -2230,26 +2265,26 @@ var TrajectoryView = class {
    * @param {(v: number) => string} format
    * @param {number[]} layers
    */
-  legendItem(s, shown, row, format, layers) {
-    const style = seriesStyle(s);
+  legendItem(s2, shown, row, format, layers) {
+    const style = seriesStyle(s2);
     const li = h("li", "murano-traj-entry");
-    const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s.key });
-    const swatch = svg("svg", { class: "murano-traj-swatch", width: 26, height: 12, viewBox: "0 0 26 12", "aria-hidden": "true", style: `color: ${style.colour}` });
+    const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s2.key });
+    const swatch = s("svg", { class: "murano-traj-swatch", width: 26, height: 12, viewBox: "0 0 26 12", "aria-hidden": "true", style: `color: ${style.colour}` });
     swatch.append(
-      svg("line", { class: "murano-traj-line", x1: 1, x2: 25, y1: 6, y2: 6, "stroke-width": Math.min(style.width, 2.5), "stroke-dasharray": style.dash || "none" }),
-      svg("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, 3) })
+      s("line", { class: "murano-traj-line", x1: 1, x2: 25, y1: 6, y2: 6, "stroke-width": Math.min(style.width, 2.5), "stroke-dasharray": style.dash || "none" }),
+      s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, 3) })
     );
-    const name = h("span", "murano-traj-name", {}, s.label);
-    const value = s.values[row];
-    const valueText = !s.loaded ? "loading…" : value === null ? "–" : format(value);
+    const name = h("span", "murano-traj-name", {}, s2.label);
+    const value = s2.values[row];
+    const valueText = !s2.loaded ? "loading…" : value === null ? "–" : format(value);
     const valueEl = h("span", "murano-traj-value", { "data-value": value === null ? "" : String(value) }, valueText);
     button.append(swatch, name);
-    if (s.token !== null) button.append(h("span", "murano-token murano-traj-token", {}, displayToken(s.token)));
+    if (s2.token !== null) button.append(h("span", "murano-token murano-traj-token", {}, displayToken(s2.token)));
     button.append(valueEl);
-    button.setAttribute("title", `${s.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s, layers, row, format)}`);
+    button.setAttribute("title", `${s2.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s2, layers, row, format)}`);
     button.setAttribute(
       "aria-label",
-      `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${valueText} at layer ${layers[row]}${shown ? "" : " (hidden)"}`
+      `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${valueText} at layer ${layers[row]}${shown ? "" : " (hidden)"}`
     );
     li.append(button);
     return li;
@@ -2370,19 +2405,19 @@ function showPin(ui, lens, sel) {
 function debugApi(view) {
   return {
     get state() {
-      const s = view.state;
+      const s2 = view.state;
       const layers = view.lens ? view.lens.layers : [];
       return {
-        prompt: s.prompt,
-        layer: s.layer,
-        modelLayer: layers[s.layer],
-        metric: s.metric,
+        prompt: s2.prompt,
+        layer: s2.layer,
+        modelLayer: layers[s2.layer],
+        metric: s2.metric,
         shownMetric: view.shownMetric,
-        selected: s.selected,
-        hover: s.hover,
-        focus: s.focus,
-        focused: s.focused,
-        hideTemplate: s.hideTemplate
+        selected: s2.selected,
+        hover: s2.hover,
+        focus: s2.focus,
+        focused: s2.focused,
+        hideTemplate: s2.hideTemplate
       };
     },
     get layout() {
@@ -2435,6 +2470,21 @@ function debugApi(view) {
     setHideTemplate: (hide) => view.setHideTemplate(hide, true),
     /** @returns {Promise<number>} the duration of the next draw */
     nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve))
+  };
+}
+
+// src/shared/debug.js
+var DEBUG_HOOKS = Object.freeze({ heatmap: "__muranoDebug", diff: "__muranoDiffDebug", dataset: "__muranoDataset" });
+function installDebug(el, widget, api) {
+  const name = DEBUG_HOOKS[widget];
+  const host = (
+    /** @type {Record<string, unknown>} */
+    /** @type {unknown} */
+    el
+  );
+  host[name] = api;
+  return () => {
+    if (host[name] === api) delete host[name];
   };
 }
 
@@ -2553,11 +2603,11 @@ function eventCell(view, event) {
 }
 function onKeyDown(view, event) {
   if (!view.lens || event.altKey || event.ctrlKey || event.metaKey) return;
-  const s = view.state;
+  const s2 = view.state;
   const key = event.key;
   const pinKey = key === "Enter" || key === " ";
   const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
-  if (!pinKey && !navigation && !(key === "Escape" && s.selected)) return;
+  if (!pinKey && !navigation && !(key === "Escape" && s2.selected)) return;
   event.preventDefault();
   event.stopPropagation();
   if (key === "Escape") {
@@ -2565,13 +2615,13 @@ function onKeyDown(view, event) {
     view.ui.readout.textContent = "Unpinned.";
     return;
   }
-  if (!s.focused) view.showKeyboardFocus();
-  if (!s.focus) return;
-  if (pinKey) view.togglePin(s.focus);
+  if (!s2.focused) view.showKeyboardFocus();
+  if (!s2.focus) return;
+  if (pinKey) view.togglePin(s2.focus);
   else if (view.layout) {
     const layout = view.layout;
-    const column = Math.max(0, columnOf(layout, s.focus.position));
-    const next = moveFocus({ layerIndex: s.focus.layerIndex, position: column }, key, view.lens.L, layout.nPositions);
+    const column = Math.max(0, columnOf(layout, s2.focus.position));
+    const next = moveFocus({ layerIndex: s2.focus.layerIndex, position: column }, key, view.lens.L, layout.nPositions);
     if (next) view.setFocus({ layerIndex: next.layerIndex, position: positionAt(layout, next.position) });
   }
 }
@@ -2688,9 +2738,9 @@ var TooltipView = class {
       const list = h("div", "murano-tt-topk");
       for (const entry of content.top) {
         const bar = h("span", "murano-tt-bar");
-        const fill = h("span", "murano-tt-bar-fill");
-        fill.style.width = `${(entry.width * 100).toFixed(1)}%`;
-        bar.append(fill);
+        const fill2 = h("span", "murano-tt-bar-fill");
+        fill2.style.width = `${(entry.width * 100).toFixed(1)}%`;
+        bar.append(fill2);
         list.append(
           h("span", "murano-tt-rank", { title: "rank (0 = top-1)" }, `${entry.rank}`),
           h("span", "murano-token", {}, entry.text),
@@ -2782,8 +2832,7 @@ var LensView = class {
     ]);
     this.unbind = bindEvents(this);
     this.reload();
-    this.debugApi = debugApi(this);
-    el.__muranoDebug = this.debugApi;
+    this.removeDebug = installDebug(el, "heatmap", debugApi(this));
     if (this.ui.scroller.clientWidth > 0) this.draw();
     else this.requestDraw();
   }
@@ -2796,11 +2845,7 @@ var LensView = class {
     this.syncLayer.flush();
     this.painter.images.clear();
     this.ui.root.remove();
-    const el = (
-      /** @type {any} */
-      this.el
-    );
-    if (el.__muranoDebug === this.debugApi) delete el.__muranoDebug;
+    this.removeDebug();
   }
   // ---- Data ----------------------------------------------------------------------------------
   reload() {
@@ -2820,31 +2865,31 @@ var LensView = class {
     this.layoutKey = null;
     this.chartPlaceKey = "";
     showData(ui, lens);
-    const s = this.state;
+    const s2 = this.state;
     if (!this.loaded) {
-      s.prompt = clampIndex(model.get("prompt"), lens.P);
+      s2.prompt = clampIndex(model.get("prompt"), lens.P);
       const layer = model.get("layer");
-      s.layer = layer === null || layer === void 0 ? lens.L - 1 : rowOfModelLayer(lens.layers, layer);
-      s.metric = resolveMetric(lens, model.get("metric"));
-      s.selected = model.get("selected") ?? null;
-      s.hideTemplate = model.get("hide_template") === true;
+      s2.layer = layer === null || layer === void 0 ? lens.L - 1 : rowOfModelLayer(lens.layers, layer);
+      s2.metric = resolveMetric(lens, model.get("metric"));
+      s2.selected = model.get("selected") ?? null;
+      s2.hideTemplate = model.get("hide_template") === true;
     } else {
-      s.prompt = clampIndex(s.prompt, lens.P);
-      s.layer = clampIndex(s.layer, lens.L);
-      s.metric = resolveMetric(lens, s.metric);
+      s2.prompt = clampIndex(s2.prompt, lens.P);
+      s2.layer = clampIndex(s2.layer, lens.L);
+      s2.metric = resolveMetric(lens, s2.metric);
     }
     this.loaded = true;
     if (lens.answerSets.length || lens.targets.length) this.requestDetails();
     if (!metricAvailable(lens, this.shownMetric)) {
-      this.shownMetric = metricAvailable(lens, s.metric) ? s.metric : (lens.metrics.find((m) => metricAvailable(lens, m.name)) || lens.metrics[0]).name;
+      this.shownMetric = metricAvailable(lens, s2.metric) ? s2.metric : (lens.metrics.find((m) => metricAvailable(lens, m.name)) || lens.metrics[0]).name;
     }
-    if (s.focus) s.focus = this.clampCell(s.focus);
-    if (s.hover) s.hover = this.clampCell(s.hover);
-    ui.metricSelect.value = s.metric;
-    ui.hideTemplate.checked = s.hideTemplate;
-    showControls(ui, lens, s);
+    if (s2.focus) s2.focus = this.clampCell(s2.focus);
+    if (s2.hover) s2.hover = this.clampCell(s2.hover);
+    ui.metricSelect.value = s2.metric;
+    ui.hideTemplate.checked = s2.hideTemplate;
+    showControls(ui, lens, s2);
     this.refreshMetric();
-    showPin(ui, lens, s.selected);
+    showPin(ui, lens, s2.selected);
     this.relayout();
     this.updateTooltip();
   }
@@ -2884,15 +2929,15 @@ var LensView = class {
    * @param {boolean} sync tell Python (the user toggled the control)
    */
   setHideTemplate(hide, sync) {
-    const s = this.state;
+    const s2 = this.state;
     if (sync) this.send("hide_template", hide);
     this.ui.hideTemplate.checked = hide;
-    if (s.hideTemplate === hide) return;
-    s.hideTemplate = hide;
-    s.hover = null;
+    if (s2.hideTemplate === hide) return;
+    s2.hideTemplate = hide;
+    s2.hover = null;
     this.chartHover = null;
-    if (s.focus) s.focus = this.clampCell(s.focus);
-    if (this.lens) showControls(this.ui, this.lens, s);
+    if (s2.focus) s2.focus = this.clampCell(s2.focus);
+    if (this.lens) showControls(this.ui, this.lens, s2);
     this.layoutKey = null;
     this.relayout();
     this.updateTooltip();
@@ -3024,49 +3069,49 @@ var LensView = class {
   /** @param {Cell} cell */
   announce(cell) {
     if (!this.lens) return;
-    const s = this.state;
-    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
-    this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s.selected, s.prompt, cell.layerIndex, cell.position) });
+    const s2 = this.state;
+    const details = cellDetails(this.lens, s2.prompt, cell.layerIndex, cell.position);
+    this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position) });
   }
   /** @param {Cell} cell */
   togglePin(cell) {
     if (!this.lens) return;
-    const s = this.state;
-    const next = toggleSelection(s.selected, s.prompt, cell.layerIndex, cell.position);
+    const s2 = this.state;
+    const next = toggleSelection(s2.selected, s2.prompt, cell.layerIndex, cell.position);
     this.setSelected(next, true);
-    this.ui.readout.textContent = next ? readoutText(cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position), { pinned: true }) : "Unpinned.";
+    this.ui.readout.textContent = next ? readoutText(cellDetails(this.lens, s2.prompt, cell.layerIndex, cell.position), { pinned: true }) : "Unpinned.";
   }
   /** Shows the focus cell (keyboard navigation) with its tooltip and readout. */
   showKeyboardFocus() {
-    const s = this.state;
+    const s2 = this.state;
     if (!this.lens || !this.layout) return;
-    s.focused = true;
+    s2.focused = true;
     this.requestDetails();
-    if (!s.focus) {
-      const sel = s.selected;
+    if (!s2.focus) {
+      const sel = s2.selected;
       const first = Math.min(this.layout.nPositions - 1, Math.ceil(this.scrollLeft() / this.layout.cellW));
-      s.focus = this.clampCell(
-        sel && sel.prompt === s.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s.layer, position: positionAt(this.layout, first) }
+      s2.focus = this.clampCell(
+        sel && sel.prompt === s2.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s2.layer, position: positionAt(this.layout, first) }
       );
     }
-    this.setFocus(s.focus);
+    this.setFocus(s2.focus);
   }
   /** Which metric the cells show; asks for the detail sections when the requested one lacks its. */
   refreshMetric() {
     const lens = this.lens;
     if (!lens) return;
-    const s = this.state;
-    const available = metricAvailable(lens, s.metric);
-    if (available) this.shownMetric = s.metric;
+    const s2 = this.state;
+    const available = metricAvailable(lens, s2.metric);
+    if (available) this.shownMetric = s2.metric;
     else this.requestDetails();
     this.ui.root.classList.toggle("murano-loading", !available);
-    showLegend(this.ui, lens, this.shownMetric, s.metric);
+    showLegend(this.ui, lens, this.shownMetric, s2.metric);
   }
   // ---- Tooltip -------------------------------------------------------------------------------
   /** The cell whose tooltip shows: the hovered one, else the keyboard focus cell. */
   tooltipCell() {
-    const s = this.state;
-    return s.hover || (s.focused ? s.focus : null);
+    const s2 = this.state;
+    return s2.hover || (s2.focused ? s2.focus : null);
   }
   updateTooltip() {
     const cell = this.lens && this.layout ? this.tooltipCell() : null;
@@ -3074,9 +3119,9 @@ var LensView = class {
       this.tooltip.hide();
       return;
     }
-    const s = this.state;
-    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
-    this.tooltip.show(tooltipModel(details), isSelected(s.selected, s.prompt, cell.layerIndex, cell.position));
+    const s2 = this.state;
+    const details = cellDetails(this.lens, s2.prompt, cell.layerIndex, cell.position);
+    this.tooltip.show(tooltipModel(details), isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
     this.placeTooltip(cell);
   }
   /** @param {Cell} cell */
@@ -3095,15 +3140,15 @@ var LensView = class {
     if (!lens) return;
     const painter = this.painter;
     const theme = painter.readTheme();
-    const s = this.state;
-    const n = lens.lengths[s.prompt];
+    const s2 = this.state;
+    const n = lens.lengths[s2.prompt];
     this.placeChart(theme.charW);
     const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
-    const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s.hideTemplate}`;
+    const key = `${s2.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s2.hideTemplate}`;
     if (key !== this.layoutKey) {
       let maxChars = 1;
       const a = lens.arrays;
-      const offset = lens.offsets[s.prompt];
+      const offset = lens.offsets[s2.prompt];
       const lastRow = (lens.L - 1) * lens.T + offset;
       const columns = this.shownColumns();
       const shown = columns ? columns.length : n;
@@ -3158,17 +3203,17 @@ var LensView = class {
     const lens = this.lens;
     const layout = this.layout;
     if (!lens || !layout) return;
-    const s = this.state;
+    const s2 = this.state;
     const column = chartColumn(
-      { hover: this.chartHover, focus: s.focus, focused: s.focused, selected: s.selected, prompt: s.prompt },
-      lens.lengths[s.prompt]
+      { hover: this.chartHover, focus: s2.focus, focused: s2.focused, selected: s2.selected, prompt: s2.prompt },
+      lens.lengths[s2.prompt]
     );
     this.trajectory.update({
       lens,
-      prompt: s.prompt,
+      prompt: s2.prompt,
       position: column.position,
       source: column.source,
-      row: s.layer,
+      row: s2.layer,
       rowH: layout.rowH,
       heatY: layout.heatY,
       // Beside the heatmap, as tall as it; below it, only room for the axis title.
@@ -3185,17 +3230,17 @@ var LensView = class {
     const lens = this.lens;
     if (!lens || !this.layout) return;
     const t0 = performance.now();
-    const s = this.state;
+    const s2 = this.state;
     this.debug.visible = this.painter.draw(
       this.layout,
       {
-        prompt: s.prompt,
-        layer: s.layer,
+        prompt: s2.prompt,
+        layer: s2.layer,
         metric: this.shownMetric,
-        loading: s.metric !== this.shownMetric,
-        selected: s.selected,
-        hover: s.hover,
-        focus: s.focused ? s.focus : null
+        loading: s2.metric !== this.shownMetric,
+        selected: s2.selected,
+        hover: s2.hover,
+        focus: s2.focused ? s2.focus : null
       },
       this.scrollLeft()
     );

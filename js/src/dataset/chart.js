@@ -19,13 +19,17 @@
  */
 
 /**
+ * The data-set chart's geometry: layers are evenly spaced columns along x (one layer sits in the
+ * middle), a fraction in [0, 1] runs up y, inside a fixed SVG box with margins for the axes. Not
+ * the trajectory chart's `trajectoryRowsGeometry` (`trajectory_layout.js`), whose layers are rows
+ * level with the heatmap's and whose values run along x.
  * @param {number} width SVG user units
  * @param {number} height
  * @param {number} nLayers
  * @param {{left?: number, right?: number, top?: number, bottom?: number}} [margin]
  * @returns {Geometry}
  */
-export function chartGeometry(width, height, nLayers, margin = {}) {
+export function datasetCurveGeometry(width, height, nLayers, margin = {}) {
   const left = margin.left ?? 48;
   const right = width - (margin.right ?? 16);
   const top = margin.top ?? 12;

@@ -8,6 +8,10 @@
  */
 
 import { formatBits, formatProb } from "../format.js";
+import { readSection } from "../shared/codec.js";
+
+/** The dtypes of `_data`. */
+export const DATASET_DTYPES = Object.freeze(["float32", "int32"]);
 
 /**
  * Per-layer summary of one answer set (null: no value).
@@ -51,41 +55,6 @@ export const CHART_METRICS = {
 };
 
 /**
- * Bytes of a buffer as anywidget hands it over (DataView, typed array or ArrayBuffer).
- * @param {unknown} buffer
- * @returns {Uint8Array}
- */
-export function bytesOf(buffer) {
-  if (buffer instanceof Uint8Array) return buffer;
-  if (ArrayBuffer.isView(buffer)) return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
-  if (buffer && typeof buffer === "object" && typeof (/** @type {any} */ (buffer).byteLength) === "number") {
-    return new Uint8Array(/** @type {ArrayBuffer} */ (buffer)); // an ArrayBuffer of another realm
-  }
-  throw new TypeError(`expected binary data (DataView, ArrayBuffer or typed array), got ${typeof buffer}`);
-}
-
-/**
- * A little-endian float32 or int32 array; copied when unaligned (typed arrays need alignment).
- * @template {"float32" | "int32"} K
- * @param {unknown} buffer
- * @param {K} kind
- * @param {number} length expected number of values
- * @returns {K extends "float32" ? Float32Array : Int32Array}
- */
-export function readArray(buffer, kind, length) {
-  const bytes = bytesOf(buffer);
-  if (bytes.byteLength !== length * 4) {
-    throw new Error(`expected ${length} ${kind} values (${length * 4} bytes), got ${bytes.byteLength} bytes`);
-  }
-  const Ctor = kind === "float32" ? Float32Array : Int32Array;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Ctor(length);
-  for (let i = 0; i < length; i++) out[i] = kind === "float32" ? view.getFloat32(i * 4, true) : view.getInt32(i * 4, true);
-  return /** @type {any} */ (out);
-}
-
-/**
  * The data set from the widget's traits.
  * @param {any} meta `_meta`
  * @param {Record<string, unknown>} data `_data`
@@ -100,8 +69,8 @@ export function decodeDataset(meta, data) {
     answers: set.answers,
     nPrompts: Number(set.n_prompts),
     summary: set.summary,
-    probs: readArray(data[`prob_${i}`], "float32", size),
-    ranks: readArray(data[`rank_${i}`], "int32", size),
+    probs: /** @type {Float32Array} */ (readSection(data[`prob_${i}`], "float32", size, `prob_${i}`, DATASET_DTYPES)),
+    ranks: /** @type {Int32Array} */ (readSection(data[`rank_${i}`], "int32", size, `rank_${i}`, DATASET_DTYPES)),
   }));
   return {
     layers,

@@ -7,10 +7,11 @@
  */
 
 import { kernelFreeModel } from "../local_model.js";
+import { decodeBase64 } from "../shared/codec.js";
 import { DatasetView } from "./view.js";
 
-export { bandPath, chartGeometry, labelColumns, linePath } from "./chart.js";
-export { decodeDataset, formatInterval, layerReadout, promptOrder, readArray } from "./data.js";
+export { bandPath, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
+export { decodeDataset, formatInterval, layerReadout, promptOrder } from "./data.js";
 
 /** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
 
@@ -21,7 +22,6 @@ export { decodeDataset, formatInterval, layerReadout, promptOrder, readArray } f
  */
 export function render({ model, el }) {
   const view = new DatasetView(model, el);
-  /** @type {any} */ (el).__muranoDataset = view;
   return () => view.destroy();
 }
 
@@ -38,7 +38,7 @@ export function renderStandalone(el, state) {
   /** @type {Record<string, unknown>} */
   const data = {};
   for (const [name, value] of Object.entries(state._data || {})) {
-    data[name] = typeof value === "string" ? Uint8Array.from(atob(value), (c) => c.charCodeAt(0)) : value;
+    data[name] = typeof value === "string" ? decodeBase64(value) : value;
   }
   /** @type {Record<string, any>} */
   const values = { layer: null, answer_set: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };

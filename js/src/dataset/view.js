@@ -6,30 +6,17 @@
  * Text from the data reaches the page through `textContent` only.
  */
 
-import { h } from "../dom.js";
+import { h, s } from "../shared/dom.js";
+import { installDebug } from "../shared/debug.js";
 import { formatProb, formatRank } from "../format.js";
-import { bandPath, chartGeometry, labelColumns, linePath } from "./chart.js";
+import { bandPath, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
 import { CHART_METRICS, decodeDataset, layerReadout, promptOrder } from "./data.js";
 
 /** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
 
-const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 640;
 const HEIGHT = 260;
 const PAGE = 100;
-
-/**
- * @param {string} tag
- * @param {Record<string, string | number>} [attrs]
- * @param {string} [text]
- * @returns {SVGElement}
- */
-function s(tag, attrs = {}, text) {
-  const element = /** @type {SVGElement} */ (document.createElementNS(SVG, tag));
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
-  if (text !== undefined) element.textContent = text;
-  return element;
-}
 
 export class DatasetView {
   /**
@@ -40,7 +27,7 @@ export class DatasetView {
     this.model = model;
     this.el = el;
     this.dataset = decodeDataset(model.get("_meta"), model.get("_data"));
-    this.geometry = chartGeometry(WIDTH, HEIGHT, this.dataset.layers.length);
+    this.geometry = datasetCurveGeometry(WIDTH, HEIGHT, this.dataset.layers.length);
     /** @type {number | null} */
     this.hover = null;
     this.shown = PAGE;
@@ -59,11 +46,13 @@ export class DatasetView {
       ["change:status", () => this.drawStatus()],
     ];
     for (const [event, fn] of this.listeners) model.on(event, fn);
+    this.removeDebug = installDebug(el, "dataset", this.debugApi());
   }
 
   destroy() {
     for (const [event, fn] of this.listeners) this.model.off(event, fn);
     this.ui.root.remove();
+    this.removeDebug();
   }
 
   /** The chosen layer's column, or null. */
@@ -306,8 +295,14 @@ export class DatasetView {
     this.ui.status.classList.toggle("murano-ds-warn", text.startsWith("Cannot"));
   }
 
-  /** For tests: the view's state. */
-  debug() {
-    return { hover: this.hover, layer: this.model.get("layer"), shown: this.shown };
+  /** The test hook's object (`el.__muranoDataset`, see `../shared/debug.js`). */
+  debugApi() {
+    const view = this;
+    return {
+      get state() {
+        return { hover: view.hover, layer: view.model.get("layer"), shown: view.shown };
+      },
+      drawNow: () => view.drawChart(),
+    };
   }
 }

@@ -7,7 +7,7 @@
  *
  * Modules: payload.js (decoding), colour.js (scales), details.js (tooltip and readout content),
  * view.js (DOM, canvas, events). Shared with the main widget, read-only: ../colour.js,
- * ../format.js, ../tokens.js, ../state.js, ../payload.js (`toBytes`), ../local_model.js (the
+ * ../format.js, ../tokens.js, ../state.js, ../shared/codec.js (the byte reader), ../local_model.js (the
  * kernel-free model behind `renderStandalone`, which the HTML export calls).
  */
 

@@ -1,11 +1,11 @@
 // @ts-check
 /**
  * The diff view's payload: `_meta` (JSON) and `_sections` (name → binary buffer) as typed arrays,
- * checked against each other. Written by `murano_widgets/_diff_payload.py` (format "lens_diff",
+ * checked against each other. Written by `murano_widgets/payload/diff.py` (format "lens_diff",
  * version 1): token sections hold index + 1 into `meta.tokens` (0: no token).
  */
 
-import { toBytes } from "../payload.js";
+import { readSection } from "../shared/codec.js";
 
 /** The format version this front end reads. */
 export const DIFF_VERSION = 1;
@@ -13,7 +13,8 @@ export const DIFF_VERSION = 1;
 /** Sections the view cannot draw without. */
 export const REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
 
-const SIZES = /** @type {Record<string, number>} */ ({ uint8: 1, int16: 2, uint16: 2, uint32: 4 });
+/** The dtypes the diff's encoder writes. */
+export const DIFF_DTYPES = Object.freeze(["uint8", "int16", "uint16", "uint32"]);
 
 /**
  * @typedef {Uint8Array | Int16Array | Uint16Array | Uint32Array} DiffArray
@@ -50,31 +51,6 @@ const SIZES = /** @type {Record<string, number>} */ ({ uint8: 1, int16: 2, uint1
  */
 
 /**
- * Reads one section as its typed array (a copy when unaligned).
- * @param {unknown} buffer
- * @param {string} dtype
- * @param {number} length
- * @param {string} name
- * @returns {DiffArray}
- */
-export function readSection(buffer, dtype, length, name) {
-  const size = SIZES[dtype];
-  if (!size) throw new Error(`section ${name}: unsupported dtype ${JSON.stringify(dtype)}`);
-  const bytes = toBytes(buffer);
-  if (bytes.byteLength !== length * size) {
-    throw new Error(`section ${name}: expected ${length} ${dtype} values (${length * size} bytes), got ${bytes.byteLength} bytes`);
-  }
-  const aligned = bytes.byteOffset % size === 0;
-  const source = aligned ? bytes : bytes.slice();
-  const buf = /** @type {ArrayBuffer} */ (source.buffer);
-  const offset = aligned ? bytes.byteOffset : 0;
-  if (dtype === "uint8") return new Uint8Array(buf, offset, length);
-  if (dtype === "int16") return new Int16Array(buf, offset, length);
-  if (dtype === "uint16") return new Uint16Array(buf, offset, length);
-  return new Uint32Array(buf, offset, length);
-}
-
-/**
  * Decodes and checks a diff payload.
  * @param {Record<string, any>} meta
  * @param {Record<string, unknown>} sections
@@ -94,7 +70,7 @@ export function decodeDiff(meta, sections) {
   for (const [name, spec] of Object.entries(/** @type {Record<string, {dtype: string, shape: number[], scale?: number}>} */ (meta.sections || {}))) {
     if (!(name in (sections || {}))) continue;
     const length = spec.shape.reduce((x, y) => x * y, 1);
-    arrays[name] = readSection(sections[name], spec.dtype, length, name);
+    arrays[name] = /** @type {DiffArray} */ (readSection(sections[name], spec.dtype, length, name, DIFF_DTYPES));
     scales[name] = spec.scale ?? 1;
   }
   for (const name of REQUIRED) if (!arrays[name]) throw new Error(`the payload lacks the ${name} section`);

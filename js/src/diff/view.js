@@ -15,6 +15,9 @@ import { decodeDiff, diffIndex, diffMetric } from "./payload.js";
 import { formatBits } from "../format.js";
 import { COLOUR_STOPS } from "../colour_stops.js";
 import { readTheme, watchTheme } from "../theme.js";
+import { h } from "../shared/dom.js";
+import { installDebug } from "../shared/debug.js";
+import { hatchPattern } from "../shared/hatch.js";
 
 /**
  * @typedef {import("./payload.js").Diff} Diff
@@ -25,22 +28,6 @@ import { readTheme, watchTheme } from "../theme.js";
 
 const CELL_H = 22;
 const TOKEN_ROW_H = 20;
-
-/**
- * @template {keyof HTMLElementTagNameMap} K
- * @param {K} tag
- * @param {string} className
- * @param {Record<string, string>} [attrs]
- * @param {string} [text]
- * @returns {HTMLElementTagNameMap[K]}
- */
-function h(tag, className, attrs = {}, text) {
-  const element = document.createElement(tag);
-  element.className = className;
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, value);
-  if (text !== undefined) element.textContent = text;
-  return element;
-}
 
 /**
  * The metric to show for `value`: itself when the diff can show it, else the first it can.
@@ -106,7 +93,7 @@ export class DiffView {
     this.abort = new AbortController();
     this.bind();
     this.reload();
-    /** @type {any} */ (el).__muranoDiffDebug = this.debugApi();
+    this.removeDebug = installDebug(el, "diff", this.debugApi());
   }
 
   destroy() {
@@ -116,7 +103,7 @@ export class DiffView {
     this.stopWatchingTheme?.();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.root.remove();
-    delete (/** @type {any} */ (this.el).__muranoDiffDebug);
+    this.removeDebug();
   }
 
   reload() {
@@ -367,7 +354,7 @@ export class DiffView {
     const W = this.cellW;
     const first = Math.max(0, Math.floor(scroll / W));
     const last = Math.min(n, Math.ceil((scroll + width - this.labelW) / W) + 1);
-    const hatch = this.hatchPattern(ctx, theme.hatch);
+    const hatch = hatchPattern(ctx, theme.hatch);
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     ctx.font = `11px ${theme.mono}`;
@@ -429,24 +416,6 @@ export class DiffView {
     ctx.fillStyle = theme.muted;
     ctx.fillText("a input", this.labelW - 6, top + TOKEN_ROW_H / 2);
     if (diff.meta.align !== "tokens") ctx.fillText("b input", this.labelW - 6, top + TOKEN_ROW_H * 1.5);
-  }
-
-  /**
-   * @param {CanvasRenderingContext2D} ctx
-   * @param {string} colour
-   */
-  hatchPattern(ctx, colour) {
-    const tile = document.createElement("canvas");
-    tile.width = tile.height = 6;
-    const t = tile.getContext("2d");
-    if (!t) return null;
-    t.strokeStyle = colour;
-    t.lineWidth = 1;
-    t.beginPath();
-    t.moveTo(0, 6);
-    t.lineTo(6, 0);
-    t.stroke();
-    return ctx.createPattern(tile, "repeat");
   }
 
   // ---- Tooltip -------------------------------------------------------------------------------
@@ -625,6 +594,7 @@ export class DiffView {
     }
   }
 
+  /** The test hook's object (`el.__muranoDiffDebug`, see `../shared/debug.js`). */
   debugApi() {
     const view = this;
     return {

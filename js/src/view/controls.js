@@ -2,7 +2,7 @@
 /** Filling the DOM from the data and the state: header, metric menu, sliders, legend, pin chip. */
 
 import { colourLut } from "../colour.js";
-import { h } from "../dom.js";
+import { h } from "../shared/dom.js";
 import { formatProb } from "../format.js";
 import { cellDetails } from "../details.js";
 import { legendTicks, metricDomain, metricSpec, shortLabel } from "../metrics.js";

@@ -1,5 +1,8 @@
 // @ts-check
-/** The test hook: `el.__muranoDebug` exposes the view's state and geometry to browser tests. */
+/**
+ * The heatmap's test hook (`el.__muranoDebug`, put there by `../shared/debug.js`): the view's
+ * state and geometry for browser tests.
+ */
 
 import { cellDetails } from "../details.js";
 import { cellRect, columnOf } from "../layout.js";

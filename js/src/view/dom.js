@@ -1,7 +1,7 @@
 // @ts-check
 /** The widget's DOM, built once: header, sliders, the scrolling canvas, footer, tooltip. */
 
-import { h } from "../dom.js";
+import { h } from "../shared/dom.js";
 
 /**
  * @typedef {object} SliderUi

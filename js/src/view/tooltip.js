@@ -5,7 +5,7 @@
  * a short widget (it switches to a wide, two-column form, and caps its height as a last resort).
  */
 
-import { h } from "../dom.js";
+import { h } from "../shared/dom.js";
 import { placeTooltip } from "../layout.js";
 
 /**

@@ -19,6 +19,7 @@ import { chartBeside } from "../trajectory_layout.js";
 import { TrajectoryView } from "../trajectory_view.js";
 import { showControls, showData, showLegend, showPin } from "./controls.js";
 import { debugApi } from "./debug.js";
+import { installDebug } from "../shared/debug.js";
 import { buildDom } from "./dom.js";
 import { bindEvents } from "./events.js";
 import { TooltipView } from "./tooltip.js";
@@ -101,8 +102,7 @@ export class LensView {
     ]);
     this.unbind = bindEvents(this);
     this.reload();
-    this.debugApi = debugApi(this);
-    /** @type {any} */ (el).__muranoDebug = this.debugApi;
+    this.removeDebug = installDebug(el, "heatmap", debugApi(this));
     if (this.ui.scroller.clientWidth > 0) this.draw();
     else this.requestDraw();
   }
@@ -116,8 +116,7 @@ export class LensView {
     this.syncLayer.flush();
     this.painter.images.clear();
     this.ui.root.remove();
-    const el = /** @type {any} */ (this.el);
-    if (el.__muranoDebug === this.debugApi) delete el.__muranoDebug;
+    this.removeDebug();
   }
 
   // ---- Data ----------------------------------------------------------------------------------
