@@ -85,7 +85,7 @@ def worker(kind: str, shape: str, folder: str) -> dict:
     seconds = time.perf_counter() - start
     info = {"seconds": seconds, "peak_gb": (_peak_bytes() - base) / 1e9}
     if kind != "steps":
-        info["kl_cells"] = int(torch.isfinite(out.kl).sum())
+        info["kl_cells"] = int(torch.isfinite(out.kl_a_to_b).sum())
     return info
 
 

@@ -531,7 +531,7 @@ def diff_cases() -> dict[str, LensComparison]:
     )
     prefix = compare(a, b, align="prefix")
     return {
-        "prefix": dataclasses.replace(prefix, kl=_exact_kl(prefix)),
+        "prefix": dataclasses.replace(prefix, kl_a_to_b=_exact_kl(prefix)),
         "depth": compare(a, deep, align="tokens"),
     }
 
@@ -552,9 +552,9 @@ def diff_expected(comparison: LensComparison, k: int) -> dict[str, Any]:
                         "position": j,
                         "aligned": d["aligned"],
                         "delta_prob": d["delta_prob"],
-                        "prob_a": d["prob_a"],
-                        "prob_b": d["prob_b"],
-                        "kl": d["kl"],
+                        "token_prob_a": d["token_prob_a"],
+                        "token_prob_b": d["token_prob_b"],
+                        "kl_a_to_b": d["kl_a_to_b"],
                         "top1_differs": d["top1_differs"],
                         "token": d["token"],
                         "input_a": d["a"]["input_token"],
@@ -571,7 +571,7 @@ def diff_expected(comparison: LensComparison, k: int) -> dict[str, Any]:
         "depth_a": a.n_model_layers,
         "depth_b": b.n_model_layers,
         "align": comparison.align,
-        "kl": comparison.kl is not None,
+        "kl": comparison.kl_a_to_b is not None,
         "cells": cells,
     }
 

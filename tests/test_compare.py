@@ -100,7 +100,7 @@ def _assert_cells(comparison, prompt, delta, kl, differs, layer_rows=None):
     rows = range(len(comparison.layers)) if layer_rows is None else layer_rows
     for row_index, row in enumerate(rows):
         got_delta = _on_real_positions(comparison, comparison.delta_prob, prompt)[row_index]
-        got_kl = _on_real_positions(comparison, comparison.kl, prompt)[row_index]
+        got_kl = _on_real_positions(comparison, comparison.kl_a_to_b, prompt)[row_index]
         got_differs = _on_real_positions(comparison, comparison.top1_differs, prompt)[row_index]
         aligned = _on_real_positions(comparison, comparison.aligned, prompt)[row_index]
         expected_aligned = ~torch.isnan(delta[row])
@@ -129,7 +129,7 @@ def test_two_models_with_one_tokenizer_match_two_reference_lenses(pair):
         )
         _assert_cells(comparison, p, delta, kl, differs)
     # Both models do differ: the test is not comparing zeros.
-    assert float(torch.nan_to_num(comparison.kl).max()) > 0.1
+    assert float(torch.nan_to_num(comparison.kl_a_to_b).max()) > 0.1
     assert bool(comparison.top1_differs.any())
     # Padding is never aligned.
     assert not comparison.aligned[:, comparison.a.attention_mask == 0].any()
@@ -167,7 +167,9 @@ def test_compare_on_full_probability_results_equals_running_them_together(pair):
     torch.testing.assert_close(
         apart.delta_prob, together.delta_prob, equal_nan=True, atol=1e-6, rtol=0
     )
-    torch.testing.assert_close(apart.kl, together.kl, equal_nan=True, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(
+        apart.kl_a_to_b, together.kl_a_to_b, equal_nan=True, atol=1e-4, rtol=1e-4
+    )
     assert torch.equal(apart.top1_differs, together.top1_differs)
 
 
@@ -178,7 +180,7 @@ def test_compare_from_reduced_results_is_exact_where_known_and_says_where_not(pa
     b = LogitLens(models["b"], top_k=3)({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
     with pytest.warns(RuntimeWarning, match="compare_lenses"):
         apart = compare(a, b)
-    assert apart.kl is None
+    assert apart.kl_a_to_b is None
     known = ~torch.isnan(apart.delta_prob)
     # Known cells are exact; the others are the cells where b's probability of a's final token
     # is neither b's final prediction nor in its top-3.
@@ -317,7 +319,7 @@ def test_logit_against_tuned_lens_on_the_demo_model():
         tokens = plain["final_tokens"]
         n = len(tokens)
         got_delta = _on_real_positions(comparison, comparison.delta_prob, p)
-        got_kl = _on_real_positions(comparison, comparison.kl, p)
+        got_kl = _on_real_positions(comparison, comparison.kl_a_to_b, p)
         for layer in range(model.n_layers):
             p_a, p_b = plain["probs"][layer].double(), tuned[layer].double()
             expected = (p_b - p_a)[torch.arange(n), tokens]
@@ -383,12 +385,21 @@ def test_chunks_hold_only_their_rows_and_give_the_same_numbers(pair, monkeypatch
     assert ours and max(rows for _, rows, _ in ours) <= 3
     # Three [rows, vocab] buffers, as in the lens step's own chunks.
     assert {role for role, _, _ in ours} == {"logits_a", "logits_b", "scratch"}
-    torch.testing.assert_close(chunked.kl, whole.kl, equal_nan=True, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(
+        chunked.kl_a_to_b, whole.kl_a_to_b, equal_nan=True, atol=1e-6, rtol=1e-6
+    )
     torch.testing.assert_close(
         chunked.delta_prob, whole.delta_prob, equal_nan=True, atol=1e-6, rtol=0
     )
     # Nothing of size vocab is kept: every field is per cell.
-    for name in ("delta_prob", "prob_a", "prob_b", "kl", "top1_differs", "aligned"):
+    for name in (
+        "delta_prob",
+        "token_prob_a",
+        "token_prob_b",
+        "kl_a_to_b",
+        "top1_differs",
+        "aligned",
+    ):
         assert tuple(getattr(chunked, name).shape) == tuple(chunked.a.max_probs.shape)
     assert chunked.a.all_probs is None and chunked.b.all_probs is None
 
@@ -446,9 +457,9 @@ def test_the_payload_carries_the_comparison_and_both_top_k(pair):
     assert np.array_equal(arrays["aligned"].astype(bool), aligned)
     delta = comparison.delta_prob[:, mask].numpy()
     np.testing.assert_allclose(arrays["delta_prob"][aligned], delta[aligned], atol=1 / 32767)
-    kl = comparison.kl[:, mask].numpy()
+    kl = comparison.kl_a_to_b[:, mask].numpy()
     np.testing.assert_allclose(
-        arrays["kl"][aligned], kl[aligned], atol=meta["sections"]["kl"]["scale"]
+        arrays["kl_a_to_b"][aligned], kl[aligned], atol=meta["sections"]["kl_a_to_b"]["scale"]
     )
     # Both sides' top-k, b's moved onto a's grid, as index + 1 into the token table.
     table = meta["tokens"]

@@ -76,7 +76,7 @@ def test_page_holds_the_diff_and_no_markup_from_the_data(comparison):
         name: base64.b64decode(text) for name, text in document["state"]["_sections"].items()
     }
     assert sections == {name: bytes(data) for name, data in widget._sections.items()}
-    assert {"delta_prob", "kl", "aligned", "topk_tokens_a", "topk_tokens_b"} <= set(sections)
+    assert {"delta_prob", "kl_a_to_b", "aligned", "topk_tokens_a", "topk_tokens_b"} <= set(sections)
     esm = base64.b64decode(document["esm"]).decode("utf-8")
     assert esm == (STATIC / "lens_diff.js").read_text("utf-8")
     assert "renderStandalone" in esm

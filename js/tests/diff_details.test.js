@@ -29,7 +29,7 @@ test("a cell holds both sides' top-k, the partner token and the metrics", () => 
   assert.equal(cell.inputB, "The");
   assert.equal(cell.token, "␣Paris");
   assert.ok(Math.abs(/** @type {number} */ (cell.delta) - 0.25) < 1e-4);
-  const kl = golden("diff_prefix").expected.cells.find((c) => c.row === 1 && c.position === 0).kl;
+  const kl = golden("diff_prefix").expected.cells.find((c) => c.row === 1 && c.position === 0).kl_a_to_b;
   assert.ok(kl > 0.5 && Math.abs(/** @type {number} */ (cell.kl) - kl) < 1e-3, `${cell.kl} vs ${kl}`);
   assert.equal(cell.differs, true);
   assert.deepEqual(cell.topA.map((c) => c.token), ["␣Paris", "␣Rome"]);

@@ -141,10 +141,10 @@ for (const name of goldenNames("diff_")) {
         assert.equal(Boolean(arrays.top1_differs[idx]), cell.top1_differs, `${at}: top-1 differs`);
         assert.equal(Boolean(arrays.delta_known[idx]), cell.delta_prob !== null, `${at}: delta known`);
         if (cell.delta_prob !== null) {
-          for (const field of ["delta_prob", "prob_a", "prob_b"]) near(arrays[field][idx] * scales[field], cell[field], scales[field], `${at}: ${field}`);
+          for (const field of ["delta_prob", "token_prob_a", "token_prob_b"]) near(arrays[field][idx] * scales[field], cell[field], scales[field], `${at}: ${field}`);
         }
-        if (expected.kl) near(arrays.kl[idx] * scales.kl, cell.kl, scales.kl, `${at}: kl`);
-        else assert.equal(arrays.kl, undefined);
+        if (expected.kl) near(arrays.kl_a_to_b[idx] * scales.kl_a_to_b, cell.kl_a_to_b, scales.kl_a_to_b, `${at}: kl`);
+        else assert.equal(arrays.kl_a_to_b, undefined);
       }
     }
   });

@@ -54,10 +54,10 @@ class LensComparison:
     Attributes:
         a, b: The two results.
         delta_prob: ``p_b(token) - p_a(token)``, the change in the chosen token's probability.
-        prob_a, prob_b: The two probabilities of the chosen token.
+        token_prob_a, token_prob_b: The two probabilities of the chosen token.
         top1_differs: Whether the two cells' top-1 tokens differ (``False`` where not aligned:
             read it with ``aligned``).
-        kl: KL(a ‖ b) in bits, or ``None`` when neither ``compare_lenses`` nor both results'
+        kl_a_to_b: KL(a ‖ b) in bits, or ``None`` when neither ``compare_lenses`` nor both results'
             ``all_probs`` could give it.
         aligned: Whether the cell has a partner in ``b`` and both cells hold a value.
         token: ``[n_inputs, seq]`` the chosen token at each position of ``a`` (-1: none).
@@ -75,10 +75,10 @@ class LensComparison:
     a: LogitLensResult
     b: LogitLensResult
     delta_prob: torch.Tensor
-    prob_a: torch.Tensor
-    prob_b: torch.Tensor
+    token_prob_a: torch.Tensor
+    token_prob_b: torch.Tensor
     top1_differs: torch.Tensor
-    kl: torch.Tensor | None
+    kl_a_to_b: torch.Tensor | None
     aligned: torch.Tensor
     token: torch.Tensor
     token_rule: str
@@ -109,7 +109,7 @@ class LensComparison:
 
         Returns:
             ``prompt``, ``layer_index``, ``position``, ``aligned``, ``delta_prob``,
-            ``prob_a``, ``prob_b``, ``top1_differs``, ``kl`` (NaN when unknown), ``token``
+            ``token_prob_a``, ``token_prob_b``, ``top1_differs``, ``kl_a_to_b`` (NaN when unknown), ``token``
             (the chosen token's text), ``a`` (``a.describe_cell(...)``) and ``b`` (``b``'s
             description of the partner cell, or ``None``).
 
@@ -132,10 +132,10 @@ class LensComparison:
             "position": position,
             "aligned": bool(self.aligned[cell]),
             "delta_prob": float(self.delta_prob[cell]),
-            "prob_a": float(self.prob_a[cell]),
-            "prob_b": float(self.prob_b[cell]),
+            "token_prob_a": float(self.token_prob_a[cell]),
+            "token_prob_b": float(self.token_prob_b[cell]),
             "top1_differs": bool(self.top1_differs[cell]) if self.aligned[cell] else None,
-            "kl": float("nan") if self.kl is None else float(self.kl[cell]),
+            "kl_a_to_b": float("nan") if self.kl_a_to_b is None else float(self.kl_a_to_b[cell]),
             "token": strings.get(token, "") if token >= 0 else "",
             "a": described_a,
             "b": described_b,
@@ -145,7 +145,7 @@ class LensComparison:
         shape = list(self.delta_prob.shape)
         return (
             f"LensComparison({shape}, align={self.align!r}, source={self.source!r}, "
-            f"kl={'yes' if self.kl is not None else 'no'}, "
+            f"kl_a_to_b={'yes' if self.kl_a_to_b is not None else 'no'}, "
             f"aligned={int(self.aligned.sum())}/{self.aligned.numel()} cells)"
         )
 
@@ -174,7 +174,7 @@ def compare(
         A :class:`LensComparison`. Where a result does not hold the chosen token's probability
         (it is not its final prediction nor in its top-k, and it has no ``all_probs``), that
         cell's ``delta_prob`` is missing and a warning says so; :func:`compare_lenses` computes
-        every cell. ``kl`` is there when both results have ``all_probs``.
+        every cell. ``kl_a_to_b`` is there when both results have ``all_probs``.
 
     Raises:
         TypeError: If ``a`` or ``b`` is not a :class:`LogitLensResult`.
@@ -183,10 +183,12 @@ def compare(
             that is not in the vocabulary.
     """
     plan = _plan(a, b, align, token)
-    prob_a, known_a = _token_probs(a, plan.token.unsqueeze(0).expand_as(a.max_probs))
+    token_prob_a, known_a = _token_probs(a, plan.token.unsqueeze(0).expand_as(a.max_probs))
     token_b = _on_b_grid(plan.token, plan.alignment, b)
     prob_b_on_b, known_b_on_b = _token_probs(b, token_b.unsqueeze(0).expand_as(b.max_probs))
-    prob_b = _gather(prob_b_on_b, plan.alignment.layer_rows, plan.alignment.positions, float("nan"))
+    token_prob_b = _gather(
+        prob_b_on_b, plan.alignment.layer_rows, plan.alignment.positions, float("nan")
+    )
     known_b = _gather(known_b_on_b, plan.alignment.layer_rows, plan.alignment.positions, False)
     aligned = plan.aligned
     unknown = aligned & ~(known_a & known_b) & (plan.token >= 0)
@@ -202,7 +204,7 @@ def compare(
     kl = None
     if a.all_probs is not None and b.all_probs is not None:
         kl = _kl_from_full(a, b, plan.alignment, aligned)
-    return _assemble(plan, prob_a, prob_b, kl, source="results")
+    return _assemble(plan, token_prob_a, token_prob_b, kl, source="results")
 
 
 def compare_lenses(
@@ -244,7 +246,7 @@ def compare_lenses(
         max_chunk_bytes: The size of one ``[rows, vocab]`` float32 buffer.
 
     Returns:
-        A :class:`LensComparison` with ``kl`` and ``delta_prob`` at every aligned cell.
+        A :class:`LensComparison` with ``kl_a_to_b`` and ``delta_prob`` at every aligned cell.
 
     Raises:
         TypeError, ValueError: Before any model work, for bad prompts, layers, ``align``,
@@ -289,10 +291,10 @@ def compare_lenses(
     a, hidden_a = step_a.run_with_block_outputs(list(prompts_a))
     b, hidden_b = step_b.run_with_block_outputs(list(prompts_b))
     plan = _plan(a, b, align, token)
-    prob_a, prob_b, kl = _run_together(
+    token_prob_a, token_prob_b, kl = _run_together(
         plan, (model_a, lens_a, hidden_a), (model_b, lens_b, hidden_b), max_chunk_bytes
     )
-    return _assemble(plan, prob_a, prob_b, kl, source="run together")
+    return _assemble(plan, token_prob_a, token_prob_b, kl, source="run together")
 
 
 def _check_token_argument(token: Any, vocab_size: int) -> None:
@@ -490,25 +492,25 @@ def _kl_from_full(
 
 def _assemble(
     plan: _Plan,
-    prob_a: torch.Tensor,
-    prob_b: torch.Tensor,
+    token_prob_a: torch.Tensor,
+    token_prob_b: torch.Tensor,
     kl: torch.Tensor | None,
     source: str,
 ) -> LensComparison:
     a, b, alignment = plan.a, plan.b, plan.alignment
     aligned = plan.aligned
-    prob_a = prob_a.masked_fill(~aligned, float("nan"))
-    prob_b = prob_b.masked_fill(~aligned, float("nan"))
+    token_prob_a = token_prob_a.masked_fill(~aligned, float("nan"))
+    token_prob_b = token_prob_b.masked_fill(~aligned, float("nan"))
     predicted_b = _gather(b.predicted_tokens, alignment.layer_rows, alignment.positions, -1)
     top1_differs = (a.predicted_tokens != predicted_b) & aligned
     return LensComparison(
         a=a,
         b=b,
-        delta_prob=prob_b - prob_a,
-        prob_a=prob_a,
-        prob_b=prob_b,
+        delta_prob=token_prob_b - token_prob_a,
+        token_prob_a=token_prob_a,
+        token_prob_b=token_prob_b,
         top1_differs=top1_differs,
-        kl=None if kl is None else kl.masked_fill(~aligned, float("nan")),
+        kl_a_to_b=None if kl is None else kl.masked_fill(~aligned, float("nan")),
         aligned=aligned,
         token=plan.token,
         token_rule=plan.token_rule,
@@ -556,8 +558,8 @@ def _run_together(
     tokens = plan.token[prompts, seqs]
 
     shape = tuple(a.max_probs.shape)
-    prob_a = torch.full(shape, float("nan"))
-    prob_b = torch.full(shape, float("nan"))
+    token_prob_a = torch.full(shape, float("nan"))
+    token_prob_b = torch.full(shape, float("nan"))
     kl = torch.full(shape, float("nan"))
     vocab = int(model_a.vocab_size)
     step = rows_per_chunk(max_chunk_bytes, vocab, len(rows_a))
@@ -589,10 +591,10 @@ def _run_together(
                     logits_b = logits_b.to(device)
                 values = reduce_pair(logits_a, logits_b, index.to(device), buffers)
                 pa, pb, kl_bits = (v.cpu() for v in values)
-                prob_a[row][where] = pa.masked_fill(~has_token, float("nan"))
-                prob_b[row][where] = pb.masked_fill(~has_token, float("nan"))
+                token_prob_a[row][where] = pa.masked_fill(~has_token, float("nan"))
+                token_prob_b[row][where] = pb.masked_fill(~has_token, float("nan"))
                 kl[row][where] = kl_bits
-    return prob_a, prob_b, kl
+    return token_prob_a, token_prob_b, kl
 
 
 def _logits(

@@ -15,7 +15,7 @@ Sections (``L`` rows of ``a``, ``T`` positions, ``k`` top tokens):
 - ``token`` ``[T]``: the chosen token whose probability change is shown;
 - ``aligned``, ``top1_differs`` ``[L, T]`` uint8;
 - ``delta_prob`` ``[L, T]`` int16, ``raw / 32767`` (in [-1, 1]);
-- ``prob_a``, ``prob_b`` ``[L, T]`` uint16, ``raw / 65535``;
+- ``token_prob_a``, ``token_prob_b`` ``[L, T]`` uint16, ``raw / 65535``;
 - ``kl`` ``[L, T]`` uint16 scaled to its largest value (only when the comparison has KL);
 - ``topk_tokens_a``, ``topk_tokens_b`` ``[L, T, k]`` and ``topk_probs_a``, ``topk_probs_b``
   ``[L, T, k]`` uint16: both cells' top-k, ``b``'s moved onto ``a``'s grid.
@@ -71,7 +71,7 @@ METRICS = (
 
 
 def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The comparison as ``(meta, arrays)``; :func:`~murano_widgets.payload.lens.section_bytes` turns the arrays into bytes."""
+    """The comparison as ``(meta, arrays)``; :func:`~murano_widgets.payload.codec.section_bytes` turns the arrays into bytes."""
     a, b = comparison.a, comparison.b
     mask = a.attention_mask.bool()
     prompts, seqs = (t.numpy() for t in torch.nonzero(mask, as_tuple=True))
@@ -173,21 +173,21 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
     arrays["aligned"] = aligned.astype(np.uint8)
     arrays["top1_differs"] = cells(comparison.top1_differs).astype(np.uint8)
     arrays["delta_prob"] = quantise(delta, 1.0, np.int16)
-    arrays["prob_a"] = unit(cells(comparison.prob_a))
-    arrays["prob_b"] = unit(cells(comparison.prob_b))
+    arrays["token_prob_a"] = unit(cells(comparison.token_prob_a))
+    arrays["token_prob_b"] = unit(cells(comparison.token_prob_b))
     delta_known = aligned & np.isfinite(cells(comparison.delta_prob))
     arrays["delta_known"] = delta_known.astype(np.uint8)
-    scales = {"delta_prob": 1 / _I16, "prob_a": 1 / U16, "prob_b": 1 / U16}
+    scales = {"delta_prob": 1 / _I16, "token_prob_a": 1 / U16, "token_prob_b": 1 / U16}
     for side in ("a", "b"):
         arrays[f"topk_probs_{side}"] = unit(cells(topk[f"topk_probs_{side}"]))
         scales[f"topk_probs_{side}"] = 1 / U16
     kl_max = 0.0
-    if comparison.kl is not None:
-        kl = cells(comparison.kl).astype(np.float64)
+    if comparison.kl_a_to_b is not None:
+        kl = cells(comparison.kl_a_to_b).astype(np.float64)
         finite = kl[np.isfinite(kl)]
         kl_max = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-        arrays["kl"] = quantise(kl, kl_max, np.uint16)
-        scales["kl"] = kl_max / U16
+        arrays["kl_a_to_b"] = quantise(kl, kl_max, np.uint16)
+        scales["kl_a_to_b"] = kl_max / U16
 
     known = np.abs(delta[delta_known]) if delta_known.any() else np.zeros(1)
     # A round bound from 0.01 to 1, so the legend's ends read as plain numbers.
@@ -199,7 +199,7 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
             available, domain = bool(delta_known.any()), [-delta_max, delta_max]
             reason = None if available else "no aligned cell knows the chosen token's probability"
         elif name == "kl":
-            available, domain = comparison.kl is not None, [0.0, kl_max or 1.0]
+            available, domain = comparison.kl_a_to_b is not None, [0.0, kl_max or 1.0]
             reason = (
                 None
                 if available

@@ -467,7 +467,7 @@ function metricValueAt(diff, metric, index) {
   const a = diff.arrays;
   if (!a.aligned[index]) return null;
   if (metric === "delta_prob") return a.delta_known[index] ? a.delta_prob[index] * diff.scales.delta_prob : null;
-  if (metric === "kl") return a.kl ? a.kl[index] * diff.scales.kl : null;
+  if (metric === "kl") return a.kl_a_to_b ? a.kl_a_to_b[index] * diff.scales.kl_a_to_b : null;
   if (metric === "top1_differs") return a.top1_differs[index];
   return null;
 }
@@ -516,8 +516,8 @@ function diffCell(diff, prompt, layerIndex, position) {
     positionB,
     token: chosen > 0 ? shown(chosen) : null,
     delta,
-    probA: known ? a.prob_a[index] * diff.scales.prob_a : null,
-    probB: known ? a.prob_b[index] * diff.scales.prob_b : null,
+    probA: known ? a.token_prob_a[index] * diff.scales.token_prob_a : null,
+    probB: known ? a.token_prob_b[index] * diff.scales.token_prob_b : null,
     kl: metricValueAt(diff, "kl", index),
     differs: aligned ? Boolean(a.top1_differs[index]) : null,
     topA: topk("a"),

@@ -228,10 +228,10 @@ def test_prompt_slider_and_metric_menu_sync_both_ways(page, comparisons):
     assert page.evaluate("() => window.model.sent.at(-1)") == {"metric": "kl"}
     # KL: a sequential scale, light where the lenses agree (the last layer: KL 0).
     last = len(comparison.layers) - 1
-    assert float(torch.nan_to_num(comparison.kl[last, 1]).max()) == 0.0
+    assert float(torch.nan_to_num(comparison.kl_a_to_b[last, 1]).max()) == 0.0
     # KL 0 is the light end of the scale (magma's #fec488), the largest KL of the prompt darker.
     assert pixel(page, last, 0)[:3] == [254, 196, 136]
-    kl = torch.nan_to_num(comparison.kl[:, 1], nan=-1.0)
+    kl = torch.nan_to_num(comparison.kl_a_to_b[:, 1], nan=-1.0)
     row, seq = divmod(int(kl.argmax()), kl.shape[1])
     position = int((comparison.a.positions(1) == seq).nonzero()[0, 0])
     assert sum(pixel(page, row, position)[:3]) < sum([254, 196, 136]) - 150

@@ -114,7 +114,10 @@ def test_hovered_cell_shows_both_lenses_values(offline_page, comparisons, tmp_pa
     cell = comparison.describe_cell(0, row, position)
     tooltip = check_tooltip(page, cell)
     # The chosen token's two probabilities (Python's numbers) are in the tooltip.
-    assert f"{cell['prob_a'] * 100:.1f}%" in tooltip and f"{cell['prob_b'] * 100:.1f}%" in tooltip
+    assert (
+        f"{cell['token_prob_a'] * 100:.1f}%" in tooltip
+        and f"{cell['token_prob_b'] * 100:.1f}%" in tooltip
+    )
     page.locator(".murano-diff").screenshot(path=str(ARTIFACTS / "lens_diff_export_tooltip.png"))
     assert page.refused == []
     assert page.errors == []

@@ -60,7 +60,7 @@ export function metricValueAt(diff, metric, index) {
   const a = diff.arrays;
   if (!a.aligned[index]) return null;
   if (metric === "delta_prob") return a.delta_known[index] ? a.delta_prob[index] * diff.scales.delta_prob : null;
-  if (metric === "kl") return a.kl ? a.kl[index] * diff.scales.kl : null;
+  if (metric === "kl") return a.kl_a_to_b ? a.kl_a_to_b[index] * diff.scales.kl_a_to_b : null;
   if (metric === "top1_differs") return a.top1_differs[index];
   return null;
 }
