@@ -3,8 +3,9 @@
 The widget (through the payload's metadata), the static plot, the HTML export, the CLI and the
 notebooks read their names, labels, units and colour scales from here; nothing else lists them.
 To add a metric: compute its field in :mod:`murano_widgets.step.reductions` (per row of a chunk),
-add the field to :class:`~murano_widgets.result.LogitLensResult`, and add one :class:`Metric`
-and one :class:`Section` below.
+add one :class:`Metric` and one :class:`Section` with ``reduced=True`` below, and declare the
+field on :class:`~murano_widgets.result.LogitLensResult`. The step's padding, the result's
+shape checks and the payload read the field list from here (:data:`REDUCED_FIELDS`).
 
 Ranks are counted from 0 everywhere a person reads them: **rank 0 is the top-1 token**.
 """
@@ -17,7 +18,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["METRICS", "RANK_CONVENTION", "SECTIONS", "Metric", "Section", "metric_domain"]
+__all__ = [
+    "METRICS",
+    "RANK_CONVENTION",
+    "REDUCED_FIELDS",
+    "RESULT_FIELDS",
+    "SECTIONS",
+    "Metric",
+    "Section",
+    "metric_domain",
+    "missing_value",
+]
 
 RANK_CONVENTION = "rank 0 is the top-1 token"
 
@@ -148,12 +159,16 @@ class Section:
             (uint8, 1 = marked: no value, or as the section says) or ``"code"`` (uint8, an
             index into a list of names in the metadata, ``meta[name's list]``).
         base: Sent with the first view; the others when the front end first asks for them.
+        reduced: A per-cell field that :func:`murano_widgets.step.reductions.reduce_logits`
+            computes for every row: the step pads it into the result, the result checks its
+            shape and the payload sends it, all from this flag (a new metric's field sets it).
     """
 
     name: str
     shape: str
     kind: str
     base: bool
+    reduced: bool = False
 
 
 SECTIONS: dict[str, Section] = {
@@ -167,10 +182,10 @@ SECTIONS: dict[str, Section] = {
         Section("missing", "cell", "mask", True),
         # 1 where the model's own output was not finite: final-based metrics have no value.
         Section("final_missing", "position", "mask", True),
-        Section("entropy", "cell", "bits", False),
-        Section("final_token_probs", "cell", "probability", False),
-        Section("final_token_ranks", "cell", "rank", False),
-        Section("kl_to_final", "cell", "bits", False),
+        Section("entropy", "cell", "bits", False, reduced=True),
+        Section("final_token_probs", "cell", "probability", False, reduced=True),
+        Section("final_token_ranks", "cell", "rank", False, reduced=True),
+        Section("kl_to_final", "cell", "bits", False, reduced=True),
         Section("topk_tokens", "topk", "token", False),
         Section("topk_probs", "topk", "probability", False),
         # Answers: each set's teacher-forced probability and first-token rank at each prompt's
@@ -189,6 +204,27 @@ SECTIONS: dict[str, Section] = {
         Section("token_roles", "position", "code", True),
     )
 }
+
+
+#: The per-cell fields the reductions compute (beyond the top-k, whose first entry is the
+#: contract's ``max_probs``/``predicted_tokens``): ``[n_layers, n_inputs, seq]`` in the result.
+REDUCED_FIELDS = tuple(name for name, section in SECTIONS.items() if section.reduced)
+
+#: The sections that are a result field read as it is (the payload reads them by name).
+RESULT_FIELDS = (
+    "input_ids",
+    "final_tokens",
+    "predicted_tokens",
+    "max_probs",
+    *REDUCED_FIELDS,
+    "topk_tokens",
+    "topk_probs",
+)
+
+
+def missing_value(section: Section) -> float:
+    """What a cell without a value holds in the result: -1 for ids and ranks, else NaN."""
+    return -1 if section.kind in ("token", "rank") else float("nan")
 
 
 def metric_domain(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from murano_widgets.metrics import REDUCED_FIELDS
 from murano_widgets.types import Node
 
 if TYPE_CHECKING:
@@ -14,8 +15,9 @@ if TYPE_CHECKING:
 
 __all__ = ["AnswerScores", "LogitLensResult"]
 
-# Fields of shape [n_layers, n_inputs, seq] beyond the contract's max_probs/predicted_tokens.
-_CELL_FIELDS = ("entropy", "final_token_probs", "final_token_ranks", "kl_to_final")
+# Fields of shape [n_layers, n_inputs, seq] beyond the contract's max_probs/predicted_tokens:
+# the registry's reduced fields.
+_CELL_FIELDS = REDUCED_FIELDS
 
 
 @dataclass(repr=False)

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from murano_widgets.lenses import title_of
-from murano_widgets.metrics import METRICS, SECTIONS, metric_domain
+from murano_widgets.metrics import METRICS, RESULT_FIELDS, SECTIONS, metric_domain
 from murano_widgets.payload.codec import (
     U16,
     decode_sections,
@@ -73,21 +73,7 @@ class LensPayload:
 
         vocab_size = int(result.vocab_size or 0) or None
         max_entropy = math.log2(vocab_size) if vocab_size else finite_max(result.entropy, 1.0)
-        field_values = {
-            name: values(name)
-            for name in (
-                "input_ids",
-                "final_tokens",
-                "predicted_tokens",
-                "max_probs",
-                "entropy",
-                "final_token_probs",
-                "final_token_ranks",
-                "kl_to_final",
-                "topk_tokens",
-                "topk_probs",
-            )
-        }
+        field_values = {name: values(name) for name in RESULT_FIELDS}
         for name in ("topk_tokens", "topk_probs"):
             if field_values[name] is not None:
                 field_values[name] = field_values[name][..., 1:]  # rank 1 is predicted_tokens

@@ -404,17 +404,17 @@ function normaliseAnswerSets(raw, P) {
     };
   });
 }
-function cellIndex(lens, prompt, layerIndex, position) {
-  return layerIndex * lens.T + lens.offsets[prompt] + position;
+function cellIndex(data, prompt, layerIndex, position) {
+  return layerIndex * data.T + data.offsets[prompt] + position;
 }
-function promptSetIndex(lens, layerIndex, prompt, set) {
-  return (layerIndex * lens.P + prompt) * lens.answerSets.length + set;
+function promptSetIndex(data, layerIndex, prompt, set) {
+  return (layerIndex * data.P + prompt) * data.answerSets.length + set;
 }
-function cellTargetIndex(lens, prompt, layerIndex, position, target) {
-  return cellIndex(lens, prompt, layerIndex, position) * lens.targets.length + target;
+function cellTargetIndex(data, prompt, layerIndex, position, target) {
+  return cellIndex(data, prompt, layerIndex, position) * data.targets.length + target;
 }
-function promptOfColumn(lens, col) {
-  const offsets = lens.offsets;
+function promptOfColumn(data, col) {
+  const offsets = data.offsets;
   let lo = 0;
   let hi = offsets.length - 1;
   while (lo < hi) {
@@ -424,36 +424,36 @@ function promptOfColumn(lens, col) {
   }
   return lo;
 }
-function promptHasNoValue(lens, name, prompt) {
-  const flags = lens.noValue[name];
+function promptHasNoValue(data, name, prompt) {
+  const flags = data.noValue[name];
   return Boolean(flags && flags[prompt]);
 }
-function sectionValue(lens, name, idx) {
-  const array = lens.arrays[name];
-  return array ? array[idx] * (lens.scales[name] ?? 1) : NaN;
+function sectionValue(data, name, idx) {
+  const array = data.arrays[name];
+  return array ? array[idx] * (data.scales[name] ?? 1) : NaN;
 }
-function isAnswerTop1(lens, prompt, layerIndex, position) {
-  const mask = lens.arrays.answer_top1;
-  if (!mask || promptHasNoValue(lens, "answer_top1", prompt)) return false;
-  const idx = cellIndex(lens, prompt, layerIndex, position);
-  return Boolean(mask[idx]) && !isMissing(lens, idx);
+function isAnswerTop1(data, prompt, layerIndex, position) {
+  const mask = data.arrays.answer_top1;
+  if (!mask || promptHasNoValue(data, "answer_top1", prompt)) return false;
+  const idx = cellIndex(data, prompt, layerIndex, position);
+  return Boolean(mask[idx]) && !isMissing(data, idx);
 }
-function sectionMax(lens, name) {
-  if (lens.maxima[name] !== void 0) return lens.maxima[name];
-  const array = lens.arrays[name];
+function sectionMax(data, name) {
+  if (data.maxima[name] !== void 0) return data.maxima[name];
+  const array = data.arrays[name];
   let max = 0;
   if (array) {
     for (let i = 0; i < array.length; i++) if (array[i] > max) max = array[i];
   }
-  lens.maxima[name] = max;
+  data.maxima[name] = max;
   return max;
 }
-function isMissing(lens, idx) {
-  const missing = lens.arrays.missing;
+function isMissing(data, idx) {
+  const missing = data.arrays.missing;
   return Boolean(missing && missing[idx]);
 }
-function isFinalMissing(lens, col) {
-  const missing = lens.arrays.final_missing;
+function isFinalMissing(data, col) {
+  const missing = data.arrays.final_missing;
   return Boolean(missing && missing[col]);
 }
 function rowOfModelLayer(layers, layer) {
@@ -468,27 +468,27 @@ function rowOfModelLayer(layers, layer) {
 }
 
 // src/metrics.js
-function metricSpec(lens, name) {
-  return lens ? lens.metrics.find((m) => m.name === name) : void 0;
+function metricSpec(data, name) {
+  return data ? data.metrics.find((m) => m.name === name) : void 0;
 }
-function metricOffered(lens, name) {
-  const spec = metricSpec(lens, name);
+function metricOffered(data, name) {
+  const spec = metricSpec(data, name);
   return Boolean(spec && spec.available);
 }
-function metricAvailable(lens, name) {
-  const spec = metricSpec(lens, name);
-  return Boolean(lens && spec && spec.available && lens.arrays[spec.field]);
+function metricAvailable(data, name) {
+  const spec = metricSpec(data, name);
+  return Boolean(data && spec && spec.available && data.arrays[spec.field]);
 }
-function resolveMetric(lens, name) {
-  if (typeof name === "string" && metricOffered(lens, name)) return name;
-  const first = lens.metrics.find((m) => m.available);
-  return (first || lens.metrics[0]).name;
+function resolveMetric(data, name) {
+  if (typeof name === "string" && metricOffered(data, name)) return name;
+  const first = data.metrics.find((m) => m.available);
+  return (first || data.metrics[0]).name;
 }
 function shortLabel(label) {
   return label.replace(/\s*\([^()]*\)\s*$/, "") || label;
 }
-function metricDomain(lens, name) {
-  const spec = metricSpec(lens, name);
+function metricDomain(data, name) {
+  const spec = metricSpec(data, name);
   if (!spec) throw new Error(`unknown metric ${JSON.stringify(name)}`);
   return { min: spec.domain[0], max: spec.domain[1], log: spec.log };
 }
@@ -499,13 +499,13 @@ function unitValue(value, domain) {
   else t = (value - domain.min) / (domain.max - domain.min);
   return Math.min(1, Math.max(0, t));
 }
-function metricValue(lens, name, idx) {
-  const spec = metricSpec(lens, name);
-  const array = spec && lens.arrays[spec.field];
-  if (!spec || !array || isMissing(lens, idx)) return NaN;
-  if (spec.finalBased && isFinalMissing(lens, idx % lens.T)) return NaN;
-  if (lens.noValue[spec.field] && promptHasNoValue(lens, spec.field, promptOfColumn(lens, idx % lens.T))) return NaN;
-  return array[idx] * (lens.scales[spec.field] ?? 1);
+function metricValue(data, name, idx) {
+  const spec = metricSpec(data, name);
+  const array = spec && data.arrays[spec.field];
+  if (!spec || !array || isMissing(data, idx)) return NaN;
+  if (spec.finalBased && isFinalMissing(data, idx % data.T)) return NaN;
+  if (data.noValue[spec.field] && promptHasNoValue(data, spec.field, promptOfColumn(data, idx % data.T))) return NaN;
+  return array[idx] * (data.scales[spec.field] ?? 1);
 }
 function formatMetric(spec, value, short = false) {
   return formatUnit(spec.unit, value, short);
@@ -534,8 +534,8 @@ var ROLE_COLOURS = Object.freeze({
   assistant: "#009e73"
 });
 var OTHER_COLOURS = Object.freeze(["#cc79a7", "#d55e00", "#56b4e9", "#f0e442"]);
-function roleNames(lens) {
-  const roles = lens.meta.roles;
+function roleNames(data) {
+  const roles = data.meta.roles;
   return Array.isArray(roles) && roles.every((r) => typeof r === "string") ? roles : [];
 }
 function roleStyles(names) {
@@ -549,52 +549,52 @@ function roleStyles(names) {
     return { name, colour, label: name === TEMPLATE_ROLE ? "chat template" : name };
   });
 }
-function tokenRole(lens, prompt, position) {
-  const codes = lens.arrays.token_roles;
+function tokenRole(data, prompt, position) {
+  const codes = data.arrays.token_roles;
   if (!codes) return null;
-  return roleNames(lens)[codes[lens.offsets[prompt] + position]] ?? null;
+  return roleNames(data)[codes[data.offsets[prompt] + position]] ?? null;
 }
-function isGenerated(lens, prompt, position) {
-  const mask = lens.arrays.generated;
-  return Boolean(mask && mask[lens.offsets[prompt] + position]);
+function isGenerated(data, prompt, position) {
+  const mask = data.arrays.generated;
+  return Boolean(mask && mask[data.offsets[prompt] + position]);
 }
-function generationStart(lens, prompt) {
-  const mask = lens.arrays.generated;
+function generationStart(data, prompt) {
+  const mask = data.arrays.generated;
   if (!mask) return -1;
-  const offset = lens.offsets[prompt];
-  for (let j = 0; j < lens.lengths[prompt]; j++) if (mask[offset + j]) return j;
+  const offset = data.offsets[prompt];
+  for (let j = 0; j < data.lengths[prompt]; j++) if (mask[offset + j]) return j;
   return -1;
 }
-function rolesPresent(lens) {
-  const codes = lens.arrays.token_roles;
+function rolesPresent(data) {
+  const codes = data.arrays.token_roles;
   if (!codes) return [];
   const seen = new Set(codes);
-  return roleStyles(roleNames(lens)).filter((_, code) => seen.has(code));
+  return roleStyles(roleNames(data)).filter((_, code) => seen.has(code));
 }
-function hasTemplateTokens(lens) {
-  const codes = lens.arrays.token_roles;
-  const template = roleNames(lens).indexOf(TEMPLATE_ROLE);
+function hasTemplateTokens(data) {
+  const codes = data.arrays.token_roles;
+  const template = roleNames(data).indexOf(TEMPLATE_ROLE);
   return Boolean(codes) && template >= 0 && /** @type {Uint8Array} */
   codes.includes(template);
 }
-function shownPositions(lens, prompt, hideTemplate) {
-  const codes = lens.arrays.token_roles;
-  const template = roleNames(lens).indexOf(TEMPLATE_ROLE);
+function shownPositions(data, prompt, hideTemplate) {
+  const codes = data.arrays.token_roles;
+  const template = roleNames(data).indexOf(TEMPLATE_ROLE);
   if (!hideTemplate || !codes || template < 0) return null;
-  const offset = lens.offsets[prompt];
+  const offset = data.offsets[prompt];
   const shown = [];
-  for (let j = 0; j < lens.lengths[prompt]; j++) if (codes[offset + j] !== template) shown.push(j);
-  return shown.length && shown.length < lens.lengths[prompt] ? shown : null;
+  for (let j = 0; j < data.lengths[prompt]; j++) if (codes[offset + j] !== template) shown.push(j);
+  return shown.length && shown.length < data.lengths[prompt] ? shown : null;
 }
-function shownPromptText(lens, prompt, hideTemplate) {
-  const columns = shownPositions(lens, prompt, hideTemplate);
-  if (!columns) return lens.prompts[prompt] ?? "";
+function shownPromptText(data, prompt, hideTemplate) {
+  const columns = shownPositions(data, prompt, hideTemplate);
+  if (!columns) return data.prompts[prompt] ?? "";
   const ids = (
     /** @type {ArrayLike<number>} */
-    lens.arrays.input_ids
+    data.arrays.input_ids
   );
-  const offset = lens.offsets[prompt];
-  return columns.map((p) => lens.tokens[ids[offset + p]] ?? "").join("");
+  const offset = data.offsets[prompt];
+  return columns.map((p) => data.tokens[ids[offset + p]] ?? "").join("");
 }
 function columnOfPosition(columns, position) {
   if (!columns) return position;
@@ -620,8 +620,8 @@ function nearestShown(columns, position) {
   }
   return best;
 }
-function generationColumn(lens, prompt, columns) {
-  const start = generationStart(lens, prompt);
+function generationColumn(data, prompt, columns) {
+  const start = generationStart(data, prompt);
   if (start < 0) return -1;
   if (!columns) return start;
   const index = columns.findIndex((p) => p >= start);
@@ -750,47 +750,47 @@ function isolateLtr(text) {
 }
 
 // src/details.js
-function cellAnswer(lens, prompt, layerIndex, position) {
-  const set = lens.answerSets[0];
+function cellAnswer(data, prompt, layerIndex, position) {
+  const set = data.answerSets[0];
   const text = set ? set.answers[prompt] : null;
   if (!set || text === null) return null;
-  const idx = cellIndex(lens, prompt, layerIndex, position);
-  if (isMissing(lens, idx)) return { text, prob: null, rank: null, whole: false };
-  const last = position === lens.lengths[prompt] - 1;
-  const at = last ? promptSetIndex(lens, layerIndex, prompt, 0) : idx;
-  const prob = sectionValue(lens, last ? "answer_probs" : "answer_token_probs", at);
-  const rank = sectionValue(lens, last ? "answer_ranks" : "answer_token_ranks", at);
+  const idx = cellIndex(data, prompt, layerIndex, position);
+  if (isMissing(data, idx)) return { text, prob: null, rank: null, whole: false };
+  const last = position === data.lengths[prompt] - 1;
+  const at = last ? promptSetIndex(data, layerIndex, prompt, 0) : idx;
+  const prob = sectionValue(data, last ? "answer_probs" : "answer_token_probs", at);
+  const rank = sectionValue(data, last ? "answer_ranks" : "answer_token_ranks", at);
   const whole = last && ((set.nTokens[prompt] ?? 1) > 1 || set.nAccepted[prompt] > 1);
   return { text, prob: Number.isFinite(prob) ? prob : null, rank: Number.isFinite(rank) ? rank : null, whole };
 }
-function tokenAt(lens, index) {
-  return lens.tokens[index] ?? "";
+function tokenAt(data, index) {
+  return data.tokens[index] ?? "";
 }
-function cellDetails(lens, prompt, layerIndex, position) {
-  const idx = cellIndex(lens, prompt, layerIndex, position);
-  const col = lens.offsets[prompt] + position;
-  const a = lens.arrays;
-  const missing = isMissing(lens, idx);
-  const finalMissing = isFinalMissing(lens, col);
+function cellDetails(data, prompt, layerIndex, position) {
+  const idx = cellIndex(data, prompt, layerIndex, position);
+  const col = data.offsets[prompt] + position;
+  const a = data.arrays;
+  const missing = isMissing(data, idx);
+  const finalMissing = isFinalMissing(data, col);
   const top = [];
   if (!missing) {
     const probs = a.max_probs;
-    top.push({ token: tokenAt(lens, a.predicted_tokens[idx]), prob: probs ? probs[idx] * (lens.scales.max_probs ?? 1) : NaN });
-    if (lens.topK > 1) {
-      const k1 = lens.topK - 1;
+    top.push({ token: tokenAt(data, a.predicted_tokens[idx]), prob: probs ? probs[idx] * (data.scales.max_probs ?? 1) : NaN });
+    if (data.topK > 1) {
+      const k1 = data.topK - 1;
       for (let r = 0; r < k1; r++) {
         top.push({
-          token: tokenAt(lens, a.topk_tokens[idx * k1 + r]),
-          prob: a.topk_probs[idx * k1 + r] * (lens.scales.topk_probs ?? 1 / 255)
+          token: tokenAt(data, a.topk_tokens[idx * k1 + r]),
+          prob: a.topk_probs[idx * k1 + r] * (data.scales.topk_probs ?? 1 / 255)
         });
       }
     }
   }
   const metrics = [];
   let finalRank = null;
-  for (const spec of lens.metrics) {
+  for (const spec of data.metrics) {
     if (!spec.available || !a[spec.field]) continue;
-    const v = metricValue(lens, spec.name, idx);
+    const v = metricValue(data, spec.name, idx);
     const value = Number.isFinite(v) ? v : null;
     metrics.push({ spec, value });
     if (finalRank === null && spec.unit === "rank" && spec.finalBased) finalRank = value;
@@ -799,23 +799,23 @@ function cellDetails(lens, prompt, layerIndex, position) {
   return {
     prompt,
     layerIndex,
-    layer: lens.layers[layerIndex],
-    isLastRow: layerIndex === lens.L - 1,
-    isLastPosition: position === lens.lengths[prompt] - 1,
+    layer: data.layers[layerIndex],
+    isLastRow: layerIndex === data.L - 1,
+    isLastPosition: position === data.lengths[prompt] - 1,
     position,
-    input: tokenAt(lens, a.input_ids[col]),
-    finalToken: finalTokens ? tokenAt(lens, finalTokens[col]) : null,
+    input: tokenAt(data, a.input_ids[col]),
+    finalToken: finalTokens ? tokenAt(data, finalTokens[col]) : null,
     finalMissing,
     missing,
     settled: Boolean(finalTokens) && !missing && !finalMissing && a.predicted_tokens[idx] === finalTokens[col],
     top,
     metrics,
     finalRank,
-    detailsLoaded: lens.detailSections.every((name) => !lens.meta.sections?.[name] || Boolean(a[name])),
-    answerTop1: isAnswerTop1(lens, prompt, layerIndex, position),
-    answer: cellAnswer(lens, prompt, layerIndex, position),
-    generated: isGenerated(lens, prompt, position),
-    role: tokenRole(lens, prompt, position)
+    detailsLoaded: data.detailSections.every((name) => !data.meta.sections?.[name] || Boolean(a[name])),
+    answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
+    answer: cellAnswer(data, prompt, layerIndex, position),
+    generated: isGenerated(data, prompt, position),
+    role: tokenRole(data, prompt, position)
   };
 }
 var NO_VALUE = "no value (non-finite)";
@@ -1078,25 +1078,25 @@ function textColourOn(rgb) {
   const l = relativeLuminance(rgb);
   return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
 }
-function colourImage(lens, metric, prompt, out) {
-  const n = lens.lengths[prompt];
-  const L = lens.L;
+function colourImage(lensData, metric, prompt, out) {
+  const n = lensData.lengths[prompt];
+  const L = lensData.L;
   const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
   data.fill(0);
-  const spec = metricSpec(lens, metric);
-  const array = spec && lens.arrays[spec.field];
-  if (!spec || !array || promptHasNoValue(lens, spec.field, prompt)) return { width: n, height: L, data };
-  const scale = lens.scales[spec.field] ?? 1;
-  const domain = metricDomain(lens, metric);
+  const spec = metricSpec(lensData, metric);
+  const array = spec && lensData.arrays[spec.field];
+  if (!spec || !array || promptHasNoValue(lensData, spec.field, prompt)) return { width: n, height: L, data };
+  const scale = lensData.scales[spec.field] ?? 1;
+  const domain = metricDomain(lensData, metric);
   const lut = colourLut(spec.scale, spec.reverse);
-  const missing = lens.arrays.missing;
-  const offset = lens.offsets[prompt];
-  const finalMissing = spec.finalBased ? lens.arrays.final_missing : void 0;
+  const missing = lensData.arrays.missing;
+  const offset = lensData.offsets[prompt];
+  const finalMissing = spec.finalBased ? lensData.arrays.final_missing : void 0;
   const logDen = domain.log ? Math.log1p(domain.max - domain.min) : 0;
   const span = domain.max - domain.min;
   for (let i = 0; i < L; i++) {
     const row = L - 1 - i;
-    const base = i * lens.T + offset;
+    const base = i * lensData.T + offset;
     for (let j = 0; j < n; j++) {
       const idx = base + j;
       if (missing && missing[idx]) continue;
@@ -1355,7 +1355,7 @@ var Painter = class {
     this.canvas = canvas;
     this.styleSource = styleSource;
     this.theme = null;
-    this.lens = null;
+    this.lensData = null;
     this.images = /* @__PURE__ */ new Map();
     this.tokenTexts = [];
     this.cellTexts = /* @__PURE__ */ new Map();
@@ -1363,12 +1363,12 @@ var Painter = class {
   }
   /**
    * New data: drops every cache.
-   * @param {Lens} lens
+   * @param {LensData} lensData
    */
-  setLens(lens) {
-    this.lens = lens;
+  setData(lensData) {
+    this.lensData = lensData;
     this.images.clear();
-    this.tokenTexts = new Array(lens.tokens.length);
+    this.tokenTexts = new Array(lensData.tokens.length);
     this.cellTexts.clear();
   }
   /** The theme changed (forget it; it is read again on the next use). */
@@ -1412,12 +1412,12 @@ var Painter = class {
   }
   /**
    * Width of the row labels (the widest layer number or "input"), in CSS pixels.
-   * @param {Lens} lens
+   * @param {LensData} lensData
    */
-  labelWidth(lens) {
+  labelWidth(lensData) {
     const ctx = context2d(this.canvas);
     ctx.font = this.readTheme().labelBold;
-    const maxLayer = Math.max(...lens.layers);
+    const maxLayer = Math.max(...lensData.layers);
     return Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(`L${maxLayer}`).width)) + 16;
   }
   /**
@@ -1427,7 +1427,7 @@ var Painter = class {
   tokenText(index) {
     let text = this.tokenTexts[index];
     if (text === void 0) {
-      text = displayToken(this.lens?.tokens[index]);
+      text = displayToken(this.lensData?.tokens[index]);
       this.tokenTexts[index] = text;
     }
     return text;
@@ -1458,14 +1458,14 @@ var Painter = class {
    * @returns {ColourImage}
    */
   colourCanvas(prompt, metric, columns = null) {
-    const lens = (
-      /** @type {Lens} */
-      this.lens
+    const lensData = (
+      /** @type {LensData} */
+      this.lensData
     );
     const key = `${prompt}|${metric}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
     let entry = this.images.get(key);
     if (!entry) {
-      const image = columns ? pickColumns(colourImage(lens, metric, prompt), columns) : colourImage(lens, metric, prompt);
+      const image = columns ? pickColumns(colourImage(lensData, metric, prompt), columns) : colourImage(lensData, metric, prompt);
       const canvas = document.createElement("canvas");
       canvas.width = Math.max(1, image.width);
       canvas.height = Math.max(1, image.height);
@@ -1487,9 +1487,9 @@ var Painter = class {
    * @returns {[number, number]} the visible columns drawn
    */
   draw(layout, scene, scroll) {
-    const lens = (
-      /** @type {Lens} */
-      this.lens
+    const lensData = (
+      /** @type {LensData} */
+      this.lensData
     );
     const ctx = this.prepareCanvas(layout);
     const [c0, c1] = visibleColumns(layout, scroll);
@@ -1504,7 +1504,7 @@ var Painter = class {
       x0: columnX(layout, c0, scroll),
       span: (c1 - c0) * layout.cellW,
       image: this.colourCanvas(scene.prompt, scene.metric, layout.columns),
-      offset: lens.offsets[scene.prompt]
+      offset: lensData.offsets[scene.prompt]
     };
     ctx.save();
     ctx.beginPath();
@@ -1542,12 +1542,12 @@ var Painter = class {
    * @param {number} prompt
    */
   answerMask(prompt) {
-    const lens = (
-      /** @type {Lens} */
-      this.lens
+    const lensData = (
+      /** @type {LensData} */
+      this.lensData
     );
-    const mask = lens.arrays.answer_top1;
-    return mask && !promptHasNoValue(lens, "answer_top1", prompt) ? mask : null;
+    const mask = lensData.arrays.answer_top1;
+    return mask && !promptHasNoValue(lensData, "answer_top1", prompt) ? mask : null;
   }
   /**
    * The cells: the cached colour image scaled up, grid gaps, settled dots, answer corners and
@@ -1555,13 +1555,13 @@ var Painter = class {
    * @param {Frame} f
    */
   drawCells({ ctx, layout, theme, scene, scroll, c0, c1, x0, span, image, offset }) {
-    const lens = (
-      /** @type {Lens} */
-      this.lens
+    const lensData = (
+      /** @type {LensData} */
+      this.lensData
     );
-    const a = lens.arrays;
+    const a = lensData.arrays;
     const { cellW, rowH, heatY, heatH } = layout;
-    const L = lens.L;
+    const L = lensData.L;
     const n = layout.nPositions;
     if (theme.hatchPattern && (a.missing || a.final_missing)) {
       ctx.fillStyle = theme.hatchPattern;
@@ -1594,7 +1594,7 @@ var Painter = class {
     const columns = layout.columns;
     for (let row = 0; row < L; row++) {
       const y = heatY + row * rowH;
-      const base = (L - 1 - row) * lens.T + offset;
+      const base = (L - 1 - row) * lensData.T + offset;
       for (let j = c0; j < c1; j++) {
         const o = (row * n + j) * 4;
         if (data[o + 3] === 0) continue;
@@ -1635,17 +1635,17 @@ var Painter = class {
    * @param {Frame} f
    */
   drawStrips({ ctx, layout, theme, scene, scroll, c0, c1, x0, span, image, offset }) {
-    const lens = (
-      /** @type {Lens} */
-      this.lens
+    const lensData = (
+      /** @type {LensData} */
+      this.lensData
     );
-    const a = lens.arrays;
+    const a = lensData.arrays;
     const layer = scene.layer;
     const { cellW, inputY, predY, stripH } = layout;
     const data = image.data;
     const n = layout.nPositions;
-    const row = lens.L - 1 - layer;
-    const base = layer * lens.T + offset;
+    const row = lensData.L - 1 - layer;
+    const base = layer * lensData.T + offset;
     const chars = layout.cellChars;
     const finals = a.final_tokens;
     const finalMissing = a.final_missing;
@@ -1653,7 +1653,7 @@ var Painter = class {
     const columns = layout.columns;
     const generated = a.generated;
     const roles = a.token_roles;
-    const roleColours = roles ? roleStyles(roleNames(lens)).map((r) => r.colour) : [];
+    const roleColours = roles ? roleStyles(roleNames(lensData)).map((r) => r.colour) : [];
     const band = roles ? 3 : 0;
     ctx.fillStyle = theme.stripBg;
     ctx.fillRect(x0, inputY, span, stripH);
@@ -1716,9 +1716,9 @@ var Painter = class {
    * @param {Frame} f
    */
   drawMarks({ ctx, layout, theme, scene, scroll, c0, c1 }) {
-    const lens = (
-      /** @type {Lens} */
-      this.lens
+    const lensData = (
+      /** @type {LensData} */
+      this.lensData
     );
     const { labelW, width: W, rowH, heatY, predY, stripH } = layout;
     const highlighted = cellRect(layout, scene.layer, 0, 0);
@@ -1726,7 +1726,7 @@ var Painter = class {
     ctx.lineWidth = 2;
     const right = Math.min(W - 1, columnX(layout, layout.nPositions, scroll) + 1);
     ctx.strokeRect(labelW + 1, highlighted.y - 1, right - labelW - 2, rowH + 2);
-    const boundary = generationColumn(lens, scene.prompt, layout.columns);
+    const boundary = generationColumn(lensData, scene.prompt, layout.columns);
     if (boundary > 0 && boundary >= c0 && boundary <= c1) {
       const x = columnX(layout, boundary, scroll);
       ctx.fillStyle = theme.generated;
@@ -1744,7 +1744,7 @@ var Painter = class {
       ctx.setLineDash([]);
     };
     const sel = scene.selected;
-    if (sel && sel.prompt === scene.prompt && sel.layer_index < lens.L && sel.position < lens.lengths[scene.prompt]) {
+    if (sel && sel.prompt === scene.prompt && sel.layer_index < lensData.L && sel.position < lensData.lengths[scene.prompt]) {
       const cell = { layerIndex: sel.layer_index, position: sel.position };
       outline(cell, theme.bg, 4);
       outline(cell, theme.fg, 2);
@@ -1766,13 +1766,13 @@ var Painter = class {
    * @param {Frame} f
    */
   drawLabels({ ctx, layout, theme, scene }) {
-    const lens = (
-      /** @type {Lens} */
-      this.lens
+    const lensData = (
+      /** @type {LensData} */
+      this.lensData
     );
     const layer = scene.layer;
     const { labelW, rowH, heatY, inputY, predY, stripH } = layout;
-    const L = lens.L;
+    const L = lensData.L;
     const hlRow = L - 1 - layer;
     const every = labelStride(rowH, 12);
     const x = labelW - 8;
@@ -1781,11 +1781,11 @@ var Painter = class {
     for (let row = 0; row < L; row++) {
       const i = L - 1 - row;
       const isHl = i === layer;
-      if (!isHl && every > 1 && lens.layers[i] % every !== 0) continue;
+      if (!isHl && every > 1 && lensData.layers[i] % every !== 0) continue;
       if (!isHl && Math.abs(row - hlRow) * rowH < 11) continue;
       ctx.font = isHl ? theme.labelBold : theme.labelFont;
       ctx.fillStyle = isHl ? theme.accent : theme.muted;
-      ctx.fillText(String(lens.layers[i]), x, heatY + row * rowH + rowH / 2 + 0.5);
+      ctx.fillText(String(lensData.layers[i]), x, heatY + row * rowH + rowH / 2 + 0.5);
     }
     ctx.fillStyle = theme.accent;
     ctx.fillRect(labelW - 4, heatY + hlRow * rowH, 3, rowH);
@@ -1794,7 +1794,7 @@ var Painter = class {
     ctx.fillText("input", x, inputY + stripH / 2 + 0.5);
     ctx.font = theme.labelBold;
     ctx.fillStyle = theme.accent;
-    ctx.fillText(`L${lens.layers[layer]}`, x, predY + stripH / 2 + 0.5);
+    ctx.fillText(`L${lensData.layers[layer]}`, x, predY + stripH / 2 + 0.5);
     ctx.font = theme.axisFont;
     ctx.fillStyle = theme.muted;
     ctx.textBaseline = "alphabetic";
@@ -1897,22 +1897,22 @@ function chartColumn(state, length) {
   if (sel && sel.prompt === state.prompt) return { position: clamp(sel.position), source: "pinned" };
   return { position: Math.max(0, length - 1), source: "last" };
 }
-function described(lens, name) {
-  return Boolean(lens.meta.sections && lens.meta.sections[name]) || Boolean(lens.arrays[name]);
+function described(data, name) {
+  return Boolean(data.meta.sections && data.meta.sections[name]) || Boolean(data.arrays[name]);
 }
-function trajectorySeries(lens, prompt, position, mode) {
-  const L = lens.L;
-  const col = lens.offsets[prompt] + position;
-  const cells = Array.from({ length: L }, (_, i) => cellIndex(lens, prompt, i, position));
-  const rowMissing = cells.map((idx) => isMissing(lens, idx));
+function trajectorySeries(data, prompt, position, mode) {
+  const L = data.L;
+  const col = data.offsets[prompt] + position;
+  const cells = Array.from({ length: L }, (_, i) => cellIndex(data, prompt, i, position));
+  const rowMissing = cells.map((idx) => isMissing(data, idx));
   const rank = mode === "rank";
   const out = [];
   const add = (base, index, finalBased = false) => {
-    const loaded = Boolean(lens.arrays[base.section]);
-    const noValue = finalBased && isFinalMissing(lens, col);
+    const loaded = Boolean(data.arrays[base.section]);
+    const noValue = finalBased && isFinalMissing(data, col);
     const values = cells.map((_, i) => {
       if (!loaded || rowMissing[i] || noValue) return null;
-      const v = sectionValue(lens, base.section, index(i));
+      const v = sectionValue(data, base.section, index(i));
       return Number.isFinite(v) ? v : null;
     });
     out.push({ ...base, loaded, values });
@@ -1921,14 +1921,14 @@ function trajectorySeries(lens, prompt, position, mode) {
     add({ key: "top1", kind: "top1", index: 0, label: "top-1", token: null, note: "each layer's own most likely token", section: "max_probs" }, (i) => cells[i]);
   }
   const finalSection = rank ? "final_token_ranks" : "final_token_probs";
-  if (described(lens, finalSection) && lens.arrays.final_tokens) {
+  if (described(data, finalSection) && data.arrays.final_tokens) {
     add(
       {
         key: "final",
         kind: "final",
         index: 0,
         label: "final prediction",
-        token: lens.tokens[lens.arrays.final_tokens[col]] ?? null,
+        token: data.tokens[data.arrays.final_tokens[col]] ?? null,
         note: "the token the model finally predicts here",
         section: finalSection
       },
@@ -1936,11 +1936,11 @@ function trajectorySeries(lens, prompt, position, mode) {
       true
     );
   }
-  const last = position === lens.lengths[prompt] - 1;
-  const sets = lens.answerSets;
+  const last = position === data.lengths[prompt] - 1;
+  const sets = data.answerSets;
   if (last) {
     const section = rank ? "answer_ranks" : "answer_probs";
-    if (described(lens, section)) {
+    if (described(data, section)) {
       sets.forEach((set, s2) => {
         const answer = set.answers[prompt];
         if (answer === null) return;
@@ -1948,32 +1948,32 @@ function trajectorySeries(lens, prompt, position, mode) {
         const forms = set.nAccepted[prompt];
         const summed = forms > 1 ? `, summed over ${forms} accepted forms` : "";
         const note = rank ? `rank of the answer's first token at the prompt's last position${forms > 1 ? " (the best form's)" : ""}` : n && n > 1 ? `probability of the whole answer (teacher-forced over its tokens${summed})` : `probability of the answer as the next token${summed}`;
-        add({ key: `answer:${s2}`, kind: "answer", index: s2, label: set.name, token: answer, note, section }, (i) => promptSetIndex(lens, i, prompt, s2));
+        add({ key: `answer:${s2}`, kind: "answer", index: s2, label: set.name, token: answer, note, section }, (i) => promptSetIndex(data, i, prompt, s2));
       });
     }
   } else if (sets.length && sets[0].answers[prompt] !== null) {
     const section = rank ? "answer_token_ranks" : "answer_token_probs";
-    if (described(lens, section) && !promptHasNoValue(lens, section, prompt)) {
+    if (described(data, section) && !promptHasNoValue(data, section, prompt)) {
       const n = sets[0].nTokens[prompt];
       const note = `${rank ? "rank" : "probability"} of the answer's first token as the next token here${n && n > 1 ? ` (of ${n})` : ""}`;
       add({ key: "answer:0", kind: "answer", index: 0, label: sets[0].name, token: sets[0].answers[prompt], note, section }, (i) => cells[i]);
     }
   }
   const targetSection = rank ? "target_ranks" : "target_probs";
-  if (lens.targets.length && described(lens, targetSection)) {
-    lens.targets.forEach((target, j) => {
+  if (data.targets.length && described(data, targetSection)) {
+    data.targets.forEach((target, j) => {
       add(
         { key: `target:${j}`, kind: "target", index: j, label: "target", token: target, note: `${rank ? "rank" : "probability"} of the target's first token as the next token`, section: targetSection },
-        (i) => cellTargetIndex(lens, prompt, i, position, j)
+        (i) => cellTargetIndex(data, prompt, i, position, j)
       );
     });
   }
   return out;
 }
-function rankAxisMax(lens) {
+function rankAxisMax(data) {
   let top = 0;
   for (const name of ["final_token_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
-    if (lens.arrays[name]) top = Math.max(top, sectionMax(lens, name));
+    if (data.arrays[name]) top = Math.max(top, sectionMax(data, name));
   }
   return niceRankMax(top);
 }
@@ -2078,7 +2078,7 @@ var TrajectoryView = class {
     this.toggled = /* @__PURE__ */ new Map();
     this.input = null;
     this.renderKey = "";
-    this.lensSeen = null;
+    this.dataSeen = null;
     this.geometry = null;
     this.debug = null;
     const descId = `${id}-traj-desc`;
@@ -2158,18 +2158,18 @@ var TrajectoryView = class {
    */
   update(input) {
     this.input = input;
-    const { lens, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
+    const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
     const width = this.panel.clientWidth || 280;
-    const loaded = Object.keys(lens.arrays).length;
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, lens.L, detailsRequested].join("|");
-    if (key === this.renderKey && this.lensSeen === lens) return;
+    const loaded = Object.keys(data.arrays).length;
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested].join("|");
+    if (key === this.renderKey && this.dataSeen === data) return;
     this.renderKey = key;
-    this.lensSeen = lens;
+    this.dataSeen = data;
     const mode = this.mode;
-    const g = trajectoryRowsGeometry({ width, nLayers: lens.L, rowH, heatY, heightBelow });
+    const g = trajectoryRowsGeometry({ width, nLayers: data.L, rowH, heatY, heightBelow });
     this.geometry = g;
-    const scale = valueScale(mode, rankAxisMax(lens));
-    const series = trajectorySeries(lens, prompt, position, mode);
+    const scale = valueScale(mode, rankAxisMax(data));
+    const series = trajectorySeries(data, prompt, position, mode);
     const shown = series.map((s2) => seriesShown(s2, this.toggled));
     const root = this.svg;
     root.setAttribute("width", String(g.width));
@@ -2187,14 +2187,14 @@ var TrajectoryView = class {
       ticks.append(s("text", { x: valueX(g, tick.t), y: g.plotY - 4, "text-anchor": anchor }, tick.label));
     });
     const frame = s("rect", { class: "murano-traj-frame", x: g.plotX, y: g.plotY, width: g.plotW, height: g.plotH });
-    const bandY = g.plotY + (lens.L - 1 - row) * g.rowH;
+    const bandY = g.plotY + (data.L - 1 - row) * g.rowH;
     const band = s("rect", { class: "murano-traj-band", x: g.plotX, y: bandY, width: g.plotW, height: g.rowH });
     const labels = s("g", { class: "murano-traj-layers", "aria-hidden": "true" });
-    for (let i = 0; i < lens.L; i++) {
+    for (let i = 0; i < data.L; i++) {
       const chosen = i === row;
-      if (!chosen && g.labelStride > 1 && lens.layers[i] % g.labelStride !== 0) continue;
+      if (!chosen && g.labelStride > 1 && data.layers[i] % g.labelStride !== 0) continue;
       if (!chosen && Math.abs(i - row) * g.rowH < 11) continue;
-      labels.append(s("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(lens.layers[i])));
+      labels.append(s("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(data.layers[i])));
     }
     labels.append(s("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
     const lines = s("g", { class: "murano-traj-lines" });
@@ -2233,13 +2233,13 @@ var TrajectoryView = class {
     const axisTitle = s("text", { class: "murano-traj-axis-title", x: g.plotX + g.plotW / 2, y: g.plotY + g.plotH + 16, "text-anchor": "middle" }, scale.title);
     children.push(grid, band, frame, lines, markers, labels, ticks, axisTitle);
     root.replaceChildren(...children);
-    const col = lens.offsets[prompt] + position;
-    const input0 = displayToken(lens.tokens[lens.arrays.input_ids[col]] ?? "");
+    const col = data.offsets[prompt] + position;
+    const input0 = displayToken(data.tokens[data.arrays.input_ids[col]] ?? "");
     const where = `position ${position} · ${truncateText(input0, 16)} · ${SOURCE_TEXT[source]}`;
     this.titleEl.textContent = where;
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
     const format = (v) => formatValue(mode, v);
-    const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, lens.layers));
+    const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, data.layers));
     const active = document.activeElement;
     const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : void 0;
     this.legend.replaceChildren(...items);
@@ -2252,8 +2252,8 @@ var TrajectoryView = class {
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
-    const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, lens.layers, row, format)}`).join(". ");
-    this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${lens.L} layers at ${where}. ${summary}.`;
+    const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, data.layers, row, format)}`).join(". ");
+    this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
   }
   /**
@@ -2292,15 +2292,15 @@ var TrajectoryView = class {
 };
 
 // src/view/controls.js
-function showData(ui, lens) {
-  const kind = lensTitle(lens);
+function showData(ui, data) {
+  const kind = lensTitle(data);
   ui.titleEl.textContent = kind;
-  ui.modelEl.textContent = lens.modelName;
-  ui.modelEl.hidden = !lens.modelName;
-  if (lens.modelName) ui.modelEl.setAttribute("title", lens.modelName);
-  ui.root.setAttribute("aria-label", `${kind}${lens.modelName ? ` of ${lens.modelName}` : ""}`);
+  ui.modelEl.textContent = data.modelName;
+  ui.modelEl.hidden = !data.modelName;
+  if (data.modelName) ui.modelEl.setAttribute("title", data.modelName);
+  ui.root.setAttribute("aria-label", `${kind}${data.modelName ? ` of ${data.modelName}` : ""}`);
   ui.metricSelect.replaceChildren(
-    ...lens.metrics.map((spec) => {
+    ...data.metrics.map((spec) => {
       const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
       const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
       const option = h("option", "", { value: spec.name }, text);
@@ -2309,22 +2309,22 @@ function showData(ui, lens) {
       return option;
     })
   );
-  ui.promptUi.input.max = String(lens.P - 1);
-  const single = lens.P < 2;
+  ui.promptUi.input.max = String(data.P - 1);
+  const single = data.P < 2;
   ui.promptUi.row.classList.toggle("murano-single", single);
   ui.promptUi.input.hidden = single;
   ui.promptUi.label.hidden = single;
   ui.promptUi.output.hidden = single;
-  ui.layerUi.input.max = String(lens.L - 1);
-  ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing && Object.keys(lens.noValue).length === 0;
-  ui.answerKey.hidden = lens.answerSets.length === 0;
-  const first = lens.answerSets[0];
-  const named = first && (lens.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
+  ui.layerUi.input.max = String(data.L - 1);
+  ui.missingKey.hidden = !data.arrays.missing && !data.arrays.final_missing && Object.keys(data.noValue).length === 0;
+  ui.answerKey.hidden = data.answerSets.length === 0;
+  const first = data.answerSets[0];
+  const named = first && (data.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
   const keyText = ui.answerKey.lastElementChild;
   if (keyText) keyText.textContent = `top-1 = the answer${named}`;
-  ui.settledKey.hidden = !lens.arrays.final_tokens;
-  ui.generatedKey.hidden = !lens.arrays.generated;
-  const roles = rolesPresent(lens);
+  ui.settledKey.hidden = !data.arrays.final_tokens;
+  ui.generatedKey.hidden = !data.arrays.generated;
+  const roles = rolesPresent(data);
   ui.roleKeys.hidden = roles.length === 0;
   ui.roleKeys.replaceChildren(
     ...roles.map((role) => {
@@ -2335,37 +2335,37 @@ function showData(ui, lens) {
       return key;
     })
   );
-  ui.hideTemplateLabel.hidden = !hasTemplateTokens(lens);
+  ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
 }
-function lensTitle(lens) {
-  if (lens.lensTitle) return lens.lensTitle;
-  const kind = lens.lensKind || "logit";
+function lensTitle(data) {
+  if (data.lensTitle) return data.lensTitle;
+  const kind = data.lensKind || "logit";
   return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
 }
-function showControls(ui, lens, state) {
+function showControls(ui, data, state) {
   const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
   promptInput.value = String(state.prompt);
-  promptOutput.textContent = `${state.prompt + 1} / ${lens.P}`;
-  const text = displayToken(shownPromptText(lens, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
+  promptOutput.textContent = `${state.prompt + 1} / ${data.P}`;
+  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
   promptText.textContent = text;
   promptText.setAttribute("title", text);
-  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${lens.P}: ${truncateText(text, 80)}`);
-  const layer = lens.layers[state.layer];
+  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
+  const layer = data.layers[state.layer];
   ui.layerUi.input.value = String(state.layer);
   ui.layerUi.output.textContent = `L${layer}`;
-  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${lens.L}`);
-  const n = lens.lengths[state.prompt];
-  const depth = lens.nModelLayers && lens.nModelLayers !== lens.L ? ` of ${lens.nModelLayers}` : "";
-  ui.dimsEl.textContent = `${lens.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
+  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${data.L}`);
+  const n = data.lengths[state.prompt];
+  const depth = data.nModelLayers && data.nModelLayers !== data.L ? ` of ${data.nModelLayers}` : "";
+  ui.dimsEl.textContent = `${data.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `${lensTitle(lens)} heatmap: ${lens.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+    `${lensTitle(data)} heatmap: ${data.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
   );
 }
-function showLegend(ui, lens, shown, requested) {
-  const spec = metricSpec(lens, shown);
+function showLegend(ui, data, shown, requested) {
+  const spec = metricSpec(data, shown);
   if (!spec) return;
-  const wanted = metricSpec(lens, requested);
+  const wanted = metricSpec(data, requested);
   ui.legendTitle.textContent = wanted && wanted !== spec ? `${wanted.label}: loading…` : spec.label;
   ui.legendTitle.setAttribute("title", (wanted || spec).description);
   ui.metricSelect.setAttribute("title", (wanted || spec).description);
@@ -2376,7 +2376,7 @@ function showLegend(ui, lens, shown, requested) {
     for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
     ctx.putImageData(image, 0, 0);
   }
-  const ticks = legendTicks(spec, metricDomain(lens, shown));
+  const ticks = legendTicks(spec, metricDomain(data, shown));
   ui.legendTicks.replaceChildren(
     ...ticks.map((tick, i) => {
       const span = h("span", "murano-legend-tick", {}, tick.label);
@@ -2387,16 +2387,16 @@ function showLegend(ui, lens, shown, requested) {
     })
   );
 }
-function showPin(ui, lens, sel) {
-  if (!sel || !lens || !(sel.prompt >= 0 && sel.prompt < lens.P)) {
+function showPin(ui, data, sel) {
+  if (!sel || !data || !(sel.prompt >= 0 && sel.prompt < data.P)) {
     ui.pinEl.hidden = true;
     return;
   }
-  const li = clampIndex(sel.layer_index, lens.L);
-  const pos = clampIndex(sel.position, lens.lengths[sel.prompt]);
-  const d = cellDetails(lens, sel.prompt, li, pos);
+  const li = clampIndex(sel.layer_index, data.L);
+  const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
+  const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
-  const where = lens.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+  const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
   ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }
@@ -2406,7 +2406,7 @@ function debugApi(view) {
   return {
     get state() {
       const s2 = view.state;
-      const layers = view.lens ? view.lens.layers : [];
+      const layers = view.data ? view.data.layers : [];
       return {
         prompt: s2.prompt,
         layer: s2.layer,
@@ -2455,16 +2455,16 @@ function debugApi(view) {
      * @param {number} position
      */
     cellColour(layerIndex, position) {
-      if (!view.lens) return null;
+      if (!view.data) return null;
       const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric);
-      const o = ((view.lens.L - 1 - layerIndex) * image.width + position) * 4;
+      const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
     /**
      * @param {number} layerIndex
      * @param {number} position
      */
-    cellDetails: (layerIndex, position) => view.lens ? cellDetails(view.lens, view.state.prompt, layerIndex, position) : null,
+    cellDetails: (layerIndex, position) => view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position) : null,
     drawNow: () => view.relayout(),
     /** @param {boolean} hide as the control does: the `hide_template` trait follows */
     setHideTemplate: (hide) => view.setHideTemplate(hide, true),
@@ -2797,7 +2797,7 @@ var LensView = class {
   constructor(model, el) {
     this.model = model;
     this.el = el;
-    this.lens = null;
+    this.data = null;
     this.layout = null;
     this.layoutKey = null;
     this.loaded = false;
@@ -2808,7 +2808,7 @@ var LensView = class {
     this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
     this.syncPrompt = throttle((v) => this.send("prompt", v), SYNC_INTERVAL_MS);
     this.syncLayer = throttle((row) => {
-      if (this.lens) this.send("layer", this.lens.layers[row]);
+      if (this.data) this.send("layer", this.data.layers[row]);
     }, SYNC_INTERVAL_MS);
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
@@ -2836,6 +2836,13 @@ var LensView = class {
     if (this.ui.scroller.clientWidth > 0) this.draw();
     else this.requestDraw();
   }
+  /**
+   * Deprecated alias of `data`, kept for one release: `events.js` still reads `view.lens`.
+   * @returns {LensData | null}
+   */
+  get lens() {
+    return this.data;
+  }
   destroy() {
     this.unbind();
     this.trajectory.destroy();
@@ -2850,46 +2857,46 @@ var LensView = class {
   // ---- Data ----------------------------------------------------------------------------------
   reload() {
     const { ui, model } = this;
-    let lens;
+    let data;
     try {
-      lens = decodePayload(model.get("_meta"), model.get("_sections"));
+      data = decodePayload(model.get("_meta"), model.get("_sections"));
     } catch (error) {
-      this.lens = null;
+      this.data = null;
       this.showError(`Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`);
       return;
     }
-    this.lens = lens;
+    this.data = data;
     ui.errorEl.hidden = true;
     ui.main.hidden = false;
-    this.painter.setLens(lens);
+    this.painter.setData(data);
     this.layoutKey = null;
     this.chartPlaceKey = "";
-    showData(ui, lens);
+    showData(ui, data);
     const s2 = this.state;
     if (!this.loaded) {
-      s2.prompt = clampIndex(model.get("prompt"), lens.P);
+      s2.prompt = clampIndex(model.get("prompt"), data.P);
       const layer = model.get("layer");
-      s2.layer = layer === null || layer === void 0 ? lens.L - 1 : rowOfModelLayer(lens.layers, layer);
-      s2.metric = resolveMetric(lens, model.get("metric"));
+      s2.layer = layer === null || layer === void 0 ? data.L - 1 : rowOfModelLayer(data.layers, layer);
+      s2.metric = resolveMetric(data, model.get("metric"));
       s2.selected = model.get("selected") ?? null;
       s2.hideTemplate = model.get("hide_template") === true;
     } else {
-      s2.prompt = clampIndex(s2.prompt, lens.P);
-      s2.layer = clampIndex(s2.layer, lens.L);
-      s2.metric = resolveMetric(lens, s2.metric);
+      s2.prompt = clampIndex(s2.prompt, data.P);
+      s2.layer = clampIndex(s2.layer, data.L);
+      s2.metric = resolveMetric(data, s2.metric);
     }
     this.loaded = true;
-    if (lens.answerSets.length || lens.targets.length) this.requestDetails();
-    if (!metricAvailable(lens, this.shownMetric)) {
-      this.shownMetric = metricAvailable(lens, s2.metric) ? s2.metric : (lens.metrics.find((m) => metricAvailable(lens, m.name)) || lens.metrics[0]).name;
+    if (data.answerSets.length || data.targets.length) this.requestDetails();
+    if (!metricAvailable(data, this.shownMetric)) {
+      this.shownMetric = metricAvailable(data, s2.metric) ? s2.metric : (data.metrics.find((m) => metricAvailable(data, m.name)) || data.metrics[0]).name;
     }
     if (s2.focus) s2.focus = this.clampCell(s2.focus);
     if (s2.hover) s2.hover = this.clampCell(s2.hover);
     ui.metricSelect.value = s2.metric;
     ui.hideTemplate.checked = s2.hideTemplate;
-    showControls(ui, lens, s2);
+    showControls(ui, data, s2);
     this.refreshMetric();
-    showPin(ui, lens, s2.selected);
+    showPin(ui, data, s2.selected);
     this.relayout();
     this.updateTooltip();
   }
@@ -2905,21 +2912,21 @@ var LensView = class {
    * @returns {Cell}
    */
   clampCell(cell) {
-    const lens = (
-      /** @type {Lens} */
-      this.lens
+    const data = (
+      /** @type {LensData} */
+      this.data
     );
-    const position = clampIndex(cell.position, lens.lengths[this.state.prompt]);
+    const position = clampIndex(cell.position, data.lengths[this.state.prompt]);
     return {
-      layerIndex: clampIndex(cell.layerIndex, lens.L),
+      layerIndex: clampIndex(cell.layerIndex, data.L),
       // A hidden position (a template token) gives way to the nearest shown one.
       position: nearestShown(this.shownColumns(), position)
     };
   }
   /** The positions shown as columns for the current prompt, or null for all of them. */
   shownColumns() {
-    const lens = this.lens;
-    return lens ? shownPositions(lens, this.state.prompt, this.state.hideTemplate) : null;
+    const data = this.data;
+    return data ? shownPositions(data, this.state.prompt, this.state.hideTemplate) : null;
   }
   /**
    * Hides or shows the chat template's own tokens: their columns collapse, every other column
@@ -2937,16 +2944,16 @@ var LensView = class {
     s2.hover = null;
     this.chartHover = null;
     if (s2.focus) s2.focus = this.clampCell(s2.focus);
-    if (this.lens) showControls(this.ui, this.lens, s2);
+    if (this.data) showControls(this.ui, this.data, s2);
     this.layoutKey = null;
     this.relayout();
     this.updateTooltip();
   }
   /** Asks Python once for the detail sections (top-k, the other metrics). */
   requestDetails() {
-    const lens = this.lens;
-    if (this.detailsRequested || !lens) return;
-    const pending = lens.detailSections.some((name) => lens.meta.sections?.[name] && !lens.arrays[name]);
+    const data = this.data;
+    if (this.detailsRequested || !data) return;
+    const pending = data.detailSections.some((name) => data.meta.sections?.[name] && !data.arrays[name]);
     if (!pending) return;
     this.detailsRequested = true;
     if (!this.model.get("_details")) {
@@ -2969,9 +2976,9 @@ var LensView = class {
    * @param {"throttled" | boolean} sync
    */
   setPrompt(value, sync) {
-    const lens = this.lens;
-    if (!lens) return;
-    const prompt = clampIndex(value, lens.P);
+    const data = this.data;
+    if (!data) return;
+    const prompt = clampIndex(value, data.P);
     if (sync === "throttled") this.syncPrompt(prompt);
     if (prompt === this.state.prompt) {
       this.ui.promptUi.input.value = String(prompt);
@@ -2981,8 +2988,8 @@ var LensView = class {
     this.state.hover = null;
     this.chartHover = null;
     if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
-    showControls(this.ui, lens, this.state);
-    showPin(this.ui, lens, this.state.selected);
+    showControls(this.ui, data, this.state);
+    showPin(this.ui, data, this.state.selected);
     this.relayout();
     this.ui.scroller.scrollLeft = 0;
     this.updateTooltip();
@@ -2993,16 +3000,16 @@ var LensView = class {
    * @param {"throttled" | boolean} sync
    */
   setLayer(value, sync) {
-    const lens = this.lens;
-    if (!lens) return;
-    const row = clampIndex(value, lens.L);
+    const data = this.data;
+    if (!data) return;
+    const row = clampIndex(value, data.L);
     if (sync === "throttled") this.syncLayer(row);
     if (row === this.state.layer) {
       this.ui.layerUi.input.value = String(row);
       return;
     }
     this.state.layer = row;
-    showControls(this.ui, lens, this.state);
+    showControls(this.ui, data, this.state);
     this.requestDraw();
   }
   /**
@@ -3010,16 +3017,16 @@ var LensView = class {
    * @param {unknown} layer
    */
   setModelLayer(layer) {
-    if (this.lens) this.setLayer(rowOfModelLayer(this.lens.layers, layer), false);
+    if (this.data) this.setLayer(rowOfModelLayer(this.data.layers, layer), false);
   }
   /**
    * @param {unknown} value
    * @param {boolean} sync
    */
   setMetric(value, sync) {
-    const lens = this.lens;
-    if (!lens) return;
-    const metric = resolveMetric(lens, value);
+    const data = this.data;
+    if (!data) return;
+    const metric = resolveMetric(data, value);
     if (sync) this.send("metric", metric);
     this.ui.metricSelect.value = metric;
     if (metric === this.state.metric) return;
@@ -3034,7 +3041,7 @@ var LensView = class {
   setSelected(value, sync) {
     this.state.selected = value;
     if (sync) this.send("selected", value);
-    showPin(this.ui, this.lens, value);
+    showPin(this.ui, this.data, value);
     this.updateTooltip();
     this.requestDraw();
   }
@@ -3068,23 +3075,23 @@ var LensView = class {
   }
   /** @param {Cell} cell */
   announce(cell) {
-    if (!this.lens) return;
+    if (!this.data) return;
     const s2 = this.state;
-    const details = cellDetails(this.lens, s2.prompt, cell.layerIndex, cell.position);
+    const details = cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position);
     this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position) });
   }
   /** @param {Cell} cell */
   togglePin(cell) {
-    if (!this.lens) return;
+    if (!this.data) return;
     const s2 = this.state;
     const next = toggleSelection(s2.selected, s2.prompt, cell.layerIndex, cell.position);
     this.setSelected(next, true);
-    this.ui.readout.textContent = next ? readoutText(cellDetails(this.lens, s2.prompt, cell.layerIndex, cell.position), { pinned: true }) : "Unpinned.";
+    this.ui.readout.textContent = next ? readoutText(cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position), { pinned: true }) : "Unpinned.";
   }
   /** Shows the focus cell (keyboard navigation) with its tooltip and readout. */
   showKeyboardFocus() {
     const s2 = this.state;
-    if (!this.lens || !this.layout) return;
+    if (!this.data || !this.layout) return;
     s2.focused = true;
     this.requestDetails();
     if (!s2.focus) {
@@ -3098,14 +3105,14 @@ var LensView = class {
   }
   /** Which metric the cells show; asks for the detail sections when the requested one lacks its. */
   refreshMetric() {
-    const lens = this.lens;
-    if (!lens) return;
+    const data = this.data;
+    if (!data) return;
     const s2 = this.state;
-    const available = metricAvailable(lens, s2.metric);
+    const available = metricAvailable(data, s2.metric);
     if (available) this.shownMetric = s2.metric;
     else this.requestDetails();
     this.ui.root.classList.toggle("murano-loading", !available);
-    showLegend(this.ui, lens, this.shownMetric, s2.metric);
+    showLegend(this.ui, data, this.shownMetric, s2.metric);
   }
   // ---- Tooltip -------------------------------------------------------------------------------
   /** The cell whose tooltip shows: the hovered one, else the keyboard focus cell. */
@@ -3114,13 +3121,13 @@ var LensView = class {
     return s2.hover || (s2.focused ? s2.focus : null);
   }
   updateTooltip() {
-    const cell = this.lens && this.layout ? this.tooltipCell() : null;
-    if (!cell || !this.lens) {
+    const cell = this.data && this.layout ? this.tooltipCell() : null;
+    if (!cell || !this.data) {
       this.tooltip.hide();
       return;
     }
     const s2 = this.state;
-    const details = cellDetails(this.lens, s2.prompt, cell.layerIndex, cell.position);
+    const details = cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position);
     this.tooltip.show(tooltipModel(details), isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
     this.placeTooltip(cell);
   }
@@ -3136,20 +3143,20 @@ var LensView = class {
   // ---- Layout and drawing --------------------------------------------------------------------
   /** Recomputes the layout for the current prompt and width, then redraws. */
   relayout() {
-    const lens = this.lens;
-    if (!lens) return;
+    const data = this.data;
+    if (!data) return;
     const painter = this.painter;
     const theme = painter.readTheme();
     const s2 = this.state;
-    const n = lens.lengths[s2.prompt];
+    const n = data.lengths[s2.prompt];
     this.placeChart(theme.charW);
     const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
     const key = `${s2.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s2.hideTemplate}`;
     if (key !== this.layoutKey) {
       let maxChars = 1;
-      const a = lens.arrays;
-      const offset = lens.offsets[s2.prompt];
-      const lastRow = (lens.L - 1) * lens.T + offset;
+      const a = data.arrays;
+      const offset = data.offsets[s2.prompt];
+      const lastRow = (data.L - 1) * data.T + offset;
       const columns = this.shownColumns();
       const shown = columns ? columns.length : n;
       for (let j = 0; j < shown; j++) {
@@ -3157,8 +3164,8 @@ var LensView = class {
         maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + p])), charCount(painter.tokenText(a.predicted_tokens[lastRow + p])));
         if (maxChars >= 10) break;
       }
-      const labelW = painter.labelWidth(lens);
-      this.layout = computeLayout({ nLayers: lens.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
+      const labelW = painter.labelWidth(data);
+      this.layout = computeLayout({ nLayers: data.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
       this.layoutKey = key;
       this.ui.track.style.width = `${this.layout.contentW}px`;
       this.ui.track.style.height = `${this.layout.height}px`;
@@ -3171,20 +3178,20 @@ var LensView = class {
    * @param {number} charW
    */
   placeChart(charW) {
-    const lens = (
-      /** @type {Lens} */
-      this.lens
+    const data = (
+      /** @type {LensData} */
+      this.data
     );
     const available = this.ui.main.clientWidth || this.el.clientWidth || 800;
     const key = `${available}|${charW}`;
     if (key === this.chartPlaceKey) return;
     this.chartPlaceKey = key;
-    const longest = Math.max(...lens.lengths);
-    const natural = computeLayout({ nLayers: lens.L, nPositions: longest, width: 0, labelW: this.painter.labelWidth(lens), charW, maxChars: 10 }).contentW;
+    const longest = Math.max(...data.lengths);
+    const natural = computeLayout({ nLayers: data.L, nPositions: longest, width: 0, labelW: this.painter.labelWidth(data), charW, maxChars: 10 }).contentW;
     const beside = chartBeside(available, natural);
     this.ui.main.classList.toggle("murano-side", beside);
     this.ui.main.classList.toggle("murano-stacked", !beside);
-    const widest = this.painter.labelWidth(lens) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
+    const widest = this.painter.labelWidth(data) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
     this.ui.body.style.maxWidth = beside ? `${widest}px` : "";
   }
   scrollLeft() {
@@ -3200,16 +3207,16 @@ var LensView = class {
   }
   /** The trajectory chart for the column in focus, its rows level with the heatmap's. */
   drawTrajectory() {
-    const lens = this.lens;
+    const data = this.data;
     const layout = this.layout;
-    if (!lens || !layout) return;
+    if (!data || !layout) return;
     const s2 = this.state;
     const column = chartColumn(
       { hover: this.chartHover, focus: s2.focus, focused: s2.focused, selected: s2.selected, prompt: s2.prompt },
-      lens.lengths[s2.prompt]
+      data.lengths[s2.prompt]
     );
     this.trajectory.update({
-      lens,
+      data,
       prompt: s2.prompt,
       position: column.position,
       source: column.source,
@@ -3227,8 +3234,8 @@ var LensView = class {
       cancelAnimationFrame(this.frame);
       this.frame = 0;
     }
-    const lens = this.lens;
-    if (!lens || !this.layout) return;
+    const data = this.data;
+    if (!data || !this.layout) return;
     const t0 = performance.now();
     const s2 = this.state;
     this.debug.visible = this.painter.draw(

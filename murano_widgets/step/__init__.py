@@ -9,6 +9,6 @@ unembedding → reductions.
   the pair reduction of comparisons, the exact rank count.
 
 To add a metric: compute its field per row in ``reductions.reduce_logits`` (and
-``reduce_final``), add the field to ``LogitLensResult``, and one ``Metric`` and one ``Section``
-to :mod:`murano_widgets.metrics`.
+``reduce_final``), add one ``Metric`` and one ``Section(..., reduced=True)`` to
+:mod:`murano_widgets.metrics`, and declare the field on ``LogitLensResult``.
 """

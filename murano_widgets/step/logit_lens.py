@@ -24,6 +24,7 @@ import torch
 from murano_widgets._checks import check_bool, check_int, check_model
 from murano_widgets.backends.base import ModelBackend
 from murano_widgets.lenses import as_lens
+from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
 from murano_widgets.result import LogitLensResult
 from murano_widgets.step.inputs import InputPlan, plan_inputs, score
 from murano_widgets.step.reductions import Buffers, reduce_layers, rows_per_chunk, stack_layers
@@ -254,10 +255,7 @@ class LogitLens:
             addresses=[Node(layer, RESID_POST) for layer in self.layers],
             topk_tokens=topk_tokens,
             topk_probs=topk_probs,
-            entropy=padded(real["entropy"], float("nan")),
-            final_token_probs=padded(real["final_token_probs"], float("nan")),
-            final_token_ranks=padded(real["final_token_ranks"], -1),
-            kl_to_final=padded(real["kl_to_final"], float("nan")),
+            **{name: padded(real[name], missing_value(SECTIONS[name])) for name in REDUCED_FIELDS},
             final_tokens=final_tokens,
             input_ids=input_ids,
             prompts=list(prompts),
