@@ -595,32 +595,37 @@ def dataset_cases() -> dict[str, tuple[LensDataset, float]]:
     language = [[" French"], [" Italian"], [" HTML"], None]
     language_probs = [[0.0625, 0.5], [0.125, 0.75], [0.25, 0.375], [NAN, NAN]]
     language_ranks = [[12, 1], [3, 0], [2, 1], [-1, -1]]
+
+    # Written one row per prompt; a data set holds [n_layers, n_prompts].
+    def grid(rows, dtype):
+        return np.ascontiguousarray(np.array(rows, dtype).T)
+
     common = {
         "prompts": prompts,
         "layers": [3, 7],
-        "entropy": np.array([[6.5, 1.25], [7.0, 2.0], [5.5, 3.5], [6.0, NAN]], np.float32),
-        "kl_to_final": np.array([[3.0, 0.25], [2.5, 0.125], [4.0, 1.0], [3.5, NAN]], np.float32),
-        "top1_tokens": np.array([[2, 0], [2, 1], [3, 3], [0, -1]], np.int32),
+        "entropy": grid([[6.5, 1.25], [7.0, 2.0], [5.5, 3.5], [6.0, NAN]], np.float32),
+        "kl_to_final": grid([[3.0, 0.25], [2.5, 0.125], [4.0, 1.0], [3.5, NAN]], np.float32),
+        "top1_tokens": grid([[2, 0], [2, 1], [3, 3], [0, -1]], np.int32),
         "token_strings": {0: " Paris", 1: " Rome", 2: " the", 3: "<"},
         "provenance": {"model_name": "org/synthetic-8", "lens_kind": "logit", "n_model_layers": 8},
     }
     two = LensDataset(
         answers={"capital": capital, "language": language},
         answer_probs={
-            "capital": np.array(capital_probs, np.float32),
-            "language": np.array(language_probs, np.float32),
+            "capital": grid(capital_probs, np.float32),
+            "language": grid(language_probs, np.float32),
         },
         answer_ranks={
-            "capital": np.array(capital_ranks, np.int32),
-            "language": np.array(language_ranks, np.int32),
+            "capital": grid(capital_ranks, np.int32),
+            "language": grid(language_ranks, np.int32),
         },
         named_sets=True,
         **common,
     )
     one = LensDataset(
         answers={"answer": capital},
-        answer_probs={"answer": np.array(capital_probs, np.float32)},
-        answer_ranks={"answer": np.array(capital_ranks, np.int32)},
+        answer_probs={"answer": grid(capital_probs, np.float32)},
+        answer_ranks={"answer": grid(capital_ranks, np.int32)},
         named_sets=False,
         **common,
     )
@@ -630,7 +635,8 @@ def dataset_cases() -> dict[str, tuple[LensDataset, float]]:
 def dataset_expected(dataset: LensDataset, ci: float) -> dict[str, Any]:
     sets = []
     for name, forms in dataset.answers.items():
-        probs = dataset.answer_probs[name].astype(np.float64)
+        # One row per prompt, as the chart's payload holds them.
+        probs = dataset.answer_probs[name].T.astype(np.float64)
         has = np.array([f is not None for f in forms])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a layer where every value is NaN
@@ -641,7 +647,7 @@ def dataset_expected(dataset: LensDataset, ci: float) -> dict[str, Any]:
                 "answers": [None if f is None else f[0] for f in forms],
                 "n_prompts": int(has.sum()),
                 "probs": probs.tolist(),
-                "ranks": dataset.answer_ranks[name].tolist(),
+                "ranks": dataset.answer_ranks[name].T.tolist(),
                 "mean": mean.tolist(),
             }
         )

@@ -35,15 +35,19 @@ def synthetic(n=40, layers=(0, 2, 5), named=True, seed=1, missing=True) -> LensD
         if missing:
             p[5, 1], r[5, 1] = np.nan, -1  # a non-finite cell
         answers[name], probs[name], ranks[name] = forms, p, r
+
+    def layers_first(values):  # drawn one row per prompt; a data set holds [n_layers, n_prompts]
+        return np.ascontiguousarray(values.T)
+
     return LensDataset(
         prompts=[f"prompt {i} <b>&" for i in range(n)],
         layers=list(layers),
         answers=answers,
-        answer_probs=probs,
-        answer_ranks=ranks,
-        entropy=rng.random((n, n_layers)).astype(np.float32) * 8,
-        kl_to_final=rng.random((n, n_layers)).astype(np.float32),
-        top1_tokens=rng.integers(0, 3, (n, n_layers)),
+        answer_probs={name: layers_first(values) for name, values in probs.items()},
+        answer_ranks={name: layers_first(values) for name, values in ranks.items()},
+        entropy=layers_first(rng.random((n, n_layers)).astype(np.float32) * 8),
+        kl_to_final=layers_first(rng.random((n, n_layers)).astype(np.float32)),
+        top1_tokens=layers_first(rng.integers(0, 3, (n, n_layers))),
         token_strings={0: " x", 1: " y", 2: "\n"},
         provenance={"model_name": "synthetic", "lens_kind": "logit", "n_model_layers": 6},
         named_sets=named,
@@ -79,8 +83,8 @@ def test_summary_matches_a_direct_bootstrap_loop(block, monkeypatch):
     for name in data.answers:
         rows = table[table["answer_set"] == name]
         has = np.array([f is not None for f in data.answers[name]])
-        probs = data.answer_probs[name][has].astype(np.float64)
-        ranks = data.answer_ranks[name][has]
+        probs = data.answer_probs[name][:, has].T.astype(np.float64)
+        ranks = data.answer_ranks[name][:, has].T
         top1 = np.where(ranks >= 0, (ranks == 0).astype(float), np.nan)
         mean, low, high = loop_bootstrap(np.stack([probs, top1], -1), 0.9, 300, 7)
         np.testing.assert_allclose(rows["answer_prob_mean"], mean[:, 0], rtol=1e-12)
@@ -93,10 +97,12 @@ def test_summary_matches_a_direct_bootstrap_loop(block, monkeypatch):
             valid = ranks[:, j] >= 0
             assert rows["answer_rank_median"].iloc[j] == np.median(ranks[valid, j])
         np.testing.assert_allclose(
-            rows["entropy_mean"], data.entropy[has].astype(np.float64).mean(0), rtol=1e-6
+            rows["entropy_mean"], data.entropy[:, has].T.astype(np.float64).mean(0), rtol=1e-6
         )
         np.testing.assert_allclose(
-            rows["kl_to_final_mean"], data.kl_to_final[has].astype(np.float64).mean(0), rtol=1e-6
+            rows["kl_to_final_mean"],
+            data.kl_to_final[:, has].T.astype(np.float64).mean(0),
+            rtol=1e-6,
         )
         assert (rows["n_prompts"] == has.sum()).all()
         assert list(rows["layer"]) == data.layers
@@ -158,7 +164,7 @@ def test_to_pandas_is_tidy_and_carries_provenance():
 
     data = synthetic()
     frame = data.to_pandas()
-    n, n_layers = data.entropy.shape
+    n_layers, n = data.entropy.shape
     assert len(frame) == 2 * n * n_layers
     assert list(frame.columns) == [
         "prompt_index", "prompt", "answer", "answer_set", "layer", "answer_prob", "answer_rank",
@@ -172,17 +178,17 @@ def test_to_pandas_is_tidy_and_carries_provenance():
             assert len(row) == 1
             row = row.iloc[0]
             assert row["prompt"] == data.prompts[p]
-            rank = data.answer_ranks[name][p, j]
+            rank = data.answer_ranks[name][j, p]
             if rank < 0:
                 assert row["answer_rank"] is pd.NA and row["answer_is_top1"] is pd.NA
             else:
                 assert row["answer_rank"] == rank and row["answer_is_top1"] == (rank == 0)
-            prob = data.answer_probs[name][p, j]
+            prob = data.answer_probs[name][j, p]
             assert (math.isnan(row["answer_prob"]) and math.isnan(prob)) or row[
                 "answer_prob"
             ] == pytest.approx(float(prob))
-            assert row["entropy"] == pytest.approx(float(data.entropy[p, j]))
-            assert row["top1_token"] == data.token_strings[int(data.top1_tokens[p, j])]
+            assert row["entropy"] == pytest.approx(float(data.entropy[j, p]))
+            assert row["top1_token"] == data.token_strings[int(data.top1_tokens[j, p])]
             forms = data.answers[name][p]
             if forms is None:
                 assert pd.isna(row["answer"]), "no answer: missing"
@@ -344,12 +350,16 @@ def test_per_prompt_numbers_equal_the_reference_lens(padded, tiny_model_dirs):
         expected = reference_answer(ref, prompt, answer)
         multi += expected["n_answer_tokens"] > 1
         np.testing.assert_allclose(
-            data.answer_probs["answer"][p], expected["prob"], rtol=1e-4, atol=1e-7, err_msg=prompt
+            data.answer_probs["answer"][:, p],
+            expected["prob"],
+            rtol=1e-4,
+            atol=1e-7,
+            err_msg=prompt,
         )
-        np.testing.assert_array_equal(data.answer_ranks["answer"][p], expected["rank"], prompt)
-        np.testing.assert_allclose(data.entropy[p], expected["entropy"], rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(data.kl_to_final[p], expected["kl"], rtol=1e-3, atol=1e-5)
-        np.testing.assert_array_equal(data.top1_tokens[p], expected["top1"])
+        np.testing.assert_array_equal(data.answer_ranks["answer"][:, p], expected["rank"], prompt)
+        np.testing.assert_allclose(data.entropy[:, p], expected["entropy"], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(data.kl_to_final[:, p], expected["kl"], rtol=1e-3, atol=1e-5)
+        np.testing.assert_array_equal(data.top1_tokens[:, p], expected["top1"])
     assert multi >= 2, "test precondition: some answers take several tokens"
     frame = data.to_pandas()
     row = frame[(frame["prompt_index"] == 3) & (frame["layer"] == data.layers[-1])].iloc[0]
@@ -373,15 +383,15 @@ def test_named_sets_alternatives_and_missing_answers(load_tiny, tiny_model_dirs)
     for name, values in answers.items():
         for p, forms in enumerate(values):
             if forms is None:
-                assert np.isnan(data.answer_probs[name][p]).all()
-                assert (data.answer_ranks[name][p] == -1).all()
+                assert np.isnan(data.answer_probs[name][:, p]).all()
+                assert (data.answer_ranks[name][:, p] == -1).all()
                 continue
             forms = [forms] if isinstance(forms, str) else forms
             expected = [reference_answer(ref, prompts[p], form) for form in forms]
             prob = sum(e["prob"] for e in expected)[rows]
             rank = np.min([e["rank"] for e in expected], axis=0)[rows]
-            np.testing.assert_allclose(data.answer_probs[name][p], prob, rtol=1e-4, atol=1e-7)
-            np.testing.assert_array_equal(data.answer_ranks[name][p], rank)
+            np.testing.assert_allclose(data.answer_probs[name][:, p], prob, rtol=1e-4, atol=1e-7)
+            np.testing.assert_array_equal(data.answer_ranks[name][:, p], rank)
     frame = data.to_pandas()
     assert set(frame["answer_set"]) == {"place", "next"}
     assert len(frame) == 2 * len(prompts) * 2
@@ -408,7 +418,10 @@ def test_batches_group_similar_lengths_and_the_order_is_restored(load_tiny, monk
     for p in (0, 2, 6):
         alone = lens_dataset(model, [PROMPTS[p]], [ANSWERS[p]], progress=False)
         np.testing.assert_allclose(
-            data.answer_probs["answer"][p], alone.answer_probs["answer"][0], rtol=1e-5, atol=1e-8
+            data.answer_probs["answer"][:, p],
+            alone.answer_probs["answer"][:, 0],
+            rtol=1e-5,
+            atol=1e-8,
         )
     assert data.prompts == PROMPTS
 
@@ -419,9 +432,9 @@ def test_only_per_prompt_numbers_are_kept(load_tiny):
     for name, value in vars(data).items():
         assert not isinstance(value, torch.Tensor), name
         if isinstance(value, np.ndarray):
-            assert value.shape == (n, n_layers), name
+            assert value.shape == (n_layers, n), name
     for arrays in (data.answer_probs, data.answer_ranks):
-        assert all(a.shape == (n, n_layers) for a in arrays.values())
+        assert all(a.shape == (n_layers, n) for a in arrays.values())
 
 
 def test_progress_bar_goes_away(load_tiny, capsys):
@@ -486,7 +499,7 @@ def test_show_opens_a_prompts_heatmap_with_its_answer(load_tiny):
     summary = data.summary()
     np.testing.assert_allclose(meta["sets"][0]["summary"]["mean"], summary["answer_prob_mean"])
     assert np.frombuffer(chart._data["rank_0"], "<i4").tolist() == (
-        data.answer_ranks["answer"].reshape(-1).tolist()
+        data.answer_ranks["answer"].T.reshape(-1).tolist()
     )
     chart.layer = data.layers[1]
     chart.open_request = {"prompt": 3, "answer_set": "answer", "n": 1}
@@ -496,7 +509,7 @@ def test_show_opens_a_prompts_heatmap_with_its_answer(load_tiny):
     result = view.heatmap.result
     assert result.prompts == [PROMPTS[3]]
     np.testing.assert_allclose(
-        result.answer_probs[:, 0].numpy(), data.answer_probs["answer"][3], rtol=1e-5, atol=1e-8
+        result.answer_probs[:, 0].numpy(), data.answer_probs["answer"][:, 3], rtol=1e-5, atol=1e-8
     )
     assert view.heatmap.layer == data.layers[1], "the heatmap opens at the chosen layer"
     assert chart.status.startswith("Opened prompt 3")
@@ -536,11 +549,14 @@ def test_variants_and_a_tuned_lens_reach_the_step_and_the_provenance():
         step = LogitLens(model, variants=True, lens=lens)
         alone = step({"prompts": PromptBatch([prompt], answers=[answers[p]])})["logit_lens"]
         np.testing.assert_allclose(
-            data.answer_probs["answer"][p], alone.answer_probs[:, 0].numpy(), rtol=1e-5, atol=1e-7
+            data.answer_probs["answer"][:, p],
+            alone.answer_probs[:, 0].numpy(),
+            rtol=1e-5,
+            atol=1e-7,
         )
     plain = lens_dataset(model, prompts, answers, progress=False)
     assert plain.provenance["lens_kind"] == "logit"
-    assert (data.answer_probs["answer"][:, -1] >= plain.answer_probs["answer"][:, -1] - 1e-6).all()
-    assert data.answer_probs["answer"][0, -1] > 10 * plain.answer_probs["answer"][0, -1], (
+    assert (data.answer_probs["answer"][-1] >= plain.answer_probs["answer"][-1] - 1e-6).all()
+    assert data.answer_probs["answer"][-1, 0] > 10 * plain.answer_probs["answer"][-1, 0], (
         "'Paris' without its space is rare; with variants=True ' Paris' is counted too"
     )

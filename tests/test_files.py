@@ -51,7 +51,7 @@ def small_lens(seed: int = 0, layers: int = 3, width: int = 4, state: bool = Fal
 
 def small_dataset(seed: int = 0, n: int = 5) -> LensDataset:
     rng = np.random.default_rng(seed)
-    shape = (n, 3)
+    shape = (3, n)  # [n_layers, n_prompts]
     return LensDataset(
         prompts=[f"prompt {i} of {seed}" for i in range(n)],
         layers=[0, 1, 2],

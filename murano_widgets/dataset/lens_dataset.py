@@ -92,11 +92,12 @@ def lens_dataset(
     order = batch_order(lengths)
 
     n, n_layers = len(prompts), len(step.layers)
-    probs = {name: np.full((n, n_layers), np.nan, np.float32) for name in sets}
-    ranks = {name: np.full((n, n_layers), -1, np.int32) for name in sets}
-    entropy = np.full((n, n_layers), np.nan, np.float32)
-    kl = np.full((n, n_layers), np.nan, np.float32)
-    top1 = np.full((n, n_layers), -1, np.int32)
+    # [n_layers, n_prompts], the result's axis order: each batch fills its prompts' columns.
+    probs = {name: np.full((n_layers, n), np.nan, np.float32) for name in sets}
+    ranks = {name: np.full((n_layers, n), -1, np.int32) for name in sets}
+    entropy = np.full((n_layers, n), np.nan, np.float32)
+    kl = np.full((n_layers, n), np.nan, np.float32)
+    top1 = np.full((n_layers, n), -1, np.int32)
     token_strings: dict[int, str] = {}
 
     from tqdm.auto import tqdm
@@ -116,16 +117,16 @@ def lens_dataset(
             result = step({"prompts": batch})["logit_lens"]
             last = _last_positions(result.attention_mask)
             cols = torch.arange(len(rows))
-            entropy[rows] = result.entropy[:, cols, last].T.numpy()
-            kl[rows] = result.kl_to_final[:, cols, last].T.numpy()
-            ids = result.predicted_tokens[:, cols, last].T
-            top1[rows] = ids.numpy()
+            entropy[:, rows] = result.entropy[:, cols, last].numpy()
+            kl[:, rows] = result.kl_to_final[:, cols, last].numpy()
+            ids = result.predicted_tokens[:, cols, last]
+            top1[:, rows] = ids.numpy()
             for token in torch.unique(ids).tolist():
                 if token >= 0 and token not in token_strings:
                     token_strings[token] = result.token_strings.get(token, "")
             for name, scores in result.answer_sets.items():
-                probs[name][rows] = scores.probs.T.numpy()
-                ranks[name][rows] = scores.ranks.T.numpy()
+                probs[name][:, rows] = scores.probs.numpy()
+                ranks[name][:, rows] = scores.ranks.numpy()
             del result
             bar.update(len(rows))
     finally:
@@ -153,21 +154,21 @@ def lens_dataset(
 class LensDataset:
     """Per-prompt, per-layer numbers of the lens over a data set (made by :func:`lens_dataset`).
 
-    Arrays are ``[n_prompts, n_layers]``, rows in the order the prompts were given, columns in
-    :attr:`layers` order. Missing values are NaN (probabilities, entropy, KL) or -1 (ranks,
+    Arrays are ``[n_layers, n_prompts]``, the result's axis order: rows in :attr:`layers`
+    order, columns in the order the prompts were given. Missing values are NaN (probabilities, entropy, KL) or -1 (ranks,
     tokens): a prompt without an answer in a set, or a cell whose logits were not finite.
 
     Attributes:
         prompts: The prompts.
-        layers: The model layer of each column.
+        layers: The model layer of each row.
         answers: ``{set name: [accepted strings or None per prompt]}``.
-        answer_probs: ``{set name: [n_prompts, n_layers]}`` the answer's probability at the
+        answer_probs: ``{set name: [n_layers, n_prompts]}`` the answer's probability at the
             prompt's last real position (multi-token answers teacher-forced).
-        answer_ranks: ``{set name: [n_prompts, n_layers]}`` the rank of the answer's first
+        answer_ranks: ``{set name: [n_layers, n_prompts]}`` the rank of the answer's first
             token there, **0 = the top-1 token**.
-        entropy: ``[n_prompts, n_layers]`` entropy (bits) at the last real position.
-        kl_to_final: ``[n_prompts, n_layers]`` KL(final || layer) in bits there.
-        top1_tokens: ``[n_prompts, n_layers]`` the top-1 token id there.
+        entropy: ``[n_layers, n_prompts]`` entropy (bits) at the last real position.
+        kl_to_final: ``[n_layers, n_prompts]`` KL(final || layer) in bits there.
+        top1_tokens: ``[n_layers, n_prompts]`` the top-1 token id there.
         token_strings: The decoded text of each id in ``top1_tokens``.
         provenance: Where the numbers came from (see :func:`model_provenance`).
         named_sets: Whether ``answers`` was given as a dict of named sets.
@@ -241,13 +242,18 @@ class LensDataset:
         """
         import pandas as pd
 
-        n, n_layers = self.entropy.shape
+        n_layers, n = self.entropy.shape
         prompt_index = np.repeat(np.arange(n), n_layers)
         layer = np.tile(np.asarray(self.layers), n)
-        top1_words = _decode(self.top1_tokens.reshape(-1), self.token_strings)
+
+        def by_prompt(values: np.ndarray) -> np.ndarray:
+            """``[n_layers, n_prompts]`` as one row per prompt and layer, prompt by prompt."""
+            return values.T.reshape(-1)
+
+        top1_words = _decode(by_prompt(self.top1_tokens), self.token_strings)
         frames = []
         for name in self.answers:
-            ranks = self.answer_ranks[name].reshape(-1)
+            ranks = by_prompt(self.answer_ranks[name])
             missing = ranks < 0
             columns: dict[str, Any] = {
                 "prompt_index": prompt_index,
@@ -258,11 +264,11 @@ class LensDataset:
                 columns["answer_set"] = name
             columns |= {
                 "layer": layer,
-                "answer_prob": self.answer_probs[name].reshape(-1).astype(np.float64),
+                "answer_prob": by_prompt(self.answer_probs[name]).astype(np.float64),
                 "answer_rank": pd.arrays.IntegerArray(ranks.astype(np.int64), missing),
                 "answer_is_top1": pd.arrays.BooleanArray(ranks == 0, missing),
-                "entropy": self.entropy.reshape(-1).astype(np.float64),
-                "kl_to_final": self.kl_to_final.reshape(-1).astype(np.float64),
+                "entropy": by_prompt(self.entropy).astype(np.float64),
+                "kl_to_final": by_prompt(self.kl_to_final).astype(np.float64),
                 "top1_token": top1_words,
             }
             frames.append(pd.DataFrame(columns))
@@ -297,11 +303,12 @@ class LensDataset:
         frames = []
         for name in self.answers:
             has = np.array([forms is not None for forms in self.answers[name]])
+            # The bootstrap resamples prompts along the first axis.
             stats = set_summary(
-                self.answer_probs[name][has],
-                self.answer_ranks[name][has],
-                self.entropy[has],
-                self.kl_to_final[has],
+                self.answer_probs[name][:, has].T,
+                self.answer_ranks[name][:, has].T,
+                self.entropy[:, has].T,
+                self.kl_to_final[:, has].T,
                 ci,
                 n_boot,
                 seed,
@@ -355,8 +362,9 @@ class LensDataset:
     def save(self, path: str | os.PathLike) -> Path:
         """Writes the data set as ``<path>.npz`` (the arrays) and ``<path>.json`` (the rest).
 
-        Why npz and JSON rather than Parquet: the data are dense ``[n_prompts, n_layers]``
-        matrices, which npz stores as they are and numpy reads back with no extra dependency
+        Why npz and JSON rather than Parquet: the data are dense matrices, which npz stores as
+        they are (one row per prompt on disk, so that the file reads prompt by prompt; the
+        arrays in memory are ``[n_layers, n_prompts]``, the result's axis order) and numpy reads back with no extra dependency
         (Parquet would need pyarrow, a large wheel) and with ``allow_pickle=False``, so a file
         from elsewhere cannot run code; the prompts, answers and provenance go in a JSON file a
         person can read. The JSON records the npz's sha256, so a mismatched pair is refused.
@@ -370,14 +378,15 @@ class LensDataset:
             The path of the ``.npz`` file.
         """
         npz_path, json_path = paths(path)
+        # On disk one row per prompt: [n_prompts, n_layers].
         arrays = {
-            "entropy": self.entropy,
-            "kl_to_final": self.kl_to_final,
-            "top1": self.top1_tokens,
+            "entropy": self.entropy.T,
+            "kl_to_final": self.kl_to_final.T,
+            "top1": self.top1_tokens.T,
         }
         for i, name in enumerate(self.answers):
-            arrays[f"prob_{i}"] = self.answer_probs[name]
-            arrays[f"rank_{i}"] = self.answer_ranks[name]
+            arrays[f"prob_{i}"] = self.answer_probs[name].T
+            arrays[f"rank_{i}"] = self.answer_ranks[name].T
         fields = {
             "prompts": self.prompts,
             "layers": self.layers,
@@ -407,11 +416,11 @@ class LensDataset:
             prompts=sidecar["prompts"],
             layers=sidecar["layers"],
             answers={name: sidecar["answers"][name] for name in names},
-            answer_probs={name: arrays[f"prob_{i}"] for i, name in enumerate(names)},
-            answer_ranks={name: arrays[f"rank_{i}"] for i, name in enumerate(names)},
-            entropy=arrays["entropy"],
-            kl_to_final=arrays["kl_to_final"],
-            top1_tokens=arrays["top1"],
+            answer_probs={name: _layers_first(arrays[f"prob_{i}"]) for i, name in enumerate(names)},
+            answer_ranks={name: _layers_first(arrays[f"rank_{i}"]) for i, name in enumerate(names)},
+            entropy=_layers_first(arrays["entropy"]),
+            kl_to_final=_layers_first(arrays["kl_to_final"]),
+            top1_tokens=_layers_first(arrays["top1"]),
             token_strings={int(k): v for k, v in sidecar["token_strings"].items()},
             provenance=sidecar["provenance"],
             named_sets=sidecar["named_sets"],
@@ -422,6 +431,11 @@ class LensDataset:
 
 # ---------------------------------------------------------------------------------------------
 # Checks, batching and provenance
+
+
+def _layers_first(on_disk: np.ndarray) -> np.ndarray:
+    """A saved ``[n_prompts, n_layers]`` array as the in-memory ``[n_layers, n_prompts]``."""
+    return np.ascontiguousarray(on_disk.T)
 
 
 def _check_answers(answers: Any, n_prompts: int) -> tuple[dict[str, list[list[str] | None]], bool]:

@@ -60,8 +60,9 @@ class DatasetChart(MuranoWidget):
         self._dataset = dataset
         data = {}
         for i, name in enumerate(dataset.answers):
-            data[f"prob_{i}"] = dataset.answer_probs[name].astype("<f4").tobytes()
-            data[f"rank_{i}"] = dataset.answer_ranks[name].astype("<i4").tobytes()
+            # The chart reads one row per prompt: [n_prompts, n_layers].
+            data[f"prob_{i}"] = dataset.answer_probs[name].T.astype("<f4").tobytes()
+            data[f"rank_{i}"] = dataset.answer_ranks[name].T.astype("<i4").tobytes()
         super().__init__(_meta=meta, _data=data, answer_set=next(iter(dataset.answers)), **kwargs)
 
     def _standalone_state(self) -> dict[str, Any]:

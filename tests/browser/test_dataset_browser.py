@@ -145,10 +145,11 @@ class ChartBridge:
         return box["x"] + x_units * box["width"] / 640, box["y"] + box["height"] / 2
 
 
-def expected_order(data: LensDataset, name: str, column: int) -> list[int]:
-    """Prompts with an answer, by rank at the column (missing last), then probability, index."""
-    ranks = data.answer_ranks[name][:, column]
-    probs = np.nan_to_num(data.answer_probs[name][:, column].astype(float), nan=-1.0)
+def expected_order(data: LensDataset, name: str, row: int) -> list[int]:
+    """Prompts with an answer, by rank at the layer's row (missing last), then probability,
+    index."""
+    ranks = data.answer_ranks[name][row]
+    probs = np.nan_to_num(data.answer_probs[name][row].astype(float), nan=-1.0)
     has = [p for p, forms in enumerate(data.answers[name]) if forms is not None]
     return sorted(has, key=lambda p: (ranks[p] < 0, ranks[p], -probs[p], p))
 
@@ -229,7 +230,7 @@ def test_click_a_layer_lists_prompts_by_rank_and_a_prompt_opens_its_heatmap(page
             ".murano-ds-prompt", "els => els.map((e) => e.dataset.prompt)"
         )
     ]
-    ranks = data.answer_ranks["next"][:, column]
+    ranks = data.answer_ranks["next"][column]
     valid = [p for p in worst if ranks[p] >= 0]
     assert [ranks[p] for p in valid] == sorted((ranks[p] for p in valid), reverse=True)
     page.select_option(".murano-ds-prompts-bar .murano-ds-select", "other")

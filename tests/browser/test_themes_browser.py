@@ -369,15 +369,16 @@ def _synthetic_dataset() -> LensDataset:
         )
         for k, name in enumerate(("next", "other"))
     }
+    # Drawn one row per prompt; a data set holds [n_layers, n_prompts].
     return LensDataset(
         prompts=[f"The capital of country {i} is" for i in range(n_prompts)],
         layers=list(range(n_layers)),
         answers={"next": [[" Paris"]] * n_prompts, "other": [[" Rome"]] * n_prompts},
-        answer_probs=probs,
-        answer_ranks=ranks,
-        entropy=rng.random((n_prompts, n_layers)),
-        kl_to_final=rng.random((n_prompts, n_layers)),
-        top1_tokens=np.zeros((n_prompts, n_layers), dtype=np.int64),
+        answer_probs={name: values.T.copy() for name, values in probs.items()},
+        answer_ranks={name: values.T.copy() for name, values in ranks.items()},
+        entropy=rng.random((n_prompts, n_layers)).T.copy(),
+        kl_to_final=rng.random((n_prompts, n_layers)).T.copy(),
+        top1_tokens=np.zeros((n_layers, n_prompts), dtype=np.int64),
         token_strings={0: " Paris"},
         provenance={"model_name": "synthetic-gpt"},
         named_sets=True,
