@@ -8,7 +8,7 @@ import { promptHasNoValue } from "./payload.js";
 export { COLOUR_STOPS };
 
 /**
- * @typedef {import("./payload.js").Lens} Lens
+ * @typedef {import("./payload.js").LensData} LensData
  * @typedef {[number, number, number]} Rgb
  */
 
@@ -103,31 +103,31 @@ export function textColourOn(rgb) {
  * final prediction, a position whose final distribution was not finite; every cell of a prompt
  * the metric has no value for, such as a prompt without an answer) and cells of a metric not
  * loaded yet stay transparent, so whatever is drawn below (a hatch pattern) shows through.
- * @param {Lens} lens
+ * @param {LensData} lensData
  * @param {string} metric
  * @param {number} prompt
  * @param {Uint8ClampedArray<ArrayBuffer>} [out] a buffer to reuse when it has the right size
  * @returns {{width: number, height: number, data: Uint8ClampedArray<ArrayBuffer>}}
  */
-export function colourImage(lens, metric, prompt, out) {
-  const n = lens.lengths[prompt];
-  const L = lens.L;
+export function colourImage(lensData, metric, prompt, out) {
+  const n = lensData.lengths[prompt];
+  const L = lensData.L;
   const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
   data.fill(0);
-  const spec = metricSpec(lens, metric);
-  const array = spec && lens.arrays[spec.field];
-  if (!spec || !array || promptHasNoValue(lens, spec.field, prompt)) return { width: n, height: L, data };
-  const scale = lens.scales[spec.field] ?? 1;
-  const domain = metricDomain(lens, metric);
+  const spec = metricSpec(lensData, metric);
+  const array = spec && lensData.arrays[spec.field];
+  if (!spec || !array || promptHasNoValue(lensData, spec.field, prompt)) return { width: n, height: L, data };
+  const scale = lensData.scales[spec.field] ?? 1;
+  const domain = metricDomain(lensData, metric);
   const lut = colourLut(spec.scale, spec.reverse);
-  const missing = lens.arrays.missing;
-  const offset = lens.offsets[prompt];
-  const finalMissing = spec.finalBased ? lens.arrays.final_missing : undefined;
+  const missing = lensData.arrays.missing;
+  const offset = lensData.offsets[prompt];
+  const finalMissing = spec.finalBased ? lensData.arrays.final_missing : undefined;
   const logDen = domain.log ? Math.log1p(domain.max - domain.min) : 0;
   const span = domain.max - domain.min;
   for (let i = 0; i < L; i++) {
     const row = L - 1 - i;
-    const base = i * lens.T + offset;
+    const base = i * lensData.T + offset;
     for (let j = 0; j < n; j++) {
       const idx = base + j;
       if (missing && missing[idx]) continue;

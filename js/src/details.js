@@ -11,7 +11,7 @@ import { isGenerated, tokenMarkText, tokenRole } from "./token_marks.js";
 import { displayToken } from "./tokens.js";
 
 /**
- * @typedef {import("./payload.js").Lens} Lens
+ * @typedef {import("./payload.js").LensData} LensData
  * @typedef {import("./payload.js").MetricSpec} MetricSpec
  *
  * @typedef {object} CellDetails Everything known about one cell, as values (token strings raw,
@@ -49,22 +49,22 @@ import { displayToken } from "./tokens.js";
 
 /**
  * The first answer set's answer at a cell, or null when the prompt has none.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} layerIndex
  * @param {number} position
  * @returns {CellAnswer | null}
  */
-export function cellAnswer(lens, prompt, layerIndex, position) {
-  const set = lens.answerSets[0];
+export function cellAnswer(data, prompt, layerIndex, position) {
+  const set = data.answerSets[0];
   const text = set ? set.answers[prompt] : null;
   if (!set || text === null) return null;
-  const idx = cellIndex(lens, prompt, layerIndex, position);
-  if (isMissing(lens, idx)) return { text, prob: null, rank: null, whole: false };
-  const last = position === lens.lengths[prompt] - 1;
-  const at = last ? promptSetIndex(lens, layerIndex, prompt, 0) : idx;
-  const prob = sectionValue(lens, last ? "answer_probs" : "answer_token_probs", at);
-  const rank = sectionValue(lens, last ? "answer_ranks" : "answer_token_ranks", at);
+  const idx = cellIndex(data, prompt, layerIndex, position);
+  if (isMissing(data, idx)) return { text, prob: null, rank: null, whole: false };
+  const last = position === data.lengths[prompt] - 1;
+  const at = last ? promptSetIndex(data, layerIndex, prompt, 0) : idx;
+  const prob = sectionValue(data, last ? "answer_probs" : "answer_token_probs", at);
+  const rank = sectionValue(data, last ? "answer_ranks" : "answer_token_ranks", at);
   // At the last position the probability is the whole answer's; it differs from the first
   // token's (the "answer" metric's row) for a multi-token answer or several accepted forms.
   const whole = last && ((set.nTokens[prompt] ?? 1) > 1 || set.nAccepted[prompt] > 1);
@@ -72,47 +72,47 @@ export function cellAnswer(lens, prompt, layerIndex, position) {
 }
 
 /**
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} index
  */
-function tokenAt(lens, index) {
-  return lens.tokens[index] ?? "";
+function tokenAt(data, index) {
+  return data.tokens[index] ?? "";
 }
 
 /**
  * Everything known about one cell.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} layerIndex
  * @param {number} position
  * @returns {CellDetails}
  */
-export function cellDetails(lens, prompt, layerIndex, position) {
-  const idx = cellIndex(lens, prompt, layerIndex, position);
-  const col = lens.offsets[prompt] + position;
-  const a = lens.arrays;
-  const missing = isMissing(lens, idx);
-  const finalMissing = isFinalMissing(lens, col);
+export function cellDetails(data, prompt, layerIndex, position) {
+  const idx = cellIndex(data, prompt, layerIndex, position);
+  const col = data.offsets[prompt] + position;
+  const a = data.arrays;
+  const missing = isMissing(data, idx);
+  const finalMissing = isFinalMissing(data, col);
   /** @type {{token: string, prob: number}[]} */
   const top = [];
   if (!missing) {
     const probs = a.max_probs;
-    top.push({ token: tokenAt(lens, a.predicted_tokens[idx]), prob: probs ? probs[idx] * (lens.scales.max_probs ?? 1) : NaN });
-    if (lens.topK > 1) {
-      const k1 = lens.topK - 1;
+    top.push({ token: tokenAt(data, a.predicted_tokens[idx]), prob: probs ? probs[idx] * (data.scales.max_probs ?? 1) : NaN });
+    if (data.topK > 1) {
+      const k1 = data.topK - 1;
       for (let r = 0; r < k1; r++) {
         top.push({
-          token: tokenAt(lens, a.topk_tokens[idx * k1 + r]),
-          prob: a.topk_probs[idx * k1 + r] * (lens.scales.topk_probs ?? 1 / 255),
+          token: tokenAt(data, a.topk_tokens[idx * k1 + r]),
+          prob: a.topk_probs[idx * k1 + r] * (data.scales.topk_probs ?? 1 / 255),
         });
       }
     }
   }
   const metrics = [];
   let finalRank = null;
-  for (const spec of lens.metrics) {
+  for (const spec of data.metrics) {
     if (!spec.available || !a[spec.field]) continue;
-    const v = metricValue(lens, spec.name, idx);
+    const v = metricValue(data, spec.name, idx);
     const value = Number.isFinite(v) ? v : null;
     metrics.push({ spec, value });
     if (finalRank === null && spec.unit === "rank" && spec.finalBased) finalRank = value;
@@ -121,23 +121,23 @@ export function cellDetails(lens, prompt, layerIndex, position) {
   return {
     prompt,
     layerIndex,
-    layer: lens.layers[layerIndex],
-    isLastRow: layerIndex === lens.L - 1,
-    isLastPosition: position === lens.lengths[prompt] - 1,
+    layer: data.layers[layerIndex],
+    isLastRow: layerIndex === data.L - 1,
+    isLastPosition: position === data.lengths[prompt] - 1,
     position,
-    input: tokenAt(lens, a.input_ids[col]),
-    finalToken: finalTokens ? tokenAt(lens, finalTokens[col]) : null,
+    input: tokenAt(data, a.input_ids[col]),
+    finalToken: finalTokens ? tokenAt(data, finalTokens[col]) : null,
     finalMissing,
     missing,
     settled: Boolean(finalTokens) && !missing && !finalMissing && a.predicted_tokens[idx] === finalTokens[col],
     top,
     metrics,
     finalRank,
-    detailsLoaded: lens.detailSections.every((name) => !lens.meta.sections?.[name] || Boolean(a[name])),
-    answerTop1: isAnswerTop1(lens, prompt, layerIndex, position),
-    answer: cellAnswer(lens, prompt, layerIndex, position),
-    generated: isGenerated(lens, prompt, position),
-    role: tokenRole(lens, prompt, position),
+    detailsLoaded: data.detailSections.every((name) => !data.meta.sections?.[name] || Boolean(a[name])),
+    answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
+    answer: cellAnswer(data, prompt, layerIndex, position),
+    generated: isGenerated(data, prompt, position),
+    role: tokenRole(data, prompt, position),
   };
 }
 

@@ -10,60 +10,60 @@ import { formatUnit, niceCeil } from "./format.js";
 import { isFinalMissing, isMissing, promptHasNoValue, promptOfColumn } from "./payload.js";
 
 /**
- * @typedef {import("./payload.js").Lens} Lens
+ * @typedef {import("./payload.js").LensData} LensData
  * @typedef {import("./payload.js").MetricSpec} MetricSpec
  * @typedef {{min: number, max: number, log: boolean}} Domain
  */
 
 /**
  * The registry entry of `name`, or undefined.
- * @param {Lens | null | undefined} lens
+ * @param {LensData | null | undefined} data
  * @param {string} name
  * @returns {MetricSpec | undefined}
  */
-export function metricSpec(lens, name) {
-  return lens ? lens.metrics.find((m) => m.name === name) : undefined;
+export function metricSpec(data, name) {
+  return data ? data.metrics.find((m) => m.name === name) : undefined;
 }
 
 /**
  * The metric names in menu order.
- * @param {Lens} lens
+ * @param {LensData} data
  * @returns {string[]}
  */
-export function metricNames(lens) {
-  return lens.metrics.map((m) => m.name);
+export function metricNames(data) {
+  return data.metrics.map((m) => m.name);
 }
 
 /**
  * Whether the result has `name` (the menu offers it).
- * @param {Lens | null | undefined} lens
+ * @param {LensData | null | undefined} data
  * @param {string} name
  */
-export function metricOffered(lens, name) {
-  const spec = metricSpec(lens, name);
+export function metricOffered(data, name) {
+  const spec = metricSpec(data, name);
   return Boolean(spec && spec.available);
 }
 
 /**
  * Whether `name` can be drawn now: offered, and its section has arrived.
- * @param {Lens | null | undefined} lens
+ * @param {LensData | null | undefined} data
  * @param {string} name
  */
-export function metricAvailable(lens, name) {
-  const spec = metricSpec(lens, name);
-  return Boolean(lens && spec && spec.available && lens.arrays[spec.field]);
+export function metricAvailable(data, name) {
+  const spec = metricSpec(data, name);
+  return Boolean(data && spec && spec.available && data.arrays[spec.field]);
 }
 
 /**
  * The metric shown when the requested one is not offered: the first offered one.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {unknown} name
  * @returns {string}
  */
-export function resolveMetric(lens, name) {
-  if (typeof name === "string" && metricOffered(lens, name)) return name;
-  const first = lens.metrics.find((m) => m.available);
-  return (first || lens.metrics[0]).name;
+export function resolveMetric(data, name) {
+  if (typeof name === "string" && metricOffered(data, name)) return name;
+  const first = data.metrics.find((m) => m.available);
+  return (first || data.metrics[0]).name;
 }
 
 /**
@@ -76,12 +76,12 @@ export function shortLabel(label) {
 
 /**
  * The value range the metric's colours span (the registry's domain).
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {string} name
  * @returns {Domain}
  */
-export function metricDomain(lens, name) {
-  const spec = metricSpec(lens, name);
+export function metricDomain(data, name) {
+  const spec = metricSpec(data, name);
   if (!spec) throw new Error(`unknown metric ${JSON.stringify(name)}`);
   return { min: spec.domain[0], max: spec.domain[1], log: spec.log };
 }
@@ -104,17 +104,17 @@ export function unitValue(value, domain) {
  * when the metric is measured against a final distribution that was not finite there, when the
  * prompt has no value in its section at all (a prompt without an answer), or when its section has
  * not arrived.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {string} name
  * @param {number} idx
  */
-export function metricValue(lens, name, idx) {
-  const spec = metricSpec(lens, name);
-  const array = spec && lens.arrays[spec.field];
-  if (!spec || !array || isMissing(lens, idx)) return NaN;
-  if (spec.finalBased && isFinalMissing(lens, idx % lens.T)) return NaN;
-  if (lens.noValue[spec.field] && promptHasNoValue(lens, spec.field, promptOfColumn(lens, idx % lens.T))) return NaN;
-  return array[idx] * (lens.scales[spec.field] ?? 1);
+export function metricValue(data, name, idx) {
+  const spec = metricSpec(data, name);
+  const array = spec && data.arrays[spec.field];
+  if (!spec || !array || isMissing(data, idx)) return NaN;
+  if (spec.finalBased && isFinalMissing(data, idx % data.T)) return NaN;
+  if (data.noValue[spec.field] && promptHasNoValue(data, spec.field, promptOfColumn(data, idx % data.T))) return NaN;
+  return array[idx] * (data.scales[spec.field] ?? 1);
 }
 
 /**

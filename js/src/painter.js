@@ -17,7 +17,7 @@ import { hatchPattern } from "./shared/hatch.js";
 import { answerMarkTriangle } from "./trajectory_layout.js";
 
 /**
- * @typedef {import("./payload.js").Lens} Lens
+ * @typedef {import("./payload.js").LensData} LensData
  * @typedef {import("./layout.js").Layout} Layout
  * @typedef {import("./layout.js").Cell} Cell
  * @typedef {import("./state.js").Selected} Selected
@@ -109,8 +109,8 @@ export class Painter {
     this.styleSource = styleSource;
     /** @type {Theme | null} */
     this.theme = null;
-    /** @type {Lens | null} */
-    this.lens = null;
+    /** @type {LensData | null} */
+    this.lensData = null;
     /** @type {Map<string, ColourImage>} `${prompt}|${metric}` → image */
     this.images = new Map();
     /** @type {(string | undefined)[]} */
@@ -122,12 +122,12 @@ export class Painter {
 
   /**
    * New data: drops every cache.
-   * @param {Lens} lens
+   * @param {LensData} lensData
    */
-  setLens(lens) {
-    this.lens = lens;
+  setData(lensData) {
+    this.lensData = lensData;
     this.images.clear();
-    this.tokenTexts = new Array(lens.tokens.length);
+    this.tokenTexts = new Array(lensData.tokens.length);
     this.cellTexts.clear();
   }
 
@@ -177,12 +177,12 @@ export class Painter {
 
   /**
    * Width of the row labels (the widest layer number or "input"), in CSS pixels.
-   * @param {Lens} lens
+   * @param {LensData} lensData
    */
-  labelWidth(lens) {
+  labelWidth(lensData) {
     const ctx = context2d(this.canvas);
     ctx.font = this.readTheme().labelBold;
-    const maxLayer = Math.max(...lens.layers);
+    const maxLayer = Math.max(...lensData.layers);
     return Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(`L${maxLayer}`).width)) + 16;
   }
 
@@ -193,7 +193,7 @@ export class Painter {
   tokenText(index) {
     let text = this.tokenTexts[index];
     if (text === undefined) {
-      text = displayToken(this.lens?.tokens[index]);
+      text = displayToken(this.lensData?.tokens[index]);
       this.tokenTexts[index] = text;
     }
     return text;
@@ -226,11 +226,11 @@ export class Painter {
    * @returns {ColourImage}
    */
   colourCanvas(prompt, metric, columns = null) {
-    const lens = /** @type {Lens} */ (this.lens);
+    const lensData = /** @type {LensData} */ (this.lensData);
     const key = `${prompt}|${metric}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
     let entry = this.images.get(key);
     if (!entry) {
-      const image = columns ? pickColumns(colourImage(lens, metric, prompt), columns) : colourImage(lens, metric, prompt);
+      const image = columns ? pickColumns(colourImage(lensData, metric, prompt), columns) : colourImage(lensData, metric, prompt);
       const canvas = document.createElement("canvas");
       canvas.width = Math.max(1, image.width);
       canvas.height = Math.max(1, image.height);
@@ -253,7 +253,7 @@ export class Painter {
    * @returns {[number, number]} the visible columns drawn
    */
   draw(layout, scene, scroll) {
-    const lens = /** @type {Lens} */ (this.lens);
+    const lensData = /** @type {LensData} */ (this.lensData);
     const ctx = this.prepareCanvas(layout);
     const [c0, c1] = visibleColumns(layout, scroll);
     /** @type {Frame} */
@@ -268,7 +268,7 @@ export class Painter {
       x0: columnX(layout, c0, scroll),
       span: (c1 - c0) * layout.cellW,
       image: this.colourCanvas(scene.prompt, scene.metric, layout.columns),
-      offset: lens.offsets[scene.prompt],
+      offset: lensData.offsets[scene.prompt],
     };
     ctx.save();
     ctx.beginPath();
@@ -308,9 +308,9 @@ export class Painter {
    * @param {number} prompt
    */
   answerMask(prompt) {
-    const lens = /** @type {Lens} */ (this.lens);
-    const mask = lens.arrays.answer_top1;
-    return mask && !promptHasNoValue(lens, "answer_top1", prompt) ? mask : null;
+    const lensData = /** @type {LensData} */ (this.lensData);
+    const mask = lensData.arrays.answer_top1;
+    return mask && !promptHasNoValue(lensData, "answer_top1", prompt) ? mask : null;
   }
 
   /**
@@ -319,10 +319,10 @@ export class Painter {
    * @param {Frame} f
    */
   drawCells({ ctx, layout, theme, scene, scroll, c0, c1, x0, span, image, offset }) {
-    const lens = /** @type {Lens} */ (this.lens);
-    const a = lens.arrays;
+    const lensData = /** @type {LensData} */ (this.lensData);
+    const a = lensData.arrays;
     const { cellW, rowH, heatY, heatH } = layout;
-    const L = lens.L;
+    const L = lensData.L;
     const n = layout.nPositions;
     // Missing cells show a hatch through the transparent pixels of the colour image.
     if (theme.hatchPattern && (a.missing || a.final_missing)) {
@@ -360,7 +360,7 @@ export class Painter {
     const columns = layout.columns;
     for (let row = 0; row < L; row++) {
       const y = heatY + row * rowH;
-      const base = (L - 1 - row) * lens.T + offset;
+      const base = (L - 1 - row) * lensData.T + offset;
       for (let j = c0; j < c1; j++) {
         const o = (row * n + j) * 4;
         if (data[o + 3] === 0) continue;
@@ -402,14 +402,14 @@ export class Painter {
    * @param {Frame} f
    */
   drawStrips({ ctx, layout, theme, scene, scroll, c0, c1, x0, span, image, offset }) {
-    const lens = /** @type {Lens} */ (this.lens);
-    const a = lens.arrays;
+    const lensData = /** @type {LensData} */ (this.lensData);
+    const a = lensData.arrays;
     const layer = scene.layer;
     const { cellW, inputY, predY, stripH } = layout;
     const data = image.data;
     const n = layout.nPositions;
-    const row = lens.L - 1 - layer;
-    const base = layer * lens.T + offset;
+    const row = lensData.L - 1 - layer;
+    const base = layer * lensData.T + offset;
     const chars = layout.cellChars;
     const finals = a.final_tokens;
     const finalMissing = a.final_missing;
@@ -417,7 +417,7 @@ export class Painter {
     const columns = layout.columns;
     const generated = a.generated;
     const roles = a.token_roles;
-    const roleColours = roles ? roleStyles(roleNames(lens)).map((r) => r.colour) : [];
+    const roleColours = roles ? roleStyles(roleNames(lensData)).map((r) => r.colour) : [];
     const band = roles ? 3 : 0;
     ctx.fillStyle = theme.stripBg;
     ctx.fillRect(x0, inputY, span, stripH);
@@ -483,7 +483,7 @@ export class Painter {
    * @param {Frame} f
    */
   drawMarks({ ctx, layout, theme, scene, scroll, c0, c1 }) {
-    const lens = /** @type {Lens} */ (this.lens);
+    const lensData = /** @type {LensData} */ (this.lensData);
     const { labelW, width: W, rowH, heatY, predY, stripH } = layout;
     const highlighted = cellRect(layout, scene.layer, 0, 0);
     ctx.strokeStyle = theme.accent;
@@ -492,7 +492,7 @@ export class Painter {
     ctx.strokeRect(labelW + 1, highlighted.y - 1, right - labelW - 2, rowH + 2);
 
     // Where generation starts: a rule down the heatmap and the token strips.
-    const boundary = generationColumn(lens, scene.prompt, layout.columns);
+    const boundary = generationColumn(lensData, scene.prompt, layout.columns);
     if (boundary > 0 && boundary >= c0 && boundary <= c1) {
       const x = columnX(layout, boundary, scroll);
       ctx.fillStyle = theme.generated;
@@ -512,7 +512,7 @@ export class Painter {
       ctx.setLineDash([]);
     };
     const sel = scene.selected;
-    if (sel && sel.prompt === scene.prompt && sel.layer_index < lens.L && sel.position < lens.lengths[scene.prompt]) {
+    if (sel && sel.prompt === scene.prompt && sel.layer_index < lensData.L && sel.position < lensData.lengths[scene.prompt]) {
       const cell = { layerIndex: sel.layer_index, position: sel.position };
       outline(cell, theme.bg, 4);
       outline(cell, theme.fg, 2);
@@ -537,10 +537,10 @@ export class Painter {
    * @param {Frame} f
    */
   drawLabels({ ctx, layout, theme, scene }) {
-    const lens = /** @type {Lens} */ (this.lens);
+    const lensData = /** @type {LensData} */ (this.lensData);
     const layer = scene.layer;
     const { labelW, rowH, heatY, inputY, predY, stripH } = layout;
-    const L = lens.L;
+    const L = lensData.L;
     const hlRow = L - 1 - layer;
     const every = labelStride(rowH, 12);
     const x = labelW - 8;
@@ -550,11 +550,11 @@ export class Painter {
       const i = L - 1 - row;
       const isHl = i === layer;
       // Every row, or every `every`-th layer number, never crowding the highlighted one.
-      if (!isHl && every > 1 && lens.layers[i] % every !== 0) continue;
+      if (!isHl && every > 1 && lensData.layers[i] % every !== 0) continue;
       if (!isHl && Math.abs(row - hlRow) * rowH < 11) continue;
       ctx.font = isHl ? theme.labelBold : theme.labelFont;
       ctx.fillStyle = isHl ? theme.accent : theme.muted;
-      ctx.fillText(String(lens.layers[i]), x, heatY + row * rowH + rowH / 2 + 0.5);
+      ctx.fillText(String(lensData.layers[i]), x, heatY + row * rowH + rowH / 2 + 0.5);
     }
     ctx.fillStyle = theme.accent;
     ctx.fillRect(labelW - 4, heatY + hlRow * rowH, 3, rowH);
@@ -563,7 +563,7 @@ export class Painter {
     ctx.fillText("input", x, inputY + stripH / 2 + 0.5);
     ctx.font = theme.labelBold;
     ctx.fillStyle = theme.accent;
-    ctx.fillText(`L${lens.layers[layer]}`, x, predY + stripH / 2 + 0.5);
+    ctx.fillText(`L${lensData.layers[layer]}`, x, predY + stripH / 2 + 0.5);
     ctx.font = theme.axisFont;
     ctx.fillStyle = theme.muted;
     ctx.textBaseline = "alphabetic";

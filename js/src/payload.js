@@ -52,7 +52,8 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {boolean} available whether the result has it
  * @property {string | null} unavailableReason why not, when not
  *
- * @typedef {object} Lens A decoded payload.
+ * @typedef {object} LensData The decoded result of the lens step: the heatmap's payload, as
+ *   `decodePayload` returns it. ("Lens" names the translator only; `lensKind` / `lensTitle` describe it.)
  * @property {Record<string, any>} meta
  * @property {number} L rows (shown layers)
  * @property {number} T positions of all prompts laid end to end
@@ -144,7 +145,7 @@ export function normaliseMetric(raw, index) {
  * yet reads as "not loaded"), except the base sections, without which nothing can be drawn.
  * @param {any} meta the `_meta` trait
  * @param {Record<string, unknown> | null | undefined} sections the `_sections` trait
- * @returns {Lens}
+ * @returns {LensData}
  * @throws {Error} naming what is wrong when the payload is inconsistent
  */
 export function decodePayload(meta, sections) {
@@ -301,46 +302,46 @@ export function normaliseAnswerSets(raw, P) {
 
 /**
  * Index of cell (row `layerIndex`, prompt `prompt`, position `position`) in an [L, T] section.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} layerIndex
  * @param {number} position
  */
-export function cellIndex(lens, prompt, layerIndex, position) {
-  return layerIndex * lens.T + lens.offsets[prompt] + position;
+export function cellIndex(data, prompt, layerIndex, position) {
+  return layerIndex * data.T + data.offsets[prompt] + position;
 }
 
 /**
  * Index of (row `layerIndex`, prompt `prompt`, answer set `set`) in a "prompt_set" section
  * (`[L, P, S]`).
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} layerIndex
  * @param {number} prompt
  * @param {number} set
  */
-export function promptSetIndex(lens, layerIndex, prompt, set) {
-  return (layerIndex * lens.P + prompt) * lens.answerSets.length + set;
+export function promptSetIndex(data, layerIndex, prompt, set) {
+  return (layerIndex * data.P + prompt) * data.answerSets.length + set;
 }
 
 /**
  * Index of target `target` at a cell in a "cell_target" section (`[L, T, n_targets]`).
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} layerIndex
  * @param {number} position
  * @param {number} target
  */
-export function cellTargetIndex(lens, prompt, layerIndex, position, target) {
-  return cellIndex(lens, prompt, layerIndex, position) * lens.targets.length + target;
+export function cellTargetIndex(data, prompt, layerIndex, position, target) {
+  return cellIndex(data, prompt, layerIndex, position) * data.targets.length + target;
 }
 
 /**
  * The prompt whose positions include column `col` of the flattened position axis.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} col
  */
-export function promptOfColumn(lens, col) {
-  const offsets = lens.offsets;
+export function promptOfColumn(data, col) {
+  const offsets = data.offsets;
   let lo = 0;
   let hi = offsets.length - 1;
   while (lo < hi) {
@@ -353,101 +354,101 @@ export function promptOfColumn(lens, col) {
 
 /**
  * Whether section `name` has no value at all for `prompt` (e.g. the prompt has no answer).
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {string} name
  * @param {number} prompt
  */
-export function promptHasNoValue(lens, name, prompt) {
-  const flags = lens.noValue[name];
+export function promptHasNoValue(data, name, prompt) {
+  const flags = data.noValue[name];
   return Boolean(flags && flags[prompt]);
 }
 
 /**
  * A section's value at `idx` (raw × scale), or NaN when the section has not arrived.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {string} name
  * @param {number} idx
  */
-export function sectionValue(lens, name, idx) {
-  const array = lens.arrays[name];
-  return array ? array[idx] * (lens.scales[name] ?? 1) : NaN;
+export function sectionValue(data, name, idx) {
+  const array = data.arrays[name];
+  return array ? array[idx] * (data.scales[name] ?? 1) : NaN;
 }
 
 /**
  * Whether the cell's top-1 token is the (first set's) answer: `answer_top1` is set there.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} layerIndex
  * @param {number} position
  */
-export function isAnswerTop1(lens, prompt, layerIndex, position) {
-  const mask = lens.arrays.answer_top1;
-  if (!mask || promptHasNoValue(lens, "answer_top1", prompt)) return false;
-  const idx = cellIndex(lens, prompt, layerIndex, position);
-  return Boolean(mask[idx]) && !isMissing(lens, idx);
+export function isAnswerTop1(data, prompt, layerIndex, position) {
+  const mask = data.arrays.answer_top1;
+  if (!mask || promptHasNoValue(data, "answer_top1", prompt)) return false;
+  const idx = cellIndex(data, prompt, layerIndex, position);
+  return Boolean(mask[idx]) && !isMissing(data, idx);
 }
 
 /**
  * The largest raw value of a section (cached), or 0 when absent.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {string} name
  */
-export function sectionMax(lens, name) {
-  if (lens.maxima[name] !== undefined) return lens.maxima[name];
-  const array = lens.arrays[name];
+export function sectionMax(data, name) {
+  if (data.maxima[name] !== undefined) return data.maxima[name];
+  const array = data.arrays[name];
   let max = 0;
   if (array) for (let i = 0; i < array.length; i++) if (array[i] > max) max = array[i];
-  lens.maxima[name] = max;
+  data.maxima[name] = max;
   return max;
 }
 
 /**
  * Whether the whole cell `idx` of an [L, T] section is missing (the layer's distribution was not
  * finite there).
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} idx
  */
-export function isMissing(lens, idx) {
-  const missing = lens.arrays.missing;
+export function isMissing(data, idx) {
+  const missing = data.arrays.missing;
   return Boolean(missing && missing[idx]);
 }
 
 /**
  * Whether the model's final distribution at position `col` (on the flattened axis) was not
  * finite: every final-based value there is missing, in every row.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} col
  */
-export function isFinalMissing(lens, col) {
-  const missing = lens.arrays.final_missing;
+export function isFinalMissing(data, col) {
+  const missing = data.arrays.final_missing;
   return Boolean(missing && missing[col]);
 }
 
 /**
  * Whether the layer's top-1 at this cell already equals the model's final prediction.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} layerIndex
  * @param {number} position
  */
-export function isSettled(lens, prompt, layerIndex, position) {
-  const idx = cellIndex(lens, prompt, layerIndex, position);
-  const col = lens.offsets[prompt] + position;
-  const final = lens.arrays.final_tokens;
-  if (!final || isMissing(lens, idx) || isFinalMissing(lens, col)) return false;
-  return lens.arrays.predicted_tokens[idx] === final[col];
+export function isSettled(data, prompt, layerIndex, position) {
+  const idx = cellIndex(data, prompt, layerIndex, position);
+  const col = data.offsets[prompt] + position;
+  const final = data.arrays.final_tokens;
+  if (!final || isMissing(data, idx) || isFinalMissing(data, col)) return false;
+  return data.arrays.predicted_tokens[idx] === final[col];
 }
 
 /**
  * The lowest row from which the top-1 equals the final prediction in every row above, or -1.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} position
  */
-export function settleRow(lens, prompt, position) {
+export function settleRow(data, prompt, position) {
   let row = -1;
-  for (let i = lens.L - 1; i >= 0; i--) {
-    if (!isSettled(lens, prompt, i, position)) break;
+  for (let i = data.L - 1; i >= 0; i--) {
+    if (!isSettled(data, prompt, i, position)) break;
     row = i;
   }
   return row;

@@ -8,7 +8,7 @@
  */
 
 /**
- * @typedef {import("./payload.js").Lens} Lens
+ * @typedef {import("./payload.js").LensData} LensData
  *
  * @typedef {object} RoleStyle
  * @property {string} name the role ("system", "user", "assistant", "template", or another)
@@ -30,11 +30,11 @@ const OTHER_COLOURS = Object.freeze(["#cc79a7", "#d55e00", "#56b4e9", "#f0e442"]
 
 /**
  * The role names of the payload (`meta.roles`), [] without chat roles.
- * @param {Lens} lens
+ * @param {LensData} data
  * @returns {string[]}
  */
-export function roleNames(lens) {
-  const roles = lens.meta.roles;
+export function roleNames(data) {
+  const roles = data.meta.roles;
   return Array.isArray(roles) && roles.every((r) => typeof r === "string") ? roles : [];
 }
 
@@ -54,60 +54,60 @@ export function roleStyles(names) {
 
 /**
  * The role of a token (`position` among the prompt's real tokens), or null without roles.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} position
  * @returns {string | null}
  */
-export function tokenRole(lens, prompt, position) {
-  const codes = lens.arrays.token_roles;
+export function tokenRole(data, prompt, position) {
+  const codes = data.arrays.token_roles;
   if (!codes) return null;
-  return roleNames(lens)[codes[lens.offsets[prompt] + position]] ?? null;
+  return roleNames(data)[codes[data.offsets[prompt] + position]] ?? null;
 }
 
 /**
  * Whether the model generated this token (it follows the prompt).
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} position
  */
-export function isGenerated(lens, prompt, position) {
-  const mask = lens.arrays.generated;
-  return Boolean(mask && mask[lens.offsets[prompt] + position]);
+export function isGenerated(data, prompt, position) {
+  const mask = data.arrays.generated;
+  return Boolean(mask && mask[data.offsets[prompt] + position]);
 }
 
 /**
  * The position of the prompt's first generated token, or -1 when it has none.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  */
-export function generationStart(lens, prompt) {
-  const mask = lens.arrays.generated;
+export function generationStart(data, prompt) {
+  const mask = data.arrays.generated;
   if (!mask) return -1;
-  const offset = lens.offsets[prompt];
-  for (let j = 0; j < lens.lengths[prompt]; j++) if (mask[offset + j]) return j;
+  const offset = data.offsets[prompt];
+  for (let j = 0; j < data.lengths[prompt]; j++) if (mask[offset + j]) return j;
   return -1;
 }
 
 /**
  * The roles that occur in the payload, in `meta.roles` order (for the legend).
- * @param {Lens} lens
+ * @param {LensData} data
  * @returns {RoleStyle[]}
  */
-export function rolesPresent(lens) {
-  const codes = lens.arrays.token_roles;
+export function rolesPresent(data) {
+  const codes = data.arrays.token_roles;
   if (!codes) return [];
   const seen = new Set(codes);
-  return roleStyles(roleNames(lens)).filter((_, code) => seen.has(code));
+  return roleStyles(roleNames(data)).filter((_, code) => seen.has(code));
 }
 
 /**
  * Whether any token of the payload is the template's own (then it can be hidden).
- * @param {Lens} lens
+ * @param {LensData} data
  */
-export function hasTemplateTokens(lens) {
-  const codes = lens.arrays.token_roles;
-  const template = roleNames(lens).indexOf(TEMPLATE_ROLE);
+export function hasTemplateTokens(data) {
+  const codes = data.arrays.token_roles;
+  const template = roleNames(data).indexOf(TEMPLATE_ROLE);
   return Boolean(codes) && template >= 0 && /** @type {Uint8Array} */ (codes).includes(template);
 }
 
@@ -115,35 +115,35 @@ export function hasTemplateTokens(lens) {
  * The positions the heatmap shows as its columns, in order: all of the prompt's (null), or, with
  * `hideTemplate`, those that are not the template's own. A prompt of template tokens only keeps
  * them all (an empty heatmap would show nothing to hide them from).
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {boolean} hideTemplate
  * @returns {number[] | null}
  */
-export function shownPositions(lens, prompt, hideTemplate) {
-  const codes = lens.arrays.token_roles;
-  const template = roleNames(lens).indexOf(TEMPLATE_ROLE);
+export function shownPositions(data, prompt, hideTemplate) {
+  const codes = data.arrays.token_roles;
+  const template = roleNames(data).indexOf(TEMPLATE_ROLE);
   if (!hideTemplate || !codes || template < 0) return null;
-  const offset = lens.offsets[prompt];
+  const offset = data.offsets[prompt];
   const shown = [];
-  for (let j = 0; j < lens.lengths[prompt]; j++) if (codes[offset + j] !== template) shown.push(j);
-  return shown.length && shown.length < lens.lengths[prompt] ? shown : null;
+  for (let j = 0; j < data.lengths[prompt]; j++) if (codes[offset + j] !== template) shown.push(j);
+  return shown.length && shown.length < data.lengths[prompt] ? shown : null;
 }
 
 /**
  * The prompt's text as the heatmap reads it: the whole prompt, or, with `hideTemplate`, the text
  * of the tokens shown as columns (a chat without its template's own tokens).
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {boolean} hideTemplate
  * @returns {string}
  */
-export function shownPromptText(lens, prompt, hideTemplate) {
-  const columns = shownPositions(lens, prompt, hideTemplate);
-  if (!columns) return lens.prompts[prompt] ?? "";
-  const ids = /** @type {ArrayLike<number>} */ (lens.arrays.input_ids);
-  const offset = lens.offsets[prompt];
-  return columns.map((p) => lens.tokens[ids[offset + p]] ?? "").join("");
+export function shownPromptText(data, prompt, hideTemplate) {
+  const columns = shownPositions(data, prompt, hideTemplate);
+  if (!columns) return data.prompts[prompt] ?? "";
+  const ids = /** @type {ArrayLike<number>} */ (data.arrays.input_ids);
+  const offset = data.offsets[prompt];
+  return columns.map((p) => data.tokens[ids[offset + p]] ?? "").join("");
 }
 
 /**
@@ -191,12 +191,12 @@ export function nearestShown(columns, position) {
 /**
  * The column where generation starts on screen (the first shown column of a generated token),
  * or -1 when the prompt has no generated token shown.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number[] | null} columns
  */
-export function generationColumn(lens, prompt, columns) {
-  const start = generationStart(lens, prompt);
+export function generationColumn(data, prompt, columns) {
+  const start = generationStart(data, prompt);
   if (start < 0) return -1;
   if (!columns) return start;
   const index = columns.findIndex((p) => p >= start);

@@ -29,7 +29,7 @@ import {
 } from "./payload.js";
 
 /**
- * @typedef {import("./payload.js").Lens} Lens
+ * @typedef {import("./payload.js").LensData} LensData
  * @typedef {"prob" | "rank"} TrajectoryMode
  * @typedef {"top1" | "final" | "answer" | "target"} SeriesKind
  *
@@ -69,27 +69,27 @@ export function chartColumn(state, length) {
 
 /**
  * Whether the payload describes a section (sent now or on request).
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {string} name
  */
-function described(lens, name) {
-  return Boolean(lens.meta.sections && lens.meta.sections[name]) || Boolean(lens.arrays[name]);
+function described(data, name) {
+  return Boolean(data.meta.sections && data.meta.sections[name]) || Boolean(data.arrays[name]);
 }
 
 /**
  * Every line of the chart for one column, in legend order: top-1 (probability mode only), final
  * prediction, the answer(s), the targets.
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {number} prompt
  * @param {number} position among the prompt's real tokens
  * @param {TrajectoryMode} mode
  * @returns {Series[]}
  */
-export function trajectorySeries(lens, prompt, position, mode) {
-  const L = lens.L;
-  const col = lens.offsets[prompt] + position;
-  const cells = Array.from({ length: L }, (_, i) => cellIndex(lens, prompt, i, position));
-  const rowMissing = cells.map((idx) => isMissing(lens, idx));
+export function trajectorySeries(data, prompt, position, mode) {
+  const L = data.L;
+  const col = data.offsets[prompt] + position;
+  const cells = Array.from({ length: L }, (_, i) => cellIndex(data, prompt, i, position));
+  const rowMissing = cells.map((idx) => isMissing(data, idx));
   const rank = mode === "rank";
   /** @type {Series[]} */
   const out = [];
@@ -99,11 +99,11 @@ export function trajectorySeries(lens, prompt, position, mode) {
    * @param {boolean} [finalBased]
    */
   const add = (base, index, finalBased = false) => {
-    const loaded = Boolean(lens.arrays[base.section]);
-    const noValue = finalBased && isFinalMissing(lens, col);
+    const loaded = Boolean(data.arrays[base.section]);
+    const noValue = finalBased && isFinalMissing(data, col);
     const values = cells.map((_, i) => {
       if (!loaded || rowMissing[i] || noValue) return null;
-      const v = sectionValue(lens, base.section, index(i));
+      const v = sectionValue(data, base.section, index(i));
       return Number.isFinite(v) ? v : null;
     });
     out.push({ ...base, loaded, values });
@@ -113,14 +113,14 @@ export function trajectorySeries(lens, prompt, position, mode) {
     add({ key: "top1", kind: "top1", index: 0, label: "top-1", token: null, note: "each layer's own most likely token", section: "max_probs" }, (i) => cells[i]);
   }
   const finalSection = rank ? "final_token_ranks" : "final_token_probs";
-  if (described(lens, finalSection) && lens.arrays.final_tokens) {
+  if (described(data, finalSection) && data.arrays.final_tokens) {
     add(
       {
         key: "final",
         kind: "final",
         index: 0,
         label: "final prediction",
-        token: lens.tokens[lens.arrays.final_tokens[col]] ?? null,
+        token: data.tokens[data.arrays.final_tokens[col]] ?? null,
         note: "the token the model finally predicts here",
         section: finalSection,
       },
@@ -129,11 +129,11 @@ export function trajectorySeries(lens, prompt, position, mode) {
     );
   }
 
-  const last = position === lens.lengths[prompt] - 1;
-  const sets = lens.answerSets;
+  const last = position === data.lengths[prompt] - 1;
+  const sets = data.answerSets;
   if (last) {
     const section = rank ? "answer_ranks" : "answer_probs";
-    if (described(lens, section)) {
+    if (described(data, section)) {
       sets.forEach((set, s) => {
         const answer = set.answers[prompt];
         if (answer === null) return;
@@ -145,12 +145,12 @@ export function trajectorySeries(lens, prompt, position, mode) {
           : n && n > 1
             ? `probability of the whole answer (teacher-forced over its tokens${summed})`
             : `probability of the answer as the next token${summed}`;
-        add({ key: `answer:${s}`, kind: "answer", index: s, label: set.name, token: answer, note, section }, (i) => promptSetIndex(lens, i, prompt, s));
+        add({ key: `answer:${s}`, kind: "answer", index: s, label: set.name, token: answer, note, section }, (i) => promptSetIndex(data, i, prompt, s));
       });
     }
   } else if (sets.length && sets[0].answers[prompt] !== null) {
     const section = rank ? "answer_token_ranks" : "answer_token_probs";
-    if (described(lens, section) && !promptHasNoValue(lens, section, prompt)) {
+    if (described(data, section) && !promptHasNoValue(data, section, prompt)) {
       const n = sets[0].nTokens[prompt];
       const note = `${rank ? "rank" : "probability"} of the answer's first token as the next token here${n && n > 1 ? ` (of ${n})` : ""}`;
       add({ key: "answer:0", kind: "answer", index: 0, label: sets[0].name, token: sets[0].answers[prompt], note, section }, (i) => cells[i]);
@@ -158,11 +158,11 @@ export function trajectorySeries(lens, prompt, position, mode) {
   }
 
   const targetSection = rank ? "target_ranks" : "target_probs";
-  if (lens.targets.length && described(lens, targetSection)) {
-    lens.targets.forEach((target, j) => {
+  if (data.targets.length && described(data, targetSection)) {
+    data.targets.forEach((target, j) => {
       add(
         { key: `target:${j}`, kind: "target", index: j, label: "target", token: target, note: `${rank ? "rank" : "probability"} of the target's first token as the next token`, section: targetSection },
-        (i) => cellTargetIndex(lens, prompt, i, position, j),
+        (i) => cellTargetIndex(data, prompt, i, position, j),
       );
     });
   }
@@ -173,12 +173,12 @@ export function trajectorySeries(lens, prompt, position, mode) {
  * The chart's rank axis ends at one less than a power of ten (at least 9, at most the stored cap),
  * from the largest rank in the rank sections that have arrived: the same for every column, so the
  * axis does not jump while the pointer moves.
- * @param {Lens} lens
+ * @param {LensData} data
  */
-export function rankAxisMax(lens) {
+export function rankAxisMax(data) {
   let top = 0;
   for (const name of ["final_token_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
-    if (lens.arrays[name]) top = Math.max(top, sectionMax(lens, name));
+    if (data.arrays[name]) top = Math.max(top, sectionMax(data, name));
   }
   return niceRankMax(top);
 }

@@ -13,13 +13,13 @@ import { trajectoryRowsGeometry, markerPath, rowAtY, rowCentreY, seriesSegments,
 import { displayToken, truncateText } from "./tokens.js";
 
 /**
- * @typedef {import("./payload.js").Lens} Lens
+ * @typedef {import("./payload.js").LensData} LensData
  * @typedef {import("./trajectory.js").Series} Series
  * @typedef {import("./trajectory.js").TrajectoryMode} TrajectoryMode
  * @typedef {import("./trajectory_layout.js").ChartGeometry} ChartGeometry
  *
  * @typedef {object} ChartInput What the chart shows (from the view's state and the heatmap's layout).
- * @property {Lens} lens
+ * @property {LensData} data
  * @property {number} prompt
  * @property {number} position
  * @property {"hover" | "focus" | "pinned" | "last"} source why this column
@@ -69,8 +69,8 @@ export class TrajectoryView {
     /** @type {ChartInput | null} */
     this.input = null;
     this.renderKey = "";
-    /** @type {Lens | null} */
-    this.lensSeen = null;
+    /** @type {LensData | null} */
+    this.dataSeen = null;
     /** @type {ChartGeometry | null} */
     this.geometry = null;
     /** @type {ChartDebug | null} */
@@ -152,19 +152,19 @@ export class TrajectoryView {
    */
   update(input) {
     this.input = input;
-    const { lens, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
+    const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
     const width = this.panel.clientWidth || 280;
-    const loaded = Object.keys(lens.arrays).length;
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, lens.L, detailsRequested].join("|");
-    if (key === this.renderKey && this.lensSeen === lens) return;
+    const loaded = Object.keys(data.arrays).length;
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested].join("|");
+    if (key === this.renderKey && this.dataSeen === data) return;
     this.renderKey = key;
-    this.lensSeen = lens;
+    this.dataSeen = data;
 
     const mode = this.mode;
-    const g = trajectoryRowsGeometry({ width, nLayers: lens.L, rowH, heatY, heightBelow });
+    const g = trajectoryRowsGeometry({ width, nLayers: data.L, rowH, heatY, heightBelow });
     this.geometry = g;
-    const scale = valueScale(mode, rankAxisMax(lens));
-    const series = trajectorySeries(lens, prompt, position, mode);
+    const scale = valueScale(mode, rankAxisMax(data));
+    const series = trajectorySeries(data, prompt, position, mode);
     const shown = series.map((s) => seriesShown(s, this.toggled));
 
     const root = this.svg;
@@ -187,16 +187,16 @@ export class TrajectoryView {
     const frame = svg("rect", { class: "murano-traj-frame", x: g.plotX, y: g.plotY, width: g.plotW, height: g.plotH });
 
     // The layer slider's row: a band across the plot, as the heatmap outlines its row.
-    const bandY = g.plotY + (lens.L - 1 - row) * g.rowH;
+    const bandY = g.plotY + (data.L - 1 - row) * g.rowH;
     const band = svg("rect", { class: "murano-traj-band", x: g.plotX, y: bandY, width: g.plotW, height: g.rowH });
 
     // Layer labels at the left, the chosen one bold.
     const labels = svg("g", { class: "murano-traj-layers", "aria-hidden": "true" });
-    for (let i = 0; i < lens.L; i++) {
+    for (let i = 0; i < data.L; i++) {
       const chosen = i === row;
-      if (!chosen && g.labelStride > 1 && lens.layers[i] % g.labelStride !== 0) continue;
+      if (!chosen && g.labelStride > 1 && data.layers[i] % g.labelStride !== 0) continue;
       if (!chosen && Math.abs(i - row) * g.rowH < 11) continue;
-      labels.append(svg("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(lens.layers[i])));
+      labels.append(svg("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(data.layers[i])));
     }
     labels.append(svg("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
 
@@ -241,13 +241,13 @@ export class TrajectoryView {
     root.replaceChildren(...children);
 
     // The column, the legend and the description.
-    const col = lens.offsets[prompt] + position;
-    const input0 = displayToken(lens.tokens[lens.arrays.input_ids[col]] ?? "");
+    const col = data.offsets[prompt] + position;
+    const input0 = displayToken(data.tokens[data.arrays.input_ids[col]] ?? "");
     const where = `position ${position} · ${truncateText(input0, 16)} · ${SOURCE_TEXT[source]}`;
     this.titleEl.textContent = where;
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
     const format = (/** @type {number} */ v) => formatValue(mode, v);
-    const items = series.map((s, k) => this.legendItem(s, shown[k], row, format, lens.layers));
+    const items = series.map((s, k) => this.legendItem(s, shown[k], row, format, data.layers));
     // The entries are made anew: the one with the keyboard focus hands it to its successor.
     const active = document.activeElement;
     const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : undefined;
@@ -263,9 +263,9 @@ export class TrajectoryView {
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
     const summary = series
       .filter((_, k) => shown[k])
-      .map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, lens.layers, row, format)}`)
+      .map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, data.layers, row, format)}`)
       .join(". ");
-    this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${lens.L} layers at ${where}. ${summary}.`;
+    this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
   }
 

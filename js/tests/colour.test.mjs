@@ -67,14 +67,14 @@ test("niceCeil and unitValue", () => {
 });
 
 test("metric domains come from the registry Python sends", () => {
-  const lens = decoded("lens_plain");
-  assert.deepEqual(metricDomain(lens, "prob"), { min: 0, max: 1, log: false });
-  assert.ok(Math.abs(metricDomain(lens, "entropy").max - Math.log2(1000)) < 1e-12); // a 1000-token vocabulary
-  const rank = metricDomain(lens, "final_rank");
+  const data = decoded("lens_plain");
+  assert.deepEqual(metricDomain(data, "prob"), { min: 0, max: 1, log: false });
+  assert.ok(Math.abs(metricDomain(data, "entropy").max - Math.log2(1000)) < 1e-12); // a 1000-token vocabulary
+  const rank = metricDomain(data, "final_rank");
   assert.equal(rank.log, true);
   assert.equal(rank.max, 99); // max rank 14 -> ranks up to 99 (one less than a power of ten)
-  assert.equal(metricDomain(lens, "kl").max, niceCeil(0.08)); // the largest KL, 0.08 bits
-  assert.throws(() => metricDomain(lens, "nope"), /unknown metric/);
+  assert.equal(metricDomain(data, "kl").max, niceCeil(0.08)); // the largest KL, 0.08 bits
+  assert.throws(() => metricDomain(data, "nope"), /unknown metric/);
   // A changed registry entry changes the colours: nothing is hard-coded here.
   const { meta, sections } = lensPayload("lens_plain");
   meta.metrics[0].domain = [0, 0.5];
@@ -85,19 +85,19 @@ test("metric domains come from the registry Python sends", () => {
 });
 
 test("metricValue and availability", () => {
-  const lens = decoded("lens_plain", { details: false });
-  assert.ok(metricAvailable(lens, "prob"));
+  const data = decoded("lens_plain", { details: false });
+  assert.ok(metricAvailable(data, "prob"));
   for (const m of ["entropy", "final_prob", "final_rank", "kl"]) {
-    assert.ok(!metricAvailable(lens, m), m);
-    assert.ok(metricOffered(lens, m), m);
+    assert.ok(!metricAvailable(data, m), m);
+    assert.ok(metricOffered(data, m), m);
   }
-  assert.ok(Math.abs(metricValue(lens, "prob", 0) - 1 / 3) < 1e-4);
-  assert.ok(Number.isNaN(metricValue(lens, "kl", 0)));
-  assert.deepEqual(metricNames(lens), golden("lens_plain").expected.metrics);
-  assert.ok(!metricOffered(lens, "answer"), "Python's registry lists the answer metric; this result has no answers");
-  for (const m of metricNames(lens)) assert.ok(COLOUR_STOPS[metricSpec(lens, m).scale], m);
-  assert.equal(resolveMetric(lens, "kl"), "kl");
-  assert.equal(resolveMetric(lens, "nope"), "prob");
+  assert.ok(Math.abs(metricValue(data, "prob", 0) - 1 / 3) < 1e-4);
+  assert.ok(Number.isNaN(metricValue(data, "kl", 0)));
+  assert.deepEqual(metricNames(data), golden("lens_plain").expected.metrics);
+  assert.ok(!metricOffered(data, "answer"), "Python's registry lists the answer metric; this result has no answers");
+  for (const m of metricNames(data)) assert.ok(COLOUR_STOPS[metricSpec(data, m).scale], m);
+  assert.equal(resolveMetric(data, "kl"), "kl");
+  assert.equal(resolveMetric(data, "nope"), "prob");
   const partial = decoded("lens_no_final");
   assert.ok(!metricOffered(partial, "final_rank"));
   assert.equal(resolveMetric(partial, "final_rank"), "prob");
@@ -106,23 +106,23 @@ test("metricValue and availability", () => {
 });
 
 test("final-based metrics are missing where the final distribution is", () => {
-  const lens = decoded("lens_final_missing"); // the model's own output at column 1 was not finite
+  const data = decoded("lens_final_missing"); // the model's own output at column 1 was not finite
   // Column 1 in every row: final-based values missing, the others kept.
   for (const row of [0, 2]) {
     const idx = row * 5 + 1;
-    for (const m of ["final_prob", "final_rank", "kl"]) assert.ok(Number.isNaN(metricValue(lens, m, idx)), `${m} row ${row}`);
-    assert.ok(Number.isFinite(metricValue(lens, "prob", idx)));
-    assert.ok(Number.isFinite(metricValue(lens, "entropy", idx)));
+    for (const m of ["final_prob", "final_rank", "kl"]) assert.ok(Number.isNaN(metricValue(data, m, idx)), `${m} row ${row}`);
+    assert.ok(Number.isFinite(metricValue(data, "prob", idx)));
+    assert.ok(Number.isFinite(metricValue(data, "entropy", idx)));
   }
-  const img = colourImage(lens, "final_rank", 0);
+  const img = colourImage(data, "final_rank", 0);
   const alpha = (row, col) => img.data[(row * 3 + col) * 4 + 3];
   assert.deepEqual([alpha(0, 0), alpha(0, 1), alpha(2, 1)], [255, 0, 0]);
-  assert.equal(colourImage(lens, "prob", 0).data[(0 * 3 + 1) * 4 + 3], 255);
+  assert.equal(colourImage(data, "prob", 0).data[(0 * 3 + 1) * 4 + 3], 255);
 });
 
 test("colourImage puts the final layer in the top row and leaves missing cells transparent", () => {
-  const lens = decoded("lens_plain");
-  const img = colourImage(lens, "prob", 0);
+  const data = decoded("lens_plain");
+  const img = colourImage(data, "prob", 0);
   assert.equal(img.width, 3);
   assert.equal(img.height, 3);
   const pixelOf = (image) => (row, col) => Array.from(image.data.slice((row * 3 + col) * 4, (row * 3 + col) * 4 + 4));
@@ -136,15 +136,15 @@ test("colourImage puts the final layer in the top row and leaves missing cells t
   for (const col of [0, 1, 2]) assert.deepEqual(holed(0, col), [0, 0, 0, 0]);
   assert.deepEqual(holed(2, 1), pixel(2, 1));
   // Prompt 1 is 2 wide; a reused buffer of the wrong size is replaced.
-  assert.equal(colourImage(lens, "prob", 1, img.data).width, 2);
+  assert.equal(colourImage(data, "prob", 1, img.data).width, 2);
   // A metric whose section has not arrived gives an empty (transparent) image.
   const bare = decoded("lens_plain", { details: false });
   assert.ok(colourImage(bare, "kl", 0).data.every((v) => v === 0));
 });
 
 test("reversed metrics: low entropy and rank 0 are the bright end", () => {
-  const lens = decoded("lens_plain");
-  const img = colourImage(lens, "final_rank", 0);
+  const data = decoded("lens_plain");
+  const img = colourImage(data, "final_rank", 0);
   // Top row = final layer, rank 0 -> t = 0 -> reversed viridis = yellow.
   assert.deepEqual(Array.from(img.data.slice(0, 3)), scaleColour("viridis", 1));
 });
@@ -169,8 +169,8 @@ test("formatting: one rank convention, rank 0 = the top-1 token", () => {
 });
 
 test("legend ticks span the domain with readable labels", () => {
-  const lens = decoded("lens_plain");
-  const spec = (name) => metricSpec(lens, name);
+  const data = decoded("lens_plain");
+  const spec = (name) => metricSpec(data, name);
   const prob = legendTicks(spec("prob"), { min: 0, max: 1, log: false });
   assert.deepEqual(prob.map((t) => t.label), ["0%", "50%", "100%"]);
   assert.deepEqual(prob.map((t) => t.t), [0, 0.5, 1]);

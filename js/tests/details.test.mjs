@@ -52,25 +52,25 @@ test("lone surrogates and replacement characters (byte pieces of UTF-8) are visi
 // lens_plain: the table ["a", " b", "\n", "<script>", "\u200f"]; cell (row i, column c) predicts
 // (i + c) mod 5 with probability (i + 1) / 3, then (i + c + 1) mod 5 at 20/255 and (i + c + 2) mod 5
 // at 19/255; input (2c) mod 5; the final prediction (2 + c) mod 5 at rank 7 (2 - i).
-const lens = decoded("lens_plain");
+const data = decoded("lens_plain");
 
 test("cellDetails gathers the cell's values", () => {
-  const d = cellDetails(lens, 1, 1, 0); // column 3
+  const d = cellDetails(data, 1, 1, 0); // column 3
   assert.equal(d.layer, 1);
   assert.equal(d.position, 0);
-  assert.equal(d.input, lens.tokens[(3 * 2) % 5]);
+  assert.equal(d.input, data.tokens[(3 * 2) % 5]);
   assert.equal(d.top.length, 3);
-  assert.equal(d.top[0].token, lens.tokens[(1 + 3) % 5]);
+  assert.equal(d.top[0].token, data.tokens[(1 + 3) % 5]);
   assert.ok(Math.abs(d.top[0].prob - 2 / 3) < 1e-4);
   assert.ok(Math.abs(d.top[1].prob - 20 / 255) < 1e-9);
   assert.equal(d.finalRank, 7);
   assert.deepEqual(d.metrics.map((m) => m.spec.name), ["prob", "entropy", "final_prob", "final_rank", "kl"]);
   assert.ok(d.detailsLoaded);
-  assert.equal(cellDetails(lens, 0, 2, 0).settled, true);
+  assert.equal(cellDetails(data, 0, 2, 0).settled, true);
 });
 
 test("tooltipModel turns details into display strings; ranks count from 0", () => {
-  const model = tooltipModel(cellDetails(lens, 0, 0, 1));
+  const model = tooltipModel(cellDetails(data, 0, 0, 1));
   assert.equal(model.title, "Layer 0 · position 1");
   assert.equal(model.rows[0].label, "input");
   assert.equal(model.rows[0].value, "↵"); // input token 2
@@ -82,7 +82,7 @@ test("tooltipModel turns details into display strings; ranks count from 0", () =
   assert.ok(model.rows.some((r) => r.label === "Rank of the final prediction" && r.value === "rank 14"));
   assert.ok(model.rows.some((r) => r.label === "Probability of the final prediction" && r.value.endsWith("%")));
   assert.ok(model.rows.some((r) => r.label === "KL(final ‖ layer) in bits" && r.value.endsWith("bits")));
-  const description = metricSpec(lens, "entropy")?.description;
+  const description = metricSpec(data, "entropy")?.description;
   assert.ok(description && description.length > 20, "the registry's description, from Python");
   assert.equal(model.rows.find((r) => r.label === "Entropy").title, description);
   assert.equal(model.note, "");
@@ -128,9 +128,9 @@ test("without the model's final prediction: no final rows, nothing settled", () 
 });
 
 test("readoutText is one sentence with visible tokens", () => {
-  const text = readoutText(cellDetails(lens, 1, 0, 0), { pinned: true });
+  const text = readoutText(cellDetails(data, 1, 0, 0), { pinned: true });
   assert.match(text, /^Layer 0, position 0, input ␣b; top-1 <script> 33\.3%; final prediction a at rank 14/);
-  assert.match(readoutText(cellDetails(lens, 0, 0, 2)), /input <U\+200F>; top-1 ↵/);
+  assert.match(readoutText(cellDetails(data, 0, 0, 2)), /input <U\+200F>; top-1 ↵/);
   assert.match(text, /pinned\.$/);
-  assert.match(readoutText(cellDetails(lens, 0, 2, 0)), /equals the final prediction/);
+  assert.match(readoutText(cellDetails(data, 0, 2, 0)), /equals the final prediction/);
 });

@@ -37,47 +37,47 @@ for (const name of goldenNames("lens_")) {
     const { expected } = golden(name);
     for (const byteOffset of TRANSPORTS) {
       const where = `${name} (${byteOffset === null ? "base64" : `offset ${byteOffset}`})`;
-      const lens = decodePayload(...Object.values(lensPayload(name, { byteOffset })));
-      assert.deepEqual(lens.layers, expected.layers);
-      assert.deepEqual(lens.lengths, expected.lengths);
-      assert.deepEqual(lens.prompts, expected.prompts);
-      assert.deepEqual(metricNames(lens), expected.metrics, "the registry is Python's, in its order");
-      assert.ok(Math.abs(lens.maxEntropy - Math.log2(expected.vocab_size)) < 1e-12);
-      assert.deepEqual(lens.targets, expected.targets);
-      assert.deepEqual(lens.answerSets.map((s) => [s.name, s.answers]), expected.answer_sets.map((s) => [s.name, s.answers]));
-      const { arrays, scales } = lens;
+      const data = decodePayload(...Object.values(lensPayload(name, { byteOffset })));
+      assert.deepEqual(data.layers, expected.layers);
+      assert.deepEqual(data.lengths, expected.lengths);
+      assert.deepEqual(data.prompts, expected.prompts);
+      assert.deepEqual(metricNames(data), expected.metrics, "the registry is Python's, in its order");
+      assert.ok(Math.abs(data.maxEntropy - Math.log2(expected.vocab_size)) < 1e-12);
+      assert.deepEqual(data.targets, expected.targets);
+      assert.deepEqual(data.answerSets.map((s) => [s.name, s.answers]), expected.answer_sets.map((s) => [s.name, s.answers]));
+      const { arrays, scales } = data;
       for (const cell of expected.cells) {
         const { prompt: p, row, position: j } = cell;
         const at = `${where} cell (prompt ${p}, row ${row}, position ${j})`;
-        const idx = cellIndex(lens, p, row, j);
-        const col = lens.offsets[p] + j;
-        assert.equal(lens.layers[row], cell.layer, at);
-        assert.equal(lens.tokens[arrays.input_ids[col]], cell.input, `${at}: input`);
-        assert.equal(isMissing(lens, idx), cell.missing, `${at}: missing`);
-        const details = cellDetails(lens, p, row, j);
+        const idx = cellIndex(data, p, row, j);
+        const col = data.offsets[p] + j;
+        assert.equal(data.layers[row], cell.layer, at);
+        assert.equal(data.tokens[arrays.input_ids[col]], cell.input, `${at}: input`);
+        assert.equal(isMissing(data, idx), cell.missing, `${at}: missing`);
+        const details = cellDetails(data, p, row, j);
         if (cell.missing) {
           assert.deepEqual(details.top, [], at);
         } else {
-          assert.equal(lens.tokens[arrays.predicted_tokens[idx]], cell.top1, `${at}: top-1`);
+          assert.equal(data.tokens[arrays.predicted_tokens[idx]], cell.top1, `${at}: top-1`);
           assert.deepEqual(details.top.map((t) => t.token), cell.top_k.map(([token]) => token), `${at}: top-k tokens`);
           details.top.forEach((t, r) => near(t.prob, cell.top_k[r][1], r === 0 ? scales.max_probs : scales.topk_probs, `${at}: top-k ${r}`));
         }
-        if (cell.final === null) assert.ok(!arrays.final_tokens || isFinalMissing(lens, col), `${at}: no final prediction`);
-        else assert.equal(lens.tokens[arrays.final_tokens[col]], cell.final, `${at}: final prediction`);
-        for (const spec of lens.metrics) {
+        if (cell.final === null) assert.ok(!arrays.final_tokens || isFinalMissing(data, col), `${at}: no final prediction`);
+        else assert.equal(data.tokens[arrays.final_tokens[col]], cell.final, `${at}: final prediction`);
+        for (const spec of data.metrics) {
           const value = cell.values[spec.field];
           if (!spec.available) {
             assert.ok(value === undefined || value === null, `${at}: ${spec.name} is unavailable but the result has ${value}`);
             continue;
           }
-          near(metricValue(lens, spec.name, idx), value, scales[spec.field], `${at}: ${spec.name}`);
+          near(metricValue(data, spec.name, idx), value, scales[spec.field], `${at}: ${spec.name}`);
         }
         if ("answer_token_ranks" in cell.values && cell.values.answer_token_ranks !== null) {
           assert.equal(arrays.answer_token_ranks[idx], cell.values.answer_token_ranks, `${at}: answer rank`);
         }
-        if (cell.answer_top1 !== null) assert.equal(isAnswerTop1(lens, p, row, j), cell.answer_top1, `${at}: answer is top-1`);
+        if (cell.answer_top1 !== null) assert.equal(isAnswerTop1(data, p, row, j), cell.answer_top1, `${at}: answer is top-1`);
         cell.targets.forEach(([prob, rank], t) => {
-          const k = cellTargetIndex(lens, p, row, j, t);
+          const k = cellTargetIndex(data, p, row, j, t);
           if (prob === null) {
             assert.ok(cell.missing, `${at}: target ${t} without a value in a cell that has one`);
             return;
@@ -85,13 +85,13 @@ for (const name of goldenNames("lens_")) {
           near(arrays.target_probs[k] * scales.target_probs, prob, scales.target_probs, `${at}: target ${t}`);
           assert.equal(arrays.target_ranks[k], rank, `${at}: target ${t} rank`);
         });
-        assert.equal(isGenerated(lens, p, j), Boolean(cell.generated), `${at}: generated`);
+        assert.equal(isGenerated(data, p, j), Boolean(cell.generated), `${at}: generated`);
         if (cell.generated === null) assert.equal(arrays.generated, undefined);
-        assert.equal(tokenRole(lens, p, j), cell.role, `${at}: role`);
+        assert.equal(tokenRole(data, p, j), cell.role, `${at}: role`);
       }
       expected.answer_sets.forEach((set, s) => {
         set.probs.forEach((row, i) => row.forEach((prob, p) => {
-          const k = promptSetIndex(lens, i, p, s);
+          const k = promptSetIndex(data, i, p, s);
           const at = `${where} answer set ${set.name}, row ${i}, prompt ${p}`;
           if (prob === null) {
             // No answer, or the cell where the prompt ends has no value: stored as 0.

@@ -21,43 +21,43 @@ import { encode } from "./helpers.mjs";
 
 test("decodePayload decodes every section and the cell index follows [layer][flattened position]", () => {
   const { meta, sections } = lensPayload("lens_plain", { byteOffset: 1 });
-  const lens = decodePayload(meta, sections);
-  assert.equal(lens.L, 3);
-  assert.equal(lens.T, 5);
-  assert.equal(lens.P, 2);
-  assert.equal(lens.topK, 3);
+  const data = decodePayload(meta, sections);
+  assert.equal(data.L, 3);
+  assert.equal(data.T, 5);
+  assert.equal(data.P, 2);
+  assert.equal(data.topK, 3);
   // prompt 1, layer index 2, position 1 -> 2 * 5 + 3 + 1
-  assert.equal(cellIndex(lens, 1, 2, 1), 14);
-  assert.equal(lens.arrays.predicted_tokens[14], (2 + 4) % 5);
-  assert.ok(Math.abs(lens.arrays.max_probs[14] * lens.scales.max_probs - 1) < 1e-9);
-  assert.equal(lens.arrays.topk_tokens.length, 3 * 5 * 2);
-  assert.equal(lens.lensKind, "logit");
-  assert.deepEqual(lens.metrics.map((m) => m.name), golden("lens_plain").expected.metrics);
+  assert.equal(cellIndex(data, 1, 2, 1), 14);
+  assert.equal(data.arrays.predicted_tokens[14], (2 + 4) % 5);
+  assert.ok(Math.abs(data.arrays.max_probs[14] * data.scales.max_probs - 1) < 1e-9);
+  assert.equal(data.arrays.topk_tokens.length, 3 * 5 * 2);
+  assert.equal(data.lensKind, "logit");
+  assert.deepEqual(data.metrics.map((m) => m.name), golden("lens_plain").expected.metrics);
   // Python's rule: one less than the power of ten above the largest rank (14).
-  assert.deepEqual(lens.metrics[3].domain, [0, 99]);
-  assert.equal(lens.metrics[3].finalBased, true);
+  assert.deepEqual(data.metrics[3].domain, [0, 99]);
+  assert.equal(data.metrics[3].finalBased, true);
 });
 
 test("decodePayload uses uint32 token indices when the table is large", () => {
   const { meta, sections } = widenedLensPayload("lens_plain", { byteOffset: 2 });
-  const lens = decodePayload(meta, sections);
-  assert.ok(lens.arrays.predicted_tokens instanceof Uint32Array);
-  assert.equal(lens.arrays.final_tokens[4], (2 + 4) % 5);
+  const data = decodePayload(meta, sections);
+  assert.ok(data.arrays.predicted_tokens instanceof Uint32Array);
+  assert.equal(data.arrays.final_tokens[4], (2 + 4) % 5);
 });
 
 test("decodePayload without detail sections: topK is 1 and metrics are not loaded", () => {
   const { meta, sections } = lensPayload("lens_plain", { details: false });
-  const lens = decodePayload(meta, sections);
-  assert.equal(lens.topK, 1);
-  assert.equal(lens.arrays.entropy, undefined);
+  const data = decodePayload(meta, sections);
+  assert.equal(data.topK, 1);
+  assert.equal(data.arrays.entropy, undefined);
 });
 
 test("decodePayload skips detail sections described in _meta but not yet in _sections", () => {
   const { meta, sections } = lensPayload("lens_plain");
   delete sections.kl_to_final;
-  const lens = decodePayload(meta, sections);
-  assert.equal(lens.arrays.kl_to_final, undefined);
-  assert.ok(lens.arrays.entropy);
+  const data = decodePayload(meta, sections);
+  assert.equal(data.arrays.kl_to_final, undefined);
+  assert.ok(data.arrays.entropy);
 });
 
 test("decodePayload names what is wrong with an inconsistent payload", () => {
@@ -84,39 +84,39 @@ test("decodePayload names what is wrong with an inconsistent payload", () => {
 });
 
 test("settled cells: top-1 equals the final prediction; the last row always settles", () => {
-  const lens = decodePayload(...Object.values(lensPayload("lens_plain")));
-  for (let j = 0; j < 3; j++) assert.ok(isSettled(lens, 0, 2, j));
-  assert.ok(!isSettled(lens, 0, 1, 0));
-  assert.equal(settleRow(lens, 0, 0), 2);
+  const data = decodePayload(...Object.values(lensPayload("lens_plain")));
+  for (let j = 0; j < 3; j++) assert.ok(isSettled(data, 0, 2, j));
+  assert.ok(!isSettled(data, 0, 1, 0));
+  assert.equal(settleRow(data, 0, 0), 2);
 });
 
 test("missing cells are never settled and sectionMax is cached", () => {
   // lens_missing: layer 2 of prompt 0 is not finite (cells 10, 11, 12).
-  const lens = decodePayload(...Object.values(lensPayload("lens_missing")));
-  assert.ok(!isSettled(lens, 0, 2, 0));
-  assert.equal(settleRow(lens, 0, 0), -1);
+  const data = decodePayload(...Object.values(lensPayload("lens_missing")));
+  assert.ok(!isSettled(data, 0, 2, 0));
+  assert.equal(settleRow(data, 0, 0), -1);
   // Python scales a bits section to its largest value: the largest raw value is the top step.
-  assert.equal(sectionMax(lens, "kl_to_final"), 65535);
-  assert.equal(lens.maxima.kl_to_final, 65535);
-  assert.equal(sectionMax(lens, "nope"), 0);
+  assert.equal(sectionMax(data, "kl_to_final"), 65535);
+  assert.equal(data.maxima.kl_to_final, 65535);
+  assert.equal(sectionMax(data, "nope"), 0);
 });
 
 test("a position whose final distribution is missing settles nowhere", () => {
   // lens_final_missing: the model's own output at column 1 was not finite.
-  const lens = decodePayload(...Object.values(lensPayload("lens_final_missing")));
-  assert.ok(isFinalMissing(lens, 1) && !isFinalMissing(lens, 0));
-  assert.ok(!isSettled(lens, 0, 2, 1));
-  assert.ok(isSettled(lens, 0, 2, 0));
-  assert.equal(settleRow(lens, 0, 1), -1);
+  const data = decodePayload(...Object.values(lensPayload("lens_final_missing")));
+  assert.ok(isFinalMissing(data, 1) && !isFinalMissing(data, 0));
+  assert.ok(!isSettled(data, 0, 2, 1));
+  assert.ok(isSettled(data, 0, 2, 0));
+  assert.equal(settleRow(data, 0, 1), -1);
 });
 
 test("without the model's final prediction nothing is settled", () => {
   // lens_no_final: layers 0..2 of a 5-layer model.
-  const lens = decodePayload(...Object.values(lensPayload("lens_no_final")));
-  assert.equal(lens.arrays.final_tokens, undefined);
-  assert.ok(!isSettled(lens, 0, 2, 0));
-  assert.equal(lens.metrics[2].available, false);
-  assert.match(lens.metrics[2].unavailableReason, /^needs the model's final layer \(4\), which this result does not hold$/);
+  const data = decodePayload(...Object.values(lensPayload("lens_no_final")));
+  assert.equal(data.arrays.final_tokens, undefined);
+  assert.ok(!isSettled(data, 0, 2, 0));
+  assert.equal(data.metrics[2].available, false);
+  assert.match(data.metrics[2].unavailableReason, /^needs the model's final layer \(4\), which this result does not hold$/);
 });
 
 test("the layer trait is a model layer: rows by model layer, the nearest when absent", () => {

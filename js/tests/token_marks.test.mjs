@@ -38,21 +38,21 @@ function chatLens({ generated = true, roles = true } = {}) {
 }
 
 test("generated tokens and their start, per prompt", () => {
-  const lens = chatLens();
-  assert.deepEqual([0, 1, 2, 3, 4, 5].map((j) => isGenerated(lens, 0, j)), [false, false, false, false, true, true]);
-  assert.equal(generationStart(lens, 0), 4);
-  assert.equal(generationStart(lens, 1), -1); // nothing generated after prompt 1
+  const data = chatLens();
+  assert.deepEqual([0, 1, 2, 3, 4, 5].map((j) => isGenerated(data, 0, j)), [false, false, false, false, true, true]);
+  assert.equal(generationStart(data, 0), 4);
+  assert.equal(generationStart(data, 1), -1); // nothing generated after prompt 1
   const plain = chatLens({ generated: false });
   assert.equal(isGenerated(plain, 0, 4), false);
   assert.equal(generationStart(plain, 0), -1);
 });
 
 test("roles come from meta.roles by code; the legend lists only those present", () => {
-  const lens = chatLens();
-  assert.deepEqual([0, 1, 2, 3, 4, 5].map((j) => tokenRole(lens, 0, j)), ["template", "user", "user", "template", "assistant", "assistant"]);
-  assert.equal(tokenRole(lens, 1, 1), "system");
-  assert.deepEqual(rolesPresent(lens).map((r) => r.name), ["template", "system", "user", "assistant"]);
-  assert.equal(hasTemplateTokens(lens), true);
+  const data = chatLens();
+  assert.deepEqual([0, 1, 2, 3, 4, 5].map((j) => tokenRole(data, 0, j)), ["template", "user", "user", "template", "assistant", "assistant"]);
+  assert.equal(tokenRole(data, 1, 1), "system");
+  assert.deepEqual(rolesPresent(data).map((r) => r.name), ["template", "system", "user", "assistant"]);
+  assert.equal(hasTemplateTokens(data), true);
   assert.equal(tokenRole(chatLens({ roles: false }), 0, 0), null);
   assert.equal(hasTemplateTokens(chatLens({ roles: false })), false);
 });
@@ -74,9 +74,9 @@ test("codes outside meta.roles are refused", () => {
 });
 
 test("hiding template tokens keeps the other positions' true numbers", () => {
-  const lens = chatLens();
-  assert.equal(shownPositions(lens, 0, false), null);
-  const shown = shownPositions(lens, 0, true);
+  const data = chatLens();
+  assert.equal(shownPositions(data, 0, false), null);
+  const shown = shownPositions(data, 0, true);
   assert.deepEqual(shown, [1, 2, 4, 5]);
   assert.deepEqual(shown.map((_, c) => positionOfColumn(shown, c)), [1, 2, 4, 5]);
   assert.equal(columnOfPosition(shown, 4), 2);
@@ -92,18 +92,18 @@ test("hiding template tokens keeps the other positions' true numbers", () => {
   assert.equal(columnOf(layout, 5), 3);
   assert.equal(columnOf(layout, 0), -1);
   // The generation boundary sits at the first shown generated column.
-  assert.equal(generationColumn(lens, 0, shown), 2);
-  assert.equal(generationColumn(lens, 0, null), 4);
-  assert.equal(generationColumn(lens, 1, null), -1);
+  assert.equal(generationColumn(data, 0, shown), 2);
+  assert.equal(generationColumn(data, 0, null), 4);
+  assert.equal(generationColumn(data, 1, null), -1);
 });
 
 test("a prompt with nothing to hide, or nothing else, shows every position", () => {
   // lens_roles_uniform: prompt 0 holds template tokens only, prompt 1 user tokens only.
-  const lens = decodePayload(...Object.values(lensPayload("lens_roles_uniform")));
-  assert.deepEqual([0, 1, 2].map((j) => tokenRole(lens, 0, j)), ["template", "template", "template"]);
-  assert.deepEqual([0, 1].map((j) => tokenRole(lens, 1, j)), ["user", "user"]);
-  assert.equal(shownPositions(lens, 0, true), null);
-  assert.equal(shownPositions(lens, 1, true), null);
+  const data = decodePayload(...Object.values(lensPayload("lens_roles_uniform")));
+  assert.deepEqual([0, 1, 2].map((j) => tokenRole(data, 0, j)), ["template", "template", "template"]);
+  assert.deepEqual([0, 1].map((j) => tokenRole(data, 1, j)), ["user", "user"]);
+  assert.equal(shownPositions(data, 0, true), null);
+  assert.equal(shownPositions(data, 1, true), null);
 });
 
 test("colour image columns are picked in order", () => {
@@ -114,15 +114,15 @@ test("colour image columns are picked in order", () => {
 });
 
 test("tooltip and readout say generated and the role", () => {
-  const lens = chatLens();
-  const generated = cellDetails(lens, 0, 0, 4);
+  const data = chatLens();
+  const generated = cellDetails(data, 0, 0, 4);
   assert.equal(generated.generated, true);
   assert.equal(generated.role, "assistant");
   const tip = tooltipModel(generated);
   assert.ok(tip.badge.startsWith("generated"));
   assert.deepEqual(tip.rows.find((r) => r.label === "token")?.value, "generated, assistant");
   assert.match(readoutText(generated), /^Layer 0, position 4, input .* \(generated, assistant\);/);
-  const template = cellDetails(lens, 0, 0, 0);
+  const template = cellDetails(data, 0, 0, 0);
   assert.match(readoutText(template), /\(chat template\)/);
   assert.doesNotMatch(tooltipModel(template).badge, /generated/);
   const plain = cellDetails(decodePayload(...Object.values(lensPayload("lens_plain"))), 0, 0, 0);
@@ -134,10 +134,10 @@ test("tooltip and readout say generated and the role", () => {
 });
 
 test("the prompt's text with template tokens hidden is that of the shown tokens", () => {
-  const lens = chatLens({ generated: false });
-  assert.equal(shownPromptText(lens, 0, false), "<|user|> Hi there<|assistant|> Hello!");
-  assert.equal(shownPromptText(lens, 0, true), " Hi there Hello!");
-  assert.equal(shownPromptText(lens, 1, true), " Be brief");
+  const data = chatLens({ generated: false });
+  assert.equal(shownPromptText(data, 0, false), "<|user|> Hi there<|assistant|> Hello!");
+  assert.equal(shownPromptText(data, 0, true), " Hi there Hello!");
+  assert.equal(shownPromptText(data, 1, true), " Be brief");
   // Nothing to hide: the prompt as given.
   assert.equal(shownPromptText(chatLens({ roles: false }), 0, true), chatLens({ roles: false }).prompts[0] ?? "");
 });

@@ -46,25 +46,25 @@ function answerPayload({ details = true, missing = false } = {}) {
   return lensPayload(missing ? "lens_answers_missing" : "lens_answers", { details });
 }
 
-const lens = decodePayload(...Object.values(answerPayload()));
+const data = decodePayload(...Object.values(answerPayload()));
 const close = (a, b, tol = 1e-9) => Math.abs(a - b) <= tol;
 
 test("answer sets, targets and the new section shapes are decoded", () => {
-  assert.deepEqual(lens.answerSets.map((s) => s.name), SETS.map((s) => s.name));
-  assert.deepEqual(lens.answerSets.map((s) => s.answers), SETS.map((s) => s.answers));
-  assert.deepEqual(lens.answerSets[0].answers, [" Paris", null]);
-  assert.deepEqual(lens.answerSets[1].nTokens, [2, 1]);
-  assert.deepEqual(lens.targets, TARGETS);
-  assert.equal(lens.arrays.answer_probs.length, L * P * S);
-  assert.equal(lens.arrays.target_probs.length, L * T * NT);
+  assert.deepEqual(data.answerSets.map((s) => s.name), SETS.map((s) => s.name));
+  assert.deepEqual(data.answerSets.map((s) => s.answers), SETS.map((s) => s.answers));
+  assert.deepEqual(data.answerSets[0].answers, [" Paris", null]);
+  assert.deepEqual(data.answerSets[1].nTokens, [2, 1]);
+  assert.deepEqual(data.targets, TARGETS);
+  assert.equal(data.arrays.answer_probs.length, L * P * S);
+  assert.equal(data.arrays.target_probs.length, L * T * NT);
   // The indexing of the spec: i*P*S + p*S + s and (i*T + t)*n_targets + j.
-  assert.equal(promptSetIndex(lens, 2, 1, 1), 2 * P * S + 1 * S + 1);
-  assert.equal(cellTargetIndex(lens, 1, 2, 1, 1), (2 * T + (3 + 1)) * NT + 1);
-  assert.equal(lens.arrays.answer_probs[promptSetIndex(lens, 2, 1, 1)], raw.answerProb(2, 1, 1));
-  assert.equal(lens.arrays.answer_probs[promptSetIndex(lens, 2, 1, 0)], 0, "prompt 1 has no capital: no value, stored as 0");
-  assert.equal(lens.arrays.target_ranks[cellTargetIndex(lens, 1, 0, 1, 1)], raw.targetRank(0, 4, 1));
+  assert.equal(promptSetIndex(data, 2, 1, 1), 2 * P * S + 1 * S + 1);
+  assert.equal(cellTargetIndex(data, 1, 2, 1, 1), (2 * T + (3 + 1)) * NT + 1);
+  assert.equal(data.arrays.answer_probs[promptSetIndex(data, 2, 1, 1)], raw.answerProb(2, 1, 1));
+  assert.equal(data.arrays.answer_probs[promptSetIndex(data, 2, 1, 0)], 0, "prompt 1 has no capital: no value, stored as 0");
+  assert.equal(data.arrays.target_ranks[cellTargetIndex(data, 1, 0, 1, 1)], raw.targetRank(0, 4, 1));
   // Prompt 1 has no answer in the first set: the answer's cell sections have no value there.
-  assert.deepEqual(Array.from(lens.noValue.answer_token_probs), [0, 1]);
+  assert.deepEqual(Array.from(data.noValue.answer_token_probs), [0, 1]);
 });
 
 test("a payload without answers or targets decodes as before", () => {
@@ -90,7 +90,7 @@ test("inconsistent answer sets, targets and shapes are named", () => {
 });
 
 test("at the last position: top-1, final, every set's teacher-forced answer, every target", () => {
-  const series = trajectorySeries(lens, 0, 2, "prob");
+  const series = trajectorySeries(data, 0, 2, "prob");
   assert.deepEqual(series.map((s) => s.key), ["top1", "final", "answer:0", "answer:1", "target:0", "target:1"]);
   const byKey = Object.fromEntries(series.map((s) => [s.key, s]));
   const col = 2;
@@ -105,11 +105,11 @@ test("at the last position: top-1, final, every set's teacher-forced answer, eve
   assert.equal(byKey["answer:1"].label, "language");
   assert.match(byKey["answer:1"].note, /whole answer \(teacher-forced/);
   assert.equal(byKey["target:1"].token, "<b>x</b>", "a target is data: its raw text, shown later with textContent");
-  assert.equal(byKey.final.token, lens.tokens[lens.arrays.final_tokens[col]]);
+  assert.equal(byKey.final.token, data.tokens[data.arrays.final_tokens[col]]);
 });
 
 test("rank mode: no top-1 line (its rank is 0 by definition); ranks read from the rank sections", () => {
-  const series = trajectorySeries(lens, 1, 1, "rank"); // prompt 1's last position: column 4
+  const series = trajectorySeries(data, 1, 1, "rank"); // prompt 1's last position: column 4
   assert.deepEqual(series.map((s) => s.key), ["final", "answer:1", "target:0", "target:1"], "prompt 1 has no answer in the first set");
   const byKey = Object.fromEntries(series.map((s) => [s.key, s]));
   for (let i = 0; i < L; i++) {
@@ -120,15 +120,15 @@ test("rank mode: no top-1 line (its rank is 0 by definition); ranks read from th
 });
 
 test("elsewhere: the first set's answer token only", () => {
-  const prob = trajectorySeries(lens, 0, 1, "prob");
+  const prob = trajectorySeries(data, 0, 1, "prob");
   assert.deepEqual(prob.map((s) => s.key), ["top1", "final", "answer:0", "target:0", "target:1"]);
   const answer = prob.find((s) => s.key === "answer:0");
   assert.equal(answer.section, "answer_token_probs");
   assert.deepEqual(answer.values.map((v) => Math.round(v * U16)), [0, 1, 2].map((i) => raw.answerTokenProb(i, 1)));
-  const rank = trajectorySeries(lens, 0, 0, "rank").find((s) => s.key === "answer:0");
+  const rank = trajectorySeries(data, 0, 0, "rank").find((s) => s.key === "answer:0");
   assert.deepEqual(rank.values, [0, 1, 2].map((i) => raw.answerTokenRank(i, 0)));
   // Prompt 1, not its last position, has no first-set answer: no answer line at all.
-  assert.ok(!trajectorySeries(lens, 1, 0, "prob").some((s) => s.kind === "answer"));
+  assert.ok(!trajectorySeries(data, 1, 0, "prob").some((s) => s.kind === "answer"));
 });
 
 test("a missing row breaks every line; detail lines not loaded yet read as loading", () => {
@@ -147,23 +147,23 @@ test("a missing row breaks every line; detail lines not loaded yet read as loadi
 });
 
 test("the answer metric comes from the registry; prompts without an answer have no colour", () => {
-  assert.ok(metricAvailable(lens, "answer"));
-  assert.ok(close(metricValue(lens, "answer", 1 * T + 2), raw.answerTokenProb(1, 2) / U16));
-  assert.ok(Number.isNaN(metricValue(lens, "answer", 1 * T + 3)), "prompt 1 has no answer");
-  assert.ok(Number.isFinite(metricValue(lens, "prob", 1 * T + 3)));
-  const image0 = colourImage(lens, "answer", 0);
-  const image1 = colourImage(lens, "answer", 1);
+  assert.ok(metricAvailable(data, "answer"));
+  assert.ok(close(metricValue(data, "answer", 1 * T + 2), raw.answerTokenProb(1, 2) / U16));
+  assert.ok(Number.isNaN(metricValue(data, "answer", 1 * T + 3)), "prompt 1 has no answer");
+  assert.ok(Number.isFinite(metricValue(data, "prob", 1 * T + 3)));
+  const image0 = colourImage(data, "answer", 0);
+  const image1 = colourImage(data, "answer", 1);
   assert.ok(image0.data.some((v, k) => k % 4 === 3 && v === 255));
   assert.ok(image1.data.every((v, k) => k % 4 !== 3 || v === 0), "transparent: the hatch shows through");
-  assert.equal(promptOfColumn(lens, 0), 0);
-  assert.equal(promptOfColumn(lens, 2), 0);
-  assert.equal(promptOfColumn(lens, 3), 1);
-  assert.equal(promptOfColumn(lens, 4), 1);
+  assert.equal(promptOfColumn(data, 0), 0);
+  assert.equal(promptOfColumn(data, 2), 0);
+  assert.equal(promptOfColumn(data, 3), 1);
+  assert.equal(promptOfColumn(data, 4), 1);
 });
 
 test("answer marks: where answer_top1 is set, never for a prompt without an answer", () => {
   const marked = [];
-  for (let i = 0; i < L; i++) for (let p = 0; p < P; p++) for (let j = 0; j < LENGTHS[p]; j++) if (isAnswerTop1(lens, p, i, j)) marked.push([i, p, j]);
+  for (let i = 0; i < L; i++) for (let p = 0; p < P; p++) for (let j = 0; j < LENGTHS[p]; j++) if (isAnswerTop1(data, p, i, j)) marked.push([i, p, j]);
   assert.deepEqual(marked, [[1, 0, 2], [2, 0, 1]], "where the top-1 is token 3, \" Paris\", in prompt 0");
   // Python never marks a prompt without an answer; the front end does not trust the mask there
   // either (a hand-set bit, on purpose: cell (row 0, column 4) of prompt 1).
@@ -171,18 +171,18 @@ test("answer marks: where answer_top1 is set, never for a prompt without an answ
   const mask = new Uint8Array(forged.sections.answer_top1.buffer, forged.sections.answer_top1.byteOffset, L * T);
   mask[0 * T + 4] = 1;
   assert.equal(isAnswerTop1(decodePayload(forged.meta, forged.sections), 1, 0, 1), false);
-  const d = cellDetails(lens, 0, 2, 1);
+  const d = cellDetails(data, 0, 2, 1);
   assert.equal(d.answerTop1, true);
   assert.deepEqual(d.answer, { text: " Paris", prob: raw.answerTokenProb(2, 1) / U16, rank: raw.answerTokenRank(2, 1), whole: false });
-  const last = cellDetails(lens, 0, 1, 2);
+  const last = cellDetails(data, 0, 1, 2);
   assert.deepEqual(last.answer, { text: " Paris", prob: raw.answerProb(1, 0, 0) / U16, rank: raw.answerRank(1, 0, 0), whole: false });
   // Prompt 1's second-set answer is two tokens long: at its last position the tooltip gives the
   // whole answer's probability. (The first set has none for prompt 1; check set 1 through a
-  // lens whose first set is the second one.)
+  // decoded payload whose first set is the second one.)
   const swapped = answerPayload();
   swapped.meta.answer_sets.reverse();
-  const lens2 = decodePayload(swapped.meta, swapped.sections);
-  const whole = cellDetails(lens2, 0, 1, 2);
+  const data2 = decodePayload(swapped.meta, swapped.sections);
+  const whole = cellDetails(data2, 0, 1, 2);
   assert.equal(whole.answer.whole, true);
   assert.equal(whole.answer.prob, raw.answerProb(1, 0, 0) / U16, "the stored set 0 (what the payload holds)");
   const wholeRows = tooltipModel(whole).rows.map((r) => r.label);
@@ -193,8 +193,8 @@ test("answer marks: where answer_top1 is set, never for a prompt without an answ
   assert.ok(tip.rows.some((r) => r.label === "answer rank" && r.value === `rank ${raw.answerTokenRank(2, 1)}`));
   assert.ok(!tip.rows.some((r) => r.label === "whole answer"), "one token, one form: the metric row says it");
   assert.match(readoutText(d), /the answer/);
-  assert.equal(cellDetails(lens, 1, 0, 1).answer, null);
-  assert.ok(!/answer/.test(tooltipModel(cellDetails(lens, 1, 0, 1)).badge));
+  assert.equal(cellDetails(data, 1, 0, 1).answer, null);
+  assert.ok(!/answer/.test(tooltipModel(cellDetails(data, 1, 0, 1)).badge));
 });
 
 test("the chart follows hover, then keyboard focus, then the pinned cell, then the last position", () => {
@@ -228,7 +228,7 @@ test("value scales: more likely is to the right; ranks on a log scale with rank 
   assert.equal(niceRankMax(60000), 65535);
   // The axis is the same for every column: set by the largest rank in the loaded rank sections.
   const largest = Math.max(raw.targetRank(0, 4, 1), raw.answerRank(0, 1, 1), 14);
-  assert.equal(rankAxisMax(lens), niceRankMax(largest));
+  assert.equal(rankAxisMax(data), niceRankMax(largest));
 });
 
 test("the chart's rows are level with the heatmap's rows", () => {

@@ -712,6 +712,111 @@ function hatchPattern(ctx, colour) {
   return ctx.createPattern(tile, "repeat");
 }
 
+// src/shared/grid_events.js
+function onGridKey(grid, event) {
+  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
+  const key = event.key;
+  const pinKey = key === "Enter" || key === " ";
+  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
+  event.preventDefault();
+  event.stopPropagation();
+  if (key === "Escape") {
+    grid.unpin();
+    return;
+  }
+  if (!grid.focused) grid.showKeyboardFocus();
+  const focus = grid.focus;
+  if (!focus) return;
+  if (pinKey) grid.togglePin(focus);
+  else {
+    const next = grid.move(focus, key);
+    if (next) grid.setFocus(next);
+  }
+}
+function bindGrid(target, grid, signal) {
+  const on = (type, fn) => target.addEventListener(type, fn, { signal });
+  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
+  on("pointerleave", () => grid.setHover(null));
+  on("click", (event) => {
+    const cell = grid.cellAt(event);
+    if (!cell) return;
+    grid.focus = cell;
+    grid.togglePin(cell);
+  });
+  on("pointerdown", () => {
+    grid.focused = false;
+  });
+  on("keydown", (event) => onGridKey(grid, event));
+  on("focus", () => {
+    if (!grid.ready) return;
+    let keyboard = true;
+    try {
+      keyboard = target.matches(":focus-visible");
+    } catch {
+    }
+    if (keyboard) grid.showKeyboardFocus();
+  });
+  on("blur", () => {
+    grid.focused = false;
+    grid.blurred();
+  });
+}
+
+// src/shared/tooltip.js
+var TOOLTIP_GAP = 10;
+function overlapArea(a, b) {
+  const w = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
+  const h2 = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
+  return w > 0 && h2 > 0 ? w * h2 : 0;
+}
+function placeTooltip(anchor, size, bounds, margin = TOOLTIP_GAP, avoid = []) {
+  const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+  const right = bounds.x + bounds.w;
+  const bottom = bounds.y + bounds.h;
+  const gap = 4;
+  const rect = (left, top) => ({ x: left, y: top, w: size.w, h: size.h });
+  const score = (c) => {
+    const r = rect(c.left, c.top);
+    return avoid.reduce((sum, o) => sum + overlapArea(r, o), 0) * 1e6 + overlapArea(r, anchor);
+  };
+  const fitsV = (top) => top >= bounds.y - 0.5 && top + size.h <= bottom + 0.5;
+  const candidates = [];
+  const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
+  for (const left of [anchor.x + anchor.w + margin, anchor.x - size.w - margin]) {
+    if (left < bounds.x || left + size.w > right) continue;
+    const tops = [centred];
+    for (const o of avoid) tops.push(o.y - size.h - gap, o.y + o.h + gap);
+    for (const top of tops.filter(fitsV).sort((a, b) => Math.abs(a - centred) - Math.abs(b - centred))) {
+      candidates.push({ left, top });
+    }
+  }
+  const middle = clamp(anchor.x + anchor.w / 2 - size.w / 2, bounds.x, right - size.w);
+  for (const top of [anchor.y + anchor.h + margin, anchor.y - size.h - margin]) {
+    if (fitsV(top)) candidates.push({ left: middle, top });
+  }
+  const free = candidates.find((c) => score(c) === 0);
+  let best = free;
+  if (!best) {
+    const lefts = [middle, bounds.x, right - size.w].map((x) => clamp(x, bounds.x, right - size.w));
+    const tops = [centred, bounds.y, bottom - size.h].map((y) => clamp(y, bounds.y, Math.max(bounds.y, bottom - size.h)));
+    for (const left of lefts) for (const top of tops) candidates.push({ left, top });
+    best = candidates.reduce((a, b) => score(b) < score(a) ? b : a);
+  }
+  return { left: Math.round(Math.max(bounds.x, best.left)), top: Math.round(Math.max(bounds.y, best.top)) };
+}
+function tooltipBounds(root) {
+  return { x: 4, y: 4, w: root.clientWidth - 8, h: root.clientHeight - 8 };
+}
+function placeInRoot(tip, root, anchor, obstacles = [], bounds = tooltipBounds(root)) {
+  const rootBox = root.getBoundingClientRect();
+  const local = (r) => ({ x: r.x - rootBox.left - root.clientLeft, y: r.y - rootBox.top - root.clientTop, w: r.w, h: r.h });
+  const size = { w: tip.offsetWidth, h: tip.offsetHeight };
+  const { left, top } = placeTooltip(local(anchor), size, bounds, TOOLTIP_GAP, obstacles.map(local));
+  tip.style.left = `${left}px`;
+  tip.style.top = `${top}px`;
+}
+
 // src/diff/view.js
 var CELL_H = 22;
 var TOKEN_ROW_H = 20;
@@ -881,6 +986,13 @@ var DiffView = class {
     if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell));
     this.updateTooltip();
     this.requestDraw();
+  }
+  /** @param {Cell | null} cell the cell under the pointer, or null */
+  setHover(cell) {
+    const old = this.hover;
+    if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
+    this.hover = cell;
+    this.updateTooltip();
   }
   // ---- Showing -------------------------------------------------------------------------------
   showPrompt() {
@@ -1102,13 +1214,7 @@ var DiffView = class {
       table
     );
     this.tooltip.hidden = false;
-    const rect = this.cellClientRect(cell.layerIndex, cell.position);
-    const box = this.root.getBoundingClientRect();
-    const tip = this.tooltip.getBoundingClientRect();
-    let left = rect.x - box.left + rect.w + 8;
-    if (left + tip.width > box.width) left = Math.max(0, rect.x - box.left - tip.width - 8);
-    this.tooltip.style.left = `${left}px`;
-    this.tooltip.style.top = `${Math.max(0, Math.min(rect.y - box.top, box.height - tip.height - 4))}px`;
+    placeInRoot(this.tooltip, this.root, this.cellClientRect(cell.layerIndex, cell.position));
   }
   /**
    * A cell's box in client coordinates.
@@ -1133,7 +1239,7 @@ var DiffView = class {
    * @param {MouseEvent} event
    * @returns {Cell | null}
    */
-  eventCell(event) {
+  cellAt(event) {
     const diff = this.diff;
     if (!diff) return null;
     const box = this.canvas.getBoundingClientRect();
@@ -1155,40 +1261,7 @@ var DiffView = class {
       this.updateTooltip();
       this.requestDraw();
     });
-    on(this.canvas, "pointermove", (event) => {
-      const cell = this.eventCell(event);
-      const old = this.hover;
-      if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
-      this.hover = cell;
-      this.updateTooltip();
-    });
-    on(this.canvas, "pointerleave", () => {
-      this.hover = null;
-      this.updateTooltip();
-    });
-    on(this.canvas, "pointerdown", () => {
-      this.focused = false;
-    });
-    on(this.canvas, "click", (event) => {
-      const cell = this.eventCell(event);
-      if (!cell) return;
-      this.focus = cell;
-      this.togglePin(cell);
-    });
-    on(this.canvas, "focus", () => {
-      let keyboard = true;
-      try {
-        keyboard = this.canvas.matches(":focus-visible");
-      } catch {
-      }
-      if (keyboard) this.showKeyboardFocus();
-    });
-    on(this.canvas, "blur", () => {
-      this.focused = false;
-      this.updateTooltip();
-      this.requestDraw();
-    });
-    on(this.canvas, "keydown", (event) => this.onKey(event));
+    bindGrid(this.canvas, this, signal);
     this.handlers = [
       ["change:prompt", () => this.setPrompt(this.model.get("prompt"), false)],
       ["change:metric", () => this.setMetric(this.model.get("metric"), false)],
@@ -1213,28 +1286,27 @@ var DiffView = class {
     }
     this.setFocus(this.clampCell(this.focus));
   }
-  /** @param {KeyboardEvent} event */
-  onKey(event) {
-    const diff = this.diff;
-    if (!diff || event.altKey || event.ctrlKey || event.metaKey) return;
-    const key = event.key;
-    const pin = key === "Enter" || key === " ";
-    const moves = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
-    if (!pin && !moves && !(key === "Escape" && this.selected)) return;
-    event.preventDefault();
-    event.stopPropagation();
-    if (key === "Escape") {
-      this.setSelected(null, true);
-      this.readout.textContent = "Unpinned.";
-      return;
-    }
-    if (!this.focused) this.showKeyboardFocus();
-    if (!this.focus) return;
-    if (pin) this.togglePin(this.focus);
-    else {
-      const next = moveFocus(this.focus, key, diff.L, diff.lengths[this.prompt]);
-      if (next) this.setFocus(next);
-    }
+  // ---- The shared grid handlers' side (`Grid` in `../shared/grid_events.js`) -------------------
+  get ready() {
+    return Boolean(this.diff);
+  }
+  get pinned() {
+    return Boolean(this.selected);
+  }
+  /**
+   * @param {Cell} cell
+   * @param {string} key
+   */
+  move(cell, key) {
+    return this.diff ? moveFocus(cell, key, this.diff.L, this.diff.lengths[this.prompt]) : null;
+  }
+  unpin() {
+    this.setSelected(null, true);
+    this.readout.textContent = "Unpinned.";
+  }
+  blurred() {
+    this.updateTooltip();
+    this.requestDraw();
   }
   /** The test hook's object (`el.__muranoDiffDebug`, see `../shared/debug.js`). */
   debugApi() {

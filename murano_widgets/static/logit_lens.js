@@ -880,6 +880,60 @@ function readoutText(details, { pinned = false } = {}) {
   return `${parts.join("; ")}.`;
 }
 
+// src/shared/tooltip.js
+var TOOLTIP_GAP = 10;
+function overlapArea(a, b) {
+  const w = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
+  const h2 = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
+  return w > 0 && h2 > 0 ? w * h2 : 0;
+}
+function placeTooltip(anchor, size, bounds, margin = TOOLTIP_GAP, avoid = []) {
+  const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+  const right = bounds.x + bounds.w;
+  const bottom = bounds.y + bounds.h;
+  const gap = 4;
+  const rect = (left, top) => ({ x: left, y: top, w: size.w, h: size.h });
+  const score = (c) => {
+    const r = rect(c.left, c.top);
+    return avoid.reduce((sum, o) => sum + overlapArea(r, o), 0) * 1e6 + overlapArea(r, anchor);
+  };
+  const fitsV = (top) => top >= bounds.y - 0.5 && top + size.h <= bottom + 0.5;
+  const candidates = [];
+  const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
+  for (const left of [anchor.x + anchor.w + margin, anchor.x - size.w - margin]) {
+    if (left < bounds.x || left + size.w > right) continue;
+    const tops = [centred];
+    for (const o of avoid) tops.push(o.y - size.h - gap, o.y + o.h + gap);
+    for (const top of tops.filter(fitsV).sort((a, b) => Math.abs(a - centred) - Math.abs(b - centred))) {
+      candidates.push({ left, top });
+    }
+  }
+  const middle = clamp(anchor.x + anchor.w / 2 - size.w / 2, bounds.x, right - size.w);
+  for (const top of [anchor.y + anchor.h + margin, anchor.y - size.h - margin]) {
+    if (fitsV(top)) candidates.push({ left: middle, top });
+  }
+  const free = candidates.find((c) => score(c) === 0);
+  let best = free;
+  if (!best) {
+    const lefts = [middle, bounds.x, right - size.w].map((x) => clamp(x, bounds.x, right - size.w));
+    const tops = [centred, bounds.y, bottom - size.h].map((y) => clamp(y, bounds.y, Math.max(bounds.y, bottom - size.h)));
+    for (const left of lefts) for (const top of tops) candidates.push({ left, top });
+    best = candidates.reduce((a, b) => score(b) < score(a) ? b : a);
+  }
+  return { left: Math.round(Math.max(bounds.x, best.left)), top: Math.round(Math.max(bounds.y, best.top)) };
+}
+function tooltipBounds(root) {
+  return { x: 4, y: 4, w: root.clientWidth - 8, h: root.clientHeight - 8 };
+}
+function placeInRoot(tip, root, anchor, obstacles = [], bounds = tooltipBounds(root)) {
+  const rootBox = root.getBoundingClientRect();
+  const local = (r) => ({ x: r.x - rootBox.left - root.clientLeft, y: r.y - rootBox.top - root.clientTop, w: r.w, h: r.h });
+  const size = { w: tip.offsetWidth, h: tip.offsetHeight };
+  const { left, top } = placeTooltip(local(anchor), size, bounds, TOOLTIP_GAP, obstacles.map(local));
+  tip.style.left = `${left}px`;
+  tip.style.top = `${top}px`;
+}
+
 // src/layout.js
 var GEOMETRY = Object.freeze({
   axisH: 16,
@@ -994,46 +1048,6 @@ function revealColumn(layout, scrollLeft, position) {
 function labelStride(rowH, minSpacing = 12) {
   if (rowH >= minSpacing) return 1;
   return niceCeil(minSpacing / rowH);
-}
-function overlapArea(a, b) {
-  const w = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
-  const h2 = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
-  return w > 0 && h2 > 0 ? w * h2 : 0;
-}
-function placeTooltip(anchor, size, bounds, margin = 10, avoid = []) {
-  const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
-  const right = bounds.x + bounds.w;
-  const bottom = bounds.y + bounds.h;
-  const gap = 4;
-  const rect = (left, top) => ({ x: left, y: top, w: size.w, h: size.h });
-  const score = (c) => {
-    const r = rect(c.left, c.top);
-    return avoid.reduce((sum, o) => sum + overlapArea(r, o), 0) * 1e6 + overlapArea(r, anchor);
-  };
-  const fitsV = (top) => top >= bounds.y - 0.5 && top + size.h <= bottom + 0.5;
-  const candidates = [];
-  const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
-  for (const left of [anchor.x + anchor.w + margin, anchor.x - size.w - margin]) {
-    if (left < bounds.x || left + size.w > right) continue;
-    const tops = [centred];
-    for (const o of avoid) tops.push(o.y - size.h - gap, o.y + o.h + gap);
-    for (const top of tops.filter(fitsV).sort((a, b) => Math.abs(a - centred) - Math.abs(b - centred))) {
-      candidates.push({ left, top });
-    }
-  }
-  const middle = clamp(anchor.x + anchor.w / 2 - size.w / 2, bounds.x, right - size.w);
-  for (const top of [anchor.y + anchor.h + margin, anchor.y - size.h - margin]) {
-    if (fitsV(top)) candidates.push({ left: middle, top });
-  }
-  const free = candidates.find((c) => score(c) === 0);
-  let best = free;
-  if (!best) {
-    const lefts = [middle, bounds.x, right - size.w].map((x) => clamp(x, bounds.x, right - size.w));
-    const tops = [centred, bounds.y, bottom - size.h].map((y) => clamp(y, bounds.y, Math.max(bounds.y, bottom - size.h)));
-    for (const left of lefts) for (const top of tops) candidates.push({ left, top });
-    best = candidates.reduce((a, b) => score(b) < score(a) ? b : a);
-  }
-  return { left: Math.round(Math.max(bounds.x, best.left)), top: Math.round(Math.max(bounds.y, best.top)) };
 }
 
 // src/colour.js
@@ -2594,6 +2608,57 @@ function buildDom(el, id) {
   };
 }
 
+// src/shared/grid_events.js
+function onGridKey(grid, event) {
+  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
+  const key = event.key;
+  const pinKey = key === "Enter" || key === " ";
+  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
+  event.preventDefault();
+  event.stopPropagation();
+  if (key === "Escape") {
+    grid.unpin();
+    return;
+  }
+  if (!grid.focused) grid.showKeyboardFocus();
+  const focus = grid.focus;
+  if (!focus) return;
+  if (pinKey) grid.togglePin(focus);
+  else {
+    const next = grid.move(focus, key);
+    if (next) grid.setFocus(next);
+  }
+}
+function bindGrid(target, grid, signal) {
+  const on = (type, fn) => target.addEventListener(type, fn, { signal });
+  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
+  on("pointerleave", () => grid.setHover(null));
+  on("click", (event) => {
+    const cell = grid.cellAt(event);
+    if (!cell) return;
+    grid.focus = cell;
+    grid.togglePin(cell);
+  });
+  on("pointerdown", () => {
+    grid.focused = false;
+  });
+  on("keydown", (event) => onGridKey(grid, event));
+  on("focus", () => {
+    if (!grid.ready) return;
+    let keyboard = true;
+    try {
+      keyboard = target.matches(":focus-visible");
+    } catch {
+    }
+    if (keyboard) grid.showKeyboardFocus();
+  });
+  on("blur", () => {
+    grid.focused = false;
+    grid.blurred();
+  });
+}
+
 // src/view/events.js
 function eventCell(view, event) {
   if (!view.layout) return null;
@@ -2601,29 +2666,47 @@ function eventCell(view, event) {
   const hit = hitTest(view.layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
   return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(view.layout, hit.position) } : null;
 }
-function onKeyDown(view, event) {
-  if (!view.lens || event.altKey || event.ctrlKey || event.metaKey) return;
-  const s2 = view.state;
-  const key = event.key;
-  const pinKey = key === "Enter" || key === " ";
-  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
-  if (!pinKey && !navigation && !(key === "Escape" && s2.selected)) return;
-  event.preventDefault();
-  event.stopPropagation();
-  if (key === "Escape") {
-    view.setSelected(null, true);
-    view.ui.readout.textContent = "Unpinned.";
-    return;
-  }
-  if (!s2.focused) view.showKeyboardFocus();
-  if (!s2.focus) return;
-  if (pinKey) view.togglePin(s2.focus);
-  else if (view.layout) {
-    const layout = view.layout;
-    const column = Math.max(0, columnOf(layout, s2.focus.position));
-    const next = moveFocus({ layerIndex: s2.focus.layerIndex, position: column }, key, view.lens.L, layout.nPositions);
-    if (next) view.setFocus({ layerIndex: next.layerIndex, position: positionAt(layout, next.position) });
-  }
+function heatmapGrid(view) {
+  return {
+    get ready() {
+      return Boolean(view.data);
+    },
+    get focus() {
+      return view.state.focus;
+    },
+    set focus(cell) {
+      view.state.focus = cell;
+    },
+    get focused() {
+      return view.state.focused;
+    },
+    set focused(value) {
+      view.state.focused = value;
+    },
+    get pinned() {
+      return Boolean(view.state.selected);
+    },
+    cellAt: (event) => eventCell(view, event),
+    setHover: (cell) => view.setHover(cell),
+    setFocus: (cell) => view.setFocus(cell),
+    move: (cell, key) => {
+      const layout = view.layout;
+      if (!layout || !view.data) return null;
+      const column = Math.max(0, columnOf(layout, cell.position));
+      const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, view.data.L, layout.nPositions);
+      return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
+    },
+    togglePin: (cell) => view.togglePin(cell),
+    unpin: () => {
+      view.setSelected(null, true);
+      view.ui.readout.textContent = "Unpinned.";
+    },
+    showKeyboardFocus: () => view.showKeyboardFocus(),
+    blurred: () => {
+      view.updateTooltip();
+      view.requestDraw();
+    }
+  };
 }
 function bindEvents(view) {
   const abort = new AbortController();
@@ -2639,34 +2722,9 @@ function bindEvents(view) {
     if (view.state.hover) view.setHover(null);
     view.requestDraw();
   }, { passive: true });
-  on(ui.canvas, "pointermove", (event) => view.setHover(eventCell(view, event)));
-  on(ui.canvas, "pointerleave", () => view.setHover(null));
+  bindGrid(ui.canvas, heatmapGrid(view), signal);
   on(ui.main, "pointerleave", () => {
     view.chartHover = null;
-    view.requestDraw();
-  });
-  on(ui.canvas, "click", (event) => {
-    const cell = eventCell(view, event);
-    if (!cell) return;
-    view.state.focus = cell;
-    view.togglePin(cell);
-  });
-  on(ui.canvas, "pointerdown", () => {
-    view.state.focused = false;
-  });
-  on(ui.canvas, "keydown", (event) => onKeyDown(view, event));
-  on(ui.canvas, "focus", () => {
-    if (!view.lens) return;
-    let keyboard = true;
-    try {
-      keyboard = ui.canvas.matches(":focus-visible");
-    } catch {
-    }
-    if (keyboard) view.showKeyboardFocus();
-  });
-  on(ui.canvas, "blur", () => {
-    view.state.focused = false;
-    view.updateTooltip();
     view.requestDraw();
   });
   on(ui.unpinButton, "click", () => view.setSelected(null, true));
@@ -2768,8 +2826,7 @@ var TooltipView = class {
   place(anchor) {
     const tip = this.element;
     if (tip.hidden) return;
-    const rootBox = this.root.getBoundingClientRect();
-    const bounds = { x: 4, y: 4, w: this.root.clientWidth - 8, h: this.root.clientHeight - 8 };
+    const bounds = tooltipBounds(this.root);
     tip.classList.remove("murano-tt-wide");
     tip.style.maxHeight = "";
     tip.style.maxWidth = "";
@@ -2778,11 +2835,7 @@ var TooltipView = class {
       tip.style.maxWidth = `${Math.max(200, bounds.w)}px`;
     }
     if (tip.offsetHeight > bounds.h) tip.style.maxHeight = `${bounds.h}px`;
-    const local = (r) => ({ x: r.x - rootBox.left - this.root.clientLeft, y: r.y - rootBox.top - this.root.clientTop, w: r.w, h: r.h });
-    const size = { w: tip.offsetWidth, h: tip.offsetHeight };
-    const { left, top } = placeTooltip(local(anchor), size, bounds, 10, this.obstacles().map(local));
-    tip.style.left = `${left}px`;
-    tip.style.top = `${top}px`;
+    placeInRoot(tip, this.root, anchor, this.obstacles(), bounds);
   }
 };
 
@@ -2835,13 +2888,6 @@ var LensView = class {
     this.removeDebug = installDebug(el, "heatmap", debugApi(this));
     if (this.ui.scroller.clientWidth > 0) this.draw();
     else this.requestDraw();
-  }
-  /**
-   * Deprecated alias of `data`, kept for one release: `events.js` still reads `view.lens`.
-   * @returns {LensData | null}
-   */
-  get lens() {
-    return this.data;
   }
   destroy() {
     this.unbind();

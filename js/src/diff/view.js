@@ -18,11 +18,13 @@ import { readTheme, watchTheme } from "../theme.js";
 import { h } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
 import { hatchPattern } from "../shared/hatch.js";
+import { bindGrid } from "../shared/grid_events.js";
+import { placeInRoot } from "../shared/tooltip.js";
 
 /**
  * @typedef {import("./payload.js").Diff} Diff
  * @typedef {import("../local_model.js").WidgetModel} WidgetModel
- * @typedef {{layerIndex: number, position: number}} Cell
+ * @typedef {import("../shared/grid_events.js").Cell} Cell
  * @typedef {{prompt: number, layer_index: number, position: number, [key: string]: unknown}} Selected
  */
 
@@ -216,6 +218,14 @@ export class DiffView {
     if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell));
     this.updateTooltip();
     this.requestDraw();
+  }
+
+  /** @param {Cell | null} cell the cell under the pointer, or null */
+  setHover(cell) {
+    const old = this.hover;
+    if (old === cell || (old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position)) return;
+    this.hover = cell;
+    this.updateTooltip();
   }
 
   // ---- Showing -------------------------------------------------------------------------------
@@ -452,14 +462,8 @@ export class DiffView {
       table,
     );
     this.tooltip.hidden = false;
-    const rect = this.cellClientRect(cell.layerIndex, cell.position);
-    const box = this.root.getBoundingClientRect();
-    const tip = this.tooltip.getBoundingClientRect();
-    let left = rect.x - box.left + rect.w + 8;
-    if (left + tip.width > box.width) left = Math.max(0, rect.x - box.left - tip.width - 8);
-    this.tooltip.style.left = `${left}px`;
-    // Kept inside the widget's box where it fits (a notebook's output area may clip overflow).
-    this.tooltip.style.top = `${Math.max(0, Math.min(rect.y - box.top, box.height - tip.height - 4))}px`;
+    // The heatmap's placement: beside the cell, centred on it, inside the widget's box.
+    placeInRoot(this.tooltip, this.root, this.cellClientRect(cell.layerIndex, cell.position));
   }
 
   /**
@@ -483,7 +487,7 @@ export class DiffView {
    * @param {MouseEvent} event
    * @returns {Cell | null}
    */
-  eventCell(event) {
+  cellAt(event) {
     const diff = this.diff;
     if (!diff) return null;
     const box = this.canvas.getBoundingClientRect();
@@ -508,41 +512,7 @@ export class DiffView {
       this.updateTooltip();
       this.requestDraw();
     });
-    on(this.canvas, "pointermove", (event) => {
-      const cell = this.eventCell(event);
-      const old = this.hover;
-      if (old === cell || (old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position)) return;
-      this.hover = cell;
-      this.updateTooltip();
-    });
-    on(this.canvas, "pointerleave", () => {
-      this.hover = null;
-      this.updateTooltip();
-    });
-    on(this.canvas, "pointerdown", () => {
-      this.focused = false;
-    });
-    on(this.canvas, "click", (event) => {
-      const cell = this.eventCell(event);
-      if (!cell) return;
-      this.focus = cell;
-      this.togglePin(cell);
-    });
-    on(this.canvas, "focus", () => {
-      let keyboard = true;
-      try {
-        keyboard = this.canvas.matches(":focus-visible");
-      } catch {
-        // No :focus-visible: every focus counts as keyboard focus.
-      }
-      if (keyboard) this.showKeyboardFocus();
-    });
-    on(this.canvas, "blur", () => {
-      this.focused = false;
-      this.updateTooltip();
-      this.requestDraw();
-    });
-    on(this.canvas, "keydown", (event) => this.onKey(event));
+    bindGrid(this.canvas, this, signal);
     /** @type {[string, () => void][]} */
     this.handlers = [
       ["change:prompt", () => this.setPrompt(this.model.get("prompt"), false)],
@@ -570,28 +540,32 @@ export class DiffView {
     this.setFocus(this.clampCell(this.focus));
   }
 
-  /** @param {KeyboardEvent} event */
-  onKey(event) {
-    const diff = this.diff;
-    if (!diff || event.altKey || event.ctrlKey || event.metaKey) return;
-    const key = event.key;
-    const pin = key === "Enter" || key === " ";
-    const moves = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
-    if (!pin && !moves && !(key === "Escape" && this.selected)) return;
-    event.preventDefault();
-    event.stopPropagation();
-    if (key === "Escape") {
-      this.setSelected(null, true);
-      this.readout.textContent = "Unpinned.";
-      return;
-    }
-    if (!this.focused) this.showKeyboardFocus();
-    if (!this.focus) return;
-    if (pin) this.togglePin(this.focus);
-    else {
-      const next = moveFocus(this.focus, key, diff.L, diff.lengths[this.prompt]);
-      if (next) this.setFocus(next);
-    }
+  // ---- The shared grid handlers' side (`Grid` in `../shared/grid_events.js`) -------------------
+
+  get ready() {
+    return Boolean(this.diff);
+  }
+
+  get pinned() {
+    return Boolean(this.selected);
+  }
+
+  /**
+   * @param {Cell} cell
+   * @param {string} key
+   */
+  move(cell, key) {
+    return this.diff ? moveFocus(cell, key, this.diff.L, this.diff.lengths[this.prompt]) : null;
+  }
+
+  unpin() {
+    this.setSelected(null, true);
+    this.readout.textContent = "Unpinned.";
+  }
+
+  blurred() {
+    this.updateTooltip();
+    this.requestDraw();
   }
 
   /** The test hook's object (`el.__muranoDiffDebug`, see `../shared/debug.js`). */

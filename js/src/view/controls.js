@@ -12,7 +12,7 @@ import { displayToken, truncateText } from "../tokens.js";
 
 /**
  * @typedef {import("./dom.js").Ui} Ui
- * @typedef {import("../payload.js").Lens} Lens
+ * @typedef {import("../payload.js").LensData} LensData
  * @typedef {import("../state.js").Selected} Selected
  */
 
@@ -21,17 +21,17 @@ import { displayToken, truncateText } from "../tokens.js";
  * the metric menu (every metric of the registry; those the result lacks disabled, saying why),
  * the slider ranges.
  * @param {Ui} ui
- * @param {Lens} lens
+ * @param {LensData} data
  */
-export function showData(ui, lens) {
-  const kind = lensTitle(lens);
+export function showData(ui, data) {
+  const kind = lensTitle(data);
   ui.titleEl.textContent = kind;
-  ui.modelEl.textContent = lens.modelName;
-  ui.modelEl.hidden = !lens.modelName;
-  if (lens.modelName) ui.modelEl.setAttribute("title", lens.modelName);
-  ui.root.setAttribute("aria-label", `${kind}${lens.modelName ? ` of ${lens.modelName}` : ""}`);
+  ui.modelEl.textContent = data.modelName;
+  ui.modelEl.hidden = !data.modelName;
+  if (data.modelName) ui.modelEl.setAttribute("title", data.modelName);
+  ui.root.setAttribute("aria-label", `${kind}${data.modelName ? ` of ${data.modelName}` : ""}`);
   ui.metricSelect.replaceChildren(
-    ...lens.metrics.map((spec) => {
+    ...data.metrics.map((spec) => {
       // Unavailable: disabled, the reason's first clause in the menu, the whole of it in the title.
       const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
       const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
@@ -41,24 +41,24 @@ export function showData(ui, lens) {
       return option;
     }),
   );
-  ui.promptUi.input.max = String(lens.P - 1);
-  const single = lens.P < 2;
+  ui.promptUi.input.max = String(data.P - 1);
+  const single = data.P < 2;
   ui.promptUi.row.classList.toggle("murano-single", single);
   // One prompt: its text alone, no slider and no "Prompt" label.
   ui.promptUi.input.hidden = single;
   ui.promptUi.label.hidden = single;
   ui.promptUi.output.hidden = single;
-  ui.layerUi.input.max = String(lens.L - 1);
-  ui.missingKey.hidden = !lens.arrays.missing && !lens.arrays.final_missing && Object.keys(lens.noValue).length === 0;
-  ui.answerKey.hidden = lens.answerSets.length === 0;
+  ui.layerUi.input.max = String(data.L - 1);
+  ui.missingKey.hidden = !data.arrays.missing && !data.arrays.final_missing && Object.keys(data.noValue).length === 0;
+  ui.answerKey.hidden = data.answerSets.length === 0;
   // The marks are the first answer set's: named when the sets have names of their own.
-  const first = lens.answerSets[0];
-  const named = first && (lens.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
+  const first = data.answerSets[0];
+  const named = first && (data.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
   const keyText = ui.answerKey.lastElementChild;
   if (keyText) keyText.textContent = `top-1 = the answer${named}`;
-  ui.settledKey.hidden = !lens.arrays.final_tokens;
-  ui.generatedKey.hidden = !lens.arrays.generated;
-  const roles = rolesPresent(lens);
+  ui.settledKey.hidden = !data.arrays.final_tokens;
+  ui.generatedKey.hidden = !data.arrays.generated;
+  const roles = rolesPresent(data);
   ui.roleKeys.hidden = roles.length === 0;
   ui.roleKeys.replaceChildren(
     ...roles.map((role) => {
@@ -69,45 +69,45 @@ export function showData(ui, lens) {
       return key;
     }),
   );
-  ui.hideTemplateLabel.hidden = !hasTemplateTokens(lens);
+  ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
 }
 
 /**
  * What the lens that made the result is called: its title as Python sends it (`meta.lens_title`,
  * the same string the static plot and the export use); for a payload saved before titles were
  * sent, made from its kind as Python's `title_of` makes it.
- * @param {Lens} lens
+ * @param {LensData} data
  */
-export function lensTitle(lens) {
-  if (lens.lensTitle) return lens.lensTitle;
-  const kind = lens.lensKind || "logit";
+export function lensTitle(data) {
+  if (data.lensTitle) return data.lensTitle;
+  const kind = data.lensKind || "logit";
   return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
 }
 
 /**
  * The sliders, their texts and the heatmap's accessible name, for the prompt and row shown.
  * @param {Ui} ui
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {{prompt: number, layer: number, hideTemplate?: boolean}} state
  */
-export function showControls(ui, lens, state) {
+export function showControls(ui, data, state) {
   const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
   promptInput.value = String(state.prompt);
-  promptOutput.textContent = `${state.prompt + 1} / ${lens.P}`;
-  const text = displayToken(shownPromptText(lens, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
+  promptOutput.textContent = `${state.prompt + 1} / ${data.P}`;
+  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
   promptText.textContent = text;
   promptText.setAttribute("title", text);
-  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${lens.P}: ${truncateText(text, 80)}`);
-  const layer = lens.layers[state.layer];
+  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
+  const layer = data.layers[state.layer];
   ui.layerUi.input.value = String(state.layer);
   ui.layerUi.output.textContent = `L${layer}`;
-  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${lens.L}`);
-  const n = lens.lengths[state.prompt];
-  const depth = lens.nModelLayers && lens.nModelLayers !== lens.L ? ` of ${lens.nModelLayers}` : "";
-  ui.dimsEl.textContent = `${lens.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
+  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${data.L}`);
+  const n = data.lengths[state.prompt];
+  const depth = data.nModelLayers && data.nModelLayers !== data.L ? ` of ${data.nModelLayers}` : "";
+  ui.dimsEl.textContent = `${data.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `${lensTitle(lens)} heatmap: ${lens.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
+    `${lensTitle(data)} heatmap: ${data.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
       "Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.",
   );
 }
@@ -116,14 +116,14 @@ export function showControls(ui, lens, state) {
  * The legend: title, colour bar and ticks of the metric shown (the requested one says "loading…"
  * until its section arrives).
  * @param {Ui} ui
- * @param {Lens} lens
+ * @param {LensData} data
  * @param {string} shown
  * @param {string} requested
  */
-export function showLegend(ui, lens, shown, requested) {
-  const spec = metricSpec(lens, shown);
+export function showLegend(ui, data, shown, requested) {
+  const spec = metricSpec(data, shown);
   if (!spec) return;
-  const wanted = metricSpec(lens, requested);
+  const wanted = metricSpec(data, requested);
   ui.legendTitle.textContent = wanted && wanted !== spec ? `${wanted.label}: loading…` : spec.label;
   ui.legendTitle.setAttribute("title", (wanted || spec).description);
   ui.metricSelect.setAttribute("title", (wanted || spec).description);
@@ -134,7 +134,7 @@ export function showLegend(ui, lens, shown, requested) {
     for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
     ctx.putImageData(image, 0, 0);
   }
-  const ticks = legendTicks(spec, metricDomain(lens, shown));
+  const ticks = legendTicks(spec, metricDomain(data, shown));
   ui.legendTicks.replaceChildren(
     ...ticks.map((tick, i) => {
       const span = h("span", "murano-legend-tick", {}, tick.label);
@@ -149,19 +149,19 @@ export function showLegend(ui, lens, shown, requested) {
 /**
  * The pinned-cell chip.
  * @param {Ui} ui
- * @param {Lens | null} lens
+ * @param {LensData | null} data
  * @param {Selected | null} sel
  */
-export function showPin(ui, lens, sel) {
-  if (!sel || !lens || !(sel.prompt >= 0 && sel.prompt < lens.P)) {
+export function showPin(ui, data, sel) {
+  if (!sel || !data || !(sel.prompt >= 0 && sel.prompt < data.P)) {
     ui.pinEl.hidden = true;
     return;
   }
-  const li = clampIndex(sel.layer_index, lens.L);
-  const pos = clampIndex(sel.position, lens.lengths[sel.prompt]);
-  const d = cellDetails(lens, sel.prompt, li, pos);
+  const li = clampIndex(sel.layer_index, data.L);
+  const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
+  const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
-  const where = lens.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+  const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
   ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }

@@ -16,7 +16,7 @@ export function debugApi(view) {
   return {
     get state() {
       const s = view.state;
-      const layers = view.lens ? view.lens.layers : [];
+      const layers = view.data ? view.data.layers : [];
       return {
         prompt: s.prompt,
         layer: s.layer,
@@ -65,16 +65,16 @@ export function debugApi(view) {
      * @param {number} position
      */
     cellColour(layerIndex, position) {
-      if (!view.lens) return null;
+      if (!view.data) return null;
       const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric);
-      const o = ((view.lens.L - 1 - layerIndex) * image.width + position) * 4;
+      const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
     /**
      * @param {number} layerIndex
      * @param {number} position
      */
-    cellDetails: (layerIndex, position) => (view.lens ? cellDetails(view.lens, view.state.prompt, layerIndex, position) : null),
+    cellDetails: (layerIndex, position) => (view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position) : null),
     drawNow: () => view.relayout(),
     /** @param {boolean} hide as the control does: the `hide_template` trait follows */
     setHideTemplate: (hide) => view.setHideTemplate(hide, true),

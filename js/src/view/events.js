@@ -6,11 +6,13 @@
 
 import { columnOf, hitTest, positionAt } from "../layout.js";
 import { moveFocus } from "../state.js";
+import { bindGrid, onGridKey } from "../shared/grid_events.js";
 import { watchTheme } from "../theme.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
  * @typedef {import("../layout.js").Cell} Cell
+ * @typedef {import("../shared/grid_events.js").Grid} Grid
  */
 
 /**
@@ -28,37 +30,62 @@ export function eventCell(view, event) {
 }
 
 /**
+ * The heatmap as the shared grid handlers see it (`../shared/grid_events.js`): its columns skip
+ * hidden template tokens, so a move goes between the columns shown.
+ * @param {LensView} view
+ * @returns {Grid}
+ */
+export function heatmapGrid(view) {
+  return {
+    get ready() {
+      return Boolean(view.data);
+    },
+    get focus() {
+      return view.state.focus;
+    },
+    set focus(cell) {
+      view.state.focus = cell;
+    },
+    get focused() {
+      return view.state.focused;
+    },
+    set focused(value) {
+      view.state.focused = value;
+    },
+    get pinned() {
+      return Boolean(view.state.selected);
+    },
+    cellAt: (event) => eventCell(view, event),
+    setHover: (cell) => view.setHover(cell),
+    setFocus: (cell) => view.setFocus(cell),
+    move: (cell, key) => {
+      const layout = view.layout;
+      if (!layout || !view.data) return null;
+      const column = Math.max(0, columnOf(layout, cell.position));
+      const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, view.data.L, layout.nPositions);
+      return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
+    },
+    togglePin: (cell) => view.togglePin(cell),
+    unpin: () => {
+      view.setSelected(null, true);
+      view.ui.readout.textContent = "Unpinned.";
+    },
+    showKeyboardFocus: () => view.showKeyboardFocus(),
+    blurred: () => {
+      view.updateTooltip();
+      view.requestDraw();
+    },
+  };
+}
+
+/**
  * A key press on the heatmap: arrows, Home/End and PageUp/PageDown move the focus cell,
- * Enter or Space pins it, Escape unpins.
+ * Enter or Space pins it, Escape unpins (`onGridKey`).
  * @param {LensView} view
  * @param {KeyboardEvent} event
  */
 export function onKeyDown(view, event) {
-  if (!view.lens || event.altKey || event.ctrlKey || event.metaKey) return;
-  const s = view.state;
-  const key = event.key;
-  const pinKey = key === "Enter" || key === " ";
-  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
-  if (!pinKey && !navigation && !(key === "Escape" && s.selected)) return;
-  // Handled here: keep the page (and notebook shortcuts such as arrows between cells) out.
-  event.preventDefault();
-  event.stopPropagation();
-  if (key === "Escape") {
-    view.setSelected(null, true);
-    view.ui.readout.textContent = "Unpinned.";
-    return;
-  }
-  // The first key after a mouse click shows the focus cell where the click was.
-  if (!s.focused) view.showKeyboardFocus();
-  if (!s.focus) return;
-  if (pinKey) view.togglePin(s.focus);
-  else if (view.layout) {
-    // Moves between the columns shown: hidden template tokens are stepped over.
-    const layout = view.layout;
-    const column = Math.max(0, columnOf(layout, s.focus.position));
-    const next = moveFocus({ layerIndex: s.focus.layerIndex, position: column }, key, view.lens.L, layout.nPositions);
-    if (next) view.setFocus({ layerIndex: next.layerIndex, position: positionAt(layout, next.position) });
-  }
+  onGridKey(heatmapGrid(view), event);
 }
 
 /**
@@ -81,37 +108,10 @@ export function bindEvents(view) {
     if (view.state.hover) view.setHover(null);
     view.requestDraw();
   }, { passive: true });
-  on(ui.canvas, "pointermove", (event) => view.setHover(eventCell(view, event)));
-  on(ui.canvas, "pointerleave", () => view.setHover(null));
+  bindGrid(ui.canvas, heatmapGrid(view), signal);
   // The chart keeps the hovered column while the pointer moves over to it; leaving both drops it.
   on(ui.main, "pointerleave", () => {
     view.chartHover = null;
-    view.requestDraw();
-  });
-  on(ui.canvas, "click", (event) => {
-    const cell = eventCell(view, event);
-    if (!cell) return;
-    view.state.focus = cell;
-    view.togglePin(cell);
-  });
-  on(ui.canvas, "pointerdown", () => {
-    view.state.focused = false;
-  });
-  on(ui.canvas, "keydown", (event) => onKeyDown(view, event));
-  on(ui.canvas, "focus", () => {
-    if (!view.lens) return;
-    let keyboard = true;
-    try {
-      keyboard = ui.canvas.matches(":focus-visible");
-    } catch {
-      // Browsers without :focus-visible: treat every focus as keyboard focus.
-    }
-    // A mouse click focuses the canvas too; it pins instead, and shows no focus cell.
-    if (keyboard) view.showKeyboardFocus();
-  });
-  on(ui.canvas, "blur", () => {
-    view.state.focused = false;
-    view.updateTooltip();
     view.requestDraw();
   });
   on(ui.unpinButton, "click", () => view.setSelected(null, true));

@@ -6,7 +6,7 @@
  */
 
 import { h } from "../shared/dom.js";
-import { placeTooltip } from "../layout.js";
+import { placeInRoot, tooltipBounds } from "../shared/tooltip.js";
 
 /**
  * @typedef {import("../details.js").TooltipContent} TooltipContent
@@ -80,8 +80,7 @@ export class TooltipView {
   place(anchor) {
     const tip = this.element;
     if (tip.hidden) return;
-    const rootBox = this.root.getBoundingClientRect();
-    const bounds = { x: 4, y: 4, w: this.root.clientWidth - 8, h: this.root.clientHeight - 8 };
+    const bounds = tooltipBounds(this.root);
     // Too tall for the widget: the two-column form; still too tall: a capped height.
     tip.classList.remove("murano-tt-wide");
     tip.style.maxHeight = "";
@@ -91,11 +90,6 @@ export class TooltipView {
       tip.style.maxWidth = `${Math.max(200, bounds.w)}px`;
     }
     if (tip.offsetHeight > bounds.h) tip.style.maxHeight = `${bounds.h}px`;
-    /** @type {(r: Rect) => Rect} */
-    const local = (r) => ({ x: r.x - rootBox.left - this.root.clientLeft, y: r.y - rootBox.top - this.root.clientTop, w: r.w, h: r.h });
-    const size = { w: tip.offsetWidth, h: tip.offsetHeight };
-    const { left, top } = placeTooltip(local(anchor), size, bounds, 10, this.obstacles().map(local));
-    tip.style.left = `${left}px`;
-    tip.style.top = `${top}px`;
+    placeInRoot(tip, this.root, anchor, this.obstacles(), bounds);
   }
 }

@@ -25,7 +25,7 @@ import { bindEvents } from "./events.js";
 import { TooltipView } from "./tooltip.js";
 
 /**
- * @typedef {import("../payload.js").Lens} Lens
+ * @typedef {import("../payload.js").LensData} LensData
  * @typedef {import("../layout.js").Layout} Layout
  * @typedef {import("../layout.js").Cell} Cell
  * @typedef {import("../state.js").Selected} Selected
@@ -55,8 +55,8 @@ export class LensView {
   constructor(model, el) {
     this.model = model;
     this.el = el;
-    /** @type {Lens | null} */
-    this.lens = null;
+    /** @type {LensData | null} the decoded result of the lens step (the lens itself ran in Python) */
+    this.data = null;
     /** @type {Layout | null} */
     this.layout = null;
     /** @type {string | null} */
@@ -72,7 +72,7 @@ export class LensView {
     this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
     this.syncPrompt = throttle((/** @type {number} */ v) => this.send("prompt", v), SYNC_INTERVAL_MS);
     this.syncLayer = throttle((/** @type {number} */ row) => {
-      if (this.lens) this.send("layer", this.lens.layers[row]);
+      if (this.data) this.send("layer", this.data.layers[row]);
     }, SYNC_INTERVAL_MS);
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
@@ -123,50 +123,50 @@ export class LensView {
 
   reload() {
     const { ui, model } = this;
-    let lens;
+    let data;
     try {
-      lens = decodePayload(model.get("_meta"), model.get("_sections"));
+      data = decodePayload(model.get("_meta"), model.get("_sections"));
     } catch (error) {
-      this.lens = null;
+      this.data = null;
       this.showError(`Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`);
       return;
     }
-    this.lens = lens;
+    this.data = data;
     ui.errorEl.hidden = true;
     ui.main.hidden = false;
-    this.painter.setLens(lens);
+    this.painter.setData(data);
     this.layoutKey = null;
     this.chartPlaceKey = "";
-    showData(ui, lens);
+    showData(ui, data);
 
     // The first load takes the model's values; later loads (new sections) keep the local view,
     // which may be ahead of the model while a slider's sync is throttled.
     const s = this.state;
     if (!this.loaded) {
-      s.prompt = clampIndex(model.get("prompt"), lens.P);
+      s.prompt = clampIndex(model.get("prompt"), data.P);
       const layer = model.get("layer");
-      s.layer = layer === null || layer === undefined ? lens.L - 1 : rowOfModelLayer(lens.layers, layer);
-      s.metric = resolveMetric(lens, model.get("metric"));
+      s.layer = layer === null || layer === undefined ? data.L - 1 : rowOfModelLayer(data.layers, layer);
+      s.metric = resolveMetric(data, model.get("metric"));
       s.selected = model.get("selected") ?? null;
       s.hideTemplate = model.get("hide_template") === true;
     } else {
-      s.prompt = clampIndex(s.prompt, lens.P);
-      s.layer = clampIndex(s.layer, lens.L);
-      s.metric = resolveMetric(lens, s.metric);
+      s.prompt = clampIndex(s.prompt, data.P);
+      s.layer = clampIndex(s.layer, data.L);
+      s.metric = resolveMetric(data, s.metric);
     }
     this.loaded = true;
     // Answers or targets were asked for: their lines (detail sections) are what the chart is for.
-    if (lens.answerSets.length || lens.targets.length) this.requestDetails();
-    if (!metricAvailable(lens, this.shownMetric)) {
-      this.shownMetric = metricAvailable(lens, s.metric) ? s.metric : (lens.metrics.find((m) => metricAvailable(lens, m.name)) || lens.metrics[0]).name;
+    if (data.answerSets.length || data.targets.length) this.requestDetails();
+    if (!metricAvailable(data, this.shownMetric)) {
+      this.shownMetric = metricAvailable(data, s.metric) ? s.metric : (data.metrics.find((m) => metricAvailable(data, m.name)) || data.metrics[0]).name;
     }
     if (s.focus) s.focus = this.clampCell(s.focus);
     if (s.hover) s.hover = this.clampCell(s.hover);
     ui.metricSelect.value = s.metric;
     ui.hideTemplate.checked = s.hideTemplate;
-    showControls(ui, lens, s);
+    showControls(ui, data, s);
     this.refreshMetric();
-    showPin(ui, lens, s.selected);
+    showPin(ui, data, s.selected);
     this.relayout();
     this.updateTooltip();
   }
@@ -184,10 +184,10 @@ export class LensView {
    * @returns {Cell}
    */
   clampCell(cell) {
-    const lens = /** @type {Lens} */ (this.lens);
-    const position = clampIndex(cell.position, lens.lengths[this.state.prompt]);
+    const data = /** @type {LensData} */ (this.data);
+    const position = clampIndex(cell.position, data.lengths[this.state.prompt]);
     return {
-      layerIndex: clampIndex(cell.layerIndex, lens.L),
+      layerIndex: clampIndex(cell.layerIndex, data.L),
       // A hidden position (a template token) gives way to the nearest shown one.
       position: nearestShown(this.shownColumns(), position),
     };
@@ -195,8 +195,8 @@ export class LensView {
 
   /** The positions shown as columns for the current prompt, or null for all of them. */
   shownColumns() {
-    const lens = this.lens;
-    return lens ? shownPositions(lens, this.state.prompt, this.state.hideTemplate) : null;
+    const data = this.data;
+    return data ? shownPositions(data, this.state.prompt, this.state.hideTemplate) : null;
   }
 
   /**
@@ -215,7 +215,7 @@ export class LensView {
     s.hover = null;
     this.chartHover = null;
     if (s.focus) s.focus = this.clampCell(s.focus);
-    if (this.lens) showControls(this.ui, this.lens, s); // the prompt's text loses or regains them
+    if (this.data) showControls(this.ui, this.data, s); // the prompt's text loses or regains them
     this.layoutKey = null;
     this.relayout();
     this.updateTooltip();
@@ -223,9 +223,9 @@ export class LensView {
 
   /** Asks Python once for the detail sections (top-k, the other metrics). */
   requestDetails() {
-    const lens = this.lens;
-    if (this.detailsRequested || !lens) return;
-    const pending = lens.detailSections.some((name) => lens.meta.sections?.[name] && !lens.arrays[name]);
+    const data = this.data;
+    if (this.detailsRequested || !data) return;
+    const pending = data.detailSections.some((name) => data.meta.sections?.[name] && !data.arrays[name]);
     if (!pending) return;
     this.detailsRequested = true;
     if (!this.model.get("_details")) {
@@ -251,9 +251,9 @@ export class LensView {
    * @param {"throttled" | boolean} sync
    */
   setPrompt(value, sync) {
-    const lens = this.lens;
-    if (!lens) return;
-    const prompt = clampIndex(value, lens.P);
+    const data = this.data;
+    if (!data) return;
+    const prompt = clampIndex(value, data.P);
     if (sync === "throttled") this.syncPrompt(prompt);
     if (prompt === this.state.prompt) {
       this.ui.promptUi.input.value = String(prompt);
@@ -263,8 +263,8 @@ export class LensView {
     this.state.hover = null;
     this.chartHover = null;
     if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
-    showControls(this.ui, lens, this.state);
-    showPin(this.ui, lens, this.state.selected);
+    showControls(this.ui, data, this.state);
+    showPin(this.ui, data, this.state.selected);
     this.relayout();
     this.ui.scroller.scrollLeft = 0;
     this.updateTooltip();
@@ -276,16 +276,16 @@ export class LensView {
    * @param {"throttled" | boolean} sync
    */
   setLayer(value, sync) {
-    const lens = this.lens;
-    if (!lens) return;
-    const row = clampIndex(value, lens.L);
+    const data = this.data;
+    if (!data) return;
+    const row = clampIndex(value, data.L);
     if (sync === "throttled") this.syncLayer(row);
     if (row === this.state.layer) {
       this.ui.layerUi.input.value = String(row);
       return;
     }
     this.state.layer = row;
-    showControls(this.ui, lens, this.state);
+    showControls(this.ui, data, this.state);
     this.requestDraw();
   }
 
@@ -294,7 +294,7 @@ export class LensView {
    * @param {unknown} layer
    */
   setModelLayer(layer) {
-    if (this.lens) this.setLayer(rowOfModelLayer(this.lens.layers, layer), false);
+    if (this.data) this.setLayer(rowOfModelLayer(this.data.layers, layer), false);
   }
 
   /**
@@ -302,9 +302,9 @@ export class LensView {
    * @param {boolean} sync
    */
   setMetric(value, sync) {
-    const lens = this.lens;
-    if (!lens) return;
-    const metric = resolveMetric(lens, value);
+    const data = this.data;
+    if (!data) return;
+    const metric = resolveMetric(data, value);
     if (sync) this.send("metric", metric);
     this.ui.metricSelect.value = metric;
     if (metric === this.state.metric) return;
@@ -320,7 +320,7 @@ export class LensView {
   setSelected(value, sync) {
     this.state.selected = value;
     if (sync) this.send("selected", value);
-    showPin(this.ui, this.lens, value);
+    showPin(this.ui, this.data, value);
     this.updateTooltip();
     this.requestDraw();
   }
@@ -359,27 +359,27 @@ export class LensView {
 
   /** @param {Cell} cell */
   announce(cell) {
-    if (!this.lens) return;
+    if (!this.data) return;
     const s = this.state;
-    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
+    const details = cellDetails(this.data, s.prompt, cell.layerIndex, cell.position);
     this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s.selected, s.prompt, cell.layerIndex, cell.position) });
   }
 
   /** @param {Cell} cell */
   togglePin(cell) {
-    if (!this.lens) return;
+    if (!this.data) return;
     const s = this.state;
     const next = toggleSelection(s.selected, s.prompt, cell.layerIndex, cell.position);
     this.setSelected(next, true);
     this.ui.readout.textContent = next
-      ? readoutText(cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position), { pinned: true })
+      ? readoutText(cellDetails(this.data, s.prompt, cell.layerIndex, cell.position), { pinned: true })
       : "Unpinned.";
   }
 
   /** Shows the focus cell (keyboard navigation) with its tooltip and readout. */
   showKeyboardFocus() {
     const s = this.state;
-    if (!this.lens || !this.layout) return;
+    if (!this.data || !this.layout) return;
     s.focused = true;
     this.requestDetails();
     if (!s.focus) {
@@ -397,14 +397,14 @@ export class LensView {
 
   /** Which metric the cells show; asks for the detail sections when the requested one lacks its. */
   refreshMetric() {
-    const lens = this.lens;
-    if (!lens) return;
+    const data = this.data;
+    if (!data) return;
     const s = this.state;
-    const available = metricAvailable(lens, s.metric);
+    const available = metricAvailable(data, s.metric);
     if (available) this.shownMetric = s.metric;
     else this.requestDetails();
     this.ui.root.classList.toggle("murano-loading", !available);
-    showLegend(this.ui, lens, this.shownMetric, s.metric);
+    showLegend(this.ui, data, this.shownMetric, s.metric);
   }
 
   // ---- Tooltip -------------------------------------------------------------------------------
@@ -416,13 +416,13 @@ export class LensView {
   }
 
   updateTooltip() {
-    const cell = this.lens && this.layout ? this.tooltipCell() : null;
-    if (!cell || !this.lens) {
+    const cell = this.data && this.layout ? this.tooltipCell() : null;
+    if (!cell || !this.data) {
       this.tooltip.hide();
       return;
     }
     const s = this.state;
-    const details = cellDetails(this.lens, s.prompt, cell.layerIndex, cell.position);
+    const details = cellDetails(this.data, s.prompt, cell.layerIndex, cell.position);
     this.tooltip.show(tooltipModel(details), isSelected(s.selected, s.prompt, cell.layerIndex, cell.position));
     this.placeTooltip(cell);
   }
@@ -441,20 +441,20 @@ export class LensView {
 
   /** Recomputes the layout for the current prompt and width, then redraws. */
   relayout() {
-    const lens = this.lens;
-    if (!lens) return;
+    const data = this.data;
+    if (!data) return;
     const painter = this.painter;
     const theme = painter.readTheme();
     const s = this.state;
-    const n = lens.lengths[s.prompt];
+    const n = data.lengths[s.prompt];
     this.placeChart(theme.charW);
     const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
     const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s.hideTemplate}`;
     if (key !== this.layoutKey) {
       let maxChars = 1;
-      const a = lens.arrays;
-      const offset = lens.offsets[s.prompt];
-      const lastRow = (lens.L - 1) * lens.T + offset;
+      const a = data.arrays;
+      const offset = data.offsets[s.prompt];
+      const lastRow = (data.L - 1) * data.T + offset;
       const columns = this.shownColumns();
       const shown = columns ? columns.length : n;
       for (let j = 0; j < shown; j++) {
@@ -462,8 +462,8 @@ export class LensView {
         maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + p])), charCount(painter.tokenText(a.predicted_tokens[lastRow + p])));
         if (maxChars >= 10) break;
       }
-      const labelW = painter.labelWidth(lens);
-      this.layout = computeLayout({ nLayers: lens.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
+      const labelW = painter.labelWidth(data);
+      this.layout = computeLayout({ nLayers: data.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
       this.layoutKey = key;
       this.ui.track.style.width = `${this.layout.contentW}px`;
       this.ui.track.style.height = `${this.layout.height}px`;
@@ -477,19 +477,19 @@ export class LensView {
    * @param {number} charW
    */
   placeChart(charW) {
-    const lens = /** @type {Lens} */ (this.lens);
+    const data = /** @type {LensData} */ (this.data);
     const available = this.ui.main.clientWidth || this.el.clientWidth || 800;
     const key = `${available}|${charW}`;
     if (key === this.chartPlaceKey) return;
     this.chartPlaceKey = key;
-    const longest = Math.max(...lens.lengths);
+    const longest = Math.max(...data.lengths);
     // Cells as wide as ten characters (the most a cell shows): any layer's top-1 fits.
-    const natural = computeLayout({ nLayers: lens.L, nPositions: longest, width: 0, labelW: this.painter.labelWidth(lens), charW, maxChars: 10 }).contentW;
+    const natural = computeLayout({ nLayers: data.L, nPositions: longest, width: 0, labelW: this.painter.labelWidth(data), charW, maxChars: 10 }).contentW;
     const beside = chartBeside(available, natural);
     this.ui.main.classList.toggle("murano-side", beside);
     this.ui.main.classList.toggle("murano-stacked", !beside);
     // Beside: the heatmap takes no more than its widest cells need, so the chart sits next to it.
-    const widest = this.painter.labelWidth(lens) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
+    const widest = this.painter.labelWidth(data) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
     this.ui.body.style.maxWidth = beside ? `${widest}px` : "";
   }
 
@@ -508,16 +508,16 @@ export class LensView {
 
   /** The trajectory chart for the column in focus, its rows level with the heatmap's. */
   drawTrajectory() {
-    const lens = this.lens;
+    const data = this.data;
     const layout = this.layout;
-    if (!lens || !layout) return;
+    if (!data || !layout) return;
     const s = this.state;
     const column = chartColumn(
       { hover: this.chartHover, focus: s.focus, focused: s.focused, selected: s.selected, prompt: s.prompt },
-      lens.lengths[s.prompt],
+      data.lengths[s.prompt],
     );
     this.trajectory.update({
-      lens,
+      data,
       prompt: s.prompt,
       position: column.position,
       source: column.source,
@@ -536,8 +536,8 @@ export class LensView {
       cancelAnimationFrame(this.frame);
       this.frame = 0;
     }
-    const lens = this.lens;
-    if (!lens || !this.layout) return;
+    const data = this.data;
+    if (!data || !this.layout) return;
     const t0 = performance.now();
     const s = this.state;
     this.debug.visible = this.painter.draw(
