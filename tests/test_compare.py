@@ -461,7 +461,7 @@ def test_the_payload_carries_the_comparison_and_both_top_k(pair):
     np.testing.assert_allclose(
         arrays["kl_a_to_b"][aligned], kl[aligned], atol=meta["sections"]["kl_a_to_b"]["scale"]
     )
-    # Both sides' top-k, b's moved onto a's grid, as index + 1 into the token table.
+    # Both sides' top-k, b's moved onto a's grid, as indices into the token table.
     table = meta["tokens"]
     row, prompt, position = 1, 0, 2
     t = meta["offsets"][prompt] + position
@@ -471,7 +471,7 @@ def test_the_payload_carries_the_comparison_and_both_top_k(pair):
         ("b", comparison.b, comparison.layer_rows[row]),
     ):
         ids = result.topk_tokens[cell_row, prompt, seq].tolist()
-        got = [table[i - 1] for i in arrays[f"topk_tokens_{side}"][row, t]]
+        got = [table[i] for i in arrays[f"topk_tokens_{side}"][row, t]]
         assert got == [result.token_strings[i] for i in ids]
     # The domain of the diverging scale is symmetric about zero.
     domain = next(m for m in meta["metrics"] if m["name"] == "delta_prob")["domain"]

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { decodeDiff, diffIndex, tokenOf } from "../src/diff/payload.js";
+import { decodeDiff, diffIndex, tokenAt } from "../src/diff/payload.js";
 import { diffPayload } from "./golden.mjs";
 
 // diff_prefix (tests/golden/diff_prefix.json, written by tests/golden_payloads.py): "The city<b>x</b>"
@@ -18,18 +18,27 @@ test("decodes every section, at any byte offset (unaligned ones are copied)", ()
     assert.ok(Math.abs(diff.arrays.delta_prob[diffIndex(diff, 0, 0, 0)] * diff.scales.delta_prob + 0.5) < 1e-4);
     assert.equal(Math.round(diff.arrays.delta_prob[diffIndex(diff, 1, 0, 1)] * diff.scales.delta_prob * 1000) / 1000, 0.5);
     assert.equal(diff.arrays.position_b[2], 0);
-    assert.equal(tokenOf(diff, diff.arrays.input_a[0]), "The");
+    assert.equal(tokenAt(diff, "input_a", 0), "The");
   }
 });
 
-test("token entries are index + 1, and 0 means no token", () => {
+test("token entries index the table directly, and a no_token_ mask marks no token", () => {
   const { meta, sections } = diffPayload("diff_prefix");
   const diff = decodeDiff(meta, sections);
-  assert.equal(tokenOf(diff, 0), null);
-  assert.equal(tokenOf(diff, 1), meta.tokens[0]);
-  assert.equal(tokenOf(diff, meta.tokens.indexOf(" Paris") + 1), " Paris");
-  assert.equal(tokenOf(diff, diff.arrays.token[0]), " Paris");
-  assert.equal(tokenOf(diff, 99), null);
+  assert.equal(meta.version, 2);
+  assert.equal(diff.arrays.input_a[0], meta.tokens.indexOf("The"));
+  assert.equal(diff.arrays.token[0], meta.tokens.indexOf(" Paris"));
+  assert.equal(tokenAt(diff, "token", 0), " Paris");
+  // Position 2 has no partner in b: its input_b entry is 0 and marked, not the table's first string.
+  assert.equal(diff.arrays.input_b[2], 0);
+  assert.equal(diff.arrays.no_token_input_b?.[2], 1);
+  assert.equal(tokenAt(diff, "input_b", 2), null);
+  assert.equal(tokenAt(diff, "input_b", 0), "The");
+  assert.equal(tokenAt(diff, "no_such_section", 0), null);
+  // Malformed on purpose: an index outside the table, and a mask of the wrong size.
+  const outside = { ...diff, arrays: { ...diff.arrays, token: new Uint16Array([99, 99, 99]) } };
+  assert.equal(tokenAt(outside, "token", 0), null);
+  assert.throws(() => decodeDiff(meta, { ...sections, no_token_input_b: new Uint8Array(5) }), /no_token_input_b/);
 });
 
 test("rejects a payload of another format, version or size, naming the problem", () => {

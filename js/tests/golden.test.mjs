@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { decodeDataset } from "../src/dataset/data.js";
-import { decodeDiff, diffIndex, diffMetric, tokenOf } from "../src/diff/payload.js";
+import { decodeDiff, diffIndex, diffMetric, tokenAt } from "../src/diff/payload.js";
 import { cellDetails } from "../src/details.js";
 import { metricNames, metricValue } from "../src/metrics.js";
 import { cellIndex, cellTargetIndex, decodePayload, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex } from "../src/payload.js";
@@ -126,14 +126,14 @@ for (const name of goldenNames("diff_")) {
         const idx = diffIndex(diff, row, p, j);
         const t = diff.offsets[p] + j;
         assert.equal(Boolean(arrays.aligned[idx]), cell.aligned, `${at}: aligned`);
-        assert.equal(tokenOf(diff, arrays.input_a[t]), cell.input_a, `${at}: input a`);
+        assert.equal(tokenAt(diff, "input_a", t), cell.input_a, `${at}: input a`);
         assert.equal(arrays.position_b[t] - 1, cell.position_b ?? -1, `${at}: partner position`);
-        if (cell.position_b !== null) assert.equal(tokenOf(diff, arrays.input_b[t]), cell.input_b, `${at}: input b`);
-        assert.equal(tokenOf(diff, arrays.token[t]), cell.token || null, `${at}: chosen token`);
+        if (cell.position_b !== null) assert.equal(tokenAt(diff, "input_b", t), cell.input_b, `${at}: input b`);
+        assert.equal(tokenAt(diff, "token", t), cell.token || null, `${at}: chosen token`);
         for (const [side, top] of [["a", cell.top_a], ["b", cell.top_b]]) {
           for (let r = 0; r < diff.K; r++) {
             const k = idx * diff.K + r;
-            assert.equal(tokenOf(diff, arrays[`topk_tokens_${side}`][k]), top[r]?.[0] ?? null, `${at}: top-k ${side} ${r}`);
+            assert.equal(tokenAt(diff, `topk_tokens_${side}`, k), top[r]?.[0] ?? null, `${at}: top-k ${side} ${r}`);
             if (top[r]) near(arrays[`topk_probs_${side}`][k] * scales[`topk_probs_${side}`], top[r][1], scales[`topk_probs_${side}`], `${at}: top-k ${side} ${r}`);
           }
         }

@@ -5,12 +5,14 @@ prompts laid end to end on one axis of length ``total`` (prompt ``p`` covers
 ``offsets[p] : offsets[p] + lengths[p]``); a cell (row ``i``, prompt ``p``, position ``j``) of an
 ``[L, T]`` section is at ``i * total + offsets[p] + j`` (``[L, T, k]``: times ``k``, plus the
 rank). Arrays are little-endian; a value is ``raw * scale``. Token strings go once in
-``meta["tokens"]``; token sections hold **index + 1** into it, 0 meaning "no token" (a cell or
-position without a partner). Version 1 of the ``lens_diff`` format.
+``meta["tokens"]``; token sections hold an index into it, as the lens payload's do. An entry
+with no token (a cell or position without a partner, an id without text) holds 0 and is marked 1
+in the section's ``no_token_<section>`` uint8 mask of the same shape, sent only when some entry
+is marked. Version 2 of the ``lens_diff`` format (version 1 held index + 1, 0 for none).
 
 Sections (``L`` rows of ``a``, ``T`` positions, ``k`` top tokens):
 
-- ``input_a``, ``input_b`` ``[T]``: ``a``'s token and its partner's token in ``b`` (0: none);
+- ``input_a``, ``input_b`` ``[T]``: ``a``'s token and its partner's token in ``b``;
 - ``position_b`` ``[T]`` uint32: the partner's position among ``b``'s prompt's tokens, plus 1;
 - ``token`` ``[T]``: the chosen token whose probability change is shown;
 - ``aligned``, ``top1_differs`` ``[L, T]`` uint8;
@@ -18,7 +20,9 @@ Sections (``L`` rows of ``a``, ``T`` positions, ``k`` top tokens):
 - ``token_prob_a``, ``token_prob_b`` ``[L, T]`` uint16, ``raw / 65535``;
 - ``kl`` ``[L, T]`` uint16 scaled to its largest value (only when the comparison has KL);
 - ``topk_tokens_a``, ``topk_tokens_b`` ``[L, T, k]`` and ``topk_probs_a``, ``topk_probs_b``
-  ``[L, T, k]`` uint16: both cells' top-k, ``b``'s moved onto ``a``'s grid.
+  ``[L, T, k]`` uint16: both cells' top-k, ``b``'s moved onto ``a``'s grid;
+- ``no_token_input_a``, ``no_token_input_b``, ``no_token_token``, ``no_token_topk_tokens_a``,
+  ``no_token_topk_tokens_b``: 1 where that token section has no token (only when any).
 
 A cell is shown only where ``aligned`` is 1; its values elsewhere are 0 and mean nothing.
 """
@@ -36,8 +40,9 @@ from murano_widgets.payload.codec import U16, quantise
 from murano_widgets.payload.lens import joined_prompts
 
 FORMAT = "lens_diff"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _I16 = np.iinfo(np.int16).max
+TOKEN_SECTIONS = ("input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b")
 
 METRICS = (
     {
@@ -92,7 +97,7 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
     index_of_id: dict[int, int] = {}
 
     def token_index(ids: np.ndarray) -> np.ndarray:
-        """Token ids to table index + 1 (0 for -1 or an id without text)."""
+        """Token ids to table index + 1 (0 for -1 or an id without text), shifted below."""
         unique, inverse = np.unique(ids, return_inverse=True)
         mapped = np.zeros(len(unique), dtype=np.int64)
         for k, token_id in enumerate(unique.tolist()):
@@ -162,9 +167,14 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
                 index_of_text[word] = len(table)
                 table.append(word)
         arrays["input_a"] = np.array([index_of_text[w] + 1 for w in words], dtype=np.int64)
-    index_dtype = np.uint16 if len(table) + 1 <= U16 else np.uint32
-    for name in ("input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b"):
-        arrays[name] = arrays[name].astype(index_dtype)
+    # The lens payload's convention: a direct index, "no token" in a mask sent only when needed.
+    index_dtype = np.uint16 if len(table) <= U16 else np.uint32
+    for name in TOKEN_SECTIONS:
+        shifted = arrays[name]
+        none = shifted == 0
+        arrays[name] = np.where(none, 0, shifted - 1).astype(index_dtype)
+        if none.any():
+            arrays[f"no_token_{name}"] = none.astype(np.uint8)
 
     def unit(values: np.ndarray) -> np.ndarray:
         return quantise(values, 1.0, np.uint16)

@@ -384,7 +384,7 @@ function isolateLtr(text) {
 }
 
 // src/diff/payload.js
-var DIFF_VERSION = 1;
+var DIFF_VERSION = 2;
 var REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
 var DIFF_DTYPES = Object.freeze(["uint8", "int16", "uint16", "uint32"]);
 function decodeDiff(meta, sections) {
@@ -411,6 +411,10 @@ function decodeDiff(meta, sections) {
     /** @type {Record<string, number>} */
     { input_a: T, aligned: L * T, delta_prob: L * T, topk_tokens_a: L * T * K, topk_tokens_b: L * T * K }
   );
+  for (const name of TOKEN_SECTIONS2) {
+    const mask = arrays[`no_token_${name}`];
+    if (mask && arrays[name] && mask.length !== arrays[name].length) throw new Error(`section no_token_${name} has ${mask.length} values, expected ${arrays[name].length}`);
+  }
   for (const [name, n] of Object.entries(expect)) {
     if (arrays[name].length !== n) throw new Error(`section ${name} has ${arrays[name].length} values, expected ${n}`);
   }
@@ -437,8 +441,13 @@ function decodeDiff(meta, sections) {
 function diffIndex(diff, layerIndex, prompt, position) {
   return layerIndex * diff.T + diff.offsets[prompt] + position;
 }
-function tokenOf(diff, entry) {
-  return entry > 0 && entry <= diff.tokens.length ? diff.tokens[entry - 1] : null;
+var TOKEN_SECTIONS2 = Object.freeze(["input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b"]);
+function tokenAt(diff, name, i) {
+  const none = diff.arrays[`no_token_${name}`];
+  const section = diff.arrays[name];
+  if (!section || none && none[i]) return null;
+  const entry = section[i];
+  return entry < diff.tokens.length ? diff.tokens[entry] : null;
 }
 function diffMetric(diff, name) {
   return diff.metrics.find((m) => m.name === name);
@@ -489,19 +498,19 @@ function diffCell(diff, prompt, layerIndex, position) {
   const aligned = Boolean(a.aligned[index]);
   const topk = (side) => {
     const out = [];
-    const tokens = a[`topk_tokens_${side}`];
     const probs = a[`topk_probs_${side}`];
     const scale = diff.scales[`topk_probs_${side}`] ?? 1;
     for (let r = 0; r < diff.K; r++) {
-      const text = tokenOf(diff, tokens[index * diff.K + r]);
+      const text = tokenAt(diff, `topk_tokens_${side}`, index * diff.K + r);
       if (text !== null) out.push({ token: displayToken(text), prob: probs[index * diff.K + r] * scale });
     }
     return out;
   };
-  const shown = (entry) => entry === null ? null : displayToken(tokenOf(diff, entry));
+  const shown = (name) => {
+    const text = tokenAt(diff, name, t);
+    return text === null ? null : displayToken(text);
+  };
   const positionB = a.position_b ? a.position_b[t] - 1 : -1;
-  const inputB = a.input_b && positionB >= 0 ? a.input_b[t] : null;
-  const chosen = a.token ? a.token[t] : 0;
   const delta = metricValueAt(diff, "delta_prob", index);
   const known = aligned && Boolean(a.delta_known[index]);
   return {
@@ -511,10 +520,10 @@ function diffCell(diff, prompt, layerIndex, position) {
     layerA: diff.layers[layerIndex],
     layerB: diff.bLayers[layerIndex],
     aligned,
-    inputA: displayToken(tokenOf(diff, a.input_a[t])),
-    inputB: inputB === null || inputB === 0 ? null : shown(inputB),
+    inputA: displayToken(tokenAt(diff, "input_a", t)),
+    inputB: positionB >= 0 ? shown("input_b") : null,
     positionB,
-    token: chosen > 0 ? shown(chosen) : null,
+    token: shown("token"),
     delta,
     probA: known ? a.token_prob_a[index] * diff.scales.token_prob_a : null,
     probB: known ? a.token_prob_b[index] * diff.scales.token_prob_b : null,

@@ -4,7 +4,7 @@
 import { formatBits, formatProb } from "../format.js";
 import { displayToken } from "../tokens.js";
 import { metricValueAt } from "./colour.js";
-import { diffIndex, tokenOf } from "./payload.js";
+import { diffIndex, tokenAt } from "./payload.js";
 
 /**
  * @typedef {import("./payload.js").Diff} Diff
@@ -48,19 +48,20 @@ export function diffCell(diff, prompt, layerIndex, position) {
   const topk = (side) => {
     /** @type {Candidate[]} */
     const out = [];
-    const tokens = a[`topk_tokens_${side}`];
     const probs = a[`topk_probs_${side}`];
     const scale = diff.scales[`topk_probs_${side}`] ?? 1;
     for (let r = 0; r < diff.K; r++) {
-      const text = tokenOf(diff, tokens[index * diff.K + r]);
+      const text = tokenAt(diff, `topk_tokens_${side}`, index * diff.K + r);
       if (text !== null) out.push({ token: displayToken(text), prob: probs[index * diff.K + r] * scale });
     }
     return out;
   };
-  const shown = (/** @type {number | null} */ entry) => (entry === null ? null : displayToken(tokenOf(diff, entry)));
+  /** @param {string} name a [T] token section */
+  const shown = (name) => {
+    const text = tokenAt(diff, name, t);
+    return text === null ? null : displayToken(text);
+  };
   const positionB = a.position_b ? a.position_b[t] - 1 : -1;
-  const inputB = a.input_b && positionB >= 0 ? a.input_b[t] : null;
-  const chosen = a.token ? a.token[t] : 0;
   const delta = metricValueAt(diff, "delta_prob", index);
   const known = aligned && Boolean(a.delta_known[index]);
   return {
@@ -70,10 +71,10 @@ export function diffCell(diff, prompt, layerIndex, position) {
     layerA: diff.layers[layerIndex],
     layerB: diff.bLayers[layerIndex],
     aligned,
-    inputA: displayToken(tokenOf(diff, a.input_a[t])),
-    inputB: inputB === null || inputB === 0 ? null : shown(inputB),
+    inputA: displayToken(tokenAt(diff, "input_a", t)),
+    inputB: positionB >= 0 ? shown("input_b") : null,
     positionB,
-    token: chosen > 0 ? shown(chosen) : null,
+    token: shown("token"),
     delta,
     probA: known ? a.token_prob_a[index] * diff.scales.token_prob_a : null,
     probB: known ? a.token_prob_b[index] * diff.scales.token_prob_b : null,

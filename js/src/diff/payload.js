@@ -2,13 +2,14 @@
 /**
  * The diff view's payload: `_meta` (JSON) and `_sections` (name → binary buffer) as typed arrays,
  * checked against each other. Written by `murano_widgets/payload/diff.py` (format "lens_diff",
- * version 1): token sections hold index + 1 into `meta.tokens` (0: no token).
+ * version 2): token sections index `meta.tokens` directly, as the lens payload's do; an entry with no
+ * token is marked 1 in the section's `no_token_<section>` mask (sent only when some entry is).
  */
 
 import { readSection } from "../shared/codec.js";
 
 /** The format version this front end reads. */
-export const DIFF_VERSION = 1;
+export const DIFF_VERSION = 2;
 
 /** Sections the view cannot draw without. */
 export const REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
@@ -75,6 +76,10 @@ export function decodeDiff(meta, sections) {
   }
   for (const name of REQUIRED) if (!arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   const expect = /** @type {Record<string, number>} */ ({ input_a: T, aligned: L * T, delta_prob: L * T, topk_tokens_a: L * T * K, topk_tokens_b: L * T * K });
+  for (const name of TOKEN_SECTIONS) {
+    const mask = arrays[`no_token_${name}`];
+    if (mask && arrays[name] && mask.length !== arrays[name].length) throw new Error(`section no_token_${name} has ${mask.length} values, expected ${arrays[name].length}`);
+  }
   for (const [name, n] of Object.entries(expect)) {
     if (arrays[name].length !== n) throw new Error(`section ${name} has ${arrays[name].length} values, expected ${n}`);
   }
@@ -110,14 +115,23 @@ export function diffIndex(diff, layerIndex, prompt, position) {
   return layerIndex * diff.T + diff.offsets[prompt] + position;
 }
 
+/** The token sections: indices into `meta.tokens`, each with its `no_token_<name>` mask. */
+export const TOKEN_SECTIONS = Object.freeze(["input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b"]);
+
 /**
- * The text of a token section's entry (index + 1 into the table), or null for none.
+ * The text of entry `i` of token section `name`, or null where it has no token (marked in
+ * `no_token_<name>`, or the section is absent, or the index is outside the table).
  * @param {Diff} diff
- * @param {number} entry
+ * @param {string} name
+ * @param {number} i
  * @returns {string | null}
  */
-export function tokenOf(diff, entry) {
-  return entry > 0 && entry <= diff.tokens.length ? diff.tokens[entry - 1] : null;
+export function tokenAt(diff, name, i) {
+  const none = diff.arrays[`no_token_${name}`];
+  const section = diff.arrays[name];
+  if (!section || (none && none[i])) return null;
+  const entry = section[i];
+  return entry < diff.tokens.length ? diff.tokens[entry] : null;
 }
 
 /**
