@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["U16", "decode_sections", "finite_max", "quantise", "section_bytes"]
+__all__ = ["U16", "decode_sections", "finite_max", "quantise", "section_bytes", "section_specs"]
 
 U16 = 65535
 
@@ -47,6 +47,21 @@ def section_bytes(arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
         name: np.ascontiguousarray(array)
         .astype(array.dtype.newbyteorder("<"), copy=False)
         .tobytes()
+        for name, array in arrays.items()
+    }
+
+
+def section_specs(
+    arrays: dict[str, np.ndarray], scales: dict[str, float]
+) -> dict[str, dict[str, Any]]:
+    """Each section's ``dtype``, ``shape`` and ``scale`` (1 where none is given): the metadata
+    the front end decodes the bytes with."""
+    return {
+        name: {
+            "dtype": array.dtype.name,
+            "shape": list(array.shape),
+            "scale": scales.get(name, 1.0),
+        }
         for name, array in arrays.items()
     }
 

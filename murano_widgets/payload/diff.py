@@ -36,7 +36,7 @@ import torch
 
 from murano_widgets.comparison.compare import LensComparison, _gather
 from murano_widgets.metrics import nice_ceil
-from murano_widgets.payload.codec import U16, quantise
+from murano_widgets.payload.codec import U16, quantise, section_specs
 from murano_widgets.payload.lens import joined_prompts
 
 FORMAT = "lens_diff"
@@ -243,14 +243,7 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         "top_k": int(k),
         "tokens": table,
         "metrics": metrics,
-        "sections": {
-            name: {
-                "dtype": array.dtype.name,
-                "shape": list(array.shape),
-                "scale": scales.get(name, 1.0),
-            }
-            for name, array in arrays.items()
-        },
+        "sections": section_specs(arrays, scales),
     }
     return meta, arrays
 

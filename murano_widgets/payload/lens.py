@@ -33,6 +33,7 @@ from murano_widgets.payload.codec import (
     finite_max,
     quantise,
     section_bytes,
+    section_specs,
 )
 from murano_widgets.result import LogitLensResult
 
@@ -166,14 +167,7 @@ class LensPayload:
             ),
             "base_sections": list(BASE_SECTIONS),
             "detail_sections": list(DETAIL_SECTIONS),
-            "sections": {
-                name: {
-                    "dtype": array.dtype.name,
-                    "shape": list(array.shape),
-                    "scale": scales.get(name, 1.0),
-                }
-                for name, array in arrays.items()
-            },
+            "sections": section_specs(arrays, scales),
         }
         return cls(meta, arrays)
 
