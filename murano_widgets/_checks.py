@@ -46,12 +46,12 @@ def check_model(model: Any, argument: str = "model") -> Any:
         ``model`` itself.
 
     Raises:
-        TypeError: If ``model`` lacks a member of :class:`~murano_widgets.backends.base.ModelBackend`.
+        TypeError: If ``model`` lacks a member of
+            :class:`~murano_widgets.backends.contract.ModelBackend`.
         ValueError: If its ``device`` is the ``meta`` device.
     """
-    from murano_widgets.backends.base import (
-        ModelBackend,  # here: model.py is a heavy import, and imports others
-    )
+    # Here, not at the top: it imports torch, which the plain checks do not need.
+    from murano_widgets.backends.contract import ModelBackend
 
     if isinstance(model, ModelBackend):
         device = getattr(model, "device", None)
@@ -97,7 +97,7 @@ def _model_hint(model: Any) -> str:
         )
     if model is None:
         return ": load one first, e.g. model = load_demo_model()"
-    from murano_widgets.backends.base import ModelBackend
+    from murano_widgets.backends.contract import ModelBackend
 
     missing = [
         name

@@ -34,12 +34,13 @@ import os
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 import torch
 
 from murano_widgets._checks import check_bool
+from murano_widgets.backends.contract import ModelBackend
 
 __all__ = [
     "BACKENDS",
@@ -55,59 +56,6 @@ __all__ = [
     "resolve_dtype",
     "resolve_source",
 ]
-
-
-@runtime_checkable
-class ModelBackend(Protocol):
-    """Everything the pipeline steps need of a model, and nothing more.
-
-    Attributes:
-        name: Where the model came from (a hub id or a folder), for titles and provenance.
-        n_layers: The number of decoder blocks.
-        tokenizer: A Hugging Face tokenizer with a pad token.
-        vocab_size: The number of rows of the unembedding (the logits' width).
-        device: Where the weights live.
-        dtype: The unembedding's dtype.
-        context_length: The hard limit on a prompt's tokens (a table of absolute positions,
-            e.g. GPT-2's 1024), or ``None`` when positions are rotary or ALiBi.
-        trained_length: The length the model was trained on, when positions are rotary or ALiBi
-            (prompts beyond it run, with a warning), else ``None``.
-        forward_kwargs: The keyword arguments the model's forward accepts (``position_ids``,
-            ``use_cache``, ``logits_to_keep``, ...).
-
-    One more member is optional, and not part of the structural check (a backend without it
-    still runs the lens): ``generate(inputs, **generate_kwargs) -> Tensor``, the token ids
-    (``[batch, prompt + new]``) that transformers' ``generate`` arguments give after ``inputs``.
-    ``show_logit_lens(..., generate=N)`` needs it. :class:`MuranoModel` has it for both
-    backends, through nnsight's ``generate`` (0.7 and 0.8 alike:
-    :func:`murano_widgets.generation.nnsight_generate`).
-    """
-
-    name: str
-    n_layers: int
-    tokenizer: Any
-    vocab_size: int
-    device: torch.device
-    dtype: torch.dtype
-    context_length: int | None
-    trained_length: int | None
-    forward_kwargs: frozenset[str]
-
-    def trace(self, inputs: dict[str, torch.Tensor], **kwargs: Any) -> Any:
-        """Opens one nnsight tracing context on ``inputs`` (``remote=True`` runs it on NDIF)."""
-        ...
-
-    def layer(self, index: int) -> Any:
-        """Inside a trace: decoder block ``index``'s output, a ``[batch, seq, d_model]`` tensor."""
-        ...
-
-    def project_on_vocab(self, hidden: Any) -> Any:
-        """Inside a trace: final norm, unembedding and any final-logit soft-capping."""
-        ...
-
-    def unembed(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Outside a trace: the same on plain ``[rows, d_model]`` tensors, into ``out`` if given."""
-        ...
 
 
 BACKENDS = ("auto", "nnterp", "nnsight")

@@ -1,0 +1,80 @@
+"""The house: no import circle runs through the step, the backends or generation, every
+folder of the package says what it holds, and the registry's field list matches the result."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import murano_widgets
+from murano_widgets.metrics import METRICS, REDUCED_FIELDS, RESULT_FIELDS, SECTIONS
+from murano_widgets.result import LogitLensResult
+
+PACKAGE = Path(murano_widgets.__file__).parent
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module of the package and the package modules it imports, lazy imports included
+    (read from the source, not by importing)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                raise AssertionError(f"{name} imports relatively: the package imports absolutely")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("murano_"):
+                found.add(node.module)
+                found |= {f"{node.module}.{alias.name}" for alias in node.names}
+        graph[name] = {module for module in found if module in modules}
+    return graph
+
+
+def test_no_import_circle_runs_through_the_step_the_backends_or_generation():
+    graph = _module_graph()
+    watched = [m for m in graph if m.split(".")[1:2] in (["step"], ["backends"], ["generation"])]
+    assert len(watched) >= 7, watched
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            module = todo.pop()
+            for nxt in graph[module]:
+                if nxt == goal:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+
+    circles = [m for m in watched if reaches(m, m)]
+    assert circles == [], f"import circles through {circles}"
+
+
+def test_every_folder_of_the_package_says_what_it_holds():
+    for folder in PACKAGE.iterdir():
+        if folder.is_dir() and any(folder.glob("*.py")):
+            init = folder / "__init__.py"
+            assert init.is_file(), f"{folder.name}/ has no __init__.py"
+            doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+            assert doc and len(doc) > 80, f"{folder.name}/__init__.py says nothing of the folder"
+
+
+def test_the_registrys_field_list_is_the_results():
+    # Its fields, and the answer shortcuts it offers as properties (the first set's).
+    fields = {field.name for field in dataclasses.fields(LogitLensResult)} | {
+        name for name, value in vars(LogitLensResult).items() if isinstance(value, property)
+    }
+    for name in RESULT_FIELDS:
+        assert name in fields, f"the registry sends {name}, which LogitLensResult lacks"
+        assert name in SECTIONS, name
+    for metric in METRICS.values():
+        assert metric.field in fields and metric.field in SECTIONS, metric.name
+    for name in REDUCED_FIELDS:
+        assert SECTIONS[name].shape == "cell", name
