@@ -5,13 +5,12 @@ from __future__ import annotations
 import dataclasses
 import types
 
-import numpy as np
 import pytest
 import torch
 from traitlets import TraitError
 
 from murano_widgets import METRICS, LogitLens, LogitLensWidget, PromptBatch, show_logit_lens
-from murano_widgets.payload.lens import BASE_SECTIONS, decode_sections
+from murano_widgets.payload.lens import decode_sections
 from murano_widgets.widgets.lens import WidgetValueError
 
 PROMPTS = ["The Eiffel Tower is in the city of Paris", "one two", "Alice met Bob."]
@@ -32,78 +31,6 @@ def real_cells(lens, tensor):
     """``tensor[layer, prompt, real positions]`` laid out as the payload does: [L, T, ...]."""
     mask = lens.attention_mask.bool()
     return tensor[:, mask].numpy()
-
-
-def test_payload_round_trip_gives_back_the_result(widget, lens):
-    widget._details = True
-    meta, sections = widget._meta, widget._sections
-    values = decode_sections(meta, sections)
-    table = meta["tokens"]
-    mask = lens.attention_mask.bool()
-    assert meta["lengths"] == lens.attention_mask.sum(1).tolist()
-    assert meta["layers"] == lens.layers and meta["prompts"] == PROMPTS
-    # Token indices point at the decoded strings of the right ids.
-    words = lens.token_strings
-    assert [table[i] for i in values["input_ids"]] == [words[int(i)] for i in lens.input_ids[mask]]
-    assert [table[i] for i in values["final_tokens"]] == [
-        words[int(i)] for i in lens.final_tokens[mask]
-    ]
-    top1 = values["predicted_tokens"]
-    assert [[table[i] for i in row] for row in top1] == [
-        [words[int(i)] for i in row] for row in real_cells(lens, lens.predicted_tokens)
-    ]
-    topk = values["topk_tokens"]
-    assert topk.shape[-1] == 4
-    expected_topk = real_cells(lens, lens.topk_tokens)[..., 1:]
-    assert (
-        np.vectorize(lambda i: table[i])(topk).tolist()
-        == np.vectorize(lambda i: words[int(i)])(expected_topk).tolist()
-    )
-    # Quantised values are within half a step of the exact ones.
-    np.testing.assert_allclose(
-        values["max_probs"], real_cells(lens, lens.max_probs), atol=0.5 / 65535 + 1e-7
-    )
-    np.testing.assert_allclose(
-        values["final_token_probs"],
-        real_cells(lens, lens.final_token_probs),
-        atol=0.5 / 65535 + 1e-7,
-    )
-    np.testing.assert_allclose(
-        values["topk_probs"], real_cells(lens, lens.topk_probs)[..., 1:], atol=0.5 / 255 + 1e-7
-    )
-    entropy_step = meta["max_entropy"] / 65535
-    np.testing.assert_allclose(values["entropy"], real_cells(lens, lens.entropy), atol=entropy_step)
-    kl_step = meta["sections"]["kl_to_final"]["scale"]
-    np.testing.assert_allclose(
-        values["kl_to_final"], real_cells(lens, lens.kl_to_final), atol=kl_step
-    )
-    assert values["final_token_ranks"].tolist() == real_cells(lens, lens.final_token_ranks).tolist()
-    assert "missing" not in values
-
-
-def test_default_payload_is_small_and_details_come_on_request(widget, lens):
-    cells = len(lens.layers) * int(lens.attention_mask.sum())
-    # Masks are sent only when some cell is marked, answer sections only with answers, the
-    # generation and chat-role sections only with generate= or chat=.
-    absent = {"missing", "final_missing", "answer_probs", "answer_ranks", "answer_top1"}
-    absent |= {"generated", "token_roles"}
-    assert set(widget._sections) == set(BASE_SECTIONS) - absent
-    sizes = widget.payload_nbytes()
-    per_cell = (sizes["predicted_tokens"] + sizes["max_probs"]) / cells
-    assert per_cell == 4
-    widget.metric = "entropy"  # switching the metric asks for the detail sections
-    assert {"entropy", "kl_to_final", "final_token_ranks", "topk_tokens"} <= set(widget._sections)
-    sizes = widget.payload_nbytes()
-    topk_per_cell = (
-        sizes["predicted_tokens"] + sizes["max_probs"] + sizes["topk_tokens"] + sizes["topk_probs"]
-    ) / cells
-    assert topk_per_cell == 16
-
-
-def test_state_is_binary_not_nested_lists(widget):
-    state = widget.get_state()
-    assert all(isinstance(v, (bytes, memoryview)) for v in state["_sections"].values())
-    assert isinstance(state["_meta"]["tokens"], list)
 
 
 def test_traits_validate_with_clear_errors(widget, lens):

@@ -1,7 +1,8 @@
-"""``LensDiffWidget.save_html`` / ``to_html``: one self-contained, escaped page of the lens diff.
-
-The page is read back here as text (what a browser would parse before any script runs); the
-browser side (it draws, offline) is ``tests/browser/test_diff_export_browser.py``.
+"""``murano_widgets.export``: the one self-contained, escaped page every widget saves, read here
+as text (what a browser would parse before any script runs) through the lens diff, the widget
+with the most sections. Every widget exporting through it: ``tests/test_widget_base.py``; the
+pages drawing offline in Chromium: ``tests/browser/test_export_html.py``,
+``test_diff_export_browser.py`` and ``test_dataset_browser.py``.
 """
 
 from __future__ import annotations
