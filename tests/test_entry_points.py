@@ -30,7 +30,8 @@ from murano_widgets import (
 )
 from murano_widgets._checks import MODEL_ALLOWED, check_float, check_model, check_str
 from murano_widgets.demo_model import DEMO_TUNED_LENS_PATH
-from murano_widgets.lenses.tuned import TunedLens, per_layer_kl
+from murano_widgets.lenses.evaluate import per_layer_kl
+from murano_widgets.lenses.tuned import TunedLens
 from murano_widgets.run import run_logit_lens
 from murano_widgets.widgets.dataset import LensDatasetWidget
 from murano_widgets.widgets.lens import WidgetValueError

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from murano_widgets.lenses.tuned import LENS_TYPE, TunedLens, per_layer_kl, token_chunks
+from murano_widgets.lenses.evaluate import per_layer_kl
+from murano_widgets.lenses.train import token_chunks
+from murano_widgets.lenses.tuned import LENS_TYPE, TunedLens
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +45,7 @@ def _random_lens(model, seed: int = 0, scale: float = 0.05) -> TunedLens:
 
 
 def _block_outputs(model, text: str) -> list[torch.Tensor]:
-    from murano_widgets.lenses.tuned import block_outputs
+    from murano_widgets.lenses.train import block_outputs
 
     ids = model.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
     return block_outputs(model, ids)

@@ -137,7 +137,7 @@ def top1_per_layer(model, prompt: str, lens=None) -> list[tuple[str, float]]:
 def measure(lens) -> dict[str, Any]:
     """Per-layer KL on the held-out text for the logit and the tuned lens, and the examples."""
     from murano_widgets.demo_model import load_demo_model
-    from murano_widgets.lenses.tuned import per_layer_kl
+    from murano_widgets.lenses.evaluate import per_layer_kl
 
     model = load_demo_model()
     texts = held_out_texts()

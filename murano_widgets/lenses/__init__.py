@@ -2,7 +2,12 @@
 
 One type, :class:`Lens` (``kind``, ``title``, ``provenance``, ``check(model)``,
 ``translate(layer, hidden)``, and the last-layer rule in ``read``); the logit lens is its
-identity, :data:`IDENTITY`; the tuned lens (:class:`murano_widgets.TunedLens`) is a kind of it.
+identity, :data:`IDENTITY`; the tuned lens (:class:`murano_widgets.TunedLens`, ``tuned``) is a
+kind of it, trained by ``train`` and evaluated through the step by ``evaluate``.
+
+To add a lens kind: subclass :class:`Lens` (``kind``, ``title``, ``translate``; ``check`` when it
+was made for one model) and pass an instance as ``lens=``: every view takes its title from the
+result.
 """
 
 from murano_widgets.lenses.base import IDENTITY, IdentityLens, Lens, as_lens, title_of

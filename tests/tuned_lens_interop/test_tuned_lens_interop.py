@@ -63,7 +63,7 @@ def _tuned_lens_forward(python: str, model_dir: Path, lens_dir: Path, ids: torch
 
 def _compare(model, lens, ids: torch.Tensor, reference: dict) -> None:
     """Every block output's lens distribution against tuned-lens's, within TOLERANCE."""
-    from murano_widgets.lenses.tuned import block_outputs
+    from murano_widgets.lenses.train import block_outputs
 
     hidden = block_outputs(model, ids)
     n = model.n_layers
