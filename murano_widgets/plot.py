@@ -77,30 +77,30 @@ def plot_logit_lens(
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm, Normalize
 
-    lens = as_lens_result(result).validate()
-    hide_template = check_hide_template(hide_template, lens.token_roles, ValueError)
+    result = as_lens_result(result).validate()
+    hide_template = check_hide_template(hide_template, result.token_roles, ValueError)
     check_choice("metric", metric, METRICS)
     check_axes(ax)
     max_token_chars = check_int("max_token_chars", max_token_chars, 1, None, None)
-    prompt = check_index("prompt", prompt, lens.n_inputs, "prompts")
-    rows = _rows(lens.layers, layers)
+    prompt = check_index("prompt", prompt, result.n_inputs, "prompts")
+    rows = _rows(result.layers, layers)
     spec = METRICS[metric]
-    values = getattr(lens, spec.field)
+    values = getattr(result, spec.field)
     if values is None:
         raise ValueError(
             f"metric {metric!r} needs result.{spec.field}, which this result lacks"
             + (" (it is measured against the model's final layer)" if spec.final_based else "")
         )
-    columns = _shown_columns(lens, prompt, hide_template)
-    positions = [lens.positions(prompt).tolist()[k] for k in columns]
+    columns = _shown_columns(result, prompt, hide_template)
+    positions = [result.positions(prompt).tolist()[k] for k in columns]
     grid = values[rows][:, prompt, positions].double().numpy()
     if spec.unit == "rank":
         grid = np.where(grid < 0, np.nan, grid)  # -1: no value
-    words = [[lens.predicted_words[r][prompt][s] for s in positions] for r in rows]
-    inputs = [lens.input_words[prompt][s] for s in positions]
-    max_entropy = float(np.log2(lens.vocab_size)) if lens.vocab_size else None
+    words = [[result.predicted_words[r][prompt][s] for s in positions] for r in rows]
+    inputs = [result.input_words[prompt][s] for s in positions]
+    max_entropy = float(np.log2(result.vocab_size)) if result.vocab_size else None
     low, high = metric_domain(
-        spec, values[:, lens.attention_mask.bool()].double().numpy(), max_entropy
+        spec, values[:, result.attention_mask.bool()].double().numpy(), max_entropy
     )
 
     n_rows, n_cols = grid.shape
@@ -143,7 +143,7 @@ def plot_logit_lens(
                 color="black" if light else "white",
             )
 
-    ax.set_yticks(range(n_rows), [str(lens.layers[r]) for r in rows])
+    ax.set_yticks(range(n_rows), [str(result.layers[r]) for r in rows])
     ax.set_xticks(
         range(n_cols),
         [_short(display_token(w), max_token_chars) for w in inputs],
@@ -152,12 +152,12 @@ def plot_logit_lens(
     )
     legend = False
     if marks:
-        _mark_generated(ax, lens, prompt, columns)
-        legend = _mark_roles(ax, lens, prompt, columns)
+        _mark_generated(ax, result, prompt, columns)
+        legend = _mark_roles(ax, result, prompt, columns)
     ax.set_ylabel("layer")
     ax.set_xlabel("input token (the cell shows the top-1 prediction for the next token)")
-    title = lens.prompts[prompt] if lens.prompts else "".join(inputs)
-    kind = title_of(lens)
+    title = result.prompts[prompt] if result.prompts else "".join(inputs)
+    kind = title_of(result)
     ax.set_title(
         f"{kind}: {_short(display_token(title, spaces=False), 80)}",
         fontsize=10,
@@ -167,24 +167,24 @@ def plot_logit_lens(
     return fig
 
 
-def _shown_columns(lens: Any, prompt: int, hide_template: bool) -> list[int]:
+def _shown_columns(result: Any, prompt: int, hide_template: bool) -> list[int]:
     """The prompt's real tokens drawn as columns (indices among them), in order."""
     from murano_widgets.chat import ROLES
 
-    n = len(lens.positions(prompt))
+    n = len(result.positions(prompt))
     if not hide_template:
         return list(range(n))
-    kept = [k for k, role in enumerate(lens.token_roles[prompt][:n]) if role != ROLES[0]]
+    kept = [k for k, role in enumerate(result.token_roles[prompt][:n]) if role != ROLES[0]]
     return kept or list(range(n))  # a prompt of template tokens only: nothing to hide it from
 
 
-def _mark_generated(ax: Axes, lens: Any, prompt: int, columns: list[int]) -> None:
+def _mark_generated(ax: Axes, result: Any, prompt: int, columns: list[int]) -> None:
     """The rule before the first generated column; italic, tinted labels from there on."""
-    if lens.generation_starts is None:
+    if result.generation_starts is None:
         return
     # The first shown column at or after the first generated token (columns index the
     # prompt's real tokens; hidden template tokens are not among them).
-    start = sum(1 for k in columns if k < lens.generation_starts[prompt])
+    start = sum(1 for k in columns if k < result.generation_starts[prompt])
     n_cols = len(columns)
     for label in ax.get_xticklabels()[start:]:
         label.set_fontstyle("italic")
@@ -196,7 +196,7 @@ def _mark_generated(ax: Axes, lens: Any, prompt: int, columns: list[int]) -> Non
         )
 
 
-def _mark_roles(ax: Axes, lens: Any, prompt: int, columns: list[int]) -> bool:
+def _mark_roles(ax: Axes, result: Any, prompt: int, columns: list[int]) -> bool:
     """A band under the heatmap, one segment per token in its role's colour, and a legend.
 
     Returns:
@@ -208,12 +208,12 @@ def _mark_roles(ax: Axes, lens: Any, prompt: int, columns: list[int]) -> bool:
 
     from murano_widgets.chat import ROLES, role_colours, role_names
 
-    if lens.token_roles is None:
+    if result.token_roles is None:
         return False
-    roles = [lens.token_roles[prompt][k] for k in columns]
+    roles = [result.token_roles[prompt][k] for k in columns]
     # Colours are picked over the whole result's roles, so an unusual role keeps its colour
     # from prompt to prompt, as in the widget.
-    colours = role_colours(role_names(lens.token_roles))
+    colours = role_colours(role_names(result.token_roles))
     fig = ax.figure
     # x in data units (columns); y in points from the axes' bottom, so the band keeps its size
     # whatever the figure's height or the dpi it is saved at.

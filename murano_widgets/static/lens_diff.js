@@ -826,9 +826,140 @@ function placeInRoot(tip, root, anchor, obstacles = [], bounds = tooltipBounds(r
   tip.style.top = `${top}px`;
 }
 
+// src/token_marks.js
+var ROLE_COLOURS = Object.freeze({
+  template: "#999999",
+  system: "#e69f00",
+  user: "#0072b2",
+  assistant: "#009e73"
+});
+var OTHER_COLOURS = Object.freeze(["#cc79a7", "#d55e00", "#56b4e9", "#f0e442"]);
+
+// src/layout.js
+var GEOMETRY = Object.freeze({
+  axisH: 16,
+  // position numbers above the cells
+  gap: 6,
+  // between the cells and the token strips
+  stripH: 22,
+  // the input-token strip and the chosen layer's predictions strip
+  bottomPad: 4,
+  rightPad: 8,
+  minRowH: 5,
+  maxRowH: 22,
+  minCellW: 34,
+  maxCellW: 120,
+  textMinRowH: 13
+  // cell text is drawn only in rows at least this tall
+});
+function chooseCellWidth({ maxChars, charW, n, available }) {
+  const want = Math.min(GEOMETRY.maxCellW, Math.max(GEOMETRY.minCellW, Math.ceil(maxChars * charW + 12)));
+  const fill2 = n > 0 ? Math.floor(available / n) : want;
+  if (fill2 > want) return Math.min(GEOMETRY.maxCellW, fill2);
+  return want;
+}
+function chooseRowHeight(nLayers, maxHeight = 460) {
+  return Math.max(GEOMETRY.minRowH, Math.min(GEOMETRY.maxRowH, Math.floor(maxHeight / Math.max(1, nLayers))));
+}
+function computeLayout({
+  nLayers,
+  nPositions,
+  width,
+  labelW,
+  charW,
+  maxChars,
+  maxHeight = 460,
+  columns = null,
+  cellW: fixedCellW,
+  rowH: fixedRowH,
+  axisH = GEOMETRY.axisH,
+  gap = GEOMETRY.gap,
+  stripH = GEOMETRY.stripH,
+  strips = 2,
+  bottomPad = GEOMETRY.bottomPad,
+  rightPad = GEOMETRY.rightPad
+}) {
+  const g = GEOMETRY;
+  const viewW = Math.max(labelW + g.minCellW, Math.floor(width));
+  const rowH = fixedRowH ?? chooseRowHeight(nLayers, maxHeight);
+  const cellW = fixedCellW ?? chooseCellWidth({ maxChars, charW, n: nPositions, available: viewW - labelW - rightPad });
+  const heatY = axisH;
+  const heatH = nLayers * rowH;
+  const inputY = heatY + heatH + gap;
+  const predY = inputY + stripH;
+  const height = inputY + strips * stripH + bottomPad;
+  const contentW = labelW + nPositions * cellW + rightPad;
+  return {
+    nLayers,
+    nPositions,
+    width: viewW,
+    height,
+    labelW,
+    rowH,
+    cellW,
+    heatY,
+    heatH,
+    inputY,
+    predY,
+    stripH,
+    contentW,
+    maxScroll: Math.max(0, contentW - viewW),
+    charW,
+    cellChars: Math.max(0, Math.floor((cellW - 6) / charW)),
+    showCellText: rowH >= g.textMinRowH && cellW - 6 >= 2 * charW,
+    columns
+  };
+}
+function clampScroll(layout, scrollLeft) {
+  return Math.min(layout.maxScroll, Math.max(0, Math.round(scrollLeft) || 0));
+}
+function visibleColumns(layout, scrollLeft) {
+  const viewCells = layout.width - layout.labelW;
+  const first = Math.max(0, Math.floor(scrollLeft / layout.cellW));
+  const last = Math.min(layout.nPositions, Math.ceil((scrollLeft + viewCells) / layout.cellW));
+  return [first, Math.max(first, last)];
+}
+function rowOfLayer(layout, layerIndex) {
+  return layout.nLayers - 1 - layerIndex;
+}
+function columnX(layout, position, scrollLeft) {
+  return layout.labelW + position * layout.cellW - scrollLeft;
+}
+function cellRect(layout, layerIndex, position, scrollLeft) {
+  return {
+    x: columnX(layout, position, scrollLeft),
+    y: layout.heatY + rowOfLayer(layout, layerIndex) * layout.rowH,
+    w: layout.cellW,
+    h: layout.rowH
+  };
+}
+function hitTest(layout, x, y, scrollLeft, highlightedLayer) {
+  if (x < layout.labelW || x >= layout.width) return null;
+  const position = Math.floor((x - layout.labelW + scrollLeft) / layout.cellW);
+  if (position < 0 || position >= layout.nPositions) return null;
+  if (y >= layout.heatY && y < layout.heatY + layout.heatH) {
+    const row = Math.floor((y - layout.heatY) / layout.rowH);
+    return { layerIndex: layout.nLayers - 1 - row, position, area: "cells" };
+  }
+  if (y >= layout.predY && y < layout.predY + layout.stripH) {
+    return { layerIndex: highlightedLayer, position, area: "predictions" };
+  }
+  if (y >= layout.inputY && y < layout.inputY + layout.stripH) {
+    return { layerIndex: highlightedLayer, position, area: "input" };
+  }
+  return null;
+}
+function revealColumn(layout, scrollLeft, position) {
+  const left = position * layout.cellW;
+  const viewCells = layout.width - layout.labelW;
+  let next = scrollLeft;
+  if (left < scrollLeft) next = left;
+  else if (left + layout.cellW > scrollLeft + viewCells) next = left + layout.cellW - viewCells;
+  return clampScroll(layout, next);
+}
+
 // src/diff/view.js
-var CELL_H = 22;
-var TOKEN_ROW_H = 20;
+var DIFF_GEOMETRY = Object.freeze({ rowH: 22, axisH: 0, gap: 2, stripH: 20, bottomPad: 2, rightPad: 0 });
 function shownMetric(diff, value) {
   const spec = diffMetric(diff, String(value));
   return spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
@@ -851,6 +982,7 @@ var DiffView = class {
     this.frame = 0;
     this.cellW = 48;
     this.labelW = 60;
+    this.charW = 6.6;
     this.theme = null;
     this.root = h("div", "murano-diff");
     this.title = h("div", "murano-diff-title");
@@ -988,10 +1120,12 @@ var DiffView = class {
   /** @param {Cell} cell */
   setFocus(cell) {
     this.focus = cell;
-    const x = cell.position * this.cellW;
-    const view = this.scroller.clientWidth - this.labelW;
-    if (x < this.scroller.scrollLeft) this.scroller.scrollLeft = x;
-    else if (x + this.cellW > this.scroller.scrollLeft + view) this.scroller.scrollLeft = x + this.cellW - view;
+    if (this.diff) {
+      const layout = this.layout();
+      const scroll = this.scroller.scrollLeft;
+      const next = revealColumn(layout, scroll, cell.position);
+      if (next !== clampScroll(layout, scroll)) this.scroller.scrollLeft = next;
+    }
     if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell));
     this.updateTooltip();
     this.requestDraw();
@@ -1081,8 +1215,9 @@ var DiffView = class {
       const cell = diffCell(diff, this.prompt, diff.L - 1, j);
       chars = Math.max(chars, charCount(cell.inputA), cell.topB[0] ? charCount(cell.topB[0].token) : 0);
     }
+    this.charW = charW;
     this.cellW = Math.ceil(Math.min(10, chars) * charW + 10);
-    this.track.style.width = `${this.labelW + n * this.cellW}px`;
+    this.track.style.width = `${this.layout().contentW}px`;
     this.draw();
   }
   /**
@@ -1093,13 +1228,27 @@ var DiffView = class {
     const diff = this.diff;
     return diff && diff.depthA !== diff.depthB ? `L${layerA}↔${layerB}` : `L${layerA}`;
   }
-  rowsHeight() {
+  /**
+   * The grid's geometry now (`../layout.js`, as the heatmap's): the column width and label column
+   * chosen by `relayout`, the scroller's width.
+   * @returns {Layout}
+   */
+  layout() {
     const diff = (
       /** @type {Diff} */
       this.diff
     );
-    const tokenRows = diff.meta.align === "tokens" ? 1 : 2;
-    return diff.L * CELL_H + tokenRows * TOKEN_ROW_H + 4;
+    return computeLayout({
+      ...DIFF_GEOMETRY,
+      nLayers: diff.L,
+      nPositions: diff.lengths[this.prompt],
+      width: Math.max(100, this.scroller.clientWidth || 800),
+      labelW: this.labelW,
+      charW: this.charW,
+      maxChars: 0,
+      cellW: this.cellW,
+      strips: diff.meta.align === "tokens" ? 1 : 2
+    });
   }
   requestDraw() {
     if (this.frame) return;
@@ -1114,8 +1263,9 @@ var DiffView = class {
     const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     const theme = this.readTheme();
+    const layout = this.layout();
     const width = Math.max(100, this.scroller.clientWidth || 800);
-    const height = this.rowsHeight();
+    const height = layout.height;
     const dpr = window.devicePixelRatio || 1;
     if (this.canvas.width !== Math.round(width * dpr) || this.canvas.height !== Math.round(height * dpr)) {
       this.canvas.width = Math.round(width * dpr);
@@ -1127,45 +1277,43 @@ var DiffView = class {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, width, height);
     const scroll = this.scroller.scrollLeft;
-    const n = diff.lengths[this.prompt];
-    const W = this.cellW;
-    const first = Math.max(0, Math.floor(scroll / W));
-    const last = Math.min(n, Math.ceil((scroll + width - this.labelW) / W) + 1);
+    const W = layout.cellW;
+    const [first, last] = visibleColumns(layout, scroll);
     const hatch = hatchPattern(ctx, theme.hatch);
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     ctx.font = `11px ${theme.mono}`;
     const maxChars = Math.max(1, Math.floor((W - 6) / (ctx.measureText("M").width || 6.6)));
     for (let i = 0; i < diff.L; i++) {
-      const y = (diff.L - 1 - i) * CELL_H;
       for (let j = first; j < last; j++) {
-        const x = this.labelW + j * W - scroll;
+        const { x, y, w, h: cellH } = cellRect(layout, i, j, scroll);
         const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j));
         if (!rgb) {
           ctx.fillStyle = hatch || theme.hatch;
           ctx.globalAlpha = hatch ? 1 : 0.3;
-          ctx.fillRect(x, y, W - 1, CELL_H - 1);
+          ctx.fillRect(x, y, w - 1, cellH - 1);
           ctx.globalAlpha = 1;
           continue;
         }
         ctx.fillStyle = `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`;
-        ctx.fillRect(x, y, W - 1, CELL_H - 1);
+        ctx.fillRect(x, y, w - 1, cellH - 1);
         const label = cellLabel(diffCell(diff, this.prompt, i, j), this.metric);
         if (label) {
           ctx.fillStyle = textColourOn(rgb);
-          ctx.fillText(isolateLtr(truncateText(label, maxChars)), x + (W - 1) / 2, y + CELL_H / 2);
+          ctx.fillText(isolateLtr(truncateText(label, maxChars)), x + (w - 1) / 2, y + cellH / 2);
         }
       }
     }
-    const top = diff.L * CELL_H + 2;
+    const aMid = layout.inputY + layout.stripH / 2;
+    const bMid = layout.predY + layout.stripH / 2;
     for (let j = first; j < last; j++) {
-      const x = this.labelW + j * W - scroll + (W - 1) / 2;
+      const x = columnX(layout, j, scroll) + (W - 1) / 2;
       const cell = diffCell(diff, this.prompt, 0, j);
       ctx.fillStyle = theme.fg;
-      ctx.fillText(isolateLtr(truncateText(cell.inputA, maxChars)), x, top + TOKEN_ROW_H / 2);
+      ctx.fillText(isolateLtr(truncateText(cell.inputA, maxChars)), x, aMid);
       if (diff.meta.align !== "tokens") {
         ctx.fillStyle = cell.inputB === null ? theme.muted : cell.inputB === cell.inputA ? theme.muted : theme.fg;
-        ctx.fillText(isolateLtr(truncateText(cell.inputB ?? "–", maxChars)), x, top + TOKEN_ROW_H * 1.5);
+        ctx.fillText(isolateLtr(truncateText(cell.inputB ?? "–", maxChars)), x, bMid);
       }
     }
     const marks = [[this.focused ? this.focus : null, false]];
@@ -1175,20 +1323,22 @@ var DiffView = class {
       ctx.strokeStyle = theme.accent;
       ctx.lineWidth = 2;
       ctx.setLineDash(pinned ? [4, 2] : []);
-      ctx.strokeRect(this.labelW + cell.position * W - scroll + 1, (diff.L - 1 - cell.layerIndex) * CELL_H + 1, W - 3, CELL_H - 3);
+      const r = cellRect(layout, cell.layerIndex, cell.position, scroll);
+      ctx.strokeRect(r.x + 1, r.y + 1, r.w - 3, r.h - 3);
       ctx.setLineDash([]);
     }
     ctx.fillStyle = theme.bg;
-    ctx.fillRect(0, 0, this.labelW, height);
+    ctx.fillRect(0, 0, layout.labelW, height);
     ctx.textAlign = "right";
     ctx.font = `600 11px ${theme.font}`;
     ctx.fillStyle = theme.fg;
     for (let i = 0; i < diff.L; i++) {
-      ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), this.labelW - 6, (diff.L - 1 - i) * CELL_H + CELL_H / 2);
+      const r = cellRect(layout, i, 0, 0);
+      ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), layout.labelW - 6, r.y + r.h / 2);
     }
     ctx.fillStyle = theme.muted;
-    ctx.fillText("a input", this.labelW - 6, top + TOKEN_ROW_H / 2);
-    if (diff.meta.align !== "tokens") ctx.fillText("b input", this.labelW - 6, top + TOKEN_ROW_H * 1.5);
+    ctx.fillText("a input", layout.labelW - 6, aMid);
+    if (diff.meta.align !== "tokens") ctx.fillText("b input", layout.labelW - 6, bMid);
   }
   // ---- Tooltip -------------------------------------------------------------------------------
   updateTooltip() {
@@ -1226,22 +1376,14 @@ var DiffView = class {
     placeInRoot(this.tooltip, this.root, this.cellClientRect(cell.layerIndex, cell.position));
   }
   /**
-   * A cell's box in client coordinates.
+   * A cell's box in client coordinates: its `cellRect`, less the 1 px gap between cells.
    * @param {number} layerIndex
    * @param {number} position
    */
   cellClientRect(layerIndex, position) {
-    const diff = (
-      /** @type {Diff} */
-      this.diff
-    );
     const box = this.canvas.getBoundingClientRect();
-    return {
-      x: box.left + this.labelW + position * this.cellW - this.scroller.scrollLeft,
-      y: box.top + (diff.L - 1 - layerIndex) * CELL_H,
-      w: this.cellW - 1,
-      h: CELL_H - 1
-    };
+    const r = cellRect(this.layout(), layerIndex, position, this.scroller.scrollLeft);
+    return { x: box.left + r.x, y: box.top + r.y, w: r.w - 1, h: r.h - 1 };
   }
   /**
    * The cell under a pointer, or null.
@@ -1252,12 +1394,8 @@ var DiffView = class {
     const diff = this.diff;
     if (!diff) return null;
     const box = this.canvas.getBoundingClientRect();
-    const x = event.clientX - box.left - this.labelW + this.scroller.scrollLeft;
-    const y = event.clientY - box.top;
-    if (event.clientX - box.left < this.labelW || x < 0 || y < 0 || y >= diff.L * CELL_H) return null;
-    const position = Math.floor(x / this.cellW);
-    if (position >= diff.lengths[this.prompt]) return null;
-    return { layerIndex: diff.L - 1 - Math.floor(y / CELL_H), position };
+    const hit = hitTest(this.layout(), event.clientX - box.left, event.clientY - box.top, this.scroller.scrollLeft, 0);
+    return hit && hit.area === "cells" ? { layerIndex: hit.layerIndex, position: hit.position } : null;
   }
   // ---- Events --------------------------------------------------------------------------------
   bind() {

@@ -960,17 +960,34 @@ function chooseCellWidth({ maxChars, charW, n, available }) {
 function chooseRowHeight(nLayers, maxHeight = 460) {
   return Math.max(GEOMETRY.minRowH, Math.min(GEOMETRY.maxRowH, Math.floor(maxHeight / Math.max(1, nLayers))));
 }
-function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, maxHeight = 460, columns = null }) {
+function computeLayout({
+  nLayers,
+  nPositions,
+  width,
+  labelW,
+  charW,
+  maxChars,
+  maxHeight = 460,
+  columns = null,
+  cellW: fixedCellW,
+  rowH: fixedRowH,
+  axisH = GEOMETRY.axisH,
+  gap = GEOMETRY.gap,
+  stripH = GEOMETRY.stripH,
+  strips = 2,
+  bottomPad = GEOMETRY.bottomPad,
+  rightPad = GEOMETRY.rightPad
+}) {
   const g = GEOMETRY;
   const viewW = Math.max(labelW + g.minCellW, Math.floor(width));
-  const rowH = chooseRowHeight(nLayers, maxHeight);
-  const cellW = chooseCellWidth({ maxChars, charW, n: nPositions, available: viewW - labelW - g.rightPad });
-  const heatY = g.axisH;
+  const rowH = fixedRowH ?? chooseRowHeight(nLayers, maxHeight);
+  const cellW = fixedCellW ?? chooseCellWidth({ maxChars, charW, n: nPositions, available: viewW - labelW - rightPad });
+  const heatY = axisH;
   const heatH = nLayers * rowH;
-  const inputY = heatY + heatH + g.gap;
-  const predY = inputY + g.stripH;
-  const height = predY + g.stripH + g.bottomPad;
-  const contentW = labelW + nPositions * cellW + g.rightPad;
+  const inputY = heatY + heatH + gap;
+  const predY = inputY + stripH;
+  const height = inputY + strips * stripH + bottomPad;
+  const contentW = labelW + nPositions * cellW + rightPad;
   return {
     nLayers,
     nPositions,
@@ -983,7 +1000,7 @@ function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, ma
     heatH,
     inputY,
     predY,
-    stripH: g.stripH,
+    stripH,
     contentW,
     maxScroll: Math.max(0, contentW - viewW),
     charW,

@@ -95,16 +95,16 @@ class LogitLensWidget(MuranoWidget):
             check_model(model)
             tokenizer = tokenizer if tokenizer is not None else model.tokenizer
             n_model_layers = n_model_layers if n_model_layers is not None else model.n_layers
-        lens = as_lens_result(result, tokenizer=tokenizer, n_model_layers=n_model_layers)
-        lens.validate()
-        payload = LensPayload.from_result(lens)
+        result = as_lens_result(result, tokenizer=tokenizer, n_model_layers=n_model_layers)
+        result.validate()
+        payload = LensPayload.from_result(result)
         # Everything is checked before the widget exists: a widget that fails half-built would
         # stay registered with the kernel.
-        prompt = check_index("prompt", prompt, lens.n_inputs, "prompts")
-        layer = lens.layers[-1] if layer is None else _check_layer(layer, lens.layers)
+        prompt = check_index("prompt", prompt, result.n_inputs, "prompts")
+        layer = result.layers[-1] if layer is None else _check_layer(layer, result.layers)
         metric = _check_metric(metric, payload)
-        hide_template = check_hide_template(hide_template, lens.token_roles, WidgetValueError)
-        self._lens = lens
+        hide_template = check_hide_template(hide_template, result.token_roles, WidgetValueError)
+        self._result = result
         self._payload = payload
         super().__init__(
             _meta=payload.meta,
@@ -119,7 +119,7 @@ class LogitLensWidget(MuranoWidget):
     @property
     def result(self) -> LogitLensResult:
         """The result shown (converted, for a ``murano`` result)."""
-        return self._lens
+        return self._result
 
     @property
     def payload(self) -> LensPayload:
@@ -129,12 +129,12 @@ class LogitLensWidget(MuranoWidget):
     @traitlets.validate("prompt")
     def _check_prompt(self, proposal: dict[str, Any]) -> int:
         return check_index(
-            "prompt", proposal["value"], self._lens.n_inputs, "prompts", WidgetValueError
+            "prompt", proposal["value"], self._result.n_inputs, "prompts", WidgetValueError
         )
 
     @traitlets.validate("layer")
     def _validate_layer(self, proposal: dict[str, Any]) -> int:
-        return _check_layer(proposal["value"], self._lens.layers)
+        return _check_layer(proposal["value"], self._result.layers)
 
     @traitlets.validate("metric")
     def _validate_metric(self, proposal: dict[str, Any]) -> str:
@@ -142,14 +142,14 @@ class LogitLensWidget(MuranoWidget):
 
     @traitlets.validate("hide_template")
     def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
-        return check_hide_template(proposal["value"], self._lens.token_roles, WidgetValueError)
+        return check_hide_template(proposal["value"], self._result.token_roles, WidgetValueError)
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
         value = proposal["value"]
         if value is None:
             return None
-        return _describe_selection(self._lens, value, default_prompt=self.prompt)
+        return _describe_selection(self._result, value, default_prompt=self.prompt)
 
     @traitlets.observe("metric")
     def _on_metric(self, change: dict[str, Any]) -> None:
@@ -186,9 +186,9 @@ class LogitLensWidget(MuranoWidget):
         return f"{self._payload.meta['lens_title']} — {Path(name).name or name}"
 
     def __repr__(self) -> str:
-        lens = self._lens
+        result = self._result
         return (
-            f"LogitLensWidget({lens.n_inputs} prompts, layers {lens.layers[0]}..{lens.layers[-1]}, "
+            f"LogitLensWidget({result.n_inputs} prompts, layers {result.layers[0]}..{result.layers[-1]}, "
             f"prompt={self.prompt}, layer={self.layer}, metric={self.metric!r})"
         )
 
@@ -277,7 +277,7 @@ def show_logit_lens(
             "hide_template=True is not allowed without chat: only a chat has template tokens "
             "to hide; got hide_template=True"
         )
-    lens = run_logit_lens(
+    result = run_logit_lens(
         model,
         prompts,
         layers,
@@ -292,7 +292,7 @@ def show_logit_lens(
         **step_options,
     )
     return LogitLensWidget(
-        lens, prompt=prompt, layer=layer, metric=metric, hide_template=hide_template
+        result, prompt=prompt, layer=layer, metric=metric, hide_template=hide_template
     )
 
 
@@ -319,7 +319,7 @@ def _check_metric(value: Any, payload: LensPayload) -> str:
     return value
 
 
-def _describe_selection(lens: LogitLensResult, value: Any, default_prompt: int) -> dict[str, Any]:
+def _describe_selection(result: LogitLensResult, value: Any, default_prompt: int) -> dict[str, Any]:
     """The full description of a pinned cell, from the dict naming it that the front end sends."""
     if not isinstance(value, dict):
         raise WidgetValueError(
@@ -327,23 +327,23 @@ def _describe_selection(lens: LogitLensResult, value: Any, default_prompt: int) 
             f"got {type(value).__name__} {value!r}"
         )
     if "layer_index" not in value and "layer" in value:
-        _check_layer(value["layer"], lens.layers)
-        value = {**value, "layer_index": lens.layers.index(value["layer"])}
+        _check_layer(value["layer"], result.layers)
+        value = {**value, "layer_index": result.layers.index(value["layer"])}
     prompt = value.get("prompt", default_prompt)
     # Checked here as well as in describe_cell, to name the key of `selected`.
-    prompt = check_index("selected['prompt']", prompt, lens.n_inputs, "prompts", WidgetValueError)
+    prompt = check_index("selected['prompt']", prompt, result.n_inputs, "prompts", WidgetValueError)
     row = check_index(
         "selected['layer_index']",
         value.get("layer_index"),
-        len(lens.layers),
+        len(result.layers),
         "rows",
         WidgetValueError,
     )
     position = check_index(
         "selected['position']",
         value.get("position"),
-        lens.lengths[prompt],
+        result.lengths[prompt],
         f"real tokens in prompt {prompt}",
         WidgetValueError,
     )
-    return lens.describe_cell(prompt, row, position)
+    return result.describe_cell(prompt, row, position)
