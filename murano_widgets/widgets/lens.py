@@ -19,13 +19,11 @@ from murano_widgets._checks import check_bool, check_choice, check_index, check_
 from murano_widgets.backends.base import ModelBackend
 from murano_widgets.chat import check_hide_template
 from murano_widgets.export import base64_sections
-from murano_widgets.generation import check_generation
 from murano_widgets.metrics import METRICS
 from murano_widgets.payload.lens import LensPayload
 from murano_widgets.result import LogitLensResult
 from murano_widgets.run import run_logit_lens
 from murano_widgets.step.logit_lens import resolve_layers
-from murano_widgets.types import validate_prompts
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
 
 __all__ = ["METRICS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
@@ -201,18 +199,11 @@ def show_logit_lens(
     prompt: int = 0,
     layer: int | None = None,
     metric: str = "prob",
-    answers: Any = None,
-    generate: int | None = None,
-    do_sample: bool = False,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
-    chat: Any = None,
-    add_generation_prompt: bool = True,
     hide_template: bool = False,
-    **step_options: Any,
+    **options: Any,
 ) -> LogitLensWidget:
-    """Runs the logit lens on ``prompts`` and returns it as an interactive widget.
+    """Runs the logit lens on ``prompts`` and returns it as an interactive widget:
+    ``LogitLensWidget(run_logit_lens(model, prompts, layers, **options))``.
 
     The widget shows when it is the last expression of a notebook cell, like every Jupyter
     widget: ``show_logit_lens(model, prompts)``, or ``w = show_logit_lens(...)`` then ``w``.
@@ -220,34 +211,20 @@ def show_logit_lens(
 
     Args:
         model: The model, e.g. ``MuranoModel("gpt2")`` or ``load_demo_model()``.
-        prompts: One prompt or a list of prompts.
+        prompts: One prompt or a list of prompts (or ``None`` with ``chat=``).
         layers: ``"all"`` or a list of layer indices.
         prompt: The prompt shown first (an index into ``prompts``).
         layer: The model layer highlighted first (default the highest shown).
         metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`.
-        answers: Each prompt's expected answer (a string, a list of accepted strings, or
-            ``None``), or a dict of named answer sets: scored at every layer, drawn in the
-            trajectory chart and marked in the heatmap (see :class:`PromptBatch`). With a
-            single prompt string, a single answer (or list of accepted strings).
-        generate: Let the model write up to this many tokens after each prompt (or chat),
-            then show the lens over the prompt and what it wrote: the widget marks where
-            generation starts and shows generated tokens in italics. Stops early at the
-            model's end-of-sequence token (kept as the last token). ``None``: no generation.
-        do_sample: Sample the generated tokens rather than take the most likely one (greedy,
-            the default).
-        temperature: Sampling temperature (with ``do_sample=True`` only).
-        top_p: Nucleus sampling's probability mass (with ``do_sample=True`` only).
-        seed: The same sampled tokens on every run (with ``do_sample=True`` only).
-        chat: Instead of ``prompts``: a chat, ``[{"role": "user", "content": ...}, ...]``, or
-            a list of chats. The tokenizer's chat template is applied; the widget marks each
-            token's role (system, user, assistant, template) and can hide the template's
-            tokens. With ``generate``, the model writes the assistant's reply.
-        add_generation_prompt: With ``chat``: end with the template's opening of an
-            assistant turn (what a chat model reads before it replies).
         hide_template: With ``chat``: hide the chat template's own tokens at first (the
             widget's ``hide_template`` trait, and its "hide chat-template tokens" box).
-        **step_options: Passed to :class:`LogitLens` (``targets``, ``variants``, ``top_k``,
-            ``max_chunk_bytes``, ``lens``, ``remote``, ...).
+        **options: What :func:`~murano_widgets.run.run_logit_lens` takes: ``answers`` (each
+            prompt's expected answer, scored at every layer, drawn in the trajectory chart and
+            marked in the heatmap), ``generate`` (let the model write up to this many tokens
+            and show the lens over them too; ``do_sample``, ``temperature``, ``top_p``,
+            ``seed``), ``chat`` (chats through the tokenizer's template, each token's role
+            marked; ``add_generation_prompt``), and the step's options (``targets``,
+            ``variants``, ``top_k``, ``max_chunk_bytes``, ``lens``, ``remote``, ...).
 
     Returns:
         The widget.
@@ -259,17 +236,18 @@ def show_logit_lens(
     from murano_widgets.chat import check_chat
 
     check_model(model)
-    # The widget's own arguments are checked before the model runs, as the step's are.
-    check_generation(generate, do_sample, temperature, top_p, seed)
+    # The widget's own arguments are checked before the model runs, as the run's are (the
+    # prompts and every option are validated once, by run_logit_lens, before any model work).
+    chat = options.get("chat")
     if chat is not None and prompts is None:
-        n_prompts = len(check_chat(chat))
-    elif prompts is not None:
-        n_prompts = 1 if isinstance(prompts, str) else len(validate_prompts(prompts))
-    else:
+        n_prompts: int | None = len(check_chat(chat))
+    elif isinstance(prompts, str) or prompts is None:
         n_prompts = 1  # run_logit_lens names what is missing
-    check_index("prompt", prompt, n_prompts, "prompts")
-    if not isinstance(metric, str) or metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
+    else:
+        n_prompts = len(prompts) if isinstance(prompts, Sequence) else None
+    if n_prompts:
+        check_index("prompt", prompt, n_prompts, "prompts")
+    check_choice("metric", metric, METRICS)
     if layer is not None:
         _check_layer(layer, resolve_layers(layers, model.n_layers), error=ValueError)
     if check_bool("hide_template", hide_template) and chat is None:
@@ -277,20 +255,7 @@ def show_logit_lens(
             "hide_template=True is not allowed without chat: only a chat has template tokens "
             "to hide; got hide_template=True"
         )
-    result = run_logit_lens(
-        model,
-        prompts,
-        layers,
-        answers=answers,
-        generate=generate,
-        do_sample=do_sample,
-        temperature=temperature,
-        top_p=top_p,
-        seed=seed,
-        chat=chat,
-        add_generation_prompt=add_generation_prompt,
-        **step_options,
-    )
+    result = run_logit_lens(model, prompts, layers, **options)
     return LogitLensWidget(
         result, prompt=prompt, layer=layer, metric=metric, hide_template=hide_template
     )
