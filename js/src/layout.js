@@ -1,5 +1,5 @@
 // @ts-check
-/** Layout maths of the heatmap canvas and of the tooltip: pure functions of sizes. */
+/** Layout maths of the heatmap and lens-diff canvases and of the tooltip: pure functions of sizes. */
 
 import { niceCeil } from "./format.js";
 import { columnOfPosition, positionOfColumn } from "./token_marks.js";
@@ -19,7 +19,8 @@ export const GEOMETRY = Object.freeze({
 });
 
 /**
- * @typedef {object} Layout The heatmap geometry for one prompt (CSS pixels).
+ * @typedef {object} Layout The grid geometry for one prompt (CSS pixels): the heatmap's, or the
+ *   lens diff's.
  * @property {number} nLayers
  * @property {number} nPositions
  * @property {number} width visible width of the canvas
@@ -30,7 +31,8 @@ export const GEOMETRY = Object.freeze({
  * @property {number} heatY top of the cells
  * @property {number} heatH
  * @property {number} inputY top of the input-token strip
- * @property {number} predY top of the predictions strip
+ * @property {number} predY top of the predictions strip (the diff: b's input tokens), the strip
+ *   after the input-token strip
  * @property {number} stripH
  * @property {number} contentW width of the whole prompt (scrolls when wider than `width`)
  * @property {number} maxScroll
@@ -67,23 +69,47 @@ export function chooseRowHeight(nLayers, maxHeight = 460) {
 }
 
 /**
- * The heatmap geometry for one prompt.
+ * The grid geometry for one prompt: the heatmap's, and the lens diff's (`diff/view.js`) through
+ * the optional sizes, whose defaults are the heatmap's (`GEOMETRY`).
  * @param {{nLayers: number, nPositions: number, width: number, labelW: number, charW: number,
- *   maxChars: number, maxHeight?: number, columns?: number[] | null}} options `nPositions` is the
- *   number of columns shown (`columns.length` when some positions are hidden)
+ *   maxChars: number, maxHeight?: number, columns?: number[] | null, cellW?: number,
+ *   rowH?: number, axisH?: number, gap?: number, stripH?: number, strips?: number,
+ *   bottomPad?: number, rightPad?: number}} options `nPositions` is the number of columns shown
+ *   (`columns.length` when some positions are hidden). `cellW` and `rowH` fix the column width and
+ *   row height (by default chosen by `chooseCellWidth` and `chooseRowHeight`); `axisH` is the
+ *   space above the cells, `gap` between the cells and the strips, `strips` how many token strips
+ *   of `stripH` pixels lie under the cells (the heatmap: 2, input tokens and predictions);
+ *   `bottomPad` and `rightPad` pad the canvas and the scrolled content.
  * @returns {Layout}
  */
-export function computeLayout({ nLayers, nPositions, width, labelW, charW, maxChars, maxHeight = 460, columns = null }) {
+export function computeLayout({
+  nLayers,
+  nPositions,
+  width,
+  labelW,
+  charW,
+  maxChars,
+  maxHeight = 460,
+  columns = null,
+  cellW: fixedCellW,
+  rowH: fixedRowH,
+  axisH = GEOMETRY.axisH,
+  gap = GEOMETRY.gap,
+  stripH = GEOMETRY.stripH,
+  strips = 2,
+  bottomPad = GEOMETRY.bottomPad,
+  rightPad = GEOMETRY.rightPad,
+}) {
   const g = GEOMETRY;
   const viewW = Math.max(labelW + g.minCellW, Math.floor(width));
-  const rowH = chooseRowHeight(nLayers, maxHeight);
-  const cellW = chooseCellWidth({ maxChars, charW, n: nPositions, available: viewW - labelW - g.rightPad });
-  const heatY = g.axisH;
+  const rowH = fixedRowH ?? chooseRowHeight(nLayers, maxHeight);
+  const cellW = fixedCellW ?? chooseCellWidth({ maxChars, charW, n: nPositions, available: viewW - labelW - rightPad });
+  const heatY = axisH;
   const heatH = nLayers * rowH;
-  const inputY = heatY + heatH + g.gap;
-  const predY = inputY + g.stripH;
-  const height = predY + g.stripH + g.bottomPad;
-  const contentW = labelW + nPositions * cellW + g.rightPad;
+  const inputY = heatY + heatH + gap;
+  const predY = inputY + stripH;
+  const height = inputY + strips * stripH + bottomPad;
+  const contentW = labelW + nPositions * cellW + rightPad;
   return {
     nLayers,
     nPositions,
@@ -96,7 +122,7 @@ export function computeLayout({ nLayers, nPositions, width, labelW, charW, maxCh
     heatH,
     inputY,
     predY,
-    stripH: g.stripH,
+    stripH,
     contentW,
     maxScroll: Math.max(0, contentW - viewW),
     charW,

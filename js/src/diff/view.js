@@ -20,16 +20,21 @@ import { installDebug } from "../shared/debug.js";
 import { hatchPattern } from "../shared/hatch.js";
 import { bindGrid } from "../shared/grid_events.js";
 import { placeInRoot } from "../shared/tooltip.js";
+import { cellRect, clampScroll, columnX, computeLayout, hitTest, revealColumn, visibleColumns } from "../layout.js";
 
 /**
  * @typedef {import("./payload.js").Diff} Diff
  * @typedef {import("../local_model.js").WidgetModel} WidgetModel
  * @typedef {import("../shared/grid_events.js").Cell} Cell
+ * @typedef {import("../layout.js").Layout} Layout
  * @typedef {{prompt: number, layer_index: number, position: number, [key: string]: unknown}} Selected
  */
 
-const CELL_H = 22;
-const TOKEN_ROW_H = 20;
+/**
+ * The diff's sizes in the heatmap's grid geometry (`computeLayout` in `../layout.js`): rows of a
+ * fixed height, no position axis above the cells, one or two token rows under them, no right pad.
+ */
+const DIFF_GEOMETRY = Object.freeze({ rowH: 22, axisH: 0, gap: 2, stripH: 20, bottomPad: 2, rightPad: 0 });
 
 /**
  * The metric to show for `value`: itself when the diff can show it, else the first it can.
@@ -64,6 +69,7 @@ export class DiffView {
     this.frame = 0;
     this.cellW = 48;
     this.labelW = 60;
+    this.charW = 6.6;
     /** @type {import("../theme.js").ThemeValues | null} */
     this.theme = null;
     this.root = h("div", "murano-diff");
@@ -211,10 +217,13 @@ export class DiffView {
   /** @param {Cell} cell */
   setFocus(cell) {
     this.focus = cell;
-    const x = cell.position * this.cellW;
-    const view = this.scroller.clientWidth - this.labelW;
-    if (x < this.scroller.scrollLeft) this.scroller.scrollLeft = x;
-    else if (x + this.cellW > this.scroller.scrollLeft + view) this.scroller.scrollLeft = x + this.cellW - view;
+    if (this.diff) {
+      // Scrolls only when the column is not fully in view (as the heatmap's `revealColumn`).
+      const layout = this.layout();
+      const scroll = this.scroller.scrollLeft;
+      const next = revealColumn(layout, scroll, cell.position);
+      if (next !== clampScroll(layout, scroll)) this.scroller.scrollLeft = next;
+    }
     if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell));
     this.updateTooltip();
     this.requestDraw();
@@ -313,8 +322,9 @@ export class DiffView {
       const cell = diffCell(diff, this.prompt, diff.L - 1, j);
       chars = Math.max(chars, charCount(cell.inputA), cell.topB[0] ? charCount(cell.topB[0].token) : 0);
     }
+    this.charW = charW;
     this.cellW = Math.ceil(Math.min(10, chars) * charW + 10);
-    this.track.style.width = `${this.labelW + n * this.cellW}px`;
+    this.track.style.width = `${this.layout().contentW}px`;
     this.draw();
   }
 
@@ -327,10 +337,24 @@ export class DiffView {
     return diff && diff.depthA !== diff.depthB ? `L${layerA}↔${layerB}` : `L${layerA}`;
   }
 
-  rowsHeight() {
+  /**
+   * The grid's geometry now (`../layout.js`, as the heatmap's): the column width and label column
+   * chosen by `relayout`, the scroller's width.
+   * @returns {Layout}
+   */
+  layout() {
     const diff = /** @type {Diff} */ (this.diff);
-    const tokenRows = diff.meta.align === "tokens" ? 1 : 2;
-    return diff.L * CELL_H + tokenRows * TOKEN_ROW_H + 4;
+    return computeLayout({
+      ...DIFF_GEOMETRY,
+      nLayers: diff.L,
+      nPositions: diff.lengths[this.prompt],
+      width: Math.max(100, this.scroller.clientWidth || 800),
+      labelW: this.labelW,
+      charW: this.charW,
+      maxChars: 0,
+      cellW: this.cellW,
+      strips: diff.meta.align === "tokens" ? 1 : 2,
+    });
   }
 
   requestDraw() {
@@ -347,8 +371,9 @@ export class DiffView {
     const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     const theme = this.readTheme();
+    const layout = this.layout();
     const width = Math.max(100, this.scroller.clientWidth || 800);
-    const height = this.rowsHeight();
+    const height = layout.height;
     const dpr = window.devicePixelRatio || 1;
     if (this.canvas.width !== Math.round(width * dpr) || this.canvas.height !== Math.round(height * dpr)) {
       this.canvas.width = Math.round(width * dpr);
@@ -360,46 +385,44 @@ export class DiffView {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, width, height);
     const scroll = this.scroller.scrollLeft;
-    const n = diff.lengths[this.prompt];
-    const W = this.cellW;
-    const first = Math.max(0, Math.floor(scroll / W));
-    const last = Math.min(n, Math.ceil((scroll + width - this.labelW) / W) + 1);
+    const W = layout.cellW;
+    const [first, last] = visibleColumns(layout, scroll);
     const hatch = hatchPattern(ctx, theme.hatch);
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     ctx.font = `11px ${theme.mono}`;
     const maxChars = Math.max(1, Math.floor((W - 6) / (ctx.measureText("M").width || 6.6)));
     for (let i = 0; i < diff.L; i++) {
-      const y = (diff.L - 1 - i) * CELL_H;
       for (let j = first; j < last; j++) {
-        const x = this.labelW + j * W - scroll;
+        const { x, y, w, h: cellH } = cellRect(layout, i, j, scroll);
         const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j));
         if (!rgb) {
           ctx.fillStyle = hatch || theme.hatch;
           ctx.globalAlpha = hatch ? 1 : 0.3;
-          ctx.fillRect(x, y, W - 1, CELL_H - 1);
+          ctx.fillRect(x, y, w - 1, cellH - 1);
           ctx.globalAlpha = 1;
           continue;
         }
         ctx.fillStyle = `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`;
-        ctx.fillRect(x, y, W - 1, CELL_H - 1);
+        ctx.fillRect(x, y, w - 1, cellH - 1);
         const label = cellLabel(diffCell(diff, this.prompt, i, j), this.metric);
         if (label) {
           ctx.fillStyle = textColourOn(rgb);
-          ctx.fillText(isolateLtr(truncateText(label, maxChars)), x + (W - 1) / 2, y + CELL_H / 2);
+          ctx.fillText(isolateLtr(truncateText(label, maxChars)), x + (w - 1) / 2, y + cellH / 2);
         }
       }
     }
     // Input tokens: a's, then b's partner tokens (when positions were not paired by equal tokens).
-    const top = diff.L * CELL_H + 2;
+    const aMid = layout.inputY + layout.stripH / 2;
+    const bMid = layout.predY + layout.stripH / 2;
     for (let j = first; j < last; j++) {
-      const x = this.labelW + j * W - scroll + (W - 1) / 2;
+      const x = columnX(layout, j, scroll) + (W - 1) / 2;
       const cell = diffCell(diff, this.prompt, 0, j);
       ctx.fillStyle = theme.fg;
-      ctx.fillText(isolateLtr(truncateText(cell.inputA, maxChars)), x, top + TOKEN_ROW_H / 2);
+      ctx.fillText(isolateLtr(truncateText(cell.inputA, maxChars)), x, aMid);
       if (diff.meta.align !== "tokens") {
         ctx.fillStyle = cell.inputB === null ? theme.muted : cell.inputB === cell.inputA ? theme.muted : theme.fg;
-        ctx.fillText(isolateLtr(truncateText(cell.inputB ?? "–", maxChars)), x, top + TOKEN_ROW_H * 1.5);
+        ctx.fillText(isolateLtr(truncateText(cell.inputB ?? "–", maxChars)), x, bMid);
       }
     }
     // Focus and pinned cells.
@@ -411,21 +434,23 @@ export class DiffView {
       ctx.strokeStyle = theme.accent;
       ctx.lineWidth = 2;
       ctx.setLineDash(pinned ? [4, 2] : []);
-      ctx.strokeRect(this.labelW + cell.position * W - scroll + 1, (diff.L - 1 - cell.layerIndex) * CELL_H + 1, W - 3, CELL_H - 3);
+      const r = cellRect(layout, cell.layerIndex, cell.position, scroll);
+      ctx.strokeRect(r.x + 1, r.y + 1, r.w - 3, r.h - 3);
       ctx.setLineDash([]);
     }
     // The label column stays put while the cells scroll under it.
     ctx.fillStyle = theme.bg;
-    ctx.fillRect(0, 0, this.labelW, height);
+    ctx.fillRect(0, 0, layout.labelW, height);
     ctx.textAlign = "right";
     ctx.font = `600 11px ${theme.font}`;
     ctx.fillStyle = theme.fg;
     for (let i = 0; i < diff.L; i++) {
-      ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), this.labelW - 6, (diff.L - 1 - i) * CELL_H + CELL_H / 2);
+      const r = cellRect(layout, i, 0, 0);
+      ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), layout.labelW - 6, r.y + r.h / 2);
     }
     ctx.fillStyle = theme.muted;
-    ctx.fillText("a input", this.labelW - 6, top + TOKEN_ROW_H / 2);
-    if (diff.meta.align !== "tokens") ctx.fillText("b input", this.labelW - 6, top + TOKEN_ROW_H * 1.5);
+    ctx.fillText("a input", layout.labelW - 6, aMid);
+    if (diff.meta.align !== "tokens") ctx.fillText("b input", layout.labelW - 6, bMid);
   }
 
   // ---- Tooltip -------------------------------------------------------------------------------
@@ -467,19 +492,14 @@ export class DiffView {
   }
 
   /**
-   * A cell's box in client coordinates.
+   * A cell's box in client coordinates: its `cellRect`, less the 1 px gap between cells.
    * @param {number} layerIndex
    * @param {number} position
    */
   cellClientRect(layerIndex, position) {
-    const diff = /** @type {Diff} */ (this.diff);
     const box = this.canvas.getBoundingClientRect();
-    return {
-      x: box.left + this.labelW + position * this.cellW - this.scroller.scrollLeft,
-      y: box.top + (diff.L - 1 - layerIndex) * CELL_H,
-      w: this.cellW - 1,
-      h: CELL_H - 1,
-    };
+    const r = cellRect(this.layout(), layerIndex, position, this.scroller.scrollLeft);
+    return { x: box.left + r.x, y: box.top + r.y, w: r.w - 1, h: r.h - 1 };
   }
 
   /**
@@ -491,12 +511,9 @@ export class DiffView {
     const diff = this.diff;
     if (!diff) return null;
     const box = this.canvas.getBoundingClientRect();
-    const x = event.clientX - box.left - this.labelW + this.scroller.scrollLeft;
-    const y = event.clientY - box.top;
-    if (event.clientX - box.left < this.labelW || x < 0 || y < 0 || y >= diff.L * CELL_H) return null;
-    const position = Math.floor(x / this.cellW);
-    if (position >= diff.lengths[this.prompt]) return null;
-    return { layerIndex: diff.L - 1 - Math.floor(y / CELL_H), position };
+    // The token rows under the cells are no cells here (the heatmap's strips stand for cells).
+    const hit = hitTest(this.layout(), event.clientX - box.left, event.clientY - box.top, this.scroller.scrollLeft, 0);
+    return hit && hit.area === "cells" ? { layerIndex: hit.layerIndex, position: hit.position } : null;
   }
 
   // ---- Events --------------------------------------------------------------------------------
