@@ -37,7 +37,7 @@ from murano_widgets.comparison.alignment import (
 from murano_widgets.lenses import as_lens, title_of
 from murano_widgets.result import LogitLensResult
 from murano_widgets.step.logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, resolve_layers
-from murano_widgets.step.reductions import Buffers, reduce_pair, rows_per_chunk
+from murano_widgets.step.reductions import Buffers, chunks, reduce_pair
 from murano_widgets.types import validate_prompts
 
 __all__ = ["ALIGN_MODES", "LensComparison", "compare", "compare_lenses"]
@@ -562,11 +562,9 @@ def _run_together(
     token_prob_b = torch.full(shape, float("nan"))
     kl = torch.full(shape, float("nan"))
     vocab = int(model_a.vocab_size)
-    step = rows_per_chunk(max_chunk_bytes, vocab, len(rows_a))
     buffers = Buffers()
     with torch.inference_mode():
-        for start in range(0, len(rows_a), step):
-            chunk = slice(start, start + step)
+        for chunk in chunks(max_chunk_bytes, vocab, len(rows_a)):
             ra, rb_rows, tok = rows_a[chunk], rows_b[chunk], tokens[chunk]
             where = (prompts[chunk], seqs[chunk])
             has_token = tok >= 0

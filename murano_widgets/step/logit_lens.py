@@ -27,7 +27,7 @@ from murano_widgets.lenses import as_lens
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
 from murano_widgets.result import LogitLensResult
 from murano_widgets.step.inputs import InputPlan, plan_inputs, score
-from murano_widgets.step.reductions import Buffers, reduce_layers, rows_per_chunk, stack_layers
+from murano_widgets.step.reductions import Buffers, chunks, reduce_layers, stack_layers
 from murano_widgets.types import (
     RESID_POST,
     AnswerSets,
@@ -318,7 +318,6 @@ class LogitLens:
         # Where each shown row's probabilities go in the returned [n_inputs * seq] layout.
         shown_at = torch.nonzero(mask.reshape(-1)).squeeze(1)
         vocab_size = int(model.vocab_size)
-        step = rows_per_chunk(self.max_chunk_bytes, vocab_size, len(real_rows))
         # The full probabilities go straight into the one tensor that is returned (padding
         # stays NaN), so keeping them costs that tensor and nothing more.
         all_probs = (
@@ -327,18 +326,18 @@ class LogitLens:
             else None
         )
         row_of = {layer: i for i, layer in enumerate(self.layers)}
-        chunks: list[dict[str, torch.Tensor]] = []
+        reduced: list[dict[str, torch.Tensor]] = []
         finals: list[torch.Tensor] = []
         # Three [rows, vocab] buffers live through the loop: the logits, the softmax and the
         # final distribution; each chunk and layer writes into them again.
         buffers = Buffers()
         with torch.inference_mode():
-            for start in range(0, len(real_rows), step):
-                rows = real_rows[start : start + step]
-                shown = shown_at[start : min(start + step, plan.n_shown)]
+            for chunk in chunks(self.max_chunk_bytes, vocab_size, len(real_rows)):
+                rows = real_rows[chunk]
+                shown = shown_at[chunk.start : min(chunk.stop, plan.n_shown)]
                 tracked = None
                 if plan.tracked is not None:
-                    tracked = plan.tracked.rows(start, start + step).to(rows.device)
+                    tracked = plan.tracked.rows(chunk.start, chunk.stop).to(rows.device)
 
                 def logits_of(layer: int, rows: torch.Tensor = rows) -> torch.Tensor:
                     out = buffers.get("logits", len(rows), vocab_size, hidden[layer].device)
@@ -361,10 +360,10 @@ class LogitLens:
                     keep,
                     tracked,
                 )
-                chunks.append(stack_layers(per_layer))
+                reduced.append(stack_layers(per_layer))
                 finals.append(final.predictions.cpu())
                 del final, per_layer
-        real = {key: torch.cat([c[key] for c in chunks], dim=1) for key in chunks[0]}
+        real = {key: torch.cat([c[key] for c in reduced], dim=1) for key in reduced[0]}
         if all_probs is not None:
             all_probs = all_probs.view(len(self.layers), *mask.shape, vocab_size)
         return real, torch.cat(finals), all_probs
