@@ -311,24 +311,11 @@ def test_an_explicit_layout(model_dirs, load_nnsight):
 
 
 def test_an_unknown_architecture_is_one_clear_error(tmp_path):
-    from tiny_models import build_tokenizer
-    from transformers import AutoModelForCausalLM, PersimmonConfig
+    from tiny_models import build_unknown_architecture
 
     from murano_widgets import UnsupportedModelError
 
-    tokenizer = build_tokenizer()
-    config = PersimmonConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        pad_token_id=0,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
-    tokenizer.save_pretrained(tmp_path)
+    build_unknown_architecture(tmp_path)
     with pytest.raises(UnsupportedModelError) as error:
         MuranoModel(tmp_path, backend="nnsight")
     message = str(error.value)

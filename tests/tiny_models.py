@@ -161,3 +161,23 @@ def build_tiny_model(arch: str, folder: Path, seed: int = 0) -> Path:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def build_unknown_architecture(folder: Path) -> Path:
+    """A tiny Persimmon model: an architecture the nnsight backend has no layout for."""
+    from transformers import PersimmonConfig
+
+    tokenizer = build_tokenizer()
+    config = PersimmonConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        pad_token_id=0,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
