@@ -134,20 +134,20 @@ window.mountReady = true;
 """
 
 
-def _encode(value: Any) -> Any:
+def encode(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {"__b64__": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
+        return {k: encode(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_encode(v) for v in value]
+        return [encode(v) for v in value]
     return value
 
 
 def widget_state(widget, names=SYNCED) -> dict[str, Any]:
     """The widget's synced state as the front end receives it (bytes as base64 markers)."""
     state = widget.get_state()
-    return {name: _encode(state[name]) for name in names if name in state}
+    return {name: encode(state[name]) for name in names if name in state}
 
 
 def serve(page, extra: dict[str, tuple[str, str]] | None = None) -> None:

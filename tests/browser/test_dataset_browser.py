@@ -10,12 +10,11 @@ prompt makes Python open that prompt's heatmap.
 
 from __future__ import annotations
 
-import base64
 import re
 
 import numpy as np
 import pytest
-from harness import ARTIFACTS, ORIGIN, ROOT
+from harness import ARTIFACTS, ORIGIN, ROOT, encode
 
 from murano_widgets import LensDataset, LogitLensWidget, lens_dataset
 
@@ -75,16 +74,6 @@ window.ready = true;
 """
 
 
-def _encode(value):
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"__b64__": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_encode(v) for v in value]
-    return value
-
-
 class ChartBridge:
     """One data-set widget in one page, with the kernel's round trip between them."""
 
@@ -112,7 +101,7 @@ class ChartBridge:
             page.evaluate("() => document.body.classList.add('dark')")
             page.evaluate("() => document.body.setAttribute('data-jp-theme-light', 'false')")
         state = self.chart.get_state()
-        page.evaluate("(s) => window.mount(s)", _encode({k: state[k] for k in SYNCED}))
+        page.evaluate("(s) => window.mount(s)", encode({k: state[k] for k in SYNCED}))
 
     def sync(self) -> list[dict]:
         """Delivers what the page sent to Python, then the traits Python changed back."""
@@ -132,7 +121,7 @@ class ChartBridge:
             for name in dict.fromkeys(changed):
                 if name in message and getattr(self.chart, name) == message[name]:
                     continue
-                value = _encode(self.chart.get_state(name)[name])
+                value = encode(self.chart.get_state(name)[name])
                 self.page.evaluate("([n, v]) => window.model.kernelSet(n, v)", [name, value])
         return messages
 

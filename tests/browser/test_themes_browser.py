@@ -23,7 +23,6 @@ page (no styles apply there) is drawn with the host's dark theme once it is show
 
 from __future__ import annotations
 
-import base64
 import io
 import re
 from dataclasses import dataclass
@@ -31,9 +30,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import ARTIFACTS, ORIGIN, STATIC
+from harness import ARTIFACTS, ORIGIN, STATIC, widget_state
+from harness import SYNCED as HEATMAP_SYNCED
 from lens_data import make_result
 from PIL import Image
+from test_dataset_browser import SYNCED as DATASET_SYNCED
+from test_diff_browser import SYNCED as DIFF_SYNCED
 
 from murano_widgets import LensDataset, LogitLensWidget, show_lens_diff
 
@@ -327,30 +329,21 @@ KINDS = {
         "logit_lens.css",
         ".murano-root",
         "__muranoDebug",
-        (
-            "prompt",
-            "layer",
-            "metric",
-            "selected",
-            "hide_template",
-            "_details",
-            "_meta",
-            "_sections",
-        ),
+        HEATMAP_SYNCED,
     ),
     "diff": Kind(
         "lens_diff.js",
         "lens_diff.css",
         ".murano-diff",
         "__muranoDiffDebug",
-        ("prompt", "metric", "selected", "_meta", "_sections"),
+        DIFF_SYNCED,
     ),
     "dataset": Kind(
         "lens_dataset.js",
         "lens_dataset.css",
         ".murano-ds-root",
         "",
-        ("layer", "answer_set", "order", "metric", "open_request", "status", "_meta", "_data"),
+        DATASET_SYNCED,
     ),
 }
 
@@ -399,19 +392,8 @@ def states() -> dict[str, dict[str, Any]]:
     dataset.layer = 3  # a chosen layer lists its prompts
     out = {}
     for name, widget in (("heatmap", heatmap), ("diff", diff), ("dataset", dataset)):
-        state = widget.get_state()
-        out[name] = {k: _encode(state[k]) for k in KINDS[name].synced if k in state}
+        out[name] = widget_state(widget, KINDS[name].synced)
     return out
-
-
-def _encode(value):
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"__b64__": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_encode(v) for v in value]
-    return value
 
 
 def _frames(page, n: int = 3) -> None:
