@@ -149,6 +149,55 @@ function installDebug(el, widget, api) {
   };
 }
 
+// src/shared/keys.js
+var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
+function controlKind(target) {
+  if (!target || typeof target.tagName !== "string") return null;
+  const tag = target.tagName.toLowerCase();
+  const type = String(target.type ?? "").toLowerCase();
+  if (tag === "input") {
+    if (type === "range") return "range";
+    if (type === "checkbox" || type === "radio" || type === "button" || type === "submit" || type === "reset") return "button";
+    return "text";
+  }
+  if (tag === "textarea" || target.isContentEditable === true) return "text";
+  if (tag === "select") return "select";
+  if (tag === "button" || tag === "summary") return "button";
+  const tabindex = typeof target.getAttribute === "function" ? target.getAttribute("tabindex") : null;
+  if (tabindex !== null && tabindex !== "-1") return "composite";
+  return null;
+}
+function keepsKey(kind, event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return false;
+  const key = event.key;
+  if (key === "Enter" && event.shiftKey) return false;
+  switch (kind) {
+    case "range":
+      return NAVIGATION.has(key);
+    case "select":
+      return NAVIGATION.has(key) || PRESS.has(key) || key.length === 1;
+    case "button":
+      return PRESS.has(key);
+    case "text":
+      return key !== "Escape" && key !== "Tab";
+    case "composite":
+      return NAVIGATION.has(key) || PRESS.has(key);
+    default:
+      return false;
+  }
+}
+function keepControlKeys(root, signal) {
+  root.addEventListener(
+    "keydown",
+    (event) => {
+      const kind = controlKind(event.target);
+      if (kind && keepsKey(kind, event)) event.stopPropagation();
+    },
+    { signal }
+  );
+}
+
 // src/format.js
 var RANK_CAP = 65535;
 function formatProb(p) {
@@ -354,7 +403,9 @@ var DatasetView = class {
     this.hover = null;
     this.shown = PAGE;
     this.requests = 0;
+    this.abort = new AbortController();
     this.ui = this.build();
+    keepControlKeys(this.ui.root, this.abort.signal);
     this.drawChart();
     this.drawReadout();
     this.drawPrompts();
@@ -381,6 +432,7 @@ var DatasetView = class {
     this.removeDebug = installDebug(el, "dataset", this.debugApi());
   }
   destroy() {
+    this.abort.abort();
     for (const [event, fn] of this.listeners) this.model.off(event, fn);
     this.ui.root.remove();
     this.removeDebug();
@@ -659,6 +711,5 @@ export {
   layerReadout,
   linePath,
   promptOrder,
-  render,
   renderStandalone
 };

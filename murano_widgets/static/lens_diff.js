@@ -772,6 +772,55 @@ function bindGrid(target, grid, signal) {
   });
 }
 
+// src/shared/keys.js
+var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
+function controlKind(target) {
+  if (!target || typeof target.tagName !== "string") return null;
+  const tag = target.tagName.toLowerCase();
+  const type = String(target.type ?? "").toLowerCase();
+  if (tag === "input") {
+    if (type === "range") return "range";
+    if (type === "checkbox" || type === "radio" || type === "button" || type === "submit" || type === "reset") return "button";
+    return "text";
+  }
+  if (tag === "textarea" || target.isContentEditable === true) return "text";
+  if (tag === "select") return "select";
+  if (tag === "button" || tag === "summary") return "button";
+  const tabindex = typeof target.getAttribute === "function" ? target.getAttribute("tabindex") : null;
+  if (tabindex !== null && tabindex !== "-1") return "composite";
+  return null;
+}
+function keepsKey(kind, event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return false;
+  const key = event.key;
+  if (key === "Enter" && event.shiftKey) return false;
+  switch (kind) {
+    case "range":
+      return NAVIGATION.has(key);
+    case "select":
+      return NAVIGATION.has(key) || PRESS.has(key) || key.length === 1;
+    case "button":
+      return PRESS.has(key);
+    case "text":
+      return key !== "Escape" && key !== "Tab";
+    case "composite":
+      return NAVIGATION.has(key) || PRESS.has(key);
+    default:
+      return false;
+  }
+}
+function keepControlKeys(root, signal) {
+  root.addEventListener(
+    "keydown",
+    (event) => {
+      const kind = controlKind(event.target);
+      if (kind && keepsKey(kind, event)) event.stopPropagation();
+    },
+    { signal }
+  );
+}
+
 // src/shared/tooltip.js
 var TOOLTIP_GAP = 10;
 function overlapArea(a, b) {
@@ -976,6 +1025,7 @@ var DiffView = class {
     this.prompt = 0;
     this.metric = "delta_prob";
     this.selected = null;
+    this.revealPending = true;
     this.hover = null;
     this.focus = null;
     this.focused = false;
@@ -1073,7 +1123,7 @@ var DiffView = class {
     this.prompt = prompt;
     this.hover = null;
     if (this.focus) this.focus = this.clampCell(this.focus);
-    this.scroller.scrollLeft = 0;
+    this.revealPending = true;
     this.showPrompt();
   }
   /**
@@ -1221,6 +1271,18 @@ var DiffView = class {
     this.draw();
   }
   /**
+   * Opens a prompt where its prediction is, as the heatmap does: its last position (or its
+   * pinned cell) scrolled into view, once the scroller is in the page.
+   */
+  revealPromptEnd() {
+    const diff = this.diff;
+    if (!diff || !this.scroller.isConnected || this.scroller.clientWidth === 0) return;
+    const sel = this.selected;
+    const position = sel && sel.prompt === this.prompt ? sel.position : diff.lengths[this.prompt] - 1;
+    this.scroller.scrollLeft = revealColumn(this.layout(), 0, Math.max(0, position));
+    this.revealPending = false;
+  }
+  /**
    * @param {number} layerA
    * @param {number} layerB
    */
@@ -1260,6 +1322,7 @@ var DiffView = class {
   draw() {
     const diff = this.diff;
     if (!diff) return;
+    if (this.revealPending) this.revealPromptEnd();
     const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     const theme = this.readTheme();
@@ -1409,6 +1472,7 @@ var DiffView = class {
       this.requestDraw();
     });
     bindGrid(this.canvas, this, signal);
+    keepControlKeys(this.root, signal);
     this.handlers = [
       ["change:prompt", () => this.setPrompt(this.model.get("prompt"), false)],
       ["change:metric", () => this.setMetric(this.model.get("metric"), false)],
@@ -1462,6 +1526,10 @@ var DiffView = class {
       get state() {
         return { prompt: view.prompt, metric: view.metric, selected: view.selected, focus: view.focus, focused: view.focused, hover: view.hover, cellW: view.cellW, labelW: view.labelW };
       },
+      /** The grid's layout (rows, positions, cell sizes), as the heatmap's hook has it. */
+      get layout() {
+        return view.diff ? view.layout() : null;
+      },
       /** @param {number} i @param {number} j */
       cellClientRect: (i, j) => view.cellClientRect(i, j),
       /** @param {number} i @param {number} j */
@@ -1493,7 +1561,6 @@ export {
   diffIndex,
   divergingColour,
   formatDelta,
-  render,
   renderStandalone,
   tooltipContent
 };

@@ -2676,6 +2676,55 @@ function bindGrid(target, grid, signal) {
   });
 }
 
+// src/shared/keys.js
+var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
+function controlKind(target) {
+  if (!target || typeof target.tagName !== "string") return null;
+  const tag = target.tagName.toLowerCase();
+  const type = String(target.type ?? "").toLowerCase();
+  if (tag === "input") {
+    if (type === "range") return "range";
+    if (type === "checkbox" || type === "radio" || type === "button" || type === "submit" || type === "reset") return "button";
+    return "text";
+  }
+  if (tag === "textarea" || target.isContentEditable === true) return "text";
+  if (tag === "select") return "select";
+  if (tag === "button" || tag === "summary") return "button";
+  const tabindex = typeof target.getAttribute === "function" ? target.getAttribute("tabindex") : null;
+  if (tabindex !== null && tabindex !== "-1") return "composite";
+  return null;
+}
+function keepsKey(kind, event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return false;
+  const key = event.key;
+  if (key === "Enter" && event.shiftKey) return false;
+  switch (kind) {
+    case "range":
+      return NAVIGATION.has(key);
+    case "select":
+      return NAVIGATION.has(key) || PRESS.has(key) || key.length === 1;
+    case "button":
+      return PRESS.has(key);
+    case "text":
+      return key !== "Escape" && key !== "Tab";
+    case "composite":
+      return NAVIGATION.has(key) || PRESS.has(key);
+    default:
+      return false;
+  }
+}
+function keepControlKeys(root, signal) {
+  root.addEventListener(
+    "keydown",
+    (event) => {
+      const kind = controlKind(event.target);
+      if (kind && keepsKey(kind, event)) event.stopPropagation();
+    },
+    { signal }
+  );
+}
+
 // src/view/events.js
 function eventCell(view, event) {
   if (!view.layout) return null;
@@ -2740,6 +2789,7 @@ function bindEvents(view) {
     view.requestDraw();
   }, { passive: true });
   bindGrid(ui.canvas, heatmapGrid(view), signal);
+  keepControlKeys(ui.root, signal);
   on(ui.main, "pointerleave", () => {
     view.chartHover = null;
     view.requestDraw();
@@ -2871,6 +2921,7 @@ var LensView = class {
     this.layout = null;
     this.layoutKey = null;
     this.loaded = false;
+    this.revealPending = true;
     this.frame = 0;
     this.detailsRequested = false;
     this.shownMetric = "";
@@ -3053,8 +3104,8 @@ var LensView = class {
     if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
     showControls(this.ui, data, this.state);
     showPin(this.ui, data, this.state.selected);
+    this.revealPending = true;
     this.relayout();
-    this.ui.scroller.scrollLeft = 0;
     this.updateTooltip();
   }
   /**
@@ -3233,7 +3284,25 @@ var LensView = class {
       this.ui.track.style.width = `${this.layout.contentW}px`;
       this.ui.track.style.height = `${this.layout.height}px`;
     }
+    if (this.revealPending) this.revealPromptEnd();
     this.draw();
+  }
+  /**
+   * Opens a prompt where its prediction is: scrolled so that its last position (the column the
+   * trajectory chart follows), or its pinned cell, is in view. A prompt of 22 demo tokens is
+   * about 2,200 px wide, so at 0 the end was off to the right (issue 21). Waits until the
+   * scroller is in the page: a widget drawn before its output is attached cannot scroll yet.
+   */
+  revealPromptEnd() {
+    const layout = this.layout;
+    const scroller = this.ui.scroller;
+    if (!layout || !scroller.isConnected || scroller.clientWidth === 0) return;
+    const s2 = this.state;
+    const sel = s2.selected;
+    const position = sel && sel.prompt === s2.prompt ? sel.position : this.data ? this.data.lengths[s2.prompt] - 1 : 0;
+    const column = Math.max(0, columnOf(layout, this.clampCell({ layerIndex: 0, position }).position));
+    scroller.scrollLeft = revealColumn(layout, 0, column);
+    this.revealPending = false;
   }
   /**
    * Puts the chart beside the heatmap when there is room for both, else below it. Decided on the
@@ -3347,7 +3416,6 @@ export {
   metricAvailable,
   metricDomain,
   metricValue,
-  render,
   renderStandalone,
   scaleColour,
   toBytes,

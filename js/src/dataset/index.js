@@ -16,11 +16,13 @@ export { decodeDataset, formatInterval, layerReadout, promptOrder } from "./data
 /** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
 
 /**
- * anywidget entry point: draws the widget into `el`; returns the cleanup function.
+ * anywidget entry point: draws the widget into `el`; returns the cleanup function. Reached only
+ * through the default export: anywidget 0.9+ takes a module that also exports `render` by name
+ * for its old API and logs a deprecation warning for every widget.
  * @param {{model: WidgetModel, el: HTMLElement}} context
  * @returns {() => void}
  */
-export function render({ model, el }) {
+function render({ model, el }) {
   const view = new DatasetView(model, el);
   return () => view.destroy();
 }

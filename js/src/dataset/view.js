@@ -8,6 +8,7 @@
 
 import { h, s } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
+import { keepControlKeys } from "../shared/keys.js";
 import { formatProb, formatRank } from "../format.js";
 import { bandPath, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
 import { CHART_METRICS, decodeDataset, layerReadout, promptOrder } from "./data.js";
@@ -32,7 +33,9 @@ export class DatasetView {
     this.hover = null;
     this.shown = PAGE;
     this.requests = 0;
+    this.abort = new AbortController();
     this.ui = this.build();
+    keepControlKeys(this.ui.root, this.abort.signal);
     this.drawChart();
     this.drawReadout();
     this.drawPrompts();
@@ -50,6 +53,7 @@ export class DatasetView {
   }
 
   destroy() {
+    this.abort.abort();
     for (const [event, fn] of this.listeners) this.model.off(event, fn);
     this.ui.root.remove();
     this.removeDebug();

@@ -19,6 +19,7 @@ import { h } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
 import { hatchPattern } from "../shared/hatch.js";
 import { bindGrid } from "../shared/grid_events.js";
+import { keepControlKeys } from "../shared/keys.js";
 import { placeInRoot } from "../shared/tooltip.js";
 import { cellRect, clampScroll, columnX, computeLayout, hitTest, revealColumn, visibleColumns } from "../layout.js";
 
@@ -61,6 +62,8 @@ export class DiffView {
     this.metric = "delta_prob";
     /** @type {Selected | null} */
     this.selected = null;
+    /** The next layout scrolls the prompt's last position (or its pinned cell) into view. */
+    this.revealPending = true;
     /** @type {Cell | null} */
     this.hover = null;
     /** @type {Cell | null} */
@@ -167,7 +170,7 @@ export class DiffView {
     this.prompt = prompt;
     this.hover = null;
     if (this.focus) this.focus = this.clampCell(this.focus);
-    this.scroller.scrollLeft = 0;
+    this.revealPending = true;
     this.showPrompt();
   }
 
@@ -329,6 +332,19 @@ export class DiffView {
   }
 
   /**
+   * Opens a prompt where its prediction is, as the heatmap does: its last position (or its
+   * pinned cell) scrolled into view, once the scroller is in the page.
+   */
+  revealPromptEnd() {
+    const diff = this.diff;
+    if (!diff || !this.scroller.isConnected || this.scroller.clientWidth === 0) return;
+    const sel = this.selected;
+    const position = sel && sel.prompt === this.prompt ? sel.position : diff.lengths[this.prompt] - 1;
+    this.scroller.scrollLeft = revealColumn(this.layout(), 0, Math.max(0, position));
+    this.revealPending = false;
+  }
+
+  /**
    * @param {number} layerA
    * @param {number} layerB
    */
@@ -368,6 +384,8 @@ export class DiffView {
   draw() {
     const diff = this.diff;
     if (!diff) return;
+    // Here, not in relayout: the resize observer only redraws (the layout follows the width).
+    if (this.revealPending) this.revealPromptEnd();
     const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     const theme = this.readTheme();
@@ -530,6 +548,7 @@ export class DiffView {
       this.requestDraw();
     });
     bindGrid(this.canvas, this, signal);
+    keepControlKeys(this.root, signal);
     /** @type {[string, () => void][]} */
     this.handlers = [
       ["change:prompt", () => this.setPrompt(this.model.get("prompt"), false)],
@@ -591,6 +610,10 @@ export class DiffView {
     return {
       get state() {
         return { prompt: view.prompt, metric: view.metric, selected: view.selected, focus: view.focus, focused: view.focused, hover: view.hover, cellW: view.cellW, labelW: view.labelW };
+      },
+      /** The grid's layout (rows, positions, cell sizes), as the heatmap's hook has it. */
+      get layout() {
+        return view.diff ? view.layout() : null;
       },
       /** @param {number} i @param {number} j */
       cellClientRect: (i, j) => view.cellClientRect(i, j),

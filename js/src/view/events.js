@@ -7,6 +7,7 @@
 import { columnOf, hitTest, positionAt } from "../layout.js";
 import { moveFocus } from "../state.js";
 import { bindGrid, onGridKey } from "../shared/grid_events.js";
+import { keepControlKeys } from "../shared/keys.js";
 import { watchTheme } from "../theme.js";
 
 /**
@@ -109,6 +110,7 @@ export function bindEvents(view) {
     view.requestDraw();
   }, { passive: true });
   bindGrid(ui.canvas, heatmapGrid(view), signal);
+  keepControlKeys(ui.root, signal);
   // The chart keeps the hovered column while the pointer moves over to it; leaving both drops it.
   on(ui.main, "pointerleave", () => {
     view.chartHover = null;

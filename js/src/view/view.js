@@ -62,6 +62,8 @@ export class LensView {
     /** @type {string | null} */
     this.layoutKey = null;
     this.loaded = false;
+    /** The next layout scrolls the prompt's last position (or its pinned cell) into view. */
+    this.revealPending = true;
     this.frame = 0;
     this.detailsRequested = false;
     /** The metric the cells show: the requested one, or the last shown while it loads. */
@@ -265,8 +267,8 @@ export class LensView {
     if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
     showControls(this.ui, data, this.state);
     showPin(this.ui, data, this.state.selected);
+    this.revealPending = true;
     this.relayout();
-    this.ui.scroller.scrollLeft = 0;
     this.updateTooltip();
   }
 
@@ -468,7 +470,26 @@ export class LensView {
       this.ui.track.style.width = `${this.layout.contentW}px`;
       this.ui.track.style.height = `${this.layout.height}px`;
     }
+    if (this.revealPending) this.revealPromptEnd();
     this.draw();
+  }
+
+  /**
+   * Opens a prompt where its prediction is: scrolled so that its last position (the column the
+   * trajectory chart follows), or its pinned cell, is in view. A prompt of 22 demo tokens is
+   * about 2,200 px wide, so at 0 the end was off to the right (issue 21). Waits until the
+   * scroller is in the page: a widget drawn before its output is attached cannot scroll yet.
+   */
+  revealPromptEnd() {
+    const layout = this.layout;
+    const scroller = this.ui.scroller;
+    if (!layout || !scroller.isConnected || scroller.clientWidth === 0) return;
+    const s = this.state;
+    const sel = s.selected;
+    const position = sel && sel.prompt === s.prompt ? sel.position : this.data ? this.data.lengths[s.prompt] - 1 : 0;
+    const column = Math.max(0, columnOf(layout, this.clampCell({ layerIndex: 0, position }).position));
+    scroller.scrollLeft = revealColumn(layout, 0, column);
+    this.revealPending = false;
   }
 
   /**
