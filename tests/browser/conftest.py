@@ -47,3 +47,15 @@ def offline_page(page):
 
     page.route(lambda url: not url.startswith("file://"), refuse)
     return page
+
+
+@pytest.fixture(scope="session")
+def jupyterlab(tmp_path_factory):
+    """One real JupyterLab server for the session (started on first use): a ``JupyterLab``."""
+    from lab_server import JupyterLab
+
+    lab = JupyterLab(tmp_path_factory.mktemp("jupyterlab"))
+    try:
+        yield lab
+    finally:
+        lab.stop()

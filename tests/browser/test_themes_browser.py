@@ -124,26 +124,10 @@ HOSTS = {
     "forced-colors": Host(dark=True, color_scheme="dark", forced_colors="active"),
 }
 
-PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>murano theme test</title>
-<link rel="stylesheet" href="/widget.css">
-<style id="host-theme"></style>
-<style>
-  body { margin: 0; padding: 16px; color: var(--jp-ui-font-color1, var(--vscode-editor-foreground, CanvasText));
-         background: var(--jp-layout-color0, var(--vscode-editor-background, Canvas)); }
-  #host { width: 900px; }
-</style>
-</head>
-<body>
-<div id="host"></div>
-<script type="module">
-import widget from "/widget.js";
-
-// Every string written on a canvas inside the widget, with its colour and the pixels under it
-// just before it is drawn. A full clear of a canvas starts its list again (a new frame).
+# Every string written on a canvas inside the widget, with its colour and the pixels under it
+# just before it is drawn (CANVAS_TEXTS reads them). Also injected into the real JupyterLab page
+# (test_jupyterlab_widgets.py) before any widget renders.
+CANVAS_TEXT_HOOK = """// A full clear of a canvas starts its list again (a new frame).
 window.__texts = new Map();
 const fillText = CanvasRenderingContext2D.prototype.fillText;
 const clearRect = CanvasRenderingContext2D.prototype.clearRect;
@@ -180,6 +164,27 @@ CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
   }
   return fillText.call(this, text, x, y, ...rest);
 };
+"""
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>murano theme test</title>
+<link rel="stylesheet" href="/widget.css">
+<style id="host-theme"></style>
+<style>
+  body { margin: 0; padding: 16px; color: var(--jp-ui-font-color1, var(--vscode-editor-foreground, CanvasText));
+         background: var(--jp-layout-color0, var(--vscode-editor-background, Canvas)); }
+  #host { width: 900px; }
+</style>
+</head>
+<body>
+<div id="host"></div>
+<script type="module">
+import widget from "/widget.js";
+
+/*CANVAS_TEXT_HOOK*/
 
 function revive(value) {
   if (value && typeof value === "object" && "__b64__" in value) {
@@ -227,7 +232,7 @@ window.ready = true;
 </script>
 </body>
 </html>
-"""
+""".replace("/*CANVAS_TEXT_HOOK*/", CANVAS_TEXT_HOOK)
 
 # Everything drawn as text in the widget's DOM: [text, colour, background], the colour as
 # computed (SVG text: its fill) and the background composited from the element up to <html>.
