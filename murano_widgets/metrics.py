@@ -154,7 +154,7 @@ class Section:
             ranks 2..k), ``"prompt_set"`` (``[L, n_inputs, S]``: per prompt and answer set) or
             ``"cell_target"`` (``[L, T, n_targets]``).
         kind: How values are stored: ``"token"`` (an index into the string table),
-            ``"probability"`` (uint16, or uint8 for ``topk``), ``"bits"`` (uint16 scaled to
+            ``"probability"`` (uint16, steps of 1/65535), ``"bits"`` (uint16 scaled to
             the section's maximum), ``"rank"`` (uint16, 65535 = "65535 or worse"), ``"mask"``
             (uint8, 1 = marked: no value, or as the section says) or ``"code"`` (uint8, an
             index into a list of names in the metadata, ``meta[name's list]``).

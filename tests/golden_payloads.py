@@ -19,7 +19,8 @@ The lens cases follow simple formulas of their indices (row ``i`` of ``L``, colu
 prompts laid end to end, ``n`` formula tokens), which the JS tests also use:
 
 - input token ``(2c) mod n``; top-1 token ``(i + c) mod n`` with probability ``(i + 1) / L``;
-  the top-k's rank ``r`` token ``(i + c + r) mod n`` with probability ``(20 - r + 1) / 255``;
+  the top-k's rank ``r`` token ``(i + c + r) mod n`` with probability ``(20 - r + 1) / 255``
+  (stored, as every probability, in steps of 1/65535: ``(21 - r) 257``);
 - final prediction ``(L - 1 + c) mod n`` (so the last row is settled), its probability
   ``1000 i / 65535`` and its rank ``7 (L - 1 - i)``; KL ``0.04 (L - 1 - i)`` bits;
 - entropy ``2.5 (L - i) + c / 8`` bits, over a vocabulary of 1000 tokens.
@@ -28,6 +29,11 @@ The answer cases add (values stored as ``raw / 65535`` for probabilities): the a
 probability ``(i + 1) 1000 + 100 p + 10 s`` and rank ``30 (L - 1 - i) + p + s`` (prompt ``p``,
 set ``s``), its first token's probability ``(i + 1) 2000 + c`` and rank ``5 (L - 1 - i) + c``,
 and target ``j``'s probability ``(i + 1) 3000 + 10 c + j`` and rank ``400 (L - 1 - i) + 3c + j``.
+
+The rounding case (``lens_rounding``) is not a formula: its cells are distributions of a few
+given probabilities (:data:`ROUNDING_TOPS`), every field computed from them, so that a number
+the tooltip shows twice is the same float in both fields, and some are below 0.1 % or below half
+a step.
 """
 
 from __future__ import annotations
@@ -273,6 +279,90 @@ def _answer_sets(grid: _Grid, missing: frozenset) -> dict[str, AnswerScores]:
     return out
 
 
+# The rounding case: one prompt, layers 0..2 of a 3-layer model, each cell a distribution over
+# ROUNDING_VOCAB given by its top four probabilities (the other tokens share the rest evenly, each
+# below the fourth). The numbers are a real model's where the issue saw them (0.023374, the demo
+# model's " Paris" at rank 4 of layer 0) or small enough to test "<0.1%": 0.0004, 9e-5 and 3e-6
+# (below half a uint16 step, 7.6e-6). The final prediction and the answer " Paris" sit at ranks 1
+# to 3 of the earlier rows, so one probability is shown twice in a tooltip.
+ROUNDING_VOCAB = [" the", " Paris", " a", " Rome", *(f" w{i}" for i in range(6)), "The", " capital"]
+ROUNDING_TOPS = {
+    (0, 0): {" a": 0.6, " the": 0.3, " Paris": 0.0999, " Rome": 0.00009},
+    (1, 0): {" the": 0.5, " a": 0.4637, " Paris": 0.0362, " Rome": 0.00009},
+    (2, 0): {" a": 0.8123, " the": 0.1, " Paris": 0.0876, " Rome": 0.00009},
+    (0, 1): {" the": 0.9762, " Paris": 0.023374, " a": 0.0004, " Rome": 3e-6},
+    (1, 1): {" the": 0.51996, " Paris": 0.4637, " a": 0.0162, " Rome": 0.0001},
+    (2, 1): {" Paris": 0.8123, " the": 0.1, " a": 0.0876, " Rome": 0.00009},
+}
+
+
+def rounding_result() -> LogitLensResult:
+    """The rounding case: every field follows from the cells' distributions (float64, stored as
+    float32), so a number shown twice (a top-k entry that is also the final prediction or the
+    answer) is the same float in both fields."""
+    V, L, S = len(ROUNDING_VOCAB), 3, 2
+    ids = {text: i for i, text in enumerate(ROUNDING_VOCAB)}
+    probs = torch.zeros(L, 1, S, V, dtype=torch.float64)
+    for (row, j), top in ROUNDING_TOPS.items():
+        probs[row, 0, j] = (1.0 - sum(top.values())) / (V - len(top))
+        for text, p in top.items():
+            probs[row, 0, j, ids[text]] = p
+    assert (probs[..., 4:] < probs.sort(-1, descending=True).values[..., 3:4]).all()
+    order = torch.sort(probs, dim=-1, descending=True, stable=True)
+    topk_tokens, topk_probs = order.indices[..., :4], order.values[..., :4]
+    final = topk_tokens[-1, :, :, 0]
+    final_probs = probs.gather(-1, final.expand(L, 1, S).unsqueeze(-1)).squeeze(-1)
+    log2 = math.log(2.0)
+    entropy = -(probs * probs.log()).sum(-1) / log2
+    kl = (probs[-1:] * (probs[-1:].log() - probs.log())).sum(-1) / log2
+    paris, rome = ids[" Paris"], ids[" Rome"]
+
+    def rank_of(token: int) -> torch.Tensor:
+        return (probs > probs[..., token : token + 1]).sum(-1)
+
+    answer = AnswerScores(
+        answers=[[" Paris"]],
+        token_ids=[[[paris]]],
+        probs=probs[:, :, -1, paris].float(),
+        ranks=rank_of(paris)[:, :, -1],
+        token_probs=probs[..., paris].float(),
+        token_ranks=rank_of(paris),
+    )
+    words = [
+        [[ROUNDING_VOCAB[t] for t in seq] for seq in layer]
+        for layer in topk_tokens[..., 0].tolist()
+    ]
+    result = LogitLensResult(
+        all_probs=None,
+        max_probs=topk_probs[..., 0].float(),
+        predicted_tokens=topk_tokens[..., 0].clone(),
+        predicted_words=words,
+        input_words=[["The", " capital"]],
+        attention_mask=torch.ones(1, S, dtype=torch.long),
+        addresses=[Node(layer) for layer in range(L)],
+        topk_tokens=topk_tokens.clone(),
+        topk_probs=topk_probs.float(),
+        entropy=entropy.float(),
+        final_token_probs=final_probs.float(),
+        final_token_ranks=(probs > final_probs.unsqueeze(-1)).sum(-1),
+        kl_to_final=kl.clamp_min(0.0).float(),
+        final_tokens=final.clone(),
+        input_ids=torch.tensor([[V - 2, V - 1]]),
+        prompts=["The capital"],
+        token_strings=dict(enumerate(ROUNDING_VOCAB)),
+        vocab_size=V,
+        model_name="tiny-test",
+        n_model_layers=L,
+        lens_kind="logit",
+    )
+    result.answer_sets = {"answer": answer}
+    result.targets = [" Rome"]
+    result.target_token_ids = [[rome]]
+    result.target_probs = probs[..., rome : rome + 1].float()
+    result.target_ranks = rank_of(rome).unsqueeze(-1)
+    return result.validate()
+
+
 def _chat_inputs() -> Callable[[int], int]:
     return lambda c: c  # the chat cases' tokens are their prompts' tokens, in order
 
@@ -317,6 +407,8 @@ def lens_cases() -> dict[str, LogitLensResult]:
         ),
         # A chat of template tokens only, and a prompt of user tokens only: nothing to hide.
         "roles_uniform": lens_result(**plain, token_roles=[["template"] * 3, ["user"] * 2]),
+        # Probabilities as a real model's: one number in two places, and tiny ones.
+        "rounding": rounding_result(),
     }
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from murano_widgets import LogitLens, LogitLensWidget, PromptBatch
-from murano_widgets.payload.lens import BASE_SECTIONS, decode_sections
+from murano_widgets.payload.lens import BASE_SECTIONS, LensPayload, decode_sections
 
 PROMPTS = ["The Eiffel Tower is in the city of Paris", "one two", "Alice met Bob."]
 
@@ -66,7 +66,9 @@ def test_payload_round_trip_gives_back_the_result(widget, result):
         atol=0.5 / 65535 + 1e-7,
     )
     np.testing.assert_allclose(
-        values["topk_probs"], real_cells(result, result.topk_probs)[..., 1:], atol=0.5 / 255 + 1e-7
+        values["topk_probs"],
+        real_cells(result, result.topk_probs)[..., 1:],
+        atol=0.5 / 65535 + 1e-7,
     )
     entropy_step = meta["max_entropy"] / 65535
     np.testing.assert_allclose(
@@ -99,10 +101,64 @@ def test_default_payload_is_small_and_details_come_on_request(widget, result):
     topk_per_cell = (
         sizes["predicted_tokens"] + sizes["max_probs"] + sizes["topk_tokens"] + sizes["topk_probs"]
     ) / cells
-    assert topk_per_cell == 16
+    # Ranks 2..5: a uint16 token index and a uint16 probability each (issue 21: the uint8
+    # probabilities of before, 16 bytes a cell, printed rounded numbers as exact ones).
+    assert topk_per_cell == 4 + 4 * (2 + 2)
 
 
 def test_state_is_binary_not_nested_lists(widget):
     state = widget.get_state()
     assert all(isinstance(v, (bytes, memoryview)) for v in state["_sections"].values())
     assert isinstance(state["_meta"]["tokens"], list)
+
+
+# The last digit the front end prints of a probability: two decimals of a percent
+# (js/src/format.js, formatProb), 0.0001.
+FINEST_PRINTED_PROBABILITY = 1e-4
+
+
+def probability_fields(result) -> dict[str, np.ndarray]:
+    """Each probability section's values, read from the result ([L, T, ...] or [L, P, S])."""
+    fields = {
+        "max_probs": real_cells(result, result.max_probs),
+        "final_token_probs": real_cells(result, result.final_token_probs),
+        "topk_probs": real_cells(result, result.topk_probs)[..., 1:],  # rank 1 is max_probs
+    }
+    if result.answer_sets:
+        sets = list(result.answer_sets.values())
+        fields["answer_probs"] = np.stack([s.probs.numpy() for s in sets], axis=-1)
+        fields["answer_token_probs"] = real_cells(result, sets[0].token_probs)
+    if result.target_probs is not None:
+        fields["target_probs"] = real_cells(result, result.target_probs)
+    return fields
+
+
+@pytest.mark.parametrize("case", ["tiny llama", "rounding"])
+def test_every_probability_is_the_results_to_within_its_stated_step(result, case):
+    """What the tooltip prints is what the payload holds: each probability section's step (its
+    ``scale``) is finer than the last digit printed, every decoded value is within half a step
+    of the result's float, and a positive value never decodes to 0 (it would read "0%")."""
+    from golden_payloads import rounding_result
+
+    if case == "rounding":  # a result with probabilities of 3e-6 and 9e-5, answers and targets
+        result = rounding_result()
+    payload = LensPayload.from_result(result)
+    decoded = decode_sections(payload.meta, payload.all_sections())
+    expected = probability_fields(result)
+    assert {"max_probs", "final_token_probs", "topk_probs"} <= set(expected)
+    for name, exact in expected.items():
+        step = payload.meta["sections"][name]["scale"]
+        assert step <= FINEST_PRINTED_PROBABILITY, (name, step)
+        exact = exact.astype(np.float64)
+        got = decoded[name]
+        known = np.isfinite(exact)
+        assert known.any(), name
+        big = known & (exact >= step / 2)
+        np.testing.assert_allclose(got[big], exact[big], rtol=0, atol=step / 2 + 1e-12)
+        tiny = known & (exact > 0) & (exact < step / 2)
+        # Below half a step: the smallest positive level, so that a stored 0 is an exact 0.
+        np.testing.assert_array_equal(got[tiny], step)
+        np.testing.assert_array_equal(got[known & (exact == 0)], 0.0)
+    if case == "rounding":
+        tiny = expected["topk_probs"] < payload.meta["sections"]["topk_probs"]["scale"] / 2
+        assert tiny.any(), "the case must hold a probability below half a step"

@@ -27,9 +27,11 @@ import { displayToken } from "./tokens.js";
  * @property {boolean} finalMissing the final distribution here was not finite
  * @property {boolean} missing the layer's distribution here was not finite
  * @property {boolean} settled top-1 = the final prediction
- * @property {{token: string, prob: number}[]} top the top tokens, top-1 first
- * @property {{spec: MetricSpec, value: number | null}[]} metrics every offered metric whose
- *   section has arrived (value null when missing)
+ * @property {{token: string, prob: number, step: number}[]} top the top tokens, top-1 first;
+ *   `step`: the quantum of the section the probability was read from (its scale), which the
+ *   formatter keeps to
+ * @property {{spec: MetricSpec, value: number | null, step: number}[]} metrics every offered
+ *   metric whose section has arrived (value null when missing; `step` as for `top`)
  * @property {number | null} finalRank rank of the final prediction (0 = top-1), when a rank metric
  *   is loaded
  * @property {boolean} detailsLoaded every detail section has arrived
@@ -42,6 +44,7 @@ import { displayToken } from "./tokens.js";
  *   answer (teacher-forced), elsewhere its first token as the next token.
  * @property {string} text the answer (display form, raw)
  * @property {number | null} prob null while its section has not arrived
+ * @property {number} step the quantum of `prob`'s section
  * @property {number | null} rank 0 = top-1
  * @property {boolean} whole `prob` is the whole answer's (teacher-forced, forms summed) and
  *   differs from its first token's
@@ -60,15 +63,16 @@ export function cellAnswer(data, prompt, layerIndex, position) {
   const text = set ? set.answers[prompt] : null;
   if (!set || text === null) return null;
   const idx = cellIndex(data, prompt, layerIndex, position);
-  if (isMissing(data, idx)) return { text, prob: null, rank: null, whole: false };
+  if (isMissing(data, idx)) return { text, prob: null, step: 0, rank: null, whole: false };
   const last = position === data.lengths[prompt] - 1;
   const at = last ? promptSetIndex(data, layerIndex, prompt, 0) : idx;
-  const prob = sectionValue(data, last ? "answer_probs" : "answer_token_probs", at);
+  const section = last ? "answer_probs" : "answer_token_probs";
+  const prob = sectionValue(data, section, at);
   const rank = sectionValue(data, last ? "answer_ranks" : "answer_token_ranks", at);
   // At the last position the probability is the whole answer's; it differs from the first
   // token's (the "answer" metric's row) for a multi-token answer or several accepted forms.
   const whole = last && ((set.nTokens[prompt] ?? 1) > 1 || set.nAccepted[prompt] > 1);
-  return { text, prob: Number.isFinite(prob) ? prob : null, rank: Number.isFinite(rank) ? rank : null, whole };
+  return { text, prob: Number.isFinite(prob) ? prob : null, step: data.scales[section] ?? 0, rank: Number.isFinite(rank) ? rank : null, whole };
 }
 
 /**
@@ -93,18 +97,18 @@ export function cellDetails(data, prompt, layerIndex, position) {
   const a = data.arrays;
   const missing = isMissing(data, idx);
   const finalMissing = isFinalMissing(data, col);
-  /** @type {{token: string, prob: number}[]} */
+  /** @type {{token: string, prob: number, step: number}[]} */
   const top = [];
   if (!missing) {
     const probs = a.max_probs;
-    top.push({ token: tokenAt(data, a.predicted_tokens[idx]), prob: probs ? probs[idx] * (data.scales.max_probs ?? 1) : NaN });
+    const step = probs ? data.scales.max_probs : 0;
+    top.push({ token: tokenAt(data, a.predicted_tokens[idx]), prob: probs ? probs[idx] * step : NaN, step });
     if (data.topK > 1) {
+      // The scale comes with the section (uint16 since issue 21; older payloads' uint8 read too).
       const k1 = data.topK - 1;
+      const topkStep = data.scales.topk_probs;
       for (let r = 0; r < k1; r++) {
-        top.push({
-          token: tokenAt(data, a.topk_tokens[idx * k1 + r]),
-          prob: a.topk_probs[idx * k1 + r] * (data.scales.topk_probs ?? 1 / 255),
-        });
+        top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
       }
     }
   }
@@ -114,7 +118,7 @@ export function cellDetails(data, prompt, layerIndex, position) {
     if (!spec.available || !a[spec.field]) continue;
     const v = metricValue(data, spec.name, idx);
     const value = Number.isFinite(v) ? v : null;
-    metrics.push({ spec, value });
+    metrics.push({ spec, value, step: data.scales[spec.field] });
     if (finalRank === null && spec.unit === "rank" && spec.finalBased) finalRank = value;
   }
   const finalTokens = a.final_tokens;
@@ -170,18 +174,18 @@ export function tooltipModel(details) {
       : { label: "final prediction", value: displayToken(details.finalToken), token: true });
   }
   if (details.answer && !details.missing) {
-    const { text, prob, rank, whole } = details.answer;
+    const { text, prob, step, rank, whole } = details.answer;
     rows.push({ label: "answer", value: displayToken(text), token: true, title: "The prompt's answer (its first accepted form)" });
     if (rank !== null) rows.push({ label: "answer rank", value: formatRank(rank), title: "Where the answer's first token stands in this layer's ranking (0 = top-1)" });
     if (whole && prob !== null) {
-      rows.push({ label: "whole answer", value: formatProb(prob), title: "The probability of the whole answer after the prompt: all its tokens, teacher-forced, its accepted forms summed" });
+      rows.push({ label: "whole answer", value: formatProb(prob, step), title: "The probability of the whole answer after the prompt: all its tokens, teacher-forced, its accepted forms summed" });
     }
   }
   if (!details.missing) {
-    for (const { spec, value } of details.metrics) {
+    for (const { spec, value, step } of details.metrics) {
       rows.push({
         label: shortLabel(spec.label),
-        value: value === null ? "–" : formatMetric(spec, value),
+        value: value === null ? "–" : formatMetric(spec, value, false, step),
         title: spec.description || spec.label,
       });
     }
@@ -197,7 +201,7 @@ export function tooltipModel(details) {
     top: details.top.map((entry, rank) => ({
       rank,
       text: displayToken(entry.token),
-      prob: formatProb(entry.prob),
+      prob: formatProb(entry.prob, entry.step),
       width: Number.isFinite(entry.prob) ? Math.max(0, Math.min(1, entry.prob)) : 0,
     })),
     note,
@@ -215,7 +219,7 @@ export function readoutText(details, { pinned = false } = {}) {
   if (details.missing) parts.push(NO_VALUE);
   else {
     const top = details.top[0];
-    parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob)}`);
+    parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob, top.step)}`);
     if (details.answerTop1) parts.push("the answer");
     if (details.settled) parts.push("equals the final prediction");
     else if (details.finalToken !== null && details.finalMissing) parts.push(`final prediction: ${NO_VALUE}`);

@@ -5,26 +5,50 @@
 export const RANK_CAP = 65535;
 
 /**
- * "42.1%", "<0.1%", "100%"; "–" when not finite.
- * @param {number} p
- * @returns {string}
+ * How many of `digits` decimals (of a number printed in `unit`s) are real when the number is known
+ * to `step` (the payload's quantum, in the same units as the value): none finer than the step.
+ * @param {number} digits
+ * @param {number} step
+ * @param {number} [unit] the value of one printed unit (0.01 for a percent)
  */
-export function formatProb(p) {
-  if (!Number.isFinite(p)) return "–";
-  if (p > 0 && p < 0.001) return "<0.1%";
-  if (p >= 0.9995) return "100%";
-  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
+function realDigits(digits, step, unit = 1) {
+  let d = digits;
+  while (d > 0 && 10 ** -d * unit < step) d -= 1;
+  return d;
 }
 
 /**
- * "3.21 bits" (`short`: "3.21").
- * @param {number} b
- * @param {boolean} [short]
+ * "42.1%", "2.34%", "<0.1%", "100%"; "–" when not finite. A positive probability never reads
+ * "0%" (the payload stores only an exact 0 as 0: `murano_widgets/payload/codec.py`).
+ *
+ * Two decimals of a percent below 10 %, one above: every probability section of the payloads
+ * steps by 1/65535 (0.0015 %), so these digits are real. Given a coarser `step`, the digits finer
+ * than it are left out (1/255: "2%", not "2.35%").
+ * @param {number} p
+ * @param {number} [step] the quantum `p` was stored with (0: exact)
  * @returns {string}
  */
-export function formatBits(b, short = false) {
+export function formatProb(p, step = 0) {
+  if (!Number.isFinite(p)) return "–";
+  if (p > 0 && p < 0.001) return "<0.1%";
+  if (p >= 0.9995) return "100%";
+  const digits = realDigits(p >= 0.1 ? 1 : 2, step, 0.01);
+  const text = (p * 100).toFixed(digits);
+  return `${(digits ? text.replace(/\.?0+$/, "") : text) || "0"}%`;
+}
+
+/**
+ * "3.21 bits" (`short`: "3.21"): two decimals below 10 bits, one above, and none finer than
+ * `step` (a bits section steps by its maximum / 65535: a KL of up to 2,000 bits is known to
+ * 0.03 bits, so "1.2 bits").
+ * @param {number} b
+ * @param {boolean} [short]
+ * @param {number} [step] the quantum `b` was stored with (0: exact)
+ * @returns {string}
+ */
+export function formatBits(b, short = false, step = 0) {
   if (!Number.isFinite(b)) return "–";
-  const digits = b >= 10 ? 1 : 2;
+  const digits = realDigits(b >= 10 ? 1 : 2, step);
   const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
   return short ? text : `${text} bits`;
 }
@@ -64,12 +88,13 @@ export function niceCeil(x) {
  * @param {string} unit
  * @param {number} value
  * @param {boolean} [short] compact form for legend ticks
+ * @param {number} [step] the quantum the value was stored with (its section's scale; 0: exact)
  * @returns {string}
  */
-export function formatUnit(unit, value, short = false) {
-  if (unit === "probability") return short ? (Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–") : formatProb(value);
+export function formatUnit(unit, value, short = false, step = 0) {
+  if (unit === "probability") return short ? (Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–") : formatProb(value, step);
   if (unit === "rank") return formatRank(value, short);
-  if (unit === "bits") return formatBits(value, short);
+  if (unit === "bits") return formatBits(value, short, step);
   if (!Number.isFinite(value)) return "–";
   return String(Number(value.toPrecision(3)));
 }

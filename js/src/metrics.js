@@ -122,9 +122,11 @@ export function metricValue(data, name, idx) {
  * @param {MetricSpec} spec
  * @param {number} value
  * @param {boolean} [short]
+ * @param {number} [step] the quantum of the value's section (`data.scales[spec.field]`), so
+ *   that no digit finer than it is printed; 0 for an exact value (a legend tick)
  */
-export function formatMetric(spec, value, short = false) {
-  return formatUnit(spec.unit, value, short);
+export function formatMetric(spec, value, short = false, step = 0) {
+  return formatUnit(spec.unit, value, short, step);
 }
 
 /**

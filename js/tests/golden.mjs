@@ -117,3 +117,16 @@ export function datasetPayload(name, { byteOffset = 0 } = {}) {
 export function tolerance(scale) {
   return scale / 2 + 1e-12;
 }
+
+/**
+ * Whether `actual` is what the quantiser makes of `expected`: within half a step of it, except
+ * that a non-zero value within half a step of 0 reads as one step of its sign (a stored 0 is an
+ * exact 0: `murano_widgets/payload/codec.py`).
+ * @param {number} actual
+ * @param {number} expected
+ * @param {number} scale
+ */
+export function quantised(actual, expected, scale) {
+  if (expected !== 0 && Math.abs(expected) < scale / 2) return actual === Math.sign(expected) * scale;
+  return Math.abs(actual - expected) <= tolerance(scale);
+}

@@ -1,7 +1,8 @@
 // The golden payloads (tests/golden/*.json, written by tests/golden_payloads.py): the front end
 // decodes what Python meant. Each file's `expected` was read in Python from the result itself
 // (not from the payload); values may differ from it by the payload's quantisation only, half a
-// step of the section's scale as its meta says.
+// step of the section's scale as its meta says (a non-zero value under half a step reads as one
+// step: only an exact 0 is stored as 0).
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -11,7 +12,7 @@ import { cellDetails } from "../src/details.js";
 import { metricNames, metricValue } from "../src/metrics.js";
 import { cellIndex, cellTargetIndex, decodePayload, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex } from "../src/payload.js";
 import { isGenerated, tokenRole } from "../src/token_marks.js";
-import { datasetPayload, diffPayload, golden, goldenNames, lensPayload, tolerance } from "./golden.mjs";
+import { datasetPayload, diffPayload, golden, goldenNames, lensPayload, quantised } from "./golden.mjs";
 
 /** `actual` within the quantiser's tolerance of `expected` (null: no value, so NaN). */
 function near(actual, expected, scale, what) {
@@ -19,7 +20,7 @@ function near(actual, expected, scale, what) {
     assert.ok(Number.isNaN(actual), `${what}: expected no value, got ${actual}`);
     return;
   }
-  assert.ok(Math.abs(actual - expected) <= tolerance(scale), `${what}: ${actual} vs ${expected} (step ${scale})`);
+  assert.ok(quantised(actual, expected, scale), `${what}: ${actual} vs ${expected} (step ${scale})`);
 }
 
 // Each payload is read twice: base64 text, as the HTML export sends it, and DataViews at an odd

@@ -173,9 +173,9 @@ test("answer marks: where answer_top1 is set, never for a prompt without an answ
   assert.equal(isAnswerTop1(decodePayload(forged.meta, forged.sections), 1, 0, 1), false);
   const d = cellDetails(data, 0, 2, 1);
   assert.equal(d.answerTop1, true);
-  assert.deepEqual(d.answer, { text: " Paris", prob: raw.answerTokenProb(2, 1) / U16, rank: raw.answerTokenRank(2, 1), whole: false });
+  assert.deepEqual(d.answer, { text: " Paris", prob: raw.answerTokenProb(2, 1) / U16, step: 1 / U16, rank: raw.answerTokenRank(2, 1), whole: false });
   const last = cellDetails(data, 0, 1, 2);
-  assert.deepEqual(last.answer, { text: " Paris", prob: raw.answerProb(1, 0, 0) / U16, rank: raw.answerRank(1, 0, 0), whole: false });
+  assert.deepEqual(last.answer, { text: " Paris", prob: raw.answerProb(1, 0, 0) / U16, step: 1 / U16, rank: raw.answerRank(1, 0, 0), whole: false });
   // Prompt 1's second-set answer is two tokens long: at its last position the tooltip gives the
   // whole answer's probability. (The first set has none for prompt 1; check set 1 through a
   // decoded payload whose first set is the second one.)

@@ -4,7 +4,9 @@ Both payloads (the heatmap's, :mod:`murano_widgets.payload.lens`; the diff's,
 :mod:`murano_widgets.payload.diff`) store a value ``v`` in ``[0, top]`` (or ``[-top, top]`` for
 a signed type) as ``round(v / top * levels)`` in an integer type, with ``scale = top / levels``
 in the section's spec: the front end reads ``raw * scale``. NaN is stored as 0 (a missing cell
-says so in a mask section of its own), and values beyond ``top`` as ``top``.
+says so in a mask section of its own), and values beyond ``top`` as ``top``. A value that is not 0
+but lies within half a level of it is stored as one level (of its sign), so that a stored 0 is
+an exact 0: a probability of 3e-6 reads back as 1/65535 and is shown as "<0.1%", never "0%".
 """
 
 from __future__ import annotations
@@ -23,12 +25,18 @@ def quantise(values: Any, top: float, dtype: type) -> np.ndarray:
     """``values`` on ``dtype``'s integer levels over ``[0, top]`` (``[-top, top]`` if signed).
 
     Returns:
-        The raw integers; each reads back as ``raw * top / levels``, within half a level.
+        The raw integers; each reads back as ``raw * top / levels``, within half a level, except
+        that a non-zero value within half a level of 0 reads back as one level (of its sign):
+        only an exact 0 (or NaN) is stored as 0.
     """
     levels = np.iinfo(dtype).max
     low = -1.0 if np.iinfo(dtype).min < 0 else 0.0
     scaled = np.nan_to_num(np.asarray(values, dtype=np.float64) / top, nan=0.0, posinf=1.0)
-    return np.round(np.clip(scaled, low, 1.0) * levels).astype(dtype)
+    scaled = np.clip(scaled, low, 1.0) * levels
+    raw = np.round(scaled)
+    # Rounding would make a small non-zero value 0, which reads as an exact 0 ("0%").
+    raw = np.where((raw == 0) & (scaled != 0), np.sign(scaled), raw)
+    return raw.astype(dtype)
 
 
 def finite_max(values: torch.Tensor | np.ndarray | None, default: float) -> float:

@@ -200,15 +200,22 @@ function keepControlKeys(root, signal) {
 
 // src/format.js
 var RANK_CAP = 65535;
-function formatProb(p) {
+function realDigits(digits, step, unit = 1) {
+  let d = digits;
+  while (d > 0 && 10 ** -d * unit < step) d -= 1;
+  return d;
+}
+function formatProb(p, step = 0) {
   if (!Number.isFinite(p)) return "–";
   if (p > 0 && p < 1e-3) return "<0.1%";
   if (p >= 0.9995) return "100%";
-  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
+  const digits = realDigits(p >= 0.1 ? 1 : 2, step, 0.01);
+  const text = (p * 100).toFixed(digits);
+  return `${(digits ? text.replace(/\.?0+$/, "") : text) || "0"}%`;
 }
-function formatBits(b, short = false) {
+function formatBits(b, short = false, step = 0) {
   if (!Number.isFinite(b)) return "–";
-  const digits = b >= 10 ? 1 : 2;
+  const digits = realDigits(b >= 10 ? 1 : 2, step);
   const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
   return short ? text : `${text} bits`;
 }

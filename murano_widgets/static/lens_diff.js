@@ -186,15 +186,22 @@ var COLOUR_STOPS = Object.freeze({
 });
 
 // src/format.js
-function formatProb(p) {
+function realDigits(digits, step, unit = 1) {
+  let d = digits;
+  while (d > 0 && 10 ** -d * unit < step) d -= 1;
+  return d;
+}
+function formatProb(p, step = 0) {
   if (!Number.isFinite(p)) return "–";
   if (p > 0 && p < 1e-3) return "<0.1%";
   if (p >= 0.9995) return "100%";
-  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
+  const digits = realDigits(p >= 0.1 ? 1 : 2, step, 0.01);
+  const text = (p * 100).toFixed(digits);
+  return `${(digits ? text.replace(/\.?0+$/, "") : text) || "0"}%`;
 }
-function formatBits(b, short = false) {
+function formatBits(b, short = false, step = 0) {
   if (!Number.isFinite(b)) return "–";
-  const digits = b >= 10 ? 1 : 2;
+  const digits = realDigits(b >= 10 ? 1 : 2, step);
   const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
   return short ? text : `${text} bits`;
 }
@@ -528,6 +535,7 @@ function diffCell(diff, prompt, layerIndex, position) {
     probA: known ? a.token_prob_a[index] * diff.scales.token_prob_a : null,
     probB: known ? a.token_prob_b[index] * diff.scales.token_prob_b : null,
     kl: metricValueAt(diff, "kl", index),
+    klStep: diff.scales.kl_a_to_b ?? 0,
     differs: aligned ? Boolean(a.top1_differs[index]) : null,
     topA: topk("a"),
     topB: aligned || positionB >= 0 ? topk("b") : []
@@ -547,7 +555,7 @@ function formatDelta(delta, short = false) {
 function cellLabel(cell, metric) {
   if (!cell.aligned) return "";
   if (metric === "delta_prob") return cell.delta === null ? "" : formatDelta(cell.delta, true);
-  if (metric === "kl") return cell.kl === null ? "" : formatBits(cell.kl, true);
+  if (metric === "kl") return cell.kl === null ? "" : formatBits(cell.kl, true, cell.klStep);
   if (metric === "top1_differs") return cell.differs && cell.topB.length ? cell.topB[0].token : "";
   return "";
 }
@@ -559,9 +567,9 @@ function tooltipContent(diff, cell) {
     lines.push(diff.bHasRow[cell.layerIndex] ? cell.positionB < 0 ? "No partner position in b: not compared." : "No value in one of the cells: not compared." : `b has no layer ${cell.layerB}: not compared.`);
   } else {
     if (cell.token !== null) {
-      lines.push(cell.delta === null ? `p(${cell.token}): unknown in one lens (not in its top-k)` : `Δ p(${cell.token}) = ${formatDelta(cell.delta)} (${formatProb(cell.probA ?? NaN)} → ${formatProb(cell.probB ?? NaN)})`);
+      lines.push(cell.delta === null ? `p(${cell.token}): unknown in one lens (not in its top-k)` : `Δ p(${cell.token}) = ${formatDelta(cell.delta)} (${formatProb(cell.probA ?? NaN, diff.scales.token_prob_a)} → ${formatProb(cell.probB ?? NaN, diff.scales.token_prob_b)})`);
     }
-    if (cell.kl !== null) lines.push(`KL(a ‖ b) = ${formatBits(cell.kl)}`);
+    if (cell.kl !== null) lines.push(`KL(a ‖ b) = ${formatBits(cell.kl, false, cell.klStep)}`);
     const topA = cell.topA[0]?.token ?? "?";
     const topB = cell.topB[0]?.token ?? "?";
     lines.push(cell.differs ? `Top-1 differs: ${topA} vs ${topB}` : `Same top-1: ${topA}`);
@@ -570,8 +578,8 @@ function tooltipContent(diff, cell) {
     title,
     lines,
     columns: [
-      { label: `a: ${diff.labels[0]}`, rows: cell.topA },
-      { label: `b: ${diff.labels[1]}`, rows: cell.topB }
+      { label: `a: ${diff.labels[0]}`, rows: cell.topA.map((c) => ({ token: c.token, prob: formatProb(c.prob, diff.scales.topk_probs_a) })) },
+      { label: `b: ${diff.labels[1]}`, rows: cell.topB.map((c) => ({ token: c.token, prob: formatProb(c.prob, diff.scales.topk_probs_b) })) }
     ]
   };
 }
@@ -1421,7 +1429,7 @@ var DiffView = class {
       const tr = h("tr", "");
       for (const column of content.columns) {
         const item = column.rows[r];
-        tr.append(h("td", "murano-diff-token", {}, item ? item.token : ""), h("td", "murano-diff-prob", {}, item ? `${(item.prob * 100).toFixed(1)}%` : ""));
+        tr.append(h("td", "murano-diff-token", {}, item ? item.token : ""), h("td", "murano-diff-prob", {}, item ? item.prob : ""));
       }
       table.append(tr);
     }

@@ -127,15 +127,22 @@ function kernelFreeModel(values) {
 
 // src/format.js
 var RANK_CAP = 65535;
-function formatProb(p) {
+function realDigits(digits, step, unit = 1) {
+  let d = digits;
+  while (d > 0 && 10 ** -d * unit < step) d -= 1;
+  return d;
+}
+function formatProb(p, step = 0) {
   if (!Number.isFinite(p)) return "–";
   if (p > 0 && p < 1e-3) return "<0.1%";
   if (p >= 0.9995) return "100%";
-  return `${(p * 100).toFixed(p >= 0.1 ? 1 : 2).replace(/\.?0+$/, "") || "0"}%`;
+  const digits = realDigits(p >= 0.1 ? 1 : 2, step, 0.01);
+  const text = (p * 100).toFixed(digits);
+  return `${(digits ? text.replace(/\.?0+$/, "") : text) || "0"}%`;
 }
-function formatBits(b, short = false) {
+function formatBits(b, short = false, step = 0) {
   if (!Number.isFinite(b)) return "–";
-  const digits = b >= 10 ? 1 : 2;
+  const digits = realDigits(b >= 10 ? 1 : 2, step);
   const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
   return short ? text : `${text} bits`;
 }
@@ -154,10 +161,10 @@ function niceCeil(x) {
   for (const m of [1, 2, 5, 10]) if (m * p >= x - 1e-12 * p) return m * p;
   return 10 * p;
 }
-function formatUnit(unit, value, short = false) {
-  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value);
+function formatUnit(unit, value, short = false, step = 0) {
+  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value, step);
   if (unit === "rank") return formatRank(value, short);
-  if (unit === "bits") return formatBits(value, short);
+  if (unit === "bits") return formatBits(value, short, step);
   if (!Number.isFinite(value)) return "–";
   return String(Number(value.toPrecision(3)));
 }
@@ -507,8 +514,8 @@ function metricValue(data, name, idx) {
   if (data.noValue[spec.field] && promptHasNoValue(data, spec.field, promptOfColumn(data, idx % data.T))) return NaN;
   return array[idx] * (data.scales[spec.field] ?? 1);
 }
-function formatMetric(spec, value, short = false) {
-  return formatUnit(spec.unit, value, short);
+function formatMetric(spec, value, short = false, step = 0) {
+  return formatUnit(spec.unit, value, short, step);
 }
 function legendTicks(spec, domain) {
   const values = [];
@@ -755,13 +762,14 @@ function cellAnswer(data, prompt, layerIndex, position) {
   const text = set ? set.answers[prompt] : null;
   if (!set || text === null) return null;
   const idx = cellIndex(data, prompt, layerIndex, position);
-  if (isMissing(data, idx)) return { text, prob: null, rank: null, whole: false };
+  if (isMissing(data, idx)) return { text, prob: null, step: 0, rank: null, whole: false };
   const last = position === data.lengths[prompt] - 1;
   const at = last ? promptSetIndex(data, layerIndex, prompt, 0) : idx;
-  const prob = sectionValue(data, last ? "answer_probs" : "answer_token_probs", at);
+  const section = last ? "answer_probs" : "answer_token_probs";
+  const prob = sectionValue(data, section, at);
   const rank = sectionValue(data, last ? "answer_ranks" : "answer_token_ranks", at);
   const whole = last && ((set.nTokens[prompt] ?? 1) > 1 || set.nAccepted[prompt] > 1);
-  return { text, prob: Number.isFinite(prob) ? prob : null, rank: Number.isFinite(rank) ? rank : null, whole };
+  return { text, prob: Number.isFinite(prob) ? prob : null, step: data.scales[section] ?? 0, rank: Number.isFinite(rank) ? rank : null, whole };
 }
 function tokenAt(data, index) {
   return data.tokens[index] ?? "";
@@ -775,14 +783,13 @@ function cellDetails(data, prompt, layerIndex, position) {
   const top = [];
   if (!missing) {
     const probs = a.max_probs;
-    top.push({ token: tokenAt(data, a.predicted_tokens[idx]), prob: probs ? probs[idx] * (data.scales.max_probs ?? 1) : NaN });
+    const step = probs ? data.scales.max_probs : 0;
+    top.push({ token: tokenAt(data, a.predicted_tokens[idx]), prob: probs ? probs[idx] * step : NaN, step });
     if (data.topK > 1) {
       const k1 = data.topK - 1;
+      const topkStep = data.scales.topk_probs;
       for (let r = 0; r < k1; r++) {
-        top.push({
-          token: tokenAt(data, a.topk_tokens[idx * k1 + r]),
-          prob: a.topk_probs[idx * k1 + r] * (data.scales.topk_probs ?? 1 / 255)
-        });
+        top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
       }
     }
   }
@@ -792,7 +799,7 @@ function cellDetails(data, prompt, layerIndex, position) {
     if (!spec.available || !a[spec.field]) continue;
     const v = metricValue(data, spec.name, idx);
     const value = Number.isFinite(v) ? v : null;
-    metrics.push({ spec, value });
+    metrics.push({ spec, value, step: data.scales[spec.field] });
     if (finalRank === null && spec.unit === "rank" && spec.finalBased) finalRank = value;
   }
   const finalTokens = a.final_tokens;
@@ -828,18 +835,18 @@ function tooltipModel(details) {
     rows.push(details.finalMissing ? { label: "final prediction", value: NO_VALUE } : { label: "final prediction", value: displayToken(details.finalToken), token: true });
   }
   if (details.answer && !details.missing) {
-    const { text, prob, rank, whole } = details.answer;
+    const { text, prob, step, rank, whole } = details.answer;
     rows.push({ label: "answer", value: displayToken(text), token: true, title: "The prompt's answer (its first accepted form)" });
     if (rank !== null) rows.push({ label: "answer rank", value: formatRank(rank), title: "Where the answer's first token stands in this layer's ranking (0 = top-1)" });
     if (whole && prob !== null) {
-      rows.push({ label: "whole answer", value: formatProb(prob), title: "The probability of the whole answer after the prompt: all its tokens, teacher-forced, its accepted forms summed" });
+      rows.push({ label: "whole answer", value: formatProb(prob, step), title: "The probability of the whole answer after the prompt: all its tokens, teacher-forced, its accepted forms summed" });
     }
   }
   if (!details.missing) {
-    for (const { spec, value } of details.metrics) {
+    for (const { spec, value, step } of details.metrics) {
       rows.push({
         label: shortLabel(spec.label),
-        value: value === null ? "–" : formatMetric(spec, value),
+        value: value === null ? "–" : formatMetric(spec, value, false, step),
         title: spec.description || spec.label
       });
     }
@@ -855,7 +862,7 @@ function tooltipModel(details) {
     top: details.top.map((entry, rank) => ({
       rank,
       text: displayToken(entry.token),
-      prob: formatProb(entry.prob),
+      prob: formatProb(entry.prob, entry.step),
       width: Number.isFinite(entry.prob) ? Math.max(0, Math.min(1, entry.prob)) : 0
     })),
     note
@@ -867,7 +874,7 @@ function readoutText(details, { pinned = false } = {}) {
   if (details.missing) parts.push(NO_VALUE);
   else {
     const top = details.top[0];
-    parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob)}`);
+    parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob, top.step)}`);
     if (details.answerTop1) parts.push("the answer");
     if (details.settled) parts.push("equals the final prediction");
     else if (details.finalToken !== null && details.finalMissing) parts.push(`final prediction: ${NO_VALUE}`);
@@ -2428,7 +2435,7 @@ function showPin(ui, data, sel) {
   const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
   const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
-  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob)}` : "no value"}`;
+  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from harness import fmt_prob
+
 
 def check_tooltip(page, cell: dict) -> str:
     """Asserts the diff tooltip shows ``cell`` (``describe_cell``): both lenses' top-k side by
@@ -16,7 +18,7 @@ def check_tooltip(page, cell: dict) -> str:
         token_a, prob_a = cell["a"]["top_k"][k]
         token_b, prob_b = cell["b"]["top_k"][k]
         assert texts[0] == token_a.replace(" ", "␣") and texts[2] == token_b.replace(" ", "␣")
-        assert texts[1] == f"{prob_a * 100:.1f}%" and texts[3] == f"{prob_b * 100:.1f}%"
+        assert texts[1] == fmt_prob(prob_a) and texts[3] == fmt_prob(prob_b)
     tooltip = page.locator(".murano-diff-tooltip").text_content()
     assert "KL(a ‖ b)" in tooltip and "Δ p(" in tooltip
     return tooltip

@@ -274,3 +274,16 @@ class Bridge:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def fmt_prob(p: float) -> str:
+    """formatProb of js/src/format.js, of p as the payload stores it (to 1/65535; a non-zero p
+    under half a step as one step, so that only an exact 0 reads "0%")."""
+    raw = round(p * 65535)
+    p = (raw if raw or p == 0 else 1) / 65535
+    if p > 0 and p < 0.001:
+        return "<0.1%"
+    if p >= 0.9995:
+        return "100%"
+    text = f"{p * 100:.{1 if p >= 0.1 else 2}f}".rstrip("0").rstrip(".")
+    return f"{text or '0'}%"

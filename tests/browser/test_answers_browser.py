@@ -12,9 +12,11 @@ tests/_artifacts/ for a person to look at.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
-from harness import ARTIFACTS, Bridge
+from harness import ARTIFACTS, Bridge, fmt_prob
 from matplotlib import colormaps
 
 from murano_widgets import LogitLensWidget
@@ -126,17 +128,6 @@ def line_points(page, key: str) -> list[tuple[float, float]]:
 
 def legend_value(page, key: str) -> str:
     return page.inner_text(f'.murano-traj-item[data-series="{key}"] .murano-traj-value')
-
-
-def fmt_prob(p: float) -> str:
-    """formatProb of js/src/format.js, of p as the payload stores it (to 1/65535)."""
-    p = round(p * 65535) / 65535
-    if p > 0 and p < 0.001:
-        return "<0.1%"
-    if p >= 0.9995:
-        return "100%"
-    text = f"{p * 100:.{1 if p >= 0.1 else 2}f}".rstrip("0").rstrip(".")
-    return f"{text or '0'}%"
 
 
 # -- The chart ---------------------------------------------------------------------------------
@@ -350,6 +341,52 @@ def test_tooltip_gives_the_answer_its_rank_and_the_whole_answers_probability(bro
             rank = int(demo.answer_token_ranks[i, 1, seq[position]])
             assert "whole answer" not in tip
         assert "answer\n␣meow" in tip and f"answer rank\nrank {rank}" in tip, tip
+    context.close()
+
+
+def test_tooltip_prints_a_probability_shown_twice_the_same_way(browser, demo):
+    """Issue 21: a cell's top-k list and its rows print one probability with the same text (the
+    top-1 and "Top-1 probability"; the final prediction, or the answer, when it is in the top-k
+    below the top-1, and its row), and no positive probability reads "0%". The cells hovered are
+    prompt 0's where the final prediction is in the top-k below the top-1: the demo model's
+    " Paris" at rank 4 of layer 0 (0.023374) read "2.35%" there and "2.34%" in its row."""
+    context, page, _, bridge = mount(browser, demo)
+    bridge.sync()
+    answer_ids = demo.answer_sets["answer"].first_token_ids[0]
+    seqs = demo.positions(0).tolist()
+    cells = [
+        (i, j)
+        for j, seq in enumerate(seqs)
+        for i in range(len(demo.layers))
+        if int(demo.final_tokens[0, seq]) in demo.topk_tokens[i, 0, seq, 1:].tolist()
+    ]
+    assert len(cells) >= 3, cells
+    for i, j in cells:
+        seq = seqs[j]
+        page.mouse.move(*bridge.cell_center(i, j))
+        bridge.wait_frames()
+        top = page.eval_on_selector_all(
+            ".murano-tooltip .murano-tt-prob", "els => els.map((e) => e.textContent)"
+        )
+        texts = page.eval_on_selector_all(
+            ".murano-tooltip .murano-tt-rows > *", "els => els.map((e) => e.textContent)"
+        )
+        rows = dict(zip(texts[0::2], texts[1::2], strict=True))
+        tokens = demo.topk_tokens[i, 0, seq].tolist()
+        probs = demo.topk_probs[i, 0, seq].tolist()
+        at = f"layer {i}, position {j}: top-k {top}, rows {rows}"
+        assert len(top) == len(tokens), at
+        assert top[0] == rows["Top-1 probability"], at
+        final = tokens.index(int(demo.final_tokens[0, seq]))
+        assert top[final] == rows["Probability of the final prediction"], at
+        for answer in answer_ids:
+            if answer in tokens:
+                assert top[tokens.index(answer)] == rows["Probability of the answer's first token"]
+        answer_prob = float(demo.answer_token_probs[i, 0, seq])
+        shown = [*zip(top, probs, strict=True)]
+        shown.append((rows["Probability of the answer's first token"], answer_prob))
+        for text, prob in shown:
+            assert prob <= 0 or not re.fullmatch(r"0(\.0*)?%", text), (text, prob, at)
     context.close()
 
 

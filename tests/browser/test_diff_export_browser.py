@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from diff_checks import check_tooltip
-from harness import ARTIFACTS
+from harness import ARTIFACTS, fmt_prob
 
 from murano_widgets import LogitLens, PromptBatch, load_demo_model, load_demo_tuned_lens
 from murano_widgets.comparison.compare import compare, compare_lenses
@@ -114,10 +114,7 @@ def test_hovered_cell_shows_both_lenses_values(offline_page, comparisons, tmp_pa
     cell = comparison.describe_cell(0, row, position)
     tooltip = check_tooltip(page, cell)
     # The chosen token's two probabilities (Python's numbers) are in the tooltip.
-    assert (
-        f"{cell['token_prob_a'] * 100:.1f}%" in tooltip
-        and f"{cell['token_prob_b'] * 100:.1f}%" in tooltip
-    )
+    assert f"({fmt_prob(cell['token_prob_a'])} → {fmt_prob(cell['token_prob_b'])})" in tooltip
     page.locator(".murano-diff").screenshot(path=str(ARTIFACTS / "lens_diff_export_tooltip.png"))
     assert page.refused == []
     assert page.errors == []

@@ -10,6 +10,8 @@ import { diffIndex, tokenAt } from "./payload.js";
  * @typedef {import("./payload.js").Diff} Diff
  *
  * @typedef {{token: string, prob: number}} Candidate
+ * @typedef {{label: string, rows: {token: string, prob: string}[]}} DiffColumn one side's top-k
+ *   in the tooltip, its probabilities as text
  *
  * @typedef {object} DiffCell
  * @property {number} prompt
@@ -26,6 +28,8 @@ import { diffIndex, tokenAt } from "./payload.js";
  * @property {number | null} probA
  * @property {number | null} probB
  * @property {number | null} kl KL(a ‖ b) in bits
+ * @property {number} klStep the step KL is stored in (its largest value / 65535), which the
+ *   printed digits keep to
  * @property {boolean | null} differs whether the top-1 tokens differ
  * @property {Candidate[]} topA a's top-k (display text)
  * @property {Candidate[]} topB b's top-k at the partner cell (empty when none)
@@ -79,6 +83,7 @@ export function diffCell(diff, prompt, layerIndex, position) {
     probA: known ? a.token_prob_a[index] * diff.scales.token_prob_a : null,
     probB: known ? a.token_prob_b[index] * diff.scales.token_prob_b : null,
     kl: metricValueAt(diff, "kl", index),
+    klStep: diff.scales.kl_a_to_b ?? 0,
     differs: aligned ? Boolean(a.top1_differs[index]) : null,
     topA: topk("a"),
     topB: aligned || positionB >= 0 ? topk("b") : [],
@@ -112,7 +117,7 @@ export function formatDelta(delta, short = false) {
 export function cellLabel(cell, metric) {
   if (!cell.aligned) return "";
   if (metric === "delta_prob") return cell.delta === null ? "" : formatDelta(cell.delta, true);
-  if (metric === "kl") return cell.kl === null ? "" : formatBits(cell.kl, true);
+  if (metric === "kl") return cell.kl === null ? "" : formatBits(cell.kl, true, cell.klStep);
   if (metric === "top1_differs") return cell.differs && cell.topB.length ? cell.topB[0].token : "";
   return "";
 }
@@ -121,7 +126,7 @@ export function cellLabel(cell, metric) {
  * The tooltip's content: a title, the metric lines, and both sides' top-k.
  * @param {Diff} diff
  * @param {DiffCell} cell
- * @returns {{title: string, lines: string[], columns: [{label: string, rows: Candidate[]}, {label: string, rows: Candidate[]}]}}
+ * @returns {{title: string, lines: string[], columns: [DiffColumn, DiffColumn]}}
  */
 export function tooltipContent(diff, cell) {
   const layerB = diff.depthA === diff.depthB ? `layer ${cell.layerB}` : `layer ${cell.layerB} of ${diff.depthB}`;
@@ -135,9 +140,9 @@ export function tooltipContent(diff, cell) {
     if (cell.token !== null) {
       lines.push(cell.delta === null
         ? `p(${cell.token}): unknown in one lens (not in its top-k)`
-        : `Δ p(${cell.token}) = ${formatDelta(cell.delta)} (${formatProb(cell.probA ?? NaN)} → ${formatProb(cell.probB ?? NaN)})`);
+        : `Δ p(${cell.token}) = ${formatDelta(cell.delta)} (${formatProb(cell.probA ?? NaN, diff.scales.token_prob_a)} → ${formatProb(cell.probB ?? NaN, diff.scales.token_prob_b)})`);
     }
-    if (cell.kl !== null) lines.push(`KL(a ‖ b) = ${formatBits(cell.kl)}`);
+    if (cell.kl !== null) lines.push(`KL(a ‖ b) = ${formatBits(cell.kl, false, cell.klStep)}`);
     const topA = cell.topA[0]?.token ?? "?";
     const topB = cell.topB[0]?.token ?? "?";
     lines.push(cell.differs ? `Top-1 differs: ${topA} vs ${topB}` : `Same top-1: ${topA}`);
@@ -146,8 +151,8 @@ export function tooltipContent(diff, cell) {
     title,
     lines,
     columns: [
-      { label: `a: ${diff.labels[0]}`, rows: cell.topA },
-      { label: `b: ${diff.labels[1]}`, rows: cell.topB },
+      { label: `a: ${diff.labels[0]}`, rows: cell.topA.map((c) => ({ token: c.token, prob: formatProb(c.prob, diff.scales.topk_probs_a) })) },
+      { label: `b: ${diff.labels[1]}`, rows: cell.topB.map((c) => ({ token: c.token, prob: formatProb(c.prob, diff.scales.topk_probs_b) })) },
     ],
   };
 }

@@ -490,7 +490,7 @@ export class DiffView {
       const tr = h("tr", "");
       for (const column of content.columns) {
         const item = column.rows[r];
-        tr.append(h("td", "murano-diff-token", {}, item ? item.token : ""), h("td", "murano-diff-prob", {}, item ? `${(item.prob * 100).toFixed(1)}%` : ""));
+        tr.append(h("td", "murano-diff-token", {}, item ? item.token : ""), h("td", "murano-diff-prob", {}, item ? item.prob : ""));
       }
       table.append(tr);
     }

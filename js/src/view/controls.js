@@ -162,6 +162,6 @@ export function showPin(ui, data, sel) {
   const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
   const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
-  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob)}` : "no value"}`;
+  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }
