@@ -16,6 +16,7 @@ PYTHON=${PYTHON:-python3}
 export NDIF_SHARED=${NDIF_SHARED:-$(cd .. && pwd)/shared/ndif}
 VENV=${REMOTE_VENV:-build/remote-venv}   # build/ is gitignored
 source "$NDIF_SHARED/env.sh"             # NDIF_WORK, NDIF_VENV, NDIF_NETNS
+source .ci/quiet.sh                      # pytest_quiet_flag: -q unless MURANO_VERBOSE=1
 
 already_running=0
 ip netns list 2>/dev/null | grep -qw "$NDIF_NETNS" && already_running=1
@@ -58,4 +59,4 @@ tail -1 build/ndif-install.log
 MURANO_REMOTE_REQUIRED=1 "$VENV/bin/python" -m pytest -m "remote or not remote" \
   tests/test_nnsight_backend.py tests/test_logit_transforms.py tests/test_generation.py \
   tests/test_chat.py tests/remote \
-  -p no:cacheprovider "$@"
+  -p no:cacheprovider $(pytest_quiet_flag) "$@"

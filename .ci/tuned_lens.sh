@@ -8,6 +8,7 @@
 # .venv and calls that venv's python for tuned-lens's side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/quiet.sh   # pytest_quiet_flag: -q unless MURANO_VERBOSE=1
 
 PYTHON=${PYTHON:-python3}
 VENV=${TUNED_LENS_VENV:-build/tuned-lens-venv}   # build/ is gitignored
@@ -21,4 +22,4 @@ fi
 "$VENV/bin/python" -c "from importlib.metadata import version as v; print(*(f'{p} {v(p)}' for p in ('tuned-lens', 'transformers', 'torch')), sep=', ')"
 
 TUNED_LENS_PYTHON="$(cd "$VENV" && pwd)/bin/python" \
-  .venv/bin/python -m pytest -m tuned_lens_interop tests/tuned_lens_interop "$@"
+  .venv/bin/python -m pytest -m tuned_lens_interop tests/tuned_lens_interop $(pytest_quiet_flag) "$@"
