@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import console_problems, new_page
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -417,13 +418,8 @@ CANVAS_STATS = """() => {
 
 
 def _open_page(browser, esm: str, css: str):
-    context = browser.new_context(viewport={"width": 1000, "height": 900}, device_scale_factor=1)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.errors = []
+    context, page = new_page(browser, width=1000, height=900)
     page.blocked = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.on("console", lambda msg: page.errors.append(msg.text) if msg.type == "error" else None)
     files = {
         "/index.html": ("text/html", PAGE),
         "/widget.js": ("text/javascript", esm),
@@ -505,7 +501,7 @@ def test_saved_widget_state_renders_without_a_kernel(path, executed, browser):
                     for text in texts
                 ), f"input token {token!r} ({label!r}) is not written; drawn: {sorted(texts)[:40]}"
             assert {str(layer) for layer in meta["layers"]} & texts, "no layer labels drawn"
-            assert not page.errors, page.errors
+            assert not console_problems(page), console_problems(page)
             assert not page.blocked, f"the widget asked the network for {page.blocked}"
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.locator("#host").screenshot(
@@ -567,7 +563,7 @@ def test_notebook_04_data_set_widget_renders_without_a_kernel(executed, browser)
         assert f"Layer {state['layer']}" in page.inner_text("#host .murano-ds-prompts-title")
         page.locator("#host .murano-ds-prompt").first.click()
         assert "no Python kernel" in page.inner_text("#host .murano-ds-status")
-        assert not page.errors, page.errors
+        assert not console_problems(page), console_problems(page)
         assert not page.blocked, f"the widget asked the network for {page.blocked}"
         page.locator("#host").screenshot(path=str(ARTIFACTS / "notebook-04-data-set-widget.png"))
     finally:

@@ -10,28 +10,45 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _new_page(browser, scale: int):
-    context = browser.new_context(
-        viewport={"width": 1000, "height": 800}, device_scale_factor=scale
-    )
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.on("console", lambda msg: page.errors.append(msg.text) if msg.type == "error" else None)
-    page.set_default_timeout(15_000)
-    return context, page
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the item (``item.rep_call``), for ``quiet_console``."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+@pytest.fixture(autouse=True)
+def quiet_console(request):
+    """Fails a test whose pages (made by ``chromium.new_page``) logged a warning or an error:
+    no widget may write to the browser console (issue 21). A test that provokes an error on
+    purpose empties ``page.errors`` after checking it."""
+    from chromium import PAGES, console_problems
+
+    PAGES.clear()
+    yield
+    logged = {id(page): console_problems(page) for page in PAGES}
+    PAGES.clear()
+    problems = [line for lines in logged.values() for line in lines]
+    call = getattr(request.node, "rep_call", None)
+    if problems and call is not None and call.passed:
+        pytest.fail("the browser console got:\n" + "\n".join(problems[:20]), pytrace=False)
 
 
 @pytest.fixture
 def page(browser):
-    context, page = _new_page(browser, 1)
+    from chromium import new_page
+
+    context, page = new_page(browser)
     yield page
     context.close()
 
 
 @pytest.fixture
 def hidpi_page(browser):
-    context, page = _new_page(browser, 2)
+    from chromium import new_page
+
+    context, page = new_page(browser, scale=2)
     yield page
     context.close()
 

@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 import pytest
+from chromium import new_page
 from harness import ARTIFACTS, Bridge, fmt_prob
 from matplotlib import colormaps
 
@@ -42,15 +43,7 @@ def demo():
 
 
 def open_page(browser, width: int):
-    context = browser.new_context(
-        viewport={"width": width + 40, "height": 1100}, device_scale_factor=1
-    )
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.on("console", lambda msg: page.errors.append(msg.text) if msg.type == "error" else None)
-    page.set_default_timeout(15_000)
-    return context, page
+    return new_page(browser, width=width + 40, height=1100)
 
 
 def mount(browser, result, width: int = 1280, dark: bool = False):

@@ -13,6 +13,7 @@ keeps every other column's true position (axis, pins, keyboard), and the readout
 from __future__ import annotations
 
 import pytest
+from chromium import new_page
 from harness import ARTIFACTS, Bridge
 
 from murano_widgets.tokens import display_token
@@ -64,14 +65,7 @@ def chat(demo):
 def mount(browser, result, width=1200, dark=False, **options):
     from murano_widgets import LogitLensWidget
 
-    context = browser.new_context(
-        viewport={"width": width + 40, "height": 1000}, device_scale_factor=1
-    )
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.on("console", lambda msg: page.errors.append(msg.text) if msg.type == "error" else None)
-    page.set_default_timeout(15_000)
+    context, page = new_page(browser, width=width + 40, height=1000)
     widget = LogitLensWidget(result, **options)
     return context, page, widget, Bridge(page, widget, width=width, dark=dark)
 
@@ -207,6 +201,8 @@ def test_hiding_template_tokens_keeps_true_positions(browser, chat):
         roles = chat.token_roles[0]
         shown = [j for j, role in enumerate(roles) if role != "template"]
         hidden = [j for j, role in enumerate(roles) if role == "template"]
+        page.eval_on_selector(".murano-scroll", "(e) => { e.scrollLeft = 0; }")
+        bridge.wait_frames()
         assert axis_numbers(bridge)[:3] == [0, 1, 2]
         page.click(".murano-hide-template")
         bridge.wait_frames()

@@ -10,6 +10,7 @@ two-layer widget. Screenshots go to tests/_artifacts/ for a person to look at.
 from __future__ import annotations
 
 import pytest
+from chromium import new_page
 from harness import ARTIFACTS, Bridge
 from lens_data import make_result
 
@@ -48,13 +49,7 @@ def overlap(a: dict, b: dict) -> float:
 
 
 def wide_page(browser, width: int = 1280, dark: bool = False):
-    context = browser.new_context(
-        viewport={"width": width + 40, "height": 900}, device_scale_factor=1
-    )
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    return context, page
+    return new_page(browser, width=width + 40, height=900)
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
