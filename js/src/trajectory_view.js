@@ -75,6 +75,8 @@ export class TrajectoryView {
     this.geometry = null;
     /** @type {ChartDebug | null} */
     this.debug = null;
+    /** Some line drawn last waits for a section that has not arrived (the view asks for it). */
+    this.waiting = false;
 
     const descId = `${id}-traj-desc`;
     this.svg = /** @type {SVGSVGElement} */ (svg("svg", { class: "murano-traj-svg", role: "img", "aria-labelledby": descId }));
@@ -258,6 +260,7 @@ export class TrajectoryView {
     }
     const waiting = series.filter((s) => !s.loaded).map((s) => (s.kind === "target" ? "targets" : s.kind === "answer" ? "the answer" : "the final prediction"));
     const unique = [...new Set(waiting)];
+    this.waiting = unique.length > 0;
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;

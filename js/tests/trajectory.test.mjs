@@ -139,11 +139,41 @@ test("a missing row breaks every line; detail lines not loaded yet read as loadi
   assert.deepEqual(seriesSegments(top1, valueScale("prob"), g).map((seg) => seg.length), [1, 1]);
 
   const base = decodePayload(...Object.values(answerPayload({ details: false })));
-  const series = trajectorySeries(base, 0, 2, "prob");
+  const series = trajectorySeries(base, 0, 1, "prob"); // not the last position
   const loaded = Object.fromEntries(series.map((s) => [s.key, s.loaded]));
-  assert.deepEqual(loaded, { top1: true, final: false, "answer:0": true, "answer:1": true, "target:0": false, "target:1": false });
+  assert.deepEqual(loaded, { top1: true, final: false, "answer:0": false, "target:0": false, "target:1": false });
   assert.ok(series.filter((s) => !s.loaded).every((s) => s.values.every((v) => v === null)));
   assert.equal(seriesSummary(series[1], base.layers, 0, String), "loading");
+});
+
+test("at the prompt's last position the final prediction's line comes with the base sections", () => {
+  // Issue 21, item 6: the chart opens on the last position, and its legend read "loading…" for
+  // the final prediction until a hover fetched the detail sections.
+  const base = decodePayload(...Object.values(answerPayload({ details: false })));
+  assert.equal(base.arrays.final_token_probs, undefined, "no detail section was sent");
+  for (const [prompt, col] of [[0, 2], [1, 4]]) {
+    const position = LENGTHS[prompt] - 1;
+    const prob = trajectorySeries(base, prompt, position, "prob").find((s) => s.key === "final");
+    assert.ok(prob.loaded, `prompt ${prompt}`);
+    assert.equal(prob.token, base.tokens[base.arrays.final_tokens[col]]);
+    // The formulas of the golden payload: probability 1000 i / 65535, rank 7 (L - 1 - i).
+    assert.deepEqual(prob.values.map((v) => Math.round(v * U16)), [0, 1, 2].map((i) => 1000 * i));
+    const rank = trajectorySeries(base, prompt, position, "rank").find((s) => s.key === "final");
+    assert.deepEqual(rank.values, [0, 1, 2].map((i) => 7 * (L - 1 - i)));
+    assert.match(seriesSummary(prob, base.layers, L - 1, String), /^L0 0 → L2 /);
+  }
+  // Without answers, the base section's ranks alone set the rank axis (largest 14: up to 99).
+  const plain = decodePayload(...Object.values(lensPayload("lens_plain", { details: false })));
+  assert.equal(plain.arrays.final_token_ranks, undefined);
+  assert.equal(rankAxisMax(plain), 99);
+  // With the detail sections the cell section takes over, with the same values.
+  for (const mode of ["prob", "rank"]) {
+    const before = trajectorySeries(base, 0, 2, mode).find((s) => s.key === "final");
+    const after = trajectorySeries(data, 0, 2, mode).find((s) => s.key === "final");
+    assert.equal(after.section, mode === "prob" ? "final_token_probs" : "final_token_ranks");
+    assert.notEqual(before.section, after.section);
+    assert.deepEqual(before.values, after.values, mode);
+  }
 });
 
 test("the answer metric comes from the registry; prompts without an answer have no colour", () => {

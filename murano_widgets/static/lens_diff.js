@@ -204,6 +204,7 @@ var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
 var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
+var LAST_POSITION_SECTIONS = Object.freeze({ final_token_probs: "final_last_probs", final_token_ranks: "final_last_ranks" });
 var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
 var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 

@@ -228,6 +228,7 @@ var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
 var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
+var LAST_POSITION_SECTIONS = Object.freeze({ final_token_probs: "final_last_probs", final_token_ranks: "final_last_ranks" });
 var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
 var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 function product(shape) {
@@ -306,6 +307,7 @@ function decodePayload(meta, sections) {
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
+  for (const name of Object.values(LAST_POSITION_SECTIONS)) expectedShapes[name] = [L, lengths.length];
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   const specs = meta.sections && typeof meta.sections === "object" ? meta.sections : {};
@@ -409,6 +411,9 @@ function cellIndex(data, prompt, layerIndex, position) {
 }
 function promptSetIndex(data, layerIndex, prompt, set) {
   return (layerIndex * data.P + prompt) * data.answerSets.length + set;
+}
+function lastPositionIndex(data, layerIndex, prompt) {
+  return layerIndex * data.P + prompt;
 }
 function cellTargetIndex(data, prompt, layerIndex, position, target) {
   return cellIndex(data, prompt, layerIndex, position) * data.targets.length + target;
@@ -1951,8 +1956,11 @@ function trajectorySeries(data, prompt, position, mode) {
   if (!rank) {
     add({ key: "top1", kind: "top1", index: 0, label: "top-1", token: null, note: "each layer's own most likely token", section: "max_probs" }, (i) => cells[i]);
   }
-  const finalSection = rank ? "final_token_ranks" : "final_token_probs";
-  if (described(data, finalSection) && data.arrays.final_tokens) {
+  const last = position === data.lengths[prompt] - 1;
+  const cellSection = rank ? "final_token_ranks" : "final_token_probs";
+  const lastSection = LAST_POSITION_SECTIONS[cellSection];
+  const fromLast = last && !data.arrays[cellSection] && Boolean(data.arrays[lastSection]);
+  if ((fromLast || described(data, cellSection)) && data.arrays.final_tokens) {
     add(
       {
         key: "final",
@@ -1961,13 +1969,12 @@ function trajectorySeries(data, prompt, position, mode) {
         label: "final prediction",
         token: data.tokens[data.arrays.final_tokens[col]] ?? null,
         note: "the token the model finally predicts here",
-        section: finalSection
+        section: fromLast ? lastSection : cellSection
       },
-      (i) => cells[i],
+      fromLast ? (i) => lastPositionIndex(data, i, prompt) : (i) => cells[i],
       true
     );
   }
-  const last = position === data.lengths[prompt] - 1;
   const sets = data.answerSets;
   if (last) {
     const section = rank ? "answer_ranks" : "answer_probs";
@@ -2003,7 +2010,7 @@ function trajectorySeries(data, prompt, position, mode) {
 }
 function rankAxisMax(data) {
   let top = 0;
-  for (const name of ["final_token_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
+  for (const name of ["final_token_ranks", "final_last_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
     if (data.arrays[name]) top = Math.max(top, sectionMax(data, name));
   }
   return niceRankMax(top);
@@ -2112,6 +2119,7 @@ var TrajectoryView = class {
     this.dataSeen = null;
     this.geometry = null;
     this.debug = null;
+    this.waiting = false;
     const descId = `${id}-traj-desc`;
     this.svg = /** @type {SVGSVGElement} */
     s("svg", { class: "murano-traj-svg", role: "img", "aria-labelledby": descId });
@@ -2280,6 +2288,7 @@ var TrajectoryView = class {
     }
     const waiting = series.filter((s2) => !s2.loaded).map((s2) => s2.kind === "target" ? "targets" : s2.kind === "answer" ? "the answer" : "the final prediction");
     const unique = [...new Set(waiting)];
+    this.waiting = unique.length > 0;
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
@@ -3290,6 +3299,10 @@ var LensView = class {
       heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
       detailsRequested: this.detailsRequested
     });
+    if (this.trajectory.waiting && !this.detailsRequested) {
+      this.requestDetails();
+      if (this.detailsRequested) this.drawTrajectory();
+    }
   }
   /** Draws now (synchronously). */
   draw() {

@@ -528,6 +528,12 @@ export class LensView {
       heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
       detailsRequested: this.detailsRequested,
     });
+    // A line on the chart waits for a detail section (a column other than the last, pinned from
+    // Python, say): ask for it, so that "loading" in its legend is true.
+    if (this.trajectory.waiting && !this.detailsRequested) {
+      this.requestDetails();
+      if (this.detailsRequested) this.drawTrajectory(); // once more: its note says "loading" now
+    }
   }
 
   /** Draws now (synchronously). */
