@@ -132,6 +132,19 @@ export class TrajectoryView {
   }
 
   /**
+   * The part of the chart a tooltip should leave visible, in viewport coordinates: the panel
+   * from the plot's left edge on (the lines, the axis and the legend's values follow the hovered
+   * column). Its layer-number margin may be covered: a tooltip beside a cell next to the chart
+   * then stays on the cell's right instead of flipping over the cells on its left.
+   * @returns {{x: number, y: number, w: number, h: number}}
+   */
+  keepVisibleRect() {
+    const r = this.panel.getBoundingClientRect();
+    const inset = Math.min(r.width, this.geometry ? this.geometry.plotX : 0);
+    return { x: r.left + inset, y: r.top, w: r.width - inset, h: r.height };
+  }
+
+  /**
    * Probability or rank.
    * @param {TrajectoryMode} mode
    */

@@ -904,28 +904,38 @@ function placeTooltip(anchor, size, bounds, margin = TOOLTIP_GAP, avoid = []) {
   };
   const fitsV = (top) => top >= bounds.y - 0.5 && top + size.h <= bottom + 0.5;
   const candidates = [];
-  const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
+  const below = anchor.y + anchor.h;
+  const above = anchor.y - size.h;
+  const shifted = clamp(below, bounds.y, Math.max(bounds.y, bottom - size.h));
   for (const left of [anchor.x + anchor.w + margin, anchor.x - size.w - margin]) {
-    if (left < bounds.x || left + size.w > right) continue;
-    const tops = [centred];
+    if (left < bounds.x - 0.5 || left + size.w > right + 0.5) continue;
+    const tops = [below, above, shifted];
     for (const o of avoid) tops.push(o.y - size.h - gap, o.y + o.h + gap);
-    for (const top of tops.filter(fitsV).sort((a, b) => Math.abs(a - centred) - Math.abs(b - centred))) {
-      candidates.push({ left, top });
-    }
+    for (const top of tops) if (fitsV(top) || top === shifted) candidates.push({ left, top });
   }
   const middle = clamp(anchor.x + anchor.w / 2 - size.w / 2, bounds.x, right - size.w);
-  for (const top of [anchor.y + anchor.h + margin, anchor.y - size.h - margin]) {
+  for (const top of [below + margin, anchor.y - size.h - margin]) {
     if (fitsV(top)) candidates.push({ left: middle, top });
   }
-  const free = candidates.find((c) => score(c) === 0);
-  let best = free;
+  let best = candidates.find((c) => score(c) === 0);
   if (!best) {
+    const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
     const lefts = [middle, bounds.x, right - size.w].map((x) => clamp(x, bounds.x, right - size.w));
     const tops = [centred, bounds.y, bottom - size.h].map((y) => clamp(y, bounds.y, Math.max(bounds.y, bottom - size.h)));
     for (const left of lefts) for (const top of tops) candidates.push({ left, top });
     best = candidates.reduce((a, b) => score(b) < score(a) ? b : a);
   }
   return { left: Math.round(Math.max(bounds.x, best.left)), top: Math.round(Math.max(bounds.y, best.top)) };
+}
+function visibleBounds(own, clip, size) {
+  const x = Math.max(own.x, clip.x);
+  const y = Math.max(own.y, clip.y);
+  const w = Math.min(own.x + own.w, clip.x + clip.w) - x;
+  const h2 = Math.min(own.y + own.h, clip.y + clip.h) - y;
+  return {
+    ...w >= size.w ? { x, w } : { x: own.x, w: own.w },
+    ...h2 >= size.h ? { y, h: h2 } : { y: own.y, h: own.h }
+  };
 }
 function tooltipBounds(root) {
   return { x: 4, y: 4, w: root.clientWidth - 8, h: root.clientHeight - 8 };
@@ -934,9 +944,27 @@ function placeInRoot(tip, root, anchor, obstacles = [], bounds = tooltipBounds(r
   const rootBox = root.getBoundingClientRect();
   const local = (r) => ({ x: r.x - rootBox.left - root.clientLeft, y: r.y - rootBox.top - root.clientTop, w: r.w, h: r.h });
   const size = { w: tip.offsetWidth, h: tip.offsetHeight };
-  const { left, top } = placeTooltip(local(anchor), size, bounds, TOOLTIP_GAP, obstacles.map(local));
+  const visible = visibleBounds(bounds, local(screenClip(root)), size);
+  const { left, top } = placeTooltip(local(anchor), size, visible, TOOLTIP_GAP, obstacles.map(local));
   tip.style.left = `${left}px`;
   tip.style.top = `${top}px`;
+}
+function screenClip(element) {
+  const view = element.ownerDocument.documentElement;
+  let x0 = 0;
+  let y0 = 0;
+  let x1 = view.clientWidth || Infinity;
+  let y1 = view.clientHeight || Infinity;
+  for (let el = element.parentElement; el && el !== view; el = el.parentElement) {
+    const style = getComputedStyle(el);
+    if (style.overflowX === "visible" && style.overflowY === "visible") continue;
+    const r = el.getBoundingClientRect();
+    x0 = Math.max(x0, r.left);
+    y0 = Math.max(y0, r.top);
+    x1 = Math.min(x1, r.right);
+    y1 = Math.min(y1, r.bottom);
+  }
+  return { x: x0, y: y0, w: Math.max(0, x1 - x0), h: Math.max(0, y1 - y0) };
 }
 
 // src/layout.js
@@ -2177,6 +2205,18 @@ var TrajectoryView = class {
     this.abort.abort();
   }
   /**
+   * The part of the chart a tooltip should leave visible, in viewport coordinates: the panel
+   * from the plot's left edge on (the lines, the axis and the legend's values follow the hovered
+   * column). Its layer-number margin may be covered: a tooltip beside a cell next to the chart
+   * then stays on the cell's right instead of flipping over the cells on its left.
+   * @returns {{x: number, y: number, w: number, h: number}}
+   */
+  keepVisibleRect() {
+    const r = this.panel.getBoundingClientRect();
+    const inset = Math.min(r.width, this.geometry ? this.geometry.plotX : 0);
+    return { x: r.left + inset, y: r.top, w: r.width - inset, h: r.height };
+  }
+  /**
    * Probability or rank.
    * @param {TrajectoryMode} mode
    */
@@ -2907,7 +2947,7 @@ var LensView = class {
     });
     this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
       ...this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())],
-      rectOf(this.ui.trajPanel.getBoundingClientRect())
+      this.trajectory.keepVisibleRect()
     ]);
     this.unbind = bindEvents(this);
     this.reload();

@@ -95,10 +95,11 @@ export class LensView {
         this.requestDraw();
       },
     });
-    // The tooltip covers neither the pinned-cell chip nor the trajectory chart when it can help it.
+    // The tooltip covers neither the pinned-cell chip nor the trajectory chart (which follows the
+    // hovered column) when it can help it.
     this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
       ...(this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())]),
-      rectOf(this.ui.trajPanel.getBoundingClientRect()),
+      this.trajectory.keepVisibleRect(),
     ]);
     this.unbind = bindEvents(this);
     this.reload();
