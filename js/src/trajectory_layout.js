@@ -7,6 +7,7 @@
  */
 
 import { labelStride } from "./layout.js";
+import { SERIES_COLOURS } from "./theme.js";
 
 /**
  * @typedef {import("./trajectory.js").Series} Series
@@ -25,7 +26,7 @@ import { labelStride } from "./layout.js";
  * @property {number} labelStride every how many layers a label is written
  *
  * @typedef {object} SeriesStyle
- * @property {string} colour a CSS colour (a --murano-traj-* variable)
+ * @property {string} colour a CSS colour (a theme property: the series palette, or the top-1's)
  * @property {number} width stroke width
  * @property {string} dash SVG stroke-dasharray ("" = solid)
  * @property {"circle" | "square" | "triangle" | "diamond" | "cross"} marker
@@ -142,9 +143,12 @@ function round2(v) {
   return Math.round(v * 100) / 100;
 }
 
-/** Line colours per kind (CSS variables defined in logit_lens.css, light and dark). */
-const ANSWER_COLOURS = ["var(--murano-traj-answer)", "var(--murano-traj-answer2)"];
-const TARGET_COLOURS = [1, 2, 3, 4, 5, 6].map((k) => `var(--murano-traj-t${k})`);
+/**
+ * Line colours per kind: the theme's series palette (theme.css), the final prediction first, the
+ * answers second and fourth, the targets from the third on; the top-1 is neutral.
+ */
+const ANSWER_COLOURS = [SERIES_COLOURS[1], SERIES_COLOURS[3]];
+const TARGET_COLOURS = [2, 3, 4, 5, 0, 1].map((k) => SERIES_COLOURS[k]);
 const TARGET_DASHES = ["", "6 3", "2 3", "8 3 2 3"];
 /** @type {SeriesStyle["marker"][]} */
 const TARGET_MARKERS = ["square", "triangle", "diamond", "cross"];
@@ -161,7 +165,7 @@ export function seriesStyle(series) {
     case "top1":
       return { colour: "var(--murano-traj-top1)", width: 1.5, dash: "1.5 3", marker: "circle" };
     case "final":
-      return { colour: "var(--murano-traj-final)", width: 1.75, dash: "7 3", marker: "square" };
+      return { colour: SERIES_COLOURS[0], width: 1.75, dash: "7 3", marker: "square" };
     case "answer":
       return { colour: ANSWER_COLOURS[series.index % 2], width: 3, dash: series.index % 2 ? "10 3" : "", marker: "diamond" };
     default: {

@@ -603,6 +603,8 @@ var THEME_PROPERTIES = Object.freeze({
   warn: "--murano-warn",
   error: "--murano-error"
 });
+var SERIES_COLOURS = Object.freeze([0, 1, 2, 3, 4, 5].map((k) => `var(--murano-series-${k})`));
+var SERIES_DASHES = Object.freeze(["", "6 3", "1.5 3", "9 3 1.5 3"]);
 var FALLBACK_THEME = Object.freeze({
   fg: "rgb(31, 35, 40)",
   muted: "rgb(89, 99, 110)",

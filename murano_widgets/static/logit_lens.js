@@ -1197,6 +1197,8 @@ var THEME_PROPERTIES = Object.freeze({
   warn: "--murano-warn",
   error: "--murano-error"
 });
+var SERIES_COLOURS = Object.freeze([0, 1, 2, 3, 4, 5].map((k) => `var(--murano-series-${k})`));
+var SERIES_DASHES = Object.freeze(["", "6 3", "1.5 3", "9 3 1.5 3"]);
 var FALLBACK_THEME = Object.freeze({
   fg: "rgb(31, 35, 40)",
   muted: "rgb(89, 99, 110)",
@@ -1347,8 +1349,8 @@ function seriesSegments(series, scale, g) {
 function round2(v) {
   return Math.round(v * 100) / 100;
 }
-var ANSWER_COLOURS = ["var(--murano-traj-answer)", "var(--murano-traj-answer2)"];
-var TARGET_COLOURS = [1, 2, 3, 4, 5, 6].map((k) => `var(--murano-traj-t${k})`);
+var ANSWER_COLOURS = [SERIES_COLOURS[1], SERIES_COLOURS[3]];
+var TARGET_COLOURS = [2, 3, 4, 5, 0, 1].map((k) => SERIES_COLOURS[k]);
 var TARGET_DASHES = ["", "6 3", "2 3", "8 3 2 3"];
 var TARGET_MARKERS = ["square", "triangle", "diamond", "cross"];
 function seriesStyle(series) {
@@ -1356,7 +1358,7 @@ function seriesStyle(series) {
     case "top1":
       return { colour: "var(--murano-traj-top1)", width: 1.5, dash: "1.5 3", marker: "circle" };
     case "final":
-      return { colour: "var(--murano-traj-final)", width: 1.75, dash: "7 3", marker: "square" };
+      return { colour: SERIES_COLOURS[0], width: 1.75, dash: "7 3", marker: "square" };
     case "answer":
       return { colour: ANSWER_COLOURS[series.index % 2], width: 3, dash: series.index % 2 ? "10 3" : "", marker: "diamond" };
     default: {
