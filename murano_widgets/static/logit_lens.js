@@ -1349,28 +1349,54 @@ function seriesSegments(series, scale, g) {
 function round2(v) {
   return Math.round(v * 100) / 100;
 }
-var ANSWER_COLOURS = [SERIES_COLOURS[1], SERIES_COLOURS[3]];
-var TARGET_COLOURS = [2, 3, 4, 5, 0, 1].map((k) => SERIES_COLOURS[k]);
-var TARGET_DASHES = ["", "6 3", "2 3", "8 3 2 3"];
-var TARGET_MARKERS = ["square", "triangle", "diamond", "cross"];
+var LINE_STYLES = Object.freeze({
+  top1: Object.freeze({ colour: "var(--murano-traj-top1)", width: 9, dash: "", opacity: 0.3, marker: "circle", markerScale: 1.7 }),
+  final: Object.freeze({ colour: SERIES_COLOURS[0], width: 4, dash: "8 4", opacity: 1, marker: "square", markerScale: 1.2 }),
+  answer: Object.freeze({ colours: [SERIES_COLOURS[1], SERIES_COLOURS[3]], width: 2, dash: "", opacity: 1, marker: "diamond", markerScale: 1 }),
+  target: Object.freeze({
+    width: 1.5,
+    dashes: ["5 3", "1.5 3", "9 3 1.5 3", "14 4"],
+    opacity: 1,
+    markers: (
+      /** @type {SeriesStyle["marker"][]} */
+      ["triangle", "cross", "square", "diamond"]
+    ),
+    markerScale: 1
+  })
+});
 function seriesStyle(series) {
   switch (series.kind) {
     case "top1":
-      return { colour: "var(--murano-traj-top1)", width: 1.5, dash: "1.5 3", marker: "circle" };
+      return { ...LINE_STYLES.top1 };
     case "final":
-      return { colour: SERIES_COLOURS[0], width: 1.75, dash: "7 3", marker: "square" };
-    case "answer":
-      return { colour: ANSWER_COLOURS[series.index % 2], width: 3, dash: series.index % 2 ? "10 3" : "", marker: "diamond" };
+      return { ...LINE_STYLES.final };
+    case "answer": {
+      const { colours, ...rest } = LINE_STYLES.answer;
+      return { ...rest, colour: colours[series.index % colours.length] };
+    }
     default: {
+      const t = LINE_STYLES.target;
       const j = series.index;
+      const n = SERIES_COLOURS.length;
       return {
-        colour: TARGET_COLOURS[j % TARGET_COLOURS.length],
-        width: 1.75,
-        dash: TARGET_DASHES[Math.floor(j / TARGET_COLOURS.length) % TARGET_DASHES.length],
-        marker: TARGET_MARKERS[j % TARGET_MARKERS.length]
+        colour: SERIES_COLOURS[(2 + j) % n],
+        width: t.width,
+        dash: t.dashes[Math.floor(j / n) % t.dashes.length],
+        opacity: t.opacity,
+        marker: t.markers[j % t.markers.length],
+        markerScale: t.markerScale
       };
     }
   }
+}
+function strokeAttributes(style) {
+  return { "stroke-width": style.width, "stroke-dasharray": style.dash || "none", "stroke-opacity": style.opacity };
+}
+function swatchLine(style) {
+  return { x1: 1, x2: 25, y1: 6, y2: 6, ...strokeAttributes(style) };
+}
+function drawOrder(styles) {
+  return styles.map((_, k) => k).sort((a, b) => styles[b].width - styles[a].width || a - b);
 }
 function markerPath(shape, x, y, r) {
   const f = (v) => round2(v);
@@ -2282,35 +2308,32 @@ var TrajectoryView = class {
     const markers = s("g", { class: "murano-traj-markers" });
     const drawn = [];
     const r = Math.max(2.5, Math.min(4.5, g.rowH / 3));
+    const styles = series.map((s2) => seriesStyle(s2));
+    const segmentsOf = series.map((s2) => seriesSegments(s2, scale, g));
     series.forEach((s2, k) => {
-      const style = seriesStyle(s2);
-      const segments = seriesSegments(s2, scale, g);
-      drawn.push({ key: s2.key, kind: s2.kind, label: s2.label, token: s2.token, loaded: s2.loaded, shown: shown[k], values: s2.values, segments });
-      if (!shown[k]) return;
+      drawn.push({ key: s2.key, kind: s2.kind, label: s2.label, token: s2.token, loaded: s2.loaded, shown: shown[k], values: s2.values, segments: segmentsOf[k] });
+    });
+    for (const k of drawOrder(styles)) {
+      if (!shown[k]) continue;
+      const s2 = series[k];
+      const style = styles[k];
       const group = s("g", { "data-series": s2.key, style: `color: ${style.colour}` });
-      for (const points of segments) {
+      for (const points of segmentsOf[k]) {
         if (points.length === 1) {
           const [x, y] = points[0];
           group.append(s("line", { class: "murano-traj-line", x1: x - 3, x2: x + 3, y1: y, y2: y, "stroke-width": style.width }));
           continue;
         }
-        group.append(
-          s("polyline", {
-            class: "murano-traj-line",
-            points: points.map(([x, y]) => `${x},${y}`).join(" "),
-            "stroke-width": style.width,
-            "stroke-dasharray": style.dash || "none"
-          })
-        );
+        group.append(s("polyline", { class: "murano-traj-line", points: points.map(([x, y]) => `${x},${y}`).join(" "), ...strokeAttributes(style) }));
       }
       lines.append(group);
       const v = s2.values[row];
       if (v !== null) {
         const x = valueX(g, scale.toUnit(v));
         const y = rowCentreY(g, row);
-        markers.append(s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r), style: `color: ${style.colour}`, "data-series": s2.key }));
+        markers.append(s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r * style.markerScale), style: `color: ${style.colour}; opacity: ${style.opacity}`, "data-series": s2.key }));
       }
-    });
+    }
     const axisTitle = s("text", { class: "murano-traj-axis-title", x: g.plotX + g.plotW / 2, y: g.plotY + g.plotH + 16, "text-anchor": "middle" }, scale.title);
     children.push(grid, band, frame, lines, markers, labels, ticks, axisTitle);
     root.replaceChildren(...children);
@@ -2353,8 +2376,8 @@ var TrajectoryView = class {
     const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s2.key });
     const swatch = s("svg", { class: "murano-traj-swatch", width: 26, height: 12, viewBox: "0 0 26 12", "aria-hidden": "true", style: `color: ${style.colour}` });
     swatch.append(
-      s("line", { class: "murano-traj-line", x1: 1, x2: 25, y1: 6, y2: 6, "stroke-width": Math.min(style.width, 2.5), "stroke-dasharray": style.dash || "none" }),
-      s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, 3) })
+      s("line", { class: "murano-traj-line", ...swatchLine(style) }),
+      s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, Math.min(5, 3 * style.markerScale)), style: `opacity: ${style.opacity}` })
     );
     const name = h("span", "murano-traj-name", {}, s2.label);
     const value = s2.values[row];

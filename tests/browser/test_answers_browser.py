@@ -295,6 +295,48 @@ def test_legend_switches_lines_and_shows_targets_as_text(browser, demo):
     context.close()
 
 
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_each_line_and_its_swatch_share_one_stroke_and_coinciding_lines_both_show(
+    browser, demo, dark
+):
+    """Issue 21, item 10b: the top-1 and final-prediction lines coincide in the last layers and
+    were both dashed (one hid the other), and the legend's swatches were drawn thinner than some
+    lines. Each line's legend swatch has its line's colour, width, dash and opacity; every line
+    differs from the others in (colour, dash); the widest is drawn first: the top-1's pale band,
+    then the final prediction, so the narrower lines run on top of the wider ones."""
+    context, page, _, bridge = mount(browser, demo, dark=dark)
+    bridge.sync()
+    strokes = page.evaluate(
+        """() => {
+          const read = (e) => e && [getComputedStyle(e).stroke, e.getAttribute('stroke-width'),
+                                    e.getAttribute('stroke-dasharray'),
+                                    e.getAttribute('stroke-opacity')];
+          const lines = [...document.querySelectorAll('.murano-traj-lines > g')];
+          return lines.map((g) => [g.dataset.series, read(g.querySelector('polyline')),
+            read(document.querySelector(
+              `.murano-traj-item[data-series="${g.dataset.series}"] .murano-traj-swatch line`))]);
+        }"""
+    )
+    keys = [key for key, _, _ in strokes]
+    assert keys[:3] == ["top1", "final", "answer:0"], keys
+    assert set(keys) == set(series(bridge)), "every line is drawn"
+    widths = [float(line[1]) for _, line, _ in strokes]
+    assert widths == sorted(widths, reverse=True), "the widest first"
+    for key, line, swatch in strokes:
+        assert line == swatch, key
+    looks = {(line[0], line[2]) for _, line, _ in strokes}
+    assert len(looks) == len(strokes), strokes
+    top1, final = (dict((k, line) for k, line, _ in strokes)[k] for k in ("top1", "final"))
+    assert top1[2] == "none" and final[2] != "none" and float(top1[3]) < 0.5
+    # Where they coincide (the last layer: the top-1 is the final prediction there), both are
+    # drawn through the same points, the final prediction inside the top-1's band.
+    points = {k: line_points(page, k) for k in ("top1", "final")}
+    assert points["top1"][-1] == points["final"][-1]
+    bridge.screenshot(f"trajectory_lines_{'dark' if dark else 'light'}.png")
+    assert not page.errors
+    context.close()
+
+
 def test_without_answers_the_chart_has_top1_and_final_and_details_stay_lazy(browser):
     from lens_data import make_result
 
