@@ -151,8 +151,9 @@ class Section:
     Attributes:
         name: The section's name, the result field it encodes where there is one.
         shape: ``"cell"`` (``[L, T]``), ``"position"`` (``[T]``), ``"topk"`` (``[L, T, k-1]``,
-            ranks 2..k), ``"prompt_set"`` (``[L, n_inputs, S]``: per prompt and answer set) or
-            ``"cell_target"`` (``[L, T, n_targets]``).
+            ranks 2..k), ``"prompt_set"`` (``[L, n_inputs, S]``: per prompt and answer set),
+            ``"last"`` (``[L, n_inputs]``: at each prompt's last position) or ``"cell_target"``
+            (``[L, T, n_targets]``).
         kind: How values are stored: ``"token"`` (an index into the string table),
             ``"probability"`` (uint16, steps of 1/65535), ``"bits"`` (uint16 scaled to
             the section's maximum), ``"rank"`` (uint16, 65535 = "65535 or worse"), ``"mask"``
@@ -185,6 +186,11 @@ SECTIONS: dict[str, Section] = {
         Section("entropy", "cell", "bits", False, reduced=True),
         Section("final_token_probs", "cell", "probability", False, reduced=True),
         Section("final_token_ranks", "cell", "rank", False, reduced=True),
+        # The same two at each prompt's last position only (2 bytes a layer and prompt): the
+        # trajectory chart opens on that column, so its final-prediction line is drawn from the
+        # first payload, before (or without) the detail sections.
+        Section("final_last_probs", "last", "probability", True),
+        Section("final_last_ranks", "last", "rank", True),
         Section("kl_to_final", "cell", "bits", False, reduced=True),
         Section("topk_tokens", "topk", "token", False),
         Section("topk_probs", "topk", "probability", False),

@@ -20,11 +20,11 @@ from murano_widgets.dataset.lens_dataset import batch_order
 # Synthetic data sets (for the parts that do not need a model)
 
 
-def synthetic(n=40, layers=(0, 2, 5), named=True, seed=1, missing=True) -> LensDataset:
+def synthetic(n=40, layers=(0, 2, 5), named=True, seed=1, missing=True, names=None) -> LensDataset:
     """A data set with random numbers, some prompts without an answer and some missing cells."""
     rng = np.random.default_rng(seed)
     n_layers = len(layers)
-    names = ["capital", "language"] if named else ["answer"]
+    names = names or (["capital", "language"] if named else ["answer"])
     answers, probs, ranks = {}, {}, {}
     for k, name in enumerate(names):
         forms = [[f" a{k}{i}"] if not (missing and i % 7 == 3) else None for i in range(n)]
@@ -228,6 +228,33 @@ def test_plot_draws_each_sets_mean_and_interval_as_vectors(tmp_path):
     )
     with pytest.raises(ValueError, match="metric must be one of answer_prob, top1_accuracy"):
         data.plot(metric="prob")
+
+
+def test_plot_draws_the_sets_in_the_widgets_palette_in_order():
+    """Issue 21, item 10c: the figure's curves had matplotlib's default colours (tab10, whose
+    orange and green merge with protanopia); they take the widgets' series palette, the light
+    values of js/src/theme.css, in order, then the same colours dashed."""
+    import re
+    from pathlib import Path
+
+    import matplotlib
+    from matplotlib.colors import to_hex
+
+    from murano_widgets.dataset.plot import SERIES_COLOURS
+
+    matplotlib.use("Agg")
+    theme = (Path(__file__).resolve().parents[1] / "js" / "src" / "theme.css").read_text()
+    light = re.findall(r"--murano-series-\d+: var\(--murano-light, (#[0-9a-fA-F]{6})\)", theme)
+    assert list(SERIES_COLOURS) == [c.lower() for c in light] and len(light) == 6
+    names = [f"set {k}" for k in range(8)]
+    fig = synthetic(names=names, missing=False).plot(n_boot=50)
+    ax = fig.axes[0]
+    lines = [line for line in ax.get_lines() if line.get_label().startswith("set ")]
+    assert [line.get_label().split(" (")[0] for line in lines] == names
+    assert [to_hex(line.get_color()) for line in lines] == [*SERIES_COLOURS, *SERIES_COLOURS[:2]]
+    assert [line.get_linestyle() for line in lines] == ["-"] * 6 + ["--"] * 2
+    bands = [to_hex(band.get_facecolor()[0], keep_alpha=False) for band in ax.collections]
+    assert bands == [*SERIES_COLOURS, *SERIES_COLOURS[:2]], "each band in its line's colour"
 
 
 def test_save_and_load_round_trip(tmp_path):

@@ -106,6 +106,22 @@ def test_default_payload_is_small_and_details_come_on_request(widget, result):
     assert topk_per_cell == 4 + 4 * (2 + 2)
 
 
+def test_the_base_sections_hold_the_final_prediction_at_each_last_position(widget, result):
+    # The trajectory chart opens on each prompt's last position: its final-prediction line comes
+    # with the first payload (issue 21, item 6), read here from the result's own tensors.
+    assert not widget._details
+    values = decode_sections(widget._meta, widget._sections)
+    assert "final_token_probs" not in values
+    last = [int(result.positions(p)[-1]) for p in range(result.n_inputs)]
+    assert len(set(result.lengths)) == 3  # each prompt ends at its own place in the payload
+    probs = result.final_token_probs[:, range(result.n_inputs), last].numpy()
+    np.testing.assert_allclose(values["final_last_probs"], probs, atol=0.5 / 65535 + 1e-7)
+    ranks = result.final_token_ranks[:, range(result.n_inputs), last].numpy()
+    assert values["final_last_ranks"].tolist() == ranks.tolist()
+    sizes = widget.payload_nbytes()
+    assert sizes["final_last_probs"] == sizes["final_last_ranks"] == 2 * len(result.layers) * 3
+
+
 def test_state_is_binary_not_nested_lists(widget):
     state = widget.get_state()
     assert all(isinstance(v, (bytes, memoryview)) for v in state["_sections"].values())

@@ -27,6 +27,13 @@ export const ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer
 /** Per-prompt sections, shape "prompt_set" `[L, P, S]` (S answer sets). */
 export const PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
 
+/**
+ * The final prediction's probability and rank at each prompt's last position only, shape "last"
+ * `[L, P]`: base sections, so the trajectory chart's first column (the last position) has its
+ * final-prediction line before the detail sections (`final_token_probs` / `_ranks`) arrive.
+ */
+export const LAST_POSITION_SECTIONS = Object.freeze({ final_token_probs: "final_last_probs", final_token_ranks: "final_last_ranks" });
+
 /** Per-cell, per-target sections, shape "cell_target" `[L, T, n_targets]`. */
 export const CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
 
@@ -195,6 +202,7 @@ export function decodePayload(meta, sections) {
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
+  for (const name of Object.values(LAST_POSITION_SECTIONS)) expectedShapes[name] = [L, lengths.length];
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   /** @type {Record<string, SectionSpec>} */
@@ -321,6 +329,17 @@ export function cellIndex(data, prompt, layerIndex, position) {
  */
 export function promptSetIndex(data, layerIndex, prompt, set) {
   return (layerIndex * data.P + prompt) * data.answerSets.length + set;
+}
+
+/**
+ * Index of (row `layerIndex`, prompt `prompt`) in a "last" section (`[L, P]`: at each prompt's
+ * last position).
+ * @param {LensData} data
+ * @param {number} layerIndex
+ * @param {number} prompt
+ */
+export function lastPositionIndex(data, layerIndex, prompt) {
+  return layerIndex * data.P + prompt;
 }
 
 /**

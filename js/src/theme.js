@@ -51,6 +51,30 @@ export const THEME_PROPERTIES = Object.freeze({
 });
 
 /**
+ * The series palette (theme.css: --murano-series-0 …), in order: the colour of the k-th line of
+ * every multi-series chart (the data set's curves, the trajectory chart's lines). SVG takes the
+ * properties themselves, so a line follows the host's theme as the rest of the widget does.
+ */
+export const SERIES_COLOURS = Object.freeze([0, 1, 2, 3, 4, 5].map((k) => `var(--murano-series-${k})`));
+
+/**
+ * Dash patterns (SVG stroke-dasharray, "" = solid) for series beyond the palette: series k draws
+ * in colour k mod 6 with dash ⌊k / 6⌋ (mod 4), so no two of the first 24 look alike.
+ */
+export const SERIES_DASHES = Object.freeze(["", "6 3", "1.5 3", "9 3 1.5 3"]);
+
+/**
+ * The colour and dash of the k-th series of a multi-series chart.
+ * @param {number} k
+ * @returns {{colour: string, dash: string}}
+ */
+export function seriesLook(k) {
+  const n = SERIES_COLOURS.length;
+  const i = Math.max(0, Math.floor(k));
+  return { colour: SERIES_COLOURS[i % n], dash: SERIES_DASHES[Math.floor(i / n) % SERIES_DASHES.length] };
+}
+
+/**
  * The light fallbacks of theme.css, for an element outside any document (no styles apply).
  * @type {Readonly<ThemeValues>}
  */

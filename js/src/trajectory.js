@@ -7,7 +7,9 @@
  *
  * Where the values come from (the payload's sections, see `murano_widgets/metrics.py`):
  * - top-1: `max_probs` (base). Its rank is 0 by definition, so rank mode leaves it out.
- * - final prediction: `final_token_probs` / `final_token_ranks` (detail sections).
+ * - final prediction: `final_token_probs` / `final_token_ranks` (detail sections); at the
+ *   prompt's last position, until those arrive, `final_last_probs` / `final_last_ranks` (base:
+ *   the same values at that position only, so the chart's first column has the line at once).
  * - answer: at the prompt's last position, `answer_probs` / `answer_ranks` (one per answer set,
  *   teacher-forced: a multi-token answer's probability is the product over its tokens; base);
  *   at other positions, the first set's `answer_token_probs` / `answer_token_ranks` (the first
@@ -22,6 +24,8 @@ import {
   cellTargetIndex,
   isFinalMissing,
   isMissing,
+  LAST_POSITION_SECTIONS,
+  lastPositionIndex,
   promptHasNoValue,
   promptSetIndex,
   sectionMax,
@@ -112,8 +116,12 @@ export function trajectorySeries(data, prompt, position, mode) {
   if (!rank) {
     add({ key: "top1", kind: "top1", index: 0, label: "top-1", token: null, note: "each layer's own most likely token", section: "max_probs" }, (i) => cells[i]);
   }
-  const finalSection = rank ? "final_token_ranks" : "final_token_probs";
-  if (described(data, finalSection) && data.arrays.final_tokens) {
+  const last = position === data.lengths[prompt] - 1;
+  const cellSection = rank ? "final_token_ranks" : "final_token_probs";
+  const lastSection = LAST_POSITION_SECTIONS[cellSection];
+  // At the last position the base section serves until the cell section arrives (same values).
+  const fromLast = last && !data.arrays[cellSection] && Boolean(data.arrays[lastSection]);
+  if ((fromLast || described(data, cellSection)) && data.arrays.final_tokens) {
     add(
       {
         key: "final",
@@ -122,14 +130,13 @@ export function trajectorySeries(data, prompt, position, mode) {
         label: "final prediction",
         token: data.tokens[data.arrays.final_tokens[col]] ?? null,
         note: "the token the model finally predicts here",
-        section: finalSection,
+        section: fromLast ? lastSection : cellSection,
       },
-      (i) => cells[i],
+      fromLast ? (i) => lastPositionIndex(data, i, prompt) : (i) => cells[i],
       true,
     );
   }
 
-  const last = position === data.lengths[prompt] - 1;
   const sets = data.answerSets;
   if (last) {
     const section = rank ? "answer_ranks" : "answer_probs";
@@ -177,7 +184,7 @@ export function trajectorySeries(data, prompt, position, mode) {
  */
 export function rankAxisMax(data) {
   let top = 0;
-  for (const name of ["final_token_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
+  for (const name of ["final_token_ranks", "final_last_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
     if (data.arrays[name]) top = Math.max(top, sectionMax(data, name));
   }
   return niceRankMax(top);

@@ -7,6 +7,7 @@
  */
 
 import { labelStride } from "./layout.js";
+import { SERIES_COLOURS } from "./theme.js";
 
 /**
  * @typedef {import("./trajectory.js").Series} Series
@@ -25,10 +26,14 @@ import { labelStride } from "./layout.js";
  * @property {number} labelStride every how many layers a label is written
  *
  * @typedef {object} SeriesStyle
- * @property {string} colour a CSS colour (a --murano-traj-* variable)
+ * @property {string} colour a CSS colour (a theme property: the series palette, or the top-1's)
  * @property {number} width stroke width
- * @property {string} dash SVG stroke-dasharray ("" = solid)
+ * @property {string} dash SVG stroke-dasharray ("" = solid; the caps are butt, so the dashes
+ *   and gaps are as long as written, whatever the width)
+ * @property {number} opacity of the stroke and the marker (the top-1's band is pale)
  * @property {"circle" | "square" | "triangle" | "diamond" | "cross"} marker
+ * @property {number} markerScale the marker's size relative to the others' (larger under
+ *   narrower lines' markers, so that coinciding markers all show)
  */
 
 /** The chart's margins and sizes. */
@@ -142,38 +147,92 @@ function round2(v) {
   return Math.round(v * 100) / 100;
 }
 
-/** Line colours per kind (CSS variables defined in logit_lens.css, light and dark). */
-const ANSWER_COLOURS = ["var(--murano-traj-answer)", "var(--murano-traj-answer2)"];
-const TARGET_COLOURS = [1, 2, 3, 4, 5, 6].map((k) => `var(--murano-traj-t${k})`);
-const TARGET_DASHES = ["", "6 3", "2 3", "8 3 2 3"];
-/** @type {SeriesStyle["marker"][]} */
-const TARGET_MARKERS = ["square", "triangle", "diamond", "cross"];
+/**
+ * The trajectory chart's line styles: the one table the lines, their markers and the legend's
+ * swatches are drawn from. Every line differs from every other in colour and dash; lines that
+ * often meet differ in width too, the wider drawn first, so that where they coincide each still
+ * shows (the top-1 and the final prediction coincide wherever a layer's top-1 is the final token,
+ * the last layer at least; the final prediction and the answer wherever the model is right):
+ * - top-1: a wide, pale, solid band in the neutral colour, under everything. No token's
+ *   probability exceeds the top-1's, so it is the ceiling of every other line, and a line that
+ *   runs inside the band is that layer's top-1 there;
+ * - final prediction: the palette's first colour, dashed, narrower than the band;
+ * - answers: solid, narrower again (the palette's second and fourth colours), so the final
+ *   prediction's dashes show on both sides of an answer it coincides with;
+ * - targets: thin and dashed, but never like the final prediction, in the palette from its third
+ *   colour on (six colours), one dash pattern for each round of six.
+ * Colours are the theme's series palette (theme.css), so the lines follow the host's theme.
+ */
+export const LINE_STYLES = Object.freeze({
+  top1: Object.freeze({ colour: "var(--murano-traj-top1)", width: 9, dash: "", opacity: 0.3, marker: "circle", markerScale: 1.7 }),
+  final: Object.freeze({ colour: SERIES_COLOURS[0], width: 4, dash: "8 4", opacity: 1, marker: "square", markerScale: 1.2 }),
+  answer: Object.freeze({ colours: [SERIES_COLOURS[1], SERIES_COLOURS[3]], width: 2, dash: "", opacity: 1, marker: "diamond", markerScale: 1 }),
+  target: Object.freeze({
+    width: 1.5,
+    dashes: ["5 3", "1.5 3", "9 3 1.5 3", "14 4"],
+    opacity: 1,
+    markers: /** @type {SeriesStyle["marker"][]} */ (["triangle", "cross", "square", "diamond"]),
+    markerScale: 1,
+  }),
+});
 
 /**
- * How a series is drawn. Each kind differs in colour, dash and marker shape, so lines stay
- * apart for colour-blind readers and in grey print: top-1 dotted, final dashed, answer thick and
- * solid, targets in six colours × four dashes and shapes.
- * @param {Series} series
+ * How a series is drawn (see `LINE_STYLES`).
+ * @param {Pick<Series, "kind" | "index">} series
  * @returns {SeriesStyle}
  */
 export function seriesStyle(series) {
   switch (series.kind) {
     case "top1":
-      return { colour: "var(--murano-traj-top1)", width: 1.5, dash: "1.5 3", marker: "circle" };
+      return { ...LINE_STYLES.top1 };
     case "final":
-      return { colour: "var(--murano-traj-final)", width: 1.75, dash: "7 3", marker: "square" };
-    case "answer":
-      return { colour: ANSWER_COLOURS[series.index % 2], width: 3, dash: series.index % 2 ? "10 3" : "", marker: "diamond" };
+      return { ...LINE_STYLES.final };
+    case "answer": {
+      const { colours, ...rest } = LINE_STYLES.answer;
+      return { ...rest, colour: colours[series.index % colours.length] };
+    }
     default: {
+      const t = LINE_STYLES.target;
       const j = series.index;
+      const n = SERIES_COLOURS.length;
       return {
-        colour: TARGET_COLOURS[j % TARGET_COLOURS.length],
-        width: 1.75,
-        dash: TARGET_DASHES[Math.floor(j / TARGET_COLOURS.length) % TARGET_DASHES.length],
-        marker: TARGET_MARKERS[j % TARGET_MARKERS.length],
+        colour: SERIES_COLOURS[(2 + j) % n],
+        width: t.width,
+        dash: t.dashes[Math.floor(j / n) % t.dashes.length],
+        opacity: t.opacity,
+        marker: t.markers[j % t.markers.length],
+        markerScale: t.markerScale,
       };
     }
   }
+}
+
+/**
+ * The stroke of a line in `style`, for the chart's polylines and the legend's swatches alike (so
+ * a swatch shows its line's width and dash).
+ * @param {SeriesStyle} style
+ * @returns {{"stroke-width": number, "stroke-dasharray": string, "stroke-opacity": number}}
+ */
+export function strokeAttributes(style) {
+  return { "stroke-width": style.width, "stroke-dasharray": style.dash || "none", "stroke-opacity": style.opacity };
+}
+
+/**
+ * The legend's swatch of a line: a short stretch of it, with its stroke (width and dash).
+ * @param {SeriesStyle} style
+ */
+export function swatchLine(style) {
+  return { x1: 1, x2: 25, y1: 6, y2: 6, ...strokeAttributes(style) };
+}
+
+/**
+ * The order to draw lines and markers in: the widest first, so a narrower line running along a
+ * wider one stays on top of it (ties keep their legend order).
+ * @param {SeriesStyle[]} styles
+ * @returns {number[]} indices into `styles`
+ */
+export function drawOrder(styles) {
+  return styles.map((_, k) => k).sort((a, b) => styles[b].width - styles[a].width || a - b);
 }
 
 /**

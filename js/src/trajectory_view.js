@@ -9,7 +9,7 @@
 import { h, s as svg } from "./shared/dom.js"; // `s` is a series here
 import { formatProb, formatRank } from "./format.js";
 import { rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "./trajectory.js";
-import { trajectoryRowsGeometry, markerPath, rowAtY, rowCentreY, seriesSegments, seriesStyle, valueX } from "./trajectory_layout.js";
+import { drawOrder, markerPath, rowAtY, rowCentreY, seriesSegments, seriesStyle, strokeAttributes, swatchLine, trajectoryRowsGeometry, valueX } from "./trajectory_layout.js";
 import { displayToken, truncateText } from "./tokens.js";
 
 /**
@@ -75,6 +75,8 @@ export class TrajectoryView {
     this.geometry = null;
     /** @type {ChartDebug | null} */
     this.debug = null;
+    /** Some line drawn last waits for a section that has not arrived (the view asks for it). */
+    this.waiting = false;
 
     const descId = `${id}-traj-desc`;
     this.svg = /** @type {SVGSVGElement} */ (svg("svg", { class: "murano-traj-svg", role: "img", "aria-labelledby": descId }));
@@ -127,6 +129,19 @@ export class TrajectoryView {
 
   destroy() {
     this.abort.abort();
+  }
+
+  /**
+   * The part of the chart a tooltip should leave visible, in viewport coordinates: the panel
+   * from the plot's left edge on (the lines, the axis and the legend's values follow the hovered
+   * column). Its layer-number margin may be covered: a tooltip beside a cell next to the chart
+   * then stays on the cell's right instead of flipping over the cells on its left.
+   * @returns {{x: number, y: number, w: number, h: number}}
+   */
+  keepVisibleRect() {
+    const r = this.panel.getBoundingClientRect();
+    const inset = Math.min(r.width, this.geometry ? this.geometry.plotX : 0);
+    return { x: r.left + inset, y: r.top, w: r.width - inset, h: r.height };
   }
 
   /**
@@ -206,36 +221,34 @@ export class TrajectoryView {
     /** @type {ChartDebug["series"]} */
     const drawn = [];
     const r = Math.max(2.5, Math.min(4.5, g.rowH / 3));
+    const styles = series.map((s) => seriesStyle(s));
+    const segmentsOf = series.map((s) => seriesSegments(s, scale, g));
     series.forEach((s, k) => {
-      const style = seriesStyle(s);
-      const segments = seriesSegments(s, scale, g);
-      drawn.push({ key: s.key, kind: s.kind, label: s.label, token: s.token, loaded: s.loaded, shown: shown[k], values: s.values, segments });
-      if (!shown[k]) return;
+      drawn.push({ key: s.key, kind: s.kind, label: s.label, token: s.token, loaded: s.loaded, shown: shown[k], values: s.values, segments: segmentsOf[k] });
+    });
+    // The widest line first: one running along another stays visible on top of it.
+    for (const k of drawOrder(styles)) {
+      if (!shown[k]) continue;
+      const s = series[k];
+      const style = styles[k];
       const group = svg("g", { "data-series": s.key, style: `color: ${style.colour}` });
-      for (const points of segments) {
+      for (const points of segmentsOf[k]) {
         if (points.length === 1) {
           // A lone value (its neighbours have none): a short tick so it still shows.
           const [x, y] = points[0];
           group.append(svg("line", { class: "murano-traj-line", x1: x - 3, x2: x + 3, y1: y, y2: y, "stroke-width": style.width }));
           continue;
         }
-        group.append(
-          svg("polyline", {
-            class: "murano-traj-line",
-            points: points.map(([x, y]) => `${x},${y}`).join(" "),
-            "stroke-width": style.width,
-            "stroke-dasharray": style.dash || "none",
-          }),
-        );
+        group.append(svg("polyline", { class: "murano-traj-line", points: points.map(([x, y]) => `${x},${y}`).join(" "), ...strokeAttributes(style) }));
       }
       lines.append(group);
       const v = s.values[row];
       if (v !== null) {
         const x = valueX(g, scale.toUnit(v));
         const y = rowCentreY(g, row);
-        markers.append(svg("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r), style: `color: ${style.colour}`, "data-series": s.key }));
+        markers.append(svg("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r * style.markerScale), style: `color: ${style.colour}; opacity: ${style.opacity}`, "data-series": s.key }));
       }
-    });
+    }
     const axisTitle = svg("text", { class: "murano-traj-axis-title", x: g.plotX + g.plotW / 2, y: g.plotY + g.plotH + 16, "text-anchor": "middle" }, scale.title);
     children.push(grid, band, frame, lines, markers, labels, ticks, axisTitle);
     root.replaceChildren(...children);
@@ -258,6 +271,7 @@ export class TrajectoryView {
     }
     const waiting = series.filter((s) => !s.loaded).map((s) => (s.kind === "target" ? "targets" : s.kind === "answer" ? "the answer" : "the final prediction"));
     const unique = [...new Set(waiting)];
+    this.waiting = unique.length > 0;
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
@@ -284,8 +298,8 @@ export class TrajectoryView {
     const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s.key });
     const swatch = svg("svg", { class: "murano-traj-swatch", width: 26, height: 12, viewBox: "0 0 26 12", "aria-hidden": "true", style: `color: ${style.colour}` });
     swatch.append(
-      svg("line", { class: "murano-traj-line", x1: 1, x2: 25, y1: 6, y2: 6, "stroke-width": Math.min(style.width, 2.5), "stroke-dasharray": style.dash || "none" }),
-      svg("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, 3) }),
+      svg("line", { class: "murano-traj-line", ...swatchLine(style) }),
+      svg("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, Math.min(5, 3 * style.markerScale)), style: `opacity: ${style.opacity}` }),
     );
     const name = h("span", "murano-traj-name", {}, s.label);
     const value = s.values[row];

@@ -10,8 +10,6 @@ import {
   GEOMETRY,
   hitTest,
   labelStride,
-  overlapArea,
-  placeTooltip,
   revealColumn,
   rowOfLayer,
   visibleColumns,
@@ -92,41 +90,6 @@ test("label stride", () => {
   assert.equal(labelStride(6), 2);
   assert.equal(labelStride(5), 5);
   assert.equal(labelStride(2), 10);
-});
-
-test("tooltip placement: beside the cell, centred on it, inside the bounds", () => {
-  const bounds = { x: 0, y: 0, w: 500, h: 400 };
-  const size = { w: 100, h: 50 };
-  assert.deepEqual(placeTooltip({ x: 10, y: 100, w: 20, h: 20 }, size, bounds), { left: 40, top: 85 });
-  // No room on the right: on the left.
-  assert.deepEqual(placeTooltip({ x: 450, y: 100, w: 20, h: 20 }, size, bounds), { left: 340, top: 85 });
-  // Near the top or bottom edge: shifted to fit.
-  assert.deepEqual(placeTooltip({ x: 10, y: 0, w: 20, h: 20 }, size, bounds), { left: 40, top: 0 });
-  assert.deepEqual(placeTooltip({ x: 10, y: 390, w: 20, h: 10 }, size, bounds), { left: 40, top: 350 });
-  // No room on either side: below the cell (or above it near the bottom).
-  const wide = { w: 480, h: 50 };
-  assert.deepEqual(placeTooltip({ x: 200, y: 10, w: 20, h: 20 }, wide, bounds), { left: 0, top: 40 });
-  assert.deepEqual(placeTooltip({ x: 200, y: 380, w: 20, h: 20 }, wide, bounds), { left: 0, top: 320 });
-});
-
-test("tooltip placement never covers an obstacle (the pinned-cell chip) when another place fits", () => {
-  const bounds = { x: 0, y: 0, w: 500, h: 400 };
-  const size = { w: 100, h: 120 };
-  const pin = { x: 0, y: 360, w: 300, h: 24 };
-  // Centred beside a low cell it would cover the chip: moved up to end just above it.
-  const low = placeTooltip({ x: 10, y: 330, w: 20, h: 20 }, size, bounds, 10, [pin]);
-  assert.equal(overlapArea({ x: low.left, y: low.top, ...{ w: 100, h: 120 } }, pin), 0);
-  assert.deepEqual(low, { left: 40, top: 360 - 4 - 120 });
-  // Without the obstacle: the old place.
-  assert.deepEqual(placeTooltip({ x: 10, y: 330, w: 20, h: 20 }, size, bounds), { left: 40, top: 280 });
-  // An obstacle beside the anchor on the right: the left side.
-  const wall = { x: 200, y: 0, w: 300, h: 400 };
-  assert.deepEqual(placeTooltip({ x: 150, y: 100, w: 20, h: 20 }, size, bounds, 10, [wall]), { left: 40, top: 50 });
-  // Nowhere free: the place covering least, still inside the bounds.
-  const all = { x: 0, y: 0, w: 500, h: 400 };
-  const forced = placeTooltip({ x: 10, y: 100, w: 20, h: 20 }, size, bounds, 10, [all]);
-  assert.ok(forced.left >= 0 && forced.top >= 0 && forced.top + 120 <= 400);
-  assert.equal(overlapArea({ x: 0, y: 0, w: 10, h: 10 }, { x: 10, y: 0, w: 5, h: 5 }), 0);
 });
 
 test("arrow keys move the focus cell (up = deeper layer), clamped", () => {

@@ -7,7 +7,21 @@ import { cellRect, computeLayout } from "../src/layout.js";
 import { metricAvailable, metricValue } from "../src/metrics.js";
 import { cellTargetIndex, decodePayload, isAnswerTop1, promptOfColumn, promptSetIndex } from "../src/payload.js";
 import { chartColumn, niceRankMax, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "../src/trajectory.js";
-import { answerMarkTriangle, chartBeside, trajectoryRowsGeometry, rowAtY, rowCentreY, seriesSegments, seriesStyle, SIDE } from "../src/trajectory_layout.js";
+import {
+  answerMarkTriangle,
+  chartBeside,
+  drawOrder,
+  LINE_STYLES,
+  rowAtY,
+  rowCentreY,
+  seriesSegments,
+  seriesStyle,
+  SIDE,
+  strokeAttributes,
+  swatchLine,
+  trajectoryRowsGeometry,
+} from "../src/trajectory_layout.js";
+import { SERIES_COLOURS } from "../src/theme.js";
 import { lensPayload } from "./golden.mjs";
 
 // The golden payload of a result with answers and targets (tests/golden/lens_answers.json,
@@ -139,11 +153,41 @@ test("a missing row breaks every line; detail lines not loaded yet read as loadi
   assert.deepEqual(seriesSegments(top1, valueScale("prob"), g).map((seg) => seg.length), [1, 1]);
 
   const base = decodePayload(...Object.values(answerPayload({ details: false })));
-  const series = trajectorySeries(base, 0, 2, "prob");
+  const series = trajectorySeries(base, 0, 1, "prob"); // not the last position
   const loaded = Object.fromEntries(series.map((s) => [s.key, s.loaded]));
-  assert.deepEqual(loaded, { top1: true, final: false, "answer:0": true, "answer:1": true, "target:0": false, "target:1": false });
+  assert.deepEqual(loaded, { top1: true, final: false, "answer:0": false, "target:0": false, "target:1": false });
   assert.ok(series.filter((s) => !s.loaded).every((s) => s.values.every((v) => v === null)));
   assert.equal(seriesSummary(series[1], base.layers, 0, String), "loading");
+});
+
+test("at the prompt's last position the final prediction's line comes with the base sections", () => {
+  // Issue 21, item 6: the chart opens on the last position, and its legend read "loading…" for
+  // the final prediction until a hover fetched the detail sections.
+  const base = decodePayload(...Object.values(answerPayload({ details: false })));
+  assert.equal(base.arrays.final_token_probs, undefined, "no detail section was sent");
+  for (const [prompt, col] of [[0, 2], [1, 4]]) {
+    const position = LENGTHS[prompt] - 1;
+    const prob = trajectorySeries(base, prompt, position, "prob").find((s) => s.key === "final");
+    assert.ok(prob.loaded, `prompt ${prompt}`);
+    assert.equal(prob.token, base.tokens[base.arrays.final_tokens[col]]);
+    // The formulas of the golden payload: probability 1000 i / 65535, rank 7 (L - 1 - i).
+    assert.deepEqual(prob.values.map((v) => Math.round(v * U16)), [0, 1, 2].map((i) => 1000 * i));
+    const rank = trajectorySeries(base, prompt, position, "rank").find((s) => s.key === "final");
+    assert.deepEqual(rank.values, [0, 1, 2].map((i) => 7 * (L - 1 - i)));
+    assert.match(seriesSummary(prob, base.layers, L - 1, String), /^L0 0 → L2 /);
+  }
+  // Without answers, the base section's ranks alone set the rank axis (largest 14: up to 99).
+  const plain = decodePayload(...Object.values(lensPayload("lens_plain", { details: false })));
+  assert.equal(plain.arrays.final_token_ranks, undefined);
+  assert.equal(rankAxisMax(plain), 99);
+  // With the detail sections the cell section takes over, with the same values.
+  for (const mode of ["prob", "rank"]) {
+    const before = trajectorySeries(base, 0, 2, mode).find((s) => s.key === "final");
+    const after = trajectorySeries(data, 0, 2, mode).find((s) => s.key === "final");
+    assert.equal(after.section, mode === "prob" ? "final_token_probs" : "final_token_ranks");
+    assert.notEqual(before.section, after.section);
+    assert.deepEqual(before.values, after.values, mode);
+  }
 });
 
 test("the answer metric comes from the registry; prompts without an answer have no colour", () => {
@@ -260,7 +304,7 @@ test("beside the heatmap only when both fit; below otherwise", () => {
   assert.equal(chartBeside(SIDE.chartW + SIDE.gap + SIDE.minHeatmapW - 1, 5000), false);
 });
 
-test("every line differs from the others by more than colour; extra targets start hidden", () => {
+test("every line has its own colour and dash, from one table; extra targets start hidden", () => {
   const series = [
     { kind: "top1", index: 0 },
     { kind: "final", index: 0 },
@@ -269,18 +313,60 @@ test("every line differs from the others by more than colour; extra targets star
     ...Array.from({ length: 24 }, (_, j) => ({ kind: "target", index: j })),
   ];
   const styles = series.map((s) => seriesStyle(s));
-  const shapes = new Set(styles.map((s) => `${s.colour}|${s.dash}|${s.marker}`));
-  assert.equal(shapes.size, series.length);
-  // Without colour, the top-1, final and answer lines still differ (dash or width).
-  const [top1, final, answer] = styles;
-  assert.notEqual(top1.dash, final.dash);
-  assert.ok(answer.width > final.width && answer.dash === "");
+  const looks = new Set(styles.map((s) => `${s.colour}|${s.dash}`));
+  assert.equal(looks.size, series.length, "no two lines share a (colour, dash) pair");
+  const [top1, final, answer, answer2] = styles;
+  assert.deepEqual(final, { ...LINE_STYLES.final }, "the table is the one source");
+  // The palette in order: the final prediction first, the answers second and fourth, the
+  // targets from the third on; the top-1 is neutral.
+  assert.equal(final.colour, SERIES_COLOURS[0]);
+  assert.deepEqual([answer.colour, answer2.colour], [SERIES_COLOURS[1], SERIES_COLOURS[3]]);
+  assert.deepEqual(styles.slice(4, 10).map((s) => s.colour), [2, 3, 4, 5, 0, 1].map((k) => SERIES_COLOURS[k]));
+  assert.ok(!SERIES_COLOURS.includes(top1.colour));
+  // Targets are dashed, never solid like the answers nor dashed like the final prediction.
+  for (const t of styles.slice(4)) assert.ok(t.dash !== "" && t.dash !== final.dash, t.dash);
   const toggled = new Map();
   const shown = series.map((s) => seriesShown({ ...s, key: `${s.kind}:${s.index}` }, toggled));
   assert.equal(shown.filter(Boolean).length, 4 + 6);
   toggled.set("target:10", true).set("answer:0", false);
   assert.equal(seriesShown({ kind: "target", index: 10, key: "target:10" }, toggled), true);
   assert.equal(seriesShown({ kind: "answer", index: 0, key: "answer:0" }, toggled), false);
+});
+
+test("coinciding lines stay readable: the pale top-1 band under the dashed final under the answer", () => {
+  // Issue 21, item 10b: the top-1 (dotted) and the final prediction (dashed) coincide in the last
+  // layers, where one hid the other.
+  const [top1, final, answer, target] = [["top1", 0], ["final", 0], ["answer", 0], ["target", 0]].map(([kind, index]) => seriesStyle({ kind, index }));
+  assert.equal(top1.dash, "", "the top-1 is solid");
+  assert.notEqual(final.dash, "", "the final prediction is dashed");
+  assert.equal(answer.dash, "", "an answer is solid");
+  // Each line leaves at least a pixel of every wider line it may run along showing on both
+  // sides; the top-1's band is pale, so what runs inside it keeps its colour.
+  assert.ok((top1.width - final.width) / 2 >= 1 && (final.width - answer.width) / 2 >= 1 && answer.width > target.width);
+  assert.ok(top1.opacity <= 0.4 && final.opacity === 1 && answer.opacity === 1);
+  // The final prediction's gaps (butt caps: as written) are wide enough to see what is under.
+  const [, gap] = final.dash.split(" ").map(Number);
+  assert.ok(gap >= 3, final.dash);
+  // Drawn widest first: the top-1's band first, then the final prediction, the answer, targets.
+  assert.deepEqual(drawOrder([answer, target, top1, final]), [2, 3, 0, 1]);
+  // Markers likewise: each wider line's marker is larger than the next one's, drawn over it.
+  assert.ok(top1.markerScale > final.markerScale && final.markerScale > answer.markerScale);
+});
+
+test("a legend swatch is drawn with its line's stroke: the same width and dash", () => {
+  const kinds = [["top1", 0], ["final", 0], ["answer", 0], ["answer", 1], ["target", 0], ["target", 7], ["target", 13]];
+  for (const [kind, index] of kinds) {
+    const style = seriesStyle({ kind, index });
+    const line = strokeAttributes(style);
+    const swatch = swatchLine(style);
+    assert.equal(swatch["stroke-dasharray"], line["stroke-dasharray"], `${kind} ${index}`);
+    assert.equal(swatch["stroke-width"], line["stroke-width"], `${kind} ${index}`);
+    assert.equal(swatch["stroke-opacity"], line["stroke-opacity"], `${kind} ${index}`);
+    assert.equal(line["stroke-dasharray"], style.dash || "none");
+    // The swatch is long enough to show a whole dash period.
+    const period = style.dash ? style.dash.split(" ").map(Number).reduce((a, b) => a + b, 0) : 0;
+    assert.ok(swatch.x2 - swatch.x1 >= period, `${kind} ${index}: ${style.dash}`);
+  }
 });
 
 test("the answer's corner mark stays inside its cell, small cells included", () => {

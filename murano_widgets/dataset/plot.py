@@ -12,7 +12,16 @@ if TYPE_CHECKING:
 
     from murano_widgets.dataset.lens_dataset import LensDataset
 
-__all__ = ["DATASET_METRICS", "plot_dataset"]
+__all__ = ["DATASET_METRICS", "SERIES_COLOURS", "SERIES_LINESTYLES", "plot_dataset"]
+
+#: The series palette of the widgets' charts, its light values (a figure is drawn on white): the
+#: ``--murano-series-*`` properties of js/src/theme.css, in order (tests/test_dataset.py checks
+#: the two agree). Okabe–Ito's hues darkened for 3:1 on white; every pair stays apart in
+#: simulated protanopia, deuteranopia and tritanopia (js/tests/palette.test.mjs).
+SERIES_COLOURS = ("#006ab0", "#bd4d01", "#058f60", "#a9799a", "#c38602", "#349bd2")
+#: Line styles for the sets beyond the palette, as the widget dashes them (theme.js's
+#: SERIES_DASHES): set ``k`` draws in colour ``k mod 6`` with style ``k // 6`` (mod 4).
+SERIES_LINESTYLES = ("-", (0, (6, 3)), (0, (1.5, 3)), (0, (9, 3, 1.5, 3)))
 
 # metric name -> (summary column prefix, axis label, whether it is a probability in [0, 1])
 DATASET_METRICS: dict[str, tuple[str, str, bool]] = {
@@ -64,15 +73,25 @@ def plot_dataset(
     groups = (
         list(table.groupby("answer_set", sort=False)) if dataset.named_sets else [(None, table)]
     )
-    for name, rows in groups:
+    for k, (name, rows) in enumerate(groups):
         counted = int(rows["n_prompts"].iloc[0])
         line_label = f"{name} (n={counted})" if name is not None else f"n={counted}"
-        (line,) = ax.plot(rows["layer"], rows[mean], marker="o", markersize=3, label=line_label)
+        colour = SERIES_COLOURS[k % len(SERIES_COLOURS)]
+        style = SERIES_LINESTYLES[k // len(SERIES_COLOURS) % len(SERIES_LINESTYLES)]
+        ax.plot(
+            rows["layer"],
+            rows[mean],
+            color=colour,
+            linestyle=style,
+            marker="o",
+            markersize=3,
+            label=line_label,
+        )
         ax.fill_between(
             rows["layer"],
             rows[f"{column}_ci_low"],
             rows[f"{column}_ci_high"],
-            color=line.get_color(),
+            color=colour,
             alpha=0.2,
             linewidth=0,
         )

@@ -12,10 +12,12 @@ The sections are listed, with their shapes and encodings, in
 The metrics (labels, units, colour scales, domains, and whether this result can show them) go
 in ``meta["metrics"]`` from :data:`murano_widgets.metrics.METRICS`, so the front end lists
 nothing of its own. The base sections cost 4 bytes a cell (6 with a token table over 65,535
-strings); the detail sections are sent when the front end first asks for them. Every
-probability, the top-k's included, is a uint16 in steps of 1/65535, finer than the 0.01 % the
-front end prints, so one number reads the same wherever it is shown (with top-5: 20 bytes a
-cell); only an exact 0 is stored as 0 (:func:`~murano_widgets.payload.codec.quantise`).
+strings), plus 4 bytes a layer and prompt for the final prediction at each prompt's last position
+(where the trajectory chart opens); the detail sections are sent when the front end first asks
+for them. Every probability, the top-k's included, is a uint16 in steps of 1/65535, finer than
+the 0.01 % the front end prints, so one number reads the same wherever it is shown (with top-5:
+20 bytes a cell); only an exact 0 is stored as 0
+(:func:`~murano_widgets.payload.codec.quantise`).
 """
 
 from __future__ import annotations
@@ -90,6 +92,13 @@ class LensPayload:
         field_values["missing"] = ~np.isfinite(top1)
         final_tokens = field_values["final_tokens"]
         field_values["final_missing"] = None if final_tokens is None else final_tokens < 0
+        last = np.asarray(offsets, dtype=int) + np.asarray(lengths, dtype=int) - 1
+        for name, field in (
+            ("final_last_probs", "final_token_probs"),
+            ("final_last_ranks", "final_token_ranks"),
+        ):
+            cells = field_values[field]
+            field_values[name] = None if cells is None else cells[:, last]
         roles = _role_names(result)
         field_values.update(_generation_values(result, roles))
 

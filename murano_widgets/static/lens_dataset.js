@@ -229,6 +229,52 @@ function formatRank(rank, short = false) {
   return short ? text : `rank ${text}`;
 }
 
+// src/theme.js
+var THEME_PROPERTIES = Object.freeze({
+  fg: "--murano-fg",
+  muted: "--murano-muted",
+  bg: "--murano-bg",
+  surface: "--murano-surface",
+  border: "--murano-border",
+  accent: "--murano-accent",
+  focus: "--murano-focus",
+  grid: "--murano-grid",
+  stripBg: "--murano-strip-bg",
+  hatch: "--murano-hatch",
+  shadow: "--murano-shadow",
+  generated: "--murano-generated",
+  generatedBg: "--murano-generated-bg",
+  warn: "--murano-warn",
+  error: "--murano-error"
+});
+var SERIES_COLOURS = Object.freeze([0, 1, 2, 3, 4, 5].map((k) => `var(--murano-series-${k})`));
+var SERIES_DASHES = Object.freeze(["", "6 3", "1.5 3", "9 3 1.5 3"]);
+function seriesLook(k) {
+  const n = SERIES_COLOURS.length;
+  const i = Math.max(0, Math.floor(k));
+  return { colour: SERIES_COLOURS[i % n], dash: SERIES_DASHES[Math.floor(i / n) % SERIES_DASHES.length] };
+}
+var FALLBACK_THEME = Object.freeze({
+  fg: "rgb(31, 35, 40)",
+  muted: "rgb(89, 99, 110)",
+  bg: "rgb(255, 255, 255)",
+  surface: "rgb(246, 248, 250)",
+  border: "rgb(209, 217, 224)",
+  accent: "rgb(9, 105, 218)",
+  focus: "rgb(9, 105, 218)",
+  grid: "rgb(255, 255, 255)",
+  stripBg: "rgba(127, 127, 127, 0.09)",
+  hatch: "rgb(89, 99, 110)",
+  shadow: "rgba(31, 35, 40, 0.16)",
+  generated: "rgb(213, 94, 0)",
+  generatedBg: "rgba(213, 94, 0, 0.13)",
+  warn: "rgb(154, 103, 0)",
+  error: "rgb(207, 34, 46)",
+  font: "system-ui, sans-serif",
+  mono: "monospace",
+  live: false
+});
+
 // src/dataset/chart.js
 function datasetCurveGeometry(width, height, nLayers, margin = {}) {
   const left = margin.left ?? 48;
@@ -494,7 +540,7 @@ var DatasetView = class {
     const legend = h("div", "murano-ds-legend");
     d.sets.forEach((set, i) => {
       const item = h("span", "murano-ds-legend-item");
-      item.append(h("span", `murano-ds-swatch murano-ds-c${i % 8}`), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
+      item.append(swatch(i), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
       legend.append(item);
     });
     root.append(legend);
@@ -592,13 +638,15 @@ var DatasetView = class {
         /** @type {unknown} */
         set.summary
       );
-      const c = `murano-ds-c${i % 8}`;
-      this.ui.svg.append(s("path", { class: `murano-ds-band ${c}`, d: bandPath(g, summary[metric.low], summary[metric.high]) }));
-      this.ui.svg.append(s("path", { class: `murano-ds-line ${c}`, d: linePath(g, summary[metric.mean]), "data-set": set.name }));
+      const look = seriesLook(i);
+      const group = s("g", { class: "murano-ds-series", style: `color: ${look.colour}`, "data-series": i });
+      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[metric.low], summary[metric.high]) }));
+      group.append(s("path", { class: "murano-ds-line", d: linePath(g, summary[metric.mean]), "stroke-dasharray": look.dash || "none", "data-set": set.name }));
       summary[metric.mean].forEach((v, j) => {
         if (v === null || !Number.isFinite(v)) return;
-        this.ui.svg.append(s("circle", { class: `murano-ds-dot ${c}`, cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
+        group.append(s("circle", { class: "murano-ds-dot", cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
       });
+      this.ui.svg.append(group);
     });
   }
   drawReadout() {
@@ -616,7 +664,7 @@ var DatasetView = class {
     readout.rows.forEach((row, i) => {
       const tr = h("tr", "");
       const name = h("td", "murano-ds-set");
-      name.append(h("span", `murano-ds-swatch murano-ds-c${i % 8}`), h("span", "", {}, row.set));
+      name.append(swatch(i), h("span", "", {}, row.set));
       tr.append(name);
       for (const [, value] of row.cells) tr.append(h("td", "", {}, value));
       table.append(tr);
@@ -691,6 +739,12 @@ var DatasetView = class {
     };
   }
 };
+function swatch(i) {
+  const look = seriesLook(i);
+  const mark = s("svg", { class: "murano-ds-swatch", width: 18, height: 6, viewBox: "0 0 18 6", "aria-hidden": "true", style: `color: ${look.colour}` });
+  mark.append(s("line", { x1: 0, x2: 18, y1: 3, y2: 3, "stroke-dasharray": look.dash || "none" }));
+  return mark;
+}
 
 // src/dataset/index.js
 function render({ model, el }) {

@@ -211,6 +211,7 @@ var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
 var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
+var LAST_POSITION_SECTIONS = Object.freeze({ final_token_probs: "final_last_probs", final_token_ranks: "final_last_ranks" });
 var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
 var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 
@@ -610,6 +611,8 @@ var THEME_PROPERTIES = Object.freeze({
   warn: "--murano-warn",
   error: "--murano-error"
 });
+var SERIES_COLOURS = Object.freeze([0, 1, 2, 3, 4, 5].map((k) => `var(--murano-series-${k})`));
+var SERIES_DASHES = Object.freeze(["", "6 3", "1.5 3", "9 3 1.5 3"]);
 var FALLBACK_THEME = Object.freeze({
   fg: "rgb(31, 35, 40)",
   muted: "rgb(89, 99, 110)",
@@ -848,28 +851,38 @@ function placeTooltip(anchor, size, bounds, margin = TOOLTIP_GAP, avoid = []) {
   };
   const fitsV = (top) => top >= bounds.y - 0.5 && top + size.h <= bottom + 0.5;
   const candidates = [];
-  const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
+  const below = anchor.y + anchor.h;
+  const above = anchor.y - size.h;
+  const shifted = clamp(below, bounds.y, Math.max(bounds.y, bottom - size.h));
   for (const left of [anchor.x + anchor.w + margin, anchor.x - size.w - margin]) {
-    if (left < bounds.x || left + size.w > right) continue;
-    const tops = [centred];
+    if (left < bounds.x - 0.5 || left + size.w > right + 0.5) continue;
+    const tops = [below, above, shifted];
     for (const o of avoid) tops.push(o.y - size.h - gap, o.y + o.h + gap);
-    for (const top of tops.filter(fitsV).sort((a, b) => Math.abs(a - centred) - Math.abs(b - centred))) {
-      candidates.push({ left, top });
-    }
+    for (const top of tops) if (fitsV(top) || top === shifted) candidates.push({ left, top });
   }
   const middle = clamp(anchor.x + anchor.w / 2 - size.w / 2, bounds.x, right - size.w);
-  for (const top of [anchor.y + anchor.h + margin, anchor.y - size.h - margin]) {
+  for (const top of [below + margin, anchor.y - size.h - margin]) {
     if (fitsV(top)) candidates.push({ left: middle, top });
   }
-  const free = candidates.find((c) => score(c) === 0);
-  let best = free;
+  let best = candidates.find((c) => score(c) === 0);
   if (!best) {
+    const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
     const lefts = [middle, bounds.x, right - size.w].map((x) => clamp(x, bounds.x, right - size.w));
     const tops = [centred, bounds.y, bottom - size.h].map((y) => clamp(y, bounds.y, Math.max(bounds.y, bottom - size.h)));
     for (const left of lefts) for (const top of tops) candidates.push({ left, top });
     best = candidates.reduce((a, b) => score(b) < score(a) ? b : a);
   }
   return { left: Math.round(Math.max(bounds.x, best.left)), top: Math.round(Math.max(bounds.y, best.top)) };
+}
+function visibleBounds(own, clip, size) {
+  const x = Math.max(own.x, clip.x);
+  const y = Math.max(own.y, clip.y);
+  const w = Math.min(own.x + own.w, clip.x + clip.w) - x;
+  const h2 = Math.min(own.y + own.h, clip.y + clip.h) - y;
+  return {
+    ...w >= size.w ? { x, w } : { x: own.x, w: own.w },
+    ...h2 >= size.h ? { y, h: h2 } : { y: own.y, h: own.h }
+  };
 }
 function tooltipBounds(root) {
   return { x: 4, y: 4, w: root.clientWidth - 8, h: root.clientHeight - 8 };
@@ -878,9 +891,27 @@ function placeInRoot(tip, root, anchor, obstacles = [], bounds = tooltipBounds(r
   const rootBox = root.getBoundingClientRect();
   const local = (r) => ({ x: r.x - rootBox.left - root.clientLeft, y: r.y - rootBox.top - root.clientTop, w: r.w, h: r.h });
   const size = { w: tip.offsetWidth, h: tip.offsetHeight };
-  const { left, top } = placeTooltip(local(anchor), size, bounds, TOOLTIP_GAP, obstacles.map(local));
+  const visible = visibleBounds(bounds, local(screenClip(root)), size);
+  const { left, top } = placeTooltip(local(anchor), size, visible, TOOLTIP_GAP, obstacles.map(local));
   tip.style.left = `${left}px`;
   tip.style.top = `${top}px`;
+}
+function screenClip(element) {
+  const view = element.ownerDocument.documentElement;
+  let x0 = 0;
+  let y0 = 0;
+  let x1 = view.clientWidth || Infinity;
+  let y1 = view.clientHeight || Infinity;
+  for (let el = element.parentElement; el && el !== view; el = el.parentElement) {
+    const style = getComputedStyle(el);
+    if (style.overflowX === "visible" && style.overflowY === "visible") continue;
+    const r = el.getBoundingClientRect();
+    x0 = Math.max(x0, r.left);
+    y0 = Math.max(y0, r.top);
+    x1 = Math.min(x1, r.right);
+    y1 = Math.min(y1, r.bottom);
+  }
+  return { x: x0, y: y0, w: Math.max(0, x1 - x0), h: Math.max(0, y1 - y0) };
 }
 
 // src/token_marks.js

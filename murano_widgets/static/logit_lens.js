@@ -235,6 +235,7 @@ var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
 var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
+var LAST_POSITION_SECTIONS = Object.freeze({ final_token_probs: "final_last_probs", final_token_ranks: "final_last_ranks" });
 var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
 var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 function product(shape) {
@@ -313,6 +314,7 @@ function decodePayload(meta, sections) {
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
+  for (const name of Object.values(LAST_POSITION_SECTIONS)) expectedShapes[name] = [L, lengths.length];
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   const specs = meta.sections && typeof meta.sections === "object" ? meta.sections : {};
@@ -416,6 +418,9 @@ function cellIndex(data, prompt, layerIndex, position) {
 }
 function promptSetIndex(data, layerIndex, prompt, set) {
   return (layerIndex * data.P + prompt) * data.answerSets.length + set;
+}
+function lastPositionIndex(data, layerIndex, prompt) {
+  return layerIndex * data.P + prompt;
 }
 function cellTargetIndex(data, prompt, layerIndex, position, target) {
   return cellIndex(data, prompt, layerIndex, position) * data.targets.length + target;
@@ -906,28 +911,38 @@ function placeTooltip(anchor, size, bounds, margin = TOOLTIP_GAP, avoid = []) {
   };
   const fitsV = (top) => top >= bounds.y - 0.5 && top + size.h <= bottom + 0.5;
   const candidates = [];
-  const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
+  const below = anchor.y + anchor.h;
+  const above = anchor.y - size.h;
+  const shifted = clamp(below, bounds.y, Math.max(bounds.y, bottom - size.h));
   for (const left of [anchor.x + anchor.w + margin, anchor.x - size.w - margin]) {
-    if (left < bounds.x || left + size.w > right) continue;
-    const tops = [centred];
+    if (left < bounds.x - 0.5 || left + size.w > right + 0.5) continue;
+    const tops = [below, above, shifted];
     for (const o of avoid) tops.push(o.y - size.h - gap, o.y + o.h + gap);
-    for (const top of tops.filter(fitsV).sort((a, b) => Math.abs(a - centred) - Math.abs(b - centred))) {
-      candidates.push({ left, top });
-    }
+    for (const top of tops) if (fitsV(top) || top === shifted) candidates.push({ left, top });
   }
   const middle = clamp(anchor.x + anchor.w / 2 - size.w / 2, bounds.x, right - size.w);
-  for (const top of [anchor.y + anchor.h + margin, anchor.y - size.h - margin]) {
+  for (const top of [below + margin, anchor.y - size.h - margin]) {
     if (fitsV(top)) candidates.push({ left: middle, top });
   }
-  const free = candidates.find((c) => score(c) === 0);
-  let best = free;
+  let best = candidates.find((c) => score(c) === 0);
   if (!best) {
+    const centred = clamp(anchor.y + anchor.h / 2 - size.h / 2, bounds.y, bottom - size.h);
     const lefts = [middle, bounds.x, right - size.w].map((x) => clamp(x, bounds.x, right - size.w));
     const tops = [centred, bounds.y, bottom - size.h].map((y) => clamp(y, bounds.y, Math.max(bounds.y, bottom - size.h)));
     for (const left of lefts) for (const top of tops) candidates.push({ left, top });
     best = candidates.reduce((a, b) => score(b) < score(a) ? b : a);
   }
   return { left: Math.round(Math.max(bounds.x, best.left)), top: Math.round(Math.max(bounds.y, best.top)) };
+}
+function visibleBounds(own, clip, size) {
+  const x = Math.max(own.x, clip.x);
+  const y = Math.max(own.y, clip.y);
+  const w = Math.min(own.x + own.w, clip.x + clip.w) - x;
+  const h2 = Math.min(own.y + own.h, clip.y + clip.h) - y;
+  return {
+    ...w >= size.w ? { x, w } : { x: own.x, w: own.w },
+    ...h2 >= size.h ? { y, h: h2 } : { y: own.y, h: own.h }
+  };
 }
 function tooltipBounds(root) {
   return { x: 4, y: 4, w: root.clientWidth - 8, h: root.clientHeight - 8 };
@@ -936,9 +951,27 @@ function placeInRoot(tip, root, anchor, obstacles = [], bounds = tooltipBounds(r
   const rootBox = root.getBoundingClientRect();
   const local = (r) => ({ x: r.x - rootBox.left - root.clientLeft, y: r.y - rootBox.top - root.clientTop, w: r.w, h: r.h });
   const size = { w: tip.offsetWidth, h: tip.offsetHeight };
-  const { left, top } = placeTooltip(local(anchor), size, bounds, TOOLTIP_GAP, obstacles.map(local));
+  const visible = visibleBounds(bounds, local(screenClip(root)), size);
+  const { left, top } = placeTooltip(local(anchor), size, visible, TOOLTIP_GAP, obstacles.map(local));
   tip.style.left = `${left}px`;
   tip.style.top = `${top}px`;
+}
+function screenClip(element) {
+  const view = element.ownerDocument.documentElement;
+  let x0 = 0;
+  let y0 = 0;
+  let x1 = view.clientWidth || Infinity;
+  let y1 = view.clientHeight || Infinity;
+  for (let el = element.parentElement; el && el !== view; el = el.parentElement) {
+    const style = getComputedStyle(el);
+    if (style.overflowX === "visible" && style.overflowY === "visible") continue;
+    const r = el.getBoundingClientRect();
+    x0 = Math.max(x0, r.left);
+    y0 = Math.max(y0, r.top);
+    x1 = Math.min(x1, r.right);
+    y1 = Math.min(y1, r.bottom);
+  }
+  return { x: x0, y: y0, w: Math.max(0, x1 - x0), h: Math.max(0, y1 - y0) };
 }
 
 // src/layout.js
@@ -1171,6 +1204,8 @@ var THEME_PROPERTIES = Object.freeze({
   warn: "--murano-warn",
   error: "--murano-error"
 });
+var SERIES_COLOURS = Object.freeze([0, 1, 2, 3, 4, 5].map((k) => `var(--murano-series-${k})`));
+var SERIES_DASHES = Object.freeze(["", "6 3", "1.5 3", "9 3 1.5 3"]);
 var FALLBACK_THEME = Object.freeze({
   fg: "rgb(31, 35, 40)",
   muted: "rgb(89, 99, 110)",
@@ -1321,28 +1356,54 @@ function seriesSegments(series, scale, g) {
 function round2(v) {
   return Math.round(v * 100) / 100;
 }
-var ANSWER_COLOURS = ["var(--murano-traj-answer)", "var(--murano-traj-answer2)"];
-var TARGET_COLOURS = [1, 2, 3, 4, 5, 6].map((k) => `var(--murano-traj-t${k})`);
-var TARGET_DASHES = ["", "6 3", "2 3", "8 3 2 3"];
-var TARGET_MARKERS = ["square", "triangle", "diamond", "cross"];
+var LINE_STYLES = Object.freeze({
+  top1: Object.freeze({ colour: "var(--murano-traj-top1)", width: 9, dash: "", opacity: 0.3, marker: "circle", markerScale: 1.7 }),
+  final: Object.freeze({ colour: SERIES_COLOURS[0], width: 4, dash: "8 4", opacity: 1, marker: "square", markerScale: 1.2 }),
+  answer: Object.freeze({ colours: [SERIES_COLOURS[1], SERIES_COLOURS[3]], width: 2, dash: "", opacity: 1, marker: "diamond", markerScale: 1 }),
+  target: Object.freeze({
+    width: 1.5,
+    dashes: ["5 3", "1.5 3", "9 3 1.5 3", "14 4"],
+    opacity: 1,
+    markers: (
+      /** @type {SeriesStyle["marker"][]} */
+      ["triangle", "cross", "square", "diamond"]
+    ),
+    markerScale: 1
+  })
+});
 function seriesStyle(series) {
   switch (series.kind) {
     case "top1":
-      return { colour: "var(--murano-traj-top1)", width: 1.5, dash: "1.5 3", marker: "circle" };
+      return { ...LINE_STYLES.top1 };
     case "final":
-      return { colour: "var(--murano-traj-final)", width: 1.75, dash: "7 3", marker: "square" };
-    case "answer":
-      return { colour: ANSWER_COLOURS[series.index % 2], width: 3, dash: series.index % 2 ? "10 3" : "", marker: "diamond" };
+      return { ...LINE_STYLES.final };
+    case "answer": {
+      const { colours, ...rest } = LINE_STYLES.answer;
+      return { ...rest, colour: colours[series.index % colours.length] };
+    }
     default: {
+      const t = LINE_STYLES.target;
       const j = series.index;
+      const n = SERIES_COLOURS.length;
       return {
-        colour: TARGET_COLOURS[j % TARGET_COLOURS.length],
-        width: 1.75,
-        dash: TARGET_DASHES[Math.floor(j / TARGET_COLOURS.length) % TARGET_DASHES.length],
-        marker: TARGET_MARKERS[j % TARGET_MARKERS.length]
+        colour: SERIES_COLOURS[(2 + j) % n],
+        width: t.width,
+        dash: t.dashes[Math.floor(j / n) % t.dashes.length],
+        opacity: t.opacity,
+        marker: t.markers[j % t.markers.length],
+        markerScale: t.markerScale
       };
     }
   }
+}
+function strokeAttributes(style) {
+  return { "stroke-width": style.width, "stroke-dasharray": style.dash || "none", "stroke-opacity": style.opacity };
+}
+function swatchLine(style) {
+  return { x1: 1, x2: 25, y1: 6, y2: 6, ...strokeAttributes(style) };
+}
+function drawOrder(styles) {
+  return styles.map((_, k) => k).sort((a, b) => styles[b].width - styles[a].width || a - b);
 }
 function markerPath(shape, x, y, r) {
   const f = (v) => round2(v);
@@ -1958,8 +2019,11 @@ function trajectorySeries(data, prompt, position, mode) {
   if (!rank) {
     add({ key: "top1", kind: "top1", index: 0, label: "top-1", token: null, note: "each layer's own most likely token", section: "max_probs" }, (i) => cells[i]);
   }
-  const finalSection = rank ? "final_token_ranks" : "final_token_probs";
-  if (described(data, finalSection) && data.arrays.final_tokens) {
+  const last = position === data.lengths[prompt] - 1;
+  const cellSection = rank ? "final_token_ranks" : "final_token_probs";
+  const lastSection = LAST_POSITION_SECTIONS[cellSection];
+  const fromLast = last && !data.arrays[cellSection] && Boolean(data.arrays[lastSection]);
+  if ((fromLast || described(data, cellSection)) && data.arrays.final_tokens) {
     add(
       {
         key: "final",
@@ -1968,13 +2032,12 @@ function trajectorySeries(data, prompt, position, mode) {
         label: "final prediction",
         token: data.tokens[data.arrays.final_tokens[col]] ?? null,
         note: "the token the model finally predicts here",
-        section: finalSection
+        section: fromLast ? lastSection : cellSection
       },
-      (i) => cells[i],
+      fromLast ? (i) => lastPositionIndex(data, i, prompt) : (i) => cells[i],
       true
     );
   }
-  const last = position === data.lengths[prompt] - 1;
   const sets = data.answerSets;
   if (last) {
     const section = rank ? "answer_ranks" : "answer_probs";
@@ -2010,7 +2073,7 @@ function trajectorySeries(data, prompt, position, mode) {
 }
 function rankAxisMax(data) {
   let top = 0;
-  for (const name of ["final_token_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
+  for (const name of ["final_token_ranks", "final_last_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
     if (data.arrays[name]) top = Math.max(top, sectionMax(data, name));
   }
   return niceRankMax(top);
@@ -2119,6 +2182,7 @@ var TrajectoryView = class {
     this.dataSeen = null;
     this.geometry = null;
     this.debug = null;
+    this.waiting = false;
     const descId = `${id}-traj-desc`;
     this.svg = /** @type {SVGSVGElement} */
     s("svg", { class: "murano-traj-svg", role: "img", "aria-labelledby": descId });
@@ -2174,6 +2238,18 @@ var TrajectoryView = class {
   }
   destroy() {
     this.abort.abort();
+  }
+  /**
+   * The part of the chart a tooltip should leave visible, in viewport coordinates: the panel
+   * from the plot's left edge on (the lines, the axis and the legend's values follow the hovered
+   * column). Its layer-number margin may be covered: a tooltip beside a cell next to the chart
+   * then stays on the cell's right instead of flipping over the cells on its left.
+   * @returns {{x: number, y: number, w: number, h: number}}
+   */
+  keepVisibleRect() {
+    const r = this.panel.getBoundingClientRect();
+    const inset = Math.min(r.width, this.geometry ? this.geometry.plotX : 0);
+    return { x: r.left + inset, y: r.top, w: r.width - inset, h: r.height };
   }
   /**
    * Probability or rank.
@@ -2239,35 +2315,32 @@ var TrajectoryView = class {
     const markers = s("g", { class: "murano-traj-markers" });
     const drawn = [];
     const r = Math.max(2.5, Math.min(4.5, g.rowH / 3));
+    const styles = series.map((s2) => seriesStyle(s2));
+    const segmentsOf = series.map((s2) => seriesSegments(s2, scale, g));
     series.forEach((s2, k) => {
-      const style = seriesStyle(s2);
-      const segments = seriesSegments(s2, scale, g);
-      drawn.push({ key: s2.key, kind: s2.kind, label: s2.label, token: s2.token, loaded: s2.loaded, shown: shown[k], values: s2.values, segments });
-      if (!shown[k]) return;
+      drawn.push({ key: s2.key, kind: s2.kind, label: s2.label, token: s2.token, loaded: s2.loaded, shown: shown[k], values: s2.values, segments: segmentsOf[k] });
+    });
+    for (const k of drawOrder(styles)) {
+      if (!shown[k]) continue;
+      const s2 = series[k];
+      const style = styles[k];
       const group = s("g", { "data-series": s2.key, style: `color: ${style.colour}` });
-      for (const points of segments) {
+      for (const points of segmentsOf[k]) {
         if (points.length === 1) {
           const [x, y] = points[0];
           group.append(s("line", { class: "murano-traj-line", x1: x - 3, x2: x + 3, y1: y, y2: y, "stroke-width": style.width }));
           continue;
         }
-        group.append(
-          s("polyline", {
-            class: "murano-traj-line",
-            points: points.map(([x, y]) => `${x},${y}`).join(" "),
-            "stroke-width": style.width,
-            "stroke-dasharray": style.dash || "none"
-          })
-        );
+        group.append(s("polyline", { class: "murano-traj-line", points: points.map(([x, y]) => `${x},${y}`).join(" "), ...strokeAttributes(style) }));
       }
       lines.append(group);
       const v = s2.values[row];
       if (v !== null) {
         const x = valueX(g, scale.toUnit(v));
         const y = rowCentreY(g, row);
-        markers.append(s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r), style: `color: ${style.colour}`, "data-series": s2.key }));
+        markers.append(s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r * style.markerScale), style: `color: ${style.colour}; opacity: ${style.opacity}`, "data-series": s2.key }));
       }
-    });
+    }
     const axisTitle = s("text", { class: "murano-traj-axis-title", x: g.plotX + g.plotW / 2, y: g.plotY + g.plotH + 16, "text-anchor": "middle" }, scale.title);
     children.push(grid, band, frame, lines, markers, labels, ticks, axisTitle);
     root.replaceChildren(...children);
@@ -2287,6 +2360,7 @@ var TrajectoryView = class {
     }
     const waiting = series.filter((s2) => !s2.loaded).map((s2) => s2.kind === "target" ? "targets" : s2.kind === "answer" ? "the answer" : "the final prediction");
     const unique = [...new Set(waiting)];
+    this.waiting = unique.length > 0;
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
@@ -2309,8 +2383,8 @@ var TrajectoryView = class {
     const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s2.key });
     const swatch = s("svg", { class: "murano-traj-swatch", width: 26, height: 12, viewBox: "0 0 26 12", "aria-hidden": "true", style: `color: ${style.colour}` });
     swatch.append(
-      s("line", { class: "murano-traj-line", x1: 1, x2: 25, y1: 6, y2: 6, "stroke-width": Math.min(style.width, 2.5), "stroke-dasharray": style.dash || "none" }),
-      s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, 3) })
+      s("line", { class: "murano-traj-line", ...swatchLine(style) }),
+      s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, Math.min(5, 3 * style.markerScale)), style: `opacity: ${style.opacity}` })
     );
     const name = h("span", "murano-traj-name", {}, s2.label);
     const value = s2.values[row];
@@ -2956,7 +3030,7 @@ var LensView = class {
     });
     this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
       ...this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())],
-      rectOf(this.ui.trajPanel.getBoundingClientRect())
+      this.trajectory.keepVisibleRect()
     ]);
     this.unbind = bindEvents(this);
     this.reload();
@@ -3366,6 +3440,10 @@ var LensView = class {
       heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
       detailsRequested: this.detailsRequested
     });
+    if (this.trajectory.waiting && !this.detailsRequested) {
+      this.requestDetails();
+      if (this.detailsRequested) this.drawTrajectory();
+    }
   }
   /** Draws now (synchronously). */
   draw() {

@@ -279,29 +279,72 @@ def test_legend_switches_lines_and_shows_targets_as_text(browser, demo):
     context.close()
 
 
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_each_line_and_its_swatch_share_one_stroke_and_coinciding_lines_both_show(
+    browser, demo, dark
+):
+    """Issue 21, item 10b: the top-1 and final-prediction lines coincide in the last layers and
+    were both dashed (one hid the other), and the legend's swatches were drawn thinner than some
+    lines. Each line's legend swatch has its line's colour, width, dash and opacity; every line
+    differs from the others in (colour, dash); the widest is drawn first: the top-1's pale band,
+    then the final prediction, so the narrower lines run on top of the wider ones."""
+    context, page, _, bridge = mount(browser, demo, dark=dark)
+    bridge.sync()
+    strokes = page.evaluate(
+        """() => {
+          const read = (e) => e && [getComputedStyle(e).stroke, e.getAttribute('stroke-width'),
+                                    e.getAttribute('stroke-dasharray'),
+                                    e.getAttribute('stroke-opacity')];
+          const lines = [...document.querySelectorAll('.murano-traj-lines > g')];
+          return lines.map((g) => [g.dataset.series, read(g.querySelector('polyline')),
+            read(document.querySelector(
+              `.murano-traj-item[data-series="${g.dataset.series}"] .murano-traj-swatch line`))]);
+        }"""
+    )
+    keys = [key for key, _, _ in strokes]
+    assert keys[:3] == ["top1", "final", "answer:0"], keys
+    assert set(keys) == set(series(bridge)), "every line is drawn"
+    widths = [float(line[1]) for _, line, _ in strokes]
+    assert widths == sorted(widths, reverse=True), "the widest first"
+    for key, line, swatch in strokes:
+        assert line == swatch, key
+    looks = {(line[0], line[2]) for _, line, _ in strokes}
+    assert len(looks) == len(strokes), strokes
+    top1, final = (dict((k, line) for k, line, _ in strokes)[k] for k in ("top1", "final"))
+    assert top1[2] == "none" and final[2] != "none" and float(top1[3]) < 0.5
+    # Where they coincide (the last layer: the top-1 is the final prediction there), both are
+    # drawn through the same points, the final prediction inside the top-1's band.
+    points = {k: line_points(page, k) for k in ("top1", "final")}
+    assert points["top1"][-1] == points["final"][-1]
+    bridge.screenshot(f"trajectory_lines_{'dark' if dark else 'light'}.png")
+    assert not page.errors
+    context.close()
+
+
 def test_without_answers_the_chart_has_top1_and_final_and_details_stay_lazy(browser):
     from lens_data import make_result
 
     result = make_result(prompts=[[" one", " two", " three", " four"]], n_layers=5)
     context, page, _, bridge = mount(browser, result)
-    # Nothing asked for at mount (the payload's base sections stay all that is sent) ...
+    # Nothing asked for at mount (the payload's base sections stay all that is sent): the last
+    # position's lines come with them ...
     assert bridge.sent() == []
     drawn = series(bridge)
     assert list(drawn) == ["top1", "final"]
     np.testing.assert_allclose(
         drawn["top1"]["values"], result.max_probs[:, 0, -1].numpy(), atol=U16_STEP
     )
-    assert not drawn["final"]["loaded"] and not page.is_visible('[data-series="final"] polyline')
-    assert page.inner_text(".murano-traj-note").startswith("Hover or focus a cell")
-    assert (
-        page.inner_text('.murano-traj-item[data-series="final"] .murano-traj-value') == "loading…"
-    )
-    # ... until the pointer turns to the chart: then the final prediction's line arrives.
-    page.hover(".murano-traj-svg")
-    assert bridge.sync() == [{"_details": True}]
-    drawn = series(bridge)
     np.testing.assert_allclose(
         drawn["final"]["values"], result.final_token_probs[:, 0, -1].numpy(), atol=U16_STEP
+    )
+    assert page.is_hidden(".murano-traj-note")
+    # ... and the pointer on another column asks for the detail sections once.
+    page.mouse.move(*bridge.cell_center(2, 1))
+    assert bridge.sync() == [{"_details": True}]
+    drawn = series(bridge)
+    assert chart(bridge)["position"] == 1
+    np.testing.assert_allclose(
+        drawn["final"]["values"], result.final_token_probs[:, 0, 1].numpy(), atol=U16_STEP
     )
     assert page.locator('.murano-traj-lines [data-series="final"] polyline').count() == 1
     assert page.is_hidden(".murano-traj-note")
@@ -310,6 +353,77 @@ def test_without_answers_the_chart_has_top1_and_final_and_details_stay_lazy(brow
         '.murano-select option[value="answer"]', "(e) => [e.disabled, e.textContent]"
     )
     assert options[0] and "no answers were given" in options[1]
+    context.close()
+
+
+def final_legend(page) -> tuple[str, str, str]:
+    """The final prediction's legend entry: its whole text, its token and its value."""
+    item = '.murano-traj-item[data-series="final"]'
+    return (
+        page.inner_text(item),
+        page.inner_text(f"{item} .murano-traj-token"),
+        page.inner_text(f"{item} .murano-traj-value"),
+    )
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_the_legend_shows_the_final_prediction_before_the_pointer_moves(browser, dark):
+    """Issue 21, item 6: a fresh widget's legend said "final prediction … loading…" until the
+    pointer moved, though nothing was loading. The pointer never moves here, and no message
+    reaches the kernel: what the legend shows comes with the first payload."""
+    from lens_data import make_result
+
+    # Two prompts of different lengths, left-padded: the last position is not the last column.
+    prompts = [[" one", " two", " three", " four", " five"], ["The", " cat", " says"]]
+    result = make_result(prompts=prompts, n_layers=6, padding="left", seed=3)
+    L = len(result.layers)
+    context, page, widget, bridge = mount(browser, result, dark=dark)
+    for prompt in (0, 1):
+        if prompt:  # a prompt change from Python: the chart follows the new prompt's last token
+            widget.prompt = prompt
+            bridge.kernel_set("prompt")
+            bridge.wait_frames()
+        seq = int(result.positions(prompt)[-1])
+        final = result.token_strings[int(result.final_tokens[prompt, seq])]
+        probs = result.final_token_probs[:, prompt, seq].numpy()
+        text, token, value = final_legend(page)
+        assert "loading" not in text.lower(), text
+        assert token == final.replace(" ", "␣")
+        assert value == fmt_prob(float(probs[L - 1])), (value, probs[L - 1])
+        c = chart(bridge)
+        last = len(prompts[prompt]) - 1
+        assert (c["prompt"], c["position"], c["source"]) == (prompt, last, "last")
+        drawn = series(bridge)["final"]
+        assert drawn["loaded"] and drawn["token"] == final
+        np.testing.assert_allclose(drawn["values"], probs, atol=U16_STEP)
+        assert page.locator('.murano-traj-lines [data-series="final"] polyline').count() == 1
+        assert page.is_hidden(".murano-traj-note")
+        bridge.screenshot(f"legend_final_{'dark' if dark else 'light'}_prompt{prompt}.png")
+    assert bridge.sent() == []
+    assert not page.errors
+    context.close()
+
+
+def test_a_cell_pinned_from_python_asks_for_its_lines(browser):
+    """The chart opens on a cell pinned from Python (not the last position): its lines need the
+    detail sections, so the chart asks for them; before, its legend read "loading…" while
+    nothing had been asked for."""
+    from lens_data import make_result
+
+    result = make_result(prompts=[[" one", " two", " three", " four"]], n_layers=5)
+    context, page = open_page(browser, 1280)
+    widget = LogitLensWidget(result)
+    widget.selected = {"layer_index": 2, "position": 1}
+    bridge = Bridge(page, widget, width=1280)
+    assert (chart(bridge)["position"], chart(bridge)["source"]) == (1, "pinned")
+    assert bridge.sync() == [{"_details": True}]
+    seq = int(result.positions(0)[1])
+    np.testing.assert_allclose(
+        series(bridge)["final"]["values"], result.final_token_probs[:, 0, seq], atol=U16_STEP
+    )
+    assert "loading" not in page.inner_text('.murano-traj-item[data-series="final"]').lower()
+    assert page.is_hidden(".murano-traj-note")
+    assert not page.errors
     context.close()
 
 

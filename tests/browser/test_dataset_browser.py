@@ -309,3 +309,74 @@ def test_the_data_set_exports_to_a_page_that_works_offline(offline_page, data, t
     page.locator(".murano-ds-prompt").first.click()
     assert "kernel" in page.inner_text(".murano-ds-status")
     assert not page.refused, page.refused
+
+
+def series_palette(variant: str) -> list[str]:
+    """The series palette's light or dark values, read from js/src/theme.css in order."""
+    theme = (ROOT / "js" / "src" / "theme.css").read_text()
+    pattern = r"--murano-series-\d+: var\(--murano-light, (#\w{6})\) var\(--murano-dark, (#\w{6})\)"
+    return [pair[variant == "dark"] for pair in re.findall(pattern, theme)]
+
+
+def rgb(hex_colour: str) -> str:
+    r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({r}, {g}, {b})"
+
+
+def curves(names: list[str], n: int = 12, layers: int = 8) -> LensDataset:
+    """A data set whose sets' curves rise at different layers (so each is seen in a screenshot)."""
+    rng = np.random.default_rng(0)
+    depth = np.linspace(0, 1, layers)[:, None]
+    probs, ranks = {}, {}
+    for k, name in enumerate(names):
+        rise = 1 / (1 + np.exp(-10 * (depth - 0.15 - 0.09 * k)))
+        noise = rng.normal(0, 0.05, (layers, n))
+        probs[name] = np.clip(rise * (0.95 - 0.05 * k) + noise, 0, 1).astype(np.float32)
+        ranks[name] = np.where(probs[name] > 0.5, 0, 3).astype(np.int64)
+    return LensDataset(
+        prompts=[f"prompt {i}" for i in range(n)],
+        layers=list(range(layers)),
+        answers={name: [[f" a{i}"] for i in range(n)] for name in names},
+        answer_probs=probs,
+        answer_ranks=ranks,
+        entropy=rng.random((layers, n)).astype(np.float32),
+        kl_to_final=rng.random((layers, n)).astype(np.float32),
+        top1_tokens=np.zeros((layers, n), dtype=np.int64),
+        token_strings={0: " x"},
+        provenance={"model_name": "synthetic", "lens_kind": "logit", "n_model_layers": layers},
+        named_sets=True,
+    )
+
+
+@pytest.mark.parametrize("variant", ["light", "dark"])
+def test_the_curves_take_the_series_palette_in_order(page, variant):
+    """Issue 21, item 10c: the curves' colours (blue/cyan, orange/olive) were hard to tell apart;
+    set k now draws in the theme's series colour k (its light or dark value), then the colours
+    again, dashed; each legend swatch shows its curve's colour and dash."""
+    names = [f"set {k}" for k in range(8)]
+    ChartBridge(page, curves(names).show(), dark=variant == "dark")
+    palette = series_palette(variant)
+    assert len(palette) == 6
+    drawn = page.eval_on_selector_all(
+        ".murano-ds-line",
+        "els => els.map((e) => [e.dataset.set, getComputedStyle(e).stroke,"
+        " e.getAttribute('stroke-dasharray')])",
+    )
+    swatches = page.eval_on_selector_all(
+        ".murano-ds-legend .murano-ds-swatch line",
+        "els => els.map((e) => [getComputedStyle(e).stroke, e.getAttribute('stroke-dasharray')])",
+    )
+    want = [rgb(palette[k % 6]) for k in range(8)]
+    assert [d[0] for d in drawn] == names
+    assert [d[1] for d in drawn] == want
+    assert [d[2] for d in drawn] == ["none"] * 6 + ["6 3"] * 2
+    assert swatches == [[d[1], d[2]] for d in drawn]
+    bands = page.eval_on_selector_all(
+        ".murano-ds-band", "els => els.map((e) => getComputedStyle(e).fill)"
+    )
+    assert bands == want
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator(".murano-ds-root").screenshot(
+        path=str(ARTIFACTS / f"dataset_palette_{variant}.png")
+    )
+    assert not page.errors, page.errors

@@ -48,6 +48,16 @@ def test_export_renders_offline_and_is_interactive(offline_page, exported):
            return seen.size; }"""
     )
     assert colours > 10
+    # The chart's legend names the final prediction at the last position, with a value (no
+    # "loading…": there is no kernel to load anything from).
+    widget, _ = exported
+    result = widget.result
+    seq = int(result.positions(0)[-1])
+    final = result.token_strings[int(result.final_tokens[0, seq])]
+    item = '.murano-traj-item[data-series="final"]'
+    assert "loading" not in page.inner_text(item).lower()
+    assert page.inner_text(f"{item} .murano-traj-token") == final.replace(" ", "␣")
+    assert page.inner_text(f"{item} .murano-traj-value").endswith("%")
     # Sliders move with the keyboard, and the metric switch works without a kernel.
     page.focus(".murano-layer-control .murano-slider")
     page.keyboard.press("Home")

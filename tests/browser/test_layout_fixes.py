@@ -4,7 +4,9 @@ Each test failed before its fix (run against the previous stylesheet and placeme
 the colour menu's longest label was cut at 1280 px (``max-width: 26ch``), the readout was cut
 with "…" in dark mode at 1280 px (one line, ``text-overflow: ellipsis``), a hover tooltip could
 cover the pinned-cell chip, one prompt showed a lone "Prompt" label, and the tooltip ran out of a
-two-layer widget. Screenshots go to tests/_artifacts/ for a person to look at.
+two-layer widget. Issue 21, item 10a: the tooltip flipped over the cells left of the hovered
+one although there was room on its right. Screenshots go to tests/_artifacts/ for a person to
+look at.
 """
 
 from __future__ import annotations
@@ -172,3 +174,58 @@ def artifacts():
     """The artifacts folder, created on demand."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+def client_rect(page, expression: str) -> dict:
+    return page.evaluate(
+        f"() => {{ const r = {expression}; return {{x: r.x, y: r.y, w: r.width ?? r.w, h: r.height ?? r.h}}; }}"
+    )
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_tooltip_sits_right_below_the_cell_where_there_is_room(browser, dark):
+    """Issue 21, item 10a: the tooltip flipped over the cells on the left of the hovered one
+    whenever its right side touched the trajectory chart's box, even with room on the right (a
+    short prompt leaves a gap between the heatmap and the chart); and it sat centred on the
+    cell's row, over the row's neighbours. Now it goes right-below the cell, and left or above
+    only where that would leave the widget or cover the chart's plot."""
+    context, page = wide_page(browser, 1000)
+    widget = LogitLensWidget(
+        make_result(prompts=[[*COUNT, " five", " six"], COUNT[:3]], n_layers=8)
+    )
+    bridge = Bridge(page, widget, width=1000, dark=dark)
+    page.mouse.move(*bridge.cell_center(0, 0))
+    bridge.sync()  # the detail sections: the tooltip at its tallest
+    root = rect(page, ".murano-root")
+    # The chart's plot and what lies right of it (its layer numbers, on its left, may be covered).
+    panel = rect(page, ".murano-trajectory")
+    inset = bridge.debug("trajectory.geometry.plotX")
+    plot = {**panel, "x": panel["x"] + inset, "w": panel["w"] - inset}
+    assert page.eval_on_selector(".murano-main", "e => e.classList.contains('murano-side')")
+    screen = page.evaluate("() => ({w: innerWidth, h: innerHeight})")
+    for prompt, positions in ((0, range(3)), (1, range(3))):
+        if prompt:
+            widget.prompt = prompt
+            bridge.kernel_set("prompt")
+        for position in positions:
+            for layer_index in (7, 4, 1):
+                page.mouse.move(*bridge.cell_center(layer_index, position))
+                bridge.wait_frames(1)
+                cell = client_rect(page, f"window.debug.cellClientRect({layer_index}, {position})")
+                tip = rect(page, ".murano-tooltip")
+                where = (prompt, layer_index, position, cell, tip)
+                # On the cell's right, not over the cell, the chart's plot or out of sight.
+                assert tip["x"] >= cell["x"] + cell["w"], where
+                assert overlap(tip, cell) == 0 and overlap(tip, plot) == 0, where
+                assert tip["x"] >= root["x"] and tip["x"] + tip["w"] <= root["x"] + root["w"]
+                assert tip["y"] >= max(root["y"], 0) - 0.5, where
+                assert tip["y"] + tip["h"] <= min(root["y"] + root["h"], screen["h"]) + 0.5
+                # Right-below wherever it fits, else right-above: the row stays clear.
+                bottom = min(root["y"] + root["h"] - 4, screen["h"])
+                if cell["y"] + cell["h"] + tip["h"] <= bottom:
+                    assert abs(tip["y"] - (cell["y"] + cell["h"])) <= 1, where
+                elif cell["y"] - tip["h"] >= root["y"] + 4:
+                    assert abs(tip["y"] + tip["h"] - cell["y"]) <= 1, where
+        bridge.screenshot(f"tooltip_right_{'dark' if dark else 'light'}_prompt{prompt}.png")
+    assert not page.errors
+    context.close()

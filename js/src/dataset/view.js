@@ -10,6 +10,7 @@ import { h, s } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
 import { keepControlKeys } from "../shared/keys.js";
 import { formatProb, formatRank } from "../format.js";
+import { seriesLook } from "../theme.js";
 import { bandPath, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
 import { CHART_METRICS, decodeDataset, layerReadout, promptOrder } from "./data.js";
 
@@ -104,7 +105,7 @@ export class DatasetView {
     const legend = h("div", "murano-ds-legend");
     d.sets.forEach((set, i) => {
       const item = h("span", "murano-ds-legend-item");
-      item.append(h("span", `murano-ds-swatch murano-ds-c${i % 8}`), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
+      item.append(swatch(i), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
       legend.append(item);
     });
     root.append(legend);
@@ -205,13 +206,16 @@ export class DatasetView {
     }
     d.sets.forEach((set, i) => {
       const summary = /** @type {Record<string, (number | null)[]>} */ (/** @type {unknown} */ (set.summary));
-      const c = `murano-ds-c${i % 8}`;
-      this.ui.svg.append(s("path", { class: `murano-ds-band ${c}`, d: bandPath(g, summary[metric.low], summary[metric.high]) }));
-      this.ui.svg.append(s("path", { class: `murano-ds-line ${c}`, d: linePath(g, summary[metric.mean]), "data-set": set.name }));
+      // Set i in the palette's colour i (band, line and dots take it as currentColor).
+      const look = seriesLook(i);
+      const group = s("g", { class: "murano-ds-series", style: `color: ${look.colour}`, "data-series": i });
+      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[metric.low], summary[metric.high]) }));
+      group.append(s("path", { class: "murano-ds-line", d: linePath(g, summary[metric.mean]), "stroke-dasharray": look.dash || "none", "data-set": set.name }));
       summary[metric.mean].forEach((v, j) => {
         if (v === null || !Number.isFinite(v)) return;
-        this.ui.svg.append(s("circle", { class: `murano-ds-dot ${c}`, cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
+        group.append(s("circle", { class: "murano-ds-dot", cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
       });
+      this.ui.svg.append(group);
     });
   }
 
@@ -231,7 +235,7 @@ export class DatasetView {
     readout.rows.forEach((row, i) => {
       const tr = h("tr", "");
       const name = h("td", "murano-ds-set");
-      name.append(h("span", `murano-ds-swatch murano-ds-c${i % 8}`), h("span", "", {}, row.set));
+      name.append(swatch(i), h("span", "", {}, row.set));
       tr.append(name);
       for (const [, value] of row.cells) tr.append(h("td", "", {}, value));
       table.append(tr);
@@ -309,4 +313,15 @@ export class DatasetView {
       drawNow: () => view.drawChart(),
     };
   }
+}
+
+/**
+ * The legend's and the readout's mark of set `i`: a short line in its colour and dash.
+ * @param {number} i
+ */
+function swatch(i) {
+  const look = seriesLook(i);
+  const mark = s("svg", { class: "murano-ds-swatch", width: 18, height: 6, viewBox: "0 0 18 6", "aria-hidden": "true", style: `color: ${look.colour}` });
+  mark.append(s("line", { x1: 0, x2: 18, y1: 3, y2: 3, "stroke-dasharray": look.dash || "none" }));
+  return mark;
 }

@@ -97,10 +97,11 @@ export class LensView {
         this.requestDraw();
       },
     });
-    // The tooltip covers neither the pinned-cell chip nor the trajectory chart when it can help it.
+    // The tooltip covers neither the pinned-cell chip nor the trajectory chart (which follows the
+    // hovered column) when it can help it.
     this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
       ...(this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())]),
-      rectOf(this.ui.trajPanel.getBoundingClientRect()),
+      this.trajectory.keepVisibleRect(),
     ]);
     this.unbind = bindEvents(this);
     this.reload();
@@ -549,6 +550,12 @@ export class LensView {
       heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
       detailsRequested: this.detailsRequested,
     });
+    // A line on the chart waits for a detail section (a column other than the last, pinned from
+    // Python, say): ask for it, so that "loading" in its legend is true.
+    if (this.trajectory.waiting && !this.detailsRequested) {
+      this.requestDetails();
+      if (this.detailsRequested) this.drawTrajectory(); // once more: its note says "loading" now
+    }
   }
 
   /** Draws now (synchronously). */
