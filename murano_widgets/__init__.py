@@ -22,7 +22,7 @@ from murano_widgets.lenses import Lens
 from murano_widgets.lenses.tuned import TunedLens
 from murano_widgets.metrics import METRICS, Metric
 from murano_widgets.plot import plot_logit_lens
-from murano_widgets.result import LogitLensResult
+from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import RESID_POST, Node, PromptBatch, Results, Step
 from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
@@ -37,6 +37,7 @@ __all__ = [
     "LensComparison",
     "LensDataset",
     "LensDiffWidget",
+    "LensResults",
     "LensSelfCheckError",
     "LogitLens",
     "LogitLensResult",
