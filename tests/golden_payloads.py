@@ -53,11 +53,12 @@ import torch
 
 from murano_widgets.comparison.compare import LensComparison, compare
 from murano_widgets.dataset.lens_dataset import LensDataset
+from murano_widgets.lenses import title_of
 from murano_widgets.metrics import METRICS
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.payload.lens import LensPayload
-from murano_widgets.result import AnswerScores, LogitLensResult
+from murano_widgets.result import AnswerScores, LensResults, LogitLensResult
 from murano_widgets.types import Node
 from murano_widgets.widgets.dataset import LensDatasetWidget
 
@@ -135,6 +136,8 @@ def lens_result(
     generation_starts: list[int] | None = None,
     generated_texts: list[str] | None = None,
     token_roles: list[list[str]] | None = None,
+    shift: int = 0,
+    lens_kind: str = "logit",
 ) -> LogitLensResult:
     """A result of layers 0, 1, 2 following the module's formulas.
 
@@ -148,17 +151,25 @@ def lens_result(
         final_missing: Columns where the model's own output was not finite.
         answers: Builds the answer sets on the grid (given ``missing``).
         targets: Target strings (their ids: their first token in ``tokens``).
+        shift: Another lens of the same prompts (lenses side by side): every row but the last
+            (which no lens translates) predicts tokens ``shift`` further on, with top-1
+            probability ``(i + 1) / (L + shift)``, and its answers are more likely.
+        lens_kind: The lens's kind.
     """
     n = n or len(tokens)
     grid = _Grid(3, lengths)
     L = grid.L
     inputs = inputs or (lambda c: (2 * c) % n)
     k = 3
+
+    def moved(i: int) -> int:
+        return shift if i < L - 1 else 0
+
     topk_tokens = grid.cells(
-        lambda i, c: [(i + c + r) % n for r in range(k)], -1, torch.long, missing
+        lambda i, c: [(i + c + r + moved(i)) % n for r in range(k)], -1, torch.long, missing
     )
     topk_probs = grid.cells(
-        lambda i, c: [(i + 1) / L] + [(20 - r + 1) / 255 for r in range(1, k)],
+        lambda i, c: [(i + 1) / (L + moved(i))] + [(20 - r + 1) / 255 for r in range(1, k)],
         NAN,
         torch.float32,
         missing,
@@ -209,7 +220,7 @@ def lens_result(
         vocab_size=1000,
         model_name="tiny-test",
         n_model_layers=n_model_layers,
-        lens_kind="logit",
+        lens_kind=lens_kind,
         generation_starts=generation_starts,
         generated_texts=generated_texts,
         token_roles=token_roles,
@@ -217,6 +228,9 @@ def lens_result(
     )
     if answers is not None:
         result.answer_sets = answers(grid, missing)
+        if shift:  # another lens: the answers more likely at every row but the last
+            for scores in result.answer_sets.values():
+                scores.probs[:-1] = (scores.probs[:-1] + shift * 50 / 65535).float()
     if targets is not None:
         ids = {text: i for i, text in enumerate(tokens)}
         n_targets = len(targets)
@@ -409,6 +423,46 @@ def lens_cases() -> dict[str, LogitLensResult]:
         "roles_uniform": lens_result(**plain, token_roles=[["template"] * 3, ["user"] * 2]),
         # Probabilities as a real model's: one number in two places, and tiny ones.
         "rounding": rounding_result(),
+    }
+
+
+def lenses_cases() -> dict[str, LensResults]:
+    """Lenses side by side: two on the answers case (the second of another kind and title),
+    and three on the plain case, the third with a row whose distribution was not finite."""
+    answers = {
+        "tokens": ANSWER_TOKENS,
+        "n": 5,
+        "lengths": [3, 2],
+        "answers": _answer_sets,
+        "targets": [" Paris", "<b>x</b>"],
+    }
+    plain = {"tokens": PLAIN_TOKENS, "lengths": [3, 2]}
+    return {
+        "answers": LensResults(
+            {
+                "logit": lens_result(**answers),
+                "tuned": lens_result(**answers, shift=1, lens_kind="tuned"),
+            }
+        ),
+        "three": LensResults(
+            {
+                "logit": lens_result(**plain),
+                "tuned": lens_result(**plain, shift=1, lens_kind="tuned"),
+                "jacobian": lens_result(
+                    **plain, shift=2, lens_kind="jacobian", missing=frozenset({(0, 1)})
+                ),
+            }
+        ),
+    }
+
+
+def lenses_expected(results: LensResults) -> dict[str, Any]:
+    """Each lens's name, title and cells (as :func:`lens_expected` reads one lens)."""
+    return {
+        "lenses": [
+            {"name": name, "title": title_of(result), **lens_expected(result)}
+            for name, result in results.items()
+        ]
     }
 
 
@@ -784,6 +838,13 @@ def cases() -> dict[str, dict[str, Any]]:
                 "meta": payload.meta,
                 "sections": _b64(payload.all_sections()),
                 "expected": lens_expected(result),
+            }
+        for name, results in lenses_cases().items():
+            payload = LensPayload.from_result(results)
+            out[f"lenses_{name}"] = {
+                "meta": payload.meta,
+                "sections": _b64(payload.all_sections()),
+                "expected": lenses_expected(results),
             }
         for name, comparison in diff_cases().items():
             meta, arrays = diff_payload(comparison)

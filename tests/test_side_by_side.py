@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import fields
 
+import numpy as np
 import pytest
 import torch
 from reference import ReferenceLens
@@ -317,3 +318,142 @@ def test_where_one_lens_is_taken_a_dict_says_where_named_lenses_go(load_tiny):
     model = load_tiny("gpt2")
     with pytest.raises(TypeError, match=r"lens_b must be None .* one murano_widgets.Lens here.*"):
         compare_lenses(model, PROMPTS, lens_b={"a": None})
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget and its payload
+
+
+@pytest.fixture(scope="module")
+def demo_lenses():
+    model = load_demo_model()
+    lenses = {"logit": None, "tuned": load_demo_tuned_lens(model)}
+    prompts = ["The capital of France is", "Monday, Tuesday,"]
+    results = LogitLens(model, lens=lenses).run(prompts, [" Paris", " Wednesday"])
+    return model, lenses, prompts, results
+
+
+def _decoded_strings(payload, lens_index: int) -> dict[str, np.ndarray]:
+    """One lens's sections of a payload as values, token sections as strings."""
+    from murano_widgets.payload.lens import SHARED_SECTIONS, decode_sections
+
+    meta = payload.meta
+    prefix = meta["lenses"][lens_index]["prefix"]
+    out = {}
+    for name in meta["sections"]:
+        own = name[len(prefix) :] if prefix and name.startswith(prefix) else name
+        if (prefix and not name.startswith(prefix) and name not in SHARED_SECTIONS) or (
+            not prefix and "/" in name
+        ):
+            continue
+        values = decode_sections(meta, {name: payload.arrays[name].tobytes()})[name]
+        if own in ("input_ids", "final_tokens", "predicted_tokens", "topk_tokens"):
+            values = np.asarray(meta["tokens"], dtype=object)[values]
+        out[own] = values
+    return out
+
+
+def test_a_payload_of_lenses_holds_each_lens_as_its_own_payload_would(demo_lenses):
+    from murano_widgets.payload.lens import LensPayload
+
+    _, _, _, results = demo_lenses
+    together = LensPayload.from_result(results)
+    assert together.meta["version"] == 3 and together.lens_names == ["logit", "tuned"]
+    assert [lens["title"] for lens in together.meta["lenses"]] == ["Logit lens", "Tuned lens"]
+    for i, name in enumerate(results):
+        alone = LensPayload.from_result(results[name])
+        mine, theirs = _decoded_strings(together, i), _decoded_strings(alone, 0)
+        assert set(mine) == set(theirs), name
+        for section, values in theirs.items():
+            assert np.array_equal(mine[section], values), f"{name}: {section}"
+        assert (
+            together.meta["lenses"][i].get("metrics", together.meta["metrics"])
+            == (alone.meta["metrics"])
+        )
+    # The per-position sections go once; the second lens's own sections are prefixed.
+    assert "1/max_probs" in together.base_sections() and "1/input_ids" not in together.arrays
+    assert "1/entropy" in together.all_sections() and "1/entropy" not in together.base_sections()
+
+
+def test_a_single_lens_payload_is_what_it_was(demo_lenses):
+    """Bytes a cell of one lens: the sections of a one-lens payload are the same whether the
+    result came alone or out of lenses side by side, and no section is prefixed."""
+    from murano_widgets.payload.lens import LensPayload
+
+    model, _, prompts, results = demo_lenses
+    alone = LogitLens(model).run(prompts, [" Paris", " Wednesday"])
+    a, b = LensPayload.from_result(alone), LensPayload.from_result(results["logit"])
+    assert a.meta["lenses"] == [
+        {"name": "logit", "kind": "logit", "title": "Logit lens", "prefix": ""}
+    ]
+    assert a.all_sections() == b.all_sections()
+    assert not any("/" in name for name in a.arrays)
+
+
+def test_the_widget_switches_lenses_from_python_and_describes_the_pin_under_each(demo_lenses):
+    from murano_widgets import LogitLensWidget
+    from murano_widgets.widgets.base import WidgetValueError
+
+    _, _, _, results = demo_lenses
+    widget = LogitLensWidget(results)
+    assert widget.lens_names == ["logit", "tuned"] and widget.lens_name == "logit"
+    assert widget.result is results["logit"] and widget.results is results
+    widget.selected = {"prompt": 0, "layer_index": 1, "position": 2}
+    assert widget.selected["lens"] == "logit"
+    assert (
+        widget.selected["predicted_token"]
+        == results["logit"].describe_cell(0, 1, 2)["predicted_token"]
+    )
+    widget.lens_name = "tuned"
+    assert widget.result is results["tuned"]
+    expected = {**results["tuned"].describe_cell(0, 1, 2), "lens": "tuned"}
+    assert widget.selected == expected
+    with pytest.raises(
+        WidgetValueError,
+        match=r"lens_name must be one of the widget's lenses \['logit', 'tuned'\]; got 'jacobian'",
+    ):
+        widget.lens_name = "jacobian"
+    assert widget.lens_name == "tuned"
+    assert "lens_name='tuned' of ['logit', 'tuned']" in repr(widget)
+    state = widget._standalone_state()
+    assert state["lens_name"] == "tuned" and state["_meta"]["lenses"][1]["name"] == "tuned"
+    assert widget._default_title() == "Logit lens · Tuned lens — toy-world"
+    first = LogitLensWidget(results, lens_name="tuned")
+    assert first.lens_name == "tuned"
+    with pytest.raises(WidgetValueError, match="lens_name must be one of"):
+        LogitLensWidget(results, lens_name="nope")
+    # One lens: named by its kind, and its pin carries no lens name.
+    one = LogitLensWidget(results["tuned"])
+    assert one.lens_names == ["tuned"] and one.lens_name == "tuned"
+    one.selected = {"prompt": 0, "layer_index": 1, "position": 2}
+    assert "lens" not in one.selected
+
+
+def test_show_logit_lens_with_named_lenses(demo_lenses, monkeypatch):
+    from murano_widgets import show_logit_lens
+
+    model, lenses, prompts, results = demo_lenses
+    widget = show_logit_lens(
+        model, prompts, lens=lenses, lens_name="tuned", answers=[" Paris", " Wednesday"]
+    )
+    assert widget.lens_name == "tuned" and widget.lens_names == ["logit", "tuned"]
+    assert_same_result(widget.results["tuned"], results["tuned"], "shown")
+    # A name that is not one of the lenses is refused before the model runs.
+    monkeypatch.setattr(model, "trace", lambda *a, **k: pytest.fail("the model ran"))
+    with pytest.raises(
+        ValueError, match=r"lens_name must be one of the lenses \['logit', 'tuned'\]; got 'J'"
+    ):
+        show_logit_lens(model, prompts, lens=lenses, lens_name="J")
+    with pytest.raises(ValueError, match=r"lens_name must be one of the lenses \['logit'\]"):
+        show_logit_lens(model, prompts, lens_name="tuned")
+
+
+def test_the_export_keeps_every_lens(demo_lenses, tmp_path):
+    from murano_widgets import LogitLensWidget
+
+    _, _, _, results = demo_lenses
+    widget = LogitLensWidget(results, lens_name="tuned")
+    page = widget.save_html(tmp_path / "lenses.html").read_text(encoding="utf-8")
+    assert "<title>Logit lens · Tuned lens — toy-world</title>" in page
+    assert '"lens_name": "tuned"' in page or '"lens_name":"tuned"' in page
+    assert "1/max_probs" in page and "1/topk_tokens" in page

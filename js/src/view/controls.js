@@ -73,6 +73,35 @@ export function showData(ui, data) {
 }
 
 /**
+ * The lens menu: one entry per lens side by side (its title, and its name where the two differ),
+ * hidden when the payload holds one lens.
+ * @param {Ui} ui
+ * @param {LensData[]} lenses
+ * @param {string} shown the name of the lens shown
+ */
+export function showLensMenu(ui, lenses, shown) {
+  ui.lensLabel.hidden = lenses.length < 2;
+  ui.lensSelect.replaceChildren(
+    ...lenses.map((lens) => {
+      const title = lensTitle(lens);
+      return h("option", "", { value: lens.lensName }, lensMenuText(lens.lensName, title));
+    }),
+  );
+  ui.lensSelect.value = shown;
+}
+
+/**
+ * A lens's entry in the menu: its title, with its name when the name says something else
+ * ("Tuned lens (tuned, 2024 fit)").
+ * @param {string} name
+ * @param {string} title
+ */
+export function lensMenuText(name, title) {
+  const plain = (/** @type {string} */ t) => t.toLowerCase().replace(/ lens$/, "");
+  return plain(title) === plain(name) ? title : `${title} (${name})`;
+}
+
+/**
  * What the lens that made the result is called: its title as Python sends it (`meta.lens_title`,
  * the same string the static plot and the export use); for a payload saved before titles were
  * sent, made from its kind as Python's `title_of` makes it.
