@@ -775,33 +775,76 @@ def dataset_cases() -> dict[str, tuple[LensDataset, float]]:
         named_sets=False,
         **common,
     )
-    return {"two_sets": (two, 0.9), "one_set": (one, 0.95)}
+    # A second lens over the same prompts: the answers commit earlier (rank 0 at column 0 of
+    # prompts 0 and 1), prompt 3's cell at column 1 has a value.
+    tuned = LensDataset(
+        answers={"capital": capital, "language": language},
+        answer_probs={
+            "capital": grid([[0.625, 0.875], [0.75, 0.625], [NAN, NAN], [0.5, 0.5]], np.float32),
+            "language": grid([[0.25, 0.5], [0.5, 0.75], [0.125, 0.375], [NAN, NAN]], np.float32),
+        },
+        answer_ranks={
+            "capital": grid([[0, 0], [0, 0], [-1, -1], [0, 1]], np.int32),
+            "language": grid([[1, 1], [0, 0], [4, 1], [-1, -1]], np.int32),
+        },
+        named_sets=True,
+        **{**common, "provenance": {**common["provenance"], "lens_kind": "tuned"}},
+    )
+    lenses = LensDataset(
+        prompts=prompts,
+        layers=[3, 7],
+        answers={"capital": capital, "language": language},
+        token_strings=common["token_strings"],
+        provenance={
+            "model_name": "org/synthetic-8",
+            "n_model_layers": 8,
+            "lenses": [
+                {"name": "logit", "kind": "logit", "title": "Logit lens", "provenance": None},
+                {"name": "tuned", "kind": "tuned", "title": "Tuned lens", "provenance": None},
+            ],
+        },
+        named_sets=True,
+        lenses={"logit": two, "tuned": tuned},
+    )
+    return {"two_sets": (two, 0.9), "one_set": (one, 0.95), "lenses": (lenses, 0.9)}
 
 
 def dataset_expected(dataset: LensDataset, ci: float) -> dict[str, Any]:
+    titles = {entry["name"]: entry["title"] for entry in dataset.provenance.get("lenses", [])}
     sets = []
-    for name, forms in dataset.answers.items():
-        # One row per prompt, as the chart's payload holds them.
-        probs = dataset.answer_probs[name].T.astype(np.float64)
-        has = np.array([f is not None for f in forms])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a layer where every value is NaN
-            mean = np.nanmean(probs[has], axis=0)
-        sets.append(
-            {
-                "name": name,
-                "answers": [None if f is None else f[0] for f in forms],
-                "n_prompts": int(has.sum()),
-                "probs": probs.tolist(),
-                "ranks": dataset.answer_ranks[name].T.tolist(),
-                "mean": mean.tolist(),
-            }
-        )
+    for lens, part in dataset._parts():
+        for name, forms in part.answers.items():
+            # One row per prompt, as the chart's payload holds them.
+            probs = part.answer_probs[name].T.astype(np.float64)
+            ranks = part.answer_ranks[name].T
+            has = np.array([f is not None for f in forms])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a layer where every value is NaN
+                mean = np.nanmean(probs[has], axis=0)
+            # Committed at column l: the answer is the top-1 at l and at every later column.
+            committed = [
+                float(np.mean([all(r == 0 for r in row[l:]) for row in ranks[has]]))
+                for l in range(len(part.layers))  # noqa: E741
+            ]
+            sets.append(
+                {
+                    "name": name,
+                    "lens": lens,
+                    "label": name if lens is None else f"{name} · {titles[lens]}",
+                    "answers": [None if f is None else f[0] for f in forms],
+                    "n_prompts": int(has.sum()),
+                    "probs": probs.tolist(),
+                    "ranks": ranks.tolist(),
+                    "mean": mean.tolist(),
+                    "committed": committed,
+                }
+            )
     return {
         "layers": dataset.layers,
         "prompts": dataset.prompts,
         "ci": ci,
         "can_open": False,
+        "lenses": [{"name": name, "title": titles[name]} for name in dataset.lens_names or []],
         "sets": sets,
     }
 

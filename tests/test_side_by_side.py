@@ -457,3 +457,295 @@ def test_the_export_keeps_every_lens(demo_lenses, tmp_path):
     assert "<title>Logit lens · Tuned lens — toy-world</title>" in page
     assert '"lens_name": "tuned"' in page or '"lens_name":"tuned"' in page
     assert "1/max_probs" in page and "1/topk_tokens" in page
+
+
+# ---------------------------------------------------------------------------------------------
+# Data sets
+
+
+@pytest.fixture(scope="module")
+def facts():
+    """The demo world's capitals and languages, under the logit and the tuned lens, as one data
+    set and as one data set per lens (batches of 5: several batches, one trace each)."""
+    from murano_widgets import lens_dataset
+    from murano_widgets.demo_model.corpus import COUNTRIES
+
+    model = load_demo_model()
+    tuned = load_demo_tuned_lens(model)
+    countries = COUNTRIES[:8]
+    prompts = [f"The capital of {c} is" for c, _, _ in countries] + [
+        f"People in {c} speak" for c, _, _ in countries
+    ]
+    n = len(countries)
+    answers = {
+        "capital": [f" {capital}" for _, capital, _ in countries] + [None] * n,
+        "language": [None] * n + [f" {language}" for _, _, language in countries],
+    }
+    options = {"batch_size": 5, "progress": False}
+    both = lens_dataset(model, prompts, answers, lens={"logit": None, "tuned": tuned}, **options)
+    alone = {
+        name: lens_dataset(model, prompts, answers, lens=lens, **options)
+        for name, lens in (("logit", None), ("tuned", tuned))
+    }
+    return model, tuned, prompts, answers, both, alone
+
+
+def test_a_data_set_of_lenses_equals_one_data_set_per_lens(facts):
+    import pandas as pd
+
+    _, _, _, _, both, alone = facts
+    assert both.lens_names == ["logit", "tuned"]
+    for name, single in alone.items():
+        part = both.lens(name)
+        for field_name in ("entropy", "kl_to_final", "top1_tokens"):
+            np.testing.assert_array_equal(getattr(part, field_name), getattr(single, field_name))
+        for set_name in single.answers:
+            np.testing.assert_array_equal(
+                part.answer_probs[set_name], single.answer_probs[set_name]
+            )
+            np.testing.assert_array_equal(
+                part.answer_ranks[set_name], single.answer_ranks[set_name]
+            )
+        assert part.provenance["lens_kind"] == single.provenance["lens_kind"]
+        assert part.provenance["lens_title"] == single.provenance["lens_title"]
+    # Tidy: every row of one lens's data set, with a lens column before the layer.
+    frame = both.to_pandas()
+    assert list(frame.columns[:6]) == [
+        "prompt_index",
+        "prompt",
+        "answer",
+        "answer_set",
+        "lens",
+        "layer",
+    ]
+    assert "commitment_layer" in frame.columns
+    assert [lens["name"] for lens in frame.attrs["provenance"]["lenses"]] == ["logit", "tuned"]
+    for name, single in alone.items():
+        mine = frame[frame["lens"] == name].drop(columns="lens").reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, single.to_pandas(), check_like=False)
+    # Summaries per lens, with the same resamples of prompts for every lens.
+    table = both.summary(n_boot=200)
+    assert list(table.columns[:3]) == ["answer_set", "lens", "layer"]
+    for name, single in alone.items():
+        mine = table[table["lens"] == name].drop(columns="lens").reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, single.summary(n_boot=200))
+    with pytest.raises(AttributeError, match=r"dataset.lens\('logit'\).entropy"):
+        both.entropy  # noqa: B018
+    with pytest.raises(KeyError, match=r"no lens named 'J'.*\['logit', 'tuned'\]"):
+        both.lens("J")
+    assert "lenses ['logit', 'tuned']" in repr(both)
+
+
+def test_a_data_set_of_lenses_runs_one_trace_a_batch(facts, monkeypatch):
+    from murano_widgets import lens_dataset
+
+    model, tuned, prompts, answers, _, _ = facts
+    calls = []
+    trace = model.trace
+    monkeypatch.setattr(model, "trace", lambda *a, **k: calls.append(1) or trace(*a, **k))
+    lens_dataset(
+        model, prompts, answers, lens={"logit": None, "tuned": tuned}, batch_size=5, progress=False
+    )
+    assert len(calls) == -(-len(prompts) // 5)
+
+
+def test_the_commitment_layer_equals_a_direct_count_on_the_top1_tokens(facts):
+    """Where the answer (a one-token word here) stays the top-1 through the last layer, read
+    from the per-layer top-1 token ids, prompt by prompt, from the last layer down."""
+    model, _, prompts, answers, both, _ = facts
+    seen_never = seen_early = False
+    for lens in both.lens_names:
+        part = both.lens(lens)
+        for set_name, forms in answers.items():
+            got = both.commitment_layers(set_name, lens=lens)
+            assert got.dtype == np.int64 and got.shape == (len(prompts),)
+            for p, answer in enumerate(forms):
+                if answer is None:
+                    assert got[p] == -1
+                    continue
+                ids = model.tokenizer(prompts[p] + answer)["input_ids"]
+                first = ids[len(model.tokenizer(prompts[p])["input_ids"])]
+                expected = -1
+                for j in reversed(range(len(part.layers))):
+                    if part.top1_tokens[j, p] != first:
+                        break
+                    expected = part.layers[j]
+                assert got[p] == expected, (lens, set_name, p)
+                seen_never |= expected == -1
+                seen_early |= 0 <= expected < part.layers[-1]
+        # The column in to_pandas: the same, on every layer row of the prompt; -1 is missing.
+        frame = both.to_pandas()
+        rows = frame[(frame["lens"] == lens) & (frame["answer_set"] == "capital")]
+        per_prompt = rows.groupby("prompt_index")["commitment_layer"].agg(["min", "max"])
+        expected_col = both.commitment_layers("capital", lens=lens)
+        for p, (low, high) in per_prompt.iterrows():
+            if expected_col[p] < 0:
+                assert pd_isna(low) and pd_isna(high)
+            else:
+                assert low == high == expected_col[p]
+        # summary()'s committed: the share of prompts committed at or before each layer.
+        table = both.summary(n_boot=50)
+        mine = table[(table["lens"] == lens) & (table["answer_set"] == "capital")]
+        has = np.array([f is not None for f in answers["capital"]])
+        layers = np.asarray(part.layers)
+        commit = expected_col[has]
+        direct = [np.mean((commit >= 0) & (commit <= layer)) for layer in layers]
+        np.testing.assert_allclose(mine["committed"].to_numpy(), direct)
+        assert (mine["committed_ci_low"] <= mine["committed"]).all()
+        assert (mine["committed"] <= mine["committed_ci_high"]).all()
+    assert seen_early, "some answer commits before the last layer"
+    with pytest.raises(ValueError, match=r"holds the lenses \['logit', 'tuned'\]: name one"):
+        both.commitment_layers("capital")
+    with pytest.raises(ValueError, match=r"answer_set must be one of \['capital', 'language'\]"):
+        both.commitment_layers("nope", lens="tuned")
+
+
+def pd_isna(value) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
+def test_commitment_layers_of_hand_made_ranks():
+    from murano_widgets.dataset.stats import commitment_layers, committed_from
+
+    ranks = np.array(
+        [
+            [0, 0, 0, 0],  # commits at the first layer
+            [3, 0, 2, 0],  # lost and regained: commits at the last
+            [0, 0, 1, 0],  # lost at the third: the last
+            [0, 0, 0, 5],  # never: not the top-1 at the last layer
+            [-1, -1, -1, -1],  # no answer
+            [2, 0, -1, 0],  # a cell without a value breaks the streak
+        ]
+    )
+    layers = [0, 2, 4, 6]
+    assert commitment_layers(ranks, layers).tolist() == [0, 6, 6, -1, -1, 6]
+    assert committed_from(ranks)[1].tolist() == [False, False, False, True]
+
+
+def test_plot_draws_one_line_per_lens_and_answer_set(facts):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    from murano_widgets.dataset.plot import SERIES_COLOURS, SERIES_LINESTYLES
+
+    _, _, _, _, both, _ = facts
+    for metric in ("answer_prob", "top1_accuracy", "committed"):
+        figure = both.plot(metric=metric, n_boot=50)
+        ax = figure.axes[0]
+        lines = [line for line in ax.get_lines() if line.get_label()[:1] != "_"]
+        labels = [line.get_label() for line in lines]
+        assert labels == [
+            "capital · Logit lens (n=8)",
+            "language · Logit lens (n=8)",
+            "capital · Tuned lens (n=8)",
+            "language · Tuned lens (n=8)",
+        ]
+        # Colour by lens, style by answer set.
+        assert [to_hex(line.get_color()) for line in lines] == [
+            SERIES_COLOURS[0],
+            SERIES_COLOURS[0],
+            SERIES_COLOURS[1],
+            SERIES_COLOURS[1],
+        ]
+        styles = [line.get_linestyle() for line in lines]
+        assert styles[0] == styles[2] != styles[1] == styles[3]
+        assert len(SERIES_LINESTYLES) >= 2
+        expected = both.summary(n_boot=50)
+        column = {"answer_prob": "answer_prob_mean"}.get(metric, metric)
+        for line, (lens, name) in zip(
+            lines,
+            [
+                ("logit", "capital"),
+                ("logit", "language"),
+                ("tuned", "capital"),
+                ("tuned", "language"),
+            ],
+            strict=True,
+        ):
+            rows = expected[(expected["lens"] == lens) & (expected["answer_set"] == name)]
+            np.testing.assert_allclose(line.get_ydata(), rows[column].to_numpy())
+        assert ax.get_title().endswith("2 lenses")
+        plt.close(figure)
+
+
+def test_save_and_load_keep_the_lenses(facts, tmp_path):
+    import json
+
+    import pandas as pd
+
+    from murano_widgets import LensDataset
+
+    _, _, _, _, both, alone = facts
+    both.save(tmp_path / "facts")
+    sidecar = json.loads((tmp_path / "facts.json").read_text())
+    assert sidecar["format_version"] == 2 and [e["name"] for e in sidecar["lenses"]] == [
+        "logit",
+        "tuned",
+    ]
+    loaded = LensDataset.load(tmp_path / "facts")
+    assert loaded.lens_names == ["logit", "tuned"]
+    pd.testing.assert_frame_equal(loaded.to_pandas(), both.to_pandas())
+    pd.testing.assert_frame_equal(loaded.summary(n_boot=50), both.summary(n_boot=50))
+    assert loaded.lens("tuned").provenance["lens_title"] == "Tuned lens"
+    # One lens is still written as version 1.
+    alone["logit"].save(tmp_path / "one")
+    assert json.loads((tmp_path / "one.json").read_text())["format_version"] == 1
+    # A damaged list of lenses is named.
+    sidecar["lenses"][1]["name"] = "logit"
+    (tmp_path / "facts.json").write_text(json.dumps(sidecar))
+    with pytest.raises(ValueError, match="'lenses' must be a list of distinct lens names"):
+        LensDataset.load(tmp_path / "facts")
+
+
+def test_the_data_set_widget_shows_every_lens_and_opens_a_heatmap_of_all(facts):
+    from murano_widgets.widgets.base import WidgetValueError
+
+    model, tuned, _, _, both, _ = facts
+    widget = both.show()
+    chart = widget.chart
+    sets = chart._meta["sets"]
+    assert [(s["lens"], s["name"]) for s in sets] == [
+        ("logit", "capital"),
+        ("logit", "language"),
+        ("tuned", "capital"),
+        ("tuned", "language"),
+    ]
+    assert chart._meta["lenses"] == [
+        {"name": "logit", "title": "Logit lens"},
+        {"name": "tuned", "title": "Tuned lens"},
+    ]
+    assert chart._meta["title"] == "toy-world · Logit lens, Tuned lens · 16 prompts"
+    probs = np.frombuffer(chart._data["prob_2"], dtype="<f4").reshape(16, -1)
+    np.testing.assert_array_equal(probs, both.lens("tuned").answer_probs["capital"].T)
+    assert chart.lens_name == "logit"
+    chart.lens_name = "tuned"
+    with pytest.raises(WidgetValueError, match=r"lens_name must be one of \['logit', 'tuned'\]"):
+        chart.lens_name = "J"
+    chart.open_request = {"prompt": 2, "answer_set": "capital", "lens": "tuned", "n": 1}
+    heatmap = widget.heatmap
+    assert heatmap is not None and heatmap.lens_names == ["logit", "tuned"]
+    assert heatmap.lens_name == "tuned" and widget.opened == (2, "capital")
+    # Shown again with other lenses: the names must be the same.
+    with pytest.raises(
+        ValueError, match=r"holds the lenses \['logit', 'tuned'\]: give lens= as a dict"
+    ):
+        both.show(model, lens={"tuned": tuned})
+    assert both.show(model, lens={"logit": None, "tuned": tuned}).chart.lens_name == "logit"
+
+
+def test_a_loaded_data_set_of_lenses_asks_for_them_to_open_a_heatmap(facts, tmp_path):
+    from murano_widgets import LensDataset
+
+    model, tuned, _, _, both, _ = facts
+    both.save(tmp_path / "facts")
+    loaded = LensDataset.load(tmp_path / "facts")
+    reason = loaded.show(model).chart._meta["cannot_open_reason"]
+    assert "show it with them: dataset.show(model=..., lens={'logit': ..., 'tuned': ...})" in reason
+    widget = loaded.show(model, lens={"logit": None, "tuned": tuned})
+    assert widget.chart._meta["can_open"]
+    assert widget.open_prompt(0).lens_names == ["logit", "tuned"]

@@ -188,9 +188,14 @@ for (const name of goldenNames("dataset_")) {
       assert.equal(d.canOpen, expected.can_open);
       assert.ok(d.reason.length > 0, "a data set without its model says why no heatmap opens");
       assert.deepEqual(d.sets.map((s) => s.name), expected.sets.map((s) => s.name));
+      assert.deepEqual(d.lenses, expected.lenses);
+      assert.deepEqual(d.sets.map((s) => [s.lens, s.label]), expected.sets.map((s) => [s.lens, s.label]));
       expected.sets.forEach((set, s) => {
         const got = d.sets[s];
         assert.deepEqual(got.answers, set.answers);
+        // The commitment's distribution: the share committed at or before each layer, as
+        // Python's bootstrap mean; the expected value is counted directly from the ranks.
+        set.committed.forEach((share, l) => assert.ok(Math.abs(/** @type {number} */ (got.summary.committed?.[l]) - share) < 1e-12, `${name} ${set.label} committed at column ${l}`));
         assert.equal(got.nPrompts, set.n_prompts);
         const n = d.layers.length;
         set.probs.forEach((row, p) => row.forEach((prob, l) => {

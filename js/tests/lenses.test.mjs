@@ -10,7 +10,7 @@ import { test } from "node:test";
 import { decodeLenses, decodePayload, lastPositionIndex, promptSetIndex } from "../src/payload.js";
 import { lensSeries, trajectorySeries } from "../src/trajectory.js";
 import { LINE_STYLES, seriesStyle } from "../src/trajectory_layout.js";
-import { lensMenuText } from "../src/view/controls.js";
+import { lensMenuText } from "../src/shared/lens_names.js";
 import { golden, lensPayload } from "./golden.mjs";
 
 const U16 = 65535;

@@ -2472,6 +2472,12 @@ var TrajectoryView = class {
   }
 };
 
+// src/shared/lens_names.js
+function lensMenuText(name, title) {
+  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
+  return plain(title) === plain(name) ? title : `${title} (${name})`;
+}
+
 // src/view/controls.js
 function showData(ui, data) {
   const kind = lensTitle(data);
@@ -2527,10 +2533,6 @@ function showLensMenu(ui, lenses, shown) {
     })
   );
   ui.lensSelect.value = shown;
-}
-function lensMenuText(name, title) {
-  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
-  return plain(title) === plain(name) ? title : `${title} (${name})`;
 }
 function lensTitle(data) {
   if (data.lensTitle) return data.lensTitle;

@@ -3,6 +3,7 @@
 
 import { colourLut } from "../colour.js";
 import { h } from "../shared/dom.js";
+import { lensMenuText } from "../shared/lens_names.js";
 import { formatProb } from "../format.js";
 import { cellDetails } from "../details.js";
 import { legendTicks, metricDomain, metricSpec, shortLabel } from "../metrics.js";
@@ -88,17 +89,6 @@ export function showLensMenu(ui, lenses, shown) {
     }),
   );
   ui.lensSelect.value = shown;
-}
-
-/**
- * A lens's entry in the menu: its title, with its name when the name says something else
- * ("Tuned lens (tuned, 2024 fit)").
- * @param {string} name
- * @param {string} title
- */
-export function lensMenuText(name, title) {
-  const plain = (/** @type {string} */ t) => t.toLowerCase().replace(/ lens$/, "");
-  return plain(title) === plain(name) ? title : `${title} (${name})`;
 }
 
 /**
