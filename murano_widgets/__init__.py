@@ -16,6 +16,7 @@ from murano_widgets.backends.base import (
     UnsupportedModelError,
 )
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
+from murano_widgets.dataset.agreement import LensAgreement, lens_agreement
 from murano_widgets.dataset.lens_dataset import LensDataset, lens_dataset
 from murano_widgets.demo_model import load_demo_model, load_demo_tuned_lens
 from murano_widgets.lenses import Lens
@@ -34,6 +35,7 @@ __all__ = [
     "METRICS",
     "RESID_POST",
     "Lens",
+    "LensAgreement",
     "LensComparison",
     "LensDataset",
     "LensDiffWidget",
@@ -54,6 +56,7 @@ __all__ = [
     "UnsupportedModelError",
     "compare",
     "compare_lenses",
+    "lens_agreement",
     "lens_dataset",
     "load_demo_model",
     "load_demo_tuned_lens",

@@ -749,3 +749,152 @@ def test_a_loaded_data_set_of_lenses_asks_for_them_to_open_a_heatmap(facts, tmp_
     widget = loaded.show(model, lens={"logit": None, "tuned": tuned})
     assert widget.chart._meta["can_open"]
     assert widget.open_prompt(0).lens_names == ["logit", "tuned"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement: is it the model or the lens?
+
+AGREE_PROMPTS = [
+    "The Eiffel Tower is in the city of Paris",
+    "one two",
+    "Alice met Bob. Alice gave",
+    "three four five six",
+    "Bob",
+]
+
+
+@pytest.mark.parametrize("positions", ["all", "last"])
+def test_agreement_equals_a_direct_computation(load_tiny, positions):
+    """Each lens run alone on each prompt alone (full distributions kept), then top-1 agreement
+    and KL in float64 per position, averaged over the prompt: the per-prompt numbers; their
+    plain means over prompts: the table's."""
+    from murano_widgets import lens_agreement
+
+    model = load_tiny("llama")
+    lenses = {"logit": None, "linear": RandomLinear(model.n_layers, model_width(model), seed=3)}
+    agreement = lens_agreement(
+        model, AGREE_PROMPTS, lenses, positions=positions, batch_size=2, progress=False
+    )
+    assert agreement.pairs == [("logit", "linear"), ("logit", "final"), ("linear", "final")]
+    for p, prompt in enumerate(AGREE_PROMPTS):
+        probs = {
+            name: LogitLens(model, lens=lens, store_full_probs=True).run([prompt]).all_probs[:, 0]
+            for name, lens in lenses.items()
+        }  # [L, seq, vocab]
+        last = model.n_layers - 1
+        probs["final"] = probs["logit"][last].expand_as(probs["logit"])
+        cells = slice(None) if positions == "all" else slice(-1, None)
+        for a, b in agreement.pairs:
+            pa, pb = probs[a][:, cells].double(), probs[b][:, cells].double()
+            agree = (pa.argmax(-1) == pb.argmax(-1)).double().mean(-1)
+            kl_ab = (pa * (pa.log() - pb.log())).sum(-1).mean(-1) / math.log(2)
+            kl_ba = (pb * (pb.log() - pa.log())).sum(-1).mean(-1) / math.log(2)
+            got = {
+                what: agreement.values[((a, b), what)][:, p]
+                for what in ("top1_agreement", "kl_a_to_b", "kl_b_to_a")
+            }
+            np.testing.assert_array_equal(got["top1_agreement"], agree.numpy())
+            np.testing.assert_allclose(got["kl_a_to_b"], kl_ab.numpy(), atol=2e-4, rtol=1e-4)
+            np.testing.assert_allclose(got["kl_b_to_a"], kl_ba.numpy(), atol=2e-4, rtol=1e-4)
+    frame = agreement.to_pandas(n_boot=100)
+    assert list(frame.columns[:4]) == ["a", "b", "layer", "n_prompts"]
+    for (a, b), rows in frame.groupby(["a", "b"], sort=False):
+        for what in ("top1_agreement", "kl_a_to_b", "kl_b_to_a"):
+            np.testing.assert_allclose(
+                rows[what].to_numpy(), agreement.values[((a, b), what)].mean(axis=1)
+            )
+            assert (rows[f"{what}_ci_low"] <= rows[what] + 1e-12).all()
+            assert (rows[what] <= rows[f"{what}_ci_high"] + 1e-12).all()
+        last_row = rows[rows["layer"] == model.n_layers - 1].iloc[0]
+        assert last_row["top1_agreement"] == 1 and last_row["kl_a_to_b"] == 0
+    assert (frame["n_prompts"] == len(AGREE_PROMPTS)).all()
+
+
+def test_agreement_intervals_are_the_bootstrap_of_the_per_prompt_numbers(load_tiny):
+    """The interval of one pair and layer, from a plain loop over resamples drawn as the
+    bootstrap documents them."""
+    from murano_widgets import lens_agreement
+
+    model = load_tiny("llama")
+    lenses = {"logit": None, "tuned": _random_tuned(model, 4)}
+    agreement = lens_agreement(model, AGREE_PROMPTS, lenses, progress=False)
+    frame = agreement.to_pandas(ci=0.9, n_boot=300, seed=7)
+    values = agreement.values[(("logit", "tuned"), "kl_a_to_b")][1]
+    rng = np.random.default_rng(7)
+    n = len(values)
+    means = [values[rng.integers(0, n, size=n, dtype=np.int32)].mean() for _ in range(300)]
+    row = frame[(frame["a"] == "logit") & (frame["b"] == "tuned") & (frame["layer"] == 1)].iloc[0]
+    assert row["kl_a_to_b_ci_low"] == pytest.approx(np.percentile(means, 5))
+    assert row["kl_a_to_b_ci_high"] == pytest.approx(np.percentile(means, 95))
+
+
+def test_agreement_runs_one_trace_a_batch_and_reads_well(load_tiny, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from murano_widgets import lens_agreement
+
+    model = load_tiny("gpt2")
+    lenses = {"logit": None, "a": _random_tuned(model, 1), "b": _random_tuned(model, 2)}
+    calls = []
+    trace = model.trace
+    monkeypatch.setattr(model, "trace", lambda *a, **k: calls.append(1) or trace(*a, **k))
+    agreement = lens_agreement(model, AGREE_PROMPTS, lenses, batch_size=2, progress=False)
+    assert len(calls) == 3
+    assert len(agreement.pairs) == 3 + 3
+    table = agreement.table(n_boot=50)
+    assert table.index.name == "layer" and list(table.index) == agreement.layers
+    assert "top-1 agree logit · a" in table.columns and "KL(final ‖ b)" in table.columns
+    assert table.iloc[-1]["top-1 agree a · b"] == "100% [100%, 100%]"
+    assert table.iloc[-1]["KL(a ‖ b)"] == "0.00 [0.00, 0.00] bits"
+    figure = agreement.plot(n_boot=50)
+    left, right = figure.axes
+    assert len([line for line in left.get_lines()]) == 6 == len(right.get_lines())
+    # Two lenses of one kind stay apart: their names join their titles.
+    assert [t.get_text() for t in right.get_legend().get_texts()] == [
+        "KL(Logit lens ‖ Tuned lens (a))",
+        "KL(Logit lens ‖ Tuned lens (b))",
+        "KL(Tuned lens (a) ‖ Tuned lens (b))",
+        "KL(final output ‖ Logit lens)",
+        "KL(final output ‖ Tuned lens (a))",
+        "KL(final output ‖ Tuned lens (b))",
+    ]
+    plt.close(figure)
+    assert "LensAgreement(['logit', 'a', 'b'], 5 prompts" in repr(agreement)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"lenses": None}, TypeError, r"lenses must be a dict of named lenses"),
+        ({"lenses": {"final": None}}, ValueError, r"lenses has a lens named 'final'"),
+        ({"lenses": {}}, ValueError, r"lenses is an empty dict"),
+        (
+            {"lenses": {"a": None}, "positions": "first"},
+            ValueError,
+            r"positions must be 'all' or 'last'",
+        ),
+        ({"lenses": {"a": None}, "batch_size": 0}, ValueError, r"batch_size"),
+        ({"lenses": {"a": None}, "layers": [99]}, ValueError, r"layers holds 99"),
+    ],
+)
+def test_agreement_refuses_bad_input_before_the_model_runs(
+    load_tiny, monkeypatch, kwargs, error, match
+):
+    from murano_widgets import lens_agreement
+
+    model = load_tiny("gpt2")
+    monkeypatch.setattr(model, "trace", lambda *a, **k: pytest.fail("the model ran"))
+    with pytest.raises(error, match=match):
+        lens_agreement(model, AGREE_PROMPTS, progress=False, **kwargs)
+
+
+def test_a_lens_is_labelled_by_its_title_and_by_its_name_where_that_says_more():
+    from murano_widgets.lenses import lens_label
+
+    assert lens_label("logit", "Logit lens") == "Logit lens"
+    assert lens_label("tuned", "Tuned lens") == "Tuned lens"
+    assert lens_label("a", "Tuned lens") == "Tuned lens (a)"
+    assert lens_label("Jacobian", "Jacobian lens") == "Jacobian lens"

@@ -22,6 +22,7 @@
  */
 
 import { RANK_CAP } from "./format.js";
+import { lensMenuText } from "./shared/lens_names.js";
 import {
   cellIndex,
   cellTargetIndex,
@@ -211,8 +212,8 @@ export function lensSeries(others, prompt, position, mode) {
       key: `lens:${other.name}`,
       kind: "lens",
       index: k,
-      label: `${line.label} · ${other.title}`,
-      note: `${line.note}, under the ${other.title}`,
+      label: `${line.label} · ${lensMenuText(other.name, other.title)}`,
+      note: `${line.note}, under the ${lensMenuText(other.name, other.title)}`,
     });
   });
   return out;

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from murano_widgets._checks import check_axes, check_choice
+from murano_widgets.lenses import lens_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -103,7 +104,9 @@ def plot_dataset(
     for k, (lens_index, lens, set_index, name, rows) in enumerate(groups):
         counted = int(rows["n_prompts"].iloc[0])
         what = " · ".join(
-            part for part in (name, None if lens is None else titles.get(lens, lens)) if part
+            part
+            for part in (name, None if lens is None else lens_label(lens, titles.get(lens, lens)))
+            if part
         )
         line_label = f"{what} (n={counted})" if what else f"n={counted}"
         colour, style = series_look(k) if lens is None else lens_look(lens_index, set_index)

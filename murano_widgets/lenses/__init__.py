@@ -16,8 +16,18 @@ from murano_widgets.lenses.base import (
     IdentityLens,
     Lens,
     as_lens,
+    lens_label,
     named_lenses,
     title_of,
 )
 
-__all__ = ["FINAL", "IDENTITY", "IdentityLens", "Lens", "as_lens", "named_lenses", "title_of"]
+__all__ = [
+    "FINAL",
+    "IDENTITY",
+    "IdentityLens",
+    "Lens",
+    "as_lens",
+    "lens_label",
+    "named_lenses",
+    "title_of",
+]

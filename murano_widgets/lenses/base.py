@@ -19,7 +19,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-__all__ = ["FINAL", "IDENTITY", "IdentityLens", "Lens", "as_lens", "named_lenses", "title_of"]
+__all__ = [
+    "FINAL",
+    "IDENTITY",
+    "IdentityLens",
+    "Lens",
+    "as_lens",
+    "lens_label",
+    "named_lenses",
+    "title_of",
+]
 
 FINAL = "final"
 """What tables of lenses side by side call the model's own output (the last layer's distribution,
@@ -185,3 +194,15 @@ def named_lenses(lens: Any, model: Any = None, argument: str = "lens") -> dict[s
             )
         checked[name] = as_lens(value, model, argument=f"{argument}[{name!r}]")
     return checked
+
+
+def lens_label(name: str, title: str) -> str:
+    """What a legend or a menu calls a named lens: its title, with its name when the name says
+    something else ("Tuned lens" for ``"tuned"``, "Tuned lens (tuned-2024)" for another name),
+    so that two lenses of one kind stay apart. The widgets' ``lensMenuText`` (js/src/shared/
+    lens_names.js) does the same."""
+
+    def plain(text: str) -> str:
+        return text.lower().removesuffix(" lens")
+
+    return title if plain(title) == plain(name) else f"{title} ({name})"

@@ -383,7 +383,7 @@ function decodeDataset(meta, data) {
       return {
         name: String(set.name),
         lens,
-        label: lens === null ? String(set.name) : `${set.name} · ${titles.get(lens) ?? lens}`,
+        label: lens === null ? String(set.name) : `${set.name} · ${lensMenuText(lens, titles.get(lens) ?? lens)}`,
         answers: set.answers,
         nPrompts: Number(set.n_prompts),
         summary: set.summary,
@@ -726,7 +726,8 @@ var DatasetView = class {
     }
     const layers = this.dataset.layers;
     const order = promptOrder(set, index, layers.length, worst);
-    const under = set.lens === null ? "" : ` under the ${this.dataset.lenses.find((l) => l.name === set.lens)?.title ?? set.lens}`;
+    const lensTitle = this.dataset.lenses.find((l) => l.name === set.lens)?.title;
+    const under = set.lens === null ? "" : ` under the ${lensMenuText(set.lens, lensTitle ?? set.lens)}`;
     const whose = set.name === "answer" ? "answer" : `${set.name} answer`;
     this.ui.panelTitle.textContent = `Layer ${layers[index]}: ${order.length} prompts by the rank of their ${whose}${under}`;
     const items = order.slice(0, this.shown).map((p) => {

@@ -2034,6 +2034,12 @@ function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clear
   return call;
 }
 
+// src/shared/lens_names.js
+function lensMenuText(name, title) {
+  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
+  return plain(title) === plain(name) ? title : `${title} (${name})`;
+}
+
 // src/trajectory.js
 var DEFAULT_VISIBLE_TARGETS = 6;
 function chartColumn(state, length) {
@@ -2130,8 +2136,8 @@ function lensSeries(others, prompt, position, mode) {
       key: `lens:${other.name}`,
       kind: "lens",
       index: k,
-      label: `${line.label} · ${other.title}`,
-      note: `${line.note}, under the ${other.title}`
+      label: `${line.label} · ${lensMenuText(other.name, other.title)}`,
+      note: `${line.note}, under the ${lensMenuText(other.name, other.title)}`
     });
   });
   return out;
@@ -2471,12 +2477,6 @@ var TrajectoryView = class {
     return li;
   }
 };
-
-// src/shared/lens_names.js
-function lensMenuText(name, title) {
-  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
-  return plain(title) === plain(name) ? title : `${title} (${name})`;
-}
 
 // src/view/controls.js
 function showData(ui, data) {

@@ -10,6 +10,7 @@
 
 import { formatBits, formatProb } from "../format.js";
 import { readSection } from "../shared/codec.js";
+import { lensMenuText } from "../shared/lens_names.js";
 import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../theme.js";
 
 /** The dtypes of `_data`. */
@@ -82,7 +83,7 @@ export function decodeDataset(meta, data) {
     return {
       name: String(set.name),
       lens,
-      label: lens === null ? String(set.name) : `${set.name} · ${titles.get(lens) ?? lens}`,
+      label: lens === null ? String(set.name) : `${set.name} · ${lensMenuText(lens, titles.get(lens) ?? lens)}`,
       answers: set.answers,
       nPrompts: Number(set.n_prompts),
       summary: set.summary,

@@ -268,7 +268,8 @@ export class DatasetView {
     }
     const layers = this.dataset.layers;
     const order = promptOrder(set, index, layers.length, worst);
-    const under = set.lens === null ? "" : ` under the ${this.dataset.lenses.find((l) => l.name === set.lens)?.title ?? set.lens}`;
+    const lensTitle = this.dataset.lenses.find((l) => l.name === set.lens)?.title;
+    const under = set.lens === null ? "" : ` under the ${lensMenuText(set.lens, lensTitle ?? set.lens)}`;
     // A plain list of answers is the one set "answer": "their answer", not "their answer answer".
     const whose = set.name === "answer" ? "answer" : `${set.name} answer`;
     this.ui.panelTitle.textContent = `Layer ${layers[index]}: ${order.length} prompts by the rank of their ${whose}${under}`;
