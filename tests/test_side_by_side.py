@@ -898,3 +898,12 @@ def test_a_lens_is_labelled_by_its_title_and_by_its_name_where_that_says_more():
     assert lens_label("tuned", "Tuned lens") == "Tuned lens"
     assert lens_label("a", "Tuned lens") == "Tuned lens (a)"
     assert lens_label("Jacobian", "Jacobian lens") == "Jacobian lens"
+
+
+def test_a_view_of_one_lens_given_several_says_how_to_take_one(load_tiny):
+    from murano_widgets import plot_logit_lens
+
+    model = load_tiny("gpt2")
+    results = LogitLens(model, lens={"logit": None, "t": _random_tuned(model)}).run(PROMPTS)
+    with pytest.raises(TypeError, match=r"holds the lenses \['logit', 't'\].*results\['logit'\]"):
+        plot_logit_lens(results)

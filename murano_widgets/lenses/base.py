@@ -10,6 +10,9 @@ To add a lens kind: subclass :class:`Lens`, set ``kind`` (a short id recorded in
 provenance) and ``title`` (what the widget, the plot and the export call it), implement
 :meth:`Lens.translate` (and :meth:`Lens.check` when the lens was made for one model), and pass an
 instance as ``lens=``.
+
+Several lenses side by side go by name, ``lens={"logit": None, "tuned": tuned}``
+(:func:`named_lenses` checks them): one trace for all, and every view shows each.
 """
 
 from __future__ import annotations
