@@ -162,3 +162,47 @@ def test_screenshot_of_two_lenses(page, results):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     bridge.screenshot("lenses_side_by_side.png")
     assert (ARTIFACTS / "lenses_side_by_side.png").stat().st_size > 1000
+
+
+LAB_SETUP = """\
+from murano_widgets import LogitLens, LogitLensWidget, load_demo_model, load_demo_tuned_lens
+m = load_demo_model()
+lenses = {"logit": None, "tuned": load_demo_tuned_lens(m)}
+w = LogitLensWidget(LogitLens(m, lens=lenses).run(["The capital of France is"]))
+w"""
+
+
+@pytest.mark.jupyterlab
+@pytest.mark.slow
+def test_the_lens_menu_reaches_the_kernel_in_jupyterlab(browser, jupyterlab):
+    """In a real JupyterLab: the menu sets w.lens_name in the kernel, and the kernel's
+    w.lens_name switches the page."""
+    from lab_server import NotebookPage
+
+    name = jupyterlab.write_notebook(
+        "lenses.ipynb",
+        [
+            LAB_SETUP,
+            'print("LENS", w.lens_name)',
+            'w.lens_name = "logit"; print("SET", w.lens_name)',
+        ],
+    )
+    context = browser.new_context(viewport={"width": 1300, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        notebook = NotebookPage(jupyterlab, page, name)
+        notebook.run(0)
+        page.wait_for_selector(LENS_MENU, timeout=120_000)
+        assert page.inner_text(".murano-title") == "Logit lens"
+        page.select_option(LENS_MENU, "tuned")
+        assert page.inner_text(".murano-title") == "Tuned lens"
+        page.wait_for_timeout(300)
+        assert notebook.run_and_read(1, "LENS").strip() == "tuned"
+        assert notebook.run_and_read(2, "SET").strip() == "logit"
+        page.wait_for_function(
+            "() => document.querySelector('.murano-title').textContent === 'Logit lens'"
+        )
+        assert page.eval_on_selector(LENS_MENU, "e => e.value") == "logit"
+    finally:
+        context.close()
