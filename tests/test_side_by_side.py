@@ -907,3 +907,34 @@ def test_a_view_of_one_lens_given_several_says_how_to_take_one(load_tiny):
     results = LogitLens(model, lens={"logit": None, "t": _random_tuned(model)}).run(PROMPTS)
     with pytest.raises(TypeError, match=r"holds the lenses \['logit', 't'\].*results\['logit'\]"):
         plot_logit_lens(results)
+
+
+def test_non_finite_cells_are_named_per_lens_and_the_models_output_once(tiny_model_dirs, tmp_path):
+    """The poisoned GPT-2 of test_non_finite (its last block writes NaN): each lens's warning
+    names the lens; the model's own output, the same under every lens, is named once."""
+    import warnings
+
+    from tiny_models import build_tokenizer
+    from transformers import AutoModelForCausalLM
+
+    from murano_widgets import MuranoModel
+
+    hf = AutoModelForCausalLM.from_pretrained(tiny_model_dirs["gpt2"])
+    with torch.no_grad():
+        hf.transformer.h[-1].mlp.c_proj.bias[3] = float("nan")
+    hf.save_pretrained(tmp_path / "gpt2")
+    build_tokenizer().save_pretrained(tmp_path / "gpt2")
+    model = MuranoModel(tmp_path / "gpt2")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = LogitLens(model, lens={"logit": None, "t": _random_tuned(model)}).run(PROMPTS[:2])
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 2
+    assert (
+        messages[0].startswith("logit lens, lens 'logit': ") and "final_token_probs" in messages[0]
+    )
+    assert (
+        messages[1].startswith("logit lens, lens 't': ") and "final_token_probs" not in messages[1]
+    )
+    mask = results.attention_mask.bool()
+    assert torch.isnan(results["t"].kl_to_final[:, mask]).all()

@@ -280,8 +280,13 @@ class LogitLens:
             topk_probs = padded(real["topk_probs"], float("nan"))
             predicted_tokens = topk_tokens[..., 0]
             max_probs = topk_probs[..., 0]
+            # The model's own output is the same under every lens: said once, with the first.
             _warn_non_finite(
-                max_probs, final_tokens, shown, self.layers, name if self.named else None
+                max_probs,
+                final_tokens if not results else None,
+                shown,
+                self.layers,
+                name if self.named else None,
             )
             input_words_ids = input_ids.masked_fill(~mask, -1)
             results[name] = LogitLensResult(
@@ -628,7 +633,7 @@ def _model_inputs(model: ModelBackend, plan: InputPlan) -> dict[str, torch.Tenso
 
 def _warn_non_finite(
     max_probs: torch.Tensor,
-    final_tokens: torch.Tensor,
+    final_tokens: torch.Tensor | None,
     mask: torch.Tensor,
     layers: list[int],
     lens_name: str | None = None,
@@ -636,7 +641,7 @@ def _warn_non_finite(
     """One warning naming the layers and positions whose distributions were not finite (and
     the lens, among lenses side by side)."""
     bad_cells = torch.isnan(max_probs) & mask
-    bad_final = (final_tokens < 0) & mask
+    bad_final = torch.zeros_like(mask) if final_tokens is None else (final_tokens < 0) & mask
     if not bad_cells.any() and not bad_final.any():
         return
     parts = []
