@@ -3,7 +3,9 @@
 A synthetic 80-layer result (two prompts of 1,000 tokens, a 50k-token vocabulary, top-5) goes
 through the real ``LogitLensWidget``; it prints the bytes per cell of the default view (top-1
 token and probability), with the top-5 sections added, with every detail section, the string
-table, and what nested JSON lists of floats and strings would cost instead.
+table, and what nested JSON lists of floats and strings would cost instead; then the same result
+three times over as lenses side by side (``LensResults``), per cell of each lens (one lens must
+cost what it does alone: the per-position sections are sent once).
 
 Usage::
 
@@ -103,6 +105,22 @@ def main() -> None:
     )
     print(f"{'all sections (+ metrics)':<32} {everything:10.2f} {'':>8}")
     print(f"{'per-position arrays (amortised)':<32} {per_position:10.2f}")
+
+    # Three lenses side by side (the same numbers under three names: the bytes are the same as
+    # for three different lenses of this size). Per cell of one lens, all lenses' sections.
+    from murano_widgets import LensResults
+
+    lenses = LogitLensWidget(LensResults({"logit": result, "tuned": result, "jacobian": result}))
+    sizes = lenses.payload_nbytes()
+    prefixes = ["", "1/", "2/"]
+    three = sum(sizes.get(p + n, 0) for p in prefixes for n in ("predicted_tokens", "max_probs"))
+    lenses._details = True
+    sizes = lenses.payload_nbytes()
+    three_all = sum(v for n, v in sizes.items() if n != "tokens_table") / cells
+    print(
+        f"{'three lenses, default, per lens':<32} {three / cells / 3:10.2f} {'= 1 lens':>8}"
+        f"   (all three: {three / cells:.2f}; every section: {three_all:.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -16,13 +16,14 @@ from murano_widgets.backends.base import (
     UnsupportedModelError,
 )
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
+from murano_widgets.dataset.agreement import LensAgreement, lens_agreement
 from murano_widgets.dataset.lens_dataset import LensDataset, lens_dataset
 from murano_widgets.demo_model import load_demo_model, load_demo_tuned_lens
 from murano_widgets.lenses import Lens
 from murano_widgets.lenses.tuned import TunedLens
 from murano_widgets.metrics import METRICS, Metric
 from murano_widgets.plot import plot_logit_lens
-from murano_widgets.result import LogitLensResult
+from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import RESID_POST, Node, PromptBatch, Results, Step
 from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
@@ -34,9 +35,11 @@ __all__ = [
     "METRICS",
     "RESID_POST",
     "Lens",
+    "LensAgreement",
     "LensComparison",
     "LensDataset",
     "LensDiffWidget",
+    "LensResults",
     "LensSelfCheckError",
     "LogitLens",
     "LogitLensResult",
@@ -53,6 +56,7 @@ __all__ = [
     "UnsupportedModelError",
     "compare",
     "compare_lenses",
+    "lens_agreement",
     "lens_dataset",
     "load_demo_model",
     "load_demo_tuned_lens",

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_logit_lens"]
+__all__ = ["plot_lenses", "plot_logit_lens"]
 
 # The widget's generation marks (the light theme's --murano-generated and --murano-generated-bg
 # in js/src/theme.css; tests/test_plot.py checks the two agree): a rule where the generated
@@ -105,9 +105,7 @@ def plot_logit_lens(
 
     n_rows, n_cols = grid.shape
     if ax is None:
-        width = min(2.0 + 0.75 * n_cols, 40.0)
-        height = min(1.5 + 0.38 * n_rows, 40.0)
-        fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+        fig, ax = plt.subplots(figsize=_figure_size(n_rows, n_cols), layout="constrained")
     else:
         fig = ax.figure
     if spec.log:
@@ -165,6 +163,49 @@ def plot_logit_lens(
         pad=20 if legend else None,  # None: the default; 20 leaves the legend its row
     )
     return fig
+
+
+def plot_lenses(
+    results: Any,
+    prompt: int = 0,
+    layers: Sequence[int] | None = None,
+    metric: str = "prob",
+    **options: Any,
+) -> Figure:
+    """One prompt's heatmap under every lens of a :class:`~murano_widgets.LensResults`, one
+    above the other in one figure (the same prompt, layers and metric; each with its colour bar
+    and its lens in the title).
+
+    Args:
+        results: The lenses' results.
+        prompt, layers, metric: As for :func:`plot_logit_lens`.
+        **options: Its keyword-only options (``max_token_chars``, ``marks``, ``hide_template``).
+
+    Raises:
+        ValueError, TypeError: As :func:`plot_logit_lens`, before anything is drawn.
+    """
+    import matplotlib.pyplot as plt
+
+    first = results.first.validate()
+    prompt = check_index("prompt", prompt, first.n_inputs, "prompts")
+    hide = check_hide_template(options.get("hide_template", False), first.token_roles, ValueError)
+    n_cols = len(_shown_columns(first, prompt, hide))
+    width, height = _figure_size(len(_rows(first.layers, layers)), n_cols)
+    fig, axes = plt.subplots(
+        len(results), 1, figsize=(width, height * len(results)), layout="constrained", squeeze=False
+    )
+    try:
+        for ax, result in zip(axes[:, 0], results.values(), strict=True):
+            plot_logit_lens(result, prompt=prompt, layers=layers, metric=metric, ax=ax, **options)
+    except Exception:
+        plt.close(fig)
+        raise
+    return fig
+
+
+def _figure_size(n_rows: int, n_cols: int) -> tuple[float, float]:
+    """A heatmap's figure size in inches: room for each cell's label, at most 40 a side."""
+    return min(2.0 + 0.75 * n_cols, 40.0), min(1.5 + 0.38 * n_rows, 40.0)
 
 
 def _shown_columns(result: Any, prompt: int, hide_template: bool) -> list[int]:

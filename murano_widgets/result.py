@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ from murano_widgets.types import Node
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["AnswerScores", "LogitLensResult"]
+__all__ = ["AnswerScores", "LensResults", "LogitLensResult"]
 
 # Fields of shape [n_layers, n_inputs, seq] beyond the contract's max_probs/predicted_tokens:
 # the registry's reduced fields.
@@ -403,6 +404,201 @@ class LogitLensResult:
             else:
                 parts.append(f"{item.name}={value!r}")
         return "LogitLensResult(" + ", ".join(parts) + ")"
+
+
+class LensResults(Mapping[str, LogitLensResult]):
+    """Several named lenses on one batch of prompts, from one trace: name → result.
+
+    What ``LogitLens(model, lens={"logit": None, "tuned": tuned})`` writes into
+    ``results["logit_lens"]`` (one lens, or ``lens=None``, writes a :class:`LogitLensResult`
+    as before). Each entry is a whole :class:`LogitLensResult` of that lens, every field equal to
+    running the step with that lens alone; so whatever takes a result takes one lens of these
+    (``results["tuned"].plot()``, ``compare(results["logit"], results["tuned"])``,
+    ``results["tuned"].describe_cell(...)``). The lenses read the same prompts, tokens, layers
+    and final prediction: the properties below are theirs.
+
+    Attributes:
+        kl_between: With ``LogitLens(..., kl_between_lenses=True)``: ``{(a, b):
+            [n_layers, n_inputs, seq]}`` KL(a ‖ b) in bits for every ordered pair of distinct
+            names, where :data:`murano_widgets.lenses.FINAL` (``"final"``) names the model's own
+            output distribution (so ``kl_between[("final", name)]`` is that lens's
+            ``kl_to_final``, computed another way); ``None`` otherwise.
+    """
+
+    def __init__(
+        self,
+        results: Mapping[str, LogitLensResult],
+        kl_between: dict[tuple[str, str], torch.Tensor] | None = None,
+    ) -> None:
+        if not isinstance(results, Mapping) or not results:
+            raise ValueError("LensResults needs at least one named LogitLensResult")
+        for name, result in results.items():
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"LensResults names must be non-empty strings, got {name!r}")
+            if not isinstance(result, LogitLensResult):
+                raise ValueError(
+                    f"LensResults[{name!r}] must be a LogitLensResult, got {type(result).__name__}"
+                )
+        self._results = dict(results)
+        self.kl_between = kl_between
+
+    def __getitem__(self, name: str) -> LogitLensResult:
+        try:
+            return self._results[name]
+        except KeyError:
+            raise KeyError(
+                f"no lens named {name!r} in these results; the lenses are {self.names}"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._results)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    @property
+    def names(self) -> list[str]:
+        """The lenses' names, in the order given."""
+        return list(self._results)
+
+    @property
+    def first(self) -> LogitLensResult:
+        """The first lens's result."""
+        return next(iter(self._results.values()))
+
+    @property
+    def prompts(self) -> list[str] | None:
+        """The prompts, in batch order."""
+        return self.first.prompts
+
+    @property
+    def layers(self) -> list[int]:
+        """The model layer of each row (the same for every lens)."""
+        return self.first.layers
+
+    @property
+    def n_inputs(self) -> int:
+        """The number of prompts."""
+        return self.first.n_inputs
+
+    @property
+    def lengths(self) -> list[int]:
+        """The number of real tokens of each prompt."""
+        return self.first.lengths
+
+    @property
+    def attention_mask(self) -> torch.Tensor:
+        """``[n_inputs, seq]``, 1 for real tokens and 0 for padding."""
+        return self.first.attention_mask
+
+    @property
+    def input_words(self) -> list[list[str]]:
+        """The input tokens decoded, ``[n_inputs][seq]``."""
+        return self.first.input_words
+
+    def positions(self, prompt: int) -> torch.Tensor:
+        """The padded-sequence indices of ``prompt``'s real tokens, in order."""
+        return self.first.positions(prompt)
+
+    def validate(self) -> LensResults:
+        """Checks each result, and that they are of one batch: the same layers, prompts, tokens,
+        mask and final prediction.
+
+        Returns:
+            The results themselves.
+
+        Raises:
+            ValueError: Naming the lens and the field that disagrees.
+        """
+        first_name, first = next(iter(self._results.items()))
+        for name, result in self._results.items():
+            result.validate()
+            if result is first:
+                continue
+            if result.layers != first.layers:
+                raise ValueError(
+                    f"LensResults[{name!r}] has layers {result.layers}, but "
+                    f"LensResults[{first_name!r}] has {first.layers}: lenses side by side read "
+                    "the same layers"
+                )
+            for field_name in ("attention_mask", "input_ids", "final_tokens"):
+                mine, theirs = getattr(result, field_name), getattr(first, field_name)
+                if (mine is None) != (theirs is None) or (
+                    mine is not None and not torch.equal(mine, theirs)
+                ):
+                    raise ValueError(
+                        f"LensResults[{name!r}].{field_name} differs from "
+                        f"LensResults[{first_name!r}]'s: lenses side by side read one batch"
+                    )
+            if result.prompts != first.prompts:
+                raise ValueError(
+                    f"LensResults[{name!r}].prompts differ from LensResults[{first_name!r}]'s"
+                )
+        for pair, values in (self.kl_between or {}).items():
+            expected = tuple(first.max_probs.shape)
+            if tuple(values.shape) != expected:
+                raise ValueError(
+                    f"LensResults.kl_between[{pair!r}] has shape {tuple(values.shape)}, "
+                    f"expected {expected}"
+                )
+        return self
+
+    def describe_cell(
+        self, prompt: int, layer_index: int, position: int, lens: str | None = None
+    ) -> dict[str, Any]:
+        """One cell under every lens (``{name: description}``), or under ``lens`` alone.
+
+        Args:
+            prompt, layer_index, position: As for :meth:`LogitLensResult.describe_cell`.
+            lens: A lens's name, or ``None`` for all of them.
+
+        Raises:
+            KeyError: For a name that is not one of the lenses.
+            ValueError: For an index out of range.
+        """
+        if lens is not None:
+            return self[lens].describe_cell(prompt, layer_index, position)
+        return {
+            name: result.describe_cell(prompt, layer_index, position)
+            for name, result in self._results.items()
+        }
+
+    def plot(
+        self,
+        prompt: int = 0,
+        layers: Any = None,
+        metric: str = "prob",
+        *,
+        lens: str | None = None,
+        **options: Any,
+    ) -> Figure:
+        """The static heatmaps of one prompt: every lens, one above the other in one figure
+        (``lens=None``), or one lens's (``results[lens].plot(...)``).
+
+        Args:
+            prompt, layers, metric: As for :func:`~murano_widgets.plot_logit_lens`.
+            lens: A lens's name, or ``None`` for all of them.
+            **options: Its keyword-only options (``max_token_chars``, ``marks``,
+                ``hide_template``).
+
+        Raises:
+            KeyError: For a name that is not one of the lenses.
+        """
+        from murano_widgets.plot import plot_lenses, plot_logit_lens
+
+        if lens is not None:
+            return plot_logit_lens(
+                self[lens], prompt=prompt, layers=layers, metric=metric, **options
+            )
+        return plot_lenses(self, prompt=prompt, layers=layers, metric=metric, **options)
+
+    def __repr__(self) -> str:
+        first = self.first
+        between = "" if self.kl_between is None else ", kl_between"
+        return (
+            f"LensResults({self.names}, {first.n_inputs} prompts, layers "
+            f"{first.layers[0]}..{first.layers[-1]}{between})"
+        )
 
 
 def _check_generation_fields(result: LogitLensResult, n_inputs: int) -> None:

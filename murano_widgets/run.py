@@ -15,6 +15,7 @@ from typing import Any
 from murano_widgets._checks import check_bool, check_model
 from murano_widgets.chat import apply_chat, check_chat
 from murano_widgets.generation import check_generation, generate_tokens
+from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import validate_answers, validate_prompts
 
@@ -35,7 +36,7 @@ def run_logit_lens(
     chat: Any = None,
     add_generation_prompt: bool = True,
     **step_options: Any,
-) -> Any:
+) -> LogitLensResult | LensResults:
     """The logit lens of prompts or chats, optionally over what the model generates after them.
 
     What :func:`~murano_widgets.show_logit_lens` shows, as a
@@ -57,11 +58,13 @@ def run_logit_lens(
             token's role recorded (see :mod:`murano_widgets.chat`).
         add_generation_prompt: With ``chat``: end with the template's opening of an assistant
             turn (what a chat model reads before it replies).
-        **step_options: Passed to :class:`~murano_widgets.LogitLens`.
+        **step_options: Passed to :class:`~murano_widgets.LogitLens`; ``lens`` may name
+            several lenses, ``lens={"logit": None, "tuned": tuned}``: one trace for all.
 
     Returns:
-        The result; with ``generate``, its ``generated_texts`` and ``generation_starts`` are
-        set; with ``chat``, its ``token_roles``.
+        The result (a :class:`~murano_widgets.LensResults` with named lenses, each of its
+        results set alike); with ``generate``, its ``generated_texts`` and
+        ``generation_starts`` are set; with ``chat``, its ``token_roles``.
 
     Raises:
         ValueError, TypeError: For bad arguments, naming them.
@@ -99,7 +102,8 @@ def run_logit_lens(
         answers = validate_answers(answers, len(texts))
     if options is None:
         result = step.run(texts, answers, prompt_ids=ids)
-        result.token_roles = roles
+        for one in _each_lens(result):
+            one.token_roles = roles
         return result.validate()
     if ids is None:
         ids = [
@@ -109,11 +113,18 @@ def run_logit_lens(
     generated = generate_tokens(model, ids, options)
     full_texts = [text + reply for text, reply in zip(texts, generated.texts, strict=True)]
     result = step.run(full_texts, answers, prompt_ids=generated.ids)
-    result.generated_texts = generated.texts
-    result.generation_starts = generated.starts
-    if roles is not None:
-        result.token_roles = [
-            row + ["assistant"] * (len(full) - len(row))
-            for row, full in zip(roles, generated.ids, strict=True)
-        ]
+    for one in _each_lens(result):
+        one.generated_texts = generated.texts
+        one.generation_starts = generated.starts
+        if roles is not None:
+            one.token_roles = [
+                row + ["assistant"] * (len(full) - len(row))
+                for row, full in zip(roles, generated.ids, strict=True)
+            ]
     return result.validate()
+
+
+def _each_lens(result: LogitLensResult | LensResults) -> list[LogitLensResult]:
+    """The result of each lens (one, or one per named lens: they read one batch, so the
+    generated text and the chat roles are the same for all)."""
+    return list(result.values()) if isinstance(result, LensResults) else [result]

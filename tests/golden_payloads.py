@@ -53,11 +53,12 @@ import torch
 
 from murano_widgets.comparison.compare import LensComparison, compare
 from murano_widgets.dataset.lens_dataset import LensDataset
+from murano_widgets.lenses import title_of
 from murano_widgets.metrics import METRICS
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.payload.lens import LensPayload
-from murano_widgets.result import AnswerScores, LogitLensResult
+from murano_widgets.result import AnswerScores, LensResults, LogitLensResult
 from murano_widgets.types import Node
 from murano_widgets.widgets.dataset import LensDatasetWidget
 
@@ -135,6 +136,8 @@ def lens_result(
     generation_starts: list[int] | None = None,
     generated_texts: list[str] | None = None,
     token_roles: list[list[str]] | None = None,
+    shift: int = 0,
+    lens_kind: str = "logit",
 ) -> LogitLensResult:
     """A result of layers 0, 1, 2 following the module's formulas.
 
@@ -148,17 +151,25 @@ def lens_result(
         final_missing: Columns where the model's own output was not finite.
         answers: Builds the answer sets on the grid (given ``missing``).
         targets: Target strings (their ids: their first token in ``tokens``).
+        shift: Another lens of the same prompts (lenses side by side): every row but the last
+            (which no lens translates) predicts tokens ``shift`` further on, with top-1
+            probability ``(i + 1) / (L + shift)``, and its answers are more likely.
+        lens_kind: The lens's kind.
     """
     n = n or len(tokens)
     grid = _Grid(3, lengths)
     L = grid.L
     inputs = inputs or (lambda c: (2 * c) % n)
     k = 3
+
+    def moved(i: int) -> int:
+        return shift if i < L - 1 else 0
+
     topk_tokens = grid.cells(
-        lambda i, c: [(i + c + r) % n for r in range(k)], -1, torch.long, missing
+        lambda i, c: [(i + c + r + moved(i)) % n for r in range(k)], -1, torch.long, missing
     )
     topk_probs = grid.cells(
-        lambda i, c: [(i + 1) / L] + [(20 - r + 1) / 255 for r in range(1, k)],
+        lambda i, c: [(i + 1) / (L + moved(i))] + [(20 - r + 1) / 255 for r in range(1, k)],
         NAN,
         torch.float32,
         missing,
@@ -209,7 +220,7 @@ def lens_result(
         vocab_size=1000,
         model_name="tiny-test",
         n_model_layers=n_model_layers,
-        lens_kind="logit",
+        lens_kind=lens_kind,
         generation_starts=generation_starts,
         generated_texts=generated_texts,
         token_roles=token_roles,
@@ -217,6 +228,9 @@ def lens_result(
     )
     if answers is not None:
         result.answer_sets = answers(grid, missing)
+        if shift:  # another lens: the answers more likely at every row but the last
+            for scores in result.answer_sets.values():
+                scores.probs[:-1] = (scores.probs[:-1] + shift * 50 / 65535).float()
     if targets is not None:
         ids = {text: i for i, text in enumerate(tokens)}
         n_targets = len(targets)
@@ -409,6 +423,46 @@ def lens_cases() -> dict[str, LogitLensResult]:
         "roles_uniform": lens_result(**plain, token_roles=[["template"] * 3, ["user"] * 2]),
         # Probabilities as a real model's: one number in two places, and tiny ones.
         "rounding": rounding_result(),
+    }
+
+
+def lenses_cases() -> dict[str, LensResults]:
+    """Lenses side by side: two on the answers case (the second of another kind and title),
+    and three on the plain case, the third with a row whose distribution was not finite."""
+    answers = {
+        "tokens": ANSWER_TOKENS,
+        "n": 5,
+        "lengths": [3, 2],
+        "answers": _answer_sets,
+        "targets": [" Paris", "<b>x</b>"],
+    }
+    plain = {"tokens": PLAIN_TOKENS, "lengths": [3, 2]}
+    return {
+        "answers": LensResults(
+            {
+                "logit": lens_result(**answers),
+                "tuned": lens_result(**answers, shift=1, lens_kind="tuned"),
+            }
+        ),
+        "three": LensResults(
+            {
+                "logit": lens_result(**plain),
+                "tuned": lens_result(**plain, shift=1, lens_kind="tuned"),
+                "jacobian": lens_result(
+                    **plain, shift=2, lens_kind="jacobian", missing=frozenset({(0, 1)})
+                ),
+            }
+        ),
+    }
+
+
+def lenses_expected(results: LensResults) -> dict[str, Any]:
+    """Each lens's name, title and cells (as :func:`lens_expected` reads one lens)."""
+    return {
+        "lenses": [
+            {"name": name, "title": title_of(result), **lens_expected(result)}
+            for name, result in results.items()
+        ]
     }
 
 
@@ -721,33 +775,76 @@ def dataset_cases() -> dict[str, tuple[LensDataset, float]]:
         named_sets=False,
         **common,
     )
-    return {"two_sets": (two, 0.9), "one_set": (one, 0.95)}
+    # A second lens over the same prompts: the answers commit earlier (rank 0 at column 0 of
+    # prompts 0 and 1), prompt 3's cell at column 1 has a value.
+    tuned = LensDataset(
+        answers={"capital": capital, "language": language},
+        answer_probs={
+            "capital": grid([[0.625, 0.875], [0.75, 0.625], [NAN, NAN], [0.5, 0.5]], np.float32),
+            "language": grid([[0.25, 0.5], [0.5, 0.75], [0.125, 0.375], [NAN, NAN]], np.float32),
+        },
+        answer_ranks={
+            "capital": grid([[0, 0], [0, 0], [-1, -1], [0, 1]], np.int32),
+            "language": grid([[1, 1], [0, 0], [4, 1], [-1, -1]], np.int32),
+        },
+        named_sets=True,
+        **{**common, "provenance": {**common["provenance"], "lens_kind": "tuned"}},
+    )
+    lenses = LensDataset(
+        prompts=prompts,
+        layers=[3, 7],
+        answers={"capital": capital, "language": language},
+        token_strings=common["token_strings"],
+        provenance={
+            "model_name": "org/synthetic-8",
+            "n_model_layers": 8,
+            "lenses": [
+                {"name": "logit", "kind": "logit", "title": "Logit lens", "provenance": None},
+                {"name": "tuned", "kind": "tuned", "title": "Tuned lens", "provenance": None},
+            ],
+        },
+        named_sets=True,
+        lenses={"logit": two, "tuned": tuned},
+    )
+    return {"two_sets": (two, 0.9), "one_set": (one, 0.95), "lenses": (lenses, 0.9)}
 
 
 def dataset_expected(dataset: LensDataset, ci: float) -> dict[str, Any]:
+    titles = {entry["name"]: entry["title"] for entry in dataset.provenance.get("lenses", [])}
     sets = []
-    for name, forms in dataset.answers.items():
-        # One row per prompt, as the chart's payload holds them.
-        probs = dataset.answer_probs[name].T.astype(np.float64)
-        has = np.array([f is not None for f in forms])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a layer where every value is NaN
-            mean = np.nanmean(probs[has], axis=0)
-        sets.append(
-            {
-                "name": name,
-                "answers": [None if f is None else f[0] for f in forms],
-                "n_prompts": int(has.sum()),
-                "probs": probs.tolist(),
-                "ranks": dataset.answer_ranks[name].T.tolist(),
-                "mean": mean.tolist(),
-            }
-        )
+    for lens, part in dataset._parts():
+        for name, forms in part.answers.items():
+            # One row per prompt, as the chart's payload holds them.
+            probs = part.answer_probs[name].T.astype(np.float64)
+            ranks = part.answer_ranks[name].T
+            has = np.array([f is not None for f in forms])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a layer where every value is NaN
+                mean = np.nanmean(probs[has], axis=0)
+            # Committed at column l: the answer is the top-1 at l and at every later column.
+            committed = [
+                float(np.mean([all(r == 0 for r in row[l:]) for row in ranks[has]]))
+                for l in range(len(part.layers))  # noqa: E741
+            ]
+            sets.append(
+                {
+                    "name": name,
+                    "lens": lens,
+                    "label": name if lens is None else f"{name} · {titles[lens]}",
+                    "answers": [None if f is None else f[0] for f in forms],
+                    "n_prompts": int(has.sum()),
+                    "probs": probs.tolist(),
+                    "ranks": ranks.tolist(),
+                    "mean": mean.tolist(),
+                    "committed": committed,
+                }
+            )
     return {
         "layers": dataset.layers,
         "prompts": dataset.prompts,
         "ci": ci,
         "can_open": False,
+        "lenses": [{"name": name, "title": titles[name]} for name in dataset.lens_names or []],
         "sets": sets,
     }
 
@@ -784,6 +881,13 @@ def cases() -> dict[str, dict[str, Any]]:
                 "meta": payload.meta,
                 "sections": _b64(payload.all_sections()),
                 "expected": lens_expected(result),
+            }
+        for name, results in lenses_cases().items():
+            payload = LensPayload.from_result(results)
+            out[f"lenses_{name}"] = {
+                "meta": payload.meta,
+                "sections": _b64(payload.all_sections()),
+                "expected": lenses_expected(results),
             }
         for name, comparison in diff_cases().items():
             meta, arrays = diff_payload(comparison)

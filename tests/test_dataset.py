@@ -168,7 +168,7 @@ def test_to_pandas_is_tidy_and_carries_provenance():
     assert len(frame) == 2 * n * n_layers
     assert list(frame.columns) == [
         "prompt_index", "prompt", "answer", "answer_set", "layer", "answer_prob", "answer_rank",
-        "answer_is_top1", "entropy", "kl_to_final", "top1_token",
+        "answer_is_top1", "entropy", "kl_to_final", "top1_token", "commitment_layer",
     ]  # fmt: skip
     assert frame.attrs["provenance"] == data.provenance
     for name in data.answers:

@@ -38,7 +38,7 @@ def test_no_golden_file_is_left_over(built):
 
 
 def test_each_widget_has_cases_with_meta_sections_and_expected(built):
-    for widget in ("lens", "diff", "dataset"):
+    for widget in ("lens", "lenses", "diff", "dataset"):
         names = [n for n in built if n.startswith(f"{widget}_")]
         assert len(names) >= 2, widget
         for name in names:

@@ -2,15 +2,22 @@
 /**
  * Payload decoding: the widget's `_meta` (JSON) and `_sections` (name → binary buffer) as typed
  * arrays, checked against each other. The format is written by `murano_widgets/payload/lens.py`
- * (version 2): section names are the result's field names, and the metric registry (labels,
- * units, colour scales, domains) comes in `meta.metrics`, so nothing here lists metrics.
+ * (version 3; version 2, one lens, still reads): section names are the result's field names,
+ * and the metric registry (labels, units, colour scales, domains) comes in `meta.metrics`, so
+ * nothing here lists metrics. Several lenses side by side share the token table and the
+ * per-position sections (`meta.shared_sections`); lens `i`'s own sections are named
+ * `meta.lenses[i].prefix + name` (the first lens's prefix is empty). `decodeLenses` gives each
+ * lens as a `LensData` of its own, so everything downstream reads one lens at a time.
  */
 
 import { COLOUR_STOPS } from "./colour_stops.js";
-import { readSection } from "./shared/codec.js";
+import { readSection, toBytes } from "./shared/codec.js";
 
-/** The payload version this front end reads. */
-export const PAYLOAD_VERSION = 2;
+/** The payload version Python writes now. */
+export const PAYLOAD_VERSION = 3;
+
+/** The payload versions this front end reads: 2 (one lens, no `meta.lenses`) and 3. */
+export const PAYLOAD_VERSIONS = Object.freeze([2, 3]);
 
 /** The dtypes the encoder writes (their sizes: `shared/codec.js`'s DTYPE_SIZES). */
 export const LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
@@ -72,6 +79,8 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {string[]} tokens the distinct token strings
  * @property {string[]} prompts
  * @property {string} modelName
+ * @property {string} lensName the lens's name among lenses side by side (`meta.lenses[i].name`;
+ *   one lens: its kind)
  * @property {string} lensKind the lens's kind: "logit", "tuned", or a kind of the user's
  * @property {string | null} lensTitle what the views call the lens (`meta.lens_title`, Python's
  *   `Lens.title`); null in payloads written before it was sent
@@ -159,8 +168,8 @@ export function decodePayload(meta, sections) {
   if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
     throw new Error("_meta is empty: no logit-lens data to show");
   }
-  if (meta.version !== PAYLOAD_VERSION) {
-    throw new Error(`unsupported payload version ${JSON.stringify(meta.version)} (expected ${PAYLOAD_VERSION}); the Python package and its front end disagree`);
+  if (!PAYLOAD_VERSIONS.includes(meta.version)) {
+    throw new Error(`unsupported payload version ${JSON.stringify(meta.version)} (expected ${PAYLOAD_VERSIONS.join(" or ")}); the Python package and its front end disagree`);
   }
   const { layers, lengths, offsets, tokens } = meta;
   if (!isIntArray(layers) || layers.length === 0) throw new Error("_meta.layers must be a non-empty list of layer numbers");
@@ -264,6 +273,7 @@ export function decodePayload(meta, sections) {
     tokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
+    lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
     topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
@@ -278,6 +288,70 @@ export function decodePayload(meta, sections) {
     targets,
     noValue,
   };
+}
+
+/**
+ * Every lens of a payload, each decoded as a `LensData` of its own (in `meta.lenses` order): its
+ * sections without their prefix, the shared per-position sections, its metrics, top-k, kind and
+ * title. A payload of one lens (version 2, or 3 with one entry) gives one.
+ * @param {any} meta the `_meta` trait
+ * @param {Record<string, unknown> | null | undefined} sections the `_sections` trait
+ * @returns {LensData[]}
+ * @throws {Error} naming what is wrong when the payload is inconsistent
+ */
+export function decodeLenses(meta, sections) {
+  if (!meta || typeof meta !== "object" || meta.lenses === undefined || meta.lenses === null) {
+    return [decodePayload(meta, sections)];
+  }
+  const entries = meta.lenses;
+  if (!Array.isArray(entries) || entries.length === 0) throw new Error("_meta.lenses must be a non-empty list");
+  const shared = isStringArray(meta.shared_sections) ? meta.shared_sections : [];
+  /** @type {Set<string>} */
+  const names = new Set();
+  // Shared sections as bytes once (base64 text in an export would be decoded once per lens).
+  /** @type {Record<string, Uint8Array>} */
+  const sharedBytes = {};
+  for (const name of shared) if (sections && sections[name] !== undefined && sections[name] !== null) sharedBytes[name] = toBytes(sections[name]);
+  return entries.map((entry, i) => {
+    if (!entry || typeof entry.name !== "string" || !entry.name || typeof entry.prefix !== "string" || (i > 0) !== Boolean(entry.prefix)) {
+      throw new Error(`_meta.lenses[${i}] must have a name and a prefix (empty for the first lens only)`);
+    }
+    if (names.has(entry.name)) throw new Error(`_meta.lenses names ${JSON.stringify(entry.name)} twice`);
+    names.add(entry.name);
+    /** @type {Record<string, SectionSpec>} */
+    const specs = {};
+    /** @type {Record<string, unknown>} */
+    const own = {};
+    for (const [name, spec] of Object.entries(meta.sections && typeof meta.sections === "object" ? meta.sections : {})) {
+      const mine = ownSection(name, entry.prefix, shared);
+      if (mine === null) continue;
+      specs[mine] = spec;
+      if (sections && sections[name] !== undefined) own[mine] = sharedBytes[name] ?? sections[name];
+    }
+    const lensMeta = {
+      ...meta,
+      sections: specs,
+      lens_name: entry.name,
+      lens_kind: entry.kind,
+      lens_title: entry.title,
+      metrics: Array.isArray(entry.metrics) ? entry.metrics : meta.metrics,
+      top_k: entry.top_k ?? meta.top_k,
+    };
+    return decodePayload(lensMeta, own);
+  });
+}
+
+/**
+ * The name of section `name` for the lens of `prefix`, or null when it is another lens's.
+ * @param {string} name
+ * @param {string} prefix
+ * @param {string[]} shared the per-position sections every lens reads
+ * @returns {string | null}
+ */
+function ownSection(name, prefix, shared) {
+  if (!prefix) return name.includes("/") ? null : name;
+  if (name.startsWith(prefix)) return name.slice(prefix.length);
+  return shared.includes(name) ? name : null;
 }
 
 /**

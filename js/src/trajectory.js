@@ -15,10 +15,14 @@
  *   at other positions, the first set's `answer_token_probs` / `answer_token_ranks` (the first
  *   answer token as the next token there; detail).
  * - targets: `target_probs` / `target_ranks` (detail), one line per target.
+ * - the other lenses (several side by side): the answer's line under each (the first answer
+ *   set's; the final prediction's where the prompt has no answer), read from that lens's own
+ *   sections as above (`lensSeries`).
  * Ranks count from 0 (rank 0 = top-1); a stored rank of 65535 reads "65535 or worse".
  */
 
 import { RANK_CAP } from "./format.js";
+import { lensMenuText } from "./shared/lens_names.js";
 import {
   cellIndex,
   cellTargetIndex,
@@ -35,14 +39,16 @@ import {
 /**
  * @typedef {import("./payload.js").LensData} LensData
  * @typedef {"prob" | "rank"} TrajectoryMode
- * @typedef {"top1" | "final" | "answer" | "target"} SeriesKind
+ * @typedef {"top1" | "final" | "answer" | "target" | "lens"} SeriesKind
  *
  * @typedef {object} Series One line of the chart.
- * @property {string} key stable across columns: "top1", "final", "answer:<set>", "target:<j>"
+ * @property {string} key stable across columns: "top1", "final", "answer:<set>", "target:<j>",
+ *   "lens:<name>"
  * @property {SeriesKind} kind
- * @property {number} index the answer set's or the target's index (0 otherwise)
+ * @property {number} index the answer set's, the target's or the other lens's index (0
+ *   otherwise)
  * @property {string} label what the line is ("top-1", "final prediction", the answer set's
- *   name, "target")
+ *   name, "target"; under another lens, "<what> · <lens title>")
  * @property {string | null} token the tracked string, raw (null for the top-1, which differs by
  *   layer)
  * @property {string} note how it is measured, for the legend's title
@@ -173,6 +179,43 @@ export function trajectorySeries(data, prompt, position, mode) {
       );
     });
   }
+  return out;
+}
+
+/**
+ * @typedef {object} OtherLens A lens side by side with the one shown.
+ * @property {string} name
+ * @property {string} title what the views call it ("Tuned lens")
+ * @property {LensData} data its decoded sections
+ */
+
+/**
+ * The answer's line under each of the other lenses, at one column: the first answer set's
+ * (where the prompt has one), else the final prediction's: what says whether the lenses tell the
+ * same story. Each comes from that lens's own sections, exactly as its own chart would draw it
+ * (`trajectorySeries`), relabelled with the lens's title.
+ * @param {OtherLens[]} others
+ * @param {number} prompt
+ * @param {number} position among the prompt's real tokens
+ * @param {TrajectoryMode} mode
+ * @returns {Series[]}
+ */
+export function lensSeries(others, prompt, position, mode) {
+  /** @type {Series[]} */
+  const out = [];
+  others.forEach((other, k) => {
+    const lines = trajectorySeries(other.data, prompt, position, mode);
+    const line = lines.find((s) => s.kind === "answer") || lines.find((s) => s.kind === "final");
+    if (!line) return;
+    out.push({
+      ...line,
+      key: `lens:${other.name}`,
+      kind: "lens",
+      index: k,
+      label: `${line.label} · ${lensMenuText(other.name, other.title)}`,
+      note: `${line.note}, under the ${lensMenuText(other.name, other.title)}`,
+    });
+  });
   return out;
 }
 

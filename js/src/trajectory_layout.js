@@ -161,12 +161,17 @@ function round2(v) {
  *   prediction's dashes show on both sides of an answer it coincides with;
  * - targets: thin and dashed, but never like the final prediction, in the palette from its third
  *   colour on (six colours), one dash pattern for each round of six.
+ * - the answer under another lens (several lenses side by side): as wide as the answer, in short
+ *   dashes of the palette's fifth, sixth and third colours (none an answer's or the final
+ *   prediction's), drawn over the shown lens's solid answer line, which shows through the gaps
+ *   where the lenses agree.
  * Colours are the theme's series palette (theme.css), so the lines follow the host's theme.
  */
 export const LINE_STYLES = Object.freeze({
   top1: Object.freeze({ colour: "var(--murano-traj-top1)", width: 9, dash: "", opacity: 0.3, marker: "circle", markerScale: 1.7 }),
   final: Object.freeze({ colour: SERIES_COLOURS[0], width: 4, dash: "8 4", opacity: 1, marker: "square", markerScale: 1.2 }),
   answer: Object.freeze({ colours: [SERIES_COLOURS[1], SERIES_COLOURS[3]], width: 2, dash: "", opacity: 1, marker: "diamond", markerScale: 1 }),
+  lens: Object.freeze({ colours: [SERIES_COLOURS[4], SERIES_COLOURS[5], SERIES_COLOURS[2]], width: 2, dashes: ["3 2", "1 2", "6 2 1 2"], opacity: 1, marker: "circle", markerScale: 1 }),
   target: Object.freeze({
     width: 1.5,
     dashes: ["5 3", "1.5 3", "9 3 1.5 3", "14 4"],
@@ -190,6 +195,12 @@ export function seriesStyle(series) {
     case "answer": {
       const { colours, ...rest } = LINE_STYLES.answer;
       return { ...rest, colour: colours[series.index % colours.length] };
+    }
+    case "lens": {
+      const { colours, dashes, ...rest } = LINE_STYLES.lens;
+      const k = series.index;
+      // Three colours, then the next dash pattern: the first nine lenses all differ.
+      return { ...rest, colour: colours[k % colours.length], dash: dashes[Math.floor(k / colours.length) % dashes.length] };
     }
     default: {
       const t = LINE_STYLES.target;

@@ -8,7 +8,7 @@
 
 import { h, s as svg } from "./shared/dom.js"; // `s` is a series here
 import { formatProb, formatRank } from "./format.js";
-import { rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "./trajectory.js";
+import { lensSeries, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "./trajectory.js";
 import { drawOrder, markerPath, rowAtY, rowCentreY, seriesSegments, seriesStyle, strokeAttributes, swatchLine, trajectoryRowsGeometry, valueX } from "./trajectory_layout.js";
 import { displayToken, truncateText } from "./tokens.js";
 
@@ -19,7 +19,9 @@ import { displayToken, truncateText } from "./tokens.js";
  * @typedef {import("./trajectory_layout.js").ChartGeometry} ChartGeometry
  *
  * @typedef {object} ChartInput What the chart shows (from the view's state and the heatmap's layout).
- * @property {LensData} data
+ * @property {LensData} data the lens shown
+ * @property {import("./trajectory.js").OtherLens[]} [others] the lenses side by side with it
+ *   (their answer's lines are drawn too)
  * @property {number} prompt
  * @property {number} position
  * @property {"hover" | "focus" | "pinned" | "last"} source why this column
@@ -168,9 +170,10 @@ export class TrajectoryView {
   update(input) {
     this.input = input;
     const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
+    const others = input.others || [];
     const width = this.panel.clientWidth || 280;
-    const loaded = Object.keys(data.arrays).length;
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested].join("|");
+    const loaded = [data, ...others.map((o) => o.data)].reduce((n, d) => n + Object.keys(d.arrays).length, 0);
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested, others.length].join("|");
     if (key === this.renderKey && this.dataSeen === data) return;
     this.renderKey = key;
     this.dataSeen = data;
@@ -178,8 +181,11 @@ export class TrajectoryView {
     const mode = this.mode;
     const g = trajectoryRowsGeometry({ width, nLayers: data.L, rowH, heatY, heightBelow });
     this.geometry = g;
-    const scale = valueScale(mode, rankAxisMax(data));
+    const scale = valueScale(mode, Math.max(rankAxisMax(data), ...others.map((o) => rankAxisMax(o.data))));
     const series = trajectorySeries(data, prompt, position, mode);
+    // Targets stay last in the legend: the other lenses' answer lines go before them.
+    const firstTarget = series.findIndex((s) => s.kind === "target");
+    series.splice(firstTarget < 0 ? series.length : firstTarget, 0, ...lensSeries(others, prompt, position, mode));
     const shown = series.map((s) => seriesShown(s, this.toggled));
 
     const root = this.svg;
@@ -269,7 +275,9 @@ export class TrajectoryView {
       const next = items.map((li) => li.firstElementChild).find((b) => b instanceof HTMLElement && b.dataset.series === focusedKey);
       if (next instanceof HTMLElement) next.focus({ preventScroll: true });
     }
-    const waiting = series.filter((s) => !s.loaded).map((s) => (s.kind === "target" ? "targets" : s.kind === "answer" ? "the answer" : "the final prediction"));
+    /** @type {Record<string, string>} */
+    const waitingFor = { target: "targets", answer: "the answer", lens: "the other lenses" };
+    const waiting = series.filter((s) => !s.loaded).map((s) => waitingFor[s.kind] || "the final prediction");
     const unique = [...new Set(waiting)];
     this.waiting = unique.length > 0;
     this.note.hidden = unique.length === 0;

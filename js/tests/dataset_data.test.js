@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { decodeDataset, formatInterval, layerReadout, promptOrder } from "../src/dataset/data.js";
+import { datasetSeriesLook, decodeDataset, findSet, formatInterval, layerReadout, promptOrder } from "../src/dataset/data.js";
+import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../src/theme.js";
 import { readTypedArray } from "../src/shared/codec.js";
 import { formatBits } from "../src/format.js";
 import { datasetPayload, golden } from "./golden.mjs";
@@ -80,4 +81,26 @@ test("formatInterval and layerReadout write values as a person reads them", () =
   const { meta, data } = datasetPayload("dataset_two_sets");
   meta.sets[0].summary.kl_mean[1] = null;
   assert.equal(Object.fromEntries(layerReadout(decodeDataset(meta, data), 1).rows[0].cells)["KL to final (mean)"], "–");
+});
+
+test("lenses side by side: one series per lens and set, found by both, coloured by lens", () => {
+  const { meta, data } = datasetPayload("dataset_lenses");
+  const d = decodeDataset(meta, data);
+  assert.deepEqual(d.lenses, [{ name: "logit", title: "Logit lens" }, { name: "tuned", title: "Tuned lens" }]);
+  assert.deepEqual(d.sets.map((s) => s.label), ["capital · Logit lens", "language · Logit lens", "capital · Tuned lens", "language · Tuned lens"]);
+  assert.equal(findSet(d, "language", "tuned"), d.sets[3]);
+  assert.equal(findSet(d, "capital", "logit"), d.sets[0]);
+  assert.equal(findSet(d, "nope", "tuned"), d.sets[2], "an unknown set: the lens's first");
+  // A lens keeps its colour across answer sets; a set keeps its dash across lenses.
+  const looks = d.sets.map((_, k) => datasetSeriesLook(d, k));
+  assert.deepEqual(looks.map((l) => l.colour), [0, 0, 1, 1].map((k) => SERIES_COLOURS[k]));
+  assert.deepEqual(looks.map((l) => l.dash), [0, 1, 0, 1].map((k) => SERIES_DASHES[k]));
+  // One lens: the k-th series look, as before.
+  const one = decodeDataset(...Object.values(datasetPayload("dataset_two_sets")));
+  assert.deepEqual(datasetSeriesLook(one, 1), seriesLook(1));
+  assert.equal(findSet(one, "language", ""), one.sets[1]);
+  // The readout names each series by its label, with the commitment share.
+  const readout = layerReadout(d, 0);
+  assert.deepEqual(readout.rows.map((r) => r.set), d.sets.map((s) => s.label));
+  assert.ok(readout.rows[2].cells.some(([label, value]) => label.startsWith("committed") && value.startsWith("66.7%")));
 });

@@ -64,7 +64,9 @@ function sectionsOf(sections, byteOffset, keep = () => true) {
 export function lensPayload(name, { details = true, byteOffset = 0 } = {}) {
   const { meta, sections } = golden(name);
   const detail = new Set(meta.detail_sections);
-  return { meta, sections: sectionsOf(sections, byteOffset, (n) => details || !detail.has(n)) };
+  // Lens i's sections side by side are "i/name": a detail section under any prefix.
+  const bare = (/** @type {string} */ n) => n.slice(n.indexOf("/") + 1);
+  return { meta, sections: sectionsOf(sections, byteOffset, (n) => details || !detail.has(bare(n))) };
 }
 
 /**

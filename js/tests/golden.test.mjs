@@ -10,7 +10,7 @@ import { decodeDataset } from "../src/dataset/data.js";
 import { decodeDiff, diffIndex, diffMetric, tokenAt } from "../src/diff/payload.js";
 import { cellDetails } from "../src/details.js";
 import { metricNames, metricValue } from "../src/metrics.js";
-import { cellIndex, cellTargetIndex, decodePayload, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex } from "../src/payload.js";
+import { cellIndex, cellTargetIndex, decodeLenses, decodePayload, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex } from "../src/payload.js";
 import { isGenerated, tokenRole } from "../src/token_marks.js";
 import { datasetPayload, diffPayload, golden, goldenNames, lensPayload, quantised } from "./golden.mjs";
 
@@ -29,81 +29,106 @@ const TRANSPORTS = [null, 1];
 
 test("there are golden payloads of every widget", () => {
   assert.ok(goldenNames("lens_").length >= 4);
+  assert.ok(goldenNames("lenses_").length >= 2);
   assert.ok(goldenNames("diff_").length >= 2);
   assert.ok(goldenNames("dataset_").length >= 2);
 });
+
+/**
+ * Every cell of one decoded lens against what Python read from its result.
+ * @param {any} data the decoded lens
+ * @param {any} expected the lens's `expected` (see tests/golden_payloads.py's lens_expected)
+ * @param {string} where
+ */
+function checkLens(data, expected, where) {
+  assert.deepEqual(data.layers, expected.layers);
+  assert.deepEqual(data.lengths, expected.lengths);
+  assert.deepEqual(data.prompts, expected.prompts);
+  assert.deepEqual(metricNames(data), expected.metrics, "the registry is Python's, in its order");
+  assert.ok(Math.abs(data.maxEntropy - Math.log2(expected.vocab_size)) < 1e-12);
+  assert.deepEqual(data.targets, expected.targets);
+  assert.deepEqual(data.answerSets.map((s) => [s.name, s.answers]), expected.answer_sets.map((s) => [s.name, s.answers]));
+  const { arrays, scales } = data;
+  for (const cell of expected.cells) {
+    const { prompt: p, row, position: j } = cell;
+    const at = `${where} cell (prompt ${p}, row ${row}, position ${j})`;
+    const idx = cellIndex(data, p, row, j);
+    const col = data.offsets[p] + j;
+    assert.equal(data.layers[row], cell.layer, at);
+    assert.equal(data.tokens[arrays.input_ids[col]], cell.input, `${at}: input`);
+    assert.equal(isMissing(data, idx), cell.missing, `${at}: missing`);
+    const details = cellDetails(data, p, row, j);
+    if (cell.missing) {
+      assert.deepEqual(details.top, [], at);
+    } else {
+      assert.equal(data.tokens[arrays.predicted_tokens[idx]], cell.top1, `${at}: top-1`);
+      assert.deepEqual(details.top.map((t) => t.token), cell.top_k.map(([token]) => token), `${at}: top-k tokens`);
+      details.top.forEach((t, r) => near(t.prob, cell.top_k[r][1], r === 0 ? scales.max_probs : scales.topk_probs, `${at}: top-k ${r}`));
+    }
+    if (cell.final === null) assert.ok(!arrays.final_tokens || isFinalMissing(data, col), `${at}: no final prediction`);
+    else assert.equal(data.tokens[arrays.final_tokens[col]], cell.final, `${at}: final prediction`);
+    for (const spec of data.metrics) {
+      const value = cell.values[spec.field];
+      if (!spec.available) {
+        assert.ok(value === undefined || value === null, `${at}: ${spec.name} is unavailable but the result has ${value}`);
+        continue;
+      }
+      near(metricValue(data, spec.name, idx), value, scales[spec.field], `${at}: ${spec.name}`);
+    }
+    if ("answer_token_ranks" in cell.values && cell.values.answer_token_ranks !== null) {
+      assert.equal(arrays.answer_token_ranks[idx], cell.values.answer_token_ranks, `${at}: answer rank`);
+    }
+    if (cell.answer_top1 !== null) assert.equal(isAnswerTop1(data, p, row, j), cell.answer_top1, `${at}: answer is top-1`);
+    cell.targets.forEach(([prob, rank], t) => {
+      const k = cellTargetIndex(data, p, row, j, t);
+      if (prob === null) {
+        assert.ok(cell.missing, `${at}: target ${t} without a value in a cell that has one`);
+        return;
+      }
+      near(arrays.target_probs[k] * scales.target_probs, prob, scales.target_probs, `${at}: target ${t}`);
+      assert.equal(arrays.target_ranks[k], rank, `${at}: target ${t} rank`);
+    });
+    assert.equal(isGenerated(data, p, j), Boolean(cell.generated), `${at}: generated`);
+    if (cell.generated === null) assert.equal(arrays.generated, undefined);
+    assert.equal(tokenRole(data, p, j), cell.role, `${at}: role`);
+  }
+  expected.answer_sets.forEach((set, s) => {
+    set.probs.forEach((row, i) => row.forEach((prob, p) => {
+      const k = promptSetIndex(data, i, p, s);
+      const at = `${where} answer set ${set.name}, row ${i}, prompt ${p}`;
+      if (prob === null) {
+        // No answer, or the cell where the prompt ends has no value: stored as 0.
+        assert.equal(arrays.answer_probs[k], 0, at);
+        assert.equal(arrays.answer_ranks[k], 0, at);
+        return;
+      }
+      near(arrays.answer_probs[k] * scales.answer_probs, prob, scales.answer_probs, at);
+      assert.equal(arrays.answer_ranks[k], set.ranks[i][p], at);
+    }));
+  });
+}
 
 for (const name of goldenNames("lens_")) {
   test(`${name}: every cell decodes to the result's tokens and values`, () => {
     const { expected } = golden(name);
     for (const byteOffset of TRANSPORTS) {
       const where = `${name} (${byteOffset === null ? "base64" : `offset ${byteOffset}`})`;
-      const data = decodePayload(...Object.values(lensPayload(name, { byteOffset })));
-      assert.deepEqual(data.layers, expected.layers);
-      assert.deepEqual(data.lengths, expected.lengths);
-      assert.deepEqual(data.prompts, expected.prompts);
-      assert.deepEqual(metricNames(data), expected.metrics, "the registry is Python's, in its order");
-      assert.ok(Math.abs(data.maxEntropy - Math.log2(expected.vocab_size)) < 1e-12);
-      assert.deepEqual(data.targets, expected.targets);
-      assert.deepEqual(data.answerSets.map((s) => [s.name, s.answers]), expected.answer_sets.map((s) => [s.name, s.answers]));
-      const { arrays, scales } = data;
-      for (const cell of expected.cells) {
-        const { prompt: p, row, position: j } = cell;
-        const at = `${where} cell (prompt ${p}, row ${row}, position ${j})`;
-        const idx = cellIndex(data, p, row, j);
-        const col = data.offsets[p] + j;
-        assert.equal(data.layers[row], cell.layer, at);
-        assert.equal(data.tokens[arrays.input_ids[col]], cell.input, `${at}: input`);
-        assert.equal(isMissing(data, idx), cell.missing, `${at}: missing`);
-        const details = cellDetails(data, p, row, j);
-        if (cell.missing) {
-          assert.deepEqual(details.top, [], at);
-        } else {
-          assert.equal(data.tokens[arrays.predicted_tokens[idx]], cell.top1, `${at}: top-1`);
-          assert.deepEqual(details.top.map((t) => t.token), cell.top_k.map(([token]) => token), `${at}: top-k tokens`);
-          details.top.forEach((t, r) => near(t.prob, cell.top_k[r][1], r === 0 ? scales.max_probs : scales.topk_probs, `${at}: top-k ${r}`));
-        }
-        if (cell.final === null) assert.ok(!arrays.final_tokens || isFinalMissing(data, col), `${at}: no final prediction`);
-        else assert.equal(data.tokens[arrays.final_tokens[col]], cell.final, `${at}: final prediction`);
-        for (const spec of data.metrics) {
-          const value = cell.values[spec.field];
-          if (!spec.available) {
-            assert.ok(value === undefined || value === null, `${at}: ${spec.name} is unavailable but the result has ${value}`);
-            continue;
-          }
-          near(metricValue(data, spec.name, idx), value, scales[spec.field], `${at}: ${spec.name}`);
-        }
-        if ("answer_token_ranks" in cell.values && cell.values.answer_token_ranks !== null) {
-          assert.equal(arrays.answer_token_ranks[idx], cell.values.answer_token_ranks, `${at}: answer rank`);
-        }
-        if (cell.answer_top1 !== null) assert.equal(isAnswerTop1(data, p, row, j), cell.answer_top1, `${at}: answer is top-1`);
-        cell.targets.forEach(([prob, rank], t) => {
-          const k = cellTargetIndex(data, p, row, j, t);
-          if (prob === null) {
-            assert.ok(cell.missing, `${at}: target ${t} without a value in a cell that has one`);
-            return;
-          }
-          near(arrays.target_probs[k] * scales.target_probs, prob, scales.target_probs, `${at}: target ${t}`);
-          assert.equal(arrays.target_ranks[k], rank, `${at}: target ${t} rank`);
-        });
-        assert.equal(isGenerated(data, p, j), Boolean(cell.generated), `${at}: generated`);
-        if (cell.generated === null) assert.equal(arrays.generated, undefined);
-        assert.equal(tokenRole(data, p, j), cell.role, `${at}: role`);
-      }
-      expected.answer_sets.forEach((set, s) => {
-        set.probs.forEach((row, i) => row.forEach((prob, p) => {
-          const k = promptSetIndex(data, i, p, s);
-          const at = `${where} answer set ${set.name}, row ${i}, prompt ${p}`;
-          if (prob === null) {
-            // No answer, or the cell where the prompt ends has no value: stored as 0.
-            assert.equal(arrays.answer_probs[k], 0, at);
-            assert.equal(arrays.answer_ranks[k], 0, at);
-            return;
-          }
-          near(arrays.answer_probs[k] * scales.answer_probs, prob, scales.answer_probs, at);
-          assert.equal(arrays.answer_ranks[k], set.ranks[i][p], at);
-        }));
-      });
+      checkLens(decodePayload(...Object.values(lensPayload(name, { byteOffset }))), expected, where);
+    }
+  });
+}
+
+for (const name of goldenNames("lenses_")) {
+  test(`${name}: every lens side by side decodes to its own result's tokens and values`, () => {
+    const { expected } = golden(name);
+    for (const byteOffset of TRANSPORTS) {
+      const where = `${name} (${byteOffset === null ? "base64" : `offset ${byteOffset}`})`;
+      const lenses = decodeLenses(...Object.values(lensPayload(name, { byteOffset })));
+      assert.deepEqual(lenses.map((lens) => [lens.lensName, lens.lensTitle]), expected.lenses.map((lens) => [lens.name, lens.title]));
+      // The per-position sections are sent once and read by every lens (from the same bytes,
+      // unless unaligned data had to be copied).
+      if (byteOffset === null) for (const lens of lenses.slice(1)) assert.equal(lens.arrays.input_ids.buffer, lenses[0].arrays.input_ids.buffer);
+      lenses.forEach((lens, i) => checkLens(lens, expected.lenses[i], `${where} lens ${lens.lensName}`));
     }
   });
 }
@@ -163,9 +188,14 @@ for (const name of goldenNames("dataset_")) {
       assert.equal(d.canOpen, expected.can_open);
       assert.ok(d.reason.length > 0, "a data set without its model says why no heatmap opens");
       assert.deepEqual(d.sets.map((s) => s.name), expected.sets.map((s) => s.name));
+      assert.deepEqual(d.lenses, expected.lenses);
+      assert.deepEqual(d.sets.map((s) => [s.lens, s.label]), expected.sets.map((s) => [s.lens, s.label]));
       expected.sets.forEach((set, s) => {
         const got = d.sets[s];
         assert.deepEqual(got.answers, set.answers);
+        // The commitment's distribution: the share committed at or before each layer, as
+        // Python's bootstrap mean; the expected value is counted directly from the ranks.
+        set.committed.forEach((share, l) => assert.ok(Math.abs(/** @type {number} */ (got.summary.committed?.[l]) - share) < 1e-12, `${name} ${set.label} committed at column ${l}`));
         assert.equal(got.nPrompts, set.n_prompts);
         const n = d.layers.length;
         set.probs.forEach((row, p) => row.forEach((prob, l) => {

@@ -67,7 +67,7 @@ test("decodePayload names what is wrong with an inconsistent payload", () => {
     mutate(meta, sections);
     assert.throws(() => decodePayload(meta, sections), pattern);
   };
-  bad((m) => { m.version = 1; }, /version 1 \(expected 2\)/);
+  bad((m) => { m.version = 1; }, /version 1 \(expected 2 or 3\)/);
   bad((m) => { m.offsets = [0, 2]; }, /offsets\[1\] is 2, expected 3/);
   bad((m) => { m.total = 9; }, /total is 9/);
   bad((m) => { m.layers = [0, 2, 1]; }, /ascending/);

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from murano_widgets._files import read_json, read_npz, write_files
-from murano_widgets.lenses import as_lens
+from murano_widgets.lenses import as_lens, named_lenses
 
 __all__ = ["model_provenance", "paths", "read_saved", "sha256", "write_saved"]
 
@@ -51,11 +51,24 @@ def model_provenance(model: Any, step: Any, lens: Any) -> dict[str, Any]:
         "logit_transform": _describe_transform(model),
         "n_model_layers": int(model.n_layers),
         "layers": list(step.layers),
-        "lens_kind": as_lens(lens).kind,
-        "lens_title": as_lens(lens).title,
-        "lens_provenance": as_lens(lens).provenance,
+        **_lens_fields(lens),
         "packages": versions,
         "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _lens_fields(lens: Any) -> dict[str, Any]:
+    """The lens's kind, title and provenance; with lenses side by side, ``lenses``: each one's
+    name, kind, title and provenance, in order."""
+    named = named_lenses(lens)
+    if named is None:
+        one = as_lens(lens)
+        return {"lens_kind": one.kind, "lens_title": one.title, "lens_provenance": one.provenance}
+    return {
+        "lenses": [
+            {"name": name, "kind": one.kind, "title": one.title, "provenance": one.provenance}
+            for name, one in named.items()
+        ]
     }
 
 
@@ -136,7 +149,7 @@ def read_saved(
     npz_path: Path,
     json_path: Path,
     fmt: str,
-    version: int,
+    versions: tuple[int, ...],
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Reads a saved data set's sidecar and arrays, checking that they are whole and agree.
 
@@ -158,10 +171,10 @@ def read_saved(
     sidecar = read_json(json_path, "the LensDataset sidecar")
     if sidecar.get("format") != fmt:
         raise ValueError(f"{json_path} is not a LensDataset sidecar (no format {fmt!r})")
-    if sidecar.get("format_version") != version:
+    if sidecar.get("format_version") not in versions:
         raise ValueError(
             f"{json_path} has format version {sidecar.get('format_version')!r}; this "
-            f"murano_widgets reads version {version}"
+            f"murano_widgets reads versions {', '.join(map(str, versions))}"
         )
     _check_sidecar(sidecar, json_path)
     # One read: the bytes hashed are the bytes parsed, even if the file is replaced meanwhile.
@@ -173,9 +186,12 @@ def read_saved(
             "the pair was changed or mixed up; save the data set again"
         )
     shape = (len(sidecar["prompts"]), len(sidecar["layers"]))
-    expected = {"entropy": "f", "kl_to_final": "f", "top1": "i"}
+    one_lens = {"entropy": "f", "kl_to_final": "f", "top1": "i"}
     for i, _ in enumerate(sidecar["answer_sets"]):
-        expected |= {f"prob_{i}": "f", f"rank_{i}": "i"}
+        one_lens |= {f"prob_{i}": "f", f"rank_{i}": "i"}
+    lenses = sidecar.get("lenses")
+    prefixes = [""] if lenses is None else [f"l{k}_" for k in range(len(lenses))]
+    expected = {prefix + name: kind for prefix in prefixes for name, kind in one_lens.items()}
     for name, kind in expected.items():
         array = arrays.get(name)
         if array is None:
@@ -242,6 +258,20 @@ def _check_sidecar(sidecar: dict[str, Any], json_path: Path) -> None:
         fail("token_strings", "an object from token ids to strings")
     if not isinstance(sidecar["provenance"], dict):
         fail("provenance", "an object")
+    lenses = sidecar.get("lenses")
+    if sidecar.get("format_version") == 2 and (
+        not isinstance(lenses, list)
+        or not lenses
+        or not all(
+            isinstance(entry, dict)
+            and isinstance(entry.get("name"), str)
+            and entry["name"]
+            and isinstance(entry.get("provenance"), dict)
+            for entry in lenses
+        )
+        or len({entry["name"] for entry in lenses}) != len(lenses)
+    ):
+        fail("lenses", "a list of distinct lens names, each with its provenance")
 
 
 def _list_of(value: Any, kind: type) -> bool:

@@ -9,6 +9,11 @@ therefore grows with ``n_prompts · n_layers`` and nothing else.
 
 :class:`LensDataset` holds those arrays and turns them into a tidy frame, per-layer summaries
 with bootstrap intervals, a figure, a widget, and files that remake the figure without the model.
+
+With several lenses side by side (``lens={"logit": None, "tuned": tuned}``) each batch runs one
+trace for all of them, and the data set holds one single-lens data set per lens
+(:meth:`LensDataset.lens`) over the same prompts and answers: its tables gain a ``lens`` column,
+its figure a line per lens and answer set.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model
 from murano_widgets.dataset.io import model_provenance, paths, read_saved, write_saved
-from murano_widgets.dataset.stats import check_summary_args, set_summary
+from murano_widgets.dataset.stats import check_summary_args, commitment_layers, set_summary
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import PromptBatch, validate_answers, validate_prompts
 
@@ -39,6 +44,11 @@ __all__ = ["LensDataset", "lens_dataset"]
 
 FORMAT = "murano_widgets.LensDataset"
 FORMAT_VERSION = 1
+#: Files of several lenses side by side (``"lenses"`` in the sidecar, each lens's arrays as
+#: ``l{k}_<name>``); one lens is still written as version 1, which every reader reads.
+LENSES_FORMAT_VERSION = 2
+#: The arrays of one lens, ``[n_layers, n_prompts]`` (per answer set for the answers).
+ARRAY_FIELDS = ("answer_probs", "answer_ranks", "entropy", "kl_to_final", "top1_tokens")
 _TOKENIZE_SLICE = 256
 DEFAULT_SET = "answer"
 """The name a plain list of answers gets (the step's name for it)."""
@@ -72,10 +82,11 @@ def lens_dataset(
         variants: Also count each answer with and without a leading space and with its first
             letter's case changed (see :class:`LogitLens`).
         lens: A translator such as a :class:`~murano_widgets.TunedLens`; ``None`` for the logit
-            lens.
+            lens. Or several lenses side by side, by name: ``{"logit": None, "tuned": tuned}``
+            (one trace a batch for all of them; see :class:`LensDataset`).
 
     Returns:
-        A :class:`LensDataset`.
+        A :class:`LensDataset` (with named lenses, one per lens inside it: ``.lens(name)``).
 
     Raises:
         TypeError, ValueError: For bad arguments, naming the argument (before any model work).
@@ -92,12 +103,9 @@ def lens_dataset(
     order = batch_order(lengths)
 
     n, n_layers = len(prompts), len(step.layers)
-    # [n_layers, n_prompts], the result's axis order: each batch fills its prompts' columns.
-    probs = {name: np.full((n_layers, n), np.nan, np.float32) for name in sets}
-    ranks = {name: np.full((n_layers, n), -1, np.int32) for name in sets}
-    entropy = np.full((n_layers, n), np.nan, np.float32)
-    kl = np.full((n_layers, n), np.nan, np.float32)
-    top1 = np.full((n_layers, n), -1, np.int32)
+    # Per lens, [n_layers, n_prompts], the result's axis order: each batch fills its prompts'
+    # columns.
+    arrays = {name: _empty_arrays(sets, n_layers, n) for name in step.lenses}
     token_strings: dict[int, str] = {}
 
     from tqdm.auto import tqdm
@@ -114,41 +122,81 @@ def lens_dataset(
                     else [sets[DEFAULT_SET][i] for i in rows]
                 ),
             )
-            result = step({"prompts": batch})["logit_lens"]
-            last = _last_positions(result.attention_mask)
-            cols = torch.arange(len(rows))
-            entropy[:, rows] = result.entropy[:, cols, last].numpy()
-            kl[:, rows] = result.kl_to_final[:, cols, last].numpy()
-            ids = result.predicted_tokens[:, cols, last]
-            top1[:, rows] = ids.numpy()
-            for token in torch.unique(ids).tolist():
-                if token >= 0 and token not in token_strings:
-                    token_strings[token] = result.token_strings.get(token, "")
-            for name, scores in result.answer_sets.items():
-                probs[name][:, rows] = scores.probs.numpy()
-                ranks[name][:, rows] = scores.ranks.numpy()
-            del result
+            out = step({"prompts": batch})["logit_lens"]
+            for name, result in out.items() if step.named else [(next(iter(arrays)), out)]:
+                _keep_batch(arrays[name], result, rows, token_strings)
+            del out
             bar.update(len(rows))
     finally:
         bar.close()
 
     provenance = model_provenance(model, step, lens)
     provenance.update(n_prompts=n, batch_size=batch_size, variants=variants, answer_sets=list(sets))
-    return LensDataset(
-        prompts=prompts,
-        layers=list(step.layers),
-        answers=sets,
-        answer_probs=probs,
-        answer_ranks=ranks,
-        entropy=entropy,
-        kl_to_final=kl,
-        top1_tokens=top1,
-        token_strings=token_strings,
-        provenance=provenance,
-        named_sets=named,
-        model=model,
-        lens=lens,
-    )
+    common = {
+        "prompts": prompts,
+        "layers": list(step.layers),
+        "answers": sets,
+        "token_strings": token_strings,
+        "named_sets": named,
+        "model": model,
+    }
+    if not step.named:
+        (one,) = arrays.values()
+        return LensDataset(**common, **one, provenance=provenance, lens=lens)
+    parts = {
+        name: LensDataset(
+            **common,
+            **arrays[name],
+            provenance=lens_provenance(provenance, name),
+            lens=step.lenses[name],
+        )
+        for name in step.lenses
+    }
+    return LensDataset(**common, provenance=provenance, lens=dict(step.lenses), lenses=parts)
+
+
+def _empty_arrays(sets: dict[str, Any], n_layers: int, n: int) -> dict[str, Any]:
+    """One lens's arrays, before any batch: no value anywhere (NaN, -1)."""
+    return {
+        "answer_probs": {name: np.full((n_layers, n), np.nan, np.float32) for name in sets},
+        "answer_ranks": {name: np.full((n_layers, n), -1, np.int32) for name in sets},
+        "entropy": np.full((n_layers, n), np.nan, np.float32),
+        "kl_to_final": np.full((n_layers, n), np.nan, np.float32),
+        "top1_tokens": np.full((n_layers, n), -1, np.int32),
+    }
+
+
+def _keep_batch(
+    arrays: dict[str, Any], result: Any, rows: np.ndarray, token_strings: dict[int, str]
+) -> None:
+    """What a data set keeps of one lens's result on a batch: its prompts' columns, at each
+    prompt's last real position, and the text of the top-1 tokens there."""
+    last = _last_positions(result.attention_mask)
+    cols = torch.arange(len(rows))
+    arrays["entropy"][:, rows] = result.entropy[:, cols, last].numpy()
+    arrays["kl_to_final"][:, rows] = result.kl_to_final[:, cols, last].numpy()
+    ids = result.predicted_tokens[:, cols, last]
+    arrays["top1_tokens"][:, rows] = ids.numpy()
+    for token in torch.unique(ids).tolist():
+        if token >= 0 and token not in token_strings:
+            token_strings[token] = result.token_strings.get(token, "")
+    for name, scores in result.answer_sets.items():
+        arrays["answer_probs"][name][:, rows] = scores.probs.numpy()
+        arrays["answer_ranks"][name][:, rows] = scores.ranks.numpy()
+
+
+def lens_provenance(provenance: dict[str, Any], name: str) -> dict[str, Any]:
+    """One lens's provenance among lenses side by side: the data set's, with that lens's name,
+    kind, title and provenance in place of the list of lenses."""
+    entry = next(lens for lens in provenance["lenses"] if lens["name"] == name)
+    own = {key: value for key, value in provenance.items() if key != "lenses"}
+    return {
+        **own,
+        "lens_name": name,
+        "lens_kind": entry["kind"],
+        "lens_title": entry["title"],
+        "lens_provenance": entry["provenance"],
+    }
 
 
 class LensDataset:
@@ -157,6 +205,12 @@ class LensDataset:
     Arrays are ``[n_layers, n_prompts]``, the result's axis order: rows in :attr:`layers`
     order, columns in the order the prompts were given. Missing values are NaN (probabilities, entropy, KL) or -1 (ranks,
     tokens): a prompt without an answer in a set, or a cell whose logits were not finite.
+
+    Several lenses side by side (``lens_dataset(..., lens={"logit": None, "tuned": tuned})``):
+    :attr:`lens_names` lists them, :meth:`lens` gives each as a data set of its own (with the
+    arrays below), and the tables, the figure, the widget and the files hold every lens, each
+    row with its ``lens``. The arrays themselves are each lens's: read them through
+    :meth:`lens`.
 
     Attributes:
         prompts: The prompts.
@@ -180,25 +234,38 @@ class LensDataset:
         prompts: list[str],
         layers: list[int],
         answers: dict[str, list[list[str] | None]],
-        answer_probs: dict[str, np.ndarray],
-        answer_ranks: dict[str, np.ndarray],
-        entropy: np.ndarray,
-        kl_to_final: np.ndarray,
-        top1_tokens: np.ndarray,
+        answer_probs: dict[str, np.ndarray] | None = None,
+        answer_ranks: dict[str, np.ndarray] | None = None,
+        entropy: np.ndarray | None = None,
+        kl_to_final: np.ndarray | None = None,
+        top1_tokens: np.ndarray | None = None,
         token_strings: dict[int, str],
         provenance: dict[str, Any],
         named_sets: bool,
         model: Any = None,
         lens: Any = None,
+        lenses: Mapping[str, LensDataset] | None = None,
     ) -> None:
         self.prompts = prompts
         self.layers = layers
         self.answers = answers
-        self.answer_probs = answer_probs
-        self.answer_ranks = answer_ranks
-        self.entropy = entropy
-        self.kl_to_final = kl_to_final
-        self.top1_tokens = top1_tokens
+        given = {
+            "answer_probs": answer_probs,
+            "answer_ranks": answer_ranks,
+            "entropy": entropy,
+            "kl_to_final": kl_to_final,
+            "top1_tokens": top1_tokens,
+        }
+        # Several lenses: each lens's arrays live in its own data set (self.lens(name)).
+        self._lenses = None if lenses is None else dict(lenses)
+        if self._lenses is None:
+            missing = [name for name, value in given.items() if value is None]
+            if missing:
+                raise ValueError(f"LensDataset needs {', '.join(missing)} (or lenses=...)")
+            for name, value in given.items():
+                setattr(self, name, value)
+        elif not self._lenses or any(v is not None for v in given.values()):
+            raise ValueError("LensDataset takes one lens's arrays or lenses=..., not both")
         self.token_strings = token_strings
         self.provenance = provenance
         self.named_sets = named_sets
@@ -206,6 +273,44 @@ class LensDataset:
         self._model = model
         self._lens = lens
         self._source: Path | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for what the instance lacks: a lens's arrays, asked of lenses side by side.
+        lenses = self.__dict__.get("_lenses")
+        if name in ARRAY_FIELDS and lenses:
+            raise AttributeError(
+                f"this data set holds the lenses {list(lenses)}: read one lens's {name} as "
+                f"dataset.lens({next(iter(lenses))!r}).{name}"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def lens_names(self) -> list[str] | None:
+        """The lenses side by side, in the order given; ``None`` for a data set of one lens."""
+        return None if self._lenses is None else list(self._lenses)
+
+    def lens(self, name: str) -> LensDataset:
+        """One lens of several side by side, as a data set of its own (its arrays, tables,
+        figure and widget).
+
+        Raises:
+            KeyError: For a name that is not one of the lenses.
+            ValueError: For a data set of one lens.
+        """
+        if self._lenses is None:
+            raise ValueError(
+                "this data set holds one lens; lenses side by side come from "
+                "lens_dataset(..., lens={'logit': None, 'tuned': tuned})"
+            )
+        if name not in self._lenses:
+            raise KeyError(
+                f"no lens named {name!r} in this data set; the lenses are {list(self._lenses)}"
+            )
+        return self._lenses[name]
+
+    def _parts(self) -> list[tuple[str | None, LensDataset]]:
+        """``(name, one lens's data set)`` for each lens (``(None, self)`` for one lens)."""
+        return [(None, self)] if self._lenses is None else list(self._lenses.items())
 
     @property
     def n_prompts(self) -> int:
@@ -223,24 +328,77 @@ class LensDataset:
 
     def __repr__(self) -> str:
         sets = ", ".join(self.answers)
+        lenses = "" if self._lenses is None else f", lenses {list(self._lenses)}"
         return (
             f"LensDataset({self.n_prompts} prompts, layers {self.layers[0]}..{self.layers[-1]}, "
-            f"answer sets [{sets}], model {self.provenance.get('model_name')!r})"
+            f"answer sets [{sets}]{lenses}, model {self.provenance.get('model_name')!r})"
         )
+
+    def commitment_layers(
+        self, answer_set: str | None = None, lens: str | None = None
+    ) -> np.ndarray:
+        """Each prompt's **commitment layer**: the first layer from which its answer stays the
+        top-1 token at every layer through the last one (of the data set's layers: the model's
+        last when ``layers="all"``).
+
+        A prompt that commits at layer 3 of 6 has the answer as its top-1 at layers 3, 4 and 5,
+        and not at layer 2; one whose answer is the top-1 at layer 1, loses it at layer 2 and
+        regains it at 3 also commits at 3. Where it is the top-1 nowhere from some layer on
+        through the last (the model's own prediction is something else), or the prompt has no
+        answer in the set, the value is -1: "never" (``to_pandas`` shows it as missing; the
+        ``answer`` column says which prompts have no answer). Its distribution, per layer, is
+        ``summary()``'s ``committed`` column: the share of prompts committed at or before the
+        layer, with a bootstrap interval.
+
+        Args:
+            answer_set: The answer set (default the first).
+            lens: With several lenses side by side: which one (required).
+
+        Returns:
+            ``[n_prompts]`` model layers (int64), -1 where the answer never commits.
+
+        Raises:
+            ValueError: For an unknown answer set, or a missing or unknown lens.
+        """
+        if self._lenses is not None:
+            if lens is None:
+                raise ValueError(
+                    f"this data set holds the lenses {list(self._lenses)}: name one, e.g. "
+                    f"commitment_layers(lens={next(iter(self._lenses))!r})"
+                )
+            return self.lens(lens).commitment_layers(answer_set)
+        if lens is not None:
+            raise ValueError(f"this data set holds one lens; got lens={lens!r}")
+        name = next(iter(self.answers)) if answer_set is None else answer_set
+        if name not in self.answers:
+            raise ValueError(f"answer_set must be one of {list(self.answers)}; got {answer_set!r}")
+        return commitment_layers(self.answer_ranks[name].T, self.layers)
 
     # -- tables --------------------------------------------------------------------------------
 
     def to_pandas(self) -> pd.DataFrame:
-        """One row per prompt and layer (and answer set): a tidy frame.
+        """One row per prompt and layer (and answer set, and lens): a tidy frame.
 
         Columns: ``prompt_index``, ``prompt``, ``answer`` (its first accepted form), then
-        ``answer_set`` when the answers were named sets, ``layer``, ``answer_prob``,
-        ``answer_rank`` (0 = top-1; a nullable integer, missing where there is no answer),
-        ``answer_is_top1`` (nullable boolean), ``entropy`` and ``kl_to_final`` (bits, at the
-        prompt's last real position) and ``top1_token`` (the layer's top-1 token there).
-        ``df.attrs["provenance"]`` holds :attr:`provenance`.
+        ``answer_set`` when the answers were named sets, ``lens`` with several lenses side by
+        side, ``layer``, ``answer_prob``, ``answer_rank`` (0 = top-1; a nullable integer,
+        missing where there is no answer), ``answer_is_top1`` (nullable boolean), ``entropy``
+        and ``kl_to_final`` (bits, at the prompt's last real position), ``top1_token`` (the
+        layer's top-1 token there) and ``commitment_layer`` (the prompt's, on each of its
+        rows: see :meth:`commitment_layers`; missing where the answer never commits or there
+        is none). ``df.attrs["provenance"]`` holds :attr:`provenance`.
         """
         import pandas as pd
+
+        if self._lenses is not None:
+            frames = []
+            for name, part in self._lenses.items():
+                frame = part.to_pandas()
+                frame.insert(frame.columns.get_loc("layer"), "lens", name)
+                frames.append(frame)
+            table = pd.concat(frames, ignore_index=True)
+            table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
+            return table
 
         n_layers, n = self.entropy.shape
         prompt_index = np.repeat(np.arange(n), n_layers)
@@ -270,6 +428,9 @@ class LensDataset:
                 "entropy": by_prompt(self.entropy).astype(np.float64),
                 "kl_to_final": by_prompt(self.kl_to_final).astype(np.float64),
                 "top1_token": top1_words,
+                "commitment_layer": pd.arrays.IntegerArray(
+                    *_with_missing(np.repeat(self.commitment_layers(name), n_layers))
+                ),
             }
             frames.append(pd.DataFrame(columns))
         frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -291,15 +452,29 @@ class LensDataset:
             seed: The seed of the resampling (``None``: fresh randomness).
 
         Returns:
-            A frame with ``answer_set`` (when named), ``layer``, ``n_prompts``,
+            A frame with ``answer_set`` (when named), ``lens`` (lenses side by side: every
+            lens's intervals come from the same resamples of prompts), ``layer``, ``n_prompts``,
             ``answer_prob_mean``, ``answer_prob_ci_low``, ``answer_prob_ci_high``,
             ``top1_accuracy``, ``top1_accuracy_ci_low``, ``top1_accuracy_ci_high``,
-            ``answer_rank_median``, ``entropy_mean`` and ``kl_to_final_mean``;
-            ``attrs`` holds the provenance and the interval settings.
+            ``answer_rank_median``, ``entropy_mean``, ``kl_to_final_mean`` and ``committed``,
+            ``committed_ci_low``, ``committed_ci_high`` (the share of prompts whose answer is
+            committed at or before the layer: the top-1 there and at every later layer, the
+            distribution of :meth:`commitment_layers`); ``attrs`` holds the provenance and the
+            interval settings.
         """
         import pandas as pd
 
         ci, n_boot, seed = check_summary_args(ci, n_boot, seed)
+        if self._lenses is not None:
+            frames = []
+            for name, part in self._lenses.items():
+                frame = part.summary(ci=ci, n_boot=n_boot, seed=seed)
+                frame.insert(frame.columns.get_loc("layer"), "lens", name)
+                frames.append(frame)
+            table = pd.concat(frames, ignore_index=True)
+            table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
+            table.attrs.update(ci=ci, n_boot=n_boot, seed=seed)
+            return table
         frames = []
         for name in self.answers:
             has = np.array([forms is not None for forms in self.answers[name]])
@@ -325,10 +500,11 @@ class LensDataset:
     # -- views ---------------------------------------------------------------------------------
 
     def plot(self, **options: Any) -> Figure:
-        """The figure: mean per layer with shaded intervals, one line per answer set.
+        """The figure: mean per layer with shaded intervals, one line per answer set (and lens).
 
-        See :func:`murano_widgets.dataset.plot.plot_dataset` for the options (``metric``,
-        ``ci``, ``n_boot``, ``seed``, ``ax``).
+        See :func:`murano_widgets.dataset.plot.plot_dataset` for the options (``metric``:
+        ``"answer_prob"``, ``"top1_accuracy"`` or ``"committed"``; ``ci``, ``n_boot``, ``seed``,
+        ``ax``).
         """
         from murano_widgets.dataset.plot import plot_dataset
 
@@ -344,7 +520,8 @@ class LensDataset:
 
         Args:
             model: The model to open heatmaps with (default: the one the data set was made with).
-            lens: The translator to open them with (default: the one the data set was made with).
+            lens: The translator to open them with (default: the one the data set was made with);
+                with lenses side by side, a dict of the same names (``{"logit": None, ...}``).
 
         Raises:
             TypeError, ValueError: If ``model`` is given but is not a loaded model (see
@@ -378,15 +555,9 @@ class LensDataset:
             The path of the ``.npz`` file.
         """
         npz_path, json_path = paths(path)
-        # On disk one row per prompt: [n_prompts, n_layers].
-        arrays = {
-            "entropy": self.entropy.T,
-            "kl_to_final": self.kl_to_final.T,
-            "top1": self.top1_tokens.T,
-        }
-        for i, name in enumerate(self.answers):
-            arrays[f"prob_{i}"] = self.answer_probs[name].T
-            arrays[f"rank_{i}"] = self.answer_ranks[name].T
+        arrays: dict[str, np.ndarray] = {}
+        for k, (name, part) in enumerate(self._parts()):
+            arrays |= part._arrays_on_disk("" if name is None else f"l{k}_")
         fields = {
             "prompts": self.prompts,
             "layers": self.layers,
@@ -396,9 +567,27 @@ class LensDataset:
             "token_strings": {str(k): v for k, v in self.token_strings.items()},
             "provenance": self.provenance,
         }
-        header = {"format": FORMAT, "format_version": FORMAT_VERSION}
+        version = FORMAT_VERSION
+        if self._lenses is not None:
+            version = LENSES_FORMAT_VERSION
+            fields["lenses"] = [
+                {"name": name, "provenance": part.provenance} for name, part in self._lenses.items()
+            ]
+        header = {"format": FORMAT, "format_version": version}
         write_saved(npz_path, json_path, header, arrays, fields)
         return npz_path
+
+    def _arrays_on_disk(self, prefix: str) -> dict[str, np.ndarray]:
+        """One lens's arrays as saved: one row per prompt, ``[n_prompts, n_layers]``."""
+        arrays = {
+            f"{prefix}entropy": self.entropy.T,
+            f"{prefix}kl_to_final": self.kl_to_final.T,
+            f"{prefix}top1": self.top1_tokens.T,
+        }
+        for i, name in enumerate(self.answers):
+            arrays[f"{prefix}prob_{i}"] = self.answer_probs[name].T
+            arrays[f"{prefix}rank_{i}"] = self.answer_ranks[name].T
+        return arrays
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> LensDataset:
@@ -410,27 +599,56 @@ class LensDataset:
                 (the npz's hash differs from the one recorded) or their shapes disagree.
         """
         npz_path, json_path = paths(path)
-        sidecar, arrays = read_saved(npz_path, json_path, FORMAT, FORMAT_VERSION)
-        names = sidecar["answer_sets"]
-        dataset = cls(
-            prompts=sidecar["prompts"],
-            layers=sidecar["layers"],
-            answers={name: sidecar["answers"][name] for name in names},
-            answer_probs={name: _layers_first(arrays[f"prob_{i}"]) for i, name in enumerate(names)},
-            answer_ranks={name: _layers_first(arrays[f"rank_{i}"]) for i, name in enumerate(names)},
-            entropy=_layers_first(arrays["entropy"]),
-            kl_to_final=_layers_first(arrays["kl_to_final"]),
-            top1_tokens=_layers_first(arrays["top1"]),
-            token_strings={int(k): v for k, v in sidecar["token_strings"].items()},
-            provenance=sidecar["provenance"],
-            named_sets=sidecar["named_sets"],
+        sidecar, arrays = read_saved(
+            npz_path, json_path, FORMAT, (FORMAT_VERSION, LENSES_FORMAT_VERSION)
         )
+        names = sidecar["answer_sets"]
+        common = {
+            "prompts": sidecar["prompts"],
+            "layers": sidecar["layers"],
+            "answers": {name: sidecar["answers"][name] for name in names},
+            "token_strings": {int(k): v for k, v in sidecar["token_strings"].items()},
+            "named_sets": sidecar["named_sets"],
+        }
+
+        def lens_arrays(prefix: str) -> dict[str, Any]:
+            return {
+                "answer_probs": {
+                    name: _layers_first(arrays[f"{prefix}prob_{i}"]) for i, name in enumerate(names)
+                },
+                "answer_ranks": {
+                    name: _layers_first(arrays[f"{prefix}rank_{i}"]) for i, name in enumerate(names)
+                },
+                "entropy": _layers_first(arrays[f"{prefix}entropy"]),
+                "kl_to_final": _layers_first(arrays[f"{prefix}kl_to_final"]),
+                "top1_tokens": _layers_first(arrays[f"{prefix}top1"]),
+            }
+
+        lenses = sidecar.get("lenses")
+        if lenses is None:
+            dataset = cls(**common, **lens_arrays(""), provenance=sidecar["provenance"])
+        else:
+            parts = {
+                entry["name"]: cls(
+                    **common, **lens_arrays(f"l{k}_"), provenance=entry["provenance"]
+                )
+                for k, entry in enumerate(lenses)
+            }
+            for part in parts.values():
+                part._source = npz_path
+            dataset = cls(**common, provenance=sidecar["provenance"], lenses=parts)
         dataset._source = npz_path
         return dataset
 
 
 # ---------------------------------------------------------------------------------------------
 # Checks, batching and provenance
+
+
+def _with_missing(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integers with -1 for "no value", as a nullable integer array's values and mask."""
+    values = np.asarray(values, dtype=np.int64)
+    return values, values < 0
 
 
 def _layers_first(on_disk: np.ndarray) -> np.ndarray:

@@ -1,5 +1,5 @@
 """Array work behind :class:`~murano_widgets.dataset.lens_dataset.LensDataset`'s summaries: per-layer means
-with percentile-bootstrap intervals over prompts."""
+with percentile-bootstrap intervals over prompts, and where each prompt's answer commits."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ import numpy as np
 
 from murano_widgets._checks import check_int
 
-__all__ = ["bootstrap_means", "check_summary_args", "set_summary"]
+__all__ = [
+    "bootstrap_means",
+    "check_summary_args",
+    "commitment_layers",
+    "committed_from",
+    "set_summary",
+]
 
 # Resamples are drawn in blocks of about this many prompt indices, so that the index and count
 # matrices stay a few tens of MB whatever the number of prompts and resamples.
@@ -90,6 +96,34 @@ def bootstrap_means(
     return {"mean": mean.reshape(shape), "low": low.reshape(shape), "high": high.reshape(shape)}
 
 
+def committed_from(ranks: np.ndarray) -> np.ndarray:
+    """Where the answer is the top-1 at a layer and at every later one: ``[..., n_layers]``
+    booleans from ``[..., n_layers]`` ranks (rank 0 = top-1; -1, no value, is not top-1).
+
+    Row ``j`` is True when the answer is the top-1 at layer column ``j`` and every column after
+    it, through the last: a reverse running AND.
+    """
+    top1 = np.asarray(ranks) == 0
+    return np.flip(np.logical_and.accumulate(np.flip(top1, axis=-1), axis=-1), axis=-1)
+
+
+def commitment_layers(ranks: np.ndarray, layers: list[int]) -> np.ndarray:
+    """Each prompt's commitment layer: the first of ``layers`` from which its answer stays the
+    top-1 through the last of them; -1 where it never does (not the top-1 at the last layer, or
+    no answer).
+
+    Args:
+        ranks: ``[n_prompts, n_layers]`` the answer's rank (0 = top-1, -1 = no value).
+        layers: The model layer of each column.
+
+    Returns:
+        ``[n_prompts]`` int64 model layers, or -1.
+    """
+    committed = committed_from(ranks)
+    first = committed.argmax(axis=-1)
+    return np.where(committed.any(axis=-1), np.asarray(layers, dtype=np.int64)[first], -1)
+
+
 def set_summary(
     probs: np.ndarray,
     ranks: np.ndarray,
@@ -102,8 +136,16 @@ def set_summary(
     """The per-layer columns of ``LensDataset.summary`` for one answer set's prompts."""
     rank_valid = ranks >= 0
     top1 = np.where(rank_valid, (ranks == 0).astype(np.float64), np.nan)
+    # Committed by a layer: a prompt whose answer is the top-1 there and through the last layer;
+    # a prompt never committing (or whose rank there has no value) counts as not committed.
+    committed = committed_from(ranks).astype(np.float64)
+    # One bootstrap for the three: every column is resampled with the same prompts (adding a
+    # column changes neither the draws nor the other columns' intervals).
     stats = bootstrap_means(
-        np.stack([probs.astype(np.float64), top1], axis=-1), ci=ci, n_boot=n_boot, seed=seed
+        np.stack([probs.astype(np.float64), top1, committed], axis=-1),
+        ci=ci,
+        n_boot=n_boot,
+        seed=seed,
     )
     with np.errstate(all="ignore"):
         median = np.array(
@@ -122,6 +164,9 @@ def set_summary(
         "answer_rank_median": median,
         "entropy_mean": _nanmean(entropy),
         "kl_to_final_mean": _nanmean(kl),
+        "committed": stats["mean"][:, 2],
+        "committed_ci_low": stats["low"][:, 2],
+        "committed_ci_high": stats["high"][:, 2],
     }
 
 

@@ -10,6 +10,24 @@ was made for one model) and pass an instance as ``lens=``: every view takes its 
 result.
 """
 
-from murano_widgets.lenses.base import IDENTITY, IdentityLens, Lens, as_lens, title_of
+from murano_widgets.lenses.base import (
+    FINAL,
+    IDENTITY,
+    IdentityLens,
+    Lens,
+    as_lens,
+    lens_label,
+    named_lenses,
+    title_of,
+)
 
-__all__ = ["IDENTITY", "IdentityLens", "Lens", "as_lens", "title_of"]
+__all__ = [
+    "FINAL",
+    "IDENTITY",
+    "IdentityLens",
+    "Lens",
+    "as_lens",
+    "lens_label",
+    "named_lenses",
+    "title_of",
+]

@@ -10,15 +10,32 @@ To add a lens kind: subclass :class:`Lens`, set ``kind`` (a short id recorded in
 provenance) and ``title`` (what the widget, the plot and the export call it), implement
 :meth:`Lens.translate` (and :meth:`Lens.check` when the lens was made for one model), and pass an
 instance as ``lens=``.
+
+Several lenses side by side go by name, ``lens={"logit": None, "tuned": tuned}``
+(:func:`named_lenses` checks them): one trace for all, and every view shows each.
 """
 
 from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-__all__ = ["IDENTITY", "IdentityLens", "Lens", "as_lens", "title_of"]
+__all__ = [
+    "FINAL",
+    "IDENTITY",
+    "IdentityLens",
+    "Lens",
+    "as_lens",
+    "lens_label",
+    "named_lenses",
+    "title_of",
+]
+
+FINAL = "final"
+"""What tables of lenses side by side call the model's own output (the last layer's distribution,
+which no lens translates): a lens may not take this name."""
 
 
 class Lens(ABC):
@@ -108,6 +125,13 @@ def as_lens(lens: Any, model: Any = None, argument: str = "lens") -> Lens:
     """
     if lens is None:
         return IDENTITY
+    if isinstance(lens, Mapping):
+        raise TypeError(
+            f"{argument} must be None (the logit lens) or one murano_widgets.Lens here; got a "
+            f"{type(lens).__name__} of {len(lens)} entries: named lenses side by side "
+            "({'logit': None, 'tuned': tuned}) are taken by lens= of LogitLens, run_logit_lens, "
+            "show_logit_lens and lens_dataset, and by lens_agreement(lenses=...)"
+        )
     allowed = (
         f"{argument} must be None (the logit lens) or a murano_widgets.Lens, such as "
         "TunedLens.load(folder, model)"
@@ -127,3 +151,61 @@ def as_lens(lens: Any, model: Any = None, argument: str = "lens") -> Lens:
     if model is not None:
         lens.check(model)
     return lens
+
+
+def named_lenses(lens: Any, model: Any = None, argument: str = "lens") -> dict[str, Lens] | None:
+    """Named lenses, ``{name: Lens}`` in the order given, or ``None`` when ``lens`` is not a
+    mapping (one lens: :func:`as_lens` checks it).
+
+    Every entry point that takes lenses side by side (``lens={"logit": None, "tuned": tuned}``)
+    calls this before any model work.
+
+    Args:
+        lens: What was given.
+        model: The (already checked) model the lenses will read, or ``None``.
+        argument: The argument's name in the caller's signature.
+
+    Raises:
+        ValueError: For an empty mapping, a name that is empty or all spaces, or the name
+            :data:`FINAL` (tables of lenses side by side use it for the model's own output).
+        TypeError: For a name that is not a string, or a value that is neither ``None`` nor a
+            :class:`Lens` (see :func:`as_lens`).
+    """
+    if not isinstance(lens, Mapping):
+        return None
+    example = "e.g. {'logit': None, 'tuned': TunedLens.load(folder, model)}"
+    if not lens:
+        raise ValueError(
+            f"{argument} is an empty {type(lens).__name__}: give at least one named lens, {example}"
+        )
+    checked: dict[str, Lens] = {}
+    for name, value in lens.items():
+        if not isinstance(name, str):
+            raise TypeError(
+                f"{argument} must map names (non-empty strings) to lenses; got the key "
+                f"{type(name).__name__} {name!r:.60}, {example}"
+            )
+        if not name.strip():
+            raise ValueError(
+                f"{argument} has the name {name!r}: a lens's name must be a non-empty string "
+                "(the widget's lens menu and the tables' lens column show it)"
+            )
+        if name == FINAL:
+            raise ValueError(
+                f"{argument} has a lens named {FINAL!r}, which tables of lenses side by side "
+                f"use for the model's own output: call it something else, {example}"
+            )
+        checked[name] = as_lens(value, model, argument=f"{argument}[{name!r}]")
+    return checked
+
+
+def lens_label(name: str, title: str) -> str:
+    """What a legend or a menu calls a named lens: its title, with its name when the name says
+    something else ("Tuned lens" for ``"tuned"``, "Tuned lens (tuned-2024)" for another name),
+    so that two lenses of one kind stay apart. The widgets' ``lensMenuText`` (js/src/shared/
+    lens_names.js) does the same."""
+
+    def plain(text: str) -> str:
+        return text.lower().removesuffix(" lens")
+
+    return title if plain(title) == plain(name) else f"{title} ({name})"

@@ -18,6 +18,13 @@ for them. Every probability, the top-k's included, is a uint16 in steps of 1/655
 the 0.01 % the front end prints, so one number reads the same wherever it is shown (with top-5:
 20 bytes a cell); only an exact 0 is stored as 0
 (:func:`~murano_widgets.payload.codec.quantise`).
+
+Named lenses side by side (:class:`~murano_widgets.LensResults`) go in one payload: one string
+table, the per-position sections (:data:`SHARED_SECTIONS`) once, the first lens's sections under
+their own names and lens ``i``'s as ``"{i}/{name}"``; ``meta["lenses"]`` lists each lens's
+name, kind, title and prefix, and from the second on its metrics and top-k (the first's are the
+payload's ``meta["metrics"]`` and ``meta["top_k"]``). Each further lens adds its own 4 bytes a
+cell (and its detail sections); one lens costs what it did before lenses could be named.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from murano_widgets.lenses import title_of
+from murano_widgets.lenses import IDENTITY, title_of
 from murano_widgets.metrics import METRICS, RESULT_FIELDS, SECTIONS, metric_domain
 from murano_widgets.payload.codec import (
     U16,
@@ -40,13 +47,26 @@ from murano_widgets.payload.codec import (
     section_bytes,
     section_specs,
 )
-from murano_widgets.result import LogitLensResult
+from murano_widgets.result import LensResults, LogitLensResult
 
-__all__ = ["BASE_SECTIONS", "DETAIL_SECTIONS", "LensPayload", "decode_sections"]
+__all__ = [
+    "BASE_SECTIONS",
+    "DETAIL_SECTIONS",
+    "SHARED_SECTIONS",
+    "LensPayload",
+    "decode_sections",
+]
 
 BASE_SECTIONS = tuple(name for name, section in SECTIONS.items() if section.base)
 DETAIL_SECTIONS = tuple(name for name, section in SECTIONS.items() if not section.base)
-FORMAT_VERSION = 2
+#: Sections of positions, the same under every lens (the tokens read, the model's own final
+#: prediction, generation and chat marks): named lenses send them once.
+SHARED_SECTIONS = ("input_ids", "final_tokens", "final_missing", "generated", "token_roles")
+#: 3: ``meta["lenses"]`` (each lens's name, kind, title, prefix; metrics, top-k) and the other
+#: lenses' sections, ``"{i}/{section}"``. A version-2 payload (one lens) still reads in the
+#: front end; a version-2 front end refuses a version-3 payload rather than show one lens of
+#: several as if it were all.
+FORMAT_VERSION = 3
 
 
 @dataclass
@@ -60,131 +80,83 @@ class LensPayload:
     arrays: dict[str, np.ndarray]
 
     @classmethod
-    def from_result(cls, result: LogitLensResult, model_name: str | None = None) -> LensPayload:
-        """Flattens and quantises ``result`` (which must carry the reduced fields)."""
-        mask = result.attention_mask.bool()
-        batch_index, position_index = (t.numpy() for t in torch.nonzero(mask, as_tuple=True))
-        lengths = result.lengths
-        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
+    def from_result(
+        cls, result: LogitLensResult | LensResults, model_name: str | None = None
+    ) -> LensPayload:
+        """Flattens and quantises ``result`` (which must carry the reduced fields).
 
-        def values(name: str) -> np.ndarray | None:
-            """The field's real cells ``[L, T, ...]`` or positions ``[T]``, or None."""
-            tensor = getattr(result, name, None)
-            if tensor is None:
-                return None
-            array = tensor.detach().cpu().numpy()
-            if array.ndim == 2:  # [n_inputs, seq]
-                return array[batch_index, position_index]
-            return array[:, batch_index, position_index]
-
-        vocab_size = int(result.vocab_size or 0) or None
-        max_entropy = math.log2(vocab_size) if vocab_size else finite_max(result.entropy, 1.0)
-        field_values = {name: values(name) for name in RESULT_FIELDS}
-        for name in ("topk_tokens", "topk_probs"):
-            if field_values[name] is not None:
-                field_values[name] = field_values[name][..., 1:]  # rank 1 is predicted_tokens
-        topk = field_values["topk_tokens"]
-        k = 1 if topk is None or topk.shape[-1] == 0 else topk.shape[-1] + 1
-        if k == 1:
-            field_values["topk_tokens"] = field_values["topk_probs"] = None
-        field_values.update(_answer_values(result, values))
-        top1 = field_values["max_probs"].astype(np.float64)
-        field_values["missing"] = ~np.isfinite(top1)
-        final_tokens = field_values["final_tokens"]
-        field_values["final_missing"] = None if final_tokens is None else final_tokens < 0
-        last = np.asarray(offsets, dtype=int) + np.asarray(lengths, dtype=int) - 1
-        for name, field in (
-            ("final_last_probs", "final_token_probs"),
-            ("final_last_ranks", "final_token_ranks"),
-        ):
-            cells = field_values[field]
-            field_values[name] = None if cells is None else cells[:, last]
-        roles = _role_names(result)
-        field_values.update(_generation_values(result, roles))
-
-        # One table of distinct strings; every id maps to its string's index.
-        words = _id_words(result)
-        extra = (
-            [] if result.input_ids is not None else [w for row in result.input_words for w in row]
+        Named lenses (a :class:`~murano_widgets.LensResults`) share one string table and the
+        per-position sections (:data:`SHARED_SECTIONS`); the first lens's own sections keep
+        their names, so one lens costs what it always did, and lens ``i``'s are named
+        ``"{i}/{section}"`` (``meta["lenses"][i]["prefix"]``).
+        """
+        members = (
+            list(result.items())
+            if isinstance(result, LensResults)
+            else [(result.lens_kind or IDENTITY.kind, result)]
         )
+        first = members[0][1]
+        lengths = first.lengths
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
+        vocab_size = int(first.vocab_size or 0) or None
+        max_entropy = math.log2(vocab_size) if vocab_size else finite_max(first.entropy, 1.0)
+        # One table of distinct strings for every lens; every id maps to its string's index.
+        words: dict[int, str] = {}
+        for _, member in members:
+            words.update(_id_words(member))
+        extra = [] if first.input_ids is not None else [w for row in first.input_words for w in row]
         table, index_of = _string_table(words, extra)
-        index_dtype = np.uint16 if len(table) <= U16 else np.uint32
         arrays: dict[str, np.ndarray] = {}
         scales: dict[str, float] = {}
-        for name, section in SECTIONS.items():
-            raw = field_values.get(name)
-            if raw is None:
-                continue
-            if section.kind == "token":
-                arrays[name] = _lookup(index_of, raw).astype(index_dtype)
-            elif section.kind == "mask":
-                if raw.any():  # sent only when some cell is marked
-                    arrays[name] = raw.astype(np.uint8)
-            elif section.kind == "probability":
-                # Every probability, the top-k's too, in steps of 1/65535: the tooltip prints
-                # two decimals of a percent (0.01 %), and one number (a top-k entry that is also
-                # the final prediction or the answer) must print the same in every place. A uint8
-                # top-k (steps of 0.39 %) showed 0.023374 as "2.35%" beside its "2.34%" and
-                # anything under 0.2 % as "0%". bench/payload_size.py (80 layers x 2 prompts x
-                # 1,000 positions, top-5): 16.00 -> 20.00 bytes a cell with the top-k, 24.05 ->
-                # 28.05 with every section; the default view stays at 4.00, and the top-k is a
-                # detail section, sent on the first hover. The other way, a formatter keeping
-                # to 1/255, would print the top-k in whole percents, unlike the same number in
-                # the final prediction's row: one number, two texts.
-                arrays[name] = quantise(raw, 1.0, np.uint16)
-                scales[name] = 1 / U16
-            elif section.kind == "bits":
-                top = max_entropy if name == "entropy" else finite_max(raw, 1.0)
-                arrays[name] = quantise(raw, top, np.uint16)
-                scales[name] = top / U16
-            elif section.kind == "code":
-                arrays[name] = raw.astype(np.uint8)
-            elif section.kind == "rank":
-                ranks = np.nan_to_num(raw.astype(np.float64), nan=0.0)
-                arrays[name] = np.clip(ranks, 0, U16).astype(np.uint16)
-        if "input_ids" not in arrays:
-            arrays["input_ids"] = np.array(
-                [
-                    index_of[("w", result.input_words[b][s])]
-                    for b, s in zip(batch_index, position_index, strict=True)
-                ],
-                dtype=index_dtype,
-            )
-        metrics = []
-        for metric in METRICS.values():
-            available, reason = _availability(metric, result, arrays)
-            domain = metric_domain(metric, field_values.get(metric.field), max_entropy)
-            metrics.append(
+        lenses = []
+        for i, (name, member) in enumerate(members):
+            prefix = "" if i == 0 else f"{i}/"
+            own, own_scales, metrics, k = _encode(member, index_of, len(table), max_entropy)
+            for section, array in own.items():
+                if i and section in SHARED_SECTIONS:
+                    continue  # the same for every lens: sent once
+                arrays[prefix + section] = array
+                if section in own_scales:
+                    scales[prefix + section] = own_scales[section]
+            # The first lens's metrics and top-k are the payload's own (meta["metrics"],
+            # meta["top_k"]), not repeated here: one lens's meta grows by a line, not 2 kB.
+            own_meta = {"metrics": metrics, "top_k": k} if i else {}
+            lenses.append(
                 {
-                    **metric.as_json(),
-                    "domain": list(domain),
-                    "available": available,
-                    "unavailable_reason": reason,
+                    "name": name,
+                    "kind": member.lens_kind or IDENTITY.kind,
+                    "title": title_of(member),
+                    "prefix": prefix,
+                    **own_meta,
                 }
             )
+            if not i:
+                first_metrics, first_k = metrics, k
         meta = {
             "version": FORMAT_VERSION,
-            "model_name": _display_name(model_name or result.model_name or ""),
-            "layers": [int(layer) for layer in result.layers],
-            "n_model_layers": result.n_model_layers,
-            "lens_kind": result.lens_kind or "logit",
-            "lens_title": title_of(result),
-            "prompts": list(result.prompts) if result.prompts else joined_prompts(result),
+            "model_name": _display_name(model_name or first.model_name or ""),
+            "layers": [int(layer) for layer in first.layers],
+            "n_model_layers": first.n_model_layers,
+            "lens_kind": lenses[0]["kind"],
+            "lens_title": lenses[0]["title"],
+            "lenses": lenses,
+            "shared_sections": list(SHARED_SECTIONS),
+            "prompts": list(first.prompts) if first.prompts else joined_prompts(first),
             "lengths": lengths,
             "offsets": offsets,
             "total": int(sum(lengths)),
             "tokens": table,
-            "top_k": k,
+            "top_k": first_k,
             "max_entropy": max_entropy,
-            "metrics": metrics,
-            "answer_sets": _answer_sets_meta(result),
-            "targets": list(result.targets or []),
-            "roles": roles,
+            "metrics": first_metrics,
+            "answer_sets": _answer_sets_meta(first),
+            "targets": list(first.targets or []),
+            "roles": _role_names(first),
             "generation_starts": (
-                None if result.generation_starts is None else list(result.generation_starts)
+                None if first.generation_starts is None else list(first.generation_starts)
             ),
             "generated_texts": (
-                None if result.generated_texts is None else list(result.generated_texts)
+                None if first.generated_texts is None else list(first.generated_texts)
             ),
             "base_sections": list(BASE_SECTIONS),
             "detail_sections": list(DETAIL_SECTIONS),
@@ -192,12 +164,28 @@ class LensPayload:
         }
         return cls(meta, arrays)
 
+    @property
+    def lens_names(self) -> list[str]:
+        """The names of the lenses the payload holds, in order (one lens: its kind)."""
+        return [lens["name"] for lens in self.meta["lenses"]]
+
+    def _named(self, names: tuple[str, ...] | list[str]) -> list[str]:
+        """``names`` for every lens: the first lens's as they are, the others' prefixed."""
+        return [
+            lens["prefix"] + name
+            for lens in self.meta["lenses"]
+            for name in names
+            if not (lens["prefix"] and name in SHARED_SECTIONS)
+        ]
+
     def sections(self, names: tuple[str, ...] | list[str]) -> dict[str, bytes]:
-        """The named sections that exist, as little-endian bytes."""
-        return section_bytes({name: self.arrays[name] for name in names if name in self.arrays})
+        """The named sections that exist, as little-endian bytes (of every lens)."""
+        return section_bytes(
+            {name: self.arrays[name] for name in self._named(names) if name in self.arrays}
+        )
 
     def base_sections(self) -> dict[str, bytes]:
-        """What the default view needs."""
+        """What the default view needs (every lens's: switching lenses waits for nothing)."""
         return self.sections(BASE_SECTIONS)
 
     def all_sections(self) -> dict[str, bytes]:
@@ -207,6 +195,105 @@ class LensPayload:
     def metric(self, name: str) -> dict[str, Any]:
         """The metadata of metric ``name`` (available or not)."""
         return next(m for m in self.meta["metrics"] if m["name"] == name)
+
+
+def _encode(
+    result: LogitLensResult, index_of: dict[Any, int], n_strings: int, max_entropy: float
+) -> tuple[dict[str, np.ndarray], dict[str, float], list[dict[str, Any]], int]:
+    """One lens's sections over real positions, quantised, their scales, its metrics (with
+    their domains and availability) and its top-k."""
+    mask = result.attention_mask.bool()
+    batch_index, position_index = (t.numpy() for t in torch.nonzero(mask, as_tuple=True))
+    lengths = result.lengths
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
+
+    def values(name: str) -> np.ndarray | None:
+        """The field's real cells ``[L, T, ...]`` or positions ``[T]``, or None."""
+        tensor = getattr(result, name, None)
+        if tensor is None:
+            return None
+        array = tensor.detach().cpu().numpy()
+        if array.ndim == 2:  # [n_inputs, seq]
+            return array[batch_index, position_index]
+        return array[:, batch_index, position_index]
+
+    field_values = {name: values(name) for name in RESULT_FIELDS}
+    for name in ("topk_tokens", "topk_probs"):
+        if field_values[name] is not None:
+            field_values[name] = field_values[name][..., 1:]  # rank 1 is predicted_tokens
+    topk = field_values["topk_tokens"]
+    k = 1 if topk is None or topk.shape[-1] == 0 else topk.shape[-1] + 1
+    if k == 1:
+        field_values["topk_tokens"] = field_values["topk_probs"] = None
+    field_values.update(_answer_values(result, values))
+    top1 = field_values["max_probs"].astype(np.float64)
+    field_values["missing"] = ~np.isfinite(top1)
+    final_tokens = field_values["final_tokens"]
+    field_values["final_missing"] = None if final_tokens is None else final_tokens < 0
+    last = offsets + np.asarray(lengths, dtype=int) - 1
+    for name, field in (
+        ("final_last_probs", "final_token_probs"),
+        ("final_last_ranks", "final_token_ranks"),
+    ):
+        cells = field_values[field]
+        field_values[name] = None if cells is None else cells[:, last]
+    field_values.update(_generation_values(result, _role_names(result)))
+
+    index_dtype = np.uint16 if n_strings <= U16 else np.uint32
+    arrays: dict[str, np.ndarray] = {}
+    scales: dict[str, float] = {}
+    for name, section in SECTIONS.items():
+        raw = field_values.get(name)
+        if raw is None:
+            continue
+        if section.kind == "token":
+            arrays[name] = _lookup(index_of, raw).astype(index_dtype)
+        elif section.kind == "mask":
+            if raw.any():  # sent only when some cell is marked
+                arrays[name] = raw.astype(np.uint8)
+        elif section.kind == "probability":
+            # Every probability, the top-k's too, in steps of 1/65535: the tooltip prints
+            # two decimals of a percent (0.01 %), and one number (a top-k entry that is also
+            # the final prediction or the answer) must print the same in every place. A uint8
+            # top-k (steps of 0.39 %) showed 0.023374 as "2.35%" beside its "2.34%" and
+            # anything under 0.2 % as "0%". bench/payload_size.py (80 layers x 2 prompts x
+            # 1,000 positions, top-5): 16.00 -> 20.00 bytes a cell with the top-k, 24.05 ->
+            # 28.05 with every section; the default view stays at 4.00, and the top-k is a
+            # detail section, sent on the first hover. The other way, a formatter keeping
+            # to 1/255, would print the top-k in whole percents, unlike the same number in
+            # the final prediction's row: one number, two texts.
+            arrays[name] = quantise(raw, 1.0, np.uint16)
+            scales[name] = 1 / U16
+        elif section.kind == "bits":
+            top = max_entropy if name == "entropy" else finite_max(raw, 1.0)
+            arrays[name] = quantise(raw, top, np.uint16)
+            scales[name] = top / U16
+        elif section.kind == "code":
+            arrays[name] = raw.astype(np.uint8)
+        elif section.kind == "rank":
+            ranks = np.nan_to_num(raw.astype(np.float64), nan=0.0)
+            arrays[name] = np.clip(ranks, 0, U16).astype(np.uint16)
+    if "input_ids" not in arrays:
+        arrays["input_ids"] = np.array(
+            [
+                index_of[("w", result.input_words[b][s])]
+                for b, s in zip(batch_index, position_index, strict=True)
+            ],
+            dtype=index_dtype,
+        )
+    metrics = []
+    for metric in METRICS.values():
+        available, reason = _availability(metric, result, arrays)
+        domain = metric_domain(metric, field_values.get(metric.field), max_entropy)
+        metrics.append(
+            {
+                **metric.as_json(),
+                "domain": list(domain),
+                "available": available,
+                "unavailable_reason": reason,
+            }
+        )
+    return arrays, scales, metrics, k
 
 
 def _availability(

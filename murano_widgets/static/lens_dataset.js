@@ -149,6 +149,12 @@ function installDebug(el, widget, api) {
   };
 }
 
+// src/shared/lens_names.js
+function lensMenuText(name, title) {
+  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
+  return plain(title) === plain(name) ? title : `${title} (${name})`;
+}
+
 // src/shared/keys.js
 var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
 var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
@@ -229,52 +235,6 @@ function formatRank(rank, short = false) {
   return short ? text : `rank ${text}`;
 }
 
-// src/theme.js
-var THEME_PROPERTIES = Object.freeze({
-  fg: "--murano-fg",
-  muted: "--murano-muted",
-  bg: "--murano-bg",
-  surface: "--murano-surface",
-  border: "--murano-border",
-  accent: "--murano-accent",
-  focus: "--murano-focus",
-  grid: "--murano-grid",
-  stripBg: "--murano-strip-bg",
-  hatch: "--murano-hatch",
-  shadow: "--murano-shadow",
-  generated: "--murano-generated",
-  generatedBg: "--murano-generated-bg",
-  warn: "--murano-warn",
-  error: "--murano-error"
-});
-var SERIES_COLOURS = Object.freeze([0, 1, 2, 3, 4, 5].map((k) => `var(--murano-series-${k})`));
-var SERIES_DASHES = Object.freeze(["", "6 3", "1.5 3", "9 3 1.5 3"]);
-function seriesLook(k) {
-  const n = SERIES_COLOURS.length;
-  const i = Math.max(0, Math.floor(k));
-  return { colour: SERIES_COLOURS[i % n], dash: SERIES_DASHES[Math.floor(i / n) % SERIES_DASHES.length] };
-}
-var FALLBACK_THEME = Object.freeze({
-  fg: "rgb(31, 35, 40)",
-  muted: "rgb(89, 99, 110)",
-  bg: "rgb(255, 255, 255)",
-  surface: "rgb(246, 248, 250)",
-  border: "rgb(209, 217, 224)",
-  accent: "rgb(9, 105, 218)",
-  focus: "rgb(9, 105, 218)",
-  grid: "rgb(255, 255, 255)",
-  stripBg: "rgba(127, 127, 127, 0.09)",
-  hatch: "rgb(89, 99, 110)",
-  shadow: "rgba(31, 35, 40, 0.16)",
-  generated: "rgb(213, 94, 0)",
-  generatedBg: "rgba(213, 94, 0, 0.13)",
-  warn: "rgb(154, 103, 0)",
-  error: "rgb(207, 34, 46)",
-  font: "system-ui, sans-serif",
-  mono: "monospace",
-  live: false
-});
-
 // src/dataset/chart.js
 function datasetCurveGeometry(width, height, nLayers, margin = {}) {
   const left = margin.left ?? 48;
@@ -351,11 +311,58 @@ function labelColumns(nLayers, maxLabels) {
   return columns;
 }
 
+// src/theme.js
+var THEME_PROPERTIES = Object.freeze({
+  fg: "--murano-fg",
+  muted: "--murano-muted",
+  bg: "--murano-bg",
+  surface: "--murano-surface",
+  border: "--murano-border",
+  accent: "--murano-accent",
+  focus: "--murano-focus",
+  grid: "--murano-grid",
+  stripBg: "--murano-strip-bg",
+  hatch: "--murano-hatch",
+  shadow: "--murano-shadow",
+  generated: "--murano-generated",
+  generatedBg: "--murano-generated-bg",
+  warn: "--murano-warn",
+  error: "--murano-error"
+});
+var SERIES_COLOURS = Object.freeze([0, 1, 2, 3, 4, 5].map((k) => `var(--murano-series-${k})`));
+var SERIES_DASHES = Object.freeze(["", "6 3", "1.5 3", "9 3 1.5 3"]);
+function seriesLook(k) {
+  const n = SERIES_COLOURS.length;
+  const i = Math.max(0, Math.floor(k));
+  return { colour: SERIES_COLOURS[i % n], dash: SERIES_DASHES[Math.floor(i / n) % SERIES_DASHES.length] };
+}
+var FALLBACK_THEME = Object.freeze({
+  fg: "rgb(31, 35, 40)",
+  muted: "rgb(89, 99, 110)",
+  bg: "rgb(255, 255, 255)",
+  surface: "rgb(246, 248, 250)",
+  border: "rgb(209, 217, 224)",
+  accent: "rgb(9, 105, 218)",
+  focus: "rgb(9, 105, 218)",
+  grid: "rgb(255, 255, 255)",
+  stripBg: "rgba(127, 127, 127, 0.09)",
+  hatch: "rgb(89, 99, 110)",
+  shadow: "rgba(31, 35, 40, 0.16)",
+  generated: "rgb(213, 94, 0)",
+  generatedBg: "rgba(213, 94, 0, 0.13)",
+  warn: "rgb(154, 103, 0)",
+  error: "rgb(207, 34, 46)",
+  font: "system-ui, sans-serif",
+  mono: "monospace",
+  live: false
+});
+
 // src/dataset/data.js
 var DATASET_DTYPES = Object.freeze(["float32", "int32"]);
 var CHART_METRICS = {
   answer_prob: { label: "Probability of the answer", mean: "mean", low: "low", high: "high" },
-  top1_accuracy: { label: "Answer is the top-1 token", mean: "top1", low: "top1_low", high: "top1_high" }
+  top1_accuracy: { label: "Answer is the top-1 token", mean: "top1", low: "top1_low", high: "top1_high" },
+  committed: { label: "Answer committed (top-1 from here on)", mean: "committed", low: "committed_low", high: "committed_high" }
 };
 function decodeDataset(meta, data) {
   const layers = (
@@ -367,32 +374,52 @@ function decodeDataset(meta, data) {
     meta.prompts
   );
   const size = layers.length * prompts.length;
+  const lenses = Array.isArray(meta.lenses) ? meta.lenses.map((l) => ({ name: String(l.name), title: String(l.title ?? l.name) })) : [];
+  const titles = new Map(lenses.map((l) => [l.name, l.title]));
   const sets = (
     /** @type {any[]} */
-    meta.sets.map((set, i) => ({
-      name: String(set.name),
-      answers: set.answers,
-      nPrompts: Number(set.n_prompts),
-      summary: set.summary,
-      probs: (
-        /** @type {Float32Array} */
-        readSection(data[`prob_${i}`], "float32", size, `prob_${i}`, DATASET_DTYPES)
-      ),
-      ranks: (
-        /** @type {Int32Array} */
-        readSection(data[`rank_${i}`], "int32", size, `rank_${i}`, DATASET_DTYPES)
-      )
-    }))
+    meta.sets.map((set, i) => {
+      const lens = typeof set.lens === "string" && lenses.length ? set.lens : null;
+      return {
+        name: String(set.name),
+        lens,
+        label: lens === null ? String(set.name) : `${set.name} · ${lensMenuText(lens, titles.get(lens) ?? lens)}`,
+        answers: set.answers,
+        nPrompts: Number(set.n_prompts),
+        summary: set.summary,
+        probs: (
+          /** @type {Float32Array} */
+          readSection(data[`prob_${i}`], "float32", size, `prob_${i}`, DATASET_DTYPES)
+        ),
+        ranks: (
+          /** @type {Int32Array} */
+          readSection(data[`rank_${i}`], "int32", size, `rank_${i}`, DATASET_DTYPES)
+        )
+      };
+    })
   );
   return {
     layers,
     prompts,
     sets,
+    lenses,
     title: String(meta.title ?? ""),
     ci: Number(meta.ci ?? 0.95),
     canOpen: Boolean(meta.can_open),
     reason: String(meta.cannot_open_reason ?? "")
   };
+}
+function findSet(dataset, name, lens) {
+  const several = dataset.lenses.length > 0;
+  return dataset.sets.find((set) => set.name === name && (!several || set.lens === lens)) || dataset.sets.find((set) => !several || set.lens === lens) || dataset.sets[0];
+}
+function datasetSeriesLook(dataset, k) {
+  const set = dataset.sets[k];
+  if (!dataset.lenses.length || !set || set.lens === null) return seriesLook(k);
+  const lensIndex = Math.max(0, dataset.lenses.findIndex((l) => l.name === set.lens));
+  const names = [...new Set(dataset.sets.map((s2) => s2.name))];
+  const setIndex = Math.max(0, names.indexOf(set.name));
+  return { colour: SERIES_COLOURS[lensIndex % SERIES_COLOURS.length], dash: SERIES_DASHES[setIndex % SERIES_DASHES.length] };
 }
 function promptOrder(set, layerIndex, nLayers, worstFirst = false) {
   const indices = [];
@@ -424,11 +451,13 @@ function layerReadout(dataset, layerIndex) {
     rows: dataset.sets.map((set) => {
       const s2 = set.summary;
       const median = s2.rank_median[layerIndex];
+      const committed = s2.committed ? formatInterval(s2.committed[layerIndex] ?? null, s2.committed_low?.[layerIndex] ?? null, s2.committed_high?.[layerIndex] ?? null) : "–";
       return {
-        set: set.name,
+        set: set.label,
         cells: [
           [`answer probability (mean, ${ci})`, formatInterval(s2.mean[layerIndex], s2.low[layerIndex], s2.high[layerIndex])],
           [`top-1 accuracy (${ci})`, formatInterval(s2.top1[layerIndex], s2.top1_low[layerIndex], s2.top1_high[layerIndex])],
+          [`committed from here on (${ci})`, committed],
           ["median rank (0 = top-1)", median === null || !Number.isFinite(median) ? "–" : String(Number(median.toFixed(1)))],
           ["entropy (mean)", formatBits(s2.entropy_mean[layerIndex] ?? NaN)],
           ["KL to final (mean)", formatBits(s2.kl_mean[layerIndex] ?? NaN)],
@@ -474,6 +503,10 @@ var DatasetView = class {
         this.shown = PAGE;
         this.drawPrompts();
       }],
+      ["change:lens_name", () => {
+        this.shown = PAGE;
+        this.drawPrompts();
+      }],
       ["change:order", () => {
         this.shown = PAGE;
         this.drawPrompts();
@@ -498,8 +531,7 @@ var DatasetView = class {
   }
   /** @returns {import("./data.js").DatasetSet} */
   currentSet() {
-    const name = this.model.get("answer_set");
-    return this.dataset.sets.find((set) => set.name === name) || this.dataset.sets[0];
+    return findSet(this.dataset, this.model.get("answer_set"), this.model.get("lens_name"));
   }
   /** Makes the elements (once). */
   build() {
@@ -540,7 +572,7 @@ var DatasetView = class {
     const legend = h("div", "murano-ds-legend");
     d.sets.forEach((set, i) => {
       const item = h("span", "murano-ds-legend-item");
-      item.append(swatch(i), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
+      item.append(swatch(datasetSeriesLook(d, i)), h("span", "", {}, `${set.label} (n=${set.nPrompts})`));
       legend.append(item);
     });
     root.append(legend);
@@ -550,13 +582,19 @@ var DatasetView = class {
     const bar = h("div", "murano-ds-prompts-bar");
     const panelTitle = h("span", "murano-ds-prompts-title");
     const setSelect = h("select", "murano-ds-select", { "aria-label": "answer set" });
-    for (const set of d.sets) setSelect.append(h("option", "", { value: set.name }, set.name));
+    const setNames = [...new Set(d.sets.map((set) => set.name))];
+    for (const name of setNames) setSelect.append(h("option", "", { value: name }, name));
     setSelect.value = this.currentSet().name;
-    setSelect.hidden = d.sets.length < 2;
+    setSelect.hidden = setNames.length < 2;
     setSelect.addEventListener("change", () => this.send({ answer_set: setSelect.value }));
+    const lensSelect = h("select", "murano-ds-select murano-ds-lens", { "aria-label": "lens" });
+    for (const lens of d.lenses) lensSelect.append(h("option", "", { value: lens.name }, lensMenuText(lens.name, lens.title)));
+    lensSelect.hidden = d.lenses.length < 2;
+    if (d.lenses.length) lensSelect.value = this.currentSet().lens ?? d.lenses[0].name;
+    lensSelect.addEventListener("change", () => this.send({ lens_name: lensSelect.value }));
     const orderButton = h("button", "murano-ds-button", { type: "button" });
     orderButton.addEventListener("click", () => this.send({ order: this.model.get("order") === "worst" ? "best" : "worst" }));
-    bar.append(panelTitle, setSelect, orderButton);
+    bar.append(panelTitle, setSelect, lensSelect, orderButton);
     const list = h("ol", "murano-ds-list");
     const more = h("button", "murano-ds-button murano-ds-more", { type: "button" });
     more.addEventListener("click", () => {
@@ -568,7 +606,7 @@ var DatasetView = class {
     const status = h("div", "murano-ds-status", { role: "status" });
     root.append(status);
     this.el.append(root);
-    return { root, metricSelect, svg, legend, readout, panel, panelTitle, setSelect, orderButton, list, more, status };
+    return { root, metricSelect, svg, legend, readout, panel, panelTitle, setSelect, lensSelect, orderButton, list, more, status };
   }
   /**
    * @param {Record<string, any>} values
@@ -638,11 +676,12 @@ var DatasetView = class {
         /** @type {unknown} */
         set.summary
       );
-      const look = seriesLook(i);
+      const look = datasetSeriesLook(d, i);
       const group = s("g", { class: "murano-ds-series", style: `color: ${look.colour}`, "data-series": i });
-      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[metric.low], summary[metric.high]) }));
-      group.append(s("path", { class: "murano-ds-line", d: linePath(g, summary[metric.mean]), "stroke-dasharray": look.dash || "none", "data-set": set.name }));
-      summary[metric.mean].forEach((v, j) => {
+      const means = summary[metric.mean] || [];
+      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[metric.low] || [], summary[metric.high] || []) }));
+      group.append(s("path", { class: "murano-ds-line", d: linePath(g, means), "stroke-dasharray": look.dash || "none", "data-set": set.name, "data-lens": set.lens ?? "" }));
+      means.forEach((v, j) => {
         if (v === null || !Number.isFinite(v)) return;
         group.append(s("circle", { class: "murano-ds-dot", cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
       });
@@ -664,7 +703,7 @@ var DatasetView = class {
     readout.rows.forEach((row, i) => {
       const tr = h("tr", "");
       const name = h("td", "murano-ds-set");
-      name.append(swatch(i), h("span", "", {}, row.set));
+      name.append(swatch(datasetSeriesLook(this.dataset, i)), h("span", "", {}, row.set));
       tr.append(name);
       for (const [, value] of row.cells) tr.append(h("td", "", {}, value));
       table.append(tr);
@@ -675,6 +714,7 @@ var DatasetView = class {
     const index = this.chosenIndex();
     const set = this.currentSet();
     this.ui.setSelect.value = set.name;
+    if (set.lens !== null) this.ui.lensSelect.value = set.lens;
     const worst = this.model.get("order") === "worst";
     this.ui.orderButton.textContent = worst ? "Worst first" : "Best first";
     this.ui.orderButton.setAttribute("aria-label", `order: ${worst ? "worst" : "best"} rank first; click to reverse`);
@@ -686,7 +726,10 @@ var DatasetView = class {
     }
     const layers = this.dataset.layers;
     const order = promptOrder(set, index, layers.length, worst);
-    this.ui.panelTitle.textContent = `Layer ${layers[index]}: ${order.length} prompts by the rank of their ${set.name} answer`;
+    const lensTitle = this.dataset.lenses.find((l) => l.name === set.lens)?.title;
+    const under = set.lens === null ? "" : ` under the ${lensMenuText(set.lens, lensTitle ?? set.lens)}`;
+    const whose = set.name === "answer" ? "answer" : `${set.name} answer`;
+    this.ui.panelTitle.textContent = `Layer ${layers[index]}: ${order.length} prompts by the rank of their ${whose}${under}`;
     const items = order.slice(0, this.shown).map((p) => {
       const item = h("li", "murano-ds-item");
       const button = h("button", "murano-ds-prompt", { type: "button", "data-prompt": p });
@@ -699,7 +742,7 @@ var DatasetView = class {
         h("span", "murano-ds-answer", {}, `→ ${set.answers[p] ?? ""}`)
       );
       button.title = `open the heatmap of prompt ${p}`;
-      button.addEventListener("click", () => this.open(p, set.name));
+      button.addEventListener("click", () => this.open(p, set.name, set.lens));
       item.append(button);
       return item;
     });
@@ -710,8 +753,9 @@ var DatasetView = class {
   /**
    * @param {number} prompt
    * @param {string} answerSet
+   * @param {string | null} [lens] the lens shown first, among several
    */
-  open(prompt, answerSet) {
+  open(prompt, answerSet, lens = null) {
     if (!this.dataset.canOpen) {
       this.ui.status.textContent = this.dataset.reason;
       this.ui.status.classList.add("murano-ds-warn");
@@ -720,7 +764,7 @@ var DatasetView = class {
     this.requests += 1;
     this.ui.status.classList.remove("murano-ds-warn");
     this.ui.status.textContent = `Opening prompt ${prompt}…`;
-    this.send({ open_request: { prompt, answer_set: answerSet, n: this.requests } });
+    this.send({ open_request: { prompt, answer_set: answerSet, ...lens === null ? {} : { lens }, n: this.requests } });
   }
   drawStatus() {
     const text = this.model.get("status") || "";
@@ -739,8 +783,7 @@ var DatasetView = class {
     };
   }
 };
-function swatch(i) {
-  const look = seriesLook(i);
+function swatch(look) {
   const mark = s("svg", { class: "murano-ds-swatch", width: 18, height: 6, viewBox: "0 0 18 6", "aria-hidden": "true", style: `color: ${look.colour}` });
   mark.append(s("line", { x1: 0, x2: 18, y1: 3, y2: 3, "stroke-dasharray": look.dash || "none" }));
   return mark;
@@ -756,7 +799,7 @@ function renderStandalone(el, state) {
   for (const [name, value] of Object.entries(state._data || {})) {
     data[name] = typeof value === "string" ? decodeBase64(value) : value;
   }
-  const values = { layer: null, answer_set: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };
+  const values = { layer: null, answer_set: "", lens_name: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };
   values._meta = { ...values._meta, can_open: false, cannot_open_reason: "Cannot open a heatmap here: this page has no Python kernel to run the lens." };
   const model = kernelFreeModel(values);
   return { model, destroy: render({ model, el }) };
@@ -765,8 +808,10 @@ var index_default = { render };
 export {
   bandPath,
   datasetCurveGeometry,
+  datasetSeriesLook,
   decodeDataset,
   index_default as default,
+  findSet,
   formatInterval,
   labelColumns,
   layerReadout,

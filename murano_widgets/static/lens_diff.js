@@ -207,6 +207,7 @@ function formatBits(b, short = false, step = 0) {
 }
 
 // src/payload.js
+var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
 var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);

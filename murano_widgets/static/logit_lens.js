@@ -230,7 +230,7 @@ var COLOUR_STOPS = Object.freeze({
 });
 
 // src/payload.js
-var PAYLOAD_VERSION = 2;
+var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
 var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
@@ -272,8 +272,8 @@ function decodePayload(meta, sections) {
   if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
     throw new Error("_meta is empty: no logit-lens data to show");
   }
-  if (meta.version !== PAYLOAD_VERSION) {
-    throw new Error(`unsupported payload version ${JSON.stringify(meta.version)} (expected ${PAYLOAD_VERSION}); the Python package and its front end disagree`);
+  if (!PAYLOAD_VERSIONS.includes(meta.version)) {
+    throw new Error(`unsupported payload version ${JSON.stringify(meta.version)} (expected ${PAYLOAD_VERSIONS.join(" or ")}); the Python package and its front end disagree`);
   }
   const { layers, lengths, offsets, tokens } = meta;
   if (!isIntArray(layers) || layers.length === 0) throw new Error("_meta.layers must be a non-empty list of layer numbers");
@@ -373,6 +373,7 @@ function decodePayload(meta, sections) {
     tokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
+    lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
     topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
@@ -387,6 +388,47 @@ function decodePayload(meta, sections) {
     targets,
     noValue
   };
+}
+function decodeLenses(meta, sections) {
+  if (!meta || typeof meta !== "object" || meta.lenses === void 0 || meta.lenses === null) {
+    return [decodePayload(meta, sections)];
+  }
+  const entries = meta.lenses;
+  if (!Array.isArray(entries) || entries.length === 0) throw new Error("_meta.lenses must be a non-empty list");
+  const shared = isStringArray(meta.shared_sections) ? meta.shared_sections : [];
+  const names = /* @__PURE__ */ new Set();
+  const sharedBytes = {};
+  for (const name of shared) if (sections && sections[name] !== void 0 && sections[name] !== null) sharedBytes[name] = toBytes(sections[name]);
+  return entries.map((entry, i) => {
+    if (!entry || typeof entry.name !== "string" || !entry.name || typeof entry.prefix !== "string" || i > 0 !== Boolean(entry.prefix)) {
+      throw new Error(`_meta.lenses[${i}] must have a name and a prefix (empty for the first lens only)`);
+    }
+    if (names.has(entry.name)) throw new Error(`_meta.lenses names ${JSON.stringify(entry.name)} twice`);
+    names.add(entry.name);
+    const specs = {};
+    const own = {};
+    for (const [name, spec] of Object.entries(meta.sections && typeof meta.sections === "object" ? meta.sections : {})) {
+      const mine = ownSection(name, entry.prefix, shared);
+      if (mine === null) continue;
+      specs[mine] = spec;
+      if (sections && sections[name] !== void 0) own[mine] = sharedBytes[name] ?? sections[name];
+    }
+    const lensMeta = {
+      ...meta,
+      sections: specs,
+      lens_name: entry.name,
+      lens_kind: entry.kind,
+      lens_title: entry.title,
+      metrics: Array.isArray(entry.metrics) ? entry.metrics : meta.metrics,
+      top_k: entry.top_k ?? meta.top_k
+    };
+    return decodePayload(lensMeta, own);
+  });
+}
+function ownSection(name, prefix, shared) {
+  if (!prefix) return name.includes("/") ? null : name;
+  if (name.startsWith(prefix)) return name.slice(prefix.length);
+  return shared.includes(name) ? name : null;
 }
 function normaliseAnswerSets(raw, P) {
   if (raw === void 0 || raw === null) return [];
@@ -1360,6 +1402,7 @@ var LINE_STYLES = Object.freeze({
   top1: Object.freeze({ colour: "var(--murano-traj-top1)", width: 9, dash: "", opacity: 0.3, marker: "circle", markerScale: 1.7 }),
   final: Object.freeze({ colour: SERIES_COLOURS[0], width: 4, dash: "8 4", opacity: 1, marker: "square", markerScale: 1.2 }),
   answer: Object.freeze({ colours: [SERIES_COLOURS[1], SERIES_COLOURS[3]], width: 2, dash: "", opacity: 1, marker: "diamond", markerScale: 1 }),
+  lens: Object.freeze({ colours: [SERIES_COLOURS[4], SERIES_COLOURS[5], SERIES_COLOURS[2]], width: 2, dashes: ["3 2", "1 2", "6 2 1 2"], opacity: 1, marker: "circle", markerScale: 1 }),
   target: Object.freeze({
     width: 1.5,
     dashes: ["5 3", "1.5 3", "9 3 1.5 3", "14 4"],
@@ -1380,6 +1423,11 @@ function seriesStyle(series) {
     case "answer": {
       const { colours, ...rest } = LINE_STYLES.answer;
       return { ...rest, colour: colours[series.index % colours.length] };
+    }
+    case "lens": {
+      const { colours, dashes, ...rest } = LINE_STYLES.lens;
+      const k = series.index;
+      return { ...rest, colour: colours[k % colours.length], dash: dashes[Math.floor(k / colours.length) % dashes.length] };
     }
     default: {
       const t = LINE_STYLES.target;
@@ -1986,6 +2034,12 @@ function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clear
   return call;
 }
 
+// src/shared/lens_names.js
+function lensMenuText(name, title) {
+  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
+  return plain(title) === plain(name) ? title : `${title} (${name})`;
+}
+
 // src/trajectory.js
 var DEFAULT_VISIBLE_TARGETS = 6;
 function chartColumn(state, length) {
@@ -2069,6 +2123,23 @@ function trajectorySeries(data, prompt, position, mode) {
       );
     });
   }
+  return out;
+}
+function lensSeries(others, prompt, position, mode) {
+  const out = [];
+  others.forEach((other, k) => {
+    const lines = trajectorySeries(other.data, prompt, position, mode);
+    const line = lines.find((s2) => s2.kind === "answer") || lines.find((s2) => s2.kind === "final");
+    if (!line) return;
+    out.push({
+      ...line,
+      key: `lens:${other.name}`,
+      kind: "lens",
+      index: k,
+      label: `${line.label} · ${lensMenuText(other.name, other.title)}`,
+      note: `${line.note}, under the ${lensMenuText(other.name, other.title)}`
+    });
+  });
   return out;
 }
 function rankAxisMax(data) {
@@ -2273,17 +2344,20 @@ var TrajectoryView = class {
   update(input) {
     this.input = input;
     const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
+    const others = input.others || [];
     const width = this.panel.clientWidth || 280;
-    const loaded = Object.keys(data.arrays).length;
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested].join("|");
+    const loaded = [data, ...others.map((o) => o.data)].reduce((n, d) => n + Object.keys(d.arrays).length, 0);
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested, others.length].join("|");
     if (key === this.renderKey && this.dataSeen === data) return;
     this.renderKey = key;
     this.dataSeen = data;
     const mode = this.mode;
     const g = trajectoryRowsGeometry({ width, nLayers: data.L, rowH, heatY, heightBelow });
     this.geometry = g;
-    const scale = valueScale(mode, rankAxisMax(data));
+    const scale = valueScale(mode, Math.max(rankAxisMax(data), ...others.map((o) => rankAxisMax(o.data))));
     const series = trajectorySeries(data, prompt, position, mode);
+    const firstTarget = series.findIndex((s2) => s2.kind === "target");
+    series.splice(firstTarget < 0 ? series.length : firstTarget, 0, ...lensSeries(others, prompt, position, mode));
     const shown = series.map((s2) => seriesShown(s2, this.toggled));
     const root = this.svg;
     root.setAttribute("width", String(g.width));
@@ -2358,7 +2432,8 @@ var TrajectoryView = class {
       const next = items.map((li) => li.firstElementChild).find((b) => b instanceof HTMLElement && b.dataset.series === focusedKey);
       if (next instanceof HTMLElement) next.focus({ preventScroll: true });
     }
-    const waiting = series.filter((s2) => !s2.loaded).map((s2) => s2.kind === "target" ? "targets" : s2.kind === "answer" ? "the answer" : "the final prediction");
+    const waitingFor = { target: "targets", answer: "the answer", lens: "the other lenses" };
+    const waiting = series.filter((s2) => !s2.loaded).map((s2) => waitingFor[s2.kind] || "the final prediction");
     const unique = [...new Set(waiting)];
     this.waiting = unique.length > 0;
     this.note.hidden = unique.length === 0;
@@ -2449,6 +2524,16 @@ function showData(ui, data) {
   );
   ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
 }
+function showLensMenu(ui, lenses, shown) {
+  ui.lensLabel.hidden = lenses.length < 2;
+  ui.lensSelect.replaceChildren(
+    ...lenses.map((lens) => {
+      const title = lensTitle(lens);
+      return h("option", "", { value: lens.lensName }, lensMenuText(lens.lensName, title));
+    })
+  );
+  ui.lensSelect.value = shown;
+}
 function lensTitle(data) {
   if (data.lensTitle) return data.lensTitle;
   const kind = data.lensKind || "logit";
@@ -2529,7 +2614,9 @@ function debugApi(view) {
         hover: s2.hover,
         focus: s2.focus,
         focused: s2.focused,
-        hideTemplate: s2.hideTemplate
+        hideTemplate: s2.hideTemplate,
+        lens: s2.lens,
+        lenses: view.lenses.map((lens) => lens.lensName)
       };
     },
     get layout() {
@@ -2612,7 +2699,11 @@ function buildDom(el, id) {
   metricLabel.append(h("span", "murano-label", {}, "Colour"));
   const metricSelect = h("select", "murano-select", { "aria-label": "Colour cells by" });
   metricLabel.append(metricSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel);
+  const lensLabel = h("label", "murano-lens", { hidden: "" });
+  lensLabel.append(h("span", "murano-label", {}, "Lens"));
+  const lensSelect = h("select", "murano-lens-select", { "aria-label": "Lens shown" });
+  lensLabel.append(lensSelect);
+  header.append(titleEl, modelEl, dimsEl, metricLabel, lensLabel);
   const controls = h("div", "murano-controls");
   const slider = (name, label) => {
     const row = h("div", `murano-control murano-${name}-control`);
@@ -2678,6 +2769,8 @@ function buildDom(el, id) {
     titleEl,
     modelEl,
     dimsEl,
+    lensLabel,
+    lensSelect,
     metricSelect,
     promptUi,
     layerUi,
@@ -2865,6 +2958,7 @@ function bindEvents(view) {
   on(ui.layerUi.input, "input", () => view.setLayer(Number(ui.layerUi.input.value), "throttled"));
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
+  on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
     view.requestDraw();
@@ -2887,6 +2981,7 @@ function bindEvents(view) {
       view.setModelLayer(model.get("layer"));
     },
     "change:metric": () => view.setMetric(model.get("metric"), false),
+    "change:lens_name": () => view.setLens(model.get("lens_name"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
     "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
     "change:_sections": () => view.reload(),
@@ -2999,6 +3094,7 @@ var LensView = class {
     this.model = model;
     this.el = el;
     this.data = null;
+    this.lenses = [];
     this.layout = null;
     this.layoutKey = null;
     this.loaded = false;
@@ -3006,7 +3102,7 @@ var LensView = class {
     this.frame = 0;
     this.detailsRequested = false;
     this.shownMetric = "";
-    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false };
+    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "" };
     this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
     this.syncPrompt = throttle((v) => this.send("prompt", v), SYNC_INTERVAL_MS);
     this.syncLayer = throttle((row) => {
@@ -3052,22 +3148,28 @@ var LensView = class {
   // ---- Data ----------------------------------------------------------------------------------
   reload() {
     const { ui, model } = this;
-    let data;
+    let lenses;
     try {
-      data = decodePayload(model.get("_meta"), model.get("_sections"));
+      lenses = decodeLenses(model.get("_meta"), model.get("_sections"));
     } catch (error) {
       this.data = null;
+      this.lenses = [];
       this.showError(`Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`);
       return;
     }
+    const s2 = this.state;
+    const wanted = this.loaded ? s2.lens : model.get("lens_name");
+    const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
+    this.lenses = lenses;
     this.data = data;
+    s2.lens = data.lensName;
     ui.errorEl.hidden = true;
     ui.main.hidden = false;
     this.painter.setData(data);
     this.layoutKey = null;
     this.chartPlaceKey = "";
     showData(ui, data);
-    const s2 = this.state;
+    showLensMenu(ui, lenses, s2.lens);
     if (!this.loaded) {
       s2.prompt = clampIndex(model.get("prompt"), data.P);
       const layer = model.get("layer");
@@ -3228,6 +3330,37 @@ var LensView = class {
     this.state.metric = metric;
     this.refreshMetric();
     this.requestDraw();
+  }
+  /**
+   * Shows another lens of the payload (the lens menu, or the `lens_name` trait): the same prompt,
+   * row, metric, pinned cell and column, read through that lens.
+   * @param {unknown} name
+   * @param {boolean} sync tell Python (the user chose it in the menu)
+   */
+  setLens(name, sync) {
+    const data = this.lenses.find((lens) => lens.lensName === name);
+    if (!data) {
+      this.ui.lensSelect.value = this.state.lens;
+      return;
+    }
+    if (sync) this.send("lens_name", data.lensName);
+    this.ui.lensSelect.value = data.lensName;
+    if (data === this.data) return;
+    const s2 = this.state;
+    this.data = data;
+    s2.lens = data.lensName;
+    this.painter.setData(data);
+    showData(this.ui, data);
+    s2.metric = resolveMetric(data, s2.metric);
+    if (!metricAvailable(data, this.shownMetric)) this.shownMetric = s2.metric;
+    this.ui.metricSelect.value = s2.metric;
+    showControls(this.ui, data, s2);
+    this.refreshMetric();
+    showPin(this.ui, data, s2.selected);
+    this.layoutKey = null;
+    this.relayout();
+    this.updateTooltip();
+    if (s2.focused && s2.focus) this.announce(s2.focus);
   }
   /**
    * @param {Selected | null} value
@@ -3430,6 +3563,7 @@ var LensView = class {
     );
     this.trajectory.update({
       data,
+      others: this.lenses.filter((lens) => lens !== data).map((lens) => ({ name: lens.lensName, title: lensTitle(lens), data: lens })),
       prompt: s2.prompt,
       position: column.position,
       source: column.source,

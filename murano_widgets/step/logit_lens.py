@@ -8,6 +8,10 @@ into logits that are reduced at once to the small per-cell fields of a
 
 With ``remote=True`` (nnsight's execution on NDIF) the same reductions run inside the trace, so
 that only reduced tensors travel back.
+
+Several lenses side by side (``lens={"logit": None, "tuned": tuned}``) share the trace, the saved
+block outputs and the final distribution: each adds only its translation, its unembedding and its
+reductions.
 """
 
 from __future__ import annotations
@@ -23,11 +27,11 @@ import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model
 from murano_widgets.backends.base import ModelBackend
-from murano_widgets.lenses import as_lens
+from murano_widgets.lenses import FINAL, Lens, as_lens, named_lenses
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
-from murano_widgets.result import LogitLensResult
+from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.step.inputs import InputPlan, plan_inputs, score
-from murano_widgets.step.reductions import Buffers, chunks, reduce_layers, stack_layers
+from murano_widgets.step.reductions import Buffers, chunks, reduce_lenses, stack_layers
 from murano_widgets.types import (
     RESID_POST,
     AnswerSets,
@@ -66,7 +70,15 @@ class LogitLens:
         lens: A :class:`~murano_widgets.Lens` applied to each block output before the final
             norm and the unembedding, such as a :class:`~murano_widgets.TunedLens`; ``None``
             for the plain logit lens. The last layer and the final distribution are never
-            translated.
+            translated. Or several lenses side by side, by name:
+            ``{"logit": None, "tuned": tuned}`` (names are non-empty strings, the order is
+            kept): one trace for all of them, and ``results["logit_lens"]`` is then a
+            :class:`~murano_widgets.LensResults` (name → :class:`LogitLensResult`, each equal
+            to running the step with that lens alone).
+        kl_between_lenses: With named lenses: also measure KL(a ‖ b) in bits between every two
+            lenses, and each lens and the model's own output, at every cell
+            (:attr:`LensResults.kl_between`). It keeps one more ``[rows, vocab]`` buffer per
+            lens, so the chunks shrink to keep the peak memory where it was.
         targets: Strings whose probability and rank are tracked at every position of every
             prompt (their first token, as it would follow the first prompt). Answers per
             prompt come with the prompts: ``PromptBatch(prompts, answers=...)``.
@@ -82,8 +94,9 @@ class LogitLens:
         ValueError: If ``model`` is on the ``meta`` device, if ``layers`` is a string other
             than ``"all"``, an empty list, or holds duplicates or indices out of range (checked
             against the model here, before any model work), if ``top_k`` or
-            ``max_chunk_bytes`` is out of range, if ``lens`` does not fit the model, or if
-            ``positions`` is not ``"all"`` or ``"last"``.
+            ``max_chunk_bytes`` is out of range, if ``lens`` does not fit the model (or is an
+            empty dict, or names a lens ``""`` or ``"final"``), if ``kl_between_lenses`` is
+            asked without named lenses, or if ``positions`` is not ``"all"`` or ``"last"``.
     """
 
     def __init__(
@@ -100,6 +113,7 @@ class LogitLens:
         targets: Sequence[str] | None = None,
         variants: bool = False,
         positions: str = "all",
+        kl_between_lenses: bool = False,
     ) -> None:
         check_model(model)
         self.model = model
@@ -114,7 +128,21 @@ class LogitLens:
             if reduce_in_trace is None
             else check_bool("reduce_in_trace", reduce_in_trace)
         )
-        self.lens = as_lens(lens, model)
+        named = named_lenses(lens, model)
+        #: The lens of a single-lens step (``None`` with named lenses).
+        self.lens: Lens | None = None if named is not None else as_lens(lens, model)
+        #: The lenses by name: with one lens, its kind names it.
+        self.lenses: dict[str, Lens] = (
+            named if named is not None else {self.lens.kind: self.lens}  # type: ignore[union-attr]
+        )
+        #: Whether ``lens`` named its lenses (then results are :class:`LensResults`).
+        self.named = named is not None
+        self.kl_between_lenses = check_bool("kl_between_lenses", kl_between_lenses)
+        if self.kl_between_lenses and not self.named:
+            raise ValueError(
+                "kl_between_lenses=True measures KL between named lenses: give them as "
+                "lens={'logit': None, 'tuned': tuned}"
+            )
         self.targets = None if targets is None else validate_targets(targets)
         self.variants = check_bool("variants", variants)
         if not isinstance(positions, str) or positions not in ("all", "last"):
@@ -124,7 +152,8 @@ class LogitLens:
     def __repr__(self) -> str:
         return (
             f"LogitLens(layers={self.layers}, store_full_probs={self.store_full_probs}, "
-            f"top_k={self.top_k}, remote={self.remote}, lens={self.lens.kind!r}, "
+            f"top_k={self.top_k}, remote={self.remote}, "
+            f"lens={list(self.lenses) if self.named else next(iter(self.lenses))!r}, "
             f"positions={self.positions!r})"
         )
 
@@ -159,8 +188,9 @@ class LogitLens:
         answers: Any = None,
         *,
         prompt_ids: list[list[int]] | None = None,
-    ) -> LogitLensResult:
-        """The lens of ``prompts`` (already validated) as a :class:`LogitLensResult`.
+    ) -> LogitLensResult | LensResults:
+        """The lens of ``prompts`` (already validated) as a :class:`LogitLensResult` (a
+        :class:`LensResults` with named lenses).
 
         Args:
             prompts: The prompts.
@@ -176,7 +206,7 @@ class LogitLens:
 
     def run_with_block_outputs(
         self, prompts: list[str]
-    ) -> tuple[LogitLensResult, dict[int, torch.Tensor]]:
+    ) -> tuple[LogitLensResult | LensResults, dict[int, torch.Tensor]]:
         """The lens, and the block outputs its trace saved, ``{layer: [n_inputs * seq, d]}``.
 
         For code that needs more of the same positions than the step keeps (comparing two
@@ -196,7 +226,7 @@ class LogitLens:
 
     def _run(
         self, prompts: list[str], answers: Any, prompt_ids: list[list[int]] | None
-    ) -> tuple[LogitLensResult, dict[int, torch.Tensor] | None]:
+    ) -> tuple[LogitLensResult | LensResults, dict[int, torch.Tensor] | None]:
         """:meth:`run`, also returning the block outputs the after-trace path saved."""
         answer_sets: AnswerSets | None = (
             None if answers is None else validate_answers(answers, len(prompts))
@@ -218,11 +248,10 @@ class LogitLens:
         n_layers, (n_inputs, seq) = len(self.layers), mask.shape
         hidden: dict[int, torch.Tensor] | None = None
         if self.reduce_in_trace:
-            reduced, final, all_probs = self._reduce_in_trace(inputs, plan)
+            reduced, final, all_probs, between = self._reduce_in_trace(inputs, plan)
         else:
             hidden = self._trace_block_outputs(inputs)
-            reduced, final, all_probs = self._reduce_after_trace(hidden, plan)
-        real = {name: values[:, : plan.n_shown] for name, values in reduced.items()}
+            reduced, final, all_probs, between = self._reduce_after_trace(hidden, plan)
         final = final[: plan.n_shown]
 
         # Scatter the shown positions back into padded [n_layers, n_inputs, seq] tensors.
@@ -231,45 +260,69 @@ class LogitLens:
             out[:, shown] = values[:, : plan.n_shown]
             return out
 
-        tracked_fields, answer_sets_scored = score(plan, reduced, padded)
-
-        topk_tokens = padded(real["topk_tokens"], -1)
-        topk_probs = padded(real["topk_probs"], float("nan"))
         final_tokens = torch.full((n_inputs, seq), -1, dtype=torch.long)
         final_tokens[shown] = final
         input_ids = plan.display_ids
-        token_strings = _decode_unique(
-            self.model.tokenizer, [topk_tokens, final_tokens, input_ids[mask]]
-        )
-        predicted_tokens = topk_tokens[..., 0]
-        max_probs = topk_probs[..., 0]
-        _warn_non_finite(max_probs, final_tokens, shown, self.layers)
-        input_words_ids = input_ids.masked_fill(~mask, -1)
-        result = LogitLensResult(
-            all_probs=all_probs,
-            max_probs=max_probs,
-            predicted_tokens=predicted_tokens,
-            predicted_words=_words(predicted_tokens, token_strings),
-            input_words=_words(input_words_ids, token_strings),
-            attention_mask=plan.display_mask.long(),
-            addresses=[Node(layer, RESID_POST) for layer in self.layers],
-            topk_tokens=topk_tokens,
-            topk_probs=topk_probs,
-            **{name: padded(real[name], missing_value(SECTIONS[name])) for name in REDUCED_FIELDS},
-            final_tokens=final_tokens,
-            input_ids=input_ids,
-            prompts=list(prompts),
-            token_strings=token_strings,
-            vocab_size=int(self.model.vocab_size),
-            model_name=getattr(self.model, "name", None),
-            n_model_layers=int(self.model.n_layers),
-            lens_kind=self.lens.kind,
-            lens_provenance=self.lens.provenance,
-            lens_title=self.lens.title,
-            answer_sets=answer_sets_scored,
-            **tracked_fields,
-        )
-        return result, hidden
+        topk = [padded(fields["topk_tokens"], -1) for fields in reduced]
+        # Each distinct token id is decoded once, whatever the number of lenses.
+        decoded = _decode_unique(self.model.tokenizer, [*topk, final_tokens, input_ids[mask]])
+        results = {}
+        for (name, lens), fields, topk_tokens, probs in zip(
+            self.lenses.items(), reduced, topk, all_probs, strict=True
+        ):
+            real = {key: values[:, : plan.n_shown] for key, values in fields.items()}
+            tracked_fields, answer_sets_scored = score(plan, fields, padded)
+            token_strings = (
+                decoded
+                if len(self.lenses) == 1
+                else _subset(decoded, [topk_tokens, final_tokens, input_ids[mask]])
+            )
+            topk_probs = padded(real["topk_probs"], float("nan"))
+            predicted_tokens = topk_tokens[..., 0]
+            max_probs = topk_probs[..., 0]
+            # The model's own output is the same under every lens: said once, with the first.
+            _warn_non_finite(
+                max_probs,
+                final_tokens if not results else None,
+                shown,
+                self.layers,
+                name if self.named else None,
+            )
+            input_words_ids = input_ids.masked_fill(~mask, -1)
+            results[name] = LogitLensResult(
+                all_probs=probs,
+                max_probs=max_probs,
+                predicted_tokens=predicted_tokens,
+                predicted_words=_words(predicted_tokens, token_strings),
+                input_words=_words(input_words_ids, token_strings),
+                attention_mask=plan.display_mask.long(),
+                addresses=[Node(layer, RESID_POST) for layer in self.layers],
+                topk_tokens=topk_tokens,
+                topk_probs=topk_probs,
+                **{key: padded(real[key], missing_value(SECTIONS[key])) for key in REDUCED_FIELDS},
+                final_tokens=final_tokens,
+                input_ids=input_ids,
+                prompts=list(prompts),
+                token_strings=token_strings,
+                vocab_size=int(self.model.vocab_size),
+                model_name=getattr(self.model, "name", None),
+                n_model_layers=int(self.model.n_layers),
+                lens_kind=lens.kind,
+                lens_provenance=lens.provenance,
+                lens_title=lens.title,
+                answer_sets=answer_sets_scored,
+                **tracked_fields,
+            )
+        if not self.named:
+            return next(iter(results.values())), hidden
+        kl_between = None
+        if between is not None:
+            names = [*self.lenses, FINAL]
+            kl_between = {
+                (names[a], names[b]): padded(values, float("nan"))
+                for (a, b), values in between.items()
+            }
+        return LensResults(results, kl_between), hidden
 
     def _trace_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"remote": True} if self.remote else {}
@@ -283,10 +336,6 @@ class LogitLens:
             # and values until the trace ends (0.3 GB at 16 x 256 on GPT-2's shape).
             kwargs["use_cache"] = False
         return kwargs
-
-    def _translated(self, layer: int, hidden: Any) -> Any:
-        """A block output as the lens reads it (:meth:`Lens.read`: never the last layer's)."""
-        return self.lens.read(layer, hidden, self.model.n_layers)
 
     def _trace_block_outputs(self, inputs: dict[str, torch.Tensor]) -> dict[int, torch.Tensor]:
         """One trace saving the block output of every requested layer and of the last one,
@@ -307,51 +356,73 @@ class LogitLens:
 
     def _reduce_after_trace(
         self, hidden: dict[int, torch.Tensor], plan: InputPlan
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
-        """Reduces saved block outputs in chunks of positions. Only real positions are
-        unembedded (padding costs nothing), gathered chunk by chunk rather than copied out
-        whole."""
+    ) -> tuple[
+        list[dict[str, torch.Tensor]],
+        torch.Tensor,
+        list[torch.Tensor | None],
+        dict[tuple[int, int], torch.Tensor] | None,
+    ]:
+        """Reduces saved block outputs in chunks of positions, for every lens. Only real
+        positions are unembedded (padding costs nothing), gathered chunk by chunk rather than
+        copied out whole.
+
+        Returns:
+            Per lens, its fields ``{name: [n_layers, R, ...]}``; the final predictions ``[R]``;
+            per lens, its full probabilities (or ``None``); and with ``kl_between_lenses``,
+            ``{(a, b): [n_layers, R]}`` (lens indices, the final distribution last).
+        """
         model = self.model
         mask = plan.shown_mask
         last = model.n_layers - 1
+        lenses = list(self.lenses.values())
+        between = self.kl_between_lenses
         real_rows = plan.reduce_rows.to(next(iter(hidden.values())).device)
         # Where each shown row's probabilities go in the returned [n_inputs * seq] layout.
         shown_at = torch.nonzero(mask.reshape(-1)).squeeze(1)
         vocab_size = int(model.vocab_size)
-        # The full probabilities go straight into the one tensor that is returned (padding
-        # stays NaN), so keeping them costs that tensor and nothing more.
-        all_probs = (
+        # The full probabilities go straight into the tensors that are returned (padding
+        # stays NaN), so keeping them costs those tensors and nothing more.
+        all_probs = [
             torch.full((len(self.layers), mask.numel(), vocab_size), float("nan"))
             if self.store_full_probs
             else None
-        )
+            for _ in lenses
+        ]
         row_of = {layer: i for i, layer in enumerate(self.layers)}
-        reduced: list[dict[str, torch.Tensor]] = []
+        reduced: list[list[dict[str, torch.Tensor]]] = [[] for _ in lenses]
         finals: list[torch.Tensor] = []
+        pairs: list[dict[tuple[int, int], torch.Tensor]] = []
         # Three [rows, vocab] buffers live through the loop: the logits, the softmax and the
-        # final distribution; each chunk and layer writes into them again.
+        # final distribution; each chunk, layer and lens writes into them again. KL between
+        # lenses keeps every lens's logits of a layer, the final logits and a difference as
+        # well: 2 + n + 2 buffers, so the chunks are cut (n + 4) / 3 times smaller to keep the
+        # same peak.
+        budget = self.max_chunk_bytes * 3 // (len(lenses) + 4) if between else self.max_chunk_bytes
         buffers = Buffers()
         with torch.inference_mode():
-            for chunk in chunks(self.max_chunk_bytes, vocab_size, len(real_rows)):
+            for chunk in chunks(budget, vocab_size, len(real_rows)):
                 rows = real_rows[chunk]
                 shown = shown_at[chunk.start : min(chunk.stop, plan.n_shown)]
                 tracked = None
                 if plan.tracked is not None:
                     tracked = plan.tracked.rows(chunk.start, chunk.stop).to(rows.device)
 
-                def logits_of(layer: int, rows: torch.Tensor = rows) -> torch.Tensor:
-                    out = buffers.get("logits", len(rows), vocab_size, hidden[layer].device)
-                    states = self._translated(layer, hidden[layer].index_select(0, rows))
+                def logits_of(k: int, layer: int, rows: torch.Tensor = rows) -> torch.Tensor:
+                    role = f"logits{k}" if between else "logits"
+                    out = buffers.get(role, len(rows), vocab_size, hidden[layer].device)
+                    states = lenses[k].read(layer, hidden[layer].index_select(0, rows), last + 1)
                     return model.unembed(states, out=out)
 
-                def keep(layer: int, fields: dict[str, Any], shown=shown) -> dict[str, Any]:
+                def keep(k: int, layer: int, fields: dict[str, Any], shown=shown) -> dict[str, Any]:
                     probs = fields.pop("probs", None)
-                    if all_probs is not None and probs is not None and len(shown):
-                        all_probs[row_of[layer]].index_copy_(0, shown, probs[: len(shown)].cpu())
+                    target = all_probs[k]
+                    if target is not None and probs is not None and len(shown):
+                        target[row_of[layer]].index_copy_(0, shown, probs[: len(shown)].cpu())
                     return _to_cpu(fields)
 
-                per_layer, final = reduce_layers(
+                per_lens, final, between_layers = reduce_lenses(
                     logits_of,
+                    len(lenses),
                     self.layers,
                     last,
                     self.top_k,
@@ -359,24 +430,45 @@ class LogitLens:
                     buffers,
                     keep,
                     tracked,
+                    between,
                 )
-                reduced.append(stack_layers(per_layer))
+                for k, per_layer in enumerate(per_lens):
+                    reduced[k].append(stack_layers(per_layer))
+                assert final is not None
                 finals.append(final.predictions.cpu())
-                del final, per_layer
-        real = {key: torch.cat([c[key] for c in reduced], dim=1) for key in reduced[0]}
-        if all_probs is not None:
-            all_probs = all_probs.view(len(self.layers), *mask.shape, vocab_size)
-        return real, torch.cat(finals), all_probs
+                if between_layers is not None:
+                    pairs.append({pair: torch.stack(v).cpu() for pair, v in between_layers.items()})
+                del final, per_lens, between_layers
+        fields = [
+            {key: torch.cat([c[key] for c in chunks_of_lens], dim=1) for key in chunks_of_lens[0]}
+            for chunks_of_lens in reduced
+        ]
+        shaped = [
+            None if probs is None else probs.view(len(self.layers), *mask.shape, vocab_size)
+            for probs in all_probs
+        ]
+        kl = (
+            {pair: torch.cat([c[pair] for c in pairs], dim=1) for pair in pairs[0]}
+            if pairs
+            else None
+        )
+        return fields, torch.cat(finals), shaped, kl
 
     def _reduce_in_trace(
         self, inputs: dict[str, torch.Tensor], plan: InputPlan
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
+    ) -> tuple[
+        list[dict[str, torch.Tensor]],
+        torch.Tensor,
+        list[torch.Tensor | None],
+        dict[tuple[int, int], torch.Tensor] | None,
+    ]:
         """Reduces inside the trace, so that only the reduced fields are saved (and travel)."""
         model = self.model
         last = model.n_layers - 1
         mask = plan.shown_mask
         rows = plan.reduce_rows.to(model.device)
         tracked = None if plan.tracked is None else plan.tracked.to(model.device)
+        lenses = list(self.lenses.values())
         if self.remote:
             from nnsight.ndif import register
 
@@ -389,25 +481,41 @@ class LogitLens:
                 index: model.layer(index).flatten(0, 1).index_select(0, rows)
                 for index in sorted({*self.layers, last})
             }
-            per_layer, final = reduce_layers(
-                lambda layer: model.project_on_vocab(self._translated(layer, hidden[layer])),
+            per_lens, final, between = reduce_lenses(
+                lambda k, layer: model.project_on_vocab(
+                    lenses[k].read(layer, hidden[layer], last + 1)
+                ),
+                len(lenses),
                 self.layers,
                 last,
                 self.top_k,
                 self.store_full_probs,
                 tracked=tracked,
+                between=self.kl_between_lenses,
             )
             # A remote trace sends back only what is saved inside it, so the containers are
-            # made here: one saved tensor per field, and the final predictions.
-            fields = nnsight.save(stack_layers(per_layer))
+            # made here: one saved tensor per field and lens, the final predictions, the KLs.
+            fields = nnsight.save([stack_layers(per_layer) for per_layer in per_lens])
             predictions = nnsight.save(final.predictions)
-        real = _to_cpu({name: torch.as_tensor(value) for name, value in fields.items()})
-        probs = real.pop("probs", None)
-        all_probs = None
-        if probs is not None:
-            all_probs = torch.full((len(self.layers), *mask.shape, probs.shape[-1]), float("nan"))
-            all_probs[:, mask] = probs[:, : plan.n_shown]
-        return real, torch.as_tensor(predictions).cpu(), all_probs
+            kl = nnsight.save(
+                {pair: torch.stack(values) for pair, values in (between or {}).items()}
+            )
+        reduced, all_probs = [], []
+        for lens_fields in fields:
+            real = _to_cpu({name: torch.as_tensor(value) for name, value in lens_fields.items()})
+            probs = real.pop("probs", None)
+            full = None
+            if probs is not None:
+                full = torch.full((len(self.layers), *mask.shape, probs.shape[-1]), float("nan"))
+                full[:, mask] = probs[:, : plan.n_shown]
+            reduced.append(real)
+            all_probs.append(full)
+        kl_cpu = (
+            {pair: torch.as_tensor(v).cpu() for pair, v in kl.items()}
+            if self.kl_between_lenses
+            else None
+        )
+        return reduced, torch.as_tensor(predictions).cpu(), all_probs, kl_cpu
 
 
 def resolve_layers(layers: Sequence[int] | str, n_layers: int) -> list[int]:
@@ -524,11 +632,16 @@ def _model_inputs(model: ModelBackend, plan: InputPlan) -> dict[str, torch.Tenso
 
 
 def _warn_non_finite(
-    max_probs: torch.Tensor, final_tokens: torch.Tensor, mask: torch.Tensor, layers: list[int]
+    max_probs: torch.Tensor,
+    final_tokens: torch.Tensor | None,
+    mask: torch.Tensor,
+    layers: list[int],
+    lens_name: str | None = None,
 ) -> None:
-    """One warning naming the layers and positions whose distributions were not finite."""
+    """One warning naming the layers and positions whose distributions were not finite (and
+    the lens, among lenses side by side)."""
     bad_cells = torch.isnan(max_probs) & mask
-    bad_final = (final_tokens < 0) & mask
+    bad_final = torch.zeros_like(mask) if final_tokens is None else (final_tokens < 0) & mask
     if not bad_cells.any() and not bad_final.any():
         return
     parts = []
@@ -553,7 +666,8 @@ def _warn_non_finite(
             f"the model's own output is not finite at {shown}: the final-based fields "
             "(final_token_probs, final_token_ranks, kl_to_final) are missing there"
         )
-    warnings.warn("logit lens: " + "; ".join(parts), RuntimeWarning, stacklevel=4)
+    where = "logit lens" if lens_name is None else f"logit lens, lens {lens_name!r}"
+    warnings.warn(f"{where}: " + "; ".join(parts), RuntimeWarning, stacklevel=4)
 
 
 def _return_freed_memory() -> None:
@@ -587,6 +701,13 @@ def _decode_unique(tokenizer: Any, id_tensors: list[torch.Tensor]) -> dict[int, 
     else:
         words = tokenizer.batch_decode(single, clean_up_tokenization_spaces=False)
     return dict(zip(ids, words, strict=True))
+
+
+def _subset(table: dict[int, str], id_tensors: list[torch.Tensor]) -> dict[int, str]:
+    """The entries of ``table`` for the distinct ids of ``id_tensors``, in ascending id order
+    (as :func:`_decode_unique` makes them: one lens's table among lenses side by side)."""
+    ids = torch.unique(torch.cat([t.reshape(-1) for t in id_tensors]))
+    return {i: table[i] for i in ids[ids >= 0].tolist()}
 
 
 def _words(ids: torch.Tensor, table: dict[int, str]) -> list:

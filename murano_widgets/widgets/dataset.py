@@ -19,7 +19,7 @@ import traitlets
 
 from murano_widgets._checks import check_index, check_model
 from murano_widgets.export import base64_sections
-from murano_widgets.lenses import as_lens, title_of
+from murano_widgets.lenses import as_lens, named_lenses, title_of
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset
 from murano_widgets.widgets.lens import LogitLensWidget, show_logit_lens
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DatasetChart", "LensDatasetWidget"]
 
-_METRICS = ("answer_prob", "top1_accuracy")
+_METRICS = ("answer_prob", "top1_accuracy", "committed")
 
 
 class DatasetChart(MuranoWidget):
@@ -37,9 +37,13 @@ class DatasetChart(MuranoWidget):
     Attributes:
         layer: The chosen model layer (its prompts are listed), or ``None``.
         answer_set: The answer set whose prompts are listed.
+        lens_name: With several lenses side by side: the lens whose prompts are listed (and
+            whose heatmap opens first); ``""`` for a data set of one lens.
         order: ``"best"`` (rank 0 first) or ``"worst"``.
-        metric: What the curves show: ``"answer_prob"`` or ``"top1_accuracy"``.
-        open_request: What the front end last asked to open: ``{"prompt", "answer_set", "n"}``.
+        metric: What the curves show: ``"answer_prob"``, ``"top1_accuracy"`` or
+            ``"committed"`` (the share of prompts whose answer is the top-1 from the layer on).
+        open_request: What the front end last asked to open: ``{"prompt", "answer_set",
+            "lens", "n"}``.
         status: A line of text from Python (what was opened, or why it could not be).
     """
 
@@ -49,6 +53,7 @@ class DatasetChart(MuranoWidget):
 
     layer = traitlets.Int(None, allow_none=True).tag(sync=True)
     answer_set = traitlets.Unicode("").tag(sync=True)
+    lens_name = traitlets.Unicode("").tag(sync=True)
     order = traitlets.Unicode("best").tag(sync=True)
     metric = traitlets.Unicode("answer_prob").tag(sync=True)
     open_request = traitlets.Dict(None, allow_none=True).tag(sync=True)
@@ -59,11 +64,19 @@ class DatasetChart(MuranoWidget):
     def __init__(self, dataset: LensDataset, meta: dict[str, Any], **kwargs: Any) -> None:
         self._dataset = dataset
         data = {}
-        for i, name in enumerate(dataset.answers):
+        # One series per lens and answer set, in meta["sets"] order (lens by lens).
+        series = [(part, name) for _, part in dataset._parts() for name in part.answers]
+        for j, (part, name) in enumerate(series):
             # The chart reads one row per prompt: [n_prompts, n_layers].
-            data[f"prob_{i}"] = dataset.answer_probs[name].T.astype("<f4").tobytes()
-            data[f"rank_{i}"] = dataset.answer_ranks[name].T.astype("<i4").tobytes()
-        super().__init__(_meta=meta, _data=data, answer_set=next(iter(dataset.answers)), **kwargs)
+            data[f"prob_{j}"] = part.answer_probs[name].T.astype("<f4").tobytes()
+            data[f"rank_{j}"] = part.answer_ranks[name].T.astype("<i4").tobytes()
+        super().__init__(
+            _meta=meta,
+            _data=data,
+            answer_set=next(iter(dataset.answers)),
+            lens_name=(dataset.lens_names or [""])[0],
+            **kwargs,
+        )
 
     def _standalone_state(self) -> dict[str, Any]:
         # Without a kernel no prompt's heatmap can be opened; the front end says so.
@@ -72,6 +85,7 @@ class DatasetChart(MuranoWidget):
             "_data": base64_sections(self._data),
             "layer": self.layer,
             "answer_set": self.answer_set,
+            "lens_name": self.lens_name,
             "order": self.order,
             "metric": self.metric,
         }
@@ -95,6 +109,14 @@ class DatasetChart(MuranoWidget):
             raise WidgetValueError(
                 f"answer_set must be one of {list(self._dataset.answers)}; got {proposal['value']!r}"
             )
+        return proposal["value"]
+
+    @traitlets.validate("lens_name")
+    def _check_lens_name(self, proposal: dict[str, Any]) -> str:
+        names = self._dataset.lens_names or [""]
+        if proposal["value"] not in names:
+            allowed = names if self._dataset.lens_names else "'' (this data set holds one lens)"
+            raise WidgetValueError(f"lens_name must be one of {allowed}; got {proposal['value']!r}")
         return proposal["value"]
 
     @traitlets.validate("order")
@@ -140,9 +162,27 @@ class LensDatasetWidget(ipywidgets.VBox):
         if model is not None:
             _check_same_model(model, dataset)
         if lens is not None:
-            as_lens(lens, self._model)
+            _check_lenses(lens, dataset, self._model)
         reason = self._cannot_open_reason()
         summary = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
+        titles = {entry["name"]: entry["title"] for entry in dataset.provenance.get("lenses", [])}
+        sets = []
+        for lens_name, _ in dataset._parts():
+            for name in dataset.answers:
+                rows = summary
+                if lens_name is not None:
+                    rows = rows[rows["lens"] == lens_name]
+                if dataset.named_sets:
+                    rows = rows[rows["answer_set"] == name]
+                sets.append(
+                    {
+                        "name": name,
+                        "lens": lens_name,
+                        "answers": dataset.answer_labels(name),
+                        "n_prompts": sum(forms is not None for forms in dataset.answers[name]),
+                        "summary": _summary_lists(rows),
+                    }
+                )
         meta = {
             "layers": dataset.layers,
             "prompts": dataset.prompts,
@@ -150,17 +190,10 @@ class LensDatasetWidget(ipywidgets.VBox):
             "ci": ci,
             "can_open": reason is None,
             "cannot_open_reason": reason or "",
-            "sets": [
-                {
-                    "name": name,
-                    "answers": dataset.answer_labels(name),
-                    "n_prompts": sum(forms is not None for forms in dataset.answers[name]),
-                    "summary": _summary_lists(
-                        summary[summary["answer_set"] == name] if dataset.named_sets else summary
-                    ),
-                }
-                for name in dataset.answers
+            "lenses": [
+                {"name": name, "title": titles.get(name, name)} for name in dataset.lens_names or []
             ],
+            "sets": sets,
         }
         self.chart = DatasetChart(dataset, meta)
         self.heatmap: LogitLensWidget | None = None
@@ -187,11 +220,22 @@ class LensDatasetWidget(ipywidgets.VBox):
                 "dataset.show(model=...) (the model it was made with: "
                 f"{self.dataset.provenance.get('model_name')!r})."
             )
-        kind = self.dataset.provenance.get("lens_kind", "logit")
+        provenance = self.dataset.provenance
+        if "lenses" in provenance:
+            kinds = [entry["kind"] for entry in provenance["lenses"]]
+            if any(kind != "logit" for kind in kinds) and self._lens is None:
+                names = ", ".join(f"{entry['name']!r}: ..." for entry in provenance["lenses"])
+                return (
+                    "Cannot open a heatmap: this data set was made with the lenses "
+                    f"{[entry['name'] for entry in provenance['lenses']]}; show it with them: "
+                    f"dataset.show(model=..., lens={{{names}}})."
+                )
+            return None
+        kind = provenance.get("lens_kind", "logit")
         if kind != "logit" and self._lens is None:
             return (
                 f"Cannot open a heatmap: this data set was made with the "
-                f"{title_of(self.dataset.provenance)}; "
+                f"{title_of(provenance)}; "
                 "show it with that lens: dataset.show(model=..., lens=...)."
             )
         return None
@@ -203,16 +247,22 @@ class LensDatasetWidget(ipywidgets.VBox):
         # A click in the page: report problems in the widget, where the user is looking (an
         # exception raised here would go to the kernel's log, not to the notebook).
         try:
-            self.open_prompt(request.get("prompt"), request.get("answer_set"))
+            self.open_prompt(request.get("prompt"), request.get("answer_set"), request.get("lens"))
         except Exception as error:
             self.chart.status = f"Cannot open prompt {request.get('prompt')!r}: {error}"
 
-    def open_prompt(self, prompt: int, answer_set: str | None = None) -> LogitLensWidget:
+    def open_prompt(
+        self, prompt: int, answer_set: str | None = None, lens: str | None = None
+    ) -> LogitLensWidget:
         """Opens the heatmap of one prompt below the chart (what clicking it does).
+
+        With several lenses side by side the heatmap holds them all (its lens menu switches),
+        showing ``lens`` first.
 
         Args:
             prompt: The prompt's index in the data set.
             answer_set: Whose answer to mark (default: the set the chart lists).
+            lens: With several lenses: the one shown first (default: the one the chart lists).
 
         Returns:
             The heatmap widget (also :attr:`heatmap`).
@@ -232,6 +282,14 @@ class LensDatasetWidget(ipywidgets.VBox):
             raise RuntimeError(reason)
         forms = dataset.answers[name][prompt]
         options: dict[str, Any] = {"lens": self._lens}
+        if dataset.lens_names:
+            shown = lens or self.chart.lens_name
+            if shown not in dataset.lens_names:
+                raise ValueError(f"lens must be one of {dataset.lens_names}; got {lens!r}")
+            options["lens"] = (
+                self._lens if self._lens is not None else dict.fromkeys(dataset.lens_names)
+            )
+            options["lens_name"] = shown
         if dataset.provenance.get("variants"):
             options["variants"] = True
         heatmap = show_logit_lens(
@@ -272,6 +330,21 @@ def _check_same_model(model: Any, dataset: LensDataset) -> None:
         )
 
 
+def _check_lenses(lens: Any, dataset: LensDataset, model: Any) -> None:
+    """The lenses given to ``show``: one lens for a data set of one, the same names for lenses
+    side by side."""
+    names = dataset.lens_names
+    if names is None:
+        as_lens(lens, model)
+        return
+    given = named_lenses(lens, model)
+    if given is None or list(given) != names:
+        raise ValueError(
+            f"this data set holds the lenses {names}: give lens= as a dict of the same names, "
+            f"in that order; got {list(given) if given is not None else type(lens).__name__}"
+        )
+
+
 def _summary_lists(table: Any) -> dict[str, list[float | None]]:
     """A summary's columns as JSON-safe lists (NaN → None)."""
     columns = {
@@ -284,6 +357,9 @@ def _summary_lists(table: Any) -> dict[str, list[float | None]]:
         "rank_median": "answer_rank_median",
         "entropy_mean": "entropy_mean",
         "kl_mean": "kl_to_final_mean",
+        "committed": "committed",
+        "committed_low": "committed_ci_low",
+        "committed_high": "committed_ci_high",
     }
     return {
         key: [None if not math.isfinite(v) else float(v) for v in np.asarray(table[col], float)]
@@ -294,4 +370,10 @@ def _summary_lists(table: Any) -> dict[str, list[float | None]]:
 def _title(dataset: LensDataset) -> str:
     name = str(dataset.provenance.get("model_name") or "model").rstrip("/\\")
     short = name.replace("\\", "/").rsplit("/", 1)[-1] or name
-    return f"{short} · {title_of(dataset.provenance)} · {dataset.n_prompts} prompts"
+    lenses = dataset.provenance.get("lenses")
+    what = (
+        title_of(dataset.provenance)
+        if lenses is None
+        else ", ".join(entry["title"] for entry in lenses)
+    )
+    return f"{short} · {what} · {dataset.n_prompts} prompts"

@@ -19,9 +19,10 @@ from murano_widgets._checks import check_bool, check_choice, check_index, check_
 from murano_widgets.backends.base import ModelBackend
 from murano_widgets.chat import check_hide_template
 from murano_widgets.export import base64_sections
+from murano_widgets.lenses import IDENTITY, as_lens, named_lenses
 from murano_widgets.metrics import METRICS
 from murano_widgets.payload.lens import LensPayload
-from murano_widgets.result import LogitLensResult
+from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.run import run_logit_lens
 from murano_widgets.step.logit_lens import resolve_layers
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
@@ -37,7 +38,11 @@ class LogitLensWidget(MuranoWidget):
 
     Args:
         result: A :class:`LogitLensResult`, or a result of the released ``murano`` library
-            (it has ``layer_indices`` and ``all_probs``; the reduced fields are computed here).
+            (it has ``layer_indices`` and ``all_probs``; the reduced fields are computed here),
+            or several lenses side by side, a :class:`~murano_widgets.LensResults`
+            (``LogitLens(model, lens={"logit": None, "tuned": tuned})``): a lens menu then
+            switches between them, and the trajectory chart draws the answer (or the final
+            prediction) under every lens at once.
         prompt: The prompt shown first.
         layer: The model layer highlighted first (one of the result's layers; default the
             highest).
@@ -49,8 +54,12 @@ class LogitLensWidget(MuranoWidget):
             Without it, metrics measured against the final prediction are not offered.
         hide_template: Hide the chat template's own tokens at first (only for chats, whose
             result has tokens of the ``"template"`` role).
+        lens_name: The lens shown first, by name (default the first); one lens is named by
+            its kind (``"logit"``, ``"tuned"``).
 
     Attributes:
+        lens_name: The name of the lens shown (synced with the lens menu; one of
+            :attr:`lens_names`).
         prompt: The index of the shown prompt (synced with the prompt slider).
         layer: The highlighted model layer (the layer slider).
         metric: The colouring.
@@ -58,7 +67,9 @@ class LogitLensWidget(MuranoWidget):
             row), ``layer`` (the model layer), ``position`` (among the prompt's real tokens),
             ``sequence_index`` (into the result's padded tensors), ``input_token``,
             ``predicted_token``, ``probability``, ``top_k`` (token, probability) pairs and the
-            per-cell fields (see :meth:`LogitLensResult.describe_cell`; rank 0 is the top-1).
+            per-cell fields (see :meth:`LogitLensResult.describe_cell`; rank 0 is the top-1),
+            under the lens shown (switching lenses describes the same cell again), and with
+            several lenses ``lens``, that lens's name.
         hide_template: Whether the chat template's own tokens are hidden (synced with the "hide
             chat-template tokens" box; ``True`` is refused for a result without such tokens).
     """
@@ -72,6 +83,7 @@ class LogitLensWidget(MuranoWidget):
     metric = traitlets.Unicode("prob").tag(sync=True)
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     hide_template = traitlets.Bool(False).tag(sync=True)
+    lens_name = traitlets.Unicode("").tag(sync=True)
     _details = traitlets.Bool(False).tag(sync=True)
     _meta = traitlets.Dict().tag(sync=True)
     _sections = traitlets.Dict().tag(sync=True)
@@ -87,22 +99,28 @@ class LogitLensWidget(MuranoWidget):
         tokenizer: Any = None,
         n_model_layers: int | None = None,
         hide_template: bool = False,
+        lens_name: str | None = None,
         **kwargs: Any,
     ) -> None:
         if model is not None:
             check_model(model)
             tokenizer = tokenizer if tokenizer is not None else model.tokenizer
             n_model_layers = n_model_layers if n_model_layers is not None else model.n_layers
-        result = as_lens_result(result, tokenizer=tokenizer, n_model_layers=n_model_layers)
-        result.validate()
-        payload = LensPayload.from_result(result)
+        if isinstance(result, LensResults):
+            results = result.validate()
+        else:
+            one = as_lens_result(result, tokenizer=tokenizer, n_model_layers=n_model_layers)
+            results = LensResults({one.lens_kind or IDENTITY.kind: one.validate()})
+        first = results.first
+        payload = LensPayload.from_result(result if isinstance(result, LensResults) else first)
         # Everything is checked before the widget exists: a widget that fails half-built would
         # stay registered with the kernel.
-        prompt = check_index("prompt", prompt, result.n_inputs, "prompts")
-        layer = result.layers[-1] if layer is None else _check_layer(layer, result.layers)
+        prompt = check_index("prompt", prompt, first.n_inputs, "prompts")
+        layer = first.layers[-1] if layer is None else _check_layer(layer, first.layers)
         metric = _check_metric(metric, payload)
-        hide_template = check_hide_template(hide_template, result.token_roles, WidgetValueError)
-        self._result = result
+        hide_template = check_hide_template(hide_template, first.token_roles, WidgetValueError)
+        lens_name = results.names[0] if lens_name is None else _check_lens_name(lens_name, results)
+        self._results = results
         self._payload = payload
         super().__init__(
             _meta=payload.meta,
@@ -111,13 +129,28 @@ class LogitLensWidget(MuranoWidget):
             layer=layer,
             metric=metric,
             hide_template=hide_template,
+            lens_name=lens_name,
             **kwargs,
         )
 
     @property
+    def _result(self) -> LogitLensResult:
+        return self._results[self.lens_name or self._results.names[0]]
+
+    @property
     def result(self) -> LogitLensResult:
-        """The result shown (converted, for a ``murano`` result)."""
+        """The result of the lens shown (converted, for a ``murano`` result)."""
         return self._result
+
+    @property
+    def results(self) -> LensResults:
+        """Every lens's result, by name (one lens: one entry, named by its kind)."""
+        return self._results
+
+    @property
+    def lens_names(self) -> list[str]:
+        """The lenses the widget holds, in menu order."""
+        return self._results.names
 
     @property
     def payload(self) -> LensPayload:
@@ -142,12 +175,25 @@ class LogitLensWidget(MuranoWidget):
     def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
         return check_hide_template(proposal["value"], self._result.token_roles, WidgetValueError)
 
+    @traitlets.validate("lens_name")
+    def _validate_lens_name(self, proposal: dict[str, Any]) -> str:
+        return _check_lens_name(proposal["value"], self._results, WidgetValueError)
+
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
         value = proposal["value"]
         if value is None:
             return None
-        return _describe_selection(self._result, value, default_prompt=self.prompt)
+        described = _describe_selection(self._result, value, default_prompt=self.prompt)
+        if len(self._results) > 1:
+            described["lens"] = self.lens_name
+        return described
+
+    @traitlets.observe("lens_name")
+    def _on_lens_name(self, change: dict[str, Any]) -> None:
+        # The pinned cell stays where it is; what it holds is the new lens's.
+        if self.selected:
+            self.selected = dict(self.selected)
 
     @traitlets.observe("metric")
     def _on_metric(self, change: dict[str, Any]) -> None:
@@ -177,17 +223,22 @@ class LogitLensWidget(MuranoWidget):
             "metric": self.metric,
             "selected": selected_cell(self.selected),
             "hide_template": self.hide_template,
+            "lens_name": self.lens_name,
         }
 
     def _default_title(self) -> str:
         name = self._payload.meta.get("model_name") or "model"
-        return f"{self._payload.meta['lens_title']} — {Path(name).name or name}"
+        titles = " · ".join(lens["title"] for lens in self._payload.meta["lenses"])
+        return f"{titles} — {Path(name).name or name}"
 
     def __repr__(self) -> str:
         result = self._result
+        lenses = (
+            f", lens_name={self.lens_name!r} of {self.lens_names}" if len(self._results) > 1 else ""
+        )
         return (
             f"LogitLensWidget({result.n_inputs} prompts, layers {result.layers[0]}..{result.layers[-1]}, "
-            f"prompt={self.prompt}, layer={self.layer}, metric={self.metric!r})"
+            f"prompt={self.prompt}, layer={self.layer}, metric={self.metric!r}{lenses})"
         )
 
 
@@ -200,6 +251,7 @@ def show_logit_lens(
     layer: int | None = None,
     metric: str = "prob",
     hide_template: bool = False,
+    lens_name: str | None = None,
     **options: Any,
 ) -> LogitLensWidget:
     """Runs the logit lens on ``prompts`` and returns it as an interactive widget:
@@ -218,13 +270,16 @@ def show_logit_lens(
         metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`.
         hide_template: With ``chat``: hide the chat template's own tokens at first (the
             widget's ``hide_template`` trait, and its "hide chat-template tokens" box).
+        lens_name: With named lenses (``lens={"logit": None, "tuned": tuned}``): the one shown
+            first (default the first); the widget's lens menu switches between them.
         **options: What :func:`~murano_widgets.run.run_logit_lens` takes: ``answers`` (each
             prompt's expected answer, scored at every layer, drawn in the trajectory chart and
             marked in the heatmap), ``generate`` (let the model write up to this many tokens
             and show the lens over them too; ``do_sample``, ``temperature``, ``top_p``,
             ``seed``), ``chat`` (chats through the tokenizer's template, each token's role
             marked; ``add_generation_prompt``), and the step's options (``targets``,
-            ``variants``, ``top_k``, ``max_chunk_bytes``, ``lens``, ``remote``, ...).
+            ``variants``, ``top_k``, ``max_chunk_bytes``, ``lens``, ``remote``, ...);
+            ``lens`` may name several lenses, shown side by side in one widget.
 
     Returns:
         The widget.
@@ -255,9 +310,19 @@ def show_logit_lens(
             "hide_template=True is not allowed without chat: only a chat has template tokens "
             "to hide; got hide_template=True"
         )
+    if lens_name is not None:
+        lens = options.get("lens")
+        names = list(named_lenses(lens) or {as_lens(lens).kind: None})
+        if lens_name not in names:
+            raise ValueError(f"lens_name must be one of the lenses {names}; got {lens_name!r}")
     result = run_logit_lens(model, prompts, layers, **options)
     return LogitLensWidget(
-        result, prompt=prompt, layer=layer, metric=metric, hide_template=hide_template
+        result,
+        prompt=prompt,
+        layer=layer,
+        metric=metric,
+        hide_template=hide_template,
+        lens_name=lens_name,
     )
 
 
@@ -274,6 +339,13 @@ def _check_layer(value: Any, layers: list[int], error: type = WidgetValueError) 
         )
         raise error(f"layer must be {allowed}; got {value}")
     return int(value)
+
+
+def _check_lens_name(value: Any, results: LensResults, error: type = WidgetValueError) -> str:
+    """One of the widget's lens names."""
+    if not isinstance(value, str) or value not in results:
+        raise error(f"lens_name must be one of the widget's lenses {results.names}; got {value!r}")
+    return value
 
 
 def _check_metric(value: Any, payload: LensPayload) -> str:

@@ -31,6 +31,7 @@ SYNCED = (
     "metric",
     "selected",
     "hide_template",
+    "lens_name",
     "_details",
     "_meta",
     "_sections",

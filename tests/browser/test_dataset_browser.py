@@ -21,7 +21,17 @@ from murano_widgets import LensDataset, LogitLensWidget, lens_dataset
 pytestmark = pytest.mark.browser
 
 STATIC = ROOT / "murano_widgets" / "static"
-SYNCED = ("layer", "answer_set", "order", "metric", "open_request", "status", "_meta", "_data")
+SYNCED = (
+    "layer",
+    "answer_set",
+    "lens_name",
+    "order",
+    "metric",
+    "open_request",
+    "status",
+    "_meta",
+    "_data",
+)
 
 PAGE = """<!doctype html>
 <html lang="en">

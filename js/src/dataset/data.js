@@ -3,12 +3,15 @@
  * The data-set widget's data: decoding what Python sends (`_meta` JSON and `_data` bytes) and
  * the pure questions the view asks of it (which prompts, in which order; a layer's readout).
  *
- * `_data` holds, per answer set `i`, `prob_i` (float32) and `rank_i` (int32), each
+ * `_data` holds, per series `i` (an answer set; with several lenses side by side, a lens and an
+ * answer set, lens by lens), `prob_i` (float32) and `rank_i` (int32), each
  * `[n_prompts, n_layers]` row-major, little-endian; rank 0 is the top-1 token, -1 no value.
  */
 
 import { formatBits, formatProb } from "../format.js";
 import { readSection } from "../shared/codec.js";
+import { lensMenuText } from "../shared/lens_names.js";
+import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../theme.js";
 
 /** The dtypes of `_data`. */
 export const DATASET_DTYPES = Object.freeze(["float32", "int32"]);
@@ -25,11 +28,18 @@ export const DATASET_DTYPES = Object.freeze(["float32", "int32"]);
  * @property {(number | null)[]} rank_median
  * @property {(number | null)[]} entropy_mean
  * @property {(number | null)[]} kl_mean
+ * @property {(number | null)[]} [committed] share of prompts committed at or before the layer
+ *   (the answer is the top-1 there and at every later layer)
+ * @property {(number | null)[]} [committed_low]
+ * @property {(number | null)[]} [committed_high]
  */
 
 /**
- * @typedef {object} DatasetSet
- * @property {string} name
+ * @typedef {object} DatasetSet One series: an answer set (under one lens, with several).
+ * @property {string} name the answer set's name
+ * @property {string | null} lens the lens's name (null: a data set of one lens)
+ * @property {string} label what the legend and the readout call it ("capital", or
+ *   "capital · Tuned lens" with several lenses)
  * @property {(string | null)[]} answers the answer shown per prompt, null: none
  * @property {number} nPrompts prompts with an answer
  * @property {Summary} summary
@@ -41,7 +51,8 @@ export const DATASET_DTYPES = Object.freeze(["float32", "int32"]);
  * @typedef {object} Dataset
  * @property {number[]} layers model layers of the columns
  * @property {string[]} prompts
- * @property {DatasetSet[]} sets
+ * @property {DatasetSet[]} sets every series, lens by lens
+ * @property {{name: string, title: string}[]} lenses the lenses side by side ([] for one)
  * @property {string} title
  * @property {number} ci interval coverage, e.g. 0.95
  * @property {boolean} canOpen whether a prompt's heatmap can be opened
@@ -52,6 +63,7 @@ export const DATASET_DTYPES = Object.freeze(["float32", "int32"]);
 export const CHART_METRICS = {
   answer_prob: { label: "Probability of the answer", mean: "mean", low: "low", high: "high" },
   top1_accuracy: { label: "Answer is the top-1 token", mean: "top1", low: "top1_low", high: "top1_high" },
+  committed: { label: "Answer committed (top-1 from here on)", mean: "committed", low: "committed_low", high: "committed_high" },
 };
 
 /**
@@ -64,23 +76,62 @@ export function decodeDataset(meta, data) {
   const layers = /** @type {number[]} */ (meta.layers);
   const prompts = /** @type {string[]} */ (meta.prompts);
   const size = layers.length * prompts.length;
-  const sets = /** @type {any[]} */ (meta.sets).map((set, i) => ({
-    name: String(set.name),
-    answers: set.answers,
-    nPrompts: Number(set.n_prompts),
-    summary: set.summary,
-    probs: /** @type {Float32Array} */ (readSection(data[`prob_${i}`], "float32", size, `prob_${i}`, DATASET_DTYPES)),
-    ranks: /** @type {Int32Array} */ (readSection(data[`rank_${i}`], "int32", size, `rank_${i}`, DATASET_DTYPES)),
-  }));
+  const lenses = Array.isArray(meta.lenses) ? meta.lenses.map((/** @type {any} */ l) => ({ name: String(l.name), title: String(l.title ?? l.name) })) : [];
+  const titles = new Map(lenses.map((/** @type {{name: string, title: string}} */ l) => [l.name, l.title]));
+  const sets = /** @type {any[]} */ (meta.sets).map((set, i) => {
+    const lens = typeof set.lens === "string" && lenses.length ? set.lens : null;
+    return {
+      name: String(set.name),
+      lens,
+      label: lens === null ? String(set.name) : `${set.name} · ${lensMenuText(lens, titles.get(lens) ?? lens)}`,
+      answers: set.answers,
+      nPrompts: Number(set.n_prompts),
+      summary: set.summary,
+      probs: /** @type {Float32Array} */ (readSection(data[`prob_${i}`], "float32", size, `prob_${i}`, DATASET_DTYPES)),
+      ranks: /** @type {Int32Array} */ (readSection(data[`rank_${i}`], "int32", size, `rank_${i}`, DATASET_DTYPES)),
+    };
+  });
   return {
     layers,
     prompts,
     sets,
+    lenses,
     title: String(meta.title ?? ""),
     ci: Number(meta.ci ?? 0.95),
     canOpen: Boolean(meta.can_open),
     reason: String(meta.cannot_open_reason ?? ""),
   };
+}
+
+/**
+ * The series whose prompts the list shows: answer set `name` under lens `lens` (the lens is
+ * ignored for a data set of one); the first series when there is no such one.
+ * @param {Dataset} dataset
+ * @param {unknown} name the `answer_set` trait
+ * @param {unknown} lens the `lens_name` trait
+ * @returns {DatasetSet}
+ */
+export function findSet(dataset, name, lens) {
+  const several = dataset.lenses.length > 0;
+  return dataset.sets.find((set) => set.name === name && (!several || set.lens === lens)) || dataset.sets.find((set) => !several || set.lens === lens) || dataset.sets[0];
+}
+
+/**
+ * The colour and dash of series `k`: with one lens, the k-th series look (`seriesLook`); with
+ * several lenses side by side, the lens's colour (its place among the lenses) and the answer
+ * set's dash (its place among the sets), so a lens keeps its colour across sets (Python's
+ * `plot_dataset` draws the same: `lens_look`).
+ * @param {Dataset} dataset
+ * @param {number} k
+ * @returns {{colour: string, dash: string}}
+ */
+export function datasetSeriesLook(dataset, k) {
+  const set = dataset.sets[k];
+  if (!dataset.lenses.length || !set || set.lens === null) return seriesLook(k);
+  const lensIndex = Math.max(0, dataset.lenses.findIndex((l) => l.name === set.lens));
+  const names = [...new Set(dataset.sets.map((s) => s.name))];
+  const setIndex = Math.max(0, names.indexOf(set.name));
+  return { colour: SERIES_COLOURS[lensIndex % SERIES_COLOURS.length], dash: SERIES_DASHES[setIndex % SERIES_DASHES.length] };
 }
 
 /**
@@ -129,7 +180,8 @@ export function formatInterval(value, low, high) {
  * What hovering layer column `layerIndex` shows: one row of labelled values per answer set.
  * @param {Dataset} dataset
  * @param {number} layerIndex
- * @returns {{layer: number, rows: {set: string, cells: [string, string][]}[]}}
+ * @returns {{layer: number, rows: {set: string, cells: [string, string][]}[]}} `set`: the
+ *   series' label
  */
 export function layerReadout(dataset, layerIndex) {
   const ci = `${Math.round(dataset.ci * 100)}% interval`;
@@ -138,11 +190,13 @@ export function layerReadout(dataset, layerIndex) {
     rows: dataset.sets.map((set) => {
       const s = set.summary;
       const median = s.rank_median[layerIndex];
+      const committed = s.committed ? formatInterval(s.committed[layerIndex] ?? null, s.committed_low?.[layerIndex] ?? null, s.committed_high?.[layerIndex] ?? null) : "–";
       return {
-        set: set.name,
+        set: set.label,
         cells: [
           [`answer probability (mean, ${ci})`, formatInterval(s.mean[layerIndex], s.low[layerIndex], s.high[layerIndex])],
           [`top-1 accuracy (${ci})`, formatInterval(s.top1[layerIndex], s.top1_low[layerIndex], s.top1_high[layerIndex])],
+          [`committed from here on (${ci})`, committed],
           ["median rank (0 = top-1)", median === null || !Number.isFinite(median) ? "–" : String(Number(median.toFixed(1)))],
           ["entropy (mean)", formatBits(s.entropy_mean[layerIndex] ?? NaN)],
           ["KL to final (mean)", formatBits(s.kl_mean[layerIndex] ?? NaN)],

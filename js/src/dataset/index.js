@@ -11,7 +11,7 @@ import { decodeBase64 } from "../shared/codec.js";
 import { DatasetView } from "./view.js";
 
 export { bandPath, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
-export { decodeDataset, formatInterval, layerReadout, promptOrder } from "./data.js";
+export { datasetSeriesLook, decodeDataset, findSet, formatInterval, layerReadout, promptOrder } from "./data.js";
 
 /** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
 
@@ -29,7 +29,7 @@ function render({ model, el }) {
 
 /**
  * Renders the widget with no kernel (a saved notebook's state, a test page), from a plain state
- * object: `{_meta, _data, layer?, answer_set?, order?, metric?, status?}`, where `_data` values
+ * object: `{_meta, _data, layer?, answer_set?, lens_name?, order?, metric?, status?}`, where `_data` values
  * may be base64 text (as a notebook saves buffers) or binary. Choosing a prompt then only says
  * that a kernel is needed to open its heatmap.
  * @param {HTMLElement} el
@@ -43,7 +43,7 @@ export function renderStandalone(el, state) {
     data[name] = typeof value === "string" ? decodeBase64(value) : value;
   }
   /** @type {Record<string, any>} */
-  const values = { layer: null, answer_set: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };
+  const values = { layer: null, answer_set: "", lens_name: "", order: "best", metric: "answer_prob", status: "", open_request: null, ...state, _data: data };
   values._meta = { ...values._meta, can_open: false, cannot_open_reason: "Cannot open a heatmap here: this page has no Python kernel to run the lens." };
   const model = kernelFreeModel(values);
   return { model, destroy: render({ model, el }) };

@@ -8,11 +8,11 @@
 
 import { h, s } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
+import { lensMenuText } from "../shared/lens_names.js";
 import { keepControlKeys } from "../shared/keys.js";
 import { formatProb, formatRank } from "../format.js";
-import { seriesLook } from "../theme.js";
 import { bandPath, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
-import { CHART_METRICS, decodeDataset, layerReadout, promptOrder } from "./data.js";
+import { CHART_METRICS, datasetSeriesLook, decodeDataset, findSet, layerReadout, promptOrder } from "./data.js";
 
 /** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
 
@@ -45,6 +45,7 @@ export class DatasetView {
     this.listeners = [
       ["change:layer", () => { this.shown = PAGE; this.drawChart(); this.drawReadout(); this.drawPrompts(); }],
       ["change:answer_set", () => { this.shown = PAGE; this.drawPrompts(); }],
+      ["change:lens_name", () => { this.shown = PAGE; this.drawPrompts(); }],
       ["change:order", () => { this.shown = PAGE; this.drawPrompts(); }],
       ["change:metric", () => this.drawChart()],
       ["change:status", () => this.drawStatus()],
@@ -69,8 +70,7 @@ export class DatasetView {
 
   /** @returns {import("./data.js").DatasetSet} */
   currentSet() {
-    const name = this.model.get("answer_set");
-    return this.dataset.sets.find((set) => set.name === name) || this.dataset.sets[0];
+    return findSet(this.dataset, this.model.get("answer_set"), this.model.get("lens_name"));
   }
 
   /** Makes the elements (once). */
@@ -105,7 +105,7 @@ export class DatasetView {
     const legend = h("div", "murano-ds-legend");
     d.sets.forEach((set, i) => {
       const item = h("span", "murano-ds-legend-item");
-      item.append(swatch(i), h("span", "", {}, `${set.name} (n=${set.nPrompts})`));
+      item.append(swatch(datasetSeriesLook(d, i)), h("span", "", {}, `${set.label} (n=${set.nPrompts})`));
       legend.append(item);
     });
     root.append(legend);
@@ -117,13 +117,20 @@ export class DatasetView {
     const bar = h("div", "murano-ds-prompts-bar");
     const panelTitle = h("span", "murano-ds-prompts-title");
     const setSelect = h("select", "murano-ds-select", { "aria-label": "answer set" });
-    for (const set of d.sets) setSelect.append(h("option", "", { value: set.name }, set.name));
+    const setNames = [...new Set(d.sets.map((set) => set.name))];
+    for (const name of setNames) setSelect.append(h("option", "", { value: name }, name));
     setSelect.value = this.currentSet().name;
-    setSelect.hidden = d.sets.length < 2;
+    setSelect.hidden = setNames.length < 2;
     setSelect.addEventListener("change", () => this.send({ answer_set: setSelect.value }));
+    // Several lenses side by side: whose ranks order the list (and whose heatmap opens first).
+    const lensSelect = h("select", "murano-ds-select murano-ds-lens", { "aria-label": "lens" });
+    for (const lens of d.lenses) lensSelect.append(h("option", "", { value: lens.name }, lensMenuText(lens.name, lens.title)));
+    lensSelect.hidden = d.lenses.length < 2;
+    if (d.lenses.length) lensSelect.value = this.currentSet().lens ?? d.lenses[0].name;
+    lensSelect.addEventListener("change", () => this.send({ lens_name: lensSelect.value }));
     const orderButton = h("button", "murano-ds-button", { type: "button" });
     orderButton.addEventListener("click", () => this.send({ order: this.model.get("order") === "worst" ? "best" : "worst" }));
-    bar.append(panelTitle, setSelect, orderButton);
+    bar.append(panelTitle, setSelect, lensSelect, orderButton);
     const list = h("ol", "murano-ds-list");
     const more = h("button", "murano-ds-button murano-ds-more", { type: "button" });
     more.addEventListener("click", () => {
@@ -136,7 +143,7 @@ export class DatasetView {
     const status = h("div", "murano-ds-status", { role: "status" });
     root.append(status);
     this.el.append(root);
-    return { root, metricSelect, svg, legend, readout, panel, panelTitle, setSelect, orderButton, list, more, status };
+    return { root, metricSelect, svg, legend, readout, panel, panelTitle, setSelect, lensSelect, orderButton, list, more, status };
   }
 
   /**
@@ -206,12 +213,14 @@ export class DatasetView {
     }
     d.sets.forEach((set, i) => {
       const summary = /** @type {Record<string, (number | null)[]>} */ (/** @type {unknown} */ (set.summary));
-      // Set i in the palette's colour i (band, line and dots take it as currentColor).
-      const look = seriesLook(i);
+      // Set i in the palette's colour i (band, line and dots take it as currentColor); with
+      // several lenses, the lens's colour and the set's dash.
+      const look = datasetSeriesLook(d, i);
       const group = s("g", { class: "murano-ds-series", style: `color: ${look.colour}`, "data-series": i });
-      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[metric.low], summary[metric.high]) }));
-      group.append(s("path", { class: "murano-ds-line", d: linePath(g, summary[metric.mean]), "stroke-dasharray": look.dash || "none", "data-set": set.name }));
-      summary[metric.mean].forEach((v, j) => {
+      const means = summary[metric.mean] || [];
+      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[metric.low] || [], summary[metric.high] || []) }));
+      group.append(s("path", { class: "murano-ds-line", d: linePath(g, means), "stroke-dasharray": look.dash || "none", "data-set": set.name, "data-lens": set.lens ?? "" }));
+      means.forEach((v, j) => {
         if (v === null || !Number.isFinite(v)) return;
         group.append(s("circle", { class: "murano-ds-dot", cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
       });
@@ -235,7 +244,7 @@ export class DatasetView {
     readout.rows.forEach((row, i) => {
       const tr = h("tr", "");
       const name = h("td", "murano-ds-set");
-      name.append(swatch(i), h("span", "", {}, row.set));
+      name.append(swatch(datasetSeriesLook(this.dataset, i)), h("span", "", {}, row.set));
       tr.append(name);
       for (const [, value] of row.cells) tr.append(h("td", "", {}, value));
       table.append(tr);
@@ -247,6 +256,7 @@ export class DatasetView {
     const index = this.chosenIndex();
     const set = this.currentSet();
     this.ui.setSelect.value = set.name;
+    if (set.lens !== null) this.ui.lensSelect.value = set.lens;
     const worst = this.model.get("order") === "worst";
     this.ui.orderButton.textContent = worst ? "Worst first" : "Best first";
     this.ui.orderButton.setAttribute("aria-label", `order: ${worst ? "worst" : "best"} rank first; click to reverse`);
@@ -258,7 +268,11 @@ export class DatasetView {
     }
     const layers = this.dataset.layers;
     const order = promptOrder(set, index, layers.length, worst);
-    this.ui.panelTitle.textContent = `Layer ${layers[index]}: ${order.length} prompts by the rank of their ${set.name} answer`;
+    const lensTitle = this.dataset.lenses.find((l) => l.name === set.lens)?.title;
+    const under = set.lens === null ? "" : ` under the ${lensMenuText(set.lens, lensTitle ?? set.lens)}`;
+    // A plain list of answers is the one set "answer": "their answer", not "their answer answer".
+    const whose = set.name === "answer" ? "answer" : `${set.name} answer`;
+    this.ui.panelTitle.textContent = `Layer ${layers[index]}: ${order.length} prompts by the rank of their ${whose}${under}`;
     const items = order.slice(0, this.shown).map((p) => {
       const item = h("li", "murano-ds-item");
       const button = h("button", "murano-ds-prompt", { type: "button", "data-prompt": p });
@@ -271,7 +285,7 @@ export class DatasetView {
         h("span", "murano-ds-answer", {}, `→ ${set.answers[p] ?? ""}`),
       );
       button.title = `open the heatmap of prompt ${p}`;
-      button.addEventListener("click", () => this.open(p, set.name));
+      button.addEventListener("click", () => this.open(p, set.name, set.lens));
       item.append(button);
       return item;
     });
@@ -283,8 +297,9 @@ export class DatasetView {
   /**
    * @param {number} prompt
    * @param {string} answerSet
+   * @param {string | null} [lens] the lens shown first, among several
    */
-  open(prompt, answerSet) {
+  open(prompt, answerSet, lens = null) {
     if (!this.dataset.canOpen) {
       this.ui.status.textContent = this.dataset.reason;
       this.ui.status.classList.add("murano-ds-warn");
@@ -293,7 +308,7 @@ export class DatasetView {
     this.requests += 1;
     this.ui.status.classList.remove("murano-ds-warn");
     this.ui.status.textContent = `Opening prompt ${prompt}…`;
-    this.send({ open_request: { prompt, answer_set: answerSet, n: this.requests } });
+    this.send({ open_request: { prompt, answer_set: answerSet, ...(lens === null ? {} : { lens }), n: this.requests } });
   }
 
   drawStatus() {
@@ -316,11 +331,10 @@ export class DatasetView {
 }
 
 /**
- * The legend's and the readout's mark of set `i`: a short line in its colour and dash.
- * @param {number} i
+ * The legend's and the readout's mark of a series: a short line in its colour and dash.
+ * @param {{colour: string, dash: string}} look
  */
-function swatch(i) {
-  const look = seriesLook(i);
+function swatch(look) {
   const mark = s("svg", { class: "murano-ds-swatch", width: 18, height: 6, viewBox: "0 0 18 6", "aria-hidden": "true", style: `color: ${look.colour}` });
   mark.append(s("line", { x1: 0, x2: 18, y1: 3, y2: 3, "stroke-dasharray": look.dash || "none" }));
   return mark;

@@ -3,6 +3,7 @@
 
 import { colourLut } from "../colour.js";
 import { h } from "../shared/dom.js";
+import { lensMenuText } from "../shared/lens_names.js";
 import { formatProb } from "../format.js";
 import { cellDetails } from "../details.js";
 import { legendTicks, metricDomain, metricSpec, shortLabel } from "../metrics.js";
@@ -70,6 +71,24 @@ export function showData(ui, data) {
     }),
   );
   ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
+}
+
+/**
+ * The lens menu: one entry per lens side by side (its title, and its name where the two differ),
+ * hidden when the payload holds one lens.
+ * @param {Ui} ui
+ * @param {LensData[]} lenses
+ * @param {string} shown the name of the lens shown
+ */
+export function showLensMenu(ui, lenses, shown) {
+  ui.lensLabel.hidden = lenses.length < 2;
+  ui.lensSelect.replaceChildren(
+    ...lenses.map((lens) => {
+      const title = lensTitle(lens);
+      return h("option", "", { value: lens.lensName }, lensMenuText(lens.lensName, title));
+    }),
+  );
+  ui.lensSelect.value = shown;
 }
 
 /**

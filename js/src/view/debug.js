@@ -28,6 +28,8 @@ export function debugApi(view) {
         focus: s.focus,
         focused: s.focused,
         hideTemplate: s.hideTemplate,
+        lens: s.lens,
+        lenses: view.lenses.map((lens) => lens.lensName),
       };
     },
     get layout() {

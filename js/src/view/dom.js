@@ -16,6 +16,8 @@ import { h } from "../shared/dom.js";
  * @property {HTMLSpanElement} titleEl
  * @property {HTMLSpanElement} modelEl
  * @property {HTMLSpanElement} dimsEl
+ * @property {HTMLLabelElement} lensLabel the lens menu's label (hidden with one lens)
+ * @property {HTMLSelectElement} lensSelect the lens menu
  * @property {HTMLSelectElement} metricSelect
  * @property {SliderUi} promptUi
  * @property {SliderUi} layerUi
@@ -63,7 +65,13 @@ export function buildDom(el, id) {
   metricLabel.append(h("span", "murano-label", {}, "Colour"));
   const metricSelect = h("select", "murano-select", { "aria-label": "Colour cells by" });
   metricLabel.append(metricSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel);
+  // Several lenses side by side: which one the heatmap shows (the title says which, too). After
+  // the colour menu, which stays the header's first menu (`.murano-select`) with one lens or many.
+  const lensLabel = h("label", "murano-lens", { hidden: "" });
+  lensLabel.append(h("span", "murano-label", {}, "Lens"));
+  const lensSelect = h("select", "murano-lens-select", { "aria-label": "Lens shown" });
+  lensLabel.append(lensSelect);
+  header.append(titleEl, modelEl, dimsEl, metricLabel, lensLabel);
 
   const controls = h("div", "murano-controls");
   /** @type {(name: string, label: string) => SliderUi} */
@@ -132,7 +140,7 @@ export function buildDom(el, id) {
   root.append(header, controls, main, footer, errorEl, tooltip);
   el.append(root);
   return {
-    root, titleEl, modelEl, dimsEl, metricSelect, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
+    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
     legendTitle, legendBar, legendTicks, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
     pinEl, pinText, unpinButton, readout, errorEl,
   };

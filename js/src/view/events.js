@@ -105,6 +105,7 @@ export function bindEvents(view) {
   on(ui.layerUi.input, "input", () => view.setLayer(Number(ui.layerUi.input.value), "throttled"));
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
+  on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
     view.requestDraw();
@@ -124,6 +125,7 @@ export function bindEvents(view) {
     "change:prompt": () => { view.syncPrompt.cancel(); view.setPrompt(model.get("prompt"), false); },
     "change:layer": () => { view.syncLayer.cancel(); view.setModelLayer(model.get("layer")); },
     "change:metric": () => view.setMetric(model.get("metric"), false),
+    "change:lens_name": () => view.setLens(model.get("lens_name"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
     "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
     "change:_sections": () => view.reload(),

@@ -8,7 +8,7 @@
 import { cellDetails, readoutText, tooltipModel } from "../details.js";
 import { cellRect, clampScroll, columnOf, computeLayout, GEOMETRY, positionAt, revealColumn } from "../layout.js";
 import { metricAvailable, resolveMetric } from "../metrics.js";
-import { decodePayload, rowOfModelLayer } from "../payload.js";
+import { decodeLenses, rowOfModelLayer } from "../payload.js";
 import { Painter } from "../painter.js";
 import { clampIndex, isSelected, toggleSelection } from "../state.js";
 import { throttle } from "../throttle.js";
@@ -17,7 +17,7 @@ import { charCount } from "../tokens.js";
 import { chartColumn } from "../trajectory.js";
 import { chartBeside } from "../trajectory_layout.js";
 import { TrajectoryView } from "../trajectory_view.js";
-import { showControls, showData, showLegend, showPin } from "./controls.js";
+import { lensTitle, showControls, showData, showLegend, showLensMenu, showPin } from "./controls.js";
 import { debugApi } from "./debug.js";
 import { installDebug } from "../shared/debug.js";
 import { buildDom } from "./dom.js";
@@ -40,6 +40,7 @@ import { TooltipView } from "./tooltip.js";
  * @property {Cell | null} focus
  * @property {boolean} focused the focus cell is shown (keyboard focus)
  * @property {boolean} hideTemplate the chat template's own tokens are hidden from view
+ * @property {string} lens the name of the lens shown (the `lens_name` trait)
  */
 
 /** Sync to Python at most this often while a slider is dragged. */
@@ -55,8 +56,10 @@ export class LensView {
   constructor(model, el) {
     this.model = model;
     this.el = el;
-    /** @type {LensData | null} the decoded result of the lens step (the lens itself ran in Python) */
+    /** @type {LensData | null} the decoded result of the lens shown (the lens itself ran in Python) */
     this.data = null;
+    /** @type {LensData[]} every lens of the payload (one, or several side by side) */
+    this.lenses = [];
     /** @type {Layout | null} */
     this.layout = null;
     /** @type {string | null} */
@@ -69,7 +72,7 @@ export class LensView {
     /** The metric the cells show: the requested one, or the last shown while it loads. */
     this.shownMetric = "";
     /** @type {ViewState} */
-    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false };
+    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "" };
     /** @type {{frames: number, lastDrawMs: number, visible: [number, number], drawListeners: ((ms: number) => void)[]}} */
     this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
     this.syncPrompt = throttle((/** @type {number} */ v) => this.send("prompt", v), SYNC_INTERVAL_MS);
@@ -126,25 +129,32 @@ export class LensView {
 
   reload() {
     const { ui, model } = this;
-    let data;
+    let lenses;
     try {
-      data = decodePayload(model.get("_meta"), model.get("_sections"));
+      lenses = decodeLenses(model.get("_meta"), model.get("_sections"));
     } catch (error) {
       this.data = null;
+      this.lenses = [];
       this.showError(`Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`);
       return;
     }
+    // The first load takes the model's lens; later loads (new sections) keep the local one.
+    const s = this.state;
+    const wanted = this.loaded ? s.lens : model.get("lens_name");
+    const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
+    this.lenses = lenses;
     this.data = data;
+    s.lens = data.lensName;
     ui.errorEl.hidden = true;
     ui.main.hidden = false;
     this.painter.setData(data);
     this.layoutKey = null;
     this.chartPlaceKey = "";
     showData(ui, data);
+    showLensMenu(ui, lenses, s.lens);
 
     // The first load takes the model's values; later loads (new sections) keep the local view,
     // which may be ahead of the model while a slider's sync is throttled.
-    const s = this.state;
     if (!this.loaded) {
       s.prompt = clampIndex(model.get("prompt"), data.P);
       const layer = model.get("layer");
@@ -314,6 +324,39 @@ export class LensView {
     this.state.metric = metric;
     this.refreshMetric();
     this.requestDraw();
+  }
+
+  /**
+   * Shows another lens of the payload (the lens menu, or the `lens_name` trait): the same prompt,
+   * row, metric, pinned cell and column, read through that lens.
+   * @param {unknown} name
+   * @param {boolean} sync tell Python (the user chose it in the menu)
+   */
+  setLens(name, sync) {
+    const data = this.lenses.find((lens) => lens.lensName === name);
+    if (!data) {
+      // Not one of the lenses (Python validates the trait; a stale page might not): stay.
+      this.ui.lensSelect.value = this.state.lens;
+      return;
+    }
+    if (sync) this.send("lens_name", data.lensName);
+    this.ui.lensSelect.value = data.lensName;
+    if (data === this.data) return;
+    const s = this.state;
+    this.data = data;
+    s.lens = data.lensName;
+    this.painter.setData(data);
+    showData(this.ui, data);
+    s.metric = resolveMetric(data, s.metric);
+    if (!metricAvailable(data, this.shownMetric)) this.shownMetric = s.metric;
+    this.ui.metricSelect.value = s.metric;
+    showControls(this.ui, data, s);
+    this.refreshMetric();
+    showPin(this.ui, data, s.selected);
+    this.layoutKey = null;
+    this.relayout();
+    this.updateTooltip();
+    if (s.focused && s.focus) this.announce(s.focus);
   }
 
   /**
@@ -540,6 +583,7 @@ export class LensView {
     );
     this.trajectory.update({
       data,
+      others: this.lenses.filter((lens) => lens !== data).map((lens) => ({ name: lens.lensName, title: lensTitle(lens), data: lens })),
       prompt: s.prompt,
       position: column.position,
       source: column.source,
