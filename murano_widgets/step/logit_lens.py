@@ -115,6 +115,8 @@ class LogitLens:
             else check_bool("reduce_in_trace", reduce_in_trace)
         )
         self.lens = as_lens(lens, model)
+        # A lens fitted for some layers only (a Jacobian lens's source_layers) says so now.
+        self.lens.check_layers(self.layers, model.n_layers)
         self.targets = None if targets is None else validate_targets(targets)
         self.variants = check_bool("variants", variants)
         if not isinstance(positions, str) or positions not in ("all", "last"):
