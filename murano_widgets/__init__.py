@@ -19,6 +19,7 @@ from murano_widgets.comparison.compare import LensComparison, compare, compare_l
 from murano_widgets.dataset.lens_dataset import LensDataset, lens_dataset
 from murano_widgets.demo_model import load_demo_model, load_demo_tuned_lens
 from murano_widgets.lenses import Lens
+from murano_widgets.lenses.jacobian import JacobianLens
 from murano_widgets.lenses.tuned import TunedLens
 from murano_widgets.metrics import METRICS, Metric
 from murano_widgets.plot import plot_logit_lens
@@ -33,6 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "METRICS",
     "RESID_POST",
+    "JacobianLens",
     "Lens",
     "LensComparison",
     "LensDataset",
