@@ -227,6 +227,21 @@ def test_fit_settings_are_checked_before_any_model_work(load_tiny, monkeypatch):
         _fit(model, resume="yes")
     with pytest.raises(TypeError, match="model must be a loaded model"):
         _fit("gpt2")
+    with pytest.raises(IsADirectoryError, match="is a folder; give a file name in it"):
+        _fit(model, checkpoint_path=Path(__file__).parent)
+
+
+def test_a_half_precision_fit_warns_and_stays_near_the_float32_one(load_tiny, tiny_model_dirs):
+    exact = _fit(load_tiny("llama"), TEXTS[:2])
+    half = MuranoModel(tiny_model_dirs["llama"], dtype=torch.bfloat16)
+    with pytest.warns(UserWarning, match="fitting in bfloat16: .* load the model in float32"):
+        rough = _fit(half, TEXTS[:2])
+    assert rough.metadata["fit_dtype"] == "bfloat16"
+    for layer in exact.source_layers:
+        error = (rough.jacobians[layer] - exact.jacobians[layer]).norm() / exact.jacobians[
+            layer
+        ].norm()
+        assert 0 < float(error) < 0.05, float(error)
 
 
 def _fail(*args, **kwargs):

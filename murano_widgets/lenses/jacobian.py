@@ -572,6 +572,7 @@ class JacobianLens(Lens):
         Raises:
             TypeError: If ``model`` is not a loaded model with plain torch decoder blocks, or an
                 argument has the wrong type.
+            IsADirectoryError: If ``checkpoint_path`` is a folder.
             ValueError: For bad settings (each named, before any model work), texts that are not
                 a non-empty list of valid strings or all too short, or a checkpoint of another
                 run.
@@ -584,6 +585,11 @@ class JacobianLens(Lens):
         corpus = check_str("corpus", corpus, optional=True)
         if checkpoint_path is not None:
             checkpoint_path = Path(check_path("checkpoint_path", checkpoint_path)).expanduser()
+            if checkpoint_path.is_dir():
+                raise IsADirectoryError(
+                    f"checkpoint_path {str(checkpoint_path)!r} is a folder; give a file name in "
+                    "it, such as 'checkpoint.pt'"
+                )
         state = fit_jacobians(
             model,
             texts,

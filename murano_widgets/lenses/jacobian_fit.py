@@ -121,6 +121,14 @@ def fit_jacobians(
             "the model is in training mode (dropout would make every gradient random): call "
             "eval() on it before fitting a Jacobian lens"
         )
+    if model.dtype in (torch.float16, torch.bfloat16):
+        warnings.warn(
+            f"fitting in {str(model.dtype).replace('torch.', '')}: the cotangents and gradients "
+            "are in the model's dtype, so each text's matrices keep about 3 significant digits "
+            "(2 in bfloat16); load the model in float32 for the reference's precision",
+            UserWarning,
+            stacklevel=3,
+        )
     run = {
         "format": 1,
         "estimator": "jacobian_lens",
@@ -133,6 +141,8 @@ def fit_jacobians(
         "n_texts": len(texts),
         "texts_sha256": _texts_hash(texts),
     }
+    if checkpoint_path is not None:
+        checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
     state = _start(checkpoint_path, resume, run, d_model)
     if state.next_idx >= len(texts):
         return _finished(state, run, corpus, model)
