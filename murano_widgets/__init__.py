@@ -17,7 +17,11 @@ from murano_widgets.backends.base import (
 )
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
 from murano_widgets.dataset.lens_dataset import LensDataset, lens_dataset
-from murano_widgets.demo_model import load_demo_model, load_demo_tuned_lens
+from murano_widgets.demo_model import (
+    load_demo_jacobian_lens,
+    load_demo_model,
+    load_demo_tuned_lens,
+)
 from murano_widgets.lenses import Lens
 from murano_widgets.lenses.jacobian import JacobianLens
 from murano_widgets.lenses.tuned import TunedLens
@@ -56,6 +60,7 @@ __all__ = [
     "compare",
     "compare_lenses",
     "lens_dataset",
+    "load_demo_jacobian_lens",
     "load_demo_model",
     "load_demo_tuned_lens",
     "plot_logit_lens",

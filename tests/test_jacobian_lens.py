@@ -626,6 +626,61 @@ def test_the_jacobian_lens_reaches_every_view(load_tiny, tmp_path):
     assert generated.lens_kind == "jacobian" and len(generated.generated_texts) == 1
 
 
+# ---------------------------------------------------------------------------------------------
+# The shipped demo lens
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from murano_widgets import load_demo_jacobian_lens, load_demo_model
+
+    model = load_demo_model()
+    return model, load_demo_jacobian_lens(model)
+
+
+def test_the_demo_lens_is_small_in_the_reference_format_and_checksummed(demo):
+    import hashlib
+
+    from murano_widgets.demo_model import DEMO_JACOBIAN_LENS_FILE, DEMO_JACOBIAN_LENS_PATH
+
+    model, lens = demo
+    files = {path.name for path in DEMO_JACOBIAN_LENS_PATH.iterdir()}
+    assert files == {DEMO_JACOBIAN_LENS_FILE.name, "README.md", "provenance.json"}
+    assert sum(path.stat().st_size for path in DEMO_JACOBIAN_LENS_PATH.iterdir()) < 400_000
+    assert lens.source_layers == list(range(model.n_layers - 1)) and lens.d_model == 128
+    payload = torch.load(DEMO_JACOBIAN_LENS_FILE, weights_only=True)
+    assert all(m.dtype == torch.float16 for m in payload["J"].values())
+    provenance = json.loads((DEMO_JACOBIAN_LENS_PATH / "provenance.json").read_text())
+    digest = hashlib.sha256(DEMO_JACOBIAN_LENS_FILE.read_bytes()).hexdigest()
+    assert provenance["sha256"] == digest
+    assert provenance["n_prompts"] == lens.n_prompts > 0
+    assert "model_name" not in lens.metadata  # this machine's folder: not the installed one
+    assert lens.metadata["base_model"] == "murano_widgets/demo_model/toy-world"
+    for key in ("texts_sha256", "skip_first_positions", "date", "seconds"):
+        assert key in lens.metadata, key
+
+
+@pytest.mark.slow
+def test_the_demo_lens_card_numbers_reproduce(demo):
+    from murano_widgets.demo_model import DEMO_JACOBIAN_LENS_PATH
+    from murano_widgets.demo_model.fit_jacobian_lens import measure, parse_card
+
+    model, lens = demo
+    card = parse_card((DEMO_JACOBIAN_LENS_PATH / "README.md").read_text())
+    measured = measure(lens)
+    for kind in ("logit", "tuned", "jacobian"):
+        for metric in ("kl", "top1"):
+            assert len(card[kind][metric]) == model.n_layers
+            for layer, value in enumerate(measured[kind][metric]):
+                assert abs(value - card[kind][metric][layer]) <= 2e-4, (kind, metric, layer)
+    # Three different readings below the last layer (the tuned lens trained on this KL), one
+    # at the last: the model's own output.
+    for layer in range(model.n_layers - 1):
+        assert card["tuned"]["kl"][layer] < card["logit"]["kl"][layer]
+        assert abs(card["jacobian"]["kl"][layer] - card["logit"]["kl"][layer]) > 1e-3
+    assert all(card[kind]["top1"][-1] == 1.0 for kind in ("logit", "tuned", "jacobian"))
+
+
 def test_warnings_are_not_raised_by_a_plain_fit(load_tiny):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
