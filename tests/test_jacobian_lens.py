@@ -626,6 +626,25 @@ def test_the_jacobian_lens_reaches_every_view(load_tiny, tmp_path):
     assert generated.lens_kind == "jacobian" and len(generated.generated_texts) == 1
 
 
+def test_a_chat_reads_through_the_jacobian_lens(tiny_model_dirs):
+    """Chats too: the lens reads every token of the templated conversation, the template's own
+    tokens and the reply's as well, and the last layer stays the model's own output."""
+    from tiny_models import CHAT_TEMPLATE
+
+    from murano_widgets.run import run_logit_lens
+
+    model = MuranoModel(tiny_model_dirs["llama"])  # its own: the chat template is set on it
+    model.tokenizer.chat_template = CHAT_TEMPLATE
+    lens = _random_lens(model)
+    chat = [{"role": "user", "content": "The capital of France is"}]
+    jlens = run_logit_lens(model, chat=chat, generate=2, lens=lens)
+    plain = run_logit_lens(model, chat=chat, generate=2)
+    assert jlens.lens_kind == "jacobian" and "template" in set(jlens.token_roles[0])
+    assert jlens.generated_texts == plain.generated_texts
+    assert not torch.allclose(jlens.max_probs[0], plain.max_probs[0], equal_nan=True)
+    torch.testing.assert_close(jlens.max_probs[-1], plain.max_probs[-1], equal_nan=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # The shipped demo lens
 
