@@ -200,6 +200,9 @@ def test_the_fit_equals_the_definition(load_tiny, tiny_model_dirs, arch):
         MuranoModel(tiny_model_dirs[arch], backend="nnsight"), TEXTS[:2], source_layers=[1]
     )
     assert some.source_layers == [1]
+    # More lanes than output dimensions: one pass, the same matrices.
+    wide = _fit(model, TEXTS[:2], source_layers=[1], dim_batch=64)
+    torch.testing.assert_close(wide.jacobians[1], some.jacobians[1], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(some.jacobians[1], other.jacobians[1], rtol=1e-6, atol=1e-6)
 
 

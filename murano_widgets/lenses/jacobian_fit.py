@@ -115,6 +115,7 @@ def fit_jacobians(
         n_layers, source_layers, target_layer, dim_batch, max_seq_len, skip_first
     )
     _check_texts(texts)
+    skip_first, max_seq_len = settings["skip_first"], settings["max_seq_len"]
     d_model = _width(model)
     if hf_model.training:
         raise ValueError(
@@ -189,7 +190,8 @@ def fit_jacobians(
                         ids,
                         source_layers=settings["source_layers"],
                         target_layer=settings["target_layer"],
-                        dim_batch=settings["dim_batch"],
+                        # More lanes than output dimensions would only copy the text again.
+                        dim_batch=min(settings["dim_batch"], d_model),
                         skip_first=skip_first,
                         forward_kwargs=_forward_kwargs(model),
                     )
