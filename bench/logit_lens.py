@@ -33,8 +33,9 @@ from pathlib import Path
 N_LAYERS, D_MODEL, VOCAB = 12, 768, 50257
 
 
-def build_model(folder: Path) -> None:
-    """A random GPT-2-small-shaped model and a word-level tokenizer of exactly VOCAB tokens."""
+def build_model(folder: Path, n_layers: int = N_LAYERS) -> None:
+    """A random GPT-2-small-shaped model (``n_layers`` blocks) and a word-level tokenizer of
+    exactly VOCAB tokens."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import AutoModelForCausalLM, GPT2Config, PreTrainedTokenizerFast
@@ -47,7 +48,7 @@ def build_model(folder: Path) -> None:
     )
     torch.manual_seed(0)
     config = GPT2Config(
-        n_layer=N_LAYERS, n_embd=D_MODEL, n_head=12, vocab_size=VOCAB, n_positions=1024
+        n_layer=n_layers, n_embd=D_MODEL, n_head=12, vocab_size=VOCAB, n_positions=1024
     )
     AutoModelForCausalLM.from_config(config).save_pretrained(folder)
     fast.save_pretrained(folder)

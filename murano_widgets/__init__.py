@@ -18,8 +18,13 @@ from murano_widgets.backends.base import (
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
 from murano_widgets.dataset.agreement import LensAgreement, lens_agreement
 from murano_widgets.dataset.lens_dataset import LensDataset, lens_dataset
-from murano_widgets.demo_model import load_demo_model, load_demo_tuned_lens
+from murano_widgets.demo_model import (
+    load_demo_jacobian_lens,
+    load_demo_model,
+    load_demo_tuned_lens,
+)
 from murano_widgets.lenses import Lens
+from murano_widgets.lenses.jacobian import JacobianLens
 from murano_widgets.lenses.tuned import TunedLens
 from murano_widgets.metrics import METRICS, Metric
 from murano_widgets.plot import plot_logit_lens
@@ -34,6 +39,7 @@ __version__ = "0.1.0"
 __all__ = [
     "METRICS",
     "RESID_POST",
+    "JacobianLens",
     "Lens",
     "LensAgreement",
     "LensComparison",
@@ -58,6 +64,7 @@ __all__ = [
     "compare_lenses",
     "lens_agreement",
     "lens_dataset",
+    "load_demo_jacobian_lens",
     "load_demo_model",
     "load_demo_tuned_lens",
     "plot_logit_lens",

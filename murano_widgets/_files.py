@@ -173,6 +173,13 @@ def read_torch(path: str | os.PathLike[str], what: str) -> Any:
         raise ValueError(
             f"{where} is truncated or damaged: it is not a complete torch.save file ({reason})"
         ) from None
+    except OSError as error:
+        # The zip reader's other refusal: torch 2.13 raises EINVAL for an archive cut at half
+        # its length (the file itself was found above).
+        raise ValueError(
+            f"{where} is truncated or damaged: it is not a complete torch.save file "
+            f"({error.strerror or error})"
+        ) from None
     except Exception as error:  # every other way torch fails on foreign bytes
         raise ValueError(
             f"{where} is not a file written by torch.save (reading it failed with "

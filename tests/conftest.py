@@ -12,8 +12,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 # Suites that need a venv of their own (nnsight 0.8 with a local NDIF server; the real
-# tuned-lens package): .ci/remote.sh and .ci/tuned_lens.sh run them with -m NAME.
-SEPARATE_SUITES = {"remote": "remote", "tuned_lens_interop": "tuned_lens_interop"}
+# tuned-lens package; the real TransformerLens): .ci/remote.sh, .ci/tuned_lens.sh and
+# .ci/transformer_lens.sh run them with -m NAME.
+SEPARATE_SUITES = {
+    "remote": "remote",
+    "tuned_lens_interop": "tuned_lens_interop",
+    "transformer_lens_interop": "transformer_lens_interop",
+}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -44,11 +44,13 @@ class ReferenceLens:
         return self._run({"input_ids": torch.tensor([ids])})["probs"]
 
     @torch.no_grad()
-    def run(self, prompt: str, top_k: int = 5) -> dict[str, torch.Tensor]:
+    def run(self, prompt: str, top_k: int = 5, jacobians=None) -> dict[str, torch.Tensor]:
+        """Every layer's lens of ``prompt``; with ``jacobians`` (``{layer: [d, d]}``) each block
+        output ``h`` of those layers is read as ``J h`` first (the Jacobian lens)."""
         ids = self.tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
-        return self._run(dict(ids), top_k)
+        return self._run(dict(ids), top_k, jacobians)
 
-    def _run(self, ids: dict, top_k: int = 5) -> dict[str, torch.Tensor]:
+    def _run(self, ids: dict, top_k: int = 5, jacobians=None) -> dict[str, torch.Tensor]:
         captured = []
         hooks = [
             block.register_forward_hook(
@@ -61,6 +63,12 @@ class ReferenceLens:
         finally:
             for hook in hooks:
                 hook.remove()
+        if jacobians:
+            last = len(captured) - 1
+            captured = [
+                h @ jacobians[layer].T if layer in jacobians and layer != last else h
+                for layer, h in enumerate(captured)
+            ]
         logits = torch.stack([self.model.lm_head(self.norm(h))[0] for h in captured])
         logits = self.scale(logits).float()
         if self.cap:
@@ -85,3 +93,70 @@ class ReferenceLens:
             "final_token_ranks": (probs > final_p.unsqueeze(-1)).sum(-1),
             "kl_to_final": (model_probs * (log2(model_probs) - log2(probs))).sum(-1),
         }
+
+
+def reference_jacobian_lens(
+    folder, texts, *, source_layers=None, skip_first: int = 16, max_seq_len: int = 128
+) -> dict[int, torch.Tensor]:
+    """The Jacobian lens by its definition, written without murano_widgets: for each text and
+    source layer ``l``, the full Jacobian of the last block's output with respect to block
+    ``l``'s output (``torch.autograd.functional.jacobian``, block ``l``'s output replaced by a
+    forward hook), then ``J_l = mean_{t∈V} Σ_{t'∈V, t'≥t} ∂h_last,t' / ∂h_l,t`` with
+    ``V = [skip_first, seq - 1)``, averaged over texts (those with a valid position), in
+    float64. One text at a time, tokenized by the tokenizer alone, cut to ``max_seq_len``."""
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    blocks, _ = _blocks_and_norm(model)
+    last = len(blocks) - 1
+    layers = list(range(last)) if source_layers is None else list(source_layers)
+    sums = {layer: None for layer in layers}
+    count = 0
+
+    def output_of(block_index, ids, replace=None):
+        """Block ``block_index``'s output (batch row 0); ``replace`` swaps in another output
+        for its block ``(index, tensor)`` first."""
+        seen = {}
+
+        def swap(_module, _inputs, output):
+            new = replace[1].unsqueeze(0)
+            return (new, *output[1:]) if isinstance(output, tuple) else new
+
+        def keep(_module, _inputs, output):
+            seen["h"] = output[0] if isinstance(output, tuple) else output
+
+        hooks = []
+        if replace is not None:
+            hooks.append(blocks[replace[0]].register_forward_hook(swap))
+        hooks.append(blocks[block_index].register_forward_hook(keep))
+        try:
+            model(input_ids=ids, use_cache=False)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return seen["h"][0]
+
+    for text in texts:
+        ids = tokenizer(text, return_tensors="pt", return_token_type_ids=False)["input_ids"]
+        ids = ids[:, :max_seq_len]
+        seq = ids.shape[1]
+        valid = list(range(skip_first, seq - 1))
+        if not valid:
+            continue
+        count += 1
+        index = torch.tensor(valid)
+        causal = index[:, None] >= index[None, :]  # [t', t]: t' >= t
+        for layer in layers:
+            with torch.no_grad():
+                h = output_of(layer, ids)
+            full = torch.autograd.functional.jacobian(
+                lambda x, layer=layer, ids=ids: output_of(last, ids, replace=(layer, x)),
+                h,
+                vectorize=True,
+            )  # [seq, d, seq, d]: (t', i, t, j)
+            sub = full.double().index_select(0, index).index_select(2, index)
+            sub = sub * causal[:, None, :, None]
+            matrix = sub.sum(dim=0).mean(dim=1)  # Σ over t', mean over t: [d, d]
+            sums[layer] = matrix if sums[layer] is None else sums[layer] + matrix
+    return {layer: total / count for layer, total in sums.items()}

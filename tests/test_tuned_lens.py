@@ -363,7 +363,7 @@ def test_the_demo_lens_card_numbers_reproduce(demo):
 
 
 @pytest.mark.slow
-def test_the_wheel_ships_the_demo_lens(tmp_path):
+def test_the_wheel_ships_the_demo_lenses(tmp_path):
     built = subprocess.run(
         [
             *(sys.executable, "-m", "pip", "wheel", str(ROOT)),
@@ -380,3 +380,10 @@ def test_the_wheel_ships_the_demo_lens(tmp_path):
         assert folder + name in names, name
     assert "murano_widgets/lenses/tuned.py" in names
     assert "murano_widgets/demo_model/train_tuned_lens.py" in names
+    # The Jacobian lens: its modules, the registry of published lenses, the shipped demo lens.
+    folder = "murano_widgets/demo_model/toy-world-jacobian-lens/"
+    for name in ("toy-world_jacobian_lens.pt", "README.md", "provenance.json"):
+        assert folder + name in names, name
+    for name in ("jacobian.py", "jacobian_fit.py", "jacobian_hub.py", "jacobian_registry.json"):
+        assert "murano_widgets/lenses/" + name in names, name
+    assert "murano_widgets/demo_model/fit_jacobian_lens.py" in names

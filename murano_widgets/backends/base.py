@@ -13,7 +13,9 @@ device=None, dtype=None, backend=..., **kwargs)`` loads the model (use :func:`re
 :func:`resolve_dtype`, set ``self.device``, then call :meth:`MuranoModel._setup` once the
 tokenizer and the Hugging Face model are there); implement ``trace``, ``layer``,
 ``project_on_vocab``, ``_root`` (the nnsight model whose ``output.logits`` is the model's own
-output) and the two plain modules ``_final_norm`` and ``_lm_head``; raise
+output), the two plain modules ``_final_norm`` and ``_lm_head``, and the plain Hugging Face
+model and its decoder blocks ``_hf_model`` and ``_blocks`` (what fitting a Jacobian lens
+differentiates through); raise
 :class:`UnsupportedModelError` for an architecture it cannot read; add it to ``_BACKENDS``.
 
 Whatever the backend, the lens is only as right as its last step: what the model does to
@@ -344,6 +346,18 @@ class MuranoModel(metaclass=_ChooseBackend):
     @property
     def _lm_head(self) -> torch.nn.Module:
         """The unembedding as a plain module (outside any trace)."""
+        raise NotImplementedError
+
+    @property
+    def _hf_model(self) -> torch.nn.Module:
+        """The Hugging Face ``*ForCausalLM`` as a plain module, weights loaded (outside any
+        trace): what :meth:`murano_widgets.JacobianLens.fit` runs forward and backward."""
+        raise NotImplementedError
+
+    @property
+    def _blocks(self) -> list[torch.nn.Module]:
+        """The decoder blocks of :attr:`_hf_model` as plain modules, first to last: block
+        ``i``'s output is what :meth:`layer` gives inside a trace."""
         raise NotImplementedError
 
     # -- shared by every backend ---------------------------------------------------------------

@@ -207,6 +207,16 @@ class NNsightModel(MuranoModel):
         return _get(self.lm._module, self.layout.lm_head)
 
     @property
+    def _hf_model(self) -> torch.nn.Module:
+        # The real weights: nnsight keeps a meta model until the first local use.
+        self._dispatch()
+        return self.lm._module
+
+    @property
+    def _blocks(self) -> list[torch.nn.Module]:
+        return list(_get(self._hf_model, self.layout.blocks))
+
+    @property
     def _root(self) -> Any:
         return self.lm
 

@@ -88,6 +88,14 @@ class NNterpModel(MuranoModel):
     def _lm_head(self) -> torch.nn.Module:
         return self.nnterp.lm_head._module
 
+    @property
+    def _hf_model(self) -> torch.nn.Module:
+        return self.nnterp._model
+
+    @property
+    def _blocks(self) -> list[torch.nn.Module]:
+        return [envoy._module for envoy in self.nnterp.layers]
+
     def trace(self, inputs: dict[str, torch.Tensor], **kwargs: Any) -> Any:
         """Opens one nnsight tracing context (``remote=True`` runs it on NDIF)."""
         return self.nnterp.trace(inputs, **kwargs)

@@ -21,15 +21,30 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from murano_widgets.backends.base import MuranoModel
+    from murano_widgets.lenses.jacobian import JacobianLens
     from murano_widgets.lenses.tuned import TunedLens
 
-__all__ = ["DEMO_MODEL_PATH", "DEMO_TUNED_LENS_PATH", "load_demo_model", "load_demo_tuned_lens"]
+__all__ = [
+    "DEMO_JACOBIAN_LENS_FILE",
+    "DEMO_JACOBIAN_LENS_PATH",
+    "DEMO_MODEL_PATH",
+    "DEMO_TUNED_LENS_PATH",
+    "load_demo_jacobian_lens",
+    "load_demo_model",
+    "load_demo_tuned_lens",
+]
 
 DEMO_MODEL_PATH = Path(__file__).resolve().parent / "toy-world"
 """The shipped model folder (``config.json``, ``model.safetensors``, ``tokenizer.json``, …)."""
 
 DEMO_TUNED_LENS_PATH = Path(__file__).resolve().parent / "toy-world-tuned-lens"
 """The shipped tuned lens of the demo model (tuned-lens's format: ``config.json``, ``params.pt``)."""
+
+DEMO_JACOBIAN_LENS_PATH = Path(__file__).resolve().parent / "toy-world-jacobian-lens"
+"""The shipped Jacobian lens of the demo model: the lens file, ``provenance.json`` and its card."""
+
+DEMO_JACOBIAN_LENS_FILE = DEMO_JACOBIAN_LENS_PATH / "toy-world_jacobian_lens.pt"
+"""The lens file, in the reference format (float16), which TransformerLens reads too."""
 
 
 def load_demo_model(**kwargs: Any) -> MuranoModel:
@@ -82,3 +97,32 @@ def load_demo_tuned_lens(model: MuranoModel | None = None) -> TunedLens:
             "`python -m murano_widgets.demo_model.train_tuned_lens`"
         )
     return TunedLens.load(DEMO_TUNED_LENS_PATH, model)
+
+
+def load_demo_jacobian_lens(model: MuranoModel | None = None) -> JacobianLens:
+    """Loads the Jacobian lens fitted for the demo model; needs no network.
+
+    Args:
+        model: The demo model, to check the lens against now (the lens step checks it
+            again when given the lens).
+
+    Returns:
+        A :class:`~murano_widgets.JacobianLens` for ``LogitLens(model, lens=...)``.
+
+    Raises:
+        FileNotFoundError: If the lens file is missing from the installed package.
+        TypeError: If ``model`` is given but is not a loaded model.
+        ValueError: If ``model`` is not the demo model (another width or fewer layers), or is on
+            the ``meta`` device.
+    """
+    from murano_widgets._checks import check_model
+    from murano_widgets.lenses.jacobian import JacobianLens
+
+    if model is not None:
+        check_model(model)
+    if not DEMO_JACOBIAN_LENS_FILE.is_file():
+        raise FileNotFoundError(
+            f"the demo Jacobian lens is missing from {DEMO_JACOBIAN_LENS_PATH}; rebuild it with "
+            "`python -m murano_widgets.demo_model.fit_jacobian_lens`"
+        )
+    return JacobianLens.load(DEMO_JACOBIAN_LENS_FILE, model)

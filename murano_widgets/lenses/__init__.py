@@ -2,8 +2,11 @@
 
 One type, :class:`Lens` (``kind``, ``title``, ``provenance``, ``check(model)``,
 ``translate(layer, hidden)``, and the last-layer rule in ``read``); the logit lens is its
-identity, :data:`IDENTITY`; the tuned lens (:class:`murano_widgets.TunedLens`, ``tuned``) is a
-kind of it, trained by ``train`` and evaluated through the step by ``evaluate``.
+identity, :data:`IDENTITY`; the tuned lens (:class:`murano_widgets.TunedLens`, ``tuned``) and
+the Jacobian lens (:class:`murano_widgets.JacobianLens`, ``jacobian``) are kinds of it. The tuned
+lens is trained by ``train``, the Jacobian lens fitted by ``jacobian_fit`` and found by name in
+``jacobian_hub`` (its registry: ``jacobian_registry.json``); ``evaluate`` measures any lens
+through the step.
 
 To add a lens kind: subclass :class:`Lens` (``kind``, ``title``, ``translate``; ``check`` when it
 was made for one model) and pass an instance as ``lens=``: every view takes its title from the

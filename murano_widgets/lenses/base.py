@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 __all__ = [
@@ -56,6 +56,12 @@ class Lens(ABC):
 
     def check(self, model: Any) -> None:  # noqa: B027 - a lens for any model checks nothing
         """Raises ``ValueError`` if the lens does not fit ``model`` (layer count, width)."""
+
+    def check_layers(self, layers: Sequence[int], n_layers: int) -> None:  # noqa: B027
+        """Raises ``ValueError`` if the lens cannot read one of ``layers`` (block indices of a
+        model of ``n_layers``; the last is read as it is): a lens fitted for some layers only.
+        Called by the lens step before any model work; a lens that reads every layer checks
+        nothing."""
 
     @abstractmethod
     def translate(self, layer: int, hidden: Any) -> Any:
@@ -134,12 +140,18 @@ def as_lens(lens: Any, model: Any = None, argument: str = "lens") -> Lens:
         )
     allowed = (
         f"{argument} must be None (the logit lens) or a murano_widgets.Lens, such as "
-        "TunedLens.load(folder, model)"
+        "TunedLens.load(folder, model) or JacobianLens.load(path, model)"
     )
     if isinstance(lens, (str, bytes, os.PathLike)):
+        where = os.fsdecode(lens)
+        load = (
+            f"JacobianLens.load({where!r:.60}, model)"
+            if where.endswith(".pt")
+            else f"TunedLens.load({where!r:.60}, model)"
+        )
         raise TypeError(
-            f"{allowed}; got {type(lens).__name__} {lens!r:.60}: to read a lens folder, write "
-            f"TunedLens.load({os.fsdecode(lens)!r:.60}, model)"
+            f"{allowed}; got {type(lens).__name__} {lens!r:.60}: to read a lens file or folder, "
+            f"write {load}"
         )
     if not isinstance(lens, Lens):
         hint = (

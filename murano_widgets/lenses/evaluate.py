@@ -1,7 +1,8 @@
 """Evaluating a lens: how far each layer's reading is from the model's own final distribution.
 
-Through the step itself (:class:`~murano_widgets.LogitLens`'s ``kl_to_final``, in bits), so the
-number is the one the widget shows, not a second computation of it.
+Through the step itself (:class:`~murano_widgets.LogitLens`'s ``kl_to_final``, in bits, and its
+top-1 against the model's own ``final_tokens``), so the numbers are the ones the widget shows,
+not a second computation of them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from murano_widgets._checks import check_int, check_model
 from murano_widgets.lenses.base import Lens
 from murano_widgets.types import check_encodable
 
-__all__ = ["per_layer_kl"]
+__all__ = ["per_layer_kl", "per_layer_metrics"]
 
 DEFAULT_MAX_CHUNK_BYTES = 128 * 2**20
 
@@ -53,6 +54,25 @@ def per_layer_kl(
         ValueError: For a ``batch_size`` or ``max_chunk_bytes`` that is not a positive int,
             texts that are not strings of valid Unicode, or texts that hold no tokens.
     """
+    return per_layer_metrics(
+        model, texts, lens, batch_size=batch_size, max_chunk_bytes=max_chunk_bytes
+    )["kl"]
+
+
+def per_layer_metrics(
+    model: Any,
+    texts: Sequence[str],
+    lens: Lens | None = None,
+    *,
+    batch_size: int = 64,
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
+) -> dict[str, list[float]]:
+    """Per block output over ``texts``' tokens, in one pass of the step: ``"kl"``, the mean
+    KL(final ‖ lens) in bits (:func:`per_layer_kl`), and ``"top1"``, the share of tokens whose
+    lens top-1 is the model's own final prediction (1.0 at the last layer).
+
+    Args and Raises: as :func:`per_layer_kl`.
+    """
     from murano_widgets.step.logit_lens import LogitLens
 
     check_model(model)
@@ -77,12 +97,15 @@ def per_layer_kl(
     encoded.sort(key=lambda pair: len(pair[1]))
     n_layers = int(model.n_layers)
     totals = torch.zeros(n_layers, dtype=torch.float64)
+    agree = torch.zeros(n_layers, dtype=torch.float64)
     count = 0
     for start in range(0, len(encoded), batch_size):
         batch = encoded[start : start + batch_size]
         result = step.run([text for text, _ in batch], prompt_ids=[ids for _, ids in batch])
         real = result.attention_mask.bool()
         totals += result.kl_to_final[:, real].double().sum(dim=1)
+        same = result.predicted_tokens[:, real] == result.final_tokens[real].unsqueeze(0)
+        agree += same.double().sum(dim=1)
         count += int(real.sum())
     totals[-1] = 0.0  # the final distribution against itself
-    return (totals / count).tolist()
+    return {"kl": (totals / count).tolist(), "top1": (agree / count).tolist()}

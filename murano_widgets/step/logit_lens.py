@@ -137,6 +137,9 @@ class LogitLens:
         )
         #: Whether ``lens`` named its lenses (then results are :class:`LensResults`).
         self.named = named is not None
+        # A lens fitted for some layers only (a Jacobian lens's source_layers) says so now.
+        for each in self.lenses.values():
+            each.check_layers(self.layers, model.n_layers)
         self.kl_between_lenses = check_bool("kl_between_lenses", kl_between_lenses)
         if self.kl_between_lenses and not self.named:
             raise ValueError(

@@ -1,10 +1,11 @@
 """A client of the local NDIF server, run inside its network namespace by the remote tests.
 
     python client.py lens MODEL_DIR OUT.pt [--top-k K] [--full-probs] [--layers 0,-1]
-        [--right-padding] [--answers] [--targets N]
+        [--right-padding] [--answers] [--targets N] [--jacobian]
         LogitLens with remote=True, then the same lens locally; both results to OUT.pt.
         --answers scores single- and multi-token answers (with alternatives) and --targets
-        tracks N strings at every position.
+        tracks N strings at every position. --jacobian reads every layer through a Jacobian
+        lens of seeded random matrices (sent to the server with the trace).
     python client.py fail MODEL_DIR
         A trace that fails on the server; prints the error the caller gets.
 
@@ -56,6 +57,8 @@ def lens(args: argparse.Namespace) -> dict:
     if args.targets:
         words = [model.tokenizer.decode([i]) for i in range(40, 40 + args.targets)]
         options["targets"] = list(dict.fromkeys(words))
+    if args.jacobian:
+        options["lens"] = random_jacobian_lens(model)
     answers = ANSWERS if args.answers else None
     timings = {}
     results = {}
@@ -73,6 +76,23 @@ def lens(args: argparse.Namespace) -> dict:
         # The weights stayed on the server until the local run: the self-check ran there.
         "self_checked": model._self_checked,
     }
+
+
+def random_jacobian_lens(model):
+    """``I + 0.3 · noise / sqrt(d)`` for every layer but the last: far enough from the logit
+    lens to change every reading."""
+    from murano_widgets import JacobianLens
+
+    config = model.config
+    d = getattr(config, "hidden_size", None) or config.n_embd
+    generator = torch.Generator().manual_seed(0)
+    return JacobianLens(
+        {
+            layer: torch.eye(d) + 0.3 * torch.randn(d, d, generator=generator) / d**0.5
+            for layer in range(model.n_layers - 1)
+        },
+        n_prompts=1,
+    )
 
 
 def _fields(result) -> dict:
@@ -114,6 +134,7 @@ def main() -> None:
     run.add_argument("--right-padding", action="store_true")
     run.add_argument("--answers", action="store_true")
     run.add_argument("--targets", type=int, default=0)
+    run.add_argument("--jacobian", action="store_true")
     failing = sub.add_parser("fail")
     failing.add_argument("model")
     args = parser.parse_args()

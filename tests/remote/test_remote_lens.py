@@ -87,6 +87,23 @@ def test_answers_and_targets_travel_reduced(arch, ndif, tiny_model_dirs, tmp_pat
     assert remote["target_ranks"].shape[-1] == len(remote["targets"]) > 12
 
 
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_a_jacobian_lens_travels_with_the_trace_and_reads_as_locally(
+    arch, ndif, tiny_model_dirs, tmp_path
+):
+    """The lens's matrices go to the server by value with the trace; every field equals the
+    local run's, answers included, and the lens changed the early layers' reading."""
+    remote, local, _, _ = run_lens(
+        ndif, tiny_model_dirs[arch], tmp_path / "lens.pt", "--jacobian", "--answers"
+    )
+    assert_same_result(remote, local)
+    assert remote["lens_kind"] == "jacobian" and remote["lens_title"] == "Jacobian lens"
+    plain, _, _, _ = run_lens(ndif, tiny_model_dirs[arch], tmp_path / "plain.pt", "--answers")
+    mask = remote["attention_mask"].bool()
+    assert not torch.allclose(remote["max_probs"][0][mask], plain["max_probs"][0][mask])
+    torch.testing.assert_close(remote["max_probs"][-1], plain["max_probs"][-1], equal_nan=True)
+
+
 def test_a_server_error_is_one_clear_message(ndif, tiny_model_dirs):
     error, stderr = ndif.client_json("fail", str(tiny_model_dirs["llama"]))
     assert error["type"] == "NDIFError" and error["module"] == "murano_widgets.backends.nnsight"

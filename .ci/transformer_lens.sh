@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The TransformerLens interoperability suite: the Jacobian lens against the real
+# transformer-lens 4.3.0 in a venv of its own.
+#
+# TransformerLens pins its own stack (and breaks tuned-lens next to it), so it gets a minimal
+# venv: torch's CPU wheel first (else pip picks a multi-GB CUDA build), then transformer-lens
+# alone (about 2 minutes). The venv is built once and reused while it imports; point
+# TRANSFORMER_LENS_VENV at an existing one to skip building. As the tuned-lens suite does, the
+# tests (tests/transformer_lens_interop, marker transformer_lens_interop) run in the project's
+# .venv and call that venv's python for TransformerLens's side, so nothing of this package
+# (nor nnterp) is installed there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source .ci/quiet.sh   # pytest_quiet_flag: -q unless MURANO_VERBOSE=1
+
+PYTHON=${PYTHON:-python3}
+VENV=${TRANSFORMER_LENS_VENV:-build/transformer-lens-venv}   # build/ is gitignored
+if ! "$VENV/bin/python" -c "import transformer_lens.tools.analysis.jacobian_lens" >/dev/null 2>&1; then
+  if [ -n "${TRANSFORMER_LENS_VENV:-}" ]; then
+    echo "TRANSFORMER_LENS_VENV=$VENV does not import transformer_lens's Jacobian lens" >&2
+    exit 1
+  fi
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+  "$VENV/bin/python" -m pip install --quiet "transformer-lens==4.3.0"
+fi
+"$VENV/bin/python" -c "from importlib.metadata import version as v; print(*(f'{p} {v(p)}' for p in ('transformer-lens', 'transformers', 'torch')), sep=', ')"
+
+TRANSFORMER_LENS_PYTHON="$(cd "$VENV" && pwd)/bin/python" \
+  .venv/bin/python -m pytest -m transformer_lens_interop tests/transformer_lens_interop $(pytest_quiet_flag) "$@"

@@ -1,0 +1,116 @@
+"""The TransformerLens side of the interoperability suite: run by the python of a venv that
+holds transformer-lens 4.3.0 (and torch, transformers) but not murano_widgets.
+
+Every command boots the model with ``TransformerBridge.boot_transformers(DIR, device="cpu")``
+and sets ``cfg.default_prepend_bos = False``, so that TransformerLens tokenizes a text as the
+tokenizer alone does (as murano_widgets does).
+
+    python tl_side.py fit --model DIR --texts TEXTS.json --out LENS.pt
+        [--skip-first 16] [--max-seq-len 128] [--dim-batch 8]
+        TransformerLens's own ``JacobianLens.fit``, saved with its ``save`` in float32.
+    python tl_side.py readout --model DIR --lens LENS.pt --ids IDS.pt --out OUT.pt
+        Loads LENS with ``JacobianLens.load`` and writes, for each row of token ids in IDS.pt
+        (a list of 1-D tensors), ``readout(..., return_full_logits=True)``'s logits of every
+        layer (the fitted ones through J, the last the model's own), and the lens it read.
+    python tl_side.py load --lens FILE.pt --out OUT.pt
+        ``JacobianLens.load`` of FILE (an artifact or a fit checkpoint): its matrices, prompt
+        count and metadata.
+    python tl_side.py registry --out OUT.json
+        TransformerLens's own registry of published lenses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import torch
+
+
+def _boot(folder: str):
+    from transformer_lens.model_bridge import TransformerBridge
+
+    model = TransformerBridge.boot_transformers(folder, device="cpu")
+    model.cfg.default_prepend_bos = False
+    return model.eval()
+
+
+def _lens_state(lens) -> dict:
+    return {
+        "jacobians": {layer: matrix.clone() for layer, matrix in lens.jacobians.items()},
+        "n_prompts": lens.n_prompts,
+        "d_model": lens.d_model,
+        "metadata": json.loads(json.dumps(lens.metadata)),
+    }
+
+
+def fit(args) -> None:
+    from transformer_lens.tools.analysis import JacobianLens
+
+    model = _boot(args.model)
+    texts = json.loads(Path(args.texts).read_text())
+    lens = JacobianLens.fit(
+        model,
+        texts,
+        corpus="interop",
+        dim_batch=args.dim_batch,
+        max_seq_len=args.max_seq_len,
+        skip_first_positions=args.skip_first,
+        show_progress=False,
+    )
+    lens.save(args.out, dtype=torch.float32)
+
+
+def readout(args) -> None:
+    from transformer_lens.tools.analysis import JacobianLens
+
+    model = _boot(args.model)
+    lens = JacobianLens.load(args.lens)
+    rows = torch.load(args.ids, weights_only=True)
+    out = []
+    for ids in rows:
+        result = lens.readout(model, ids.unsqueeze(0), return_full_logits=True)
+        out.append({layer: logits.float() for layer, logits in result.lens_logits.items()})
+    torch.save({"logits": out, "lens": _lens_state(lens)}, args.out)
+
+
+def load(args) -> None:
+    from transformer_lens.tools.analysis import JacobianLens
+
+    torch.save(_lens_state(JacobianLens.load(args.lens)), args.out)
+
+
+def registry(args) -> None:
+    import transformer_lens.tools.analysis.jacobian_lens as module
+
+    shutil.copyfile(Path(module.__file__).with_name("jacobian_lens_registry.json"), args.out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    commands = parser.add_subparsers(dest="command", required=True)
+    one = commands.add_parser("fit")
+    one.add_argument("--model", required=True)
+    one.add_argument("--texts", required=True)
+    one.add_argument("--out", required=True)
+    one.add_argument("--skip-first", type=int, default=16)
+    one.add_argument("--max-seq-len", type=int, default=128)
+    one.add_argument("--dim-batch", type=int, default=8)
+    two = commands.add_parser("readout")
+    two.add_argument("--model", required=True)
+    two.add_argument("--lens", required=True)
+    two.add_argument("--ids", required=True)
+    two.add_argument("--out", required=True)
+    three = commands.add_parser("load")
+    three.add_argument("--lens", required=True)
+    three.add_argument("--out", required=True)
+    four = commands.add_parser("registry")
+    four.add_argument("--out", required=True)
+    args = parser.parse_args()
+    {"fit": fit, "readout": readout, "load": load, "registry": registry}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
