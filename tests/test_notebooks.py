@@ -49,6 +49,7 @@ def test_the_teaching_notebooks_are_there():
         "03_pipeline_and_scale.ipynb",
         "04_when_does_it_know.ipynb",
         "05_compare_and_generate.ipynb",
+        "06_lenses.ipynb",
     ]
 
 
