@@ -1,11 +1,12 @@
 """A client of the local NDIF server, run inside its network namespace by the remote tests.
 
     python client.py lens MODEL_DIR OUT.pt [--top-k K] [--full-probs] [--layers 0,-1]
-        [--right-padding] [--answers] [--targets N] [--jacobian]
+        [--right-padding] [--answers] [--targets N] [--jacobian] [--named]
         LogitLens with remote=True, then the same lens locally; both results to OUT.pt.
         --answers scores single- and multi-token answers (with alternatives) and --targets
         tracks N strings at every position. --jacobian reads every layer through a Jacobian
-        lens of seeded random matrices (sent to the server with the trace).
+        lens of seeded random matrices (sent to the server with the trace); --named reads through
+        the logit lens and that Jacobian lens side by side, with the KL between them.
     python client.py fail MODEL_DIR
         A trace that fails on the server; prints the error the caller gets.
 
@@ -59,6 +60,9 @@ def lens(args: argparse.Namespace) -> dict:
         options["targets"] = list(dict.fromkeys(words))
     if args.jacobian:
         options["lens"] = random_jacobian_lens(model)
+    if args.named:
+        options["lens"] = {"logit": None, "jacobian": random_jacobian_lens(model)}
+        options["kl_between_lenses"] = True
     answers = ANSWERS if args.answers else None
     timings = {}
     results = {}
@@ -68,7 +72,7 @@ def lens(args: argparse.Namespace) -> dict:
         batch = PromptBatch(PROMPTS, answers=answers)
         results[where] = step({"prompts": batch})["logit_lens"]
         timings[where] = time.perf_counter() - start
-    torch.save({where: _fields(result) for where, result in results.items()}, args.out)
+    torch.save({where: _all_fields(result) for where, result in results.items()}, args.out)
     return {
         "seconds": timings,
         "padding_side": model.tokenizer.padding_side,
@@ -93,6 +97,19 @@ def random_jacobian_lens(model):
         },
         n_prompts=1,
     )
+
+
+def _all_fields(result) -> dict:
+    """A result's fields; named lenses' (a LensResults) as ``<lens>.<field>``, with the KL
+    between lenses as ``kl.<a>.<b>``."""
+    if dataclasses.is_dataclass(result):
+        return _fields(result)
+    fields = {}
+    for name, one in result.items():
+        fields.update({f"{name}.{key}": value for key, value in _fields(one).items()})
+    for (a, b), kl in (getattr(result, "kl_between", None) or {}).items():
+        fields[f"kl.{a}.{b}"] = kl
+    return fields
 
 
 def _fields(result) -> dict:
@@ -135,6 +152,7 @@ def main() -> None:
     run.add_argument("--answers", action="store_true")
     run.add_argument("--targets", type=int, default=0)
     run.add_argument("--jacobian", action="store_true")
+    run.add_argument("--named", action="store_true")
     failing = sub.add_parser("fail")
     failing.add_argument("model")
     args = parser.parse_args()

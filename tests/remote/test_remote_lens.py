@@ -104,6 +104,25 @@ def test_a_jacobian_lens_travels_with_the_trace_and_reads_as_locally(
     torch.testing.assert_close(remote["max_probs"][-1], plain["max_probs"][-1], equal_nan=True)
 
 
+def test_named_lenses_run_side_by_side_in_one_remote_trace_as_locally(
+    ndif, tiny_model_dirs, tmp_path
+):
+    """lens={"logit": None, "jacobian": ...} with kl_between_lenses: every lens's fields and
+    the KL between the lenses equal the local run's; the logit lens's entry equals the plain
+    step's remote result."""
+    remote, local, _, _ = run_lens(
+        ndif, tiny_model_dirs["llama"], tmp_path / "lens.pt", "--named", "--answers"
+    )
+    assert_same_result(remote, local)
+    assert remote["logit.lens_kind"] == "logit" and remote["jacobian.lens_kind"] == "jacobian"
+    assert ("kl.logit.jacobian") in remote and ("kl.final.jacobian") in remote
+    plain, _, _, _ = run_lens(ndif, tiny_model_dirs["llama"], tmp_path / "plain.pt", "--answers")
+    mask = remote["logit.attention_mask"].bool()
+    torch.testing.assert_close(
+        remote["logit.max_probs"][:, mask], plain["max_probs"][:, mask], atol=1e-6, rtol=1e-5
+    )
+
+
 def test_a_server_error_is_one_clear_message(ndif, tiny_model_dirs):
     error, stderr = ndif.client_json("fail", str(tiny_model_dirs["llama"]))
     assert error["type"] == "NDIFError" and error["module"] == "murano_widgets.backends.nnsight"
