@@ -8,7 +8,7 @@ container (a plain ``dict`` works too).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -134,6 +134,20 @@ def check_encodable(text: str, argument: str) -> None:
             f"{error.start} ({text[max(0, error.start - 10) : error.start + 10]!r}), which "
             "no tokenizer can encode: text must be valid Unicode"
         ) from None
+
+
+def check_texts(texts: Any, argument: str = "texts") -> None:
+    """Raises ``ValueError`` unless ``texts`` is a non-empty list of encodable strings: the
+    training or fitting texts of a lens (a lone string is the usual slip, and is named)."""
+    if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts:
+        hint = "; wrap one text in a list: [text]" if isinstance(texts, str) else ""
+        raise ValueError(
+            f"{argument} must be a non-empty list of strings, got {type(texts).__name__}{hint}"
+        )
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"{argument}[{index}] is {type(text).__name__}, not a string")
+        check_encodable(text, f"{argument}[{index}]")
 
 
 AnswerSets = dict[str, list[list[str] | None]]

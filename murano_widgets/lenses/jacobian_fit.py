@@ -32,7 +32,7 @@ from murano_widgets._checks import check_int
 from murano_widgets._files import read_torch, write_file
 from murano_widgets.lenses.train import _texts_hash
 from murano_widgets.lenses.tuned import model_width
-from murano_widgets.types import check_encodable
+from murano_widgets.types import check_texts
 
 __all__ = ["FitState", "fit_jacobians", "prompt_jacobians"]
 
@@ -114,7 +114,7 @@ def fit_jacobians(
     settings = _check_settings(
         n_layers, source_layers, target_layer, dim_batch, max_seq_len, skip_first
     )
-    _check_texts(texts)
+    check_texts(texts)
     skip_first, max_seq_len = settings["skip_first"], settings["max_seq_len"]
     d_model = _width(model)
     if hf_model.training:
@@ -478,18 +478,6 @@ def _check_settings(
         "max_seq_len": check_int("max_seq_len", max_seq_len, 2, None, None),
         "skip_first": check_int("skip_first", skip_first, 0, None, None),
     }
-
-
-def _check_texts(texts: Any) -> None:
-    if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts:
-        hint = "; wrap one text in a list: [text]" if isinstance(texts, str) else ""
-        raise ValueError(
-            f"texts must be a non-empty list of strings, got {type(texts).__name__}{hint}"
-        )
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise ValueError(f"texts[{index}] is {type(text).__name__}, not a string")
-        check_encodable(text, f"texts[{index}]")
 
 
 def _tokenize(model: Any, texts: Sequence[str], max_seq_len: int) -> list[list[int]]:

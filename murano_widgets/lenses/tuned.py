@@ -54,7 +54,7 @@ from murano_widgets.lenses.train import (
     _Trainer,
     token_chunks,
 )
-from murano_widgets.types import check_encodable
+from murano_widgets.types import check_texts
 
 __all__ = ["LENS_TYPE", "TunedLens"]
 
@@ -434,15 +434,7 @@ class TunedLens(Lens):
         check_model(model)
         settings = _check_train_args(steps, tokens_per_step, lr, momentum, weight_decay)
         steps, tokens_per_step = settings["steps"], settings["tokens_per_step"]
-        if not isinstance(texts, Sequence) or isinstance(texts, str) or not texts:
-            hint = "; wrap one text in a list: [text]" if isinstance(texts, str) else ""
-            raise ValueError(
-                f"texts must be a non-empty list of strings, got {type(texts).__name__}{hint}"
-            )
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise ValueError(f"texts[{index}] is {type(text).__name__}, not a string")
-            check_encodable(text, f"texts[{index}]")
+        check_texts(texts)
         seed = check_int("seed", seed, 0, 2**32 - 1, None)
         if seq_len is None:
             seq_len = min(2048, _context(model) or 2048)
