@@ -33,7 +33,9 @@ from test_themes_browser import (
     CANVAS_TEXTS,
     DOM_TEXTS,
     MIN_CONTRAST,
+    ROOT_BACKGROUND,
     _luminance,
+    cells_box,
     light_block_fraction,
     low_contrast,
 )
@@ -234,38 +236,7 @@ def test_every_control_keeps_its_keys_in_jupyterlab(browser, jupyterlab):
 
 
 def _root_background(page, root: str) -> list[float]:
-    return page.eval_on_selector(
-        root,
-        """(e) => { let c = [255, 255, 255]; const ls = [];
-             for (let x = e; x; x = x.parentElement) ls.push(getComputedStyle(x).backgroundColor);
-             for (const s of ls.reverse()) { const p = (s.match(/[\\d.]+/g) || []).map(Number);
-               if (p.length >= 3) { const a = p.length > 3 ? p[3] : 1; c = c.map((v, i) => p[i] * a + v * (1 - a)); } }
-             return c; }""",
-    )
-
-
-def _cells_box(page, widget: str, root: str, origin: dict) -> tuple[int, int, int, int] | None:
-    """The data cells' box (colours that encode values), relative to the widget's box."""
-    if widget not in DEBUG:
-        return None
-    x0, y0, x1, y1 = page.eval_on_selector(
-        root,
-        """(r, name) => {
-          const d = r.parentElement[name];
-          const { nLayers, nPositions } = d.layout;
-          const rects = [[0, 0], [nLayers - 1, 0], [0, nPositions - 1], [nLayers - 1, nPositions - 1]]
-            .map(([i, j]) => d.cellClientRect(i, j));
-          return [Math.min(...rects.map((c) => c.x)), Math.min(...rects.map((c) => c.y)),
-                  Math.max(...rects.map((c) => c.x + c.w)), Math.max(...rects.map((c) => c.y + c.h))];
-        }""",
-        DEBUG[widget],
-    )
-    return (
-        int(x0 - origin["x"]) - 1,
-        int(y0 - origin["y"]) - 1,
-        int(x1 - origin["x"]) + 2,
-        int(y1 - origin["y"]) + 2,
-    )
+    return page.eval_on_selector(root, ROOT_BACKGROUND)
 
 
 THEMES = {
@@ -308,7 +279,10 @@ def test_every_widget_follows_jupyterlab_themes(browser, jupyterlab):
                 if dark:
                     if _luminance(bg) >= 0.05:
                         failures.append(f"{where}: a light background {bg}")
-                    block = light_block_fraction(pixels, _cells_box(page, widget, root, origin))
+                    block = light_block_fraction(
+                        pixels,
+                        cells_box(page, root, DEBUG[widget], origin) if widget in DEBUG else None,
+                    )
                     if block >= 0.002:
                         failures.append(f"{where}: {block:.1%} of it is a light block")
                 elif _luminance(bg) <= 0.8:

@@ -293,6 +293,15 @@ CANVAS_TEXTS = """(root) => {
 }"""
 
 
+# The widget root's background as the eye sees it: every background from <html> down to the
+# root composited over white, as [r, g, b].
+ROOT_BACKGROUND = """(e) => { let c = [255, 255, 255]; const ls = [];
+             for (let x = e; x; x = x.parentElement) ls.push(getComputedStyle(x).backgroundColor);
+             for (const s of ls.reverse()) { const p = (s.match(/[\\d.]+/g) || []).map(Number);
+               if (p.length >= 3) { const a = p.length > 3 ? p[3] : 1; c = c.map((v, i) => p[i] * a + v * (1 - a)); } }
+             return c; }"""
+
+
 # ---- Colour arithmetic (WCAG 2) -------------------------------------------------------------
 
 
@@ -457,31 +466,36 @@ def render(page, widget: str, theme: str, state: dict[str, Any]):
     return page.locator(kind.root)
 
 
-# The data cells' grid of each canvas widget: (rows, positions of the first prompt).
-CELLS = {"heatmap": (6, 9), "diff": (8, 9)}
-
-
-def _cells_box(page, widget: str, origin: dict[str, float]) -> tuple[int, int, int, int] | None:
-    """The data cells' box (colours that encode values), relative to the widget's box."""
-    if widget not in CELLS:
-        return None
-    x0, y0, x1, y1 = page.evaluate(
-        """([rows, n]) => {
-          const rects = [];
-          for (const [i, j] of [[0, 0], [rows - 1, 0], [0, n - 1], [rows - 1, n - 1]]) {
-            const r = window.debug.cellClientRect(i, j);
-            if (r) rects.push(r);
-          }
-          return [Math.min(...rects.map((r) => r.x)), Math.min(...rects.map((r) => r.y)),
-                  Math.max(...rects.map((r) => r.x + r.w)), Math.max(...rects.map((r) => r.y + r.h))];
+def cells_box(page, root: str, debug: str, origin: dict[str, float]) -> tuple[int, int, int, int]:
+    """The data cells' box (colours that encode values) of the canvas widget at ``root``,
+    relative to the widget's box (``origin``), from its debug hook ``debug`` (on the root's
+    parent element): the corners of its first and last rows and positions."""
+    x0, y0, x1, y1 = page.eval_on_selector(
+        root,
+        """(r, name) => {
+          const d = r.parentElement[name];
+          const { nLayers, nPositions } = d.layout;
+          const rects = [[0, 0], [nLayers - 1, 0], [0, nPositions - 1], [nLayers - 1, nPositions - 1]]
+            .map(([i, j]) => d.cellClientRect(i, j)).filter(Boolean);
+          return [Math.min(...rects.map((c) => c.x)), Math.min(...rects.map((c) => c.y)),
+                  Math.max(...rects.map((c) => c.x + c.w)), Math.max(...rects.map((c) => c.y + c.h))];
         }""",
-        list(CELLS[widget]),
+        debug,
     )
     return (
         int(x0 - origin["x"]) - 1,
         int(y0 - origin["y"]) - 1,
         int(x1 - origin["x"]) + 2,
         int(y1 - origin["y"]) + 2,
+    )
+
+
+def _cells_box(page, widget: str, origin: dict[str, float]) -> tuple[int, int, int, int] | None:
+    kind = KINDS[widget]
+    return (
+        cells_box(page, kind.root, kind.debug, origin)
+        if kind.debug and widget != "dataset"
+        else None
     )
 
 
@@ -534,11 +548,7 @@ def test_widget_follows_the_host_theme(page, states, widget, theme):
     # are straight alpha: the widget's own background shows through where they are clear).
     root_bg = page.eval_on_selector(
         KINDS[widget].root,
-        """(e) => { let c = [255, 255, 255]; const ls = [];
-             for (let x = e; x; x = x.parentElement) ls.push(getComputedStyle(x).backgroundColor);
-             for (const s of ls.reverse()) { const p = (s.match(/[\\d.]+/g) || []).map(Number);
-               if (p.length >= 3) { const a = p.length > 3 ? p[3] : 1; c = c.map((v, i) => p[i] * a + v * (1 - a)); } }
-             return c; }""",
+        ROOT_BACKGROUND,
     )
     dom = page.eval_on_selector(KINDS[widget].root, DOM_TEXTS)
     canvas = page.eval_on_selector(KINDS[widget].root, CANVAS_TEXTS)
