@@ -21,13 +21,12 @@ tokenize a text as the tokenizer alone does):
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from other_venv import run_side, venv_python
 
 pytestmark = pytest.mark.transformer_lens_interop
 
@@ -49,12 +48,7 @@ FIT_TOLERANCE = 1e-4
 
 @pytest.fixture(scope="module")
 def tl_python() -> str:
-    python = os.environ.get("TRANSFORMER_LENS_PYTHON")
-    if not python:
-        pytest.skip("TRANSFORMER_LENS_PYTHON is not set: run `bash .ci/transformer_lens.sh`")
-    if not Path(python).exists():
-        pytest.fail(f"TRANSFORMER_LENS_PYTHON={python!r} does not exist")
-    return python
+    return venv_python("TRANSFORMER_LENS_PYTHON", ".ci/transformer_lens.sh")
 
 
 @pytest.fixture(scope="module")
@@ -77,15 +71,7 @@ def models(folders):
 
 
 def _tl(python: str, *args: str) -> None:
-    done = subprocess.run(
-        [python, str(HERE / "tl_side.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
-        check=False,
-    )
-    assert done.returncode == 0, f"TransformerLens side failed:\n{done.stderr[-4000:]}"
+    run_side(python, HERE / "tl_side.py", "TransformerLens", *args)
 
 
 @pytest.fixture(scope="module")

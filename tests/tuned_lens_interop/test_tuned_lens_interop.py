@@ -16,12 +16,11 @@ For a tiny GPT-2 and a tiny Llama:
 from __future__ import annotations
 
 import inspect
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
+from other_venv import run_side, venv_python
 
 pytestmark = pytest.mark.tuned_lens_interop
 
@@ -32,24 +31,11 @@ TOLERANCE = 1e-5
 
 @pytest.fixture(scope="module")
 def tl_python() -> str:
-    python = os.environ.get("TUNED_LENS_PYTHON")
-    if not python:
-        pytest.skip("TUNED_LENS_PYTHON is not set: run `bash .ci/tuned_lens.sh`")
-    if not Path(python).exists():
-        pytest.fail(f"TUNED_LENS_PYTHON={python!r} does not exist")
-    return python
+    return venv_python("TUNED_LENS_PYTHON", ".ci/tuned_lens.sh")
 
 
 def _tl(python: str, *args: str) -> None:
-    done = subprocess.run(
-        [python, str(HERE / "tl_side.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
-        check=False,
-    )
-    assert done.returncode == 0, f"tuned-lens side failed:\n{done.stderr[-4000:]}"
+    run_side(python, HERE / "tl_side.py", "tuned-lens", *args)
 
 
 def _tuned_lens_forward(python: str, model_dir: Path, lens_dir: Path, ids: torch.Tensor, tmp):
