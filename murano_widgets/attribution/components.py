@@ -146,7 +146,9 @@ class ComponentLayout:
 
     # -- after it -----------------------------------------------------------------------------
 
-    def terms(self, states: dict[str, Any], rows: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def terms(
+        self, states: dict[str, Any], rows: torch.Tensor, layer: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The attention and MLP terms of block ``layer`` at ``rows``, ``[rows, d]`` each."""
         before = states["embed"] if layer == 0 else states["post"][layer - 1]
         before = before.index_select(0, rows).float()
@@ -157,7 +159,9 @@ class ComponentLayout:
         mid = states["mid"][layer].index_select(0, rows).float()
         return mid - before, after - mid
 
-    def head_directions(self, states: dict[str, Any], rows: torch.Tensor, layer: int, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def head_directions(
+        self, states: dict[str, Any], rows: torch.Tensor, layer: int, q: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Each head's and the bias's direct effect along ``q`` ``[rows, d]``: ``[rows, H]``,
         ``[rows]`` (the map from the projection's output to the stream applied)."""
         q = self._through_post_map(states, rows, layer, q)
@@ -179,7 +183,9 @@ class ComponentLayout:
         split = weight.reshape(d_model, self.n_heads, -1)
         vectors = torch.einsum("rhk,dhk->rhd", per_head, split)
         bias = self.out_biases[layer]
-        bias_vector = (bias if bias is not None else weight.new_zeros(d_model)).expand(len(rows), 1, d_model)
+        bias_vector = (bias if bias is not None else weight.new_zeros(d_model)).expand(
+            len(rows), 1, d_model
+        )
         vectors = torch.cat([vectors, bias_vector], dim=1)
         if self.multiplier is not None:
             vectors = vectors * self.multiplier
@@ -190,7 +196,9 @@ class ComponentLayout:
             vectors = s * parts.gain * parts.project(vectors)
         return vectors
 
-    def _through_post_map(self, states: dict[str, Any], rows: torch.Tensor, layer: int, q: torch.Tensor) -> torch.Tensor:
+    def _through_post_map(
+        self, states: dict[str, Any], rows: torch.Tensor, layer: int, q: torch.Tensor
+    ) -> torch.Tensor:
         if self.multiplier is not None:
             q = q * self.multiplier
         if self.post_norms is not None:
@@ -200,7 +208,9 @@ class ComponentLayout:
             q = parts.project(s * parts.gain * q)
         return q
 
-    def contributions(self, states: dict[str, Any], rows: torch.Tensor, q: torch.Tensor, layer: int, mid: bool) -> torch.Tensor:
+    def contributions(
+        self, states: dict[str, Any], rows: torch.Tensor, q: torch.Tensor, layer: int, mid: bool
+    ) -> torch.Tensor:
         """``[rows, C]``: every component's direct effect along ``q`` (the readout pulled back
         through the lens) for rows read at ``layer`` (after its attention when ``mid``); NaN
         for the components after that point."""
@@ -260,7 +270,13 @@ class Components:
             checking the sums.
     """
 
-    def __init__(self, labels: list[str], vectors: torch.Tensor, attention_mask: torch.Tensor, block_outputs: torch.Tensor) -> None:
+    def __init__(
+        self,
+        labels: list[str],
+        vectors: torch.Tensor,
+        attention_mask: torch.Tensor,
+        block_outputs: torch.Tensor,
+    ) -> None:
         self.labels, self.vectors = labels, vectors
         self.attention_mask, self.block_outputs = attention_mask, block_outputs
 

@@ -14,10 +14,10 @@ from typing import Any
 import torch
 
 from murano_widgets.attribution.components import ComponentLayout
-from murano_widgets.attribution.readout import Readout
+from murano_widgets.attribution.readout import Readout, normalise
 from murano_widgets.types import Node
 
-__all__ = ["attribute", "row_layer"]
+__all__ = ["attribute", "decompose_rows", "read_row", "row_layer"]
 
 
 def row_layer(key: Any) -> tuple[int, bool]:
@@ -34,7 +34,9 @@ def read_row(lens: Any, key: Any, hidden: torch.Tensor, n_layers: int) -> torch.
     return hidden if layer == 0 else lens.read(layer - 1, hidden, n_layers)
 
 
-def _pullback(lens: Any, key: Any, hidden: torch.Tensor, r: torch.Tensor, n_layers: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _pullback(
+    lens: Any, key: Any, hidden: torch.Tensor, r: torch.Tensor, n_layers: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     layer, mid = row_layer(key)
     if not mid:
         return lens.read_pullback(layer, hidden, r, n_layers)
@@ -75,18 +77,96 @@ def attribute(
     source = states["mid"][layer] if mid else states["post"][layer]
     hidden = source.index_select(0, rows).float()
     y = read_row(lens, key, hidden, n_layers).float()
-    normed = readout.normed(y)
     w, unembedding_bias = readout.directions(tokens, foils)
-    logits = (w * normed).sum(-1) + unembedding_bias
-    r = readout.pulled(y, normed, w)
+    logits = (w * normalise(readout.norm, y)).sum(-1) + unembedding_bias
+    r = readout.pulled(y, w)
     q, lens_bias = _pullback(lens, key, hidden, r, n_layers)
     contributions = layout.contributions(states, rows, q.float(), layer, mid)
     bias = lens_bias.float() + w @ readout.norm.bias + unembedding_bias
+    # No branch on values: this also runs inside a trace.
     missing = tokens < 0
     if foils is not None:
         missing = missing | (foils < 0)
-    if bool(missing.any()):
-        contributions[missing] = float("nan")
-        bias = bias.masked_fill(missing, float("nan"))
-        logits = logits.masked_fill(missing, float("nan"))
+    contributions = contributions.masked_fill(missing.unsqueeze(-1), float("nan"))
+    bias = bias.masked_fill(missing, float("nan"))
+    logits = logits.masked_fill(missing, float("nan"))
     return contributions, bias, logits
+
+
+def decompose_rows(
+    layout: ComponentLayout,
+    readout: Readout,
+    lens: Any,
+    n_layers: int,
+    states: dict[str, Any],
+    keys: list[Any],
+    rows: torch.Tensor,
+    top1: torch.Tensor,
+    last_rows: torch.Tensor,
+    answers: torch.Tensor | None,
+    foils: torch.Tensor | None,
+    targets: torch.Tensor | None,
+) -> dict[str, torch.Tensor]:
+    """Every attribution field of one lens over the shown cells (not yet laid out as the
+    result's padded grid).
+
+    Args:
+        layout, readout, lens, n_layers, states: As for :func:`attribute`.
+        keys: The result's rows.
+        rows: ``[n_shown]`` the shown cells' indices into the states.
+        top1: ``[n_rows, n_shown]`` each cell's top-1 token.
+        last_rows: ``[n_inputs]`` each prompt's last shown cell, as an index into ``rows``.
+        answers: ``[n_inputs]`` each prompt's answer token (-1 for none), or ``None``.
+        foils: ``[n_inputs]`` each prompt's foil token, or ``None``.
+        targets: ``[n_targets]`` the targets' tokens, or ``None``.
+
+    Returns:
+        ``contributions [n_rows, n_shown, C]``, ``contribution_bias``/``top1_logits``
+        ``[n_rows, n_shown]``; with answers, ``answer_row_contributions [n_rows, n_inputs, C]``,
+        ``answer_row_bias [n_rows, n_inputs]``, ``answer_contributions [C, n_inputs]`` and
+        ``answer_contribution_bias [n_inputs]`` (under the model's own readout, the last
+        block's output); with targets, ``target_contributions [n_rows, n_shown, n_targets, C]``
+        and ``target_bias [n_rows, n_shown, n_targets]``.
+    """
+    out: dict[str, list[torch.Tensor]] = {}
+
+    def add(name: str, value: torch.Tensor) -> None:
+        out.setdefault(name, []).append(value)
+
+    for index, key in enumerate(keys):
+        contributions, bias, logits = attribute(
+            layout, readout, lens, n_layers, states, key, rows, top1[index]
+        )
+        add("contributions", contributions)
+        add("contribution_bias", bias)
+        add("top1_logits", logits)
+        if answers is not None:
+            contributions, bias, _ = attribute(
+                layout, readout, lens, n_layers, states, key, rows[last_rows], answers, foils
+            )
+            add("answer_row_contributions", contributions)
+            add("answer_row_bias", bias)
+        if targets is not None:
+            per_target = [
+                attribute(
+                    layout,
+                    readout,
+                    lens,
+                    n_layers,
+                    states,
+                    key,
+                    rows,
+                    target.expand(len(rows)),
+                )
+                for target in targets
+            ]
+            add("target_contributions", torch.stack([c for c, _, _ in per_target], dim=1))
+            add("target_bias", torch.stack([b for _, b, _ in per_target], dim=1))
+    fields = {name: torch.stack(values) for name, values in out.items()}
+    if answers is not None:
+        contributions, bias, _ = attribute(
+            layout, readout, lens, n_layers, states, n_layers - 1, rows[last_rows], answers, foils
+        )
+        fields["answer_contributions"] = contributions.t()
+        fields["answer_contribution_bias"] = bias
+    return fields

@@ -22,12 +22,12 @@ norm it does not fit. Plain functions on tensors: they run after the trace, or i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-__all__ = ["NormParts", "Readout", "norm_parts", "norm_scale", "readout_of"]
+__all__ = ["NormParts", "Readout", "norm_parts", "norm_scale", "normalise", "readout_of"]
 
 # A probe large enough that the norm's epsilon vanishes against it in float32: sqrt(c² + eps)
 # rounds to c for eps up to 1e-5 at c = 1e3.
@@ -41,20 +41,26 @@ class NormParts:
         gain: ``[d]`` ``g`` (the effective one: Gemma's ``1 + w``).
         bias: ``[d]`` ``b``.
         centred: Whether ``P`` subtracts the row mean (a LayerNorm).
-        norm: The module itself (it gives ``s`` of a row), or ``None`` for no norm.
+        eps: The norm's epsilon: ``s(y) = 1 / sqrt(mean(P(y)²) + eps)``.
+        identity: There is no norm (``s = 1``, ``g = 1``, ``b = 0``).
     """
 
-    __slots__ = ("bias", "centred", "gain", "norm")
+    __slots__ = ("bias", "centred", "eps", "gain", "identity")
 
-    def __init__(self, gain: Any, bias: Any, centred: bool, norm: Any) -> None:
-        self.gain, self.bias, self.centred, self.norm = gain, bias, centred, norm
+    def __init__(
+        self, gain: Any, bias: Any, centred: bool, eps: float, identity: bool = False
+    ) -> None:
+        self.gain, self.bias, self.centred, self.eps = gain, bias, centred, eps
+        self.identity = identity
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
         """``P(x)``."""
         return x - x.mean(dim=-1, keepdim=True) if self.centred else x
 
 
-def norm_parts(norm: Callable[[torch.Tensor], torch.Tensor] | None, d_model: int, device: Any) -> NormParts:
+def norm_parts(
+    norm: Callable[[torch.Tensor], torch.Tensor] | None, d_model: int, device: Any
+) -> NormParts:
     """Reads ``g``, ``b`` and the centring off a norm module by probing it.
 
     Raises:
@@ -63,7 +69,7 @@ def norm_parts(norm: Callable[[torch.Tensor], torch.Tensor] | None, d_model: int
     """
     if norm is None:
         ones = torch.ones(d_model, device=device)
-        return NormParts(ones, torch.zeros(d_model, device=device), False, None)
+        return NormParts(ones, torch.zeros(d_model, device=device), False, 0.0, identity=True)
     with torch.no_grad():
         dtype = _dtype_of(norm)
         bias = norm(torch.zeros(1, d_model, device=device, dtype=dtype)).float()[0]
@@ -79,20 +85,33 @@ def norm_parts(norm: Callable[[torch.Tensor], torch.Tensor] | None, d_model: int
         gain = (norm(probe).float()[0] - bias) * signs
         if centred and d_model % 2:
             gain[-1] = _gain_of_last(norm, d_model, device, dtype, bias)
-        parts = NormParts(gain, bias, centred, norm)
-        # The form holds on a random row, or the linearisation would be silently wrong.
-        row = torch.randn(2, d_model, generator=torch.Generator().manual_seed(0)).to(device, dtype)
+        eps = next(
+            (
+                float(value)
+                for name in ("eps", "variance_epsilon", "epsilon", "layer_norm_eps")
+                if isinstance(value := getattr(norm, name, None), (int, float))
+                and not isinstance(value, bool)
+            ),
+            None,
+        )
+        parts = NormParts(gain, bias, centred, 0.0 if eps is None else eps)
+        # The form holds on random rows, or the linearisation would be silently wrong.
+        row = torch.randn(4, d_model, generator=torch.Generator().manual_seed(0)).to(device, dtype)
         want = norm(row).float()
-        got = norm_scale(parts, row.float(), want).unsqueeze(-1) * gain * parts.project(row.float()) + bias
-        if not torch.allclose(got, want, rtol=1e-3, atol=1e-4):
+        if eps is None or not torch.allclose(
+            normalise(parts, row.float()), want, rtol=1e-4, atol=1e-5
+        ):
             raise ValueError(
-                f"the final norm {type(norm).__name__} is not of the form s(y)·g⊙P(y)+b (a "
-                "LayerNorm or an RMSNorm): its readout cannot be decomposed into components"
+                f"the norm {type(norm).__name__} is not of the form g⊙P(y)/sqrt(mean(P(y)²)+eps)"
+                "+b (a LayerNorm or an RMSNorm with its eps attribute): its readout cannot be "
+                "decomposed into components"
             )
     return parts
 
 
-def _gain_of_last(norm: Any, d_model: int, device: Any, dtype: Any, bias: torch.Tensor) -> torch.Tensor:
+def _gain_of_last(
+    norm: Any, d_model: int, device: Any, dtype: Any, bias: torch.Tensor
+) -> torch.Tensor:
     probe = torch.zeros(1, d_model, device=device, dtype=dtype)
     probe[0, -1], probe[0, 0] = _PROBE, -_PROBE
     out = norm(probe).float()[0] - bias
@@ -106,17 +125,20 @@ def _dtype_of(module: Any) -> torch.dtype:
     return weight.dtype if isinstance(weight, torch.Tensor) else torch.float32
 
 
-def norm_scale(parts: NormParts, y: torch.Tensor, normed: torch.Tensor | None = None) -> torch.Tensor:
-    """``s(y)`` per row: ``|N(y) - b| / |g ⊙ P(y)|``, from the norm's own output (its epsilon
-    and arithmetic included). ``[rows]``; 1 without a norm."""
-    if parts.norm is None:
+def norm_scale(parts: NormParts, y: torch.Tensor) -> torch.Tensor:
+    """``s(y) = 1 / sqrt(mean(P(y)²) + eps)`` per row, ``[rows]`` (1 without a norm): plain
+    tensor arithmetic, so that it runs inside a trace without calling the model's modules."""
+    if parts.identity:
         return torch.ones(y.shape[:-1], device=y.device)
-    if normed is None:
-        normed = parts.norm(y.to(_dtype_of(parts.norm))).float()
-    shaped = parts.gain * parts.project(y.float())
-    return torch.linalg.vector_norm(normed - parts.bias, dim=-1) / torch.linalg.vector_norm(
-        shaped, dim=-1
-    )
+    centred = parts.project(y.float())
+    return torch.rsqrt(centred.pow(2).mean(dim=-1) + parts.eps)
+
+
+def normalise(parts: NormParts, y: torch.Tensor) -> torch.Tensor:
+    """``N(y) = s(y) · g ⊙ P(y) + b`` in float32."""
+    if parts.identity:
+        return y.float()
+    return norm_scale(parts, y).unsqueeze(-1) * parts.gain * parts.project(y.float()) + parts.bias
 
 
 class Readout:
@@ -133,7 +155,14 @@ class Readout:
 
     __slots__ = ("norm", "scale", "softcap", "unembedding", "unembedding_bias")
 
-    def __init__(self, norm: NormParts, unembedding: Any, unembedding_bias: Any, scale: float, softcap: float | None) -> None:
+    def __init__(
+        self,
+        norm: NormParts,
+        unembedding: Any,
+        unembedding_bias: Any,
+        scale: float,
+        softcap: float | None,
+    ) -> None:
         self.norm, self.unembedding, self.unembedding_bias = norm, unembedding, unembedding_bias
         self.scale, self.softcap = scale, softcap
 
@@ -156,16 +185,9 @@ class Readout:
             w, bias = w - w_foil, bias - bias_foil
         return w, bias
 
-    def normed(self, y: torch.Tensor) -> torch.Tensor:
-        """``N(y)`` in float32, by the norm module itself."""
-        if self.norm.norm is None:
-            return y.float()
-        return self.norm.norm(y.to(_dtype_of(self.norm.norm))).float()
-
-    def pulled(self, y: torch.Tensor, normed: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """``r = s(y) · P(g ⊙ w)``: the readout direction at the lens's reading ``y``
-        (``normed`` is ``N(y)``)."""
-        s = norm_scale(self.norm, y, normed)
+    def pulled(self, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """``r = s(y) · P(g ⊙ w)``: the readout direction at the lens's reading ``y``."""
+        s = norm_scale(self.norm, y)
         return s.unsqueeze(-1) * self.norm.project(self.norm.gain * w)
 
 

@@ -48,7 +48,15 @@ class Sublayers:
             the block parallel when true (GPT-NeoX's ``use_parallel_residual``).
     """
 
-    __slots__ = ("attention", "conv1d", "mid", "multiplier", "out_proj", "parallel_flag", "post_norm")
+    __slots__ = (
+        "attention",
+        "conv1d",
+        "mid",
+        "multiplier",
+        "out_proj",
+        "parallel_flag",
+        "post_norm",
+    )
 
     def __init__(
         self,
@@ -111,15 +119,26 @@ SUBLAYERS: dict[str, Sublayers] = {
     ),
     "gemma2": _POST_NORMED,
     "gemma3_text": _POST_NORMED,
-    "olmo2": Sublayers("mlp", "self_attn", "self_attn.o_proj", post_norm="post_attention_layernorm"),
+    "olmo2": Sublayers(
+        "mlp", "self_attn", "self_attn.o_proj", post_norm="post_attention_layernorm"
+    ),
     "granite": Sublayers(
-        "post_attention_layernorm", "self_attn", "self_attn.o_proj", multiplier="residual_multiplier"
+        "post_attention_layernorm",
+        "self_attn",
+        "self_attn.o_proj",
+        multiplier="residual_multiplier",
     ),
     "granitemoe": Sublayers(
-        "post_attention_layernorm", "self_attn", "self_attn.o_proj", multiplier="residual_multiplier"
+        "post_attention_layernorm",
+        "self_attn",
+        "self_attn.o_proj",
+        multiplier="residual_multiplier",
     ),
     "granitemoeshared": Sublayers(
-        "post_attention_layernorm", "self_attn", "self_attn.o_proj", multiplier="residual_multiplier"
+        "post_attention_layernorm",
+        "self_attn",
+        "self_attn.o_proj",
+        multiplier="residual_multiplier",
     ),
     **{
         name: _LLAMA
