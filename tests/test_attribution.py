@@ -298,7 +298,9 @@ def test_every_cell_sums_to_its_top1_logit_under_every_lens(demo):
             captured = []
             hooks = [
                 b.register_forward_hook(
-                    lambda _m, _i, o: captured.append(o[0] if isinstance(o, tuple) else o)
+                    lambda _m, _i, o, into=captured: into.append(
+                        o[0] if isinstance(o, tuple) else o
+                    )
                 )
                 for b in blocks
             ]
@@ -366,7 +368,7 @@ def test_resid_mid_rows_read_the_stream_after_each_attention(load, folders):
         captured = []
         hooks = [
             b.post_attention_layernorm.register_forward_pre_hook(
-                lambda _m, a: captured.append(a[0][0])
+                lambda _m, a, into=captured: into.append(a[0][0])
             )
             for b in reference.blocks
         ]
