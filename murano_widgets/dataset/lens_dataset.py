@@ -155,13 +155,17 @@ def lens_dataset(
     try:
         for start in range(0, n, batch_size):
             rows = order[start : start + batch_size]
+            # Prompts are batched by length, so those without an answer can make a batch of
+            # their own: it runs without answers (a PromptBatch refuses answers all None), and
+            # its prompts' answer numbers stay missing.
+            batch_answers: Any = None
+            if any(sets[name][i] is not None for name in sets for i in rows):
+                batch_answers = {name: [sets[name][i] for i in rows] for name in sets}
+                if not named:
+                    batch_answers = batch_answers[DEFAULT_SET]
             batch = PromptBatch(
                 [prompts[i] for i in rows],
-                answers=(
-                    {name: [sets[name][i] for i in rows] for name in sets}
-                    if named
-                    else [sets[DEFAULT_SET][i] for i in rows]
-                ),
+                answers=batch_answers,
                 **({} if foils is None else {"foils": [foils[i] for i in rows]}),
             )
             out = step({"prompts": batch})["logit_lens"]
@@ -240,7 +244,7 @@ def _keep_batch(
     for token in torch.unique(ids).tolist():
         if token >= 0 and token not in token_strings:
             token_strings[token] = result.token_strings.get(token, "")
-    for name, scores in result.answer_sets.items():
+    for name, scores in (result.answer_sets or {}).items():
         arrays["answer_probs"][name][:, rows] = scores.probs.numpy()
         arrays["answer_ranks"][name][:, rows] = scores.ranks.numpy()
 
