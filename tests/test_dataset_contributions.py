@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from reference import _blocks_and_norm
 from test_dataset import ANSWERS, PROMPTS, loop_bootstrap, synthetic
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from murano_widgets import LensDataset, LogitLens, lens_dataset
 from murano_widgets.dataset.stats import component_parts
@@ -387,3 +391,285 @@ def test_bad_contribution_arguments_are_refused_before_any_model_work(
     monkeypatch.setattr(LogitLens, "__init__", ran)
     with pytest.raises(error, match=match):
         lens_dataset(model, PROMPTS, ANSWERS, progress=False, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# An independent direct logit attribution, in plain transformers, one prompt at a time
+
+
+class ReferenceAttribution:
+    """Each component's direct contribution to logit(answer) (− logit(foil)) at a prompt's last
+    position, computed without murano_widgets: forward hooks keep what enters block 0 (the
+    embedding, positions included), every attention layer's and MLP's output, and the input of
+    every attention output projection (to split it into heads); the final norm, linear once its
+    scale is fixed at the full residual, and the unembedding's answer − foil row then read each.
+    Written for the two layouts of the tests' tiny models, GPT-2 and Llama."""
+
+    def __init__(self, folder):
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.blocks, self.norm = _blocks_and_norm(self.model)
+        self.gpt2 = self.model.config.model_type == "gpt2"
+        self.n_heads = self.model.config.num_attention_heads
+
+    def first_token(self, prompt: str, text: str) -> int:
+        """The first token of ``text`` as it follows ``prompt``."""
+        n = len(self.tokenizer(prompt)["input_ids"])
+        ids = self.tokenizer(prompt + text)["input_ids"]
+        assert ids[:n] == self.tokenizer(prompt)["input_ids"], "test precondition"
+        return ids[n]
+
+    @torch.no_grad()
+    def run(self, prompt: str, answer: str, foil: str | None = None, heads: bool = False):
+        """``(labels, contributions [C], bias, target)``: ``target`` is the model's own
+        logit(answer) − logit(foil) at the last position."""
+        seen: dict[str, torch.Tensor] = {}
+
+        def output(name):
+            def hook(_module, _inputs, out):
+                seen[name] = (out[0] if isinstance(out, tuple) else out)[0, -1]
+
+            return hook
+
+        def given(name):
+            def hook(_module, args, kwargs):
+                seen[name] = (args[0] if args else kwargs["hidden_states"])[0, -1]
+
+            return hook
+
+        hooks = [
+            self.blocks[0].register_forward_pre_hook(given("embed"), with_kwargs=True),
+            self.norm.register_forward_pre_hook(given("final"), with_kwargs=True),
+        ]
+        projections = []
+        for layer, block in enumerate(self.blocks):
+            attention = block.attn if self.gpt2 else block.self_attn
+            projection = attention.c_proj if self.gpt2 else attention.o_proj
+            projections.append(projection)
+            hooks += [
+                attention.register_forward_hook(output(f"L{layer}.attn")),
+                block.mlp.register_forward_hook(output(f"L{layer}.mlp")),
+                projection.register_forward_pre_hook(given(f"L{layer}.z"), with_kwargs=True),
+            ]
+        ids = self.tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
+        try:
+            logits = self.model(**ids).logits[0, -1]
+        finally:
+            for hook in hooks:
+                hook.remove()
+        parts = {"embed": seen["embed"]}
+        for layer, projection in enumerate(projections):
+            if heads:
+                z = seen[f"L{layer}.z"]
+                size = z.shape[-1] // self.n_heads
+                # Conv1D (GPT-2) is x @ W with W [in, out]; nn.Linear is W x with W [out, in].
+                weight = projection.weight if self.gpt2 else projection.weight.T
+                for h in range(self.n_heads):
+                    cut = slice(h * size, (h + 1) * size)
+                    parts[f"L{layer}.H{h}"] = z[cut] @ weight[cut]
+                bias = projection.bias
+                parts[f"L{layer}.attn_bias"] = (
+                    torch.zeros(weight.shape[1]) if bias is None else bias
+                )
+                heads_sum = sum(parts[f"L{layer}.H{h}"] for h in range(self.n_heads))
+                torch.testing.assert_close(
+                    heads_sum + parts[f"L{layer}.attn_bias"], seen[f"L{layer}.attn"]
+                )
+            else:
+                parts[f"L{layer}.attn"] = seen[f"L{layer}.attn"]
+            parts[f"L{layer}.mlp"] = seen[f"L{layer}.mlp"]
+        residual = seen["final"]
+        if isinstance(self.norm, torch.nn.LayerNorm):
+            scale = torch.sqrt(residual.var(unbiased=False) + self.norm.eps)
+            centre = lambda v: v - v.mean()  # noqa: E731
+            norm_bias = self.norm.bias
+        else:  # RMSNorm
+            scale = torch.sqrt(residual.pow(2).mean() + self.norm.variance_epsilon)
+            centre = lambda v: v  # noqa: E731
+            norm_bias = None
+        assert getattr(self.model.lm_head, "bias", None) is None, "written for no unembedding bias"
+        unembed = self.model.lm_head.weight
+        answer_id = self.first_token(prompt, answer)
+        direction = unembed[answer_id].clone()
+        target = logits[answer_id]
+        if foil is not None:
+            foil_id = self.first_token(prompt, foil)
+            direction -= unembed[foil_id]
+            target = target - logits[foil_id]
+        read = lambda v: float((centre(v) / scale * self.norm.weight) @ direction)  # noqa: E731
+        bias = 0.0 if norm_bias is None else float(norm_bias @ direction)
+        return list(parts), np.array([read(v) for v in parts.values()]), bias, float(target)
+
+
+# Answers and foils over PROMPTS: a prompt without an answer and two without a foil (no
+# contributions there), answers that take several tokens (only the first counts).
+CONTRIBUTION_ANSWERS = [" Paris", " Tuesday", None, " Paris", " Bob a book", " is", " naïve"]
+CONTRIBUTION_FOILS = [" London", " Monday", " nine", None, " Carol", None, " cold"]
+
+
+@pytest.fixture(scope="module")
+def references(tiny_model_dirs):
+    cache = {}
+
+    def get(arch):
+        if arch not in cache:
+            cache[arch] = ReferenceAttribution(tiny_model_dirs[arch])
+        return cache[arch]
+
+    return get
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+@pytest.mark.parametrize("heads", [False, True])
+def test_the_reference_adds_up_to_the_models_own_logits(references, arch, heads):
+    ref = references(arch)
+    for prompt, answer, foil in zip(PROMPTS, ANSWERS, CONTRIBUTION_FOILS, strict=True):
+        labels, values, bias, target = ref.run(prompt, answer, foil, heads=heads)
+        assert labels == labels_of(heads, ref.model.config.num_hidden_layers, ref.n_heads)
+        assert values.sum() + bias == pytest.approx(target, abs=1e-4), prompt
+        assert np.abs(values).max() > 1e-3, "test precondition: contributions not all ~0"
+
+
+def expected_contributions(ref, answers, foils, heads, prompts=PROMPTS):
+    """``(labels, [C, n], [n])`` from the reference, NaN where a prompt has no answer or (with
+    foils) no foil."""
+    labels, columns, biases = None, [], []
+    for p, prompt in enumerate(prompts):
+        answer, foil = answers[p], None if foils is None else foils[p]
+        if answer is None or (foils is not None and foil is None):
+            columns.append(None)
+            biases.append(np.nan)
+            continue
+        labels, values, bias, _ = ref.run(prompt, answer, foil, heads=heads)
+        columns.append(values)
+        biases.append(bias)
+    width = len(labels)
+    matrix = np.stack([np.full(width, np.nan) if c is None else c for c in columns], axis=1)
+    return labels, matrix, np.array(biases)
+
+
+# ---------------------------------------------------------------------------------------------
+# lens_dataset(decompose=True) against the reference
+
+# STAND-IN, until the step computes the contributions (issue 23's core; then removed): a
+# LogitLens that runs the real step for everything else and fills the contract's answer fields
+# from the reference, prompt by prompt of the batch it is given.
+
+
+@pytest.fixture
+def stand_in_step(monkeypatch, references):
+    import inspect
+
+    import murano_widgets.dataset.lens_dataset as module
+    from murano_widgets import PromptBatch
+
+    if "decompose" in inspect.signature(LogitLens.__init__).parameters:
+        return  # the real step
+
+    class Batch(PromptBatch):
+        def __init__(self, prompts, answers=None, foils=None):
+            super().__init__(prompts, answers=answers)
+            self.foils = foils
+
+    class Step(LogitLens):
+        def __init__(self, model, layers="all", *, decompose=False, heads=False, **options):
+            super().__init__(model, layers, **options)
+            self.decompose, self.heads = decompose, heads
+            self.ref = references("gpt2" if "gpt2" in str(model.name) else "llama")
+
+        def __call__(self, results):
+            out = super().__call__(results)
+            batch = results["prompts"]
+            if not self.decompose or batch.answers is None:
+                return out
+            answers = next(iter(batch.answers.values()))
+            labels, values, bias = expected_contributions(
+                self.ref,
+                [None if forms is None else forms[0] for forms in answers],
+                batch.foils,
+                self.heads,
+                prompts=batch.prompts,
+            )
+            found = out["logit_lens"]
+            for result in found.values() if isinstance(found, Mapping) else [found]:
+                result.component_labels = labels
+                result.answer_contributions = torch.tensor(values, dtype=torch.float32)
+                result.answer_contribution_bias = torch.tensor(bias, dtype=torch.float32)
+            return out
+
+    monkeypatch.setattr(module, "LogitLens", Step)
+    monkeypatch.setattr(module, "PromptBatch", Batch)
+
+
+@pytest.fixture
+def padded_model(load_tiny, request):
+    """A tiny model padding on the side asked for (restored afterwards: models are shared)."""
+    arch, side = request.param
+    model = load_tiny(arch)
+    before = model.tokenizer.padding_side
+    model.tokenizer.padding_side = side
+    yield arch, model
+    model.tokenizer.padding_side = before
+
+
+@pytest.mark.parametrize(
+    "padded_model", [("gpt2", "right"), ("llama", "left")], indirect=True, ids=["gpt2", "llama"]
+)
+@pytest.mark.parametrize("heads", [False, True])
+@pytest.mark.parametrize("with_foils", [False, True])
+def test_each_prompts_contributions_equal_the_reference(
+    padded_model, references, stand_in_step, heads, with_foils
+):
+    arch, model = padded_model
+    ref = references(arch)
+    foils = CONTRIBUTION_FOILS if with_foils else None
+    data = lens_dataset(
+        model,
+        PROMPTS,
+        CONTRIBUTION_ANSWERS,
+        foils=foils,
+        decompose=True,
+        heads=heads,
+        batch_size=2,  # four batches of prompts sorted by length, padded
+        progress=False,
+    )
+    labels, values, bias = expected_contributions(ref, CONTRIBUTION_ANSWERS, foils, heads)
+    assert data.component_labels == labels
+    assert data.contributions.shape == (len(labels), len(PROMPTS))
+    assert data.contributions.dtype == np.float32 and data.contribution_bias.dtype == np.float32
+    np.testing.assert_allclose(data.contributions, values, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(data.contribution_bias, bias, rtol=1e-4, atol=1e-5)
+    missing = [2] if foils is None else [2, 3, 5]
+    assert np.isnan(data.contributions[:, missing]).all()
+    assert np.isfinite(np.delete(data.contributions, missing, axis=1)).all()
+    assert data.foils == foils
+    assert data.provenance["decompose"] is True and data.provenance["heads"] is heads
+    table = data.contribution_summary(n_boot=50)
+    assert int(table["n_prompts"].iloc[0]) == len(PROMPTS) - len(missing)
+
+
+def test_lenses_side_by_side_keep_one_copy_of_the_contributions(load_tiny, stand_in_step, tmp_path):
+    from murano_widgets import TunedLens
+
+    model = load_tiny("gpt2")
+    tuned = TunedLens.identity(model)
+    generator = torch.Generator().manual_seed(1)
+    tuned.weight.normal_(0.0, 0.05, generator=generator)
+    tuned.bias.normal_(0.0, 0.05, generator=generator)
+    options = {"foils": CONTRIBUTION_FOILS, "decompose": True, "heads": True, "progress": False}
+    both = lens_dataset(
+        model, PROMPTS, CONTRIBUTION_ANSWERS, lens={"logit": None, "tuned": tuned}, **options
+    )
+    alone = lens_dataset(model, PROMPTS, CONTRIBUTION_ANSWERS, lens=tuned, batch_size=3, **options)
+    # Under the last layer every lens reads the model's own output: one set of numbers.
+    np.testing.assert_allclose(both.contributions, alone.contributions, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(both.contribution_bias, alone.contribution_bias, atol=1e-6)
+    for name in both.lens_names:
+        assert both.lens(name).contributions is both.contributions, "shared, not copied"
+        assert both.lens(name).component_labels == both.component_labels
+    assert "lens" not in both.contributions_to_pandas().columns
+    both.save(tmp_path / "both")
+    loaded = LensDataset.load(tmp_path / "both")
+    np.testing.assert_array_equal(loaded.contributions, both.contributions)
+    np.testing.assert_array_equal(loaded.lens("tuned").contribution_bias, both.contribution_bias)
+    assert loaded.foils == CONTRIBUTION_FOILS and loaded.lens_names == ["logit", "tuned"]

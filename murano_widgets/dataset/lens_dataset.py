@@ -163,15 +163,20 @@ def lens_dataset(
                 batch_answers = {name: [sets[name][i] for i in rows] for name in sets}
                 if not named:
                     batch_answers = batch_answers[DEFAULT_SET]
+            # Likewise foils: a batch without any runs without them (its prompts' contributions
+            # are then set missing below, as a prompt without a foil among others gets).
+            batch_foils = None if foils is None else [foils[i] for i in rows]
+            if batch_foils is not None and all(foil is None for foil in batch_foils):
+                batch_foils = None
             batch = PromptBatch(
                 [prompts[i] for i in rows],
                 answers=batch_answers,
-                **({} if foils is None else {"foils": [foils[i] for i in rows]}),
+                **({} if batch_foils is None else {"foils": batch_foils}),
             )
             out = step({"prompts": batch})["logit_lens"]
             for name, result in out.items() if step.named else [(next(iter(arrays)), out)]:
                 _keep_batch(arrays[name], result, rows, token_strings)
-            if decompose:
+            if decompose and batch_answers is not None:
                 # Under the last layer every lens reads the model's own output: the first
                 # lens's contributions are every lens's.
                 _keep_contributions(kept, next(iter(out.values())) if step.named else out, rows, n)
@@ -179,6 +184,12 @@ def lens_dataset(
             bar.update(len(rows))
     finally:
         bar.close()
+    if decompose and foils is not None:
+        # No foil where others have one: no contribution (the step's rule, kept whatever the
+        # batch its prompt fell into).
+        no_foil = np.array([foil is None for foil in foils])
+        kept["values"][:, no_foil] = np.nan
+        kept["bias"][no_foil] = np.nan
 
     provenance = model_provenance(model, step, lens)
     provenance.update(
