@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -370,7 +369,7 @@ FOILS = [" London", None, " nine", " Rome", " Carol", None, " naive"]
         ({"heads": True}, ValueError, r"heads=True .* needs decompose=True"),
         ({"foils": FOILS}, ValueError, r"foils only change the contributions.*decompose=True"),
         ({"decompose": True, "foils": FOILS[:-1]}, ValueError, r"foils has 6 entries for 7"),
-        ({"decompose": True, "foils": " London"}, TypeError, r"foils must be a list.*\[' London'\]"),
+        ({"decompose": True, "foils": " London"}, TypeError, r"foils must be a list.*got str ' London'"),
         ({"decompose": True, "foils": {"a": FOILS}}, TypeError, r"foils must be a list"),
         ({"decompose": True, "foils": [*FOILS[:6], 3]}, TypeError, r"foils\[6\] must be a string or None"),
         ({"decompose": True, "foils": [*FOILS[:6], [" a"]]}, TypeError, r"foils\[6\] must be"),
@@ -551,55 +550,6 @@ def expected_contributions(ref, answers, foils, heads, prompts=PROMPTS):
 # ---------------------------------------------------------------------------------------------
 # lens_dataset(decompose=True) against the reference
 
-# STAND-IN, until the step computes the contributions (issue 23's core; then removed): a
-# LogitLens that runs the real step for everything else and fills the contract's answer fields
-# from the reference, prompt by prompt of the batch it is given.
-
-
-@pytest.fixture
-def stand_in_step(monkeypatch, references):
-    import inspect
-
-    import murano_widgets.dataset.lens_dataset as module
-    from murano_widgets import PromptBatch
-
-    if "decompose" in inspect.signature(LogitLens.__init__).parameters:
-        return  # the real step
-
-    class Batch(PromptBatch):
-        def __init__(self, prompts, answers=None, foils=None):
-            super().__init__(prompts, answers=answers)
-            self.foils = foils
-
-    class Step(LogitLens):
-        def __init__(self, model, layers="all", *, decompose=False, heads=False, **options):
-            super().__init__(model, layers, **options)
-            self.decompose, self.heads = decompose, heads
-            self.ref = references("gpt2" if "gpt2" in str(model.name) else "llama")
-
-        def __call__(self, results):
-            out = super().__call__(results)
-            batch = results["prompts"]
-            if not self.decompose or batch.answers is None:
-                return out
-            answers = next(iter(batch.answers.values()))
-            labels, values, bias = expected_contributions(
-                self.ref,
-                [None if forms is None else forms[0] for forms in answers],
-                batch.foils,
-                self.heads,
-                prompts=batch.prompts,
-            )
-            found = out["logit_lens"]
-            for result in found.values() if isinstance(found, Mapping) else [found]:
-                result.component_labels = labels
-                result.answer_contributions = torch.tensor(values, dtype=torch.float32)
-                result.answer_contribution_bias = torch.tensor(bias, dtype=torch.float32)
-            return out
-
-    monkeypatch.setattr(module, "LogitLens", Step)
-    monkeypatch.setattr(module, "PromptBatch", Batch)
-
 
 @pytest.fixture
 def padded_model(load_tiny, request):
@@ -618,7 +568,7 @@ def padded_model(load_tiny, request):
 @pytest.mark.parametrize("heads", [False, True])
 @pytest.mark.parametrize("with_foils", [False, True])
 def test_each_prompts_contributions_equal_the_reference(
-    padded_model, references, stand_in_step, heads, with_foils
+    padded_model, references, heads, with_foils
 ):
     arch, model = padded_model
     ref = references(arch)
@@ -639,6 +589,15 @@ def test_each_prompts_contributions_equal_the_reference(
     assert data.contributions.dtype == np.float32 and data.contribution_bias.dtype == np.float32
     np.testing.assert_allclose(data.contributions, values, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(data.contribution_bias, bias, rtol=1e-4, atol=1e-5)
+    # The sum property, against the model's own logits (plain transformers, one prompt at a
+    # time, no padding): the parts and the bias add up to logit(answer) - logit(foil).
+    totals = data.contributions.astype(np.float64).sum(0) + data.contribution_bias
+    for p, prompt in enumerate(PROMPTS):
+        answer, foil = CONTRIBUTION_ANSWERS[p], None if foils is None else foils[p]
+        if answer is None or (foils is not None and foil is None):
+            continue
+        target = ref.run(prompt, answer, foil)[3]
+        assert totals[p] == pytest.approx(target, abs=1e-4), prompt
     missing = [2] if foils is None else [2, 3, 5]
     assert np.isnan(data.contributions[:, missing]).all()
     assert np.isfinite(np.delete(data.contributions, missing, axis=1)).all()
@@ -648,7 +607,7 @@ def test_each_prompts_contributions_equal_the_reference(
     assert int(table["n_prompts"].iloc[0]) == len(PROMPTS) - len(missing)
 
 
-def test_lenses_side_by_side_keep_one_copy_of_the_contributions(load_tiny, stand_in_step, tmp_path):
+def test_lenses_side_by_side_keep_one_copy_of_the_contributions(load_tiny, tmp_path):
     from murano_widgets import TunedLens
 
     model = load_tiny("gpt2")
@@ -673,3 +632,59 @@ def test_lenses_side_by_side_keep_one_copy_of_the_contributions(load_tiny, stand
     np.testing.assert_array_equal(loaded.contributions, both.contributions)
     np.testing.assert_array_equal(loaded.lens("tuned").contribution_bias, both.contribution_bias)
     assert loaded.foils == CONTRIBUTION_FOILS and loaded.lens_names == ["logit", "tuned"]
+
+
+@pytest.mark.parametrize("heads", [False, True])
+def test_each_prompts_contributions_are_the_steps_on_that_prompt_alone(load_tiny, heads):
+    from murano_widgets import PromptBatch
+
+    model = load_tiny("llama")
+    data = lens_dataset(
+        model,
+        PROMPTS,
+        CONTRIBUTION_ANSWERS,
+        foils=CONTRIBUTION_FOILS,
+        decompose=True,
+        heads=heads,
+        batch_size=3,
+        progress=False,
+    )
+    step = LogitLens(model, decompose=True, heads=heads)  # every position, one prompt at a time
+    for p in (0, 1, 4, 6):
+        batch = PromptBatch(
+            [PROMPTS[p]], answers=[CONTRIBUTION_ANSWERS[p]], foils=[CONTRIBUTION_FOILS[p]]
+        )
+        alone = step({"prompts": batch})["logit_lens"]
+        assert alone.component_labels == data.component_labels
+        np.testing.assert_allclose(
+            data.contributions[:, p], alone.answer_contributions[:, 0].numpy(), atol=1e-5
+        )
+        assert data.contribution_bias[p] == pytest.approx(
+            float(alone.answer_contribution_bias[0]), abs=1e-5
+        )
+
+
+def test_named_sets_attribute_the_first_sets_first_accepted_answer(load_tiny, references):
+    model = load_tiny("gpt2")
+    ref = references("gpt2")
+    prompts = PROMPTS[:4]
+    answers = {
+        "place": [[" Paris", " Rome"], None, " eight", " Paris"],
+        "next": [" is", " Tuesday", " nine", " Bob"],
+    }
+    data = lens_dataset(model, prompts, answers, decompose=True, batch_size=3, progress=False)
+    for p, prompt in enumerate(prompts):
+        forms = answers["place"][p]
+        if forms is None:
+            assert np.isnan(data.contributions[:, p]).all(), "no answer in the first set"
+            continue
+        first = forms[0] if isinstance(forms, list) else forms
+        _, values, bias, target = ref.run(prompt, first)
+        assert data.contribution_bias[p] == pytest.approx(bias, abs=1e-5)
+        np.testing.assert_allclose(data.contributions[:, p], values, rtol=1e-4, atol=1e-5)
+        assert float(data.contributions[:, p].sum() + data.contribution_bias[p]) == (
+            pytest.approx(target, abs=1e-4)
+        )
+    table = data.contributions_to_pandas()
+    assert table.attrs["answer_set"] == "place"
+    assert table[table["prompt_index"] == 0]["answer"].iloc[0] == " Paris"

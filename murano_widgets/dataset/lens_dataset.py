@@ -45,7 +45,13 @@ from murano_widgets.dataset.stats import (
     set_summary,
 )
 from murano_widgets.step.logit_lens import LogitLens
-from murano_widgets.types import PromptBatch, check_encodable, validate_answers, validate_prompts
+from murano_widgets.types import (
+    PromptBatch,
+    check_encodable,
+    validate_answers,
+    validate_foils,
+    validate_prompts,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -163,11 +169,14 @@ def lens_dataset(
                 batch_answers = {name: [sets[name][i] for i in rows] for name in sets}
                 if not named:
                     batch_answers = batch_answers[DEFAULT_SET]
-            # Likewise foils: a batch without any runs without them (its prompts' contributions
-            # are then set missing below, as a prompt without a foil among others gets).
-            batch_foils = None if foils is None else [foils[i] for i in rows]
-            if batch_foils is not None and all(foil is None for foil in batch_foils):
-                batch_foils = None
+            # Likewise foils (which also need answers): a batch without any runs without them
+            # (its prompts' contributions are then set missing below, as a prompt without a
+            # foil among others gets).
+            batch_foils = None
+            if foils is not None and batch_answers is not None:
+                batch_foils = [foils[i] for i in rows]
+                if all(foil is None for foil in batch_foils):
+                    batch_foils = None
             batch = PromptBatch(
                 [prompts[i] for i in rows],
                 answers=batch_answers,
@@ -994,8 +1003,9 @@ def _check_answers(answers: Any, n_prompts: int) -> tuple[dict[str, list[list[st
 
 
 def _check_foils(foils: Any, n_prompts: int, decompose: bool) -> list[str | None] | None:
-    """The foils as a list with one string or ``None`` per prompt (the answers' checks and
-    messages), or ``None``; refused without ``decompose=True``, the only thing they change."""
+    """The foils as a list with one string or ``None`` per prompt (``PromptBatch``'s check), or
+    ``None``; refused without ``decompose=True``, the only thing they change, and when no
+    prompt has one (every contribution would be missing)."""
     if foils is None:
         return None
     if not decompose:
@@ -1003,28 +1013,10 @@ def _check_foils(foils: Any, n_prompts: int, decompose: bool) -> list[str | None
             "foils only change the contributions (logit(answer) - logit(foil)), which need "
             "decompose=True: pass lens_dataset(..., foils=..., decompose=True)"
         )
-    if isinstance(foils, (str, Mapping, set, frozenset)) or not hasattr(foils, "__iter__"):
-        hint = f"; for one prompt write [{foils!r}]" if isinstance(foils, str) else ""
-        raise TypeError(
-            f"foils must be a list with one foil per prompt (a string or None), got "
-            f"{type(foils).__name__}{hint}"
-        )
-    foils = list(foils)
-    if len(foils) != n_prompts:
-        raise ValueError(
-            f"foils has {len(foils)} entries for {n_prompts} prompts: give one foil per prompt "
-            "(None where a prompt has none)"
-        )
+    foils = validate_foils(foils, n_prompts)
     for index, foil in enumerate(foils):
-        if foil is None:
-            continue
-        if not isinstance(foil, str):
-            raise TypeError(
-                f"foils[{index}] must be a string or None, got {type(foil).__name__} {foil!r}"
-            )
-        if foil == "":
-            raise ValueError(f"foils[{index}] is the empty string: a foil needs a token")
-        check_encodable(foil, f"foils[{index}]")
+        if foil is not None:
+            check_encodable(foil, f"foils[{index}]")
     if all(foil is None for foil in foils):
         raise ValueError("foils has no foil for any prompt (all None); leave foils=None")
     return foils
