@@ -709,13 +709,7 @@ class LensDataset:
 
         self._require_contributions()
         ci, n_boot, seed = check_summary_args(ci, n_boot, seed)
-        stats = contribution_stats(
-            self.contributions.T,
-            self.contribution_bias,
-            ci,
-            n_boot,
-            seed,
-        )
+        stats = contribution_stats(self.contributions.T, self.contribution_bias, ci, n_boot, seed)
         table = pd.DataFrame(
             {
                 **self._component_columns(),
