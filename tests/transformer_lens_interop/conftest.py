@@ -12,7 +12,7 @@ from other_venv import venv_python
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tiny_models import build_tiny_model  # noqa: E402
+from tiny_models import build_tiny_model
 
 ARCHS = ["gpt2", "llama"]  # the tiny models both packages boot (test files parametrize by these)
 

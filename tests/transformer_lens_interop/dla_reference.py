@@ -41,9 +41,7 @@ def build_affine_variant(folder: Path, seed: int = 1) -> Path:
     model = AutoModelForCausalLM.from_config(config)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
-            if parameter.dim() > 1:
-                parameter.normal_(0.0, 0.3)
-            elif name.endswith("bias"):
+            if parameter.dim() > 1 or name.endswith("bias"):
                 parameter.normal_(0.0, 0.3)
             else:  # a norm's weight
                 parameter.copy_(1.0 + 0.3 * torch.randn_like(parameter))
@@ -111,11 +109,11 @@ def decompose(model, ids: list[int], heads: bool) -> Decomposition:
 
         return hook
 
-    for l, block in enumerate(blocks):
+    for layer, block in enumerate(blocks):
         projection = block.attn.c_proj if kind == "gpt2" else block.self_attn.o_proj
-        handles.append(projection.register_forward_hook(keep(f"z{l}", take_input=True)))
-        handles.append(projection.register_forward_hook(keep(f"attn{l}")))
-        handles.append(block.mlp.register_forward_hook(keep(f"mlp{l}")))
+        handles.append(projection.register_forward_hook(keep(f"z{layer}", take_input=True)))
+        handles.append(projection.register_forward_hook(keep(f"attn{layer}")))
+        handles.append(block.mlp.register_forward_hook(keep(f"mlp{layer}")))
     try:
         with torch.no_grad():
             out = model(torch.tensor([ids]), output_hidden_states=True)
@@ -126,25 +124,25 @@ def decompose(model, ids: list[int], heads: bool) -> Decomposition:
     labels = ["embed"]
     vectors = [out.hidden_states[0][0, -1].double()]
     value_bias_writes = torch.zeros(len(blocks), n_heads, d_model, dtype=torch.float64)
-    for l, block in enumerate(blocks):
+    for layer, block in enumerate(blocks):
         projection = block.attn.c_proj if kind == "gpt2" else block.self_attn.o_proj
         # W_O as [n_heads, d_head, d_model]: GPT-2's Conv1D stores [in, out], Linear [out, in].
         weight = projection.weight.detach().double()
         W_O = (weight if kind == "gpt2" else weight.T).reshape(n_heads, d_head, d_model)
         b_O = projection.bias
         b_O = torch.zeros(d_model) if b_O is None else b_O.detach()
-        head_writes = torch.einsum("hd,hdm->hm", seen[f"z{l}"].reshape(n_heads, d_head), W_O)
+        head_writes = torch.einsum("hd,hdm->hm", seen[f"z{layer}"].reshape(n_heads, d_head), W_O)
         whole = head_writes.sum(0) + b_O.double()
-        assert torch.allclose(whole, seen[f"attn{l}"], atol=1e-5), (l, whole - seen[f"attn{l}"])
+        assert torch.allclose(whole, seen[f"attn{layer}"], atol=1e-5), layer
         if heads:
-            labels += [f"L{l}.H{h}" for h in range(n_heads)] + [f"L{l}.attn_bias"]
+            labels += [f"L{layer}.H{h}" for h in range(n_heads)] + [f"L{layer}.attn_bias"]
             vectors += [*head_writes, b_O.double()]
         else:
-            labels.append(f"L{l}.attn")
+            labels.append(f"L{layer}.attn")
             vectors.append(whole)
-        labels.append(f"L{l}.mlp")
-        vectors.append(seen[f"mlp{l}"])
-        value_bias_writes[l] = _value_bias_writes(block, kind, W_O, n_heads, d_head)
+        labels.append(f"L{layer}.mlp")
+        vectors.append(seen[f"mlp{layer}"])
+        value_bias_writes[layer] = _value_bias_writes(block, kind, W_O, n_heads, d_head)
     vectors = torch.stack(vectors)
     resid = vectors.sum(0)
 

@@ -167,9 +167,8 @@ def main() -> None:
     five.add_argument("--mode", choices=sorted(MODES), required=True)
     five.add_argument("--out", required=True)
     args = parser.parse_args()
-    {"fit": fit, "readout": readout, "load": load, "registry": registry, "dla": dla}[
-        args.command
-    ](args)
+    run = {"fit": fit, "readout": readout, "load": load, "registry": registry, "dla": dla}
+    run[args.command](args)
 
 
 if __name__ == "__main__":
