@@ -1,5 +1,10 @@
 """Direct logit attribution (issue 23) against the real TransformerLens 4.3.0
-``transformer_lens.tools.analysis.direct_logit_attribution``.
+``transformer_lens.tools.analysis.direct_logit_attribution``:
+``LogitLens(model, decompose=True, heads=False|True)`` on ``PromptBatch(prompts, answers=...,
+foils=None|...)`` gives ``component_labels``, ``answer_contributions [C, n_inputs]`` and
+``answer_contribution_bias``, which equal TransformerLens's ``unit="component"`` and
+``unit="head"`` attributions (without and with ``incorrect_tokens`` = the foils) and its folded
+``b_U`` within 1e-4, and sum to its model's logit.
 
 Both packages read the same tiny GPT-2 and Llama folders (the suite's, and an "affine" copy of
 each whose biases and norm weights are random, where the conventions about biases and norm
@@ -246,3 +251,92 @@ def test_transformer_lens_default_mode_is_the_plain_attribution_recentred(
         assert moved > 0.1  # the value biases are there to move
     assert scale > SCALE_FLOOR, f"values too small ({scale:.3g}) for the bound to mean anything"
     print(f"reference vs TransformerLens default {arch}/{variant}/{unit}/{foiled}: {worst:.2e}")
+
+
+@pytest.fixture(scope="session")
+def murano_dla(dla_folders, models):
+    """``(arch, variant, heads, foiled) -> LogitLensResult`` of
+    ``LogitLens(model, decompose=True, heads=heads)`` on all the prompts in one batch."""
+    from murano_widgets import LogitLens, MuranoModel, PromptBatch
+
+    loaded = {(arch, "plain"): model for arch, model in models.items()}
+    found: dict = {}
+
+    def get(arch: str, variant: str, heads: bool, foiled: bool):
+        key = (arch, variant, heads, foiled)
+        if key not in found:
+            if (arch, variant) not in loaded:
+                loaded[(arch, variant)] = MuranoModel(dla_folders[(arch, variant)])
+            batch = PromptBatch(PROMPTS, answers=ANSWERS, foils=FOILS if foiled else None)
+            step = LogitLens(loaded[(arch, variant)], decompose=True, heads=heads)
+            found[key] = step({"prompts": batch})["logit_lens"]
+        return found[key]
+
+    return get
+
+
+@pytest.mark.parametrize("foiled", FOILED)
+@pytest.mark.parametrize("unit", UNITS)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_answer_contributions_equal_transformer_lens(
+    arch, variant, unit, foiled, murano_dla, tl_dla, reference, cases
+):
+    """``answer_contributions`` (summed into TransformerLens's units) equal its
+    ``direct_logit_attribution``, ``answer_contribution_bias`` its folded ``b_U``, and the two
+    together its model's logit (or logit difference)."""
+    result = murano_dla(arch, variant, UNITS[unit], FOILED[foiled])
+    case = cases[(arch, variant)]
+    labels = result.component_labels
+    # The contract's labels: those of the independent decomposition, in model order.
+    assert labels == reference(arch, variant, UNITS[unit])[0].labels
+    assert result.answer_contributions.shape == (len(labels), len(PROMPTS))
+    assert result.answer_contribution_bias.shape == (len(PROMPTS),)
+    worst = scale = 0.0
+    for p, row in enumerate(tl_dla(arch, variant, "plain")):
+        answer, foil = case["answers"][p], case["foils"][p] if FOILED[foiled] else None
+        ours = result.answer_contributions[:, p].double()
+        tl_labels = row[f"{unit}_labels"]
+        theirs = merge_embeddings(tl_labels, row[f"{unit}_{foiled}"])
+        mapped = to_transformer_lens(labels, ours, tl_labels)
+        worst = max(worst, _assert_close(mapped, theirs, tl_labels, f"prompt {p}"))
+        scale = max(scale, float(theirs.abs().max()))
+        bias = float(result.answer_contribution_bias[p])
+        tl_bias = float(row["b_U"][answer] - (row["b_U"][foil] if foil is not None else 0.0))
+        assert abs(bias - tl_bias) <= BOUND, (p, bias, tl_bias)
+        worst = max(worst, abs(bias - tl_bias))
+        logit = float(row["logits"][answer] - (row["logits"][foil] if foil is not None else 0.0))
+        assert abs(float(ours.sum()) + bias - logit) <= BOUND, (p, float(ours.sum()) + bias, logit)
+    assert scale > SCALE_FLOOR, f"values too small ({scale:.3g}) for the bound to mean anything"
+    print(f"murano vs TransformerLens {arch}/{variant}/{unit}/{foiled}: {worst:.2e}")
+
+
+@pytest.mark.parametrize("foiled", FOILED)
+@pytest.mark.parametrize("heads", [False, True], ids=["components", "heads"])
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_answer_contributions_equal_the_reference_label_by_label(
+    arch, variant, heads, foiled, murano_dla, reference, cases
+):
+    """Finer than TransformerLens's units (whose ``remainder`` lumps the embedding, the output
+    biases and the MLPs together): every component of the contract against the independent
+    decomposition, and the bias term."""
+    result = murano_dla(arch, variant, heads, FOILED[foiled])
+    case = cases[(arch, variant)]
+    worst = 0.0
+    for p, found in enumerate(reference(arch, variant, heads)):
+        answer, foil = case["answers"][p], case["foils"][p] if FOILED[foiled] else None
+        expected, bias = found.contributions(answer, foil)
+        worst = max(
+            worst,
+            _assert_close(result.answer_contributions[:, p], expected, found.labels, f"prompt {p}"),
+        )
+        assert abs(float(result.answer_contribution_bias[p]) - bias) <= BOUND, p
+    if heads and variant == "affine":
+        # The output projections' biases are there, and count as their own components.
+        biases = [i for i, label in enumerate(result.component_labels) if "attn_bias" in label]
+        assert float(result.answer_contributions[biases].abs().max()) > 0.01
+    print(
+        f"murano vs reference {arch}/{variant}/{'heads' if heads else 'components'}/{foiled}: "
+        f"{worst:.2e}"
+    )
