@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The TransformerLens interoperability suite: the Jacobian lens against the real
-# transformer-lens 4.3.0 in a venv of its own.
+# The TransformerLens interoperability suite: the Jacobian lens and direct logit attribution
+# (LogitLens(decompose=True)'s answer_contributions) against the real transformer-lens 4.3.0 in
+# a venv of its own.
 #
 # TransformerLens pins its own stack (and breaks tuned-lens next to it), so it gets a minimal
 # venv: torch's CPU wheel first (else pip picks a multi-GB CUDA build), then transformer-lens
@@ -15,9 +16,10 @@ source .ci/quiet.sh   # pytest_quiet_flag: -q unless MURANO_VERBOSE=1
 
 PYTHON=${PYTHON:-python3}
 VENV=${TRANSFORMER_LENS_VENV:-build/transformer-lens-venv}   # build/ is gitignored
-if ! "$VENV/bin/python" -c "import transformer_lens.tools.analysis.jacobian_lens" >/dev/null 2>&1; then
+NEEDED="import transformer_lens.tools.analysis.jacobian_lens, transformer_lens.tools.analysis.direct_logit_attribution"
+if ! "$VENV/bin/python" -c "$NEEDED" >/dev/null 2>&1; then
   if [ -n "${TRANSFORMER_LENS_VENV:-}" ]; then
-    echo "TRANSFORMER_LENS_VENV=$VENV does not import transformer_lens's Jacobian lens" >&2
+    echo "TRANSFORMER_LENS_VENV=$VENV does not import transformer_lens's Jacobian lens and DLA" >&2
     exit 1
   fi
   rm -rf "$VENV"

@@ -21,21 +21,17 @@ tokenize a text as the tokenizer alone does):
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from other_venv import run_side, venv_python
+from other_venv import run_side
+from tiny_models import CORPUS
 
 pytestmark = pytest.mark.transformer_lens_interop
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-from tiny_models import CORPUS, build_tiny_model  # noqa: E402
-
-ARCHS = ["gpt2", "llama"]
+ARCHS = ["gpt2", "llama"]  # the conftest's folders
 TEXTS = list(dict.fromkeys(CORPUS))[:5]  # 10 to 30 tokens each in the tiny tokenizer
 SETTINGS = {"skip_first": 4, "max_seq_len": 64, "dim_batch": 8}
 READ = [
@@ -44,30 +40,6 @@ READ = [
 ]
 READ_TOLERANCE = 1e-5
 FIT_TOLERANCE = 1e-4
-
-
-@pytest.fixture(scope="module")
-def tl_python() -> str:
-    return venv_python("TRANSFORMER_LENS_PYTHON", ".ci/transformer_lens.sh")
-
-
-@pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("transformer-lens-interop")
-
-
-@pytest.fixture(scope="module")
-def folders(work) -> dict[str, str]:
-    # One string per folder on both sides: TransformerLens records it as the model's name and
-    # checks a lens's recorded name against it, and MuranoModel(folder).name is that string.
-    return {arch: str(build_tiny_model(arch, work / arch)) for arch in ARCHS}
-
-
-@pytest.fixture(scope="module")
-def models(folders):
-    from murano_widgets import MuranoModel
-
-    return {arch: MuranoModel(folder) for arch, folder in folders.items()}
 
 
 def _tl(python: str, *args: str) -> None:

@@ -17,6 +17,16 @@ tokenizer alone does (as murano_widgets does).
         count and metadata.
     python tl_side.py registry --out OUT.json
         TransformerLens's own registry of published lenses.
+    python tl_side.py dla --model DIR --cases CASES.json --mode plain|default --out OUT.pt
+        ``direct_logit_attribution`` at the last position of each prompt of CASES (``ids``: a
+        list of token-id lists, ``answers`` and ``foils``: one token id each), with
+        ``unit="component"`` and ``unit="head"``, for the answer alone and for answer − foil.
+        ``plain`` boots in compatibility mode with only the final norm folded (the option DLA
+        requires), so that TransformerLens computes the plain model's quantities; ``default``
+        with the default processing (centred unembedding and writing weights, value biases folded
+        into the output bias). Also writes the unembedding bias the readout adds (``b_U`` after
+        folding: the final norm's bias through W_U plus the model's own) and the model's logits
+        at each prompt's last position.
 """
 
 from __future__ import annotations
@@ -88,6 +98,49 @@ def registry(args) -> None:
     shutil.copyfile(Path(module.__file__).with_name("jacobian_lens_registry.json"), args.out)
 
 
+# The processing options of ``enable_compatibility_mode`` (TransformerLens 4.3.0). DLA needs the
+# final norm folded (it refuses a learned final-norm weight or bias); nothing else. ``plain``
+# turns off everything that changes what a component's number means: centring the unembedding
+# subtracts the vocabulary mean from every logit, centring the writing weights subtracts each
+# output's mean over d_model (under LayerNorm only, where the norm centres anyway), and folding
+# value biases moves each head's b_V·W_O into the layer's output bias.
+MODES = {
+    "plain": {
+        "fold_ln": True,
+        "center_writing_weights": False,
+        "center_unembed": False,
+        "fold_value_biases": False,
+    },
+    "default": {},
+}
+
+
+def dla(args) -> None:
+    from transformer_lens.tools.analysis import direct_logit_attribution
+
+    model = _boot(args.model)
+    model.enable_compatibility_mode(disable_warnings=True, **MODES[args.mode])
+    cases = json.loads(Path(args.cases).read_text())
+    out = []
+    for ids, answer, foil in zip(cases["ids"], cases["answers"], cases["foils"], strict=True):
+        tokens = torch.tensor([ids])
+        row: dict = {}
+        for unit in ("component", "head"):
+            for name, incorrect in (("single", None), ("diff", foil)):
+                found = direct_logit_attribution(
+                    model, tokens, answer_tokens=answer, incorrect_tokens=incorrect, unit=unit
+                )
+                assert found.attribution.shape == (len(found.labels), 1), found.attribution.shape
+                row[f"{unit}_labels"] = list(found.labels)
+                row[f"{unit}_{name}"] = found.attribution[:, 0].detach().float().clone()
+        with torch.no_grad():
+            logits = model(tokens)[0, -1].float()
+        row["logits"] = logits.clone()
+        row["b_U"] = model.b_U.detach().float().clone()
+        out.append(row)
+    torch.save(out, args.out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     commands = parser.add_subparsers(dest="command", required=True)
@@ -108,8 +161,14 @@ def main() -> None:
     three.add_argument("--out", required=True)
     four = commands.add_parser("registry")
     four.add_argument("--out", required=True)
+    five = commands.add_parser("dla")
+    five.add_argument("--model", required=True)
+    five.add_argument("--cases", required=True)
+    five.add_argument("--mode", choices=sorted(MODES), required=True)
+    five.add_argument("--out", required=True)
     args = parser.parse_args()
-    {"fit": fit, "readout": readout, "load": load, "registry": registry}[args.command](args)
+    run = {"fit": fit, "readout": readout, "load": load, "registry": registry, "dla": dla}
+    run[args.command](args)
 
 
 if __name__ == "__main__":
