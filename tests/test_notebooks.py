@@ -50,6 +50,7 @@ def test_the_teaching_notebooks_are_there():
         "04_when_does_it_know.ipynb",
         "05_compare_and_generate.ipynb",
         "06_lenses.ipynb",
+        "07_which_component.ipynb",
     ]
 
 
