@@ -231,7 +231,17 @@ var COLOUR_STOPS = Object.freeze({
 
 // src/payload.js
 var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
-var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
+var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32", "float32"]);
+var ATTRIBUTION_SHAPES = Object.freeze({
+  contributions: "cell_component",
+  contribution_bias: "cell",
+  top1_logits: "cell",
+  answer_row_contributions: "last_component",
+  answer_row_bias: "last",
+  target_contributions: "cell_target_component",
+  target_bias: "cell_target"
+});
+var SITES = Object.freeze(["resid_mid", "resid_post"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
 var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
@@ -277,8 +287,10 @@ function decodePayload(meta, sections) {
   }
   const { layers, lengths, offsets, tokens } = meta;
   if (!isIntArray(layers) || layers.length === 0) throw new Error("_meta.layers must be a non-empty list of layer numbers");
+  const sites = rowSites(meta.addresses, layers);
   for (let i = 1; i < layers.length; i++) {
-    if (layers[i] <= layers[i - 1]) throw new Error(`_meta.layers must be ascending, got ${JSON.stringify(layers).slice(0, 80)}`);
+    const same = sites && layers[i] === layers[i - 1] && SITES.indexOf(sites[i]) > SITES.indexOf(sites[i - 1]);
+    if (layers[i] <= layers[i - 1] && !same) throw new Error(`_meta.layers must be ascending, got ${JSON.stringify(layers).slice(0, 80)}`);
   }
   if (!isIntArray(lengths) || lengths.length === 0) throw new Error("_meta.lengths must be a non-empty list of token counts");
   if (!isIntArray(offsets) || offsets.length !== lengths.length) {
@@ -315,6 +327,18 @@ function decodePayload(meta, sections) {
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
   for (const name of Object.values(LAST_POSITION_SECTIONS)) expectedShapes[name] = [L, lengths.length];
+  const components = meta.components === void 0 || meta.components === null ? [] : meta.components;
+  if (!isStringArray(components)) throw new Error("_meta.components must be a list of component labels");
+  const C = components.length;
+  const attributionShapes = {
+    cell: [L, T],
+    cell_component: [L, T, C],
+    last: [L, lengths.length],
+    last_component: [L, lengths.length, C],
+    cell_target: [L, T, targets.length],
+    cell_target_component: [L, T, targets.length, C]
+  };
+  for (const [name, shape] of Object.entries(ATTRIBUTION_SHAPES)) expectedShapes[name] = attributionShapes[shape];
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   const specs = meta.sections && typeof meta.sections === "object" ? meta.sections : {};
@@ -325,6 +349,8 @@ function decodePayload(meta, sections) {
     if (data === void 0 || data === null) continue;
     const shape = spec && spec.shape;
     if (!isIntArray(shape)) throw new Error(`section ${name}: shape must be a list of sizes`);
+    if (name in ATTRIBUTION_SHAPES && C === 0) throw new Error(`section ${name}: _meta.components does not name its components`);
+    if (spec.dtype === "float32" !== name in ATTRIBUTION_SHAPES) throw new Error(`section ${name}: dtype ${spec.dtype} is not this section's`);
     const expected = expectedShapes[name];
     if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
       throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);
@@ -386,8 +412,25 @@ function decodePayload(meta, sections) {
     maxima: {},
     answerSets,
     targets,
-    noValue
+    noValue,
+    sites,
+    components,
+    logitSoftcap: Number.isFinite(meta.logit_softcap) && meta.logit_softcap > 0 ? Number(meta.logit_softcap) : null,
+    foils: Array.isArray(meta.foils) && meta.foils.length === lengths.length ? meta.foils.map((f) => typeof f === "string" ? f : null) : null
   };
+}
+function rowSites(addresses, layers) {
+  if (addresses === void 0 || addresses === null) return null;
+  if (!isStringArray(addresses) || addresses.length !== layers.length) {
+    throw new Error(`_meta.addresses must hold one address per row (${layers.length})`);
+  }
+  return addresses.map((address, i) => {
+    const match = /^L(-?\d+)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(address);
+    if (!match || Number(match[1]) !== layers[i] || !SITES.includes(match[2])) {
+      throw new Error(`_meta.addresses[${i}] is ${JSON.stringify(address)}: expected L${layers[i]}.resid_mid or L${layers[i]}.resid_post`);
+    }
+    return match[2];
+  });
 }
 function decodeLenses(meta, sections) {
   if (!meta || typeof meta !== "object" || meta.lenses === void 0 || meta.lenses === null) {
@@ -514,11 +557,12 @@ function rowOfModelLayer(layers, layer) {
   const value = Number(layer);
   if (layer === null || layer === void 0 || !Number.isFinite(value)) return 0;
   let best = 0;
+  let exact = -1;
   for (let i = 0; i < layers.length; i++) {
-    if (layers[i] === value) return i;
+    if (layers[i] === value) exact = i;
     if (Math.abs(layers[i] - value) < Math.abs(layers[best] - value)) best = i;
   }
-  return best;
+  return exact >= 0 ? exact : best;
 }
 
 // src/metrics.js
@@ -803,7 +847,32 @@ function isolateLtr(text) {
   return `⁦${text}⁩`;
 }
 
+// src/rows.js
+function isSublayerRow(data, row) {
+  return Boolean(data.sites && data.sites[row] === "resid_mid");
+}
+function hasSublayerRows(data) {
+  return Boolean(data.sites && data.sites.includes("resid_mid"));
+}
+function rowLabel(data, row, form = "short") {
+  const layer = data.layers[row];
+  const mid = isSublayerRow(data, row);
+  if (form === "axis") return mid ? `${layer} attn` : String(layer);
+  if (form === "long") return mid ? `layer ${layer} after attention` : `layer ${layer}`;
+  return mid ? `L${layer} attn` : `L${layer}`;
+}
+function rowLabelled(data, row, stride) {
+  if (stride <= 1) return true;
+  return !isSublayerRow(data, row) && data.layers[row] % stride === 0;
+}
+function rowNames(data) {
+  return data.layers.map((_, row) => rowLabel(data, row));
+}
+
 // src/details.js
+function capitalise(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
 function cellAnswer(data, prompt, layerIndex, position) {
   const set = data.answerSets[0];
   const text = set ? set.answers[prompt] : null;
@@ -854,6 +923,8 @@ function cellDetails(data, prompt, layerIndex, position) {
     prompt,
     layerIndex,
     layer: data.layers[layerIndex],
+    rowName: rowLabel(data, layerIndex),
+    rowLong: rowLabel(data, layerIndex, "long"),
     isLastRow: layerIndex === data.L - 1,
     isLastPosition: position === data.lengths[prompt] - 1,
     position,
@@ -903,7 +974,7 @@ function tooltipModel(details) {
   else if (details.finalMissing && details.finalToken !== null) note = "The model's final distribution was not finite here: no value for what is measured against it.";
   else if (!details.detailsLoaded) note = "Loading details…";
   return {
-    title: `Layer ${details.layer} · position ${details.position}`,
+    title: `${capitalise(details.rowLong)} · position ${details.position}`,
     badge: [details.generated ? "generated" : "", details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
     rows,
     top: details.top.map((entry, rank) => ({
@@ -917,7 +988,7 @@ function tooltipModel(details) {
 }
 function readoutText(details, { pinned = false } = {}) {
   const mark = tokenMarkText(details.generated, details.role);
-  const parts = [`Layer ${details.layer}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
+  const parts = [`${capitalise(details.rowLong)}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
   if (details.missing) parts.push(NO_VALUE);
   else {
     const top = details.top[0];
@@ -1150,6 +1221,7 @@ function labelStride(rowH, minSpacing = 12) {
 }
 
 // src/colour.js
+var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
 function hexToRgb(hex) {
   const n = parseInt(hex.slice(1), 16);
   return [n >> 16 & 255, n >> 8 & 255, n & 255];
@@ -1558,14 +1630,15 @@ var Painter = class {
     return theme;
   }
   /**
-   * Width of the row labels (the widest layer number or "input"), in CSS pixels.
+   * Width of the row labels (the widest row name, "L5" or "L5 attn", or "input"), in CSS pixels.
    * @param {LensData} lensData
    */
   labelWidth(lensData) {
     const ctx = context2d(this.canvas);
     ctx.font = this.readTheme().labelBold;
     const maxLayer = Math.max(...lensData.layers);
-    return Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(`L${maxLayer}`).width)) + 16;
+    const widest = hasSublayerRows(lensData) ? `L${maxLayer} attn` : `L${maxLayer}`;
+    return Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(widest).width)) + 16;
   }
   /**
    * A token's display text (cached by table index).
@@ -1909,7 +1982,8 @@ var Painter = class {
     if (scroll < layout.maxScroll) shade(W, -1);
   }
   /**
-   * Row labels (layer numbers) and strip labels, kept in view at the left.
+   * Row labels (layer numbers; "3 attn" for a sublayer row) and strip labels, kept in view at
+   * the left.
    * @param {Frame} f
    */
   drawLabels({ ctx, layout, theme, scene }) {
@@ -1928,11 +2002,11 @@ var Painter = class {
     for (let row = 0; row < L; row++) {
       const i = L - 1 - row;
       const isHl = i === layer;
-      if (!isHl && every > 1 && lensData.layers[i] % every !== 0) continue;
+      if (!isHl && !rowLabelled(lensData, i, every)) continue;
       if (!isHl && Math.abs(row - hlRow) * rowH < 11) continue;
       ctx.font = isHl ? theme.labelBold : theme.labelFont;
       ctx.fillStyle = isHl ? theme.accent : theme.muted;
-      ctx.fillText(String(lensData.layers[i]), x, heatY + row * rowH + rowH / 2 + 0.5);
+      ctx.fillText(rowLabel(lensData, i, "axis"), x, heatY + row * rowH + rowH / 2 + 0.5);
     }
     ctx.fillStyle = theme.accent;
     ctx.fillRect(labelW - 4, heatY + hlRow * rowH, 3, rowH);
@@ -1941,7 +2015,7 @@ var Painter = class {
     ctx.fillText("input", x, inputY + stripH / 2 + 0.5);
     ctx.font = theme.labelBold;
     ctx.fillStyle = theme.accent;
-    ctx.fillText(`L${lensData.layers[layer]}`, x, predY + stripH / 2 + 0.5);
+    ctx.fillText(rowLabel(lensData, layer), x, predY + stripH / 2 + 0.5);
     ctx.font = theme.axisFont;
     ctx.fillStyle = theme.muted;
     ctx.textBaseline = "alphabetic";
@@ -2190,7 +2264,7 @@ function seriesShown(series, toggled) {
   if (choice !== void 0) return choice;
   return series.kind !== "target" || series.index < DEFAULT_VISIBLE_TARGETS;
 }
-function seriesSummary(series, layers, row, format) {
+function seriesSummary(series, layers, row, format, names = layers.map((layer) => `L${layer}`)) {
   const first = series.values.findIndex((v) => v !== null);
   if (first < 0) return series.loaded ? "no value" : "loading";
   let lastRow = first;
@@ -2198,15 +2272,15 @@ function seriesSummary(series, layers, row, format) {
     if (v !== null) lastRow = i;
   });
   const at = series.values[row];
-  const parts = [`L${layers[first]} ${format(
+  const parts = [`${names[first]} ${format(
     /** @type {number} */
     series.values[first]
   )}`];
-  if (lastRow !== first) parts.push(`L${layers[lastRow]} ${format(
+  if (lastRow !== first) parts.push(`${names[lastRow]} ${format(
     /** @type {number} */
     series.values[lastRow]
   )}`);
-  return `${parts.join(" → ")}; at L${layers[row]}: ${at === null ? "no value" : format(at)}`;
+  return `${parts.join(" → ")}; at ${names[row]}: ${at === null ? "no value" : format(at)}`;
 }
 
 // src/shared/dom.js
@@ -2380,9 +2454,9 @@ var TrajectoryView = class {
     const labels = s("g", { class: "murano-traj-layers", "aria-hidden": "true" });
     for (let i = 0; i < data.L; i++) {
       const chosen = i === row;
-      if (!chosen && g.labelStride > 1 && data.layers[i] % g.labelStride !== 0) continue;
+      if (!chosen && !rowLabelled(data, i, g.labelStride)) continue;
       if (!chosen && Math.abs(i - row) * g.rowH < 11) continue;
-      labels.append(s("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(data.layers[i])));
+      labels.append(s("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, rowLabel(data, i, "axis")));
     }
     labels.append(s("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
     const lines = s("g", { class: "murano-traj-lines" });
@@ -2424,7 +2498,7 @@ var TrajectoryView = class {
     this.titleEl.textContent = where;
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
     const format = (v) => formatValue(mode, v);
-    const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, data.layers));
+    const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, data));
     const active = document.activeElement;
     const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : void 0;
     this.legend.replaceChildren(...items);
@@ -2439,7 +2513,7 @@ var TrajectoryView = class {
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
-    const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, data.layers, row, format)}`).join(". ");
+    const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`).join(". ");
     this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
   }
@@ -2450,9 +2524,9 @@ var TrajectoryView = class {
    * @param {boolean} shown
    * @param {number} row
    * @param {(v: number) => string} format
-   * @param {number[]} layers
+   * @param {LensData} data
    */
-  legendItem(s2, shown, row, format, layers) {
+  legendItem(s2, shown, row, format, data) {
     const style = seriesStyle(s2);
     const li = h("li", "murano-traj-entry");
     const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s2.key });
@@ -2468,10 +2542,10 @@ var TrajectoryView = class {
     button.append(swatch, name);
     if (s2.token !== null) button.append(h("span", "murano-token murano-traj-token", {}, displayToken(s2.token)));
     button.append(valueEl);
-    button.setAttribute("title", `${s2.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s2, layers, row, format)}`);
+    button.setAttribute("title", `${s2.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`);
     button.setAttribute(
       "aria-label",
-      `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${valueText} at layer ${layers[row]}${shown ? "" : " (hidden)"}`
+      `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${valueText} at ${rowLabel(data, row, "long")}${shown ? "" : " (hidden)"}`
     );
     li.append(button);
     return li;
@@ -2547,16 +2621,17 @@ function showControls(ui, data, state) {
   promptText.textContent = text;
   promptText.setAttribute("title", text);
   promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
-  const layer = data.layers[state.layer];
   ui.layerUi.input.value = String(state.layer);
-  ui.layerUi.output.textContent = `L${layer}`;
-  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${data.L}`);
+  ui.layerUi.output.textContent = rowLabel(data, state.layer);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
   const n = data.lengths[state.prompt];
-  const depth = data.nModelLayers && data.nModelLayers !== data.L ? ` of ${data.nModelLayers}` : "";
-  ui.dimsEl.textContent = `${data.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
+  const shownLayers = new Set(data.layers).size;
+  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
+  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
+  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
   );
 }
 function showLegend(ui, data, shown, requested) {
@@ -2594,7 +2669,7 @@ function showPin(ui, data, sel) {
   const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
   const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
-  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
+  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }
 

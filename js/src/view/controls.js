@@ -7,6 +7,7 @@ import { lensMenuText } from "../shared/lens_names.js";
 import { formatProb } from "../format.js";
 import { cellDetails } from "../details.js";
 import { legendTicks, metricDomain, metricSpec, shortLabel } from "../metrics.js";
+import { rowLabel } from "../rows.js";
 import { clampIndex } from "../state.js";
 import { hasTemplateTokens, rolesPresent, shownPromptText } from "../token_marks.js";
 import { displayToken, truncateText } from "../tokens.js";
@@ -117,16 +118,17 @@ export function showControls(ui, data, state) {
   promptText.textContent = text;
   promptText.setAttribute("title", text);
   promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
-  const layer = data.layers[state.layer];
   ui.layerUi.input.value = String(state.layer);
-  ui.layerUi.output.textContent = `L${layer}`;
-  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${data.L}`);
+  ui.layerUi.output.textContent = rowLabel(data, state.layer);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
   const n = data.lengths[state.prompt];
-  const depth = data.nModelLayers && data.nModelLayers !== data.L ? ` of ${data.nModelLayers}` : "";
-  ui.dimsEl.textContent = `${data.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
+  const shownLayers = new Set(data.layers).size;
+  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
+  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
+  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
       "Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.",
   );
 }
@@ -181,6 +183,6 @@ export function showPin(ui, data, sel) {
   const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
   const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
-  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
+  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }
