@@ -28,7 +28,16 @@ import numpy as np
 
 from murano_widgets.metrics import ATTRIBUTION_SECTIONS
 
-__all__ = ["attribution_arrays", "attribution_meta", "row_addresses"]
+__all__ = [
+    "EXPLAIN_ANSWER",
+    "EXPLAIN_TARGET",
+    "EXPLAIN_TOP1",
+    "attribution_arrays",
+    "attribution_meta",
+    "explain_choices",
+    "has_attribution",
+    "row_addresses",
+]
 
 #: Shapes whose second axis is the flattened positions (``T``); the others' is the prompts.
 _CELL_SHAPES = ("cell", "cell_component", "cell_target", "cell_target_component")
@@ -79,3 +88,25 @@ def row_addresses(result: Any) -> list[str] | None:
     if all(node.module == _BLOCK_OUTPUT for node in result.addresses):
         return None
     return [str(node) for node in result.addresses]
+
+
+#: What the "why" panel and the component view explain (the widget's ``explain`` trait): the
+#: cell's top-1 token, the first answer set's answer at the prompt's last position (minus the
+#: foil's, with foils), or a target, as ``"target:"`` and its text.
+EXPLAIN_TOP1, EXPLAIN_ANSWER, EXPLAIN_TARGET = "top1", "answer", "target:"
+
+
+def explain_choices(result: Any) -> list[str]:
+    """The ``explain`` values ``result`` can show: ``"top1"`` always, ``"answer"`` with the
+    answer's attribution, ``"target:<text>"`` for each target with the targets'."""
+    choices = [EXPLAIN_TOP1]
+    if getattr(result, "answer_row_contributions", None) is not None:
+        choices.append(EXPLAIN_ANSWER)
+    if getattr(result, "target_contributions", None) is not None:
+        choices += [EXPLAIN_TARGET + target for target in result.targets or []]
+    return choices
+
+
+def has_attribution(result: Any) -> bool:
+    """Whether ``result`` has the direct logit attribution (``decompose=True``)."""
+    return getattr(result, "contributions", None) is not None

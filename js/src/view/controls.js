@@ -1,7 +1,7 @@
 // @ts-check
 /** Filling the DOM from the data and the state: header, metric menu, sliders, legend, pin chip. */
 
-import { colourLut } from "../colour.js";
+import { colourLut, DIVERGING_STOPS, interpolateStops } from "../colour.js";
 import { h } from "../shared/dom.js";
 import { lensMenuText } from "../shared/lens_names.js";
 import { formatProb } from "../format.js";
@@ -162,6 +162,39 @@ export function showLegend(ui, data, shown, requested) {
       span.style.left = `${(tick.t * 100).toFixed(2)}%`;
       if (i === 0) span.classList.add("murano-first");
       if (i === ticks.length - 1 && tick.t > 0.95) span.classList.add("murano-last");
+      return span;
+    }),
+  );
+}
+
+/**
+ * The component view's legend: the diverging scale's bar and its ends, in logit units.
+ * @param {Ui} ui
+ * @param {import("../attribution.js").ComponentGrid | null} grid
+ * @param {boolean} softcap the logits stop before a final soft-cap
+ */
+export function showComponentLegend(ui, grid, softcap) {
+  const max = grid ? grid.max : 1;
+  ui.legendTitle.textContent = `Part of the logit${softcap ? " (before the soft-cap)" : ""}`;
+  ui.legendTitle.setAttribute("title", "Each component's direct part of the explained logit: orange raises it, blue lowers it");
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    for (let k = 0; k < 256; k++) image.data.set([...interpolateStops(DIVERGING_STOPS, k / 255), 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const end = String(Number(max.toPrecision(3)));
+  const ticks = [
+    { t: 0, label: `−${end}` },
+    { t: 0.5, label: "0" },
+    { t: 1, label: `+${end}` },
+  ];
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick.label);
+      span.style.left = `${(tick.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1) span.classList.add("murano-last");
       return span;
     }),
   );
