@@ -8,6 +8,7 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
     show_logit_lens(model, ["The Eiffel Tower is in the city of", "one two three four"])
 """
 
+from murano_widgets.attribution.outputs import component_outputs
 from murano_widgets.backends.base import (
     LensSelfCheckError,
     LogitTransform,
@@ -30,7 +31,7 @@ from murano_widgets.metrics import METRICS, Metric
 from murano_widgets.plot import plot_logit_lens
 from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.step.logit_lens import LogitLens
-from murano_widgets.types import RESID_POST, Node, PromptBatch, Results, Step
+from murano_widgets.types import RESID_MID, RESID_POST, Node, PromptBatch, Results, Step
 from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
 from murano_widgets.widgets.lens import LogitLensWidget, show_logit_lens
 
@@ -38,6 +39,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "METRICS",
+    "RESID_MID",
     "RESID_POST",
     "JacobianLens",
     "Lens",
@@ -62,6 +64,7 @@ __all__ = [
     "UnsupportedModelError",
     "compare",
     "compare_lenses",
+    "component_outputs",
     "lens_agreement",
     "lens_dataset",
     "load_demo_jacobian_lens",

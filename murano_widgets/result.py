@@ -117,6 +117,33 @@ class LogitLensResult:
             role, or ``"template"`` for the chat template's own tokens; ``[n_inputs][length]``
             over each prompt's real positions, or ``None``.
 
+        component_labels: With ``LogitLens(decompose=True)``: the components, in model order:
+            ``"embed"`` (everything that enters block 0), then per layer ``"L3.attn"`` and
+            ``"L3.mlp"``; with ``heads=True``, ``"L3.H0"`` ... and ``"L3.attn_bias"`` (the
+            output projection's bias) in place of ``"L3.attn"``. They cover every layer of the
+            model, whatever rows were asked for.
+        contributions: ``[n_layers, n_inputs, seq, n_components]`` each component's direct
+            contribution to the logit of the cell's top-1 token under that row's lens (the
+            readout linearised at the cell: the final norm's scale from the cell's own state).
+            NaN for the components after the row's point and at cells without a value.
+        contribution_bias: ``[n_layers, n_inputs, seq]`` what no component wrote (a lens's
+            translator bias, the final norm's bias, the unembedding's bias):
+            ``contributions.nansum(-1) + contribution_bias == top1_logits``.
+        top1_logits: ``[n_layers, n_inputs, seq]`` the top-1 token's lens logit, before a final
+            soft-cap (``logit_softcap``).
+        answer_contributions: ``[n_components, n_inputs]`` each component's direct contribution
+            to the logit of each prompt's answer (its first answer set's first accepted
+            string's first token), minus its foil's (``PromptBatch(foils=...)``), at the
+            prompt's last position under the model's own readout. NaN without an answer.
+        answer_contribution_bias: ``[n_inputs]`` the bias term of the same.
+        answer_row_contributions: ``[n_layers, n_inputs, n_components]`` the same under every
+            row's lens; ``answer_row_bias`` ``[n_layers, n_inputs]`` its bias term.
+        target_contributions: ``[n_layers, n_inputs, seq, n_targets, n_components]`` each
+            component's contribution to each target's (first) token at every cell;
+            ``target_bias`` ``[n_layers, n_inputs, seq, n_targets]``.
+        foils: The foil of each prompt, when the contributions are to answer − foil.
+        logit_softcap: The final soft-cap the attributed logits stop before (Gemma 2), if any.
+
     Cells without a value: padding, and cells whose logits were not finite (NaN or infinite
     somewhere in the model), hold NaN, -1 and ``""``. Where the model's own output at a position
     was not finite, ``final_tokens`` is -1 and the final-based fields (``final_token_probs``,
@@ -154,6 +181,18 @@ class LogitLensResult:
     generated_texts: list[str] | None = None
     generation_starts: list[int] | None = None
     token_roles: list[list[str]] | None = None
+    component_labels: list[str] | None = None
+    contributions: torch.Tensor | None = None
+    contribution_bias: torch.Tensor | None = None
+    top1_logits: torch.Tensor | None = None
+    answer_contributions: torch.Tensor | None = None
+    answer_contribution_bias: torch.Tensor | None = None
+    answer_row_contributions: torch.Tensor | None = None
+    answer_row_bias: torch.Tensor | None = None
+    target_contributions: torch.Tensor | None = None
+    target_bias: torch.Tensor | None = None
+    foils: list[str | None] | None = None
+    logit_softcap: float | None = None
 
     def _first_set(self) -> AnswerScores | None:
         return next(iter(self.answer_sets.values())) if self.answer_sets else None

@@ -17,7 +17,7 @@ from murano_widgets.chat import apply_chat, check_chat
 from murano_widgets.generation import check_generation, generate_tokens
 from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.step.logit_lens import LogitLens
-from murano_widgets.types import validate_answers, validate_prompts
+from murano_widgets.types import validate_answers, validate_foils, validate_prompts
 
 __all__ = ["run_logit_lens"]
 
@@ -28,6 +28,7 @@ def run_logit_lens(
     layers: Sequence[int] | str = "all",
     *,
     answers: Any = None,
+    foils: Any = None,
     generate: int | None = None,
     do_sample: bool = False,
     temperature: float | None = None,
@@ -47,6 +48,8 @@ def run_logit_lens(
         prompts: One prompt or a list of prompts; ``None`` when ``chat`` is given.
         layers: ``"all"`` or a list of layer indices.
         answers: As for :func:`~murano_widgets.show_logit_lens`.
+        foils: With ``decompose=True``: an alternative to each prompt's answer (a string or
+            ``None`` per prompt), so that the answer's attribution is to answer − foil.
         generate: Generate up to this many tokens after each prompt (or chat) and show the
             lens over them too; ``None`` for no generation.
         do_sample: Sample rather than take the most likely token (greedy, the default).
@@ -83,6 +86,8 @@ def run_logit_lens(
         prompts = [prompts]
         if answers is not None and not isinstance(answers, dict):
             answers = [answers]
+        if isinstance(foils, str):
+            foils = [foils]
     step = LogitLens(model, layers, **step_options)
     if options is not None and step.remote:
         raise ValueError(
@@ -100,8 +105,14 @@ def run_logit_lens(
         ids = None
     if answers is not None:  # checked here, before generating; the step reuses the check
         answers = validate_answers(answers, len(texts))
+    if foils is not None:
+        if answers is None:
+            raise ValueError(
+                "foils are alternatives to the answers (answer − foil): give answers too"
+            )
+        foils = validate_foils(foils, len(texts))
     if options is None:
-        result = step.run(texts, answers, prompt_ids=ids)
+        result = step.run(texts, answers, prompt_ids=ids, foils=foils)
         for one in _each_lens(result):
             one.token_roles = roles
         return result.validate()
@@ -112,7 +123,7 @@ def run_logit_lens(
         ]
     generated = generate_tokens(model, ids, options)
     full_texts = [text + reply for text, reply in zip(texts, generated.texts, strict=True)]
-    result = step.run(full_texts, answers, prompt_ids=generated.ids)
+    result = step.run(full_texts, answers, prompt_ids=generated.ids, foils=foils)
     for one in _each_lens(result):
         one.generated_texts = generated.texts
         one.generation_starts = generated.starts

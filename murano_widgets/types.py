@@ -14,6 +14,10 @@ from typing import Any, Protocol, runtime_checkable
 
 RESID_POST = "resid_post"
 """The module name of a decoder block's output (the residual stream after the block)."""
+RESID_MID = "resid_mid"
+"""The residual stream inside a block, after its attention and before its MLP."""
+SITES = (RESID_MID, RESID_POST)
+"""The points of a block the lens can read, in the order its rows interleave."""
 
 _NODE_PATTERN = re.compile(r"^L(-?\d+)\.([A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -69,6 +73,9 @@ class PromptBatch:
             a list with one entry per prompt (a string, a list of accepted strings, or
             ``None`` for no answer), or a dict of named answer sets, each such a list (e.g.
             ``{"english": [...], "french": [...]}``); ``None`` for no answers.
+        foils: An alternative to each prompt's answer (a string, or ``None``), for direct
+            logit attribution of the difference answer − foil (``LogitLens(decompose=True)``);
+            its first token counts, as it would follow the prompt. Needs ``answers``.
     """
 
     prompts: list[str]
@@ -76,14 +83,48 @@ class PromptBatch:
     source: str = "manual"
     metadata: dict[str, Any] = field(default_factory=dict)
     answers: Any = None
+    foils: list[str | None] | None = None
 
     def __post_init__(self) -> None:
         self.prompts = validate_prompts(self.prompts)
         if self.answers is not None:
             self.answers = validate_answers(self.answers, len(self.prompts))
+        if self.foils is not None:
+            if self.answers is None:
+                raise ValueError(
+                    "foils are alternatives to the answers (answer − foil): give answers=[...] too"
+                )
+            self.foils = validate_foils(self.foils, len(self.prompts))
 
     def __len__(self) -> int:
         return len(self.prompts)
+
+
+def validate_foils(foils: Any, n_prompts: int, argument: str = "foils") -> list[str | None]:
+    """Checks one foil (a non-empty string, or ``None``) per prompt.
+
+    Raises:
+        TypeError: If ``foils`` is not a list, or an entry is neither a string nor ``None``.
+        ValueError: If its length differs from the number of prompts, or an entry is ``""``.
+    """
+    if isinstance(foils, (str, bytes)) or not isinstance(foils, (list, tuple)):
+        raise TypeError(
+            f"{argument} must be a list with one string (or None) per prompt, got "
+            f"{type(foils).__name__} {foils!r:.60}"
+        )
+    if len(foils) != n_prompts:
+        raise ValueError(f"{argument} has {len(foils)} entries for {n_prompts} prompts")
+    for index, foil in enumerate(foils):
+        if foil is not None and not isinstance(foil, str):
+            raise TypeError(
+                f"{argument}[{index}] must be a string or None, got {type(foil).__name__} "
+                f"{foil!r:.60}"
+            )
+        if foil == "":
+            raise ValueError(
+                f"{argument}[{index}] is the empty string: give a token's text or None"
+            )
+    return list(foils)
 
 
 def validate_prompts(prompts: Any, argument: str = "prompts") -> list[str]:

@@ -276,6 +276,10 @@ class NNsightModel(MuranoModel):
         # transformers 5 blocks return a tensor; older ones a tuple whose [0] is the hidden state.
         return output[0] if isinstance(output, tuple) else output
 
+    def block(self, index: int) -> Any:
+        """Inside a trace: decoder block ``index``'s envoy (its sublayers by their own names)."""
+        return self._envoy(self.layout.blocks)[index]
+
     def project_on_vocab(self, hidden: Any) -> Any:
         """Inside a trace: final norm, unembedding and any final-logit soft-capping."""
         # nnsight may run this code in another thread than the forward pass, where an

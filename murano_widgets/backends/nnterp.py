@@ -106,6 +106,10 @@ class NNterpModel(MuranoModel):
         # transformers 5 blocks return a tensor; older ones a tuple whose [0] is the hidden state.
         return output[0] if isinstance(output, tuple) else output
 
+    def block(self, index: int) -> Any:
+        """Inside a trace: decoder block ``index``'s envoy (its sublayers by their own names)."""
+        return self.nnterp.layers[index]
+
     def project_on_vocab(self, hidden: Any) -> Any:
         """Final norm then unembedding, inside a trace."""
         return self.finalize_logits(self.nnterp.lm_head(self.nnterp.ln_final(hidden)))

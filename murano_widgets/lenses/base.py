@@ -74,6 +74,44 @@ class Lens(ABC):
             return hidden
         return self.translate(layer, hidden)
 
+    def pullback(self, layer: int, hidden: Any, direction: Any) -> tuple[Any, Any]:
+        """The lens transposed at ``hidden``: what direct logit attribution needs of it.
+
+        With ``T`` the lens at ``layer`` and ``M`` its Jacobian at ``hidden`` (the matrix
+        itself for an affine lens), returns ``M^T r`` and ``r · (T(h) - M h)`` per row, so that
+        ``r · T(h) = (M^T r) · h + offset`` exactly: a component ``x`` of ``h`` then contributes
+        ``(M^T r) · x``, and the offset is the lens's own bias term.
+
+        This default linearises any lens with autograd; the lenses of this package override it
+        with their closed forms (no autograd inside a remote trace).
+
+        Args:
+            layer: The block whose output ``hidden`` is.
+            hidden: ``[rows, d_model]``.
+            direction: ``[rows, d_model]`` the readout direction ``r`` of each row.
+
+        Returns:
+            ``([rows, d_model], [rows])``.
+        """
+        import torch
+
+        with torch.inference_mode(False), torch.enable_grad():
+            point = hidden.detach().clone().float().requires_grad_(True)
+            translated = self.translate(layer, point).float()
+            cotangent = direction.detach().clone().float()
+            (pulled,) = torch.autograd.grad(translated, point, cotangent)
+        pulled = pulled.detach()
+        offset = (cotangent * translated.detach()).sum(-1) - (pulled * point.detach()).sum(-1)
+        return pulled, offset
+
+    def read_pullback(
+        self, layer: int, hidden: Any, direction: Any, n_layers: int
+    ) -> tuple[Any, Any]:
+        """:meth:`pullback` as :meth:`read` reads: the last layer is the identity."""
+        if layer == n_layers - 1:
+            return direction, direction.new_zeros(direction.shape[:-1])
+        return self.pullback(layer, hidden, direction)
+
 
 class IdentityLens(Lens):
     """The logit lens: every block output read as it is."""
@@ -86,6 +124,9 @@ class IdentityLens(Lens):
 
     def read(self, layer: int, hidden: Any, n_layers: int) -> Any:
         return hidden
+
+    def pullback(self, layer: int, hidden: Any, direction: Any) -> tuple[Any, Any]:
+        return direction, direction.new_zeros(direction.shape[:-1])
 
     def __repr__(self) -> str:
         return "IdentityLens()"

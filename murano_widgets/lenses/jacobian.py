@@ -273,6 +273,16 @@ class JacobianLens(Lens):
         product = torch.matmul(hidden.float(), self._operand(layer, hidden.device, torch.float32))
         return product.to(hidden.dtype)
 
+    def pullback(
+        self, layer: int, hidden: torch.Tensor, direction: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``J^T r`` and no offset: the lens is linear (see :meth:`Lens.pullback`)."""
+        layer = int(layer)
+        if layer not in self.jacobians and layer == self.target_layer:
+            return direction, direction.new_zeros(direction.shape[:-1])
+        matrix = self.jacobians[layer].to(device=direction.device, dtype=torch.float32)
+        return direction.float() @ matrix, direction.new_zeros(direction.shape[:-1])
+
     def _operand(self, layer: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
         """``J_layer.T`` on ``device`` in ``dtype``, cached until the matrix is changed."""
         matrix = self.jacobians[layer]

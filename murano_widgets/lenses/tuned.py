@@ -216,6 +216,17 @@ class TunedLens(Lens):
         out = torch.addmm(bias, flat, weight_t).add_(flat)
         return out.reshape(hidden.shape)
 
+    def pullback(
+        self, layer: int, hidden: torch.Tensor, direction: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(I + A)^T r`` and ``r · b``: the translator transposed (see :meth:`Lens.pullback`)."""
+        index = int(layer) + 1
+        if index == self.num_hidden_layers or self._is_zero(index):
+            return direction, direction.new_zeros(direction.shape[:-1])
+        weight = self.weight[index].to(device=direction.device, dtype=direction.dtype)
+        bias = self.bias[index].to(device=direction.device, dtype=direction.dtype)
+        return direction + direction @ weight, direction @ bias
+
     def _version(self) -> tuple[int, int, int, int]:
         # In-place edits bump a tensor's version; assigning new tensors changes their id.
         return (id(self.weight), self.weight._version, id(self.bias), self.bias._version)

@@ -450,3 +450,11 @@ def _pad(rows: list[list[int]], pad_id: int, left: bool) -> tuple[torch.Tensor, 
         ids.append([pad_id] * pad + row if left else row + [pad_id] * pad)
         mask.append([0] * pad + [1] * len(row) if left else [1] * len(row) + [0] * pad)
     return torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long)
+
+
+def encoder_for(
+    tokenizer: Any, prompts: list[str], prompt_ids: list[list[int]] | None = None
+) -> Any:
+    """The tokenizer's view of texts that follow prompts (answers, foils, targets): an object
+    with ``continuation(prompt, text, where) -> token ids``."""
+    return _Encoder(tokenizer, prompts, prompt_ids)

@@ -26,18 +26,25 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model
+from murano_widgets.attribution.components import ComponentLayout, check_mid_rows
+from murano_widgets.attribution.direct import decompose_rows, read_row
+from murano_widgets.attribution.readout import readout_of
+from murano_widgets.attribution.sublayers import sublayers_of
 from murano_widgets.backends.base import ModelBackend
 from murano_widgets.lenses import FINAL, Lens, as_lens, named_lenses
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
 from murano_widgets.result import LensResults, LogitLensResult
-from murano_widgets.step.inputs import InputPlan, plan_inputs, score
+from murano_widgets.step.inputs import InputPlan, encoder_for, plan_inputs, score
 from murano_widgets.step.reductions import Buffers, chunks, reduce_lenses, stack_layers
 from murano_widgets.types import (
+    RESID_MID,
     RESID_POST,
+    SITES,
     AnswerSets,
     Node,
     PromptBatch,
     validate_answers,
+    validate_foils,
     validate_prompts,
     validate_targets,
 )
@@ -88,6 +95,18 @@ class LogitLens:
             prompt's last one, where the next token is predicted (all a data set over many
             prompts needs: the unembedding and the reductions cost a position's share). The
             other cells then hold no value (NaN, -1), as padding does.
+        sites: Which points of each block to read, as rows: ``("resid_post",)`` (the block
+            outputs), or with ``"resid_mid"`` also the residual stream after each attention,
+            just before the MLP. Rows interleave in layer order (``L3.resid_mid``, then
+            ``L3.resid_post``) and carry those :class:`Node` addresses. A lens reads a
+            ``resid_mid`` row of block ``l`` with its translator of block ``l - 1``.
+        decompose: Direct logit attribution: each component's (the embedding's, each
+            attention's and MLP's) direct contribution to every cell's top-1 logit, to each
+            answer (minus its foil, ``PromptBatch(foils=...)``) and target; see
+            :class:`LogitLensResult`'s ``contributions``. Logits are taken before a final
+            soft-cap (Gemma 2), which is not linear.
+        heads: With ``decompose``, split each attention into its heads (and its output
+            bias).
 
     Raises:
         TypeError: If ``model`` is not a model backend, or an argument has the wrong type.
@@ -114,6 +133,9 @@ class LogitLens:
         variants: bool = False,
         positions: str = "all",
         kl_between_lenses: bool = False,
+        sites: Sequence[str] = (RESID_POST,),
+        decompose: bool = False,
+        heads: bool = False,
     ) -> None:
         check_model(model)
         self.model = model
@@ -151,6 +173,39 @@ class LogitLens:
         if not isinstance(positions, str) or positions not in ("all", "last"):
             raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
         self.positions = positions
+        self.sites = _check_sites(sites)
+        self.decompose = check_bool("decompose", decompose)
+        self.heads = check_bool("heads", heads)
+        if self.heads and not self.decompose:
+            raise ValueError(
+                "heads=True splits the attention terms of direct logit attribution: pass "
+                "decompose=True as well"
+            )
+        if RESID_MID in self.sites:
+            check_mid_rows(model)
+        #: The rows, in order: a block index for its output, Node(l, "resid_mid") before it.
+        self.rows: list[int | Node] = [
+            key
+            for layer in self.layers
+            for key in ((Node(layer, RESID_MID),) if RESID_MID in self.sites else ())
+            + ((layer,) if RESID_POST in self.sites else ())
+        ]
+        mid_sources = sorted({key.layer - 1 for key in self.rows if isinstance(key, Node)} - {-1})
+        for each in self.lenses.values():
+            if mid_sources:
+                each.check_layers(mid_sources, model.n_layers)
+        self._mid_path = (
+            sublayers_of(getattr(model, "config", None), "sites=('resid_mid', ...)").mid
+            if RESID_MID in self.sites
+            else None
+        )
+        self.components = ComponentLayout(model, self.heads) if self.decompose else None
+        self.readout = readout_of(model) if self.decompose else None
+
+    @property
+    def addresses(self) -> list[Node]:
+        """One :class:`Node` per row."""
+        return [key if isinstance(key, Node) else Node(key, RESID_POST) for key in self.rows]
 
     def __repr__(self) -> str:
         return (
@@ -182,7 +237,8 @@ class LogitLens:
         prompts = batch.prompts if isinstance(batch, PromptBatch) else batch
         prompts = validate_prompts(prompts, 'results["prompts"]')
         answers = batch.answers if isinstance(batch, PromptBatch) else None
-        results["logit_lens"] = self.run(prompts, answers)
+        foils = batch.foils if isinstance(batch, PromptBatch) else None
+        results["logit_lens"] = self.run(prompts, answers, foils=foils)
         return results
 
     def run(
@@ -191,6 +247,7 @@ class LogitLens:
         answers: Any = None,
         *,
         prompt_ids: list[list[int]] | None = None,
+        foils: list[str | None] | None = None,
     ) -> LogitLensResult | LensResults:
         """The lens of ``prompts`` (already validated) as a :class:`LogitLensResult` (a
         :class:`LensResults` with named lenses).
@@ -205,7 +262,7 @@ class LogitLens:
             ValueError: If ``prompt_ids`` does not hold one non-empty list of token ids (from
                 0 to the vocabulary size) per prompt.
         """
-        return self._run(prompts, answers, prompt_ids)[0]
+        return self._run(prompts, answers, prompt_ids, foils)[0]
 
     def run_with_block_outputs(
         self, prompts: list[str]
@@ -228,7 +285,11 @@ class LogitLens:
         return result, hidden
 
     def _run(
-        self, prompts: list[str], answers: Any, prompt_ids: list[list[int]] | None
+        self,
+        prompts: list[str],
+        answers: Any,
+        prompt_ids: list[list[int]] | None,
+        foils: list[str | None] | None = None,
     ) -> tuple[LogitLensResult | LensResults, dict[int, torch.Tensor] | None]:
         """:meth:`run`, also returning the block outputs the after-trace path saved."""
         answer_sets: AnswerSets | None = (
@@ -248,13 +309,30 @@ class LogitLens:
         inputs = _model_inputs(self.model, plan)
         mask = plan.display_mask.bool()
         shown = plan.shown_mask
-        n_layers, (n_inputs, seq) = len(self.layers), mask.shape
-        hidden: dict[int, torch.Tensor] | None = None
+        if foils is not None:
+            if answer_sets is None:
+                raise ValueError("foils are alternatives to the answers: give answers as well")
+            foils = validate_foils(foils, len(prompts))
+        n_layers, (n_inputs, seq) = len(self.rows), mask.shape
+        # Answer and foil tokens now: a foil that adds no token fails before the model runs.
+        tokens = (
+            _answer_tokens(plan, self.model.tokenizer, prompts, prompt_ids, foils)
+            if self.decompose
+            else (None, None)
+        )
+        hidden: dict[Any, torch.Tensor] | None = None
+        decomposed: list[dict[str, torch.Tensor]] | None = None
         if self.reduce_in_trace:
-            reduced, final, all_probs, between = self._reduce_in_trace(inputs, plan)
+            reduced, final, all_probs, between, decomposed = self._reduce_in_trace(
+                inputs, plan, tokens
+            )
         else:
-            hidden = self._trace_block_outputs(inputs)
+            states = self._trace_states(inputs)
+            hidden = _row_states(states, self.rows)
             reduced, final, all_probs, between = self._reduce_after_trace(hidden, plan)
+            if self.decompose:
+                decomposed = self._decompose_after_trace(states, plan, reduced, tokens)
+            del states
         final = final[: plan.n_shown]
 
         # Scatter the shown positions back into padded [n_layers, n_inputs, seq] tensors.
@@ -270,8 +348,8 @@ class LogitLens:
         # Each distinct token id is decoded once, whatever the number of lenses.
         decoded = _decode_unique(self.model.tokenizer, [*topk, final_tokens, input_ids[mask]])
         results = {}
-        for (name, lens), fields, topk_tokens, probs in zip(
-            self.lenses.items(), reduced, topk, all_probs, strict=True
+        for k, ((name, lens), fields, topk_tokens, probs) in enumerate(
+            zip(self.lenses.items(), reduced, topk, all_probs, strict=True)
         ):
             real = {key: values[:, : plan.n_shown] for key, values in fields.items()}
             tracked_fields, answer_sets_scored = score(plan, fields, padded)
@@ -288,7 +366,7 @@ class LogitLens:
                 max_probs,
                 final_tokens if not results else None,
                 shown,
-                self.layers,
+                [key if isinstance(key, int) else str(key) for key in self.rows],
                 name if self.named else None,
             )
             input_words_ids = input_ids.masked_fill(~mask, -1)
@@ -299,7 +377,7 @@ class LogitLens:
                 predicted_words=_words(predicted_tokens, token_strings),
                 input_words=_words(input_words_ids, token_strings),
                 attention_mask=plan.display_mask.long(),
-                addresses=[Node(layer, RESID_POST) for layer in self.layers],
+                addresses=self.addresses,
                 topk_tokens=topk_tokens,
                 topk_probs=topk_probs,
                 **{key: padded(real[key], missing_value(SECTIONS[key])) for key in REDUCED_FIELDS},
@@ -314,6 +392,9 @@ class LogitLens:
                 lens_provenance=lens.provenance,
                 lens_title=lens.title,
                 answer_sets=answer_sets_scored,
+                **(
+                    _decomposed_fields(decomposed[k], padded, self, foils) if self.decompose else {}
+                ),
                 **tracked_fields,
             )
         if not self.named:
@@ -340,22 +421,88 @@ class LogitLens:
             kwargs["use_cache"] = False
         return kwargs
 
-    def _trace_block_outputs(self, inputs: dict[str, torch.Tensor]) -> dict[int, torch.Tensor]:
-        """One trace saving the block output of every requested layer and of the last one,
-        ``{layer: [n_inputs * seq, d_model]}`` (padding included: rows follow the batch)."""
+    def _trace_states(self, inputs: dict[str, torch.Tensor]) -> dict[str, Any]:
+        """One trace saving what the rows (and the decomposition) read, every tensor
+        ``[n_inputs * seq, d_model]`` (padding included: rows follow the batch):
+        ``{"post": {layer: x}, "mid": {layer: x}}`` and, with ``decompose``, the embedding,
+        attention outputs and heads' inputs (see :meth:`ComponentLayout.read`)."""
         model = self.model
-        wanted = sorted({*self.layers, model.n_layers - 1})
-        saved: list[Any] = []
+        saved: dict[str, Any] = {}
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
-            for index in wanted:
-                saved.append(nnsight.save(model.layer(index)))
-        hidden = {
-            index: torch.as_tensor(output).reshape(-1, output.shape[-1])
-            for index, output in zip(wanted, saved, strict=True)
-        }
+            self._read_states(saved, nnsight.save)
+        states = _flatten_states(saved)
         del saved
         _return_freed_memory()
-        return hidden
+        return states
+
+    def _read_states(self, states: dict[str, Any], take: Any) -> None:
+        """Inside a trace: every state the rows and the decomposition need, in forward order,
+        into ``states`` (``take`` keeps each: saves it, or selects the reduced rows)."""
+        model = self.model
+        last = model.n_layers - 1
+        mids = {key.layer for key in self.rows if isinstance(key, Node)}
+        if self.components is not None:
+            self.components.read(model, last, mids, take, states)
+            return
+        posts = {*self.layers, last}
+        states.update({"post": {}, "mid": {}})
+        for index in range(last + 1):
+            if index in mids:
+                states["mid"][index] = take(_path(model.block(index), self._mid_path).input)
+            if index in posts:
+                states["post"][index] = take(model.layer(index))
+
+    def _decompose(
+        self,
+        states: dict[str, Any],
+        shown: torch.Tensor,
+        per_layer: list[dict[str, torch.Tensor]],
+        plan: InputPlan,
+        tokens: tuple[torch.Tensor | None, torch.Tensor | None],
+        lens: Lens,
+    ) -> dict[str, torch.Tensor]:
+        """One lens's attribution fields over the shown cells (see :func:`decompose_rows`)."""
+        assert self.components is not None and self.readout is not None
+        top1 = torch.stack([fields["topk_tokens"][: plan.n_shown, 0] for fields in per_layer])
+        answers, foil_ids = tokens
+        device = shown.device
+        targets = (
+            torch.tensor([ids[0] for ids in plan.target_token_ids], device=device)
+            if plan.targets
+            else None
+        )
+        return decompose_rows(
+            self.components,
+            self.readout,
+            lens,
+            int(self.model.n_layers),
+            states,
+            self.rows,
+            shown,
+            top1.to(device),
+            (plan.shown_mask.sum(dim=1).cumsum(0) - 1).to(device),
+            None if answers is None else answers.to(device),
+            None if foil_ids is None else foil_ids.to(device),
+            targets,
+        )
+
+    def _decompose_after_trace(
+        self,
+        states: dict[str, Any],
+        plan: InputPlan,
+        reduced: list[dict[str, torch.Tensor]],
+        tokens: tuple[torch.Tensor | None, torch.Tensor | None],
+    ) -> list[dict[str, torch.Tensor]]:
+        """Every lens's attribution fields, from the saved states and the reduced top-1s."""
+        shown = plan.reduce_rows[: plan.n_shown].to(states["post"][0].device)
+        out = []
+        with torch.inference_mode():
+            for fields, lens in zip(reduced, self.lenses.values(), strict=True):
+                per_layer = [
+                    {"topk_tokens": fields["topk_tokens"][i]} for i in range(len(self.rows))
+                ]
+                out.append(_to_cpu(self._decompose(states, shown, per_layer, plan, tokens, lens)))
+        return out
 
     def _reduce_after_trace(
         self, hidden: dict[int, torch.Tensor], plan: InputPlan
@@ -380,18 +527,19 @@ class LogitLens:
         lenses = list(self.lenses.values())
         between = self.kl_between_lenses
         real_rows = plan.reduce_rows.to(next(iter(hidden.values())).device)
+        keys = self.rows
         # Where each shown row's probabilities go in the returned [n_inputs * seq] layout.
         shown_at = torch.nonzero(mask.reshape(-1)).squeeze(1)
         vocab_size = int(model.vocab_size)
         # The full probabilities go straight into the tensors that are returned (padding
         # stays NaN), so keeping them costs those tensors and nothing more.
         all_probs = [
-            torch.full((len(self.layers), mask.numel(), vocab_size), float("nan"))
+            torch.full((len(keys), mask.numel(), vocab_size), float("nan"))
             if self.store_full_probs
             else None
             for _ in lenses
         ]
-        row_of = {layer: i for i, layer in enumerate(self.layers)}
+        row_of = {key: i for i, key in enumerate(keys)}
         reduced: list[list[dict[str, torch.Tensor]]] = [[] for _ in lenses]
         finals: list[torch.Tensor] = []
         pairs: list[dict[tuple[int, int], torch.Tensor]] = []
@@ -413,7 +561,9 @@ class LogitLens:
                 def logits_of(k: int, layer: int, rows: torch.Tensor = rows) -> torch.Tensor:
                     role = f"logits{k}" if between else "logits"
                     out = buffers.get(role, len(rows), vocab_size, hidden[layer].device)
-                    states = lenses[k].read(layer, hidden[layer].index_select(0, rows), last + 1)
+                    states = read_row(
+                        lenses[k], layer, hidden[layer].index_select(0, rows), last + 1
+                    )
                     return model.unembed(states, out=out)
 
                 def keep(k: int, layer: int, fields: dict[str, Any], shown=shown) -> dict[str, Any]:
@@ -426,7 +576,7 @@ class LogitLens:
                 per_lens, final, between_layers = reduce_lenses(
                     logits_of,
                     len(lenses),
-                    self.layers,
+                    keys,
                     last,
                     self.top_k,
                     self.store_full_probs,
@@ -447,7 +597,7 @@ class LogitLens:
             for chunks_of_lens in reduced
         ]
         shaped = [
-            None if probs is None else probs.view(len(self.layers), *mask.shape, vocab_size)
+            None if probs is None else probs.view(len(keys), *mask.shape, vocab_size)
             for probs in all_probs
         ]
         kl = (
@@ -458,7 +608,10 @@ class LogitLens:
         return fields, torch.cat(finals), shaped, kl
 
     def _reduce_in_trace(
-        self, inputs: dict[str, torch.Tensor], plan: InputPlan
+        self,
+        inputs: dict[str, torch.Tensor],
+        plan: InputPlan,
+        tokens: tuple[torch.Tensor | None, torch.Tensor | None],
     ) -> tuple[
         list[dict[str, torch.Tensor]],
         torch.Tensor,
@@ -480,16 +633,15 @@ class LogitLens:
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             # Block outputs must be read in the order the forward pass produces them, and the
             # final distribution comes from the last one: collect first, reduce after.
-            hidden = {
-                index: model.layer(index).flatten(0, 1).index_select(0, rows)
-                for index in sorted({*self.layers, last})
-            }
+            states: dict[str, Any] = {}
+            self._read_states(states, lambda proxy: proxy.flatten(0, 1).index_select(0, rows))
+            hidden = _row_states(states, self.rows)
             per_lens, final, between = reduce_lenses(
-                lambda k, layer: model.project_on_vocab(
-                    lenses[k].read(layer, hidden[layer], last + 1)
+                lambda k, key: model.project_on_vocab(
+                    read_row(lenses[k], key, hidden[key], last + 1)
                 ),
                 len(lenses),
-                self.layers,
+                self.rows,
                 last,
                 self.top_k,
                 self.store_full_probs,
@@ -503,13 +655,22 @@ class LogitLens:
             kl = nnsight.save(
                 {pair: torch.stack(values) for pair, values in (between or {}).items()}
             )
+            decomposed = None
+            if self.components is not None:
+                shown = torch.arange(plan.n_shown, device=rows.device)
+                decomposed = nnsight.save(
+                    [
+                        self._decompose(states, shown, per_layer, plan, tokens, lens)
+                        for per_layer, lens in zip(per_lens, lenses, strict=True)
+                    ]
+                )
         reduced, all_probs = [], []
         for lens_fields in fields:
             real = _to_cpu({name: torch.as_tensor(value) for name, value in lens_fields.items()})
             probs = real.pop("probs", None)
             full = None
             if probs is not None:
-                full = torch.full((len(self.layers), *mask.shape, probs.shape[-1]), float("nan"))
+                full = torch.full((len(self.rows), *mask.shape, probs.shape[-1]), float("nan"))
                 full[:, mask] = probs[:, : plan.n_shown]
             reduced.append(real)
             all_probs.append(full)
@@ -518,7 +679,12 @@ class LogitLens:
             if self.kl_between_lenses
             else None
         )
-        return reduced, torch.as_tensor(predictions).cpu(), all_probs, kl_cpu
+        decomposed_cpu = (
+            None
+            if decomposed is None
+            else [_to_cpu({k: torch.as_tensor(v) for k, v in each.items()}) for each in decomposed]
+        )
+        return reduced, torch.as_tensor(predictions).cpu(), all_probs, kl_cpu, decomposed_cpu
 
 
 def resolve_layers(layers: Sequence[int] | str, n_layers: int) -> list[int]:
@@ -722,3 +888,107 @@ def _words(ids: torch.Tensor, table: dict[int, str]) -> list:
     where = np.searchsorted(keys[order], flat)
     where = np.where(flat >= 0, order[np.minimum(where, len(keys) - 1)] + 1, 0)
     return values[where].reshape(tuple(ids.shape)).tolist()
+
+
+def _check_sites(sites: Any) -> tuple[str, ...]:
+    """``sites`` as a tuple of known sites, each once.
+
+    Raises:
+        TypeError: For a string or anything that is not a list of strings.
+        ValueError: For an empty list, an unknown site or a duplicate.
+    """
+    allowed = ", ".join(repr(site) for site in SITES)
+    if isinstance(sites, str) or not isinstance(sites, (list, tuple)):
+        raise TypeError(
+            f"sites must be a tuple of sites ({allowed}), e.g. sites=('resid_mid', "
+            f"'resid_post'); got {type(sites).__name__} {sites!r:.60}"
+        )
+    if not sites:
+        raise ValueError(f"sites is empty: give at least one of {allowed}")
+    for site in sites:
+        if site not in SITES:
+            raise ValueError(f"sites holds {site!r}; allowed: {allowed}")
+    if len(set(sites)) != len(sites):
+        raise ValueError(f"sites holds a site twice: {tuple(sites)!r}")
+    return tuple(site for site in SITES if site in sites)
+
+
+def _path(envoy: Any, path: str | None) -> Any:
+    assert path is not None
+    for part in path.split("."):
+        envoy = getattr(envoy, part)
+    return envoy
+
+
+def _flatten_states(saved: dict[str, Any]) -> dict[str, Any]:
+    """Saved trace values as ``[n_inputs * seq, width]`` tensors, in the same nesting."""
+
+    def flat(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: flat(each) for key, each in value.items()}
+        tensor = torch.as_tensor(value[0] if isinstance(value, tuple) else value)
+        return tensor.reshape(-1, tensor.shape[-1])
+
+    return flat(saved)
+
+
+def _row_states(states: dict[str, Any], rows: list[Any]) -> dict[Any, Any]:
+    """The state each row reads, ``{row key: [positions, d]}``; the last block's output too
+    (the final distribution comes from it)."""
+    hidden: dict[Any, Any] = dict(states["post"])
+    for key in rows:
+        if isinstance(key, Node):
+            hidden[key] = states["mid"][key.layer]
+    return hidden
+
+
+def _answer_tokens(
+    plan: InputPlan,
+    tokenizer: Any,
+    prompts: list[str],
+    prompt_ids: list[list[int]] | None,
+    foils: list[str | None] | None,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Each prompt's answer token (its first answer set's first accepted string's first
+    token) and foil token, -1 where there is none; ``None`` without answers (or foils)."""
+    if not plan.answer_sets:
+        return None, None
+    first = next(iter(plan.answer_sets.values()))
+    answers = torch.tensor([sequences[0][0] if sequences else -1 for sequences in first.token_ids])
+    if foils is None:
+        return answers, None
+    encoder = encoder_for(tokenizer, prompts, prompt_ids)
+    foil_ids = torch.tensor(
+        [
+            -1 if foil is None else encoder.continuation(index, foil, f"foils[{index}]")[0]
+            for index, foil in enumerate(foils)
+        ]
+    )
+    return answers, foil_ids
+
+
+def _decomposed_fields(
+    fields: dict[str, torch.Tensor], padded: Any, step: LogitLens, foils: list[str | None] | None
+) -> dict[str, Any]:
+    """The result's attribution fields, cells laid out as the result's padded grid."""
+    assert step.components is not None and step.readout is not None
+    out: dict[str, Any] = {
+        "component_labels": list(step.components.labels),
+        "contributions": padded(fields["contributions"], float("nan")),
+        "contribution_bias": padded(fields["contribution_bias"], float("nan")),
+        "top1_logits": padded(fields["top1_logits"], float("nan")),
+        "foils": None if foils is None else list(foils),
+        "logit_softcap": step.readout.softcap,
+    }
+    for name in (
+        "answer_row_contributions",
+        "answer_row_bias",
+        "answer_contributions",
+        "answer_contribution_bias",
+    ):
+        if name in fields:
+            out[name] = fields[name]
+    if "target_contributions" in fields:
+        out["target_contributions"] = padded(fields["target_contributions"], float("nan"))
+        out["target_bias"] = padded(fields["target_bias"], float("nan"))
+    return out

@@ -1,0 +1,24 @@
+"""Which component wrote a prediction: the residual stream split into its terms, and each
+term's direct contribution to a lens cell's logit (direct logit attribution).
+
+- :mod:`.sublayers`: where each architecture's attention and MLP meet (one table).
+- :mod:`.components`: the terms read in the step's one trace, and their effects along a
+  direction.
+- :mod:`.readout`: the lens's readout (final norm, unembedding, logit scale) linearised at a
+  cell.
+- :mod:`.direct`: one row of cells attributed.
+"""
+
+from murano_widgets.attribution.components import ComponentLayout, Components, component_labels
+from murano_widgets.attribution.readout import Readout, readout_of
+from murano_widgets.attribution.sublayers import SUBLAYERS, Sublayers
+
+__all__ = [
+    "SUBLAYERS",
+    "ComponentLayout",
+    "Components",
+    "Readout",
+    "Sublayers",
+    "component_labels",
+    "readout_of",
+]
