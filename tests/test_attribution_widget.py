@@ -3,8 +3,9 @@
 The payload's attribution sections are the result's floats at its real positions; a result
 without attribution (or with block outputs alone) sends what it always did; the widget's
 ``explain`` and ``view`` traits are checked against what the result can show, and the export
-carries them. Results get their attribution from ``attribution_data.decompose`` (the contract's
-fields, made-up numbers), on the demo model's real lens.
+carries them. The demo model's results get their attribution from the step
+(``decompose=True``), and, for what the demo model lacks (a soft-cap), from
+``attribution_data.decompose`` (the contract's fields, made-up numbers).
 """
 
 from __future__ import annotations
@@ -42,9 +43,19 @@ def plain(model):
     return run_logit_lens(model, PROMPTS, answers=[" Paris", None], targets=[" London", " Rome"])
 
 
-@pytest.fixture
-def decomposed(plain):
-    return decompose(with_sublayers(plain), heads=2, softcap=30.0, foils=[" Rome", None])
+@pytest.fixture(scope="module")
+def decomposed(model):
+    """The step's own attribution: heads, a row after each attention, a foil for prompt 0."""
+    return run_logit_lens(
+        model,
+        PROMPTS,
+        answers=[" Paris", None],
+        foils=[" Rome", None],
+        targets=[" London", " Rome"],
+        decompose=True,
+        heads=True,
+        sites=("resid_mid", "resid_post"),
+    )
 
 
 def _real(result, tensor):
@@ -78,11 +89,13 @@ def test_the_attribution_sections_are_the_results_floats(decomposed):
     np.testing.assert_allclose(total, decoded["top1_logits"], atol=1e-4)
 
 
-def test_the_metadata_names_components_rows_softcap_and_foils(decomposed):
+def test_the_metadata_names_components_rows_softcap_and_foils(decomposed, plain):
     meta = LensPayload.from_result(decomposed).meta
     assert meta["components"] == decomposed.component_labels
-    assert meta["components"][:4] == ["embed", "L0.H0", "L0.H1", "L0.attn_bias"]
-    assert meta["logit_softcap"] == 30.0
+    assert meta["components"][:6] == ["embed", "L0.H0", "L0.H1", "L0.H2", "L0.H3", "L0.attn_bias"]
+    assert "logit_softcap" not in meta  # the demo model has none
+    capped = decompose(copy.copy(plain), softcap=30.0)
+    assert LensPayload.from_result(capped).meta["logit_softcap"] == 30.0
     assert meta["foils"] == [" Rome", None]
     assert meta["addresses"] == [str(node) for node in decomposed.addresses]
     assert meta["addresses"][:2] == ["L0.resid_mid", "L0.resid_post"]

@@ -4224,7 +4224,7 @@ var LensView = class {
     const model = cell && data.arrays.contributions ? whyModel(data, { explain, prompt: s2.prompt, row: cell.row, position: cell.position, heads: s2.heads, show: (t) => displayToken(t) }) : null;
     let message = "";
     if (!data.arrays.contributions) message = "Loading the attribution…";
-    else if (!model && explain.kind === "answer") message = "This prompt has no answer to explain.";
+    else if (!model && explain.kind === "answer") message = "Nothing to explain: this prompt has no answer (or no foil, where other prompts have one).";
     else if (!model) message = "This cell has no value to explain (not finite).";
     showWhy(this.ui.why, model, { message, current: cell ? cell.unit : -1 });
     this.whyShown = { cell, model };
@@ -4328,6 +4328,7 @@ var LensView = class {
     this.revealPending = true;
     this.relayout();
     this.updateTooltip();
+    this.updateWhy();
   }
   /**
    * Highlights a row (the slider moves rows; Python hears the row's model layer).

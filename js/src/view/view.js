@@ -369,7 +369,7 @@ export class LensView {
         : null;
     let message = "";
     if (!data.arrays.contributions) message = "Loading the attribution…";
-    else if (!model && explain.kind === "answer") message = "This prompt has no answer to explain.";
+    else if (!model && explain.kind === "answer") message = "Nothing to explain: this prompt has no answer (or no foil, where other prompts have one).";
     else if (!model) message = "This cell has no value to explain (not finite).";
     showWhy(this.ui.why, model, { message, current: cell ? cell.unit : -1 });
     this.whyShown = { cell, model };
@@ -478,6 +478,7 @@ export class LensView {
     this.revealPending = true;
     this.relayout();
     this.updateTooltip();
+    this.updateWhy();
   }
 
   /**
