@@ -25,6 +25,11 @@ their own names and lens ``i``'s as ``"{i}/{name}"``; ``meta["lenses"]`` lists e
 name, kind, title and prefix, and from the second on its metrics and top-k (the first's are the
 payload's ``meta["metrics"]`` and ``meta["top_k"]``). Each further lens adds its own 4 bytes a
 cell (and its detail sections); one lens costs what it did before lenses could be named.
+
+A result of ``LogitLens(decompose=True)`` adds, per lens, the direct logit attribution's
+sections (float32, with the detail sections: :mod:`murano_widgets.payload.attribution`), and
+one with rows after each layer's attention adds their addresses; a result without either sends
+exactly what it did before.
 """
 
 from __future__ import annotations
