@@ -449,3 +449,17 @@ def test_default_step_has_no_attribution_fields(demo):
     result = run_logit_lens(demo, ["The capital of France is"])
     assert result.contributions is None and result.component_labels is None
     assert result.addresses == [Node(layer, "resid_post") for layer in range(demo.n_layers)]
+
+
+def test_a_remote_trace_does_not_carry_the_models_weights(demo):
+    """Pickled (as a remote trace sends the step), the readout and the components leave the
+    unembedding and the output projections behind: the trace reads the server's."""
+    import pickle
+
+    step = LogitLens(demo, decompose=True, heads=True)
+    weights = demo._lm_head.weight.numel() * 4
+    assert len(pickle.dumps(step.readout)) < weights / 20
+    layout = pickle.loads(pickle.dumps(step.components))
+    assert layout.out_weights == [] and len(step.components.out_weights) == demo.n_layers
+    readout = pickle.loads(pickle.dumps(step.readout))
+    assert readout.head is None and step.readout.head is not None

@@ -426,6 +426,29 @@ def test_named_sets_alternatives_and_missing_answers(load_tiny, tiny_model_dirs)
     assert list(table["n_prompts"]) == [3, 3, 3, 3]
 
 
+def test_a_batch_of_prompts_without_answers_is_run_without_them(load_tiny, tiny_model_dirs):
+    # Prompts are batched by length, so the prompts without an answer can make a batch of their
+    # own: it is run without answers (a PromptBatch refuses answers that are all None) and its
+    # prompts' answer numbers stay missing.
+    model = load_tiny("gpt2")
+    answers = {"place": [" Paris", None, None, " Paris"], "next": [" is", None, None, None]}
+    prompts = [PROMPTS[0], "Monday", "one two", PROMPTS[3]]
+    data = lens_dataset(model, prompts, answers, batch_size=2, progress=False)
+    lengths = [len(model.tokenizer(p)["input_ids"]) for p in prompts]
+    assert sorted(range(4), key=lengths.__getitem__)[:2] == [1, 2], "test precondition"
+    for name in answers:
+        assert np.isnan(data.answer_probs[name][:, [1, 2]]).all()
+        assert (data.answer_ranks[name][:, [1, 2]] == -1).all()
+    ref = ReferenceLens(tiny_model_dirs["gpt2"])
+    np.testing.assert_allclose(
+        data.answer_probs["place"][:, 3],
+        reference_answer(ref, prompts[3], " Paris")["prob"],
+        rtol=1e-4,
+        atol=1e-7,
+    )
+    assert np.isfinite(data.entropy).all(), "every prompt's own numbers are kept"
+
+
 def test_batches_group_similar_lengths_and_the_order_is_restored(load_tiny, monkeypatch):
     model = load_tiny("gpt2")
     seen = []

@@ -79,7 +79,7 @@ class ComponentLayout:
         if heads:
             for block in blocks:
                 projection = _get(block, self.sub.out_proj)
-                weight = projection.weight.detach().float()
+                weight = projection.weight.detach()
                 # One layout for both: [d_model, heads * head_dim], as a Linear keeps it.
                 self.out_weights.append(weight.t() if self.sub.conv1d else weight)
                 bias = getattr(projection, "bias", None)
@@ -90,6 +90,25 @@ class ComponentLayout:
                     norm_parts(_get(block, self.sub.post_norm), d_model, self.out_weights[0].device)
                     for block in blocks
                 ]
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A remote trace sends this by value: the output projections (a model's worth of
+        # d x d matrices) stay behind; the trace reads the server's (with_out_weights).
+        state = self.__dict__.copy()
+        state["out_weights"] = []
+        return state
+
+    def with_out_weights(self, weights: list[Any]) -> ComponentLayout:
+        """A copy reading ``weights`` (each projection's raw ``weight``, as the module holds
+        it) as the output projections: inside a trace, the weights where the model runs."""
+        copy = object.__new__(ComponentLayout)
+        copy.__dict__.update(self.__dict__)
+        copy.out_weights = [weight.t() if self.sub.conv1d else weight for weight in weights]
+        return copy
+
+    def out_projection(self, block: Any) -> Any:
+        """Block ``block``'s output projection (a module, or an envoy inside a trace)."""
+        return _get(block, self.sub.out_proj)
 
     @property
     def n_components(self) -> int:
@@ -166,7 +185,7 @@ class ComponentLayout:
         ``[rows]`` (the map from the projection's output to the stream applied)."""
         q = self._through_post_map(states, rows, layer, q)
         z = states["z"][layer].index_select(0, rows).float()
-        v = q @ self.out_weights[layer]  # [rows, heads * head_dim]
+        v = q @ self.out_weights[layer].float()  # [rows, heads * head_dim]
         assert self.n_heads is not None
         per_head = (v * z).view(len(rows), self.n_heads, -1).sum(-1)
         bias = self.out_biases[layer]
@@ -177,7 +196,7 @@ class ComponentLayout:
         """Each head's term and the bias's, ``[rows, H + 1, d]`` (for :func:`component_outputs`)."""
         assert self.n_heads is not None
         z = states["z"][layer].index_select(0, rows).float()
-        weight = self.out_weights[layer]
+        weight = self.out_weights[layer].float()
         d_model = weight.shape[0]
         per_head = z.view(len(rows), self.n_heads, -1)
         split = weight.reshape(d_model, self.n_heads, -1)

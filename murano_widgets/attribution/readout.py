@@ -144,40 +144,66 @@ def normalise(parts: NormParts, y: torch.Tensor) -> torch.Tensor:
 class Readout:
     """Everything after the lens: the final norm's parts, the unembedding and the logit scale.
 
+    The unembedding is the model's own weight, not a copy (GPT-2's is 154 MB in float32): only
+    the rows of the tokens attributed are read, and converted, per call. Pickled (a remote
+    trace sends this package's objects by value) it leaves the weight behind; the code inside
+    the trace gives the server's own with :meth:`with_head`.
+
     Attributes:
         norm: The final norm's :class:`NormParts`.
-        unembedding: ``[vocab, d]`` the directions of the tokens in the residual stream's
-            normed space (``lm_head``'s weight, times the projections between, as OPT's).
-        unembedding_bias: ``[vocab]`` or ``None``.
+        head: ``[vocab, d_head]`` ``lm_head``'s weight, or ``None`` once pickled.
+        between: The weights of the projections between the norm and ``lm_head`` (OPT's
+            ``project_out``), in the order they apply.
+        head_bias: ``[vocab]`` or ``None``.
         scale: ``α``, the model's logit scale (1 for most).
         softcap: The final soft-cap the logits stop before, or ``None``.
     """
 
-    __slots__ = ("norm", "scale", "softcap", "unembedding", "unembedding_bias")
+    __slots__ = ("between", "head", "head_bias", "norm", "scale", "softcap")
 
     def __init__(
         self,
         norm: NormParts,
-        unembedding: Any,
-        unembedding_bias: Any,
+        head: Any,
+        head_bias: Any,
         scale: float,
         softcap: float | None,
+        between: list[Any] | None = None,
     ) -> None:
-        self.norm, self.unembedding, self.unembedding_bias = norm, unembedding, unembedding_bias
+        self.norm, self.head, self.head_bias = norm, head, head_bias
         self.scale, self.softcap = scale, softcap
+        self.between = list(between or [])
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["head"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def with_head(self, head: Any) -> Readout:
+        """The same readout reading ``head`` as ``lm_head``'s weight (inside a trace: the
+        weight where the model runs)."""
+        return Readout(self.norm, head, self.head_bias, self.scale, self.softcap, self.between)
 
     def directions(
         self, tokens: torch.Tensor, foils: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``w = α U_t`` ``[rows, d]`` and ``α b_U[t]`` ``[rows]`` of ``tokens`` ``[rows]``
         (minus those of ``foils`` where given: a logit difference)."""
+        assert self.head is not None, "the unembedding was left behind: use with_head"
 
         def one(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            safe = ids.clamp_min(0).to(self.unembedding.device)
-            w = self.unembedding.index_select(0, safe) * self.scale
-            if self.unembedding_bias is None:
+            safe = ids.clamp_min(0).to(self.head.device)
+            w = self.head.index_select(0, safe).float()
+            for weight in reversed(self.between):
+                w = w @ weight.float()
+            w = w * self.scale
+            if self.head_bias is None:
                 return w, w.new_zeros(len(safe))
-            return w, self.unembedding_bias.index_select(0, safe) * self.scale
+            return w, self.head_bias.index_select(0, safe).float() * self.scale
 
         w, bias = one(tokens)
         if foils is not None:
@@ -202,17 +228,16 @@ def readout_of(model: Any) -> Readout:
     weight = getattr(head, "weight", None)
     if not isinstance(head, torch.nn.Linear) or not isinstance(weight, torch.Tensor):
         raise ValueError(
-            f"decompose=True needs the unembedding to be a linear layer; {type(head).__name__} is not"
+            "decompose=True needs the unembedding to be a linear layer; "
+            f"{type(head).__name__} is not"
         )
-    unembedding = weight.detach().float()
     norm_module, between = _norm_and_between(model)
-    for module in reversed(between):
+    for module in between:
         if not isinstance(module, torch.nn.Linear) or module.bias is not None:
             raise ValueError(
-                f"decompose=True needs the projections before the unembedding to be linear "
+                "decompose=True needs the projections before the unembedding to be linear "
                 f"without bias; {type(module).__name__} is not"
             )
-        unembedding = unembedding @ module.weight.detach().float()
     bias = None if head.bias is None else head.bias.detach().float()
     transform = model.logit_transform
     scale = 1.0
@@ -220,9 +245,16 @@ def readout_of(model: Any) -> Readout:
         scale *= transform.multiply
     if transform.divide is not None:
         scale /= transform.divide
-    d_model = unembedding.shape[1]
-    norm = norm_parts(norm_module, d_model, unembedding.device)
-    return Readout(norm, unembedding, bias, scale, transform.softcap)
+    d_model = between[0].weight.shape[1] if between else weight.shape[1]
+    norm = norm_parts(norm_module, d_model, weight.device)
+    return Readout(
+        norm,
+        weight.detach(),
+        bias,
+        scale,
+        transform.softcap,
+        [module.weight.detach() for module in between],
+    )
 
 
 def _norm_and_between(model: Any) -> tuple[Any, list[torch.nn.Module]]:

@@ -280,6 +280,10 @@ class NNsightModel(MuranoModel):
         """Inside a trace: decoder block ``index``'s envoy (its sublayers by their own names)."""
         return self._envoy(self.layout.blocks)[index]
 
+    def unembedding_weight(self) -> Any:
+        """Inside a trace: ``lm_head``'s weight where the model runs (on NDIF, the server's)."""
+        return self._envoy(self.layout.lm_head).weight
+
     def project_on_vocab(self, hidden: Any) -> Any:
         """Inside a trace: final norm, unembedding and any final-logit soft-capping."""
         # nnsight may run this code in another thread than the forward pass, where an

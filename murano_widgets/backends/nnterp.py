@@ -110,6 +110,10 @@ class NNterpModel(MuranoModel):
         """Inside a trace: decoder block ``index``'s envoy (its sublayers by their own names)."""
         return self.nnterp.layers[index]
 
+    def unembedding_weight(self) -> Any:
+        """Inside a trace: ``lm_head``'s weight where the model runs."""
+        return self.nnterp.lm_head.weight
+
     def project_on_vocab(self, hidden: Any) -> Any:
         """Final norm then unembedding, inside a trace."""
         return self.finalize_logits(self.nnterp.lm_head(self.nnterp.ln_final(hidden)))

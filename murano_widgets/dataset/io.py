@@ -192,14 +192,23 @@ def read_saved(
     lenses = sidecar.get("lenses")
     prefixes = [""] if lenses is None else [f"l{k}_" for k in range(len(lenses))]
     expected = {prefix + name: kind for prefix in prefixes for name, kind in one_lens.items()}
-    for name, kind in expected.items():
+    expected_shapes = {name: (shape, kind, "prompts x layers") for name, kind in expected.items()}
+    # The direct logit attribution (decompose=True): absent from data sets made without it.
+    kept = sidecar.get("contributions")
+    if kept is not None:
+        n_components = len(kept["component_labels"])
+        expected_shapes |= {
+            "contributions": ((shape[0], n_components), "f", "prompts x components"),
+            "contribution_bias": ((shape[0],), "f", "one per prompt"),
+        }
+    for name, (wanted, kind, what) in expected_shapes.items():
         array = arrays.get(name)
         if array is None:
             raise ValueError(f"{npz_path} lacks the array {name!r}")
-        if array.shape != shape or array.dtype.kind != kind:
+        if array.shape != wanted or array.dtype.kind != kind:
             raise ValueError(
                 f"{npz_path}: {name} has shape {array.shape} and dtype {array.dtype}, expected "
-                f"{shape} of kind {kind!r} (prompts x layers)"
+                f"{wanted} of kind {kind!r} ({what})"
             )
     return sidecar, arrays
 
@@ -272,6 +281,29 @@ def _check_sidecar(sidecar: dict[str, Any], json_path: Path) -> None:
         or len({entry["name"] for entry in lenses}) != len(lenses)
     ):
         fail("lenses", "a list of distinct lens names, each with its provenance")
+    kept = sidecar.get("contributions")
+    if kept is not None:
+        labels = kept.get("component_labels") if isinstance(kept, dict) else None
+        foils = kept.get("foils") if isinstance(kept, dict) else None
+        if (
+            not isinstance(kept, dict)
+            or not _list_of(labels, str)
+            or not labels
+            or len(set(labels)) != len(labels)
+            or not (
+                foils is None
+                or (
+                    isinstance(foils, list)
+                    and len(foils) == n_prompts
+                    and all(foil is None or (isinstance(foil, str) and foil) for foil in foils)
+                )
+            )
+        ):
+            fail(
+                "contributions",
+                "an object with component_labels (distinct strings) and foils (null, or a "
+                "string or null per prompt)",
+            )
 
 
 def _list_of(value: Any, kind: type) -> bool:

@@ -14,6 +14,14 @@ With several lenses side by side (``lens={"logit": None, "tuned": tuned}``) each
 trace for all of them, and the data set holds one single-lens data set per lens
 (:meth:`LensDataset.lens`) over the same prompts and answers: its tables gain a ``lens`` column,
 its figure a line per lens and answer set.
+
+With ``decompose=True`` it also keeps, per prompt, the **direct logit attribution** of the
+answer at the prompt's last position under the model's own readout (the last layer): each
+component's (the embedding, every attention layer or head, every MLP) direct contribution to the
+answer's logit, or to logit(answer) − logit(foil) with ``foils``. That is ``C`` floats a prompt
+(``C = 1 + 2 · n_layers``, or ``1 + n_layers · (n_heads + 2)`` with ``heads=True``), whatever
+the prompt's length; :meth:`LensDataset.contribution_summary`,
+:meth:`LensDataset.contributions_to_pandas` and :meth:`LensDataset.plot_contributions` read it.
 """
 
 from __future__ import annotations
@@ -29,9 +37,21 @@ import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model
 from murano_widgets.dataset.io import model_provenance, paths, read_saved, write_saved
-from murano_widgets.dataset.stats import check_summary_args, commitment_layers, set_summary
+from murano_widgets.dataset.stats import (
+    check_summary_args,
+    commitment_layers,
+    component_parts,
+    contribution_stats,
+    set_summary,
+)
 from murano_widgets.step.logit_lens import LogitLens
-from murano_widgets.types import PromptBatch, validate_answers, validate_prompts
+from murano_widgets.types import (
+    PromptBatch,
+    check_encodable,
+    validate_answers,
+    validate_foils,
+    validate_prompts,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,6 +84,9 @@ def lens_dataset(
     progress: bool = True,
     variants: bool = False,
     lens: Any = None,
+    foils: Sequence[str | None] | None = None,
+    decompose: bool = False,
+    heads: bool = False,
 ) -> LensDataset:
     """Runs the lens over a data set of prompts and keeps, per prompt and layer, the answer's fate.
 
@@ -84,6 +107,15 @@ def lens_dataset(
         lens: A translator such as a :class:`~murano_widgets.TunedLens`; ``None`` for the logit
             lens. Or several lenses side by side, by name: ``{"logit": None, "tuned": tuned}``
             (one trace a batch for all of them; see :class:`LensDataset`).
+        foils: With ``decompose=True``: one foil per prompt (a string, or ``None`` for none),
+            so that the contributions are to logit(answer) − logit(foil) (the first token of
+            each, as it would follow the prompt). A prompt given no foil while others have one
+            gets no contributions (NaN), as does a prompt without an answer.
+        decompose: Also keep each prompt's direct logit attribution of its answer (of the first
+            answer set, when they are named) at its last position, under the model's own
+            readout: per component, ``C`` floats a prompt (see :class:`LensDataset`).
+        heads: With ``decompose=True``: split each attention layer into its heads (and the
+            output projection's bias), ``"L3.H0"``, ..., ``"L3.attn_bias"``.
 
     Returns:
         A :class:`LensDataset` (with named lenses, one per lens inside it: ``.lens(name)``).
@@ -97,8 +129,20 @@ def lens_dataset(
     batch_size = check_int("batch_size", batch_size, 1, None, None)
     progress = check_bool("progress", progress)
     variants = check_bool("variants", variants)
+    decompose = check_bool("decompose", decompose)
+    heads = check_bool("heads", heads)
+    # heads=True without decompose=True is refused rather than taken to mean it: heads only
+    # split the decomposition, which costs a pass over every component, so it is turned on in
+    # so many words, and decompose=False never means anything but "no contributions".
+    if heads and not decompose:
+        raise ValueError(
+            "heads=True splits the contributions into heads, which needs decompose=True: "
+            "pass lens_dataset(..., decompose=True, heads=True)"
+        )
+    foils = _check_foils(foils, len(prompts), decompose)
     # A data set reads each prompt where it ends: the step reduces those positions alone.
-    step = LogitLens(model, layers, lens=lens, variants=variants, positions="last")
+    extra = {"decompose": True, "heads": heads} if decompose else {}
+    step = LogitLens(model, layers, lens=lens, variants=variants, positions="last", **extra)
     lengths = _token_lengths(model, prompts)
     order = batch_order(lengths)
 
@@ -107,6 +151,9 @@ def lens_dataset(
     # columns.
     arrays = {name: _empty_arrays(sets, n_layers, n) for name in step.lenses}
     token_strings: dict[int, str] = {}
+    # The contributions, filled from the first batch on (their number of components is the
+    # step's): one copy, whatever the lenses (see LensDataset).
+    kept: dict[str, Any] = {}
 
     from tqdm.auto import tqdm
 
@@ -114,24 +161,54 @@ def lens_dataset(
     try:
         for start in range(0, n, batch_size):
             rows = order[start : start + batch_size]
+            # Prompts are batched by length, so those without an answer can make a batch of
+            # their own: it runs without answers (a PromptBatch refuses answers all None), and
+            # its prompts' answer numbers stay missing.
+            batch_answers: Any = None
+            if any(sets[name][i] is not None for name in sets for i in rows):
+                batch_answers = {name: [sets[name][i] for i in rows] for name in sets}
+                if not named:
+                    batch_answers = batch_answers[DEFAULT_SET]
+            # Likewise foils (which also need answers): a batch without any runs without them
+            # (its prompts' contributions are then set missing below, as a prompt without a
+            # foil among others gets).
+            batch_foils = None
+            if foils is not None and batch_answers is not None:
+                batch_foils = [foils[i] for i in rows]
+                if all(foil is None for foil in batch_foils):
+                    batch_foils = None
             batch = PromptBatch(
                 [prompts[i] for i in rows],
-                answers=(
-                    {name: [sets[name][i] for i in rows] for name in sets}
-                    if named
-                    else [sets[DEFAULT_SET][i] for i in rows]
-                ),
+                answers=batch_answers,
+                **({} if batch_foils is None else {"foils": batch_foils}),
             )
             out = step({"prompts": batch})["logit_lens"]
             for name, result in out.items() if step.named else [(next(iter(arrays)), out)]:
                 _keep_batch(arrays[name], result, rows, token_strings)
+            if decompose and batch_answers is not None:
+                # Under the last layer every lens reads the model's own output: the first
+                # lens's contributions are every lens's.
+                _keep_contributions(kept, next(iter(out.values())) if step.named else out, rows, n)
             del out
             bar.update(len(rows))
     finally:
         bar.close()
+    if decompose and foils is not None:
+        # No foil where others have one: no contribution (the step's rule, kept whatever the
+        # batch its prompt fell into).
+        no_foil = np.array([foil is None for foil in foils])
+        kept["values"][:, no_foil] = np.nan
+        kept["bias"][no_foil] = np.nan
 
     provenance = model_provenance(model, step, lens)
-    provenance.update(n_prompts=n, batch_size=batch_size, variants=variants, answer_sets=list(sets))
+    provenance.update(
+        n_prompts=n,
+        batch_size=batch_size,
+        variants=variants,
+        answer_sets=list(sets),
+        decompose=decompose,
+        heads=heads,
+    )
     common = {
         "prompts": prompts,
         "layers": list(step.layers),
@@ -140,6 +217,13 @@ def lens_dataset(
         "named_sets": named,
         "model": model,
     }
+    if decompose:
+        common |= {
+            "component_labels": kept["labels"],
+            "contributions": kept["values"],
+            "contribution_bias": kept["bias"],
+            "foils": foils,
+        }
     if not step.named:
         (one,) = arrays.values()
         return LensDataset(**common, **one, provenance=provenance, lens=lens)
@@ -180,9 +264,33 @@ def _keep_batch(
     for token in torch.unique(ids).tolist():
         if token >= 0 and token not in token_strings:
             token_strings[token] = result.token_strings.get(token, "")
-    for name, scores in result.answer_sets.items():
+    for name, scores in (result.answer_sets or {}).items():
         arrays["answer_probs"][name][:, rows] = scores.probs.numpy()
         arrays["answer_ranks"][name][:, rows] = scores.ranks.numpy()
+
+
+def _keep_contributions(kept: dict[str, Any], result: Any, rows: np.ndarray, n: int) -> None:
+    """A batch's direct logit attribution of its prompts' answers, at their columns."""
+    labels = result.component_labels
+    values, bias = result.answer_contributions, result.answer_contribution_bias
+    if labels is None or values is None or bias is None:
+        raise RuntimeError(
+            "the step was asked for decompose=True but its result has no answer_contributions"
+        )
+    if "labels" not in kept:
+        kept["labels"] = list(labels)
+        kept["values"] = np.full((len(labels), n), np.nan, np.float32)
+        kept["bias"] = np.full(n, np.nan, np.float32)
+    elif list(labels) != kept["labels"]:
+        raise RuntimeError("the step's component_labels changed from one batch to the next")
+    if tuple(values.shape) != (len(labels), len(rows)) or tuple(bias.shape) != (len(rows),):
+        raise RuntimeError(
+            f"the step's answer_contributions has shape {tuple(values.shape)} and "
+            f"answer_contribution_bias {tuple(bias.shape)}; expected {(len(labels), len(rows))} "
+            f"and {(len(rows),)}"
+        )
+    kept["values"][:, rows] = values.detach().float().cpu().numpy()
+    kept["bias"][rows] = bias.detach().float().cpu().numpy()
 
 
 def lens_provenance(provenance: dict[str, Any], name: str) -> dict[str, Any]:
@@ -226,6 +334,23 @@ class LensDataset:
         token_strings: The decoded text of each id in ``top1_tokens``.
         provenance: Where the numbers came from (see :func:`model_provenance`).
         named_sets: Whether ``answers`` was given as a dict of named sets.
+        component_labels: With ``decompose=True``: the components in model order,
+            ``"embed"``, ``"L0.attn"``, ``"L0.mlp"``, ... (with ``heads=True``: ``"L0.H0"``,
+            ..., ``"L0.attn_bias"``, ``"L0.mlp"``, ...); else ``None``.
+        contributions: ``[C, n_prompts]`` float32, each component's direct contribution to the
+            answer's logit (of the first answer set), or to logit(answer) − logit(foil), at the
+            prompt's last real position under the model's own readout (the last layer); NaN for
+            a prompt without an answer (or without a foil where others have one). ``None``
+            without ``decompose=True``.
+        contribution_bias: ``[n_prompts]`` float32, the rest of that logit (difference) that no
+            component wrote (the final norm's and the unembedding's biases): per prompt,
+            ``contributions.sum(0) + contribution_bias`` is the logit (difference) itself.
+        foils: The foils given (one string or ``None`` per prompt), or ``None``.
+
+    With lenses side by side the contributions are kept once, on the data set and shared by
+    every lens's (:meth:`lens`): they are read under the last layer, where every lens reads
+    the model's own output, so they are the same for all lenses; their tables have no ``lens``
+    column.
     """
 
     def __init__(
@@ -245,6 +370,10 @@ class LensDataset:
         model: Any = None,
         lens: Any = None,
         lenses: Mapping[str, LensDataset] | None = None,
+        component_labels: list[str] | None = None,
+        contributions: np.ndarray | None = None,
+        contribution_bias: np.ndarray | None = None,
+        foils: list[str | None] | None = None,
     ) -> None:
         self.prompts = prompts
         self.layers = layers
@@ -269,6 +398,16 @@ class LensDataset:
         self.token_strings = token_strings
         self.provenance = provenance
         self.named_sets = named_sets
+        given = {
+            "component_labels": component_labels,
+            "contributions": contributions,
+            "contribution_bias": contribution_bias,
+        }
+        _check_contributions(given, foils, len(prompts))
+        self.component_labels = None if component_labels is None else list(component_labels)
+        self.contributions = contributions
+        self.contribution_bias = contribution_bias
+        self.foils = foils
         # The model stays only to open a prompt's heatmap from the widget; it is never saved.
         self._model = model
         self._lens = lens
@@ -329,9 +468,13 @@ class LensDataset:
     def __repr__(self) -> str:
         sets = ", ".join(self.answers)
         lenses = "" if self._lenses is None else f", lenses {list(self._lenses)}"
+        parts = ""
+        if self.component_labels is not None:
+            parts = f", contributions of {len(self.component_labels)} components"
+            parts += " (answer - foil)" if self.foils is not None else ""
         return (
             f"LensDataset({self.n_prompts} prompts, layers {self.layers[0]}..{self.layers[-1]}, "
-            f"answer sets [{sets}]{lenses}, model {self.provenance.get('model_name')!r})"
+            f"answer sets [{sets}]{lenses}{parts}, model {self.provenance.get('model_name')!r})"
         )
 
     def commitment_layers(
@@ -497,6 +640,152 @@ class LensDataset:
         table.attrs.update(ci=ci, n_boot=n_boot, seed=seed)
         return table
 
+    # -- direct logit attribution ----------------------------------------------------------------
+
+    @property
+    def contribution_target(self) -> str:
+        """What the contributions add up to: ``"logit(answer) - logit(foil)"`` with foils,
+        else ``"logit(answer)"``.
+
+        Raises:
+            ValueError: For a data set made without ``decompose=True``.
+        """
+        self._require_contributions()
+        return "logit(answer) - logit(foil)" if self.foils is not None else "logit(answer)"
+
+    def _require_contributions(self) -> None:
+        if self.component_labels is None:
+            raise ValueError(
+                "this data set has no contributions: make it with "
+                "lens_dataset(..., decompose=True) (and heads=True for attention heads)"
+            )
+
+    def _component_columns(self, repeat: int = 1) -> dict[str, Any]:
+        """Each component's (then the bias's) label, layer, kind and head, as columns, the
+        whole list ``repeat`` times over (once per prompt)."""
+        import pandas as pd
+
+        labels = [*self.component_labels, "bias"]
+        parts = [*map(component_parts, labels[:-1]), (None, "bias", None)]
+        layer = np.array([-1 if p[0] is None else p[0] for p in parts], dtype=np.int64)
+        head = np.array([-1 if p[2] is None else p[2] for p in parts], dtype=np.int64)
+        return {
+            "component": np.tile(np.asarray(labels, dtype=object), repeat),
+            "layer": pd.arrays.IntegerArray(*_with_missing(np.tile(layer, repeat))),
+            "kind": np.tile(np.asarray([p[1] for p in parts], dtype=object), repeat),
+            "head": pd.arrays.IntegerArray(*_with_missing(np.tile(head, repeat))),
+        }
+
+    def contribution_summary(
+        self, ci: float = 0.95, n_boot: int = 1000, seed: int | None = 0
+    ) -> pd.DataFrame:
+        """One row per component, in model order, then one for the bias: the mean direct
+        contribution over prompts with a percentile-bootstrap interval.
+
+        The prompts counted are those with a value (an answer, and a foil where foils were
+        given). The intervals resample prompts, every component (and the bias) together, with
+        the same draws as :meth:`summary` (``numpy.random.default_rng(seed)``, see
+        :func:`~murano_widgets.dataset.stats.bootstrap_means`). The means add up: over the rows,
+        ``contribution_mean`` sums to the mean logit (difference) of the counted prompts.
+
+        Args:
+            ci: The interval's coverage, between 0 and 1.
+            n_boot: How many bootstrap resamples.
+            seed: The seed of the resampling (``None``: fresh randomness).
+
+        Returns:
+            A frame with ``component`` (the label, or ``"bias"``), ``layer`` and ``head``
+            (nullable integers: missing for ``embed``, the bias, and all but heads),
+            ``kind`` (``"embed"``, ``"attn"``, ``"head"``, ``"attn_bias"``, ``"mlp"`` or
+            ``"bias"``), ``n_prompts``, ``contribution_mean``, ``contribution_ci_low`` and
+            ``contribution_ci_high``; ``attrs`` holds the provenance, the interval settings,
+            ``target`` (:attr:`contribution_target`) and ``answer_set`` (the set whose answers
+            the contributions are to: the first).
+
+        Raises:
+            ValueError: For a data set made without ``decompose=True``, or bad settings.
+        """
+        import pandas as pd
+
+        self._require_contributions()
+        ci, n_boot, seed = check_summary_args(ci, n_boot, seed)
+        stats = contribution_stats(self.contributions.T, self.contribution_bias, ci, n_boot, seed)
+        table = pd.DataFrame(
+            {
+                **self._component_columns(),
+                "n_prompts": stats["n_prompts"],
+                "contribution_mean": stats["mean"],
+                "contribution_ci_low": stats["low"],
+                "contribution_ci_high": stats["high"],
+            }
+        )
+        table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
+        table.attrs.update(
+            ci=ci,
+            n_boot=n_boot,
+            seed=seed,
+            target=self.contribution_target,
+            answer_set=next(iter(self.answers)),
+        )
+        return table
+
+    def contributions_to_pandas(self) -> pd.DataFrame:
+        """The contributions as a tidy frame: one row per prompt and component, then one
+        ``bias`` row per prompt, so that each prompt's ``contribution`` values sum to its logit
+        (difference).
+
+        A table of its own rather than more columns of :meth:`to_pandas`: its rows are prompts
+        by components, not prompts by layers. With lenses side by side there is one copy (no
+        ``lens`` column): the contributions are read under the model's own output, the same
+        for every lens.
+
+        Columns: ``prompt_index``, ``prompt``, ``answer`` (the first accepted form of the first
+        answer set's answer: the one the contributions are to), ``foil`` (with foils),
+        ``component``, ``layer``, ``kind``, ``head`` (as in :meth:`contribution_summary`) and
+        ``contribution`` (NaN for a prompt without an answer, or without a foil where others
+        have one). ``attrs`` holds the provenance, ``target`` and ``answer_set``.
+
+        Raises:
+            ValueError: For a data set made without ``decompose=True``.
+        """
+        import pandas as pd
+
+        self._require_contributions()
+        values = np.concatenate(
+            [self.contributions, self.contribution_bias[None, :]],
+            axis=0,
+        )
+        n_parts, n = values.shape
+        prompt_index = np.repeat(np.arange(n), n_parts)
+        columns: dict[str, Any] = {
+            "prompt_index": prompt_index,
+            "prompt": np.asarray(self.prompts, dtype=object)[prompt_index],
+            "answer": np.asarray(self.answer_labels(next(iter(self.answers))), dtype=object)[
+                prompt_index
+            ],
+        }
+        if self.foils is not None:
+            columns["foil"] = np.asarray(self.foils, dtype=object)[prompt_index]
+        columns |= self._component_columns(repeat=n)
+        # One row per prompt and component, prompt by prompt: [C + 1, n] read column-wise.
+        columns["contribution"] = values.T.reshape(-1).astype(np.float64)
+        frame = pd.DataFrame(columns)
+        frame.attrs["provenance"] = json.loads(json.dumps(self.provenance))
+        frame.attrs.update(target=self.contribution_target, answer_set=next(iter(self.answers)))
+        return frame
+
+    def plot_contributions(self, **options: Any) -> Figure:
+        """The direct logit attribution figure: the mean contribution of each component in
+        model order, signed, with bootstrap interval whiskers; with heads, a layer × head grid
+        of the heads' means beside bars for the rest.
+
+        See :func:`murano_widgets.dataset.plot.plot_contributions` for the options (``ci``,
+        ``n_boot``, ``seed``, ``ax``, ``title``).
+        """
+        from murano_widgets.dataset.plot import plot_contributions
+
+        return plot_contributions(self, **options)
+
     # -- views ---------------------------------------------------------------------------------
 
     def plot(self, **options: Any) -> Figure:
@@ -545,6 +834,11 @@ class LensDataset:
         (Parquet would need pyarrow, a large wheel) and with ``allow_pickle=False``, so a file
         from elsewhere cannot run code; the prompts, answers and provenance go in a JSON file a
         person can read. The JSON records the npz's sha256, so a mismatched pair is refused.
+        The contributions (``decompose=True``), when there are any, are two more arrays of the
+        same npz (``contributions``, one row per prompt, and ``contribution_bias``) and a
+        ``contributions`` entry of the JSON (the component labels and the foils); a data set
+        without them is written exactly as before, and a reader that does not know them reads
+        the rest.
         The two files are replaced together: a save that fails or is interrupted at any point
         leaves the previous pair, whole, and no temporary file.
 
@@ -558,6 +852,11 @@ class LensDataset:
         arrays: dict[str, np.ndarray] = {}
         for k, (name, part) in enumerate(self._parts()):
             arrays |= part._arrays_on_disk("" if name is None else f"l{k}_")
+        if self.component_labels is not None:
+            # One copy whatever the lenses (they are the same for every lens); one row per
+            # prompt, as the other arrays.
+            arrays["contributions"] = self.contributions.T
+            arrays["contribution_bias"] = self.contribution_bias
         fields = {
             "prompts": self.prompts,
             "layers": self.layers,
@@ -567,6 +866,11 @@ class LensDataset:
             "token_strings": {str(k): v for k, v in self.token_strings.items()},
             "provenance": self.provenance,
         }
+        if self.component_labels is not None:
+            fields["contributions"] = {
+                "component_labels": self.component_labels,
+                "foils": self.foils,
+            }
         version = FORMAT_VERSION
         if self._lenses is not None:
             version = LENSES_FORMAT_VERSION
@@ -610,6 +914,14 @@ class LensDataset:
             "token_strings": {int(k): v for k, v in sidecar["token_strings"].items()},
             "named_sets": sidecar["named_sets"],
         }
+        kept = sidecar.get("contributions")
+        if kept is not None:
+            common |= {
+                "component_labels": kept["component_labels"],
+                "contributions": np.ascontiguousarray(arrays["contributions"].T),
+                "contribution_bias": arrays["contribution_bias"],
+                "foils": kept["foils"],
+            }
 
         def lens_arrays(prefix: str) -> dict[str, Any]:
             return {
@@ -645,6 +957,28 @@ class LensDataset:
 # Checks, batching and provenance
 
 
+def _check_contributions(given: dict[str, Any], foils: Any, n_prompts: int) -> None:
+    """The contributions a :class:`LensDataset` is given agree with each other and the prompts."""
+    if all(value is None for value in given.values()):
+        if foils is not None:
+            raise ValueError("LensDataset takes foils only with contributions")
+        return
+    if any(value is None for value in given.values()):
+        raise ValueError(
+            "LensDataset takes component_labels, contributions and contribution_bias together, "
+            "or none of them"
+        )
+    expected = (len(given["component_labels"]), n_prompts)
+    values, bias = given["contributions"], given["contribution_bias"]
+    if values.shape != expected or bias.shape != expected[1:]:
+        raise ValueError(
+            f"contributions has shape {values.shape} and contribution_bias {bias.shape}; "
+            f"expected {expected} (components x prompts) and {expected[1:]}"
+        )
+    if foils is not None and len(foils) != n_prompts:
+        raise ValueError(f"foils has {len(foils)} entries for {n_prompts} prompts")
+
+
 def _with_missing(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Integers with -1 for "no value", as a nullable integer array's values and mask."""
     values = np.asarray(values, dtype=np.int64)
@@ -660,6 +994,26 @@ def _check_answers(answers: Any, n_prompts: int) -> tuple[dict[str, list[list[st
     """The answer sets as ``{name: [accepted strings or None]}``, and whether they were named
     (the same checks and messages as ``PromptBatch(answers=...)``)."""
     return dict(validate_answers(answers, n_prompts)), isinstance(answers, Mapping)
+
+
+def _check_foils(foils: Any, n_prompts: int, decompose: bool) -> list[str | None] | None:
+    """The foils as a list with one string or ``None`` per prompt (``PromptBatch``'s check), or
+    ``None``; refused without ``decompose=True``, the only thing they change, and when no
+    prompt has one (every contribution would be missing)."""
+    if foils is None:
+        return None
+    if not decompose:
+        raise ValueError(
+            "foils only change the contributions (logit(answer) - logit(foil)), which need "
+            "decompose=True: pass lens_dataset(..., foils=..., decompose=True)"
+        )
+    foils = validate_foils(foils, n_prompts)
+    for index, foil in enumerate(foils):
+        if foil is not None:
+            check_encodable(foil, f"foils[{index}]")
+    if all(foil is None for foil in foils):
+        raise ValueError("foils has no foil for any prompt (all None); leave foils=None")
+    return foils
 
 
 def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:

@@ -1,23 +1,33 @@
-"""``plot_dataset``: the publication figure of a :class:`~murano_widgets.dataset.lens_dataset.LensDataset`."""
+"""The publication figures of a :class:`~murano_widgets.dataset.lens_dataset.LensDataset`:
+``plot_dataset`` (a quantity per layer) and ``plot_contributions`` (the direct logit attribution
+per component)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from murano_widgets._checks import check_axes, check_choice
 from murano_widgets.lenses import lens_label
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from murano_widgets.dataset.lens_dataset import LensDataset
 
 __all__ = [
+    "ANNOTATE_CELLS",
     "DATASET_METRICS",
+    "DIVERGING",
+    "KIND_COLOURS",
     "SERIES_COLOURS",
     "SERIES_LINESTYLES",
     "lens_look",
+    "plot_contributions",
     "plot_dataset",
     "series_look",
 ]
@@ -30,6 +40,25 @@ SERIES_COLOURS = ("#006ab0", "#bd4d01", "#058f60", "#a9799a", "#c38602", "#349bd
 #: Line styles for the sets beyond the palette, as the widget dashes them (theme.js's
 #: SERIES_DASHES): set ``k`` draws in colour ``k mod 6`` with style ``k // 6`` (mod 4).
 SERIES_LINESTYLES = ("-", (0, (6, 3)), (0, (1.5, 3)), (0, (9, 3, 1.5, 3)))
+
+#: The widgets' diverging scale (js/src/diff/colour.js's DIVERGING, which tests/test_dataset.py
+#: checks against): blue (negative) - near-white (0, the middle stop) - orange (positive), after
+#: ColorBrewer's Blues and Oranges; blue and orange stay apart for every common colour-vision
+#: deficiency.
+DIVERGING = (
+    "#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603",
+)  # fmt: skip
+#: The bar colour of each kind of component, from the series palette.
+KIND_COLOURS = {
+    "embed": SERIES_COLOURS[2],
+    "attn": SERIES_COLOURS[0],
+    "head": SERIES_COLOURS[0],
+    "attn_bias": SERIES_COLOURS[3],
+    "mlp": SERIES_COLOURS[1],
+}
+_OTHER_KIND_COLOUR = SERIES_COLOURS[4]
+#: The head grid writes each cell's mean in it up to this many cells (12 layers x 8 heads).
+ANNOTATE_CELLS = 96
 
 # metric name -> (summary column prefix, axis label, whether it is a probability in [0, 1])
 DATASET_METRICS: dict[str, tuple[str, str, bool]] = {
@@ -160,3 +189,208 @@ def lens_look(lens_index: int, set_index: int) -> tuple[str, Any]:
 def _short(name: Any) -> str:
     text = str(name).rstrip("/\\")
     return text.replace("\\", "/").rsplit("/", 1)[-1] or text
+
+
+def plot_contributions(
+    dataset: LensDataset,
+    *,
+    ci: float = 0.95,
+    n_boot: int = 1000,
+    seed: int | None = 0,
+    ax: Axes | Sequence[Axes] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The direct logit attribution over the data set: each component's mean contribution to
+    the answer's logit (or logit(answer) − logit(foil)) at the prompts' last position, signed,
+    in model order, with its bootstrap interval as a whisker.
+
+    Without heads: one bar per component (``embed``, ``L0.attn``, ``L0.mlp``, ...), coloured
+    by kind. With heads (``lens_dataset(..., heads=True)``): a layer × head grid of the heads'
+    means (the widgets' diverging scale, white at 0, symmetric about it; each cell's mean
+    written in it up to :data:`ANNOTATE_CELLS` cells; no whiskers there: the intervals are in
+    :meth:`~murano_widgets.LensDataset.contribution_summary`) above bars for the other
+    components (``embed``, each layer's ``attn_bias`` and ``mlp``; an ``attn_bias`` that is 0
+    for every prompt, a model without that bias, is left out). The bias row of the summary (the
+    rest of the logit no component wrote) is not drawn.
+
+    Everything is vector (nothing rasterized but the grid's cells, drawn as an image).
+
+    Args:
+        dataset: A data set made with ``decompose=True``.
+        ci, n_boot, seed: The intervals (see :meth:`LensDataset.contribution_summary`).
+        ax: Axes to draw into (without heads), or two (with heads: the grid's, the bars');
+            a new figure if ``None``.
+        title: The title; the default names the model, what the contributions are to
+            ("answer − foil" with foils) and the number of prompts.
+
+    Returns:
+        The figure.
+
+    Raises:
+        ValueError: For a data set without contributions.
+        TypeError: For ``ax`` that is not Axes (or a pair of Axes, with heads).
+    """
+    import matplotlib.pyplot as plt
+
+    table = dataset.contribution_summary(ci=ci, n_boot=n_boot, seed=seed)
+    rows = table[table["kind"] != "bias"]
+    heads = rows[rows["kind"] == "head"]
+    target = "answer − foil" if dataset.foils is not None else "answer logit"
+    n_counted = int(table["n_prompts"].iloc[0])
+    model = dataset.provenance.get("model_name") or "model"
+    default = f"{_short(model)}: direct logit attribution, {target} ({n_counted} prompts)"
+    ylabel = (
+        "direct contribution to logit(answer) − logit(foil)"
+        if dataset.foils is not None
+        else "direct contribution to logit(answer)"
+    )
+    if heads.empty:
+        check_axes(ax)
+        if ax is None:
+            width = min(16.0, max(6.4, 0.32 * len(rows) + 1.5))
+            fig, bar_ax = plt.subplots(figsize=(width, 4.0), layout="constrained")
+        else:
+            bar_ax = ax
+            fig = bar_ax.figure
+        _contribution_bars(bar_ax, rows, ci, ylabel)
+        bar_ax.set_title(title if title is not None else default)
+        return fig
+
+    grid_ax, bar_ax = _two_axes(ax)
+    others = rows[rows["kind"] != "head"]
+    no_bias = (
+        (others["kind"] == "attn_bias")
+        & (others["contribution_mean"] == 0)
+        & (others["contribution_ci_low"] == 0)
+        & (others["contribution_ci_high"] == 0)
+    )
+    others = others[~no_bias]
+    if grid_ax is None:
+        n_layers = int(heads["layer"].max()) + 1
+        width = min(16.0, max(6.4, 0.32 * len(others) + 1.5))
+        fig, (grid_ax, bar_ax) = plt.subplots(
+            2,
+            1,
+            figsize=(width, 3.0 + 0.3 * n_layers + 3.0),
+            layout="constrained",
+            height_ratios=[max(3.0, 0.3 * n_layers), 3.0],
+        )
+    else:
+        fig = grid_ax.figure
+    _head_grid(fig, grid_ax, heads)
+    _contribution_bars(bar_ax, others, ci, ylabel)
+    grid_ax.set_title(title if title is not None else default)
+    return fig
+
+
+def _two_axes(ax: Any) -> tuple[Any, Any]:
+    """The grid's and the bars' axes from ``ax`` (``None``: both ``None``, a new figure)."""
+    if ax is None:
+        return None, None
+    from matplotlib.axes import Axes
+
+    if isinstance(ax, np.ndarray):  # what plt.subplots(2, 1) gives
+        ax = list(ax.reshape(-1))
+    if (
+        isinstance(ax, Axes)
+        or not isinstance(ax, Sequence)
+        or len(ax) != 2
+        or not all(isinstance(one, Axes) for one in ax)
+    ):
+        raise TypeError(
+            "ax must be two matplotlib Axes for a data set with heads (the head grid's and the "
+            f"bars', e.g. fig, ax = plt.subplots(2, 1)) or None; got {type(ax).__name__}"
+        )
+    return ax[0], ax[1]
+
+
+def _contribution_bars(ax: Axes, rows: pd.DataFrame, ci: float, ylabel: str) -> None:
+    """One bar per row (its mean, signed) with its interval as a whisker, in the rows' order."""
+    from matplotlib.patches import Patch
+
+    x = np.arange(len(rows))
+    mean = rows["contribution_mean"].to_numpy(dtype=np.float64)
+    low = rows["contribution_ci_low"].to_numpy(dtype=np.float64)
+    high = rows["contribution_ci_high"].to_numpy(dtype=np.float64)
+    kinds = rows["kind"].tolist()
+    colours = [KIND_COLOURS.get(kind, _OTHER_KIND_COLOUR) for kind in kinds]
+    ax.bar(x, mean, color=colours, width=0.75, zorder=2)
+    ax.errorbar(
+        x,
+        mean,
+        yerr=np.stack([mean - low, high - mean]),
+        fmt="none",
+        ecolor="#333333",
+        elinewidth=1.0,
+        capsize=2.5,
+        zorder=3,
+    )
+    ax.axhline(0.0, color="#333333", linewidth=0.8, zorder=1)
+    labels = rows["component"].tolist()
+    ax.set_xticks(
+        x,
+        labels,
+        rotation=90 if len(labels) > 12 else 45,
+        ha="center" if len(labels) > 12 else "right",
+    )
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    ax.set_xlabel("component (model order)")
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    present = list(dict.fromkeys(kinds))
+    handles = [
+        Patch(color=KIND_COLOURS.get(kind, _OTHER_KIND_COLOUR), label=kind) for kind in present
+    ]
+    ax.legend(
+        handles=handles,
+        title=f"mean, {round(ci * 100)}% bootstrap interval",
+        fontsize="small",
+        title_fontsize="small",
+    )
+
+
+def _head_grid(fig: Figure, ax: Axes, heads: pd.DataFrame) -> None:
+    """The heads' means as a layer × head grid on the diverging scale, centred at 0."""
+    from matplotlib.colors import LinearSegmentedColormap, Normalize
+
+    layers = heads["layer"].to_numpy(dtype=np.int64)
+    index = heads["head"].to_numpy(dtype=np.int64)
+    grid = np.full((int(layers.max()) + 1, int(index.max()) + 1), np.nan)
+    grid[layers, index] = heads["contribution_mean"].to_numpy(dtype=np.float64)
+    finite = np.abs(grid[np.isfinite(grid)])
+    limit = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    colour_map = LinearSegmentedColormap.from_list(
+        "murano_diverging", DIVERGING, N=257
+    ).with_extremes(bad="#d0d0d0")
+    norm = Normalize(vmin=-limit, vmax=limit)
+    image = ax.imshow(
+        np.ma.masked_invalid(grid),
+        cmap=colour_map,
+        norm=norm,
+        aspect="auto",
+        origin="lower",
+        interpolation="nearest",
+    )
+    colour_bar = fig.colorbar(image, ax=ax, pad=0.01)
+    colour_bar.set_label("mean direct contribution of the head")
+    n_layers, n_heads = grid.shape
+    if grid.size <= ANNOTATE_CELLS:
+        for i in range(n_layers):
+            for j in range(n_heads):
+                if not np.isfinite(grid[i, j]):
+                    continue
+                rgba = colour_map(norm(grid[i, j]))
+                light = 0.2126 * rgba[0] + 0.7152 * rgba[1] + 0.0722 * rgba[2] > 0.45
+                ax.text(
+                    j,
+                    i,
+                    f"{grid[i, j]:.2g}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="black" if light else "white",
+                )
+    ax.set_yticks(range(n_layers), [str(layer) for layer in range(n_layers)])
+    ax.set_xticks(range(n_heads), [str(head) for head in range(n_heads)])
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")

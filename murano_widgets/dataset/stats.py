@@ -1,9 +1,12 @@
 """Array work behind :class:`~murano_widgets.dataset.lens_dataset.LensDataset`'s summaries: per-layer means
-with percentile-bootstrap intervals over prompts, and where each prompt's answer commits."""
+with percentile-bootstrap intervals over prompts, where each prompt's answer commits, and the
+per-component means of the direct logit attribution (one bootstrap for all of them:
+:func:`bootstrap_means`)."""
 
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from typing import Any
 
@@ -16,6 +19,8 @@ __all__ = [
     "check_summary_args",
     "commitment_layers",
     "committed_from",
+    "component_parts",
+    "contribution_stats",
     "set_summary",
 ]
 
@@ -176,3 +181,52 @@ def _nanmean(values: np.ndarray) -> np.ndarray:
     total = np.where(finite, values, 0).astype(np.float64).sum(axis=0)
     with np.errstate(all="ignore"):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+# "L3.attn", "L3.mlp", "L3.attn_bias", "L3.H7" (see the step's component_labels).
+_LAYER_COMPONENT = re.compile(r"L(\d+)\.(.+)")
+_HEAD = re.compile(r"H(\d+)")
+
+
+def component_parts(label: str) -> tuple[int | None, str, int | None]:
+    """A component label's ``(layer, kind, head)``.
+
+    ``"embed"`` is ``(None, "embed", None)``; ``"L3.attn"`` ``(3, "attn", None)``; ``"L3.mlp"``
+    ``(3, "mlp", None)``; ``"L3.attn_bias"`` ``(3, "attn_bias", None)``; ``"L3.H7"``
+    ``(3, "head", 7)``. A label of another form keeps its text as the kind (and its layer when
+    it starts with ``L<n>.``), so a component the step adds later still gets a row.
+    """
+    if label == "embed":
+        return None, "embed", None
+    match = _LAYER_COMPONENT.fullmatch(label)
+    if match is None:
+        return None, label, None
+    layer, rest = int(match[1]), match[2]
+    head = _HEAD.fullmatch(rest)
+    if head is not None:
+        return layer, "head", int(head[1])
+    return layer, rest, None
+
+
+def contribution_stats(
+    values: np.ndarray, bias: np.ndarray, ci: float, n_boot: int, seed: int | None
+) -> dict[str, np.ndarray]:
+    """Per-component means with bootstrap intervals over the prompts that have a value.
+
+    Args:
+        values: ``[n_prompts, C]`` each prompt's direct contributions (NaN: no answer, or no
+            foil where foils were given).
+        bias: ``[n_prompts]`` the rest of each prompt's logit (NaN likewise).
+        ci, n_boot, seed: The intervals (see :func:`bootstrap_means`).
+
+    Returns:
+        ``n_prompts`` (the prompts counted), and ``mean``, ``low``, ``high`` of ``[C + 1]``: the
+        components in order, then the bias. One bootstrap for all of them, so every component's
+        interval comes from the same resamples of prompts.
+    """
+    has = np.isfinite(bias)
+    stacked = np.concatenate(
+        [values[has].astype(np.float64), bias[has, None].astype(np.float64)], axis=1
+    )
+    stats = bootstrap_means(stacked, ci=ci, n_boot=n_boot, seed=seed)
+    return {"n_prompts": int(has.sum()), **stats}

@@ -28,7 +28,7 @@ import torch
 from murano_widgets._checks import check_bool, check_int, check_model
 from murano_widgets.attribution.components import ComponentLayout, check_mid_rows
 from murano_widgets.attribution.direct import decompose_rows, read_row
-from murano_widgets.attribution.readout import readout_of
+from murano_widgets.attribution.readout import Readout, readout_of
 from murano_widgets.attribution.sublayers import sublayers_of
 from murano_widgets.backends.base import ModelBackend
 from murano_widgets.lenses import FINAL, Lens, as_lens, named_lenses
@@ -460,9 +460,13 @@ class LogitLens:
         plan: InputPlan,
         tokens: tuple[torch.Tensor | None, torch.Tensor | None],
         lens: Lens,
+        layout: ComponentLayout | None = None,
+        readout: Readout | None = None,
     ) -> dict[str, torch.Tensor]:
         """One lens's attribution fields over the shown cells (see :func:`decompose_rows`)."""
-        assert self.components is not None and self.readout is not None
+        layout = layout or self.components
+        readout = readout or self.readout
+        assert layout is not None and readout is not None
         top1 = torch.stack([fields["topk_tokens"][: plan.n_shown, 0] for fields in per_layer])
         answers, foil_ids = tokens
         device = shown.device
@@ -472,8 +476,8 @@ class LogitLens:
             else None
         )
         return decompose_rows(
-            self.components,
-            self.readout,
+            layout,
+            readout,
             lens,
             int(self.model.n_layers),
             states,
@@ -656,11 +660,24 @@ class LogitLens:
                 {pair: torch.stack(values) for pair, values in (between or {}).items()}
             )
             decomposed = None
-            if self.components is not None:
+            if self.components is not None and self.readout is not None:
+                # The weights where the model runs (on NDIF: the server's), not copies sent
+                # along with the trace.
+                readout = self.readout.with_head(model.unembedding_weight())
+                layout = self.components
+                if layout.heads:
+                    layout = layout.with_out_weights(
+                        [
+                            layout.out_projection(model.block(layer)).weight
+                            for layer in range(model.n_layers)
+                        ]
+                    )
                 shown = torch.arange(plan.n_shown, device=rows.device)
                 decomposed = nnsight.save(
                     [
-                        self._decompose(states, shown, per_layer, plan, tokens, lens)
+                        self._decompose(
+                            states, shown, per_layer, plan, tokens, lens, layout, readout
+                        )
                         for per_layer, lens in zip(per_lens, lenses, strict=True)
                     ]
                 )

@@ -1,7 +1,7 @@
 """A client of the local NDIF server, run inside its network namespace by the remote tests.
 
     python client.py lens MODEL_DIR OUT.pt [--top-k K] [--full-probs] [--layers 0,-1]
-        [--right-padding] [--answers] [--targets N] [--jacobian] [--named]
+        [--right-padding] [--answers] [--targets N] [--jacobian] [--named] [--decompose]
         LogitLens with remote=True, then the same lens locally; both results to OUT.pt.
         --answers scores single- and multi-token answers (with alternatives) and --targets
         tracks N strings at every position. --jacobian reads every layer through a Jacobian
@@ -29,6 +29,7 @@ from murano_widgets import LogitLens, MuranoModel, PromptBatch
 
 # Answers of one and of several tokens, alternatives, and a prompt without one.
 ANSWERS = [" Rome", [" one", " two three"], None, " six"]
+FOILS = [" Paris", None, None, " five"]
 
 # Very different lengths: a batch that is mostly padding for some rows.
 PROMPTS = [
@@ -64,12 +65,17 @@ def lens(args: argparse.Namespace) -> dict:
         options["lens"] = {"logit": None, "jacobian": random_jacobian_lens(model)}
         options["kl_between_lenses"] = True
     answers = ANSWERS if args.answers else None
+    foils = None
+    if args.decompose:
+        # Direct logit attribution with heads and the rows after each attention, answer − foil.
+        options.update(decompose=True, heads=True, sites=("resid_mid", "resid_post"))
+        foils = FOILS if answers is not None else None
     timings = {}
     results = {}
     for where, extra in (("remote", {"remote": True}), ("local", {})):
         start = time.perf_counter()
         step = LogitLens(model, **options, **extra)
-        batch = PromptBatch(PROMPTS, answers=answers)
+        batch = PromptBatch(PROMPTS, answers=answers, foils=foils)
         results[where] = step({"prompts": batch})["logit_lens"]
         timings[where] = time.perf_counter() - start
     torch.save({where: _all_fields(result) for where, result in results.items()}, args.out)
@@ -153,6 +159,7 @@ def main() -> None:
     run.add_argument("--targets", type=int, default=0)
     run.add_argument("--jacobian", action="store_true")
     run.add_argument("--named", action="store_true")
+    run.add_argument("--decompose", action="store_true")
     failing = sub.add_parser("fail")
     failing.add_argument("model")
     args = parser.parse_args()

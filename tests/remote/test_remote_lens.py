@@ -132,3 +132,23 @@ def test_a_server_error_is_one_clear_message(ndif, tiny_model_dirs):
     assert "mat1 and mat2 shapes cannot be multiplied" in message, message
     assert "mat1 and mat2" in error["details"]
     assert ": error" in stderr
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_direct_logit_attribution_runs_inside_the_remote_trace_as_locally(
+    arch, ndif, tiny_model_dirs, tmp_path
+):
+    """decompose=True with heads, resid_mid rows, answers and foils: the contributions are
+    computed on the server (only they come back) and equal the local run's, and every cell's
+    contributions plus its bias are its top-1 logit."""
+    remote, local, _, _ = run_lens(
+        ndif, tiny_model_dirs[arch], tmp_path / "lens.pt", "--decompose", "--answers"
+    )
+    assert_same_result(remote, local)
+    mask = remote["attention_mask"].bool()
+    total = remote["contributions"].nansum(-1) + remote["contribution_bias"]
+    torch.testing.assert_close(total[:, mask], remote["top1_logits"][:, mask], atol=1e-4, rtol=1e-4)
+    assert remote["component_labels"][1].endswith(".H0")
+    assert [str(node) for node in remote["addresses"][:2]] == ["L0.resid_mid", "L0.resid_post"]
+    answers = remote["answer_contributions"]
+    assert torch.isfinite(answers[:, [0, 3]]).all() and torch.isnan(answers[:, [1, 2]]).all()
