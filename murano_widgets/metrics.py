@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "ATTRIBUTION_SECTIONS",
     "METRICS",
     "RANK_CONVENTION",
     "REDUCED_FIELDS",
@@ -153,12 +154,16 @@ class Section:
         shape: ``"cell"`` (``[L, T]``), ``"position"`` (``[T]``), ``"topk"`` (``[L, T, k-1]``,
             ranks 2..k), ``"prompt_set"`` (``[L, n_inputs, S]``: per prompt and answer set),
             ``"last"`` (``[L, n_inputs]``: at each prompt's last position) or ``"cell_target"``
-            (``[L, T, n_targets]``).
+            (``[L, T, n_targets]``); the attribution's (:data:`ATTRIBUTION_SECTIONS`) add a
+            last axis of components, ``C``: ``"cell_component"`` (``[L, T, C]``),
+            ``"last_component"`` (``[L, n_inputs, C]``) and ``"cell_target_component"``
+            (``[L, T, n_targets, C]``).
         kind: How values are stored: ``"token"`` (an index into the string table),
             ``"probability"`` (uint16, steps of 1/65535), ``"bits"`` (uint16 scaled to
             the section's maximum), ``"rank"`` (uint16, 65535 = "65535 or worse"), ``"mask"``
-            (uint8, 1 = marked: no value, or as the section says) or ``"code"`` (uint8, an
-            index into a list of names in the metadata, ``meta[name's list]``).
+            (uint8, 1 = marked: no value, or as the section says), ``"code"`` (uint8, an
+            index into a list of names in the metadata, ``meta[name's list]``) or ``"logit"``
+            (float32 as computed, NaN kept: a logit or a part of one).
         base: Sent with the first view; the others when the front end first asks for them.
         reduced: A per-cell field that :func:`murano_widgets.step.reductions.reduce_logits`
             computes for every row: the step pads it into the result, the result checks its
@@ -211,6 +216,30 @@ SECTIONS: dict[str, Section] = {
     )
 }
 
+
+#: Direct logit attribution (``LogitLens(model, decompose=True)``): each component's part of a
+#: logit, the rest of it (the bias) and the logit, for the "why" panel and the component view.
+#: Sent with the detail sections, and only when the result has them (a result without adds
+#: nothing to its payload, not even a name in its metadata). Stored as float32, as computed: the
+#: panel prints each part and their sum, which must read the same as the result's numbers and
+#: add up to the printed logit; one scale per section (as for bits) would make a few large logits
+#: (a first position's) coarsen every other cell's parts. NaN stays NaN: a component after the
+#: row's point (the MLP of a ``resid_mid`` row's own layer, and every later layer) has no part.
+ATTRIBUTION_SECTIONS: dict[str, Section] = {
+    section.name: section
+    for section in (
+        # The cell's top-1 token: each component's part, the bias, the logit (before a soft-cap).
+        Section("contributions", "cell_component", "logit", False),
+        Section("contribution_bias", "cell", "logit", False),
+        Section("top1_logits", "cell", "logit", False),
+        # The first answer set's answer (minus the foil's, with foils) at the last position.
+        Section("answer_row_contributions", "last_component", "logit", False),
+        Section("answer_row_bias", "last", "logit", False),
+        # Each target at every cell.
+        Section("target_contributions", "cell_target_component", "logit", False),
+        Section("target_bias", "cell_target", "logit", False),
+    )
+}
 
 #: The per-cell fields the reductions compute (beyond the top-k, whose first entry is the
 #: contract's ``max_probs``/``predicted_tokens``): ``[n_layers, n_inputs, seq]`` in the result.

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from murano_widgets.result import LogitLensResult
+
 __all__ = ["plot_lenses", "plot_logit_lens"]
 
 # The widget's generation marks (the light theme's --murano-generated and --murano-generated-bg
@@ -141,7 +143,7 @@ def plot_logit_lens(
                 color="black" if light else "white",
             )
 
-    ax.set_yticks(range(n_rows), [str(result.layers[r]) for r in rows])
+    ax.set_yticks(range(n_rows), [_row_label(result, r) for r in rows])
     ax.set_xticks(
         range(n_cols),
         [_short(display_token(w), max_token_chars) for w in inputs],
@@ -320,8 +322,16 @@ def _rows(available: list[int], layers: Sequence[int] | None) -> list[int]:
             )
         if layer not in available:
             raise ValueError(f"layers holds {layer!r}, which the result lacks (it has {available})")
-        rows.append(available.index(layer))
+        # Every row of the layer: with sites=("resid_mid", ...) a layer has two.
+        rows.extend(i for i, shown in enumerate(available) if shown == layer and i not in rows)
     return sorted(rows)
+
+
+def _row_label(result: LogitLensResult, row: int) -> str:
+    """A row's tick label, as the widget's axis names it: the layer, and "attn" after it for a
+    row read after the layer's attention (``sites=("resid_mid", ...)``)."""
+    node = result.addresses[row]
+    return f"{node.layer} attn" if node.module == "resid_mid" else str(node.layer)
 
 
 def _short(text: str, limit: int) -> str:

@@ -30,6 +30,15 @@ probability ``(i + 1) 1000 + 100 p + 10 s`` and rank ``30 (L - 1 - i) + p + s`` 
 set ``s``), its first token's probability ``(i + 1) 2000 + c`` and rank ``5 (L - 1 - i) + c``,
 and target ``j``'s probability ``(i + 1) 3000 + 10 c + j`` and rank ``400 (L - 1 - i) + 3c + j``.
 
+The attribution cases (``lens_attribution``, ``lens_sublayers``, ``lenses_attribution``; the
+"why" panel and the component view) give component ``k`` of row ``i`` at column ``c`` the part
+``((3k + 5i + 7c + s) mod 13 - 6) / 4`` of the top-1's logit (``s``: the lens's shift), target
+``t`` the part ``((3k + 5i + 7c + 2t + 1) mod 13 - 6) / 4`` and prompt ``p``'s answer (at its last
+position) ``((3k + 5i + 11p + 3) mod 13 - 6) / 4``; the bias ``((i + 2c) mod 5 - 2) / 8``
+(``((i + p) mod 5 - 2) / 8`` for the answer); NaN for a component after the row's point
+(``tests/attribution_data.py``), all exact in float32. ``lens_sublayers`` reads the stream after
+each layer's attention too (``resid_mid`` rows), with heads.
+
 The rounding case (``lens_rounding``) is not a formula: its cells are distributions of a few
 given probabilities (:data:`ROUNDING_TOPS`), every field computed from them, so that a number
 the tooltip shows twice is the same float in both fields, and some are below 0.1 % or below half
@@ -50,6 +59,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from attribution_data import component_labels, present, with_sublayers
 
 from murano_widgets.comparison.compare import LensComparison, compare
 from murano_widgets.dataset.lens_dataset import LensDataset
@@ -426,6 +436,142 @@ def lens_cases() -> dict[str, LogitLensResult]:
     }
 
 
+def decomposed(
+    result: LogitLensResult,
+    *,
+    heads: int | None = None,
+    softcap: float | None = None,
+    foils: list[str | None] | None = None,
+    shift: int = 0,
+) -> LogitLensResult:
+    """``result`` (in place) with the module's attribution formulas (``decompose=True``)."""
+    labels = component_labels(result.n_model_layers, heads)
+    C = len(labels)
+    R, B, S = result.max_probs.shape
+    holds = np.stack([present(labels, node) for node in result.addresses])  # [R, C]
+    mask = result.attention_mask.bool().numpy()
+    column = np.full((B, S), -1)
+    column[mask] = np.arange(int(mask.sum()))  # prompts laid end to end, as the payload does
+    k = np.arange(C)
+    i = np.arange(R)[:, None, None, None]
+    c = column[None, :, :, None]
+    parts = np.where(holds[:, None, None, :], ((3 * k + 5 * i + 7 * c + shift) % 13 - 6) / 4, NAN)
+    parts = np.where(mask[None, :, :, None], parts, NAN)
+    bias = np.where(mask[None], ((i[..., 0] + 2 * c[..., 0]) % 5 - 2) / 8, NAN)
+    missing = ~np.isfinite(result.max_probs.numpy())
+    parts[missing], bias[missing] = NAN, NAN
+    result.component_labels = labels
+    result.contributions = torch.tensor(parts, dtype=torch.float32)
+    result.contribution_bias = torch.tensor(bias, dtype=torch.float32)
+    result.top1_logits = torch.tensor(np.nansum(parts, -1) + bias, dtype=torch.float32)
+    if result.targets:
+        t = np.arange(len(result.targets))[None, None, None, :, None]
+        target = ((3 * k + 5 * i[..., None] + 7 * c[..., None] + 2 * t + 1) % 13 - 6) / 4
+        target = np.where(holds[:, None, None, None, :], target, NAN)
+        target = np.where(mask[None, :, :, None, None] & ~missing[..., None, None], target, NAN)
+        target_bias = np.where(
+            np.isfinite(target[..., 0]), ((i + 2 * c + t[..., 0]) % 5 - 2) / 8, NAN
+        )
+        result.target_contributions = torch.tensor(target, dtype=torch.float32)
+        result.target_bias = torch.tensor(target_bias, dtype=torch.float32)
+    if result.answer_sets:
+        p = np.arange(B)[None, :, None]
+        has = np.array([a is not None for a in next(iter(result.answer_sets.values())).answers])
+        answer = ((3 * k + 5 * i[..., 0] + 11 * p + 3) % 13 - 6) / 4
+        answer = np.where(holds[:, None, :] & has[None, :, None], answer, NAN)
+        answer_bias = np.where(has[None, :], ((i[..., 0, 0] + p[..., 0]) % 5 - 2) / 8, NAN)
+        result.answer_row_contributions = torch.tensor(answer, dtype=torch.float32)
+        result.answer_row_bias = torch.tensor(answer_bias, dtype=torch.float32)
+    result.logit_softcap = softcap
+    result.foils = foils
+    return result
+
+
+def attribution_cases() -> dict[str, LogitLensResult]:
+    """The answers case with attribution (a foil for prompt 0), and the plain case with a row
+    after each layer's attention, heads, a soft-cap and a row of prompt 0 not finite."""
+    answers = {
+        "tokens": ANSWER_TOKENS,
+        "n": 5,
+        "lengths": [3, 2],
+        "answers": _answer_sets,
+        "targets": [" Paris", "<b>x</b>"],
+    }
+    sublayers = with_sublayers(
+        lens_result(
+            tokens=PLAIN_TOKENS, lengths=[3, 2], missing=frozenset((1, c) for c in range(3))
+        )
+    )
+    return {
+        "attribution": decomposed(lens_result(**answers), foils=[" English", None]),
+        "sublayers": decomposed(sublayers, heads=2, softcap=30.0),
+    }
+
+
+def _present(name: str, value: Any) -> dict[str, Any]:
+    """``{name: value}``, or ``{}`` for None."""
+    return {} if value is None else {name: value}
+
+
+def _finite(values: Any) -> Any:
+    """Numbers as JSON keeps them: NaN as None."""
+    return [None if not math.isfinite(v) else v for v in values]
+
+
+def attribution_expected(result: LogitLensResult) -> dict[str, Any] | None:
+    """Each cell's parts, bias and logit, read from the result's attribution fields: of its
+    top-1, of each target; and each row's and prompt's answer parts (None: no answer)."""
+    if getattr(result, "contributions", None) is None:
+        return None
+
+    def explained(parts: torch.Tensor, bias: float, total: float | None = None) -> dict:
+        values = parts.tolist()
+        if total is None:
+            total = float(np.nansum(values) + bias)
+        return {"values": _finite(values), "bias": bias, "total": total}
+
+    cells = []
+    for p in range(result.n_inputs):
+        for row in range(len(result.addresses)):
+            for j, seq in enumerate(result.positions(p).tolist()):
+                cell = (row, p, seq)
+                bias = float(result.contribution_bias[cell])
+                if not math.isfinite(bias):
+                    cells.append({"prompt": p, "row": row, "position": j, "top1": None})
+                    continue
+                targets = []
+                for t in range(len(result.targets or [])):
+                    targets.append(
+                        explained(
+                            result.target_contributions[(*cell, t)],
+                            float(result.target_bias[(*cell, t)]),
+                        )
+                    )
+                top1 = explained(result.contributions[cell], bias, float(result.top1_logits[cell]))
+                cells.append(
+                    {"prompt": p, "row": row, "position": j, "top1": top1, "targets": targets}
+                )
+    answers = None
+    if getattr(result, "answer_row_contributions", None) is not None:
+        answers = [
+            [
+                explained(result.answer_row_contributions[row, p], float(bias))
+                if math.isfinite(bias)
+                else None
+                for p, bias in enumerate(result.answer_row_bias[row].tolist())
+            ]
+            for row in range(len(result.addresses))
+        ]
+    return {
+        "components": result.component_labels,
+        "addresses": [str(node) for node in result.addresses],
+        "logit_softcap": result.logit_softcap,
+        "foils": result.foils,
+        "cells": cells,
+        "answers": answers,
+    }
+
+
 def lenses_cases() -> dict[str, LensResults]:
     """Lenses side by side: two on the answers case (the second of another kind and title),
     and three on the plain case, the third with a row whose distribution was not finite."""
@@ -453,6 +599,13 @@ def lenses_cases() -> dict[str, LensResults]:
                 ),
             }
         ),
+        # Two lenses, each with its own attribution: the second's sections prefixed.
+        "attribution": LensResults(
+            {
+                "logit": decomposed(lens_result(**answers)),
+                "tuned": decomposed(lens_result(**answers, shift=1, lens_kind="tuned"), shift=1),
+            }
+        ),
     }
 
 
@@ -460,7 +613,13 @@ def lenses_expected(results: LensResults) -> dict[str, Any]:
     """Each lens's name, title and cells (as :func:`lens_expected` reads one lens)."""
     return {
         "lenses": [
-            {"name": name, "title": title_of(result), **lens_expected(result)}
+            {
+                "name": name,
+                "title": title_of(result),
+                **lens_expected(result),
+                # Only where the lens has attribution: the other cases' files stay as they were.
+                **_present("attribution", attribution_expected(result)),
+            }
             for name, result in results.items()
         ]
     }
@@ -881,6 +1040,16 @@ def cases() -> dict[str, dict[str, Any]]:
                 "meta": payload.meta,
                 "sections": _b64(payload.all_sections()),
                 "expected": lens_expected(result),
+            }
+        for name, result in attribution_cases().items():
+            payload = LensPayload.from_result(result)
+            out[f"lens_{name}"] = {
+                "meta": payload.meta,
+                "sections": _b64(payload.all_sections()),
+                "expected": {
+                    **lens_expected(result),
+                    "attribution": attribution_expected(result),
+                },
             }
         for name, results in lenses_cases().items():
             payload = LensPayload.from_result(results)

@@ -320,3 +320,16 @@ def test_hide_template_needs_template_tokens(lens, chat_result):
     with pytest.raises(TypeError, match="hide_template must be True or False, got int 1"):
         plot_logit_lens(chat_result, hide_template=1)
     plt.close("all")
+
+
+def test_rows_after_attention_are_named_as_the_widget_names_them(load_tiny):
+    """sites=("resid_mid", "resid_post"): each layer has two rows; the ticks say which is which,
+    and a layer asked for shows both."""
+    step = LogitLens(load_tiny("gpt2"), sites=("resid_mid", "resid_post"))
+    result = step({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+    n = result.n_model_layers
+    ax = result.plot(prompt=0).axes[0]
+    names = [name for layer in range(n) for name in (f"{layer} attn", str(layer))]
+    assert [t.get_text() for t in ax.get_yticklabels()] == names
+    ax = result.plot(prompt=0, layers=[1]).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1 attn", "1"]

@@ -8,6 +8,14 @@ import { promptHasNoValue } from "./payload.js";
 export { COLOUR_STOPS };
 
 /**
+ * The one diverging scale (the lens diff's change in probability, a component's part of a
+ * logit): blue (negative) – near-white (0) – orange (positive), after ColorBrewer's Blues and
+ * Oranges; blue and orange stay apart for every common colour-vision deficiency. The middle stop
+ * is the colour of 0.
+ */
+export const DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
+
+/**
  * @typedef {import("./payload.js").LensData} LensData
  * @typedef {[number, number, number]} Rgb
  */

@@ -9,6 +9,14 @@ import { formatMetric, metricValue, shortLabel } from "./metrics.js";
 import { cellIndex, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex, sectionValue } from "./payload.js";
 import { isGenerated, tokenMarkText, tokenRole } from "./token_marks.js";
 import { displayToken } from "./tokens.js";
+import { rowLabel } from "./rows.js";
+
+/**
+ * @param {string} text
+ */
+function capitalise(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
 
 /**
  * @typedef {import("./payload.js").LensData} LensData
@@ -19,6 +27,8 @@ import { displayToken } from "./tokens.js";
  * @property {number} prompt
  * @property {number} layerIndex the row
  * @property {number} layer the model layer
+ * @property {string} rowName the row's name ("L3"; "L3 attn" after the layer's attention)
+ * @property {string} rowLong the row's name in words ("layer 3"; "layer 3 after attention")
  * @property {boolean} isLastRow
  * @property {boolean} isLastPosition the prompt's last position (where the answer follows)
  * @property {number} position among the prompt's real tokens
@@ -126,6 +136,8 @@ export function cellDetails(data, prompt, layerIndex, position) {
     prompt,
     layerIndex,
     layer: data.layers[layerIndex],
+    rowName: rowLabel(data, layerIndex),
+    rowLong: rowLabel(data, layerIndex, "long"),
     isLastRow: layerIndex === data.L - 1,
     isLastPosition: position === data.lengths[prompt] - 1,
     position,
@@ -195,7 +207,7 @@ export function tooltipModel(details) {
   else if (details.finalMissing && details.finalToken !== null) note = "The model's final distribution was not finite here: no value for what is measured against it.";
   else if (!details.detailsLoaded) note = "Loading details…";
   return {
-    title: `Layer ${details.layer} · position ${details.position}`,
+    title: `${capitalise(details.rowLong)} · position ${details.position}`,
     badge: [details.generated ? "generated" : "", details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
     rows,
     top: details.top.map((entry, rank) => ({
@@ -215,7 +227,7 @@ export function tooltipModel(details) {
  */
 export function readoutText(details, { pinned = false } = {}) {
   const mark = tokenMarkText(details.generated, details.role);
-  const parts = [`Layer ${details.layer}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
+  const parts = [`${capitalise(details.rowLong)}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
   if (details.missing) parts.push(NO_VALUE);
   else {
     const top = details.top[0];

@@ -10,6 +10,7 @@ import { colourImage, textColourOn } from "./colour.js";
 import { niceCeil } from "./format.js";
 import { cellRect, columnOf, columnX, labelStride, visibleColumns } from "./layout.js";
 import { promptHasNoValue } from "./payload.js";
+import { hasSublayerRows, rowLabel, rowLabelled } from "./rows.js";
 import { generationColumn, pickColumns, roleNames, roleStyles } from "./token_marks.js";
 import { displayToken, isolateLtr, truncateText } from "./tokens.js";
 import { readTheme } from "./theme.js";
@@ -176,14 +177,15 @@ export class Painter {
   }
 
   /**
-   * Width of the row labels (the widest layer number or "input"), in CSS pixels.
+   * Width of the row labels (the widest row name, "L5" or "L5 attn", or "input"), in CSS pixels.
    * @param {LensData} lensData
    */
   labelWidth(lensData) {
     const ctx = context2d(this.canvas);
     ctx.font = this.readTheme().labelBold;
     const maxLayer = Math.max(...lensData.layers);
-    return Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(`L${maxLayer}`).width)) + 16;
+    const widest = hasSublayerRows(lensData) ? `L${maxLayer} attn` : `L${maxLayer}`;
+    return Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(widest).width)) + 16;
   }
 
   /**
@@ -533,7 +535,8 @@ export class Painter {
   }
 
   /**
-   * Row labels (layer numbers) and strip labels, kept in view at the left.
+   * Row labels (layer numbers; "3 attn" for a sublayer row) and strip labels, kept in view at
+   * the left.
    * @param {Frame} f
    */
   drawLabels({ ctx, layout, theme, scene }) {
@@ -549,12 +552,12 @@ export class Painter {
     for (let row = 0; row < L; row++) {
       const i = L - 1 - row;
       const isHl = i === layer;
-      // Every row, or every `every`-th layer number, never crowding the highlighted one.
-      if (!isHl && every > 1 && lensData.layers[i] % every !== 0) continue;
+      // Every row, or every `every`-th layer's block output, never crowding the highlighted one.
+      if (!isHl && !rowLabelled(lensData, i, every)) continue;
       if (!isHl && Math.abs(row - hlRow) * rowH < 11) continue;
       ctx.font = isHl ? theme.labelBold : theme.labelFont;
       ctx.fillStyle = isHl ? theme.accent : theme.muted;
-      ctx.fillText(String(lensData.layers[i]), x, heatY + row * rowH + rowH / 2 + 0.5);
+      ctx.fillText(rowLabel(lensData, i, "axis"), x, heatY + row * rowH + rowH / 2 + 0.5);
     }
     ctx.fillStyle = theme.accent;
     ctx.fillRect(labelW - 4, heatY + hlRow * rowH, 3, rowH);
@@ -563,7 +566,7 @@ export class Painter {
     ctx.fillText("input", x, inputY + stripH / 2 + 0.5);
     ctx.font = theme.labelBold;
     ctx.fillStyle = theme.accent;
-    ctx.fillText(`L${lensData.layers[layer]}`, x, predY + stripH / 2 + 0.5);
+    ctx.fillText(rowLabel(lensData, layer), x, predY + stripH / 2 + 0.5);
     ctx.font = theme.axisFont;
     ctx.fillStyle = theme.muted;
     ctx.textBaseline = "alphabetic";

@@ -19,8 +19,27 @@ export const PAYLOAD_VERSION = 3;
 /** The payload versions this front end reads: 2 (one lens, no `meta.lenses`) and 3. */
 export const PAYLOAD_VERSIONS = Object.freeze([2, 3]);
 
-/** The dtypes the encoder writes (their sizes: `shared/codec.js`'s DTYPE_SIZES). */
-export const LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
+/** The dtypes the encoder writes (their sizes: `shared/codec.js`'s DTYPE_SIZES): float32 for the
+ * direct logit attribution's sections only (`ATTRIBUTION_SHAPES`). */
+export const LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32", "float32"]);
+
+/**
+ * The direct logit attribution's sections (`LogitLens(..., decompose=True)`; Python's
+ * `metrics.ATTRIBUTION_SECTIONS`), float32 with NaN kept, by their shape: `C` is the number of
+ * components (`meta.components`), the last axis of those that have it.
+ */
+export const ATTRIBUTION_SHAPES = Object.freeze({
+  contributions: "cell_component",
+  contribution_bias: "cell",
+  top1_logits: "cell",
+  answer_row_contributions: "last_component",
+  answer_row_bias: "last",
+  target_contributions: "cell_target_component",
+  target_bias: "cell_target",
+});
+
+/** Where a row reads the residual stream (`meta.addresses`), in model order within a layer. */
+export const SITES = Object.freeze(["resid_mid", "resid_post"]);
 
 /** Sections holding indices into `meta.tokens`. */
 export const TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
@@ -48,8 +67,8 @@ export const CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks
 export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 
 /**
- * @typedef {Uint8Array | Uint16Array | Uint32Array} RawArray
- * @typedef {"uint8" | "uint16" | "uint32"} Dtype
+ * @typedef {Uint8Array | Uint16Array | Uint32Array | Float32Array} RawArray
+ * @typedef {"uint8" | "uint16" | "uint32" | "float32"} Dtype
  * @typedef {{dtype: string, shape: number[], scale?: number}} SectionSpec
  *
  * @typedef {object} MetricSpec One entry of `meta.metrics` (normalised).
@@ -96,6 +115,15 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {string[]} targets the tracked target strings (`meta.targets`), [] without targets
  * @property {Record<string, Uint8Array>} noValue per section, 1 for each prompt that has no value
  *   in it at all (a prompt without an answer has none in the answer's cell sections)
+ * @property {string[] | null} sites where each row reads the residual stream ("resid_mid": after
+ *   its layer's attention; "resid_post": the block's output), from `meta.addresses`; null when
+ *   every row is a block output (the payload then sends no addresses)
+ * @property {string[]} components the direct logit attribution's components in model order
+ *   (`meta.components`: "embed", "L0.attn", "L0.mlp", ...; with heads "L0.H0", ...,
+ *   "L0.attn_bias"), [] without attribution
+ * @property {number | null} logitSoftcap the final soft-cap the attributed logits stop before
+ * @property {(string | null)[] | null} foils each prompt's foil (the answer's attribution is then
+ *   the answer's logit minus the foil's), null without foils
  *
  * @typedef {object} AnswerSet One entry of `meta.answer_sets`.
  * @property {string} name "answer" for a plain list of answers
@@ -173,8 +201,11 @@ export function decodePayload(meta, sections) {
   }
   const { layers, lengths, offsets, tokens } = meta;
   if (!isIntArray(layers) || layers.length === 0) throw new Error("_meta.layers must be a non-empty list of layer numbers");
+  const sites = rowSites(meta.addresses, layers);
   for (let i = 1; i < layers.length; i++) {
-    if (layers[i] <= layers[i - 1]) throw new Error(`_meta.layers must be ascending, got ${JSON.stringify(layers).slice(0, 80)}`);
+    // Sublayer rows repeat a layer: then (layer, site) ascends.
+    const same = sites && layers[i] === layers[i - 1] && SITES.indexOf(sites[i]) > SITES.indexOf(sites[i - 1]);
+    if (layers[i] <= layers[i - 1] && !same) throw new Error(`_meta.layers must be ascending, got ${JSON.stringify(layers).slice(0, 80)}`);
   }
   if (!isIntArray(lengths) || lengths.length === 0) throw new Error("_meta.lengths must be a non-empty list of token counts");
   if (!isIntArray(offsets) || offsets.length !== lengths.length) {
@@ -212,6 +243,19 @@ export function decodePayload(meta, sections) {
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
   for (const name of Object.values(LAST_POSITION_SECTIONS)) expectedShapes[name] = [L, lengths.length];
+  const components = meta.components === undefined || meta.components === null ? [] : meta.components;
+  if (!isStringArray(components)) throw new Error("_meta.components must be a list of component labels");
+  const C = components.length;
+  /** @type {Record<string, number[]>} */
+  const attributionShapes = {
+    cell: [L, T],
+    cell_component: [L, T, C],
+    last: [L, lengths.length],
+    last_component: [L, lengths.length, C],
+    cell_target: [L, T, targets.length],
+    cell_target_component: [L, T, targets.length, C],
+  };
+  for (const [name, shape] of Object.entries(ATTRIBUTION_SHAPES)) expectedShapes[name] = attributionShapes[shape];
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   /** @type {Record<string, SectionSpec>} */
@@ -225,6 +269,8 @@ export function decodePayload(meta, sections) {
     if (data === undefined || data === null) continue;
     const shape = spec && spec.shape;
     if (!isIntArray(shape)) throw new Error(`section ${name}: shape must be a list of sizes`);
+    if (name in ATTRIBUTION_SHAPES && C === 0) throw new Error(`section ${name}: _meta.components does not name its components`);
+    if ((spec.dtype === "float32") !== (name in ATTRIBUTION_SHAPES)) throw new Error(`section ${name}: dtype ${spec.dtype} is not this section's`);
     const expected = expectedShapes[name];
     if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
       throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);
@@ -287,7 +333,32 @@ export function decodePayload(meta, sections) {
     answerSets,
     targets,
     noValue,
+    sites,
+    components,
+    logitSoftcap: Number.isFinite(meta.logit_softcap) && meta.logit_softcap > 0 ? Number(meta.logit_softcap) : null,
+    foils: Array.isArray(meta.foils) && meta.foils.length === lengths.length ? meta.foils.map((/** @type {unknown} */ f) => (typeof f === "string" ? f : null)) : null,
   };
+}
+
+/**
+ * Each row's site from `meta.addresses` ("L3.resid_mid" → "resid_mid"), checked against the
+ * rows' layers; null when the payload sends no addresses (every row a block output).
+ * @param {unknown} addresses
+ * @param {number[]} layers
+ * @returns {string[] | null}
+ */
+export function rowSites(addresses, layers) {
+  if (addresses === undefined || addresses === null) return null;
+  if (!isStringArray(addresses) || addresses.length !== layers.length) {
+    throw new Error(`_meta.addresses must hold one address per row (${layers.length})`);
+  }
+  return addresses.map((address, i) => {
+    const match = /^L(-?\d+)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(address);
+    if (!match || Number(match[1]) !== layers[i] || !SITES.includes(match[2])) {
+      throw new Error(`_meta.addresses[${i}] is ${JSON.stringify(address)}: expected L${layers[i]}.resid_mid or L${layers[i]}.resid_post`);
+    }
+    return match[2];
+  });
 }
 
 /**
@@ -549,8 +620,9 @@ export function settleRow(data, prompt, position) {
 
 /**
  * The row showing model layer `layer` (the `layer` trait); the nearest row when no row shows
- * exactly that layer, row 0 when `layer` is not a number.
- * @param {number[]} layers model layer of each row, ascending
+ * exactly that layer, row 0 when `layer` is not a number. A layer with a sublayer row too (after
+ * its attention) is shown by its block output, its last row.
+ * @param {number[]} layers model layer of each row, ascending (a layer repeats for its sublayers)
  * @param {unknown} layer
  * @returns {number}
  */
@@ -558,9 +630,10 @@ export function rowOfModelLayer(layers, layer) {
   const value = Number(layer);
   if (layer === null || layer === undefined || !Number.isFinite(value)) return 0;
   let best = 0;
+  let exact = -1;
   for (let i = 0; i < layers.length; i++) {
-    if (layers[i] === value) return i;
+    if (layers[i] === value) exact = i;
     if (Math.abs(layers[i] - value) < Math.abs(layers[best] - value)) best = i;
   }
-  return best;
+  return exact >= 0 ? exact : best;
 }

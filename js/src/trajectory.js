@@ -316,8 +316,10 @@ export function seriesShown(series, toggled) {
  * @param {number[]} layers model layer of each row
  * @param {number} row the chosen row
  * @param {(v: number) => string} format
+ * @param {string[]} [names] each row's name (default "L" and its layer; sublayer rows have
+ *   names of their own: `rows.js`)
  */
-export function seriesSummary(series, layers, row, format) {
+export function seriesSummary(series, layers, row, format, names = layers.map((layer) => `L${layer}`)) {
   const first = series.values.findIndex((v) => v !== null);
   if (first < 0) return series.loaded ? "no value" : "loading";
   let lastRow = first;
@@ -325,7 +327,7 @@ export function seriesSummary(series, layers, row, format) {
     if (v !== null) lastRow = i;
   });
   const at = series.values[row];
-  const parts = [`L${layers[first]} ${format(/** @type {number} */ (series.values[first]))}`];
-  if (lastRow !== first) parts.push(`L${layers[lastRow]} ${format(/** @type {number} */ (series.values[lastRow]))}`);
-  return `${parts.join(" → ")}; at L${layers[row]}: ${at === null ? "no value" : format(at)}`;
+  const parts = [`${names[first]} ${format(/** @type {number} */ (series.values[first]))}`];
+  if (lastRow !== first) parts.push(`${names[lastRow]} ${format(/** @type {number} */ (series.values[lastRow]))}`);
+  return `${parts.join(" → ")}; at ${names[row]}: ${at === null ? "no value" : format(at)}`;
 }

@@ -11,6 +11,7 @@ import { formatProb, formatRank } from "./format.js";
 import { lensSeries, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "./trajectory.js";
 import { drawOrder, markerPath, rowAtY, rowCentreY, seriesSegments, seriesStyle, strokeAttributes, swatchLine, trajectoryRowsGeometry, valueX } from "./trajectory_layout.js";
 import { displayToken, truncateText } from "./tokens.js";
+import { rowLabel, rowLabelled, rowNames } from "./rows.js";
 
 /**
  * @typedef {import("./payload.js").LensData} LensData
@@ -215,9 +216,9 @@ export class TrajectoryView {
     const labels = svg("g", { class: "murano-traj-layers", "aria-hidden": "true" });
     for (let i = 0; i < data.L; i++) {
       const chosen = i === row;
-      if (!chosen && g.labelStride > 1 && data.layers[i] % g.labelStride !== 0) continue;
+      if (!chosen && !rowLabelled(data, i, g.labelStride)) continue;
       if (!chosen && Math.abs(i - row) * g.rowH < 11) continue;
-      labels.append(svg("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(data.layers[i])));
+      labels.append(svg("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, rowLabel(data, i, "axis")));
     }
     labels.append(svg("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
 
@@ -266,7 +267,7 @@ export class TrajectoryView {
     this.titleEl.textContent = where;
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
     const format = (/** @type {number} */ v) => formatValue(mode, v);
-    const items = series.map((s, k) => this.legendItem(s, shown[k], row, format, data.layers));
+    const items = series.map((s, k) => this.legendItem(s, shown[k], row, format, data));
     // The entries are made anew: the one with the keyboard focus hands it to its successor.
     const active = document.activeElement;
     const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : undefined;
@@ -285,7 +286,7 @@ export class TrajectoryView {
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
     const summary = series
       .filter((_, k) => shown[k])
-      .map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, data.layers, row, format)}`)
+      .map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, data.layers, row, format, rowNames(data))}`)
       .join(". ");
     this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
@@ -298,9 +299,9 @@ export class TrajectoryView {
    * @param {boolean} shown
    * @param {number} row
    * @param {(v: number) => string} format
-   * @param {number[]} layers
+   * @param {LensData} data
    */
-  legendItem(s, shown, row, format, layers) {
+  legendItem(s, shown, row, format, data) {
     const style = seriesStyle(s);
     const li = h("li", "murano-traj-entry");
     const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s.key });
@@ -316,10 +317,10 @@ export class TrajectoryView {
     button.append(swatch, name);
     if (s.token !== null) button.append(h("span", "murano-token murano-traj-token", {}, displayToken(s.token)));
     button.append(valueEl);
-    button.setAttribute("title", `${s.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s, layers, row, format)}`);
+    button.setAttribute("title", `${s.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s, data.layers, row, format, rowNames(data))}`);
     button.setAttribute(
       "aria-label",
-      `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${valueText} at layer ${layers[row]}${shown ? "" : " (hidden)"}`,
+      `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${valueText} at ${rowLabel(data, row, "long")}${shown ? "" : " (hidden)"}`,
     );
     li.append(button);
     return li;

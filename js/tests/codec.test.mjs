@@ -45,7 +45,7 @@ test("readTypedArray checks lengths and dtypes, and each payload's own dtypes", 
   assert.throws(() => readTypedArray(encode([1, 2], "uint16"), "uint16", 3), /expected 3 uint16 values \(6 bytes\), got 4 bytes/);
   assert.throws(() => readTypedArray(new Uint8Array(3), "uint16"), /not a whole number/);
   assert.throws(() => readTypedArray(new Uint8Array(8), "float64"), /unsupported dtype/);
-  assert.throws(() => readTypedArray(new Uint8Array(4), "float32", 1, LENS_DTYPES), /unsupported dtype "float32" \(expected uint8, uint16, uint32\)/);
+  assert.throws(() => readTypedArray(new Uint8Array(4), "int32", 1, LENS_DTYPES), /unsupported dtype "int32" \(expected uint8, uint16, uint32, float32\)/);
   assert.throws(() => readTypedArray(new Uint8Array(4), "int32", 1, DIFF_DTYPES), /unsupported dtype/);
   assert.throws(() => readTypedArray(new Uint8Array(2), "uint16", 1, DATASET_DTYPES), /unsupported dtype/);
 });

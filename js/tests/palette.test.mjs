@@ -200,3 +200,20 @@ test("charts take the palette in order, then the same colours dashed", () => {
   assert.deepEqual(seriesLook(n), { colour: SERIES_COLOURS[0], dash: SERIES_DASHES[1] });
   assert.deepEqual(seriesLook(n * SERIES_DASHES.length), seriesLook(0), "then they repeat");
 });
+
+test("a logit's parts: raising and lowering are told apart with each dichromacy and stand out, light and dark", () => {
+  // The "why" panel's bars (theme.css --murano-positive / --murano-negative).
+  const pattern = /--murano-(positive|negative): var\(--murano-light, (#[0-9a-f]{6})\) var\(--murano-dark, (#[0-9a-f]{6})\);/gi;
+  const found = Object.fromEntries([...THEME.matchAll(pattern)].map((m) => [m[1], { light: m[2], dark: m[3] }]));
+  assert.deepEqual(Object.keys(found).sort(), ["negative", "positive"]);
+  const backgrounds = { light: ["#ffffff", "#fcfcfc"], dark: ["#111418", "#111111", "#1e1e1e", "#000000"] };
+  for (const variant of /** @type {const} */ (["light", "dark"])) {
+    const pair = [found.positive[variant], found.negative[variant]];
+    for (const [name, [d, a, b]] of Object.entries(closestPairs(pair))) {
+      assert.ok(d >= MIN_DE, `${variant}, ${name}: ${a} and ${b} are ${d.toFixed(1)} apart (ΔE00), under ${MIN_DE}`);
+    }
+    for (const bg of backgrounds[variant]) {
+      for (const c of pair) assert.ok(contrast(c, bg) >= MIN_CONTRAST, `${variant} ${c} on ${bg}: ${contrast(c, bg).toFixed(2)}:1`);
+    }
+  }
+});

@@ -25,6 +25,11 @@ their own names and lens ``i``'s as ``"{i}/{name}"``; ``meta["lenses"]`` lists e
 name, kind, title and prefix, and from the second on its metrics and top-k (the first's are the
 payload's ``meta["metrics"]`` and ``meta["top_k"]``). Each further lens adds its own 4 bytes a
 cell (and its detail sections); one lens costs what it did before lenses could be named.
+
+A result of ``LogitLens(decompose=True)`` adds, per lens, the direct logit attribution's
+sections (float32, with the detail sections: :mod:`murano_widgets.payload.attribution`), and
+one with rows after each layer's attention adds their addresses; a result without either sends
+exactly what it did before.
 """
 
 from __future__ import annotations
@@ -38,7 +43,14 @@ import numpy as np
 import torch
 
 from murano_widgets.lenses import IDENTITY, title_of
-from murano_widgets.metrics import METRICS, RESULT_FIELDS, SECTIONS, metric_domain
+from murano_widgets.metrics import (
+    ATTRIBUTION_SECTIONS,
+    METRICS,
+    RESULT_FIELDS,
+    SECTIONS,
+    metric_domain,
+)
+from murano_widgets.payload.attribution import attribution_arrays, attribution_meta, row_addresses
 from murano_widgets.payload.codec import (
     U16,
     decode_sections,
@@ -59,6 +71,9 @@ __all__ = [
 
 BASE_SECTIONS = tuple(name for name, section in SECTIONS.items() if section.base)
 DETAIL_SECTIONS = tuple(name for name, section in SECTIONS.items() if not section.base)
+#: Every section a payload may hold beyond the base ones: the details, and the direct logit
+#: attribution's (listed in ``meta["detail_sections"]`` only when the result has them).
+_LATER_SECTIONS = DETAIL_SECTIONS + tuple(ATTRIBUTION_SECTIONS)
 #: Sections of positions, the same under every lens (the tokens read, the model's own final
 #: prediction, generation and chat marks): named lenses send them once.
 SHARED_SECTIONS = ("input_ids", "final_tokens", "final_missing", "generated", "token_roles")
@@ -162,6 +177,13 @@ class LensPayload:
             "detail_sections": list(DETAIL_SECTIONS),
             "sections": section_specs(arrays, scales),
         }
+        # Direct logit attribution and sublayer rows: keys only a result with them adds.
+        sent = {name.rsplit("/", 1)[-1] for name in arrays}
+        meta["detail_sections"] += [name for name in ATTRIBUTION_SECTIONS if name in sent]
+        meta.update(attribution_meta([member for _, member in members]))
+        addresses = row_addresses(first)
+        if addresses is not None:
+            meta["addresses"] = addresses
         return cls(meta, arrays)
 
     @property
@@ -189,8 +211,8 @@ class LensPayload:
         return self.sections(BASE_SECTIONS)
 
     def all_sections(self) -> dict[str, bytes]:
-        """Everything: the base and the detail sections."""
-        return self.sections(BASE_SECTIONS + DETAIL_SECTIONS)
+        """Everything: the base and the detail sections (the attribution's among them)."""
+        return self.sections(BASE_SECTIONS + _LATER_SECTIONS)
 
     def metric(self, name: str) -> dict[str, Any]:
         """The metadata of metric ``name`` (available or not)."""
@@ -273,6 +295,7 @@ def _encode(
         elif section.kind == "rank":
             ranks = np.nan_to_num(raw.astype(np.float64), nan=0.0)
             arrays[name] = np.clip(ranks, 0, U16).astype(np.uint16)
+    arrays.update(attribution_arrays(result, batch_index, position_index))
     if "input_ids" not in arrays:
         arrays["input_ids"] = np.array(
             [

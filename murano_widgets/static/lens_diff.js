@@ -208,7 +208,17 @@ function formatBits(b, short = false, step = 0) {
 
 // src/payload.js
 var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
-var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
+var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32", "float32"]);
+var ATTRIBUTION_SHAPES = Object.freeze({
+  contributions: "cell_component",
+  contribution_bias: "cell",
+  top1_logits: "cell",
+  answer_row_contributions: "last_component",
+  answer_row_bias: "last",
+  target_contributions: "cell_target_component",
+  target_bias: "cell_target"
+});
+var SITES = Object.freeze(["resid_mid", "resid_post"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
 var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
@@ -217,6 +227,7 @@ var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
 var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 
 // src/colour.js
+var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
 function hexToRgb(hex) {
   const n = parseInt(hex.slice(1), 16);
   return [n >> 16 & 255, n >> 8 & 255, n & 255];
@@ -463,7 +474,7 @@ function diffMetric(diff, name) {
 }
 
 // src/diff/colour.js
-var DIVERGING = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
+var DIVERGING = DIVERGING_STOPS;
 var SAME_COLOUR = (
   /** @type {Rgb} */
   [214, 220, 228]

@@ -125,50 +125,6 @@ function kernelFreeModel(values) {
   };
 }
 
-// src/format.js
-var RANK_CAP = 65535;
-function realDigits(digits, step, unit = 1) {
-  let d = digits;
-  while (d > 0 && 10 ** -d * unit < step) d -= 1;
-  return d;
-}
-function formatProb(p, step = 0) {
-  if (!Number.isFinite(p)) return "–";
-  if (p > 0 && p < 1e-3) return "<0.1%";
-  if (p >= 0.9995) return "100%";
-  const digits = realDigits(p >= 0.1 ? 1 : 2, step, 0.01);
-  const text = (p * 100).toFixed(digits);
-  return `${(digits ? text.replace(/\.?0+$/, "") : text) || "0"}%`;
-}
-function formatBits(b, short = false, step = 0) {
-  if (!Number.isFinite(b)) return "–";
-  const digits = realDigits(b >= 10 ? 1 : 2, step);
-  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
-  return short ? text : `${text} bits`;
-}
-function formatRank(rank, short = false) {
-  if (!Number.isFinite(rank)) return "–";
-  let text;
-  if (rank >= RANK_CAP) text = `≥${RANK_CAP}`;
-  else if (rank >= 1e4) text = `${Math.round(rank / 1e3)}k`;
-  else if (rank >= 1e3 && short) text = `${Number((rank / 1e3).toFixed(1))}k`;
-  else text = String(Math.round(rank));
-  return short ? text : `rank ${text}`;
-}
-function niceCeil(x) {
-  if (!(x > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(x));
-  for (const m of [1, 2, 5, 10]) if (m * p >= x - 1e-12 * p) return m * p;
-  return 10 * p;
-}
-function formatUnit(unit, value, short = false, step = 0) {
-  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value, step);
-  if (unit === "rank") return formatRank(value, short);
-  if (unit === "bits") return formatBits(value, short, step);
-  if (!Number.isFinite(value)) return "–";
-  return String(Number(value.toPrecision(3)));
-}
-
 // src/colour_stops.js
 var COLOUR_STOPS = Object.freeze({
   viridis: [
@@ -229,9 +185,63 @@ var COLOUR_STOPS = Object.freeze({
   ]
 });
 
+// src/format.js
+var RANK_CAP = 65535;
+function realDigits(digits, step, unit = 1) {
+  let d = digits;
+  while (d > 0 && 10 ** -d * unit < step) d -= 1;
+  return d;
+}
+function formatProb(p, step = 0) {
+  if (!Number.isFinite(p)) return "–";
+  if (p > 0 && p < 1e-3) return "<0.1%";
+  if (p >= 0.9995) return "100%";
+  const digits = realDigits(p >= 0.1 ? 1 : 2, step, 0.01);
+  const text = (p * 100).toFixed(digits);
+  return `${(digits ? text.replace(/\.?0+$/, "") : text) || "0"}%`;
+}
+function formatBits(b, short = false, step = 0) {
+  if (!Number.isFinite(b)) return "–";
+  const digits = realDigits(b >= 10 ? 1 : 2, step);
+  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
+  return short ? text : `${text} bits`;
+}
+function formatRank(rank, short = false) {
+  if (!Number.isFinite(rank)) return "–";
+  let text;
+  if (rank >= RANK_CAP) text = `≥${RANK_CAP}`;
+  else if (rank >= 1e4) text = `${Math.round(rank / 1e3)}k`;
+  else if (rank >= 1e3 && short) text = `${Number((rank / 1e3).toFixed(1))}k`;
+  else text = String(Math.round(rank));
+  return short ? text : `rank ${text}`;
+}
+function niceCeil(x) {
+  if (!(x > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(x));
+  for (const m of [1, 2, 5, 10]) if (m * p >= x - 1e-12 * p) return m * p;
+  return 10 * p;
+}
+function formatUnit(unit, value, short = false, step = 0) {
+  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value, step);
+  if (unit === "rank") return formatRank(value, short);
+  if (unit === "bits") return formatBits(value, short, step);
+  if (!Number.isFinite(value)) return "–";
+  return String(Number(value.toPrecision(3)));
+}
+
 // src/payload.js
 var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
-var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32"]);
+var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32", "float32"]);
+var ATTRIBUTION_SHAPES = Object.freeze({
+  contributions: "cell_component",
+  contribution_bias: "cell",
+  top1_logits: "cell",
+  answer_row_contributions: "last_component",
+  answer_row_bias: "last",
+  target_contributions: "cell_target_component",
+  target_bias: "cell_target"
+});
+var SITES = Object.freeze(["resid_mid", "resid_post"]);
 var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
 var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
 var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
@@ -277,8 +287,10 @@ function decodePayload(meta, sections) {
   }
   const { layers, lengths, offsets, tokens } = meta;
   if (!isIntArray(layers) || layers.length === 0) throw new Error("_meta.layers must be a non-empty list of layer numbers");
+  const sites = rowSites(meta.addresses, layers);
   for (let i = 1; i < layers.length; i++) {
-    if (layers[i] <= layers[i - 1]) throw new Error(`_meta.layers must be ascending, got ${JSON.stringify(layers).slice(0, 80)}`);
+    const same = sites && layers[i] === layers[i - 1] && SITES.indexOf(sites[i]) > SITES.indexOf(sites[i - 1]);
+    if (layers[i] <= layers[i - 1] && !same) throw new Error(`_meta.layers must be ascending, got ${JSON.stringify(layers).slice(0, 80)}`);
   }
   if (!isIntArray(lengths) || lengths.length === 0) throw new Error("_meta.lengths must be a non-empty list of token counts");
   if (!isIntArray(offsets) || offsets.length !== lengths.length) {
@@ -315,6 +327,18 @@ function decodePayload(meta, sections) {
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
   for (const name of Object.values(LAST_POSITION_SECTIONS)) expectedShapes[name] = [L, lengths.length];
+  const components = meta.components === void 0 || meta.components === null ? [] : meta.components;
+  if (!isStringArray(components)) throw new Error("_meta.components must be a list of component labels");
+  const C = components.length;
+  const attributionShapes = {
+    cell: [L, T],
+    cell_component: [L, T, C],
+    last: [L, lengths.length],
+    last_component: [L, lengths.length, C],
+    cell_target: [L, T, targets.length],
+    cell_target_component: [L, T, targets.length, C]
+  };
+  for (const [name, shape] of Object.entries(ATTRIBUTION_SHAPES)) expectedShapes[name] = attributionShapes[shape];
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   const specs = meta.sections && typeof meta.sections === "object" ? meta.sections : {};
@@ -325,6 +349,8 @@ function decodePayload(meta, sections) {
     if (data === void 0 || data === null) continue;
     const shape = spec && spec.shape;
     if (!isIntArray(shape)) throw new Error(`section ${name}: shape must be a list of sizes`);
+    if (name in ATTRIBUTION_SHAPES && C === 0) throw new Error(`section ${name}: _meta.components does not name its components`);
+    if (spec.dtype === "float32" !== name in ATTRIBUTION_SHAPES) throw new Error(`section ${name}: dtype ${spec.dtype} is not this section's`);
     const expected = expectedShapes[name];
     if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
       throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);
@@ -386,8 +412,25 @@ function decodePayload(meta, sections) {
     maxima: {},
     answerSets,
     targets,
-    noValue
+    noValue,
+    sites,
+    components,
+    logitSoftcap: Number.isFinite(meta.logit_softcap) && meta.logit_softcap > 0 ? Number(meta.logit_softcap) : null,
+    foils: Array.isArray(meta.foils) && meta.foils.length === lengths.length ? meta.foils.map((f) => typeof f === "string" ? f : null) : null
   };
+}
+function rowSites(addresses, layers) {
+  if (addresses === void 0 || addresses === null) return null;
+  if (!isStringArray(addresses) || addresses.length !== layers.length) {
+    throw new Error(`_meta.addresses must hold one address per row (${layers.length})`);
+  }
+  return addresses.map((address, i) => {
+    const match = /^L(-?\d+)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(address);
+    if (!match || Number(match[1]) !== layers[i] || !SITES.includes(match[2])) {
+      throw new Error(`_meta.addresses[${i}] is ${JSON.stringify(address)}: expected L${layers[i]}.resid_mid or L${layers[i]}.resid_post`);
+    }
+    return match[2];
+  });
 }
 function decodeLenses(meta, sections) {
   if (!meta || typeof meta !== "object" || meta.lenses === void 0 || meta.lenses === null) {
@@ -514,11 +557,12 @@ function rowOfModelLayer(layers, layer) {
   const value = Number(layer);
   if (layer === null || layer === void 0 || !Number.isFinite(value)) return 0;
   let best = 0;
+  let exact = -1;
   for (let i = 0; i < layers.length; i++) {
-    if (layers[i] === value) return i;
+    if (layers[i] === value) exact = i;
     if (Math.abs(layers[i] - value) < Math.abs(layers[best] - value)) best = i;
   }
-  return best;
+  return exact >= 0 ? exact : best;
 }
 
 // src/metrics.js
@@ -577,6 +621,327 @@ function legendTicks(spec, domain) {
     if (domain.max - values[values.length - 1] > 0.25 * step) values.push(domain.max);
   }
   return values.map((v) => ({ t: unitValue(v, domain), label: formatMetric(spec, v, true) }));
+}
+
+// src/colour.js
+var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
+function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [n >> 16 & 255, n >> 8 & 255, n & 255];
+}
+function interpolateStops(stops, t) {
+  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+  const pos = x * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(pos));
+  const f = pos - i;
+  const a = hexToRgb(stops[i]);
+  const b = hexToRgb(stops[i + 1]);
+  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
+  return [mix(0), mix(1), mix(2)];
+}
+function scaleColour(name, t, reverse = false) {
+  const stops = COLOUR_STOPS[name];
+  if (!stops) throw new Error(`unknown colour scale ${name}`);
+  return interpolateStops(stops, reverse ? 1 - t : t);
+}
+var lutCache = /* @__PURE__ */ new Map();
+function colourLut(name, reverse = false) {
+  const key = `${name}|${reverse}`;
+  let lut = lutCache.get(key);
+  if (!lut) {
+    lut = new Uint8Array(256 * 3);
+    for (let k = 0; k < 256; k++) lut.set(scaleColour(name, k / 255, reverse), 3 * k);
+    lutCache.set(key, lut);
+  }
+  return lut;
+}
+function relativeLuminance([r, g, b]) {
+  const lin = (c) => {
+    const s2 = c / 255;
+    return s2 <= 0.03928 ? s2 / 12.92 : ((s2 + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+function textColourOn(rgb) {
+  const l = relativeLuminance(rgb);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
+}
+function colourImage(lensData, metric, prompt, out) {
+  const n = lensData.lengths[prompt];
+  const L = lensData.L;
+  const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
+  data.fill(0);
+  const spec = metricSpec(lensData, metric);
+  const array = spec && lensData.arrays[spec.field];
+  if (!spec || !array || promptHasNoValue(lensData, spec.field, prompt)) return { width: n, height: L, data };
+  const scale = lensData.scales[spec.field] ?? 1;
+  const domain = metricDomain(lensData, metric);
+  const lut = colourLut(spec.scale, spec.reverse);
+  const missing = lensData.arrays.missing;
+  const offset = lensData.offsets[prompt];
+  const finalMissing = spec.finalBased ? lensData.arrays.final_missing : void 0;
+  const logDen = domain.log ? Math.log1p(domain.max - domain.min) : 0;
+  const span = domain.max - domain.min;
+  for (let i = 0; i < L; i++) {
+    const row = L - 1 - i;
+    const base = i * lensData.T + offset;
+    for (let j = 0; j < n; j++) {
+      const idx = base + j;
+      if (missing && missing[idx]) continue;
+      if (finalMissing && finalMissing[offset + j]) continue;
+      const v = array[idx] * scale - domain.min;
+      let t = domain.log ? Math.log1p(v > 0 ? v : 0) / logDen : v / span;
+      t = t < 0 ? 0 : t > 1 ? 1 : t;
+      const k = Math.round(t * 255) * 3;
+      const o = (row * n + j) * 4;
+      data[o] = lut[k];
+      data[o + 1] = lut[k + 1];
+      data[o + 2] = lut[k + 2];
+      data[o + 3] = 255;
+    }
+  }
+  return { width: n, height: L, data };
+}
+
+// src/rows.js
+function isSublayerRow(data, row) {
+  return Boolean(data.sites && data.sites[row] === "resid_mid");
+}
+function hasSublayerRows(data) {
+  return Boolean(data.sites && data.sites.includes("resid_mid"));
+}
+function rowLabel(data, row, form = "short") {
+  const layer = data.layers[row];
+  const mid = isSublayerRow(data, row);
+  if (form === "axis") return mid ? `${layer} attn` : String(layer);
+  if (form === "long") return mid ? `layer ${layer} after attention` : `layer ${layer}`;
+  return mid ? `L${layer} attn` : `L${layer}`;
+}
+function rowLabelled(data, row, stride) {
+  if (stride <= 1) return true;
+  return !isSublayerRow(data, row) && data.layers[row] % stride === 0;
+}
+function rowNames(data) {
+  return data.layers.map((_, row) => rowLabel(data, row));
+}
+
+// src/attribution.js
+var WHY_TOP = 8;
+var HEAD = /^L(\d+)\.H(\d+)$/;
+var PART = /^L(\d+)\.(attn|mlp|attn_bias)$/;
+function hasAttribution(data) {
+  return data.components.length > 0 && Boolean(data.meta.sections && data.meta.sections.contributions);
+}
+function hasHeads(components) {
+  return components.some((label) => HEAD.test(label));
+}
+function componentName(label, form = "short") {
+  const head = HEAD.exec(label);
+  if (head) return form === "long" ? `layer ${head[1]} head ${head[2]}` : `L${head[1]} H${head[2]}`;
+  const part = PART.exec(label);
+  if (part) {
+    const words = { attn: ["attn", "attention"], mlp: ["MLP", "MLP"], attn_bias: ["attn bias", "attention output bias"] }[part[2]] || [part[2], part[2]];
+    return form === "long" ? `layer ${part[1]} ${words[1]}` : `L${part[1]} ${words[0]}`;
+  }
+  if (label === "embed") return form === "long" ? "embeddings" : "embed";
+  return label;
+}
+function componentUnits(components, heads) {
+  const units = [];
+  const attention = /* @__PURE__ */ new Map();
+  components.forEach((label, index) => {
+    const head = HEAD.exec(label);
+    const part = PART.exec(label);
+    const layer = head ? head[1] : part && part[2] === "attn_bias" ? part[1] : null;
+    if (!heads && layer !== null) {
+      let unit = attention.get(layer);
+      if (!unit) {
+        unit = { label: `L${layer} attn`, long: `layer ${layer} attention`, members: [] };
+        attention.set(layer, unit);
+        units.push(unit);
+      }
+      unit.members.push(index);
+      return;
+    }
+    units.push({ label: componentName(label), long: componentName(label, "long"), members: [index] });
+  });
+  return units;
+}
+function unitValue2(values, unit) {
+  let sum = 0;
+  let any = false;
+  for (const i of unit.members) {
+    const v = values[i];
+    if (Number.isFinite(v)) {
+      sum += v;
+      any = true;
+    }
+  }
+  return any ? sum : NaN;
+}
+function parseExplain(data, value) {
+  if (value === "answer" && data.answerSets.length && data.meta.sections?.answer_row_contributions) return { kind: "answer" };
+  if (typeof value === "string" && value.startsWith("target:") && data.meta.sections?.target_contributions) {
+    const index = data.targets.indexOf(value.slice("target:".length));
+    if (index >= 0) return { kind: "target", index };
+  }
+  return { kind: "top1" };
+}
+function explainValue(data, explain) {
+  if (explain.kind === "target") return `target:${data.targets[explain.index]}`;
+  return explain.kind;
+}
+function explainOptions(data, show) {
+  const specs = data.meta.sections || {};
+  const set = data.answerSets[0];
+  const foiled = data.foils && data.foils.some((f) => f !== null);
+  const options = [{ value: "top1", label: "the cell's top-1 token", available: true, reason: "" }];
+  options.push({
+    value: "answer",
+    label: set ? `the answer${foiled ? " against the foil" : ""} (last position)` : "the answer",
+    available: Boolean(set && specs.answer_row_contributions),
+    reason: set ? "this result has no attribution of the answer" : "no answers were given"
+  });
+  data.targets.forEach((target) => {
+    options.push({ value: `target:${target}`, label: `target ${show(target)}`, available: Boolean(specs.target_contributions), reason: "this result has no attribution of its targets" });
+  });
+  return options;
+}
+function explainedLogit(data, explain, prompt, row, position) {
+  const a = data.arrays;
+  const C = data.components.length;
+  if (!C) return null;
+  const parts = (array, at) => (
+    /** @type {Float32Array} */
+    array.subarray(at * C, at * C + C)
+  );
+  if (explain.kind === "answer") {
+    const set = data.answerSets[0];
+    const answer = set ? set.answers[prompt] : null;
+    const values2 = a.answer_row_contributions;
+    const bias2 = a.answer_row_bias;
+    if (answer === null || !values2 || !bias2) return null;
+    const at = lastPositionIndex(data, row, prompt);
+    const foil = data.foils ? data.foils[prompt] : null;
+    return withTotal({ token: answer, foil, position: data.lengths[prompt] - 1, values: parts(values2, at), bias: bias2[at], total: NaN });
+  }
+  const idx = cellIndex(data, prompt, row, position);
+  if (isMissing(data, idx)) return null;
+  if (explain.kind === "target") {
+    const values2 = a.target_contributions;
+    const bias2 = a.target_bias;
+    if (!values2 || !bias2) return null;
+    const at = cellTargetIndex(data, prompt, row, position, explain.index);
+    return withTotal({ token: data.targets[explain.index], foil: null, position, values: parts(values2, at), bias: bias2[at], total: NaN });
+  }
+  const values = a.contributions;
+  const bias = a.contribution_bias;
+  if (!values || !bias) return null;
+  const total = a.top1_logits ? a.top1_logits[idx] : NaN;
+  return withTotal({ token: data.tokens[a.predicted_tokens[idx]] ?? "", foil: null, position, values: parts(values, idx), bias: bias[idx], total });
+}
+function withTotal(explained) {
+  let sum = 0;
+  let any = false;
+  for (let i = 0; i < explained.values.length; i++) {
+    const v = explained.values[i];
+    if (Number.isFinite(v)) {
+      sum += v;
+      any = true;
+    }
+  }
+  if (!any && !Number.isFinite(explained.bias)) return null;
+  const total = Number.isFinite(explained.total) ? explained.total : sum + (Number.isFinite(explained.bias) ? explained.bias : 0);
+  return { ...explained, total };
+}
+function formatLogit(value) {
+  if (!Number.isFinite(value)) return "–";
+  const text = Math.abs(value).toFixed(2);
+  if (Number(text) === 0) return "0.00";
+  return `${value < 0 ? "−" : "+"}${text}`;
+}
+function whyModel(data, { explain, prompt, row, position, heads, top = WHY_TOP, show }) {
+  const explained = explainedLogit(data, explain, prompt, row, position);
+  if (!explained) return null;
+  const units = componentUnits(data.components, heads);
+  const parts = units.map((unit) => unitValue2(explained.values, unit));
+  const held = parts.map((_, i) => i).filter((i) => Number.isFinite(parts[i]));
+  const shown = new Set([...held].sort((i, j) => Math.abs(parts[j]) - Math.abs(parts[i]) || i - j).slice(0, top));
+  const bars = held.filter((i) => shown.has(i)).map((i) => ({ kind: (
+    /** @type {const} */
+    "unit"
+  ), label: units[i].label, long: units[i].long, value: parts[i], unit: i, count: units[i].members.length }));
+  const rest = held.filter((i) => !shown.has(i));
+  if (rest.length) {
+    const value = rest.reduce((sum, i) => sum + parts[i], 0);
+    bars.push({ kind: "other", label: `other (${rest.length})`, long: `${rest.length} other components`, value, unit: -1, count: rest.length });
+  }
+  const bias = Number.isFinite(explained.bias) ? explained.bias : 0;
+  bars.push({ kind: "bias", label: "bias", long: "bias (no component: the norm's and unembedding's biases)", value: bias, unit: -1, count: 0 });
+  const scale = Math.max(1e-9, ...bars.map((b) => Math.abs(b.value)));
+  const token = show(explained.token);
+  const foil = explained.foil !== null ? show(explained.foil) : null;
+  const softcap = data.logitSoftcap !== null;
+  const totalLabel = `${foil !== null ? "logit difference" : "logit"}${softcap ? " before the soft-cap" : ""}`;
+  const what = explain.kind === "answer" ? "the answer " : explain.kind === "target" ? "target " : "";
+  const where = [rowLabel(data, row), `position ${explained.position}`];
+  if (explain.kind === "answer") where.push("the prompt's last");
+  const after = units.length - held.length;
+  const notes = [];
+  if (after > 0) notes.push(`Components after ${rowLabel(data, row)} have no part in it.`);
+  if (softcap) notes.push(`The model soft-caps its logits at ${data.logitSoftcap}: the parts sum to the logit before the cap.`);
+  return {
+    heading: `Why ${what}${token}${foil !== null ? ` rather than ${foil}` : ""}?`,
+    where: where.join(" · "),
+    totalLabel,
+    total: explained.total,
+    bars,
+    scale,
+    note: notes.join(" ")
+  };
+}
+function componentGrid(data, { explain, prompt, row, heads }) {
+  const units = componentUnits(data.components, heads);
+  const n = data.lengths[prompt];
+  const values = new Float64Array(units.length * n).fill(NaN);
+  const tokens = new Array(n).fill("");
+  let top = 0;
+  for (let j = 0; j < n; j++) {
+    if (explain.kind === "answer" && j !== n - 1) continue;
+    const explained = explainedLogit(data, explain, prompt, row, j);
+    if (!explained) continue;
+    tokens[j] = explained.token;
+    units.forEach((unit, u) => {
+      const v = unitValue2(explained.values, unit);
+      values[u * n + j] = v;
+      if (Number.isFinite(v)) top = Math.max(top, Math.abs(v));
+    });
+  }
+  return { units, n, values, max: top > 0 ? niceCeil(top) : 1, tokens };
+}
+function partColour(value, max) {
+  const m = max > 0 ? max : 1;
+  return interpolateStops(DIVERGING_STOPS, 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)));
+}
+function componentImage(grid, columns = null) {
+  const width = columns ? columns.length : grid.n;
+  const height = grid.units.length;
+  const data = new Uint8ClampedArray(width * height * 4);
+  for (let u = 0; u < height; u++) {
+    const y = height - 1 - u;
+    for (let c = 0; c < width; c++) {
+      const j = columns ? columns[c] : c;
+      const v = grid.values[u * grid.n + j];
+      if (!Number.isFinite(v)) continue;
+      const rgb = partColour(v, grid.max);
+      const o = (y * width + c) * 4;
+      data[o] = rgb[0];
+      data[o + 1] = rgb[1];
+      data[o + 2] = rgb[2];
+      data[o + 3] = 255;
+    }
+  }
+  return { width, height, data };
 }
 
 // src/token_marks.js
@@ -804,6 +1169,9 @@ function isolateLtr(text) {
 }
 
 // src/details.js
+function capitalise(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
 function cellAnswer(data, prompt, layerIndex, position) {
   const set = data.answerSets[0];
   const text = set ? set.answers[prompt] : null;
@@ -854,6 +1222,8 @@ function cellDetails(data, prompt, layerIndex, position) {
     prompt,
     layerIndex,
     layer: data.layers[layerIndex],
+    rowName: rowLabel(data, layerIndex),
+    rowLong: rowLabel(data, layerIndex, "long"),
     isLastRow: layerIndex === data.L - 1,
     isLastPosition: position === data.lengths[prompt] - 1,
     position,
@@ -903,7 +1273,7 @@ function tooltipModel(details) {
   else if (details.finalMissing && details.finalToken !== null) note = "The model's final distribution was not finite here: no value for what is measured against it.";
   else if (!details.detailsLoaded) note = "Loading details…";
   return {
-    title: `Layer ${details.layer} · position ${details.position}`,
+    title: `${capitalise(details.rowLong)} · position ${details.position}`,
     badge: [details.generated ? "generated" : "", details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
     rows,
     top: details.top.map((entry, rank) => ({
@@ -917,7 +1287,7 @@ function tooltipModel(details) {
 }
 function readoutText(details, { pinned = false } = {}) {
   const mark = tokenMarkText(details.generated, details.role);
-  const parts = [`Layer ${details.layer}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
+  const parts = [`${capitalise(details.rowLong)}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
   if (details.missing) parts.push(NO_VALUE);
   else {
     const top = details.top[0];
@@ -1147,85 +1517,6 @@ function revealColumn(layout, scrollLeft, position) {
 function labelStride(rowH, minSpacing = 12) {
   if (rowH >= minSpacing) return 1;
   return niceCeil(minSpacing / rowH);
-}
-
-// src/colour.js
-function hexToRgb(hex) {
-  const n = parseInt(hex.slice(1), 16);
-  return [n >> 16 & 255, n >> 8 & 255, n & 255];
-}
-function interpolateStops(stops, t) {
-  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
-  const pos = x * (stops.length - 1);
-  const i = Math.min(stops.length - 2, Math.floor(pos));
-  const f = pos - i;
-  const a = hexToRgb(stops[i]);
-  const b = hexToRgb(stops[i + 1]);
-  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
-  return [mix(0), mix(1), mix(2)];
-}
-function scaleColour(name, t, reverse = false) {
-  const stops = COLOUR_STOPS[name];
-  if (!stops) throw new Error(`unknown colour scale ${name}`);
-  return interpolateStops(stops, reverse ? 1 - t : t);
-}
-var lutCache = /* @__PURE__ */ new Map();
-function colourLut(name, reverse = false) {
-  const key = `${name}|${reverse}`;
-  let lut = lutCache.get(key);
-  if (!lut) {
-    lut = new Uint8Array(256 * 3);
-    for (let k = 0; k < 256; k++) lut.set(scaleColour(name, k / 255, reverse), 3 * k);
-    lutCache.set(key, lut);
-  }
-  return lut;
-}
-function relativeLuminance([r, g, b]) {
-  const lin = (c) => {
-    const s2 = c / 255;
-    return s2 <= 0.03928 ? s2 / 12.92 : ((s2 + 0.055) / 1.055) ** 2.4;
-  };
-  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-}
-function textColourOn(rgb) {
-  const l = relativeLuminance(rgb);
-  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
-}
-function colourImage(lensData, metric, prompt, out) {
-  const n = lensData.lengths[prompt];
-  const L = lensData.L;
-  const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
-  data.fill(0);
-  const spec = metricSpec(lensData, metric);
-  const array = spec && lensData.arrays[spec.field];
-  if (!spec || !array || promptHasNoValue(lensData, spec.field, prompt)) return { width: n, height: L, data };
-  const scale = lensData.scales[spec.field] ?? 1;
-  const domain = metricDomain(lensData, metric);
-  const lut = colourLut(spec.scale, spec.reverse);
-  const missing = lensData.arrays.missing;
-  const offset = lensData.offsets[prompt];
-  const finalMissing = spec.finalBased ? lensData.arrays.final_missing : void 0;
-  const logDen = domain.log ? Math.log1p(domain.max - domain.min) : 0;
-  const span = domain.max - domain.min;
-  for (let i = 0; i < L; i++) {
-    const row = L - 1 - i;
-    const base = i * lensData.T + offset;
-    for (let j = 0; j < n; j++) {
-      const idx = base + j;
-      if (missing && missing[idx]) continue;
-      if (finalMissing && finalMissing[offset + j]) continue;
-      const v = array[idx] * scale - domain.min;
-      let t = domain.log ? Math.log1p(v > 0 ? v : 0) / logDen : v / span;
-      t = t < 0 ? 0 : t > 1 ? 1 : t;
-      const k = Math.round(t * 255) * 3;
-      const o = (row * n + j) * 4;
-      data[o] = lut[k];
-      data[o + 1] = lut[k + 1];
-      data[o + 2] = lut[k + 2];
-      data[o + 3] = 255;
-    }
-  }
-  return { width: n, height: L, data };
 }
 
 // src/theme.js
@@ -1558,14 +1849,15 @@ var Painter = class {
     return theme;
   }
   /**
-   * Width of the row labels (the widest layer number or "input"), in CSS pixels.
+   * Width of the row labels (the widest row name, "L5" or "L5 attn", or "input"), in CSS pixels.
    * @param {LensData} lensData
    */
   labelWidth(lensData) {
     const ctx = context2d(this.canvas);
     ctx.font = this.readTheme().labelBold;
     const maxLayer = Math.max(...lensData.layers);
-    return Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(`L${maxLayer}`).width)) + 16;
+    const widest = hasSublayerRows(lensData) ? `L${maxLayer} attn` : `L${maxLayer}`;
+    return Math.ceil(Math.max(ctx.measureText("input").width, ctx.measureText(widest).width)) + 16;
   }
   /**
    * A token's display text (cached by table index).
@@ -1909,7 +2201,8 @@ var Painter = class {
     if (scroll < layout.maxScroll) shade(W, -1);
   }
   /**
-   * Row labels (layer numbers) and strip labels, kept in view at the left.
+   * Row labels (layer numbers; "3 attn" for a sublayer row) and strip labels, kept in view at
+   * the left.
    * @param {Frame} f
    */
   drawLabels({ ctx, layout, theme, scene }) {
@@ -1928,11 +2221,11 @@ var Painter = class {
     for (let row = 0; row < L; row++) {
       const i = L - 1 - row;
       const isHl = i === layer;
-      if (!isHl && every > 1 && lensData.layers[i] % every !== 0) continue;
+      if (!isHl && !rowLabelled(lensData, i, every)) continue;
       if (!isHl && Math.abs(row - hlRow) * rowH < 11) continue;
       ctx.font = isHl ? theme.labelBold : theme.labelFont;
       ctx.fillStyle = isHl ? theme.accent : theme.muted;
-      ctx.fillText(String(lensData.layers[i]), x, heatY + row * rowH + rowH / 2 + 0.5);
+      ctx.fillText(rowLabel(lensData, i, "axis"), x, heatY + row * rowH + rowH / 2 + 0.5);
     }
     ctx.fillStyle = theme.accent;
     ctx.fillRect(labelW - 4, heatY + hlRow * rowH, 3, rowH);
@@ -1941,7 +2234,7 @@ var Painter = class {
     ctx.fillText("input", x, inputY + stripH / 2 + 0.5);
     ctx.font = theme.labelBold;
     ctx.fillStyle = theme.accent;
-    ctx.fillText(`L${lensData.layers[layer]}`, x, predY + stripH / 2 + 0.5);
+    ctx.fillText(rowLabel(lensData, layer), x, predY + stripH / 2 + 0.5);
     ctx.font = theme.axisFont;
     ctx.fillStyle = theme.muted;
     ctx.textBaseline = "alphabetic";
@@ -2190,7 +2483,7 @@ function seriesShown(series, toggled) {
   if (choice !== void 0) return choice;
   return series.kind !== "target" || series.index < DEFAULT_VISIBLE_TARGETS;
 }
-function seriesSummary(series, layers, row, format) {
+function seriesSummary(series, layers, row, format, names = layers.map((layer) => `L${layer}`)) {
   const first = series.values.findIndex((v) => v !== null);
   if (first < 0) return series.loaded ? "no value" : "loading";
   let lastRow = first;
@@ -2198,15 +2491,15 @@ function seriesSummary(series, layers, row, format) {
     if (v !== null) lastRow = i;
   });
   const at = series.values[row];
-  const parts = [`L${layers[first]} ${format(
+  const parts = [`${names[first]} ${format(
     /** @type {number} */
     series.values[first]
   )}`];
-  if (lastRow !== first) parts.push(`L${layers[lastRow]} ${format(
+  if (lastRow !== first) parts.push(`${names[lastRow]} ${format(
     /** @type {number} */
     series.values[lastRow]
   )}`);
-  return `${parts.join(" → ")}; at L${layers[row]}: ${at === null ? "no value" : format(at)}`;
+  return `${parts.join(" → ")}; at ${names[row]}: ${at === null ? "no value" : format(at)}`;
 }
 
 // src/shared/dom.js
@@ -2380,9 +2673,9 @@ var TrajectoryView = class {
     const labels = s("g", { class: "murano-traj-layers", "aria-hidden": "true" });
     for (let i = 0; i < data.L; i++) {
       const chosen = i === row;
-      if (!chosen && g.labelStride > 1 && data.layers[i] % g.labelStride !== 0) continue;
+      if (!chosen && !rowLabelled(data, i, g.labelStride)) continue;
       if (!chosen && Math.abs(i - row) * g.rowH < 11) continue;
-      labels.append(s("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, String(data.layers[i])));
+      labels.append(s("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, rowLabel(data, i, "axis")));
     }
     labels.append(s("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
     const lines = s("g", { class: "murano-traj-lines" });
@@ -2424,7 +2717,7 @@ var TrajectoryView = class {
     this.titleEl.textContent = where;
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
     const format = (v) => formatValue(mode, v);
-    const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, data.layers));
+    const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, data));
     const active = document.activeElement;
     const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : void 0;
     this.legend.replaceChildren(...items);
@@ -2439,7 +2732,7 @@ var TrajectoryView = class {
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
     this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
-    const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, data.layers, row, format)}`).join(". ");
+    const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`).join(". ");
     this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
   }
@@ -2450,9 +2743,9 @@ var TrajectoryView = class {
    * @param {boolean} shown
    * @param {number} row
    * @param {(v: number) => string} format
-   * @param {number[]} layers
+   * @param {LensData} data
    */
-  legendItem(s2, shown, row, format, layers) {
+  legendItem(s2, shown, row, format, data) {
     const style = seriesStyle(s2);
     const li = h("li", "murano-traj-entry");
     const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s2.key });
@@ -2468,15 +2761,481 @@ var TrajectoryView = class {
     button.append(swatch, name);
     if (s2.token !== null) button.append(h("span", "murano-token murano-traj-token", {}, displayToken(s2.token)));
     button.append(valueEl);
-    button.setAttribute("title", `${s2.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s2, layers, row, format)}`);
+    button.setAttribute("title", `${s2.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`);
     button.setAttribute(
       "aria-label",
-      `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${valueText} at layer ${layers[row]}${shown ? "" : " (hidden)"}`
+      `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${valueText} at ${rowLabel(data, row, "long")}${shown ? "" : " (hidden)"}`
     );
     li.append(button);
     return li;
   }
 };
+
+// src/shared/grid_events.js
+function onGridKey(grid, event) {
+  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
+  const key = event.key;
+  const pinKey = key === "Enter" || key === " ";
+  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
+  event.preventDefault();
+  event.stopPropagation();
+  if (key === "Escape") {
+    grid.unpin();
+    return;
+  }
+  if (!grid.focused) grid.showKeyboardFocus();
+  const focus = grid.focus;
+  if (!focus) return;
+  if (pinKey) grid.togglePin(focus);
+  else {
+    const next = grid.move(focus, key);
+    if (next) grid.setFocus(next);
+  }
+}
+function bindGrid(target, grid, signal) {
+  const on = (type, fn) => target.addEventListener(type, fn, { signal });
+  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
+  on("pointerleave", () => grid.setHover(null));
+  on("click", (event) => {
+    const cell = grid.cellAt(event);
+    if (!cell) return;
+    grid.focus = cell;
+    grid.togglePin(cell);
+  });
+  on("pointerdown", () => {
+    grid.focused = false;
+  });
+  on("keydown", (event) => onGridKey(grid, event));
+  on("focus", () => {
+    if (!grid.ready) return;
+    let keyboard = true;
+    try {
+      keyboard = target.matches(":focus-visible");
+    } catch {
+    }
+    if (keyboard) grid.showKeyboardFocus();
+  });
+  on("blur", () => {
+    grid.focused = false;
+    grid.blurred();
+  });
+}
+
+// src/view/components.js
+var VALUE_CHARS = 5;
+function buildComponents(id) {
+  const box = document.createElement("div");
+  box.className = "murano-components";
+  box.hidden = true;
+  const caption = document.createElement("div");
+  caption.className = "murano-comp-caption";
+  const scroller = document.createElement("div");
+  scroller.className = "murano-scroll";
+  const track = document.createElement("div");
+  track.className = "murano-track";
+  const canvas = document.createElement("canvas");
+  canvas.className = "murano-comp-canvas";
+  canvas.tabIndex = 0;
+  canvas.setAttribute("role", "application");
+  canvas.setAttribute("aria-roledescription", "component heatmap");
+  canvas.setAttribute("aria-describedby", `${id}-readout`);
+  track.append(canvas);
+  scroller.append(track);
+  box.append(caption, scroller);
+  return { box, caption, scroller, track, canvas };
+}
+function componentCaption(data, explain, row) {
+  const what = explain.kind === "answer" ? `the answer${data.foils ? " (minus the foil's)" : ""}, at the last position` : explain.kind === "target" ? `target ${displayToken(data.targets[explain.index])}` : "each position's top-1 token";
+  const cap = data.logitSoftcap !== null ? " before the soft-cap" : "";
+  return `Each component's direct part of the logit${cap} of ${what}, read at ${rowLabel(data, row)} (the layer slider). Orange raises it, blue lowers it.`;
+}
+var ComponentView = class {
+  /**
+   * @param {ComponentUi} ui
+   * @param {LensView} view
+   * @param {AbortSignal} signal
+   */
+  constructor(ui, view, signal) {
+    this.ui = ui;
+    this.view = view;
+    this.grid = null;
+    this.layout = null;
+    this.key = "";
+    this.image = null;
+    this.hover = null;
+    this.focus = null;
+    this.focused = false;
+    this.revealPending = true;
+    bindGrid(ui.canvas, this.gridApi(), signal);
+    ui.scroller.addEventListener(
+      "scroll",
+      () => {
+        if (this.hover) this.setHover(null);
+        this.draw();
+      },
+      { signal, passive: true }
+    );
+  }
+  get shown() {
+    return !this.ui.box.hidden;
+  }
+  /** Recomputes the values (what is explained, the prompt, the row or the heads changed). */
+  invalidate() {
+    this.key = "";
+  }
+  /** The grid for the view's current state (cached by what it depends on). */
+  currentGrid() {
+    const view = this.view;
+    const data = view.data;
+    if (!data) return null;
+    const s2 = view.state;
+    const explain = view.explainChoice();
+    const key = `${data.lensName}|${s2.prompt}|${s2.layer}|${JSON.stringify(explain)}|${s2.heads}|${Boolean(data.arrays.contributions)}|${s2.hideTemplate}`;
+    if (key !== this.key || !this.grid) {
+      this.grid = componentGrid(data, { explain, prompt: s2.prompt, row: s2.layer, heads: s2.heads });
+      this.key = key;
+      this.layout = null;
+      const columns = view.shownColumns();
+      const image = componentImage(this.grid, columns);
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.max(1, image.width);
+      canvas.height = Math.max(1, image.height);
+      if (image.width > 0 && image.height > 0) context2d(canvas).putImageData(new ImageData(image.data, image.width, image.height), 0, 0);
+      this.image = canvas;
+      this.ui.caption.textContent = componentCaption(data, explain, s2.layer);
+      if (this.hover) this.hover = this.clamp(this.hover);
+      if (this.focus) this.focus = this.clamp(this.focus);
+    }
+    return this.grid;
+  }
+  /**
+   * @param {Cell} cell
+   * @returns {Cell}
+   */
+  clamp(cell) {
+    const grid = (
+      /** @type {ComponentGrid} */
+      this.grid
+    );
+    const columns = this.view.shownColumns();
+    const last = grid.n - 1;
+    let position = Math.max(0, Math.min(last, cell.position));
+    if (columns && !columns.includes(position)) position = columns[columns.length - 1] ?? 0;
+    return { layerIndex: Math.max(0, Math.min(grid.units.length - 1, cell.layerIndex)), position };
+  }
+  /** Lays the view out for the current width, then draws it. */
+  relayout() {
+    const view = this.view;
+    const data = view.data;
+    const grid = this.currentGrid();
+    if (!this.shown || !data || !grid) return;
+    const theme = view.painter.readTheme();
+    const ctx = context2d(this.ui.canvas);
+    ctx.font = theme.labelFont;
+    const labelW = Math.ceil(Math.max(ctx.measureText("component").width, ...grid.units.map((u) => ctx.measureText(u.label).width))) + 16;
+    const columns = view.shownColumns();
+    const n = columns ? columns.length : grid.n;
+    const width = this.ui.scroller.clientWidth || view.el.clientWidth || 800;
+    let maxChars = VALUE_CHARS;
+    const offset = data.offsets[view.state.prompt];
+    for (let j = 0; j < n && maxChars < 10; j++) {
+      maxChars = Math.max(maxChars, [...view.painter.tokenText(data.arrays.input_ids[offset + (columns ? columns[j] : j)])].length);
+    }
+    this.layout = computeLayout({ nLayers: grid.units.length, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns, strips: 1 });
+    this.ui.track.style.width = `${this.layout.contentW}px`;
+    this.ui.track.style.height = `${this.layout.height}px`;
+    const prompt = view.state.prompt;
+    this.ui.canvas.setAttribute(
+      "aria-label",
+      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of prompt ${prompt + 1}, colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`
+    );
+    if (this.revealPending && this.ui.scroller.clientWidth > 0) {
+      const sel = view.state.selected;
+      const position = sel && sel.prompt === prompt ? sel.position : data.lengths[prompt] - 1;
+      this.ui.scroller.scrollLeft = revealColumn(this.layout, 0, Math.max(0, columnOf(this.layout, position)));
+      this.revealPending = false;
+    }
+    this.draw();
+  }
+  scrollLeft() {
+    return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
+  }
+  /** Draws the visible columns, their labels, the input tokens and the marks. */
+  draw() {
+    const view = this.view;
+    const data = view.data;
+    const grid = this.grid;
+    const layout = this.layout;
+    if (!this.shown || !data || !grid || !layout || !this.image) return;
+    const theme = view.painter.readTheme();
+    const canvas = this.ui.canvas;
+    const dpr = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(layout.width * dpr) || canvas.height !== Math.round(layout.height * dpr)) {
+      canvas.width = Math.round(layout.width * dpr);
+      canvas.height = Math.round(layout.height * dpr);
+      canvas.style.width = `${layout.width}px`;
+      canvas.style.height = `${layout.height}px`;
+    }
+    const ctx = context2d(canvas);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, layout.width, layout.height);
+    ctx.direction = "ltr";
+    const scroll = this.scrollLeft();
+    const [c0, c1] = visibleColumns(layout, scroll);
+    const { cellW, rowH, heatY, heatH, labelW, inputY, stripH } = layout;
+    const U = grid.units.length;
+    const x0 = columnX(layout, c0, scroll);
+    const span = (c1 - c0) * cellW;
+    const columns = layout.columns;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(labelW, 0, layout.width - labelW, layout.height);
+    ctx.clip();
+    const hatch = hatchPattern(ctx, theme.hatch);
+    if (hatch) {
+      ctx.fillStyle = hatch;
+      ctx.fillRect(x0, heatY, span, heatH);
+    }
+    if (c1 > c0) {
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(this.image, c0, 0, c1 - c0, U, x0, heatY, span, heatH);
+    }
+    ctx.fillStyle = theme.grid;
+    if (cellW >= 10) for (let j = c0; j <= c1; j++) ctx.fillRect(columnX(layout, j, scroll) - 0.5, heatY, 1, heatH);
+    if (rowH >= 9) for (let r = 1; r < U; r++) ctx.fillRect(x0, heatY + r * rowH - 0.5, span, 1);
+    if (layout.showCellText) {
+      ctx.font = theme.cellFont;
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      for (let u = 0; u < U; u++) {
+        const y = heatY + (U - 1 - u) * rowH;
+        for (let j = c0; j < c1; j++) {
+          const p = columns ? columns[j] : j;
+          const v = grid.values[u * grid.n + p];
+          if (!Number.isFinite(v)) continue;
+          ctx.fillStyle = textColourOn(partColour(v, grid.max));
+          ctx.fillText(cellValue(v), columnX(layout, j, scroll) + cellW / 2, y + rowH / 2 + 0.5);
+        }
+      }
+    }
+    ctx.fillStyle = theme.stripBg;
+    ctx.fillRect(x0, inputY, span, stripH);
+    ctx.font = theme.cellFont;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.fillStyle = theme.fg;
+    const offset = data.offsets[view.state.prompt];
+    for (let j = c0; j < c1; j++) {
+      const p = columns ? columns[j] : j;
+      const text = isolateLtr(truncateText(view.painter.tokenText(data.arrays.input_ids[offset + p]), layout.cellChars));
+      ctx.fillText(text, columnX(layout, j, scroll) + cellW / 2, inputY + stripH / 2 + 0.5);
+    }
+    ctx.font = theme.axisFont;
+    ctx.fillStyle = theme.muted;
+    ctx.textBaseline = "alphabetic";
+    const stride = niceCeil(Math.max(1, 28 / cellW));
+    for (let j = c0 - c0 % stride; j < c1; j += stride) {
+      ctx.fillText(String(columns ? columns[j] : j), columnX(layout, j, scroll) + cellW / 2, heatY - 4);
+    }
+    this.drawMarks(ctx, layout, scroll, c0, c1);
+    ctx.restore();
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    ctx.font = theme.labelFont;
+    ctx.fillStyle = theme.muted;
+    const every = labelStride(rowH, 12);
+    for (let u = 0; u < U; u++) {
+      if (every > 1 && u % every !== 0) continue;
+      ctx.fillText(grid.units[u].label, labelW - 8, heatY + (U - 1 - u) * rowH + rowH / 2 + 0.5);
+    }
+    ctx.fillText("input", labelW - 8, inputY + stripH / 2 + 0.5);
+    ctx.font = theme.axisFont;
+    ctx.textBaseline = "alphabetic";
+    ctx.fillText("component", labelW - 8, heatY - 4);
+  }
+  /**
+   * The pinned position's column, the hovered and the focused cell.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {Layout} layout
+   * @param {number} scroll
+   * @param {number} c0
+   * @param {number} c1
+   */
+  drawMarks(ctx, layout, scroll, c0, c1) {
+    const theme = this.view.painter.readTheme();
+    const s2 = this.view.state;
+    const box = (column, y, h2, style, width, dash = []) => {
+      if (column < c0 || column >= c1) return;
+      const x = columnX(layout, column, scroll);
+      ctx.strokeStyle = style;
+      ctx.lineWidth = width;
+      ctx.setLineDash(dash);
+      ctx.strokeRect(x + width / 2, y + width / 2, layout.cellW - width, h2 - width);
+      ctx.setLineDash([]);
+    };
+    const sel = s2.selected;
+    if (sel && sel.prompt === s2.prompt && sel.layer_index === s2.layer) {
+      const column = columnOf(layout, sel.position);
+      box(column, layout.heatY, layout.heatH, theme.bg, 4);
+      box(column, layout.heatY, layout.heatH, theme.fg, 2);
+    }
+    const outline = (cell, style, width, dash) => {
+      if (!cell) return;
+      const r = cellRect(layout, cell.layerIndex, columnOf(layout, cell.position), scroll);
+      box(columnOf(layout, cell.position), r.y, r.h, style, width, dash);
+    };
+    outline(this.hover, theme.fg, 1);
+    outline(this.focused ? this.focus : null, theme.focus, 2, [3, 2]);
+  }
+  /**
+   * The cell under a pointer event.
+   * @param {MouseEvent} event
+   * @returns {Cell | null}
+   */
+  cellAt(event) {
+    if (!this.layout) return null;
+    const rect = this.ui.canvas.getBoundingClientRect();
+    const hit = hitTest(this.layout, event.clientX - rect.left, event.clientY - rect.top, this.scrollLeft(), 0);
+    return hit && hit.area === "cells" ? { layerIndex: hit.layerIndex, position: positionAt(this.layout, hit.position) } : null;
+  }
+  /** @param {Cell | null} cell */
+  setHover(cell) {
+    const old = this.hover;
+    if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
+    this.hover = cell;
+    this.view.componentCellChanged(cell);
+    this.draw();
+  }
+  /** @param {Cell} cell */
+  setFocus(cell) {
+    this.focus = cell;
+    this.hover = null;
+    if (this.layout) {
+      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
+      if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
+    }
+    this.view.ui.readout.textContent = this.readout(cell);
+    this.view.componentCellChanged(cell);
+    this.draw();
+  }
+  /**
+   * One sentence about a cell for the aria-live readout.
+   * @param {Cell} cell
+   */
+  readout(cell) {
+    const view = this.view;
+    const data = view.data;
+    const grid = this.grid;
+    if (!data || !grid) return "";
+    const unit = grid.units[cell.layerIndex];
+    const v = grid.values[cell.layerIndex * grid.n + cell.position];
+    const input = displayToken(data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "");
+    const token = grid.tokens[cell.position];
+    const row = rowLabel(data, view.state.layer);
+    const value = Number.isFinite(v) ? `${formatLogit(v)} to the logit of ${displayToken(token)} at ${row}` : `no part at ${row}`;
+    return `${unit.long[0].toUpperCase()}${unit.long.slice(1)}, position ${cell.position}, input ${input}: ${value}.`;
+  }
+  /**
+   * The cell's tooltip as `TooltipView` takes it.
+   * @param {Cell} cell
+   * @returns {import("../details.js").TooltipContent}
+   */
+  tooltipContent(cell) {
+    const view = this.view;
+    const data = (
+      /** @type {import("../payload.js").LensData} */
+      view.data
+    );
+    const grid = (
+      /** @type {ComponentGrid} */
+      this.grid
+    );
+    const unit = grid.units[cell.layerIndex];
+    const v = grid.values[cell.layerIndex * grid.n + cell.position];
+    const input = data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "";
+    const token = grid.tokens[cell.position];
+    const rows = [{ label: "input", value: displayToken(input), token: true }];
+    if (token) rows.push({ label: "explained", value: displayToken(token), token: true });
+    rows.push({ label: "read at", value: rowLabel(data, view.state.layer), token: false });
+    rows.push({ label: "part of the logit", value: formatLogit(v), token: false });
+    const note = Number.isFinite(v) ? "" : token ? `No part: ${unit.label} comes after ${rowLabel(data, view.state.layer)}.` : "Nothing explained here (the answer is explained at the prompt's last position).";
+    return { title: `${unit.label} · position ${cell.position}`, badge: "", rows, top: [], note };
+  }
+  /**
+   * The rectangle (viewport coordinates) of a cell, for the tooltip and the tests.
+   * @param {number} unit
+   * @param {number} position
+   */
+  cellClientRect(unit, position) {
+    if (!this.layout) return null;
+    const column = columnOf(this.layout, position);
+    if (column < 0) return null;
+    const r = cellRect(this.layout, unit, column, this.scrollLeft());
+    const c = this.ui.canvas.getBoundingClientRect();
+    return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+  }
+  /** @returns {Grid} */
+  gridApi() {
+    const self = this;
+    const view = this.view;
+    return {
+      get ready() {
+        return Boolean(view.data && self.grid && self.layout);
+      },
+      get focus() {
+        return self.focus;
+      },
+      set focus(cell) {
+        self.focus = cell;
+      },
+      get focused() {
+        return self.focused;
+      },
+      set focused(value) {
+        self.focused = value;
+      },
+      get pinned() {
+        return Boolean(view.state.selected);
+      },
+      cellAt: (event) => self.cellAt(event),
+      setHover: (cell) => self.setHover(cell),
+      setFocus: (cell) => self.setFocus(cell),
+      move: (cell, key) => {
+        const layout = self.layout;
+        if (!layout) return null;
+        const column = Math.max(0, columnOf(layout, cell.position));
+        const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, layout.nLayers, layout.nPositions);
+        return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
+      },
+      togglePin: (cell) => view.togglePin({ layerIndex: view.state.layer, position: cell.position }),
+      unpin: () => {
+        view.setSelected(null, true);
+        view.ui.readout.textContent = "Unpinned.";
+      },
+      showKeyboardFocus: () => {
+        if (!self.layout || !self.grid) return;
+        self.focused = true;
+        if (!self.focus) {
+          const s2 = view.state;
+          const sel = s2.selected;
+          const position = sel && sel.prompt === s2.prompt ? sel.position : (view.data?.lengths[s2.prompt] ?? 1) - 1;
+          self.focus = self.clamp({ layerIndex: self.grid.units.length - 1, position });
+        }
+        self.setFocus(self.focus);
+      },
+      blurred: () => {
+        view.componentCellChanged(null);
+        self.draw();
+      }
+    };
+  }
+};
+function cellValue(v) {
+  const text = Math.abs(v).toFixed(1);
+  if (Number(text) === 0) return "0.0";
+  return `${v < 0 ? "−" : "+"}${text}`;
+}
 
 // src/view/controls.js
 function showData(ui, data) {
@@ -2547,16 +3306,17 @@ function showControls(ui, data, state) {
   promptText.textContent = text;
   promptText.setAttribute("title", text);
   promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
-  const layer = data.layers[state.layer];
   ui.layerUi.input.value = String(state.layer);
-  ui.layerUi.output.textContent = `L${layer}`;
-  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${data.L}`);
+  ui.layerUi.output.textContent = rowLabel(data, state.layer);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
   const n = data.lengths[state.prompt];
-  const depth = data.nModelLayers && data.nModelLayers !== data.L ? ` of ${data.nModelLayers}` : "";
-  ui.dimsEl.textContent = `${data.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
+  const shownLayers = new Set(data.layers).size;
+  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
+  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
+  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
   );
 }
 function showLegend(ui, data, shown, requested) {
@@ -2584,6 +3344,32 @@ function showLegend(ui, data, shown, requested) {
     })
   );
 }
+function showComponentLegend(ui, grid, softcap) {
+  const max = grid ? grid.max : 1;
+  ui.legendTitle.textContent = `Part of the logit${softcap ? " (before the soft-cap)" : ""}`;
+  ui.legendTitle.setAttribute("title", "Each component's direct part of the explained logit: orange raises it, blue lowers it");
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    for (let k = 0; k < 256; k++) image.data.set([...interpolateStops(DIVERGING_STOPS, k / 255), 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const end = String(Number(max.toPrecision(3)));
+  const ticks = [
+    { t: 0, label: `−${end}` },
+    { t: 0.5, label: "0" },
+    { t: 1, label: `+${end}` }
+  ];
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick.label);
+      span.style.left = `${(tick.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1) span.classList.add("murano-last");
+      return span;
+    })
+  );
+}
 function showPin(ui, data, sel) {
   if (!sel || !data || !(sel.prompt >= 0 && sel.prompt < data.P)) {
     ui.pinEl.hidden = true;
@@ -2594,7 +3380,7 @@ function showPin(ui, data, sel) {
   const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
   const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
-  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
+  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }
 
@@ -2616,8 +3402,41 @@ function debugApi(view) {
         focused: s2.focused,
         hideTemplate: s2.hideTemplate,
         lens: s2.lens,
-        lenses: view.lenses.map((lens) => lens.lensName)
+        lenses: view.lenses.map((lens) => lens.lensName),
+        view: s2.view,
+        explain: s2.explain,
+        heads: s2.heads
       };
+    },
+    /** What the "why" panel shows: the cell it explains and its content (bars, total), or null. */
+    get why() {
+      return view.whyShown;
+    },
+    /** The component view: its state, geometry and values. */
+    components: {
+      get state() {
+        const c = view.components;
+        return { shown: c.shown, hover: c.hover, focus: c.focus, focused: c.focused };
+      },
+      get layout() {
+        const c = view.components;
+        return c.layout && { ...c.layout, scrollLeft: c.scrollLeft() };
+      },
+      get units() {
+        const grid = view.components.grid;
+        return grid ? grid.units.map((u) => u.label) : [];
+      },
+      /** Unit `u`'s part at position `j` (null: none), and the scale's half-width. */
+      value(u, j) {
+        const grid = view.components.grid;
+        if (!grid) return null;
+        const v = grid.values[u * grid.n + j];
+        return Number.isFinite(v) ? v : null;
+      },
+      get max() {
+        return view.components.grid ? view.components.grid.max : null;
+      },
+      cellClientRect: (u, j) => view.components.cellClientRect(u, j)
     },
     get layout() {
       return view.layout && { ...view.layout, scrollLeft: view.scrollLeft() };
@@ -2687,7 +3506,84 @@ function installDebug(el, widget, api) {
   };
 }
 
+// src/view/why.js
+function buildWhy() {
+  const panel = h("section", "murano-why", { hidden: "", "aria-label": "Why: the components that wrote the logit" });
+  const head = h("div", "murano-why-head");
+  const title = h("span", "murano-why-title murano-token", {}, "Why");
+  const where = h("span", "murano-why-where");
+  const explainLabel = h("label", "murano-why-explain");
+  explainLabel.append(h("span", "murano-label", {}, "Explain"));
+  const explainSelect = h("select", "murano-why-select", { "aria-label": "What the why panel and the component view explain" });
+  explainLabel.append(explainSelect);
+  const headsLabel = h("label", "murano-why-heads", { hidden: "" });
+  const heads = h("input", "murano-why-heads-box", { type: "checkbox" });
+  headsLabel.append(heads, h("span", "", {}, "split attention into heads"));
+  head.append(title, where, explainLabel, headsLabel);
+  const bars = h("div", "murano-why-bars", { role: "list", "aria-label": "Parts of the logit, in model order" });
+  const total = h("div", "murano-why-total");
+  const totalLabel = h("span", "murano-why-total-label", {}, "logit");
+  const totalValue = h("span", "murano-why-total-value");
+  total.append(totalLabel, totalValue);
+  const note = h("div", "murano-why-note");
+  panel.append(head, bars, total, note);
+  return { panel, title, where, explainSelect, headsLabel, heads, bars, total, totalLabel, totalValue, note };
+}
+function showExplainMenu(ui, options, value) {
+  ui.explainSelect.replaceChildren(
+    ...options.map((option) => {
+      const text = option.available ? option.label : `${option.label} (${option.reason})`;
+      const element = h("option", "", { value: option.value }, text);
+      element.disabled = !option.available;
+      return element;
+    })
+  );
+  ui.explainSelect.value = value;
+}
+function showWhy(ui, model, { message = "", current = -1 } = {}) {
+  if (!model) {
+    ui.title.textContent = "Why";
+    ui.where.textContent = "";
+    ui.bars.replaceChildren();
+    ui.total.hidden = true;
+    ui.note.textContent = message;
+    ui.note.hidden = !message;
+    return;
+  }
+  ui.title.textContent = model.heading;
+  ui.where.textContent = model.where;
+  const scale = model.scale > 0 ? model.scale : 1;
+  ui.bars.replaceChildren(
+    ...model.bars.map((bar) => {
+      const text = formatLogit(bar.value);
+      const row = h("div", `murano-why-row murano-why-${bar.kind}`, {
+        role: "listitem",
+        "aria-label": `${bar.long}: ${text}`,
+        "data-kind": bar.kind,
+        "data-label": bar.label,
+        "data-value": String(bar.value)
+      });
+      if (bar.unit >= 0 && bar.unit === current) row.classList.add("murano-why-current");
+      const track = h("span", "murano-why-bar", { "aria-hidden": "true" });
+      const fill2 = h("span", `murano-why-fill ${bar.value < 0 ? "murano-why-neg" : "murano-why-pos"}`);
+      const half = Math.abs(bar.value) / scale * 50;
+      fill2.style.width = `${half.toFixed(2)}%`;
+      fill2.style.left = `${(bar.value < 0 ? 50 - half : 50).toFixed(2)}%`;
+      track.append(fill2);
+      row.append(h("span", "murano-why-label", {}, bar.label), track, h("span", "murano-why-value", {}, text));
+      return row;
+    })
+  );
+  ui.total.hidden = false;
+  ui.totalLabel.textContent = model.totalLabel;
+  ui.totalValue.textContent = formatLogit(model.total);
+  ui.totalValue.setAttribute("data-value", String(model.total));
+  ui.note.textContent = model.note;
+  ui.note.hidden = !model.note;
+}
+
 // src/view/dom.js
+var LAYER_HINT = "highlighted row; its predictions appear under the tokens";
 var READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
 function buildDom(el, id) {
   const root = h("div", "murano-root", { role: "group", "aria-label": "Logit lens" });
@@ -2703,7 +3599,15 @@ function buildDom(el, id) {
   lensLabel.append(h("span", "murano-label", {}, "Lens"));
   const lensSelect = h("select", "murano-lens-select", { "aria-label": "Lens shown" });
   lensLabel.append(lensSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel, lensLabel);
+  const viewLabel = h("label", "murano-view", { hidden: "" });
+  viewLabel.append(h("span", "murano-label", {}, "View"));
+  const viewSelect = h("select", "murano-view-select", { "aria-label": "View" });
+  viewSelect.append(
+    h("option", "", { value: "layers", title: "The heatmap: rows are layers" }, "layers"),
+    h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components")
+  );
+  viewLabel.append(viewSelect);
+  header.append(titleEl, modelEl, dimsEl, metricLabel, viewLabel, lensLabel);
   const controls = h("div", "murano-controls");
   const slider = (name, label) => {
     const row = h("div", `murano-control murano-${name}-control`);
@@ -2720,7 +3624,7 @@ function buildDom(el, id) {
   const hideTemplate = h("input", "murano-hide-template-box", { type: "checkbox" });
   hideTemplateLabel.append(hideTemplate, h("span", "", {}, "hide chat-template tokens"));
   const layerUi = slider("layer", "Layer");
-  layerUi.extra.textContent = "highlighted row; its predictions appear under the tokens";
+  layerUi.extra.textContent = LAYER_HINT;
   controls.append(hideTemplateLabel);
   const body = h("div", "murano-heatmap");
   const scroller = h("div", "murano-scroll");
@@ -2735,8 +3639,10 @@ function buildDom(el, id) {
   scroller.append(track);
   body.append(scroller);
   const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
+  const comp = buildComponents(id);
   const main = h("div", "murano-main");
-  main.append(body, trajPanel);
+  main.append(body, comp.box, trajPanel);
+  const why = buildWhy();
   const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
   const footer = h("div", "murano-footer");
   const legend = h("div", "murano-legend");
@@ -2754,7 +3660,9 @@ function buildDom(el, id) {
   const generatedKey = h("span", "murano-key murano-key-generated", { hidden: "" });
   generatedKey.append(h("span", "murano-key-rule", { "aria-hidden": "true" }), h("span", "", {}, "generated from here (italic tokens)"));
   const roleKeys = h("span", "murano-role-keys", { hidden: "" });
-  legend.append(legendTitle, scale, settledKey, answerKey, missingKey, generatedKey, roleKeys);
+  const compKey = h("span", "murano-key murano-key-comp", { hidden: "" });
+  compKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no part (after the row read), or nothing explained"));
+  legend.append(legendTitle, scale, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
   const pinEl = h("span", "murano-pin", { hidden: "" });
   const pinText = h("span", "murano-pin-text");
   const unpinButton = h("button", "murano-unpin", { type: "button", "aria-label": "Unpin the cell", title: "Unpin" }, "×");
@@ -2762,7 +3670,7 @@ function buildDom(el, id) {
   const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
   footer.append(legend, pinEl, readout);
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
-  root.append(header, controls, main, footer, errorEl, tooltip);
+  root.append(header, controls, main, why.panel, footer, errorEl, tooltip);
   el.append(root);
   return {
     root,
@@ -2772,6 +3680,11 @@ function buildDom(el, id) {
     lensLabel,
     lensSelect,
     metricSelect,
+    viewLabel,
+    viewSelect,
+    comp,
+    why,
+    compKey,
     promptUi,
     layerUi,
     main,
@@ -2797,57 +3710,6 @@ function buildDom(el, id) {
     readout,
     errorEl
   };
-}
-
-// src/shared/grid_events.js
-function onGridKey(grid, event) {
-  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
-  const key = event.key;
-  const pinKey = key === "Enter" || key === " ";
-  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
-  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
-  event.preventDefault();
-  event.stopPropagation();
-  if (key === "Escape") {
-    grid.unpin();
-    return;
-  }
-  if (!grid.focused) grid.showKeyboardFocus();
-  const focus = grid.focus;
-  if (!focus) return;
-  if (pinKey) grid.togglePin(focus);
-  else {
-    const next = grid.move(focus, key);
-    if (next) grid.setFocus(next);
-  }
-}
-function bindGrid(target, grid, signal) {
-  const on = (type, fn) => target.addEventListener(type, fn, { signal });
-  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
-  on("pointerleave", () => grid.setHover(null));
-  on("click", (event) => {
-    const cell = grid.cellAt(event);
-    if (!cell) return;
-    grid.focus = cell;
-    grid.togglePin(cell);
-  });
-  on("pointerdown", () => {
-    grid.focused = false;
-  });
-  on("keydown", (event) => onGridKey(grid, event));
-  on("focus", () => {
-    if (!grid.ready) return;
-    let keyboard = true;
-    try {
-      keyboard = target.matches(":focus-visible");
-    } catch {
-    }
-    if (keyboard) grid.showKeyboardFocus();
-  });
-  on("blur", () => {
-    grid.focused = false;
-    grid.blurred();
-  });
 }
 
 // src/shared/keys.js
@@ -2959,6 +3821,14 @@ function bindEvents(view) {
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
+  on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
+  on(ui.why.explainSelect, "change", () => view.setExplain(ui.why.explainSelect.value, true));
+  on(ui.why.heads, "change", () => view.setHeads(ui.why.heads.checked));
+  on(ui.root, "pointerleave", () => {
+    if (!view.whyHover) return;
+    view.whyHover = null;
+    view.updateWhy();
+  });
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
     view.requestDraw();
@@ -2982,6 +3852,8 @@ function bindEvents(view) {
     },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
+    "change:view": () => view.setView(model.get("view"), false),
+    "change:explain": () => view.setExplain(model.get("explain"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
     "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
     "change:_sections": () => view.reload(),
@@ -2992,6 +3864,7 @@ function bindEvents(view) {
   if (typeof ResizeObserver !== "undefined") {
     resizeObserver = new ResizeObserver(() => view.relayout());
     resizeObserver.observe(ui.scroller);
+    resizeObserver.observe(ui.comp.scroller);
   }
   const stopWatchingTheme = watchTheme(() => {
     view.painter.forgetTheme();
@@ -3102,7 +3975,9 @@ var LensView = class {
     this.frame = 0;
     this.detailsRequested = false;
     this.shownMetric = "";
-    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "" };
+    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
+    this.whyHover = null;
+    this.whyShown = { cell: null, model: null };
     this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
     this.syncPrompt = throttle((v) => this.send("prompt", v), SYNC_INTERVAL_MS);
     this.syncLayer = throttle((row) => {
@@ -3126,8 +4001,12 @@ var LensView = class {
     });
     this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
       ...this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())],
+      // The "why" panel follows the hovered cell: it is read beside the tooltip.
+      ...this.ui.why.panel.hidden ? [] : [rectOf(this.ui.why.bars.getBoundingClientRect())],
       this.trajectory.keepVisibleRect()
     ]);
+    this.componentsAbort = new AbortController();
+    this.components = new ComponentView(this.ui.comp, this, this.componentsAbort.signal);
     this.unbind = bindEvents(this);
     this.reload();
     this.removeDebug = installDebug(el, "heatmap", debugApi(this));
@@ -3136,6 +4015,7 @@ var LensView = class {
   }
   destroy() {
     this.unbind();
+    this.componentsAbort.abort();
     this.trajectory.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.frame = 0;
@@ -3177,13 +4057,15 @@ var LensView = class {
       s2.metric = resolveMetric(data, model.get("metric"));
       s2.selected = model.get("selected") ?? null;
       s2.hideTemplate = model.get("hide_template") === true;
+      s2.view = model.get("view") === "components" ? "components" : "layers";
+      s2.explain = typeof model.get("explain") === "string" ? model.get("explain") : "top1";
     } else {
       s2.prompt = clampIndex(s2.prompt, data.P);
       s2.layer = clampIndex(s2.layer, data.L);
       s2.metric = resolveMetric(data, s2.metric);
     }
     this.loaded = true;
-    if (data.answerSets.length || data.targets.length) this.requestDetails();
+    if (data.answerSets.length || data.targets.length || hasAttribution(data)) this.requestDetails();
     if (!metricAvailable(data, this.shownMetric)) {
       this.shownMetric = metricAvailable(data, s2.metric) ? s2.metric : (data.metrics.find((m) => metricAvailable(data, m.name)) || data.metrics[0]).name;
     }
@@ -3194,8 +4076,158 @@ var LensView = class {
     showControls(ui, data, s2);
     this.refreshMetric();
     showPin(ui, data, s2.selected);
+    this.showAttribution();
     this.relayout();
     this.updateTooltip();
+  }
+  /**
+   * The attribution's controls (the view menu, the panel's menu and heads box) and the view shown,
+   * for the data shown: without attribution, the heatmap alone.
+   */
+  showAttribution() {
+    const data = this.data;
+    if (!data) return;
+    const { ui, state: s2 } = this;
+    const offered = hasAttribution(data);
+    if (!offered) s2.view = "layers";
+    s2.explain = explainValue(data, parseExplain(data, s2.explain));
+    if (!hasHeads(data.components)) s2.heads = false;
+    ui.viewLabel.hidden = !offered;
+    ui.viewSelect.value = s2.view;
+    ui.why.panel.hidden = !offered;
+    ui.why.headsLabel.hidden = !hasHeads(data.components);
+    ui.why.heads.checked = s2.heads;
+    showExplainMenu(ui.why, explainOptions(data, (t) => displayToken(t)), s2.explain);
+    this.components.invalidate();
+    this.applyView();
+    this.updateWhy();
+  }
+  /** Shows the heatmap and its chart, or the component view, and the legend that goes with it. */
+  applyView() {
+    const { ui, state: s2 } = this;
+    const components = s2.view === "components";
+    ui.body.hidden = components;
+    ui.trajPanel.hidden = components;
+    ui.comp.box.hidden = !components;
+    ui.root.classList.toggle("murano-components-view", components);
+    ui.compKey.hidden = !components;
+    ui.layerUi.extra.textContent = components ? "the row whose logits the components are read at" : LAYER_HINT;
+    this.refreshMetric();
+  }
+  /**
+   * Shows the heatmap of layers or the component view (the view menu, or the `view` trait).
+   * @param {unknown} value
+   * @param {boolean} sync tell Python (the user chose it in the menu)
+   */
+  setView(value, sync) {
+    const data = this.data;
+    if (!data) return;
+    const view = value === "components" && hasAttribution(data) ? "components" : "layers";
+    if (sync) this.send("view", view);
+    this.ui.viewSelect.value = view;
+    if (view === this.state.view) return;
+    this.state.view = view;
+    this.state.hover = null;
+    this.components.hover = null;
+    this.components.revealPending = true;
+    this.applyView();
+    this.relayout();
+    this.updateTooltip();
+  }
+  /**
+   * What the panel and the component view explain (the panel's menu, or the `explain` trait).
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setExplain(value, sync) {
+    const data = this.data;
+    if (!data) return;
+    const explain = explainValue(data, parseExplain(data, value));
+    if (sync) this.send("explain", explain);
+    this.ui.why.explainSelect.value = explain;
+    if (explain === this.state.explain) return;
+    this.state.explain = explain;
+    this.components.invalidate();
+    this.relayoutComponents();
+    this.updateWhy();
+    this.updateTooltip();
+  }
+  /**
+   * Splits each layer's attention into its heads, or sums them (the panel's box).
+   * @param {boolean} heads
+   */
+  setHeads(heads) {
+    this.ui.why.heads.checked = heads;
+    if (heads === this.state.heads) return;
+    this.state.heads = heads;
+    this.components.hover = null;
+    this.components.focus = null;
+    this.components.invalidate();
+    this.relayoutComponents();
+    this.updateWhy();
+  }
+  /** What the panel and the component view explain, read for the data shown. */
+  explainChoice() {
+    return this.data ? parseExplain(this.data, this.state.explain) : (
+      /** @type {const} */
+      { kind: "top1" }
+    );
+  }
+  /** The component view's values changed (row, prompt, explained logit): lay it out again. */
+  relayoutComponents() {
+    if (this.components.shown) this.components.relayout();
+  }
+  /**
+   * The component view's hovered or focused cell changed: the tooltip and the panel follow.
+   * @param {Cell | null} cell
+   */
+  componentCellChanged(cell) {
+    if (cell) this.requestDetails();
+    this.updateTooltip();
+    this.updateWhy();
+  }
+  /**
+   * The cell the "why" panel explains: the hovered cell (the component view's: its position in
+   * the highlighted row), else the keyboard focus, else the pinned cell, else the highlighted
+   * row at the prompt's last position.
+   * @returns {WhyCell | null}
+   */
+  whyCell() {
+    const data = this.data;
+    if (!data) return null;
+    const s2 = this.state;
+    if (s2.view === "components") {
+      const c = this.components;
+      const cell = c.hover || (c.focused ? c.focus : null);
+      if (cell) return { row: s2.layer, position: cell.position, unit: cell.layerIndex, source: c.hover ? "hover" : "focus" };
+    } else {
+      const hover = s2.hover || this.whyHover;
+      if (hover) return { row: hover.layerIndex, position: hover.position, unit: -1, source: "hover" };
+      if (s2.focused && s2.focus) return { row: s2.focus.layerIndex, position: s2.focus.position, unit: -1, source: "focus" };
+    }
+    const sel = s2.selected;
+    if (sel && sel.prompt === s2.prompt && sel.layer_index < data.L && sel.position < data.lengths[s2.prompt]) {
+      return { row: sel.layer_index, position: sel.position, unit: -1, source: "pinned" };
+    }
+    return { row: s2.layer, position: data.lengths[s2.prompt] - 1, unit: -1, source: "default" };
+  }
+  /** Fills the "why" panel for the cell it explains. */
+  updateWhy() {
+    const data = this.data;
+    if (!data || !hasAttribution(data) || this.ui.why.panel.hidden) {
+      this.whyShown = { cell: null, model: null };
+      return;
+    }
+    const cell = this.whyCell();
+    const s2 = this.state;
+    const explain = this.explainChoice();
+    const model = cell && data.arrays.contributions ? whyModel(data, { explain, prompt: s2.prompt, row: cell.row, position: cell.position, heads: s2.heads, show: (t) => displayToken(t) }) : null;
+    let message = "";
+    if (!data.arrays.contributions) message = "Loading the attribution…";
+    else if (!model && explain.kind === "answer") message = "Nothing to explain: this prompt has no answer (or no foil, where other prompts have one).";
+    else if (!model) message = "This cell has no value to explain (not finite).";
+    showWhy(this.ui.why, model, { message, current: cell ? cell.unit : -1 });
+    this.whyShown = { cell, model };
   }
   /** @param {string} message */
   showError(message) {
@@ -3240,6 +4272,7 @@ var LensView = class {
     s2.hideTemplate = hide;
     s2.hover = null;
     this.chartHover = null;
+    this.components.invalidate();
     if (s2.focus) s2.focus = this.clampCell(s2.focus);
     if (this.data) showControls(this.ui, this.data, s2);
     this.layoutKey = null;
@@ -3284,12 +4317,18 @@ var LensView = class {
     this.state.prompt = prompt;
     this.state.hover = null;
     this.chartHover = null;
+    this.whyHover = null;
+    this.components.hover = null;
+    this.components.focus = null;
+    this.components.revealPending = true;
+    this.components.invalidate();
     if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
     showControls(this.ui, data, this.state);
     showPin(this.ui, data, this.state.selected);
     this.revealPending = true;
     this.relayout();
     this.updateTooltip();
+    this.updateWhy();
   }
   /**
    * Highlights a row (the slider moves rows; Python hears the row's model layer).
@@ -3307,6 +4346,9 @@ var LensView = class {
     }
     this.state.layer = row;
     showControls(this.ui, data, this.state);
+    this.components.invalidate();
+    this.relayoutComponents();
+    this.updateWhy();
     this.requestDraw();
   }
   /**
@@ -3357,6 +4399,7 @@ var LensView = class {
     showControls(this.ui, data, s2);
     this.refreshMetric();
     showPin(this.ui, data, s2.selected);
+    this.showAttribution();
     this.layoutKey = null;
     this.relayout();
     this.updateTooltip();
@@ -3371,6 +4414,7 @@ var LensView = class {
     if (sync) this.send("selected", value);
     showPin(this.ui, this.data, value);
     this.updateTooltip();
+    this.updateWhy();
     this.requestDraw();
   }
   /** @param {Cell | null} cell */
@@ -3380,9 +4424,11 @@ var LensView = class {
     this.state.hover = cell;
     if (cell) {
       this.chartHover = cell;
+      this.whyHover = cell;
       this.requestDetails();
     }
     this.updateTooltip();
+    this.updateWhy();
     this.requestDraw();
   }
   /**
@@ -3393,6 +4439,7 @@ var LensView = class {
     this.state.focus = cell;
     this.state.hover = null;
     this.chartHover = null;
+    this.whyHover = null;
     if (this.layout) {
       const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
       if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
@@ -3439,8 +4486,9 @@ var LensView = class {
     const available = metricAvailable(data, s2.metric);
     if (available) this.shownMetric = s2.metric;
     else this.requestDetails();
-    this.ui.root.classList.toggle("murano-loading", !available);
-    showLegend(this.ui, data, this.shownMetric, s2.metric);
+    this.ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
+    if (s2.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
+    else showLegend(this.ui, data, this.shownMetric, s2.metric);
   }
   // ---- Tooltip -------------------------------------------------------------------------------
   /** The cell whose tooltip shows: the hovered one, else the keyboard focus cell. */
@@ -3449,6 +4497,19 @@ var LensView = class {
     return s2.hover || (s2.focused ? s2.focus : null);
   }
   updateTooltip() {
+    if (this.state.view === "components") {
+      const c = this.components;
+      const cell2 = this.data && c.grid ? c.hover || (c.focused ? c.focus : null) : null;
+      const rect = cell2 && c.cellClientRect(cell2.layerIndex, cell2.position);
+      if (!cell2 || !rect) {
+        this.tooltip.hide();
+        return;
+      }
+      const s3 = this.state;
+      this.tooltip.show(c.tooltipContent(cell2), isSelected(s3.selected, s3.prompt, s3.layer, cell2.position));
+      this.tooltip.place(rect);
+      return;
+    }
     const cell = this.data && this.layout ? this.tooltipCell() : null;
     if (!cell || !this.data) {
       this.tooltip.hide();
@@ -3461,7 +4522,7 @@ var LensView = class {
   }
   /** @param {Cell} cell */
   placeTooltip(cell) {
-    if (this.tooltip.hidden || !this.layout) return;
+    if (this.tooltip.hidden || !this.layout || this.state.view === "components") return;
     const column = columnOf(this.layout, cell.position);
     if (column < 0) return;
     const r = cellRect(this.layout, cell.layerIndex, column, this.scrollLeft());
@@ -3500,6 +4561,8 @@ var LensView = class {
     }
     if (this.revealPending) this.revealPromptEnd();
     this.draw();
+    this.relayoutComponents();
+    if (this.state.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
   }
   /**
    * Opens a prompt where its prediction is: scrolled so that its last position (the column the
@@ -3604,7 +4667,8 @@ var LensView = class {
     );
     const tipCell = this.tooltipCell();
     if (tipCell && !this.tooltip.hidden) this.placeTooltip(tipCell);
-    this.drawTrajectory();
+    if (this.state.view === "components") this.components.draw();
+    else this.drawTrajectory();
     this.debug.frames += 1;
     this.debug.lastDrawMs = performance.now() - t0;
     for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);

@@ -21,13 +21,23 @@ from murano_widgets.chat import check_hide_template
 from murano_widgets.export import base64_sections
 from murano_widgets.lenses import IDENTITY, as_lens, named_lenses
 from murano_widgets.metrics import METRICS
+from murano_widgets.payload.attribution import (
+    EXPLAIN_TARGET,
+    EXPLAIN_TOP1,
+    explain_choices,
+    has_attribution,
+)
 from murano_widgets.payload.lens import LensPayload
 from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.run import run_logit_lens
 from murano_widgets.step.logit_lens import resolve_layers
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
 
-__all__ = ["METRICS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
+__all__ = ["METRICS", "VIEWS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
+
+#: The widget's views (the ``view`` trait): the heatmap of layers, or of components (rows are
+#: the model's components, each one's direct part of a logit; with ``decompose=True``).
+VIEWS = ("layers", "components")
 
 
 class LogitLensWidget(MuranoWidget):
@@ -56,6 +66,13 @@ class LogitLensWidget(MuranoWidget):
             result has tokens of the ``"template"`` role).
         lens_name: The lens shown first, by name (default the first); one lens is named by
             its kind (``"logit"``, ``"tuned"``).
+        explain: What the "why" panel and the component view explain (results of
+            ``decompose=True``): ``"top1"`` (each cell's top-1 token), ``"answer"`` (the answer
+            at the prompt's last position) or ``"target:"`` and a target (a target's text alone
+            is taken too).
+        view: ``"layers"`` (the heatmap) or ``"components"`` (rows are the model's
+            components, each one's direct part of the explained logit at every position, read
+            at the highlighted row; results of ``decompose=True``).
 
     Attributes:
         lens_name: The name of the lens shown (synced with the lens menu; one of
@@ -72,6 +89,16 @@ class LogitLensWidget(MuranoWidget):
             several lenses ``lens``, that lens's name.
         hide_template: Whether the chat template's own tokens are hidden (synced with the "hide
             chat-template tokens" box; ``True`` is refused for a result without such tokens).
+        explain: What the "why" panel and the component view explain (synced with the panel's
+            menu): ``"top1"``, ``"answer"`` or ``"target:<text>"``.
+        view: ``"layers"`` or ``"components"`` (synced with the view menu).
+
+    With direct logit attribution (``decompose=True``) the widget adds a "why" panel under the
+    heatmap: for the hovered, focused or pinned cell, the components that wrote most of the
+    explained logit (top 8 by size, in model order), the rest summed as "other", and the bias,
+    as signed bars that sum to the logit (before the soft-cap, where the model has one); with
+    heads, a box splits each layer's attention into its heads. The view menu switches to the
+    component view.
     """
 
     _esm = asset("logit_lens.js")
@@ -84,6 +111,8 @@ class LogitLensWidget(MuranoWidget):
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     hide_template = traitlets.Bool(False).tag(sync=True)
     lens_name = traitlets.Unicode("").tag(sync=True)
+    explain = traitlets.Unicode(EXPLAIN_TOP1).tag(sync=True)
+    view = traitlets.Unicode(VIEWS[0]).tag(sync=True)
     _details = traitlets.Bool(False).tag(sync=True)
     _meta = traitlets.Dict().tag(sync=True)
     _sections = traitlets.Dict().tag(sync=True)
@@ -100,6 +129,8 @@ class LogitLensWidget(MuranoWidget):
         n_model_layers: int | None = None,
         hide_template: bool = False,
         lens_name: str | None = None,
+        explain: str = EXPLAIN_TOP1,
+        view: str = VIEWS[0],
         **kwargs: Any,
     ) -> None:
         if model is not None:
@@ -120,6 +151,8 @@ class LogitLensWidget(MuranoWidget):
         metric = _check_metric(metric, payload)
         hide_template = check_hide_template(hide_template, first.token_roles, WidgetValueError)
         lens_name = results.names[0] if lens_name is None else _check_lens_name(lens_name, results)
+        explain = _check_explain(explain, results[lens_name])
+        view = _check_view(view, results[lens_name])
         self._results = results
         self._payload = payload
         super().__init__(
@@ -130,6 +163,8 @@ class LogitLensWidget(MuranoWidget):
             metric=metric,
             hide_template=hide_template,
             lens_name=lens_name,
+            explain=explain,
+            view=view,
             **kwargs,
         )
 
@@ -179,6 +214,14 @@ class LogitLensWidget(MuranoWidget):
     def _validate_lens_name(self, proposal: dict[str, Any]) -> str:
         return _check_lens_name(proposal["value"], self._results, WidgetValueError)
 
+    @traitlets.validate("explain")
+    def _validate_explain(self, proposal: dict[str, Any]) -> str:
+        return _check_explain(proposal["value"], self._result)
+
+    @traitlets.validate("view")
+    def _validate_view(self, proposal: dict[str, Any]) -> str:
+        return _check_view(proposal["value"], self._result)
+
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
         value = proposal["value"]
@@ -224,6 +267,8 @@ class LogitLensWidget(MuranoWidget):
             "selected": selected_cell(self.selected),
             "hide_template": self.hide_template,
             "lens_name": self.lens_name,
+            "explain": self.explain,
+            "view": self.view,
         }
 
     def _default_title(self) -> str:
@@ -252,6 +297,8 @@ def show_logit_lens(
     metric: str = "prob",
     hide_template: bool = False,
     lens_name: str | None = None,
+    explain: str = EXPLAIN_TOP1,
+    view: str = VIEWS[0],
     **options: Any,
 ) -> LogitLensWidget:
     """Runs the logit lens on ``prompts`` and returns it as an interactive widget:
@@ -272,6 +319,9 @@ def show_logit_lens(
             widget's ``hide_template`` trait, and its "hide chat-template tokens" box).
         lens_name: With named lenses (``lens={"logit": None, "tuned": tuned}``): the one shown
             first (default the first); the widget's lens menu switches between them.
+        explain: With ``decompose=True``: what the "why" panel explains first (``"top1"``,
+            ``"answer"``, ``"target:<text>"``; the widget's ``explain`` trait).
+        view: ``"layers"``, or with ``decompose=True`` ``"components"`` (the component view).
         **options: What :func:`~murano_widgets.run.run_logit_lens` takes: ``answers`` (each
             prompt's expected answer, scored at every layer, drawn in the trajectory chart and
             marked in the heatmap), ``generate`` (let the model write up to this many tokens
@@ -303,6 +353,13 @@ def show_logit_lens(
     if n_prompts:
         check_index("prompt", prompt, n_prompts, "prompts")
     check_choice("metric", metric, METRICS)
+    check_choice("view", view, VIEWS)
+    if view == "components" and not options.get("decompose"):
+        raise ValueError(
+            "view='components' needs the direct logit attribution: pass decompose=True"
+        )
+    if not isinstance(explain, str):
+        raise TypeError(f"explain must be a string, got {type(explain).__name__} {explain!r}")
     if layer is not None:
         _check_layer(layer, resolve_layers(layers, model.n_layers), error=ValueError)
     if check_bool("hide_template", hide_template) and chat is None:
@@ -323,6 +380,8 @@ def show_logit_lens(
         metric=metric,
         hide_template=hide_template,
         lens_name=lens_name,
+        explain=explain,
+        view=view,
     )
 
 
@@ -345,6 +404,31 @@ def _check_lens_name(value: Any, results: LensResults, error: type = WidgetValue
     """One of the widget's lens names."""
     if not isinstance(value, str) or value not in results:
         raise error(f"lens_name must be one of the widget's lenses {results.names}; got {value!r}")
+    return value
+
+
+def _check_explain(value: Any, result: LogitLensResult) -> str:
+    """One of the things the result's attribution explains; a target's text alone is taken."""
+    choices = explain_choices(result)
+    if isinstance(value, str) and value not in choices and EXPLAIN_TARGET + value in choices:
+        value = EXPLAIN_TARGET + value
+    if not isinstance(value, str) or value not in choices:
+        why = (
+            ""
+            if has_attribution(result)
+            else " (this result has no direct logit attribution: run with decompose=True)"
+        )
+        raise WidgetValueError(f"explain must be one of {choices}{why}; got {value!r}")
+    return value
+
+
+def _check_view(value: Any, result: LogitLensResult) -> str:
+    """One of :data:`VIEWS`; the component view needs the attribution."""
+    check_choice("view", value, VIEWS, WidgetValueError)
+    if value == "components" and not has_attribution(result):
+        raise WidgetValueError(
+            "view='components' needs the direct logit attribution: run with decompose=True"
+        )
     return value
 
 

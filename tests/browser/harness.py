@@ -32,6 +32,8 @@ SYNCED = (
     "selected",
     "hide_template",
     "lens_name",
+    "explain",
+    "view",
     "_details",
     "_meta",
     "_sections",

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from attribution_data import decompose, with_sublayers
 from harness import ARTIFACTS, ORIGIN, STATIC, widget_state
 from harness import SYNCED as HEATMAP_SYNCED
 from lens_data import make_result
@@ -359,6 +360,22 @@ KINDS = {
         "",
         DATASET_SYNCED,
     ),
+    # The heatmap with direct logit attribution: its "why" panel, and its component view (whose
+    # data cells are the component canvas's).
+    "attribution": Kind(
+        "logit_lens.js",
+        "logit_lens.css",
+        ".murano-root",
+        "__muranoDebug",
+        HEATMAP_SYNCED,
+    ),
+    "components": Kind(
+        "logit_lens.js",
+        "logit_lens.css",
+        ".murano-root",
+        "__muranoDebug.components",
+        HEATMAP_SYNCED,
+    ),
 }
 
 
@@ -404,8 +421,18 @@ def states() -> dict[str, dict[str, Any]]:
         diff = show_lens_diff(a, b, align="end")  # positions paired from the end: two input rows
     dataset = _synthetic_dataset().show().chart
     dataset.layer = 3  # a chosen layer lists its prompts
+    # With attribution: the detail sections sent (the panel is filled at once), heads to split.
+    decomposed = decompose(with_sublayers(make_result(n_layers=4)), heads=2, foils=None)
+    attribution = LogitLensWidget(decomposed, _details=True)
+    components = LogitLensWidget(decomposed, view="components", _details=True)
     out = {}
-    for name, widget in (("heatmap", heatmap), ("diff", diff), ("dataset", dataset)):
+    for name, widget in (
+        ("heatmap", heatmap),
+        ("diff", diff),
+        ("dataset", dataset),
+        ("attribution", attribution),
+        ("components", components),
+    ):
         out[name] = widget_state(widget, KINDS[name].synced)
     return out
 
@@ -454,7 +481,7 @@ def render(page, widget: str, theme: str, state: dict[str, Any]):
         "(h) => window.applyHost(h)",
         {"htmlVars": host.html_vars or {}, "bodyClass": host.body_class},
     )
-    page.evaluate("([s, d]) => window.mount(s, d)", [state, kind.debug])
+    page.evaluate("([s, d]) => window.mount(s, d)", [state, kind.debug.split(".")[0]])
     _frames(page)
     if host.jupyterlab:
         page.evaluate(
@@ -469,11 +496,12 @@ def render(page, widget: str, theme: str, state: dict[str, Any]):
 def cells_box(page, root: str, debug: str, origin: dict[str, float]) -> tuple[int, int, int, int]:
     """The data cells' box (colours that encode values) of the canvas widget at ``root``,
     relative to the widget's box (``origin``), from its debug hook ``debug`` (on the root's
-    parent element): the corners of its first and last rows and positions."""
+    parent element; a dotted name reaches a part of it, such as the component view's): the
+    corners of its first and last rows and positions."""
     x0, y0, x1, y1 = page.eval_on_selector(
         root,
         """(r, name) => {
-          const d = r.parentElement[name];
+          const d = name.split(".").reduce((o, k) => o[k], r.parentElement);
           const { nLayers, nPositions } = d.layout;
           const rects = [[0, 0], [nLayers - 1, 0], [0, nPositions - 1], [nLayers - 1, nPositions - 1]]
             .map(([i, j]) => d.cellClientRect(i, j)).filter(Boolean);
@@ -594,7 +622,7 @@ def test_a_light_host_wins_over_a_dark_system_scheme(page, states, widget):
         "(v) => window.applyHost({ rootVars: v, bodyAttrs: { 'data-jp-theme-light': 'true' } })",
         JUPYTERLAB["light"],
     )
-    page.evaluate("([s, d]) => window.mount(s, d)", [states[widget], kind.debug])
+    page.evaluate("([s, d]) => window.mount(s, d)", [states[widget], kind.debug.split(".")[0]])
     _frames(page)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.locator(kind.root).screenshot(path=str(SHOTS / f"{widget}-jupyterlab-light-os-dark.png"))

@@ -5,7 +5,7 @@
  * sequential scale for KL, and two colours for "top-1 differs". Missing cells get no colour.
  */
 
-import { interpolateStops } from "../colour.js";
+import { DIVERGING_STOPS, interpolateStops } from "../colour.js";
 import { COLOUR_STOPS } from "../colour_stops.js";
 import { diffIndex } from "./payload.js";
 
@@ -15,10 +15,10 @@ import { diffIndex } from "./payload.js";
  */
 
 /**
- * Blue (less probability under b) – near-white (no change) – orange (more), after ColorBrewer's
- * Blues and Oranges. The middle stop is the colour of 0.
+ * Blue (less probability under b) – near-white (no change) – orange (more): the shared diverging
+ * scale (`colour.js`). The middle stop is the colour of 0.
  */
-export const DIVERGING = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
+export const DIVERGING = DIVERGING_STOPS;
 
 /** Top-1 the same / different. */
 export const SAME_COLOUR = /** @type {Rgb} */ ([214, 220, 228]);

@@ -1,12 +1,13 @@
 // @ts-check
 /** Filling the DOM from the data and the state: header, metric menu, sliders, legend, pin chip. */
 
-import { colourLut } from "../colour.js";
+import { colourLut, DIVERGING_STOPS, interpolateStops } from "../colour.js";
 import { h } from "../shared/dom.js";
 import { lensMenuText } from "../shared/lens_names.js";
 import { formatProb } from "../format.js";
 import { cellDetails } from "../details.js";
 import { legendTicks, metricDomain, metricSpec, shortLabel } from "../metrics.js";
+import { rowLabel } from "../rows.js";
 import { clampIndex } from "../state.js";
 import { hasTemplateTokens, rolesPresent, shownPromptText } from "../token_marks.js";
 import { displayToken, truncateText } from "../tokens.js";
@@ -117,16 +118,17 @@ export function showControls(ui, data, state) {
   promptText.textContent = text;
   promptText.setAttribute("title", text);
   promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
-  const layer = data.layers[state.layer];
   ui.layerUi.input.value = String(state.layer);
-  ui.layerUi.output.textContent = `L${layer}`;
-  ui.layerUi.input.setAttribute("aria-valuetext", `layer ${layer}, row ${state.layer + 1} of ${data.L}`);
+  ui.layerUi.output.textContent = rowLabel(data, state.layer);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
   const n = data.lengths[state.prompt];
-  const depth = data.nModelLayers && data.nModelLayers !== data.L ? ` of ${data.nModelLayers}` : "";
-  ui.dimsEl.textContent = `${data.L}${depth} layers × ${n} token${n === 1 ? "" : "s"}`;
+  const shownLayers = new Set(data.layers).size;
+  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
+  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
+  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L} layers (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
       "Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.",
   );
 }
@@ -166,6 +168,39 @@ export function showLegend(ui, data, shown, requested) {
 }
 
 /**
+ * The component view's legend: the diverging scale's bar and its ends, in logit units.
+ * @param {Ui} ui
+ * @param {import("../attribution.js").ComponentGrid | null} grid
+ * @param {boolean} softcap the logits stop before a final soft-cap
+ */
+export function showComponentLegend(ui, grid, softcap) {
+  const max = grid ? grid.max : 1;
+  ui.legendTitle.textContent = `Part of the logit${softcap ? " (before the soft-cap)" : ""}`;
+  ui.legendTitle.setAttribute("title", "Each component's direct part of the explained logit: orange raises it, blue lowers it");
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    for (let k = 0; k < 256; k++) image.data.set([...interpolateStops(DIVERGING_STOPS, k / 255), 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const end = String(Number(max.toPrecision(3)));
+  const ticks = [
+    { t: 0, label: `−${end}` },
+    { t: 0.5, label: "0" },
+    { t: 1, label: `+${end}` },
+  ];
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick.label);
+      span.style.left = `${(tick.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1) span.classList.add("murano-last");
+      return span;
+    }),
+  );
+}
+
+/**
  * The pinned-cell chip.
  * @param {Ui} ui
  * @param {LensData | null} data
@@ -181,6 +216,6 @@ export function showPin(ui, data, sel) {
   const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
   const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
-  ui.pinText.textContent = `Pinned: ${where}L${d.layer} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
+  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }

@@ -30,7 +30,40 @@ export function debugApi(view) {
         hideTemplate: s.hideTemplate,
         lens: s.lens,
         lenses: view.lenses.map((lens) => lens.lensName),
+        view: s.view,
+        explain: s.explain,
+        heads: s.heads,
       };
+    },
+    /** What the "why" panel shows: the cell it explains and its content (bars, total), or null. */
+    get why() {
+      return view.whyShown;
+    },
+    /** The component view: its state, geometry and values. */
+    components: {
+      get state() {
+        const c = view.components;
+        return { shown: c.shown, hover: c.hover, focus: c.focus, focused: c.focused };
+      },
+      get layout() {
+        const c = view.components;
+        return c.layout && { ...c.layout, scrollLeft: c.scrollLeft() };
+      },
+      get units() {
+        const grid = view.components.grid;
+        return grid ? grid.units.map((u) => u.label) : [];
+      },
+      /** Unit `u`'s part at position `j` (null: none), and the scale's half-width. */
+      value(/** @type {number} */ u, /** @type {number} */ j) {
+        const grid = view.components.grid;
+        if (!grid) return null;
+        const v = grid.values[u * grid.n + j];
+        return Number.isFinite(v) ? v : null;
+      },
+      get max() {
+        return view.components.grid ? view.components.grid.max : null;
+      },
+      cellClientRect: (/** @type {number} */ u, /** @type {number} */ j) => view.components.cellClientRect(u, j),
     },
     get layout() {
       return view.layout && { ...view.layout, scrollLeft: view.scrollLeft() };

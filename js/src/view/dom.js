@@ -2,6 +2,8 @@
 /** The widget's DOM, built once: header, sliders, the scrolling canvas, footer, tooltip. */
 
 import { h } from "../shared/dom.js";
+import { buildComponents } from "./components.js";
+import { buildWhy } from "./why.js";
 
 /**
  * @typedef {object} SliderUi
@@ -19,6 +21,11 @@ import { h } from "../shared/dom.js";
  * @property {HTMLLabelElement} lensLabel the lens menu's label (hidden with one lens)
  * @property {HTMLSelectElement} lensSelect the lens menu
  * @property {HTMLSelectElement} metricSelect
+ * @property {HTMLLabelElement} viewLabel the view menu's label (hidden without attribution)
+ * @property {HTMLSelectElement} viewSelect the heatmap of layers, or of components
+ * @property {import("./components.js").ComponentUi} comp the component view's elements
+ * @property {import("./why.js").WhyUi} why the "why" panel's elements
+ * @property {HTMLSpanElement} compKey the component view's key (its hatch: no part)
  * @property {SliderUi} promptUi
  * @property {SliderUi} layerUi
  * @property {HTMLDivElement} main the heatmap and the trajectory chart, side by side or stacked
@@ -44,6 +51,9 @@ import { h } from "../shared/dom.js";
  * @property {HTMLDivElement} readout
  * @property {HTMLDivElement} errorEl
  */
+
+/** The layer slider's hint. */
+export const LAYER_HINT = "highlighted row; its predictions appear under the tokens";
 
 /** The readout's text before any cell is hovered or focused. */
 export const READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
@@ -71,7 +81,16 @@ export function buildDom(el, id) {
   lensLabel.append(h("span", "murano-label", {}, "Lens"));
   const lensSelect = h("select", "murano-lens-select", { "aria-label": "Lens shown" });
   lensLabel.append(lensSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel, lensLabel);
+  // With direct logit attribution: the heatmap of layers, or the component view.
+  const viewLabel = h("label", "murano-view", { hidden: "" });
+  viewLabel.append(h("span", "murano-label", {}, "View"));
+  const viewSelect = h("select", "murano-view-select", { "aria-label": "View" });
+  viewSelect.append(
+    h("option", "", { value: "layers", title: "The heatmap: rows are layers" }, "layers"),
+    h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components"),
+  );
+  viewLabel.append(viewSelect);
+  header.append(titleEl, modelEl, dimsEl, metricLabel, viewLabel, lensLabel);
 
   const controls = h("div", "murano-controls");
   /** @type {(name: string, label: string) => SliderUi} */
@@ -91,7 +110,7 @@ export function buildDom(el, id) {
   const hideTemplate = h("input", "murano-hide-template-box", { type: "checkbox" });
   hideTemplateLabel.append(hideTemplate, h("span", "", {}, "hide chat-template tokens"));
   const layerUi = slider("layer", "Layer");
-  layerUi.extra.textContent = "highlighted row; its predictions appear under the tokens";
+  layerUi.extra.textContent = LAYER_HINT;
   controls.append(hideTemplateLabel);
 
   const body = h("div", "murano-heatmap");
@@ -107,8 +126,10 @@ export function buildDom(el, id) {
   scroller.append(track);
   body.append(scroller);
   const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
+  const comp = buildComponents(id);
   const main = h("div", "murano-main");
-  main.append(body, trajPanel);
+  main.append(body, comp.box, trajPanel);
+  const why = buildWhy();
   const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
 
   const footer = h("div", "murano-footer");
@@ -127,7 +148,9 @@ export function buildDom(el, id) {
   const generatedKey = h("span", "murano-key murano-key-generated", { hidden: "" });
   generatedKey.append(h("span", "murano-key-rule", { "aria-hidden": "true" }), h("span", "", {}, "generated from here (italic tokens)"));
   const roleKeys = h("span", "murano-role-keys", { hidden: "" });
-  legend.append(legendTitle, scale, settledKey, answerKey, missingKey, generatedKey, roleKeys);
+  const compKey = h("span", "murano-key murano-key-comp", { hidden: "" });
+  compKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no part (after the row read), or nothing explained"));
+  legend.append(legendTitle, scale, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
 
   const pinEl = h("span", "murano-pin", { hidden: "" });
   const pinText = h("span", "murano-pin-text");
@@ -137,10 +160,10 @@ export function buildDom(el, id) {
   footer.append(legend, pinEl, readout);
 
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
-  root.append(header, controls, main, footer, errorEl, tooltip);
+  root.append(header, controls, main, why.panel, footer, errorEl, tooltip);
   el.append(root);
   return {
-    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
+    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
     legendTitle, legendBar, legendTicks, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
     pinEl, pinText, unpinButton, readout, errorEl,
   };

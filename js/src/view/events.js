@@ -106,6 +106,15 @@ export function bindEvents(view) {
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
+  on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
+  on(ui.why.explainSelect, "change", () => view.setExplain(ui.why.explainSelect.value, true));
+  on(ui.why.heads, "change", () => view.setHeads(ui.why.heads.checked));
+  // The "why" panel keeps the last hovered cell while the pointer is in the widget.
+  on(ui.root, "pointerleave", () => {
+    if (!view.whyHover) return;
+    view.whyHover = null;
+    view.updateWhy();
+  });
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
     view.requestDraw();
@@ -126,6 +135,8 @@ export function bindEvents(view) {
     "change:layer": () => { view.syncLayer.cancel(); view.setModelLayer(model.get("layer")); },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
+    "change:view": () => view.setView(model.get("view"), false),
+    "change:explain": () => view.setExplain(model.get("explain"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
     "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
     "change:_sections": () => view.reload(),
@@ -138,6 +149,7 @@ export function bindEvents(view) {
   if (typeof ResizeObserver !== "undefined") {
     resizeObserver = new ResizeObserver(() => view.relayout());
     resizeObserver.observe(ui.scroller);
+    resizeObserver.observe(ui.comp.scroller);
   }
   // The host's theme changed: the canvas reads the palette again (theme.js).
   const stopWatchingTheme = watchTheme(() => {

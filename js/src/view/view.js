@@ -5,6 +5,7 @@
  * is laid out by `TooltipView`. Tokens reach the page only as text.
  */
 
+import { explainOptions, explainValue, hasAttribution, hasHeads, parseExplain, whyModel } from "../attribution.js";
 import { cellDetails, readoutText, tooltipModel } from "../details.js";
 import { cellRect, clampScroll, columnOf, computeLayout, GEOMETRY, positionAt, revealColumn } from "../layout.js";
 import { metricAvailable, resolveMetric } from "../metrics.js";
@@ -13,16 +14,18 @@ import { Painter } from "../painter.js";
 import { clampIndex, isSelected, toggleSelection } from "../state.js";
 import { throttle } from "../throttle.js";
 import { nearestShown, shownPositions } from "../token_marks.js";
-import { charCount } from "../tokens.js";
+import { charCount, displayToken } from "../tokens.js";
 import { chartColumn } from "../trajectory.js";
 import { chartBeside } from "../trajectory_layout.js";
 import { TrajectoryView } from "../trajectory_view.js";
-import { lensTitle, showControls, showData, showLegend, showLensMenu, showPin } from "./controls.js";
+import { ComponentView } from "./components.js";
+import { lensTitle, showComponentLegend, showControls, showData, showLegend, showLensMenu, showPin } from "./controls.js";
 import { debugApi } from "./debug.js";
 import { installDebug } from "../shared/debug.js";
-import { buildDom } from "./dom.js";
+import { buildDom, LAYER_HINT } from "./dom.js";
 import { bindEvents } from "./events.js";
 import { TooltipView } from "./tooltip.js";
+import { showExplainMenu, showWhy } from "./why.js";
 
 /**
  * @typedef {import("../payload.js").LensData} LensData
@@ -41,6 +44,18 @@ import { TooltipView } from "./tooltip.js";
  * @property {boolean} focused the focus cell is shown (keyboard focus)
  * @property {boolean} hideTemplate the chat template's own tokens are hidden from view
  * @property {string} lens the name of the lens shown (the `lens_name` trait)
+ * @property {"layers" | "components"} view the heatmap of layers, or the component view (the
+ *   `view` trait; components only with direct logit attribution)
+ * @property {string} explain what the "why" panel and the component view explain (the `explain`
+ *   trait: "top1", "answer", "target:" + a target)
+ * @property {boolean} heads each layer's attention split into its heads (the panel's box)
+ *
+ * @typedef {object} WhyCell The cell the "why" panel explains.
+ * @property {number} row
+ * @property {number} position
+ * @property {number} unit the component view's hovered or focused unit, else -1
+ * @property {string} source "hover", "focus", "pinned" or "default" (the highlighted row at the
+ *   prompt's last position)
  */
 
 /** Sync to Python at most this often while a slider is dragged. */
@@ -72,7 +87,15 @@ export class LensView {
     /** The metric the cells show: the requested one, or the last shown while it loads. */
     this.shownMetric = "";
     /** @type {ViewState} */
-    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "" };
+    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
+    /**
+     * The heatmap cell the "why" panel keeps after a hover: kept while the pointer moves on to the
+     * panel (to change what it explains, say), dropped when it leaves the widget.
+     * @type {Cell | null}
+     */
+    this.whyHover = null;
+    /** @type {{cell: WhyCell | null, model: import("../attribution.js").WhyModel | null}} what the panel shows */
+    this.whyShown = { cell: null, model: null };
     /** @type {{frames: number, lastDrawMs: number, visible: [number, number], drawListeners: ((ms: number) => void)[]}} */
     this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
     this.syncPrompt = throttle((/** @type {number} */ v) => this.send("prompt", v), SYNC_INTERVAL_MS);
@@ -104,8 +127,12 @@ export class LensView {
     // hovered column) when it can help it.
     this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
       ...(this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())]),
+      // The "why" panel follows the hovered cell: it is read beside the tooltip.
+      ...(this.ui.why.panel.hidden ? [] : [rectOf(this.ui.why.bars.getBoundingClientRect())]),
       this.trajectory.keepVisibleRect(),
     ]);
+    this.componentsAbort = new AbortController();
+    this.components = new ComponentView(this.ui.comp, this, this.componentsAbort.signal);
     this.unbind = bindEvents(this);
     this.reload();
     this.removeDebug = installDebug(el, "heatmap", debugApi(this));
@@ -115,6 +142,7 @@ export class LensView {
 
   destroy() {
     this.unbind();
+    this.componentsAbort.abort();
     this.trajectory.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.frame = 0;
@@ -162,6 +190,8 @@ export class LensView {
       s.metric = resolveMetric(data, model.get("metric"));
       s.selected = model.get("selected") ?? null;
       s.hideTemplate = model.get("hide_template") === true;
+      s.view = model.get("view") === "components" ? "components" : "layers";
+      s.explain = typeof model.get("explain") === "string" ? model.get("explain") : "top1";
     } else {
       s.prompt = clampIndex(s.prompt, data.P);
       s.layer = clampIndex(s.layer, data.L);
@@ -169,7 +199,8 @@ export class LensView {
     }
     this.loaded = true;
     // Answers or targets were asked for: their lines (detail sections) are what the chart is for.
-    if (data.answerSets.length || data.targets.length) this.requestDetails();
+    // Attribution: the "why" panel shows a cell at once, from the detail sections.
+    if (data.answerSets.length || data.targets.length || hasAttribution(data)) this.requestDetails();
     if (!metricAvailable(data, this.shownMetric)) {
       this.shownMetric = metricAvailable(data, s.metric) ? s.metric : (data.metrics.find((m) => metricAvailable(data, m.name)) || data.metrics[0]).name;
     }
@@ -180,8 +211,168 @@ export class LensView {
     showControls(ui, data, s);
     this.refreshMetric();
     showPin(ui, data, s.selected);
+    this.showAttribution();
     this.relayout();
     this.updateTooltip();
+  }
+
+  /**
+   * The attribution's controls (the view menu, the panel's menu and heads box) and the view shown,
+   * for the data shown: without attribution, the heatmap alone.
+   */
+  showAttribution() {
+    const data = this.data;
+    if (!data) return;
+    const { ui, state: s } = this;
+    const offered = hasAttribution(data);
+    if (!offered) s.view = "layers";
+    s.explain = explainValue(data, parseExplain(data, s.explain));
+    if (!hasHeads(data.components)) s.heads = false;
+    ui.viewLabel.hidden = !offered;
+    ui.viewSelect.value = s.view;
+    ui.why.panel.hidden = !offered;
+    ui.why.headsLabel.hidden = !hasHeads(data.components);
+    ui.why.heads.checked = s.heads;
+    showExplainMenu(ui.why, explainOptions(data, (t) => displayToken(t)), s.explain);
+    this.components.invalidate();
+    this.applyView();
+    this.updateWhy();
+  }
+
+  /** Shows the heatmap and its chart, or the component view, and the legend that goes with it. */
+  applyView() {
+    const { ui, state: s } = this;
+    const components = s.view === "components";
+    ui.body.hidden = components;
+    ui.trajPanel.hidden = components;
+    ui.comp.box.hidden = !components;
+    ui.root.classList.toggle("murano-components-view", components);
+    ui.compKey.hidden = !components;
+    ui.layerUi.extra.textContent = components ? "the row whose logits the components are read at" : LAYER_HINT;
+    this.refreshMetric();
+  }
+
+  /**
+   * Shows the heatmap of layers or the component view (the view menu, or the `view` trait).
+   * @param {unknown} value
+   * @param {boolean} sync tell Python (the user chose it in the menu)
+   */
+  setView(value, sync) {
+    const data = this.data;
+    if (!data) return;
+    const view = value === "components" && hasAttribution(data) ? "components" : "layers";
+    if (sync) this.send("view", view);
+    this.ui.viewSelect.value = view;
+    if (view === this.state.view) return;
+    this.state.view = view;
+    this.state.hover = null;
+    this.components.hover = null;
+    this.components.revealPending = true;
+    this.applyView();
+    this.relayout();
+    this.updateTooltip();
+  }
+
+  /**
+   * What the panel and the component view explain (the panel's menu, or the `explain` trait).
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setExplain(value, sync) {
+    const data = this.data;
+    if (!data) return;
+    const explain = explainValue(data, parseExplain(data, value));
+    if (sync) this.send("explain", explain);
+    this.ui.why.explainSelect.value = explain;
+    if (explain === this.state.explain) return;
+    this.state.explain = explain;
+    this.components.invalidate();
+    this.relayoutComponents();
+    this.updateWhy();
+    this.updateTooltip();
+  }
+
+  /**
+   * Splits each layer's attention into its heads, or sums them (the panel's box).
+   * @param {boolean} heads
+   */
+  setHeads(heads) {
+    this.ui.why.heads.checked = heads;
+    if (heads === this.state.heads) return;
+    this.state.heads = heads;
+    this.components.hover = null;
+    this.components.focus = null;
+    this.components.invalidate();
+    this.relayoutComponents();
+    this.updateWhy();
+  }
+
+  /** What the panel and the component view explain, read for the data shown. */
+  explainChoice() {
+    return this.data ? parseExplain(this.data, this.state.explain) : /** @type {const} */ ({ kind: "top1" });
+  }
+
+  /** The component view's values changed (row, prompt, explained logit): lay it out again. */
+  relayoutComponents() {
+    if (this.components.shown) this.components.relayout();
+  }
+
+  /**
+   * The component view's hovered or focused cell changed: the tooltip and the panel follow.
+   * @param {Cell | null} cell
+   */
+  componentCellChanged(cell) {
+    if (cell) this.requestDetails();
+    this.updateTooltip();
+    this.updateWhy();
+  }
+
+  /**
+   * The cell the "why" panel explains: the hovered cell (the component view's: its position in
+   * the highlighted row), else the keyboard focus, else the pinned cell, else the highlighted
+   * row at the prompt's last position.
+   * @returns {WhyCell | null}
+   */
+  whyCell() {
+    const data = this.data;
+    if (!data) return null;
+    const s = this.state;
+    if (s.view === "components") {
+      const c = this.components;
+      const cell = c.hover || (c.focused ? c.focus : null);
+      if (cell) return { row: s.layer, position: cell.position, unit: cell.layerIndex, source: c.hover ? "hover" : "focus" };
+    } else {
+      const hover = s.hover || this.whyHover;
+      if (hover) return { row: hover.layerIndex, position: hover.position, unit: -1, source: "hover" };
+      if (s.focused && s.focus) return { row: s.focus.layerIndex, position: s.focus.position, unit: -1, source: "focus" };
+    }
+    const sel = s.selected;
+    if (sel && sel.prompt === s.prompt && sel.layer_index < data.L && sel.position < data.lengths[s.prompt]) {
+      return { row: sel.layer_index, position: sel.position, unit: -1, source: "pinned" };
+    }
+    return { row: s.layer, position: data.lengths[s.prompt] - 1, unit: -1, source: "default" };
+  }
+
+  /** Fills the "why" panel for the cell it explains. */
+  updateWhy() {
+    const data = this.data;
+    if (!data || !hasAttribution(data) || this.ui.why.panel.hidden) {
+      this.whyShown = { cell: null, model: null };
+      return;
+    }
+    const cell = this.whyCell();
+    const s = this.state;
+    const explain = this.explainChoice();
+    const model =
+      cell && data.arrays.contributions
+        ? whyModel(data, { explain, prompt: s.prompt, row: cell.row, position: cell.position, heads: s.heads, show: (t) => displayToken(t) })
+        : null;
+    let message = "";
+    if (!data.arrays.contributions) message = "Loading the attribution…";
+    else if (!model && explain.kind === "answer") message = "Nothing to explain: this prompt has no answer (or no foil, where other prompts have one).";
+    else if (!model) message = "This cell has no value to explain (not finite).";
+    showWhy(this.ui.why, model, { message, current: cell ? cell.unit : -1 });
+    this.whyShown = { cell, model };
   }
 
   /** @param {string} message */
@@ -227,6 +418,7 @@ export class LensView {
     s.hideTemplate = hide;
     s.hover = null;
     this.chartHover = null;
+    this.components.invalidate();
     if (s.focus) s.focus = this.clampCell(s.focus);
     if (this.data) showControls(this.ui, this.data, s); // the prompt's text loses or regains them
     this.layoutKey = null;
@@ -275,12 +467,18 @@ export class LensView {
     this.state.prompt = prompt;
     this.state.hover = null;
     this.chartHover = null;
+    this.whyHover = null;
+    this.components.hover = null;
+    this.components.focus = null;
+    this.components.revealPending = true;
+    this.components.invalidate();
     if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
     showControls(this.ui, data, this.state);
     showPin(this.ui, data, this.state.selected);
     this.revealPending = true;
     this.relayout();
     this.updateTooltip();
+    this.updateWhy();
   }
 
   /**
@@ -299,6 +497,9 @@ export class LensView {
     }
     this.state.layer = row;
     showControls(this.ui, data, this.state);
+    this.components.invalidate();
+    this.relayoutComponents();
+    this.updateWhy();
     this.requestDraw();
   }
 
@@ -353,6 +554,7 @@ export class LensView {
     showControls(this.ui, data, s);
     this.refreshMetric();
     showPin(this.ui, data, s.selected);
+    this.showAttribution();
     this.layoutKey = null;
     this.relayout();
     this.updateTooltip();
@@ -368,6 +570,7 @@ export class LensView {
     if (sync) this.send("selected", value);
     showPin(this.ui, this.data, value);
     this.updateTooltip();
+    this.updateWhy();
     this.requestDraw();
   }
 
@@ -378,9 +581,11 @@ export class LensView {
     this.state.hover = cell;
     if (cell) {
       this.chartHover = cell;
+      this.whyHover = cell;
       this.requestDetails();
     }
     this.updateTooltip();
+    this.updateWhy();
     this.requestDraw();
   }
 
@@ -394,6 +599,7 @@ export class LensView {
     // not a cell the pointer happens to rest on or left behind on its way to the chart.
     this.state.hover = null;
     this.chartHover = null;
+    this.whyHover = null;
     if (this.layout) {
       const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
       if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
@@ -449,8 +655,9 @@ export class LensView {
     const available = metricAvailable(data, s.metric);
     if (available) this.shownMetric = s.metric;
     else this.requestDetails();
-    this.ui.root.classList.toggle("murano-loading", !available);
-    showLegend(this.ui, data, this.shownMetric, s.metric);
+    this.ui.root.classList.toggle("murano-loading", !available && s.view !== "components");
+    if (s.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
+    else showLegend(this.ui, data, this.shownMetric, s.metric);
   }
 
   // ---- Tooltip -------------------------------------------------------------------------------
@@ -462,6 +669,19 @@ export class LensView {
   }
 
   updateTooltip() {
+    if (this.state.view === "components") {
+      const c = this.components;
+      const cell = this.data && c.grid ? c.hover || (c.focused ? c.focus : null) : null;
+      const rect = cell && c.cellClientRect(cell.layerIndex, cell.position);
+      if (!cell || !rect) {
+        this.tooltip.hide();
+        return;
+      }
+      const s = this.state;
+      this.tooltip.show(c.tooltipContent(cell), isSelected(s.selected, s.prompt, s.layer, cell.position));
+      this.tooltip.place(rect);
+      return;
+    }
     const cell = this.data && this.layout ? this.tooltipCell() : null;
     if (!cell || !this.data) {
       this.tooltip.hide();
@@ -475,7 +695,7 @@ export class LensView {
 
   /** @param {Cell} cell */
   placeTooltip(cell) {
-    if (this.tooltip.hidden || !this.layout) return;
+    if (this.tooltip.hidden || !this.layout || this.state.view === "components") return;
     const column = columnOf(this.layout, cell.position);
     if (column < 0) return;
     const r = cellRect(this.layout, cell.layerIndex, column, this.scrollLeft());
@@ -516,6 +736,8 @@ export class LensView {
     }
     if (this.revealPending) this.revealPromptEnd();
     this.draw();
+    this.relayoutComponents();
+    if (this.state.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
   }
 
   /**
@@ -627,7 +849,8 @@ export class LensView {
     );
     const tipCell = this.tooltipCell();
     if (tipCell && !this.tooltip.hidden) this.placeTooltip(tipCell);
-    this.drawTrajectory();
+    if (this.state.view === "components") this.components.draw();
+    else this.drawTrajectory();
     this.debug.frames += 1;
     this.debug.lastDrawMs = performance.now() - t0;
     for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);

@@ -1,0 +1,432 @@
+"""The "why" panel, the component view and sublayer rows in headless Chromium (issue 23, item 4).
+
+The demo model's lens with the step's own direct logit attribution (``decompose=True``, heads,
+a row after each layer's attention, a foil): the panel's bars are read back from the page and
+compared with the result's floats, computed here again from ``result.contributions`` (the top 8
+units by size in model order, "other", "bias", summing to ``top1_logits``); the component view
+is driven with the keyboard; the choices sync with Python; the export works with no kernel.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from harness import Bridge
+
+from murano_widgets import LogitLensWidget, load_demo_model
+from murano_widgets.run import run_logit_lens
+
+pytestmark = pytest.mark.browser
+
+PROMPTS = ["The capital of France is", "Monday, Tuesday, Wednesday,"]
+TOP = 8
+# The shared diverging scale (js/src/colour.js DIVERGING_STOPS).
+DIVERGING = [
+    "#08519c",
+    "#3182bd",
+    "#6baed6",
+    "#c6dbef",
+    "#f4f4f2",
+    "#fdd0a2",
+    "#fd8d3c",
+    "#e6550d",
+    "#a63603",
+]
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run_logit_lens(
+        load_demo_model(),
+        PROMPTS,
+        answers=[" Paris", " Thursday"],
+        foils=[" London", None],
+        targets=[" London"],
+        decompose=True,
+        heads=True,
+        sites=("resid_mid", "resid_post"),
+    )
+
+
+@pytest.fixture
+def widget(result):
+    return LogitLensWidget(result)
+
+
+# -- What the panel should show, from the result ------------------------------------------------
+
+
+def units(labels: list[str], heads: bool) -> list[tuple[str, list[int]]]:
+    """The panel's units: a layer's heads and attention bias summed as "L3 attn" unless heads."""
+    out: list[tuple[str, list[int]]] = []
+    for k, label in enumerate(labels):
+        head = re.fullmatch(r"L(\d+)\.H(\d+)", label)
+        part = re.fullmatch(r"L(\d+)\.(attn|mlp|attn_bias)", label)
+        layer = head.group(1) if head else part.group(1) if part else None
+        if layer is not None and not heads and (head or part.group(2) == "attn_bias"):
+            name = f"L{layer} attn"
+            if out and out[-1][0] == name:
+                out[-1][1].append(k)
+            else:
+                out.append((name, [k]))
+        elif head:
+            out.append((f"L{layer} H{head.group(2)}", [k]))
+        elif part:
+            word = {"attn": "attn", "mlp": "MLP", "attn_bias": "attn bias"}[part.group(2)]
+            out.append((f"L{layer} {word}", [k]))
+        else:
+            out.append((label, [k]))
+    return out
+
+
+def expected_bars(parts, bias: float, labels: list[str], heads: bool) -> list[tuple[str, float]]:
+    """The top units by |part| in model order, then other (the rest) and bias."""
+    values = np.asarray(parts, dtype=np.float64)
+    grouped = []
+    for name, members in units(labels, heads):
+        finite = values[members][np.isfinite(values[members])]
+        if finite.size:
+            grouped.append((name, float(finite.sum())))
+    order = sorted(range(len(grouped)), key=lambda i: (-abs(grouped[i][1]), i))[:TOP]
+    bars = [grouped[i] for i in sorted(order)]
+    rest = [grouped[i][1] for i in range(len(grouped)) if i not in order]
+    if rest:
+        bars.append((f"other ({len(rest)})", sum(rest)))
+    bars.append(("bias", bias))
+    return bars
+
+
+def logit_text(value: float) -> str:
+    """formatLogit of js/src/attribution.js."""
+    text = f"{abs(value):.2f}"
+    if float(text) == 0:
+        return "0.00"
+    return ("−" if value < 0 else "+") + text
+
+
+def display(token: str) -> str:
+    return token.replace(" ", "␣").replace("\n", "↵")
+
+
+def panel(page) -> dict:
+    """The panel as the page shows it: its title, bars (label, printed value, exact value) and
+    total."""
+    return page.evaluate(
+        """() => {
+          const p = document.querySelector('.murano-why');
+          return {
+            hidden: p.hidden,
+            title: p.querySelector('.murano-why-title').textContent,
+            where: p.querySelector('.murano-why-where').textContent,
+            bars: [...p.querySelectorAll('.murano-why-row')].map((r) => [
+              r.dataset.label, r.querySelector('.murano-why-value').textContent, Number(r.dataset.value),
+              r.getAttribute('role'), r.getAttribute('aria-label')]),
+            totalLabel: p.querySelector('.murano-why-total-label').textContent,
+            total: p.querySelector('.murano-why-total-value').textContent,
+            totalValue: Number(p.querySelector('.murano-why-total-value').dataset.value),
+            note: p.querySelector('.murano-why-note').textContent,
+          };
+        }"""
+    )
+
+
+def check_panel(shown: dict, bars: list[tuple[str, float]], total: float) -> None:
+    assert [b[0] for b in shown["bars"]] == [b[0] for b in bars]
+    for (label, text, value, role, aria), (_, want) in zip(shown["bars"], bars, strict=True):
+        assert math.isclose(value, want, abs_tol=1e-4), (label, value, want)
+        assert text == logit_text(want), (label, text, want)
+        assert role == "listitem" and aria.endswith(f": {text}")
+    assert math.isclose(sum(b[2] for b in shown["bars"]), total, abs_tol=1e-3), "the bars sum to it"
+    assert math.isclose(shown["totalValue"], total, abs_tol=1e-5)
+    assert shown["total"] == logit_text(total)
+
+
+# -- The tests ----------------------------------------------------------------------------------
+
+
+def test_hover_and_pin_show_the_cells_top_components_as_the_result_has_them(page, widget, result):
+    bridge = Bridge(page, widget)
+    bridge.sync()  # the detail sections (the attribution among them) arrive
+    labels = result.component_labels
+    assert not panel(page)["hidden"]
+    # Hover row 7 (layer 3 after attention) of prompt 0 at position 2.
+    row, position = 6, 2
+    seq = result.positions(0).tolist()[position]
+    page.mouse.move(*bridge.cell_center(row, position))
+    bridge.wait_frames()
+    shown = panel(page)
+    cell = (row, 0, seq)
+    assert shown["title"] == f"Why {display(result.predicted_words[row][0][seq])}?"
+    assert shown["where"] == f"L3 attn · position {position}"
+    assert shown["totalLabel"] == "logit"
+    check_panel(
+        shown,
+        expected_bars(
+            result.contributions[cell], float(result.contribution_bias[cell]), labels, False
+        ),
+        float(result.top1_logits[cell]),
+    )
+    assert "after L3 attn have no part" in shown["note"]
+    # The tooltip names the sublayer row.
+    assert "Layer 3 after attention · position 2" in page.inner_text(".murano-tooltip")
+
+    # Pin another cell; the pointer leaves the widget: the panel shows the pinned cell.
+    row, position = 11, 4
+    page.mouse.click(*bridge.cell_center(row, position))
+    bridge.sync()
+    assert widget.selected["layer_index"] == row and widget.selected["position"] == position
+    page.mouse.move(1, 1)
+    bridge.wait_frames()
+    seq = result.positions(0).tolist()[position]
+    cell = (row, 0, seq)
+    shown = panel(page)
+    assert shown["where"] == f"L5 · position {position}"
+    check_panel(
+        shown,
+        expected_bars(
+            result.contributions[cell], float(result.contribution_bias[cell]), labels, False
+        ),
+        float(result.top1_logits[cell]),
+    )
+    assert shown["note"] == "", "the last row holds every component"
+
+
+def test_the_explain_menu_and_the_heads_box_sync_with_python(page, widget, result):
+    bridge = Bridge(page, widget)
+    bridge.sync()
+    labels = result.component_labels
+    # The menu: the top-1, the answer (against the foil), the target.
+    options = page.eval_on_selector_all(".murano-why-select option", "os => os.map((o) => o.value)")
+    assert options == ["top1", "answer", "target: London"]
+    page.select_option(".murano-why-select", "answer")
+    bridge.sync()
+    assert widget.explain == "answer"
+    shown = panel(page)
+    assert shown["title"] == "Why the answer ␣Paris rather than ␣London?"
+    assert shown["totalLabel"] == "logit difference"
+    row = 11  # the highlighted row (the last), at the prompt's last position
+    parts = result.answer_row_contributions[row, 0]
+    bias = float(result.answer_row_bias[row, 0])
+    check_panel(
+        shown, expected_bars(parts, bias, labels, False), float(np.nansum(parts.numpy()) + bias)
+    )
+    # Python chooses the target; heads split each layer's attention.
+    widget.explain = "target: London"
+    bridge.kernel_set("explain")
+    bridge.wait_frames()
+    assert page.input_value(".murano-why-select") == "target: London"
+    page.check(".murano-why-heads-box")
+    bridge.wait_frames()
+    last = len(result.positions(0)) - 1
+    seq = result.positions(0).tolist()[last]
+    parts = result.target_contributions[row, 0, seq, 0]
+    bias = float(result.target_bias[row, 0, seq, 0])
+    shown = panel(page)
+    assert shown["title"] == "Why target ␣London?"
+    bars = expected_bars(parts, bias, labels, True)
+    assert any(" H" in label for label, _ in bars), "heads are units of their own"
+    check_panel(shown, bars, float(np.nansum(parts.numpy()) + bias))
+    # The second prompt has an answer but no foil where the first has one: nothing to explain.
+    widget.explain = "answer"
+    bridge.kernel_set("explain")
+    widget.prompt = 1
+    bridge.kernel_set("prompt")
+    bridge.wait_frames()
+    shown = panel(page)
+    assert shown["bars"] == [] and "no foil" in shown["note"]
+
+
+def diverging(value: float, top: float) -> np.ndarray:
+    """The diverging scale's colour of a part (js/src/attribution.js partColour)."""
+    t = 0.5 + 0.5 * max(-1.0, min(1.0, value / top))
+    pos = t * (len(DIVERGING) - 1)
+    i = min(len(DIVERGING) - 2, int(pos))
+    f = pos - i
+    a, b = (np.array([int(c[k : k + 2], 16) for k in (1, 3, 5)]) for c in DIVERGING[i : i + 2])
+    return np.round(a + (b - a) * f)
+
+
+def test_the_component_view_by_keyboard_and_pointer(page, widget, result):
+    bridge = Bridge(page, widget)
+    bridge.sync()
+    page.select_option(".murano-view-select", "components")
+    bridge.sync()
+    assert widget.view == "components"
+    assert page.is_hidden(".murano-heatmap") and page.is_visible(".murano-comp-canvas")
+    label = page.get_attribute(".murano-comp-canvas", "aria-label")
+    assert "Component view: 13 components" in label and "Arrow keys" in label
+    assert page.get_attribute(".murano-comp-canvas", "role") == "application"
+    comp = "window.debug.components"
+    names = page.evaluate(f"() => {comp}.units")
+    assert names == [name for name, _ in units(result.component_labels, False)]
+    # Every cell's value is the unit's part of its position's top-1 logit at the last row.
+    row = 11
+    n = len(result.positions(0))
+    grouped = units(result.component_labels, False)
+    top = 0.0
+    for j, seq in enumerate(result.positions(0).tolist()):
+        parts = result.contributions[row, 0, seq].numpy()
+        for u, (_, members) in enumerate(grouped):
+            want = float(parts[members].sum())
+            got = page.evaluate(f"([u, j]) => {comp}.value(u, j)", [u, j])
+            assert math.isclose(got, want, abs_tol=1e-4), (u, j, got, want)
+            top = max(top, abs(want))
+    top_shown = page.evaluate(f"() => {comp}.max")
+    assert top_shown >= top
+    # A cell's colour is its part's on the diverging scale (read clear of its text).
+    u, j = len(grouped) - 1, n - 1
+    r = page.evaluate(f"([u, j]) => {comp}.cellClientRect(u, j)", [u, j])
+    pixel = page.evaluate(
+        """([x, y]) => { const c = document.querySelector('.murano-comp-canvas');
+             const b = c.getBoundingClientRect(); const k = c.width / b.width;
+             return Array.from(c.getContext('2d').getImageData(Math.floor((x - b.left) * k), Math.floor((y - b.top) * k), 1, 1).data); }""",
+        [r["x"] + 3, r["y"] + r["h"] - 3],
+    )
+    want = diverging(
+        float(result.contributions[row, 0, result.positions(0)[j]].numpy()[grouped[u][1]].sum()),
+        top_shown,
+    )
+    assert np.abs(np.array(pixel[:3]) - want).max() <= 3, (pixel, want)
+
+    # The keyboard: focus starts at the top unit of the last position; arrows move it.
+    page.focus(".murano-comp-canvas")
+    bridge.wait_frames()
+    state = page.evaluate(f"() => {comp}.state")
+    assert state["focused"] and state["focus"] == {
+        "layerIndex": len(grouped) - 1,
+        "position": n - 1,
+    }
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowLeft")
+    bridge.wait_frames()
+    assert page.evaluate(f"() => {comp}.state")["focus"] == {
+        "layerIndex": len(grouped) - 2,
+        "position": n - 2,
+    }
+    unit, members = grouped[-2]
+    seq = result.positions(0).tolist()[n - 2]
+    value = float(result.contributions[row, 0, seq].numpy()[members].sum())
+    token = display(result.predicted_words[row][0][seq])
+    readout = page.inner_text(".murano-readout")
+    assert readout.endswith(f": {logit_text(value)} to the logit of {token} at L5."), readout
+    assert f"{unit} · position {n - 2}" in page.inner_text(".murano-tooltip")
+    # The panel follows the focused cell, its unit marked.
+    shown = panel(page)
+    assert shown["where"] == f"L5 · position {n - 2}"
+    current = page.eval_on_selector_all(
+        ".murano-why-current", "rs => rs.map((r) => r.dataset.label)"
+    )
+    assert current in ([unit], []), current  # marked where it is one of the bars shown
+    # Enter pins the position (the highlighted row's cell); Escape unpins.
+    page.keyboard.press("Enter")
+    bridge.sync()
+    assert widget.selected["layer_index"] == row and widget.selected["position"] == n - 2
+    page.keyboard.press("Escape")
+    bridge.sync()
+    assert widget.selected is None
+    # Python switches back.
+    widget.view = "layers"
+    bridge.kernel_set("view")
+    bridge.wait_frames()
+    assert page.is_visible(".murano-canvas") and page.is_hidden(".murano-components")
+
+
+def test_sublayer_rows_are_labelled_on_the_axis_and_the_slider(page, widget):
+    bridge = Bridge(page, widget)
+    layout = bridge.layout()
+    labels = [
+        t["text"]
+        for t in sorted(bridge.texts(), key=lambda t: t["y"])
+        if t["x"] < layout["labelW"]
+        and layout["heatY"] <= t["y"] < layout["heatY"] + layout["heatH"]
+    ]
+    assert labels == [
+        "5",
+        "5 attn",
+        "4",
+        "4 attn",
+        "3",
+        "3 attn",
+        "2",
+        "2 attn",
+        "1",
+        "1 attn",
+        "0",
+        "0 attn",
+    ]
+    page.focus(".murano-layer-control .murano-slider")
+    page.keyboard.press("ArrowLeft")
+    bridge.sync()
+    assert page.inner_text(".murano-layer-control .murano-value") == "L5 attn"
+    assert widget.layer == 5
+    assert "12 rows" in page.inner_text(".murano-dims")
+
+
+def test_dark_theme_colours_the_bars_from_the_theme(page, widget, result):
+    bridge = Bridge(page, widget, dark=True)
+    bridge.sync()
+    # A cell whose parts go both ways.
+    labels = result.component_labels
+    row, position = next(
+        (row, j)
+        for row in range(len(result.addresses))
+        for j, seq in enumerate(result.positions(0).tolist())
+        if len(
+            {
+                v > 0
+                for _, v in expected_bars(result.contributions[row, 0, seq], 0.0, labels, False)[
+                    :-1
+                ]
+            }
+        )
+        == 2
+    )
+    page.mouse.move(*bridge.cell_center(row, position))
+    bridge.wait_frames()
+    colours = page.evaluate(
+        """() => [...document.querySelectorAll('.murano-why-fill')].map((f) =>
+             [f.classList.contains('murano-why-neg') ? 'neg' : 'pos', getComputedStyle(f).backgroundColor])"""
+    )
+    assert {c for kind, c in colours if kind == "pos"} <= {"rgb(253, 141, 60)"}
+    assert {c for kind, c in colours if kind == "neg"} <= {"rgb(107, 174, 214)"}
+    assert {kind for kind, _ in colours} == {"pos", "neg"}
+    background = page.evaluate(
+        "() => getComputedStyle(document.querySelector('.murano-root')).backgroundColor"
+    )
+    assert background == "rgb(17, 20, 24)"
+    bridge.screenshot("why-dark.png")
+
+
+def test_the_export_shows_the_panel_and_the_component_view_with_no_kernel(
+    offline_page, widget, result, tmp_path
+):
+    page = offline_page
+    widget.selected = {"prompt": 0, "layer_index": 9, "position": 3}
+    widget.explain = "target: London"
+    path = widget.save_html(tmp_path / "why.html")
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.muranoWidget && window.muranoWidget.model")
+    page.wait_for_selector(".murano-why-row")
+    seq = result.positions(0).tolist()[3]
+    parts = result.target_contributions[9, 0, seq, 0]
+    bias = float(result.target_bias[9, 0, seq, 0])
+    shown = panel(page)
+    assert shown["where"] == "L4 · position 3"
+    check_panel(
+        shown,
+        expected_bars(parts, bias, result.component_labels, False),
+        float(np.nansum(parts.numpy()) + bias),
+    )
+    page.select_option(".murano-why-select", "top1")
+    assert page.evaluate("() => window.muranoWidget.model.get('explain')") == "top1"
+    page.select_option(".murano-view-select", "components")
+    assert page.evaluate("() => window.muranoWidget.model.get('view')") == "components"
+    assert page.is_visible(".murano-comp-canvas")
+    page.focus(".murano-comp-canvas")
+    page.keyboard.press("ArrowUp")
+    assert "to the logit of" in page.inner_text(".murano-readout")
+    assert page.refused == []
+    assert not page.errors
