@@ -136,8 +136,11 @@ class LogitLensResult:
             string's first token), minus its foil's (``PromptBatch(foils=...)``), at the
             prompt's last position under the model's own readout. NaN without an answer.
         answer_contribution_bias: ``[n_inputs]`` the bias term of the same.
-        answer_row_contributions: ``[n_layers, n_inputs, n_components]`` the same under every
-            row's lens; ``answer_row_bias`` ``[n_layers, n_inputs]`` its bias term.
+        answer_token_contributions: ``[n_layers, n_inputs, seq, n_components]`` the same at
+            every cell, under the row's lens (the answer's first token as the next token, minus
+            the foil's); ``answer_token_bias`` ``[n_layers, n_inputs, seq]``.
+        answer_row_contributions: ``[n_layers, n_inputs, n_components]`` the same at the last
+            position under every row's lens; ``answer_row_bias`` ``[n_layers, n_inputs]``.
         target_contributions: ``[n_layers, n_inputs, seq, n_targets, n_components]`` each
             component's contribution to each target's (first) token at every cell;
             ``target_bias`` ``[n_layers, n_inputs, seq, n_targets]``.
@@ -187,6 +190,8 @@ class LogitLensResult:
     top1_logits: torch.Tensor | None = None
     answer_contributions: torch.Tensor | None = None
     answer_contribution_bias: torch.Tensor | None = None
+    answer_token_contributions: torch.Tensor | None = None
+    answer_token_bias: torch.Tensor | None = None
     answer_row_contributions: torch.Tensor | None = None
     answer_row_bias: torch.Tensor | None = None
     target_contributions: torch.Tensor | None = None

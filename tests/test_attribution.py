@@ -463,3 +463,35 @@ def test_a_remote_trace_does_not_carry_the_models_weights(demo):
     assert layout.out_weights == [] and len(step.components.out_weights) == demo.n_layers
     readout = pickle.loads(pickle.dumps(step.readout))
     assert readout.head is None and step.readout.head is not None
+
+
+def test_the_answer_is_attributed_at_every_cell(demo):
+    """answer_token_contributions: the answer's first token (minus the foil's) at every cell;
+    at the last position it is answer_row_contributions; each cell sums to the difference of
+    the two tokens' lens logits (from the top-1 logit and the probabilities' ratio)."""
+    prompts = ["The capital of France is", "The capital of Italy is the city of"]
+    result = run_logit_lens(
+        demo, prompts, answers=[" Paris", " Rome"], foils=[" Rome", " Paris"], decompose=True
+    )
+    cells = result.answer_token_contributions
+    assert cells.shape == (*result.max_probs.shape, len(result.component_labels))
+    last = result.attention_mask.sum(1) - 1
+    for index in range(2):
+        position = int(last[index]) if demo.tokenizer.padding_side == "right" else -1
+        torch.testing.assert_close(
+            cells[:, index, position], result.answer_row_contributions[:, index], equal_nan=True
+        )
+    # Every real cell has a value (the embedding's, at least); padding has none.
+    real = result.attention_mask.bool()
+    assert not torch.isnan(cells[:, real, 0]).any() and torch.isnan(cells[:, ~real]).all()
+    # logit(a) - logit(b) = log p(a) - log p(b): the probabilities come from the reductions,
+    # the contributions from the decomposition.
+    tokens = demo.tokenizer
+    paris = tokens(prompts[0] + " Paris")["input_ids"][-1]
+    rome = tokens(prompts[0] + " Rome")["input_ids"][-1]
+    full = run_logit_lens(demo, prompts, store_full_probs=True)
+    logratio = full.all_probs[..., paris].log() - full.all_probs[..., rome].log()
+    total = cells.nansum(-1) + result.answer_token_bias
+    torch.testing.assert_close(
+        total[:, 0][:, real[0]], logratio[:, 0][:, real[0]], atol=2e-4, rtol=1e-4
+    )

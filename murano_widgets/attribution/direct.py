@@ -103,6 +103,7 @@ def decompose_rows(
     rows: torch.Tensor,
     top1: torch.Tensor,
     last_rows: torch.Tensor,
+    prompt_of: torch.Tensor,
     answers: torch.Tensor | None,
     foils: torch.Tensor | None,
     targets: torch.Tensor | None,
@@ -116,13 +117,16 @@ def decompose_rows(
         rows: ``[n_shown]`` the shown cells' indices into the states.
         top1: ``[n_rows, n_shown]`` each cell's top-1 token.
         last_rows: ``[n_inputs]`` each prompt's last shown cell, as an index into ``rows``.
+        prompt_of: ``[n_shown]`` the prompt of each shown cell.
         answers: ``[n_inputs]`` each prompt's answer token (-1 for none), or ``None``.
         foils: ``[n_inputs]`` each prompt's foil token, or ``None``.
         targets: ``[n_targets]`` the targets' tokens, or ``None``.
 
     Returns:
         ``contributions [n_rows, n_shown, C]``, ``contribution_bias``/``top1_logits``
-        ``[n_rows, n_shown]``; with answers, ``answer_row_contributions [n_rows, n_inputs, C]``,
+        ``[n_rows, n_shown]``; with answers, ``answer_token_contributions [n_rows, n_shown, C]``
+        and ``answer_token_bias [n_rows, n_shown]`` (the answer's first token at every cell,
+        minus the foil's), ``answer_row_contributions [n_rows, n_inputs, C]``,
         ``answer_row_bias [n_rows, n_inputs]``, ``answer_contributions [C, n_inputs]`` and
         ``answer_contribution_bias [n_inputs]`` (under the model's own readout, the last
         block's output); with targets, ``target_contributions [n_rows, n_shown, n_targets, C]``
@@ -142,10 +146,20 @@ def decompose_rows(
         add("top1_logits", logits)
         if answers is not None:
             contributions, bias, _ = attribute(
-                layout, readout, lens, n_layers, states, key, rows[last_rows], answers, foils
+                layout,
+                readout,
+                lens,
+                n_layers,
+                states,
+                key,
+                rows,
+                answers[prompt_of],
+                None if foils is None else foils[prompt_of],
             )
-            add("answer_row_contributions", contributions)
-            add("answer_row_bias", bias)
+            add("answer_token_contributions", contributions)
+            add("answer_token_bias", bias)
+            add("answer_row_contributions", contributions[last_rows])
+            add("answer_row_bias", bias[last_rows])
         if targets is not None:
             per_target = [
                 attribute(

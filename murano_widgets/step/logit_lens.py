@@ -485,6 +485,9 @@ class LogitLens:
             shown,
             top1.to(device),
             (plan.shown_mask.sum(dim=1).cumsum(0) - 1).to(device),
+            torch.repeat_interleave(
+                torch.arange(plan.shown_mask.shape[0]), plan.shown_mask.sum(dim=1)
+            ).to(device),
             None if answers is None else answers.to(device),
             None if foil_ids is None else foil_ids.to(device),
             targets,
@@ -1005,6 +1008,11 @@ def _decomposed_fields(
     ):
         if name in fields:
             out[name] = fields[name]
+    if "answer_token_contributions" in fields:
+        out["answer_token_contributions"] = padded(
+            fields["answer_token_contributions"], float("nan")
+        )
+        out["answer_token_bias"] = padded(fields["answer_token_bias"], float("nan"))
     if "target_contributions" in fields:
         out["target_contributions"] = padded(fields["target_contributions"], float("nan"))
         out["target_bias"] = padded(fields["target_bias"], float("nan"))
