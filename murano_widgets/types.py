@@ -105,7 +105,8 @@ def validate_foils(foils: Any, n_prompts: int, argument: str = "foils") -> list[
 
     Raises:
         TypeError: If ``foils`` is not a list, or an entry is neither a string nor ``None``.
-        ValueError: If its length differs from the number of prompts, or an entry is ``""``.
+        ValueError: If its length differs from the number of prompts, or an entry is ``""`` or
+            holds a lone surrogate.
     """
     if isinstance(foils, (str, bytes)) or not isinstance(foils, (list, tuple)):
         raise TypeError(
@@ -124,6 +125,8 @@ def validate_foils(foils: Any, n_prompts: int, argument: str = "foils") -> list[
             raise ValueError(
                 f"{argument}[{index}] is the empty string: give a token's text or None"
             )
+        if foil is not None:
+            check_encodable(foil, f"{argument}[{index}]")
     return list(foils)
 
 

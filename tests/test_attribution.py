@@ -443,6 +443,8 @@ def test_bad_foils_are_named_before_the_model_runs(demo):
         run_logit_lens(demo, ["a"], answers=[" x"], foils=[3], decompose=True)
     with pytest.raises(ValueError, match=r"foils\[0\] is the empty string"):
         run_logit_lens(demo, ["a"], answers=[" x"], foils=[""], decompose=True)
+    with pytest.raises(ValueError, match=r"foils\[0\] holds a lone surrogate"):
+        PromptBatch(["a"], answers=[" x"], foils=[" \ud800"])
 
 
 def test_default_step_has_no_attribution_fields(demo):

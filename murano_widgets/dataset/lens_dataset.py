@@ -47,7 +47,6 @@ from murano_widgets.dataset.stats import (
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import (
     PromptBatch,
-    check_encodable,
     validate_answers,
     validate_foils,
     validate_prompts,
@@ -1008,9 +1007,6 @@ def _check_foils(foils: Any, n_prompts: int, decompose: bool) -> list[str | None
             "decompose=True: pass lens_dataset(..., foils=..., decompose=True)"
         )
     foils = validate_foils(foils, n_prompts)
-    for index, foil in enumerate(foils):
-        if foil is not None:
-            check_encodable(foil, f"foils[{index}]")
     if all(foil is None for foil in foils):
         raise ValueError("foils has no foil for any prompt (all None); leave foils=None")
     return foils
