@@ -637,6 +637,8 @@ class LogitLens:
 
             # NDIF does not have this package: send the reduction code along by value.
             register("murano_widgets")
+        # Set here: nnsight hands back from the trace only what its code saved.
+        decomposed = None
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             # Block outputs must be read in the order the forward pass produces them, and the
             # final distribution comes from the last one: collect first, reduce after.
@@ -662,7 +664,6 @@ class LogitLens:
             kl = nnsight.save(
                 {pair: torch.stack(values) for pair, values in (between or {}).items()}
             )
-            decomposed = None
             if self.components is not None and self.readout is not None:
                 # The weights where the model runs (on NDIF: the server's), not copies sent
                 # along with the trace.
