@@ -74,10 +74,13 @@ def test_the_attribution_sections_are_the_results_floats(decomposed):
         "top1_logits": _real(decomposed, decomposed.top1_logits),
         "target_contributions": _real(decomposed, decomposed.target_contributions),
         "target_bias": _real(decomposed, decomposed.target_bias),
-        "answer_row_contributions": decomposed.answer_row_contributions.numpy(),
-        "answer_row_bias": decomposed.answer_row_bias.numpy(),
+        "answer_token_contributions": _real(decomposed, decomposed.answer_token_contributions),
+        "answer_token_bias": _real(decomposed, decomposed.answer_token_bias),
     }
-    assert set(expected) == set(ATTRIBUTION_SECTIONS)
+    # The answer at the last position is the every-cell answer's slice: not sent twice.
+    superseded = {"answer_row_contributions", "answer_row_bias"}
+    assert set(expected) == set(ATTRIBUTION_SECTIONS) - superseded
+    assert not superseded & set(payload.meta["sections"])
     for name, values in expected.items():
         spec = payload.meta["sections"][name]
         assert spec["dtype"] == "float32" and spec["scale"] == 1.0, name
@@ -87,6 +90,32 @@ def test_the_attribution_sections_are_the_results_floats(decomposed):
     # The parts and the bias sum to the logit, as the panel shows them.
     total = np.nansum(decoded["contributions"], -1) + decoded["contribution_bias"]
     np.testing.assert_allclose(total, decoded["top1_logits"], atol=1e-4)
+    # The answer at every real cell: prompt 0 (an answer and a foil) has a value everywhere,
+    # prompt 1 (no answer) none; at each prompt's last position it is answer_row_*.
+    answer = decoded["answer_token_contributions"]
+    first = decomposed.lengths[0]
+    assert np.isfinite(answer[:, :first, 0]).all() and np.isnan(answer[:, first:]).all()
+    last = first - 1
+    np.testing.assert_array_equal(
+        answer[:, last], decomposed.answer_row_contributions[:, 0].numpy()
+    )
+    np.testing.assert_array_equal(
+        decoded["answer_token_bias"][:, last], decomposed.answer_row_bias[:, 0].numpy()
+    )
+
+
+def test_a_result_with_the_answer_at_the_last_position_only_sends_that(plain):
+    """A result made before the step attributed every cell (``answer_row_*`` alone) sends its
+    last-position parts as before, and its ``explain`` still offers the answer."""
+    old = decompose(copy.copy(plain), seed=3)
+    assert getattr(old, "answer_token_contributions", None) is None
+    payload = LensPayload.from_result(old)
+    decoded = decode_sections(payload.meta, payload.all_sections())
+    np.testing.assert_array_equal(
+        decoded["answer_row_contributions"], old.answer_row_contributions.numpy()
+    )
+    assert "answer_token_contributions" not in payload.meta["sections"]
+    assert LogitLensWidget(old, explain="answer").explain == "answer"
 
 
 def test_the_metadata_names_components_rows_softcap_and_foils(decomposed, plain):
@@ -100,11 +129,16 @@ def test_the_metadata_names_components_rows_softcap_and_foils(decomposed, plain)
     assert meta["addresses"] == [str(node) for node in decomposed.addresses]
     assert meta["addresses"][:2] == ["L0.resid_mid", "L0.resid_post"]
     assert meta["layers"] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
-    assert meta["detail_sections"] == [*DETAIL_SECTIONS, *ATTRIBUTION_SECTIONS]
+    assert meta["detail_sections"] == [
+        *DETAIL_SECTIONS,
+        *(name for name in ATTRIBUTION_SECTIONS if not name.startswith("answer_row")),
+    ]
     # Sent with the details, never with the first view.
     payload = LensPayload.from_result(decomposed)
     assert not set(payload.base_sections()) & set(ATTRIBUTION_SECTIONS)
-    assert set(ATTRIBUTION_SECTIONS) <= set(payload.all_sections())
+    sent = set(ATTRIBUTION_SECTIONS) & set(payload.meta["detail_sections"])
+    assert {"contributions", "answer_token_contributions", "target_bias"} <= sent
+    assert sent <= set(payload.all_sections())
 
 
 def test_a_result_without_attribution_sends_what_it_always_did(plain):
@@ -175,5 +209,8 @@ def test_the_export_carries_the_attribution_and_the_choices(decomposed):
     widget = LogitLensWidget(decomposed, explain="answer", view="components")
     state = widget._standalone_state()
     assert (state["explain"], state["view"]) == ("answer", "components")
-    assert set(ATTRIBUTION_SECTIONS) <= set(state["_sections"])
+    assert set(ATTRIBUTION_SECTIONS) & set(state["_meta"]["detail_sections"]) <= set(
+        state["_sections"]
+    )
+    assert "answer_token_contributions" in state["_sections"]
     assert state["_meta"]["components"] == decomposed.component_labels
