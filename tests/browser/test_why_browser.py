@@ -239,6 +239,78 @@ def test_the_explain_menu_and_the_heads_box_sync_with_python(page, widget, resul
     assert shown["bars"] == [] and "no foil" in shown["note"]
 
 
+def test_the_answer_is_explained_at_the_hovered_cell(page, result):
+    """explain="answer": the hovered cell's own answer (its first token as the next token,
+    minus the foil's), from result.answer_token_contributions, not the prompt's last
+    position's; the component view fills every column with it."""
+    widget = LogitLensWidget(result, explain="answer")
+    bridge = Bridge(page, widget)
+    bridge.sync()
+    labels = result.component_labels
+    seqs = result.positions(0).tolist()
+    row, position = 7, 2  # layer 3's block output, well before the prompt's end
+    assert position < len(seqs) - 1
+    page.mouse.move(*bridge.cell_center(row, position))
+    bridge.wait_frames()
+    shown = panel(page)
+    cell = (row, 0, seqs[position])
+    parts = result.answer_token_contributions[cell]
+    bias = float(result.answer_token_bias[cell])
+    assert shown["title"] == "Why the answer ␣Paris rather than ␣London?"
+    assert shown["where"] == f"L3 · position {position}"
+    assert shown["totalLabel"] == "logit difference"
+    check_panel(
+        shown, expected_bars(parts, bias, labels, False), float(np.nansum(parts.numpy()) + bias)
+    )
+    # Not the last position's (answer_row_contributions): the cell's own.
+    last = result.answer_row_contributions[row, 0]
+    assert not np.allclose(parts.numpy(), last.numpy(), equal_nan=True)
+    # A sublayer row's cell, heads split.
+    page.check(".murano-why-heads-box")
+    row, position = 4, 1  # layer 2 after its attention
+    page.mouse.move(*bridge.cell_center(row, position))
+    bridge.wait_frames()
+    cell = (row, 0, seqs[position])
+    parts = result.answer_token_contributions[cell]
+    bias = float(result.answer_token_bias[cell])
+    shown = panel(page)
+    assert shown["where"] == f"L2 attn · position {position}"
+    check_panel(
+        shown, expected_bars(parts, bias, labels, True), float(np.nansum(parts.numpy()) + bias)
+    )
+    assert "after L2 attn have no part" in shown["note"]
+    page.uncheck(".murano-why-heads-box")
+
+    # The component view: every column holds each unit's part of that position's answer.
+    page.mouse.move(1, 1)
+    page.select_option(".murano-view-select", "components")
+    bridge.sync()
+    comp = "window.debug.components"
+    grouped = units(labels, False)
+    row = 11  # the highlighted row
+    for j, seq in enumerate(seqs):
+        want_parts = result.answer_token_contributions[row, 0, seq].numpy()
+        for u, (_, members) in enumerate(grouped):
+            want = float(want_parts[members].sum())
+            got = page.evaluate(f"([u, j]) => {comp}.value(u, j)", [u, j])
+            assert math.isclose(got, want, abs_tol=1e-4), (u, j, got, want)
+    caption = page.inner_text(".murano-comp-caption")
+    assert "the answer (minus the foil's) as each position's next token" in caption, caption
+    page.focus(".murano-comp-canvas")
+    page.keyboard.press("ArrowLeft")
+    bridge.wait_frames()
+    readout = page.inner_text(".murano-readout")
+    assert "to the logit of ␣Paris minus that of ␣London at L5." in readout, readout
+    shown = panel(page)
+    j = len(seqs) - 2
+    parts = result.answer_token_contributions[row, 0, seqs[j]]
+    bias = float(result.answer_token_bias[row, 0, seqs[j]])
+    assert shown["where"] == f"L5 · position {j}"
+    check_panel(
+        shown, expected_bars(parts, bias, labels, False), float(np.nansum(parts.numpy()) + bias)
+    )
+
+
 def diverging(value: float, top: float) -> np.ndarray:
     """The diverging scale's colour of a part (js/src/attribution.js partColour)."""
     t = 0.5 + 0.5 * max(-1.0, min(1.0, value / top))
