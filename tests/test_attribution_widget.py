@@ -200,9 +200,20 @@ def test_a_sublayer_row_is_pinned_and_described_as_itself(decomposed):
     assert widget.layer == 5
     widget.selected = {"prompt": 0, "layer_index": 6, "position": 4}
     assert widget.selected["layer"] == 3
+    # The layer alone does not say which of its two rows: the address does.
+    assert widget.selected["address"] == "L3.resid_mid"
+    assert decomposed.describe_cell(0, 7, 4)["address"] == "L3.resid_post"
     assert widget.selected["predicted_token"] == decomposed.predicted_words[6][0][4]
     widget.layer = 2  # a model layer (rows 4, after its attention, and 5, the block): taken
     assert widget.layer == 2
+
+
+def test_a_result_of_block_outputs_describes_its_cells_as_before(plain):
+    """No ``address`` where every row is a block output: the layer says which row it is."""
+    assert "address" not in plain.describe_cell(0, 1, 2)
+    assert "address" not in LensResults({"logit": plain}).describe_cell(0, 1, 2, lens="logit")
+    described = with_sublayers(plain).describe_cell(0, 2, 2)
+    assert (described["layer"], described["address"]) == (1, "L1.resid_mid")
 
 
 def test_the_export_carries_the_attribution_and_the_choices(decomposed):

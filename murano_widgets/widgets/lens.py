@@ -81,7 +81,8 @@ class LogitLensWidget(MuranoWidget):
         layer: The highlighted model layer (the layer slider).
         metric: The colouring.
         selected: The pinned cell, or ``None``: a dict with ``prompt``, ``layer_index`` (the
-            row), ``layer`` (the model layer), ``position`` (among the prompt's real tokens),
+            row), ``layer`` (the model layer), ``address`` (the row's, ``"L3.resid_mid"``, with
+            rows after each attention), ``position`` (among the prompt's real tokens),
             ``sequence_index`` (into the result's padded tensors), ``input_token``,
             ``predicted_token``, ``probability``, ``top_k`` (token, probability) pairs and the
             per-cell fields (see :meth:`LogitLensResult.describe_cell`; rank 0 is the top-1),

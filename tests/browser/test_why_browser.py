@@ -178,6 +178,7 @@ def test_hover_and_pin_show_the_cells_top_components_as_the_result_has_them(page
     page.mouse.click(*bridge.cell_center(row, position))
     bridge.sync()
     assert widget.selected["layer_index"] == row and widget.selected["position"] == position
+    assert widget.selected["address"] == "L5.resid_post", "which of layer 5's two rows"
     page.mouse.move(1, 1)
     bridge.wait_frames()
     seq = result.positions(0).tolist()[position]
