@@ -225,3 +225,42 @@ def test_the_export_carries_the_attribution_and_the_choices(decomposed):
     )
     assert "answer_token_contributions" in state["_sections"]
     assert state["_meta"]["components"] == decomposed.component_labels
+
+
+def test_switching_to_a_lens_that_cannot_explain_it_falls_back_in_python(model, decomposed):
+    """The page shows the top-1 and the heatmap under a lens without the attribution (or
+    without the answer's); explain and view say so at once, whoever switched the lens."""
+    bare = run_logit_lens(
+        model,
+        PROMPTS,
+        answers=[" Paris", None],
+        targets=[" London", " Rome"],
+        sites=("resid_mid", "resid_post"),
+    )
+    no_answer = copy.copy(decomposed)
+    no_answer.answer_token_contributions = no_answer.answer_token_bias = None
+    no_answer.answer_row_contributions = no_answer.answer_row_bias = None
+    results = LensResults({"dla": decomposed, "no_answer": no_answer, "bare": bare})
+    widget = LogitLensWidget(results, explain="answer", view="components")
+    sent = []
+    widget.observe(lambda change: sent.append((change["name"], change["new"])), ["explain", "view"])
+    widget.lens_name = "no_answer"  # the attribution, but not the answer's
+    assert (widget.explain, widget.view) == ("top1", "components")
+    widget.lens_name = "dla"
+    assert widget.explain == "top1", "as the page: the choice does not come back"
+    widget.explain = "target: Rome"
+    widget.lens_name = "no_answer"
+    assert widget.explain == "target: Rome", "the targets' attribution is there: kept"
+    widget.lens_name = "bare"  # no attribution at all
+    assert (widget.explain, widget.view) == ("top1", "layers")
+    assert sent == [
+        ("explain", "top1"),
+        ("explain", "target: Rome"),
+        ("explain", "top1"),
+        ("view", "layers"),
+    ]
+    # The page's own switch (a message from the lens menu) does the same.
+    widget.lens_name = "dla"
+    widget.explain, widget.view = "answer", "components"
+    widget.set_state({"lens_name": "bare"})
+    assert (widget.lens_name, widget.explain, widget.view) == ("bare", "top1", "layers")

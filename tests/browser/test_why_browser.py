@@ -17,6 +17,7 @@ import pytest
 from harness import Bridge
 
 from murano_widgets import LogitLensWidget, load_demo_model
+from murano_widgets.result import LensResults
 from murano_widgets.run import run_logit_lens
 
 pytestmark = pytest.mark.browser
@@ -310,6 +311,38 @@ def test_the_answer_is_explained_at_the_hovered_cell(page, result):
     check_panel(
         shown, expected_bars(parts, bias, labels, False), float(np.nansum(parts.numpy()) + bias)
     )
+
+
+def test_a_lens_without_the_attribution_sets_explain_and_view_back_in_python(page, result):
+    """The lens menu switches to a lens that cannot explain the answer: the page shows the
+    top-1 and the heatmap, and Python's explain and view say the same."""
+    bare = run_logit_lens(
+        load_demo_model(),
+        PROMPTS,
+        answers=[" Paris", " Thursday"],
+        targets=[" London"],
+        sites=("resid_mid", "resid_post"),
+    )
+    widget = LogitLensWidget(
+        LensResults({"dla": result, "bare": bare}), explain="answer", view="components"
+    )
+    bridge = Bridge(page, widget)
+    bridge.sync()
+    assert page.input_value(".murano-why-select") == "answer"
+    assert page.is_visible(".murano-comp-canvas")
+    page.select_option(".murano-lens-select", "bare")
+    bridge.sync()
+    assert widget.lens_name == "bare"
+    assert (widget.explain, widget.view) == ("top1", "layers")
+    assert page.is_hidden(".murano-why") and page.is_visible(".murano-canvas")
+    state = bridge.state()
+    assert (state["explain"], state["view"]) == ("top1", "layers")
+    # Back: the attribution again, explaining the top-1 in the heatmap, as Python says.
+    page.select_option(".murano-lens-select", "dla")
+    bridge.sync()
+    assert (widget.lens_name, widget.explain, widget.view) == ("dla", "top1", "layers")
+    assert page.input_value(".murano-why-select") == "top1"
+    assert not panel(page)["hidden"]
 
 
 def diverging(value: float, top: float) -> np.ndarray:
