@@ -232,7 +232,11 @@ ATTRIBUTION_SECTIONS: dict[str, Section] = {
         Section("contributions", "cell_component", "logit", False),
         Section("contribution_bias", "cell", "logit", False),
         Section("top1_logits", "cell", "logit", False),
-        # The first answer set's answer (minus the foil's, with foils) at the last position.
+        # The first answer set's answer (minus the foil's, with foils) at every cell.
+        Section("answer_token_contributions", "cell_component", "logit", False),
+        Section("answer_token_bias", "cell", "logit", False),
+        # The same at each prompt's last position only: sent only by a result without the
+        # above (their last-position slice), made before the step attributed every cell.
         Section("answer_row_contributions", "last_component", "logit", False),
         Section("answer_row_bias", "last", "logit", False),
         # Each target at every cell.

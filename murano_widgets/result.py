@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from murano_widgets.metrics import REDUCED_FIELDS
-from murano_widgets.types import Node
+from murano_widgets.types import RESID_POST, Node
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -326,7 +326,9 @@ class LogitLensResult:
             position: The position among the prompt's real tokens (padding excluded).
 
         Returns:
-            ``prompt``, ``layer_index``, ``layer`` (the model layer), ``position``,
+            ``prompt``, ``layer_index``, ``layer`` (the model layer), ``address`` (the row's
+            address, ``"L3.resid_mid"``: only when the result has rows other than block
+            outputs, ``sites=("resid_mid", "resid_post")``, where a layer has two), ``position``,
             ``sequence_index`` (into the padded tensors), ``input_token``, ``predicted_token``,
             ``probability``, ``top_k`` ((token, probability) pairs) and each per-cell field
             the result has (``entropy``, ``final_token_probs``, ``final_token_ranks``: rank 0
@@ -360,6 +362,10 @@ class LogitLensResult:
             "predicted_token": self.predicted_words[row][prompt][seq],
             "probability": float(self.max_probs[cell]),
         }
+        # A layer number alone does not say which of a layer's two rows (after its attention,
+        # or its output) the cell is; a result of block outputs alone describes as it did.
+        if any(node.module != RESID_POST for node in self.addresses):
+            described["address"] = str(self.addresses[row])
         if self.topk_tokens is not None and self.token_strings is not None:
             described["top_k"] = [
                 (self.token_strings.get(int(token), ""), float(prob))

@@ -30,14 +30,17 @@ probability ``(i + 1) 1000 + 100 p + 10 s`` and rank ``30 (L - 1 - i) + p + s`` 
 set ``s``), its first token's probability ``(i + 1) 2000 + c`` and rank ``5 (L - 1 - i) + c``,
 and target ``j``'s probability ``(i + 1) 3000 + 10 c + j`` and rank ``400 (L - 1 - i) + 3c + j``.
 
-The attribution cases (``lens_attribution``, ``lens_sublayers``, ``lenses_attribution``; the
-"why" panel and the component view) give component ``k`` of row ``i`` at column ``c`` the part
-``((3k + 5i + 7c + s) mod 13 - 6) / 4`` of the top-1's logit (``s``: the lens's shift), target
-``t`` the part ``((3k + 5i + 7c + 2t + 1) mod 13 - 6) / 4`` and prompt ``p``'s answer (at its last
-position) ``((3k + 5i + 11p + 3) mod 13 - 6) / 4``; the bias ``((i + 2c) mod 5 - 2) / 8``
-(``((i + p) mod 5 - 2) / 8`` for the answer); NaN for a component after the row's point
-(``tests/attribution_data.py``), all exact in float32. ``lens_sublayers`` reads the stream after
-each layer's attention too (``resid_mid`` rows), with heads.
+The attribution cases (``lens_attribution``, ``lens_sublayers``, ``lens_attribution_cells``,
+``lenses_attribution``; the "why" panel and the component view) give component ``k`` of row
+``i`` at column ``c`` the part ``((3k + 5i + 7c + s) mod 13 - 6) / 4`` of the top-1's logit
+(``s``: the lens's shift), target ``t`` the part ``((3k + 5i + 7c + 2t + 1) mod 13 - 6) / 4`` and
+prompt ``p``'s answer (at its last position) ``((3k + 5i + 11p + 3) mod 13 - 6) / 4``; the bias
+``((i + 2c) mod 5 - 2) / 8`` (``((i + p) mod 5 - 2) / 8`` for the answer); NaN for a component
+after the row's point (``tests/attribution_data.py``), all exact in float32. ``lens_sublayers``
+reads the stream after each layer's attention too (``resid_mid`` rows), with heads.
+``lens_attribution_cells`` has the answer at every cell, as the step gives it
+(``answer_token_*``): ``((3k + 5i + 7c + 11p + 3) mod 13 - 6) / 4``, bias
+``((i + 2c + p) mod 5 - 2) / 8``; its payload sends no ``answer_row_*`` (their slice).
 
 The rounding case (``lens_rounding``) is not a formula: its cells are distributions of a few
 given probabilities (:data:`ROUNDING_TOPS`), every field computed from them, so that a number
@@ -443,8 +446,14 @@ def decomposed(
     softcap: float | None = None,
     foils: list[str | None] | None = None,
     shift: int = 0,
+    answer_cells: bool = False,
 ) -> LogitLensResult:
-    """``result`` (in place) with the module's attribution formulas (``decompose=True``)."""
+    """``result`` (in place) with the module's attribution formulas (``decompose=True``).
+
+    ``answer_cells``: the answer at every cell (``answer_token_*``, as the step now gives it;
+    ``answer_row_*`` is then its last-position slice), else at the last position only (a result
+    made before).
+    """
     labels = component_labels(result.n_model_layers, heads)
     C = len(labels)
     R, B, S = result.max_probs.shape
@@ -474,7 +483,21 @@ def decomposed(
         )
         result.target_contributions = torch.tensor(target, dtype=torch.float32)
         result.target_bias = torch.tensor(target_bias, dtype=torch.float32)
-    if result.answer_sets:
+    if result.answer_sets and answer_cells:
+        has = np.array([a is not None for a in next(iter(result.answer_sets.values())).answers])
+        p = np.arange(B)[None, :, None, None]
+        answer = ((3 * k + 5 * i + 7 * c + 11 * p + 3) % 13 - 6) / 4
+        answer = np.where(holds[:, None, None, :], answer, NAN)
+        kept = mask[None] & has[None, :, None] & ~missing
+        answer = np.where(kept[..., None], answer, NAN)
+        answer_bias = np.where(kept, ((i[..., 0] + 2 * c[..., 0] + p[..., 0]) % 5 - 2) / 8, NAN)
+        last = mask.sum(1) - 1  # right-padded
+        result.answer_token_contributions = torch.tensor(answer, dtype=torch.float32)
+        result.answer_token_bias = torch.tensor(answer_bias, dtype=torch.float32)
+        at = (torch.arange(B), torch.from_numpy(last))
+        result.answer_row_contributions = result.answer_token_contributions[:, at[0], at[1]]
+        result.answer_row_bias = result.answer_token_bias[:, at[0], at[1]]
+    elif result.answer_sets:
         p = np.arange(B)[None, :, None]
         has = np.array([a is not None for a in next(iter(result.answer_sets.values())).answers])
         answer = ((3 * k + 5 * i[..., 0] + 11 * p + 3) % 13 - 6) / 4
@@ -505,6 +528,13 @@ def attribution_cases() -> dict[str, LogitLensResult]:
     return {
         "attribution": decomposed(lens_result(**answers), foils=[" English", None]),
         "sublayers": decomposed(sublayers, heads=2, softcap=30.0),
+        # The answer at every cell (as the step gives it), row 1 of prompt 0's position 1 not
+        # finite.
+        "attribution_cells": decomposed(
+            lens_result(**answers, missing=frozenset({(1, 1)})),
+            foils=[" English", None],
+            answer_cells=True,
+        ),
     }
 
 
@@ -548,9 +578,16 @@ def attribution_expected(result: LogitLensResult) -> dict[str, Any] | None:
                         )
                     )
                 top1 = explained(result.contributions[cell], bias, float(result.top1_logits[cell]))
-                cells.append(
-                    {"prompt": p, "row": row, "position": j, "top1": top1, "targets": targets}
-                )
+                entry = {"prompt": p, "row": row, "position": j, "top1": top1, "targets": targets}
+                # The answer at every cell, where the result has it (None: no answer).
+                if getattr(result, "answer_token_contributions", None) is not None:
+                    answer_bias = float(result.answer_token_bias[cell])
+                    entry["answer"] = (
+                        explained(result.answer_token_contributions[cell], answer_bias)
+                        if math.isfinite(answer_bias)
+                        else None
+                    )
+                cells.append(entry)
     answers = None
     if getattr(result, "answer_row_contributions", None) is not None:
         answers = [

@@ -74,10 +74,13 @@ def test_the_attribution_sections_are_the_results_floats(decomposed):
         "top1_logits": _real(decomposed, decomposed.top1_logits),
         "target_contributions": _real(decomposed, decomposed.target_contributions),
         "target_bias": _real(decomposed, decomposed.target_bias),
-        "answer_row_contributions": decomposed.answer_row_contributions.numpy(),
-        "answer_row_bias": decomposed.answer_row_bias.numpy(),
+        "answer_token_contributions": _real(decomposed, decomposed.answer_token_contributions),
+        "answer_token_bias": _real(decomposed, decomposed.answer_token_bias),
     }
-    assert set(expected) == set(ATTRIBUTION_SECTIONS)
+    # The answer at the last position is the every-cell answer's slice: not sent twice.
+    superseded = {"answer_row_contributions", "answer_row_bias"}
+    assert set(expected) == set(ATTRIBUTION_SECTIONS) - superseded
+    assert not superseded & set(payload.meta["sections"])
     for name, values in expected.items():
         spec = payload.meta["sections"][name]
         assert spec["dtype"] == "float32" and spec["scale"] == 1.0, name
@@ -87,6 +90,32 @@ def test_the_attribution_sections_are_the_results_floats(decomposed):
     # The parts and the bias sum to the logit, as the panel shows them.
     total = np.nansum(decoded["contributions"], -1) + decoded["contribution_bias"]
     np.testing.assert_allclose(total, decoded["top1_logits"], atol=1e-4)
+    # The answer at every real cell: prompt 0 (an answer and a foil) has a value everywhere,
+    # prompt 1 (no answer) none; at each prompt's last position it is answer_row_*.
+    answer = decoded["answer_token_contributions"]
+    first = decomposed.lengths[0]
+    assert np.isfinite(answer[:, :first, 0]).all() and np.isnan(answer[:, first:]).all()
+    last = first - 1
+    np.testing.assert_array_equal(
+        answer[:, last], decomposed.answer_row_contributions[:, 0].numpy()
+    )
+    np.testing.assert_array_equal(
+        decoded["answer_token_bias"][:, last], decomposed.answer_row_bias[:, 0].numpy()
+    )
+
+
+def test_a_result_with_the_answer_at_the_last_position_only_sends_that(plain):
+    """A result made before the step attributed every cell (``answer_row_*`` alone) sends its
+    last-position parts as before, and its ``explain`` still offers the answer."""
+    old = decompose(copy.copy(plain), seed=3)
+    assert getattr(old, "answer_token_contributions", None) is None
+    payload = LensPayload.from_result(old)
+    decoded = decode_sections(payload.meta, payload.all_sections())
+    np.testing.assert_array_equal(
+        decoded["answer_row_contributions"], old.answer_row_contributions.numpy()
+    )
+    assert "answer_token_contributions" not in payload.meta["sections"]
+    assert LogitLensWidget(old, explain="answer").explain == "answer"
 
 
 def test_the_metadata_names_components_rows_softcap_and_foils(decomposed, plain):
@@ -100,11 +129,16 @@ def test_the_metadata_names_components_rows_softcap_and_foils(decomposed, plain)
     assert meta["addresses"] == [str(node) for node in decomposed.addresses]
     assert meta["addresses"][:2] == ["L0.resid_mid", "L0.resid_post"]
     assert meta["layers"] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
-    assert meta["detail_sections"] == [*DETAIL_SECTIONS, *ATTRIBUTION_SECTIONS]
+    assert meta["detail_sections"] == [
+        *DETAIL_SECTIONS,
+        *(name for name in ATTRIBUTION_SECTIONS if not name.startswith("answer_row")),
+    ]
     # Sent with the details, never with the first view.
     payload = LensPayload.from_result(decomposed)
     assert not set(payload.base_sections()) & set(ATTRIBUTION_SECTIONS)
-    assert set(ATTRIBUTION_SECTIONS) <= set(payload.all_sections())
+    sent = set(ATTRIBUTION_SECTIONS) & set(payload.meta["detail_sections"])
+    assert {"contributions", "answer_token_contributions", "target_bias"} <= sent
+    assert sent <= set(payload.all_sections())
 
 
 def test_a_result_without_attribution_sends_what_it_always_did(plain):
@@ -166,14 +200,67 @@ def test_a_sublayer_row_is_pinned_and_described_as_itself(decomposed):
     assert widget.layer == 5
     widget.selected = {"prompt": 0, "layer_index": 6, "position": 4}
     assert widget.selected["layer"] == 3
+    # The layer alone does not say which of its two rows: the address does.
+    assert widget.selected["address"] == "L3.resid_mid"
+    assert decomposed.describe_cell(0, 7, 4)["address"] == "L3.resid_post"
     assert widget.selected["predicted_token"] == decomposed.predicted_words[6][0][4]
     widget.layer = 2  # a model layer (rows 4, after its attention, and 5, the block): taken
     assert widget.layer == 2
+
+
+def test_a_result_of_block_outputs_describes_its_cells_as_before(plain):
+    """No ``address`` where every row is a block output: the layer says which row it is."""
+    assert "address" not in plain.describe_cell(0, 1, 2)
+    assert "address" not in LensResults({"logit": plain}).describe_cell(0, 1, 2, lens="logit")
+    described = with_sublayers(plain).describe_cell(0, 2, 2)
+    assert (described["layer"], described["address"]) == (1, "L1.resid_mid")
 
 
 def test_the_export_carries_the_attribution_and_the_choices(decomposed):
     widget = LogitLensWidget(decomposed, explain="answer", view="components")
     state = widget._standalone_state()
     assert (state["explain"], state["view"]) == ("answer", "components")
-    assert set(ATTRIBUTION_SECTIONS) <= set(state["_sections"])
+    assert set(ATTRIBUTION_SECTIONS) & set(state["_meta"]["detail_sections"]) <= set(
+        state["_sections"]
+    )
+    assert "answer_token_contributions" in state["_sections"]
     assert state["_meta"]["components"] == decomposed.component_labels
+
+
+def test_switching_to_a_lens_that_cannot_explain_it_falls_back_in_python(model, decomposed):
+    """The page shows the top-1 and the heatmap under a lens without the attribution (or
+    without the answer's); explain and view say so at once, whoever switched the lens."""
+    bare = run_logit_lens(
+        model,
+        PROMPTS,
+        answers=[" Paris", None],
+        targets=[" London", " Rome"],
+        sites=("resid_mid", "resid_post"),
+    )
+    no_answer = copy.copy(decomposed)
+    no_answer.answer_token_contributions = no_answer.answer_token_bias = None
+    no_answer.answer_row_contributions = no_answer.answer_row_bias = None
+    results = LensResults({"dla": decomposed, "no_answer": no_answer, "bare": bare})
+    widget = LogitLensWidget(results, explain="answer", view="components")
+    sent = []
+    widget.observe(lambda change: sent.append((change["name"], change["new"])), ["explain", "view"])
+    widget.lens_name = "no_answer"  # the attribution, but not the answer's
+    assert (widget.explain, widget.view) == ("top1", "components")
+    widget.lens_name = "dla"
+    assert widget.explain == "top1", "as the page: the choice does not come back"
+    widget.explain = "target: Rome"
+    widget.lens_name = "no_answer"
+    assert widget.explain == "target: Rome", "the targets' attribution is there: kept"
+    widget.lens_name = "bare"  # no attribution at all
+    assert (widget.explain, widget.view) == ("top1", "layers")
+    assert sent == [
+        ("explain", "top1"),
+        ("explain", "target: Rome"),
+        ("explain", "top1"),
+        ("view", "layers"),
+    ]
+    # The page's own switch (a message from the lens menu) does the same.
+    widget.lens_name = "dla"
+    widget.explain, widget.view = "answer", "components"
+    widget.set_state({"lens_name": "bare"})
+    assert (widget.lens_name, widget.explain, widget.view) == ("bare", "top1", "layers")

@@ -2,12 +2,14 @@
 /**
  * Direct logit attribution, as values: which components wrote a logit (the "why" panel) and how
  * much each wrote at every position (the component view). Pure functions of the decoded payload
- * (`payload.js`: the `contributions`, `target_contributions` and `answer_row_contributions`
+ * (`payload.js`: the `contributions`, `target_contributions` and `answer_token_contributions`
  * sections, float32, NaN where a component has no part: it comes after the row's point).
  *
  * What is explained (the `explain` trait): "top1" (the cell's own top-1 token), "answer" (the
- * first answer set's answer at the prompt's last position; minus the foil's with foils) or
- * "target:" and a target's text (that target at the cell).
+ * first answer set's answer, its first token as the cell's next token; minus the foil's with
+ * foils) or "target:" and a target's text (that target at the cell). A payload of a result made
+ * before the step attributed the answer at every cell has it at each prompt's last position
+ * only (`answer_row_contributions`): the answer is then explained there, whichever cell asks.
  *
  * Components are listed in model order ("embed", "L0.attn", "L0.mlp", ...). With heads
  * ("L0.H0", ..., "L0.attn_bias") a layer's attention is one unit, the sum of its heads and its
@@ -39,7 +41,8 @@ import { rowLabel } from "./rows.js";
  * @typedef {object} Explained One explained logit.
  * @property {string} token what is explained (raw token text)
  * @property {string | null} foil the foil subtracted (the answer with foils), else null
- * @property {number} position the position it is explained at (the answer: the last)
+ * @property {number} position the position it is explained at (the cell's; the answer from a
+ *   payload that has it at the last position only: the last)
  * @property {ArrayLike<number>} values each component's part (NaN: none)
  * @property {number} bias the rest of the logit, which no component wrote
  * @property {number} total the logit (or logit difference), before a final soft-cap
@@ -84,6 +87,21 @@ export function hasAttribution(data) {
  */
 export function attributionLoaded(data) {
   return Boolean(data.arrays.contributions);
+}
+
+/**
+ * Where the payload attributes the first answer set's answer: at every cell ("cells":
+ * `answer_token_contributions`), at each prompt's last position only ("last":
+ * `answer_row_contributions`, from a result made before the step attributed every cell), or
+ * nowhere (null).
+ * @param {LensData} data
+ * @returns {"cells" | "last" | null}
+ */
+export function answerAttribution(data) {
+  const specs = data.meta.sections || {};
+  if (specs.answer_token_contributions) return "cells";
+  if (specs.answer_row_contributions) return "last";
+  return null;
 }
 
 /**
@@ -168,7 +186,7 @@ export function unitValue(values, unit) {
  * @returns {Explain}
  */
 export function parseExplain(data, value) {
-  if (value === "answer" && data.answerSets.length && data.meta.sections?.answer_row_contributions) return { kind: "answer" };
+  if (value === "answer" && data.answerSets.length && answerAttribution(data)) return { kind: "answer" };
   if (typeof value === "string" && value.startsWith("target:") && data.meta.sections?.target_contributions) {
     const index = data.targets.indexOf(value.slice("target:".length));
     if (index >= 0) return { kind: "target", index };
@@ -197,12 +215,13 @@ export function explainOptions(data, show) {
   const specs = data.meta.sections || {};
   const set = data.answerSets[0];
   const foiled = data.foils && data.foils.some((f) => f !== null);
+  const where = answerAttribution(data);
   /** @type {ExplainOption[]} */
   const options = [{ value: "top1", label: "the cell's top-1 token", available: true, reason: "" }];
   options.push({
     value: "answer",
-    label: set ? `the answer${foiled ? " against the foil" : ""} (last position)` : "the answer",
-    available: Boolean(set && specs.answer_row_contributions),
+    label: set ? `the answer${foiled ? " against the foil" : ""}${where === "last" ? " (last position)" : ""}` : "the answer",
+    available: Boolean(set && where),
     reason: set ? "this result has no attribution of the answer" : "no answers were given",
   });
   data.targets.forEach((target) => {
@@ -227,18 +246,25 @@ export function explainedLogit(data, explain, prompt, row, position) {
   if (!C) return null;
   /** @type {(array: ArrayLike<number>, at: number) => ArrayLike<number>} */
   const parts = (array, at) => /** @type {Float32Array} */ (array).subarray(at * C, at * C + C);
-  if (explain.kind === "answer") {
-    const set = data.answerSets[0];
-    const answer = set ? set.answers[prompt] : null;
+  const set = data.answerSets[0];
+  const answer = explain.kind === "answer" && set ? set.answers[prompt] : null;
+  const foil = data.foils ? data.foils[prompt] : null;
+  if (explain.kind === "answer" && answerAttribution(data) === "last") {
+    // A payload with the answer at each prompt's last position only: explained there.
     const values = a.answer_row_contributions;
     const bias = a.answer_row_bias;
     if (answer === null || !values || !bias) return null;
     const at = lastPositionIndex(data, row, prompt);
-    const foil = data.foils ? data.foils[prompt] : null;
     return withTotal({ token: answer, foil, position: data.lengths[prompt] - 1, values: parts(values, at), bias: bias[at], total: NaN });
   }
   const idx = cellIndex(data, prompt, row, position);
   if (isMissing(data, idx)) return null;
+  if (explain.kind === "answer") {
+    const values = a.answer_token_contributions;
+    const bias = a.answer_token_bias;
+    if (answer === null || !values || !bias) return null;
+    return withTotal({ token: answer, foil, position, values: parts(values, idx), bias: bias[idx], total: NaN });
+  }
   if (explain.kind === "target") {
     const values = a.target_contributions;
     const bias = a.target_bias;
@@ -251,6 +277,23 @@ export function explainedLogit(data, explain, prompt, row, position) {
   if (!values || !bias) return null;
   const total = a.top1_logits ? a.top1_logits[idx] : NaN;
   return withTotal({ token: data.tokens[a.predicted_tokens[idx]] ?? "", foil: null, position, values: parts(values, idx), bias: bias[idx], total });
+}
+
+/**
+ * Why `explainedLogit` has nothing at a cell, as a clause ("this prompt has no answer").
+ * @param {LensData} data
+ * @param {Explain} explain
+ * @param {number} prompt
+ * @param {number} position
+ */
+export function nothingExplained(data, explain, prompt, position) {
+  if (explain.kind === "answer") {
+    const set = data.answerSets[0];
+    if (!set || set.answers[prompt] === null) return "this prompt has no answer";
+    if (data.foils && data.foils[prompt] === null) return "this prompt has no foil, where other prompts have one";
+    if (answerAttribution(data) === "last" && position !== data.lengths[prompt] - 1) return "the answer is explained at the prompt's last position";
+  }
+  return "this cell has no value (not finite)";
 }
 
 /**
@@ -318,7 +361,7 @@ export function whyModel(data, { explain, prompt, row, position, heads, top = WH
   const totalLabel = `${foil !== null ? "logit difference" : "logit"}${softcap ? " before the soft-cap" : ""}`;
   const what = explain.kind === "answer" ? "the answer " : explain.kind === "target" ? "target " : "";
   const where = [rowLabel(data, row), `position ${explained.position}`];
-  if (explain.kind === "answer") where.push("the prompt's last");
+  if (explain.kind === "answer" && answerAttribution(data) === "last") where.push("the prompt's last");
   const after = units.length - held.length;
   const notes = [];
   if (after > 0) notes.push(`Components after ${rowLabel(data, row)} have no part in it.`);
@@ -346,7 +389,8 @@ export function whyModel(data, { explain, prompt, row, position, heads, top = WH
 
 /**
  * Every unit's part at every position of a prompt, read through row `row`'s lens: of the
- * position's top-1 token, a target, or the answer (at the last position only).
+ * position's top-1 token, a target, or the answer (at every position; at the last only where the
+ * payload has it there only).
  * @param {LensData} data
  * @param {{explain: Explain, prompt: number, row: number, heads: boolean}} options
  * @returns {ComponentGrid}
@@ -358,8 +402,9 @@ export function componentGrid(data, { explain, prompt, row, heads }) {
   /** @type {string[]} */
   const tokens = new Array(n).fill("");
   let top = 0;
+  const lastOnly = explain.kind === "answer" && answerAttribution(data) === "last";
   for (let j = 0; j < n; j++) {
-    if (explain.kind === "answer" && j !== n - 1) continue;
+    if (lastOnly && j !== n - 1) continue;
     const explained = explainedLogit(data, explain, prompt, row, j);
     if (!explained) continue;
     tokens[j] = explained.token;

@@ -1,12 +1,14 @@
 // Direct logit attribution (the "why" panel and the component view) and sublayer rows, on the
 // golden payloads Python wrote (tests/golden_payloads.py: lens_attribution, lens_sublayers,
-// lenses_attribution). Each file's `expected.attribution` was read from the result's fields,
-// not from the payload: the parts, the bias and the logit of every cell's top-1 and targets, and
-// of every row's answer.
+// lens_attribution_cells, lenses_attribution). Each file's `expected.attribution` was read from
+// the result's fields, not from the payload: the parts, the bias and the logit of every cell's
+// top-1 and targets, of every row's answer, and (lens_attribution_cells, the step's
+// answer_token_contributions) of the answer at every cell.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  answerAttribution,
   componentGrid,
   componentImage,
   componentName,
@@ -17,6 +19,7 @@ import {
   formatLogit,
   hasAttribution,
   hasHeads,
+  nothingExplained,
   parseExplain,
   partColour,
   unitValue,
@@ -31,7 +34,7 @@ import { displayToken } from "../src/tokens.js";
 import { golden, lensPayload } from "./golden.mjs";
 
 const show = (/** @type {string} */ t) => displayToken(t);
-const CASES = ["lens_attribution", "lens_sublayers"];
+const CASES = ["lens_attribution", "lens_sublayers", "lens_attribution_cells"];
 
 /** Every lens of a golden file with its expected attribution. */
 function lensesOf(name) {
@@ -76,9 +79,26 @@ for (const name of [...CASES, "lenses_attribution"]) {
           assert.equal(got.bias, t.bias);
           assert.ok(Math.abs(got.total - t.total) < 1e-6, `${where} target ${index}: ${got.total} vs ${t.total}`);
         });
+        if ("answer" in cell) {
+          // The answer at this very cell (the step's answer_token_contributions).
+          const got = explainedLogit(data, { kind: "answer" }, cell.prompt, cell.row, cell.position);
+          if (cell.answer === null) {
+            assert.equal(got, null, `${where}: no answer`);
+          } else {
+            assert.ok(got, `${where} answer`);
+            assert.equal(got.position, cell.position, `${where}: the answer is explained at the cell`);
+            assert.equal(got.token, data.answerSets[0].answers[cell.prompt]);
+            assert.equal(got.foil, expected.foils ? expected.foils[cell.prompt] : null);
+            sameParts(Array.from(got.values), cell.answer.values, `${where} answer`);
+            assert.equal(got.bias, cell.answer.bias);
+            assert.ok(Math.abs(got.total - cell.answer.total) < 1e-6, `${where} answer: ${got.total} vs ${cell.answer.total}`);
+          }
+        }
       }
+      const cells = answerAttribution(data) === "cells";
       (expected.answers || []).forEach((row, r) => row.forEach((answer, p) => {
-        const got = explainedLogit(data, { kind: "answer" }, p, r, 0);
+        // At the last position only, any cell asks for it there; at every cell, at the last one.
+        const got = explainedLogit(data, { kind: "answer" }, p, r, cells ? data.lengths[p] - 1 : 0);
         if (answer === null) {
           assert.equal(got, null, `${name}: prompt ${p} has no answer`);
           return;
@@ -256,4 +276,50 @@ test("a payload's attribution is checked: its components named, its sections flo
   assert.throws(() => decodePayload({ ...sub.meta, addresses: swapped }, sub.sections), /must be ascending/);
   assert.throws(() => decodePayload({ ...sub.meta, addresses: ["L0.resid_mid"] }, sub.sections), /one address per row/);
   assert.throws(() => decodePayload({ ...sub.meta, addresses: sub.meta.addresses.map((a) => a.replace("resid_mid", "mlp_out")) }, sub.sections), /expected L0.resid_mid or L0.resid_post/);
+});
+
+test("the answer at every cell: the panel explains the hovered cell, the component view fills every column", () => {
+  const data = decodePayload(...Object.values(lensPayload("lens_attribution_cells")));
+  const { expected } = golden("lens_attribution_cells");
+  assert.equal(answerAttribution(data), "cells");
+  assert.equal(answerAttribution(decodePayload(...Object.values(lensPayload("lens_attribution")))), "last", "a result made before: the last position");
+  assert.equal(answerAttribution(decodePayload(...Object.values(lensPayload("lens_sublayers")))), null);
+  assert.ok(!("answer_row_contributions" in data.arrays), "the last position's slice is not sent twice");
+  // The menu no longer says "(last position)".
+  const [, option] = explainOptions(data, show);
+  assert.deepEqual([option.value, option.label, option.available], ["answer", "the answer against the foil", true]);
+  // A cell before the last: the answer there, said plainly.
+  const cell = expected.attribution.cells.find((c) => c.prompt === 0 && c.row === 2 && c.position === 1);
+  const model = whyModel(data, { explain: { kind: "answer" }, prompt: 0, row: 2, position: 1, heads: false, show });
+  assert.equal(model.heading, "Why the answer ␣Paris rather than ␣English?");
+  assert.equal(model.where, "L2 · position 1");
+  assert.equal(model.totalLabel, "logit difference");
+  assert.equal(model.total, cell.answer.total);
+  assert.ok(Math.abs(model.bars.reduce((sum, b) => sum + b.value, 0) - cell.answer.total) < 1e-6, "the bars sum to the difference");
+  assert.equal(model.bars.at(-1).value, cell.answer.bias);
+  // Nothing to explain: a prompt without an answer, a cell without a value.
+  assert.equal(whyModel(data, { explain: { kind: "answer" }, prompt: 1, row: 2, position: 0, heads: false, show }), null);
+  assert.equal(nothingExplained(data, { kind: "answer" }, 1, 0), "this prompt has no answer");
+  assert.equal(explainedLogit(data, { kind: "answer" }, 0, 1, 1), null, "row 1 of position 1 is not finite");
+  assert.equal(nothingExplained(data, { kind: "answer" }, 0, 1), "this cell has no value (not finite)");
+  const old = decodePayload(...Object.values(lensPayload("lens_attribution")));
+  assert.equal(nothingExplained(old, { kind: "answer" }, 0, 0), "the answer is explained at the prompt's last position");
+  // The component view: every column of prompt 0 at every row, each unit's part of that cell's answer.
+  for (const row of [0, 1, 2]) {
+    const grid = componentGrid(data, { explain: { kind: "answer" }, prompt: 0, row, heads: false });
+    for (const c of expected.attribution.cells.filter((e) => e.prompt === 0 && e.row === row)) {
+      const want = c.answer ? c.answer.values : null;
+      assert.equal(grid.tokens[c.position], want ? " Paris" : "", `row ${row} position ${c.position}`);
+      grid.units.forEach((unit, u) => {
+        const got = grid.values[u * grid.n + c.position];
+        const v = want ? unitValue(want.map((x) => (x === null ? NaN : x)), unit) : NaN;
+        if (Number.isNaN(v)) assert.ok(Number.isNaN(got), `row ${row} position ${c.position} unit ${u}`);
+        else assert.equal(got, v, `row ${row} position ${c.position} unit ${u}`);
+      });
+    }
+  }
+  const top = componentGrid(data, { explain: { kind: "answer" }, prompt: 0, row: 2, heads: false });
+  assert.ok([0, 1, 2].every((j) => Number.isFinite(top.values[j])), "embed has a part at every position");
+  const none = componentGrid(data, { explain: { kind: "answer" }, prompt: 1, row: 2, heads: false });
+  assert.ok(none.values.every(Number.isNaN), "prompt 1 has no answer");
 });

@@ -16,6 +16,10 @@ A result with rows other than block outputs (``sites=("resid_mid", "resid_post")
 ``meta["addresses"]``: each row's address, ``"L3.resid_mid"``, ``"L3.resid_post"``, ... (its
 ``layers`` then repeat a layer). A result of block outputs alone sends none, as before.
 
+The answer's attribution goes at every cell (``answer_token_contributions`` and its bias); a
+result that has only its last-position slice (``answer_row_*``, made before the step attributed
+every cell) sends that instead, and the front end explains the answer where each prompt ends.
+
 The fields are read with ``getattr(result, name, None)``: a result that does not declare them
 (made before decomposition existed) has none, and its payload is what it always was.
 """
@@ -41,6 +45,13 @@ __all__ = [
 
 #: Shapes whose second axis is the flattened positions (``T``); the others' is the prompts.
 _CELL_SHAPES = ("cell", "cell_component", "cell_target", "cell_target_component")
+#: Sections left out when the result has the one named: the answer at the last position is the
+#: answer at every cell's last-position slice, which the front end reads there. A result with
+#: only the last position's (made before the step attributed every cell) still sends it.
+_SUPERSEDED_BY = {
+    "answer_row_contributions": "answer_token_contributions",
+    "answer_row_bias": "answer_token_bias",
+}
 #: The row address of a block output: a result of these alone sends no addresses.
 _BLOCK_OUTPUT = "resid_post"
 
@@ -58,7 +69,7 @@ def attribution_arrays(
     arrays = {}
     for name, section in ATTRIBUTION_SECTIONS.items():
         tensor = getattr(result, name, None)
-        if tensor is None:
+        if tensor is None or getattr(result, _SUPERSEDED_BY.get(name, ""), None) is not None:
             continue
         array = np.asarray(tensor.detach().cpu().float().numpy(), dtype=np.float32)
         if section.shape in _CELL_SHAPES:
@@ -91,8 +102,9 @@ def row_addresses(result: Any) -> list[str] | None:
 
 
 #: What the "why" panel and the component view explain (the widget's ``explain`` trait): the
-#: cell's top-1 token, the first answer set's answer at the prompt's last position (minus the
-#: foil's, with foils), or a target, as ``"target:"`` and its text.
+#: cell's top-1 token, the first answer set's answer (its first token as the cell's next token,
+#: minus the foil's, with foils; a result with only ``answer_row_*``: at the prompt's last
+#: position), or a target, as ``"target:"`` and its text.
 EXPLAIN_TOP1, EXPLAIN_ANSWER, EXPLAIN_TARGET = "top1", "answer", "target:"
 
 
@@ -100,7 +112,10 @@ def explain_choices(result: Any) -> list[str]:
     """The ``explain`` values ``result`` can show: ``"top1"`` always, ``"answer"`` with the
     answer's attribution, ``"target:<text>"`` for each target with the targets'."""
     choices = [EXPLAIN_TOP1]
-    if getattr(result, "answer_row_contributions", None) is not None:
+    if any(
+        getattr(result, name, None) is not None
+        for name in ("answer_token_contributions", "answer_row_contributions")
+    ):
         choices.append(EXPLAIN_ANSWER)
     if getattr(result, "target_contributions", None) is not None:
         choices += [EXPLAIN_TARGET + target for target in result.targets or []]

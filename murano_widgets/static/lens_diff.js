@@ -213,6 +213,8 @@ var ATTRIBUTION_SHAPES = Object.freeze({
   contributions: "cell_component",
   contribution_bias: "cell",
   top1_logits: "cell",
+  answer_token_contributions: "cell_component",
+  answer_token_bias: "cell",
   answer_row_contributions: "last_component",
   answer_row_bias: "last",
   target_contributions: "cell_target_component",

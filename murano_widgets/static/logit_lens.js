@@ -236,6 +236,8 @@ var ATTRIBUTION_SHAPES = Object.freeze({
   contributions: "cell_component",
   contribution_bias: "cell",
   top1_logits: "cell",
+  answer_token_contributions: "cell_component",
+  answer_token_bias: "cell",
   answer_row_contributions: "last_component",
   answer_row_bias: "last",
   target_contributions: "cell_target_component",
@@ -732,6 +734,12 @@ var PART = /^L(\d+)\.(attn|mlp|attn_bias)$/;
 function hasAttribution(data) {
   return data.components.length > 0 && Boolean(data.meta.sections && data.meta.sections.contributions);
 }
+function answerAttribution(data) {
+  const specs = data.meta.sections || {};
+  if (specs.answer_token_contributions) return "cells";
+  if (specs.answer_row_contributions) return "last";
+  return null;
+}
 function hasHeads(components) {
   return components.some((label) => HEAD.test(label));
 }
@@ -780,7 +788,7 @@ function unitValue2(values, unit) {
   return any ? sum : NaN;
 }
 function parseExplain(data, value) {
-  if (value === "answer" && data.answerSets.length && data.meta.sections?.answer_row_contributions) return { kind: "answer" };
+  if (value === "answer" && data.answerSets.length && answerAttribution(data)) return { kind: "answer" };
   if (typeof value === "string" && value.startsWith("target:") && data.meta.sections?.target_contributions) {
     const index = data.targets.indexOf(value.slice("target:".length));
     if (index >= 0) return { kind: "target", index };
@@ -795,11 +803,12 @@ function explainOptions(data, show) {
   const specs = data.meta.sections || {};
   const set = data.answerSets[0];
   const foiled = data.foils && data.foils.some((f) => f !== null);
+  const where = answerAttribution(data);
   const options = [{ value: "top1", label: "the cell's top-1 token", available: true, reason: "" }];
   options.push({
     value: "answer",
-    label: set ? `the answer${foiled ? " against the foil" : ""} (last position)` : "the answer",
-    available: Boolean(set && specs.answer_row_contributions),
+    label: set ? `the answer${foiled ? " against the foil" : ""}${where === "last" ? " (last position)" : ""}` : "the answer",
+    available: Boolean(set && where),
     reason: set ? "this result has no attribution of the answer" : "no answers were given"
   });
   data.targets.forEach((target) => {
@@ -815,18 +824,24 @@ function explainedLogit(data, explain, prompt, row, position) {
     /** @type {Float32Array} */
     array.subarray(at * C, at * C + C)
   );
-  if (explain.kind === "answer") {
-    const set = data.answerSets[0];
-    const answer = set ? set.answers[prompt] : null;
+  const set = data.answerSets[0];
+  const answer = explain.kind === "answer" && set ? set.answers[prompt] : null;
+  const foil = data.foils ? data.foils[prompt] : null;
+  if (explain.kind === "answer" && answerAttribution(data) === "last") {
     const values2 = a.answer_row_contributions;
     const bias2 = a.answer_row_bias;
     if (answer === null || !values2 || !bias2) return null;
     const at = lastPositionIndex(data, row, prompt);
-    const foil = data.foils ? data.foils[prompt] : null;
     return withTotal({ token: answer, foil, position: data.lengths[prompt] - 1, values: parts(values2, at), bias: bias2[at], total: NaN });
   }
   const idx = cellIndex(data, prompt, row, position);
   if (isMissing(data, idx)) return null;
+  if (explain.kind === "answer") {
+    const values2 = a.answer_token_contributions;
+    const bias2 = a.answer_token_bias;
+    if (answer === null || !values2 || !bias2) return null;
+    return withTotal({ token: answer, foil, position, values: parts(values2, idx), bias: bias2[idx], total: NaN });
+  }
   if (explain.kind === "target") {
     const values2 = a.target_contributions;
     const bias2 = a.target_bias;
@@ -839,6 +854,15 @@ function explainedLogit(data, explain, prompt, row, position) {
   if (!values || !bias) return null;
   const total = a.top1_logits ? a.top1_logits[idx] : NaN;
   return withTotal({ token: data.tokens[a.predicted_tokens[idx]] ?? "", foil: null, position, values: parts(values, idx), bias: bias[idx], total });
+}
+function nothingExplained(data, explain, prompt, position) {
+  if (explain.kind === "answer") {
+    const set = data.answerSets[0];
+    if (!set || set.answers[prompt] === null) return "this prompt has no answer";
+    if (data.foils && data.foils[prompt] === null) return "this prompt has no foil, where other prompts have one";
+    if (answerAttribution(data) === "last" && position !== data.lengths[prompt] - 1) return "the answer is explained at the prompt's last position";
+  }
+  return "this cell has no value (not finite)";
 }
 function withTotal(explained) {
   let sum = 0;
@@ -885,7 +909,7 @@ function whyModel(data, { explain, prompt, row, position, heads, top = WHY_TOP, 
   const totalLabel = `${foil !== null ? "logit difference" : "logit"}${softcap ? " before the soft-cap" : ""}`;
   const what = explain.kind === "answer" ? "the answer " : explain.kind === "target" ? "target " : "";
   const where = [rowLabel(data, row), `position ${explained.position}`];
-  if (explain.kind === "answer") where.push("the prompt's last");
+  if (explain.kind === "answer" && answerAttribution(data) === "last") where.push("the prompt's last");
   const after = units.length - held.length;
   const notes = [];
   if (after > 0) notes.push(`Components after ${rowLabel(data, row)} have no part in it.`);
@@ -906,8 +930,9 @@ function componentGrid(data, { explain, prompt, row, heads }) {
   const values = new Float64Array(units.length * n).fill(NaN);
   const tokens = new Array(n).fill("");
   let top = 0;
+  const lastOnly = explain.kind === "answer" && answerAttribution(data) === "last";
   for (let j = 0; j < n; j++) {
-    if (explain.kind === "answer" && j !== n - 1) continue;
+    if (lastOnly && j !== n - 1) continue;
     const explained = explainedLogit(data, explain, prompt, row, j);
     if (!explained) continue;
     tokens[j] = explained.token;
@@ -2846,7 +2871,7 @@ function buildComponents(id) {
   return { box, caption, scroller, track, canvas };
 }
 function componentCaption(data, explain, row) {
-  const what = explain.kind === "answer" ? `the answer${data.foils ? " (minus the foil's)" : ""}, at the last position` : explain.kind === "target" ? `target ${displayToken(data.targets[explain.index])}` : "each position's top-1 token";
+  const what = explain.kind === "answer" ? `the answer${data.foils ? " (minus the foil's)" : ""}${answerAttribution(data) === "last" ? ", at the last position" : " as each position's next token"}` : explain.kind === "target" ? `target ${displayToken(data.targets[explain.index])}` : "each position's top-1 token";
   const cap = data.logitSoftcap !== null ? " before the soft-cap" : "";
   return `Each component's direct part of the logit${cap} of ${what}, read at ${rowLabel(data, row)} (the layer slider). Orange raises it, blue lowers it.`;
 }
@@ -3133,7 +3158,9 @@ var ComponentView = class {
     const input = displayToken(data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "");
     const token = grid.tokens[cell.position];
     const row = rowLabel(data, view.state.layer);
-    const value = Number.isFinite(v) ? `${formatLogit(v)} to the logit of ${displayToken(token)} at ${row}` : `no part at ${row}`;
+    const foil = view.explainChoice().kind === "answer" && data.foils ? data.foils[view.state.prompt] : null;
+    const logit = `the logit of ${displayToken(token)}${foil !== null ? ` minus that of ${displayToken(foil)}` : ""}`;
+    const value = Number.isFinite(v) ? `${formatLogit(v)} to ${logit} at ${row}` : `no part at ${row}`;
     return `${unit.long[0].toUpperCase()}${unit.long.slice(1)}, position ${cell.position}, input ${input}: ${value}.`;
   }
   /**
@@ -3159,7 +3186,7 @@ var ComponentView = class {
     if (token) rows.push({ label: "explained", value: displayToken(token), token: true });
     rows.push({ label: "read at", value: rowLabel(data, view.state.layer), token: false });
     rows.push({ label: "part of the logit", value: formatLogit(v), token: false });
-    const note = Number.isFinite(v) ? "" : token ? `No part: ${unit.label} comes after ${rowLabel(data, view.state.layer)}.` : "Nothing explained here (the answer is explained at the prompt's last position).";
+    const note = Number.isFinite(v) ? "" : token ? `No part: ${unit.label} comes after ${rowLabel(data, view.state.layer)}.` : `Nothing explained here: ${nothingExplained(data, view.explainChoice(), view.state.prompt, cell.position)}.`;
     return { title: `${unit.label} · position ${cell.position}`, badge: "", rows, top: [], note };
   }
   /**
@@ -4224,8 +4251,7 @@ var LensView = class {
     const model = cell && data.arrays.contributions ? whyModel(data, { explain, prompt: s2.prompt, row: cell.row, position: cell.position, heads: s2.heads, show: (t) => displayToken(t) }) : null;
     let message = "";
     if (!data.arrays.contributions) message = "Loading the attribution…";
-    else if (!model && explain.kind === "answer") message = "Nothing to explain: this prompt has no answer (or no foil, where other prompts have one).";
-    else if (!model) message = "This cell has no value to explain (not finite).";
+    else if (!model && cell) message = `Nothing to explain: ${nothingExplained(data, explain, s2.prompt, cell.position)}.`;
     showWhy(this.ui.why, model, { message, current: cell ? cell.unit : -1 });
     this.whyShown = { cell, model };
   }

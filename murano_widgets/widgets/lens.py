@@ -67,9 +67,9 @@ class LogitLensWidget(MuranoWidget):
         lens_name: The lens shown first, by name (default the first); one lens is named by
             its kind (``"logit"``, ``"tuned"``).
         explain: What the "why" panel and the component view explain (results of
-            ``decompose=True``): ``"top1"`` (each cell's top-1 token), ``"answer"`` (the answer
-            at the prompt's last position) or ``"target:"`` and a target (a target's text alone
-            is taken too).
+            ``decompose=True``): ``"top1"`` (each cell's top-1 token), ``"answer"`` (the
+            answer's first token as the cell's next token, minus the foil's with foils) or
+            ``"target:"`` and a target (a target's text alone is taken too).
         view: ``"layers"`` (the heatmap) or ``"components"`` (rows are the model's
             components, each one's direct part of the explained logit at every position, read
             at the highlighted row; results of ``decompose=True``).
@@ -81,7 +81,8 @@ class LogitLensWidget(MuranoWidget):
         layer: The highlighted model layer (the layer slider).
         metric: The colouring.
         selected: The pinned cell, or ``None``: a dict with ``prompt``, ``layer_index`` (the
-            row), ``layer`` (the model layer), ``position`` (among the prompt's real tokens),
+            row), ``layer`` (the model layer), ``address`` (the row's, ``"L3.resid_mid"``, with
+            rows after each attention), ``position`` (among the prompt's real tokens),
             ``sequence_index`` (into the result's padded tensors), ``input_token``,
             ``predicted_token``, ``probability``, ``top_k`` (token, probability) pairs and the
             per-cell fields (see :meth:`LogitLensResult.describe_cell`; rank 0 is the top-1),
@@ -90,8 +91,10 @@ class LogitLensWidget(MuranoWidget):
         hide_template: Whether the chat template's own tokens are hidden (synced with the "hide
             chat-template tokens" box; ``True`` is refused for a result without such tokens).
         explain: What the "why" panel and the component view explain (synced with the panel's
-            menu): ``"top1"``, ``"answer"`` or ``"target:<text>"``.
-        view: ``"layers"`` or ``"components"`` (synced with the view menu).
+            menu): ``"top1"``, ``"answer"`` or ``"target:<text>"``. Switching to a lens that
+            cannot explain it sets it to ``"top1"``.
+        view: ``"layers"`` or ``"components"`` (synced with the view menu); switching to a lens
+            without the attribution sets it to ``"layers"``.
 
     With direct logit attribution (``decompose=True``) the widget adds a "why" panel under the
     heatmap: for the hovered, focused or pinned cell, the components that wrote most of the
@@ -237,6 +240,14 @@ class LogitLensWidget(MuranoWidget):
         # The pinned cell stays where it is; what it holds is the new lens's.
         if self.selected:
             self.selected = dict(self.selected)
+        # What the new lens cannot show falls back as the page falls back (to the top-1, to the
+        # heatmap), here, so that explain and view always name what is shown: whoever switched
+        # (the menu or Python), with no page showing the widget, and with several.
+        result = self._result
+        if self.explain not in explain_choices(result):
+            self.explain = EXPLAIN_TOP1
+        if self.view != VIEWS[0] and not has_attribution(result):
+            self.view = VIEWS[0]
 
     @traitlets.observe("metric")
     def _on_metric(self, change: dict[str, Any]) -> None:

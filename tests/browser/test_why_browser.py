@@ -17,6 +17,7 @@ import pytest
 from harness import Bridge
 
 from murano_widgets import LogitLensWidget, load_demo_model
+from murano_widgets.result import LensResults
 from murano_widgets.run import run_logit_lens
 
 pytestmark = pytest.mark.browser
@@ -178,6 +179,7 @@ def test_hover_and_pin_show_the_cells_top_components_as_the_result_has_them(page
     page.mouse.click(*bridge.cell_center(row, position))
     bridge.sync()
     assert widget.selected["layer_index"] == row and widget.selected["position"] == position
+    assert widget.selected["address"] == "L5.resid_post", "which of layer 5's two rows"
     page.mouse.move(1, 1)
     bridge.wait_frames()
     seq = result.positions(0).tolist()[position]
@@ -237,6 +239,110 @@ def test_the_explain_menu_and_the_heads_box_sync_with_python(page, widget, resul
     bridge.wait_frames()
     shown = panel(page)
     assert shown["bars"] == [] and "no foil" in shown["note"]
+
+
+def test_the_answer_is_explained_at_the_hovered_cell(page, result):
+    """explain="answer": the hovered cell's own answer (its first token as the next token,
+    minus the foil's), from result.answer_token_contributions, not the prompt's last
+    position's; the component view fills every column with it."""
+    widget = LogitLensWidget(result, explain="answer")
+    bridge = Bridge(page, widget)
+    bridge.sync()
+    labels = result.component_labels
+    seqs = result.positions(0).tolist()
+    row, position = 7, 2  # layer 3's block output, well before the prompt's end
+    assert position < len(seqs) - 1
+    page.mouse.move(*bridge.cell_center(row, position))
+    bridge.wait_frames()
+    shown = panel(page)
+    cell = (row, 0, seqs[position])
+    parts = result.answer_token_contributions[cell]
+    bias = float(result.answer_token_bias[cell])
+    assert shown["title"] == "Why the answer ␣Paris rather than ␣London?"
+    assert shown["where"] == f"L3 · position {position}"
+    assert shown["totalLabel"] == "logit difference"
+    check_panel(
+        shown, expected_bars(parts, bias, labels, False), float(np.nansum(parts.numpy()) + bias)
+    )
+    # Not the last position's (answer_row_contributions): the cell's own.
+    last = result.answer_row_contributions[row, 0]
+    assert not np.allclose(parts.numpy(), last.numpy(), equal_nan=True)
+    # A sublayer row's cell, heads split.
+    page.check(".murano-why-heads-box")
+    row, position = 4, 1  # layer 2 after its attention
+    page.mouse.move(*bridge.cell_center(row, position))
+    bridge.wait_frames()
+    cell = (row, 0, seqs[position])
+    parts = result.answer_token_contributions[cell]
+    bias = float(result.answer_token_bias[cell])
+    shown = panel(page)
+    assert shown["where"] == f"L2 attn · position {position}"
+    check_panel(
+        shown, expected_bars(parts, bias, labels, True), float(np.nansum(parts.numpy()) + bias)
+    )
+    assert "after L2 attn have no part" in shown["note"]
+    page.uncheck(".murano-why-heads-box")
+
+    # The component view: every column holds each unit's part of that position's answer.
+    page.mouse.move(1, 1)
+    page.select_option(".murano-view-select", "components")
+    bridge.sync()
+    comp = "window.debug.components"
+    grouped = units(labels, False)
+    row = 11  # the highlighted row
+    for j, seq in enumerate(seqs):
+        want_parts = result.answer_token_contributions[row, 0, seq].numpy()
+        for u, (_, members) in enumerate(grouped):
+            want = float(want_parts[members].sum())
+            got = page.evaluate(f"([u, j]) => {comp}.value(u, j)", [u, j])
+            assert math.isclose(got, want, abs_tol=1e-4), (u, j, got, want)
+    caption = page.inner_text(".murano-comp-caption")
+    assert "the answer (minus the foil's) as each position's next token" in caption, caption
+    page.focus(".murano-comp-canvas")
+    page.keyboard.press("ArrowLeft")
+    bridge.wait_frames()
+    readout = page.inner_text(".murano-readout")
+    assert "to the logit of ␣Paris minus that of ␣London at L5." in readout, readout
+    shown = panel(page)
+    j = len(seqs) - 2
+    parts = result.answer_token_contributions[row, 0, seqs[j]]
+    bias = float(result.answer_token_bias[row, 0, seqs[j]])
+    assert shown["where"] == f"L5 · position {j}"
+    check_panel(
+        shown, expected_bars(parts, bias, labels, False), float(np.nansum(parts.numpy()) + bias)
+    )
+
+
+def test_a_lens_without_the_attribution_sets_explain_and_view_back_in_python(page, result):
+    """The lens menu switches to a lens that cannot explain the answer: the page shows the
+    top-1 and the heatmap, and Python's explain and view say the same."""
+    bare = run_logit_lens(
+        load_demo_model(),
+        PROMPTS,
+        answers=[" Paris", " Thursday"],
+        targets=[" London"],
+        sites=("resid_mid", "resid_post"),
+    )
+    widget = LogitLensWidget(
+        LensResults({"dla": result, "bare": bare}), explain="answer", view="components"
+    )
+    bridge = Bridge(page, widget)
+    bridge.sync()
+    assert page.input_value(".murano-why-select") == "answer"
+    assert page.is_visible(".murano-comp-canvas")
+    page.select_option(".murano-lens-select", "bare")
+    bridge.sync()
+    assert widget.lens_name == "bare"
+    assert (widget.explain, widget.view) == ("top1", "layers")
+    assert page.is_hidden(".murano-why") and page.is_visible(".murano-canvas")
+    state = bridge.state()
+    assert (state["explain"], state["view"]) == ("top1", "layers")
+    # Back: the attribution again, explaining the top-1 in the heatmap, as Python says.
+    page.select_option(".murano-lens-select", "dla")
+    bridge.sync()
+    assert (widget.lens_name, widget.explain, widget.view) == ("dla", "top1", "layers")
+    assert page.input_value(".murano-why-select") == "top1"
+    assert not panel(page)["hidden"]
 
 
 def diverging(value: float, top: float) -> np.ndarray:

@@ -10,7 +10,7 @@
  * highlighted row's cell, so both views and Python share one pinned cell); Escape unpins.
  */
 
-import { componentGrid, componentImage, formatLogit, partColour } from "../attribution.js";
+import { answerAttribution, componentGrid, componentImage, formatLogit, nothingExplained, partColour } from "../attribution.js";
 import { textColourOn } from "../colour.js";
 import { niceCeil } from "../format.js";
 import { cellRect, clampScroll, columnOf, columnX, computeLayout, hitTest, labelStride, positionAt, revealColumn, visibleColumns } from "../layout.js";
@@ -75,7 +75,7 @@ export function buildComponents(id) {
 export function componentCaption(data, explain, row) {
   const what =
     explain.kind === "answer"
-      ? `the answer${data.foils ? " (minus the foil's)" : ""}, at the last position`
+      ? `the answer${data.foils ? " (minus the foil's)" : ""}${answerAttribution(data) === "last" ? ", at the last position" : " as each position's next token"}`
       : explain.kind === "target"
         ? `target ${displayToken(data.targets[explain.index])}`
         : "each position's top-1 token";
@@ -386,7 +386,10 @@ export class ComponentView {
     const input = displayToken(data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "");
     const token = grid.tokens[cell.position];
     const row = rowLabel(data, view.state.layer);
-    const value = Number.isFinite(v) ? `${formatLogit(v)} to the logit of ${displayToken(token)} at ${row}` : `no part at ${row}`;
+    // The answer against a foil: a difference of two logits.
+    const foil = view.explainChoice().kind === "answer" && data.foils ? data.foils[view.state.prompt] : null;
+    const logit = `the logit of ${displayToken(token)}${foil !== null ? ` minus that of ${displayToken(foil)}` : ""}`;
+    const value = Number.isFinite(v) ? `${formatLogit(v)} to ${logit} at ${row}` : `no part at ${row}`;
     return `${unit.long[0].toUpperCase()}${unit.long.slice(1)}, position ${cell.position}, input ${input}: ${value}.`;
   }
 
@@ -411,7 +414,7 @@ export class ComponentView {
       ? ""
       : token
         ? `No part: ${unit.label} comes after ${rowLabel(data, view.state.layer)}.`
-        : "Nothing explained here (the answer is explained at the prompt's last position).";
+        : `Nothing explained here: ${nothingExplained(data, view.explainChoice(), view.state.prompt, cell.position)}.`;
     return { title: `${unit.label} · position ${cell.position}`, badge: "", rows, top: [], note };
   }
 

@@ -5,7 +5,7 @@
  * is laid out by `TooltipView`. Tokens reach the page only as text.
  */
 
-import { explainOptions, explainValue, hasAttribution, hasHeads, parseExplain, whyModel } from "../attribution.js";
+import { explainOptions, explainValue, hasAttribution, hasHeads, nothingExplained, parseExplain, whyModel } from "../attribution.js";
 import { cellDetails, readoutText, tooltipModel } from "../details.js";
 import { cellRect, clampScroll, columnOf, computeLayout, GEOMETRY, positionAt, revealColumn } from "../layout.js";
 import { metricAvailable, resolveMetric } from "../metrics.js";
@@ -369,8 +369,7 @@ export class LensView {
         : null;
     let message = "";
     if (!data.arrays.contributions) message = "Loading the attribution…";
-    else if (!model && explain.kind === "answer") message = "Nothing to explain: this prompt has no answer (or no foil, where other prompts have one).";
-    else if (!model) message = "This cell has no value to explain (not finite).";
+    else if (!model && cell) message = `Nothing to explain: ${nothingExplained(data, explain, s.prompt, cell.position)}.`;
     showWhy(this.ui.why, model, { message, current: cell ? cell.unit : -1 });
     this.whyShown = { cell, model };
   }
