@@ -11,6 +11,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 def _blocks_and_norm(model):
     base = model.base_model
+    if hasattr(base, "decoder"):  # OPT keeps its blocks and final norm one level down
+        return base.decoder.layers, base.decoder.final_layer_norm
     for blocks, norm in (
         ("layers", "norm"),
         ("h", "ln_f"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from reference import _blocks_and_norm
 from tiny_models import ARCHITECTURES, TRANSFORMING, build_tiny_model
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -52,21 +53,6 @@ def load(folders):
 # -- the reference: plain transformers ---------------------------------------------------------
 
 
-def _base(model):
-    base = model.base_model
-    if hasattr(base, "decoder"):  # OPT
-        return base.decoder.layers, base.decoder.final_layer_norm
-    for blocks, norm in (
-        ("layers", "norm"),
-        ("h", "ln_f"),
-        ("layers", "final_layer_norm"),
-        ("layers", "final_layernorm"),
-    ):
-        if hasattr(base, blocks) and hasattr(base, norm):
-            return getattr(base, blocks), getattr(base, norm)
-    raise AssertionError(type(model).__name__)
-
-
 def _term_modules(block, model_type):
     """The modules whose outputs are the attention's and the MLP's terms, and their factor."""
     if model_type == "gpt2":
@@ -86,7 +72,7 @@ class Reference:
     def __init__(self, folder):
         self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        self.blocks, self.norm = _base(self.model)
+        self.blocks, self.norm = _blocks_and_norm(self.model)
         self.config = self.model.config
         self.factor = float(getattr(self.config, "residual_multiplier", 1.0) or 1.0)
 
