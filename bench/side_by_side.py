@@ -110,7 +110,7 @@ def worker(case: str, shape: str, folder: str, repeats: int, order: int, device:
 
     # The forward pass of every call, timed where the step runs it.
     traced = []
-    original = step_module.LogitLens._trace_block_outputs
+    original = step_module.LogitLens._trace_states
 
     def timed_trace(self, inputs):
         sync()
@@ -124,7 +124,7 @@ def worker(case: str, shape: str, folder: str, repeats: int, order: int, device:
         if device.startswith("cuda"):
             torch.cuda.synchronize()
 
-    step_module.LogitLens._trace_block_outputs = timed_trace
+    step_module.LogitLens._trace_states = timed_trace
 
     def call(kind: str) -> None:
         lens = lenses if kind == "together" else lenses[kind]
