@@ -290,8 +290,9 @@ def test_plot_contributions_with_heads_draws_a_layer_by_head_grid_and_the_other_
 def test_the_diverging_scale_is_the_widgets():
     from murano_widgets.dataset.plot import DIVERGING
 
-    source = (Path(__file__).resolve().parents[1] / "js" / "src" / "diff" / "colour.js").read_text()
-    stops = re.search(r"DIVERGING = Object\.freeze\(\[([^\]]*)\]\)", source)[1]
+    # The diff view's DIVERGING is the shared palette's DIVERGING_STOPS (js/src/colour.js).
+    source = (Path(__file__).resolve().parents[1] / "js" / "src" / "colour.js").read_text()
+    stops = re.search(r"DIVERGING_STOPS = Object\.freeze\(\[([^\]]*)\]\)", source)[1]
     assert list(DIVERGING) == re.findall(r'"(#[0-9a-fA-F]{6})"', stops)
 
 
