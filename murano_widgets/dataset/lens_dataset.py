@@ -874,18 +874,51 @@ class LensDataset:
         layer's top-1 token there) and ``commitment_layer`` (the prompt's, on each of its
         rows: see :meth:`commitment_layers`; missing where the answer never commits or there
         is none). ``df.attrs["provenance"]`` holds :attr:`provenance`.
+
+        ``prompt`` and ``answer`` are categorical: each distinct string is held once and each
+        row holds an integer code, so that a frame of a million prompts by a dozen layers is a
+        few hundred MB and seconds to make, rather than a string per row (they compare, filter
+        and group as strings do; ``.astype(str)`` gives plain strings). No pyarrow is needed.
         """
         import pandas as pd
 
+        shared = self._text_columns()
         if self._lenses is not None:
             frames = []
             for name, part in self._lenses.items():
-                frame = part.to_pandas()
+                frame = part._frame(shared)
                 frame.insert(frame.columns.get_loc("layer"), "lens", name)
                 frames.append(frame)
             table = pd.concat(frames, ignore_index=True)
             table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
             return table
+        frame = self._frame(shared)
+        frame.attrs["provenance"] = json.loads(json.dumps(self.provenance))
+        return frame
+
+    def _text_columns(self) -> dict[str, Any]:
+        """The text of the tidy tables, factorized once: each prompt's code among the distinct
+        prompts and each answer set's codes among every set's distinct answers (shared by
+        every lens, so that the lenses' frames concatenate as categoricals)."""
+        import pandas as pd
+
+        prompt_codes, prompts = pd.factorize(np.asarray(self.prompts, dtype=object))
+        names = list(self.answers)
+        labels = np.asarray(
+            [label for name in names for label in self.answer_labels(name)], dtype=object
+        )
+        answer_codes, answers = pd.factorize(labels, use_na_sentinel=True)
+        n = len(self.prompts)
+        return {
+            "prompt": (prompt_codes, prompts),
+            "answer": {
+                name: (answer_codes[k * n : (k + 1) * n], answers) for k, name in enumerate(names)
+            },
+        }
+
+    def _frame(self, shared: dict[str, Any]) -> pd.DataFrame:
+        """One lens's tidy frame (see :meth:`to_pandas`), its text from ``shared``."""
+        import pandas as pd
 
         n_layers, n = self.entropy.shape
         prompt_index = np.repeat(np.arange(n), n_layers)
@@ -895,15 +928,21 @@ class LensDataset:
             """``[n_layers, n_prompts]`` as one row per prompt and layer, prompt by prompt."""
             return values.T.reshape(-1)
 
+        def categorical(codes: np.ndarray, categories: Any) -> pd.Categorical:
+            return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+        prompt_codes, prompts = shared["prompt"]
+        prompt_column = categorical(prompt_codes[prompt_index], prompts)
         top1_words = _decode(by_prompt(self.top1_tokens), self.token_strings)
         frames = []
         for name in self.answers:
             ranks = by_prompt(self.answer_ranks[name])
             missing = ranks < 0
+            answer_codes, answers = shared["answer"][name]
             columns: dict[str, Any] = {
                 "prompt_index": prompt_index,
-                "prompt": np.asarray(self.prompts, dtype=object)[prompt_index],
-                "answer": np.asarray(self.answer_labels(name), dtype=object)[prompt_index],
+                "prompt": prompt_column,
+                "answer": categorical(answer_codes[prompt_index], answers),
             }
             if self.named_sets:
                 columns["answer_set"] = name
@@ -919,10 +958,8 @@ class LensDataset:
                     *_with_missing(np.repeat(self.commitment_layers(name), n_layers))
                 ),
             }
-            frames.append(pd.DataFrame(columns))
-        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        frame.attrs["provenance"] = json.loads(json.dumps(self.provenance))
-        return frame
+            frames.append(pd.DataFrame(columns, copy=False))
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
     def summary(self, ci: float = 0.95, n_boot: int = 1000, seed: int | None = 0) -> pd.DataFrame:
         """One row per layer (and answer set): means with percentile-bootstrap intervals.
@@ -1418,16 +1455,22 @@ def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
     return lengths
 
 
-def _decode(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
-    """Token ids to their strings through ``table`` ("" for -1 or an id not in it), vectorised."""
-    words = np.array(["", *table.values()], dtype=object)
+def _table_positions(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
+    """Each token id's position in ``["", *table.values()]``: 0 for -1 or an id not in the
+    table, vectorised."""
     if not table:
-        return words[np.zeros(len(ids), dtype=np.int64)]
+        return np.zeros(len(ids), dtype=np.int64)
     keys = np.fromiter(table, dtype=np.int64, count=len(table))
     order = np.argsort(keys)
     found = np.minimum(np.searchsorted(keys[order], ids), len(keys) - 1)
     hit = keys[order][found] == ids
-    return words[np.where(hit, order[found] + 1, 0)]
+    return np.where(hit, order[found] + 1, 0)
+
+
+def _decode(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
+    """Token ids to their strings through ``table`` ("" for -1 or an id not in it), vectorised."""
+    words = np.array(["", *table.values()], dtype=object)
+    return words[_table_positions(ids, table)]
 
 
 def batch_order(lengths: Sequence[int]) -> np.ndarray:
