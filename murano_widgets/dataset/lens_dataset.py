@@ -1050,10 +1050,13 @@ class LensDataset:
         parts = [*map(component_parts, labels[:-1]), (None, "bias", None)]
         layer = np.array([-1 if p[0] is None else p[0] for p in parts], dtype=np.int64)
         head = np.array([-1 if p[2] is None else p[2] for p in parts], dtype=np.int64)
+        kinds = list(dict.fromkeys(p[1] for p in parts))
+        kind_codes = np.array([kinds.index(p[1]) for p in parts])
+        codes = np.tile(np.arange(len(labels)), repeat)
         return {
-            "component": np.tile(np.asarray(labels, dtype=object), repeat),
+            "component": pd.Categorical.from_codes(codes, categories=labels, validate=False),
             "layer": pd.arrays.IntegerArray(*_with_missing(np.tile(layer, repeat))),
-            "kind": np.tile(np.asarray([p[1] for p in parts], dtype=object), repeat),
+            "kind": pd.Categorical.from_codes(kind_codes[codes], categories=kinds, validate=False),
             "head": pd.arrays.IntegerArray(*_with_missing(np.tile(head, repeat))),
         }
 
@@ -1138,15 +1141,22 @@ class LensDataset:
         )
         n_parts, n = values.shape
         prompt_index = np.repeat(np.arange(n), n_parts)
+        # The text as categoricals (each distinct string once: see to_pandas), and the
+        # component columns likewise: a million prompts by 13 components is 14 million rows.
+        shared = self._text_columns()
+
+        def categorical(codes: np.ndarray, categories: Any) -> pd.Categorical:
+            return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+        answer_codes, answers = shared["answer"][next(iter(self.answers))]
         columns: dict[str, Any] = {
             "prompt_index": prompt_index,
-            "prompt": np.asarray(self.prompts, dtype=object)[prompt_index],
-            "answer": np.asarray(self.answer_labels(next(iter(self.answers))), dtype=object)[
-                prompt_index
-            ],
+            "prompt": categorical(shared["prompt"][0][prompt_index], shared["prompt"][1]),
+            "answer": categorical(answer_codes[prompt_index], answers),
         }
         if self.foils is not None:
-            columns["foil"] = np.asarray(self.foils, dtype=object)[prompt_index]
+            foil_codes, foils = pd.factorize(np.asarray(self.foils, dtype=object))
+            columns["foil"] = categorical(foil_codes[prompt_index], foils)
         columns |= self._component_columns(repeat=n)
         # One row per prompt and component, prompt by prompt: [C + 1, n] read column-wise.
         columns["contribution"] = values.T.reshape(-1).astype(np.float64)
