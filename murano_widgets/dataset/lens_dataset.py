@@ -33,6 +33,7 @@ the prompt's length; :meth:`LensDataset.contribution_summary`,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -197,7 +198,7 @@ def lens_dataset(
         model, layers, lens=lens, variants=variants, positions="last", remote=remote, **extra
     )
     n_saved = len({*step.layers, model.n_layers - 1})
-    batching = resolve_batching(model, n_saved, batch_size, batch_tokens)
+    batching = resolve_batching(model, n_saved, batch_size, batch_tokens, remote)
     # The first item tells pairs' answer sets; an empty stream is an error before model work.
     stream = iter(inputs)
     first = next(stream, None)
@@ -235,38 +236,18 @@ def lens_dataset(
 
     lens_names = list(step.lenses)
     labels = list(step.components.labels) if step.components is not None else None
-    collector = _Collector(lens_names, sets, labels, has_foils)
-    hashes: dict[str, str] = {}
-    n_windows = 0
+    collector = _Collector(lens_names, sets, labels, has_foils, named)
+    jobs: Any = contextlib.nullcontext()
     bar = Progress(inputs.total, progress)
-    try:
-        for window in windows(_chain(first, stream), model, batching):
-            batches = cut_batches(window.lengths, batching)
-            found = store.window(window, len(batches)) if store is not None else {}
-            collector.add_window(window)
-            for number, positions in enumerate(batches):
-                if number in found:
-                    shard_path, shard = found.pop(number)
-                    record = record_of(shard, lens_names, sets, shard_path)
-                    collector.add(record, _indices(window, positions))
-                    bar.read_back(len(positions))
-                    continue
-                bar.start()
-                record = _run_batch(step, window, positions, sets, named, has_foils, bar)
-                if store is not None:
-                    store.write(
-                        window,
-                        number,
-                        len(batches),
-                        _with_text(record, window, positions, sets, has_foils),
-                    )
-                collector.add(record, _indices(window, positions))
-                bar.ran(len(positions), record["tokens"])
-                del record
-            hashes, n_windows = window.hashes, window.number + 1
-            del window, found
-    finally:
-        bar.close()
+    if remote:
+        from murano_widgets.backends.nnsight import job_statuses_to
+
+        # Each batch is a job: their statuses show in the data set's bar, not a line each.
+        jobs = job_statuses_to(bar.job)
+    with bar, jobs:
+        hashes, n_windows = _run_windows(
+            _chain(first, stream), model, step, batching, store, collector, bar
+        )
     n = collector.n_prompts
     if not inputs.checked:
         if not collector.any_answer:
@@ -301,6 +282,44 @@ def lens_dataset(
     )
 
 
+def _run_windows(
+    stream: Iterable[Any],
+    model: Any,
+    step: LogitLens,
+    batching: Any,
+    store: ShardStore | None,
+    collector: _Collector,
+    bar: Progress,
+) -> tuple[dict[str, str], int]:
+    """The run itself: window by window, each batch read back from the folder when it has it,
+    else run (and written there); the stream's hashes and number of windows at its end."""
+    hashes: dict[str, str] = {}
+    n_windows = 0
+    sets, lens_names = collector.sets, collector.lens_names
+    for window in windows(stream, model, batching):
+        batches = cut_batches(window.lengths, batching)
+        found = store.window(window, len(batches)) if store is not None else {}
+        collector.add_window(window)
+        for number, positions in enumerate(batches):
+            if number in found:
+                path, shard = found.pop(number)
+                collector.add(record_of(shard, lens_names, sets, path), _indices(window, positions))
+                bar.read_back(len(positions))
+                continue
+            bar.start()
+            record = _run_batch(step, window, positions, collector)
+            if store is not None:
+                store.write(
+                    window, number, len(batches), _with_text(record, window, positions, sets)
+                )
+            collector.add(record, _indices(window, positions))
+            bar.ran(len(positions), record["tokens"])
+            del record
+        hashes, n_windows = window.hashes, window.number + 1
+        del window, found
+    return hashes, n_windows
+
+
 def _indices(window: Window, positions: np.ndarray) -> np.ndarray:
     """The stream indices of a window's batch."""
     return np.array([window.items[p].index for p in positions], dtype=np.int64)
@@ -312,16 +331,12 @@ def _chain(first: Any, rest: Iterable[Any]) -> Iterable[Any]:
 
 
 def _run_batch(
-    step: LogitLens,
-    window: Window,
-    positions: np.ndarray,
-    sets: list[str],
-    named: bool,
-    has_foils: bool,
-    bar: Progress,
+    step: LogitLens, window: Window, positions: np.ndarray, collector: _Collector
 ) -> dict[str, Any]:
     """One batch through the step: its record (per-prompt arrays in batch order, ``index``,
-    the top-1 token strings, the tokens run)."""
+    the top-1 token strings, the tokens run). A remote batch whose job fails is sent once
+    more (with a warning) before the failure is raised."""
+    sets, named, has_foils = collector.sets, collector.named, collector.has_foils
     items = [window.items[p] for p in positions]
     ids = [window.ids(p) for p in positions]
     rows = np.array([item.index for item in items], dtype=np.int64)
@@ -378,6 +393,7 @@ def _run_batch(
     lengths = [len(i) for i in ids]
     return {
         "index": rows,
+        "has_foils": has_foils,
         "lenses": lenses,
         "contributions": contributions,
         "contribution_bias": bias,
@@ -467,10 +483,11 @@ def _batch_contributions(result: Any, step: LogitLens, n: int) -> tuple[np.ndarr
 
 
 def _with_text(
-    record: dict[str, Any], window: Window, positions: np.ndarray, sets: list[str], has_foils: bool
+    record: dict[str, Any], window: Window, positions: np.ndarray, sets: list[str]
 ) -> dict[str, Any]:
     """A record with its prompts', answers' and foils' text (in batch order), for its shard."""
     items = [window.items[p] for p in positions]
+    has_foils = record["has_foils"]
     return {
         **record,
         "prompts": [item.prompt for item in items],
@@ -489,9 +506,15 @@ class _Collector:
     """
 
     def __init__(
-        self, lens_names: list[str], sets: list[str], labels: list[str] | None, has_foils: bool
+        self,
+        lens_names: list[str],
+        sets: list[str],
+        labels: list[str] | None,
+        has_foils: bool,
+        named: bool = False,
     ) -> None:
         self.lens_names = lens_names
+        self.named = named
         self.sets = sets
         self.labels = labels
         self.has_foils = has_foils
@@ -1364,7 +1387,9 @@ def _load_folder(folder: Path) -> LensDataset:
     labels = None
     if fingerprint.get("decompose"):
         labels = next((shard["meta"]["component_labels"] for _, shard in shards), None)
-    collector = _Collector(lens_names, sets, labels, bool(fingerprint.get("foils")))
+    collector = _Collector(
+        lens_names, sets, labels, bool(fingerprint.get("foils")), bool(fingerprint["named_sets"])
+    )
     collector.prompts = [None] * n  # type: ignore[list-item]
     collector.answers = {name: [None] * n for name in sets}
     if collector.foils is not None:

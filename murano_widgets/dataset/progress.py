@@ -41,6 +41,7 @@ class Progress:
         self.resumed = 0
         self.seconds = 0.0
         self.state: str | None = None
+        self.jobs = 0
         self._since: float | None = None
         known = "{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}" if total else "{n_fmt}"
         self.bar = tqdm(
@@ -72,9 +73,16 @@ class Progress:
         self.bar.update(prompts)
         self._show()
 
-    def job(self, state: str | None) -> None:
-        """A remote job's state (or ``None`` once it is done)."""
-        self.state = state
+    def job(self, state: str | None, job_id: str | None = None) -> None:
+        """A remote job's state, as NDIF reports it (``received``, ``queued``, ``running``,
+        ``completed``, ``error``), and its id; ``None`` once no job is out."""
+        if state is None:
+            self.state = None
+        else:
+            short = f" {job_id[:8]}" if job_id else ""
+            self.state = f"{short} {state.lower()}".strip()
+            if state.upper() == "COMPLETED":
+                self.jobs += 1
         self._show()
 
     def _show(self) -> None:
@@ -90,7 +98,7 @@ class Progress:
         if self.resumed:
             parts.append(f"{self.resumed:,} read back from the folder")
         if self.state:
-            parts.append(f"job {self.state}")
+            parts.append(f"NDIF job {self.state} ({self.jobs} completed)")
         self.bar.set_postfix_str(", ".join(parts), refresh=False)
         self.bar.refresh()
 

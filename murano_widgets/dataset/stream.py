@@ -486,7 +486,7 @@ class Batching:
 
 
 def resolve_batching(
-    model: Any, n_saved_layers: int, batch_size: Any, batch_tokens: Any
+    model: Any, n_saved_layers: int, batch_size: Any, batch_tokens: Any, remote: bool = False
 ) -> Batching:
     """The batching of a run, from ``batch_size`` and ``batch_tokens``.
 
@@ -503,11 +503,11 @@ def resolve_batching(
     if batch_tokens is not None:
         batch_tokens = check_int("batch_tokens", batch_tokens, 1, None, None)
     if batch_tokens is None and batch_size is None:
-        return Batching(None, auto_batch_tokens(model, n_saved_layers), auto=True)
+        return Batching(None, auto_batch_tokens(model, n_saved_layers, remote), auto=True)
     return Batching(batch_size, batch_tokens)
 
 
-def auto_batch_tokens(model: Any, n_saved_layers: int) -> int:
+def auto_batch_tokens(model: Any, n_saved_layers: int, remote: bool = False) -> int:
     """The default token budget: a batch's saved block outputs (``n_saved_layers · tokens ·
     d_model`` values of the model's dtype) near ``STATE_BYTES``, within
     ``[MIN_AUTO_TOKENS, MAX_AUTO_TOKENS]``, rounded down to a power of two.
@@ -515,14 +515,15 @@ def auto_batch_tokens(model: Any, n_saved_layers: int) -> int:
     On the CPU the demo model (6 layers, d_model 128) gets the maximum, 16,384; GPT-2 small
     (12 layers, 768, float32) 4,096; a 7B model (32 layers, 4,096, bfloat16) 512, and 2,048 on
     an accelerator: large batches where a token is cheap, so few runs of the step (and few
-    small parallel regions on a busy machine), and bounded memory where it is not.
+    small parallel regions on a busy machine), and bounded memory where it is not. A remote
+    run (NDIF's accelerators; every job costs a round trip) takes the accelerator's budget.
     """
     config = getattr(model, "config", None)
     width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", None) or 1024
     dtype = getattr(model, "dtype", None)
     itemsize = getattr(dtype, "itemsize", 4) or 4
     device = getattr(getattr(model, "device", None), "type", "cpu")
-    budget = STATE_BYTES * (1 if device == "cpu" else 4)
+    budget = STATE_BYTES * (1 if device == "cpu" and not remote else 4)
     per_token = max(1, n_saved_layers) * int(width) * int(itemsize)
     tokens = max(MIN_AUTO_TOKENS, min(MAX_AUTO_TOKENS, budget // per_token))
     return 1 << (tokens.bit_length() - 1)
