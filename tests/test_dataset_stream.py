@@ -296,7 +296,7 @@ def test_the_automatic_budget_follows_the_models_size():
         return SimpleNamespace(config=config, dtype=dtype, device=torch.device(device))
 
     # Saved block outputs: every layer read and the last, tokens x d_model of the model's dtype.
-    assert auto_batch_tokens(model(128, torch.float32), 7) == 16384  # the demo model
+    assert auto_batch_tokens(model(128, torch.float32), 7) == 8192  # the demo model
     assert auto_batch_tokens(model(768, torch.float32), 13) == 4096  # GPT-2 small
     assert auto_batch_tokens(model(4096, torch.bfloat16), 33) == 512  # a 7B model
     assert auto_batch_tokens(model(8192, torch.bfloat16), 81) == 256  # a 70B one

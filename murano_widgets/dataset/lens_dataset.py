@@ -34,6 +34,7 @@ the prompt's length; :meth:`LensDataset.contribution_summary`,
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import re
@@ -136,7 +137,7 @@ def lens_dataset(
         batch_tokens: The most positions a batch runs: its prompts times its longest prompt's
             tokens (padding included). With ``batch_size`` too, both limits hold. With neither,
             an automatic budget keeps a batch's saved block outputs near 256 MiB on the CPU,
-            1 GiB on an accelerator (the demo model: 16,384 tokens; GPT-2 small: 4,096; a 7B
+            1 GiB on an accelerator (the demo model: 8,192 tokens; GPT-2 small: 4,096; a 7B
             model in bfloat16: 512, on a GPU 2,048).
             Prompts are sorted by token length within windows of 16 batches, so padding stays
             small whatever their order (``provenance["padded_tokens"]`` against ``["tokens"]``
@@ -315,9 +316,25 @@ def _run_windows(
             collector.add(record, _indices(window, positions))
             bar.ran(len(positions), record["tokens"])
             del record
+            _return_freed_memory()
         hashes, n_windows = window.hashes, window.number + 1
         del window, found
     return hashes, n_windows
+
+
+def _return_freed_memory() -> None:
+    """Hands the batch's freed memory back to the operating system (glibc's ``malloc_trim``;
+    elsewhere nothing to do), a millisecond or two a batch.
+
+    Without it the heap kept what each batch freed, in holes between the small arrays the
+    data set keeps, and the process's peak crept up with the number of batches (measured on
+    the demo model: the peak above the start grew from 123 to 216 MB over the first 18,000
+    prompts, then stayed; 100,000 prompts peaked 23 % above 10,000)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError, TypeError):
+        return
+    trim(0)
 
 
 def _indices(window: Window, positions: np.ndarray) -> np.ndarray:

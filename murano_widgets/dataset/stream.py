@@ -58,8 +58,13 @@ TOKENIZE_SLICE = 256
 #: stream, ``n_layers · tokens · d_model`` values of the model's dtype) near this many bytes
 #: (four times as many on an accelerator, whose memory is its own).
 STATE_BYTES = 256 * 2**20
-#: ... within these bounds, in tokens (padding included) per batch.
-MIN_AUTO_TOKENS, MAX_AUTO_TOKENS = 256, 16384
+#: ... within these bounds, in tokens (padding included) per batch. The step holds more than the
+#: saved states while a batch runs (the forward pass's activations: about 13 kB a token on the
+#: demo model, whose saved states are 3.5 kB), so a small model's batches stop at 8,192 tokens:
+#: their fixed cost is then a few per cent of their time, and a data set of 10,000 prompts
+#: already fills them, so that its peak memory is a data set of 100,000's (measured: 16,384
+#: tokens a batch gave 10,000 prompts smaller batches and a peak 20 % below 100,000's).
+MIN_AUTO_TOKENS, MAX_AUTO_TOKENS = 256, 8192
 DEFAULT_SET = "answer"
 """The name a plain list of answers gets (the step's name for it)."""
 
@@ -512,7 +517,7 @@ def auto_batch_tokens(model: Any, n_saved_layers: int, remote: bool = False) -> 
     d_model`` values of the model's dtype) near ``STATE_BYTES``, within
     ``[MIN_AUTO_TOKENS, MAX_AUTO_TOKENS]``, rounded down to a power of two.
 
-    On the CPU the demo model (6 layers, d_model 128) gets the maximum, 16,384; GPT-2 small
+    On the CPU the demo model (6 layers, d_model 128) gets the maximum, 8,192; GPT-2 small
     (12 layers, 768, float32) 4,096; a 7B model (32 layers, 4,096, bfloat16) 512, and 2,048 on
     an accelerator: large batches where a token is cheap, so few runs of the step (and few
     small parallel regions on a busy machine), and bounded memory where it is not. A remote
