@@ -452,13 +452,14 @@ def test_a_batch_of_prompts_without_answers_is_run_without_them(load_tiny, tiny_
 def test_batches_group_similar_lengths_and_the_order_is_restored(load_tiny, monkeypatch):
     model = load_tiny("gpt2")
     seen = []
-    original = LogitLens.__call__
+    original = LogitLens.run
 
-    def spy(self, results):
-        seen.append(list(results["prompts"].prompts))
-        return original(self, results)
+    def spy(self, prompts, *args, **kwargs):
+        seen.append(list(prompts))
+        return original(self, prompts, *args, **kwargs)
 
-    monkeypatch.setattr(LogitLens, "__call__", spy)
+    # The data set hands the step each batch's prompts with their token ids (tokenized once).
+    monkeypatch.setattr(LogitLens, "run", spy)
     data = lens_dataset(model, PROMPTS, ANSWERS, batch_size=3, progress=False)
     lengths = {p: len(model.tokenizer(p)["input_ids"]) for p in PROMPTS}
     assert [len(batch) for batch in seen] == [3, 3, 1]

@@ -14,7 +14,9 @@ a traceback from inside nnsight.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from contextlib import nullcontext as _nothing
 from dataclasses import dataclass
 from typing import Any
@@ -469,6 +471,35 @@ class _ReportedJob:
             status.close()
 
 
+#: Where remote jobs' statuses go instead of their own progress line, while set: a callable
+#: taking the status (``"RECEIVED"``, ``"QUEUED"``, ``"RUNNING"``, ``"COMPLETED"``, ...) and the
+#: job's id. A caller that shows its own progress over many jobs (``lens_dataset(...,
+#: remote=True)``) sets it with :func:`job_statuses_to`, so that a thousand jobs are one bar,
+#: not a thousand lines. Read through :func:`_job_listener` only.
+_JOB_LISTENER: Any = None
+
+
+def _job_listener() -> Any:
+    """The listener, looked up by name when a status arrives. Not a global this module's code
+    names: a remote trace pickles the package's code by value with the globals it names, and
+    the listener (a progress bar, its file and locks) must not travel with it (measured: the
+    server refused such a payload, "RecursionError: maximum recursion depth exceeded")."""
+    module = sys.modules.get(__name__)
+    return getattr(module, "_JOB_LISTENER", None)
+
+
+@contextlib.contextmanager
+def job_statuses_to(listener: Any) -> Iterator[None]:
+    """Within the block, remote jobs report their statuses to ``listener(status, job_id)``
+    rather than drawing a progress line each (their log messages still print)."""
+    global _JOB_LISTENER
+    before, _JOB_LISTENER = _JOB_LISTENER, listener
+    try:
+        yield
+    finally:
+        _JOB_LISTENER = before
+
+
 def _remote_logging() -> bool:
     try:
         from nnsight import CONFIG
@@ -513,6 +544,10 @@ class _JobStatus:
                 self._ensure_bar().write(f"NDIF: {description}", file=sys.stderr)
             return
         self.status = status
+        listener = _job_listener()
+        if listener is not None:
+            listener(status, self.job_id)
+            return
         if not self.enabled:
             return
         bar = self._ensure_bar()

@@ -1,9 +1,17 @@
 """Data sets: the lens over many prompts, kept as per-prompt, per-layer numbers.
 
 - ``lens_dataset``: ``lens_dataset`` and ``LensDataset`` (tidy tables, summaries, widgets).
+- ``stream``: the inputs as a stream (any iterable, a file of lines: ``text_lines``), checked
+  item by item, sorted by length within windows, cut into batches by a token budget.
+- ``shards``: a run's folder (``path=``): one file a batch, the run's fingerprint, resuming.
+- ``progress``: the progress bar (prompts and tokens run per second, time left, job states).
 - ``io``: provenance and the npz + JSON pair a data set is saved as.
 - ``stats``: per-layer means with bootstrap intervals, and where each prompt's answer commits.
 - ``agreement``: ``lens_agreement`` and ``LensAgreement``: how far lenses side by side agree
   with each other and with the model's output, per layer, with intervals.
 - ``plot``: the publication figure.
 """
+
+from murano_widgets.dataset.stream import text_lines
+
+__all__ = ["text_lines"]

@@ -1,11 +1,18 @@
 """``lens_dataset``: the lens over a data set of prompts, reduced to per-prompt, per-layer numbers.
 
-The step runs over the prompts in batches. Prompts are sorted by token length before batching,
-so that each batch pads little, and every number is written back at the prompt's own index, so
-the order given is the order kept. Of each batch only what a data-set question needs is kept:
-for every prompt and layer, the answer's probability and rank (per answer set), and the entropy,
-the KL to the final distribution and the top-1 token at the prompt's last real position. Memory
+The prompts (and their answers and foils) may come from any iterable, a list or a generator, a
+pandas column or a file of lines, and are read as a stream (:mod:`murano_widgets.dataset.stream`):
+checked item by item, tokenized a slice at a time, sorted by token length within a window of a
+few batches and cut into batches by a token budget, so that padding stays small without sorting
+(or holding) the whole data set. Every number is written back at the prompt's own index, so the
+order given is the order kept. Of each batch only what a data-set question needs is kept: for
+every prompt and layer, the answer's probability and rank (per answer set), and the entropy, the
+KL to the final distribution and the top-1 token at the prompt's last real position. Memory
 therefore grows with ``n_prompts · n_layers`` and nothing else.
+
+With ``path=folder`` each batch is written to the folder as it finishes
+(:mod:`murano_widgets.dataset.shards`); an interrupted run called again resumes where it stopped,
+and :meth:`LensDataset.load` reads the finished folder without the model.
 
 :class:`LensDataset` holds those arrays and turns them into a tidy frame, per-layer summaries
 with bootstrap intervals, a figure, a widget, and files that remake the figure without the model.
@@ -26,17 +33,29 @@ the prompt's length; :meth:`LensDataset.contribution_summary`,
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
-from collections.abc import Mapping, Sequence
+import re
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from murano_widgets._checks import check_bool, check_int, check_model
+from murano_widgets._checks import check_bool, check_model, check_path
 from murano_widgets.dataset.io import model_provenance, paths, read_saved, write_saved
+from murano_widgets.dataset.progress import Progress
+from murano_widgets.dataset.shards import (
+    ShardStore,
+    fingerprint_of,
+    is_run_folder,
+    read_folder,
+    record_of,
+)
 from murano_widgets.dataset.stats import (
     check_summary_args,
     commitment_layers,
@@ -44,13 +63,16 @@ from murano_widgets.dataset.stats import (
     contribution_stats,
     set_summary,
 )
-from murano_widgets.step.logit_lens import LogitLens
-from murano_widgets.types import (
-    PromptBatch,
-    validate_answers,
-    validate_foils,
-    validate_prompts,
+from murano_widgets.dataset.stream import (
+    DEFAULT_SET,
+    WINDOW_BATCHES,
+    Inputs,
+    Window,
+    cut_batches,
+    resolve_batching,
+    windows,
 )
+from murano_widgets.step.logit_lens import LogitLens
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,67 +91,98 @@ LENSES_FORMAT_VERSION = 2
 #: The arrays of one lens, ``[n_layers, n_prompts]`` (per answer set for the answers).
 ARRAY_FIELDS = ("answer_probs", "answer_ranks", "entropy", "kl_to_final", "top1_tokens")
 _TOKENIZE_SLICE = 256
-DEFAULT_SET = "answer"
-"""The name a plain list of answers gets (the step's name for it)."""
+#: How many times a remote batch is sent: a job that fails is sent once more.
+REMOTE_TRIES = 2
 
 
 def lens_dataset(
     model: ModelBackend,
-    prompts: Sequence[str],
-    answers: Sequence[Any] | Mapping[str, Sequence[Any]],
+    prompts: Iterable[Any],
+    answers: Iterable[Any] | Mapping[str, Iterable[Any]] | None = None,
     *,
     layers: Sequence[int] | str = "all",
-    batch_size: int = 32,
+    batch_size: int | None = None,
+    batch_tokens: int | None = None,
     progress: bool = True,
     variants: bool = False,
     lens: Any = None,
-    foils: Sequence[str | None] | None = None,
+    foils: Iterable[str | None] | None = None,
     decompose: bool = False,
     heads: bool = False,
+    path: str | os.PathLike | None = None,
+    remote: bool = False,
 ) -> LensDataset:
     """Runs the lens over a data set of prompts and keeps, per prompt and layer, the answer's fate.
 
-    Every argument is checked, and every prompt tokenized, before the model runs.
+    The inputs are read as a stream: a list, a generator, a pandas column, a ``datasets``
+    column or a file of lines (a ``pathlib.Path``) are all read one window of a few batches at
+    a time, each prompt checked as it arrives (a bad one is an error naming its index), so
+    nothing but the per-prompt numbers grows with the number of prompts. Lists and tuples are
+    checked whole before any model work.
 
     Args:
         model: The model, e.g. ``load_demo_model()`` or ``MuranoModel("gpt2")``.
-        prompts: The prompts (any number).
+        prompts: The prompts: any iterable of strings, or a ``pathlib.Path`` to a file with one
+            prompt a line. With ``answers=None``: an iterable of ``(prompt, answer)`` pairs
+            (``(prompt, answer, foil)`` with ``decompose=True``), each answer as below (a dict
+            of named sets, the same names in every pair).
         answers: One answer per prompt (a string, a list of accepted strings, or ``None`` for
-            none), or a dict of named answer sets, ``{"capital": [...], "language": [...]}``,
-            each such a list aligned with ``prompts``.
+            none), as any iterable (or a file of lines), or a dict of named answer sets,
+            ``{"capital": [...], "language": [...]}``, each such an iterable aligned with
+            ``prompts``. The inputs are zipped strictly: one that ends before the others is
+            an error naming where.
         layers: ``"all"`` or a list of layer indices.
-        batch_size: Prompts per step run. Prompts of similar token length are batched together,
-            so padding stays small whatever their order.
-        progress: Show a progress bar (it disappears when done).
+        batch_size: The most prompts a batch. Alone, every batch has exactly this many (the
+            last of a window fewer).
+        batch_tokens: The most positions a batch runs: its prompts times its longest prompt's
+            tokens (padding included). With ``batch_size`` too, both limits hold. With neither,
+            an automatic budget keeps a batch's saved block outputs near 256 MiB on the CPU,
+            1 GiB on an accelerator (the demo model: 8,192 tokens; GPT-2 small: 4,096; a 7B
+            model in bfloat16: 512, on a GPU 2,048).
+            Prompts are sorted by token length within windows of 16 batches, so padding stays
+            small whatever their order (``provenance["padded_tokens"]`` against ``["tokens"]``
+            says how small).
+        progress: Show a progress bar (it disappears when done): prompts and tokens run per
+            second and the time left (unknown for a stream of unknown length; batches read
+            back from ``path`` are not counted as speed).
         variants: Also count each answer with and without a leading space and with its first
             letter's case changed (see :class:`LogitLens`).
         lens: A translator such as a :class:`~murano_widgets.TunedLens`; ``None`` for the logit
             lens. Or several lenses side by side, by name: ``{"logit": None, "tuned": tuned}``
             (one trace a batch for all of them; see :class:`LensDataset`).
         foils: With ``decompose=True``: one foil per prompt (a string, or ``None`` for none),
-            so that the contributions are to logit(answer) − logit(foil) (the first token of
-            each, as it would follow the prompt). A prompt given no foil while others have one
-            gets no contributions (NaN), as does a prompt without an answer.
+            as any iterable, so that the contributions are to logit(answer) − logit(foil) (the
+            first token of each, as it would follow the prompt). A prompt given no foil while
+            others have one gets no contributions (NaN), as does a prompt without an answer.
         decompose: Also keep each prompt's direct logit attribution of its answer (of the first
             answer set, when they are named) at its last position, under the model's own
             readout: per component, ``C`` floats a prompt (see :class:`LensDataset`).
         heads: With ``decompose=True``: split each attention layer into its heads (and the
             output projection's bias), ``"L3.H0"``, ..., ``"L3.attn_bias"``.
+        path: A folder to write the run to as it goes, one file per batch (made if missing).
+            Called again with the same inputs and folder, an interrupted run resumes where it
+            stopped (at most the batch that was running is lost) and gives exactly the result
+            of an uninterrupted one; a finished one is read back. Other settings (model, lens,
+            layers, options, batching) are refused before any model work, and other inputs at
+            the first window that differs, naming what changed. ``LensDataset.load(path)``
+            reads the finished folder without the model.
+        remote: Run each batch as a job on NDIF (``MuranoModel(..., backend="nnsight")``):
+            the reductions run inside the remote trace and only the per-prompt numbers come
+            back; a job that fails is sent once more; with ``path``, resumable as a local run.
 
     Returns:
         A :class:`LensDataset` (with named lenses, one per lens inside it: ``.lens(name)``).
 
     Raises:
-        TypeError, ValueError: For bad arguments, naming the argument (before any model work).
+        TypeError, ValueError: For bad arguments, naming the argument (before any model work),
+            and for a bad prompt, answer or foil of a stream, naming its index (when it is read).
     """
     check_model(model)
-    prompts = validate_prompts(prompts)
-    sets, named = _check_answers(answers, len(prompts))
-    batch_size = check_int("batch_size", batch_size, 1, None, None)
     progress = check_bool("progress", progress)
     variants = check_bool("variants", variants)
     decompose = check_bool("decompose", decompose)
     heads = check_bool("heads", heads)
+    remote = check_bool("remote", remote)
     # heads=True without decompose=True is refused rather than taken to mean it: heads only
     # split the decomposition, which costs a pass over every component, so it is turned on in
     # so many words, and decompose=False never means anything but "no contributions".
@@ -138,158 +191,490 @@ def lens_dataset(
             "heads=True splits the contributions into heads, which needs decompose=True: "
             "pass lens_dataset(..., decompose=True, heads=True)"
         )
-    foils = _check_foils(foils, len(prompts), decompose)
+    folder = None if path is None else Path(os.fspath(check_path("path", path)))
+    inputs = Inputs(prompts, answers, foils, decompose)
     # A data set reads each prompt where it ends: the step reduces those positions alone.
     extra = {"decompose": True, "heads": heads} if decompose else {}
-    step = LogitLens(model, layers, lens=lens, variants=variants, positions="last", **extra)
-    lengths = _token_lengths(model, prompts)
-    order = batch_order(lengths)
+    step = LogitLens(
+        model, layers, lens=lens, variants=variants, positions="last", remote=remote, **extra
+    )
+    n_saved = len({*step.layers, model.n_layers - 1})
+    batching = resolve_batching(model, n_saved, batch_size, batch_tokens, remote)
+    # The first item tells pairs' answer sets; an empty stream is an error before model work.
+    stream = iter(inputs)
+    first = next(stream, None)
+    if first is None:
+        raise ValueError("prompts is empty: give at least one prompt")
+    sets, named, has_foils = list(inputs.set_names), bool(inputs.named), bool(inputs.has_foils)
 
-    n, n_layers = len(prompts), len(step.layers)
-    # Per lens, [n_layers, n_prompts], the result's axis order: each batch fills its prompts'
-    # columns.
-    arrays = {name: _empty_arrays(sets, n_layers, n) for name in step.lenses}
-    token_strings: dict[int, str] = {}
-    # The contributions, filled from the first batch on (their number of components is the
-    # step's): one copy, whatever the lenses (see LensDataset).
-    kept: dict[str, Any] = {}
-
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=n, desc="lens_dataset", unit="prompt", leave=False, disable=not progress)
-    try:
-        for start in range(0, n, batch_size):
-            rows = order[start : start + batch_size]
-            # Prompts are batched by length, so those without an answer can make a batch of
-            # their own: it runs without answers (a PromptBatch refuses answers all None), and
-            # its prompts' answer numbers stay missing.
-            batch_answers: Any = None
-            if any(sets[name][i] is not None for name in sets for i in rows):
-                batch_answers = {name: [sets[name][i] for i in rows] for name in sets}
-                if not named:
-                    batch_answers = batch_answers[DEFAULT_SET]
-            # Likewise foils (which also need answers): a batch without any runs without them
-            # (its prompts' contributions are then set missing below, as a prompt without a
-            # foil among others gets).
-            batch_foils = None
-            if foils is not None and batch_answers is not None:
-                batch_foils = [foils[i] for i in rows]
-                if all(foil is None for foil in batch_foils):
-                    batch_foils = None
-            batch = PromptBatch(
-                [prompts[i] for i in rows],
-                answers=batch_answers,
-                **({} if batch_foils is None else {"foils": batch_foils}),
-            )
-            out = step({"prompts": batch})["logit_lens"]
-            for name, result in out.items() if step.named else [(next(iter(arrays)), out)]:
-                _keep_batch(arrays[name], result, rows, token_strings)
-            if decompose and batch_answers is not None:
-                # Under the last layer every lens reads the model's own output: the first
-                # lens's contributions are every lens's.
-                _keep_contributions(kept, next(iter(out.values())) if step.named else out, rows, n)
-            del out
-            bar.update(len(rows))
-    finally:
-        bar.close()
-    if decompose and foils is not None:
-        # No foil where others have one: no contribution (the step's rule, kept whatever the
-        # batch its prompt fell into).
-        no_foil = np.array([foil is None for foil in foils])
-        kept["values"][:, no_foil] = np.nan
-        kept["bias"][no_foil] = np.nan
-
+    options = {
+        "answer_sets": sets,
+        "named_sets": named,
+        "foils": has_foils,
+        "variants": variants,
+        "decompose": decompose,
+        "heads": heads,
+        "remote": remote,
+        **batching.as_dict(),
+    }
     provenance = model_provenance(model, step, lens)
     provenance.update(
-        n_prompts=n,
-        batch_size=batch_size,
+        batch_size=batching.batch_size,
+        batch_tokens=batching.batch_tokens,
+        window_batches=WINDOW_BATCHES,
         variants=variants,
-        answer_sets=list(sets),
+        answer_sets=sets,
         decompose=decompose,
         heads=heads,
+        source=inputs.describe(),
     )
-    common = {
-        "prompts": prompts,
-        "layers": list(step.layers),
-        "answers": sets,
-        "token_strings": token_strings,
-        "named_sets": named,
-        "model": model,
-    }
-    if decompose:
-        common |= {
-            "component_labels": kept["labels"],
-            "contributions": kept["values"],
-            "contribution_bias": kept["bias"],
-            "foils": foils,
-        }
-    if not step.named:
-        (one,) = arrays.values()
-        return LensDataset(**common, **one, provenance=provenance, lens=lens)
-    parts = {
-        name: LensDataset(
-            **common,
-            **arrays[name],
-            provenance=lens_provenance(provenance, name),
-            lens=step.lenses[name],
+    if remote:
+        provenance["remote"] = True
+    store = None
+    if folder is not None:
+        store = ShardStore(folder, fingerprint_of(provenance, options), provenance)
+        provenance = store.provenance
+
+    lens_names = list(step.lenses)
+    labels = list(step.components.labels) if step.components is not None else None
+    collector = _Collector(lens_names, sets, labels, has_foils, named)
+    jobs: Any = contextlib.nullcontext()
+    bar = Progress(inputs.total, progress)
+    if remote:
+        from murano_widgets.backends.nnsight import job_statuses_to
+
+        # Each batch is a job: their statuses show in the data set's bar, not a line each.
+        jobs = job_statuses_to(bar.job)
+    with bar, jobs:
+        hashes, n_windows = _run_windows(
+            _chain(first, stream), model, step, batching, store, collector, bar
         )
-        for name in step.lenses
+    n = collector.n_prompts
+    if not inputs.checked:
+        if not collector.any_answer:
+            warnings.warn(
+                "no prompt of the stream had an answer: the data set has no answer numbers",
+                UserWarning,
+                stacklevel=2,
+            )
+        if has_foils and not collector.any_foil:
+            warnings.warn(
+                "no prompt of the stream had a foil: every contribution is missing",
+                UserWarning,
+                stacklevel=2,
+            )
+    counts = {
+        "n_prompts": n,
+        "tokens": collector.tokens,
+        "padded_tokens": collector.padded,
+        "n_batches": collector.n_batches,
+        "n_windows": n_windows,
     }
-    return LensDataset(**common, provenance=provenance, lens=dict(step.lenses), lenses=parts)
+    provenance.update(counts)
+    if store is not None:
+        store.finish(n, n_windows, hashes, counts)
+    return collector.dataset(
+        layers=list(step.layers),
+        provenance=provenance,
+        named=named,
+        model=model,
+        lens=lens if not step.named else dict(step.lenses),
+        named_lenses=step.named,
+    )
 
 
-def _empty_arrays(sets: dict[str, Any], n_layers: int, n: int) -> dict[str, Any]:
-    """One lens's arrays, before any batch: no value anywhere (NaN, -1)."""
+def _run_windows(
+    stream: Iterable[Any],
+    model: Any,
+    step: LogitLens,
+    batching: Any,
+    store: ShardStore | None,
+    collector: _Collector,
+    bar: Progress,
+) -> tuple[dict[str, str], int]:
+    """The run itself: window by window, each batch read back from the folder when it has it,
+    else run (and written there); the stream's hashes and number of windows at its end."""
+    hashes: dict[str, str] = {}
+    n_windows = 0
+    sets, lens_names = collector.sets, collector.lens_names
+    for window in windows(stream, model, batching):
+        batches = cut_batches(window.lengths, batching)
+        found = store.window(window, len(batches)) if store is not None else {}
+        collector.add_window(window)
+        for number, positions in enumerate(batches):
+            if number in found:
+                path, shard = found.pop(number)
+                collector.add(record_of(shard, lens_names, sets, path), _indices(window, positions))
+                bar.read_back(len(positions))
+                continue
+            bar.start()
+            record = _run_batch(step, window, positions, collector)
+            if store is not None:
+                store.write(
+                    window, number, len(batches), _with_text(record, window, positions, sets)
+                )
+            collector.add(record, _indices(window, positions))
+            bar.ran(len(positions), record["tokens"])
+            del record
+            _return_freed_memory()
+        hashes, n_windows = window.hashes, window.number + 1
+        del window, found
+    return hashes, n_windows
+
+
+def _return_freed_memory() -> None:
+    """Hands the batch's freed memory back to the operating system (glibc's ``malloc_trim``;
+    elsewhere nothing to do), a millisecond or two a batch.
+
+    Without it the heap kept what each batch freed, in holes between the small arrays the
+    data set keeps, and the process's peak crept up with the number of batches (measured on
+    the demo model: the peak above the start grew from 123 to 216 MB over the first 18,000
+    prompts, then stayed; 100,000 prompts peaked 23 % above 10,000)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError, TypeError):
+        return
+    trim(0)
+
+
+def _indices(window: Window, positions: np.ndarray) -> np.ndarray:
+    """The stream indices of a window's batch."""
+    return np.array([window.items[p].index for p in positions], dtype=np.int64)
+
+
+def _chain(first: Any, rest: Iterable[Any]) -> Iterable[Any]:
+    yield first
+    yield from rest
+
+
+def _run_batch(
+    step: LogitLens, window: Window, positions: np.ndarray, collector: _Collector
+) -> dict[str, Any]:
+    """One batch through the step: its record (per-prompt arrays in batch order, ``index``,
+    the top-1 token strings, the tokens run). A remote batch whose job fails is sent once
+    more (with a warning) before the failure is raised."""
+    sets, named, has_foils = collector.sets, collector.named, collector.has_foils
+    items = [window.items[p] for p in positions]
+    ids = [window.ids(p) for p in positions]
+    rows = np.array([item.index for item in items], dtype=np.int64)
+    # Prompts are batched by length, so those without an answer can make a batch of their own:
+    # it runs without answers (the step refuses answers all None), and its prompts' answer
+    # numbers stay missing.
+    batch_answers: Any = None
+    if any(entry is not None for item in items for entry in item.answers):
+        batch_answers = {name: [item.answers[s] for item in items] for s, name in enumerate(sets)}
+        if not named:
+            batch_answers = batch_answers[DEFAULT_SET]
+    # Likewise foils (which also need answers): a batch without any runs without them (its
+    # prompts' contributions are then missing, as a prompt without a foil among others gets).
+    batch_foils = None
+    if has_foils and batch_answers is not None:
+        batch_foils = [item.foil for item in items]
+        if all(foil is None for foil in batch_foils):
+            batch_foils = None
+    prompts = [item.prompt for item in items]
+    tries = REMOTE_TRIES if step.remote else 1
+    for attempt in range(tries):
+        try:
+            out = step.run(prompts, batch_answers, prompt_ids=ids, foils=batch_foils)
+            break
+        except (ValueError, TypeError) as error:
+            # The step names a prompt by its place in the batch: name it in the data set.
+            message = _in_data_set(str(error), rows)
+            if message == str(error):
+                raise
+            raise type(error)(message) from None
+        except Exception as error:
+            if attempt + 1 == tries or not _is_job_failure(error):
+                raise
+            warnings.warn(
+                f"the remote job for prompts {rows.min()}..{rows.max()} failed ({error}); "
+                "sending it once more",
+                UserWarning,
+                stacklevel=3,
+            )
+    results = list(out.values()) if step.named else [out]
+    token_strings: dict[int, str] = {}
+    lenses = [_keep_batch(result, sets, token_strings) for result in results]
+    contributions = bias = None
+    if step.decompose and batch_answers is not None:
+        # Under the last layer every lens reads the model's own output: the first lens's
+        # contributions are every lens's.
+        contributions, bias = _batch_contributions(results[0], step, len(items))
+        if has_foils:
+            # No foil where others have one: no contribution (the step's rule, kept whatever
+            # the batch its prompt fell into).
+            no_foil = np.array([item.foil is None for item in items])
+            contributions[:, no_foil] = np.nan
+            bias[no_foil] = np.nan
+    lengths = [len(i) for i in ids]
     return {
-        "answer_probs": {name: np.full((n_layers, n), np.nan, np.float32) for name in sets},
-        "answer_ranks": {name: np.full((n_layers, n), -1, np.int32) for name in sets},
-        "entropy": np.full((n_layers, n), np.nan, np.float32),
-        "kl_to_final": np.full((n_layers, n), np.nan, np.float32),
-        "top1_tokens": np.full((n_layers, n), -1, np.int32),
+        "index": rows,
+        "has_foils": has_foils,
+        "lenses": lenses,
+        "contributions": contributions,
+        "contribution_bias": bias,
+        "component_labels": None if step.components is None else list(step.components.labels),
+        "token_strings": token_strings,
+        "tokens": int(sum(lengths)),
+        "padded": int(max(lengths) * len(lengths)),
     }
 
 
-def _keep_batch(
-    arrays: dict[str, Any], result: Any, rows: np.ndarray, token_strings: dict[int, str]
-) -> None:
-    """What a data set keeps of one lens's result on a batch: its prompts' columns, at each
-    prompt's last real position, and the text of the top-1 tokens there."""
+_BATCH_INDEX = re.compile(r"\b(prompts|answers|foils)((?:\['[^']*'\])?)\[(\d+)\]")
+
+
+def _in_data_set(message: str, rows: np.ndarray) -> str:
+    """The step's message with each ``prompts[i]``, ``answers[i]``, ``answers['x'][i]`` or
+    ``foils[i]`` (an index into the batch) as the index into the data set."""
+
+    def replace(match: re.Match[str]) -> str:
+        k = int(match[3])
+        return f"{match[1]}{match[2]}[{int(rows[k])}]" if k < len(rows) else match[0]
+
+    return _BATCH_INDEX.sub(replace, message)
+
+
+def _is_job_failure(error: BaseException) -> bool:
+    """Whether ``error`` is a remote job's failure (worth one more try), not a bug here."""
+    name = type(error).__name__
+    return name in ("NDIFError", "RemoteException", "ConnectionError", "TimeoutError") or any(
+        base.__name__ in ("RequestException", "ConnectionError") for base in type(error).__mro__
+    )
+
+
+def _keep_batch(result: Any, sets: list[str], token_strings: dict[int, str]) -> dict[str, Any]:
+    """What a data set keeps of one lens's result on a batch: its prompts' numbers, at each
+    prompt's last real position (``[n_layers, batch]``, batch order), and the text of the top-1
+    tokens there."""
     last = _last_positions(result.attention_mask)
-    cols = torch.arange(len(rows))
-    arrays["entropy"][:, rows] = result.entropy[:, cols, last].numpy()
-    arrays["kl_to_final"][:, rows] = result.kl_to_final[:, cols, last].numpy()
+    cols = torch.arange(len(last))
+    n_layers = result.entropy.shape[0]
     ids = result.predicted_tokens[:, cols, last]
-    arrays["top1_tokens"][:, rows] = ids.numpy()
     for token in torch.unique(ids).tolist():
         if token >= 0 and token not in token_strings:
             token_strings[token] = result.token_strings.get(token, "")
-    for name, scores in (result.answer_sets or {}).items():
-        arrays["answer_probs"][name][:, rows] = scores.probs.numpy()
-        arrays["answer_ranks"][name][:, rows] = scores.ranks.numpy()
+    scored = result.answer_sets or {}
+    shape = (n_layers, len(last))
+    return {
+        "entropy": result.entropy[:, cols, last].numpy().astype(np.float32, copy=False),
+        "kl_to_final": result.kl_to_final[:, cols, last].numpy().astype(np.float32, copy=False),
+        "top1_tokens": ids.numpy().astype(np.int32),
+        "answer_probs": {
+            name: scored[name].probs.numpy().astype(np.float32, copy=False)
+            if name in scored
+            else np.full(shape, np.nan, np.float32)
+            for name in sets
+        },
+        "answer_ranks": {
+            name: scored[name].ranks.numpy().astype(np.int32)
+            if name in scored
+            else np.full(shape, -1, np.int32)
+            for name in sets
+        },
+    }
 
 
-def _keep_contributions(kept: dict[str, Any], result: Any, rows: np.ndarray, n: int) -> None:
-    """A batch's direct logit attribution of its prompts' answers, at their columns."""
+def _batch_contributions(result: Any, step: LogitLens, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A batch's direct logit attribution of its prompts' answers, ``[C, batch]`` and
+    ``[batch]``."""
     labels = result.component_labels
     values, bias = result.answer_contributions, result.answer_contribution_bias
     if labels is None or values is None or bias is None:
         raise RuntimeError(
             "the step was asked for decompose=True but its result has no answer_contributions"
         )
-    if "labels" not in kept:
-        kept["labels"] = list(labels)
-        kept["values"] = np.full((len(labels), n), np.nan, np.float32)
-        kept["bias"] = np.full(n, np.nan, np.float32)
-    elif list(labels) != kept["labels"]:
-        raise RuntimeError("the step's component_labels changed from one batch to the next")
-    if tuple(values.shape) != (len(labels), len(rows)) or tuple(bias.shape) != (len(rows),):
+    expected = list(step.components.labels) if step.components is not None else None
+    if list(labels) != expected:
+        raise RuntimeError("the step's component_labels differ from its component layout's")
+    if tuple(values.shape) != (len(labels), n) or tuple(bias.shape) != (n,):
         raise RuntimeError(
             f"the step's answer_contributions has shape {tuple(values.shape)} and "
-            f"answer_contribution_bias {tuple(bias.shape)}; expected {(len(labels), len(rows))} "
-            f"and {(len(rows),)}"
+            f"answer_contribution_bias {tuple(bias.shape)}; expected {(len(labels), n)} "
+            f"and {(n,)}"
         )
-    kept["values"][:, rows] = values.detach().float().cpu().numpy()
-    kept["bias"][rows] = bias.detach().float().cpu().numpy()
+    return (
+        values.detach().float().cpu().numpy().copy(),
+        bias.detach().float().cpu().numpy().copy(),
+    )
+
+
+def _with_text(
+    record: dict[str, Any], window: Window, positions: np.ndarray, sets: list[str]
+) -> dict[str, Any]:
+    """A record with its prompts', answers' and foils' text (in batch order), for its shard."""
+    items = [window.items[p] for p in positions]
+    has_foils = record["has_foils"]
+    return {
+        **record,
+        "prompts": [item.prompt for item in items],
+        "answers": {name: [item.answers[s] for item in items] for s, name in enumerate(sets)},
+        "foils": [item.foil for item in items] if has_foils else None,
+    }
+
+
+class _Collector:
+    """The per-prompt numbers of a run, batch by batch, then as one data set.
+
+    The text (prompts, answers, foils) is kept in stream order as windows arrive (the very
+    objects the stream gave); each batch's arrays are kept as they come, and placed at their
+    prompts' indices only at the end, each batch's arrays freed as soon as they are copied, so
+    that assembling them costs one set of arrays, not two.
+    """
+
+    def __init__(
+        self,
+        lens_names: list[str],
+        sets: list[str],
+        labels: list[str] | None,
+        has_foils: bool,
+        named: bool = False,
+    ) -> None:
+        self.lens_names = lens_names
+        self.named = named
+        self.sets = sets
+        self.labels = labels
+        self.has_foils = has_foils
+        self.prompts: list[str] = []
+        self.answers: dict[str, list[Any]] = {name: [] for name in sets}
+        self.foils: list[str | None] | None = [] if has_foils else None
+        self.records: list[dict[str, Any]] = []
+        self.token_strings: dict[int, str] = {}
+        self.tokens = self.padded = self.n_batches = 0
+        self.any_answer = self.any_foil = False
+        self.n_layers: int | None = None
+
+    @property
+    def n_prompts(self) -> int:
+        return len(self.prompts)
+
+    def add_window(self, window: Window) -> None:
+        """A window's text, in stream order."""
+        for item in window.items:
+            self.prompts.append(item.prompt)
+            for s, name in enumerate(self.sets):
+                self.answers[name].append(item.answers[s])
+                self.any_answer = self.any_answer or item.answers[s] is not None
+            if self.foils is not None:
+                self.foils.append(item.foil)
+                self.any_foil = self.any_foil or item.foil is not None
+
+    def add(self, record: dict[str, Any], expected: np.ndarray | None = None) -> None:
+        """One batch's numbers (from the step, or read back from a shard), checked against the
+        prompts ``expected`` at its place."""
+        if expected is not None and not np.array_equal(record["index"], expected):
+            raise ValueError(
+                f"a shard holds other prompts than its batch (prompts {expected.min()}.."
+                f"{expected.max()}): the inputs or the batching changed; use another folder"
+            )
+        n_layers = record["lenses"][0]["entropy"].shape[0]
+        if self.n_layers is None:
+            self.n_layers = n_layers
+        elif n_layers != self.n_layers:
+            raise ValueError("a shard holds another number of layers than the run's")
+        if record["component_labels"] is not None and record["component_labels"] != self.labels:
+            raise ValueError("a shard holds other components than the run's")
+        self.token_strings.update(record["token_strings"])
+        self.tokens += record["tokens"]
+        self.padded += record["padded"]
+        self.n_batches += 1
+        self.records.append(
+            {
+                "index": record["index"],
+                "lenses": record["lenses"],
+                "contributions": record["contributions"],
+                "contribution_bias": record["contribution_bias"],
+            }
+        )
+
+    def arrays(self) -> tuple[list[dict[str, Any]], dict[str, np.ndarray] | None]:
+        """Every lens's arrays ``[n_layers, n_prompts]`` (and the contributions), the batches'
+        freed as they are copied."""
+        n, n_layers = self.n_prompts, self.n_layers or 0
+        lenses = [
+            {
+                "answer_probs": {name: np.empty((n_layers, n), np.float32) for name in self.sets},
+                "answer_ranks": {name: np.empty((n_layers, n), np.int32) for name in self.sets},
+                "entropy": np.empty((n_layers, n), np.float32),
+                "kl_to_final": np.empty((n_layers, n), np.float32),
+                "top1_tokens": np.empty((n_layers, n), np.int32),
+            }
+            for _ in self.lens_names
+        ]
+        kept = None
+        if self.labels is not None:
+            kept = {
+                "contributions": np.full((len(self.labels), n), np.nan, np.float32),
+                "contribution_bias": np.full(n, np.nan, np.float32),
+            }
+        covered = np.zeros(n, dtype=bool)
+        records, self.records = self.records, []
+        records.reverse()
+        while records:
+            record = records.pop()
+            index = record["index"]
+            covered[index] = True
+            for out, got in zip(lenses, record["lenses"], strict=True):
+                for key in ("entropy", "kl_to_final", "top1_tokens"):
+                    out[key][:, index] = got[key]
+                for key in ("answer_probs", "answer_ranks"):
+                    for name in self.sets:
+                        out[key][name][:, index] = got[key][name]
+            if kept is not None and record["contributions"] is not None:
+                kept["contributions"][:, index] = record["contributions"]
+                kept["contribution_bias"][index] = record["contribution_bias"]
+            del record
+        if not covered.all():
+            raise RuntimeError(f"prompts[{int(np.argmin(covered))}] got no numbers")
+        return lenses, kept
+
+    def dataset(
+        self,
+        *,
+        layers: list[int],
+        provenance: dict[str, Any],
+        named: bool,
+        model: Any,
+        lens: Any,
+        named_lenses: bool,
+    ) -> LensDataset:
+        return _assemble(self, layers, provenance, named, model, lens, named_lenses)
+
+
+def _assemble(
+    collector: _Collector,
+    layers: list[int],
+    provenance: dict[str, Any],
+    named: bool,
+    model: Any,
+    lens: Any,
+    named_lenses: bool,
+) -> LensDataset:
+    """The data set of a run (or of a run's folder, read back)."""
+    lenses, kept = collector.arrays()
+    common: dict[str, Any] = {
+        "prompts": collector.prompts,
+        "layers": list(layers),
+        "answers": collector.answers,
+        "token_strings": collector.token_strings,
+        "named_sets": named,
+        "model": model,
+    }
+    if kept is not None:
+        common |= {"component_labels": collector.labels, **kept, "foils": collector.foils}
+    if not named_lenses:
+        (one,) = lenses
+        return LensDataset(**common, **one, provenance=provenance, lens=lens)
+    parts = {
+        name: LensDataset(
+            **common,
+            **arrays,
+            provenance=lens_provenance(provenance, name),
+            lens=None if lens is None else lens[name],
+        )
+        for name, arrays in zip(collector.lens_names, lenses, strict=True)
+    }
+    return LensDataset(**common, provenance=provenance, lens=lens, lenses=parts)
 
 
 def lens_provenance(provenance: dict[str, Any], name: str) -> dict[str, Any]:
@@ -529,18 +914,51 @@ class LensDataset:
         layer's top-1 token there) and ``commitment_layer`` (the prompt's, on each of its
         rows: see :meth:`commitment_layers`; missing where the answer never commits or there
         is none). ``df.attrs["provenance"]`` holds :attr:`provenance`.
+
+        ``prompt`` and ``answer`` are categorical: each distinct string is held once and each
+        row holds an integer code, so that a frame of a million prompts by a dozen layers is a
+        few hundred MB and seconds to make, rather than a string per row (they compare, filter
+        and group as strings do; ``.astype(str)`` gives plain strings). No pyarrow is needed.
         """
         import pandas as pd
 
+        shared = self._text_columns()
         if self._lenses is not None:
             frames = []
             for name, part in self._lenses.items():
-                frame = part.to_pandas()
+                frame = part._frame(shared)
                 frame.insert(frame.columns.get_loc("layer"), "lens", name)
                 frames.append(frame)
             table = pd.concat(frames, ignore_index=True)
             table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
             return table
+        frame = self._frame(shared)
+        frame.attrs["provenance"] = json.loads(json.dumps(self.provenance))
+        return frame
+
+    def _text_columns(self) -> dict[str, Any]:
+        """The text of the tidy tables, factorized once: each prompt's code among the distinct
+        prompts and each answer set's codes among every set's distinct answers (shared by
+        every lens, so that the lenses' frames concatenate as categoricals)."""
+        import pandas as pd
+
+        prompt_codes, prompts = pd.factorize(np.asarray(self.prompts, dtype=object))
+        names = list(self.answers)
+        labels = np.asarray(
+            [label for name in names for label in self.answer_labels(name)], dtype=object
+        )
+        answer_codes, answers = pd.factorize(labels, use_na_sentinel=True)
+        n = len(self.prompts)
+        return {
+            "prompt": (prompt_codes, prompts),
+            "answer": {
+                name: (answer_codes[k * n : (k + 1) * n], answers) for k, name in enumerate(names)
+            },
+        }
+
+    def _frame(self, shared: dict[str, Any]) -> pd.DataFrame:
+        """One lens's tidy frame (see :meth:`to_pandas`), its text from ``shared``."""
+        import pandas as pd
 
         n_layers, n = self.entropy.shape
         prompt_index = np.repeat(np.arange(n), n_layers)
@@ -550,15 +968,21 @@ class LensDataset:
             """``[n_layers, n_prompts]`` as one row per prompt and layer, prompt by prompt."""
             return values.T.reshape(-1)
 
+        def categorical(codes: np.ndarray, categories: Any) -> pd.Categorical:
+            return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+        prompt_codes, prompts = shared["prompt"]
+        prompt_column = categorical(prompt_codes[prompt_index], prompts)
         top1_words = _decode(by_prompt(self.top1_tokens), self.token_strings)
         frames = []
         for name in self.answers:
             ranks = by_prompt(self.answer_ranks[name])
             missing = ranks < 0
+            answer_codes, answers = shared["answer"][name]
             columns: dict[str, Any] = {
                 "prompt_index": prompt_index,
-                "prompt": np.asarray(self.prompts, dtype=object)[prompt_index],
-                "answer": np.asarray(self.answer_labels(name), dtype=object)[prompt_index],
+                "prompt": prompt_column,
+                "answer": categorical(answer_codes[prompt_index], answers),
             }
             if self.named_sets:
                 columns["answer_set"] = name
@@ -574,10 +998,8 @@ class LensDataset:
                     *_with_missing(np.repeat(self.commitment_layers(name), n_layers))
                 ),
             }
-            frames.append(pd.DataFrame(columns))
-        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        frame.attrs["provenance"] = json.loads(json.dumps(self.provenance))
-        return frame
+            frames.append(pd.DataFrame(columns, copy=False))
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
     def summary(self, ci: float = 0.95, n_boot: int = 1000, seed: int | None = 0) -> pd.DataFrame:
         """One row per layer (and answer set): means with percentile-bootstrap intervals.
@@ -668,10 +1090,13 @@ class LensDataset:
         parts = [*map(component_parts, labels[:-1]), (None, "bias", None)]
         layer = np.array([-1 if p[0] is None else p[0] for p in parts], dtype=np.int64)
         head = np.array([-1 if p[2] is None else p[2] for p in parts], dtype=np.int64)
+        kinds = list(dict.fromkeys(p[1] for p in parts))
+        kind_codes = np.array([kinds.index(p[1]) for p in parts])
+        codes = np.tile(np.arange(len(labels)), repeat)
         return {
-            "component": np.tile(np.asarray(labels, dtype=object), repeat),
+            "component": pd.Categorical.from_codes(codes, categories=labels, validate=False),
             "layer": pd.arrays.IntegerArray(*_with_missing(np.tile(layer, repeat))),
-            "kind": np.tile(np.asarray([p[1] for p in parts], dtype=object), repeat),
+            "kind": pd.Categorical.from_codes(kind_codes[codes], categories=kinds, validate=False),
             "head": pd.arrays.IntegerArray(*_with_missing(np.tile(head, repeat))),
         }
 
@@ -756,15 +1181,22 @@ class LensDataset:
         )
         n_parts, n = values.shape
         prompt_index = np.repeat(np.arange(n), n_parts)
+        # The text as categoricals (each distinct string once: see to_pandas), and the
+        # component columns likewise: a million prompts by 13 components is 14 million rows.
+        shared = self._text_columns()
+
+        def categorical(codes: np.ndarray, categories: Any) -> pd.Categorical:
+            return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+        answer_codes, answers = shared["answer"][next(iter(self.answers))]
         columns: dict[str, Any] = {
             "prompt_index": prompt_index,
-            "prompt": np.asarray(self.prompts, dtype=object)[prompt_index],
-            "answer": np.asarray(self.answer_labels(next(iter(self.answers))), dtype=object)[
-                prompt_index
-            ],
+            "prompt": categorical(shared["prompt"][0][prompt_index], shared["prompt"][1]),
+            "answer": categorical(answer_codes[prompt_index], answers),
         }
         if self.foils is not None:
-            columns["foil"] = np.asarray(self.foils, dtype=object)[prompt_index]
+            foil_codes, foils = pd.factorize(np.asarray(self.foils, dtype=object))
+            columns["foil"] = categorical(foil_codes[prompt_index], foils)
         columns |= self._component_columns(repeat=n)
         # One row per prompt and component, prompt by prompt: [C + 1, n] read column-wise.
         columns["contribution"] = values.T.reshape(-1).astype(np.float64)
@@ -894,13 +1326,20 @@ class LensDataset:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> LensDataset:
-        """Reads a data set written by :meth:`save` (no model needed; ``show(model=...)`` later).
+        """Reads a data set written by :meth:`save`, or the folder of a finished
+        ``lens_dataset(..., path=folder)`` run (no model needed; ``show(model=...)`` later).
 
         Raises:
             FileNotFoundError: If either file is missing.
             ValueError: If the files are not a data set of this format, do not belong together
-                (the npz's hash differs from the one recorded) or their shapes disagree.
+                (the npz's hash differs from the one recorded) or their shapes disagree; for a
+                folder, if its run is not finished or a shard is missing or damaged (naming it).
         """
+        check_path("path", path)
+        if is_run_folder(Path(os.fspath(path))):
+            dataset = _load_folder(Path(os.fspath(path)))
+            dataset._source = Path(os.fspath(path))
+            return dataset
         npz_path, json_path = paths(path)
         sidecar, arrays = read_saved(
             npz_path, json_path, FORMAT, (FORMAT_VERSION, LENSES_FORMAT_VERSION)
@@ -952,6 +1391,63 @@ class LensDataset:
         return dataset
 
 
+def _load_folder(folder: Path) -> LensDataset:
+    """A finished run's folder as a data set: each shard's text and numbers at its prompts'
+    indices."""
+    run, shards = read_folder(folder)
+    provenance = run["provenance"]
+    fingerprint = run["fingerprint"]
+    sets = list(fingerprint["answer_sets"])
+    n = int(run["finished"]["n_prompts"])
+    lens_entries = provenance.get("lenses")
+    lens_names = [e["name"] for e in lens_entries] if lens_entries else ["lens"]
+    labels = None
+    if fingerprint.get("decompose"):
+        labels = next((shard["meta"]["component_labels"] for _, shard in shards), None)
+    collector = _Collector(
+        lens_names, sets, labels, bool(fingerprint.get("foils")), bool(fingerprint["named_sets"])
+    )
+    collector.prompts = [None] * n  # type: ignore[list-item]
+    collector.answers = {name: [None] * n for name in sets}
+    if collector.foils is not None:
+        collector.foils = [None] * n
+    seen = np.zeros(n, dtype=bool)
+    for path, shard in shards:
+        record = record_of(shard, lens_names, sets, path)
+        index = record["index"]
+        if len(index) and (index.min() < 0 or index.max() >= n or seen[index].any()):
+            raise ValueError(
+                f"{path} holds prompt indices outside the run's {n} prompts or already read: "
+                "the folder is damaged"
+            )
+        seen[index] = True
+        meta = shard["meta"]
+        for k, i in enumerate(index.tolist()):
+            collector.prompts[i] = meta["prompts"][k]
+            for name in sets:
+                entry = meta["answers"][name][k]
+                collector.answers[name][i] = entry
+            if collector.foils is not None:
+                collector.foils[i] = meta["foils"][k]
+        collector.add(record)
+    if not seen.all():
+        raise ValueError(
+            f"the folder {str(folder)!r} has no numbers for prompts[{int(np.argmin(seen))}]: "
+            "a shard is missing"
+        )
+    named_lenses = lens_entries is not None
+    layers = list(provenance["layers"])
+    return _assemble(
+        collector,
+        layers,
+        provenance,
+        bool(fingerprint["named_sets"]),
+        None,
+        None,
+        named_lenses,
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Checks, batching and provenance
 
@@ -989,29 +1485,6 @@ def _layers_first(on_disk: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(on_disk.T)
 
 
-def _check_answers(answers: Any, n_prompts: int) -> tuple[dict[str, list[list[str] | None]], bool]:
-    """The answer sets as ``{name: [accepted strings or None]}``, and whether they were named
-    (the same checks and messages as ``PromptBatch(answers=...)``)."""
-    return dict(validate_answers(answers, n_prompts)), isinstance(answers, Mapping)
-
-
-def _check_foils(foils: Any, n_prompts: int, decompose: bool) -> list[str | None] | None:
-    """The foils as a list with one string or ``None`` per prompt (``PromptBatch``'s check), or
-    ``None``; refused without ``decompose=True``, the only thing they change, and when no
-    prompt has one (every contribution would be missing)."""
-    if foils is None:
-        return None
-    if not decompose:
-        raise ValueError(
-            "foils only change the contributions (logit(answer) - logit(foil)), which need "
-            "decompose=True: pass lens_dataset(..., foils=..., decompose=True)"
-        )
-    foils = validate_foils(foils, n_prompts)
-    if all(foil is None for foil in foils):
-        raise ValueError("foils has no foil for any prompt (all None); leave foils=None")
-    return foils
-
-
 def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
     """Each prompt's token count, checked against the model's context before any model work."""
     lengths = np.empty(len(prompts), dtype=np.int64)
@@ -1034,16 +1507,22 @@ def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
     return lengths
 
 
-def _decode(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
-    """Token ids to their strings through ``table`` ("" for -1 or an id not in it), vectorised."""
-    words = np.array(["", *table.values()], dtype=object)
+def _table_positions(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
+    """Each token id's position in ``["", *table.values()]``: 0 for -1 or an id not in the
+    table, vectorised."""
     if not table:
-        return words[np.zeros(len(ids), dtype=np.int64)]
+        return np.zeros(len(ids), dtype=np.int64)
     keys = np.fromiter(table, dtype=np.int64, count=len(table))
     order = np.argsort(keys)
     found = np.minimum(np.searchsorted(keys[order], ids), len(keys) - 1)
     hit = keys[order][found] == ids
-    return words[np.where(hit, order[found] + 1, 0)]
+    return np.where(hit, order[found] + 1, 0)
+
+
+def _decode(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
+    """Token ids to their strings through ``table`` ("" for -1 or an id not in it), vectorised."""
+    words = np.array(["", *table.values()], dtype=object)
+    return words[_table_positions(ids, table)]
 
 
 def batch_order(lengths: Sequence[int]) -> np.ndarray:

@@ -9,6 +9,11 @@
         the logit lens and that Jacobian lens side by side, with the KL between them.
     python client.py fail MODEL_DIR
         A trace that fails on the server; prints the error the caller gets.
+    python client.py dataset MODEL_DIR OUT_DIR [--prompts N] [--batch-tokens T]
+        lens_dataset(..., remote=True) over N toy-world prompts from a generator: uninterrupted
+        with its progress bar; interrupted by Ctrl-C from the stream and resumed from its
+        folder; with the first job failing on the server (retried once); and locally. The data
+        sets' arrays to OUT_DIR/<run>.npz.
 
 Prints one JSON line last (timings, the error). It must be a real file: nnsight reads the
 source of the code inside ``with model.trace(...)``.
@@ -145,6 +150,118 @@ def fail(args: argparse.Namespace) -> dict:
     return {"type": None, "shape": list(wrong.shape)}
 
 
+def demo_pairs(n: int):
+    """``n`` (prompt, answer) pairs of the toy world's held-out prompts, varied: a generator."""
+    from murano_widgets.demo_model.corpus import eval_prompts
+
+    facts = eval_prompts()
+    prefixes = ["", "So, ", "Well, ", "Indeed, it is said that "]
+    for i in range(n):
+        fact = facts[i % len(facts)]
+        yield prefixes[(i // len(facts)) % len(prefixes)] + fact.prompt, fact.answer
+
+
+class Interrupt:
+    """A stream that raises KeyboardInterrupt (a user's Ctrl-C) when it reaches ``at``."""
+
+    def __init__(self, pairs, at: int) -> None:
+        self.pairs, self.at = pairs, at
+
+    def __iter__(self):
+        for i, pair in enumerate(self.pairs):
+            if i == self.at:
+                raise KeyboardInterrupt
+            yield pair
+
+
+def dataset(args: argparse.Namespace) -> dict:
+    import sys
+    import warnings
+    from pathlib import Path
+
+    import numpy as np
+
+    from murano_widgets import lens_dataset
+
+    model = connect(args.model)
+    out = Path(args.out)
+    n, options = args.prompts, {"batch_tokens": args.batch_tokens}
+    jobs: list[int] = []
+    original = LogitLens.run
+
+    def counted(self, prompts, *a, **k):
+        jobs.append(len(prompts))
+        return original(self, prompts, *a, **k)
+
+    LogitLens.run = counted
+
+    def arrays(data) -> dict:
+        return {
+            "prob": data.answer_probs["answer"],
+            "rank": data.answer_ranks["answer"],
+            "entropy": data.entropy,
+            "kl": data.kl_to_final,
+            "top1": data.top1_tokens,
+        }
+
+    summary: dict = {}
+    # 1. Uninterrupted, its progress bar on stderr (the job statuses in it).
+    start = time.perf_counter()
+    whole = lens_dataset(model, demo_pairs(n), remote=True, progress=True, **options)
+    summary["seconds"] = time.perf_counter() - start
+    summary["jobs"] = len(jobs)
+    summary["n_batches"] = whole.provenance["n_batches"]
+    summary["remote"] = whole.provenance.get("remote")
+    np.savez(out / "whole.npz", **arrays(whole))
+    print("\n--- interrupted", file=sys.stderr)
+    # 2. Ctrl-C from the stream (in its last slice of 256, so that the windows before it ran),
+    # then resumed from the folder.
+    folder = out / "run"
+    try:
+        lens_dataset(
+            model, Interrupt(demo_pairs(n), n - 100), remote=True, path=folder,
+            progress=False, **options,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        summary["interrupted"] = True
+    summary["shards_before"] = len(list(folder.glob("w*.npz")))
+    jobs.clear()
+    resumed = lens_dataset(
+        model, demo_pairs(n), remote=True, path=folder, progress=False, **options
+    )
+    summary["resumed_jobs"] = len(jobs)
+    np.savez(out / "resumed.npz", **arrays(resumed))
+    # 3. The first job fails on the server, and is sent again. The trace's code runs on the
+    # server (nnsight 0.8), so whether to fail is decided here and travels with the step.
+    calls = []
+    reduce_in_trace, read_states = LogitLens._reduce_in_trace, LogitLens._read_states
+
+    def reduce_once(self, *a, **k):
+        calls.append(1)
+        self.fail_on_server = len(calls) == 1
+        return reduce_in_trace(self, *a, **k)
+
+    def read_and_fail(self, states, take):
+        read_states(self, states, take)
+        if getattr(self, "fail_on_server", False):
+            # Block 0's output again, after the later blocks ran: the server refuses it.
+            states["post"][0] = take(self.model.layer(0))
+
+    LogitLens._reduce_in_trace, LogitLens._read_states = reduce_once, read_and_fail
+    jobs.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        retried = lens_dataset(model, demo_pairs(n), remote=True, progress=False, **options)
+    LogitLens._reduce_in_trace, LogitLens._read_states = reduce_in_trace, read_states
+    summary["retry_warnings"] = [str(w.message) for w in caught if "once more" in str(w.message)]
+    summary["retry_jobs"] = len(jobs)
+    np.savez(out / "retried.npz", **arrays(retried))
+    # 4. The same data set locally (the weights load here now).
+    local = lens_dataset(model, demo_pairs(n), progress=False, **options)
+    np.savez(out / "local.npz", **arrays(local))
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -162,8 +279,14 @@ def main() -> None:
     run.add_argument("--decompose", action="store_true")
     failing = sub.add_parser("fail")
     failing.add_argument("model")
+    data = sub.add_parser("dataset")
+    data.add_argument("model")
+    data.add_argument("out")
+    data.add_argument("--prompts", type=int, default=700)
+    data.add_argument("--batch-tokens", type=int, default=512)
     args = parser.parse_args()
-    print(json.dumps({"lens": lens, "fail": fail}[args.command](args)))
+    commands = {"lens": lens, "fail": fail, "dataset": dataset}
+    print(json.dumps(commands[args.command](args)))
 
 
 if __name__ == "__main__":

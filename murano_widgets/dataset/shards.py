@@ -1,0 +1,456 @@
+"""A data set as a folder of shards: written batch by batch as a run goes, resumed after an
+interruption, refused when the inputs or settings changed, read back without the model.
+
+``lens_dataset(..., path=folder)`` writes:
+
+- ``run.json``: the run's **fingerprint** (everything that decides its numbers: the model and
+  its weights, dtype and device type, the lens, layers, answer sets, options and batching), its
+  provenance, and, once it is done, ``finished`` (the number of prompts and windows and the
+  stream's hashes).
+- one ``wWWWWWWW-bBBB.npz`` per batch: window ``W``'s batch ``B`` (see
+  :mod:`murano_widgets.dataset.stream`): the batch's per-prompt numbers (layers first, as in
+  memory), each prompt's index in the stream, and a ``meta`` entry (JSON as bytes) with the
+  prompts, answers, foils, top-1 token strings and the running sha256 of the stream's prompts,
+  answers and foils through the window's end.
+
+Each shard is written whole or not at all (:func:`murano_widgets._files.write_file`), so an
+interrupted run loses at most the batch it was running. Called again with the same inputs and
+folder, the run reads the stream from the start (a generator cannot seek), checks each window's
+hashes against its shards', reads the batches it has and runs those it lacks; the windows and
+batches are cut the same way, so the result equals an uninterrupted run's exactly. A different
+fingerprint is refused before any model work, naming each setting that changed; different
+inputs are refused at the first window whose hashes differ, naming which input changed and the
+prompts of that window.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from murano_widgets._files import read_json, read_npz, write_file
+
+__all__ = ["RUN_FILE", "ShardStore", "is_run_folder", "read_folder"]
+
+RUN_FORMAT = "murano_widgets.LensDatasetRun"
+RUN_FORMAT_VERSION = 1
+RUN_FILE = "run.json"
+_SHARD = re.compile(r"w(\d{7})-b(\d{4})\.npz")
+
+
+def shard_name(window: int, batch: int) -> str:
+    return f"w{window:07d}-b{batch:04d}.npz"
+
+
+def is_run_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder written by ``lens_dataset(..., path=...)``."""
+    return path.is_dir() and (path / RUN_FILE).is_file()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class ShardStore:
+    """The shards of one run in one folder (see the module's description).
+
+    Args:
+        folder: The folder (made if missing; an existing one must hold this run or nothing).
+        fingerprint: What decides the run's numbers (compared with a previous run's).
+        provenance: The data set's provenance (kept from the first session).
+
+    Raises:
+        ValueError: If the folder holds another run (naming what differs), or files that are
+            not a run's.
+    """
+
+    def __init__(
+        self, folder: Path, fingerprint: dict[str, Any], provenance: dict[str, Any]
+    ) -> None:
+        self.folder = folder
+        self.fingerprint = _plain(fingerprint)
+        run_path = folder / RUN_FILE
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(
+                f"path {str(folder)!r} is a file; lens_dataset(path=...) takes a folder"
+            )
+        if run_path.is_file():
+            self.run = read_run(run_path)
+            changed = _differences(self.run["fingerprint"], self.fingerprint)
+            if changed:
+                raise ValueError(
+                    f"the folder {str(folder)!r} holds a run with other settings, so its results "
+                    f"cannot be resumed or mixed with these: {'; '.join(changed)}. Use another "
+                    "folder, or call lens_dataset with that run's settings"
+                )
+            self.run.setdefault("sessions", []).append({"date_utc": _now()})
+        else:
+            if folder.is_dir():
+                visible = [p.name for p in folder.iterdir() if not p.name.startswith(".")]
+                if visible:
+                    raise ValueError(
+                        f"the folder {str(folder)!r} is not empty and holds no lens_dataset run "
+                        f"(no {RUN_FILE}; it has {', '.join(sorted(visible)[:3])}"
+                        f"{', ...' if len(visible) > 3 else ''}): give a new or empty folder"
+                    )
+            folder.mkdir(parents=True, exist_ok=True)
+            self.run = {
+                "format": RUN_FORMAT,
+                "format_version": RUN_FORMAT_VERSION,
+                "fingerprint": self.fingerprint,
+                "provenance": _plain(provenance),
+                "finished": None,
+                "sessions": [{"date_utc": _now()}],
+            }
+        write_file(run_path, _json_bytes(self.run))
+        self.found: dict[int, set[int]] = {}
+        for path in folder.iterdir():
+            match = _SHARD.fullmatch(path.name)
+            if match:
+                self.found.setdefault(int(match[1]), set()).add(int(match[2]))
+        self.resumed = sum(len(batches) for batches in self.found.values())
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return self.run["provenance"]
+
+    def window(self, window: Any, n_batches: int) -> dict[int, tuple[Path, dict[str, Any]]]:
+        """The shards this folder already has for ``window`` (batch number → its path and
+        contents), checked against the window's hashes.
+
+        Raises:
+            ValueError: If the window's inputs differ from those its shards were made from, or
+                its shards do not match its batches.
+        """
+        have = self.found.get(window.number, set())
+        records = {}
+        for batch in sorted(have):
+            path = self.folder / shard_name(window.number, batch)
+            record = read_shard(path)
+            meta = record["meta"]
+            if meta["hashes"] != window.hashes or meta["window_start"] != window.start:
+                raise ValueError(_changed(self.folder, meta, window))
+            if batch >= n_batches or meta["n_batches"] != n_batches:
+                raise ValueError(
+                    f"{path} is batch {batch} of {meta['n_batches']} of window {window.number}, "
+                    f"but these inputs cut that window into {n_batches} batches: the inputs or "
+                    "the batching changed; use another folder"
+                )
+            records[batch] = (path, record)
+        return records
+
+    def write(self, window: Any, batch: int, n_batches: int, record: dict[str, Any]) -> None:
+        """Writes one batch's record as its shard (whole or not at all)."""
+        meta = {
+            "window": window.number,
+            "batch": batch,
+            "n_batches": n_batches,
+            "window_start": window.start,
+            "window_stop": window.stop,
+            "hashes": window.hashes,
+            "prompts": record["prompts"],
+            "answers": record["answers"],
+            "foils": record["foils"],
+            "token_strings": {str(k): v for k, v in record["token_strings"].items()},
+            "component_labels": record["component_labels"],
+            "tokens": record["tokens"],
+            "padded": record["padded"],
+        }
+        arrays = shard_arrays(record)
+        arrays["meta"] = np.frombuffer(_json_bytes(meta), dtype=np.uint8)
+        buffer = _npz_bytes(arrays)
+        write_file(self.folder / shard_name(window.number, batch), buffer)
+
+    def finish(self, n_prompts: int, n_windows: int, hashes: dict[str, str], extra: dict) -> None:
+        """Marks the run finished, after checking that no shard lies past the stream's end.
+
+        Raises:
+            ValueError: If the folder has shards of windows the inputs did not reach (the
+                inputs are shorter than those of the run that wrote them).
+        """
+        beyond = sorted(w for w in self.found if w >= n_windows)
+        if beyond:
+            path = self.folder / shard_name(beyond[0], min(self.found[beyond[0]]))
+            start = read_shard(path)["meta"]["window_start"]
+            raise ValueError(
+                f"the inputs ended after {n_prompts} prompts, but the folder "
+                f"{str(self.folder)!r} holds results from prompts[{start}] on ({path.name}): "
+                "the prompts are not those of the run that wrote it; use another folder"
+            )
+        finished = {"n_prompts": n_prompts, "n_windows": n_windows, "hashes": hashes}
+        previous = self.run.get("finished")
+        if previous is not None and {k: previous.get(k) for k in finished} != finished:
+            raise ValueError(
+                f"the folder {str(self.folder)!r} holds a finished run of "
+                f"{previous.get('n_prompts')} prompts that these inputs do not match"
+            )
+        if previous is None:
+            self.run["provenance"].update(extra)
+            self.run["finished"] = {**finished, "date_utc": _now()}
+        write_file(self.folder / RUN_FILE, _json_bytes(self.run))
+
+
+def _changed(folder: Path, meta: dict[str, Any], window: Any) -> str:
+    """Why a window's shard does not belong to these inputs: which of them changed, where."""
+    start, stop = meta["window_start"], meta.get("window_stop", window.stop)
+    where = (
+        f"at or before prompts[{start}:{stop}] (window {window.number}; the earlier windows "
+        "matched)"
+    )
+    if stop != window.stop or start != window.start:
+        what = (
+            f"the inputs differ from those the folder {str(folder)!r} was made from {where}: "
+            f"that window held prompts[{start}:{stop}] then and holds "
+            f"prompts[{window.start}:{window.stop}] now (prompts were added, removed or "
+            "changed length)"
+        )
+    else:
+        kinds = [
+            k for k in ("prompts", "answers", "foils") if meta["hashes"][k] != window.hashes[k]
+        ]
+        # Prompts added or removed shift the answers and foils too: then the prompts are named.
+        kinds = kinds[:1] if "prompts" in kinds else kinds
+        what = (
+            f"the {' and '.join(kinds) or 'prompts'} differ from those the folder "
+            f"{str(folder)!r} was made from, {where}"
+        )
+    return what + ": a run's folder holds one data set; use another folder for other inputs"
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """Each setting that differs, as ``"key was X, now Y"``."""
+    out = []
+    for key in dict.fromkeys([*old, *new]):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key} was {_short(a)}, now {_short(b)}")
+    return out
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON reads it back (tuples as lists, keys as strings)."""
+    return json.loads(json.dumps(value, ensure_ascii=False))
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def shard_arrays(record: dict[str, Any]) -> dict[str, np.ndarray]:
+    """A record's arrays as a shard holds them: ``l{k}_`` per lens."""
+    arrays: dict[str, np.ndarray] = {"index": record["index"]}
+    for k, lens in enumerate(record["lenses"]):
+        arrays[f"l{k}_entropy"] = lens["entropy"]
+        arrays[f"l{k}_kl_to_final"] = lens["kl_to_final"]
+        arrays[f"l{k}_top1"] = lens["top1_tokens"]
+        for i, name in enumerate(lens["answer_probs"]):
+            arrays[f"l{k}_prob_{i}"] = lens["answer_probs"][name]
+            arrays[f"l{k}_rank_{i}"] = lens["answer_ranks"][name]
+    if record["contributions"] is not None:
+        arrays["contributions"] = record["contributions"]
+        arrays["contribution_bias"] = record["contribution_bias"]
+    return arrays
+
+
+def read_run(path: Path) -> dict[str, Any]:
+    """A run's ``run.json``, checked.
+
+    Raises:
+        ValueError: If it is not a run file of this format (naming the file).
+    """
+    run = read_json(path, "the lens_dataset run file")
+    if run.get("format") != RUN_FORMAT:
+        raise ValueError(f"{path} is not a lens_dataset run file (no format {RUN_FORMAT!r})")
+    if run.get("format_version") != RUN_FORMAT_VERSION:
+        raise ValueError(
+            f"{path} has format version {run.get('format_version')!r}; this murano_widgets "
+            f"reads version {RUN_FORMAT_VERSION}"
+        )
+    for key, kind in (("fingerprint", dict), ("provenance", dict)):
+        if not isinstance(run.get(key), kind):
+            raise ValueError(
+                f"{path}: {key!r} must be an object; the file is damaged or was edited"
+            )
+    finished = run.get("finished")
+    if finished is not None and not (
+        isinstance(finished, dict)
+        and isinstance(finished.get("n_prompts"), int)
+        and isinstance(finished.get("n_windows"), int)
+    ):
+        raise ValueError(f"{path}: 'finished' is damaged (no n_prompts and n_windows)")
+    return run
+
+
+def read_shard(path: Path) -> dict[str, Any]:
+    """One shard as a record (the arrays of :func:`shard_arrays` and its ``meta``).
+
+    Raises:
+        ValueError: If the shard is damaged, naming the file and what is wrong.
+    """
+    arrays = read_npz(path, "the data set shard")
+    raw = arrays.pop("meta", None)
+    if raw is None or raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ValueError(f"{path} lacks its 'meta' entry: it is not a lens_dataset shard")
+    try:
+        meta = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: its 'meta' entry is not JSON ({error})") from None
+    index = arrays.get("index")
+    n = len(meta.get("prompts", ())) if isinstance(meta, dict) else -1
+    if (
+        not isinstance(meta, dict)
+        or index is None
+        or index.ndim != 1
+        or index.dtype.kind != "i"
+        or len(index) != n
+        or not isinstance(meta.get("hashes"), dict)
+        or not isinstance(meta.get("answers"), dict)
+    ):
+        raise ValueError(f"{path} is damaged: its index, prompts and answers disagree")
+    return {"arrays": arrays, "meta": meta}
+
+
+def record_of(
+    shard: dict[str, Any], lens_names: list[str], set_names: list[str], path: Any
+) -> dict:
+    """A shard read back as the record :func:`lens_dataset` keeps for a batch.
+
+    Raises:
+        ValueError: If the shard's arrays do not have the shapes its lenses and sets need.
+    """
+    arrays, meta = shard["arrays"], shard["meta"]
+    n = len(arrays["index"])
+
+    def take(name: str, kind: str, rows: int | None = None) -> np.ndarray:
+        array = arrays.get(name)
+        if array is None:
+            raise ValueError(f"{path} lacks the array {name!r}")
+        shape_ok = array.shape[-1] == n and (rows is None or array.shape == (rows, n))
+        if array.dtype.kind != kind or not shape_ok:
+            raise ValueError(
+                f"{path}: {name} has shape {array.shape} and dtype {array.dtype}, expected "
+                f"[..., {n}] of kind {kind!r}"
+            )
+        return array
+
+    lenses = []
+    rows = None
+    for k, _ in enumerate(lens_names):
+        entropy = take(f"l{k}_entropy", "f")
+        rows = entropy.shape[0]
+        lenses.append(
+            {
+                "entropy": entropy,
+                "kl_to_final": take(f"l{k}_kl_to_final", "f", rows),
+                "top1_tokens": take(f"l{k}_top1", "i", rows),
+                "answer_probs": {
+                    name: take(f"l{k}_prob_{i}", "f", rows) for i, name in enumerate(set_names)
+                },
+                "answer_ranks": {
+                    name: take(f"l{k}_rank_{i}", "i", rows) for i, name in enumerate(set_names)
+                },
+            }
+        )
+    labels = meta.get("component_labels")
+    record = {
+        "index": arrays["index"].astype(np.int64),
+        "lenses": lenses,
+        "contributions": None,
+        "contribution_bias": None,
+        "component_labels": labels,
+        "token_strings": {int(k): v for k, v in meta["token_strings"].items()},
+        "prompts": meta["prompts"],
+        "answers": meta["answers"],
+        "foils": meta["foils"],
+        "tokens": int(meta.get("tokens", 0)),
+        "padded": int(meta.get("padded", 0)),
+    }
+    if labels is not None:
+        record["contributions"] = take("contributions", "f", len(labels))
+        record["contribution_bias"] = take("contribution_bias", "f")
+    return record
+
+
+def read_folder(folder: Path) -> tuple[dict[str, Any], list[tuple[Path, dict[str, Any]]]]:
+    """A finished run's ``run.json`` and its shards, in order.
+
+    Raises:
+        ValueError: If the run is not finished, or a shard is missing or damaged.
+    """
+    run = read_run(folder / RUN_FILE)
+    finished = run.get("finished")
+    found: dict[int, list[int]] = {}
+    for path in folder.iterdir():
+        match = _SHARD.fullmatch(path.name)
+        if match:
+            found.setdefault(int(match[1]), []).append(int(match[2]))
+    if finished is None:
+        done = sum(len(b) for b in found.values())
+        raise ValueError(
+            f"the folder {str(folder)!r} holds an unfinished lens_dataset run ({done} batches "
+            "written): call lens_dataset again with the same inputs and path to finish it, "
+            "then load it"
+        )
+    shards = []
+    for window in range(finished["n_windows"]):
+        batches = sorted(found.get(window, []))
+        if not batches:
+            raise ValueError(f"the folder {str(folder)!r} lacks window {window}'s shards")
+        for batch in batches:
+            path = folder / shard_name(window, batch)
+            shard = read_shard(path)
+            if shard["meta"]["n_batches"] != len(batches):
+                raise ValueError(
+                    f"the folder {str(folder)!r} has {len(batches)} of window {window}'s "
+                    f"{shard['meta']['n_batches']} shards"
+                )
+            shards.append((path, shard))
+    return run, shards
+
+
+def fingerprint_of(provenance: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """What decides a run's numbers: the model (name, weights, dtype, device type, backend,
+    logit transform), the lens, the layers and the options; not the date or package versions."""
+    keep = (
+        "model_name",
+        "revision",
+        "weights_sha256",
+        "dtype",
+        "backend",
+        "logit_transform",
+        "n_model_layers",
+        "layers",
+        "lens_kind",
+        "lens_title",
+        "lens_provenance",
+        "lenses",
+    )
+    model = {key: provenance.get(key) for key in keep if key in provenance}
+    device = str(provenance.get("device"))
+    model["device_type"] = device.split(":")[0]
+    return {"model": model, **options}
+
+
+def os_path(path: Any) -> Path:
+    return Path(os.fspath(path))
