@@ -637,6 +637,9 @@ class LogitLens:
 
             # NDIF does not have this package: send the reduction code along by value.
             register("murano_widgets")
+        # Before the trace: nnsight 0.7 hands back to this frame only the values saved inside
+        # it, so a plain ``decomposed = None`` in there would leave the name unbound here.
+        decomposed = None
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             # Block outputs must be read in the order the forward pass produces them, and the
             # final distribution comes from the last one: collect first, reduce after.
@@ -662,7 +665,6 @@ class LogitLens:
             kl = nnsight.save(
                 {pair: torch.stack(values) for pair, values in (between or {}).items()}
             )
-            decomposed = None
             if self.components is not None and self.readout is not None:
                 # The weights where the model runs (on NDIF: the server's), not copies sent
                 # along with the trace.
