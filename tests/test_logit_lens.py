@@ -265,3 +265,57 @@ def test_a_tuned_lens_runs_inside_the_same_reductions_on_both_paths(load_tiny, t
     # The translators change what the early layers read, so this is not the plain lens.
     plain = run_lens(model, top_k=4)
     assert not torch.allclose(plain.kl_to_final[:-1], after.kl_to_final[:-1], equal_nan=True)
+
+
+def _tensor_fields(result):
+    from dataclasses import fields
+
+    return {
+        f.name: getattr(result, f.name)
+        for f in fields(result)
+        if isinstance(getattr(result, f.name), torch.Tensor)
+    }
+
+
+@pytest.mark.parametrize("backend", ["nnterp", "nnsight"])
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_the_plain_forward_pass_equals_the_trace(arch, backend, load_tiny, tiny_model_dirs):
+    """Block outputs alone come from the model's forward pass with hooks, without an nnsight
+    trace: the same tensors, so every field is bit-identical to the traced run."""
+    from murano_widgets import MuranoModel
+
+    model = (
+        load_tiny(arch)
+        if backend == "nnterp"
+        else MuranoModel(tiny_model_dirs[arch], backend="nnsight")
+    )
+    assert model.backend == backend
+    batch = PromptBatch(PROMPTS, answers=[" Paris", " three", " Bob"])
+    options = dict(layers=[0, 1], top_k=3, targets=[" the"], store_full_probs=True)
+
+    def run(plain: bool):
+        step = LogitLens(model, **options)
+        step._PLAIN_FORWARD = plain
+        return step({"prompts": batch})["logit_lens"]
+
+    # First the plain pass: the nnsight backend loads its weights there, and its self-check
+    # (one probe trace) runs before the first lens.
+    checks = 0 if model._self_checked else 1
+    opened = []
+    real_trace = model.trace
+    model.trace = lambda *args, **kwargs: opened.append(1) or real_trace(*args, **kwargs)
+    try:
+        plain = run(True)
+    finally:
+        del model.trace
+    assert len(opened) == checks, "no trace for block outputs alone"
+    assert model._self_checked
+    traced = run(False)
+    for name, value in _tensor_fields(traced).items():
+        assert torch.equal(value.nan_to_num(-7.0), getattr(plain, name).nan_to_num(-7.0)), name
+    for name, scores in traced.answer_sets.items():
+        for field in ("probs", "ranks", "token_probs", "token_ranks"):
+            ours, theirs = getattr(plain.answer_sets[name], field), getattr(scores, field)
+            assert torch.equal(ours.nan_to_num(-7.0), theirs.nan_to_num(-7.0)), field
+    assert plain.predicted_words == traced.predicted_words
+    assert plain.token_strings == traced.token_strings
