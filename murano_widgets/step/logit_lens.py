@@ -35,7 +35,13 @@ from murano_widgets.lenses import FINAL, Lens, as_lens, named_lenses
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
 from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.step.inputs import InputPlan, encoder_for, plan_inputs, score
-from murano_widgets.step.reductions import Buffers, chunks, reduce_lenses, stack_layers
+from murano_widgets.step.reductions import (
+    Buffers,
+    chunks,
+    reduce_lenses,
+    rows_per_chunk,
+    stack_layers,
+)
 from murano_widgets.types import (
     RESID_MID,
     RESID_POST,
@@ -52,6 +58,10 @@ from murano_widgets.types import (
 __all__ = ["LogitLens"]
 
 DEFAULT_MAX_CHUNK_BYTES = 256 * 2**20
+# When the reduction allocates less than this, the forward pass's freed memory is not handed
+# back to the operating system: the chunk buffers fit in it, and the call (malloc_trim) costs
+# 0.1-0.3 ms, a tenth of a small call's overhead.
+_TRIM_ABOVE = 8 * 2**20
 
 
 class LogitLens:
@@ -327,7 +337,7 @@ class LogitLens:
                 inputs, plan, tokens
             )
         else:
-            states = self._trace_states(inputs)
+            states = self._trace_states(inputs, trim=self._reduction_bytes(plan) >= _TRIM_ABOVE)
             hidden = _row_states(states, self.rows)
             reduced, final, all_probs, between = self._reduce_after_trace(hidden, plan)
             if self.decompose:
@@ -408,6 +418,14 @@ class LogitLens:
             }
         return LensResults(results, kl_between), hidden
 
+    def _reduction_bytes(self, plan: InputPlan) -> int:
+        """About the memory the reduction of ``plan`` allocates: three ``[rows, vocab]``
+        float32 chunk buffers, and the full probabilities if they are kept."""
+        vocab = int(self.model.vocab_size)
+        rows = rows_per_chunk(self.max_chunk_bytes, vocab, len(plan.reduce_rows))
+        kept = len(self.lenses) * len(self.rows) * plan.shown_mask.numel() * vocab * 4
+        return 3 * rows * vocab * 4 + (kept if self.store_full_probs else 0)
+
     def _trace_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"remote": True} if self.remote else {}
         accepted = self.model.forward_kwargs
@@ -421,14 +439,15 @@ class LogitLens:
             kwargs["use_cache"] = False
         return kwargs
 
-    def _trace_states(self, inputs: dict[str, torch.Tensor]) -> dict[str, Any]:
+    def _trace_states(self, inputs: dict[str, torch.Tensor], trim: bool = True) -> dict[str, Any]:
         """One trace saving what the rows (and the decomposition) read, every tensor
         ``[n_inputs * seq, d_model]`` (padding included: rows follow the batch):
         ``{"post": {layer: x}, "mid": {layer: x}}`` and, with ``decompose``, the embedding,
         attention outputs and heads' inputs (see :meth:`ComponentLayout.read`).
 
         Block outputs alone, locally, need no trace: the model's own forward pass with hooks
-        (:meth:`MuranoModel.block_outputs`) gives the same tensors."""
+        (:meth:`MuranoModel.block_outputs`) gives the same tensors. ``trim`` hands the forward
+        pass's freed memory back to the operating system afterwards."""
         model = self.model
         saved: dict[str, Any] = {}
         if self._plain_forward():
@@ -443,7 +462,8 @@ class LogitLens:
                 self._read_states(saved, nnsight.save)
         states = _flatten_states(saved)
         del saved
-        _return_freed_memory()
+        if trim:
+            _return_freed_memory()
         return states
 
     # Whether block outputs alone, locally, come from a plain forward pass with hooks rather
