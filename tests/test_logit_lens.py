@@ -142,11 +142,12 @@ def test_padding_holds_no_prediction(load_tiny):
 
 
 def test_each_distinct_token_is_decoded_once(load_tiny, monkeypatch):
+    """Once per tokenizer: a second call decodes only the ids it has not seen."""
     model = load_tiny("llama")
     calls = []
 
     class CountingBackend:
-        """Stands in for the Rust tokenizer and records each batch decode."""
+        """Stands in for the Rust tokenizer and records each decode."""
 
         def __init__(self, inner):
             self.inner = inner
@@ -154,17 +155,28 @@ def test_each_distinct_token_is_decoded_once(load_tiny, monkeypatch):
         def __getattr__(self, name):
             return getattr(self.inner, name)
 
+        def decode(self, ids, **kwargs):
+            calls.append(list(ids))
+            return self.inner.decode(ids, **kwargs)
+
         def decode_batch(self, ids, **kwargs):
-            calls.append([i[0] for i in ids])
+            calls.extend(list(i) for i in ids)
             return self.inner.decode_batch(ids, **kwargs)
 
+    # A new Rust tokenizer: what was decoded with the old one is not reused.
     monkeypatch.setattr(model.tokenizer, "_tokenizer", CountingBackend(model.tokenizer._tokenizer))
     lens = run_lens(model, top_k=5)
-    monkeypatch.undo()
-    assert len(calls) == 1
-    decoded = calls[0]
+    assert all(len(ids) == 1 for ids in calls)
+    decoded = [ids[0] for ids in calls]
     assert len(decoded) == len(set(decoded))
+    assert set(decoded) == set(lens.token_strings)
     assert set(decoded) >= set(lens.topk_tokens[lens.topk_tokens >= 0].tolist())
+    calls.clear()
+    again = run_lens(model, top_k=5)
+    assert calls == [] and again.token_strings == lens.token_strings
+    other = run_lens(model, ["Zebras quickly vex"], top_k=5)
+    assert sorted(ids[0] for ids in calls) == sorted(set(other.token_strings) - set(decoded))
+    monkeypatch.undo()
     # The words are what the tokenizer's own decode gives, id by id.
     assert lens.token_strings == {i: model.tokenizer.decode([i]) for i in decoded}
 
