@@ -331,3 +331,47 @@ def test_the_plain_forward_pass_equals_the_trace(arch, backend, load_tiny, tiny_
             assert torch.equal(ours.nan_to_num(-7.0), theirs.nan_to_num(-7.0)), field
     assert plain.predicted_words == traced.predicted_words
     assert plain.token_strings == traced.token_strings
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_layers_reduced_together_equal_one_at_a_time(arch, load_tiny, monkeypatch):
+    """Small chunks reduce several layers as one tensor; every field is bit-identical to one
+    layer at a time (answers, targets, full probabilities, two lenses side by side)."""
+    from murano_widgets import TunedLens
+    from murano_widgets.step import logit_lens as step_module
+    from murano_widgets.step import reductions
+
+    model = load_tiny(arch)
+    tuned = TunedLens.identity(model)
+    with torch.no_grad():
+        tuned.weight.normal_(0.0, 0.2, generator=torch.Generator().manual_seed(5))
+    batch = PromptBatch(PROMPTS, answers=[" Paris", [" three", " four"], None])
+    options = dict(targets=[" the"], store_full_probs=True, top_k=4)
+    sizes = []
+    reduce_logits = reductions.reduce_logits
+
+    def counted(logits, *args, **kwargs):
+        sizes.append(logits.shape[0])
+        return reduce_logits(logits, *args, **kwargs)
+
+    monkeypatch.setattr(reductions, "reduce_logits", counted)
+
+    def run(**more):
+        return LogitLens(model, **options, **more)({"prompts": batch})["logit_lens"]
+
+    together = [run(), run(lens={"logit": None, "tuned": tuned})]
+    grouped = list(sizes)
+    sizes.clear()
+    monkeypatch.setattr(step_module, "_GROUP_ENTRIES", 1)
+    alone = [run(), run(lens={"logit": None, "tuned": tuned})]
+    # Together: one call per lens for all layers but the last; alone: one per layer.
+    assert len(grouped) == 3 and len(sizes) == 3 * (model.n_layers - 1)
+    pairs = [(together[0], alone[0])]
+    pairs += [(together[1][name], alone[1][name]) for name in ("logit", "tuned")]
+    for ours, theirs in pairs:
+        for name, value in _tensor_fields(theirs).items():
+            assert torch.equal(getattr(ours, name).nan_to_num(-7.0), value.nan_to_num(-7.0)), name
+        for name, scores in theirs.answer_sets.items():
+            for field in ("probs", "ranks", "token_probs", "token_ranks"):
+                mine = getattr(ours.answer_sets[name], field)
+                assert torch.equal(mine.nan_to_num(-7.0), getattr(scores, field).nan_to_num(-7.0))

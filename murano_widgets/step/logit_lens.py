@@ -63,6 +63,10 @@ DEFAULT_MAX_CHUNK_BYTES = 256 * 2**20
 # back to the operating system: the chunk buffers fit in it, and the call (malloc_trim) costs
 # 0.1-0.3 ms, a tenth of a small call's overhead.
 _TRIM_ABOVE = 8 * 2**20
+# Layers are reduced together, as one [layers * rows, vocab] tensor, up to this many entries
+# (4 MB of float32): on small chunks each reduction op costs more in dispatch than in
+# arithmetic. Larger chunks gain nothing from it, and would only hold more memory.
+_GROUP_ENTRIES = 2**20
 
 
 class LogitLens:
@@ -618,6 +622,19 @@ class LogitLens:
                     )
                     return model.unembed(states, out=out)
 
+                def logits_of_layers(
+                    k: int, layers: Sequence[Any], rows: torch.Tensor = rows
+                ) -> torch.Tensor:
+                    # Each layer's logits as logits_of gives them, one block of rows each.
+                    n = len(rows)
+                    out = buffers.get("logits", n * len(layers), vocab_size, rows.device)
+                    for g, layer in enumerate(layers):
+                        states = read_row(
+                            lenses[k], layer, hidden[layer].index_select(0, rows), last + 1
+                        )
+                        model.unembed(states, out=out[g * n : (g + 1) * n])
+                    return out
+
                 def keep(k: int, layer: int, fields: dict[str, Any], shown=shown) -> dict[str, Any]:
                     probs = fields.pop("probs", None)
                     target = all_probs[k]
@@ -636,6 +653,15 @@ class LogitLens:
                     keep,
                     tracked,
                     between,
+                    logits_of_layers,
+                    group=max(
+                        1,
+                        min(
+                            len(keys),
+                            budget // (4 * vocab_size * len(rows)),
+                            _GROUP_ENTRIES // (len(rows) * vocab_size),
+                        ),
+                    ),
                 )
                 for k, per_layer in enumerate(per_lens):
                     reduced[k].append(stack_layers(per_layer))

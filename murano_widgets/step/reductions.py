@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -72,6 +73,18 @@ class FinalDistribution:
         """The model's top-1 token per row, -1 where the final distribution is not finite."""
         return self.tokens.masked_fill(~self.valid, -1)
 
+    def tiled(self, times: int) -> FinalDistribution:
+        """The same distribution for ``times`` layers' rows stacked (layer after layer): the
+        per-row fields repeated, ``probs`` shared (:func:`_rowdot` reads it for each layer)."""
+        if times == 1:
+            return self
+        return FinalDistribution(
+            self.probs,
+            self.tokens.repeat(times),
+            self.neg_entropy.repeat(times),
+            self.valid.repeat(times),
+        )
+
 
 @dataclass
 class Tracked:
@@ -104,6 +117,12 @@ class Tracked:
         row_ids = None if self.row_ids is None else self.row_ids.to(device)
         id_rows = None if self.id_rows is None else self.id_rows.to(device)
         return Tracked(self.target_ids.to(device), row_ids, id_rows)
+
+    def tiled(self, times: int) -> Tracked:
+        """The same ids for ``times`` layers' rows stacked, layer after layer."""
+        if times == 1 or self.row_ids is None:
+            return self
+        return Tracked(self.target_ids, self.row_ids.repeat(times, 1))
 
 
 # What a cell holds when it has no value: padding, or a distribution that was not finite.
@@ -262,7 +281,7 @@ def reduce_logits(
     final_token_ranks = torch.gt(z, final_logit, out=out).float().sum(dim=-1).long()
     track = _track_ranks(z, tracked, out, buffers)
     shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)  # z - max
-    cross_logit = _rowdot(final.probs, shifted)  # sum p_f (z - max)
+    cross_logit = _rowdot_tiled(final.probs, shifted)  # sum p_f (z - max)
     probs = _softmax(shifted, out)
     log_norm = -probs.gather(-1, topk_tokens[:, :1]).log().squeeze(-1)  # logsumexp(z - max)
     # H = logsumexp(z) - sum p z and KL(final || layer) = sum p_f log p_f - sum p_f log p,
@@ -575,6 +594,16 @@ def _rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.stack([torch.dot(x, y) for x, y in zip(a, b, strict=True)])
 
 
+def _rowdot_tiled(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """:func:`_rowdot` of ``a`` repeated along ``b``'s rows: ``b`` holds several layers' rows
+    stacked (:meth:`FinalDistribution.tiled`), each block against ``a``; the same numbers as
+    one call per layer."""
+    rows = a.shape[0]
+    if b.shape[0] == rows:
+        return _rowdot(a, b)
+    return torch.cat([_rowdot(a, b[start : start + rows]) for start in range(0, b.shape[0], rows)])
+
+
 def _rowdot_batched(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).reshape(a.shape[0])
 
@@ -647,6 +676,8 @@ def reduce_lenses(
     ),
     tracked: Tracked | None = None,
     between: bool = False,
+    logits_of_layers: Callable[[int, Sequence[int]], torch.Tensor] | None = None,
+    group: int = 1,
 ) -> tuple[
     list[list[dict[str, torch.Tensor]]],
     FinalDistribution | None,
@@ -677,6 +708,13 @@ def reduce_lenses(
         tracked: Token ids whose probability and rank every layer keeps, or ``None``.
         between: Also measure KL(a ‖ b) in bits between every two of the lenses and the final
             distribution (see :func:`kl_pairs`; needs ``final_layer``).
+        logits_of_layers: ``(lens, layers) -> [len(layers) * rows, vocab]``: several layers'
+            logits on the current rows, stacked layer after layer, each the same as
+            ``logits_of`` gives; with ``group``, for reducing layers together.
+        group: Reduce up to this many layers (other than the final one) at once, as one
+            ``[group * rows, vocab]`` tensor: on small chunks each reduction op costs more in
+            dispatch than in arithmetic, so fewer, larger ops are faster (not with
+            ``between``). Every field is the same as one layer at a time.
 
     Returns:
         Per lens, one dict of fields per layer of ``layers``; the final distribution (or
@@ -707,8 +745,35 @@ def reduce_lenses(
     pairs: dict[tuple[int, int], list[torch.Tensor]] | None = None
     if between:
         pairs = {(a, b): [] for a in range(n_lenses + 1) for b in range(n_lenses + 1) if a != b}
+    at_once = group if pairs is None and logits_of_layers is not None else 1
+    pending: list[Any] = []  # layers waiting to be reduced together, in order
+
+    def reduce_pending() -> None:
+        n = len(pending)
+        if not n:
+            return
+        final_n = None if final is None else final.tiled(n)
+        tracked_n = None if tracked is None else tracked.tiled(n)
+        for k in range(n_lenses):
+            if n == 1:
+                logits = logits_of(k, pending[0])
+            else:
+                assert logits_of_layers is not None
+                logits = logits_of_layers(k, pending)
+            fields = reduce_logits(logits, final_n, top_k, keep_probs, buffers, tracked_n)
+            rows = logits.shape[0] // n
+            for g, layer in enumerate(pending):
+                own = (
+                    fields
+                    if n == 1
+                    else {name: v[g * rows : (g + 1) * rows] for name, v in fields.items()}
+                )
+                kept[k].append(keep(k, layer, own))
+        pending.clear()
+
     for layer in layers:
         if layer == final_layer:
+            reduce_pending()
             for k in range(n_lenses):
                 kept[k].append(keep(k, layer, dict(final_fields)))
             if pairs is not None and final is not None:
@@ -718,11 +783,9 @@ def reduce_lenses(
                     values.append(zero.masked_fill(~final.valid, float("nan")))
             continue
         if pairs is None:
-            for k in range(n_lenses):
-                fields = reduce_logits(
-                    logits_of(k, layer), final, top_k, keep_probs, buffers, tracked
-                )
-                kept[k].append(keep(k, layer, fields))
+            pending.append(layer)
+            if len(pending) >= at_once:
+                reduce_pending()
             continue
         all_logits = [logits_of(k, layer) for k in range(n_lenses)]
         assert final_logits is not None
@@ -731,6 +794,7 @@ def reduce_lenses(
         for k, logits in enumerate(all_logits):
             fields = reduce_logits(logits, final, top_k, keep_probs, buffers, tracked)
             kept[k].append(keep(k, layer, fields))
+    reduce_pending()
     return kept, final, pairs
 
 
