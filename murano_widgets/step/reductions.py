@@ -205,7 +205,9 @@ def reduce_final(
     shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)
     probs = _softmax(shifted, None if buffers is None else buffers.like("final", z))
     log_norm = -probs.gather(-1, topk_tokens[:, :1]).log().squeeze(-1)  # logsumexp(z - max)
-    neg_entropy = _rowdot(probs, shifted) - log_norm
+    # sum p (z - max), the product written over the shifted logits (not read after this).
+    neg_entropy = _rowdot_into(probs, shifted, shifted if buffers is not None else None)
+    neg_entropy = neg_entropy - log_norm
     topk_probs = probs.gather(-1, topk_tokens)
     valid = torch.isfinite(topk_probs[:, 0]) & torch.isfinite(neg_entropy)
     final = FinalDistribution(probs, topk_tokens[:, 0].masked_fill(~valid, 0), neg_entropy, valid)
@@ -281,12 +283,14 @@ def reduce_logits(
     final_token_ranks = torch.gt(z, final_logit, out=out).float().sum(dim=-1).long()
     track = _track_ranks(z, tracked, out, buffers)
     shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)  # z - max
-    cross_logit = _rowdot_tiled(final.probs, shifted)  # sum p_f (z - max)
+    # sum p_f (z - max): the product goes to the scratch buffer, free until the softmax.
+    cross_logit = _rowdot_into(final.probs, shifted, out)
     probs = _softmax(shifted, out)
     log_norm = -probs.gather(-1, topk_tokens[:, :1]).log().squeeze(-1)  # logsumexp(z - max)
     # H = logsumexp(z) - sum p z and KL(final || layer) = sum p_f log p_f - sum p_f log p,
-    # both unchanged by the shift.
-    entropy = (log_norm - _rowdot(probs, shifted)).clamp_min(0.0)
+    # both unchanged by the shift. The product goes over the shifted logits, not read after.
+    entropy = _rowdot_into(probs, shifted, shifted if buffers is not None else None)
+    entropy = (log_norm - entropy).clamp_min(0.0)
     fields = {
         "topk_tokens": topk_tokens,
         "topk_probs": probs.gather(-1, topk_tokens),
@@ -592,6 +596,24 @@ def _rowdot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             [torch.linalg.vecdot(a[s : s + step], b[s : s + step]) for s in range(0, rows, step)]
         )
     return torch.stack([torch.dot(x, y) for x, y in zip(a, b, strict=True)])
+
+
+def _rowdot_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """:func:`_rowdot_tiled`, with the elementwise products written into ``out`` (a
+    ``b``-shaped buffer, which may be ``a`` or ``b`` itself) rather than a temporary.
+
+    The same numbers: on a small vocabulary on the CPU the row dot product is the product,
+    then a sum over each row (what ``torch.linalg.vecdot`` computes); elsewhere, or without
+    ``out``, :func:`_rowdot_tiled` runs as it is.
+    """
+    rows, vocab = a.shape
+    if out is None or a.device.type != "cpu" or vocab >= _LARGE_VOCAB or rows == 0:
+        return _rowdot_tiled(a, b)
+    if b.shape[0] == rows:
+        return torch.mul(a, b, out=out).sum(dim=-1)
+    blocks = b.shape[0] // rows
+    shape = (blocks, rows, vocab)
+    return torch.mul(b.view(shape), a, out=out.view(shape)).sum(dim=-1).view(-1)
 
 
 def _rowdot_tiled(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
