@@ -333,7 +333,7 @@ def test_the_plain_forward_pass_equals_the_trace(arch, backend, load_tiny, tiny_
     assert plain.token_strings == traced.token_strings
 
 
-@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+@pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_layers_reduced_together_equal_one_at_a_time(arch, load_tiny, monkeypatch):
     """Small chunks reduce several layers as one tensor; every field is bit-identical to one
     layer at a time (answers, targets, full probabilities, two lenses side by side)."""
@@ -375,3 +375,27 @@ def test_layers_reduced_together_equal_one_at_a_time(arch, load_tiny, monkeypatc
             for field in ("probs", "ranks", "token_probs", "token_ranks"):
                 mine = getattr(ours.answer_sets[name], field)
                 assert torch.equal(mine.nan_to_num(-7.0), getattr(scores, field).nan_to_num(-7.0))
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "gemma2"])
+def test_unembedding_blocks_of_rows_equals_one_block_at_a_time(arch, load_tiny, monkeypatch):
+    """The norm once over all the rows, a matmul per block: bit-identical to one call per block
+    (blocks of 1 and 3 rows too, where a matmul over more rows would round differently); a
+    final norm holding a linear map (OPT's projection) runs block by block."""
+    model = load_tiny(arch)
+    generator = torch.Generator().manual_seed(11)
+    d = model._lm_head.weight.shape[1]
+    for rows, blocks in ((1, 5), (3, 4), (7, 2), (48, 5)):
+        hidden = torch.randn(rows * blocks, d, generator=generator) * 3
+        out = torch.empty(rows * blocks, model.vocab_size)
+        with torch.inference_mode():
+            together = model.unembed_blocks(hidden, blocks, out).clone()
+            alone = torch.cat([model.unembed(part) for part in hidden.split(rows)])
+        assert torch.equal(together, alone), (rows, blocks)
+    projection = torch.nn.Sequential(model._final_norm, torch.nn.Linear(d, d))
+    monkeypatch.setattr(type(model), "_final_norm", property(lambda _self: projection))
+    hidden = torch.randn(15, d, generator=generator)
+    with torch.inference_mode():
+        together = model.unembed_blocks(hidden, 5, torch.empty(15, model.vocab_size)).clone()
+        alone = torch.cat([model.unembed(part) for part in hidden.split(3)])
+    assert torch.equal(together, alone)

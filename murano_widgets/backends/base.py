@@ -548,6 +548,41 @@ class MuranoModel(metaclass=_ChooseBackend):
             out.copy_(head(normed))
         return self.finalize_logits(out, in_place=True)
 
+    def unembed_blocks(self, hidden: torch.Tensor, blocks: int, out: torch.Tensor) -> torch.Tensor:
+        """:meth:`unembed` of ``blocks`` equal blocks of rows stacked in ``hidden`` (several
+        layers' states at the same positions), into ``out``: the same numbers as one call per
+        block. The final norm works row by row, so it runs once on all the rows (unless it
+        holds a linear map, as OPT's does); the matmul runs once per block, since a matmul of
+        a few rows may round differently from the same rows among more.
+
+        Args:
+            hidden: ``[blocks * rows, d_model]``.
+            blocks: How many blocks of rows.
+            out: ``[blocks * rows, vocab]``.
+
+        Returns:
+            ``out``.
+        """
+        rows = hidden.shape[0] // blocks
+        norm = self._final_norm
+        parts = [slice(block * rows, (block + 1) * rows) for block in range(blocks)]
+        if any(isinstance(module, torch.nn.Linear) for module in norm.modules()):
+            for part in parts:
+                self.unembed(hidden[part], out=out[part])
+            return out
+        normed = norm(hidden)
+        head = self._lm_head
+        if type(head) is torch.nn.Linear and head.weight.dtype == normed.dtype == out.dtype:
+            weight = head.weight.t()
+            for part in parts:
+                torch.matmul(normed[part], weight, out=out[part])
+            if head.bias is not None:
+                out.add_(head.bias)
+        else:
+            for part in parts:
+                out[part].copy_(head(normed[part]))
+        return self.finalize_logits(out, in_place=True)
+
     def finalize_logits(self, logits: Any, in_place: bool = False) -> Any:
         """What the model does to ``lm_head``'s output before its softmax
         (:attr:`logit_transform`: a scale, a divisor, soft-capping)."""

@@ -350,14 +350,18 @@ class LogitLens:
             del states
         final = final[: plan.n_shown]
 
-        # Scatter the shown positions back into padded [n_layers, n_inputs, seq] tensors.
-        def padded(values: torch.Tensor, fill: float | int) -> torch.Tensor:
-            out = torch.full((n_layers, n_inputs, seq, *values.shape[2:]), fill, dtype=values.dtype)
-            out[:, shown] = values[:, : plan.n_shown]
-            return out
+        # Scatter the shown positions back into padded [n_layers, n_inputs, seq] tensors (by
+        # their flat index, found once: a boolean mask would be searched again for each field).
+        at = torch.nonzero(shown.reshape(-1)).squeeze(1)
 
-        final_tokens = torch.full((n_inputs, seq), -1, dtype=torch.long)
-        final_tokens[shown] = final
+        def padded(values: torch.Tensor, fill: float | int) -> torch.Tensor:
+            rest = values.shape[2:]
+            out = torch.full((n_layers, n_inputs * seq, *rest), fill, dtype=values.dtype)
+            out.index_copy_(1, at, values[:, : plan.n_shown])
+            return out.view(n_layers, n_inputs, seq, *rest)
+
+        final_tokens = torch.full((n_inputs * seq,), -1, dtype=torch.long)
+        final_tokens = final_tokens.index_copy_(0, at, final).view(n_inputs, seq)
         input_ids = plan.display_ids
         topk = [padded(fields["topk_tokens"], -1) for fields in reduced]
         # Each distinct token id is decoded once, whatever the number of lenses.
@@ -628,11 +632,14 @@ class LogitLens:
                     # Each layer's logits as logits_of gives them, one block of rows each.
                     n = len(rows)
                     out = buffers.get("logits", n * len(layers), vocab_size, rows.device)
-                    for g, layer in enumerate(layers):
-                        states = read_row(
-                            lenses[k], layer, hidden[layer].index_select(0, rows), last + 1
-                        )
-                        model.unembed(states, out=out[g * n : (g + 1) * n])
+                    states = [
+                        read_row(lenses[k], layer, hidden[layer].index_select(0, rows), last + 1)
+                        for layer in layers
+                    ]
+                    if hasattr(model, "unembed_blocks"):
+                        return model.unembed_blocks(torch.cat(states), len(layers), out)
+                    for g, each in enumerate(states):
+                        model.unembed(each, out=out[g * n : (g + 1) * n])
                     return out
 
                 def keep(k: int, layer: int, fields: dict[str, Any], shown=shown) -> dict[str, Any]:
