@@ -67,8 +67,6 @@ _TRIM_ABOVE = 8 * 2**20
 # (4 MB of float32): on small chunks each reduction op costs more in dispatch than in
 # arithmetic. Larger chunks gain nothing from it, and would only hold more memory.
 _GROUP_ENTRIES = 2**20
-# The smallest chunk of logits that reading the unembedding matrix caps chunks to.
-_SMALL_CHUNK_BYTES = 4 * 2**20
 
 
 class LogitLens:
@@ -611,14 +609,6 @@ class LogitLens:
         # well: 2 + n + 2 buffers, so the chunks are cut (n + 4) / 3 times smaller to keep the
         # same peak.
         budget = self.max_chunk_bytes * 3 // (len(lenses) + 4) if between else self.max_chunk_bytes
-        # No larger than it takes to amortize reading the unembedding matrix once per chunk
-        # and layer (8 times its bytes, at least 4 MiB): a chunk's dozen passes over its
-        # buffers then run in the CPU's caches. On the demo model (0.8 MB of weights) at
-        # 64 x 50, chunks of 6 MB rather than one of 23 MB took 15 % less CPU time (2 to 8 MiB
-        # alike); GPT-2's shape (154 MB of weights) keeps max_chunk_bytes.
-        width = int(next(iter(hidden.values())).shape[-1])
-        weight_bytes = vocab_size * width * torch.empty(0, dtype=model.dtype).element_size()
-        budget = min(budget, max(_SMALL_CHUNK_BYTES, 8 * weight_bytes))
         buffers = Buffers()
         with torch.inference_mode():
             for chunk in chunks(budget, vocab_size, len(real_rows)):
