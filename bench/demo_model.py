@@ -9,11 +9,17 @@ each one's median and the ratio. Usage::
 
     python bench/demo_model.py                      # 64 prompts of about 50 tokens, 7 rounds
     python bench/demo_model.py --prompts 64 --rounds 9
+    python bench/demo_model.py --threads 1          # torch threads (default: torch's choice)
+
+It prints the machine's load average before and after, and each round's ratio: on a shared
+machine the ratio swings with the load (two busy cores and two torch threads make every small
+parallel op wait for a core), so rerun when the load is low.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -36,7 +42,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print("before: load average {:.2f} / {:.2f} / {:.2f} (1 / 5 / 15 min)".format(*os.getloadavg()))
     prompts = demo_prompts(args.prompts)
 
     step = LogitLens(load_demo_model(), top_k=5)
@@ -78,9 +88,12 @@ def main() -> None:
         f"demo model, {len(prompts)} prompts, {n_tokens} real tokens, {args.rounds} rounds "
         f"(torch threads: {torch.get_num_threads()})"
     )
+    ratios = [s / n for n, s in zip(times["naive"], times["step"], strict=True)]
+    print("  rounds, step / naive: " + ", ".join(f"{r:.2f}" for r in ratios))
     print(f"  naive (norm + lm_head + softmax + max per layer): {naive_s:.3f} s (median)")
     print(f"  step  (top-k, entropy, final prob/rank, KL):      {step_s:.3f} s (median)")
     print(f"  step / naive: {step_s / naive_s:.2f}  (target: <= 1.00)")
+    print("after: load average {:.2f} / {:.2f} / {:.2f} (1 / 5 / 15 min)".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -140,13 +140,15 @@ def test_each_model_runs_once(pair, monkeypatch):
     models, _ = pair
     traces = {"a": 0, "b": 0}
     for name in traces:
-        original = models[name].trace
+        # The model runs through a trace, or through its plain forward pass with hooks.
+        for door in ("trace", "block_outputs"):
+            original = getattr(models[name], door)
 
-        def counted(*args, _name=name, _original=original, **kwargs):
-            traces[_name] += 1
-            return _original(*args, **kwargs)
+            def counted(*args, _name=name, _original=original, **kwargs):
+                traces[_name] += 1
+                return _original(*args, **kwargs)
 
-        monkeypatch.setattr(models[name], "trace", counted)
+            monkeypatch.setattr(models[name], door, counted)
     comparison = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
     assert traces == {"a": 1, "b": 1}
     assert bool(comparison.aligned.any())

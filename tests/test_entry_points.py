@@ -63,9 +63,10 @@ class _GuardedTokenizer:
 
 
 class Guarded:
-    """The demo model behind a wall: tracing, generating, unembedding or tokenizing fails."""
+    """The demo model behind a wall: tracing (or its plain forward pass), generating,
+    unembedding or tokenizing fails."""
 
-    trace = generate = unembed = project_on_vocab = layer = staticmethod(_refuse)
+    trace = generate = unembed = project_on_vocab = layer = block_outputs = staticmethod(_refuse)
 
     def __init__(self, model):
         self._model = model

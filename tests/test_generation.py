@@ -246,6 +246,7 @@ def test_bad_generation_arguments_fail_before_any_model_work(models, monkeypatch
 
     monkeypatch.setattr(model, "generate", no_model_work)
     monkeypatch.setattr(model, "trace", no_model_work)
+    monkeypatch.setattr(model, "block_outputs", no_model_work)
     with pytest.raises(ValueError, match=message):
         show_logit_lens(model, "one two", **kwargs)
     with pytest.raises(ValueError, match=message):

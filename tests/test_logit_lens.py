@@ -142,11 +142,12 @@ def test_padding_holds_no_prediction(load_tiny):
 
 
 def test_each_distinct_token_is_decoded_once(load_tiny, monkeypatch):
+    """Once per tokenizer: a second call decodes only the ids it has not seen."""
     model = load_tiny("llama")
     calls = []
 
     class CountingBackend:
-        """Stands in for the Rust tokenizer and records each batch decode."""
+        """Stands in for the Rust tokenizer and records each decode."""
 
         def __init__(self, inner):
             self.inner = inner
@@ -154,17 +155,28 @@ def test_each_distinct_token_is_decoded_once(load_tiny, monkeypatch):
         def __getattr__(self, name):
             return getattr(self.inner, name)
 
+        def decode(self, ids, **kwargs):
+            calls.append(list(ids))
+            return self.inner.decode(ids, **kwargs)
+
         def decode_batch(self, ids, **kwargs):
-            calls.append([i[0] for i in ids])
+            calls.extend(list(i) for i in ids)
             return self.inner.decode_batch(ids, **kwargs)
 
+    # A new Rust tokenizer: what was decoded with the old one is not reused.
     monkeypatch.setattr(model.tokenizer, "_tokenizer", CountingBackend(model.tokenizer._tokenizer))
     lens = run_lens(model, top_k=5)
-    monkeypatch.undo()
-    assert len(calls) == 1
-    decoded = calls[0]
+    assert all(len(ids) == 1 for ids in calls)
+    decoded = [ids[0] for ids in calls]
     assert len(decoded) == len(set(decoded))
+    assert set(decoded) == set(lens.token_strings)
     assert set(decoded) >= set(lens.topk_tokens[lens.topk_tokens >= 0].tolist())
+    calls.clear()
+    again = run_lens(model, top_k=5)
+    assert calls == [] and again.token_strings == lens.token_strings
+    other = run_lens(model, ["Zebras quickly vex"], top_k=5)
+    assert sorted(ids[0] for ids in calls) == sorted(set(other.token_strings) - set(decoded))
+    monkeypatch.undo()
     # The words are what the tokenizer's own decode gives, id by id.
     assert lens.token_strings == {i: model.tokenizer.decode([i]) for i in decoded}
 
@@ -265,3 +277,125 @@ def test_a_tuned_lens_runs_inside_the_same_reductions_on_both_paths(load_tiny, t
     # The translators change what the early layers read, so this is not the plain lens.
     plain = run_lens(model, top_k=4)
     assert not torch.allclose(plain.kl_to_final[:-1], after.kl_to_final[:-1], equal_nan=True)
+
+
+def _tensor_fields(result):
+    from dataclasses import fields
+
+    return {
+        f.name: getattr(result, f.name)
+        for f in fields(result)
+        if isinstance(getattr(result, f.name), torch.Tensor)
+    }
+
+
+@pytest.mark.parametrize("backend", ["nnterp", "nnsight"])
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_the_plain_forward_pass_equals_the_trace(arch, backend, load_tiny, tiny_model_dirs):
+    """Block outputs alone come from the model's forward pass with hooks, without an nnsight
+    trace: the same tensors, so every field is bit-identical to the traced run."""
+    from murano_widgets import MuranoModel
+
+    model = (
+        load_tiny(arch)
+        if backend == "nnterp"
+        else MuranoModel(tiny_model_dirs[arch], backend="nnsight")
+    )
+    assert model.backend == backend
+    batch = PromptBatch(PROMPTS, answers=[" Paris", " three", " Bob"])
+    options = dict(layers=[0, 1], top_k=3, targets=[" the"], store_full_probs=True)
+
+    def run(plain: bool):
+        step = LogitLens(model, **options)
+        step._PLAIN_FORWARD = plain
+        return step({"prompts": batch})["logit_lens"]
+
+    # First the plain pass: the nnsight backend loads its weights there, and its self-check
+    # (one probe trace) runs before the first lens.
+    checks = 0 if model._self_checked else 1
+    opened = []
+    real_trace = model.trace
+    model.trace = lambda *args, **kwargs: opened.append(1) or real_trace(*args, **kwargs)
+    try:
+        plain = run(True)
+    finally:
+        del model.trace
+    assert len(opened) == checks, "no trace for block outputs alone"
+    assert model._self_checked
+    traced = run(False)
+    for name, value in _tensor_fields(traced).items():
+        assert torch.equal(value.nan_to_num(-7.0), getattr(plain, name).nan_to_num(-7.0)), name
+    for name, scores in traced.answer_sets.items():
+        for field in ("probs", "ranks", "token_probs", "token_ranks"):
+            ours, theirs = getattr(plain.answer_sets[name], field), getattr(scores, field)
+            assert torch.equal(ours.nan_to_num(-7.0), theirs.nan_to_num(-7.0)), field
+    assert plain.predicted_words == traced.predicted_words
+    assert plain.token_strings == traced.token_strings
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_layers_reduced_together_equal_one_at_a_time(arch, load_tiny, monkeypatch):
+    """Small chunks reduce several layers as one tensor; every field is bit-identical to one
+    layer at a time (answers, targets, full probabilities, two lenses side by side)."""
+    from murano_widgets import TunedLens
+    from murano_widgets.step import logit_lens as step_module
+    from murano_widgets.step import reductions
+
+    model = load_tiny(arch)
+    tuned = TunedLens.identity(model)
+    with torch.no_grad():
+        tuned.weight.normal_(0.0, 0.2, generator=torch.Generator().manual_seed(5))
+    batch = PromptBatch(PROMPTS, answers=[" Paris", [" three", " four"], None])
+    options = dict(targets=[" the"], store_full_probs=True, top_k=4)
+    sizes = []
+    reduce_logits = reductions.reduce_logits
+
+    def counted(logits, *args, **kwargs):
+        sizes.append(logits.shape[0])
+        return reduce_logits(logits, *args, **kwargs)
+
+    monkeypatch.setattr(reductions, "reduce_logits", counted)
+
+    def run(**more):
+        return LogitLens(model, **options, **more)({"prompts": batch})["logit_lens"]
+
+    together = [run(), run(lens={"logit": None, "tuned": tuned})]
+    grouped = list(sizes)
+    sizes.clear()
+    monkeypatch.setattr(step_module, "_GROUP_ENTRIES", 1)
+    alone = [run(), run(lens={"logit": None, "tuned": tuned})]
+    # Together: one call per lens for all layers but the last; alone: one per layer.
+    assert len(grouped) == 3 and len(sizes) == 3 * (model.n_layers - 1)
+    pairs = [(together[0], alone[0])]
+    pairs += [(together[1][name], alone[1][name]) for name in ("logit", "tuned")]
+    for ours, theirs in pairs:
+        for name, value in _tensor_fields(theirs).items():
+            assert torch.equal(getattr(ours, name).nan_to_num(-7.0), value.nan_to_num(-7.0)), name
+        for name, scores in theirs.answer_sets.items():
+            for field in ("probs", "ranks", "token_probs", "token_ranks"):
+                mine = getattr(ours.answer_sets[name], field)
+                assert torch.equal(mine.nan_to_num(-7.0), getattr(scores, field).nan_to_num(-7.0))
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "gemma2"])
+def test_unembedding_blocks_of_rows_equals_one_block_at_a_time(arch, load_tiny, monkeypatch):
+    """The norm once over all the rows, a matmul per block: bit-identical to one call per block
+    (blocks of 1 and 3 rows too, where a matmul over more rows would round differently); a
+    final norm holding a linear map (OPT's projection) runs block by block."""
+    model = load_tiny(arch)
+    generator = torch.Generator().manual_seed(11)
+    d = model._lm_head.weight.shape[1]
+    for rows, blocks in ((1, 5), (3, 4), (7, 2), (48, 5)):
+        hidden = torch.randn(rows * blocks, d, generator=generator) * 3
+        out = torch.empty(rows * blocks, model.vocab_size)
+        with torch.inference_mode():
+            together = model.unembed_blocks(hidden, blocks, out).clone()
+            alone = torch.cat([model.unembed(part) for part in hidden.split(rows)])
+        assert torch.equal(together, alone), (rows, blocks)
+    projection = torch.nn.Sequential(model._final_norm, torch.nn.Linear(d, d))
+    monkeypatch.setattr(type(model), "_final_norm", property(lambda _self: projection))
+    hidden = torch.randn(15, d, generator=generator)
+    with torch.inference_mode():
+        together = model.unembed_blocks(hidden, 5, torch.empty(15, model.vocab_size)).clone()
+        alone = torch.cat([model.unembed(part) for part in hidden.split(3)])
+    assert torch.equal(together, alone)

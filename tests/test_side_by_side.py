@@ -127,13 +127,18 @@ def test_the_lenses_share_one_trace(load_tiny, monkeypatch):
     """One forward pass for any number of lenses: the step's trace is counted."""
     model = load_tiny("llama")
     calls = []
-    trace = model.trace
+    trace, plain = model.trace, model.block_outputs
 
     def counted(*args, **kwargs):
         calls.append(1)
         return trace(*args, **kwargs)
 
+    def counted_plain(*args, **kwargs):
+        calls.append(1)
+        return plain(*args, **kwargs)
+
     monkeypatch.setattr(model, "trace", counted)
+    monkeypatch.setattr(model, "block_outputs", counted_plain)
     lenses = {"logit": None, "a": _random_tuned(model, 1), "b": _random_tuned(model, 2)}
     for reduce_in_trace in (False, True):
         calls.clear()
@@ -443,6 +448,7 @@ def test_show_logit_lens_with_named_lenses(demo_lenses, monkeypatch):
     assert_same_result(widget.results["tuned"], results["tuned"], "shown")
     # A name that is not one of the lenses is refused before the model runs.
     monkeypatch.setattr(model, "trace", lambda *a, **k: pytest.fail("the model ran"))
+    monkeypatch.setattr(model, "block_outputs", lambda *a, **k: pytest.fail("the model ran"))
     with pytest.raises(
         ValueError, match=r"lens_name must be one of the lenses \['logit', 'tuned'\]; got 'J'"
     ):
@@ -544,8 +550,9 @@ def test_a_data_set_of_lenses_runs_one_trace_a_batch(facts, monkeypatch):
 
     model, tuned, prompts, answers, _, _ = facts
     calls = []
-    trace = model.trace
+    trace, plain = model.trace, model.block_outputs
     monkeypatch.setattr(model, "trace", lambda *a, **k: calls.append(1) or trace(*a, **k))
+    monkeypatch.setattr(model, "block_outputs", lambda *a, **k: calls.append(1) or plain(*a, **k))
     lens_dataset(
         model, prompts, answers, lens={"logit": None, "tuned": tuned}, batch_size=5, progress=False
     )
@@ -842,8 +849,9 @@ def test_agreement_runs_one_trace_a_batch_and_reads_well(load_tiny, monkeypatch)
     model = load_tiny("gpt2")
     lenses = {"logit": None, "a": _random_tuned(model, 1), "b": _random_tuned(model, 2)}
     calls = []
-    trace = model.trace
+    trace, plain = model.trace, model.block_outputs
     monkeypatch.setattr(model, "trace", lambda *a, **k: calls.append(1) or trace(*a, **k))
+    monkeypatch.setattr(model, "block_outputs", lambda *a, **k: calls.append(1) or plain(*a, **k))
     agreement = lens_agreement(model, AGREE_PROMPTS, lenses, batch_size=2, progress=False)
     assert len(calls) == 3
     assert len(agreement.pairs) == 3 + 3
@@ -890,6 +898,7 @@ def test_agreement_refuses_bad_input_before_the_model_runs(
 
     model = load_tiny("gpt2")
     monkeypatch.setattr(model, "trace", lambda *a, **k: pytest.fail("the model ran"))
+    monkeypatch.setattr(model, "block_outputs", lambda *a, **k: pytest.fail("the model ran"))
     with pytest.raises(error, match=match):
         lens_agreement(model, AGREE_PROMPTS, progress=False, **kwargs)
 

@@ -33,6 +33,7 @@ def model_that_must_not_run(load_tiny, monkeypatch):
     """A model whose trace fails the test: errors must come before any model work."""
     model = load_tiny("gpt2")
     monkeypatch.setattr(model, "trace", lambda *a, **k: pytest.fail("the model ran"))
+    monkeypatch.setattr(model, "block_outputs", lambda *a, **k: pytest.fail("the model ran"))
     return model
 
 
@@ -160,6 +161,7 @@ def test_absolute_position_models_refuse_long_prompts_before_any_work(arch, tmp_
     lens = run_lens(model, [fits])
     assert torch.isfinite(lens.max_probs[:, lens.attention_mask.bool()]).all()
     monkeypatch.setattr(model, "trace", lambda *a, **k: pytest.fail("the model ran"))
+    monkeypatch.setattr(model, "block_outputs", lambda *a, **k: pytest.fail("the model ran"))
     with pytest.raises(ValueError, match=r"prompts\[1\] is \d+ tokens long.*context of 24"):
         run_lens(model, [fits, "one two " * 20])
 

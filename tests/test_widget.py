@@ -239,6 +239,7 @@ def test_hide_template_with_template_tokens_round_trips_and_is_exported(lens):
 def test_show_logit_lens_checks_hide_template_before_the_model_runs(load_tiny, monkeypatch):
     model = load_tiny("gpt2")  # never run: the arguments are refused first
     monkeypatch.setattr(model, "trace", lambda *a, **k: pytest.fail("the model ran"))
+    monkeypatch.setattr(model, "block_outputs", lambda *a, **k: pytest.fail("the model ran"))
     with pytest.raises(TypeError, match="hide_template must be True or False, got int 1"):
         show_logit_lens(model, "one two", hide_template=1)
     with pytest.raises(ValueError, match="hide_template=True is not allowed without chat"):

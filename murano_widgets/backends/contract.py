@@ -32,12 +32,16 @@ class ModelBackend(Protocol):
         forward_kwargs: The keyword arguments the model's forward accepts (``position_ids``,
             ``use_cache``, ``logits_to_keep``, ...).
 
-    One more member is optional, and not part of the structural check (a backend without it
-    still runs the lens): ``generate(inputs, **generate_kwargs) -> Tensor``, the token ids
+    Two more members are optional, and not part of the structural check (a backend without
+    them still runs the lens): ``generate(inputs, **generate_kwargs) -> Tensor``, the token ids
     (``[batch, prompt + new]``) that transformers' ``generate`` arguments give after ``inputs``.
     ``show_logit_lens(..., generate=N)`` needs it. :class:`MuranoModel` has it for both
     backends, through nnsight's ``generate`` (0.7 and 0.8 alike:
-    :func:`murano_widgets.generation.nnsight_generate`).
+    :func:`murano_widgets.generation.nnsight_generate`). And
+    ``block_outputs(inputs, layers, **forward_kwargs) -> {layer: Tensor}``: a local forward pass
+    keeping those blocks' outputs, what a trace saving ``layer(i)`` gives; where it is there,
+    the step takes it instead of a trace for block outputs alone (it costs a trace's fixed
+    overhead less: :meth:`MuranoModel.block_outputs`).
     """
 
     name: str

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import warnings
+import weakref
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
@@ -35,7 +36,13 @@ from murano_widgets.lenses import FINAL, Lens, as_lens, named_lenses
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
 from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.step.inputs import InputPlan, encoder_for, plan_inputs, score
-from murano_widgets.step.reductions import Buffers, chunks, reduce_lenses, stack_layers
+from murano_widgets.step.reductions import (
+    Buffers,
+    chunks,
+    reduce_lenses,
+    rows_per_chunk,
+    stack_layers,
+)
 from murano_widgets.types import (
     RESID_MID,
     RESID_POST,
@@ -52,6 +59,14 @@ from murano_widgets.types import (
 __all__ = ["LogitLens"]
 
 DEFAULT_MAX_CHUNK_BYTES = 256 * 2**20
+# When the reduction allocates less than this, the forward pass's freed memory is not handed
+# back to the operating system: the chunk buffers fit in it, and the call (malloc_trim) costs
+# 0.1-0.3 ms, a tenth of a small call's overhead.
+_TRIM_ABOVE = 8 * 2**20
+# Layers are reduced together, as one [layers * rows, vocab] tensor, up to this many entries
+# (4 MB of float32): on small chunks each reduction op costs more in dispatch than in
+# arithmetic. Larger chunks gain nothing from it, and would only hold more memory.
+_GROUP_ENTRIES = 2**20
 
 
 class LogitLens:
@@ -327,7 +342,7 @@ class LogitLens:
                 inputs, plan, tokens
             )
         else:
-            states = self._trace_states(inputs)
+            states = self._trace_states(inputs, trim=self._reduction_bytes(plan) >= _TRIM_ABOVE)
             hidden = _row_states(states, self.rows)
             reduced, final, all_probs, between = self._reduce_after_trace(hidden, plan)
             if self.decompose:
@@ -335,14 +350,18 @@ class LogitLens:
             del states
         final = final[: plan.n_shown]
 
-        # Scatter the shown positions back into padded [n_layers, n_inputs, seq] tensors.
-        def padded(values: torch.Tensor, fill: float | int) -> torch.Tensor:
-            out = torch.full((n_layers, n_inputs, seq, *values.shape[2:]), fill, dtype=values.dtype)
-            out[:, shown] = values[:, : plan.n_shown]
-            return out
+        # Scatter the shown positions back into padded [n_layers, n_inputs, seq] tensors (by
+        # their flat index, found once: a boolean mask would be searched again for each field).
+        at = torch.nonzero(shown.reshape(-1)).squeeze(1)
 
-        final_tokens = torch.full((n_inputs, seq), -1, dtype=torch.long)
-        final_tokens[shown] = final
+        def padded(values: torch.Tensor, fill: float | int) -> torch.Tensor:
+            rest = values.shape[2:]
+            out = torch.full((n_layers, n_inputs * seq, *rest), fill, dtype=values.dtype)
+            out.index_copy_(1, at, values[:, : plan.n_shown])
+            return out.view(n_layers, n_inputs, seq, *rest)
+
+        final_tokens = torch.full((n_inputs * seq,), -1, dtype=torch.long)
+        final_tokens = final_tokens.index_copy_(0, at, final).view(n_inputs, seq)
         input_ids = plan.display_ids
         topk = [padded(fields["topk_tokens"], -1) for fields in reduced]
         # Each distinct token id is decoded once, whatever the number of lenses.
@@ -408,6 +427,14 @@ class LogitLens:
             }
         return LensResults(results, kl_between), hidden
 
+    def _reduction_bytes(self, plan: InputPlan) -> int:
+        """About the memory the reduction of ``plan`` allocates: three ``[rows, vocab]``
+        float32 chunk buffers, and the full probabilities if they are kept."""
+        vocab = int(self.model.vocab_size)
+        rows = rows_per_chunk(self.max_chunk_bytes, vocab, len(plan.reduce_rows))
+        kept = len(self.lenses) * len(self.rows) * plan.shown_mask.numel() * vocab * 4
+        return 3 * rows * vocab * 4 + (kept if self.store_full_probs else 0)
+
     def _trace_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"remote": True} if self.remote else {}
         accepted = self.model.forward_kwargs
@@ -421,19 +448,45 @@ class LogitLens:
             kwargs["use_cache"] = False
         return kwargs
 
-    def _trace_states(self, inputs: dict[str, torch.Tensor]) -> dict[str, Any]:
+    def _trace_states(self, inputs: dict[str, torch.Tensor], trim: bool = True) -> dict[str, Any]:
         """One trace saving what the rows (and the decomposition) read, every tensor
         ``[n_inputs * seq, d_model]`` (padding included: rows follow the batch):
         ``{"post": {layer: x}, "mid": {layer: x}}`` and, with ``decompose``, the embedding,
-        attention outputs and heads' inputs (see :meth:`ComponentLayout.read`)."""
+        attention outputs and heads' inputs (see :meth:`ComponentLayout.read`).
+
+        Block outputs alone, locally, need no trace: the model's own forward pass with hooks
+        (:meth:`MuranoModel.block_outputs`) gives the same tensors. ``trim`` hands the forward
+        pass's freed memory back to the operating system afterwards."""
         model = self.model
         saved: dict[str, Any] = {}
-        with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
-            self._read_states(saved, nnsight.save)
+        if self._plain_forward():
+            posts = sorted({*self.layers, model.n_layers - 1})
+            with torch.inference_mode():
+                saved["post"] = model.block_outputs(  # type: ignore[attr-defined]
+                    dict(inputs), posts, **self._trace_kwargs()
+                )
+            saved["mid"] = {}
+        else:
+            with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
+                self._read_states(saved, nnsight.save)
         states = _flatten_states(saved)
         del saved
-        _return_freed_memory()
+        if trim:
+            _return_freed_memory()
         return states
+
+    # Whether block outputs alone, locally, come from a plain forward pass with hooks rather
+    # than an nnsight trace (the tests turn it off to check that both give the same result).
+    _PLAIN_FORWARD = True
+
+    def _plain_forward(self) -> bool:
+        return (
+            self._PLAIN_FORWARD
+            and not self.remote
+            and self.components is None
+            and RESID_MID not in self.sites
+            and callable(getattr(self.model, "block_outputs", None))
+        )
 
     def _read_states(self, states: dict[str, Any], take: Any) -> None:
         """Inside a trace: every state the rows and the decomposition need, in forward order,
@@ -573,6 +626,22 @@ class LogitLens:
                     )
                     return model.unembed(states, out=out)
 
+                def logits_of_layers(
+                    k: int, layers: Sequence[Any], rows: torch.Tensor = rows
+                ) -> torch.Tensor:
+                    # Each layer's logits as logits_of gives them, one block of rows each.
+                    n = len(rows)
+                    out = buffers.get("logits", n * len(layers), vocab_size, rows.device)
+                    states = [
+                        read_row(lenses[k], layer, hidden[layer].index_select(0, rows), last + 1)
+                        for layer in layers
+                    ]
+                    if hasattr(model, "unembed_blocks"):
+                        return model.unembed_blocks(torch.cat(states), len(layers), out)
+                    for g, each in enumerate(states):
+                        model.unembed(each, out=out[g * n : (g + 1) * n])
+                    return out
+
                 def keep(k: int, layer: int, fields: dict[str, Any], shown=shown) -> dict[str, Any]:
                     probs = fields.pop("probs", None)
                     target = all_probs[k]
@@ -591,6 +660,15 @@ class LogitLens:
                     keep,
                     tracked,
                     between,
+                    logits_of_layers,
+                    group=max(
+                        1,
+                        min(
+                            len(keys),
+                            budget // (4 * vocab_size * len(rows)),
+                            _GROUP_ENTRIES // (len(rows) * vocab_size),
+                        ),
+                    ),
                 )
                 for k, per_layer in enumerate(per_lens):
                     reduced[k].append(stack_layers(per_layer))
@@ -637,7 +715,8 @@ class LogitLens:
 
             # NDIF does not have this package: send the reduction code along by value.
             register("murano_widgets")
-        # Set here: nnsight hands back from the trace only what its code saved.
+        # Before the trace: nnsight 0.7 hands back to this frame only the values saved inside
+        # it, so a plain ``decomposed = None`` in there would leave the name unbound here.
         decomposed = None
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             # Block outputs must be read in the order the forward pass produces them, and the
@@ -878,19 +957,42 @@ def _to_cpu(fields: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {key: value.detach().cpu() for key, value in fields.items()}
 
 
+# Each tokenizer's decoded ids, kept across calls (a token id decodes alone to the same text
+# every time; at most one string per id of the vocabulary). Keyed weakly by the tokenizer,
+# with the Rust tokenizer it came from: swapping that starts afresh.
+_TOKEN_STRINGS: weakref.WeakKeyDictionary[Any, tuple[Any, dict[int, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _decode_unique(tokenizer: Any, id_tensors: list[torch.Tensor]) -> dict[int, str]:
-    """Decodes each distinct token id once (one batch decode of the unique ids)."""
+    """Each distinct token id decoded, in ascending id order. An id is decoded once per
+    tokenizer, then kept, and alone: the Rust tokenizer's batch decode runs on its thread
+    pool, which on two busy cores took 2.6 ms a call of 200 ids that take 0.1 ms to decode
+    (and transformers' batch_decode adds a Python conversion per id around it)."""
     ids = torch.unique(torch.cat([t.reshape(-1) for t in id_tensors]))
     ids = ids[ids >= 0].tolist()
-    single = [[i] for i in ids]
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        # The Rust tokenizer itself: transformers' batch_decode adds a Python conversion per id
-        # around the same call (a tenth of a second per ten thousand ids).
-        words = backend.decode_batch(single, skip_special_tokens=False)
-    else:
-        words = tokenizer.batch_decode(single, clean_up_tokenization_spaces=False)
-    return dict(zip(ids, words, strict=True))
+    known = _known_strings(tokenizer, backend)
+    missing = [i for i in ids if i not in known]
+    if missing and backend is not None:
+        known.update({i: backend.decode([i], skip_special_tokens=False) for i in missing})
+    elif missing:
+        words = tokenizer.batch_decode([[i] for i in missing], clean_up_tokenization_spaces=False)
+        known.update(zip(missing, words, strict=True))
+    return {i: known[i] for i in ids}
+
+
+def _known_strings(tokenizer: Any, backend: Any) -> dict[int, str]:
+    """The tokenizer's decoded ids so far (a fresh dict for one that cannot be kept)."""
+    try:
+        source, known = _TOKEN_STRINGS.get(tokenizer, (None, None))
+        if known is None or source is not backend:
+            known = {}
+            _TOKEN_STRINGS[tokenizer] = (backend, known)
+    except TypeError:  # not weakly referenceable, or not hashable
+        known = {}
+    return known
 
 
 def _subset(table: dict[int, str], id_tensors: list[torch.Tensor]) -> dict[int, str]:
