@@ -118,6 +118,16 @@ class LogitLens:
             asked without named lenses, or if ``positions`` is not ``"all"`` or ``"last"``.
     """
 
+    #: An intervention inside the trace, or ``None`` (the plain lens): activation patching sets
+    #: it (:func:`murano_widgets.patch_lens`). Called as ``intervention(model, index)`` in
+    #: forward order at every block, after the states the rows read inside the block and
+    #: before the block's output is read (it may overwrite part of that output, and read it).
+    #: Where the step reduces inside its trace, ``intervention.reduce_in_trace(model)`` is
+    #: called last inside it; what it returns is saved with the step's own fields (so that it
+    #: comes back from a remote trace) and set as ``intervention.reduced`` after the trace.
+    #: A path that reads the block outputs without an nnsight trace must not run while it is set.
+    intervention: Any = None
+
     def __init__(
         self,
         model: ModelBackend,
@@ -449,6 +459,8 @@ class LogitLens:
         for index in range(last + 1):
             if index in mids:
                 states["mid"][index] = take(_path(model.block(index), self._mid_path).input)
+            if self.intervention is not None:
+                self.intervention(model, index)
             if index in posts:
                 states["post"][index] = take(model.layer(index))
 
@@ -639,6 +651,7 @@ class LogitLens:
             register("murano_widgets")
         # Set here: nnsight hands back from the trace only what its code saved.
         decomposed = None
+        intervened = None
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             # Block outputs must be read in the order the forward pass produces them, and the
             # final distribution comes from the last one: collect first, reduce after.
@@ -685,6 +698,10 @@ class LogitLens:
                         for per_layer, lens in zip(per_lens, lenses, strict=True)
                     ]
                 )
+            if self.intervention is not None:
+                intervened = nnsight.save(self.intervention.reduce_in_trace(model))
+        if self.intervention is not None:
+            self.intervention.reduced = intervened
         reduced, all_probs = [], []
         for lens_fields in fields:
             real = _to_cpu({name: torch.as_tensor(value) for name, value in lens_fields.items()})
