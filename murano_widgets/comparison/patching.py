@@ -94,7 +94,7 @@ class Patch:
                 else f"every position of {len(self.mean_over)} prompt"
                 + ("s" if len(self.mean_over) != 1 else "")
             )
-            return f"{where} set to its mean over {over} (block {self.layer}'s output)"
+            return f"{where} set to its mean over {over}"
         return (
             f"{where} replaced by prompt B's at position {self.source_position} "
             f"({self.source_token!r}): {_short(self.source_prompt)}"
