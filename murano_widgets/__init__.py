@@ -17,6 +17,7 @@ from murano_widgets.backends.base import (
     UnsupportedModelError,
 )
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
+from murano_widgets.comparison.patching import Patch, PatchComparison, patch_lens
 from murano_widgets.dataset.agreement import LensAgreement, lens_agreement
 from murano_widgets.dataset.lens_dataset import LensDataset, lens_dataset
 from murano_widgets.demo_model import (
@@ -57,6 +58,8 @@ __all__ = [
     "ModelBackend",
     "MuranoModel",
     "Node",
+    "Patch",
+    "PatchComparison",
     "PromptBatch",
     "Results",
     "Step",
@@ -70,6 +73,7 @@ __all__ = [
     "load_demo_jacobian_lens",
     "load_demo_model",
     "load_demo_tuned_lens",
+    "patch_lens",
     "plot_logit_lens",
     "show_lens_diff",
     "show_logit_lens",

@@ -133,6 +133,16 @@ class LogitLens:
             asked without named lenses, or if ``positions`` is not ``"all"`` or ``"last"``.
     """
 
+    #: An intervention inside the trace, or ``None`` (the plain lens): activation patching sets
+    #: it (:func:`murano_widgets.patch_lens`). Called as ``intervention(model, index)`` in
+    #: forward order at every block, after the states the rows read inside the block and
+    #: before the block's output is read (it may overwrite part of that output, and read it).
+    #: Where the step reduces inside its trace, ``intervention.reduce_in_trace(model)`` is
+    #: called last inside it; what it returns is saved with the step's own fields (so that it
+    #: comes back from a remote trace) and set as ``intervention.reduced`` after the trace.
+    #: A path that reads the block outputs without an nnsight trace must not run while it is set.
+    intervention: Any = None
+
     def __init__(
         self,
         model: ModelBackend,
@@ -477,6 +487,7 @@ class LogitLens:
 
     # Whether block outputs alone, locally, come from a plain forward pass with hooks rather
     # than an nnsight trace (the tests turn it off to check that both give the same result).
+    # An intervention (activation patching) is nnsight code, so it always takes the trace.
     _PLAIN_FORWARD = True
 
     def _plain_forward(self) -> bool:
@@ -484,6 +495,7 @@ class LogitLens:
             self._PLAIN_FORWARD
             and not self.remote
             and self.components is None
+            and self.intervention is None
             and RESID_MID not in self.sites
             and callable(getattr(self.model, "block_outputs", None))
         )
@@ -502,6 +514,8 @@ class LogitLens:
         for index in range(last + 1):
             if index in mids:
                 states["mid"][index] = take(_path(model.block(index), self._mid_path).input)
+            if self.intervention is not None:
+                self.intervention(model, index)
             if index in posts:
                 states["post"][index] = take(model.layer(index))
 
@@ -718,6 +732,7 @@ class LogitLens:
         # Before the trace: nnsight 0.7 hands back to this frame only the values saved inside
         # it, so a plain ``decomposed = None`` in there would leave the name unbound here.
         decomposed = None
+        intervened = None
         with torch.inference_mode(), model.trace(dict(inputs), **self._trace_kwargs()):
             # Block outputs must be read in the order the forward pass produces them, and the
             # final distribution comes from the last one: collect first, reduce after.
@@ -764,6 +779,10 @@ class LogitLens:
                         for per_layer, lens in zip(per_lens, lenses, strict=True)
                     ]
                 )
+            if self.intervention is not None:
+                intervened = nnsight.save(self.intervention.reduce_in_trace(model))
+        if self.intervention is not None:
+            self.intervention.reduced = intervened
         reduced, all_probs = [], []
         for lens_fields in fields:
             real = _to_cpu({name: torch.as_tensor(value) for name, value in lens_fields.items()})

@@ -7,6 +7,10 @@
         tracks N strings at every position. --jacobian reads every layer through a Jacobian
         lens of seeded random matrices (sent to the server with the trace); --named reads through
         the logit lens and that Jacobian lens side by side, with the KL between them.
+    python client.py patch MODEL_DIR OUT.pt
+        patch_lens with remote=True, then the same locally, for a prompt source (longer than
+        the prompt), zero ablation and a mean over other prompts, with a multi-token answer and
+        an alternative; every comparison field and both results' fields to OUT.pt.
     python client.py fail MODEL_DIR
         A trace that fails on the server; prints the error the caller gets.
     python client.py dataset MODEL_DIR OUT_DIR [--prompts N] [--batch-tokens T]
@@ -130,6 +134,43 @@ def _fields(result) -> dict:
         for field in dataclasses.fields(scores):
             fields[f"answer_sets.{name}.{field.name}"] = getattr(scores, field.name)
     return fields
+
+
+# patch_lens: one prompt, three sources, an answer with a multi-token alternative.
+PATCH_PROMPT = "The capital of France is"
+PATCHES = {
+    "prompt": {
+        "layer": 1,
+        "position": -2,
+        "source": "The capital of Italy is Rome and the capital of",
+    },
+    "zero": {"layer": 0, "position": 3, "source": "zero"},
+    "mean": {"layer": -1, "position": -1, "source": "mean", "mean_over": ["one two", PROMPTS[2]]},
+}
+
+
+def patch(args: argparse.Namespace) -> dict:
+    from murano_widgets import patch_lens
+
+    model = connect(args.model)
+    out, timings = {}, {}
+    for name, options in PATCHES.items():
+        for where, remote in (("remote", True), ("local", False)):
+            start = time.perf_counter()
+            comparison = patch_lens(
+                model, PATCH_PROMPT, answers=[[" Paris", " Rome and"]], remote=remote, **options
+            )
+            timings[f"{name}.{where}"] = time.perf_counter() - start
+            fields = {
+                key: getattr(comparison, key)
+                for key in ("delta_prob", "token_prob_a", "token_prob_b", "kl_a_to_b", "token")
+            }
+            fields.update({f"a.{k}": v for k, v in _fields(comparison.a).items()})
+            fields.update({f"b.{k}": v for k, v in _fields(comparison.b).items()})
+            fields["patch"] = dataclasses.asdict(comparison.patch)
+            out[f"{name}.{where}"] = fields
+    torch.save(out, args.out)
+    return {"seconds": timings}
 
 
 def fail(args: argparse.Namespace) -> dict:
@@ -277,6 +318,9 @@ def main() -> None:
     run.add_argument("--jacobian", action="store_true")
     run.add_argument("--named", action="store_true")
     run.add_argument("--decompose", action="store_true")
+    patching = sub.add_parser("patch")
+    patching.add_argument("model")
+    patching.add_argument("out")
     failing = sub.add_parser("fail")
     failing.add_argument("model")
     data = sub.add_parser("dataset")
@@ -285,7 +329,7 @@ def main() -> None:
     data.add_argument("--prompts", type=int, default=700)
     data.add_argument("--batch-tokens", type=int, default=512)
     args = parser.parse_args()
-    commands = {"lens": lens, "fail": fail, "dataset": dataset}
+    commands = {"lens": lens, "patch": patch, "fail": fail, "dataset": dataset}
     print(json.dumps(commands[args.command](args)))
 
 
