@@ -415,3 +415,31 @@ def test_a_refused_request_and_an_unreachable_server_are_clear():
 def test_other_errors_pass_through_unchanged():
     with pytest.raises(KeyError):
         _ReportedJob(_FailingBackend(KeyError("a bug on this side")))(tracer=None)
+
+
+def test_the_steps_module_state_pickles_as_a_remote_trace_sends_it(load_tiny):
+    """``remote=True`` sends the package's code to NDIF by value (nnsight's
+    ``register("murano_widgets")``), with every global that code names: each module-level
+    value of the step must pickle, caches included, after a local call has filled them (a
+    weak-keyed cache of decoded tokens once failed every remote run). The remote suite runs
+    the whole path against a real server; this is its quick, local guard."""
+    import inspect
+    import pickle
+
+    import cloudpickle
+
+    from murano_widgets import LogitLens, PromptBatch
+    from murano_widgets.step import logit_lens as module
+
+    model = load_tiny("gpt2")
+    LogitLens(model, top_k=3)({"prompts": PromptBatch(["The capital of France is"])})
+    state = {
+        name: value
+        for name, value in vars(module).items()
+        if not name.startswith("__")
+        and not (inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value))
+    }
+    assert module._TOKEN_STRINGS, "the call filled the decoded-token cache"
+    for name, value in state.items():
+        restored = pickle.loads(cloudpickle.dumps(value))
+        assert type(restored) is type(value), name

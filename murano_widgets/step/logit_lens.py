@@ -976,12 +976,20 @@ def _to_cpu(fields: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {key: value.detach().cpu() for key, value in fields.items()}
 
 
-# Each tokenizer's decoded ids, kept across calls (a token id decodes alone to the same text
-# every time; at most one string per id of the vocabulary). Keyed weakly by the tokenizer,
-# with the Rust tokenizer it came from: swapping that starts afresh.
-_TOKEN_STRINGS: weakref.WeakKeyDictionary[Any, tuple[Any, dict[int, str]]] = (
-    weakref.WeakKeyDictionary()
-)
+class _TokenStrings(weakref.WeakKeyDictionary):
+    """Each tokenizer's decoded ids, kept across calls (a token id decodes alone to the same
+    text every time; at most one string per id of the vocabulary). Keyed weakly by the
+    tokenizer, with the Rust tokenizer it came from: swapping that starts afresh.
+
+    It pickles as an empty cache: a remote trace sends this module's code to NDIF by value
+    (``register("murano_widgets")``), and cloudpickle takes the globals the code names along,
+    where a weak reference cannot go."""
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return (type(self), ())
+
+
+_TOKEN_STRINGS: _TokenStrings = _TokenStrings()
 
 
 def _decode_unique(tokenizer: Any, id_tensors: list[torch.Tensor]) -> dict[int, str]:
