@@ -159,16 +159,21 @@ class JupyterLab:
 
 
 class NotebookPage:
-    """A notebook opened in JupyterLab in ``page``, with a connected, idle kernel."""
+    """A notebook opened in ``page``, with a connected, idle kernel: in JupyterLab
+    (``ui="lab"``) or in Notebook 7 (``ui="notebook"``: the ``notebook`` package's pages on the
+    same server, built from JupyterLab's components, so the same selectors reach its cells)."""
+
+    #: Each user interface's page for a notebook ``{name}``.
+    URLS = {"lab": "/lab/tree/{name}?reset&", "notebook": "/notebooks/{name}?"}
 
     # The cells of the notebook in view (another tab's notebook may be in the page too).
     CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell"
 
-    def __init__(self, lab: JupyterLab, page, name: str):
+    def __init__(self, lab: JupyterLab, page, name: str, ui: str = "lab"):
         self.lab = lab
         self.page = page
         # `reset`: a fresh workspace, not the one an earlier test left with its notebook open.
-        page.goto(f"{lab.base}/lab/tree/{name}?reset&token={lab.token}")
+        page.goto(f"{lab.base}{self.URLS[ui].format(name=name)}token={lab.token}")
         page.wait_for_selector(f"{self.CELLS} .cm-content")
         # The toolbar says "idle" before a kernel exists: wait for a connected, idle kernel.
         wait_for(
