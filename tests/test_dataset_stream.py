@@ -575,3 +575,38 @@ def test_streams_without_any_answer_or_foil_say_so(stand_in, load_tiny):
     with pytest.warns(UserWarning, match="no prompt of the stream had an answer"):
         data = lens_dataset(model, iter(["a b", "c d"]), iter([None, None]), progress=False)
     assert np.isnan(data.answer_probs["answer"]).all()
+
+
+def test_progress_with_jobs_in_flight_counts_time_once_and_jobs_by_state(monkeypatch):
+    """Remote jobs in flight at once: the rates use the time any batch ran (not the sum of
+    their times), and the bar counts the jobs out by state, each completion once."""
+    from murano_widgets.dataset import progress as progress_module
+    from murano_widgets.dataset.progress import Progress
+
+    clock = iter(
+        [0.0, 3.0, 4.0, 10.0, 11.0]
+    )  # start (the 2nd overlaps: no clock), ran x2, start, ran
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: next(clock))
+    bar = Progress(None, enabled=False)
+    bar.start()  # t=0
+    bar.start()  # overlapping: already running
+    bar.job("RUNNING", "aaaaaaaa-1")
+    bar.job("QUEUED", "bbbbbbbb-2")
+    assert bar.state == "jobs: 1 running, 1 queued"
+    bar.job("COMPLETED", "aaaaaaaa-1")
+    bar.job("COMPLETED", "aaaaaaaa-1")  # reported twice: counted once
+    assert (bar.jobs, bar.state) == (1, "job bbbbbbbb queued")
+    bar.ran(10, 100)  # t=3
+    bar.ran(10, 100)  # t=4: both ran within 0..4
+    assert bar.seconds == pytest.approx(4.0)
+    bar.start()  # t=10: idle time between is not running time
+    bar.ran(5, 50)  # t=11
+    assert bar.seconds == pytest.approx(5.0) and bar.run_prompts == 25
+    bar.job(None)
+    assert bar.state is None and bar.jobs == 1
+
+
+def test_remote_jobs_is_checked_before_any_model_work(load_tiny):
+    model = load_tiny("gpt2")
+    with pytest.raises(ValueError, match=r"remote_jobs is the number of NDIF jobs.*remote=False"):
+        lens_dataset(model, ["a b"], [" c"], remote_jobs=2, progress=False)

@@ -4,12 +4,15 @@ tqdm's own rate and time left count every update alike; a resumed run's batches 
 its folder would make them lie. Here the rates are the prompts and tokens *run* per second of
 running (batches read back from shards count as done, not as speed), the time left follows
 from them and the prompts still to run, and for a stream of unknown length the bar says that
-the total, and so the time left, is unknown. A remote run also shows its job's state
-(``received``, ``queued``, ``running``, ...), as nnsight reports it.
+the total, and so the time left, is unknown. A remote run also shows its jobs' states
+(``received``, ``queued``, ``running``, ...), as nnsight reports them, counted by state when
+several are in flight. With batches running at once, the time running is the time during which
+any batch ran (not the sum of theirs), so the rates stay true.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -42,7 +45,12 @@ class Progress:
         self.seconds = 0.0
         self.state: str | None = None
         self.jobs = 0
+        self._states: dict[str, str] = {}
+        self._done: set[str] = set()
+        self._running = 0
         self._since: float | None = None
+        # Remote jobs report their states from the threads that wait for them.
+        self._lock = threading.RLock()
         known = "{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}" if total else "{n_fmt}"
         self.bar = tqdm(
             total=total,
@@ -55,35 +63,49 @@ class Progress:
 
     def start(self) -> None:
         """A batch starts running (its time counts towards the rates)."""
-        self._since = time.perf_counter()
+        with self._lock:
+            if self._running == 0:
+                self._since = time.perf_counter()
+            self._running += 1
 
     def ran(self, prompts: int, tokens: int) -> None:
         """A batch of ``prompts`` prompts and ``tokens`` real tokens has run."""
-        if self._since is not None:
-            self.seconds += time.perf_counter() - self._since
-            self._since = None
-        self.run_prompts += prompts
-        self.run_tokens += tokens
-        self.bar.update(prompts)
-        self._show()
+        with self._lock:
+            self._running = max(0, self._running - 1)
+            now = time.perf_counter()
+            if self._since is not None:
+                self.seconds += now - self._since
+                self._since = now if self._running else None
+            self.run_prompts += prompts
+            self.run_tokens += tokens
+            self.bar.update(prompts)
+            self._show()
 
     def read_back(self, prompts: int) -> None:
         """A batch was read back from the run's folder (done before; not counted as speed)."""
-        self.resumed += prompts
-        self.bar.update(prompts)
-        self._show()
+        with self._lock:
+            self.resumed += prompts
+            self.bar.update(prompts)
+            self._show()
 
     def job(self, state: str | None, job_id: str | None = None) -> None:
         """A remote job's state, as NDIF reports it (``received``, ``queued``, ``running``,
         ``completed``, ``error``), and its id; ``None`` once no job is out."""
-        if state is None:
-            self.state = None
-        else:
-            short = f" {job_id[:8]}" if job_id else ""
-            self.state = f"{short} {state.lower()}".strip()
-            if state.upper() == "COMPLETED":
-                self.jobs += 1
-        self._show()
+        with self._lock:
+            if state is None:
+                self._states.clear()
+            else:
+                key = job_id or ""
+                if state.upper() == "COMPLETED":
+                    # nnsight may report a job's completion more than once: count it once.
+                    self._states.pop(key, None)
+                    if key not in self._done:
+                        self.jobs += 1
+                        self._done.add(key)
+                else:
+                    self._states[key] = state.lower()
+            self.state = _job_states(self._states)
+            self._show()
 
     def _show(self) -> None:
         parts = []
@@ -97,8 +119,8 @@ class Progress:
                 parts.append("time left unknown (a stream of unknown length)")
         if self.resumed:
             parts.append(f"{self.resumed:,} read back from the folder")
-        if self.state:
-            parts.append(f"NDIF job {self.state} ({self.jobs} completed)")
+        if self.state or self.jobs:
+            parts.append(f"NDIF {self.state or 'jobs'} ({self.jobs} completed)")
         self.bar.set_postfix_str(", ".join(parts), refresh=False)
         self.bar.refresh()
 
@@ -110,3 +132,17 @@ class Progress:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _job_states(states: dict[str, str]) -> str | None:
+    """The jobs out, for the bar: one as ``job 1a2b3c4d running``, several counted by state
+    (``jobs: 1 running, 1 queued``)."""
+    if not states:
+        return None
+    if len(states) == 1:
+        ((job_id, state),) = states.items()
+        return f"job {job_id[:8]} {state}" if job_id else f"job {state}"
+    counts: dict[str, int] = {}
+    for state in states.values():
+        counts[state] = counts.get(state, 0) + 1
+    return "jobs: " + ", ".join(f"{n} {state}" for state, n in counts.items())

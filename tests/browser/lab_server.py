@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import ClassVar
 
 from harness import ROOT
 
@@ -164,7 +165,10 @@ class NotebookPage:
     same server, built from JupyterLab's components, so the same selectors reach its cells)."""
 
     #: Each user interface's page for a notebook ``{name}``.
-    URLS = {"lab": "/lab/tree/{name}?reset&", "notebook": "/notebooks/{name}?"}
+    URLS: ClassVar[dict[str, str]] = {
+        "lab": "/lab/tree/{name}?reset&",
+        "notebook": "/notebooks/{name}?",
+    }
 
     # The cells of the notebook in view (another tab's notebook may be in the page too).
     CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell"

@@ -15,7 +15,7 @@
         A trace that fails on the server; prints the error the caller gets.
     python client.py dataset MODEL_DIR OUT_DIR [--prompts N] [--batch-tokens T]
         lens_dataset(..., remote=True) over N toy-world prompts from a generator: uninterrupted
-        with its progress bar; interrupted by Ctrl-C from the stream and resumed from its
+        with its progress bar (two jobs in flight, the default), with one and with three; interrupted by Ctrl-C from the stream and resumed from its
         folder; with the first job failing on the server (retried once); and locally. The data
         sets' arrays to OUT_DIR/<run>.npz.
 
@@ -255,6 +255,16 @@ def dataset(args: argparse.Namespace) -> dict:
     summary["remote"] = whole.provenance.get("remote")
     np.savez(out / "whole.npz", **arrays(whole))
     print("\n--- interrupted", file=sys.stderr)
+    # 1b. One job at a time, and three in flight: the same numbers; the time of each.
+    for name, in_flight in (("one_job", 1), ("three_jobs", 3)):
+        jobs.clear()
+        start = time.perf_counter()
+        data = lens_dataset(
+            model, demo_pairs(n), remote=True, progress=False, remote_jobs=in_flight, **options
+        )
+        summary[f"seconds_{name}"] = time.perf_counter() - start
+        summary[f"jobs_{name}"] = len(jobs)
+        np.savez(out / f"{name}.npz", **arrays(data))
     # 2. Ctrl-C from the stream (in its last slice of 256, so that the windows before it ran),
     # then resumed from the folder.
     folder = out / "run"
@@ -292,7 +302,10 @@ def dataset(args: argparse.Namespace) -> dict:
     jobs.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        retried = lens_dataset(model, demo_pairs(n), remote=True, progress=False, **options)
+        # One job at a time: the failure is decided on the step, which jobs in flight share.
+        retried = lens_dataset(
+            model, demo_pairs(n), remote=True, progress=False, remote_jobs=1, **options
+        )
     LogitLens._reduce_in_trace, LogitLens._read_states = reduce_in_trace, read_states
     summary["retry_warnings"] = [str(w.message) for w in caught if "once more" in str(w.message)]
     summary["retry_jobs"] = len(jobs)

@@ -15,7 +15,7 @@ def test_a_remote_data_set_resumes_retries_and_equals_the_local_one(
         "dataset", str(tiny_model_dirs["llama"]), str(tmp_path), timeout=600
     )
     runs = {name: dict(np.load(tmp_path / f"{name}.npz")) for name in
-            ("whole", "resumed", "retried", "local")}  # fmt: skip
+            ("whole", "one_job", "three_jobs", "resumed", "retried", "local")}  # fmt: skip
     whole, local = runs["whole"], runs["local"]
     assert summary["remote"] is True and summary["jobs"] == summary["n_batches"] > 10
     # Reduced on the server, as locally.
@@ -23,6 +23,11 @@ def test_a_remote_data_set_resumes_retries_and_equals_the_local_one(
         np.testing.assert_allclose(whole[key], local[key], rtol=1e-4, atol=1e-6, err_msg=key)
     np.testing.assert_array_equal(whole["top1"], local["top1"])
     np.testing.assert_array_equal(whole["rank"], local["rank"])
+    # One job at a time or three in flight: every batch sent once, the same numbers.
+    for name in ("one_job", "three_jobs"):
+        assert summary[f"jobs_{name}"] == summary["n_batches"], name
+        for key, value in runs[name].items():
+            np.testing.assert_array_equal(value, whole[key], err_msg=f"{name}: {key}")
     # Interrupted from the stream, resumed: only the missing batches were sent, and the result
     # is the uninterrupted run's, bit for bit (the same batches, on the same server).
     assert summary["interrupted"] and 0 < summary["shards_before"] < summary["n_batches"]
@@ -41,4 +46,6 @@ def test_a_remote_data_set_resumes_retries_and_equals_the_local_one(
     # The jobs' statuses showed in the data set's one bar, not as a line per job.
     bar = stderr.split("--- interrupted")[0]
     assert "NDIF job" in bar and "running" in bar and "completed)" in bar, bar[-2000:]
+    # Two in flight (the default): the bar counted them by state at least once.
+    assert "NDIF jobs: " in bar, bar[-2000:]
     assert "prompts/s" in bar and "time left unknown" in bar
