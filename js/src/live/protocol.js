@@ -5,11 +5,11 @@
  * status line the widget shows. No DOM, no timers: the view (`view.js`) calls these with the
  * clock's time and schedules a timer for `nextDeadline`.
  *
- * The contract with Python (the `live` traits and the messages) is the README's "A live lens"
- * section: every message from the front end has an `id` (an int, increasing within one view) and
- * an `action`; Python answers `hello` at once with `{action: "hello", id, live}` and every other
- * request, once finished, failed or superseded, with `{action: "done" | "error" | "superseded",
- * id, message}`, and keeps the `live_status` trait current.
+ * The contract with Python (the `live` traits and the messages; js/README.md's "Live"): every
+ * message from the front end has an `id` (an int, increasing within one view) and an `action`;
+ * Python answers `hello` at once with `{action: "hello", id, live}` and every other request,
+ * once finished, failed or superseded, with `{action: "done" | "error" | "superseded", id,
+ * message}`, and keeps the `live_status` trait current.
  *
  * What the widget shows is the latest request's state only: a reply to an older request is
  * ignored (the kernel superseded it, or it ran before the latest in order), a reply never leaves
