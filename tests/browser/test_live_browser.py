@@ -280,22 +280,26 @@ def test_a_saved_notebook_without_a_kernel_says_editing_needs_one(page, lens):
     assert not page.errors
 
 
-def test_the_exported_page_says_editing_needs_a_kernel(offline_page, lens, tmp_path):
-    """The HTML export of a live widget: the standalone model has no send."""
-    widget = LogitLensWidget(lens["one"])
-    state = {**widget._standalone_state(), "live": True}
+def open_export(page, state: dict[str, Any], path) -> None:
+    """The HTML export's page of ``state`` (the widget's ``to_html``, with the live traits a live
+    widget's export carries), opened with no kernel and no network."""
     html = standalone_page(
         state,
         esm=(STATIC / "logit_lens.js").read_text("utf-8"),
         css=(STATIC / "logit_lens.css").read_text("utf-8"),
         title="live lens",
     )
-    path = tmp_path / "live.html"
     path.write_text(html, encoding="utf-8")
-    page = offline_page
     page.goto(path.as_uri())
     page.wait_for_selector(".murano-canvas")
     page.wait_for_function("() => window.muranoWidget && window.muranoWidget.model")
+
+
+def test_the_exported_page_says_editing_needs_a_kernel(offline_page, lens, tmp_path):
+    """The HTML export of a live widget: the standalone model has no send."""
+    widget = LogitLensWidget(lens["one"])
+    page = offline_page
+    open_export(page, {**widget._standalone_state(), "live": True}, tmp_path / "live.html")
     assert page.inner_text(".murano-live-nokernel") == NO_KERNEL
     assert (
         page.evaluate("() => document.querySelector('.murano-live-nokernel').getAttribute('role')")
@@ -307,15 +311,7 @@ def test_the_exported_page_says_editing_needs_a_kernel(offline_page, lens, tmp_p
     assert page.is_visible(".murano-heatmap")
     assert not page.refused
     # Not live: nothing said.
-    plain = standalone_page(
-        widget._standalone_state(),
-        esm=(STATIC / "logit_lens.js").read_text("utf-8"),
-        css=(STATIC / "logit_lens.css").read_text("utf-8"),
-        title="lens",
-    )
-    path.write_text(plain, encoding="utf-8")
-    page.goto(path.as_uri())
-    page.wait_for_selector(".murano-canvas")
+    open_export(page, widget._standalone_state(), tmp_path / "plain.html")
     assert page.is_hidden(".murano-live")
 
 
@@ -543,16 +539,8 @@ def test_patch_state_from_python_renders_in_an_export(offline_page, model, lens,
         "_patch_meta": meta,
         "_patch_sections": base64_sections(section_bytes(arrays)),
     }
-    html = standalone_page(
-        state,
-        esm=(STATIC / "logit_lens.js").read_text("utf-8"),
-        css=(STATIC / "logit_lens.css").read_text("utf-8"),
-        title="patched",
-    )
-    path = tmp_path / "patched.html"
-    path.write_text(html, encoding="utf-8")
     page = offline_page
-    page.goto(path.as_uri())
+    open_export(page, state, tmp_path / "patched.html")
     page.wait_for_selector(".murano-diff-canvas")
     assert (
         page.inner_text(".murano-patch-title") == "Block 1's output at position 2 set to its mean."

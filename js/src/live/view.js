@@ -71,25 +71,18 @@ export function buildLive(id) {
   const panel = h("section", "murano-live", { hidden: "", "aria-label": "Live: ask the kernel" });
   const controls = h("div", "murano-live-controls");
 
+  /** A text box whose placeholder is its accessible name. */
+  const textBox = (/** @type {string} */ className, /** @type {string} */ label, /** @type {Record<string, string>} */ attrs = {}) =>
+    h("input", `murano-live-input ${className}`, { type: "text", placeholder: label, "aria-label": label, autocomplete: "off", spellcheck: "false", ...attrs });
+
   const promptRow = h("div", "murano-live-row");
-  const promptInput = h("input", "murano-live-input murano-live-prompt", {
-    type: "text",
-    placeholder: "Type a prompt and press Enter",
-    "aria-label": "Type a prompt and press Enter",
-    autocomplete: "off",
-    spellcheck: "false",
-  });
+  const promptInput = textBox("murano-live-prompt", "Type a prompt and press Enter");
   const removeButton = h("button", "murano-live-button murano-live-remove", { type: "button" }, "Remove this prompt");
   promptRow.append(promptInput, removeButton);
 
   const trackRow = h("div", "murano-live-row");
-  const trackInput = h("input", "murano-live-input murano-live-track", {
-    type: "text",
-    placeholder: "Track a token",
-    "aria-label": "Track a token",
+  const trackInput = textBox("murano-live-track", "Track a token", {
     title: "A token's text, spaces included: ' Paris' (with its leading space) is not 'Paris'",
-    autocomplete: "off",
-    spellcheck: "false",
   });
   const pickerId = `${id}-picker`;
   const pickerButton = h("button", "murano-live-button murano-picker-toggle", { type: "button", "aria-expanded": "false", "aria-controls": pickerId }, "Pick a token…");
