@@ -11,6 +11,7 @@ import {
   hello,
   initialState,
   nextDeadline,
+  noKernel,
   NO_KERNEL_TEXT,
   receive,
   REPLY_TIMEOUT_MS,
@@ -146,6 +147,13 @@ test("a request with no reply in 60 s says so; a late reply still ends it", () =
   // Shorter time-outs (the browser tests') say their own wait.
   const short = tick(request(ready(), "track", { text: "x" }, 0).state, 500, { reply: 500 });
   assert.match(statusLine(short, null).text, /after 0\.5 s \(tracking “x”\)/);
+});
+
+test("a model that cannot send: no kernel (not live stays not live)", () => {
+  const state = hello(initialState({ live: true, canSend: true }), 0).state;
+  assert.equal(noKernel(state).kernel, "none");
+  assert.equal(statusLine(noKernel(state), null).kind, "no-kernel");
+  assert.equal(noKernel(initialState({ live: false, canSend: true })).kernel, "off");
 });
 
 test("a reply after hello timed out: the kernel is there after all", () => {

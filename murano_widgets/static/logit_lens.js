@@ -4511,6 +4511,9 @@ function nextDeadline(state, { hello: helloMs = HELLO_TIMEOUT_MS, reply = REPLY_
   if (state.latest && state.latest.phase === "running") times.push(state.latest.sentAt + reply);
   return times.length ? Math.min(...times) : null;
 }
+function noKernel(state) {
+  return state.kernel === "off" ? state : { ...state, kernel: "none" };
+}
 function dismiss(state) {
   return { ...state, dismissed: true };
 }
@@ -4631,8 +4634,8 @@ function buildLive(id) {
   const dismissButton = h("button", "murano-live-dismiss", { type: "button", "aria-label": "Dismiss the message", title: "Dismiss" }, "×");
   error.append(errorText, dismissButton);
   controls.append(promptRow, trackRow, picker, pinRow, patchRow);
-  const noKernel = h("div", "murano-live-nokernel", { role: "note", hidden: "" });
-  panel.append(controls, status, error, noKernel);
+  const noKernel2 = h("div", "murano-live-nokernel", { role: "note", hidden: "" });
+  panel.append(controls, status, error, noKernel2);
   const patchPanel = h("section", "murano-patch", { hidden: "", "aria-label": "The patch: patched lens minus clean lens" });
   const patchHead = h("div", "murano-patch-head");
   const patchTitle = h("div", "murano-patch-title");
@@ -4666,7 +4669,7 @@ function buildLive(id) {
     error,
     errorText,
     dismissButton,
-    noKernel,
+    noKernel: noKernel2,
     patchPanel,
     patchTitle,
     patchAnswer,
@@ -4719,10 +4722,17 @@ var LiveView = class {
     this.closePatch();
   }
   // ---- Talking to the kernel -----------------------------------------------------------------
-  /** @param {Message} message */
+  /**
+   * Sends a message; a model that cannot send (a front end with no kernel connection may throw)
+   * leaves the widget without a kernel.
+   * @param {Message} message
+   */
   post(message) {
-    const send = this.model.send;
-    if (typeof send === "function") send.call(this.model, message);
+    try {
+      this.model.send?.(message);
+    } catch {
+      this.state = noKernel(this.state);
+    }
   }
   startHello() {
     const { state, message } = hello(this.state, this.now());

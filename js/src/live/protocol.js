@@ -190,6 +190,16 @@ export function nextDeadline(state, { hello: helloMs = HELLO_TIMEOUT_MS, reply =
 }
 
 /**
+ * No kernel after all: the model could not send (the live widget's page then says that editing
+ * needs a kernel).
+ * @param {LiveState} state
+ * @returns {LiveState}
+ */
+export function noKernel(state) {
+  return state.kernel === "off" ? state : { ...state, kernel: "none" };
+}
+
+/**
  * The error line (an error or a time-out) dismissed by the user.
  * @param {LiveState} state
  * @returns {LiveState}

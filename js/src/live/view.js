@@ -20,7 +20,7 @@ import { h } from "../shared/dom.js";
 import { displayToken, truncateText } from "../tokens.js";
 import { isPatch, patchModel, patchSources, patchSummary, patchTarget, sourceOf } from "./patch.js";
 import { pickerColumn, pickerTokens } from "./picker.js";
-import { controlsShown, dismiss, hello, initialState, nextDeadline, receive, request, statusLine, tick } from "./protocol.js";
+import { controlsShown, dismiss, hello, initialState, nextDeadline, noKernel, receive, request, statusLine, tick } from "./protocol.js";
 
 /**
  * @typedef {import("../view/view.js").LensView} LensView
@@ -201,10 +201,17 @@ export class LiveView {
 
   // ---- Talking to the kernel -----------------------------------------------------------------
 
-  /** @param {Message} message */
+  /**
+   * Sends a message; a model that cannot send (a front end with no kernel connection may throw)
+   * leaves the widget without a kernel.
+   * @param {Message} message
+   */
   post(message) {
-    const send = this.model.send;
-    if (typeof send === "function") send.call(this.model, message);
+    try {
+      this.model.send?.(message);
+    } catch {
+      this.state = noKernel(this.state);
+    }
   }
 
   startHello() {
