@@ -27,11 +27,12 @@ const themeCss = "src/theme.css";
 
 // One bundle per widget, each its own entry so that one widget's code never grows another's:
 // the heatmap (show_logit_lens), the data set (LensDataset.show()) and the lens diff
-// (show_lens_diff).
+// (show_lens_diff). The heatmap's live controls show a patch with the lens diff's own view
+// (src/live/view.js), so its bundle holds that view and its stylesheet the diff's rules too.
 const widgets = [
-  { entry: "src/index.js", css: "src/logit_lens.css", name: "logit_lens" },
-  { entry: "src/dataset/index.js", css: "src/dataset/dataset.css", name: "lens_dataset" },
-  { entry: "src/diff/index.js", css: "src/diff/lens_diff.css", name: "lens_diff" },
+  { entry: "src/index.js", css: ["src/logit_lens.css", "src/live/live.css", "src/diff/lens_diff.css"], name: "logit_lens" },
+  { entry: "src/dataset/index.js", css: ["src/dataset/dataset.css"], name: "lens_dataset" },
+  { entry: "src/diff/index.js", css: ["src/diff/lens_diff.css"], name: "lens_diff" },
 ];
 
 const outputs = {};
@@ -52,10 +53,11 @@ for (const widget of widgets) {
     logLevel: "warning",
   });
   const theme = readFileSync(join(here, themeCss), "utf8");
-  const css = readFileSync(join(here, widget.css), "utf8");
+  const css = widget.css.map((file) => readFileSync(join(here, file), "utf8")).join("\n");
+  const sources = [themeCss, ...widget.css].map((file) => `js/${file}`);
   outputs[`${widget.name}.js`] = result.outputFiles[0].text;
   outputs[`${widget.name}.css`] =
-    `/* Copied by \`npm run build\` from js/${themeCss} and js/${widget.css}; do not edit: edit js/src. */\n${theme}\n${css}`;
+    `/* Copied by \`npm run build\` from ${sources.slice(0, -1).join(", ")} and ${sources[sources.length - 1]}; do not edit: edit js/src. */\n${theme}\n${css}`;
 }
 
 let stale = [];

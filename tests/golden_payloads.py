@@ -57,6 +57,7 @@ import math
 import sys
 import warnings
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -390,6 +391,124 @@ def rounding_result() -> LogitLensResult:
     return result.validate()
 
 
+# The token picker's case (``lens_picker``): 4 rows, two prompts (3 and 2 tokens), top-4 of a
+# 10-token vocabulary; each cell's distribution a softmax of ``((3t + 5i + 7c) mod 11) (0.5 +
+# 0.3 i) + 0.2 t c`` over tokens ``t`` (row ``i``, column ``c``), so that the tokens of a column's
+# top-k differ from row to row and the last row's order is not the order of the best
+# probabilities; row 1 of column 1 was not finite (it adds nothing).
+PICKER_VOCAB = [" the", " Paris", " a", " Rome", " city", "<b>x</b>", " France", " is", "The"]
+PICKER_VOCAB += [" of"]
+PICKER_INPUTS = [[8, 4, 9], [8, 7]]
+PICKER_MISSING = (1, 0, 1)  # (row, prompt, position)
+
+
+def picker_result() -> LogitLensResult:
+    """The picker's case: every field follows from the cells' distributions (as
+    :func:`rounding_result`'s), one cell not finite."""
+    V, L, k = len(PICKER_VOCAB), 4, 4
+    lengths = [len(p) for p in PICKER_INPUTS]
+    B, S = len(lengths), max(lengths)
+    logits = torch.full((L, B, S, V), -30.0, dtype=torch.float64)
+    c = 0
+    for b, n in enumerate(lengths):
+        for j in range(n):
+            for i in range(L):
+                for t in range(V):
+                    spread = (3 * t + 5 * i + 7 * c) % 11
+                    logits[i, b, j, t] = spread * (0.5 + 0.3 * i) + 0.2 * t * c
+            c += 1
+    probs = logits.softmax(-1)
+    order = torch.sort(probs, dim=-1, descending=True, stable=True)
+    topk_tokens, topk_probs = order.indices[..., :k].clone(), order.values[..., :k].float()
+    final = topk_tokens[-1, :, :, 0].clone()
+    final_probs = probs.gather(-1, final.expand(L, B, S).unsqueeze(-1)).squeeze(-1).float()
+    final_ranks = (probs > probs.gather(-1, final.expand(L, B, S).unsqueeze(-1))).sum(-1)
+    log2 = math.log(2.0)
+    entropy = (-(probs * probs.log()).sum(-1) / log2).float()
+    kl = ((probs[-1:] * (probs[-1:].log() - probs.log())).sum(-1) / log2).clamp_min(0.0).float()
+    mask = torch.zeros(B, S, dtype=torch.long)
+    input_ids = torch.full((B, S), -1, dtype=torch.long)
+    for b, ids in enumerate(PICKER_INPUTS):
+        mask[b, : len(ids)] = 1
+        input_ids[b, : len(ids)] = torch.tensor(ids)
+    pad = mask == 0
+    i, b, j = PICKER_MISSING
+    for field in (topk_probs, entropy, kl, final_probs):
+        field[:, pad] = NAN
+        field[i, b, j] = NAN
+    topk_tokens[:, pad] = -1
+    topk_tokens[i, b, j] = -1
+    final_ranks[:, pad] = -1
+    final_ranks[i, b, j] = -1
+    final[pad] = -1
+    words = [
+        [[PICKER_VOCAB[t] if t >= 0 else "" for t in seq] for seq in layer]
+        for layer in topk_tokens[..., 0].tolist()
+    ]
+    return LogitLensResult(
+        all_probs=None,
+        max_probs=topk_probs[..., 0].clone(),
+        predicted_tokens=topk_tokens[..., 0].clone(),
+        predicted_words=words,
+        input_words=[
+            [PICKER_VOCAB[t] for t in ids] + [""] * (S - len(ids)) for ids in PICKER_INPUTS
+        ],
+        attention_mask=mask,
+        addresses=[Node(layer) for layer in range(L)],
+        topk_tokens=topk_tokens,
+        topk_probs=topk_probs,
+        entropy=entropy,
+        final_token_probs=final_probs,
+        final_token_ranks=final_ranks,
+        kl_to_final=kl,
+        final_tokens=final,
+        input_ids=input_ids,
+        prompts=["".join(PICKER_VOCAB[t] for t in ids) for ids in PICKER_INPUTS],
+        token_strings=dict(enumerate(PICKER_VOCAB)),
+        vocab_size=V,
+        model_name="tiny-test",
+        n_model_layers=L,
+        lens_kind="logit",
+    ).validate()
+
+
+def picker_expected(result: LogitLensResult) -> list[dict[str, Any]]:
+    """The token picker's list for every column, from the result's floats: every token in a
+    row's top-k, its best probability over the rows and the first row that has it, best first
+    (ties: the earlier row, then the text). The probabilities of neighbours in a list differ by
+    more than the payload's step, so the payload's rounding cannot change the order."""
+    strings = result.token_strings or {}
+    out = []
+    for p in range(result.n_inputs):
+        for j, seq in enumerate(result.positions(p).tolist()):
+            best: dict[str, tuple[float, int]] = {}
+            for row in range(len(result.layers)):
+                for token, prob in zip(
+                    result.topk_tokens[row, p, seq].tolist(),
+                    result.topk_probs[row, p, seq].tolist(),
+                    strict=True,
+                ):
+                    if token < 0 or not math.isfinite(prob):
+                        continue
+                    text = strings[token]
+                    if text not in best or prob > best[text][0]:
+                        best[text] = (prob, row)
+            ranking = sorted(best.items(), key=lambda item: (-item[1][0], item[1][1], item[0]))
+            for (_, (a, _)), (_, (b, _)) in pairwise(ranking):
+                assert a - b > 2 / 65535, f"a near tie in the picker's case at ({p}, {j})"
+            out.append(
+                {
+                    "prompt": p,
+                    "position": j,
+                    "tokens": [
+                        {"token": text, "prob": prob, "row": row, "layer": result.layers[row]}
+                        for text, (prob, row) in ranking
+                    ],
+                }
+            )
+    return out
+
+
 def _chat_inputs() -> Callable[[int], int]:
     return lambda c: c  # the chat cases' tokens are their prompts' tokens, in order
 
@@ -436,6 +555,8 @@ def lens_cases() -> dict[str, LogitLensResult]:
         "roles_uniform": lens_result(**plain, token_roles=[["template"] * 3, ["user"] * 2]),
         # Probabilities as a real model's: one number in two places, and tiny ones.
         "rounding": rounding_result(),
+        # The token picker's: top-4 tokens that change from row to row, one cell not finite.
+        "picker": picker_result(),
     }
 
 
@@ -1073,10 +1194,13 @@ def cases() -> dict[str, dict[str, Any]]:
         warnings.simplefilter("error")  # a case that warns is a mistake in the case
         for name, result in lens_cases().items():
             payload = LensPayload.from_result(result)
+            expected = lens_expected(result)
+            if name == "picker":
+                expected["picker"] = picker_expected(result)
             out[f"lens_{name}"] = {
                 "meta": payload.meta,
                 "sections": _b64(payload.all_sections()),
-                "expected": lens_expected(result),
+                "expected": expected,
             }
         for name, result in attribution_cases().items():
             payload = LensPayload.from_result(result)

@@ -11,8 +11,9 @@
  *
  * Modules: payload.js (decoding), metrics.js (the registry from Python), colour.js (scales),
  * format.js (numbers), tokens.js (token display), layout.js (geometry), details.js (tooltip and
- * readout content), painter.js (canvas drawing), state.js, throttle.js, local_model.js, and
- * view/ (the DOM, events, tooltip box and the view's state).
+ * readout content), painter.js (canvas drawing), state.js, throttle.js, local_model.js,
+ * view/ (the DOM, events, tooltip box and the view's state), and live/ (with a kernel: the
+ * requests to it, the token picker, a patch shown by the lens diff's view).
  */
 
 import { createLocalModel } from "./local_model.js";
@@ -41,8 +42,9 @@ function render({ model, el }) {
 
 /**
  * Renders the full interactive widget with no kernel, from a plain state object
- * (`{_meta, _sections, prompt?, layer?, metric?, selected?, hide_template?}`; sections may be
- * base64 text).
+ * (`{_meta, _sections, prompt?, layer?, metric?, selected?, hide_template?, live?, patch?,
+ * _patch_meta?, _patch_sections?}`; sections may be base64 text). Its model has no `send`: a
+ * live widget's page says that editing needs a kernel, and shows a saved patch.
  * @param {HTMLElement} el
  * @param {Record<string, any>} state
  * @returns {{model: WidgetModel, destroy: () => void}}

@@ -8,10 +8,12 @@ import { toBytes } from "./shared/codec.js";
  * @typedef {object} WidgetModel
  * @property {(name: string) => any} get
  * @property {(name: string, value: any) => void} set
- * @property {(event: string, fn: () => void) => void} on
- * @property {(event?: string, fn?: () => void) => void} off
+ * @property {(event: string, fn: (...args: any[]) => void) => void} on `change:<name>`, and
+ *   `msg:custom` (a message from the kernel, anywidget's)
+ * @property {(event?: string, fn?: (...args: any[]) => void) => void} off
  * @property {() => void} save_changes
- * @property {(...args: any[]) => void} [send]
+ * @property {(content: any, ...rest: any[]) => void} [send] a message to the kernel (anywidget's
+ *   custom messages); a model with no kernel behind it has none
  */
 
 /**
@@ -38,12 +40,14 @@ export function createLocalModel(state) {
 
 /**
  * An anywidget-like model over plain values (no kernel): `set` fires `change:<name>` listeners
- * and `save_changes`/`send` do nothing. Every widget's standalone page builds on it.
+ * and `save_changes` does nothing. It has no `send`: a view that talks to a kernel (the live
+ * lens widget) reads a model without one as one with no kernel. Every widget's standalone page
+ * builds on it.
  * @param {Record<string, any>} values  taken over, not copied
  * @returns {WidgetModel}
  */
 export function kernelFreeModel(values) {
-  /** @type {Map<string, Set<() => void>>} */
+  /** @type {Map<string, Set<(...args: any[]) => void>>} */
   const listeners = new Map();
   return {
     get: (name) => values[name],
@@ -63,6 +67,5 @@ export function kernelFreeModel(values) {
       else listeners.get(event)?.delete(fn);
     },
     save_changes() {},
-    send() {},
   };
 }

@@ -107,8 +107,6 @@ function kernelFreeModel(values) {
       else listeners.get(event)?.delete(fn);
     },
     save_changes() {
-    },
-    send() {
     }
   };
 }

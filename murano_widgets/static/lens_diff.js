@@ -119,8 +119,6 @@ function kernelFreeModel(values) {
       else listeners.get(event)?.delete(fn);
     },
     save_changes() {
-    },
-    send() {
     }
   };
 }

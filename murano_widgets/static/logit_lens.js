@@ -119,8 +119,6 @@ function kernelFreeModel(values) {
       else listeners.get(event)?.delete(fn);
     },
     save_changes() {
-    },
-    send() {
     }
   };
 }
@@ -2683,14 +2681,14 @@ var TrajectoryView = class {
     root.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
     const children = [this.desc];
     const grid = s("g", { class: "murano-traj-grid" });
-    for (const tick of scale.ticks) {
-      const x = valueX(g, tick.t);
+    for (const tick2 of scale.ticks) {
+      const x = valueX(g, tick2.t);
       grid.append(s("line", { x1: x, x2: x, y1: g.plotY, y2: g.plotY + g.plotH }));
     }
     const ticks = s("g", { class: "murano-traj-ticks", "aria-hidden": "true" });
-    scale.ticks.forEach((tick, i) => {
-      const anchor = i === 0 && tick.t < 0.05 ? "start" : tick.t > 0.95 ? "end" : "middle";
-      ticks.append(s("text", { x: valueX(g, tick.t), y: g.plotY - 4, "text-anchor": anchor }, tick.label));
+    scale.ticks.forEach((tick2, i) => {
+      const anchor = i === 0 && tick2.t < 0.05 ? "start" : tick2.t > 0.95 ? "end" : "middle";
+      ticks.append(s("text", { x: valueX(g, tick2.t), y: g.plotY - 4, "text-anchor": anchor }, tick2.label));
     });
     const frame = s("rect", { class: "murano-traj-frame", x: g.plotX, y: g.plotY, width: g.plotW, height: g.plotH });
     const bandY = g.plotY + (data.L - 1 - row) * g.rowH;
@@ -3362,11 +3360,11 @@ function showLegend(ui, data, shown, requested) {
   }
   const ticks = legendTicks(spec, metricDomain(data, shown));
   ui.legendTicks.replaceChildren(
-    ...ticks.map((tick, i) => {
-      const span = h("span", "murano-legend-tick", {}, tick.label);
-      span.style.left = `${(tick.t * 100).toFixed(2)}%`;
+    ...ticks.map((tick2, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick2.label);
+      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
       if (i === 0) span.classList.add("murano-first");
-      if (i === ticks.length - 1 && tick.t > 0.95) span.classList.add("murano-last");
+      if (i === ticks.length - 1 && tick2.t > 0.95) span.classList.add("murano-last");
       return span;
     })
   );
@@ -3388,9 +3386,9 @@ function showComponentLegend(ui, grid, softcap) {
     { t: 1, label: `+${end}` }
   ];
   ui.legendTicks.replaceChildren(
-    ...ticks.map((tick, i) => {
-      const span = h("span", "murano-legend-tick", {}, tick.label);
-      span.style.left = `${(tick.t * 100).toFixed(2)}%`;
+    ...ticks.map((tick2, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick2.label);
+      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
       if (i === 0) span.classList.add("murano-first");
       if (i === ticks.length - 1) span.classList.add("murano-last");
       return span;
@@ -3434,6 +3432,10 @@ function debugApi(view) {
         explain: s2.explain,
         heads: s2.heads
       };
+    },
+    /** The live controls: the kernel's state, the latest request, the status line shown. */
+    get live() {
+      return view.live ? view.live.debugApi() : null;
     },
     /** What the "why" panel shows: the cell it explains and its content (bars, total), or null. */
     get why() {
@@ -3531,6 +3533,1637 @@ function installDebug(el, widget, api) {
   return () => {
     if (host[name] === api) delete host[name];
   };
+}
+
+// src/diff/payload.js
+var DIFF_VERSION = 2;
+var REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
+var DIFF_DTYPES = Object.freeze(["uint8", "int16", "uint16", "uint32"]);
+function decodeDiff(meta, sections) {
+  if (!meta || meta.format !== "lens_diff") throw new Error("this is not a lens-diff payload (meta.format is not 'lens_diff')");
+  if (meta.version !== DIFF_VERSION) throw new Error(`lens-diff payload version ${meta.version}; this front end reads version ${DIFF_VERSION}`);
+  const L = meta.layers.length;
+  const T = meta.total;
+  const P = meta.lengths.length;
+  const K = meta.top_k;
+  const arrays = {};
+  const scales = {};
+  for (const [name, spec] of Object.entries(
+    /** @type {Record<string, {dtype: string, shape: number[], scale?: number}>} */
+    meta.sections || {}
+  )) {
+    if (!(name in (sections || {}))) continue;
+    const length = spec.shape.reduce((x, y) => x * y, 1);
+    arrays[name] = /** @type {DiffArray} */
+    readSection(sections[name], spec.dtype, length, name, DIFF_DTYPES);
+    scales[name] = spec.scale ?? 1;
+  }
+  for (const name of REQUIRED) if (!arrays[name]) throw new Error(`the payload lacks the ${name} section`);
+  const expect = (
+    /** @type {Record<string, number>} */
+    { input_a: T, aligned: L * T, delta_prob: L * T, topk_tokens_a: L * T * K, topk_tokens_b: L * T * K }
+  );
+  for (const name of TOKEN_SECTIONS2) {
+    const mask = arrays[`no_token_${name}`];
+    if (mask && arrays[name] && mask.length !== arrays[name].length) throw new Error(`section no_token_${name} has ${mask.length} values, expected ${arrays[name].length}`);
+  }
+  for (const [name, n] of Object.entries(expect)) {
+    if (arrays[name].length !== n) throw new Error(`section ${name} has ${arrays[name].length} values, expected ${n}`);
+  }
+  return {
+    meta,
+    L,
+    T,
+    P,
+    K,
+    layers: meta.layers,
+    bLayers: meta.b_layers,
+    bHasRow: meta.b_has_row,
+    depthA: meta.depth_a,
+    depthB: meta.depth_b,
+    lengths: meta.lengths,
+    offsets: meta.offsets,
+    tokens: meta.tokens,
+    labels: meta.labels,
+    metrics: meta.metrics,
+    arrays,
+    scales
+  };
+}
+function diffIndex(diff, layerIndex, prompt, position) {
+  return layerIndex * diff.T + diff.offsets[prompt] + position;
+}
+var TOKEN_SECTIONS2 = Object.freeze(["input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b"]);
+function tokenAt2(diff, name, i) {
+  const none = diff.arrays[`no_token_${name}`];
+  const section = diff.arrays[name];
+  if (!section || none && none[i]) return null;
+  const entry = section[i];
+  return entry < diff.tokens.length ? diff.tokens[entry] : null;
+}
+function diffMetric(diff, name) {
+  return diff.metrics.find((m) => m.name === name);
+}
+
+// src/diff/colour.js
+var DIVERGING = DIVERGING_STOPS;
+var SAME_COLOUR = (
+  /** @type {Rgb} */
+  [214, 220, 228]
+);
+var DIFFERS_COLOUR = (
+  /** @type {Rgb} */
+  [230, 85, 13]
+);
+function divergingColour(value, max) {
+  const m = max > 0 ? max : 1;
+  const t = Number.isFinite(value) ? 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)) : 0.5;
+  return interpolateStops(DIVERGING, t);
+}
+function klColour(value, max) {
+  const t = max > 0 ? Math.max(0, Math.min(1, value / max)) : 0;
+  return interpolateStops(COLOUR_STOPS.magma, 1 - t);
+}
+function metricValueAt(diff, metric, index) {
+  const a = diff.arrays;
+  if (!a.aligned[index]) return null;
+  if (metric === "delta_prob") return a.delta_known[index] ? a.delta_prob[index] * diff.scales.delta_prob : null;
+  if (metric === "kl") return a.kl_a_to_b ? a.kl_a_to_b[index] * diff.scales.kl_a_to_b : null;
+  if (metric === "top1_differs") return a.top1_differs[index];
+  return null;
+}
+function cellColour(diff, metric, index) {
+  const value = metricValueAt(diff, metric, index);
+  if (value === null) return null;
+  const spec = diff.metrics.find((m) => m.name === metric);
+  const max = spec ? spec.domain[1] : 1;
+  if (metric === "delta_prob") return divergingColour(value, max);
+  if (metric === "kl") return klColour(value, max);
+  return value ? DIFFERS_COLOUR : SAME_COLOUR;
+}
+
+// src/diff/details.js
+function diffCell(diff, prompt, layerIndex, position) {
+  const a = diff.arrays;
+  const t = diff.offsets[prompt] + position;
+  const index = diffIndex(diff, layerIndex, prompt, position);
+  const aligned = Boolean(a.aligned[index]);
+  const topk = (side) => {
+    const out = [];
+    const probs = a[`topk_probs_${side}`];
+    const scale = diff.scales[`topk_probs_${side}`] ?? 1;
+    for (let r = 0; r < diff.K; r++) {
+      const text = tokenAt2(diff, `topk_tokens_${side}`, index * diff.K + r);
+      if (text !== null) out.push({ token: displayToken(text), prob: probs[index * diff.K + r] * scale });
+    }
+    return out;
+  };
+  const shown = (name) => {
+    const text = tokenAt2(diff, name, t);
+    return text === null ? null : displayToken(text);
+  };
+  const positionB = a.position_b ? a.position_b[t] - 1 : -1;
+  const delta = metricValueAt(diff, "delta_prob", index);
+  const known = aligned && Boolean(a.delta_known[index]);
+  return {
+    prompt,
+    layerIndex,
+    position,
+    layerA: diff.layers[layerIndex],
+    layerB: diff.bLayers[layerIndex],
+    aligned,
+    inputA: displayToken(tokenAt2(diff, "input_a", t)),
+    inputB: positionB >= 0 ? shown("input_b") : null,
+    positionB,
+    token: shown("token"),
+    delta,
+    probA: known ? a.token_prob_a[index] * diff.scales.token_prob_a : null,
+    probB: known ? a.token_prob_b[index] * diff.scales.token_prob_b : null,
+    kl: metricValueAt(diff, "kl", index),
+    klStep: diff.scales.kl_a_to_b ?? 0,
+    differs: aligned ? Boolean(a.top1_differs[index]) : null,
+    topA: topk("a"),
+    topB: aligned || positionB >= 0 ? topk("b") : []
+  };
+}
+function formatDelta(delta, short = false) {
+  if (delta === null || !Number.isFinite(delta)) return "–";
+  const points = delta * 100;
+  const size = Math.abs(points);
+  const digits = short ? size >= 9.95 ? 0 : 1 : size >= 10 ? 1 : 2;
+  let text = size.toFixed(digits);
+  if (text.includes(".")) text = text.replace(/\.?0+$/, "");
+  if (text === "" || Number(text) === 0) return short ? "0" : "0 pts";
+  text = `${points > 0 ? "+" : "−"}${text}`;
+  return short ? text : `${text} pts`;
+}
+function cellLabel(cell, metric) {
+  if (!cell.aligned) return "";
+  if (metric === "delta_prob") return cell.delta === null ? "" : formatDelta(cell.delta, true);
+  if (metric === "kl") return cell.kl === null ? "" : formatBits(cell.kl, true, cell.klStep);
+  if (metric === "top1_differs") return cell.differs && cell.topB.length ? cell.topB[0].token : "";
+  return "";
+}
+function tooltipContent(diff, cell) {
+  const layerB = diff.depthA === diff.depthB ? `layer ${cell.layerB}` : `layer ${cell.layerB} of ${diff.depthB}`;
+  const title = `Layer ${cell.layerA} ↔ ${layerB} · position ${cell.position} ${cell.inputA}` + (cell.inputB !== null && cell.inputB !== cell.inputA ? ` (b: ${cell.inputB})` : "");
+  const lines = [];
+  if (!cell.aligned) {
+    lines.push(diff.bHasRow[cell.layerIndex] ? cell.positionB < 0 ? "No partner position in b: not compared." : "No value in one of the cells: not compared." : `b has no layer ${cell.layerB}: not compared.`);
+  } else {
+    if (cell.token !== null) {
+      lines.push(cell.delta === null ? `p(${cell.token}): unknown in one lens (not in its top-k)` : `Δ p(${cell.token}) = ${formatDelta(cell.delta)} (${formatProb(cell.probA ?? NaN, diff.scales.token_prob_a)} → ${formatProb(cell.probB ?? NaN, diff.scales.token_prob_b)})`);
+    }
+    if (cell.kl !== null) lines.push(`KL(a ‖ b) = ${formatBits(cell.kl, false, cell.klStep)}`);
+    const topA = cell.topA[0]?.token ?? "?";
+    const topB = cell.topB[0]?.token ?? "?";
+    lines.push(cell.differs ? `Top-1 differs: ${topA} vs ${topB}` : `Same top-1: ${topA}`);
+  }
+  return {
+    title,
+    lines,
+    columns: [
+      { label: `a: ${diff.labels[0]}`, rows: cell.topA.map((c) => ({ token: c.token, prob: formatProb(c.prob, diff.scales.topk_probs_a) })) },
+      { label: `b: ${diff.labels[1]}`, rows: cell.topB.map((c) => ({ token: c.token, prob: formatProb(c.prob, diff.scales.topk_probs_b) })) }
+    ]
+  };
+}
+function readoutLine(diff, cell, pinned) {
+  const content = tooltipContent(diff, cell);
+  return `${content.title}. ${content.lines.join(". ")}${pinned ? " (pinned)" : ""}`;
+}
+function alignmentHeadline(diff) {
+  const depth = diff.depthA === diff.depthB ? "" : `Layers aligned by relative depth: a has ${diff.depthA} layers, b has ${diff.depthB}. `;
+  return `${depth}${diff.meta.alignment_note ?? ""}`;
+}
+
+// src/shared/keys.js
+var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
+function controlKind(target) {
+  if (!target || typeof target.tagName !== "string") return null;
+  const tag = target.tagName.toLowerCase();
+  const type = String(target.type ?? "").toLowerCase();
+  if (tag === "input") {
+    if (type === "range") return "range";
+    if (type === "checkbox" || type === "radio" || type === "button" || type === "submit" || type === "reset") return "button";
+    return "text";
+  }
+  if (tag === "textarea" || target.isContentEditable === true) return "text";
+  if (tag === "select") return "select";
+  if (tag === "button" || tag === "summary") return "button";
+  const tabindex = typeof target.getAttribute === "function" ? target.getAttribute("tabindex") : null;
+  if (tabindex !== null && tabindex !== "-1") return "composite";
+  return null;
+}
+function keepsKey(kind, event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return false;
+  const key = event.key;
+  if (key === "Enter" && event.shiftKey) return false;
+  switch (kind) {
+    case "range":
+      return NAVIGATION.has(key);
+    case "select":
+      return NAVIGATION.has(key) || PRESS.has(key) || key.length === 1;
+    case "button":
+      return PRESS.has(key);
+    case "text":
+      return key !== "Escape" && key !== "Tab";
+    case "composite":
+      return NAVIGATION.has(key) || PRESS.has(key);
+    default:
+      return false;
+  }
+}
+function keepControlKeys(root, signal) {
+  root.addEventListener(
+    "keydown",
+    (event) => {
+      const kind = controlKind(event.target);
+      if (kind && keepsKey(kind, event)) event.stopPropagation();
+    },
+    { signal }
+  );
+}
+
+// src/diff/view.js
+var DIFF_GEOMETRY = Object.freeze({ rowH: 22, axisH: 0, gap: 2, stripH: 20, bottomPad: 2, rightPad: 0 });
+function shownMetric(diff, value) {
+  const spec = diffMetric(diff, String(value));
+  return spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
+}
+var DiffView = class {
+  /**
+   * @param {WidgetModel} model
+   * @param {HTMLElement} el
+   */
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    this.diff = null;
+    this.prompt = 0;
+    this.metric = "delta_prob";
+    this.selected = null;
+    this.revealPending = true;
+    this.hover = null;
+    this.focus = null;
+    this.focused = false;
+    this.frame = 0;
+    this.cellW = 48;
+    this.labelW = 60;
+    this.charW = 6.6;
+    this.theme = null;
+    this.root = h("div", "murano-diff");
+    this.title = h("div", "murano-diff-title");
+    this.note = h("div", "murano-diff-note");
+    this.error = h("div", "murano-diff-error", { role: "alert" });
+    this.error.hidden = true;
+    const controls = h("div", "murano-diff-controls");
+    this.promptLabel = h("label", "murano-diff-prompt");
+    this.promptInput = h("input", "murano-diff-prompt-input", { type: "range", min: "0", step: "1", "aria-label": "Prompt" });
+    this.promptText = h("span", "murano-diff-prompt-text");
+    this.promptLabel.append("Prompt ", this.promptInput, this.promptText);
+    const metricLabel = h("label", "murano-diff-metric", {}, "Colour ");
+    this.metricSelect = h("select", "murano-diff-metric-select", { "aria-label": "Colour by" });
+    metricLabel.append(this.metricSelect);
+    controls.append(this.promptLabel, metricLabel);
+    this.prompts = h("div", "murano-diff-prompts");
+    this.scroller = h("div", "murano-diff-scroller");
+    this.track = h("div", "murano-diff-track");
+    this.canvas = h("canvas", "murano-diff-canvas", { tabindex: "0", role: "grid", "aria-label": "Difference heatmap: arrows move, Enter pins" });
+    this.track.append(this.canvas);
+    this.scroller.append(this.track);
+    this.legend = h("div", "murano-diff-legend");
+    this.tooltip = h("div", "murano-diff-tooltip", { role: "tooltip" });
+    this.tooltip.hidden = true;
+    this.readout = h("div", "murano-diff-readout", { "aria-live": "polite" });
+    this.root.append(this.title, this.note, this.error, controls, this.prompts, this.scroller, this.legend, this.tooltip, this.readout);
+    el.append(this.root);
+    this.abort = new AbortController();
+    this.bind();
+    this.reload();
+    this.removeDebug = installDebug(el, "diff", this.debugApi());
+  }
+  destroy() {
+    this.abort.abort();
+    for (const [event, fn] of this.handlers) this.model.off(event, fn);
+    this.resize?.disconnect();
+    this.stopWatchingTheme?.();
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.root.remove();
+    this.removeDebug();
+  }
+  reload() {
+    try {
+      this.diff = decodeDiff(this.model.get("_meta"), this.model.get("_sections"));
+    } catch (error) {
+      this.diff = null;
+      this.error.textContent = `Cannot show this lens diff: ${error instanceof Error ? error.message : String(error)}`;
+      this.error.hidden = false;
+      return;
+    }
+    this.error.hidden = true;
+    const diff = this.diff;
+    this.title.textContent = `a: ${diff.labels[0]}   vs   b: ${diff.labels[1]}`;
+    this.note.textContent = alignmentHeadline(diff);
+    this.metricSelect.replaceChildren(
+      ...diff.metrics.map((m) => {
+        const option = h("option", "", { value: m.name }, m.available ? m.label : `${m.label} (unavailable)`);
+        option.disabled = !m.available;
+        return option;
+      })
+    );
+    this.promptInput.max = String(diff.P - 1);
+    this.promptLabel.hidden = diff.P < 2;
+    this.prompt = clampIndex(this.model.get("prompt"), diff.P);
+    this.metric = shownMetric(diff, this.model.get("metric") || "delta_prob");
+    this.selected = this.model.get("selected") ?? null;
+    this.showPrompt();
+    this.showMetric();
+  }
+  // ---- State ---------------------------------------------------------------------------------
+  /**
+   * @param {string} name
+   * @param {unknown} value
+   */
+  send(name, value) {
+    this.model.set(name, value);
+    this.model.save_changes();
+  }
+  /**
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setPrompt(value, sync) {
+    if (!this.diff) return;
+    const prompt = clampIndex(value, this.diff.P);
+    if (sync) this.send("prompt", prompt);
+    if (prompt === this.prompt) return;
+    this.prompt = prompt;
+    this.hover = null;
+    if (this.focus) this.focus = this.clampCell(this.focus);
+    this.revealPending = true;
+    this.showPrompt();
+  }
+  /**
+   * @param {unknown} value
+   * @param {boolean} sync
+   */
+  setMetric(value, sync) {
+    const diff = this.diff;
+    if (!diff) return;
+    const metric = shownMetric(diff, value);
+    if (sync) this.send("metric", metric);
+    this.metric = metric;
+    this.showMetric();
+  }
+  /**
+   * @param {Selected | null} value
+   * @param {boolean} sync
+   */
+  setSelected(value, sync) {
+    this.selected = value;
+    if (sync) this.send("selected", value);
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  /** @param {Cell} cell */
+  clampCell(cell) {
+    const diff = (
+      /** @type {Diff} */
+      this.diff
+    );
+    return { layerIndex: clampIndex(cell.layerIndex, diff.L), position: clampIndex(cell.position, diff.lengths[this.prompt]) };
+  }
+  /** @param {Cell} cell */
+  isPinned(cell) {
+    const s2 = this.selected;
+    return Boolean(s2 && s2.prompt === this.prompt && s2.layer_index === cell.layerIndex && s2.position === cell.position);
+  }
+  /** @param {Cell} cell */
+  togglePin(cell) {
+    const next = this.isPinned(cell) ? null : { prompt: this.prompt, layer_index: cell.layerIndex, position: cell.position };
+    this.setSelected(next, true);
+    if (this.diff) this.readout.textContent = next ? readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), true) : "Unpinned.";
+  }
+  /** @param {Cell} cell */
+  setFocus(cell) {
+    this.focus = cell;
+    if (this.diff) {
+      const layout = this.layout();
+      const scroll = this.scroller.scrollLeft;
+      const next = revealColumn(layout, scroll, cell.position);
+      if (next !== clampScroll(layout, scroll)) this.scroller.scrollLeft = next;
+    }
+    if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell));
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  /** @param {Cell | null} cell the cell under the pointer, or null */
+  setHover(cell) {
+    const old = this.hover;
+    if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
+    this.hover = cell;
+    this.updateTooltip();
+  }
+  // ---- Showing -------------------------------------------------------------------------------
+  showPrompt() {
+    const diff = this.diff;
+    if (!diff) return;
+    this.promptInput.value = String(this.prompt);
+    this.promptText.textContent = `${this.prompt + 1} / ${diff.P}`;
+    const a = diff.meta.prompts_a?.[this.prompt] ?? "";
+    const b = diff.meta.prompts_b?.[this.prompt] ?? "";
+    const lineA = h("div", "murano-diff-prompt-line", {}, `a: ${a}`);
+    const lineB = h("div", "murano-diff-prompt-line", {}, a === b ? "b: the same prompt" : `b: ${b}`);
+    this.prompts.replaceChildren(lineA, lineB);
+    this.relayout();
+  }
+  showMetric() {
+    const diff = this.diff;
+    if (!diff) return;
+    this.metricSelect.value = this.metric;
+    const spec = diffMetric(diff, this.metric);
+    this.legend.replaceChildren();
+    if (spec) {
+      const bar = h("span", "murano-diff-legend-bar");
+      const max = spec.domain[1];
+      let stops;
+      let ticks;
+      if (spec.name === "delta_prob") {
+        stops = [...DIVERGING];
+        ticks = [formatDelta(-max, true), "0", formatDelta(max, true)];
+      } else if (spec.name === "kl") {
+        stops = [...COLOUR_STOPS.magma].reverse();
+        ticks = ["0", formatBits(max / 2, true), formatBits(max, true)];
+      } else {
+        stops = [`rgb(${SAME_COLOUR.join(",")}) 0 50%`, `rgb(${DIFFERS_COLOUR.join(",")}) 50% 100%`];
+        ticks = ["same", "", "differs"];
+      }
+      bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
+      const tickRow = h("span", "murano-diff-legend-ticks");
+      for (const tick2 of ticks) tickRow.append(h("span", "", {}, tick2));
+      const unit = spec.name === "delta_prob" ? " (percentage points)" : "";
+      const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
+      this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.description));
+    }
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  /**
+   * The shared palette (theme.js) as this widget's root sees it; kept until the host's theme
+   * changes (a reading taken before the widget is in the page is used once, not kept).
+   */
+  readTheme() {
+    if (this.theme) return this.theme;
+    const theme = readTheme(this.root);
+    if (theme.live) this.theme = theme;
+    return theme;
+  }
+  /** The host's theme changed: read it again and redraw. */
+  themeChanged() {
+    this.theme = null;
+    this.relayout();
+  }
+  relayout() {
+    const diff = this.diff;
+    if (!diff) return;
+    const ctx = this.canvas.getContext("2d");
+    const theme = this.readTheme();
+    let charW = 6.6;
+    if (ctx) {
+      ctx.font = `11px ${theme.mono}`;
+      charW = ctx.measureText("M").width || charW;
+      ctx.font = `600 11px ${theme.font}`;
+      const widest = Math.max(...diff.layers.map((l, i) => ctx.measureText(this.rowLabel(l, diff.bLayers[i])).width), ctx.measureText("a input").width);
+      this.labelW = Math.ceil(widest) + 14;
+    }
+    const n = diff.lengths[this.prompt];
+    let chars = 4;
+    for (let j = 0; j < n && chars < 10; j++) {
+      const cell = diffCell(diff, this.prompt, diff.L - 1, j);
+      chars = Math.max(chars, charCount(cell.inputA), cell.topB[0] ? charCount(cell.topB[0].token) : 0);
+    }
+    this.charW = charW;
+    this.cellW = Math.ceil(Math.min(10, chars) * charW + 10);
+    this.track.style.width = `${this.layout().contentW}px`;
+    this.draw();
+  }
+  /**
+   * Opens a prompt where its prediction is, as the heatmap does: its last position (or its
+   * pinned cell) scrolled into view, once the scroller is in the page.
+   */
+  revealPromptEnd() {
+    const diff = this.diff;
+    if (!diff || !this.scroller.isConnected || this.scroller.clientWidth === 0) return;
+    const sel = this.selected;
+    const position = sel && sel.prompt === this.prompt ? sel.position : diff.lengths[this.prompt] - 1;
+    this.scroller.scrollLeft = revealColumn(this.layout(), 0, Math.max(0, position));
+    this.revealPending = false;
+  }
+  /**
+   * @param {number} layerA
+   * @param {number} layerB
+   */
+  rowLabel(layerA, layerB) {
+    const diff = this.diff;
+    return diff && diff.depthA !== diff.depthB ? `L${layerA}↔${layerB}` : `L${layerA}`;
+  }
+  /**
+   * The grid's geometry now (`../layout.js`, as the heatmap's): the column width and label column
+   * chosen by `relayout`, the scroller's width.
+   * @returns {Layout}
+   */
+  layout() {
+    const diff = (
+      /** @type {Diff} */
+      this.diff
+    );
+    return computeLayout({
+      ...DIFF_GEOMETRY,
+      nLayers: diff.L,
+      nPositions: diff.lengths[this.prompt],
+      width: Math.max(100, this.scroller.clientWidth || 800),
+      labelW: this.labelW,
+      charW: this.charW,
+      maxChars: 0,
+      cellW: this.cellW,
+      strips: diff.meta.align === "tokens" ? 1 : 2
+    });
+  }
+  requestDraw() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
+  }
+  draw() {
+    const diff = this.diff;
+    if (!diff) return;
+    if (this.revealPending) this.revealPromptEnd();
+    const ctx = this.canvas.getContext("2d");
+    if (!ctx) return;
+    const theme = this.readTheme();
+    const layout = this.layout();
+    const width = Math.max(100, this.scroller.clientWidth || 800);
+    const height = layout.height;
+    const dpr = window.devicePixelRatio || 1;
+    if (this.canvas.width !== Math.round(width * dpr) || this.canvas.height !== Math.round(height * dpr)) {
+      this.canvas.width = Math.round(width * dpr);
+      this.canvas.height = Math.round(height * dpr);
+      this.canvas.style.width = `${width}px`;
+      this.canvas.style.height = `${height}px`;
+    }
+    this.track.style.height = `${height}px`;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    const scroll = this.scroller.scrollLeft;
+    const W = layout.cellW;
+    const [first, last] = visibleColumns(layout, scroll);
+    const hatch = hatchPattern(ctx, theme.hatch);
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.font = `11px ${theme.mono}`;
+    const maxChars = Math.max(1, Math.floor((W - 6) / (ctx.measureText("M").width || 6.6)));
+    for (let i = 0; i < diff.L; i++) {
+      for (let j = first; j < last; j++) {
+        const { x, y, w, h: cellH } = cellRect(layout, i, j, scroll);
+        const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j));
+        if (!rgb) {
+          ctx.fillStyle = hatch || theme.hatch;
+          ctx.globalAlpha = hatch ? 1 : 0.3;
+          ctx.fillRect(x, y, w - 1, cellH - 1);
+          ctx.globalAlpha = 1;
+          continue;
+        }
+        ctx.fillStyle = `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`;
+        ctx.fillRect(x, y, w - 1, cellH - 1);
+        const label = cellLabel(diffCell(diff, this.prompt, i, j), this.metric);
+        if (label) {
+          ctx.fillStyle = textColourOn(rgb);
+          ctx.fillText(isolateLtr(truncateText(label, maxChars)), x + (w - 1) / 2, y + cellH / 2);
+        }
+      }
+    }
+    const aMid = layout.inputY + layout.stripH / 2;
+    const bMid = layout.predY + layout.stripH / 2;
+    for (let j = first; j < last; j++) {
+      const x = columnX(layout, j, scroll) + (W - 1) / 2;
+      const cell = diffCell(diff, this.prompt, 0, j);
+      ctx.fillStyle = theme.fg;
+      ctx.fillText(isolateLtr(truncateText(cell.inputA, maxChars)), x, aMid);
+      if (diff.meta.align !== "tokens") {
+        ctx.fillStyle = cell.inputB === null ? theme.muted : cell.inputB === cell.inputA ? theme.muted : theme.fg;
+        ctx.fillText(isolateLtr(truncateText(cell.inputB ?? "–", maxChars)), x, bMid);
+      }
+    }
+    const marks = [[this.focused ? this.focus : null, false]];
+    if (this.selected && this.selected.prompt === this.prompt) marks.push([{ layerIndex: this.selected.layer_index, position: this.selected.position }, true]);
+    for (const [cell, pinned] of marks) {
+      if (!cell) continue;
+      ctx.strokeStyle = theme.accent;
+      ctx.lineWidth = 2;
+      ctx.setLineDash(pinned ? [4, 2] : []);
+      const r = cellRect(layout, cell.layerIndex, cell.position, scroll);
+      ctx.strokeRect(r.x + 1, r.y + 1, r.w - 3, r.h - 3);
+      ctx.setLineDash([]);
+    }
+    ctx.fillStyle = theme.bg;
+    ctx.fillRect(0, 0, layout.labelW, height);
+    ctx.textAlign = "right";
+    ctx.font = `600 11px ${theme.font}`;
+    ctx.fillStyle = theme.fg;
+    for (let i = 0; i < diff.L; i++) {
+      const r = cellRect(layout, i, 0, 0);
+      ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), layout.labelW - 6, r.y + r.h / 2);
+    }
+    ctx.fillStyle = theme.muted;
+    ctx.fillText("a input", layout.labelW - 6, aMid);
+    if (diff.meta.align !== "tokens") ctx.fillText("b input", layout.labelW - 6, bMid);
+  }
+  // ---- Tooltip -------------------------------------------------------------------------------
+  updateTooltip() {
+    const diff = this.diff;
+    const cell = this.hover || (this.focused ? this.focus : null);
+    if (!diff || !cell) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    const content = tooltipContent(diff, diffCell(diff, this.prompt, cell.layerIndex, cell.position));
+    const table = h("table", "murano-diff-topk");
+    const head = h("tr", "");
+    for (const column of content.columns) head.append(h("th", "", { colspan: "2" }, column.label));
+    table.append(head);
+    const rows = Math.max(content.columns[0].rows.length, content.columns[1].rows.length);
+    for (let r = 0; r < rows; r++) {
+      const tr = h("tr", "");
+      for (const column of content.columns) {
+        const item = column.rows[r];
+        tr.append(h("td", "murano-diff-token", {}, item ? item.token : ""), h("td", "murano-diff-prob", {}, item ? item.prob : ""));
+      }
+      table.append(tr);
+    }
+    if (!rows) {
+      const tr = h("tr", "");
+      tr.append(h("td", "", { colspan: "2" }, "–"), h("td", "", { colspan: "2" }, "no partner cell"));
+      table.append(tr);
+    }
+    this.tooltip.replaceChildren(
+      h("div", "murano-diff-tooltip-title", {}, content.title + (this.isPinned(cell) ? " · pinned" : "")),
+      ...content.lines.map((line) => h("div", "murano-diff-tooltip-line", {}, line)),
+      table
+    );
+    this.tooltip.hidden = false;
+    placeInRoot(this.tooltip, this.root, this.cellClientRect(cell.layerIndex, cell.position));
+  }
+  /**
+   * A cell's box in client coordinates: its `cellRect`, less the 1 px gap between cells.
+   * @param {number} layerIndex
+   * @param {number} position
+   */
+  cellClientRect(layerIndex, position) {
+    const box = this.canvas.getBoundingClientRect();
+    const r = cellRect(this.layout(), layerIndex, position, this.scroller.scrollLeft);
+    return { x: box.left + r.x, y: box.top + r.y, w: r.w - 1, h: r.h - 1 };
+  }
+  /**
+   * The cell under a pointer, or null.
+   * @param {MouseEvent} event
+   * @returns {Cell | null}
+   */
+  cellAt(event) {
+    const diff = this.diff;
+    if (!diff) return null;
+    const box = this.canvas.getBoundingClientRect();
+    const hit = hitTest(this.layout(), event.clientX - box.left, event.clientY - box.top, this.scroller.scrollLeft, 0);
+    return hit && hit.area === "cells" ? { layerIndex: hit.layerIndex, position: hit.position } : null;
+  }
+  // ---- Events --------------------------------------------------------------------------------
+  bind() {
+    const signal = this.abort.signal;
+    const on = (target, type, fn) => target.addEventListener(type, fn, { signal });
+    on(this.promptInput, "input", () => this.setPrompt(Number(this.promptInput.value), true));
+    on(this.metricSelect, "change", () => this.setMetric(this.metricSelect.value, true));
+    on(this.scroller, "scroll", () => {
+      this.hover = null;
+      this.updateTooltip();
+      this.requestDraw();
+    });
+    bindGrid(this.canvas, this, signal);
+    keepControlKeys(this.root, signal);
+    this.handlers = [
+      ["change:prompt", () => this.setPrompt(this.model.get("prompt"), false)],
+      ["change:metric", () => this.setMetric(this.model.get("metric"), false)],
+      ["change:selected", () => this.setSelected(this.model.get("selected") ?? null, false)],
+      ["change:_meta", () => this.reload()],
+      ["change:_sections", () => this.reload()]
+    ];
+    for (const [event, fn] of this.handlers) this.model.on(event, fn);
+    if (typeof ResizeObserver !== "undefined") {
+      this.resize = new ResizeObserver(() => this.requestDraw());
+      this.resize.observe(this.scroller);
+    }
+    this.stopWatchingTheme = watchTheme(() => this.themeChanged());
+  }
+  showKeyboardFocus() {
+    const diff = this.diff;
+    if (!diff) return;
+    this.focused = true;
+    if (!this.focus) {
+      const s2 = this.selected;
+      this.focus = s2 && s2.prompt === this.prompt ? { layerIndex: s2.layer_index, position: s2.position } : { layerIndex: diff.L - 1, position: 0 };
+    }
+    this.setFocus(this.clampCell(this.focus));
+  }
+  // ---- The shared grid handlers' side (`Grid` in `../shared/grid_events.js`) -------------------
+  get ready() {
+    return Boolean(this.diff);
+  }
+  get pinned() {
+    return Boolean(this.selected);
+  }
+  /**
+   * @param {Cell} cell
+   * @param {string} key
+   */
+  move(cell, key) {
+    return this.diff ? moveFocus(cell, key, this.diff.L, this.diff.lengths[this.prompt]) : null;
+  }
+  unpin() {
+    this.setSelected(null, true);
+    this.readout.textContent = "Unpinned.";
+  }
+  blurred() {
+    this.updateTooltip();
+    this.requestDraw();
+  }
+  /** The test hook's object (`el.__muranoDiffDebug`, see `../shared/debug.js`). */
+  debugApi() {
+    const view = this;
+    return {
+      get state() {
+        return { prompt: view.prompt, metric: view.metric, selected: view.selected, focus: view.focus, focused: view.focused, hover: view.hover, cellW: view.cellW, labelW: view.labelW };
+      },
+      /** The grid's layout (rows, positions, cell sizes), as the heatmap's hook has it. */
+      get layout() {
+        return view.diff ? view.layout() : null;
+      },
+      /** @param {number} i @param {number} j */
+      cellClientRect: (i, j) => view.cellClientRect(i, j),
+      /** @param {number} i @param {number} j */
+      cellColour: (i, j) => view.diff ? cellColour(view.diff, view.metric, diffIndex(view.diff, i, view.prompt, j)) : null,
+      drawNow: () => view.draw(),
+      tooltipText: () => view.tooltip.hidden ? null : view.tooltip.textContent
+    };
+  }
+};
+
+// src/live/patch.js
+function patchTarget(data, selected) {
+  if (!data || !selected) return { ok: false, reason: "Pin a cell to patch it." };
+  if (!(selected.prompt >= 0 && selected.prompt < data.P)) return { ok: false, reason: "Pin a cell to patch it." };
+  const row = clampIndex(selected.layer_index, data.L);
+  const position = clampIndex(selected.position, data.lengths[selected.prompt]);
+  if (data.sites && data.sites[row] !== "resid_post") {
+    return { ok: false, reason: "A patch overwrites a block's output: pin a cell on a block-output row (not one after attention)." };
+  }
+  const where = data.P > 1 ? `prompt ${selected.prompt + 1} · ` : "";
+  return { ok: true, prompt: selected.prompt, row, layer: data.layers[row], position, label: `${where}${rowLabel(data, row)} · pos ${position}` };
+}
+function patchSources(prompts, prompt) {
+  const others = prompts.flatMap(
+    (text, i) => i === prompt ? [] : [{ value: String(i), label: `prompt ${i + 1}: ${truncateText(displayToken(text, { spaces: false }), 40)}` }]
+  );
+  return [...others, { value: "zero", label: "zero (ablate)" }, { value: "mean", label: "mean (ablate)" }];
+}
+function sourceOf(value) {
+  return value === "zero" || value === "mean" ? value : Number(value);
+}
+function isPatch(value) {
+  if (!value || typeof value !== "object") return false;
+  const v = (
+    /** @type {Record<string, unknown>} */
+    value
+  );
+  return Number.isInteger(v.prompt) && Number.isInteger(v.layer) && Number.isInteger(v.position) && (v.source === "zero" || v.source === "mean" || Number.isInteger(v.source));
+}
+function patchSummary(patch, prompts) {
+  const source = patch.source === "zero" ? "set to zero" : patch.source === "mean" ? "set to its mean" : `replaced by prompt ${patch.source + 1}'s${prompts[patch.source] !== void 0 ? ` (${truncateText(displayToken(prompts[patch.source], { spaces: false }), 40)})` : ""}`;
+  const where = prompts.length > 1 ? `Prompt ${patch.prompt + 1}: block` : "Block";
+  const title = `${where} ${patch.layer}'s output at position ${patch.position} ${source}.`;
+  const clean = patch.answer_prob_clean;
+  const patched = patch.answer_prob_patched;
+  let answer = "";
+  if (typeof patch.answer === "string" && typeof clean === "number" && typeof patched === "number") {
+    answer = `Answer ${displayToken(patch.answer)}: ${formatProb(clean)} → ${formatProb(patched)}`;
+  }
+  return { title, answer };
+}
+function patchModel(model) {
+  const values = { _meta: {}, _sections: {}, prompt: 0, metric: "delta_prob", selected: null };
+  const local = kernelFreeModel(values);
+  let taken = { meta: (
+    /** @type {unknown} */
+    null
+  ), sections: (
+    /** @type {unknown} */
+    null
+  ) };
+  const changed = () => {
+    const meta = model.get("_patch_meta");
+    const sections = model.get("_patch_sections");
+    if (meta === taken.meta && sections === taken.sections) return;
+    const empty = !meta || typeof meta !== "object" || Object.keys(meta).length === 0;
+    if (!empty) {
+      try {
+        decodeDiff(meta, sections || {});
+      } catch {
+        return;
+      }
+    }
+    taken = { meta, sections };
+    values._sections = empty ? {} : sections;
+    local.set("_meta", empty ? {} : { ...meta });
+  };
+  changed();
+  model.on("change:_patch_meta", changed);
+  model.on("change:_patch_sections", changed);
+  return {
+    ...local,
+    set(name, value) {
+      if (name !== "_meta" && name !== "_sections") local.set(name, value);
+    },
+    ready: () => Object.keys(values._meta).length > 0,
+    dispose() {
+      model.off("change:_patch_meta", changed);
+      model.off("change:_patch_sections", changed);
+      local.off();
+    }
+  };
+}
+
+// src/live/picker.js
+function pickerColumn(state, length) {
+  const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
+  if (state.focused && state.focus) return { position: clamp(state.focus.position), source: "focus" };
+  const sel = state.selected;
+  if (sel && sel.prompt === state.prompt) return { position: clamp(sel.position), source: "pinned" };
+  return { position: Math.max(0, length - 1), source: "last" };
+}
+function comparePicked(a, b) {
+  if (a.prob !== b.prob) return b.prob - a.prob;
+  if (a.row !== b.row) return a.row - b.row;
+  return a.token < b.token ? -1 : a.token > b.token ? 1 : 0;
+}
+function pickerTokens(data, prompt, position) {
+  const a = data.arrays;
+  const k1 = data.topK - 1;
+  const complete = Boolean(a.topk_tokens && a.topk_probs) || !data.meta.sections?.topk_tokens;
+  const best = /* @__PURE__ */ new Map();
+  const offer = (tokenIndex, prob, row) => {
+    if (!Number.isFinite(prob) || tokenIndex >= data.tokens.length) return;
+    const seen = best.get(tokenIndex);
+    if (seen && seen.prob >= prob) return;
+    best.set(tokenIndex, { token: data.tokens[tokenIndex], tokenIndex, prob, row, layer: data.layers[row] });
+  };
+  const topStep = data.scales.max_probs ?? 1;
+  const topkStep = data.scales.topk_probs ?? 1;
+  for (let row = 0; row < data.L; row++) {
+    const idx = cellIndex(data, prompt, row, position);
+    if (isMissing(data, idx)) continue;
+    offer(a.predicted_tokens[idx], a.max_probs ? a.max_probs[idx] * topStep : NaN, row);
+    if (k1 > 0 && a.topk_tokens && a.topk_probs) {
+      for (let r = 0; r < k1; r++) offer(a.topk_tokens[idx * k1 + r], a.topk_probs[idx * k1 + r] * topkStep, row);
+    }
+  }
+  return { tokens: [...best.values()].sort(comparePicked), complete };
+}
+
+// src/live/protocol.js
+var HELLO_TIMEOUT_MS = 3e3;
+var REPLY_TIMEOUT_MS = 6e4;
+var NO_KERNEL_TEXT = "Editing needs a running kernel: run the notebook to type prompts, track tokens or patch.";
+var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch"]);
+var REPLIES = Object.freeze(["done", "error", "superseded"]);
+function initialState({ live, canSend, firstId = 1 }) {
+  return {
+    kernel: !live ? "off" : canSend ? "waiting" : "none",
+    nextId: firstId,
+    helloId: -1,
+    helloAt: 0,
+    latest: null,
+    open: [],
+    dismissed: false
+  };
+}
+function hello(state, now) {
+  if (state.kernel !== "waiting") return { state, message: null };
+  const id = state.nextId;
+  return { state: { ...state, nextId: id + 1, helloId: id, helloAt: now }, message: { action: "hello", id } };
+}
+function request(state, action, fields, now) {
+  if (!ACTIONS.includes(action)) throw new Error(`unknown action ${JSON.stringify(action)}`);
+  if (state.kernel === "off" || state.kernel === "none") return { state, message: null };
+  const id = state.nextId;
+  const latest = { id, action, fields: { ...fields }, sentAt: now, phase: "running", message: "", waited: 0 };
+  return {
+    state: { ...state, nextId: id + 1, latest, open: [...state.open, id], dismissed: false },
+    message: { ...fields, action, id }
+  };
+}
+function receive(state, msg) {
+  if (!msg || typeof msg !== "object") return state;
+  const { action, id, message, live } = (
+    /** @type {Record<string, unknown>} */
+    msg
+  );
+  if (typeof id !== "number") return state;
+  if (action === "hello") {
+    if (id !== state.helloId || state.kernel === "off") return state;
+    return { ...state, kernel: live === true ? "ready" : "off" };
+  }
+  if (typeof action !== "string" || !REPLIES.includes(action) || !state.open.includes(id)) return state;
+  const next = { ...state, open: state.open.filter((open) => open !== id) };
+  if (next.kernel === "none" || next.kernel === "waiting") next.kernel = "ready";
+  const latest = state.latest;
+  if (latest && latest.id === id) {
+    next.latest = { ...latest, phase: (
+      /** @type {Phase} */
+      action
+    ), message: typeof message === "string" ? message : "" };
+    next.dismissed = false;
+  }
+  return next;
+}
+function tick(state, now, { hello: helloMs = HELLO_TIMEOUT_MS, reply = REPLY_TIMEOUT_MS } = {}) {
+  let next = state;
+  if (state.kernel === "waiting" && state.helloId >= 0 && now - state.helloAt >= helloMs) next = { ...next, kernel: "none" };
+  const latest = next.latest;
+  if (latest && latest.phase === "running" && now - latest.sentAt >= reply) {
+    next = { ...next, latest: { ...latest, phase: "timeout", waited: reply }, dismissed: false };
+  }
+  return next;
+}
+function nextDeadline(state, { hello: helloMs = HELLO_TIMEOUT_MS, reply = REPLY_TIMEOUT_MS } = {}) {
+  const times = [];
+  if (state.kernel === "waiting" && state.helloId >= 0) times.push(state.helloAt + helloMs);
+  if (state.latest && state.latest.phase === "running") times.push(state.latest.sentAt + reply);
+  return times.length ? Math.min(...times) : null;
+}
+function noKernel(state) {
+  return state.kernel === "off" ? state : { ...state, kernel: "none" };
+}
+function dismiss(state) {
+  return { ...state, dismissed: true };
+}
+function controlsShown(state) {
+  return state.kernel === "waiting" || state.kernel === "ready";
+}
+function describeRequest(action, fields, phase) {
+  const text = typeof fields.text === "string" ? fields.text : "";
+  const quoted = `“${truncateText(displayToken(text, { spaces: action === "track" || action === "untrack" }), 48)}”`;
+  const running = phase === "running";
+  switch (action) {
+    case "add_prompt":
+      return running ? `Running the lens on ${quoted}…` : `Added ${quoted}.`;
+    case "remove_prompt":
+      return running ? `Removing prompt ${Number(fields.index) + 1}…` : `Removed prompt ${Number(fields.index) + 1}.`;
+    case "track":
+      return running ? `Tracking ${quoted}…` : `Tracking ${quoted}.`;
+    case "untrack":
+      return running ? `No longer tracking ${quoted}…` : `No longer tracking ${quoted}.`;
+    case "patch":
+      return running ? "Running the patched forward pass…" : "Patched.";
+    case "clear_patch":
+      return running ? "Clearing the patch…" : "Patch cleared.";
+    default:
+      return running ? "Working…" : "Done.";
+  }
+}
+function isLiveStatus(value) {
+  if (!value || typeof value !== "object") return false;
+  const v = (
+    /** @type {Record<string, unknown>} */
+    value
+  );
+  return typeof v.state === "string" && typeof v.request === "number";
+}
+function statusLine(state, liveStatus) {
+  if (state.kernel === "off") return { kind: "none", text: "", id: -1 };
+  if (state.kernel === "none") return { kind: "no-kernel", text: NO_KERNEL_TEXT, id: -1 };
+  const status = isLiveStatus(liveStatus) ? liveStatus : null;
+  const latest = state.latest;
+  if (latest) {
+    const about = status && status.request === latest.id ? status : null;
+    const message = about && typeof about.message === "string" && about.message || "";
+    switch (latest.phase) {
+      case "running":
+        if (about && about.state === "error") {
+          return state.dismissed ? { kind: "none", text: "", id: latest.id } : { kind: "error", text: message || "The kernel reported an error.", id: latest.id };
+        }
+        return { kind: "progress", text: message || describeRequest(latest.action, latest.fields, "running"), id: latest.id };
+      case "error":
+        if (state.dismissed) break;
+        return { kind: "error", text: latest.message || message || "The kernel reported an error.", id: latest.id };
+      case "timeout":
+        if (state.dismissed) break;
+        return {
+          kind: "error",
+          text: `No reply from the kernel after ${formatWait(latest.waited)} (${lowerFirst(describeRequest(latest.action, latest.fields, "running").replace(/…$/, ""))}): it may still be working, or the kernel stopped.`,
+          id: latest.id
+        };
+      case "superseded":
+        return { kind: "note", text: "Superseded: a newer request took its place.", id: latest.id };
+      case "done":
+        if (status && status.request === -1 && status.state === "running") break;
+        return { kind: "done", text: describeRequest(latest.action, latest.fields, "done"), id: latest.id };
+    }
+  }
+  if (status && status.request === -1 && status.state === "running") {
+    return { kind: "progress", text: status.message || "Python is running a request…", id: -1 };
+  }
+  return { kind: "none", text: "", id: -1 };
+}
+function formatWait(ms) {
+  const seconds = ms / 1e3;
+  return `${seconds >= 10 ? Math.round(seconds) : Number(seconds.toPrecision(2))} s`;
+}
+function lowerFirst(text) {
+  return text.charAt(0).toLowerCase() + text.slice(1);
+}
+
+// src/live/view.js
+var PICKER_LIMIT = 30;
+function buildLive(id) {
+  const panel = h("section", "murano-live", { hidden: "", "aria-label": "Live: ask the kernel" });
+  const controls = h("div", "murano-live-controls");
+  const textBox = (className, label, attrs = {}) => h("input", `murano-live-input ${className}`, { type: "text", placeholder: label, "aria-label": label, autocomplete: "off", spellcheck: "false", ...attrs });
+  const promptRow = h("div", "murano-live-row");
+  const promptInput = textBox("murano-live-prompt", "Type a prompt and press Enter");
+  const removeButton = h("button", "murano-live-button murano-live-remove", { type: "button" }, "Remove this prompt");
+  promptRow.append(promptInput, removeButton);
+  const trackRow = h("div", "murano-live-row");
+  const trackInput = textBox("murano-live-track", "Track a token", {
+    title: "A token's text, spaces included: ' Paris' (with its leading space) is not 'Paris'"
+  });
+  const pickerId = `${id}-picker`;
+  const pickerButton = h("button", "murano-live-button murano-picker-toggle", { type: "button", "aria-expanded": "false", "aria-controls": pickerId }, "Pick a token…");
+  const chips = h("ul", "murano-chips", { "aria-label": "Tracked tokens" });
+  trackRow.append(trackInput, pickerButton, chips);
+  const picker = h("div", "murano-picker", { id: pickerId, hidden: "" });
+  const pickerHead = h("div", "murano-picker-head");
+  const pickerList = h("ul", "murano-picker-list", { "aria-label": "Tokens in the top-k at any layer, by their best probability" });
+  picker.append(pickerHead, pickerList);
+  const pinRow = h("div", "murano-live-row murano-pin-topk", { hidden: "" });
+  const pinTokens = h("div", "murano-pin-tokens", { role: "group", "aria-label": "The pinned cell's top-k: press one to track it" });
+  pinRow.append(h("span", "murano-label", {}, "Pinned top-k"), pinTokens);
+  const patchRow = h("div", "murano-live-row murano-patch-control", { hidden: "" });
+  const patchWhere = h("span", "murano-patch-where");
+  const patchSourceLabel = h("label", "murano-patch-source-label");
+  const patchSource = h("select", "murano-patch-source", { "aria-label": "Patch the pinned cell with" });
+  patchSourceLabel.append(h("span", "murano-label", {}, "with"), patchSource);
+  const patchRun = h("button", "murano-live-button murano-patch-run", { type: "button" }, "Run");
+  const patchReason = h("span", "murano-patch-reason", { hidden: "" });
+  patchRow.append(h("span", "murano-label", {}, "Patch this cell"), patchWhere, patchSourceLabel, patchRun, patchReason);
+  const status = h("div", "murano-live-status", { role: "status", "aria-live": "polite" });
+  const statusText = h("span", "murano-live-status-text");
+  status.append(h("span", "murano-live-spinner", { "aria-hidden": "true" }), statusText);
+  const error = h("div", "murano-live-error", { role: "alert", hidden: "" });
+  const errorText = h("span", "murano-live-error-text");
+  const dismissButton = h("button", "murano-live-dismiss", { type: "button", "aria-label": "Dismiss the message", title: "Dismiss" }, "×");
+  error.append(errorText, dismissButton);
+  controls.append(promptRow, trackRow, picker, pinRow, patchRow);
+  const noKernel2 = h("div", "murano-live-nokernel", { role: "note", hidden: "" });
+  panel.append(controls, status, error, noKernel2);
+  const patchPanel = h("section", "murano-patch", { hidden: "", "aria-label": "The patch: patched lens minus clean lens" });
+  const patchHead = h("div", "murano-patch-head");
+  const patchTitle = h("div", "murano-patch-title");
+  const patchAnswer = h("div", "murano-patch-answer");
+  const patchClear = h("button", "murano-live-button murano-patch-clear", { type: "button" }, "Clear patch");
+  const patchText = h("div", "murano-patch-text");
+  patchText.append(patchTitle, patchAnswer);
+  patchHead.append(patchText, patchClear);
+  const patchDiff = h("div", "murano-patch-diff");
+  patchPanel.append(patchHead, patchDiff);
+  return {
+    panel,
+    controls,
+    promptInput,
+    removeButton,
+    trackInput,
+    pickerButton,
+    chips,
+    picker,
+    pickerHead,
+    pickerList,
+    pinRow,
+    pinTokens,
+    patchRow,
+    patchWhere,
+    patchSource,
+    patchRun,
+    patchReason,
+    status,
+    statusText,
+    error,
+    errorText,
+    dismissButton,
+    noKernel: noKernel2,
+    patchPanel,
+    patchTitle,
+    patchAnswer,
+    patchClear,
+    patchDiff
+  };
+}
+function stringList(value) {
+  return Array.isArray(value) && value.every((v) => typeof v === "string") ? value : null;
+}
+var LiveView = class {
+  /**
+   * @param {LensView} lens the heatmap's view
+   * @param {LiveUi} ui
+   * @param {{now?: () => number}} [options]
+   */
+  constructor(lens, ui, { now = () => Date.now() } = {}) {
+    this.lens = lens;
+    this.model = lens.model;
+    this.ui = ui;
+    this.now = now;
+    this.timeouts = {};
+    this.state = this.initial();
+    this.timer = null;
+    this.follow = null;
+    this.sentTexts = [];
+    this.lastTargets = null;
+    this.pickerOpen = false;
+    this.shown = { kind: "none", text: "", id: -1 };
+    this.patchModel = null;
+    this.diff = null;
+    this.abort = new AbortController();
+    this.bind();
+    this.startHello();
+    this.render();
+  }
+  /** @returns {LiveState} */
+  initial() {
+    return initialState({
+      live: this.model.get("live") === true,
+      canSend: typeof this.model.send === "function",
+      firstId: 1 + Math.floor(Math.random() * 2 ** 30)
+    });
+  }
+  destroy() {
+    this.abort.abort();
+    for (const [event, fn] of this.handlers) this.model.off(event, fn);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.closePatch();
+  }
+  // ---- Talking to the kernel -----------------------------------------------------------------
+  /**
+   * Sends a message; a model that cannot send (a front end with no kernel connection may throw)
+   * leaves the widget without a kernel.
+   * @param {Message} message
+   */
+  post(message) {
+    try {
+      this.model.send?.(message);
+    } catch {
+      this.state = noKernel(this.state);
+    }
+  }
+  startHello() {
+    const { state, message } = hello(this.state, this.now());
+    this.state = state;
+    if (message) this.post(message);
+    this.schedule();
+  }
+  /**
+   * Sends a request; the status line shows it until its reply.
+   * @param {string} action
+   * @param {Record<string, unknown>} fields
+   * @returns {number} its id (-1: nothing sent)
+   */
+  ask(action, fields) {
+    const { state, message } = request(this.state, action, fields, this.now());
+    this.state = state;
+    if (message) this.post(message);
+    this.schedule();
+    this.render();
+    return message ? message.id : -1;
+  }
+  /** @param {unknown} msg a custom message from the kernel */
+  onMessage(msg) {
+    const before = this.state;
+    this.state = receive(before, msg);
+    if (this.state === before) return;
+    const reply = (
+      /** @type {{action?: unknown, id?: unknown}} */
+      msg
+    );
+    if (this.follow && this.follow.id === reply.id) {
+      if (reply.action === "done") {
+        this.follow.done = true;
+        this.followTarget();
+      } else this.follow = null;
+    }
+    for (const sent of this.sentTexts) {
+      if (sent.id === reply.id && reply.action === "done" && sent.box.value === sent.text) sent.box.value = "";
+    }
+    this.sentTexts = this.sentTexts.filter((sent) => sent.id !== reply.id);
+    this.schedule();
+    this.render();
+  }
+  /** Sets a timer for the next time-out (hello, or the latest request's reply). */
+  schedule() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const timeouts = this.timeoutOptions();
+    const deadline = nextDeadline(this.state, timeouts);
+    if (deadline === null) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.state = tick(this.state, this.now(), timeouts);
+      this.schedule();
+      this.render();
+    }, Math.max(0, deadline - this.now()) + 1);
+  }
+  timeoutOptions() {
+    return this.timeouts;
+  }
+  // ---- Requests from the controls ------------------------------------------------------------
+  addPrompt() {
+    const text = this.ui.promptInput.value;
+    if (!text.trim()) return;
+    const id = this.ask("add_prompt", { text });
+    if (id >= 0) this.sentTexts.push({ id, box: this.ui.promptInput, text });
+  }
+  removePrompt() {
+    const data = this.lens.data;
+    if (!data || data.P < 2) return;
+    this.ask("remove_prompt", { index: this.lens.state.prompt });
+  }
+  /**
+   * Tracks a token and shows it once it arrives (its line on the chart, its metric if offered).
+   * @param {string} text
+   * @returns {number} the request's id (-1: nothing sent)
+   */
+  track(text) {
+    if (!text) return -1;
+    const id = this.ask("track", { text, show: true });
+    if (id >= 0) this.follow = { id, text, done: false };
+    return id;
+  }
+  /** @param {string} text */
+  untrack(text) {
+    this.ask("untrack", { text });
+  }
+  runPatch() {
+    const target = patchTarget(this.lens.data, this.lens.state.selected);
+    if (!target.ok || !this.ui.patchSource.value) return;
+    this.ask("patch", { prompt: target.prompt, layer: target.layer, position: target.position, source: sourceOf(this.ui.patchSource.value) });
+  }
+  // ---- Following what Python sends -----------------------------------------------------------
+  /** The prompts' texts: the `prompts` trait when it matches the payload, else the payload's. */
+  promptTexts() {
+    const data = this.lens.data;
+    const trait = stringList(this.model.get("prompts"));
+    if (data && trait && trait.length === data.P) return trait;
+    return data ? data.prompts : [];
+  }
+  /** The tracked tokens: the payload's (what the chart draws), else the `targets` trait. */
+  targets() {
+    const data = this.lens.data;
+    return data ? data.targets : stringList(this.model.get("targets")) || [];
+  }
+  /**
+   * A token tracked with `show` has arrived in the payload: its line on the trajectory chart is
+   * switched on (the chart shows the first few targets by default), and the colour menu takes
+   * the metric Python chose for it (the `metric` trait), or one the payload offers by its name
+   * (`target:<text>`).
+   */
+  followTarget() {
+    const follow = this.follow;
+    const data = this.lens.data;
+    if (!follow || !data) return;
+    const j = data.targets.indexOf(follow.text);
+    if (j < 0) return;
+    const chart = this.lens.trajectory;
+    chart.toggled.set(`target:${j}`, true);
+    chart.rerender();
+    const wanted = this.model.get("metric");
+    const named = data.metrics.find((m) => m.available && m.name === `target:${follow.text}`);
+    if (typeof wanted === "string" && data.metrics.some((m) => m.available && m.name === wanted) && wanted !== this.lens.state.metric) {
+      this.lens.setMetric(wanted, false);
+    } else if (named && named.name !== this.lens.state.metric) {
+      this.lens.setMetric(named.name, true);
+    }
+    this.lens.requestDetails();
+    this.lens.requestDraw();
+    if (follow.done) this.follow = null;
+  }
+  /** New data (a payload from Python, another lens): everything that lists prompts or tokens. */
+  dataChanged() {
+    this.keepChartLines();
+    if (this.follow) this.followTarget();
+    this.render();
+  }
+  /**
+   * The trajectory chart names a target's line by its index (`target:<j>`): when Python adds or
+   * removes targets, the lines the user switched on or off keep their choice by token.
+   */
+  keepChartLines() {
+    const data = this.lens.data;
+    if (!data) return;
+    const before = this.lastTargets;
+    this.lastTargets = [...data.targets];
+    if (!before || before.join("\0") === data.targets.join("\0")) return;
+    const toggled = this.lens.trajectory.toggled;
+    const moved = [];
+    for (const [key, shown] of toggled) {
+      if (!key.startsWith("target:")) continue;
+      toggled.delete(key);
+      const j = data.targets.indexOf(before[Number(key.slice("target:".length))]);
+      if (j >= 0) moved.push([`target:${j}`, shown]);
+    }
+    for (const [key, shown] of moved) toggled.set(key, shown);
+    this.lens.trajectory.rerender();
+  }
+  /** The pinned cell changed: the patch control and the pinned top-k follow. */
+  selectionChanged() {
+    this.render();
+  }
+  /** Another prompt is shown: the remove button names it, the picker lists its column. */
+  promptChanged() {
+    if (!controlsShown(this.state)) return;
+    this.showPromptControls();
+    this.columnChanged();
+  }
+  /** The column the picker lists may have moved (prompt, keyboard focus). */
+  columnChanged() {
+    if (this.pickerOpen) this.showPicker();
+  }
+  // ---- Drawing -------------------------------------------------------------------------------
+  render() {
+    const { ui, state } = this;
+    const offered = controlsShown(state);
+    const line = statusLine(state, this.model.get("live_status"));
+    this.shown = line;
+    ui.panel.hidden = state.kernel === "off";
+    ui.panel.dataset.kernel = state.kernel;
+    ui.panel.dataset.status = line.kind;
+    ui.controls.hidden = !offered;
+    ui.noKernel.hidden = line.kind !== "no-kernel";
+    ui.noKernel.textContent = line.kind === "no-kernel" ? line.text : "";
+    const progress = line.kind === "progress";
+    ui.status.classList.toggle("murano-running", progress);
+    ui.status.hidden = !offered;
+    ui.statusText.textContent = progress || line.kind === "done" || line.kind === "note" ? line.text : "";
+    ui.error.hidden = line.kind !== "error";
+    if (line.kind === "error" && ui.errorText.textContent !== line.text) ui.errorText.textContent = line.text;
+    if (offered) {
+      this.showPromptControls();
+      this.showChips();
+      this.showPinTokens();
+      this.showPatchControl();
+      if (this.pickerOpen) this.showPicker();
+    }
+    this.showPatch(offered);
+  }
+  showPromptControls() {
+    const data = this.lens.data;
+    const { removeButton } = this.ui;
+    const P = data ? data.P : 0;
+    const prompt = this.lens.state.prompt;
+    removeButton.disabled = P < 2;
+    removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove prompt ${prompt + 1}`);
+    removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove prompt ${prompt + 1} from the widget`;
+  }
+  showChips() {
+    const items = this.targets().map((target) => {
+      const shown = displayToken(target);
+      const chip = h("li", "murano-chip");
+      chip.append(
+        h("span", "murano-chip-text murano-token", { title: target }, truncateText(shown, 24)),
+        h("button", "murano-chip-remove", { type: "button", "aria-label": `Stop tracking ${shown}`, title: "Stop tracking", "data-token": target }, "×")
+      );
+      return chip;
+    });
+    this.ui.chips.replaceChildren(...items);
+    this.ui.chips.hidden = items.length === 0;
+  }
+  showPinTokens() {
+    const data = this.lens.data;
+    const sel = this.lens.state.selected;
+    const { pinRow, pinTokens } = this.ui;
+    if (!data || !sel || !(sel.prompt >= 0 && sel.prompt < data.P)) {
+      pinRow.hidden = true;
+      pinTokens.replaceChildren();
+      return;
+    }
+    this.lens.requestDetails();
+    const d = cellDetails(data, sel.prompt, Math.min(sel.layer_index, data.L - 1), Math.min(sel.position, data.lengths[sel.prompt] - 1));
+    const tracked = new Set(this.targets());
+    pinTokens.replaceChildren(
+      ...d.top.map((entry) => {
+        const shown = displayToken(entry.token);
+        const button = h(
+          "button",
+          "murano-pin-token",
+          { type: "button", "data-token": entry.token, "aria-label": `Track ${shown} (${formatProb(entry.prob, entry.step)} at the pinned cell)` }
+        );
+        button.append(h("span", "murano-token", {}, truncateText(shown, 16)), h("span", "murano-pin-token-prob", {}, formatProb(entry.prob, entry.step)));
+        button.disabled = tracked.has(entry.token);
+        if (button.disabled) button.title = "Already tracked";
+        return button;
+      })
+    );
+    pinRow.hidden = d.top.length === 0;
+  }
+  showPatchControl() {
+    const { patchRow, patchWhere, patchSource, patchRun, patchReason } = this.ui;
+    const sel = this.lens.state.selected;
+    if (!sel) {
+      patchRow.hidden = true;
+      return;
+    }
+    patchRow.hidden = false;
+    const target = patchTarget(this.lens.data, sel);
+    patchWhere.textContent = target.ok ? target.label : "";
+    patchReason.hidden = target.ok;
+    patchReason.textContent = target.ok ? "" : target.reason;
+    patchSource.hidden = !target.ok;
+    patchRun.hidden = !target.ok;
+    if (!target.ok) return;
+    const options = patchSources(this.promptTexts(), target.prompt);
+    const key = options.map((o) => `${o.value}=${o.label}`).join("\n");
+    if (patchSource.dataset.key !== key) {
+      const previous = patchSource.value;
+      patchSource.replaceChildren(...options.map((o) => h("option", "", { value: o.value }, o.label)));
+      patchSource.dataset.key = key;
+      if (options.some((o) => o.value === previous)) patchSource.value = previous;
+    }
+    patchRun.setAttribute("aria-label", `Run the patch of ${target.label}`);
+  }
+  /** Opens or closes the token picker. */
+  togglePicker() {
+    this.pickerOpen = !this.pickerOpen;
+    this.ui.pickerButton.setAttribute("aria-expanded", String(this.pickerOpen));
+    this.ui.picker.hidden = !this.pickerOpen;
+    if (this.pickerOpen) {
+      this.lens.requestDetails();
+      this.showPicker();
+    }
+  }
+  /** The picker's list for the column in focus (the focused or pinned cell's, else the last). */
+  showPicker() {
+    const data = this.lens.data;
+    const { pickerHead, pickerList } = this.ui;
+    if (!data) return;
+    const s2 = this.lens.state;
+    const column = pickerColumn(s2, data.lengths[s2.prompt]);
+    const picked = pickerTokens(data, s2.prompt, column.position);
+    const tracked = new Set(this.targets());
+    const input = cellDetails(data, s2.prompt, 0, column.position).input;
+    const why = { focus: "focused", pinned: "pinned", last: "last position" }[column.source];
+    pickerHead.textContent = `Position ${column.position} (${displayToken(input)}, ${why}): every token in the top-k at any layer, by its best probability over the layers` + (picked.complete ? "." : " (top-1 only until the top-k arrives).");
+    const shown = picked.tokens.slice(0, PICKER_LIMIT);
+    const items = shown.map((entry) => {
+      const text = displayToken(entry.token);
+      const where = rowLabel(data, entry.row);
+      const li = h("li", "murano-picker-entry");
+      const button = h("button", "murano-picker-item", {
+        type: "button",
+        "data-token": entry.token,
+        "aria-label": `Track ${text}: best ${formatProb(entry.prob)} at ${rowLabel(data, entry.row, "long")}`
+      });
+      button.append(h("span", "murano-token", {}, truncateText(text, 20)), h("span", "murano-picker-prob", {}, formatProb(entry.prob)), h("span", "murano-picker-layer", {}, where));
+      if (tracked.has(entry.token)) {
+        button.disabled = true;
+        button.title = "Already tracked";
+      }
+      li.append(button);
+      return li;
+    });
+    if (picked.tokens.length > shown.length) items.push(h("li", "murano-picker-more", {}, `… and ${picked.tokens.length - shown.length} more`));
+    pickerList.replaceChildren(...items);
+  }
+  /**
+   * The patch panel: shown when the `patch` trait names a patch and its diff payload decodes; the
+   * "Clear patch" button only with a kernel.
+   * @param {boolean} offered the live controls are offered
+   */
+  showPatch(offered) {
+    const patch = this.model.get("patch");
+    const ui = this.ui;
+    if (!isPatch(patch)) {
+      this.closePatch();
+      return;
+    }
+    if (!this.patchModel) this.patchModel = patchModel(this.model);
+    if (!this.patchModel.ready()) {
+      this.closePatch();
+      return;
+    }
+    if (!this.diff) this.diff = new DiffView(this.patchModel, ui.patchDiff);
+    const summary = patchSummary(patch, this.promptTexts());
+    ui.patchTitle.textContent = summary.title;
+    ui.patchAnswer.textContent = summary.answer;
+    ui.patchAnswer.hidden = !summary.answer;
+    ui.patchClear.hidden = !offered;
+    ui.patchPanel.hidden = false;
+  }
+  closePatch() {
+    if (this.diff) this.diff.destroy();
+    this.diff = null;
+    if (this.patchModel) this.patchModel.dispose();
+    this.patchModel = null;
+    this.ui.patchPanel.hidden = true;
+  }
+  // ---- Events --------------------------------------------------------------------------------
+  bind() {
+    const { ui, model } = this;
+    const signal = this.abort.signal;
+    const on = (target, type, fn) => target.addEventListener(type, fn, { signal });
+    on(ui.promptInput, "keydown", (event) => {
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      event.preventDefault();
+      this.addPrompt();
+    });
+    on(ui.trackInput, "keydown", (event) => {
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      event.preventDefault();
+      const text = ui.trackInput.value;
+      const id = this.track(text);
+      if (id >= 0) this.sentTexts.push({ id, box: ui.trackInput, text });
+    });
+    on(ui.removeButton, "click", () => this.removePrompt());
+    on(ui.pickerButton, "click", () => this.togglePicker());
+    on(ui.chips, "click", (event) => {
+      const button = tokenButton(event, "button.murano-chip-remove");
+      if (button) this.untrack(button.dataset.token || "");
+    });
+    on(ui.pickerList, "click", (event) => {
+      const button = tokenButton(event, "button.murano-picker-item");
+      if (button) this.track(button.dataset.token || "");
+    });
+    on(ui.pinTokens, "click", (event) => {
+      const button = tokenButton(event, "button.murano-pin-token");
+      if (button) this.track(button.dataset.token || "");
+    });
+    on(ui.patchRun, "click", () => this.runPatch());
+    on(ui.patchClear, "click", () => this.ask("clear_patch", {}));
+    on(ui.dismissButton, "click", () => {
+      this.state = dismiss(this.state);
+      this.render();
+    });
+    this.handlers = [
+      ["msg:custom", (msg) => this.onMessage(msg)],
+      [
+        "change:live",
+        () => {
+          this.state = this.initial();
+          this.startHello();
+          this.render();
+        }
+      ],
+      ["change:live_status", () => this.render()],
+      ["change:prompts", () => this.render()],
+      ["change:targets", () => this.render()],
+      ["change:patch", () => this.render()],
+      ["change:_patch_meta", () => this.render()],
+      ["change:_patch_sections", () => this.render()]
+    ];
+    for (const [event, fn] of this.handlers) model.on(event, fn);
+  }
+  /** The test hook's part (`__muranoDebug.live`). */
+  debugApi() {
+    const live = this;
+    return {
+      get state() {
+        const s2 = live.state;
+        return { kernel: s2.kernel, latest: s2.latest, open: [...s2.open], status: live.shown, pickerOpen: live.pickerOpen };
+      },
+      /** @param {{hello?: number, reply?: number}} timeouts */
+      setTimeouts(timeouts) {
+        Object.assign(live.timeouts, timeouts);
+        live.schedule();
+      },
+      get diff() {
+        return live.diff ? live.ui.patchDiff : null;
+      }
+    };
+  }
+};
+function tokenButton(event, selector) {
+  const target = (
+    /** @type {Element | null} */
+    event.target
+  );
+  const button = target && target.closest ? target.closest(selector) : null;
+  return button instanceof HTMLElement && !(button instanceof HTMLButtonElement && button.disabled) ? button : null;
 }
 
 // src/view/why.js
@@ -3697,7 +5330,8 @@ function buildDom(el, id) {
   const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
   footer.append(legend, pinEl, readout);
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
-  root.append(header, controls, main, why.panel, footer, errorEl, tooltip);
+  const live = buildLive(id);
+  root.append(header, controls, live.panel, main, live.patchPanel, why.panel, footer, errorEl, tooltip);
   el.append(root);
   return {
     root,
@@ -3735,57 +5369,9 @@ function buildDom(el, id) {
     pinText,
     unpinButton,
     readout,
-    errorEl
+    errorEl,
+    live
   };
-}
-
-// src/shared/keys.js
-var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
-var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
-function controlKind(target) {
-  if (!target || typeof target.tagName !== "string") return null;
-  const tag = target.tagName.toLowerCase();
-  const type = String(target.type ?? "").toLowerCase();
-  if (tag === "input") {
-    if (type === "range") return "range";
-    if (type === "checkbox" || type === "radio" || type === "button" || type === "submit" || type === "reset") return "button";
-    return "text";
-  }
-  if (tag === "textarea" || target.isContentEditable === true) return "text";
-  if (tag === "select") return "select";
-  if (tag === "button" || tag === "summary") return "button";
-  const tabindex = typeof target.getAttribute === "function" ? target.getAttribute("tabindex") : null;
-  if (tabindex !== null && tabindex !== "-1") return "composite";
-  return null;
-}
-function keepsKey(kind, event) {
-  if (event.altKey || event.ctrlKey || event.metaKey) return false;
-  const key = event.key;
-  if (key === "Enter" && event.shiftKey) return false;
-  switch (kind) {
-    case "range":
-      return NAVIGATION.has(key);
-    case "select":
-      return NAVIGATION.has(key) || PRESS.has(key) || key.length === 1;
-    case "button":
-      return PRESS.has(key);
-    case "text":
-      return key !== "Escape" && key !== "Tab";
-    case "composite":
-      return NAVIGATION.has(key) || PRESS.has(key);
-    default:
-      return false;
-  }
-}
-function keepControlKeys(root, signal) {
-  root.addEventListener(
-    "keydown",
-    (event) => {
-      const kind = controlKind(event.target);
-      if (kind && keepsKey(kind, event)) event.stopPropagation();
-    },
-    { signal }
-  );
 }
 
 // src/view/events.js
@@ -3984,6 +5570,7 @@ var TooltipView = class {
 
 // src/view/view.js
 var SYNC_INTERVAL_MS = 100;
+var RELOAD_GRACE_MS = 2e3;
 var viewCounter = 0;
 var LensView = class {
   /**
@@ -4035,13 +5622,19 @@ var LensView = class {
     this.componentsAbort = new AbortController();
     this.components = new ComponentView(this.ui.comp, this, this.componentsAbort.signal);
     this.unbind = bindEvents(this);
+    this.reloadTimer = null;
+    this.reloadError = "";
+    this.live = null;
     this.reload();
+    this.live = new LiveView(this, this.ui.live);
     this.removeDebug = installDebug(el, "heatmap", debugApi(this));
     if (this.ui.scroller.clientWidth > 0) this.draw();
     else this.requestDraw();
   }
   destroy() {
     this.unbind();
+    this.live?.destroy();
+    if (this.reloadTimer) clearTimeout(this.reloadTimer);
     this.componentsAbort.abort();
     this.trajectory.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
@@ -4059,14 +5652,23 @@ var LensView = class {
     try {
       lenses = decodeLenses(model.get("_meta"), model.get("_sections"));
     } catch (error) {
+      const message = `Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`;
+      if (this.data) {
+        this.reloadError = message;
+        if (!this.reloadTimer) this.reloadTimer = setTimeout(() => this.failReload(), RELOAD_GRACE_MS);
+        return;
+      }
       this.data = null;
       this.lenses = [];
-      this.showError(`Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`);
+      this.showError(message);
       return;
     }
+    if (this.reloadTimer) clearTimeout(this.reloadTimer);
+    this.reloadTimer = null;
     const s2 = this.state;
     const wanted = this.loaded ? s2.lens : model.get("lens_name");
     const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
+    const previous = this.data;
     this.lenses = lenses;
     this.data = data;
     s2.lens = data.lensName;
@@ -4087,9 +5689,10 @@ var LensView = class {
       s2.view = model.get("view") === "components" ? "components" : "layers";
       s2.explain = typeof model.get("explain") === "string" ? model.get("explain") : "top1";
     } else {
-      s2.prompt = clampIndex(s2.prompt, data.P);
+      s2.prompt = clampIndex(previous && previous.P !== data.P ? model.get("prompt") : s2.prompt, data.P);
       s2.layer = clampIndex(s2.layer, data.L);
-      s2.metric = resolveMetric(data, s2.metric);
+      const metric = model.get("metric");
+      s2.metric = resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s2.metric);
     }
     this.loaded = true;
     if (data.answerSets.length || data.targets.length || hasAttribution(data)) this.requestDetails();
@@ -4106,6 +5709,14 @@ var LensView = class {
     this.showAttribution();
     this.relayout();
     this.updateTooltip();
+    this.live?.dataChanged();
+  }
+  /** A new payload still does not decode: it is an error after all. */
+  failReload() {
+    this.reloadTimer = null;
+    this.data = null;
+    this.lenses = [];
+    this.showError(this.reloadError);
   }
   /**
    * The attribution's controls (the view menu, the panel's menu and heads box) and the view shown,
@@ -4355,6 +5966,7 @@ var LensView = class {
     this.relayout();
     this.updateTooltip();
     this.updateWhy();
+    this.live?.promptChanged();
   }
   /**
    * Highlights a row (the slider moves rows; Python hears the row's model layer).
@@ -4430,6 +6042,7 @@ var LensView = class {
     this.relayout();
     this.updateTooltip();
     if (s2.focused && s2.focus) this.announce(s2.focus);
+    this.live?.dataChanged();
   }
   /**
    * @param {Selected | null} value
@@ -4442,6 +6055,7 @@ var LensView = class {
     this.updateTooltip();
     this.updateWhy();
     this.requestDraw();
+    this.live?.selectionChanged();
   }
   /** @param {Cell | null} cell */
   setHover(cell) {
@@ -4473,6 +6087,7 @@ var LensView = class {
     if (announce) this.announce(cell);
     this.updateTooltip();
     this.requestDraw();
+    this.live?.columnChanged();
   }
   /** @param {Cell} cell */
   announce(cell) {

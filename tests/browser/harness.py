@@ -6,7 +6,10 @@ the Python widget's actual state: JSON traits as JSON, bytes as base64 turned ba
 (optionally at a non-zero, unaligned byteOffset inside a larger buffer, as anywidget may hand them
 over). What the front end sends back (``model.set`` + ``save_changes``) is recorded, and
 :class:`Bridge` applies it to the Python widget the way the kernel would (``set_state``), then
-pushes Python's resulting trait changes back into the page.
+pushes Python's resulting trait changes back into the page. Custom messages (``model.send``, the
+live widget's requests) are recorded in ``window.model.messages`` and handed to
+``window.kernel(content, model)`` when a test puts a fake kernel there; ``model.reply(content)``
+is the kernel's message back (anywidget's ``msg:custom``).
 """
 
 from __future__ import annotations
@@ -112,7 +115,17 @@ function makeModel(state, offset) {
       if (Object.keys(dirty).length) model.sent.push({ t: performance.now(), state: JSON.parse(JSON.stringify(dirty)) });
       dirty = {};
     },
-    send() {},
+    // Custom messages to the kernel (anywidget's model.send): recorded, and handed to a fake
+    // kernel when the test put one in the page (window.kernel(content, model)).
+    messages: [],
+    send(content) {
+      model.messages.push(JSON.parse(JSON.stringify(content)));
+      if (window.kernel) window.kernel(content, model);
+    },
+    // The kernel's custom message to the front end (anywidget's "msg:custom" event).
+    reply(content) {
+      (listeners.get("msg:custom") || new Set()).forEach((fn) => fn(content, []));
+    },
     listenerCount: () => [...listeners.values()].reduce((n, s) => n + s.size, 0),
     // The kernel's side: set a value without it counting as sent by the front end.
     kernelSet(name, value) {

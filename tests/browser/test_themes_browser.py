@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pytest
 from attribution_data import decompose, with_sublayers
-from harness import ARTIFACTS, ORIGIN, STATIC, widget_state
+from harness import ARTIFACTS, ORIGIN, STATIC, encode, widget_state
 from harness import SYNCED as HEATMAP_SYNCED
 from lens_data import make_result
 from PIL import Image
@@ -209,7 +209,14 @@ window.mount = (state, debugName, detached = false) => {
     on(event, fn) { if (!listeners.has(event)) listeners.set(event, new Set()); listeners.get(event).add(fn); },
     off(event, fn) { if (!event) listeners.clear(); else if (!fn) listeners.delete(event); else listeners.get(event)?.delete(fn); },
     save_changes() {},
-    send() {},
+    // A kernel as Python's live widget is one (only a live widget sends): hello answered at once,
+    // every request with an error, so that the error line is shown and checked too.
+    send(content) {
+      const reply = content.action === "hello"
+        ? { action: "hello", id: content.id, live: true }
+        : { action: "error", id: content.id, message: "ValueError: the error line, as the kernel words it" };
+      setTimeout(() => (listeners.get("msg:custom") || new Set()).forEach((f) => f(reply)), 0);
+    },
   };
   // Detached: rendered into an element not in the page yet, as a notebook front end may do;
   // window.attach() puts it in.
@@ -336,6 +343,35 @@ class Kind:
     root: str
     debug: str
     synced: tuple[str, ...]
+    # Run in the page once the widget is drawn (an async function of nothing).
+    setup: str = ""
+    # More grids of data cells inside the widget: (their root, their debug hook's name).
+    grids: tuple[tuple[str, str], ...] = ()
+
+
+# The live widget (issue 24) with a kernel: the controls, a tracked token's chip, the picker open,
+# a pinned cell's top-k and "Patch this cell", an error line (the page's kernel answers every
+# request with one), and a patch shown by the lens diff's view inside the widget.
+LIVE_SETUP = """async () => {
+  const frame = () => new Promise((r) => requestAnimationFrame(r));
+  for (let k = 0; k < 100 && window.debug.live.state.kernel !== "ready"; k++) await frame();
+  document.querySelector(".murano-picker-toggle").click();
+  const box = document.querySelector(".murano-live-prompt");
+  box.value = "The capital of Spain is";
+  box.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+  for (let k = 0; k < 100 && window.debug.live.state.status.kind !== "error"; k++) await frame();
+  await frame();
+}"""
+LIVE_SYNCED = (
+    *HEATMAP_SYNCED,
+    "live",
+    "prompts",
+    "targets",
+    "live_status",
+    "patch",
+    "_patch_meta",
+    "_patch_sections",
+)
 
 
 KINDS = {
@@ -375,6 +411,15 @@ KINDS = {
         ".murano-root",
         "__muranoDebug.components",
         HEATMAP_SYNCED,
+    ),
+    "live": Kind(
+        "logit_lens.js",
+        "logit_lens.css",
+        ".murano-root",
+        "__muranoDebug",
+        LIVE_SYNCED,
+        setup=LIVE_SETUP,
+        grids=((".murano-patch-diff > .murano-diff", "__muranoDiffDebug"),),
     ),
 }
 
@@ -434,7 +479,35 @@ def states() -> dict[str, dict[str, Any]]:
         ("components", components),
     ):
         out[name] = widget_state(widget, KINDS[name].synced)
+    out["live"] = _live_state()
     return out
+
+
+def _live_state() -> dict[str, Any]:
+    """The live widget's state (the demo model's lens of two prompts, a tracked token, a cell
+    pinned, a patch of it shown), as the front end receives it."""
+    from murano_widgets import load_demo_model, patch_lens
+    from murano_widgets.payload.codec import section_bytes
+    from murano_widgets.payload.diff import diff_payload
+    from murano_widgets.run import run_logit_lens
+
+    model = load_demo_model()
+    prompts = ["The capital of France is", "The capital of Italy is"]
+    widget = LogitLensWidget(run_logit_lens(model, prompts, targets=[" Rome"]), _details=True)
+    widget.selected = {"prompt": 0, "layer_index": 2, "position": 3}
+    comparison = patch_lens(model, prompts[0], layer=2, position=3, source=prompts[1])
+    meta, arrays = diff_payload(comparison)
+    state = widget_state(widget, HEATMAP_SYNCED)
+    state.update(
+        live=True,
+        prompts=prompts,
+        targets=[" Rome"],
+        live_status={"state": "idle", "request": -1, "action": "", "message": ""},
+        patch={"prompt": 0, "layer": 2, "position": 3, "source": 1, "answer": None},
+        _patch_meta=meta,
+        _patch_sections=encode(section_bytes(arrays)),
+    )
+    return state
 
 
 def _frames(page, n: int = 3) -> None:
@@ -483,6 +556,8 @@ def render(page, widget: str, theme: str, state: dict[str, Any]):
     )
     page.evaluate("([s, d]) => window.mount(s, d)", [state, kind.debug.split(".")[0]])
     _frames(page)
+    if kind.setup:
+        page.evaluate(kind.setup)
     if host.jupyterlab:
         page.evaluate(
             "(v) => window.applyHost({ rootVars: v, bodyAttrs: { 'data-jp-theme-light': 'false' } })",
@@ -518,21 +593,27 @@ def cells_box(page, root: str, debug: str, origin: dict[str, float]) -> tuple[in
     )
 
 
-def _cells_box(page, widget: str, origin: dict[str, float]) -> tuple[int, int, int, int] | None:
+def _cells_box(page, widget: str, origin: dict[str, float]) -> list[tuple[int, int, int, int]]:
+    """The boxes of the widget's data cells (its own grid's, and those of the grids it holds)."""
     kind = KINDS[widget]
-    return (
-        cells_box(page, kind.root, kind.debug, origin)
+    boxes = (
+        [cells_box(page, kind.root, kind.debug, origin)]
         if kind.debug and widget != "dataset"
-        else None
+        else []
     )
+    for root, debug in kind.grids:
+        if page.locator(root).count():
+            boxes.append(cells_box(page, root, debug, origin))
+    return boxes
 
 
 def light_block_fraction(pixels: np.ndarray, skip=None, window: int = 6) -> float:
     """The fraction of the image inside a ``window``-square of near-white pixels (a light block;
-    text strokes are thinner than the window and do not count). ``skip`` = (x0, y0, x1, y1)."""
+    text strokes are thinner than the window and do not count). ``skip`` = (x0, y0, x1, y1), or
+    a list of them."""
     light = (pixels[..., :3] >= 225).all(axis=-1)
-    if skip is not None:
-        x0, y0, x1, y1 = skip
+    boxes = [] if skip is None else [skip] if isinstance(skip, tuple) else list(skip)
+    for x0, y0, x1, y1 in boxes:
         light[max(y0, 0) : max(y1, 0), max(x0, 0) : max(x1, 0)] = False
     h, w = light.shape
     if h < window or w < window:

@@ -35,6 +35,10 @@ export function debugApi(view) {
         heads: s.heads,
       };
     },
+    /** The live controls: the kernel's state, the latest request, the status line shown. */
+    get live() {
+      return view.live ? view.live.debugApi() : null;
+    },
     /** What the "why" panel shows: the cell it explains and its content (bars, total), or null. */
     get why() {
       return view.whyShown;

@@ -2,6 +2,7 @@
 /** The widget's DOM, built once: header, sliders, the scrolling canvas, footer, tooltip. */
 
 import { h } from "../shared/dom.js";
+import { buildLive } from "../live/view.js";
 import { buildComponents } from "./components.js";
 import { buildWhy } from "./why.js";
 
@@ -50,6 +51,7 @@ import { buildWhy } from "./why.js";
  * @property {HTMLButtonElement} unpinButton
  * @property {HTMLDivElement} readout
  * @property {HTMLDivElement} errorEl
+ * @property {import("../live/view.js").LiveUi} live the live controls and the patch panel
  */
 
 /** The layer slider's hint. */
@@ -160,11 +162,13 @@ export function buildDom(el, id) {
   footer.append(legend, pinEl, readout);
 
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
-  root.append(header, controls, main, why.panel, footer, errorEl, tooltip);
+  // The live controls (with a kernel) under the sliders; a patch's diff under the heatmap.
+  const live = buildLive(id);
+  root.append(header, controls, live.panel, main, live.patchPanel, why.panel, footer, errorEl, tooltip);
   el.append(root);
   return {
     root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
     legendTitle, legendBar, legendTicks, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
-    pinEl, pinText, unpinButton, readout, errorEl,
+    pinEl, pinText, unpinButton, readout, errorEl, live,
   };
 }

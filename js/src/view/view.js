@@ -8,7 +8,7 @@
 import { explainOptions, explainValue, hasAttribution, hasHeads, nothingExplained, parseExplain, whyModel } from "../attribution.js";
 import { cellDetails, readoutText, tooltipModel } from "../details.js";
 import { cellRect, clampScroll, columnOf, computeLayout, GEOMETRY, positionAt, revealColumn } from "../layout.js";
-import { metricAvailable, resolveMetric } from "../metrics.js";
+import { metricAvailable, metricOffered, resolveMetric } from "../metrics.js";
 import { decodeLenses, rowOfModelLayer } from "../payload.js";
 import { Painter } from "../painter.js";
 import { clampIndex, isSelected, toggleSelection } from "../state.js";
@@ -23,6 +23,7 @@ import { lensTitle, showComponentLegend, showControls, showData, showLegend, sho
 import { debugApi } from "./debug.js";
 import { installDebug } from "../shared/debug.js";
 import { buildDom, LAYER_HINT } from "./dom.js";
+import { LiveView } from "../live/view.js";
 import { bindEvents } from "./events.js";
 import { TooltipView } from "./tooltip.js";
 import { showExplainMenu, showWhy } from "./why.js";
@@ -60,6 +61,9 @@ import { showExplainMenu, showWhy } from "./why.js";
 
 /** Sync to Python at most this often while a slider is dragged. */
 export const SYNC_INTERVAL_MS = 100;
+
+/** How long a new payload may take to decode (its `_meta` and `_sections` both arrived). */
+export const RELOAD_GRACE_MS = 2000;
 
 let viewCounter = 0;
 
@@ -134,7 +138,13 @@ export class LensView {
     this.componentsAbort = new AbortController();
     this.components = new ComponentView(this.ui.comp, this, this.componentsAbort.signal);
     this.unbind = bindEvents(this);
+    /** @type {ReturnType<typeof setTimeout> | null} a new payload that does not decode (yet) */
+    this.reloadTimer = null;
+    this.reloadError = "";
+    /** @type {LiveView | null} the live controls (made after the first load, which they read) */
+    this.live = null;
     this.reload();
+    this.live = new LiveView(this, this.ui.live);
     this.removeDebug = installDebug(el, "heatmap", debugApi(this));
     if (this.ui.scroller.clientWidth > 0) this.draw();
     else this.requestDraw();
@@ -142,6 +152,8 @@ export class LensView {
 
   destroy() {
     this.unbind();
+    this.live?.destroy();
+    if (this.reloadTimer) clearTimeout(this.reloadTimer);
     this.componentsAbort.abort();
     this.trajectory.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
@@ -161,15 +173,27 @@ export class LensView {
     try {
       lenses = decodeLenses(model.get("_meta"), model.get("_sections"));
     } catch (error) {
+      const message = `Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`;
+      if (this.data) {
+        // A new payload (the live widget's): Python sets `_meta` and `_sections` one after the
+        // other, and until both have arrived they need not match. The view shown stays; only a
+        // payload that still does not decode a moment later is an error.
+        this.reloadError = message;
+        if (!this.reloadTimer) this.reloadTimer = setTimeout(() => this.failReload(), RELOAD_GRACE_MS);
+        return;
+      }
       this.data = null;
       this.lenses = [];
-      this.showError(`Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`);
+      this.showError(message);
       return;
     }
+    if (this.reloadTimer) clearTimeout(this.reloadTimer);
+    this.reloadTimer = null;
     // The first load takes the model's lens; later loads (new sections) keep the local one.
     const s = this.state;
     const wanted = this.loaded ? s.lens : model.get("lens_name");
     const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
+    const previous = this.data;
     this.lenses = lenses;
     this.data = data;
     s.lens = data.lensName;
@@ -193,9 +217,14 @@ export class LensView {
       s.view = model.get("view") === "components" ? "components" : "layers";
       s.explain = typeof model.get("explain") === "string" ? model.get("explain") : "top1";
     } else {
-      s.prompt = clampIndex(s.prompt, data.P);
+      // Python replaced the payload (a prompt added or removed, a token tracked). The prompt and
+      // the metric it chose for the new payload win: they may have arrived first, and been
+      // clamped to the old one. Otherwise the local view stays, which may be ahead of the model
+      // while a slider's sync is throttled.
+      s.prompt = clampIndex(previous && previous.P !== data.P ? model.get("prompt") : s.prompt, data.P);
       s.layer = clampIndex(s.layer, data.L);
-      s.metric = resolveMetric(data, s.metric);
+      const metric = model.get("metric");
+      s.metric = resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s.metric);
     }
     this.loaded = true;
     // Answers or targets were asked for: their lines (detail sections) are what the chart is for.
@@ -214,6 +243,15 @@ export class LensView {
     this.showAttribution();
     this.relayout();
     this.updateTooltip();
+    this.live?.dataChanged();
+  }
+
+  /** A new payload still does not decode: it is an error after all. */
+  failReload() {
+    this.reloadTimer = null;
+    this.data = null;
+    this.lenses = [];
+    this.showError(this.reloadError);
   }
 
   /**
@@ -478,6 +516,7 @@ export class LensView {
     this.relayout();
     this.updateTooltip();
     this.updateWhy();
+    this.live?.promptChanged();
   }
 
   /**
@@ -558,6 +597,7 @@ export class LensView {
     this.relayout();
     this.updateTooltip();
     if (s.focused && s.focus) this.announce(s.focus);
+    this.live?.dataChanged();
   }
 
   /**
@@ -571,6 +611,7 @@ export class LensView {
     this.updateTooltip();
     this.updateWhy();
     this.requestDraw();
+    this.live?.selectionChanged();
   }
 
   /** @param {Cell | null} cell */
@@ -606,6 +647,7 @@ export class LensView {
     if (announce) this.announce(cell);
     this.updateTooltip();
     this.requestDraw();
+    this.live?.columnChanged();
   }
 
   /** @param {Cell} cell */
