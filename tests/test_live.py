@@ -15,6 +15,8 @@ import dataclasses
 
 import pytest
 import torch
+from reference import ReferenceLens
+from test_patching import check_against_reference, ids_of, patched_run, source_value, teacher_forced
 from tiny_models import CHAT_TEMPLATE
 
 from murano_widgets import (
@@ -23,9 +25,11 @@ from murano_widgets import (
     MuranoModel,
     load_demo_model,
     load_demo_tuned_lens,
+    patch_lens,
 )
+from murano_widgets.demo_model import DEMO_MODEL_PATH
+from murano_widgets.live import LiveSession, concat_results, padding_of, select_prompts
 from murano_widgets.live import combine as combine_module
-from murano_widgets.live import concat_results, padding_of, select_prompts
 from murano_widgets.result import AnswerScores
 from murano_widgets.run import run_logit_lens
 
@@ -87,6 +91,13 @@ def _close(name: str, got: torch.Tensor, expected: torch.Tensor, where: str) -> 
             equal_nan=True,
             msg=lambda m: f"{where}{name}: {m}",
         )
+    elif name.endswith("ranks"):
+        # A rank counts the tokens more probable: among the vocabulary's many near-equal tiny
+        # probabilities, a difference of 1e-12 moves a rank in the hundreds by one. The top
+        # ranks, where the probabilities stand apart, are exact.
+        assert (got - expected).abs().max() <= 1, f"{where}{name} differs by more than 1"
+        top = expected < 10
+        assert torch.equal(got[top], expected[top]), f"{where}{name} differs at a top rank"
     else:
         assert torch.equal(got, expected), f"{where}{name} differs"
 
@@ -261,3 +272,324 @@ def test_combine_refuses_what_one_call_could_not_make(demo, llama_left):
     assert one.n_inputs == 1 and one.attention_mask.shape[1] == len(
         demo.tokenizer(PROMPTS[0]).input_ids
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The session: one prompt run and appended, a selection, every prompt again for targets
+
+
+@pytest.fixture(scope="module")
+def demo_shown(demo):
+    """The demo model's lens of the three prompts, rows 0 and 5 (shared, never changed)."""
+    return run_logit_lens(demo, PROMPTS, layers=[0, 5])
+
+
+@pytest.fixture
+def no_model_work(monkeypatch):
+    """Every way a live change reaches the model fails loudly: a check that comes after it
+    would show as this error instead of its own."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("model work happened before the arguments were checked")
+
+    from murano_widgets.step.logit_lens import LogitLens
+
+    monkeypatch.setattr(LogitLens, "_run", refuse)
+    monkeypatch.setattr("murano_widgets.live.patching.patch_lens", refuse)
+    monkeypatch.setattr("murano_widgets.live.session.generate_tokens", refuse)
+    monkeypatch.setattr("murano_widgets.live.session.apply_chat", refuse)
+
+
+def _runs_of(monkeypatch, session):
+    """Records the number of prompts of each step run the session makes."""
+    sizes = []
+    real = session._run_inputs
+
+    def counted(inputs, *args):
+        sizes.append(len(inputs))
+        return real(inputs, *args)
+
+    monkeypatch.setattr(session, "_run_inputs", counted)
+    return sizes
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+@pytest.mark.parametrize("model", ["demo", "llama_left", "gpt2_right"], indirect=True)
+def test_a_prompt_added_equals_one_call_on_all(model, monkeypatch):
+    """The new prompt alone runs (one step call of one prompt), and the result is one call on
+    all four, with answers, targets and the new prompt's missing answer."""
+    session = LiveSession(model, targets=[" Paris", "is"])
+    shown = session.run(PROMPTS, answers=ANSWERS)
+    sizes = _runs_of(monkeypatch, session)
+    added = session.add(shown, NEW)
+    assert sizes == [1]
+    expected = run_logit_lens(
+        model, [*PROMPTS, NEW], answers=[*ANSWERS, None], targets=[" Paris", "is"]
+    )
+    assert_same(added, expected)
+    assert shown.n_inputs == 3  # the results shown are left as they were
+
+
+def test_named_lenses_attribution_and_foils(demo):
+    lenses = {"logit": None, "tuned": load_demo_tuned_lens(demo)}
+    options = {"lens": lenses, "decompose": True, "kl_between_lenses": True}
+    foils = [" Rome", None, " warm"]
+    session = LiveSession(demo, **options)
+    added = session.add(session.run(PROMPTS, answers=ANSWERS, foils=foils), NEW)
+    expected = run_logit_lens(
+        demo, [*PROMPTS, NEW], answers=[*ANSWERS, None], foils=[*foils, None], **options
+    )
+    assert_same(added, expected)
+    assert added["tuned"].foils == [*foils, None]
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+def test_targets_tokenized_otherwise_after_the_new_prompt(demo, monkeypatch):
+    """Targets are tokenized as they follow the first prompt: where the new prompt alone would
+    make other tokens of them, it runs beside the first one (and the result is still one
+    call's)."""
+    session = LiveSession(demo, targets=[" Rome", "day"])
+    shown = session.run(PROMPTS, answers=ANSWERS)
+    real = session._target_ids
+    monkeypatch.setattr(
+        session,
+        "_target_ids",
+        lambda prompt, targets: [[-5]] if prompt.text == NEW else real(prompt, targets),
+    )
+    sizes = _runs_of(monkeypatch, session)
+    added = session.add(shown, NEW)
+    assert sizes == [2]
+    expected = run_logit_lens(
+        demo, [*PROMPTS, NEW], answers=[*ANSWERS, None], targets=[" Rome", "day"]
+    )
+    assert_same(added, expected)
+
+
+@pytest.mark.parametrize("model", ["demo", "gpt2_right"], indirect=True)
+def test_a_prompt_removed_equals_one_call_without_it(model, monkeypatch):
+    session = LiveSession(model, targets=[" Paris"])
+    shown = session.run(PROMPTS, answers=ANSWERS)
+    sizes = _runs_of(monkeypatch, session)
+    for index in range(3):
+        kept = [i for i in range(3) if i != index]
+        expected = run_logit_lens(
+            model, [PROMPTS[i] for i in kept], answers=_answers_of(kept), targets=[" Paris"]
+        )
+        assert_same(session.remove(shown, index), expected, f"without {index}: ")
+    assert sizes == []  # a selection: no model work
+    # The first prompt removed, and the targets tokenized otherwise after the new first one:
+    # every prompt runs again.
+    monkeypatch.setattr(session, "_target_ids", lambda prompt, targets: [[-5]])
+    expected = run_logit_lens(model, PROMPTS[1:], answers=ANSWERS[1:], targets=[" Paris"])
+    assert_same(session.remove(shown, 0), expected)
+    assert sizes == [2]
+    with pytest.raises(ValueError, match="index 0 is the last prompt"):
+        session.remove(session.run([NEW]), 0)
+    with pytest.raises(ValueError, match=r"index must be an int from 0 to 2 .*; got 3"):
+        session.remove(shown, 3)
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+def test_retargeting_equals_one_call_with_those_targets(demo, monkeypatch):
+    session = LiveSession(demo)
+    shown = session.run(PROMPTS, answers=ANSWERS)
+    sizes = _runs_of(monkeypatch, session)
+    tracked = session.retarget(shown, [" Rome", " cold"])
+    assert_same(tracked, run_logit_lens(demo, PROMPTS, answers=ANSWERS, targets=[" Rome", " cold"]))
+    untracked = session.retarget(tracked, None)
+    assert_same(untracked, run_logit_lens(demo, PROMPTS, answers=ANSWERS))
+    assert sizes == [3, 3]
+    with pytest.raises(ValueError, match="holds ' Rome' twice"):
+        session.retarget(shown, [" Rome", " Rome"])
+
+
+def test_chats_add_a_chat_of_one_user_message(llama_left):
+    chats = [
+        [{"role": "user", "content": "The capital of France is"}],
+        [
+            {"role": "system", "content": "one two"},
+            {"role": "user", "content": "Monday Tuesday"},
+        ],
+    ]
+    session = LiveSession(llama_left)
+    shown = session.run(chat=chats)
+    added = session.add(shown, "Alice met Bob.")
+    new_chat = [{"role": "user", "content": "Alice met Bob."}]
+    assert_same(added, run_logit_lens(llama_left, chat=[*chats, new_chat]))
+    assert added.token_roles[-1].count("user") > 0
+    # From Python, a whole chat.
+    whole = [{"role": "system", "content": "one"}, {"role": "user", "content": "two"}]
+    assert_same(session.add(shown, whole), run_logit_lens(llama_left, chat=[*chats, whole]))
+    with pytest.raises(TypeError, match="text must be a string"):
+        LiveSession(llama_left).add(LiveSession(llama_left).run(["one two"]), whole)
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+def test_generation_continues_the_new_prompt_and_is_not_run_again(demo, monkeypatch):
+    session = LiveSession(demo, generate=3)
+    shown = session.run(PROMPTS)
+    added = session.add(shown, NEW)
+    assert_same(added, run_logit_lens(demo, [*PROMPTS, NEW], generate=3))
+    assert added.generated_texts[-1] and added.generation_starts[-1] == len(
+        demo.tokenizer(NEW).input_ids
+    )
+    # Tracking reads the replies as they are: nothing is generated again.
+    monkeypatch.setattr(
+        "murano_widgets.live.session.generate_tokens",
+        lambda *args: pytest.fail("generated again"),
+    )
+    assert_same(
+        session.retarget(added, [" Rome"]),
+        run_logit_lens(demo, [*PROMPTS, NEW], generate=3, targets=[" Rome"]),
+    )
+
+
+def test_session_arguments_are_checked_once(demo, no_model_work):
+    with pytest.raises(TypeError, match=r"LiveSession takes no answers=: .*session.run"):
+        LiveSession(demo, answers=[" Paris"])
+    with pytest.raises(ValueError, match="layers holds 9, out of range"):
+        LiveSession(demo, layers=[9])
+    with pytest.raises(ValueError, match="generate= runs the model locally"):
+        LiveSession(demo, generate=2, remote=True)
+    with pytest.raises(ValueError, match="only apply to generation"):
+        LiveSession(demo, seed=3)
+
+
+def test_a_result_the_session_could_not_have_made_is_refused(demo):
+    session = LiveSession(demo, layers=[0, 5])
+    mine = session.run(PROMPTS[:1])
+    assert session.check_result(mine) is mine
+    for other, what in [
+        (run_logit_lens(demo, PROMPTS[:1]), "rows"),
+        (run_logit_lens(demo, PROMPTS[:1], layers=[0, 5], top_k=2), "top_k"),
+        (run_logit_lens(demo, PROMPTS[:1], layers=[0, 5], generate=1), "generation"),
+        (run_logit_lens(demo, PROMPTS[:1], layers=[0, 5], decompose=True), "decompose"),
+    ]:
+        with pytest.raises(ValueError, match=f"does not come from this session: its {what}"):
+            session.check_result(other)
+
+
+@pytest.mark.parametrize("bad", ["", "   ", None, 3, ["one"]])
+def test_a_bad_prompt_is_refused_before_any_model_work(demo, demo_shown, bad, no_model_work):
+    session = LiveSession(demo, layers=[0, 5])
+    shown = demo_shown
+    error = TypeError if not isinstance(bad, str) else ValueError
+    with pytest.raises(error, match="text"):
+        session.add(shown, bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Patching: patch_lens on a shown prompt, and the patched forward pass in plain transformers
+
+
+def _patch_reference(model_name, tiny_model_dirs):
+    folder = DEMO_MODEL_PATH if model_name == "demo" else tiny_model_dirs["llama"]
+    return ReferenceLens(folder)
+
+
+@pytest.mark.parametrize("model", ["demo", "llama_left"], indirect=True)
+@pytest.mark.parametrize("source", ["zero", "mean", 2])
+def test_patch_equals_patch_lens_and_a_patched_forward_pass(
+    model, source, request, tiny_model_dirs
+):
+    """The session's patch is patch_lens on the prompt's text (the mean over every prompt
+    shown; a prompt index as that prompt's text), and both runs, every comparison field and
+    the answer's probability before and after equal a patched forward pass in plain
+    transformers (tests/test_patching.py's hooks), within 1e-5."""
+    session = LiveSession(model)
+    shown = session.run(PROMPTS, answers=ANSWERS)
+    layer, position = 1, 2
+    comparison = session.patch(shown, prompt=0, layer=layer, position=position, source=source)
+    text_source = PROMPTS[source] if isinstance(source, int) else source
+    mean_over = PROMPTS if source == "mean" else None
+    direct = patch_lens(
+        model,
+        PROMPTS[0],
+        layer=layer,
+        position=position,
+        source=text_source,
+        mean_over=mean_over,
+        answers=[ANSWERS[0]],
+    )
+    for side in ("a", "b"):
+        assert_same(getattr(comparison, side), getattr(direct, side), f"{side}: ")
+    for name in ("delta_prob", "token_prob_a", "token_prob_b", "kl_a_to_b"):
+        _close(name, getattr(comparison, name), getattr(direct, name), "")
+    assert torch.equal(comparison.token, direct.token)
+    assert comparison.patch == direct.patch
+
+    ref = _patch_reference(request.node.callspec.params["model"], tiny_model_dirs)
+    patch = {"position": position, "source": text_source, "mean_over": mean_over}
+    _, _, at = check_against_reference(comparison, ref, PROMPTS[0], **patch)
+    ids = ids_of(ref, PROMPTS[0])
+    answer = ids_of(ref, PROMPTS[0] + ANSWERS[0])[len(ids) :]
+    value = source_value(ref, PROMPTS[0], layer, position, text_source, mean_over=mean_over)
+    before = teacher_forced(patched_run(ref, ids + answer, layer, at, None), len(ids), [answer])
+    after = teacher_forced(patched_run(ref, ids + answer, layer, at, value), len(ids), [answer])
+    # Improbable answers of a random model: relative error it is.
+    torch.testing.assert_close(comparison.answer_probs_clean, before, atol=PROB_ATOL, rtol=1e-4)
+    torch.testing.assert_close(comparison.answer_probs_patched, after, atol=PROB_ATOL, rtol=1e-4)
+    assert comparison.answer_prob_patched == pytest.approx(
+        float(after[-1]), abs=PROB_ATOL, rel=1e-4
+    )
+    assert abs(float(after[-1]) - float(before[-1])) > 1e-6 * float(before[-1])
+
+
+def test_patch_reads_the_lens_shown(demo):
+    tuned = load_demo_tuned_lens(demo)
+    session = LiveSession(demo, lens={"logit": None, "tuned": tuned})
+    shown = session.run(PROMPTS[:2])
+    comparison = session.patch(
+        shown, prompt=1, layer=0, position=1, source="zero", lens_name="tuned"
+    )
+    direct = patch_lens(demo, PROMPTS[1], layer=0, position=1, source="zero", lens=tuned)
+    assert comparison.a.lens_kind == "tuned"
+    for name in ("delta_prob", "kl_a_to_b"):
+        _close(name, getattr(comparison, name), getattr(direct, name), "")
+    with pytest.raises(ValueError, match=r"lens_name must be one of \['logit', 'tuned'\]"):
+        session.patch(shown, prompt=1, layer=0, position=1, source="zero", lens_name="jacobian")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ({"prompt": 3}, ValueError, r"prompt must be an int from 0 to 2 .*; got 3"),
+        ({"layer": 1}, ValueError, r"layer must be one of the result's layers \[0, 5\]; got 1"),
+        ({"layer": "0"}, TypeError, "layer must be an int"),
+        ({"position": 5}, ValueError, r"position must be an int from 0 to 4 .*'The', .*got 5"),
+        ({"position": -6}, ValueError, "position must be an int from 0 to 4"),
+        ({"position": 1.0}, TypeError, "position must be an int"),
+        ({"source": 3}, ValueError, r"source must be 'zero', 'mean' or a prompt index from 0 to 2"),
+        ({"source": "one"}, ValueError, "source must be 'zero', 'mean' or a prompt index"),
+        ({"source": True}, TypeError, "source must be"),
+        (
+            {"prompt": 2, "position": 5, "source": 1},
+            ValueError,
+            "position 5 is beyond source prompt 1's 4 real tokens",
+        ),
+    ],
+)
+def test_bad_patch_arguments_are_refused_before_any_model_work(
+    demo, demo_shown, arguments, error, message, no_model_work
+):
+    session = LiveSession(demo, layers=[0, 5])
+    shown = demo_shown
+    patch = {"prompt": 0, "layer": 0, "position": 1, "source": "zero", **arguments}
+    with pytest.raises(error, match=message):
+        session.patch(shown, **patch)
+
+
+def test_a_prompt_whose_text_reads_as_other_tokens_is_not_patched(demo, demo_shown, no_model_work):
+    session = LiveSession(demo, layers=[0, 5])
+    shown = select_prompts(demo_shown, [0, 1], padding_side="left")
+    renamed = dataclasses.replace(shown, prompts=["The capital of", PROMPTS[1]])
+    with pytest.raises(ValueError, match="prompt 0 cannot be patched: its tokens came from"):
+        session.patch(renamed, prompt=0, layer=0, position=1, source="zero")
+
+
+def test_a_source_prompt_that_reads_as_an_ablation_is_refused(demo, monkeypatch):
+    session = LiveSession(demo, layers=[0, 5])
+    shown = session.run([PROMPTS[0], "zero"])
+    monkeypatch.setattr("murano_widgets.live.patching.patch_lens", pytest.fail)
+    with pytest.raises(ValueError, match="source prompt 1 is the text 'zero'"):
+        session.patch(shown, prompt=0, layer=0, position=0, source=1)

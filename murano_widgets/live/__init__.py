@@ -1,10 +1,13 @@
 """The live lens: a widget that asks the kernel for more (a prompt typed in, a token tracked, a
 cell patched) and shows the answer in place.
 
-``combine.py`` joins and cuts results along the prompt axis exactly as one step call on those
-prompts would lay them out, so that a new prompt runs alone and a removed one runs nothing.
+``session.py`` holds what a live widget runs with (``LiveSession``: the model, rows, lenses and
+run options, checked once) and runs the step for one change; ``combine.py`` joins and cuts
+results along the prompt axis exactly as one step call on those prompts would lay them out;
+``patching.py`` turns the widget's patch request into a ``patch_lens`` call and its traits.
 """
 
 from murano_widgets.live.combine import concat_results, padding_of, select_prompts
+from murano_widgets.live.session import LiveSession, model_lock
 
-__all__ = ["concat_results", "padding_of", "select_prompts"]
+__all__ = ["LiveSession", "concat_results", "model_lock", "padding_of", "select_prompts"]
