@@ -11,7 +11,10 @@ replies captured by replacing the widget's ``send``.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import logging
+import threading
 
 import pytest
 import torch
@@ -22,16 +25,22 @@ from tiny_models import CHAT_TEMPLATE
 from murano_widgets import (
     LensResults,
     LogitLensResult,
+    LogitLensWidget,
     MuranoModel,
     load_demo_model,
     load_demo_tuned_lens,
     patch_lens,
+    show_logit_lens,
 )
 from murano_widgets.demo_model import DEMO_MODEL_PATH
 from murano_widgets.live import LiveSession, concat_results, padding_of, select_prompts
 from murano_widgets.live import combine as combine_module
+from murano_widgets.payload.codec import section_bytes
+from murano_widgets.payload.diff import diff_payload
+from murano_widgets.payload.lens import LensPayload
 from murano_widgets.result import AnswerScores
 from murano_widgets.run import run_logit_lens
+from murano_widgets.widgets.diff import LensDiffWidget
 
 PROMPTS = ["The capital of France is", "Monday, Tuesday,", "The opposite of hot is a word"]
 ANSWERS = [" Paris", None, " cold"]
@@ -593,3 +602,394 @@ def test_a_source_prompt_that_reads_as_an_ablation_is_refused(demo, monkeypatch)
     monkeypatch.setattr("murano_widgets.live.patching.patch_lens", pytest.fail)
     with pytest.raises(ValueError, match="source prompt 1 is the text 'zero'"):
         session.patch(shown, prompt=0, layer=0, position=0, source=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget: traits and Python calls
+
+
+def test_show_logit_lens_is_live_and_a_result_alone_is_not(demo):
+    widget = show_logit_lens(demo, PROMPTS[:2], targets=[" Rome"])
+    assert widget.live and isinstance(widget.session, LiveSession)
+    assert widget.prompts == PROMPTS[:2] and widget.targets == [" Rome"]
+    assert widget.live_status == {"state": "idle", "request": -1, "action": "", "message": ""}
+    assert widget.patch_info is None and widget.patched is None
+    # The front end reads the patch as "patch" (the Python name "patch" is the method).
+    state = widget.get_state()
+    assert state["patch"] is None and "patch_info" not in state
+    assert {"live", "prompts", "targets", "live_status", "_patch_meta", "_patch_sections"} <= set(
+        state
+    )
+    with pytest.raises(Exception, match="read-only"):
+        widget.prompts = ["x"]
+
+    plain = LogitLensWidget(widget.result)
+    assert not plain.live and plain.session is None
+    for call in (
+        lambda: plain.add_prompt(NEW),
+        lambda: plain.remove_prompt(0),
+        lambda: plain.track(" Paris"),
+        lambda: plain.untrack(" Rome"),
+        lambda: plain.patch(layer=0, position=0, source="zero"),
+    ):
+        with pytest.raises(RuntimeError, match=r"needs a model.*show_logit_lens\(model, \.\.\.\)"):
+            call()
+    plain.clear_patch()  # nothing to clear, and no model needed
+    assert plain.patch_info is None
+    with pytest.raises(TypeError, match="live must be a LiveSession"):
+        LogitLensWidget(widget.result, live=True)
+    with pytest.raises(ValueError, match="does not come from this session: its top_k"):
+        LogitLensWidget(widget.result, live=LiveSession(demo, top_k=2))
+    # A session of one's own.
+    session = LiveSession(demo, layers=[0, 5])
+    own = LogitLensWidget(session.run(PROMPTS[:1]), live=session)
+    assert own.live and own.add_prompt(NEW) == 1
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+def test_python_calls_change_what_is_shown(demo):
+    """add_prompt, track, remove_prompt, untrack: each leaves w.result equal to one call on
+    what is shown, the payload made from it, and the view where it was."""
+    widget = show_logit_lens(demo, PROMPTS, answers=ANSWERS)
+    widget.prompt = 1
+    widget.selected = {"prompt": 2, "layer_index": 3, "position": 1}
+
+    assert widget.add_prompt(NEW) == 3
+    assert widget.prompt == 3 and widget.prompts == [*PROMPTS, NEW]
+    assert_same(widget.result, run_logit_lens(demo, [*PROMPTS, NEW], answers=[*ANSWERS, None]))
+    assert widget._meta == LensPayload.from_result(widget.result).meta
+    assert widget.selected["prompt"] == 2 and widget.selected["layer_index"] == 3
+    assert widget.live_status["state"] == "idle" and widget.live_status["request"] == -1
+
+    widget.metric = "kl"
+    widget.track(" Rome")
+    widget.track(" Rome")  # tracked already: nothing to do
+    assert widget.targets == [" Rome"]
+    expected = run_logit_lens(demo, [*PROMPTS, NEW], answers=[*ANSWERS, None], targets=[" Rome"])
+    assert_same(widget.result, expected)
+    assert widget.metric == "kl" and widget.selected["targets"].keys() == {" Rome"}
+
+    widget.remove_prompt(0)
+    assert widget.prompts == [*PROMPTS[1:], NEW] and widget.prompt == 2
+    assert widget.selected["prompt"] == 1  # the same cell, its prompt one lower
+    expected = run_logit_lens(
+        demo, [*PROMPTS[1:], NEW], answers=[*ANSWERS[1:], None], targets=[" Rome"]
+    )
+    assert_same(widget.result, expected)
+    widget.selected = {"prompt": 0, "layer_index": 1, "position": 0}
+    widget.remove_prompt(0)  # the pinned cell's prompt
+    assert widget.selected is None and widget.prompt == 1
+
+    widget.untrack(" Rome")
+    assert widget.targets == []
+    assert_same(widget.result, run_logit_lens(demo, [PROMPTS[2], NEW], answers=[ANSWERS[2], None]))
+    # The answer goes with the last prompt that had one: the metric falls back.
+    widget.metric = "answer"
+    widget.remove_prompt(0)
+    assert widget.result.answer_sets is None and widget.metric == "prob"
+    assert widget._meta == LensPayload.from_result(widget.result).meta
+
+
+def test_python_calls_name_what_is_wrong(demo):
+    widget = show_logit_lens(demo, PROMPTS[:2])
+    with pytest.raises(ValueError, match="text must be a non-empty string, got ''"):
+        widget.add_prompt("")
+    assert widget.live_status == {
+        "state": "error",
+        "request": -1,
+        "action": "add_prompt",
+        "message": "ValueError: text must be a non-empty string, got ''",
+    }
+    with pytest.raises(ValueError, match=r"index must be an int from 0 to 1 .*; got 2"):
+        widget.remove_prompt(2)
+    with pytest.raises(ValueError, match="text is the empty string: a target needs"):
+        widget.track("")
+    with pytest.raises(TypeError, match="text must be a string"):
+        widget.track(None)
+    with pytest.raises(
+        ValueError, match=r"text ' Rome' is not tracked; the tracked targets are \[\]"
+    ):
+        widget.untrack(" Rome")
+    with pytest.raises(ValueError, match=r"layer must be one of the result's layers \[0, 1, 2"):
+        widget.patch(layer=9, position=0, source="zero")
+    widget.remove_prompt(1)
+    with pytest.raises(ValueError, match="the last prompt"):
+        widget.remove_prompt(0)
+    assert widget.prompts == PROMPTS[:1]
+
+
+def test_a_patch_is_shown_as_the_diff_widget_shows_it(demo):
+    prompts = [PROMPTS[0], NEW, PROMPTS[1]]
+    widget = show_logit_lens(demo, prompts, answers=[" Paris", " Rome", None])
+    comparison = widget.patch(layer=0, position=3, source=1)
+    assert widget.patched is comparison
+    assert widget.patch_info == {
+        "prompt": 0,
+        "layer": 0,
+        "position": 3,
+        "source": 1,
+        "answer": " Paris",
+        "answer_prob_clean": comparison.answer_prob_clean,
+        "answer_prob_patched": comparison.answer_prob_patched,
+    }
+    # France -> Italy at layer 0: the model now says Rome.
+    assert comparison.answer_prob_clean > 0.9 > 0.1 > comparison.answer_prob_patched
+    direct = patch_lens(demo, prompts[0], layer=0, position=3, source=NEW, answers=[" Paris"])
+    _close("delta_prob", comparison.delta_prob, direct.delta_prob, "")
+    # Exactly what LensDiffWidget syncs for the comparison.
+    diff = LensDiffWidget(comparison)
+    assert widget._patch_meta == diff._meta and widget._patch_sections == diff._sections
+    meta, arrays = diff_payload(comparison)
+    assert widget._patch_sections == section_bytes(arrays) and widget._patch_meta == meta
+    assert widget.get_state(["patch_info"]) == {"patch": widget.patch_info}
+
+    # The shown prompt by default; a position from the end.
+    widget.prompt = 2
+    widget.patch(layer=1, position=-1, source="zero")
+    assert widget.patch_info["prompt"] == 2 and widget.patch_info["position"] == 3
+    assert widget.patch_info["answer"] is None and widget.patch_info["answer_prob_clean"] is None
+    # The patch stays while what it reads stays: a prompt added, targets tracked, another
+    # prompt removed (its indices move with the prompts).
+    widget.patch(layer=0, position=3, source=1, prompt=0)
+    widget.add_prompt("one two")
+    widget.track(" Rome")
+    widget.remove_prompt(2)
+    assert widget.patch_info["prompt"] == 0 and widget.patch_info["source"] == 1
+    assert widget.patched is not None
+    widget.remove_prompt(1)  # its source
+    assert widget.patch_info is None and widget.patched is None and widget._patch_meta == {}
+    # A mean over the batch goes when the batch changes.
+    widget.patch(layer=0, position=1, source="mean")
+    widget.add_prompt("one")
+    assert widget.patch_info is None
+    widget.patch(layer=0, position=1, source="zero", prompt=0)
+    widget.clear_patch()
+    assert widget.patch_info is None and widget._patch_sections == {} and widget.patched is None
+
+
+def test_the_export_carries_the_live_state(demo):
+    widget = show_logit_lens(demo, PROMPTS[:2], targets=[" Rome"])
+    widget.patch(layer=0, position=1, source="zero")
+    state = widget._standalone_state()
+    assert state["live"] is True and state["prompts"] == PROMPTS[:2]
+    assert state["targets"] == [" Rome"] and state["patch"] == widget.patch_info
+    assert state["_patch_meta"] == widget._patch_meta
+    assert {
+        name: base64.b64decode(text) for name, text in state["_patch_sections"].items()
+    } == widget._patch_sections
+    page = widget.to_html()
+    assert '"live":true' in page and '"_patch_meta"' in page
+    plain = LogitLensWidget(widget.result)._standalone_state()
+    assert plain["live"] is False and plain["patch"] is None and plain["_patch_sections"] == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# The protocol, driven as the front end drives it
+
+
+def _front_end(widget):
+    """Replies the widget sends, and a function that sends it a message."""
+    replies = []
+    widget.send = replies.append
+
+    def send(**content):
+        widget._handle_custom_msg(content, [])
+
+    return replies, send
+
+
+def _hold_first(monkeypatch, widget, method="add"):
+    """The session's ``method`` made to wait, on its first call, until released."""
+    started, release = threading.Event(), threading.Event()
+    calls = []
+    real = getattr(widget.session, method)
+
+    def held(results, *args, **kwargs):
+        calls.append(args[0] if args else kwargs)
+        if len(calls) == 1:
+            started.set()
+            assert release.wait(10), "never released"
+        return real(results, *args, **kwargs)
+
+    monkeypatch.setattr(widget.session, method, held)
+    return started, release, calls
+
+
+def test_hello_is_answered_at_once_while_the_model_runs(demo, monkeypatch):
+    widget = show_logit_lens(demo, PROMPTS[:2])
+    replies, send = _front_end(widget)
+    started, release, _ = _hold_first(monkeypatch, widget)
+    send(action="add_prompt", id=1, text=NEW)
+    assert started.wait(10)
+    assert widget.live_status == {
+        "state": "running",
+        "request": 1,
+        "action": "add_prompt",
+        "message": f"running the lens on {NEW!r}…",
+    }
+    send(action="hello", id=2)
+    assert replies == [{"action": "hello", "id": 2, "live": True}]
+    # Slider traits are taken meanwhile.
+    widget.layer = 2
+    release.set()
+    assert widget._live.worker.wait_idle(10)
+    assert replies[1] == {"action": "done", "id": 1, "message": "added prompt 2"}
+    assert widget.prompts == [*PROMPTS[:2], NEW] and widget.prompt == 2 and widget.layer == 2
+    assert widget.live_status["state"] == "idle"
+    plain_replies, plain_send = _front_end(LogitLensWidget(widget.result))
+    plain_send(action="hello", id=7)
+    assert plain_replies == [{"action": "hello", "id": 7, "live": False}]
+
+
+def test_a_newer_request_supersedes_an_older_one_of_its_action(demo, monkeypatch):
+    """The running request's result is never applied, the queued one never runs, both are
+    answered "superseded" at once; the newest is done."""
+    widget = show_logit_lens(demo, PROMPTS[:2])
+    replies, send = _front_end(widget)
+    started, release, calls = _hold_first(monkeypatch, widget)
+    send(action="add_prompt", id=1, text="The capital of Spain is")
+    assert started.wait(10)
+    send(action="add_prompt", id=2, text="one two")
+    send(action="add_prompt", id=3, text=NEW)
+    assert replies == [
+        {"action": "superseded", "id": 1, "message": "superseded by request 2"},
+        {"action": "superseded", "id": 2, "message": "superseded by request 3"},
+    ]
+    release.set()
+    assert widget._live.worker.wait_idle(10)
+    assert replies[2:] == [{"action": "done", "id": 3, "message": "added prompt 2"}]
+    # The first ran to its end, but only the newest shows; the second never ran.
+    assert calls == ["The capital of Spain is", NEW]
+    assert widget.prompts == [*PROMPTS[:2], NEW]
+    assert_same(widget.result, run_logit_lens(demo, [*PROMPTS[:2], NEW]))
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+def test_requests_of_different_actions_run_in_order(demo, monkeypatch):
+    widget = show_logit_lens(demo, PROMPTS[:2])
+    replies, send = _front_end(widget)
+    started, release, _ = _hold_first(monkeypatch, widget)
+    send(action="add_prompt", id=1, text=NEW)
+    assert started.wait(10)
+    send(action="track", id=2, text=" Rome", show=True)
+    send(action="remove_prompt", id=3, index=0)
+    send(action="patch", id=4, prompt=1, layer=0, position=-1, source="zero")
+    release.set()
+    assert widget._live.worker.wait_idle(10)
+    assert [(r["action"], r["id"]) for r in replies] == [
+        ("done", 1),
+        ("done", 2),
+        ("done", 3),
+        ("done", 4),
+    ]
+    assert widget.prompts == [PROMPTS[1], NEW] and widget.targets == [" Rome"]
+    assert_same(widget.result, run_logit_lens(demo, [PROMPTS[1], NEW], targets=[" Rome"]))
+    assert widget.patch_info["prompt"] == 1 and widget.patched is not None
+    send(action="clear_patch", id=5)
+    assert widget._live.worker.wait_idle(10)
+    assert replies[-1]["action"] == "done" and widget.patch_info is None
+
+
+def test_errors_are_one_line_in_the_widget_and_a_traceback_in_the_log(demo, monkeypatch, caplog):
+    widget = show_logit_lens(demo, PROMPTS[:2])
+    replies, send = _front_end(widget)
+    with caplog.at_level(logging.ERROR, logger="murano_widgets.live"):
+        send(action="add_prompt", id=1, text="   ")
+        assert widget._live.worker.wait_idle(10)
+    line = "ValueError: text is only white space ('   '): a prompt needs at least one visible character"
+    assert replies == [{"action": "error", "id": 1, "message": line}]
+    assert widget.live_status == {
+        "state": "error",
+        "request": 1,
+        "action": "add_prompt",
+        "message": line,
+    }
+    (record,) = [r for r in caplog.records if r.name == "murano_widgets.live"]
+    assert record.exc_info is not None and "request 1 (add_prompt) failed" in record.getMessage()
+
+    def fails(results, text):
+        raise RuntimeError("the model\nbroke\n  here")
+
+    monkeypatch.setattr(widget.session, "add", fails)
+    send(action="add_prompt", id=2, text=NEW)
+    assert widget._live.worker.wait_idle(10)
+    assert replies[-1] == {
+        "action": "error",
+        "id": 2,
+        "message": "RuntimeError: the model broke here",
+    }
+    assert widget.prompts == PROMPTS[:2]  # nothing changed
+    # The next request that works clears the error.
+    send(action="track", id=3, text=" Paris")
+    assert widget._live.worker.wait_idle(10)
+    assert replies[-1]["action"] == "done" and widget.live_status["state"] == "idle"
+
+
+def test_malformed_requests_are_answered_with_an_error(demo):
+    widget = show_logit_lens(demo, PROMPTS[:1])
+    replies, send = _front_end(widget)
+    send(action="fly", id=1)
+    send(action="add_prompt", id=2)
+    send(action="add_prompt", id="3", text=NEW)
+    widget._handle_custom_msg(["not", "a", "dict"], [])
+    assert [r["id"] for r in replies] == [1, 2, "3"]
+    assert all(r["action"] == "error" for r in replies)
+    assert replies[0]["message"].startswith("ValueError: unknown action 'fly'; the actions are")
+    assert replies[1]["message"] == "ValueError: the add_prompt request lacks ['text']"
+    assert replies[2]["message"] == "ValueError: a request needs an int id, got '3'"
+    assert widget.live_status["state"] == "error" and widget.prompts == PROMPTS[:1]
+    plain_replies, plain_send = _front_end(LogitLensWidget(widget.result))
+    plain_send(action="add_prompt", id=4, text=NEW)
+    assert plain_replies[0]["action"] == "error"
+    assert plain_replies[0]["message"].startswith("RuntimeError: add_prompt needs a model")
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+def test_a_python_call_waits_for_the_queue_and_never_runs_beside_it(demo, monkeypatch):
+    widget = show_logit_lens(demo, PROMPTS[:2])
+    replies, send = _front_end(widget)
+    started, release, _ = _hold_first(monkeypatch, widget)
+    running = []
+    real_retarget = widget.session.retarget
+
+    def retarget(results, targets):
+        running.append(widget._live.worker._current)  # no request runs beside it
+        return real_retarget(results, targets)
+
+    monkeypatch.setattr(widget.session, "retarget", retarget)
+    send(action="add_prompt", id=1, text=NEW)
+    assert started.wait(10)
+    threading.Timer(0.2, release.set).start()
+    widget.track(" Rome")  # waits for the request, then runs here
+    assert running == [None]
+    assert replies == [{"action": "done", "id": 1, "message": "added prompt 2"}]
+    assert_same(widget.result, run_logit_lens(demo, [*PROMPTS[:2], NEW], targets=[" Rome"]))
+    assert widget.live_status == {"state": "idle", "request": -1, "action": "track", "message": ""}
+
+
+def test_trait_changes_from_the_worker_go_out_in_one_update(demo):
+    """The worker thread's changes reach the comm as one state update (payload, prompts and
+    the prompt shown together), then the reply; the comm's send is ipykernel's, safe from any
+    thread (ipykernel >= 6 sends through its IOPub thread)."""
+    widget = show_logit_lens(demo, PROMPTS[:2])
+    sent = []
+    widget.comm.send = lambda data=None, metadata=None, buffers=None: sent.append(
+        (threading.current_thread(), data, buffers)
+    )
+    widget._handle_custom_msg({"action": "add_prompt", "id": 1, "text": NEW}, [])
+    assert widget._live.worker.wait_idle(10)
+    worker = widget._live.worker.thread
+    updates = [data for thread, data, _ in sent if data["method"] == "update"]
+    full = [u for u in updates if "_meta" in u["state"]]
+    assert len(full) == 1
+    assert {"_meta", "_sections", "prompts", "prompt"} <= set(full[0]["state"])
+    assert full[0]["state"]["prompts"] == [*PROMPTS[:2], NEW]
+    assert [thread for thread, data, _ in sent if data["method"] == "custom"] == [worker]
+    customs = [data for _, data, _ in sent if data["method"] == "custom"]
+    assert customs == [
+        {"method": "custom", "content": {"action": "done", "id": 1, "message": "added prompt 2"}}
+    ]
+    # The status: running, then idle once the queue is empty.
+    states = [u["state"]["live_status"]["state"] for u in updates if "live_status" in u["state"]]
+    assert states == ["running", "idle"]
+    assert all(thread is worker for thread, data, _ in sent if "_meta" in data.get("state", {}))
