@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -993,3 +997,75 @@ def test_trait_changes_from_the_worker_go_out_in_one_update(demo):
     states = [u["state"]["live_status"]["state"] for u in updates if "live_status" in u["state"]]
     assert states == ["running", "idle"]
     assert all(thread is worker for thread, data, _ in sent if "_meta" in data.get("state", {}))
+
+
+# In a real kernel: the front end's request as a comm message on the shell channel, and what
+# comes back on IOPub. In a child process: jupyter_client leaves an asyncio loop behind.
+_KERNEL = r"""
+import json, sys, time
+from jupyter_client.manager import start_new_kernel
+
+km, kc = start_new_kernel(kernel_name="python3", startup_timeout=120)
+try:
+    msg_id = kc.execute(
+        "from murano_widgets import load_demo_model, show_logit_lens\n"
+        "w = show_logit_lens(load_demo_model(), ['The capital of France is'])\n"
+        "print('model id', w.model_id)"
+    )
+    comm_id = None
+    while True:
+        m = kc.get_iopub_msg(timeout=120)
+        if m["msg_type"] == "stream" and "model id" in m["content"]["text"]:
+            comm_id = m["content"]["text"].split()[-1]
+        if m["msg_type"] == "error":
+            sys.exit("\n".join(m["content"]["traceback"]))
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle" and (
+            m["parent_header"].get("msg_id") == msg_id
+        ):
+            break
+    request = {"action": "add_prompt", "id": 1, "text": "The capital of Italy is"}
+    content = {"comm_id": comm_id, "data": {"method": "custom", "content": request}}
+    kc.shell_channel.send(kc.session.msg("comm_msg", content))
+    seen = []
+    while True:
+        m = kc.get_iopub_msg(timeout=120)
+        if m["msg_type"] != "comm_msg" or m["content"]["comm_id"] != comm_id:
+            continue
+        data = m["content"]["data"]
+        if data["method"] == "custom":
+            seen.append({"custom": data["content"]})
+        else:
+            state = data["state"]
+            seen.append({"update": sorted(state), "buffers": len(m["buffers"]),
+                         "prompts": state.get("prompts"), "status": state.get("live_status")})
+            if (state.get("live_status") or {}).get("state") in ("idle", "error"):
+                break
+    print(json.dumps(seen))
+finally:
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+"""
+
+
+def test_in_a_real_kernel_the_worker_threads_updates_reach_the_front_end(tmp_path):
+    """ipykernel sends comm messages through its IOPub thread, so the worker thread's trait
+    updates and replies reach the front end as the kernel's own do (checked here with the
+    installed ipykernel, not assumed)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(
+        [sys.executable, "-c", _KERNEL],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    statuses = [item["status"]["state"] for item in seen if item.get("status")]
+    assert statuses == ["running", "idle"], seen
+    (shown,) = [item for item in seen if item.get("prompts")]
+    assert shown["prompts"] == ["The capital of France is", "The capital of Italy is"]
+    assert {"_meta", "_sections", "prompt", "prompts"} <= set(shown["update"])
+    assert shown["buffers"] > 0  # the binary sections, as buffers
+    assert {"custom": {"action": "done", "id": 1, "message": "added prompt 1"}} in seen
