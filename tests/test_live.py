@@ -1,5 +1,5 @@
 """The live lens widget: results combined and cut along the prompt axis, the session's runs,
-patching, and the front end's message protocol (notes/live_protocol.md).
+patching, and the front end's message protocol (the README's "Live" section).
 
 The reference for every combined or re-run result is one ``run_logit_lens`` call on all the
 prompts (an independent computation: the step on the whole batch, not the code under test),

@@ -1,5 +1,5 @@
 """The live widget's side of the protocol: its actions, the front end's messages, the replies
-and ``live_status`` (``notes/live_protocol.md``).
+and ``live_status`` (the protocol: the README's "Live" section).
 
 Every action has one implementation here, :meth:`LiveController._plan`'s ``_<action>`` method:
 it checks its fields and does the model work (through the :class:`~murano_widgets.live.LiveSession`),

@@ -2,7 +2,7 @@
 
 The kernel's own thread hands a request over and returns at once, so it stays free to answer
 ``hello``, to take slider moves and further requests while the model runs. The rules
-(``notes/live_protocol.md``):
+(the README's "Live" section):
 
 - **Supersede.** A request supersedes every earlier request of the same action still queued or
   running: a queued one is dropped, a running one finishes its model work but its result is

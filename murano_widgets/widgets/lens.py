@@ -131,7 +131,7 @@ class LogitLensWidget(MuranoWidget):
     component view.
 
     Live (``show_logit_lens(model, ...)``): the front end asks the kernel for more through
-    messages (``notes/live_protocol.md``), and Python asks the same with :meth:`add_prompt`,
+    messages (the README's "Live" section), and Python asks the same with :meth:`add_prompt`,
     :meth:`remove_prompt`, :meth:`track`, :meth:`untrack`, :meth:`patch` and
     :meth:`clear_patch`, which run at once and raise their errors; :attr:`result` always holds
     what is shown. The work runs on a worker thread of the widget's (see
