@@ -946,6 +946,13 @@ def test_malformed_requests_are_answered_with_an_error(demo):
     plain_send(action="add_prompt", id=4, text=NEW)
     assert plain_replies[0]["action"] == "error"
     assert plain_replies[0]["message"].startswith("RuntimeError: add_prompt needs a model")
+    widget.close()
+    send(action="add_prompt", id=5, text=NEW)
+    assert replies[-1] == {
+        "action": "error",
+        "id": 5,
+        "message": "RuntimeError: the widget was closed: it takes no more requests",
+    }
 
 
 @pytest.mark.filterwarnings("ignore:targets .* are several tokens long")

@@ -147,9 +147,10 @@ class Worker:
                     self._report(request, "idle", "")
 
     def _run(self, request: Request) -> None:
-        self._report(request, "running", request.describe)
         try:
             with self.run_lock:
+                # Said once the lock is held: a Python call may hold it still.
+                self._report(request, "running", request.describe)
                 apply = request.run()
                 with self._cond:
                     dropped = request.superseded
