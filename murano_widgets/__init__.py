@@ -28,6 +28,7 @@ from murano_widgets.demo_model import (
 from murano_widgets.lenses import Lens
 from murano_widgets.lenses.jacobian import JacobianLens
 from murano_widgets.lenses.tuned import TunedLens
+from murano_widgets.live import LiveSession
 from murano_widgets.metrics import METRICS, Metric
 from murano_widgets.plot import plot_logit_lens
 from murano_widgets.result import LensResults, LogitLensResult
@@ -50,6 +51,7 @@ __all__ = [
     "LensDiffWidget",
     "LensResults",
     "LensSelfCheckError",
+    "LiveSession",
     "LogitLens",
     "LogitLensResult",
     "LogitLensWidget",

@@ -18,8 +18,11 @@ from murano_widgets._adapters import as_lens_result
 from murano_widgets._checks import check_bool, check_choice, check_index, check_model
 from murano_widgets.backends.base import ModelBackend
 from murano_widgets.chat import check_hide_template
+from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.export import base64_sections
 from murano_widgets.lenses import IDENTITY, as_lens, named_lenses
+from murano_widgets.live.controller import LiveController, handle_message, not_live_error
+from murano_widgets.live.session import LiveSession
 from murano_widgets.metrics import METRICS
 from murano_widgets.payload.attribution import (
     EXPLAIN_TARGET,
@@ -29,15 +32,21 @@ from murano_widgets.payload.attribution import (
 )
 from murano_widgets.payload.lens import LensPayload
 from murano_widgets.result import LensResults, LogitLensResult
-from murano_widgets.run import run_logit_lens
 from murano_widgets.step.logit_lens import resolve_layers
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
 
 __all__ = ["METRICS", "VIEWS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
 
+# The widget's own arguments; the rest of show_logit_lens's go to the session (run options) or
+# to its first run (the prompts' own).
+_PER_PROMPT = ("answers", "foils", "chat")
+
 #: The widget's views (the ``view`` trait): the heatmap of layers, or of components (rows are
 #: the model's components, each one's direct part of a logit; with ``decompose=True``).
 VIEWS = ("layers", "components")
+
+#: ``live_status`` when nothing runs.
+_IDLE = {"state": "idle", "request": -1, "action": "", "message": ""}
 
 
 class LogitLensWidget(MuranoWidget):
@@ -73,6 +82,11 @@ class LogitLensWidget(MuranoWidget):
         view: ``"layers"`` (the heatmap) or ``"components"`` (rows are the model's
             components, each one's direct part of the explained logit at every position, read
             at the highlighted row; results of ``decompose=True``).
+        live: A :class:`~murano_widgets.live.LiveSession` that made ``result``
+            (``session.run(prompts)``): the widget can then run the model, for the front end's
+            text box, token tracking and patching and for :meth:`add_prompt`, :meth:`track`,
+            :meth:`patch`, ... (``show_logit_lens(model, ...)`` passes one). ``None`` or
+            ``False``: the widget shows the result alone (``live`` is ``False``).
 
     Attributes:
         lens_name: The name of the lens shown (synced with the lens menu; one of
@@ -95,6 +109,19 @@ class LogitLensWidget(MuranoWidget):
             cannot explain it sets it to ``"top1"``.
         view: ``"layers"`` or ``"components"`` (synced with the view menu); switching to a lens
             without the attribution sets it to ``"layers"``.
+        live: Whether the widget holds a model it can run (read-only).
+        prompts: The prompts shown, in slider order (``result.prompts``: for chats and
+            generation, the text the model read). Changed by :meth:`add_prompt` and
+            :meth:`remove_prompt` (and the front end's requests), never set directly.
+        targets: The tracked tokens' texts (``result.targets``), changed by :meth:`track` and
+            :meth:`untrack`.
+        live_status: ``{"state": "idle" | "running" | "error", "request", "action",
+            "message"}``: what the kernel is doing for the widget (``request`` is the front
+            end's id, -1 for a Python call; ``message`` the error's one line).
+        patch_info: The patch shown, or ``None`` (synced to the front end as ``patch``): its
+            ``prompt``, ``layer``, ``position`` (among the prompt's real tokens), ``source``
+            (``"zero"``, ``"mean"`` or a prompt index), ``answer`` and the answer's
+            probability before and after, ``answer_prob_clean`` and ``answer_prob_patched``.
 
     With direct logit attribution (``decompose=True``) the widget adds a "why" panel under the
     heatmap: for the hovered, focused or pinned cell, the components that wrote most of the
@@ -102,6 +129,14 @@ class LogitLensWidget(MuranoWidget):
     as signed bars that sum to the logit (before the soft-cap, where the model has one); with
     heads, a box splits each layer's attention into its heads. The view menu switches to the
     component view.
+
+    Live (``show_logit_lens(model, ...)``): the front end asks the kernel for more through
+    messages (the README's "Live" section), and Python asks the same with :meth:`add_prompt`,
+    :meth:`remove_prompt`, :meth:`track`, :meth:`untrack`, :meth:`patch` and
+    :meth:`clear_patch`, which run at once and raise their errors; :attr:`result` always holds
+    what is shown. The work runs on a worker thread of the widget's (see
+    :mod:`murano_widgets.live`); a saved notebook or an exported page shows the state and says
+    that editing needs a kernel.
     """
 
     _esm = asset("logit_lens.js")
@@ -119,6 +154,14 @@ class LogitLensWidget(MuranoWidget):
     _details = traitlets.Bool(False).tag(sync=True)
     _meta = traitlets.Dict().tag(sync=True)
     _sections = traitlets.Dict().tag(sync=True)
+    live = traitlets.Bool(False, read_only=True).tag(sync=True)
+    prompts = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    targets = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    live_status = traitlets.Dict(default_value=_IDLE).tag(sync=True)
+    # Synced as "patch" (get_state below): the Python name "patch" is the method.
+    patch_info = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    _patch_meta = traitlets.Dict().tag(sync=True)
+    _patch_sections = traitlets.Dict().tag(sync=True)
 
     def __init__(
         self,
@@ -134,8 +177,12 @@ class LogitLensWidget(MuranoWidget):
         lens_name: str | None = None,
         explain: str = EXPLAIN_TOP1,
         view: str = VIEWS[0],
+        live: Any = None,
         **kwargs: Any,
     ) -> None:
+        session = _check_live(live)
+        if session is not None:
+            result = session.check_result(result)
         if model is not None:
             check_model(model)
             tokenizer = tokenizer if tokenizer is not None else model.tokenizer
@@ -144,7 +191,7 @@ class LogitLensWidget(MuranoWidget):
             results = result.validate()
         else:
             one = as_lens_result(result, tokenizer=tokenizer, n_model_layers=n_model_layers)
-            results = LensResults({one.lens_kind or IDENTITY.kind: one.validate()})
+            results = _wrap(one.validate())
         first = results.first
         payload = LensPayload.from_result(result if isinstance(result, LensResults) else first)
         # Everything is checked before the widget exists: a widget that fails half-built would
@@ -158,6 +205,13 @@ class LogitLensWidget(MuranoWidget):
         view = _check_view(view, results[lens_name])
         self._results = results
         self._payload = payload
+        self._named = isinstance(result, LensResults)
+        self._patched: PatchComparison | None = None
+        self._live = None
+        # Read-only for users, set before the comm opens, so its first state holds them.
+        self.set_trait("live", session is not None)
+        self.set_trait("prompts", list(first.prompts or payload.meta["prompts"]))
+        self.set_trait("targets", list(first.targets or []))
         super().__init__(
             _meta=payload.meta,
             _sections=payload.base_sections(),
@@ -170,6 +224,9 @@ class LogitLensWidget(MuranoWidget):
             view=view,
             **kwargs,
         )
+        if session is not None:
+            self._live = LiveController(self, session)
+        self.on_msg(lambda _widget, content, _buffers: handle_message(self, self._live, content))
 
     @property
     def _result(self) -> LogitLensResult:
@@ -194,6 +251,181 @@ class LogitLensWidget(MuranoWidget):
     def payload(self) -> LensPayload:
         """The result as the front end receives it (metadata and binary sections)."""
         return self._payload
+
+    @property
+    def session(self) -> LiveSession | None:
+        """What the widget runs with (``None`` when it is not live)."""
+        return None if self._live is None else self._live.session
+
+    @property
+    def patched(self) -> PatchComparison | None:
+        """The patch shown (:meth:`patch`), as a :class:`~murano_widgets.PatchComparison`:
+        ``a`` the clean lens of the patched prompt, ``b`` the patched one; ``None`` without
+        one."""
+        return self._patched
+
+    # -----------------------------------------------------------------------------------------
+    # Live: what the front end's text box, token tracking and patching do, from Python
+
+    def add_prompt(self, text: str | list[dict[str, str]]) -> int:
+        """Runs the lens on one more prompt, appends it and shows it.
+
+        Only the new prompt runs (with the widget's model, layers, lenses, targets and
+        options); the others keep their numbers. With ``chat=``, ``text`` is one user
+        message of a new chat (or, from Python, a whole chat: a list of ``{"role",
+        "content"}`` messages); with ``generate=``, the model continues it as it did the
+        others. The new prompt has no answer.
+
+        Returns:
+            The new prompt's index (``prompt`` is set to it).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            TypeError, ValueError: For an empty or non-string ``text``, before any model work.
+        """
+        return self._live_call("add_prompt", text=text)
+
+    def remove_prompt(self, index: int) -> None:
+        """Removes prompt ``index`` (no model work: the others keep their numbers).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            ValueError: For an index out of range, or the last prompt.
+        """
+        self._live_call("remove_prompt", index=index)
+
+    def track(self, text: str) -> None:
+        """Tracks ``text`` as a target (its first token, as the step tokenizes targets) at
+        every cell: every prompt runs again, since targets are reduced inside the step.
+        Tracking a tracked text does nothing.
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            TypeError, ValueError: For a non-string or empty ``text``, before any model work.
+        """
+        self._live_call("track", text=text)
+
+    def untrack(self, text: str) -> None:
+        """Stops tracking ``text`` (every prompt runs again without it).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            ValueError: If ``text`` is not tracked.
+        """
+        self._live_call("untrack", text=text)
+
+    def patch(
+        self, *, layer: int, position: int, source: str | int, prompt: int | None = None
+    ) -> PatchComparison:
+        """Patches one cell of a prompt and shows the patched lens as a difference from the
+        clean one (:func:`~murano_widgets.patch_lens`, read through the lens shown).
+
+        Args:
+            layer: The block whose output is replaced: one of the result's layers.
+            position: The position among the prompt's real tokens (as ``selected``'s;
+                negative ones count from the end).
+            source: ``"zero"``, ``"mean"`` (the block output's mean over every real position
+                of every prompt shown) or a prompt index (that prompt's block output at the
+                same layer and position).
+            prompt: The prompt patched (default: the one shown).
+
+        Returns:
+            The comparison (also :attr:`patched`); ``patch_info`` holds the answer's
+            probability before and after.
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            TypeError, ValueError: For a bad argument, naming it, before any model work.
+        """
+        return self._live_call(
+            "patch",
+            prompt=self.prompt if prompt is None else prompt,
+            layer=layer,
+            position=position,
+            source=source,
+        )
+
+    def clear_patch(self) -> None:
+        """Removes the patch shown (``patch_info`` becomes ``None``)."""
+        if self._live is None:
+            self._live_show_patch(None, None, {}, {})
+            return
+        self._live_call("clear_patch")
+
+    def close(self) -> None:
+        """Closes the widget, and its worker with it."""
+        if getattr(self, "_live", None) is not None:
+            self._live.close()
+        super().close()
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        """The synced state, with ``patch_info`` under the name the front end reads, ``patch``
+        (the widget's ``patch`` is the method)."""
+        state = super().get_state(key=key, drop_defaults=drop_defaults)
+        if "patch_info" in state:
+            state["patch"] = state.pop("patch_info")
+        return state
+
+    def _live_call(self, action: str, **fields: Any) -> Any:
+        if self._live is None:
+            raise not_live_error(f"{action}()")
+        return self._live.call(action, **fields)
+
+    def _live_results(self) -> LogitLensResult | LensResults:
+        """What is shown, as the session's kind of result."""
+        return self._results if self._named else self._results.first
+
+    def _live_prepare(
+        self, result: LogitLensResult | LensResults
+    ) -> tuple[LensResults, LensPayload]:
+        """New results and their payload, made before any trait changes (off the kernel's
+        thread, for a front-end request)."""
+        results = result if isinstance(result, LensResults) else _wrap(result)
+        return results.validate(), LensPayload.from_result(result)
+
+    def _live_show(
+        self,
+        shown: tuple[LensResults, LensPayload],
+        *,
+        prompt: int,
+        selected: dict[str, Any] | None,
+        patch: dict[str, Any] | None,
+    ) -> None:
+        """Shows new results: one state message for everything that changed (the payload
+        first, then the prompts and targets, as the protocol says)."""
+        results, payload = shown
+        with self.hold_sync():
+            self._results, self._payload = results, payload
+            self._meta = payload.meta
+            self._sections = payload.all_sections() if self._details else payload.base_sections()
+            self.prompt = prompt
+            result = self._result
+            if self.explain not in explain_choices(result):
+                self.explain = EXPLAIN_TOP1
+            if not payload.metric(self.metric)["available"]:
+                self.metric = METRICS["prob"].name
+            self.selected = selected and {
+                key: selected[key] for key in ("prompt", "layer_index", "position")
+            }
+            self.set_trait("prompts", list(result.prompts or payload.meta["prompts"]))
+            self.set_trait("targets", list(result.targets or []))
+            if patch is None:
+                self._live_show_patch(None, None, {}, {})
+            else:
+                self.patch_info = patch
+
+    def _live_show_patch(
+        self,
+        comparison: PatchComparison | None,
+        state: dict[str, Any] | None,
+        meta: dict[str, Any],
+        sections: dict[str, bytes],
+    ) -> None:
+        with self.hold_sync():
+            self._patched = comparison
+            self._patch_meta = meta
+            self._patch_sections = sections
+            self.patch_info = state
 
     @traitlets.validate("prompt")
     def _check_prompt(self, proposal: dict[str, Any]) -> int:
@@ -280,6 +512,13 @@ class LogitLensWidget(MuranoWidget):
             "lens_name": self.lens_name,
             "explain": self.explain,
             "view": self.view,
+            # The live state, for the page to show (and to say that editing needs a kernel).
+            "live": self.live,
+            "prompts": list(self.prompts),
+            "targets": list(self.targets),
+            "patch": self.patch_info,
+            "_patch_meta": self._patch_meta,
+            "_patch_sections": base64_sections(self._patch_sections),
         }
 
     def _default_title(self) -> str:
@@ -312,8 +551,11 @@ def show_logit_lens(
     view: str = VIEWS[0],
     **options: Any,
 ) -> LogitLensWidget:
-    """Runs the logit lens on ``prompts`` and returns it as an interactive widget:
-    ``LogitLensWidget(run_logit_lens(model, prompts, layers, **options))``.
+    """Runs the logit lens on ``prompts`` and returns it as a live interactive widget: the
+    result of ``run_logit_lens(model, prompts, layers, **options)``, with the model and the
+    options kept (``w.session``, a :class:`~murano_widgets.live.LiveSession`) so that the
+    widget can run more: a prompt typed in its text box (``w.add_prompt(text)``), a token
+    tracked (``w.track(text)``), a cell patched (``w.patch(...)``).
 
     The widget shows when it is the last expression of a notebook cell, like every Jupyter
     widget: ``show_logit_lens(model, prompts)``, or ``w = show_logit_lens(...)`` then ``w``.
@@ -383,9 +625,13 @@ def show_logit_lens(
         names = list(named_lenses(lens) or {as_lens(lens).kind: None})
         if lens_name not in names:
             raise ValueError(f"lens_name must be one of the lenses {names}; got {lens_name!r}")
-    result = run_logit_lens(model, prompts, layers, **options)
+    session = LiveSession(
+        model, layers, **{key: value for key, value in options.items() if key not in _PER_PROMPT}
+    )
+    result = session.run(prompts, **{key: options[key] for key in _PER_PROMPT if key in options})
     return LogitLensWidget(
         result,
+        live=session,
         prompt=prompt,
         layer=layer,
         metric=metric,
@@ -393,6 +639,24 @@ def show_logit_lens(
         lens_name=lens_name,
         explain=explain,
         view=view,
+    )
+
+
+def _wrap(result: LogitLensResult) -> LensResults:
+    """One lens's result as the widget holds it: one entry, named by its kind."""
+    return LensResults({result.lens_kind or IDENTITY.kind: result})
+
+
+def _check_live(live: Any) -> LiveSession | None:
+    """The session of ``live=``: a :class:`LiveSession`, or ``None``/``False`` for none."""
+    if live is None or live is False:
+        return None
+    if isinstance(live, LiveSession):
+        return live
+    raise TypeError(
+        "live must be a LiveSession (LiveSession(model, ...), whose run(prompts) makes the "
+        "result) or None; show_logit_lens(model, ...) makes a live widget itself; got "
+        f"{type(live).__name__} {live!r:.60}"
     )
 
 
