@@ -1,0 +1,141 @@
+"""The live lens in a real JupyterLab and a real Notebook 7, with a real kernel: a prompt typed
+into the widget gets its column, a tracked token its line, a patched cell its diff; an error shows
+in the widget as one line; a second request supersedes the first; Python reads back what the page
+did. Slow (about a minute per front end): on the session's server (``lab_server``), each user
+interface in its own page.
+
+The model is the shipped demo model. To hold a request in flight (for the supersede check and
+the slider's redraw while the kernel works) a cell puts a forward pre-hook on the model that
+sleeps; a negative sleep makes the model's forward pass fail, a real exception inside the step.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+from harness import ARTIFACTS
+from lab_server import NotebookPage
+from live_driver import (
+    add_prompt,
+    hooked,
+    slider_redraws,
+    status,
+    wait_for_live_controls,
+    wait_idle,
+)
+
+pytestmark = [pytest.mark.jupyterlab, pytest.mark.slow]
+
+SETUP = """\
+import json, time
+from murano_widgets import load_demo_model, show_logit_lens
+model = load_demo_model()
+w = show_logit_lens(model, "The capital of France is")
+w"""
+
+SLOW = """\
+delay = {"s": 1.5}
+hook = model._hf_model.register_forward_pre_hook(lambda module, args: time.sleep(delay["s"]))
+print("SLOW on")"""
+
+FAIL = """\
+delay["s"] = -1  # time.sleep(-1) raises ValueError inside the model's forward pass
+print("FAIL on")"""
+
+HEAL = """\
+hook.remove()
+print("HEALED")"""
+
+READ = """\
+print("STATE", json.dumps({"prompts": w.prompts, "n": w.result.n_inputs, "targets": w.targets,
+    "result_targets": w.result.targets, "patch": w.patched is not None, "status": w.live_status["state"],
+    "about_sleep": "sleep length" in w.live_status["message"]}))"""
+
+
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+def test_the_live_lens_in_a_real_notebook(browser, jupyterlab, ui):
+    name = jupyterlab.write_notebook(f"live_{ui}.ipynb", [SETUP, SLOW, FAIL, HEAL, READ])
+    context = browser.new_context(viewport={"width": 1300, "height": 1100})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        notebook = NotebookPage(jupyterlab, page, name, ui=ui)
+        notebook.run(0)
+        wait_for_live_controls(page)
+        assert page.locator(".murano-live-nokernel").is_hidden()
+
+        # 1. Type a prompt: its column is drawn, and it is the prompt shown.
+        ms = add_prompt(page, "The capital of Japan is", new_index=1)
+        assert ms < 10_000, ms
+        words = page.evaluate(
+            hooked(
+                "() => { const d = $HOOK; const out = [];"
+                " for (let j = 0; j < 100; j++) { const c = d.cellDetails(0, j); out.push(c.input);"
+                " if (c.isLastPosition) break; }"
+                " return out; }"
+            )
+        )
+        assert "".join(words).endswith("The capital of Japan is"), words
+
+        # 2. Track a token: its chip, and its line on the trajectory chart.
+        track = page.locator(".murano-live-track")
+        track.fill(" Tokyo")
+        track.press("Enter")
+        page.wait_for_selector(".murano-chip:has-text('Tokyo')")
+        page.wait_for_function(
+            hooked("() => JSON.stringify($HOOK.trajectory).includes('Tokyo')"), timeout=30_000
+        )
+
+        # 3. Patch a cell: pin it, zero it, see the patched lens as a diff.
+        rect = page.evaluate(hooked("() => $HOOK.cellClientRect(1, 3)"))
+        page.mouse.click(rect["x"] + rect["w"] / 2, rect["y"] + rect["h"] / 2)
+        page.locator(".murano-patch-source").select_option("zero")
+        page.locator(".murano-patch-run").click()
+        page.wait_for_selector(".murano-patch-diff", state="visible", timeout=60_000)
+        title = page.locator(".murano-patch-title").inner_text()
+        assert "zero" in title.lower(), title
+        wait_idle(page)
+
+        # 4. While the kernel works, the heatmap stays responsive; a second prompt supersedes
+        # the first, whose result never shows.
+        assert notebook.run_and_read(1, "SLOW") == "on"
+        box = page.locator(".murano-live-prompt")
+        box.fill("one, two, three,")
+        box.press("Enter")
+        page.wait_for_function(hooked("() => $HOOK.live.state.open.length === 1"))
+        redraws = slider_redraws(page, moves=12)
+        ms = add_prompt(page, "Monday, Tuesday,", new_index=2, timeout=90_000)
+        wait_idle(page, timeout=90_000)
+        assert page.locator(".murano-live-error").is_hidden()
+        assert statistics.median(redraws) <= 16, redraws
+
+        # 5. A request that fails: one readable line in the widget, no spinner left.
+        assert notebook.run_and_read(2, "FAIL") == "on"
+        box.fill("The capital of Italy is")
+        box.press("Enter")
+        error = page.locator(".murano-live-error")
+        error.wait_for(state="visible", timeout=60_000)
+        assert "ValueError" in error.inner_text() and "sleep" in error.inner_text()
+        assert "murano-running" not in (
+            page.locator(".murano-live-status").get_attribute("class") or ""
+        )
+        assert status(page)["open"] == []
+        assert notebook.run_and_read(3, "HEALED") == ""
+
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator(".murano-root").first.screenshot(path=str(ARTIFACTS / f"live_{ui}.png"))
+
+        # 6. Python holds what the page shows.
+        state = json.loads(notebook.run_and_read(4, "STATE"))
+        assert state["prompts"] == [
+            "The capital of France is",
+            "The capital of Japan is",
+            "Monday, Tuesday,",
+        ], state
+        assert state["n"] == 3 and state["targets"] == [" Tokyo"]
+        assert " Tokyo" in state["result_targets"]
+        assert state["patch"] and state["status"] == "error" and state["about_sleep"]
+    finally:
+        context.close()
