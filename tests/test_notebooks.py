@@ -462,7 +462,17 @@ def test_saved_widget_state_renders_without_a_kernel(path, executed, browser):
             "_sections": {name: base64.b64encode(data).decode() for name, data in sections.items()},
             **{
                 name: state[name]
-                for name in ("prompt", "layer", "metric", "selected", "_details")
+                for name in (
+                    "prompt",
+                    "layer",
+                    "metric",
+                    "selected",
+                    "_details",
+                    "live",
+                    "prompts",
+                    "targets",
+                    "target",
+                )
                 if name in state
             },
         }
@@ -504,6 +514,13 @@ def test_saved_widget_state_renders_without_a_kernel(path, executed, browser):
                     for text in texts
                 ), f"input token {token!r} ({label!r}) is not written; drawn: {sorted(texts)[:40]}"
             assert {str(layer) for layer in meta["layers"]} & texts, "no layer labels drawn"
+            if state.get("live"):
+                # A live widget saved with its notebook: no kernel here, and it says so in
+                # place of the controls that need one.
+                line = page.locator(".murano-live-nokernel")
+                line.wait_for(state="visible")
+                assert "Editing needs a running kernel" in line.inner_text()
+                assert page.locator(".murano-live-prompt").is_hidden()
             assert not console_problems(page), console_problems(page)
             assert not page.blocked, f"the widget asked the network for {page.blocked}"
             ARTIFACTS.mkdir(parents=True, exist_ok=True)

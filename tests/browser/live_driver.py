@@ -73,26 +73,29 @@ def wait_idle(page, timeout: float = 60_000) -> None:
     )
 
 
-def slider_redraws(page, moves: int = 30) -> list[float]:
+def slider_redraws(page, moves: int = 30) -> dict[str, list[float]]:
     """Moves the layer slider ``moves`` times (down three rows, up three, ...) as its input
-    events do; returns each move's time in the page from the input event to the end of its
-    redraw (milliseconds)."""
+    events do. Returns, per move, in milliseconds: ``"latency"``, from the input event to the
+    end of its redraw (the view draws in the next animation frame, so this includes the wait for
+    it: up to a frame, longer while something else on the page animates), and ``"draw"``, the
+    draw's own time."""
     return page.evaluate(
         hooked("""async ([moves]) => {
           const hook = $HOOK;
           const slider = document.querySelector('.murano-layer-control .murano-slider');
           const times = [];
+          const draws = [];
           for (let i = 0; i < moves; i++) {
             const key = (i % 6) < 3 ? 'ArrowLeft' : 'ArrowRight';
             const drawn = hook.nextDraw();
             const t0 = performance.now();
             if (key === 'ArrowLeft') slider.stepDown(); else slider.stepUp();
             slider.dispatchEvent(new Event('input', {bubbles: true}));
-            await drawn;
+            draws.push(await drawn);
             times.push(performance.now() - t0);
             await new Promise((r) => setTimeout(r, 20));
           }
-          return times;
+          return {latency: times, draw: draws};
         }"""),
         [moves],
     )
