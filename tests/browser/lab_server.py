@@ -74,7 +74,10 @@ class JupyterLab:
                     "@jupyterlab/apputils-extension:notification": {
                         "fetchNews": "false",
                         "checkForUpdates": False,
-                    }
+                    },
+                    # A saved notebook keeps its widgets' state, as a user who shares one
+                    # turns on: the live-lens test reopens one.
+                    "@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True},
                 }
             )
         )
