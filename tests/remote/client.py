@@ -11,6 +11,9 @@
         patch_lens with remote=True, then the same locally, for a prompt source (longer than
         the prompt), zero ablation and a mean over other prompts, with a multi-token answer and
         an alternative; every comparison field and both results' fields to OUT.pt.
+    python client.py live MODEL_DIR OUT.pt
+        show_logit_lens(..., remote=True): a prompt added, a token tracked and a cell patched
+        through the live widget's Python calls, then the same locally; the fields to OUT.pt.
     python client.py fail MODEL_DIR
         A trace that fails on the server; prints the error the caller gets.
     python client.py dataset MODEL_DIR OUT_DIR [--prompts N] [--batch-tokens T]
@@ -169,6 +172,34 @@ def patch(args: argparse.Namespace) -> dict:
             fields.update({f"b.{k}": v for k, v in _fields(comparison.b).items()})
             fields["patch"] = dataclasses.asdict(comparison.patch)
             out[f"{name}.{where}"] = fields
+    torch.save(out, args.out)
+    return {"seconds": timings}
+
+
+def live(args: argparse.Namespace) -> dict:
+    """A live widget on a remote model: a prompt added, a token tracked, a cell patched, each
+    run on NDIF; then the same widget built and driven locally."""
+    from murano_widgets import show_logit_lens
+
+    model = connect(args.model)
+    out, timings = {}, {}
+    for where, remote in (("remote", True), ("local", False)):
+        start = time.perf_counter()
+        widget = show_logit_lens(model, PROMPTS[:2], remote=remote)
+        timings[f"{where}.show"] = time.perf_counter() - start
+        start = time.perf_counter()
+        widget.add_prompt("The capital of Italy is")
+        timings[f"{where}.add_prompt"] = time.perf_counter() - start
+        widget.track(" Rome")
+        start = time.perf_counter()
+        patched = widget.patch(layer=1, position=2, source="zero", prompt=2)
+        timings[f"{where}.patch"] = time.perf_counter() - start
+        fields = {f"result.{k}": v for k, v in _fields(widget.result).items()}
+        fields.update({f"patched.{k}": v for k, v in _fields(patched.b).items()})
+        fields["prompts"] = list(widget.prompts)
+        fields["targets"] = list(widget.targets)
+        out[where] = fields
+        widget.close()
     torch.save(out, args.out)
     return {"seconds": timings}
 
@@ -334,6 +365,9 @@ def main() -> None:
     patching = sub.add_parser("patch")
     patching.add_argument("model")
     patching.add_argument("out")
+    living = sub.add_parser("live")
+    living.add_argument("model")
+    living.add_argument("out")
     failing = sub.add_parser("fail")
     failing.add_argument("model")
     data = sub.add_parser("dataset")
@@ -342,7 +376,7 @@ def main() -> None:
     data.add_argument("--prompts", type=int, default=700)
     data.add_argument("--batch-tokens", type=int, default=512)
     args = parser.parse_args()
-    commands = {"lens": lens, "patch": patch, "fail": fail, "dataset": dataset}
+    commands = {"lens": lens, "patch": patch, "live": live, "fail": fail, "dataset": dataset}
     print(json.dumps(commands[args.command](args)))
 
 
