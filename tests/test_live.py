@@ -36,9 +36,9 @@ from murano_widgets import (
     patch_lens,
     show_logit_lens,
 )
+from murano_widgets import combine as combine_module
 from murano_widgets.demo_model import DEMO_MODEL_PATH
 from murano_widgets.live import LiveSession, concat_results, padding_of, select_prompts
-from murano_widgets.live import combine as combine_module
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.payload.lens import LensPayload

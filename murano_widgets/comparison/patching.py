@@ -39,9 +39,10 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model, check_str
+from murano_widgets.combine import select_prompts
 from murano_widgets.comparison.compare import LensComparison, _assemble, _plan
 from murano_widgets.lenses import as_lens
-from murano_widgets.result import AnswerScores, LogitLensResult
+from murano_widgets.result import LogitLensResult
 from murano_widgets.step.inputs import InputPlan, plan_inputs
 from murano_widgets.step.logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens
 from murano_widgets.step.reductions import Buffers, chunks, reduce_pair
@@ -318,9 +319,9 @@ def patch_lens(
     assert isinstance(result, LogitLensResult)
     pair = intervention.pair_fields(model, max_chunk_bytes)
 
-    columns = torch.nonzero(plan.display_mask[_CLEAN]).flatten()
-    clean = _one_prompt(result, _CLEAN, columns)
-    patched = _one_prompt(result, _PATCHED, columns)
+    side = model.tokenizer.padding_side
+    clean = select_prompts(result, [_CLEAN], padding_side=side)
+    patched = select_prompts(result, [_PATCHED], padding_side=side)
     if token_id is not None:
         # The chosen token is named in the views even where neither run ranks it in its top-k.
         text = model.tokenizer.decode([token_id], clean_up_tokenization_spaces=False)
@@ -645,70 +646,3 @@ def _pair_reduce(
         "token_prob_b": torch.cat(prob_b, dim=1),
         "kl": torch.cat(kl, dim=1),
     }
-
-
-# ---------------------------------------------------------------------------------------------
-# One prompt of the step's result
-
-
-def _one_prompt(result: LogitLensResult, prompt: int, columns: torch.Tensor) -> LogitLensResult:
-    """Prompt ``prompt`` of ``result``, cut to ``columns`` (its real positions): a one-prompt
-    result as the step would make it for that prompt alone (its strings table included)."""
-    unsupported = [
-        name
-        for name in ("generated_texts", "generation_starts", "token_roles", "component_labels")
-        if getattr(result, name) is not None
-    ]
-    assert not unsupported, unsupported
-    keep = slice(prompt, prompt + 1)
-
-    def cells(values: torch.Tensor | None) -> torch.Tensor | None:
-        return None if values is None else values[:, keep][:, :, columns].clone()
-
-    def grid(values: torch.Tensor | None) -> torch.Tensor | None:
-        return None if values is None else values[keep][:, columns].clone()
-
-    cell_fields = (
-        "all_probs",
-        "max_probs",
-        "predicted_tokens",
-        "topk_tokens",
-        "topk_probs",
-        "entropy",
-        "final_token_probs",
-        "final_token_ranks",
-        "kl_to_final",
-        "target_probs",
-        "target_ranks",
-    )
-    changes: dict[str, Any] = {name: cells(getattr(result, name)) for name in cell_fields}
-    changes.update(
-        {
-            name: grid(getattr(result, name))
-            for name in ("attention_mask", "final_tokens", "input_ids")
-        }
-    )
-    picked = columns.tolist()
-    changes["predicted_words"] = [
-        [[row[prompt][c] for c in picked]] for row in result.predicted_words
-    ]
-    changes["input_words"] = [[result.input_words[prompt][c] for c in picked]]
-    changes["prompts"] = None if result.prompts is None else [result.prompts[prompt]]
-    if result.answer_sets:
-        changes["answer_sets"] = {
-            name: AnswerScores(
-                answers=scores.answers[keep],
-                token_ids=scores.token_ids[keep],
-                probs=scores.probs[:, keep].clone(),
-                ranks=scores.ranks[:, keep].clone(),
-                token_probs=cells(scores.token_probs),
-                token_ranks=cells(scores.token_ranks),
-            )
-            for name, scores in result.answer_sets.items()
-        }
-    if result.token_strings is not None:
-        used = [changes[name] for name in ("topk_tokens", "final_tokens", "input_ids")]
-        ids = torch.unique(torch.cat([t.reshape(-1) for t in used if t is not None]))
-        table = result.token_strings
-        changes["token_strings"] = {i: table[i] for i in ids.tolist() if i in table}
-    return dataclasses.replace(result, **changes).validate()

@@ -2,14 +2,14 @@
 cell patched) and shows the answer in place.
 
 ``session.py`` holds what a live widget runs with (``LiveSession``: the model, rows, lenses and
-run options, checked once) and runs the step for one change; ``combine.py`` joins and cuts
-results along the prompt axis exactly as one step call on those prompts would lay them out;
-``patching.py`` turns the widget's patch request into a ``patch_lens`` call and its traits;
+run options, checked once) and runs the step for one change, joining and cutting results along
+the prompt axis with :mod:`murano_widgets.combine` (as one step call on those prompts would lay
+them out); ``patching.py`` turns the widget's patch request into a ``patch_lens`` call and its traits;
 ``worker.py`` runs front-end requests on one thread with the supersede rule; ``controller.py``
 is the widget's side of it: the actions, their replies and ``live_status``.
 """
 
-from murano_widgets.live.combine import concat_results, padding_of, select_prompts
+from murano_widgets.combine import concat_results, padding_of, select_prompts
 from murano_widgets.live.session import LiveSession, model_lock
 
 __all__ = ["LiveSession", "concat_results", "model_lock", "padding_of", "select_prompts"]

@@ -6,9 +6,9 @@ A session holds the model, the rows (layers), the lens or lenses and every optio
 take the results a widget shows and return new ones, running the model only on what changed:
 
 - :meth:`LiveSession.add` runs the step on the new prompt alone and appends it
-  (:func:`~murano_widgets.live.combine.concat_results`);
+  (:func:`~murano_widgets.combine.concat_results`);
 - :meth:`LiveSession.remove` selects the other prompts, with no model work
-  (:func:`~murano_widgets.live.combine.select_prompts`);
+  (:func:`~murano_widgets.combine.select_prompts`);
 - :meth:`LiveSession.retarget` (tracking and untracking) runs every prompt again: targets are
   reduced at every cell, inside the step, so a new one needs the model at every position;
 - :meth:`LiveSession.patch` runs :func:`~murano_widgets.patch_lens` on one prompt.
@@ -43,9 +43,9 @@ from typing import Any
 
 from murano_widgets._checks import check_bool, check_index, check_model, check_str
 from murano_widgets.chat import apply_chat, check_chat
+from murano_widgets.combine import concat_results, padding_of, select_prompts
 from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.generation import check_generation, generate_tokens
-from murano_widgets.live.combine import concat_results, padding_of, select_prompts
 from murano_widgets.live.patching import check_patch, run_patch
 from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.run import run_logit_lens

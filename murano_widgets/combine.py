@@ -307,7 +307,7 @@ def _check_listed(result: LogitLensResult) -> None:
     for field in dataclasses.fields(result):
         if field.name not in _LISTED and getattr(result, field.name) is not None:
             raise ValueError(
-                f"cannot combine or select the field {field.name!r}: murano_widgets.live.combine "
+                f"cannot combine or select the field {field.name!r}: murano_widgets.combine "
                 "does not list it (add it to one of its tables)"
             )
 
@@ -323,7 +323,7 @@ def _check_padded(result: LogitLensResult, left: bool, what: str) -> None:
         side, other = ("left", "right") if padded_left else ("right", "left")
         raise ValueError(
             f"{what} is padded on the {side}, but padding_side={other!r}: give the side the "
-            "tokenizer pads on (murano_widgets.live.combine.padding_of(tokenizer))"
+            "tokenizer pads on (murano_widgets.combine.padding_of(tokenizer))"
         )
 
 
