@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from murano_widgets.tokens import display_token
+
 __all__ = [
     "ATTRIBUTION_SECTIONS",
     "METRICS",
@@ -25,6 +27,7 @@ __all__ = [
     "REDUCED_FIELDS",
     "RESULT_FIELDS",
     "SECTIONS",
+    "TARGET_METRIC",
     "Metric",
     "Section",
     "metric_domain",
@@ -50,6 +53,9 @@ class Metric:
         description: How a person reads it, in one sentence.
         final_based: Whether it is measured against the model's own final distribution (so it
             needs the model's last layer).
+        target_label: For a metric of each tracked token (its field's section is
+            ``"cell_target"``, :attr:`per_target`): the label naming the token shown, with
+            ``{target}`` where the token goes (``label`` names none, for the menu).
     """
 
     name: str
@@ -61,9 +67,23 @@ class Metric:
     log: bool
     description: str
     final_based: bool
+    target_label: str | None = None
+
+    @property
+    def per_target(self) -> bool:
+        """Whether it has a value per tracked token (``[L, T, n_targets]``): one of them, the
+        widget's ``target``, is shown at a time."""
+        return SECTIONS[self.field].shape == "cell_target"
+
+    def label_for(self, target: str | None = None) -> str:
+        """The label, naming ``target`` (as :func:`~murano_widgets.tokens.display_token` shows
+        it) for a per-target metric."""
+        if self.target_label is None or target is None:
+            return self.label
+        return self.target_label.replace("{target}", display_token(target))
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "per_target": self.per_target}
 
 
 METRICS: dict[str, Metric] = {
@@ -141,8 +161,25 @@ METRICS: dict[str, Metric] = {
             "the last position the trajectory shows the whole answer, teacher-forced).",
             False,
         ),
+        Metric(
+            "target",
+            "target_probs",
+            "Probability of a tracked token",
+            "probability",
+            "viridis",
+            False,
+            False,
+            "How much probability the layer gives to a tracked token (its first token) as the "
+            "next token: the token chosen beside this menu (targets=[...], or w.track(text)).",
+            False,
+            target_label="Probability of “{target}”",
+        ),
     )
 }
+
+#: The metric a tracked token is shown by (``w.track(text)``, the front end's ``track`` with
+#: ``show``): its probability at every cell, one token at a time (the widget's ``target``).
+TARGET_METRIC = "target"
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ def plot_logit_lens(
     max_token_chars: int = 8,
     marks: bool = True,
     hide_template: bool = False,
+    target: str | None = None,
 ) -> Figure:
     """Draws one prompt's logit lens: rows are layers (highest on top), columns positions.
 
@@ -58,7 +59,9 @@ def plot_logit_lens(
         result: A :class:`LogitLensResult` (or a ``murano`` result).
         prompt: Which prompt of the batch.
         layers: Model layers to show (a subset of the result's); ``None`` for all.
-        metric: ``"prob"``, ``"entropy"``, ``"final_prob"``, ``"final_rank"`` or ``"kl"``.
+        metric: One of :data:`~murano_widgets.metrics.METRICS`: ``"prob"``, ``"entropy"``,
+            ``"final_prob"``, ``"final_rank"``, ``"kl"``, ``"answer"`` or ``"target"`` (a
+            tracked token's probability: the token ``target``).
         ax: Axes to draw into; a new figure is made if ``None``.
         max_token_chars: Longer token labels are cut with an ellipsis.
         marks: Draw the generation and chat-role marks (when the result has them); ``False``
@@ -66,13 +69,16 @@ def plot_logit_lens(
         hide_template: Leave out the chat template's own tokens, as the widget's "hide
             chat-template tokens" box does (only for chats; a prompt of template tokens only
             keeps them).
+        target: With ``metric="target"``: the tracked token shown, one of ``result.targets``
+            (default the first); the colour bar names it.
 
     Returns:
         The figure.
 
     Raises:
-        ValueError: For a prompt, layer or metric out of range, or ``hide_template=True`` on
-            a result without chat-template tokens.
+        ValueError: For a prompt, layer or metric out of range, ``hide_template=True`` on
+            a result without chat-template tokens, or a ``target`` that is not tracked (or
+            given for a metric of no target).
         TypeError: For a ``marks`` or ``hide_template`` that is not ``True`` or ``False``.
     """
     marks = check_bool("marks", marks)
@@ -87,12 +93,15 @@ def plot_logit_lens(
     prompt = check_index("prompt", prompt, result.n_inputs, "prompts")
     rows = _rows(result.layers, layers)
     spec = METRICS[metric]
+    target = _check_target(spec, target, result.targets)
     values = getattr(result, spec.field)
     if values is None:
         raise ValueError(
             f"metric {metric!r} needs result.{spec.field}, which this result lacks"
             + (" (it is measured against the model's final layer)" if spec.final_based else "")
         )
+    if target is not None:
+        values = values[..., list(result.targets).index(target)]
     columns = _shown_columns(result, prompt, hide_template)
     positions = [result.positions(prompt).tolist()[k] for k in columns]
     grid = values[rows][:, prompt, positions].double().numpy()
@@ -124,7 +133,7 @@ def plot_logit_lens(
         shown, cmap=colour_map, norm=norm, aspect="auto", origin="lower", interpolation="nearest"
     )
     colour_bar = fig.colorbar(image, ax=ax, pad=0.01)
-    colour_bar.set_label(spec.label)
+    colour_bar.set_label(spec.label_for(target))
 
     for i in range(n_rows):
         for j in range(n_cols):
@@ -165,6 +174,30 @@ def plot_logit_lens(
         pad=20 if legend else None,  # None: the default; 20 leaves the legend its row
     )
     return fig
+
+
+def _check_target(spec: Any, target: Any, targets: list[str] | None) -> str | None:
+    """The tracked token a per-target metric shows (default the first); ``None`` for the other
+    metrics, which take none."""
+    if not spec.per_target:
+        if target is not None:
+            raise ValueError(
+                f"target is for a metric of each tracked token (metric='target'); metric "
+                f"{spec.name!r} shows none; got target={target!r}"
+            )
+        return None
+    if not targets:
+        raise ValueError(
+            f"metric {spec.name!r} shows a tracked token's probability, and this result tracks "
+            "none: run with targets=[...]"
+        )
+    if target is None:
+        return targets[0]
+    if not isinstance(target, str) or target not in targets:
+        raise ValueError(
+            f"target must be one of the result's targets {list(targets)}; got {target!r}"
+        )
+    return target
 
 
 def plot_lenses(

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 import torch
 from reference import ReferenceLens
@@ -41,7 +42,7 @@ from murano_widgets.demo_model import DEMO_MODEL_PATH
 from murano_widgets.live import LiveSession, concat_results, padding_of, select_prompts
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
-from murano_widgets.payload.lens import LensPayload
+from murano_widgets.payload.lens import LensPayload, decode_sections
 from murano_widgets.result import AnswerScores
 from murano_widgets.run import run_logit_lens
 from murano_widgets.widgets.diff import LensDiffWidget
@@ -666,12 +667,13 @@ def test_python_calls_change_what_is_shown(demo):
     assert widget.live_status["state"] == "idle" and widget.live_status["request"] == -1
 
     widget.metric = "kl"
-    widget.track(" Rome")
-    widget.track(" Rome")  # tracked already: nothing to do
+    widget.track(" Rome", show=False)
+    widget.track(" Rome", show=False)  # tracked already: nothing to do
     assert widget.targets == [" Rome"]
     expected = run_logit_lens(demo, [*PROMPTS, NEW], answers=[*ANSWERS, None], targets=[" Rome"])
     assert_same(widget.result, expected)
     assert widget.metric == "kl" and widget.selected["targets"].keys() == {" Rome"}
+    assert widget.target == " Rome"  # the first target, ready for the metric that shows it
 
     widget.remove_prompt(0)
     assert widget.prompts == [*PROMPTS[1:], NEW] and widget.prompt == 2
@@ -692,6 +694,96 @@ def test_python_calls_change_what_is_shown(demo):
     widget.remove_prompt(0)
     assert widget.result.answer_sets is None and widget.metric == "prob"
     assert widget._meta == LensPayload.from_result(widget.result).meta
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+def test_tracking_shows_the_token_and_untracking_gives_way(demo, monkeypatch):
+    """track (show=True by default) colours the heatmap by the token: ``target`` is it and
+    ``metric`` "target", whose payload values are the result's target_probs; show=False leaves
+    the colouring; an untracked token gives way to the one in its place."""
+    widget = show_logit_lens(demo, PROMPTS[:2])
+    runs = _runs_of(monkeypatch, widget.session)
+    assert widget.target == "" and widget.metric == "prob"
+    assert not widget.payload.metric("target")["available"]
+
+    widget.track(" Rome")
+    assert widget.targets == [" Rome"] and widget.target == " Rome"
+    assert widget.metric == "target" and widget._details
+    # What the heatmap is coloured by: the result's target_probs, within the quantisation step.
+    values = decode_sections(widget._meta, widget._sections)["target_probs"]
+    step = widget._meta["sections"]["target_probs"]["scale"]
+    expected = widget.result.target_probs[:, widget.result.attention_mask.bool()].numpy()
+    assert values.shape == expected.shape and values.shape[-1] == 1
+    assert (expected > step).any()  # not a column of zeros
+    stored = np.where((expected > 0) & (expected < step / 2), step, expected)
+    np.testing.assert_allclose(values, stored, rtol=0, atol=step / 2 + 1e-12)
+
+    widget.metric = "kl"
+    widget.track(" Paris", show=False)
+    assert widget.targets == [" Rome", " Paris"]
+    assert widget.metric == "kl" and widget.target == " Rome"
+    runs.clear()
+    widget.track(" Paris")  # tracked already: shown, and nothing runs
+    assert runs == [] and widget.metric == "target" and widget.target == " Paris"
+    widget.track(" Madrid", show=False)
+    assert widget.targets == [" Rome", " Paris", " Madrid"] and widget.target == " Paris"
+
+    widget.untrack(" Paris")  # the token in its place is shown
+    assert widget.targets == [" Rome", " Madrid"]
+    assert widget.target == " Madrid" and widget.metric == "target"
+    widget.target = " Rome"
+    widget.untrack(" Madrid")  # another token: the shown one stays
+    assert widget.target == " Rome"
+    widget.track(" Madrid", show=False)
+    widget.target = " Madrid"
+    widget.untrack(" Madrid")  # the last one: the one before it
+    assert widget.target == " Rome" and widget.metric == "target"
+    widget.untrack(" Rome")  # none left: the colouring falls back too
+    assert widget.targets == [] and widget.target == "" and widget.metric == "prob"
+    assert widget._meta == LensPayload.from_result(widget.result).meta
+
+    with pytest.raises(TypeError, match="show must be True or False, got str 'yes'"):
+        widget.track(" Rome", show="yes")
+    assert widget.targets == []
+
+
+def test_the_front_ends_track_shows_the_token_when_asked(demo):
+    widget = show_logit_lens(demo, PROMPTS[:1], targets=[" Rome"])
+    replies, send = _front_end(widget)
+    send(action="track", id=1, text=" Paris")  # show is False unless asked
+    assert widget._live.worker.wait_idle(10)
+    assert widget.targets == [" Rome", " Paris"]
+    assert widget.metric == "prob" and widget.target == " Rome"
+    send(action="track", id=2, text=" Madrid", show=True)
+    assert widget._live.worker.wait_idle(10)
+    assert widget.metric == "target" and widget.target == " Madrid"
+    send(action="track", id=3, text=" Rome", show=True)  # tracked already: shown
+    assert widget._live.worker.wait_idle(10)
+    assert widget.target == " Rome" and widget.targets == [" Rome", " Paris", " Madrid"]
+    send(action="track", id=4, text=" Oslo", show=1)
+    assert widget._live.worker.wait_idle(10)
+    assert [r["action"] for r in replies] == ["done", "done", "done", "error"]
+    assert replies[3]["message"] == "TypeError: show must be True or False, got int 1"
+    assert widget.targets == [" Rome", " Paris", " Madrid"]
+
+
+def test_show_logit_lens_checks_the_target_before_the_model_runs(demo, no_model_work):
+    with pytest.raises(ValueError, match=r"metric='target' shows a tracked token's .*targets="):
+        show_logit_lens(demo, PROMPTS[:1], metric="target")
+    with pytest.raises(
+        ValueError, match=r"target must be one of the tracked tokens \[' Rome'\]; got ' Oslo'"
+    ):
+        show_logit_lens(demo, PROMPTS[:1], targets=[" Rome"], target=" Oslo")
+    with pytest.raises(ValueError, match="target must be '' while no token is tracked"):
+        show_logit_lens(demo, PROMPTS[:1], target=" Oslo")
+
+
+def test_show_logit_lens_shows_the_target_asked_for(demo):
+    widget = show_logit_lens(
+        demo, PROMPTS[:1], targets=[" Rome", " Paris"], metric="target", target=" Paris"
+    )
+    assert widget.metric == "target" and widget.target == " Paris"
+    assert widget._standalone_state()["target"] == " Paris"
 
 
 def test_python_calls_name_what_is_wrong(demo):

@@ -14,6 +14,7 @@ from murano_widgets.metrics import (
     REDUCED_FIELDS,
     RESULT_FIELDS,
     SECTIONS,
+    TARGET_METRIC,
     metric_domain,
     missing_value,
 )
@@ -30,6 +31,7 @@ def test_the_registrys_field_list_is_the_results():
         assert name in SECTIONS, name
     for metric in METRICS.values():
         assert metric.field in fields and metric.field in SECTIONS, metric.name
+        assert metric.per_target or SECTIONS[metric.field].shape == "cell", metric.name
     for name in REDUCED_FIELDS:
         assert SECTIONS[name].shape == "cell", name
     assert set(REDUCED_FIELDS) == {
@@ -62,3 +64,22 @@ def test_a_missing_cell_holds_nan_or_minus_one_by_kind():
 def test_each_domain_is_the_promised_one(name, values, max_entropy, expected):
     domain = metric_domain(METRICS[name], np.asarray(values, dtype=float), max_entropy)
     assert domain == pytest.approx(expected)
+
+
+def test_the_target_metric_reads_one_tracked_token_at_a_time():
+    # Every metric but the tracked token's reads an [L, T] section; that one an [L, T, n]
+    # section of which the widget's `target` picks one, and its label names the token.
+    per_target = [m.name for m in METRICS.values() if m.per_target]
+    assert per_target == [TARGET_METRIC] == ["target"]
+    metric = METRICS[TARGET_METRIC]
+    assert SECTIONS[metric.field].shape == "cell_target" and metric.unit == "probability"
+    for other in METRICS.values():
+        assert other.per_target == (other.target_label is not None), other.name
+        assert SECTIONS[other.field].shape == ("cell_target" if other.per_target else "cell")
+        assert other.as_json()["per_target"] is other.per_target
+        assert other.label_for(" Tokyo") == (
+            other.label if not other.per_target else "Probability of “␣Tokyo”"
+        )
+    assert metric.label_for(None) == metric.label == "Probability of a tracked token"
+    # The token as text, shown as the package shows tokens: "{target}" inside it stays text.
+    assert metric.label_for("{target}\n") == "Probability of “{target}↵”"

@@ -333,3 +333,24 @@ def test_rows_after_attention_are_named_as_the_widget_names_them(load_tiny):
     assert [t.get_text() for t in ax.get_yticklabels()] == names
     ax = result.plot(prompt=0, layers=[1]).axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["1 attn", "1"]
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+def test_a_tracked_tokens_probability_is_drawn_for_the_target_asked(load_tiny, lens):
+    tracked = run_logit_lens(load_tiny("gpt2"), PROMPTS, targets=[" city", " two"])
+    prompt = 1
+    positions = tracked.positions(prompt).tolist()
+    for target, t in ((None, 0), (" two", 1)):
+        fig = plot_logit_lens(tracked, prompt=prompt, metric="target", target=target)
+        image = next(a for a in fig.axes[0].get_children() if isinstance(a, AxesImage))
+        expected = tracked.target_probs[:, prompt, positions, t].double().numpy()
+        np.testing.assert_allclose(np.asarray(image.get_array()), expected)
+        token = display_token(tracked.targets[t])
+        assert fig.axes[1].get_ylabel() == f"Probability of “{token}”"
+        plt.close(fig)
+    with pytest.raises(ValueError, match=r"target must be one of the result's targets \[' city'"):
+        plot_logit_lens(tracked, metric="target", target=" Paris")
+    with pytest.raises(ValueError, match="target is for a metric of each tracked token"):
+        plot_logit_lens(tracked, metric="prob", target=" two")
+    with pytest.raises(ValueError, match="this result tracks none: run with targets="):
+        plot_logit_lens(lens, metric="target")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 
+import numpy as np
 import pytest
 import torch
 from traitlets import TraitError
@@ -54,7 +55,67 @@ def test_traits_validate_with_clear_errors(widget, lens):
             with pytest.raises(ValueError, match="no answers were given"):
                 widget.metric = metric
             continue
+        if metric == "target":  # nor targets
+            with pytest.raises(ValueError, match="no tokens are tracked: pass targets="):
+                widget.metric = metric
+            continue
         widget.metric = metric
+    # No token is tracked: the target is "" and stays so.
+    assert widget.target == ""
+    with pytest.raises(WidgetValueError, match="target must be '' while no token is tracked"):
+        widget.target = " Paris"
+
+
+TARGETS = [" Paris", " two", " Bob"]
+
+
+@pytest.fixture(scope="module")
+def tracked(load_tiny):
+    model = load_tiny("llama")
+    step = LogitLens(model, top_k=5, targets=TARGETS)
+    return step({"prompts": PromptBatch(PROMPTS)})["logit_lens"]
+
+
+@pytest.mark.filterwarnings("ignore:targets .* are several tokens long")
+def test_the_target_metric_is_the_chosen_tracked_tokens_probability(tracked):
+    widget = LogitLensWidget(tracked, metric="target", target=" two")
+    assert widget.metric == "target" and widget.target == " two"
+    assert widget._details  # target_probs is a detail section: sent with the others
+    info = widget.payload.metric("target")
+    assert info["available"] and info["per_target"] and info["domain"] == [0.0, 1.0]
+    assert info["target_label"] == "Probability of “{target}”"
+    values = decode_sections(widget._meta, widget._sections)["target_probs"]
+    step = widget._meta["sections"]["target_probs"]["scale"]
+    expected = real_cells(tracked, tracked.target_probs)  # [L, T, n_targets]
+    assert values.shape == expected.shape == (len(tracked.layers), sum(tracked.lengths), 3)
+    # Every tracked token's value at every real cell, within half the section's quantisation
+    # step (a value under half a step is stored as one step: only an exact 0 reads 0).
+    assert np.isfinite(expected).all() and step == pytest.approx(1 / 65535)
+    stored = np.where((expected > 0) & (expected < step / 2), step, expected)
+    np.testing.assert_allclose(values, stored, rtol=0, atol=step / 2 + 1e-12)
+    # The pinned cell describes every target, as before, with the same numbers.
+    widget.selected = {"prompt": 0, "layer_index": 1, "position": 2}
+    seq = int(tracked.positions(0)[2])
+    assert widget.selected["targets"][" two"]["prob"] == pytest.approx(
+        tracked.target_probs[1, 0, seq, 1].item()
+    )
+    # The default: the first target; the others can be chosen, any other text cannot.
+    assert LogitLensWidget(tracked).target == " Paris"
+    widget.target = " Bob"
+    for bad in (" Tokyo", "", "paris"):
+        with pytest.raises(
+            WidgetValueError,
+            match=r"target must be one of the tracked tokens \[' Paris', ' two', ' Bob'\]; "
+            rf"got {bad!r}",
+        ):
+            widget.target = bad
+    with pytest.raises(TraitError, match="expected a unicode string, not the int 3"):
+        widget.target = 3
+    assert widget.target == " Bob"
+    with pytest.raises(WidgetValueError, match=r"target must be one of .*got ' Tokyo'"):
+        LogitLensWidget(tracked, target=" Tokyo")
+    # The export carries it.
+    assert widget._standalone_state()["target"] == " Bob"
 
 
 def test_selected_is_filled_in_exactly(widget, lens):

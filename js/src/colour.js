@@ -2,7 +2,7 @@
 /** Colour scales: interpolation, lookup tables, text contrast, and a prompt's colour image. */
 
 import { COLOUR_STOPS } from "./colour_stops.js";
-import { metricDomain, metricSpec } from "./metrics.js";
+import { metricDomain, metricLayout, metricSpec } from "./metrics.js";
 import { promptHasNoValue } from "./payload.js";
 
 export { COLOUR_STOPS };
@@ -115,9 +115,10 @@ export function textColourOn(rgb) {
  * @param {string} metric
  * @param {number} prompt
  * @param {Uint8ClampedArray<ArrayBuffer>} [out] a buffer to reuse when it has the right size
+ * @param {number} [target] for a per-target metric, the tracked token's index
  * @returns {{width: number, height: number, data: Uint8ClampedArray<ArrayBuffer>}}
  */
-export function colourImage(lensData, metric, prompt, out) {
+export function colourImage(lensData, metric, prompt, out, target = 0) {
   const n = lensData.lengths[prompt];
   const L = lensData.L;
   const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
@@ -125,6 +126,9 @@ export function colourImage(lensData, metric, prompt, out) {
   const spec = metricSpec(lensData, metric);
   const array = spec && lensData.arrays[spec.field];
   if (!spec || !array || promptHasNoValue(lensData, spec.field, prompt)) return { width: n, height: L, data };
+  // A per-target metric's values: one tracked token's of each cell's n_targets.
+  const { stride, offset: at } = metricLayout(lensData, spec, target);
+  if (stride === 0) return { width: n, height: L, data };
   const scale = lensData.scales[spec.field] ?? 1;
   const domain = metricDomain(lensData, metric);
   const lut = colourLut(spec.scale, spec.reverse);
@@ -140,7 +144,7 @@ export function colourImage(lensData, metric, prompt, out) {
       const idx = base + j;
       if (missing && missing[idx]) continue;
       if (finalMissing && finalMissing[offset + j]) continue;
-      const v = array[idx] * scale - domain.min;
+      const v = array[idx * stride + at] * scale - domain.min;
       let t = domain.log ? Math.log1p(v > 0 ? v : 0) / logDen : v / span;
       t = t < 0 ? 0 : t > 1 ? 1 : t;
       const k = Math.round(t * 255) * 3;

@@ -5,7 +5,7 @@
  */
 
 import { formatProb, formatRank } from "./format.js";
-import { formatMetric, metricValue, shortLabel } from "./metrics.js";
+import { formatMetric, metricLabel, metricValue } from "./metrics.js";
 import { cellIndex, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex, sectionValue } from "./payload.js";
 import { isGenerated, tokenMarkText, tokenRole } from "./token_marks.js";
 import { displayToken } from "./tokens.js";
@@ -40,8 +40,9 @@ function capitalise(text) {
  * @property {{token: string, prob: number, step: number}[]} top the top tokens, top-1 first;
  *   `step`: the quantum of the section the probability was read from (its scale), which the
  *   formatter keeps to
- * @property {{spec: MetricSpec, value: number | null, step: number}[]} metrics every offered
- *   metric whose section has arrived (value null when missing; `step` as for `top`)
+ * @property {{spec: MetricSpec, label: string, value: number | null, step: number}[]} metrics
+ *   every offered metric whose section has arrived (value null when missing; `step` as for
+ *   `top`; `label` short, naming the tracked token a per-target metric reads)
  * @property {number | null} finalRank rank of the final prediction (0 = top-1), when a rank metric
  *   is loaded
  * @property {boolean} detailsLoaded every detail section has arrived
@@ -99,9 +100,11 @@ function tokenAt(data, index) {
  * @param {number} prompt
  * @param {number} layerIndex
  * @param {number} position
+ * @param {number} [target] the tracked token a per-target metric reads (its index: the view's
+ *   `target`)
  * @returns {CellDetails}
  */
-export function cellDetails(data, prompt, layerIndex, position) {
+export function cellDetails(data, prompt, layerIndex, position, target = 0) {
   const idx = cellIndex(data, prompt, layerIndex, position);
   const col = data.offsets[prompt] + position;
   const a = data.arrays;
@@ -126,9 +129,9 @@ export function cellDetails(data, prompt, layerIndex, position) {
   let finalRank = null;
   for (const spec of data.metrics) {
     if (!spec.available || !a[spec.field]) continue;
-    const v = metricValue(data, spec.name, idx);
+    const v = metricValue(data, spec.name, idx, target);
     const value = Number.isFinite(v) ? v : null;
-    metrics.push({ spec, value, step: data.scales[spec.field] });
+    metrics.push({ spec, label: metricLabel(data, spec, target, true), value, step: data.scales[spec.field] });
     if (finalRank === null && spec.unit === "rank" && spec.finalBased) finalRank = value;
   }
   const finalTokens = a.final_tokens;
@@ -194,9 +197,9 @@ export function tooltipModel(details) {
     }
   }
   if (!details.missing) {
-    for (const { spec, value, step } of details.metrics) {
+    for (const { spec, label, value, step } of details.metrics) {
       rows.push({
-        label: shortLabel(spec.label),
+        label,
         value: value === null ? "–" : formatMetric(spec, value, false, step),
         title: spec.description || spec.label,
       });
@@ -221,11 +224,12 @@ export function tooltipModel(details) {
 }
 
 /**
- * One sentence about a cell for the aria-live readout.
+ * One sentence about a cell for the aria-live readout; with `metric`, the value its colour shows
+ * (unless that is the top-1's probability, which the sentence says already).
  * @param {CellDetails} details
- * @param {{pinned?: boolean}} [options]
+ * @param {{pinned?: boolean, metric?: string}} [options] `metric`: the metric the cells show
  */
-export function readoutText(details, { pinned = false } = {}) {
+export function readoutText(details, { pinned = false, metric = "" } = {}) {
   const mark = tokenMarkText(details.generated, details.role);
   const parts = [`${capitalise(details.rowLong)}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
   if (details.missing) parts.push(NO_VALUE);
@@ -239,6 +243,8 @@ export function readoutText(details, { pinned = false } = {}) {
       const rank = details.finalRank !== null ? ` at ${formatRank(details.finalRank)}` : "";
       parts.push(`final prediction ${displayToken(details.finalToken)}${rank}`);
     }
+    const colour = details.metrics.find((m) => m.spec.name === metric && m.spec.field !== "max_probs");
+    if (colour) parts.push(`${colour.label} ${colour.value === null ? "–" : formatMetric(colour.spec, colour.value, false, colour.step)}`);
   }
   if (pinned) parts.push("pinned");
   return `${parts.join("; ")}.`;

@@ -8,6 +8,7 @@
 
 import { formatUnit, niceCeil } from "./format.js";
 import { isFinalMissing, isMissing, promptHasNoValue, promptOfColumn } from "./payload.js";
+import { displayToken } from "./tokens.js";
 
 /**
  * @typedef {import("./payload.js").LensData} LensData
@@ -51,7 +52,46 @@ export function metricOffered(data, name) {
  */
 export function metricAvailable(data, name) {
   const spec = metricSpec(data, name);
-  return Boolean(data && spec && spec.available && data.arrays[spec.field]);
+  return Boolean(data && spec && spec.available && data.arrays[spec.field] && (!spec.perTarget || data.targets.length > 0));
+}
+
+/**
+ * The tracked token a per-target metric shows: `value` (the `target` trait) while it is one of
+ * the payload's targets, else the first; "" when none is tracked.
+ * @param {LensData | null | undefined} data
+ * @param {unknown} value
+ * @returns {string}
+ */
+export function resolveTarget(data, value) {
+  if (!data || data.targets.length === 0) return "";
+  return typeof value === "string" && data.targets.includes(value) ? value : data.targets[0];
+}
+
+/**
+ * The index among the payload's targets of the token `value` shows (`resolveTarget`); 0 when
+ * none is tracked (a per-target value then reads NaN).
+ * @param {LensData} data
+ * @param {unknown} value
+ */
+export function targetIndex(data, value) {
+  return Math.max(0, data.targets.indexOf(resolveTarget(data, value)));
+}
+
+/**
+ * What the legend, the tooltip and the readout call the metric: its label, naming the tracked
+ * token shown for a per-target metric (as the package shows tokens: "Probability of “␣Tokyo”").
+ * `short` drops a trailing parenthesis of the label (never of the token).
+ * @param {LensData} data
+ * @param {MetricSpec} spec
+ * @param {number} [target] the token's index among `data.targets`
+ * @param {boolean} [short]
+ */
+export function metricLabel(data, spec, target = 0, short = false) {
+  const token = data.targets[target];
+  if (!spec.perTarget || !spec.targetLabel || token === undefined) return short ? shortLabel(spec.label) : spec.label;
+  const label = short ? shortLabel(spec.targetLabel) : spec.targetLabel;
+  // A function, so that "$&" in a token stays text.
+  return label.replace("{target}", () => displayToken(token));
 }
 
 /**
@@ -100,21 +140,39 @@ export function unitValue(value, domain) {
 }
 
 /**
- * The value of metric `name` at cell `idx` of an [L, T] section: NaN when the cell is missing,
+ * The value of metric `name` at cell `idx` of an [L, T] section (a per-target metric's at
+ * `idx * n_targets + target` of its [L, T, n_targets] section): NaN when the cell is missing,
  * when the metric is measured against a final distribution that was not finite there, when the
- * prompt has no value in its section at all (a prompt without an answer), or when its section has
- * not arrived.
+ * prompt has no value in its section at all (a prompt without an answer), when no such target is
+ * tracked, or when its section has not arrived.
  * @param {LensData} data
  * @param {string} name
  * @param {number} idx
+ * @param {number} [target] for a per-target metric, the token's index among `data.targets`
  */
-export function metricValue(data, name, idx) {
+export function metricValue(data, name, idx, target = 0) {
   const spec = metricSpec(data, name);
   const array = spec && data.arrays[spec.field];
   if (!spec || !array || isMissing(data, idx)) return NaN;
   if (spec.finalBased && isFinalMissing(data, idx % data.T)) return NaN;
   if (data.noValue[spec.field] && promptHasNoValue(data, spec.field, promptOfColumn(data, idx % data.T))) return NaN;
-  return array[idx] * (data.scales[spec.field] ?? 1);
+  const { stride, offset } = metricLayout(data, spec, target);
+  if (stride === 0) return NaN;
+  return array[idx * stride + offset] * (data.scales[spec.field] ?? 1);
+}
+
+/**
+ * Where a metric's values sit in its section: cell `idx`'s at `idx * stride + offset`
+ * (`stride` 0: it has none, a per-target metric with no such target).
+ * @param {LensData} data
+ * @param {MetricSpec} spec
+ * @param {number} [target]
+ * @returns {{stride: number, offset: number}}
+ */
+export function metricLayout(data, spec, target = 0) {
+  if (!spec.perTarget) return { stride: 1, offset: 0 };
+  const n = data.targets.length;
+  return Number.isInteger(target) && target >= 0 && target < n ? { stride: n, offset: target } : { stride: 0, offset: 0 };
 }
 
 /**

@@ -51,6 +51,7 @@ import { answerMarkTriangle } from "./trajectory_layout.js";
  * @property {number} prompt
  * @property {number} layer highlighted row
  * @property {string} metric the metric the colours show
+ * @property {number} target for a per-target metric, the tracked token's index
  * @property {boolean} loading the requested metric is still loading (the cells are dimmed)
  * @property {Selected | null} selected
  * @property {Cell | null} hover
@@ -220,19 +221,21 @@ export class Painter {
   }
 
   /**
-   * The cached 1-pixel-per-cell colour image of (prompt, metric): one pixel column per shown
-   * column (every position, or those `columns` lists when template tokens are hidden).
+   * The cached 1-pixel-per-cell colour image of (prompt, metric, target): one pixel column per
+   * shown column (every position, or those `columns` lists when template tokens are hidden).
    * @param {number} prompt
    * @param {string} metric
    * @param {number[] | null} [columns]
+   * @param {number} [target] for a per-target metric, the tracked token's index
    * @returns {ColourImage}
    */
-  colourCanvas(prompt, metric, columns = null) {
+  colourCanvas(prompt, metric, columns = null, target = 0) {
     const lensData = /** @type {LensData} */ (this.lensData);
-    const key = `${prompt}|${metric}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
+    const key = `${prompt}|${metric}|${target}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
     let entry = this.images.get(key);
     if (!entry) {
-      const image = columns ? pickColumns(colourImage(lensData, metric, prompt), columns) : colourImage(lensData, metric, prompt);
+      const all = colourImage(lensData, metric, prompt, undefined, target);
+      const image = columns ? pickColumns(all, columns) : all;
       const canvas = document.createElement("canvas");
       canvas.width = Math.max(1, image.width);
       canvas.height = Math.max(1, image.height);
@@ -269,7 +272,7 @@ export class Painter {
       c1,
       x0: columnX(layout, c0, scroll),
       span: (c1 - c0) * layout.cellW,
-      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns),
+      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns, scene.target),
       offset: lensData.offsets[scene.prompt],
     };
     ctx.save();

@@ -84,6 +84,10 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {[number, number]} domain the colour domain [min, max]
  * @property {string} description one sentence on how a person reads it
  * @property {boolean} finalBased measured against the model's final prediction
+ * @property {boolean} perTarget a value per tracked token (its section is "cell_target",
+ *   `[L, T, n_targets]`): one token is shown at a time, the `target` trait
+ * @property {string | null} targetLabel for a per-target metric, the label naming the token
+ *   shown, "{target}" where it goes (`label` names none: the menu's)
  * @property {boolean} available whether the result has it
  * @property {string | null} unavailableReason why not, when not
  *
@@ -179,6 +183,8 @@ export function normaliseMetric(raw, index) {
     domain: [lo, hi],
     description: typeof raw.description === "string" ? raw.description : "",
     finalBased: Boolean(raw.final_based),
+    perTarget: raw.per_target === true,
+    targetLabel: typeof raw.target_label === "string" && raw.target_label.includes("{target}") ? raw.target_label : null,
     available: raw.available !== false,
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null,
   };
@@ -237,10 +243,10 @@ export function decodePayload(meta, sections) {
     generated: [T],
     token_roles: [T],
   };
-  for (const metric of metrics) expectedShapes[metric.field] = [L, T];
   const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
   const targets = meta.targets === undefined || meta.targets === null ? [] : meta.targets;
   if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
+  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : [L, T];
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];

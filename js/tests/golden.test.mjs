@@ -68,6 +68,13 @@ function checkLens(data, expected, where) {
     if (cell.final === null) assert.ok(!arrays.final_tokens || isFinalMissing(data, col), `${at}: no final prediction`);
     else assert.equal(data.tokens[arrays.final_tokens[col]], cell.final, `${at}: final prediction`);
     for (const spec of data.metrics) {
+      if (spec.perTarget) {
+        // One value per tracked token: the token the view shows is the metric's `target`.
+        assert.equal(spec.available, cell.targets.length > 0, `${at}: ${spec.name} is offered exactly when tokens are tracked`);
+        cell.targets.forEach(([prob], t) => near(metricValue(data, spec.name, idx, t), prob, scales[spec.field], `${at}: ${spec.name} of target ${t}`));
+        assert.ok(Number.isNaN(metricValue(data, spec.name, idx, cell.targets.length)), `${at}: no target past the last`);
+        continue;
+      }
       const value = cell.values[spec.field];
       if (!spec.available) {
         assert.ok(value === undefined || value === null, `${at}: ${spec.name} is unavailable but the result has ${value}`);

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from murano_widgets._checks import check_str
+from murano_widgets._checks import check_bool, check_str
 from murano_widgets.live.patching import patch_payload, patch_state
 from murano_widgets.live.worker import Request, Worker, one_line, status
 
@@ -144,14 +144,23 @@ class LiveController:
         return apply
 
     def _track(self, text: Any, show: Any = False) -> Apply:
-        # ``show`` asks for the target's probability as the colouring; the registry has no
-        # per-target metric yet, so it changes nothing (see the README's live section).
+        # ``show``: colour by the token's probability (``target`` and ``metric`` switch to it).
         text = _check_target(text)
-        results = self.widget._live_results()
+        show = check_bool("show", show)
+        widget = self.widget
+        results = widget._live_results()
         targets = list(_targets(results))
         if text in targets:
-            return lambda: (f"{text!r} is tracked already", None)
-        return self._retarget(results, [*targets, text], f"tracking {text!r}")
+
+            def again() -> tuple[str, Any]:
+                if show:
+                    widget._live_show_target(text)
+                return f"{text!r} is tracked already", None
+
+            return again
+        return self._retarget(
+            results, [*targets, text], f"tracking {text!r}", show=text if show else None
+        )
 
     def _untrack(self, text: Any) -> Apply:
         text = _check_target(text)
@@ -163,13 +172,17 @@ class LiveController:
             results, [t for t in targets if t != text], f"no longer tracking {text!r}"
         )
 
-    def _retarget(self, results: Any, targets: list[str], message: str) -> Apply:
+    def _retarget(
+        self, results: Any, targets: list[str], message: str, show: str | None = None
+    ) -> Apply:
         widget = self.widget
         shown = widget._live_prepare(self.session.retarget(results, targets))
 
         def apply() -> tuple[str, Any]:
             patch = self._kept_patch(lambda p: p, mean_changes=False)
-            widget._live_show(shown, prompt=widget.prompt, selected=widget.selected, patch=patch)
+            widget._live_show(
+                shown, prompt=widget.prompt, selected=widget.selected, patch=patch, target=show
+            )
             return message, None
 
         return apply

@@ -322,6 +322,11 @@ def _encode(
 def _availability(
     metric: Any, result: LogitLensResult, arrays: dict[str, np.ndarray]
 ) -> tuple[bool, str | None]:
+    if metric.per_target and not result.targets:
+        return False, (
+            "no tokens are tracked: pass targets=[...], or track one (w.track(text), or the "
+            "widget's track box)"
+        )
     if metric.field in arrays:
         return True, None
     if metric.final_based:

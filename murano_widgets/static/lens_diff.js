@@ -226,79 +226,6 @@ var LAST_POSITION_SECTIONS = Object.freeze({ final_token_probs: "final_last_prob
 var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
 var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
 
-// src/colour.js
-var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
-function hexToRgb(hex) {
-  const n = parseInt(hex.slice(1), 16);
-  return [n >> 16 & 255, n >> 8 & 255, n & 255];
-}
-function interpolateStops(stops, t) {
-  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
-  const pos = x * (stops.length - 1);
-  const i = Math.min(stops.length - 2, Math.floor(pos));
-  const f = pos - i;
-  const a = hexToRgb(stops[i]);
-  const b = hexToRgb(stops[i + 1]);
-  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
-  return [mix(0), mix(1), mix(2)];
-}
-function relativeLuminance([r, g, b]) {
-  const lin = (c) => {
-    const s = c / 255;
-    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-  };
-  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-}
-function textColourOn(rgb) {
-  const l = relativeLuminance(rgb);
-  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
-}
-
-// src/state.js
-function moveFocus(focus, key, nLayers, nPositions) {
-  let { layerIndex, position } = focus;
-  switch (key) {
-    case "ArrowUp":
-      layerIndex += 1;
-      break;
-    // up the screen = deeper layer
-    case "ArrowDown":
-      layerIndex -= 1;
-      break;
-    case "ArrowLeft":
-      position -= 1;
-      break;
-    case "ArrowRight":
-      position += 1;
-      break;
-    case "Home":
-      position = 0;
-      break;
-    case "End":
-      position = nPositions - 1;
-      break;
-    case "PageUp":
-      layerIndex = nLayers - 1;
-      break;
-    case "PageDown":
-      layerIndex = 0;
-      break;
-    default:
-      return null;
-  }
-  return {
-    layerIndex: Math.min(nLayers - 1, Math.max(0, layerIndex)),
-    position: Math.min(nPositions - 1, Math.max(0, position))
-  };
-}
-function clampIndex(value, n) {
-  const v = Number.isInteger(value) ? (
-    /** @type {number} */
-    value
-  ) : Math.round(Number(value)) || 0;
-  return Math.min(Math.max(0, n - 1), Math.max(0, v));
-}
-
 // src/tokens.js
 var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "⇤" });
 var CODE_POINT_RANGES = Object.freeze([
@@ -401,6 +328,79 @@ function charCount(text) {
 }
 function isolateLtr(text) {
   return `⁦${text}⁩`;
+}
+
+// src/colour.js
+var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
+function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [n >> 16 & 255, n >> 8 & 255, n & 255];
+}
+function interpolateStops(stops, t) {
+  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+  const pos = x * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(pos));
+  const f = pos - i;
+  const a = hexToRgb(stops[i]);
+  const b = hexToRgb(stops[i + 1]);
+  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
+  return [mix(0), mix(1), mix(2)];
+}
+function relativeLuminance([r, g, b]) {
+  const lin = (c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+function textColourOn(rgb) {
+  const l = relativeLuminance(rgb);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
+}
+
+// src/state.js
+function moveFocus(focus, key, nLayers, nPositions) {
+  let { layerIndex, position } = focus;
+  switch (key) {
+    case "ArrowUp":
+      layerIndex += 1;
+      break;
+    // up the screen = deeper layer
+    case "ArrowDown":
+      layerIndex -= 1;
+      break;
+    case "ArrowLeft":
+      position -= 1;
+      break;
+    case "ArrowRight":
+      position += 1;
+      break;
+    case "Home":
+      position = 0;
+      break;
+    case "End":
+      position = nPositions - 1;
+      break;
+    case "PageUp":
+      layerIndex = nLayers - 1;
+      break;
+    case "PageDown":
+      layerIndex = 0;
+      break;
+    default:
+      return null;
+  }
+  return {
+    layerIndex: Math.min(nLayers - 1, Math.max(0, layerIndex)),
+    position: Math.min(nPositions - 1, Math.max(0, position))
+  };
+}
+function clampIndex(value, n) {
+  const v = Number.isInteger(value) ? (
+    /** @type {number} */
+    value
+  ) : Math.round(Number(value)) || 0;
+  return Math.min(Math.max(0, n - 1), Math.max(0, v));
 }
 
 // src/diff/payload.js

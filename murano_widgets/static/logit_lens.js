@@ -274,6 +274,8 @@ function normaliseMetric(raw, index) {
     domain: [lo, hi],
     description: typeof raw.description === "string" ? raw.description : "",
     finalBased: Boolean(raw.final_based),
+    perTarget: raw.per_target === true,
+    targetLabel: typeof raw.target_label === "string" && raw.target_label.includes("{target}") ? raw.target_label : null,
     available: raw.available !== false,
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null
   };
@@ -319,10 +321,10 @@ function decodePayload(meta, sections) {
     generated: [T],
     token_roles: [T]
   };
-  for (const metric of metrics) expectedShapes[metric.field] = [L, T];
   const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
   const targets = meta.targets === void 0 || meta.targets === null ? [] : meta.targets;
   if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
+  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : [L, T];
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
@@ -565,6 +567,110 @@ function rowOfModelLayer(layers, layer) {
   return exact >= 0 ? exact : best;
 }
 
+// src/tokens.js
+var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "⇤" });
+var CODE_POINT_RANGES = Object.freeze([
+  [0, 31],
+  // C0 controls (tab, newline and carriage return have marks instead)
+  [127, 159],
+  // DEL and the C1 controls
+  [160, 160],
+  // no-break space
+  [173, 173],
+  // soft hyphen
+  [847, 847],
+  // combining grapheme joiner
+  [1564, 1564],
+  // Arabic letter mark
+  [4447, 4448],
+  // Hangul fillers
+  [5760, 5760],
+  // Ogham space mark
+  [6068, 6069],
+  // Khmer inherent vowels (invisible)
+  [6155, 6159],
+  // Mongolian variation selectors and vowel separator
+  [8192, 8207],
+  // en quad … hair space, zero-width space/non-joiner/joiner, LRM, RLM
+  [8232, 8239],
+  // line and paragraph separators, LRE … RLO embeddings, narrow no-break space
+  [8287, 8303],
+  // medium math space, word joiner, invisible operators, isolates (2066-2069)
+  [12288, 12288],
+  // ideographic space
+  [12644, 12644],
+  // Hangul filler
+  [55296, 57343],
+  // surrogates (only lone halves reach this test)
+  [57344, 63743],
+  // private use
+  [65279, 65279],
+  // zero-width no-break space (byte order mark)
+  [65440, 65440],
+  // halfwidth Hangul filler
+  [65529, 65531],
+  // interlinear annotation controls
+  [113824, 113827],
+  // shorthand format controls
+  [119155, 119162],
+  // musical symbol format controls
+  [917504, 917631],
+  // tag characters
+  [983040, 1114111]
+  // supplementary private use areas A and B (planes 15 and 16)
+]);
+function shownAsCodePoint(cp) {
+  for (const [lo, hi] of CODE_POINT_RANGES) {
+    if (cp < lo) return false;
+    if (cp <= hi) return true;
+  }
+  return false;
+}
+function codepointLabel(cp) {
+  return `<U+${cp.toString(16).toUpperCase().padStart(4, "0")}>`;
+}
+function displayToken(token, { spaces = true } = {}) {
+  if (typeof token !== "string") return "?";
+  if (token === "") return "∅";
+  let out = "";
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    let cp = code;
+    let ch = token[i];
+    if (code >= 55296 && code <= 56319 && i + 1 < token.length) {
+      const next = token.charCodeAt(i + 1);
+      if (next >= 56320 && next <= 57343) {
+        cp = (code - 55296) * 1024 + (next - 56320) + 65536;
+        ch = token.slice(i, i + 2);
+        i++;
+      }
+    }
+    if (ch === " ") out += spaces ? MARKS[" "] : " ";
+    else if (ch === "\n" || ch === "	" || ch === "\r") out += MARKS[ch];
+    else if (shownAsCodePoint(cp)) out += codepointLabel(cp);
+    else out += ch;
+  }
+  return out;
+}
+function truncateText(text, maxChars) {
+  if (maxChars <= 0) return "";
+  const chars = Array.from(text);
+  if (chars.length <= maxChars) return text;
+  if (maxChars === 1) return "…";
+  return `${chars.slice(0, maxChars - 1).join("")}…`;
+}
+function charCount(text) {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (!(c >= 56320 && c <= 57343 && i > 0 && text.charCodeAt(i - 1) >= 55296 && text.charCodeAt(i - 1) <= 56319)) n++;
+  }
+  return n;
+}
+function isolateLtr(text) {
+  return `⁦${text}⁩`;
+}
+
 // src/metrics.js
 function metricSpec(data, name) {
   return data ? data.metrics.find((m) => m.name === name) : void 0;
@@ -575,7 +681,20 @@ function metricOffered(data, name) {
 }
 function metricAvailable(data, name) {
   const spec = metricSpec(data, name);
-  return Boolean(data && spec && spec.available && data.arrays[spec.field]);
+  return Boolean(data && spec && spec.available && data.arrays[spec.field] && (!spec.perTarget || data.targets.length > 0));
+}
+function resolveTarget(data, value) {
+  if (!data || data.targets.length === 0) return "";
+  return typeof value === "string" && data.targets.includes(value) ? value : data.targets[0];
+}
+function targetIndex(data, value) {
+  return Math.max(0, data.targets.indexOf(resolveTarget(data, value)));
+}
+function metricLabel(data, spec, target = 0, short = false) {
+  const token = data.targets[target];
+  if (!spec.perTarget || !spec.targetLabel || token === void 0) return short ? shortLabel(spec.label) : spec.label;
+  const label = short ? shortLabel(spec.targetLabel) : spec.targetLabel;
+  return label.replace("{target}", () => displayToken(token));
 }
 function resolveMetric(data, name) {
   if (typeof name === "string" && metricOffered(data, name)) return name;
@@ -597,13 +716,20 @@ function unitValue(value, domain) {
   else t = (value - domain.min) / (domain.max - domain.min);
   return Math.min(1, Math.max(0, t));
 }
-function metricValue(data, name, idx) {
+function metricValue(data, name, idx, target = 0) {
   const spec = metricSpec(data, name);
   const array = spec && data.arrays[spec.field];
   if (!spec || !array || isMissing(data, idx)) return NaN;
   if (spec.finalBased && isFinalMissing(data, idx % data.T)) return NaN;
   if (data.noValue[spec.field] && promptHasNoValue(data, spec.field, promptOfColumn(data, idx % data.T))) return NaN;
-  return array[idx] * (data.scales[spec.field] ?? 1);
+  const { stride, offset } = metricLayout(data, spec, target);
+  if (stride === 0) return NaN;
+  return array[idx * stride + offset] * (data.scales[spec.field] ?? 1);
+}
+function metricLayout(data, spec, target = 0) {
+  if (!spec.perTarget) return { stride: 1, offset: 0 };
+  const n = data.targets.length;
+  return Number.isInteger(target) && target >= 0 && target < n ? { stride: n, offset: target } : { stride: 0, offset: 0 };
 }
 function formatMetric(spec, value, short = false, step = 0) {
   return formatUnit(spec.unit, value, short, step);
@@ -666,7 +792,7 @@ function textColourOn(rgb) {
   const l = relativeLuminance(rgb);
   return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
 }
-function colourImage(lensData, metric, prompt, out) {
+function colourImage(lensData, metric, prompt, out, target = 0) {
   const n = lensData.lengths[prompt];
   const L = lensData.L;
   const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
@@ -674,6 +800,8 @@ function colourImage(lensData, metric, prompt, out) {
   const spec = metricSpec(lensData, metric);
   const array = spec && lensData.arrays[spec.field];
   if (!spec || !array || promptHasNoValue(lensData, spec.field, prompt)) return { width: n, height: L, data };
+  const { stride, offset: at } = metricLayout(lensData, spec, target);
+  if (stride === 0) return { width: n, height: L, data };
   const scale = lensData.scales[spec.field] ?? 1;
   const domain = metricDomain(lensData, metric);
   const lut = colourLut(spec.scale, spec.reverse);
@@ -689,7 +817,7 @@ function colourImage(lensData, metric, prompt, out) {
       const idx = base + j;
       if (missing && missing[idx]) continue;
       if (finalMissing && finalMissing[offset + j]) continue;
-      const v = array[idx] * scale - domain.min;
+      const v = array[idx * stride + at] * scale - domain.min;
       let t = domain.log ? Math.log1p(v > 0 ? v : 0) / logDen : v / span;
       t = t < 0 ? 0 : t > 1 ? 1 : t;
       const k = Math.round(t * 255) * 3;
@@ -1087,110 +1215,6 @@ function pickColumns(image, columns) {
   return { data, width, height: image.height };
 }
 
-// src/tokens.js
-var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "⇤" });
-var CODE_POINT_RANGES = Object.freeze([
-  [0, 31],
-  // C0 controls (tab, newline and carriage return have marks instead)
-  [127, 159],
-  // DEL and the C1 controls
-  [160, 160],
-  // no-break space
-  [173, 173],
-  // soft hyphen
-  [847, 847],
-  // combining grapheme joiner
-  [1564, 1564],
-  // Arabic letter mark
-  [4447, 4448],
-  // Hangul fillers
-  [5760, 5760],
-  // Ogham space mark
-  [6068, 6069],
-  // Khmer inherent vowels (invisible)
-  [6155, 6159],
-  // Mongolian variation selectors and vowel separator
-  [8192, 8207],
-  // en quad … hair space, zero-width space/non-joiner/joiner, LRM, RLM
-  [8232, 8239],
-  // line and paragraph separators, LRE … RLO embeddings, narrow no-break space
-  [8287, 8303],
-  // medium math space, word joiner, invisible operators, isolates (2066-2069)
-  [12288, 12288],
-  // ideographic space
-  [12644, 12644],
-  // Hangul filler
-  [55296, 57343],
-  // surrogates (only lone halves reach this test)
-  [57344, 63743],
-  // private use
-  [65279, 65279],
-  // zero-width no-break space (byte order mark)
-  [65440, 65440],
-  // halfwidth Hangul filler
-  [65529, 65531],
-  // interlinear annotation controls
-  [113824, 113827],
-  // shorthand format controls
-  [119155, 119162],
-  // musical symbol format controls
-  [917504, 917631],
-  // tag characters
-  [983040, 1114111]
-  // supplementary private use areas A and B (planes 15 and 16)
-]);
-function shownAsCodePoint(cp) {
-  for (const [lo, hi] of CODE_POINT_RANGES) {
-    if (cp < lo) return false;
-    if (cp <= hi) return true;
-  }
-  return false;
-}
-function codepointLabel(cp) {
-  return `<U+${cp.toString(16).toUpperCase().padStart(4, "0")}>`;
-}
-function displayToken(token, { spaces = true } = {}) {
-  if (typeof token !== "string") return "?";
-  if (token === "") return "∅";
-  let out = "";
-  for (let i = 0; i < token.length; i++) {
-    const code = token.charCodeAt(i);
-    let cp = code;
-    let ch = token[i];
-    if (code >= 55296 && code <= 56319 && i + 1 < token.length) {
-      const next = token.charCodeAt(i + 1);
-      if (next >= 56320 && next <= 57343) {
-        cp = (code - 55296) * 1024 + (next - 56320) + 65536;
-        ch = token.slice(i, i + 2);
-        i++;
-      }
-    }
-    if (ch === " ") out += spaces ? MARKS[" "] : " ";
-    else if (ch === "\n" || ch === "	" || ch === "\r") out += MARKS[ch];
-    else if (shownAsCodePoint(cp)) out += codepointLabel(cp);
-    else out += ch;
-  }
-  return out;
-}
-function truncateText(text, maxChars) {
-  if (maxChars <= 0) return "";
-  const chars = Array.from(text);
-  if (chars.length <= maxChars) return text;
-  if (maxChars === 1) return "…";
-  return `${chars.slice(0, maxChars - 1).join("")}…`;
-}
-function charCount(text) {
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (!(c >= 56320 && c <= 57343 && i > 0 && text.charCodeAt(i - 1) >= 55296 && text.charCodeAt(i - 1) <= 56319)) n++;
-  }
-  return n;
-}
-function isolateLtr(text) {
-  return `⁦${text}⁩`;
-}
-
 // src/details.js
 function capitalise(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
@@ -1212,7 +1236,7 @@ function cellAnswer(data, prompt, layerIndex, position) {
 function tokenAt(data, index) {
   return data.tokens[index] ?? "";
 }
-function cellDetails(data, prompt, layerIndex, position) {
+function cellDetails(data, prompt, layerIndex, position, target = 0) {
   const idx = cellIndex(data, prompt, layerIndex, position);
   const col = data.offsets[prompt] + position;
   const a = data.arrays;
@@ -1235,9 +1259,9 @@ function cellDetails(data, prompt, layerIndex, position) {
   let finalRank = null;
   for (const spec of data.metrics) {
     if (!spec.available || !a[spec.field]) continue;
-    const v = metricValue(data, spec.name, idx);
+    const v = metricValue(data, spec.name, idx, target);
     const value = Number.isFinite(v) ? v : null;
-    metrics.push({ spec, value, step: data.scales[spec.field] });
+    metrics.push({ spec, label: metricLabel(data, spec, target, true), value, step: data.scales[spec.field] });
     if (finalRank === null && spec.unit === "rank" && spec.finalBased) finalRank = value;
   }
   const finalTokens = a.final_tokens;
@@ -1283,9 +1307,9 @@ function tooltipModel(details) {
     }
   }
   if (!details.missing) {
-    for (const { spec, value, step } of details.metrics) {
+    for (const { spec, label, value, step } of details.metrics) {
       rows.push({
-        label: shortLabel(spec.label),
+        label,
         value: value === null ? "–" : formatMetric(spec, value, false, step),
         title: spec.description || spec.label
       });
@@ -1308,7 +1332,7 @@ function tooltipModel(details) {
     note
   };
 }
-function readoutText(details, { pinned = false } = {}) {
+function readoutText(details, { pinned = false, metric = "" } = {}) {
   const mark = tokenMarkText(details.generated, details.role);
   const parts = [`${capitalise(details.rowLong)}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
   if (details.missing) parts.push(NO_VALUE);
@@ -1322,6 +1346,8 @@ function readoutText(details, { pinned = false } = {}) {
       const rank = details.finalRank !== null ? ` at ${formatRank(details.finalRank)}` : "";
       parts.push(`final prediction ${displayToken(details.finalToken)}${rank}`);
     }
+    const colour = details.metrics.find((m) => m.spec.name === metric && m.spec.field !== "max_probs");
+    if (colour) parts.push(`${colour.label} ${colour.value === null ? "–" : formatMetric(colour.spec, colour.value, false, colour.step)}`);
   }
   if (pinned) parts.push("pinned");
   return `${parts.join("; ")}.`;
@@ -1912,22 +1938,24 @@ var Painter = class {
     return text;
   }
   /**
-   * The cached 1-pixel-per-cell colour image of (prompt, metric): one pixel column per shown
-   * column (every position, or those `columns` lists when template tokens are hidden).
+   * The cached 1-pixel-per-cell colour image of (prompt, metric, target): one pixel column per
+   * shown column (every position, or those `columns` lists when template tokens are hidden).
    * @param {number} prompt
    * @param {string} metric
    * @param {number[] | null} [columns]
+   * @param {number} [target] for a per-target metric, the tracked token's index
    * @returns {ColourImage}
    */
-  colourCanvas(prompt, metric, columns = null) {
+  colourCanvas(prompt, metric, columns = null, target = 0) {
     const lensData = (
       /** @type {LensData} */
       this.lensData
     );
-    const key = `${prompt}|${metric}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
+    const key = `${prompt}|${metric}|${target}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
     let entry = this.images.get(key);
     if (!entry) {
-      const image = columns ? pickColumns(colourImage(lensData, metric, prompt), columns) : colourImage(lensData, metric, prompt);
+      const all = colourImage(lensData, metric, prompt, void 0, target);
+      const image = columns ? pickColumns(all, columns) : all;
       const canvas = document.createElement("canvas");
       canvas.width = Math.max(1, image.width);
       canvas.height = Math.max(1, image.height);
@@ -1965,7 +1993,7 @@ var Painter = class {
       c1,
       x0: columnX(layout, c0, scroll),
       span: (c1 - c0) * layout.cellW,
-      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns),
+      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns, scene.target),
       offset: lensData.offsets[scene.prompt]
     };
     ctx.save();
@@ -3344,11 +3372,22 @@ function showControls(ui, data, state) {
     `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
   );
 }
-function showLegend(ui, data, shown, requested) {
+function showTargetMenu(ui, data, metric, target) {
+  const spec = metricSpec(data, metric);
+  ui.targetLabel.hidden = !(spec && spec.perTarget && data.targets.length > 0);
+  const key = data.targets.join("\0");
+  if (ui.targetSelect.dataset.key !== key) {
+    ui.targetSelect.replaceChildren(...data.targets.map((token) => h("option", "", { value: token, title: token }, displayToken(token))));
+    ui.targetSelect.dataset.key = key;
+  }
+  ui.targetSelect.value = target;
+  ui.targetSelect.title = spec && spec.perTarget && target ? metricLabel(data, spec, data.targets.indexOf(target)) : "";
+}
+function showLegend(ui, data, shown, requested, target = 0) {
   const spec = metricSpec(data, shown);
   if (!spec) return;
   const wanted = metricSpec(data, requested);
-  ui.legendTitle.textContent = wanted && wanted !== spec ? `${wanted.label}: loading…` : spec.label;
+  ui.legendTitle.textContent = wanted && wanted !== spec ? `${metricLabel(data, wanted, target)}: loading…` : metricLabel(data, spec, target);
   ui.legendTitle.setAttribute("title", (wanted || spec).description);
   ui.metricSelect.setAttribute("title", (wanted || spec).description);
   const ctx = ui.legendBar.getContext("2d");
@@ -3421,6 +3460,7 @@ function debugApi(view) {
         modelLayer: layers[s2.layer],
         metric: s2.metric,
         shownMetric: view.shownMetric,
+        target: s2.target,
         selected: s2.selected,
         hover: s2.hover,
         focus: s2.focus,
@@ -3503,7 +3543,7 @@ function debugApi(view) {
      */
     cellColour(layerIndex, position) {
       if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric);
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex());
       const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -3511,7 +3551,7 @@ function debugApi(view) {
      * @param {number} layerIndex
      * @param {number} position
      */
-    cellDetails: (layerIndex, position) => view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position) : null,
+    cellDetails: (layerIndex, position) => view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position, view.targetIndex()) : null,
     drawNow: () => view.relayout(),
     /** @param {boolean} hide as the control does: the `hide_template` trait follows */
     setHideTemplate: (hide) => view.setHideTemplate(hide, true),
@@ -3823,10 +3863,10 @@ var DiffView = class {
     this.promptInput = h("input", "murano-diff-prompt-input", { type: "range", min: "0", step: "1", "aria-label": "Prompt" });
     this.promptText = h("span", "murano-diff-prompt-text");
     this.promptLabel.append("Prompt ", this.promptInput, this.promptText);
-    const metricLabel = h("label", "murano-diff-metric", {}, "Colour ");
+    const metricLabel2 = h("label", "murano-diff-metric", {}, "Colour ");
     this.metricSelect = h("select", "murano-diff-metric-select", { "aria-label": "Colour by" });
-    metricLabel.append(this.metricSelect);
-    controls.append(this.promptLabel, metricLabel);
+    metricLabel2.append(this.metricSelect);
+    controls.append(this.promptLabel, metricLabel2);
     this.prompts = h("div", "murano-diff-prompts");
     this.scroller = h("div", "murano-diff-scroller");
     this.track = h("div", "murano-diff-track");
@@ -4694,7 +4734,6 @@ var LiveView = class {
     this.timeouts = {};
     this.state = this.initial();
     this.timer = null;
-    this.follow = null;
     this.sentTexts = [];
     this.lastTargets = null;
     this.pickerOpen = false;
@@ -4763,12 +4802,6 @@ var LiveView = class {
       /** @type {{action?: unknown, id?: unknown}} */
       msg
     );
-    if (this.follow && this.follow.id === reply.id) {
-      if (reply.action === "done") {
-        this.follow.done = true;
-        this.followTarget();
-      } else this.follow = null;
-    }
     for (const sent of this.sentTexts) {
       if (sent.id === reply.id && reply.action === "done" && sent.box.value === sent.text) sent.box.value = "";
     }
@@ -4806,15 +4839,15 @@ var LiveView = class {
     this.ask("remove_prompt", { index: this.lens.state.prompt });
   }
   /**
-   * Tracks a token and shows it once it arrives (its line on the chart, its metric if offered).
+   * Tracks a token and asks Python to show it (`show`): Python sets the `target` and `metric`
+   * traits with the new payload, and the heatmap, its token menu and the chart's line follow
+   * them as they follow any change of those traits.
    * @param {string} text
    * @returns {number} the request's id (-1: nothing sent)
    */
   track(text) {
     if (!text) return -1;
-    const id = this.ask("track", { text, show: true });
-    if (id >= 0) this.follow = { id, text, done: false };
-    return id;
+    return this.ask("track", { text, show: true });
   }
   /** @param {string} text */
   untrack(text) {
@@ -4838,36 +4871,9 @@ var LiveView = class {
     const data = this.lens.data;
     return data ? data.targets : stringList(this.model.get("targets")) || [];
   }
-  /**
-   * A token tracked with `show` has arrived in the payload: its line on the trajectory chart is
-   * switched on (the chart shows the first few targets by default), and the colour menu takes
-   * the metric Python chose for it (the `metric` trait), or one the payload offers by its name
-   * (`target:<text>`).
-   */
-  followTarget() {
-    const follow = this.follow;
-    const data = this.lens.data;
-    if (!follow || !data) return;
-    const j = data.targets.indexOf(follow.text);
-    if (j < 0) return;
-    const chart = this.lens.trajectory;
-    chart.toggled.set(`target:${j}`, true);
-    chart.rerender();
-    const wanted = this.model.get("metric");
-    const named = data.metrics.find((m) => m.available && m.name === `target:${follow.text}`);
-    if (typeof wanted === "string" && data.metrics.some((m) => m.available && m.name === wanted) && wanted !== this.lens.state.metric) {
-      this.lens.setMetric(wanted, false);
-    } else if (named && named.name !== this.lens.state.metric) {
-      this.lens.setMetric(named.name, true);
-    }
-    this.lens.requestDetails();
-    this.lens.requestDraw();
-    if (follow.done) this.follow = null;
-  }
   /** New data (a payload from Python, another lens): everything that lists prompts or tokens. */
   dataChanged() {
     this.keepChartLines();
-    if (this.follow) this.followTarget();
     this.render();
   }
   /**
@@ -5251,10 +5257,14 @@ function buildDom(el, id) {
   const titleEl = h("span", "murano-title", {}, "Logit lens");
   const modelEl = h("span", "murano-model");
   const dimsEl = h("span", "murano-dims");
-  const metricLabel = h("label", "murano-metric");
-  metricLabel.append(h("span", "murano-label", {}, "Colour"));
+  const metricLabel2 = h("label", "murano-metric");
+  metricLabel2.append(h("span", "murano-label", {}, "Colour"));
   const metricSelect = h("select", "murano-select", { "aria-label": "Colour cells by" });
-  metricLabel.append(metricSelect);
+  metricLabel2.append(metricSelect);
+  const targetLabel = h("label", "murano-target", { hidden: "" });
+  targetLabel.append(h("span", "murano-label", {}, "Token"));
+  const targetSelect = h("select", "murano-target-select", { "aria-label": "Tracked token shown" });
+  targetLabel.append(targetSelect);
   const lensLabel = h("label", "murano-lens", { hidden: "" });
   lensLabel.append(h("span", "murano-label", {}, "Lens"));
   const lensSelect = h("select", "murano-lens-select", { "aria-label": "Lens shown" });
@@ -5267,7 +5277,7 @@ function buildDom(el, id) {
     h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components")
   );
   viewLabel.append(viewSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel, viewLabel, lensLabel);
+  header.append(titleEl, modelEl, dimsEl, metricLabel2, targetLabel, viewLabel, lensLabel);
   const controls = h("div", "murano-controls");
   const slider = (name, label) => {
     const row = h("div", `murano-control murano-${name}-control`);
@@ -5341,6 +5351,8 @@ function buildDom(el, id) {
     lensLabel,
     lensSelect,
     metricSelect,
+    targetLabel,
+    targetSelect,
     viewLabel,
     viewSelect,
     comp,
@@ -5433,6 +5445,7 @@ function bindEvents(view) {
   on(ui.layerUi.input, "input", () => view.setLayer(Number(ui.layerUi.input.value), "throttled"));
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
+  on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
   on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
   on(ui.why.explainSelect, "change", () => view.setExplain(ui.why.explainSelect.value, true));
@@ -5464,6 +5477,7 @@ function bindEvents(view) {
       view.setModelLayer(model.get("layer"));
     },
     "change:metric": () => view.setMetric(model.get("metric"), false),
+    "change:target": () => view.setTarget(model.get("target"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
     "change:view": () => view.setView(model.get("view"), false),
     "change:explain": () => view.setExplain(model.get("explain"), false),
@@ -5589,7 +5603,8 @@ var LensView = class {
     this.frame = 0;
     this.detailsRequested = false;
     this.shownMetric = "";
-    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
+    this.followedTarget = "";
+    this.state = { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
     this.whyHover = null;
     this.whyShown = { cell: null, model: null };
     this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
@@ -5684,6 +5699,7 @@ var LensView = class {
       const layer = model.get("layer");
       s2.layer = layer === null || layer === void 0 ? data.L - 1 : rowOfModelLayer(data.layers, layer);
       s2.metric = resolveMetric(data, model.get("metric"));
+      s2.target = resolveTarget(data, model.get("target"));
       s2.selected = model.get("selected") ?? null;
       s2.hideTemplate = model.get("hide_template") === true;
       s2.view = model.get("view") === "components" ? "components" : "layers";
@@ -5693,6 +5709,8 @@ var LensView = class {
       s2.layer = clampIndex(s2.layer, data.L);
       const metric = model.get("metric");
       s2.metric = resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s2.metric);
+      const target = model.get("target");
+      s2.target = resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target);
     }
     this.loaded = true;
     if (data.answerSets.length || data.targets.length || hasAttribution(data)) this.requestDetails();
@@ -5710,6 +5728,7 @@ var LensView = class {
     this.relayout();
     this.updateTooltip();
     this.live?.dataChanged();
+    this.followTarget();
   }
   /** A new payload still does not decode: it is an error after all. */
   failReload() {
@@ -6009,7 +6028,49 @@ var LensView = class {
     if (metric === this.state.metric) return;
     this.state.metric = metric;
     this.refreshMetric();
+    this.followTarget();
     this.requestDraw();
+  }
+  /**
+   * Which tracked token a per-target metric shows (the token menu, or the `target` trait).
+   * @param {unknown} value
+   * @param {boolean} sync tell Python (the user chose it in the menu)
+   */
+  setTarget(value, sync) {
+    const data = this.data;
+    if (!data) return;
+    if (!sync && typeof value === "string" && value && !data.targets.includes(value)) return;
+    const target = resolveTarget(data, value);
+    if (sync) this.send("target", target);
+    this.ui.targetSelect.value = target;
+    if (target === this.state.target) return;
+    this.state.target = target;
+    this.refreshMetric();
+    this.updateTooltip();
+    if (this.state.focused && this.state.focus) this.announce(this.state.focus);
+    this.followTarget();
+    this.requestDraw();
+  }
+  /** The index of the tracked token shown, among the data's targets. */
+  targetIndex() {
+    return this.data ? targetIndex(this.data, this.state.target) : 0;
+  }
+  /**
+   * The trajectory chart follows the tracked token the heatmap shows: when a per-target metric
+   * is chosen, or shows another token (tracked and shown from the box, the menu, Python), that
+   * token's line is switched on (the chart shows only the first few targets by default).
+   */
+  followTarget() {
+    const data = this.data;
+    const s2 = this.state;
+    const spec = data ? metricSpec(data, s2.metric) : void 0;
+    const key = spec && spec.perTarget && s2.target ? `${s2.metric}\0${s2.target}` : "";
+    if (key === this.followedTarget) return;
+    this.followedTarget = key;
+    if (!key || !data) return;
+    this.trajectory.toggled.set(`target:${data.targets.indexOf(s2.target)}`, true);
+    this.trajectory.rerender();
+    this.requestDetails();
   }
   /**
    * Shows another lens of the payload (the lens menu, or the `lens_name` trait): the same prompt,
@@ -6093,8 +6154,8 @@ var LensView = class {
   announce(cell) {
     if (!this.data) return;
     const s2 = this.state;
-    const details = cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position);
-    this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position) });
+    const details = cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position, this.targetIndex());
+    this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position), metric: this.shownMetric });
   }
   /** @param {Cell} cell */
   togglePin(cell) {
@@ -6102,7 +6163,7 @@ var LensView = class {
     const s2 = this.state;
     const next = toggleSelection(s2.selected, s2.prompt, cell.layerIndex, cell.position);
     this.setSelected(next, true);
-    this.ui.readout.textContent = next ? readoutText(cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position), { pinned: true }) : "Unpinned.";
+    this.ui.readout.textContent = next ? readoutText(cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position, this.targetIndex()), { pinned: true, metric: this.shownMetric }) : "Unpinned.";
   }
   /** Shows the focus cell (keyboard navigation) with its tooltip and readout. */
   showKeyboardFocus() {
@@ -6128,8 +6189,9 @@ var LensView = class {
     if (available) this.shownMetric = s2.metric;
     else this.requestDetails();
     this.ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
+    showTargetMenu(this.ui, data, s2.metric, s2.target);
     if (s2.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
-    else showLegend(this.ui, data, this.shownMetric, s2.metric);
+    else showLegend(this.ui, data, this.shownMetric, s2.metric, this.targetIndex());
   }
   // ---- Tooltip -------------------------------------------------------------------------------
   /** The cell whose tooltip shows: the hovered one, else the keyboard focus cell. */
@@ -6157,7 +6219,7 @@ var LensView = class {
       return;
     }
     const s2 = this.state;
-    const details = cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position);
+    const details = cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position, this.targetIndex());
     this.tooltip.show(tooltipModel(details), isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
     this.placeTooltip(cell);
   }
@@ -6299,6 +6361,7 @@ var LensView = class {
         prompt: s2.prompt,
         layer: s2.layer,
         metric: this.shownMetric,
+        target: this.targetIndex(),
         loading: s2.metric !== this.shownMetric,
         selected: s2.selected,
         hover: s2.hover,

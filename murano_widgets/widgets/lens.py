@@ -23,7 +23,7 @@ from murano_widgets.export import base64_sections
 from murano_widgets.lenses import IDENTITY, as_lens, named_lenses
 from murano_widgets.live.controller import LiveController, handle_message, not_live_error
 from murano_widgets.live.session import LiveSession
-from murano_widgets.metrics import METRICS
+from murano_widgets.metrics import METRICS, TARGET_METRIC
 from murano_widgets.payload.attribution import (
     EXPLAIN_TARGET,
     EXPLAIN_TOP1,
@@ -65,7 +65,10 @@ class LogitLensWidget(MuranoWidget):
         prompt: The prompt shown first.
         layer: The model layer highlighted first (one of the result's layers; default the
             highest).
-        metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`.
+        metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS` (``"target"``: a
+            tracked token's probability, the token ``target``).
+        target: The tracked token the ``"target"`` metric shows, one of the result's
+            ``targets`` (default the first).
         model: Only for ``murano`` results: the model that made it (its tokenizer decodes the
             top-k tokens, its depth says whether the result holds the model's final layer).
         tokenizer: Only for ``murano`` results, instead of ``model``: decodes top-k tokens.
@@ -93,7 +96,11 @@ class LogitLensWidget(MuranoWidget):
             :attr:`lens_names`).
         prompt: The index of the shown prompt (synced with the prompt slider).
         layer: The highlighted model layer (the layer slider).
-        metric: The colouring.
+        metric: The colouring (the colour menu).
+        target: The tracked token (one of :attr:`targets`) whose probability the ``"target"``
+            metric shows (the token menu beside the colour menu); ``""`` when none is tracked.
+            Tracking a token (:meth:`track`) shows it; untracking it shows the token that
+            takes its place in :attr:`targets`.
         selected: The pinned cell, or ``None``: a dict with ``prompt``, ``layer_index`` (the
             row), ``layer`` (the model layer), ``address`` (the row's, ``"L3.resid_mid"``, with
             rows after each attention), ``position`` (among the prompt's real tokens),
@@ -146,6 +153,7 @@ class LogitLensWidget(MuranoWidget):
     prompt = traitlets.Int(0).tag(sync=True)
     layer = traitlets.Int(0).tag(sync=True)
     metric = traitlets.Unicode("prob").tag(sync=True)
+    target = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     hide_template = traitlets.Bool(False).tag(sync=True)
     lens_name = traitlets.Unicode("").tag(sync=True)
@@ -170,6 +178,7 @@ class LogitLensWidget(MuranoWidget):
         prompt: int = 0,
         layer: int | None = None,
         metric: str = "prob",
+        target: str | None = None,
         model: ModelBackend | None = None,
         tokenizer: Any = None,
         n_model_layers: int | None = None,
@@ -198,6 +207,9 @@ class LogitLensWidget(MuranoWidget):
         # stay registered with the kernel.
         prompt = check_index("prompt", prompt, first.n_inputs, "prompts")
         layer = first.layers[-1] if layer is None else _check_layer(layer, first.layers)
+        if target is None:
+            target = first.targets[0] if first.targets else ""
+        target = _check_target(target, first.targets)
         metric = _check_metric(metric, payload)
         hide_template = check_hide_template(hide_template, first.token_roles, WidgetValueError)
         lens_name = results.names[0] if lens_name is None else _check_lens_name(lens_name, results)
@@ -217,6 +229,7 @@ class LogitLensWidget(MuranoWidget):
             _sections=payload.base_sections(),
             prompt=prompt,
             layer=layer,
+            target=target,
             metric=metric,
             hide_template=hide_template,
             lens_name=lens_name,
@@ -294,16 +307,23 @@ class LogitLensWidget(MuranoWidget):
         """
         self._live_call("remove_prompt", index=index)
 
-    def track(self, text: str) -> None:
+    def track(self, text: str, show: bool = True) -> None:
         """Tracks ``text`` as a target (its first token, as the step tokenizes targets) at
         every cell: every prompt runs again, since targets are reduced inside the step.
-        Tracking a tracked text does nothing.
+        Tracking a tracked text runs nothing.
+
+        Args:
+            text: The token's text, spaces included (``" Paris"`` is not ``"Paris"``).
+            show: Colour the heatmap by its probability: ``target`` becomes ``text`` and
+                ``metric`` ``"target"`` (also for a text tracked already). ``False`` leaves
+                the colouring as it is.
 
         Raises:
             RuntimeError: If the widget is not live.
-            TypeError, ValueError: For a non-string or empty ``text``, before any model work.
+            TypeError, ValueError: For a non-string or empty ``text`` or a ``show`` that is
+                not a bool, before any model work.
         """
-        self._live_call("track", text=text)
+        self._live_call("track", text=text, show=show)
 
     def untrack(self, text: str) -> None:
         """Stops tracking ``text`` (every prompt runs again without it).
@@ -390,9 +410,11 @@ class LogitLensWidget(MuranoWidget):
         prompt: int,
         selected: dict[str, Any] | None,
         patch: dict[str, Any] | None,
+        target: str | None = None,
     ) -> None:
         """Shows new results: one state message for everything that changed (the payload
-        first, then the prompts and targets, as the protocol says)."""
+        first, then the prompts and targets, as the protocol says). ``target``: a tracked
+        token to show (``target`` and ``metric`` switch to it)."""
         results, payload = shown
         with self.hold_sync():
             self._results, self._payload = results, payload
@@ -402,6 +424,10 @@ class LogitLensWidget(MuranoWidget):
             result = self._result
             if self.explain not in explain_choices(result):
                 self.explain = EXPLAIN_TOP1
+            if target is None:
+                self.target = _kept_target(self.target, self.targets, result)
+            else:
+                self._live_show_target(target)
             if not payload.metric(self.metric)["available"]:
                 self.metric = METRICS["prob"].name
             self.selected = selected and {
@@ -413,6 +439,12 @@ class LogitLensWidget(MuranoWidget):
                 self._live_show_patch(None, None, {}, {})
             else:
                 self.patch_info = patch
+
+    def _live_show_target(self, text: str) -> None:
+        """Colours the heatmap by tracked token ``text``'s probability (one state message)."""
+        with self.hold_sync():
+            self.target = text
+            self.metric = TARGET_METRIC
 
     def _live_show_patch(
         self,
@@ -440,6 +472,10 @@ class LogitLensWidget(MuranoWidget):
     @traitlets.validate("metric")
     def _validate_metric(self, proposal: dict[str, Any]) -> str:
         return _check_metric(proposal["value"], self._payload)
+
+    @traitlets.validate("target")
+    def _validate_target(self, proposal: dict[str, Any]) -> str:
+        return _check_target(proposal["value"], self._result.targets)
 
     @traitlets.validate("hide_template")
     def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
@@ -507,6 +543,7 @@ class LogitLensWidget(MuranoWidget):
             "prompt": self.prompt,
             "layer": self.layer,
             "metric": self.metric,
+            "target": self.target,
             "selected": selected_cell(self.selected),
             "hide_template": self.hide_template,
             "lens_name": self.lens_name,
@@ -545,6 +582,7 @@ def show_logit_lens(
     prompt: int = 0,
     layer: int | None = None,
     metric: str = "prob",
+    target: str | None = None,
     hide_template: bool = False,
     lens_name: str | None = None,
     explain: str = EXPLAIN_TOP1,
@@ -567,7 +605,10 @@ def show_logit_lens(
         layers: ``"all"`` or a list of layer indices.
         prompt: The prompt shown first (an index into ``prompts``).
         layer: The model layer highlighted first (default the highest shown).
-        metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`.
+        metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`; ``"target"``
+            (a tracked token's probability) needs ``targets``.
+        target: With ``targets``: the one the ``"target"`` metric shows first (default the
+            first; the widget's ``target`` trait, and its token menu).
         hide_template: With ``chat``: hide the chat template's own tokens at first (the
             widget's ``hide_template`` trait, and its "hide chat-template tokens" box).
         lens_name: With named lenses (``lens={"logit": None, "tuned": tuned}``): the one shown
@@ -606,6 +647,14 @@ def show_logit_lens(
     if n_prompts:
         check_index("prompt", prompt, n_prompts, "prompts")
     check_choice("metric", metric, METRICS)
+    targets = options.get("targets")
+    tracked = list(targets) if isinstance(targets, (list, tuple)) else []
+    if METRICS[metric].per_target and not tracked:
+        raise ValueError(
+            f"metric={metric!r} shows a tracked token's probability: pass targets=[...]"
+        )
+    if target is not None:
+        _check_target(target, tracked, ValueError)
     check_choice("view", view, VIEWS)
     if view == "components" and not options.get("decompose"):
         raise ValueError(
@@ -635,6 +684,7 @@ def show_logit_lens(
         prompt=prompt,
         layer=layer,
         metric=metric,
+        target=target,
         hide_template=hide_template,
         lens_name=lens_name,
         explain=explain,
@@ -705,6 +755,33 @@ def _check_view(value: Any, result: LogitLensResult) -> str:
             "view='components' needs the direct logit attribution: run with decompose=True"
         )
     return value
+
+
+def _check_target(value: Any, targets: list[str] | None, error: type = WidgetValueError) -> str:
+    """One of the tracked tokens, or ``""`` when none is tracked."""
+    targets = list(targets or [])
+    if isinstance(value, str) and (value in targets or (value == "" and not targets)):
+        return value
+    given = f"{type(value).__name__} {value!r:.60}" if not isinstance(value, str) else repr(value)
+    if not targets:
+        raise error(
+            f"target must be '' while no token is tracked (track one with w.track(text), or "
+            f"pass targets=[...]); got {given}"
+        )
+    raise error(f"target must be one of the tracked tokens {targets}; got {given}")
+
+
+def _kept_target(current: str, before: list[str], result: LogitLensResult) -> str:
+    """The token shown after the targets changed: the same one while it is tracked; else the
+    one now in its place (the next, or the last), as a removed prompt gives way; ``""`` when
+    none is left."""
+    targets = list(result.targets or [])
+    if current in targets:
+        return current
+    if not targets:
+        return ""
+    index = before.index(current) if current in before else 0
+    return targets[min(index, len(targets) - 1)]
 
 
 def _check_metric(value: Any, payload: LensPayload) -> str:

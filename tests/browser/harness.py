@@ -32,6 +32,7 @@ SYNCED = (
     "prompt",
     "layer",
     "metric",
+    "target",
     "selected",
     "hide_template",
     "lens_name",

@@ -344,8 +344,12 @@ def test_track_a_token_typed_picked_or_clicked(page, lens):
     (sent,) = requests(page)
     assert sent["action"] == "track" and sent["text"] == " Rome" and sent["show"] is True
     assert "Tracking “␣Rome”…" in status(page)["text"]
-    # Python: the payload with the target, the targets, the reply.
+    # Python: the payload with the target, the targets, and (show) the token and its metric,
+    # in one state message whose keys may arrive in any order (here the token and metric before
+    # the payload that has them), then the reply.
     new = payload(lens["tracked"])
+    kernel_set(page, "target", " Rome")
+    kernel_set(page, "metric", "target")
     kernel_set(page, "_meta", new["_meta"])
     kernel_set(page, "_sections", new["_sections"])
     kernel_set(page, "targets", [" Rome"])
@@ -355,6 +359,14 @@ def test_track_a_token_typed_picked_or_clicked(page, lens):
     chart = page.evaluate("() => window.debug.trajectory")
     (line,) = [s for s in chart["series"] if s["kind"] == "target"]
     assert line["token"] == " Rome" and line["shown"] and line["loaded"]
+    # The heatmap follows Python's metric and target: coloured by the token's probability.
+    view = page.evaluate("() => window.debug.state")
+    assert (view["metric"], view["shownMetric"], view["target"]) == ("target", "target", " Rome")
+    assert page.inner_text(".murano-legend-title") == "Probability of “␣Rome”"
+    assert page.is_visible(".murano-target-select")
+    # Nothing echoed back to Python: the view took Python's values.
+    sent = page.evaluate("() => window.model.sent.map((m) => Object.keys(m.state))")
+    assert not [keys for keys in sent if "metric" in keys or "target" in keys], sent
     page.click(".murano-chip-remove")
     assert requests(page)[-1]["action"] == "untrack" and requests(page)[-1]["text"] == " Rome"
 

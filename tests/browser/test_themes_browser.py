@@ -484,8 +484,9 @@ def states() -> dict[str, dict[str, Any]]:
 
 
 def _live_state() -> dict[str, Any]:
-    """The live widget's state (the demo model's lens of two prompts, a tracked token, a cell
-    pinned, a patch of it shown), as the front end receives it."""
+    """The live widget's state (the demo model's lens of two prompts, a tracked token coloured
+    by, with its Token menu, a cell pinned, a patch of it shown), as the front end receives
+    it."""
     from murano_widgets import load_demo_model, patch_lens
     from murano_widgets.payload.codec import section_bytes
     from murano_widgets.payload.diff import diff_payload
@@ -493,7 +494,9 @@ def _live_state() -> dict[str, Any]:
 
     model = load_demo_model()
     prompts = ["The capital of France is", "The capital of Italy is"]
-    widget = LogitLensWidget(run_logit_lens(model, prompts, targets=[" Rome"]), _details=True)
+    widget = LogitLensWidget(
+        run_logit_lens(model, prompts, targets=[" Rome"]), metric="target", _details=True
+    )
     widget.selected = {"prompt": 0, "layer_index": 2, "position": 3}
     comparison = patch_lens(model, prompts[0], layer=2, position=3, source=prompts[1])
     meta, arrays = diff_payload(comparison)

@@ -163,8 +163,6 @@ export class LiveView {
     this.state = this.initial();
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.timer = null;
-    /** @type {{id: number, text: string, done: boolean} | null} a tracked token to show once it arrives */
-    this.follow = null;
     /** @type {{id: number, box: HTMLInputElement, text: string}[]} texts sent from a box: emptied from it once done */
     this.sentTexts = [];
     /** @type {string[] | null} the targets last seen (the chart's switched lines follow them by text) */
@@ -242,12 +240,6 @@ export class LiveView {
     this.state = receive(before, msg);
     if (this.state === before) return;
     const reply = /** @type {{action?: unknown, id?: unknown}} */ (msg);
-    if (this.follow && this.follow.id === reply.id) {
-      if (reply.action === "done") {
-        this.follow.done = true;
-        this.followTarget();
-      } else this.follow = null;
-    }
     // A text sent from a box leaves it once done (unless edited meanwhile); after an error it
     // stays, to be corrected.
     for (const sent of this.sentTexts) {
@@ -293,15 +285,15 @@ export class LiveView {
   }
 
   /**
-   * Tracks a token and shows it once it arrives (its line on the chart, its metric if offered).
+   * Tracks a token and asks Python to show it (`show`): Python sets the `target` and `metric`
+   * traits with the new payload, and the heatmap, its token menu and the chart's line follow
+   * them as they follow any change of those traits.
    * @param {string} text
    * @returns {number} the request's id (-1: nothing sent)
    */
   track(text) {
     if (!text) return -1;
-    const id = this.ask("track", { text, show: true });
-    if (id >= 0) this.follow = { id, text, done: false };
-    return id;
+    return this.ask("track", { text, show: true });
   }
 
   /** @param {string} text */
@@ -331,37 +323,9 @@ export class LiveView {
     return data ? data.targets : stringList(this.model.get("targets")) || [];
   }
 
-  /**
-   * A token tracked with `show` has arrived in the payload: its line on the trajectory chart is
-   * switched on (the chart shows the first few targets by default), and the colour menu takes
-   * the metric Python chose for it (the `metric` trait), or one the payload offers by its name
-   * (`target:<text>`).
-   */
-  followTarget() {
-    const follow = this.follow;
-    const data = this.lens.data;
-    if (!follow || !data) return;
-    const j = data.targets.indexOf(follow.text);
-    if (j < 0) return;
-    const chart = this.lens.trajectory;
-    chart.toggled.set(`target:${j}`, true);
-    chart.rerender();
-    const wanted = this.model.get("metric");
-    const named = data.metrics.find((m) => m.available && m.name === `target:${follow.text}`);
-    if (typeof wanted === "string" && data.metrics.some((m) => m.available && m.name === wanted) && wanted !== this.lens.state.metric) {
-      this.lens.setMetric(wanted, false);
-    } else if (named && named.name !== this.lens.state.metric) {
-      this.lens.setMetric(named.name, true);
-    }
-    this.lens.requestDetails();
-    this.lens.requestDraw();
-    if (follow.done) this.follow = null;
-  }
-
   /** New data (a payload from Python, another lens): everything that lists prompts or tokens. */
   dataChanged() {
     this.keepChartLines();
-    if (this.follow) this.followTarget();
     this.render();
   }
 

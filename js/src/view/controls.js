@@ -6,7 +6,7 @@ import { h } from "../shared/dom.js";
 import { lensMenuText } from "../shared/lens_names.js";
 import { formatProb } from "../format.js";
 import { cellDetails } from "../details.js";
-import { legendTicks, metricDomain, metricSpec, shortLabel } from "../metrics.js";
+import { legendTicks, metricDomain, metricLabel, metricSpec, shortLabel } from "../metrics.js";
 import { rowLabel } from "../rows.js";
 import { clampIndex } from "../state.js";
 import { hasTemplateTokens, rolesPresent, shownPromptText } from "../token_marks.js";
@@ -134,18 +134,39 @@ export function showControls(ui, data, state) {
 }
 
 /**
+ * The tracked-token menu beside the colour menu: one entry per target (the token as the package
+ * shows it, as text), shown while the requested metric is a per-target one.
+ * @param {Ui} ui
+ * @param {LensData} data
+ * @param {string} metric the requested metric
+ * @param {string} target the token shown (one of `data.targets`, or "")
+ */
+export function showTargetMenu(ui, data, metric, target) {
+  const spec = metricSpec(data, metric);
+  ui.targetLabel.hidden = !(spec && spec.perTarget && data.targets.length > 0);
+  const key = data.targets.join("\u0000");
+  if (ui.targetSelect.dataset.key !== key) {
+    ui.targetSelect.replaceChildren(...data.targets.map((token) => h("option", "", { value: token, title: token }, displayToken(token))));
+    ui.targetSelect.dataset.key = key;
+  }
+  ui.targetSelect.value = target;
+  ui.targetSelect.title = spec && spec.perTarget && target ? metricLabel(data, spec, data.targets.indexOf(target)) : "";
+}
+
+/**
  * The legend: title, colour bar and ticks of the metric shown (the requested one says "loading…"
- * until its section arrives).
+ * until its section arrives); a per-target metric's title names the token shown.
  * @param {Ui} ui
  * @param {LensData} data
  * @param {string} shown
  * @param {string} requested
+ * @param {number} [target] the tracked token's index, for a per-target metric
  */
-export function showLegend(ui, data, shown, requested) {
+export function showLegend(ui, data, shown, requested, target = 0) {
   const spec = metricSpec(data, shown);
   if (!spec) return;
   const wanted = metricSpec(data, requested);
-  ui.legendTitle.textContent = wanted && wanted !== spec ? `${wanted.label}: loading…` : spec.label;
+  ui.legendTitle.textContent = wanted && wanted !== spec ? `${metricLabel(data, wanted, target)}: loading…` : metricLabel(data, spec, target);
   ui.legendTitle.setAttribute("title", (wanted || spec).description);
   ui.metricSelect.setAttribute("title", (wanted || spec).description);
   const ctx = ui.legendBar.getContext("2d");

@@ -23,6 +23,7 @@ export function debugApi(view) {
         modelLayer: layers[s.layer],
         metric: s.metric,
         shownMetric: view.shownMetric,
+        target: s.target,
         selected: s.selected,
         hover: s.hover,
         focus: s.focus,
@@ -105,7 +106,7 @@ export function debugApi(view) {
      */
     cellColour(layerIndex, position) {
       if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric);
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex());
       const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -113,7 +114,7 @@ export function debugApi(view) {
      * @param {number} layerIndex
      * @param {number} position
      */
-    cellDetails: (layerIndex, position) => (view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position) : null),
+    cellDetails: (layerIndex, position) => (view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position, view.targetIndex()) : null),
     drawNow: () => view.relayout(),
     /** @param {boolean} hide as the control does: the `hide_template` trait follows */
     setHideTemplate: (hide) => view.setHideTemplate(hide, true),

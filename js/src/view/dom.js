@@ -22,6 +22,9 @@ import { buildWhy } from "./why.js";
  * @property {HTMLLabelElement} lensLabel the lens menu's label (hidden with one lens)
  * @property {HTMLSelectElement} lensSelect the lens menu
  * @property {HTMLSelectElement} metricSelect
+ * @property {HTMLLabelElement} targetLabel the tracked-token menu's label (shown with a per-target
+ *   metric)
+ * @property {HTMLSelectElement} targetSelect which tracked token a per-target metric shows
  * @property {HTMLLabelElement} viewLabel the view menu's label (hidden without attribution)
  * @property {HTMLSelectElement} viewSelect the heatmap of layers, or of components
  * @property {import("./components.js").ComponentUi} comp the component view's elements
@@ -77,6 +80,12 @@ export function buildDom(el, id) {
   metricLabel.append(h("span", "murano-label", {}, "Colour"));
   const metricSelect = h("select", "murano-select", { "aria-label": "Colour cells by" });
   metricLabel.append(metricSelect);
+  // A per-target metric (a tracked token's probability): which token, right after the colour
+  // menu. Hidden for the other metrics.
+  const targetLabel = h("label", "murano-target", { hidden: "" });
+  targetLabel.append(h("span", "murano-label", {}, "Token"));
+  const targetSelect = h("select", "murano-target-select", { "aria-label": "Tracked token shown" });
+  targetLabel.append(targetSelect);
   // Several lenses side by side: which one the heatmap shows (the title says which, too). After
   // the colour menu, which stays the header's first menu (`.murano-select`) with one lens or many.
   const lensLabel = h("label", "murano-lens", { hidden: "" });
@@ -92,7 +101,7 @@ export function buildDom(el, id) {
     h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components"),
   );
   viewLabel.append(viewSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel, viewLabel, lensLabel);
+  header.append(titleEl, modelEl, dimsEl, metricLabel, targetLabel, viewLabel, lensLabel);
 
   const controls = h("div", "murano-controls");
   /** @type {(name: string, label: string) => SliderUi} */
@@ -167,7 +176,7 @@ export function buildDom(el, id) {
   root.append(header, controls, live.panel, main, live.patchPanel, why.panel, footer, errorEl, tooltip);
   el.append(root);
   return {
-    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
+    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
     legendTitle, legendBar, legendTicks, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
     pinEl, pinText, unpinButton, readout, errorEl, live,
   };

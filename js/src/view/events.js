@@ -105,6 +105,7 @@ export function bindEvents(view) {
   on(ui.layerUi.input, "input", () => view.setLayer(Number(ui.layerUi.input.value), "throttled"));
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
+  on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
   on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
   on(ui.why.explainSelect, "change", () => view.setExplain(ui.why.explainSelect.value, true));
@@ -134,6 +135,7 @@ export function bindEvents(view) {
     "change:prompt": () => { view.syncPrompt.cancel(); view.setPrompt(model.get("prompt"), false); },
     "change:layer": () => { view.syncLayer.cancel(); view.setModelLayer(model.get("layer")); },
     "change:metric": () => view.setMetric(model.get("metric"), false),
+    "change:target": () => view.setTarget(model.get("target"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
     "change:view": () => view.setView(model.get("view"), false),
     "change:explain": () => view.setExplain(model.get("explain"), false),

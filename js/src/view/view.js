@@ -8,7 +8,7 @@
 import { explainOptions, explainValue, hasAttribution, hasHeads, nothingExplained, parseExplain, whyModel } from "../attribution.js";
 import { cellDetails, readoutText, tooltipModel } from "../details.js";
 import { cellRect, clampScroll, columnOf, computeLayout, GEOMETRY, positionAt, revealColumn } from "../layout.js";
-import { metricAvailable, metricOffered, resolveMetric } from "../metrics.js";
+import { metricAvailable, metricOffered, metricSpec, resolveMetric, resolveTarget, targetIndex } from "../metrics.js";
 import { decodeLenses, rowOfModelLayer } from "../payload.js";
 import { Painter } from "../painter.js";
 import { clampIndex, isSelected, toggleSelection } from "../state.js";
@@ -19,7 +19,7 @@ import { chartColumn } from "../trajectory.js";
 import { chartBeside } from "../trajectory_layout.js";
 import { TrajectoryView } from "../trajectory_view.js";
 import { ComponentView } from "./components.js";
-import { lensTitle, showComponentLegend, showControls, showData, showLegend, showLensMenu, showPin } from "./controls.js";
+import { lensTitle, showComponentLegend, showControls, showData, showLegend, showLensMenu, showPin, showTargetMenu } from "./controls.js";
 import { debugApi } from "./debug.js";
 import { installDebug } from "../shared/debug.js";
 import { buildDom, LAYER_HINT } from "./dom.js";
@@ -39,6 +39,8 @@ import { showExplainMenu, showWhy } from "./why.js";
  * @property {number} prompt
  * @property {number} layer the highlighted row (the `layer` trait holds its model layer)
  * @property {string} metric the requested metric
+ * @property {string} target the tracked token a per-target metric shows (the `target` trait; ""
+ *   when none is tracked)
  * @property {Selected | null} selected
  * @property {Cell | null} hover
  * @property {Cell | null} focus
@@ -90,8 +92,10 @@ export class LensView {
     this.detailsRequested = false;
     /** The metric the cells show: the requested one, or the last shown while it loads. */
     this.shownMetric = "";
+    /** The per-target metric and token whose line the chart was last switched on for. */
+    this.followedTarget = "";
     /** @type {ViewState} */
-    this.state = { prompt: 0, layer: 0, metric: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
+    this.state = { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
     /**
      * The heatmap cell the "why" panel keeps after a hover: kept while the pointer moves on to the
      * panel (to change what it explains, say), dropped when it leaves the widget.
@@ -212,6 +216,7 @@ export class LensView {
       const layer = model.get("layer");
       s.layer = layer === null || layer === undefined ? data.L - 1 : rowOfModelLayer(data.layers, layer);
       s.metric = resolveMetric(data, model.get("metric"));
+      s.target = resolveTarget(data, model.get("target"));
       s.selected = model.get("selected") ?? null;
       s.hideTemplate = model.get("hide_template") === true;
       s.view = model.get("view") === "components" ? "components" : "layers";
@@ -225,6 +230,9 @@ export class LensView {
       s.layer = clampIndex(s.layer, data.L);
       const metric = model.get("metric");
       s.metric = resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s.metric);
+      // The token too (a token tracked and shown, one untracked): Python's, when the payload has it.
+      const target = model.get("target");
+      s.target = resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s.target);
     }
     this.loaded = true;
     // Answers or targets were asked for: their lines (detail sections) are what the chart is for.
@@ -244,6 +252,7 @@ export class LensView {
     this.relayout();
     this.updateTooltip();
     this.live?.dataChanged();
+    this.followTarget();
   }
 
   /** A new payload still does not decode: it is an error after all. */
@@ -562,7 +571,54 @@ export class LensView {
     if (metric === this.state.metric) return;
     this.state.metric = metric;
     this.refreshMetric();
+    this.followTarget();
     this.requestDraw();
+  }
+
+  /**
+   * Which tracked token a per-target metric shows (the token menu, or the `target` trait).
+   * @param {unknown} value
+   * @param {boolean} sync tell Python (the user chose it in the menu)
+   */
+  setTarget(value, sync) {
+    const data = this.data;
+    if (!data) return;
+    // Python's token for a payload not decoded yet (tracked and shown at once): `reload` takes
+    // it with that payload.
+    if (!sync && typeof value === "string" && value && !data.targets.includes(value)) return;
+    const target = resolveTarget(data, value);
+    if (sync) this.send("target", target);
+    this.ui.targetSelect.value = target;
+    if (target === this.state.target) return;
+    this.state.target = target;
+    this.refreshMetric();
+    this.updateTooltip();
+    if (this.state.focused && this.state.focus) this.announce(this.state.focus);
+    this.followTarget();
+    this.requestDraw();
+  }
+
+  /** The index of the tracked token shown, among the data's targets. */
+  targetIndex() {
+    return this.data ? targetIndex(this.data, this.state.target) : 0;
+  }
+
+  /**
+   * The trajectory chart follows the tracked token the heatmap shows: when a per-target metric
+   * is chosen, or shows another token (tracked and shown from the box, the menu, Python), that
+   * token's line is switched on (the chart shows only the first few targets by default).
+   */
+  followTarget() {
+    const data = this.data;
+    const s = this.state;
+    const spec = data ? metricSpec(data, s.metric) : undefined;
+    const key = spec && spec.perTarget && s.target ? `${s.metric}\u0000${s.target}` : "";
+    if (key === this.followedTarget) return;
+    this.followedTarget = key;
+    if (!key || !data) return;
+    this.trajectory.toggled.set(`target:${data.targets.indexOf(s.target)}`, true);
+    this.trajectory.rerender();
+    this.requestDetails();
   }
 
   /**
@@ -654,8 +710,8 @@ export class LensView {
   announce(cell) {
     if (!this.data) return;
     const s = this.state;
-    const details = cellDetails(this.data, s.prompt, cell.layerIndex, cell.position);
-    this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s.selected, s.prompt, cell.layerIndex, cell.position) });
+    const details = cellDetails(this.data, s.prompt, cell.layerIndex, cell.position, this.targetIndex());
+    this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s.selected, s.prompt, cell.layerIndex, cell.position), metric: this.shownMetric });
   }
 
   /** @param {Cell} cell */
@@ -665,7 +721,7 @@ export class LensView {
     const next = toggleSelection(s.selected, s.prompt, cell.layerIndex, cell.position);
     this.setSelected(next, true);
     this.ui.readout.textContent = next
-      ? readoutText(cellDetails(this.data, s.prompt, cell.layerIndex, cell.position), { pinned: true })
+      ? readoutText(cellDetails(this.data, s.prompt, cell.layerIndex, cell.position, this.targetIndex()), { pinned: true, metric: this.shownMetric })
       : "Unpinned.";
   }
 
@@ -697,8 +753,9 @@ export class LensView {
     if (available) this.shownMetric = s.metric;
     else this.requestDetails();
     this.ui.root.classList.toggle("murano-loading", !available && s.view !== "components");
+    showTargetMenu(this.ui, data, s.metric, s.target);
     if (s.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
-    else showLegend(this.ui, data, this.shownMetric, s.metric);
+    else showLegend(this.ui, data, this.shownMetric, s.metric, this.targetIndex());
   }
 
   // ---- Tooltip -------------------------------------------------------------------------------
@@ -729,7 +786,7 @@ export class LensView {
       return;
     }
     const s = this.state;
-    const details = cellDetails(this.data, s.prompt, cell.layerIndex, cell.position);
+    const details = cellDetails(this.data, s.prompt, cell.layerIndex, cell.position, this.targetIndex());
     this.tooltip.show(tooltipModel(details), isSelected(s.selected, s.prompt, cell.layerIndex, cell.position));
     this.placeTooltip(cell);
   }
@@ -881,6 +938,7 @@ export class LensView {
         prompt: s.prompt,
         layer: s.layer,
         metric: this.shownMetric,
+        target: this.targetIndex(),
         loading: s.metric !== this.shownMetric,
         selected: s.selected,
         hover: s.hover,
