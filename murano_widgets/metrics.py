@@ -244,7 +244,11 @@ SECTIONS: dict[str, Section] = {
         Section("answer_top1", "cell", "mask", True),
         Section("answer_token_probs", "cell", "probability", False),
         Section("answer_token_ranks", "cell", "rank", False),
-        Section("target_probs", "cell_target", "probability", False),
+        # A tracked token's probability: with the first view, since the trajectory chart draws
+        # every tracked token at the column it opens on (and "target" colours by it); a saved
+        # notebook that no page asked for details would otherwise show its lines "loading".
+        # Only a result with targets has it: one without sends what it did before.
+        Section("target_probs", "cell_target", "probability", True),
         Section("target_ranks", "cell_target", "rank", False),
         # Generation and chats (per position): 1 where the model generated the token; each
         # token's chat role as an index into meta["roles"] (0 = the template's own tokens).

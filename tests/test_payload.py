@@ -90,7 +90,7 @@ def test_default_payload_is_small_and_details_come_on_request(widget, result):
     # Masks are sent only when some cell is marked, answer sections only with answers, the
     # generation and chat-role sections only with generate= or chat=.
     absent = {"missing", "final_missing", "answer_probs", "answer_ranks", "answer_top1"}
-    absent |= {"generated", "token_roles"}
+    absent |= {"generated", "token_roles", "target_probs"}  # target_probs only with targets
     assert set(widget._sections) == set(BASE_SECTIONS) - absent
     sizes = widget.payload_nbytes()
     per_cell = (sizes["predicted_tokens"] + sizes["max_probs"]) / cells
@@ -120,6 +120,26 @@ def test_the_base_sections_hold_the_final_prediction_at_each_last_position(widge
     assert values["final_last_ranks"].tolist() == ranks.tolist()
     sizes = widget.payload_nbytes()
     assert sizes["final_last_probs"] == sizes["final_last_ranks"] == 2 * len(result.layers) * 3
+
+
+def test_tracked_tokens_come_with_the_first_payload():
+    # The chart draws every tracked token at the column it opens on, and a notebook saved where
+    # no page asked for the details (nbclient, a headless run) must still draw them: the
+    # targets' probabilities are a base section, read here against the result's own floats.
+    from murano_widgets import LogitLensWidget, load_demo_model
+    from murano_widgets.run import run_logit_lens
+
+    result = run_logit_lens(
+        load_demo_model(), ["The capital of France is", "Monday,"], targets=[" Paris", " Tuesday"]
+    )
+    widget = LogitLensWidget(result)
+    assert not widget._details and "topk_probs" not in widget._sections
+    values = decode_sections(widget._meta, widget._sections)["target_probs"]
+    mask = result.attention_mask.bool()
+    expected = result.target_probs[:, mask].numpy()  # [L, T, n_targets], real positions
+    # Within half a step; a positive value below that is stored as one step (never "0").
+    np.testing.assert_allclose(values, expected, atol=1 / 65535 + 1e-7)
+    assert ((values > 0) == (expected > 0)).all()
 
 
 def test_state_is_binary_not_nested_lists(widget):

@@ -24,8 +24,10 @@ test("the registry says which metric reads each tracked token, and offers it onl
   const plain = decoded("lens_plain");
   assert.ok(!metricOffered(plain, "target") && !metricAvailable(plain, "target"));
   assert.match(metricSpec(plain, "target")?.unavailableReason ?? "", /^no tokens are tracked/);
-  // Before the detail sections arrive, it cannot be drawn.
-  assert.ok(!metricAvailable(decoded("lens_answers", { details: false }), "target"));
+  // It comes with the first payload (a base section): no detail section is needed to draw it.
+  const base = decoded("lens_answers", { details: false });
+  assert.equal(base.arrays.topk_probs, undefined, "no detail section was sent");
+  assert.ok(metricAvailable(base, "target"));
 });
 
 test("the token shown: the trait's while tracked, else the first; none without targets", () => {

@@ -145,7 +145,7 @@ test("elsewhere: the first set's answer token only", () => {
   assert.ok(!trajectorySeries(data, 1, 0, "prob").some((s) => s.kind === "answer"));
 });
 
-test("a missing row breaks every line; detail lines not loaded yet read as loading", () => {
+test("a missing row breaks every line; detail lines not loaded yet read as loading, tracked tokens come with the base", () => {
   const holed = decodePayload(...Object.values(answerPayload({ missing: true }))); // row 1 of prompt 0
   for (const s of trajectorySeries(holed, 0, 2, "prob")) assert.equal(s.values[1], null, s.key);
   const g = trajectoryRowsGeometry({ width: 300, nLayers: L, rowH: 20, heatY: 16 });
@@ -155,7 +155,7 @@ test("a missing row breaks every line; detail lines not loaded yet read as loadi
   const base = decodePayload(...Object.values(answerPayload({ details: false })));
   const series = trajectorySeries(base, 0, 1, "prob"); // not the last position
   const loaded = Object.fromEntries(series.map((s) => [s.key, s.loaded]));
-  assert.deepEqual(loaded, { top1: true, final: false, "answer:0": false, "target:0": false, "target:1": false });
+  assert.deepEqual(loaded, { top1: true, final: false, "answer:0": false, "target:0": true, "target:1": true });
   assert.ok(series.filter((s) => !s.loaded).every((s) => s.values.every((v) => v === null)));
   assert.equal(seriesSummary(series[1], base.layers, 0, String), "loading");
 });
