@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 RESID_POST = "resid_post"
 """The module name of a decoder block's output (the residual stream after the block)."""
 RESID_MID = "resid_mid"
@@ -252,26 +254,35 @@ def _answer_list(entries: Any, n_prompts: int, argument: str) -> list[list[str] 
             f"{argument} has {len(entries)} entries for {n_prompts} prompts: give one answer "
             "per prompt (None where a prompt has none)"
         )
-    checked: list[list[str] | None] = []
-    for index, entry in enumerate(entries):
-        where = f"{argument}[{index}]"
-        if entry is None:
-            checked.append(None)
-            continue
-        accepted = [entry] if isinstance(entry, str) else entry
-        if not isinstance(accepted, (list, tuple)) or not accepted:
-            raise TypeError(
-                f"{where} must be a string, a non-empty list of accepted strings or None, "
-                f"got {type(entry).__name__} {entry!r}"
-            )
-        for text in accepted:
-            if not isinstance(text, str):
-                raise TypeError(f"{where} holds {type(text).__name__} {text!r}, not a string")
-            if text == "":
-                raise ValueError(f"{where} holds the empty string: an answer needs a token")
-            check_encodable(text, where)
-        checked.append(list(dict.fromkeys(accepted)))
-    return checked
+    return [check_answer(entry, f"{argument}[{index}]") for index, entry in enumerate(entries)]
+
+
+def check_answer(entry: Any, where: str) -> list[str] | None:
+    """One prompt's answer entry as its accepted strings (duplicates dropped, order kept), or
+    ``None``: a string, a non-empty list (or tuple, or array) of strings, or ``None``. Used by
+    :func:`validate_answers` for a list and by a data set's stream for each item as it arrives.
+
+    Raises:
+        TypeError, ValueError: Naming ``where`` (``answers[3]``), what was given and what is
+            allowed.
+    """
+    if entry is None:
+        return None
+    accepted = [entry] if isinstance(entry, str) else entry
+    if isinstance(accepted, np.ndarray):
+        accepted = accepted.tolist()  # a column of lists read back as arrays
+    if not isinstance(accepted, (list, tuple)) or not accepted:
+        raise TypeError(
+            f"{where} must be a string, a non-empty list of accepted strings or None, got "
+            f"{type(entry).__name__} {entry!r:.60}"
+        )
+    for text in accepted:
+        if not isinstance(text, str):
+            raise TypeError(f"{where} holds {type(text).__name__} {text!r:.60}, not a string")
+        if text == "":
+            raise ValueError(f"{where} holds the empty string: an answer needs a token")
+        check_encodable(text, where)
+    return list(dict.fromkeys(accepted))
 
 
 def validate_targets(targets: Any, argument: str = "targets") -> list[str]:

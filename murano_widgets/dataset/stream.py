@@ -31,6 +31,7 @@ import numpy as np
 
 from murano_widgets._checks import check_int
 from murano_widgets.types import (
+    check_answer,
     check_encodable,
     validate_answers,
     validate_foils,
@@ -436,27 +437,6 @@ def check_prompt(prompt: Any, where: str) -> None:
             "one visible character"
         )
     check_encodable(prompt, where)
-
-
-def check_answer(entry: Any, where: str) -> list[str] | None:
-    """One answer entry as its accepted strings, with :func:`validate_answers`'s messages."""
-    if entry is None:
-        return None
-    accepted = [entry] if isinstance(entry, str) else entry
-    if isinstance(accepted, np.ndarray):
-        accepted = accepted.tolist()
-    if not isinstance(accepted, (list, tuple)) or not accepted:
-        raise TypeError(
-            f"{where} must be a string, a non-empty list of accepted strings or None, got "
-            f"{type(entry).__name__} {entry!r:.60}"
-        )
-    for text in accepted:
-        if not isinstance(text, str):
-            raise TypeError(f"{where} holds {type(text).__name__} {text!r:.60}, not a string")
-        if text == "":
-            raise ValueError(f"{where} holds the empty string: an answer needs a token")
-        check_encodable(text, where)
-    return list(dict.fromkeys(accepted))
 
 
 def check_foil(foil: Any, where: str) -> None:
