@@ -4943,7 +4943,9 @@ var LiveView = class {
     const { removeButton } = this.ui;
     const P = data ? data.P : 0;
     const prompt = this.lens.state.prompt;
+    const hadFocus = removeButton.ownerDocument.activeElement === removeButton;
     removeButton.disabled = P < 2;
+    if (hadFocus && removeButton.disabled) this.ui.promptInput.focus();
     removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove prompt ${prompt + 1}`);
     removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove prompt ${prompt + 1} from the widget`;
   }
@@ -4957,8 +4959,21 @@ var LiveView = class {
       );
       return chip;
     });
-    this.ui.chips.replaceChildren(...items);
-    this.ui.chips.hidden = items.length === 0;
+    const { chips } = this.ui;
+    const focused = [...chips.querySelectorAll("button.murano-chip-remove")].indexOf(
+      /** @type {HTMLButtonElement} */
+      chips.ownerDocument.activeElement
+    );
+    chips.replaceChildren(...items);
+    chips.hidden = items.length === 0;
+    if (focused >= 0) {
+      const buttons = chips.querySelectorAll("button.murano-chip-remove");
+      const next = (
+        /** @type {HTMLButtonElement | undefined} */
+        buttons[Math.min(focused, buttons.length - 1)]
+      );
+      (next || this.ui.trackInput).focus();
+    }
   }
   showPinTokens() {
     const data = this.lens.data;

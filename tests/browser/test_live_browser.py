@@ -559,3 +559,47 @@ def test_patch_state_from_python_renders_in_an_export(offline_page, model, lens,
     )
     assert page.is_hidden(".murano-patch-clear")
     assert page.inner_text(".murano-live-nokernel") == NO_KERNEL
+
+
+def test_removing_keeps_the_focus_in_the_widget(page, model, lens):
+    """A control whose action removes it (a chip's ×) or disables it ("Remove prompt" with one
+    prompt left) hands the focus on inside the widget: dropped to the page, a notebook's keys
+    would run and move cells."""
+    focused = "() => document.activeElement && document.activeElement.className"
+
+    def python_sets(result) -> None:
+        new = payload(result)
+        kernel_set(page, "_meta", new["_meta"])
+        kernel_set(page, "_sections", new["_sections"])
+        kernel_set(page, "prompts", list(result.prompts))
+        kernel_set(page, "targets", list(result.targets or []))
+
+    mount(page, live_state(lens["two"]))
+    wait_for_kernel(page)
+    kernel_set(page, "prompt", 1)
+    page.focus(".murano-live-remove")
+    page.keyboard.press("Enter")
+    (sent,) = requests(page)
+    assert sent["action"] == "remove_prompt" and sent["index"] == 1
+    python_sets(lens["one"])
+    kernel_set(page, "prompt", 0)
+    reply(page, "done", sent["id"])
+    assert page.is_disabled(".murano-live-remove")
+    assert "murano-live-prompt" in page.evaluate(focused)
+
+    # Two chips: the first's × goes with it, the focus to the chip in its place, then to the
+    # track box when none is left.
+    python_sets(run_logit_lens(model, [FRANCE], targets=[" Rome", " Paris"]))
+    frames(page)
+    page.focus(".murano-chip-remove")
+    page.keyboard.press("Enter")
+    assert requests(page)[-1]["action"] == "untrack"
+    python_sets(run_logit_lens(model, [FRANCE], targets=[" Paris"]))
+    frames(page)
+    assert page.evaluate(focused) == "murano-chip-remove"
+    assert page.evaluate("() => document.activeElement.dataset.token") == " Paris"
+    page.keyboard.press("Enter")
+    python_sets(lens["one"])
+    frames(page)
+    assert "murano-live-track" in page.evaluate(focused)
+    assert not page.errors

@@ -403,7 +403,11 @@ export class LiveView {
     const { removeButton } = this.ui;
     const P = data ? data.P : 0;
     const prompt = this.lens.state.prompt;
+    // A focused button that becomes disabled drops the focus to the page (in JupyterLab: to
+    // the notebook, whose keys then run and move cells): hand it to the prompt box instead.
+    const hadFocus = removeButton.ownerDocument.activeElement === removeButton;
     removeButton.disabled = P < 2;
+    if (hadFocus && removeButton.disabled) this.ui.promptInput.focus();
     removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove prompt ${prompt + 1}`);
     removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove prompt ${prompt + 1} from the widget`;
   }
@@ -418,8 +422,19 @@ export class LiveView {
       );
       return chip;
     });
-    this.ui.chips.replaceChildren(...items);
-    this.ui.chips.hidden = items.length === 0;
+    // A chip's × that had the focus goes with its chip: the focus moves to the chip now in its
+    // place (or the last one), else to the track box, never to the page.
+    const { chips } = this.ui;
+    const focused = [...chips.querySelectorAll("button.murano-chip-remove")].indexOf(
+      /** @type {HTMLButtonElement} */ (chips.ownerDocument.activeElement),
+    );
+    chips.replaceChildren(...items);
+    chips.hidden = items.length === 0;
+    if (focused >= 0) {
+      const buttons = chips.querySelectorAll("button.murano-chip-remove");
+      const next = /** @type {HTMLButtonElement | undefined} */ (buttons[Math.min(focused, buttons.length - 1)]);
+      (next || this.ui.trackInput).focus();
+    }
   }
 
   showPinTokens() {
