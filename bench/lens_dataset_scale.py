@@ -39,6 +39,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+# The process's resident set from /proc (one reader for the data-set benchmarks).
+from lens_dataset import _reset_peak, _status  # noqa: E402
+
 PREFIXES = ["", "So, ", "Well, ", "Indeed, it is said that ", "Yes. "]
 
 
@@ -64,19 +69,6 @@ def gpt2_pairs(n: int):
             " ".join(f"w{rng.randrange(50_000)}" for _ in range(words)),
             f" w{rng.randrange(50_000)}",
         )
-
-
-def _status(key: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {key} in /proc/self/status")
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 
 def uptime() -> str:
