@@ -21,9 +21,39 @@ def assert_same_result(remote: dict, local: dict) -> None:
         theirs = local[name]
         if isinstance(ours, torch.Tensor):
             assert isinstance(theirs, torch.Tensor) and ours.dtype == theirs.dtype, name
-            torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5, equal_nan=True, msg=name)
+            torch.testing.assert_close(
+                ours,
+                theirs,
+                atol=1e-6,
+                rtol=1e-5,
+                equal_nan=True,
+                msg=lambda _, n=name, r=ours, t=theirs: where(n, r, t),
+            )
         else:
             assert ours == theirs, name
+
+
+def where(name: str, remote: torch.Tensor, local: torch.Tensor) -> str:
+    """Which entries differ and by how much: a failure on another machine must say enough to
+    tell rounding (every entry a little) from a wrong value (a few entries, or NaN against a
+    number)."""
+    if remote.shape != local.shape:
+        return f"{name}: shape {tuple(remote.shape)} remote, {tuple(local.shape)} local"
+    if not remote.is_floating_point():
+        bad = (remote != local).nonzero()
+        return f"{name}: {len(bad)} entries differ, first at {bad[:5].tolist()}"
+    nan_mismatch = remote.isnan() != local.isnan()
+    diff = (remote.double() - local.double()).abs().nan_to_num(0.0)
+    bad = ((diff > 1e-6 + 1e-5 * local.double().abs().nan_to_num(0.0)) | nan_mismatch).nonzero()
+    first = [
+        f"{tuple(i)}: {remote[tuple(i)].item():.9g} remote, {local[tuple(i)].item():.9g} local"
+        for i in bad[:5].tolist()
+    ]
+    return (
+        f"{name}: {len(bad)} of {remote.numel()} entries differ (NaN on one side only: "
+        f"{int(nan_mismatch.sum())}); largest difference {diff.max().item():.3g}; "
+        + "; ".join(first)
+    )
 
 
 def run_lens(ndif, folder, out, *options):
