@@ -514,6 +514,24 @@ def test_saved_widget_state_renders_without_a_kernel(path, executed, browser):
                     for text in texts
                 ), f"input token {token!r} ({label!r}) is not written; drawn: {sorted(texts)[:40]}"
             assert {str(layer) for layer in meta["layers"]} & texts, "no layer labels drawn"
+            missing = [name for name in meta.get("detail_sections", []) if name in meta["sections"]]
+            missing = [name for name in missing if name not in sections]
+            if missing:
+                # Saved before any page asked for the detail sections (nbclient shows no
+                # page): nothing will send them here, and the tooltip says what it waits for
+                # rather than "loading" for ever.
+                x, y = page.evaluate(
+                    "([i, j]) => { const r = document.querySelector('.murano-root')"
+                    ".parentElement.__muranoDebug.cellClientRect(i, j);"
+                    " return [r.x + r.w / 2, r.y + r.h / 2]; }",
+                    [0, last - 1],
+                )
+                page.mouse.move(x, y)
+                page.wait_for_selector("#host .murano-tooltip:not([hidden])")
+                tip = page.inner_text("#host .murano-tooltip")
+                assert "Waiting for the kernel to send details" in tip, (missing, tip)
+                host = page.inner_text("#host")
+                assert "Loading" not in host, host[-600:]
             if state.get("live"):
                 # A live widget saved with its notebook: no kernel here, and it says so in
                 # place of the controls that need one.

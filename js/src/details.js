@@ -160,6 +160,24 @@ export function cellDetails(data, prompt, layerIndex, position, target = 0) {
   };
 }
 
+/**
+ * How long asked-for detail sections may take before the widget stops saying "loading": a saved
+ * notebook reopened without its kernel (or a page of a headless run's saved state) never gets
+ * them, and a kernel busy with another cell sends them when it is done.
+ */
+export const DETAILS_TIMEOUT_MS = 5000;
+
+/**
+ * The line shown in place of something a detail section holds, while it is missing.
+ * @param {string} what what is missing, as the sentence names it ("details", "the attribution")
+ * @param {boolean} late asked for, and nothing came in {@link DETAILS_TIMEOUT_MS} (or the page has
+ *   no kernel to ask)
+ * @returns {string}
+ */
+export function waitingNote(what, late) {
+  return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
+}
+
 /** What a missing value reads as. */
 export const NO_VALUE = "no value (non-finite)";
 
@@ -176,9 +194,11 @@ export const NO_VALUE = "no value (non-finite)";
  * The tooltip as plain strings: a title, the top-k list (rank 0 = top-1) with bar widths, then
  * label/value rows (the input, the final prediction, one per metric of the registry).
  * @param {CellDetails} details
+ * @param {{late?: boolean}} [options] `late`: the detail sections were asked for and have not come
+ *   (see {@link waitingNote})
  * @returns {TooltipContent}
  */
-export function tooltipModel(details) {
+export function tooltipModel(details, { late = false } = {}) {
   const rows = [];
   rows.push({ label: "input", value: displayToken(details.input), token: true });
   const mark = tokenMarkText(details.generated, details.role);
@@ -208,7 +228,7 @@ export function tooltipModel(details) {
   let note = "";
   if (details.missing) note = `No value (non-finite): this layer's output was not finite here.`;
   else if (details.finalMissing && details.finalToken !== null) note = "The model's final distribution was not finite here: no value for what is measured against it.";
-  else if (!details.detailsLoaded) note = "Loading details…";
+  else if (!details.detailsLoaded) note = waitingNote("details", late);
   return {
     title: `${capitalise(details.rowLong)} · position ${details.position}`,
     badge: [details.generated ? "generated" : "", details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),

@@ -7,6 +7,7 @@
  */
 
 import { h, s as svg } from "./shared/dom.js"; // `s` is a series here
+import { waitingNote } from "./details.js";
 import { formatProb, formatRank } from "./format.js";
 import { lensSeries, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "./trajectory.js";
 import { drawOrder, markerPath, rowAtY, rowCentreY, seriesSegments, seriesStyle, strokeAttributes, swatchLine, trajectoryRowsGeometry, valueX } from "./trajectory_layout.js";
@@ -31,6 +32,7 @@ import { rowLabel, rowLabelled, rowNames } from "./rows.js";
  * @property {number} heatY the heatmap's first row's top
  * @property {number} heightBelow the heatmap's height under its rows
  * @property {boolean} detailsRequested the detail sections were asked for
+ * @property {boolean} [detailsLate] asked for, and not come in time (see `waitingNote`)
  *
  * @typedef {object} ChartDebug What the chart drew last, for tests.
  * @property {number} prompt
@@ -170,11 +172,11 @@ export class TrajectoryView {
    */
   update(input) {
     this.input = input;
-    const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
+    const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested, detailsLate = false } = input;
     const others = input.others || [];
     const width = this.panel.clientWidth || 280;
     const loaded = [data, ...others.map((o) => o.data)].reduce((n, d) => n + Object.keys(d.arrays).length, 0);
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested, others.length].join("|");
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested, detailsLate, others.length].join("|");
     if (key === this.renderKey && this.dataSeen === data) return;
     this.renderKey = key;
     this.dataSeen = data;
@@ -283,7 +285,7 @@ export class TrajectoryView {
     this.waiting = unique.length > 0;
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
-    this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
+    this.note.textContent = !unique.length ? "" : detailsRequested ? waitingNote(what, detailsLate) : `Hover or focus a cell, or point at this chart, to load ${what}.`;
     const summary = series
       .filter((_, k) => shown[k])
       .map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, data.layers, row, format, rowNames(data))}`)

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { cellDetails, readoutText, tooltipModel } from "../src/details.js";
+import { cellDetails, readoutText, tooltipModel, waitingNote } from "../src/details.js";
 import { decodePayload } from "../src/payload.js";
 import { displayToken } from "../src/tokens.js";
 import { metricSpec } from "../src/metrics.js";
@@ -133,4 +133,15 @@ test("readoutText is one sentence with visible tokens", () => {
   assert.match(readoutText(cellDetails(data, 0, 0, 2)), /input <U\+200F>; top-1 ↵/);
   assert.match(text, /pinned\.$/);
   assert.match(readoutText(cellDetails(data, 0, 2, 0)), /equals the final prediction/);
+});
+
+test("a detail section that does not come is waited for by name, not loading for ever", () => {
+  const details = cellDetails(data, 0, 0, 1);
+  const waiting = { ...details, detailsLoaded: false };
+  assert.equal(tooltipModel(waiting).note, "Loading details…");
+  const late = tooltipModel(waiting, { late: true }).note;
+  assert.match(late, /^Waiting for the kernel to send details: it is busy, or there is none/);
+  assert.equal(waitingNote("the attribution", true).includes("send the attribution"), true);
+  // Once the sections are there, no note, late or not.
+  assert.equal(tooltipModel(details, { late: true }).note, "");
 });

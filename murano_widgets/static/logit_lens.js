@@ -1289,8 +1289,12 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     role: tokenRole(data, prompt, position)
   };
 }
+var DETAILS_TIMEOUT_MS = 5e3;
+function waitingNote(what, late) {
+  return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
+}
 var NO_VALUE = "no value (non-finite)";
-function tooltipModel(details) {
+function tooltipModel(details, { late = false } = {}) {
   const rows = [];
   rows.push({ label: "input", value: displayToken(details.input), token: true });
   const mark = tokenMarkText(details.generated, details.role);
@@ -1318,7 +1322,7 @@ function tooltipModel(details) {
   let note = "";
   if (details.missing) note = `No value (non-finite): this layer's output was not finite here.`;
   else if (details.finalMissing && details.finalToken !== null) note = "The model's final distribution was not finite here: no value for what is measured against it.";
-  else if (!details.detailsLoaded) note = "Loading details…";
+  else if (!details.detailsLoaded) note = waitingNote("details", late);
   return {
     title: `${capitalise(details.rowLong)} · position ${details.position}`,
     badge: [details.generated ? "generated" : "", details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
@@ -2687,11 +2691,11 @@ var TrajectoryView = class {
    */
   update(input) {
     this.input = input;
-    const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested } = input;
+    const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested, detailsLate = false } = input;
     const others = input.others || [];
     const width = this.panel.clientWidth || 280;
     const loaded = [data, ...others.map((o) => o.data)].reduce((n, d) => n + Object.keys(d.arrays).length, 0);
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested, others.length].join("|");
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested, detailsLate, others.length].join("|");
     if (key === this.renderKey && this.dataSeen === data) return;
     this.renderKey = key;
     this.dataSeen = data;
@@ -2782,7 +2786,7 @@ var TrajectoryView = class {
     this.waiting = unique.length > 0;
     this.note.hidden = unique.length === 0;
     const what = unique.join(", ");
-    this.note.textContent = !unique.length ? "" : detailsRequested ? `Loading ${what}…` : `Hover or focus a cell, or point at this chart, to load ${what}.`;
+    this.note.textContent = !unique.length ? "" : detailsRequested ? waitingNote(what, detailsLate) : `Hover or focus a cell, or point at this chart, to load ${what}.`;
     const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`).join(". ");
     this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
@@ -5617,6 +5621,8 @@ var LensView = class {
     this.revealPending = true;
     this.frame = 0;
     this.detailsRequested = false;
+    this.detailsLate = false;
+    this.detailsTimer = 0;
     this.shownMetric = "";
     this.followedTarget = "";
     this.state = { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
@@ -5665,6 +5671,7 @@ var LensView = class {
     this.unbind();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);
+    if (this.detailsTimer) clearTimeout(this.detailsTimer);
     this.componentsAbort.abort();
     this.trajectory.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
@@ -5895,7 +5902,7 @@ var LensView = class {
     const explain = this.explainChoice();
     const model = cell && data.arrays.contributions ? whyModel(data, { explain, prompt: s2.prompt, row: cell.row, position: cell.position, heads: s2.heads, show: (t) => displayToken(t) }) : null;
     let message = "";
-    if (!data.arrays.contributions) message = "Loading the attribution…";
+    if (!data.arrays.contributions) message = waitingNote("the attribution", this.detailsLate);
     else if (!model && cell) message = `Nothing to explain: ${nothingExplained(data, explain, s2.prompt, cell.position)}.`;
     showWhy(this.ui.why, model, { message, current: cell ? cell.unit : -1 });
     this.whyShown = { cell, model };
@@ -5961,6 +5968,17 @@ var LensView = class {
       this.model.set("_details", true);
       this.model.save_changes();
     }
+    if (typeof this.model.send !== "function") this.detailsLate = true;
+    else this.detailsTimer = setTimeout(() => this.detailsOverdue(), DETAILS_TIMEOUT_MS);
+  }
+  /** The detail sections asked for have not come in time: the notes that wait for them say so. */
+  detailsOverdue() {
+    const data = this.data;
+    if (!data || data.detailSections.every((name) => !data.meta.sections?.[name] || data.arrays[name])) return;
+    this.detailsLate = true;
+    this.updateTooltip();
+    this.updateWhy();
+    this.drawTrajectory();
   }
   /**
    * @param {string} name
@@ -6235,7 +6253,7 @@ var LensView = class {
     }
     const s2 = this.state;
     const details = cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position, this.targetIndex());
-    this.tooltip.show(tooltipModel(details), isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
+    this.tooltip.show(tooltipModel(details, { late: this.detailsLate }), isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
     this.placeTooltip(cell);
   }
   /** @param {Cell} cell */
@@ -6353,7 +6371,8 @@ var LensView = class {
       heatY: layout.heatY,
       // Beside the heatmap, as tall as it; below it, only room for the axis title.
       heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
-      detailsRequested: this.detailsRequested
+      detailsRequested: this.detailsRequested,
+      detailsLate: this.detailsLate
     });
     if (this.trajectory.waiting && !this.detailsRequested) {
       this.requestDetails();

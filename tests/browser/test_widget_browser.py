@@ -370,6 +370,33 @@ def test_metric_switch_with_the_keyboard(page, widget):
 # -- Hover, focus, pin ------------------------------------------------------------------------
 
 
+def test_details_that_do_not_come_are_not_loading_for_ever(page, widget):
+    """A saved notebook reopened without its kernel never answers the request for the detail
+    sections: after a while the tooltip and the chart's note say what they wait for, and the
+    details still show once they come (a kernel that was only busy)."""
+    bridge = Bridge(page, widget)
+    x, y = bridge.cell_center(3, 2)
+    page.mouse.move(x, y)
+    bridge.wait_frames()
+    assert "Loading details…" in page.inner_text(".murano-tooltip")
+    assert bridge.sent() == [{"_details": True}]
+    start = page.evaluate("() => performance.now()")
+    page.wait_for_function(
+        "() => !document.querySelector('.murano-tooltip').innerText.includes('Loading')",
+        timeout=8000,
+    )
+    # Not before the time-out (5 s): a kernel that answers at all answers well within it.
+    assert page.evaluate("() => performance.now()") - start > 4000
+    tip = page.inner_text(".murano-tooltip")
+    assert "Loading" not in tip
+    assert "Waiting for the kernel to send details: it is busy, or there is none" in tip
+    bridge.sync()
+    bridge.wait_frames()
+    tip = page.inner_text(".murano-tooltip")
+    assert "Waiting" not in tip and "Loading" not in tip
+    assert "bits" in tip
+
+
 def test_hover_shows_the_tooltip_and_asks_for_details_once(page, widget):
     bridge = Bridge(page, widget)
     x, y = bridge.cell_center(3, 2)

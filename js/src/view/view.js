@@ -6,7 +6,7 @@
  */
 
 import { explainOptions, explainValue, hasAttribution, hasHeads, nothingExplained, parseExplain, whyModel } from "../attribution.js";
-import { cellDetails, readoutText, tooltipModel } from "../details.js";
+import { cellDetails, DETAILS_TIMEOUT_MS, readoutText, tooltipModel, waitingNote } from "../details.js";
 import { cellRect, clampScroll, columnOf, computeLayout, GEOMETRY, positionAt, revealColumn } from "../layout.js";
 import { metricAvailable, metricOffered, metricSpec, resolveMetric, resolveTarget, targetIndex } from "../metrics.js";
 import { decodeLenses, rowOfModelLayer } from "../payload.js";
@@ -90,6 +90,9 @@ export class LensView {
     this.revealPending = true;
     this.frame = 0;
     this.detailsRequested = false;
+    /** The detail sections were asked for and have not come in time (or there is no kernel). */
+    this.detailsLate = false;
+    this.detailsTimer = 0;
     /** The metric the cells show: the requested one, or the last shown while it loads. */
     this.shownMetric = "";
     /** The per-target metric and token whose line the chart was last switched on for. */
@@ -158,6 +161,7 @@ export class LensView {
     this.unbind();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);
+    if (this.detailsTimer) clearTimeout(this.detailsTimer);
     this.componentsAbort.abort();
     this.trajectory.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
@@ -415,7 +419,7 @@ export class LensView {
         ? whyModel(data, { explain, prompt: s.prompt, row: cell.row, position: cell.position, heads: s.heads, show: (t) => displayToken(t) })
         : null;
     let message = "";
-    if (!data.arrays.contributions) message = "Loading the attribution…";
+    if (!data.arrays.contributions) message = waitingNote("the attribution", this.detailsLate);
     else if (!model && cell) message = `Nothing to explain: ${nothingExplained(data, explain, s.prompt, cell.position)}.`;
     showWhy(this.ui.why, model, { message, current: cell ? cell.unit : -1 });
     this.whyShown = { cell, model };
@@ -483,6 +487,21 @@ export class LensView {
       this.model.set("_details", true);
       this.model.save_changes();
     }
+    // A model with no kernel behind it cannot send (a saved state rendered on its own page): no
+    // answer will come. Otherwise a kernel that is gone (a saved notebook reopened) or busy does
+    // not answer either; after a while the notes say so instead of "loading" for ever.
+    if (typeof this.model.send !== "function") this.detailsLate = true;
+    else this.detailsTimer = setTimeout(() => this.detailsOverdue(), DETAILS_TIMEOUT_MS);
+  }
+
+  /** The detail sections asked for have not come in time: the notes that wait for them say so. */
+  detailsOverdue() {
+    const data = this.data;
+    if (!data || data.detailSections.every((name) => !data.meta.sections?.[name] || data.arrays[name])) return;
+    this.detailsLate = true;
+    this.updateTooltip();
+    this.updateWhy();
+    this.drawTrajectory();
   }
 
   /**
@@ -787,7 +806,7 @@ export class LensView {
     }
     const s = this.state;
     const details = cellDetails(this.data, s.prompt, cell.layerIndex, cell.position, this.targetIndex());
-    this.tooltip.show(tooltipModel(details), isSelected(s.selected, s.prompt, cell.layerIndex, cell.position));
+    this.tooltip.show(tooltipModel(details, { late: this.detailsLate }), isSelected(s.selected, s.prompt, cell.layerIndex, cell.position));
     this.placeTooltip(cell);
   }
 
@@ -913,6 +932,7 @@ export class LensView {
       // Beside the heatmap, as tall as it; below it, only room for the axis title.
       heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
       detailsRequested: this.detailsRequested,
+      detailsLate: this.detailsLate,
     });
     // A line on the chart waits for a detail section (a column other than the last, pinned from
     // Python, say): ask for it, so that "loading" in its legend is true.
