@@ -195,6 +195,29 @@ def check_index(name: str, value: Any, size: int, what: str, error: type = Value
     return int(value)
 
 
+def check_layer(
+    value: Any, layers: list[int], type_error: type = TypeError, value_error: type = ValueError
+) -> int:
+    """``value`` as a model layer that is one of a result's rows (``layers``, ascending).
+
+    Raises:
+        type_error: For a non-integer.
+        value_error: For a layer the result does not have, naming the ones it has. A widget's
+            trait validation passes its trait error type for both.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise type_error(f"layer must be an int, got {type(value).__name__} {value!r}")
+    if int(value) not in layers:
+        contiguous = layers == list(range(layers[0], layers[-1] + 1))
+        allowed = (
+            f"from {layers[0]} to {layers[-1]} (the result's layers)"
+            if contiguous
+            else f"one of the result's layers {layers}"
+        )
+        raise value_error(f"layer must be {allowed}; got {value}")
+    return int(value)
+
+
 def check_float(
     name: str,
     value: Any,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from murano_widgets._checks import check_index
+from murano_widgets._checks import check_index, check_layer
 from murano_widgets.comparison.patching import PATCH_SOURCES, PatchComparison, patch_lens
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
@@ -56,11 +56,7 @@ def check_patch(
     one = results.first if isinstance(results, LensResults) else results
     n_inputs = one.n_inputs
     prompt = check_index("prompt", prompt, n_inputs, "prompts")
-    layers = sorted(set(one.layers))
-    if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, (int, np.integer)):
-        raise TypeError(f"layer must be an int, got {type(layer).__name__} {layer!r}")
-    if int(layer) not in layers:
-        raise ValueError(f"layer must be one of the result's layers {layers}; got {layer}")
+    layer = check_layer(layer, sorted(set(one.layers)))
     length = one.lengths[prompt]
     if isinstance(position, (bool, np.bool_)) or not isinstance(position, (int, np.integer)):
         raise TypeError(f"position must be an int, got {type(position).__name__} {position!r}")

@@ -11,11 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import traitlets
 
 from murano_widgets._adapters import as_lens_result
-from murano_widgets._checks import check_bool, check_choice, check_index, check_model
+from murano_widgets._checks import check_bool, check_choice, check_index, check_layer, check_model
 from murano_widgets.backends.base import ModelBackend
 from murano_widgets.chat import check_hide_template
 from murano_widgets.comparison.patching import PatchComparison
@@ -711,18 +710,8 @@ def _check_live(live: Any) -> LiveSession | None:
 
 
 def _check_layer(value: Any, layers: list[int], error: type = WidgetValueError) -> int:
-    """A model layer that is one of the result's rows."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise error(f"layer must be an int, got {type(value).__name__} {value!r}")
-    if int(value) not in layers:
-        contiguous = layers == list(range(layers[0], layers[-1] + 1))
-        allowed = (
-            f"from {layers[0]} to {layers[-1]} (the result's layers)"
-            if contiguous
-            else f"one of the result's layers {layers}"
-        )
-        raise error(f"layer must be {allowed}; got {value}")
-    return int(value)
+    """A model layer that is one of the result's rows, as a trait error (or ``error``)."""
+    return check_layer(value, layers, error, error)
 
 
 def _check_lens_name(value: Any, results: LensResults, error: type = WidgetValueError) -> str:
