@@ -8,6 +8,7 @@ the model adds them), then per layer ``"L{l}.attn"`` and ``"L{l}.mlp"``; with he
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -178,20 +179,6 @@ class ComponentLayout:
         mid = states["mid"][layer].index_select(0, rows).float()
         return mid - before, after - mid
 
-    def head_directions(
-        self, states: dict[str, Any], rows: torch.Tensor, layer: int, q: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each head's and the bias's direct effect along ``q`` ``[rows, d]``: ``[rows, H]``,
-        ``[rows]`` (the map from the projection's output to the stream applied)."""
-        q = self._through_post_map(states, rows, layer, q)
-        z = states["z"][layer].index_select(0, rows).float()
-        v = q @ self.out_weights[layer].float()  # [rows, heads * head_dim]
-        assert self.n_heads is not None
-        per_head = (v * z).view(len(rows), self.n_heads, -1).sum(-1)
-        bias = self.out_biases[layer]
-        bias_term = q @ bias if bias is not None else q.new_zeros(len(rows))
-        return per_head, bias_term
-
     def head_vectors(self, states: dict[str, Any], rows: torch.Tensor, layer: int) -> torch.Tensor:
         """Each head's term and the bias's, ``[rows, H + 1, d]`` (for :func:`component_outputs`)."""
         assert self.n_heads is not None
@@ -215,39 +202,78 @@ class ComponentLayout:
             vectors = s * parts.gain * parts.project(vectors)
         return vectors
 
-    def _through_post_map(
-        self, states: dict[str, Any], rows: torch.Tensor, layer: int, q: torch.Tensor
-    ) -> torch.Tensor:
-        if self.multiplier is not None:
-            q = q * self.multiplier
-        if self.post_norms is not None:
-            parts = self.post_norms[layer]
-            a = states["attn"][layer].index_select(0, rows).float()
-            s = norm_scale(parts, a).unsqueeze(-1)
-            q = parts.project(s * parts.gain * q)
-        return q
-
     def contributions(
-        self, states: dict[str, Any], rows: torch.Tensor, q: torch.Tensor, layer: int, mid: bool
+        self,
+        states: dict[str, Any],
+        rows: torch.Tensor,
+        asks: Sequence[tuple[torch.Tensor, int, bool]],
     ) -> torch.Tensor:
-        """``[rows, C]``: every component's direct effect along ``q`` (the readout pulled back
-        through the lens) for rows read at ``layer`` (after its attention when ``mid``); NaN
-        for the components after that point."""
-        out = torch.full((len(rows), self.n_components), float("nan"), device=q.device)
+        """``[asks, rows, C]``: every component's direct effect along each ask's ``q``
+        ``[rows, d]`` (a readout pulled back through the lens), for rows read at the ask's layer
+        (after its attention when its ``mid`` is set); NaN for the components after that point.
+
+        Each block's terms, and with heads each head's output vectors, are computed once for
+        every ask that reaches the block. One ask at a time, a row of layer ``l`` needs blocks
+        ``0..l``, so a deep model's head vectors came out O(layers²) times: GPT-2 large's 36
+        rows made 666 ``[rows, d] @ [d, d]`` products where 36 do.
+        """
+        out = torch.full(
+            (len(asks), len(rows), self.n_components), float("nan"), device=rows.device
+        )
+        if not asks:
+            return out
+        step = len(rows)
+        if self.n_heads is not None:
+            # The head vectors are [rows, heads + 1, d]: chunks of rows keep them near 64 MiB
+            # (8 prompts of 1,024 tokens on GPT-2 large would be 880 MB at once).
+            d_model = asks[0][0].shape[-1]
+            step = max(1, _VECTOR_BYTES // (4 * (self.n_heads + 1) * d_model))
+        for start in range(0, len(rows), step):
+            part = slice(start, min(start + step, len(rows)))
+            out[:, part] = self._contributions(
+                states, rows[part], [(q[part].float(), layer, mid) for q, layer, mid in asks]
+            )
+        return out
+
+    def _contributions(
+        self,
+        states: dict[str, Any],
+        rows: torch.Tensor,
+        asks: Sequence[tuple[torch.Tensor, int, bool]],
+    ) -> torch.Tensor:
+        q = torch.stack([ask[0] for ask in asks])  # [asks, rows, d]
+        out = torch.full((len(asks), len(rows), self.n_components), float("nan"), device=q.device)
         embed = states["embed"].index_select(0, rows).float()
-        out[:, 0] = (q * embed).sum(-1)
-        for block in range(layer + 1):
+        out[:, :, 0] = _along(q, embed)
+        layers = [layer for _, layer, _ in asks]
+        for block in range(max(layers) + 1):
+            # Which asks reach this block, and which its MLP too: a Python list, not a branch on
+            # values (this also runs inside a trace).
+            reach = [i for i, layer in enumerate(layers) if layer >= block]
+            mlp_asks = [i for i in reach if block < layers[i] or not asks[i][2]]
             attention, mlp = self.terms(states, rows, block)
+            at = torch.tensor(reach, device=q.device)
             start = self.attn_index(block)
             if self.n_heads is None:
-                out[:, start] = (q * attention).sum(-1)
+                out[at, :, start] = _along(q.index_select(0, at), attention)
             else:
-                per_head, bias = self.head_directions(states, rows, block, q)
-                out[:, start : start + self.n_heads] = per_head
-                out[:, start + self.n_heads] = bias
-            if block < layer or not mid:
-                out[:, self.mlp_index(block)] = (q * mlp).sum(-1)
+                vectors = self.head_vectors(states, rows, block)  # [rows, heads + 1, d]
+                out[at, :, start : start + self.n_heads + 1] = torch.einsum(
+                    "nrd,rhd->nrh", q.index_select(0, at), vectors
+                )
+            if mlp_asks:
+                m = torch.tensor(mlp_asks, device=q.device)
+                out[m, :, self.mlp_index(block)] = _along(q.index_select(0, m), mlp)
         return out
+
+
+# The head vectors of one chunk of rows ([rows, heads + 1, d] float32) stay under this.
+_VECTOR_BYTES = 64 * 2**20
+
+
+def _along(q: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``[asks, rows]``: each ask's ``q [asks, rows, d]`` dotted with ``x [rows, d]``, row by row."""
+    return torch.einsum("nrd,rd->nr", q, x)
 
 
 def _n_heads(config: Any) -> int:

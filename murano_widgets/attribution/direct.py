@@ -9,7 +9,7 @@ identity. See :mod:`murano_widgets.attribution.readout` for the mathematics.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -45,52 +45,99 @@ def _pullback(
     return lens.read_pullback(layer - 1, hidden, r, n_layers)
 
 
+class _Ask(NamedTuple):
+    """One row of cells and the token (and foil) per cell whose logit to attribute."""
+
+    key: Any
+    rows: torch.Tensor
+    tokens: torch.Tensor
+    foils: torch.Tensor | None = None
+
+
+def _readout_side(
+    readout: Readout, lens: Any, n_layers: int, states: dict[str, Any], ask: _Ask
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The direction ``q`` ``[rows, d]`` the components are read along (the readout's
+    direction pulled back through the norm and the lens), the bias term, the logit and the
+    cells with no token."""
+    layer, mid = row_layer(ask.key)
+    source = states["mid"][layer] if mid else states["post"][layer]
+    hidden = source.index_select(0, ask.rows).float()
+    y = read_row(lens, ask.key, hidden, n_layers).float()
+    w, unembedding_bias = readout.directions(ask.tokens, ask.foils)
+    logits = (w * normalise(readout.norm, y)).sum(-1) + unembedding_bias
+    r = readout.pulled(y, w)
+    q, lens_bias = _pullback(lens, ask.key, hidden, r, n_layers)
+    bias = lens_bias.float() + w @ readout.norm.bias + unembedding_bias
+    # No branch on values: this also runs inside a trace.
+    missing = ask.tokens < 0
+    if ask.foils is not None:
+        missing = missing | (ask.foils < 0)
+    return q.float(), bias, logits, missing
+
+
 def attribute(
     layout: ComponentLayout,
     readout: Readout,
     lens: Any,
     n_layers: int,
     states: dict[str, Any],
-    key: Any,
-    rows: torch.Tensor,
-    tokens: torch.Tensor,
-    foils: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Each component's direct contribution to ``tokens``' logits at ``rows`` of row ``key``.
+    asks: list[_Ask],
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Each component's direct contribution to each ask's tokens' logits at its rows.
+
+    Asks over the same rows share the component terms (see
+    :meth:`ComponentLayout.contributions`), in groups whose directions stay under 64 MiB.
 
     Args:
         layout: The model's components.
         readout: The model's readout.
-        lens: The lens of the row.
+        lens: The lens of the rows.
         n_layers: The model's number of blocks.
         states: What :meth:`ComponentLayout.read` kept, ``[positions, d]`` each.
-        key: The row: a block index (its output) or ``Node(l, "resid_mid")``.
-        rows: ``[rows]`` indices into the states' positions.
-        tokens: ``[rows]`` the token of each cell (-1: no token, NaN out).
-        foils: ``[rows]`` tokens whose logit to subtract, or ``None``.
+        asks: Each a row key (a block index, its output, or ``Node(l, "resid_mid")``),
+            ``[rows]`` indices into the states' positions, ``[rows]`` the token of each cell
+            (-1: no token, NaN out) and ``[rows]`` tokens whose logit to subtract, or ``None``.
 
     Returns:
-        ``contributions [rows, C]`` (NaN after the row's point), ``bias [rows]`` and
+        Per ask: ``contributions [rows, C]`` (NaN after the row's point), ``bias [rows]`` and
         ``logits [rows]`` (before any soft-cap), with contributions + bias = logits.
     """
-    layer, mid = row_layer(key)
-    source = states["mid"][layer] if mid else states["post"][layer]
-    hidden = source.index_select(0, rows).float()
-    y = read_row(lens, key, hidden, n_layers).float()
-    w, unembedding_bias = readout.directions(tokens, foils)
-    logits = (w * normalise(readout.norm, y)).sum(-1) + unembedding_bias
-    r = readout.pulled(y, w)
-    q, lens_bias = _pullback(lens, key, hidden, r, n_layers)
-    contributions = layout.contributions(states, rows, q.float(), layer, mid)
-    bias = lens_bias.float() + w @ readout.norm.bias + unembedding_bias
-    # No branch on values: this also runs inside a trace.
-    missing = tokens < 0
-    if foils is not None:
-        missing = missing | (foils < 0)
-    contributions = contributions.masked_fill(missing.unsqueeze(-1), float("nan"))
-    bias = bias.masked_fill(missing, float("nan"))
-    logits = logits.masked_fill(missing, float("nan"))
-    return contributions, bias, logits
+    out: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    for group in _groups(asks, readout):
+        sides = [_readout_side(readout, lens, n_layers, states, ask) for ask in group]
+        contributions = layout.contributions(
+            states,
+            group[0].rows,
+            [(q, *row_layer(ask.key)) for ask, (q, _, _, _) in zip(group, sides, strict=True)],
+        )
+        for each, (_, bias, logits, missing) in zip(contributions, sides, strict=True):
+            out.append(
+                (
+                    each.masked_fill(missing.unsqueeze(-1), float("nan")),
+                    bias.masked_fill(missing, float("nan")),
+                    logits.masked_fill(missing, float("nan")),
+                )
+            )
+    return out
+
+
+# The directions of one group of asks ([asks, rows, d] float32) stay under this.
+_GROUP_BYTES = 64 * 2**20
+
+
+def _groups(asks: list[_Ask], readout: Readout) -> list[list[_Ask]]:
+    """Runs of asks over the same rows, each run cut so that its directions fit _GROUP_BYTES."""
+    groups: list[list[_Ask]] = []
+    d_model = int(readout.norm.bias.shape[-1])
+    for ask in asks:
+        size = max(1, _GROUP_BYTES // (4 * d_model * max(1, len(ask.rows))))
+        last = groups[-1] if groups else None
+        if last is not None and last[0].rows is ask.rows and len(last) < size:
+            last.append(ask)
+        else:
+            groups.append([ask])
+    return groups
 
 
 def decompose_rows(
@@ -132,55 +179,44 @@ def decompose_rows(
         block's output); with targets, ``target_contributions [n_rows, n_shown, n_targets, C]``
         and ``target_bias [n_rows, n_shown, n_targets]``.
     """
+    asks: list[tuple[str, _Ask]] = []
+    for index, key in enumerate(keys):
+        asks.append(("top1", _Ask(key, rows, top1[index])))
+        if answers is not None:
+            answer_foils = None if foils is None else foils[prompt_of]
+            asks.append(("answer", _Ask(key, rows, answers[prompt_of], answer_foils)))
+        if targets is not None:
+            asks += [("target", _Ask(key, rows, target.expand(len(rows)))) for target in targets]
+    if answers is not None:
+        # The answer under the model's own readout (the last block's output), at each
+        # prompt's last cell.
+        asks.append(("final", _Ask(n_layers - 1, rows[last_rows], answers, foils)))
+    done = attribute(layout, readout, lens, n_layers, states, [ask for _, ask in asks])
     out: dict[str, list[torch.Tensor]] = {}
 
     def add(name: str, value: torch.Tensor) -> None:
         out.setdefault(name, []).append(value)
 
-    for index, key in enumerate(keys):
-        contributions, bias, logits = attribute(
-            layout, readout, lens, n_layers, states, key, rows, top1[index]
-        )
-        add("contributions", contributions)
-        add("contribution_bias", bias)
-        add("top1_logits", logits)
-        if answers is not None:
-            contributions, bias, _ = attribute(
-                layout,
-                readout,
-                lens,
-                n_layers,
-                states,
-                key,
-                rows,
-                answers[prompt_of],
-                None if foils is None else foils[prompt_of],
-            )
+    per_target: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for (kind, _), (contributions, bias, logits) in zip(asks, done, strict=True):
+        if kind == "top1":
+            add("contributions", contributions)
+            add("contribution_bias", bias)
+            add("top1_logits", logits)
+        elif kind == "answer":
             add("answer_token_contributions", contributions)
             add("answer_token_bias", bias)
             add("answer_row_contributions", contributions[last_rows])
             add("answer_row_bias", bias[last_rows])
-        if targets is not None:
-            per_target = [
-                attribute(
-                    layout,
-                    readout,
-                    lens,
-                    n_layers,
-                    states,
-                    key,
-                    rows,
-                    target.expand(len(rows)),
-                )
-                for target in targets
-            ]
-            add("target_contributions", torch.stack([c for c, _, _ in per_target], dim=1))
-            add("target_bias", torch.stack([b for _, b, _ in per_target], dim=1))
+        elif kind == "target":
+            per_target.append((contributions, bias))
+            if len(per_target) == len(targets):
+                add("target_contributions", torch.stack([c for c, _ in per_target], dim=1))
+                add("target_bias", torch.stack([b for _, b in per_target], dim=1))
+                per_target = []
     fields = {name: torch.stack(values) for name, values in out.items()}
     if answers is not None:
-        contributions, bias, _ = attribute(
-            layout, readout, lens, n_layers, states, n_layers - 1, rows[last_rows], answers, foils
-        )
+        contributions, bias, _ = done[-1]
         fields["answer_contributions"] = contributions.t()
         fields["answer_contribution_bias"] = bias
     return fields
