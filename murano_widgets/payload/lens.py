@@ -14,7 +14,9 @@ in ``meta["metrics"]`` from :data:`murano_widgets.metrics.METRICS`, so the front
 nothing of its own. The base sections cost 4 bytes a cell (6 with a token table over 65,535
 strings), plus 4 bytes a layer and prompt for the final prediction at each prompt's last position
 (where the trajectory chart opens); the detail sections are sent when the front end first asks
-for them. Every probability, the top-k's included, is a uint16 in steps of 1/65535, finer than
+for them. A notebook saved before any page asked (one run headless) holds only the base
+sections: reopened without its kernel, the page says after a few seconds (at once where it knows
+there is none) that it waits for the kernel, instead of loading for ever. Every probability, the top-k's included, is a uint16 in steps of 1/65535, finer than
 the 0.01 % the front end prints, so one number reads the same wherever it is shown (with top-5:
 20 bytes a cell); only an exact 0 is stored as 0
 (:func:`~murano_widgets.payload.codec.quantise`).
