@@ -290,13 +290,14 @@ def lens_dataset(
     provenance.update(counts)
     if store is not None:
         store.finish(n, n_windows, hashes, counts)
-    return collector.dataset(
-        layers=list(step.layers),
-        provenance=provenance,
-        named=named,
-        model=model,
-        lens=lens if not step.named else dict(step.lenses),
-        named_lenses=step.named,
+    return _assemble(
+        collector,
+        list(step.layers),
+        provenance,
+        named,
+        model,
+        lens if not step.named else dict(step.lenses),
+        step.named,
     )
 
 
@@ -680,18 +681,6 @@ class _Collector:
         if not covered.all():
             raise RuntimeError(f"prompts[{int(np.argmin(covered))}] got no numbers")
         return lenses, kept
-
-    def dataset(
-        self,
-        *,
-        layers: list[int],
-        provenance: dict[str, Any],
-        named: bool,
-        model: Any,
-        lens: Any,
-        named_lenses: bool,
-    ) -> LensDataset:
-        return _assemble(self, layers, provenance, named, model, lens, named_lenses)
 
 
 def _assemble(
