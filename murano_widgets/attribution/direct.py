@@ -17,7 +17,7 @@ from murano_widgets.attribution.components import ComponentLayout
 from murano_widgets.attribution.readout import Readout, normalise
 from murano_widgets.types import Node
 
-__all__ = ["attribute", "decompose_rows", "read_row", "row_layer"]
+__all__ = ["Ask", "attribute", "decompose_rows", "read_row", "row_layer"]
 
 
 def row_layer(key: Any) -> tuple[int, bool]:
@@ -45,7 +45,7 @@ def _pullback(
     return lens.read_pullback(layer - 1, hidden, r, n_layers)
 
 
-class _Ask(NamedTuple):
+class Ask(NamedTuple):
     """One row of cells and the token (and foil) per cell whose logit to attribute."""
 
     key: Any
@@ -55,7 +55,7 @@ class _Ask(NamedTuple):
 
 
 def _readout_side(
-    readout: Readout, lens: Any, n_layers: int, states: dict[str, Any], ask: _Ask
+    readout: Readout, lens: Any, n_layers: int, states: dict[str, Any], ask: Ask
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The direction ``q`` ``[rows, d]`` the components are read along (the readout's
     direction pulled back through the norm and the lens), the bias term, the logit and the
@@ -82,7 +82,7 @@ def attribute(
     lens: Any,
     n_layers: int,
     states: dict[str, Any],
-    asks: list[_Ask],
+    asks: list[Ask],
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Each component's direct contribution to each ask's tokens' logits at its rows.
 
@@ -128,9 +128,9 @@ def attribute(
 _GROUP_BYTES = 128 * 2**20
 
 
-def _groups(asks: list[_Ask], readout: Readout) -> list[list[_Ask]]:
+def _groups(asks: list[Ask], readout: Readout) -> list[list[Ask]]:
     """Runs of asks over the same rows, each run cut so that its directions fit _GROUP_BYTES."""
-    groups: list[list[_Ask]] = []
+    groups: list[list[Ask]] = []
     d_model = int(readout.norm.bias.shape[-1])
     for ask in asks:
         size = max(1, _GROUP_BYTES // (4 * d_model * max(1, len(ask.rows))))
@@ -181,18 +181,18 @@ def decompose_rows(
         block's output); with targets, ``target_contributions [n_rows, n_shown, n_targets, C]``
         and ``target_bias [n_rows, n_shown, n_targets]``.
     """
-    asks: list[tuple[str, _Ask]] = []
+    asks: list[tuple[str, Ask]] = []
     for index, key in enumerate(keys):
-        asks.append(("top1", _Ask(key, rows, top1[index])))
+        asks.append(("top1", Ask(key, rows, top1[index])))
         if answers is not None:
             answer_foils = None if foils is None else foils[prompt_of]
-            asks.append(("answer", _Ask(key, rows, answers[prompt_of], answer_foils)))
+            asks.append(("answer", Ask(key, rows, answers[prompt_of], answer_foils)))
         if targets is not None:
-            asks += [("target", _Ask(key, rows, target.expand(len(rows)))) for target in targets]
+            asks += [("target", Ask(key, rows, target.expand(len(rows)))) for target in targets]
     if answers is not None:
         # The answer under the model's own readout (the last block's output), at each
         # prompt's last cell.
-        asks.append(("final", _Ask(n_layers - 1, rows[last_rows], answers, foils)))
+        asks.append(("final", Ask(n_layers - 1, rows[last_rows], answers, foils)))
     done = attribute(layout, readout, lens, n_layers, states, [ask for _, ask in asks])
     out: dict[str, list[torch.Tensor]] = {}
 
