@@ -71,16 +71,13 @@ def words(n: int, seed: int) -> str:
 
 
 def measure(lab, browser, name: str, setup: str, prompts: list[str], slow: bool) -> dict:
-    from lab_server import NotebookPage
+    from lab_server import open_notebook
     from live_driver import add_prompt, hooked, slider_redraws, wait_for_live_controls, wait_idle
 
     cells = [setup, SLOW, "hook.remove()\nprint('FAST again')"]
     notebook_name = lab.write_notebook(f"bench_{name}.ipynb", cells)
-    context = browser.new_context(viewport={"width": 1300, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(300_000)
-    try:
-        notebook = NotebookPage(lab, page, notebook_name)
+    with open_notebook(browser, lab, notebook_name, timeout_ms=300_000) as notebook:
+        page = notebook.page
         notebook.run(0)
         wait_for_live_controls(page, timeout=300_000)
         times = []
@@ -101,8 +98,6 @@ def measure(lab, browser, name: str, setup: str, prompts: list[str], slow: bool)
             out["pending_redraw_ms"] = slider_redraws(page, moves=24)
             out["still_pending"] = page.evaluate(hooked("() => $HOOK.live.state.open.length"))
         return out
-    finally:
-        context.close()
 
 
 def report(name: str, out: dict, target_ms: float) -> None:

@@ -162,6 +162,27 @@ class JupyterLab:
         self._log.close()
 
 
+@contextlib.contextmanager
+def open_notebook(
+    browser,
+    lab: JupyterLab,
+    name: str,
+    *,
+    ui: str = "lab",
+    height: int = 1000,
+    timeout_ms: int = 60_000,
+):
+    """Notebook ``name`` open in a fresh browser context (1300 px wide), as a
+    :class:`NotebookPage`; the context is closed at the end, whatever happens."""
+    context = browser.new_context(viewport={"width": 1300, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    try:
+        yield NotebookPage(lab, page, name, ui=ui)
+    finally:
+        context.close()
+
+
 class NotebookPage:
     """A notebook opened in ``page``, with a connected, idle kernel: in JupyterLab
     (``ui="lab"``) or in Notebook 7 (``ui="notebook"``: the ``notebook`` package's pages on the

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from harness import ARTIFACTS
-from lab_server import NotebookPage
+from lab_server import open_notebook
 from test_layout_fixes import SELECT_WIDTHS
 
 pytestmark = [pytest.mark.jupyterlab, pytest.mark.slow]
@@ -30,11 +30,8 @@ print("TRAITS", w.selected["layer_index"], w.selected["position"], w.selected["i
 
 def test_click_in_jupyterlab_sets_selected_in_the_kernel(browser, jupyterlab):
     name = jupyterlab.write_notebook("lens.ipynb", [SETUP, READ_BACK])
-    context = browser.new_context(viewport={"width": 1300, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        notebook = NotebookPage(jupyterlab, page, name)
+    with open_notebook(browser, jupyterlab, name) as notebook:
+        page = notebook.page
         cells = notebook.cells
         cells.nth(0).locator(".cm-content").click()
         page.keyboard.press("Shift+Enter")
@@ -88,5 +85,3 @@ def test_click_in_jupyterlab_sets_selected_in_the_kernel(browser, jupyterlab):
         )
         assert state["selected"]["layer_index"] == 3 and state["selected"]["position"] == 2
         assert "layer" in state["selected"], "Python's full description came back to the view"
-    finally:
-        context.close()

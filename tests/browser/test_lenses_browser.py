@@ -177,7 +177,7 @@ w"""
 def test_the_lens_menu_reaches_the_kernel_in_jupyterlab(browser, jupyterlab):
     """In a real JupyterLab: the menu sets w.lens_name in the kernel, and the kernel's
     w.lens_name switches the page."""
-    from lab_server import NotebookPage
+    from lab_server import open_notebook
 
     name = jupyterlab.write_notebook(
         "lenses.ipynb",
@@ -187,11 +187,8 @@ def test_the_lens_menu_reaches_the_kernel_in_jupyterlab(browser, jupyterlab):
             'w.lens_name = "logit"; print("SET", w.lens_name)',
         ],
     )
-    context = browser.new_context(viewport={"width": 1300, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        notebook = NotebookPage(jupyterlab, page, name)
+    with open_notebook(browser, jupyterlab, name) as notebook:
+        page = notebook.page
         notebook.run(0)
         page.wait_for_selector(LENS_MENU, timeout=120_000)
         assert page.inner_text(".murano-title") == "Logit lens"
@@ -204,5 +201,3 @@ def test_the_lens_menu_reaches_the_kernel_in_jupyterlab(browser, jupyterlab):
             "() => document.querySelector('.murano-title').textContent === 'Logit lens'"
         )
         assert page.eval_on_selector(LENS_MENU, "e => e.value") == "logit"
-    finally:
-        context.close()

@@ -16,7 +16,7 @@ import statistics
 
 import pytest
 from harness import ARTIFACTS
-from lab_server import NotebookPage, wait_for
+from lab_server import open_notebook, wait_for
 from live_driver import (
     add_prompt,
     hooked,
@@ -57,11 +57,8 @@ print("STATE", json.dumps({"prompts": w.prompts, "n": w.result.n_inputs, "target
 @pytest.mark.parametrize("ui", ["lab", "notebook"])
 def test_the_live_lens_in_a_real_notebook(browser, jupyterlab, ui):
     name = jupyterlab.write_notebook(f"live_{ui}.ipynb", [SETUP, SLOW, FAIL, HEAL, READ])
-    context = browser.new_context(viewport={"width": 1300, "height": 1100})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        notebook = NotebookPage(jupyterlab, page, name, ui=ui)
+    with open_notebook(browser, jupyterlab, name, ui=ui, height=1100) as notebook:
+        page = notebook.page
         notebook.run(0)
         wait_for_live_controls(page)
         assert page.locator(".murano-live-nokernel").is_hidden()
@@ -137,8 +134,6 @@ def test_the_live_lens_in_a_real_notebook(browser, jupyterlab, ui):
         assert state["n"] == 3 and state["targets"] == [" Tokyo"]
         assert " Tokyo" in state["result_targets"]
         assert state["patch"] and state["status"] == "error" and state["about_sleep"]
-    finally:
-        context.close()
 
 
 def test_a_saved_live_notebook_reopens_without_its_kernel_and_says_so(browser, jupyterlab):
@@ -146,11 +141,8 @@ def test_a_saved_live_notebook_reopens_without_its_kernel_and_says_so(browser, j
     fresh one, which holds no widget): the widget shows what it held, and says that editing
     needs a running kernel, in place of the controls."""
     name = jupyterlab.write_notebook("live_saved.ipynb", [SETUP])
-    context = browser.new_context(viewport={"width": 1300, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        notebook = NotebookPage(jupyterlab, page, name)
+    with open_notebook(browser, jupyterlab, name) as notebook:
+        page = notebook.page
         notebook.run(0)
         wait_for_live_controls(page)
         add_prompt(page, "The capital of Japan is", new_index=1)
@@ -163,15 +155,10 @@ def test_a_saved_live_notebook_reopens_without_its_kernel_and_says_so(browser, j
             return "application/vnd.jupyter.widget-state+json" in nb["metadata"].get("widgets", {})
 
         wait_for(has_state, 30, "the notebook saved with its widget state")
-    finally:
-        context.close()
     jupyterlab.shut_down_kernels()
 
-    context = browser.new_context(viewport={"width": 1300, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        NotebookPage(jupyterlab, page, name)
+    with open_notebook(browser, jupyterlab, name) as notebook:
+        page = notebook.page
         line = page.locator(".murano-live-nokernel")
         line.wait_for(state="visible", timeout=60_000)
         assert "Editing needs a running kernel" in line.inner_text()
@@ -181,5 +168,3 @@ def test_a_saved_live_notebook_reopens_without_its_kernel_and_says_so(browser, j
         assert page.evaluate(hooked("() => $HOOK.state.prompt")) == 1
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.locator(".murano-root").first.screenshot(path=str(ARTIFACTS / "live_reopened.png"))
-    finally:
-        context.close()
