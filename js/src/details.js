@@ -152,7 +152,7 @@ export function cellDetails(data, prompt, layerIndex, position, target = 0) {
     top,
     metrics,
     finalRank,
-    detailsLoaded: data.detailSections.every((name) => !data.meta.sections?.[name] || Boolean(a[name])),
+    detailsLoaded: !detailsPending(data),
     answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
     answer: cellAnswer(data, prompt, layerIndex, position),
     generated: isGenerated(data, prompt, position),
@@ -176,6 +176,15 @@ export const DETAILS_TIMEOUT_MS = 5000;
  */
 export function waitingNote(what, late) {
   return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
+}
+
+/**
+ * Whether a detail section this payload has (`_meta` describes it) has not arrived yet.
+ * @param {LensData} data
+ * @returns {boolean}
+ */
+export function detailsPending(data) {
+  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name]);
 }
 
 /** What a missing value reads as. */

@@ -1282,7 +1282,7 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     top,
     metrics,
     finalRank,
-    detailsLoaded: data.detailSections.every((name) => !data.meta.sections?.[name] || Boolean(a[name])),
+    detailsLoaded: !detailsPending(data),
     answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
     answer: cellAnswer(data, prompt, layerIndex, position),
     generated: isGenerated(data, prompt, position),
@@ -1292,6 +1292,9 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
 var DETAILS_TIMEOUT_MS = 5e3;
 function waitingNote(what, late) {
   return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
+}
+function detailsPending(data) {
+  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name]);
 }
 var NO_VALUE = "no value (non-finite)";
 function tooltipModel(details, { late = false } = {}) {
@@ -5961,8 +5964,7 @@ var LensView = class {
   requestDetails() {
     const data = this.data;
     if (this.detailsRequested || !data) return;
-    const pending = data.detailSections.some((name) => data.meta.sections?.[name] && !data.arrays[name]);
-    if (!pending) return;
+    if (!detailsPending(data)) return;
     this.detailsRequested = true;
     if (!this.model.get("_details")) {
       this.model.set("_details", true);
@@ -5974,7 +5976,7 @@ var LensView = class {
   /** The detail sections asked for have not come in time: the notes that wait for them say so. */
   detailsOverdue() {
     const data = this.data;
-    if (!data || data.detailSections.every((name) => !data.meta.sections?.[name] || data.arrays[name])) return;
+    if (!data || !detailsPending(data)) return;
     this.detailsLate = true;
     this.updateTooltip();
     this.updateWhy();

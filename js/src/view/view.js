@@ -6,7 +6,7 @@
  */
 
 import { explainOptions, explainValue, hasAttribution, hasHeads, nothingExplained, parseExplain, whyModel } from "../attribution.js";
-import { cellDetails, DETAILS_TIMEOUT_MS, readoutText, tooltipModel, waitingNote } from "../details.js";
+import { cellDetails, DETAILS_TIMEOUT_MS, detailsPending, readoutText, tooltipModel, waitingNote } from "../details.js";
 import { cellRect, clampScroll, columnOf, computeLayout, GEOMETRY, positionAt, revealColumn } from "../layout.js";
 import { metricAvailable, metricOffered, metricSpec, resolveMetric, resolveTarget, targetIndex } from "../metrics.js";
 import { decodeLenses, rowOfModelLayer } from "../payload.js";
@@ -480,8 +480,7 @@ export class LensView {
   requestDetails() {
     const data = this.data;
     if (this.detailsRequested || !data) return;
-    const pending = data.detailSections.some((name) => data.meta.sections?.[name] && !data.arrays[name]);
-    if (!pending) return;
+    if (!detailsPending(data)) return;
     this.detailsRequested = true;
     if (!this.model.get("_details")) {
       this.model.set("_details", true);
@@ -497,7 +496,7 @@ export class LensView {
   /** The detail sections asked for have not come in time: the notes that wait for them say so. */
   detailsOverdue() {
     const data = this.data;
-    if (!data || data.detailSections.every((name) => !data.meta.sections?.[name] || data.arrays[name])) return;
+    if (!data || !detailsPending(data)) return;
     this.detailsLate = true;
     this.updateTooltip();
     this.updateWhy();
