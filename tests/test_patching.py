@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+from numerics import assert_same_choice, assert_same_numbers
 from reference import ReferenceLens
 
 from murano_widgets import MuranoModel, load_demo_model, patch_lens, show_lens_diff
@@ -156,21 +157,39 @@ def check_against_reference(comparison: PatchComparison, ref: ReferenceLens, pro
 
 def check_causal_cone(comparison: PatchComparison) -> None:
     """Rows below the patched layer (their own lens) and positions before the patched one
-    (every field) are the clean run's, number for number; the patched cell itself changed."""
+    (every field) are the clean run's; the patched cell itself changed.
+
+    The clean and patched rows are one computation at two rows of one batch, which is equal
+    up to rounding, not bit for bit: MKL's AVX2 GEMM rounds a row by where it falls in its
+    block (tests/numerics.py), so floats compare within ``ACROSS_SHAPES`` and token ids
+    exactly but for near-ties."""
     a, b, patch = comparison.a, comparison.b, comparison.patch
     below = torch.tensor([layer < patch.layer for layer in comparison.layers])
-    own = ("max_probs", "predicted_tokens", "topk_tokens", "topk_probs", "entropy")
-    for name in own:
-        assert torch.equal(getattr(a, name)[below], getattr(b, name)[below]), name
+    _check_same(a, b, lambda x: x[below], "below the patched layer")
     if patch.position == 0:
         return _check_changed(comparison)
     before = slice(0, patch.position)
-    for name in (*own, "final_token_probs", "final_token_ranks", "kl_to_final"):
-        assert torch.equal(getattr(a, name)[:, :, before], getattr(b, name)[:, :, before]), name
+    _check_same(a, b, lambda x: x[:, :, before], "before the patched position")
+    for name in ("final_token_probs", "kl_to_final"):
+        assert_same_numbers(getattr(b, name)[:, :, before], getattr(a, name)[:, :, before], name)
+    # The final token's rank is exact: it moves only where two logits are within rounding
+    # of each other, which no cell of these tests is (measured on three CPU kernels).
+    assert torch.equal(a.final_token_ranks[:, :, before], b.final_token_ranks[:, :, before])
     outside = below.view(-1, 1, 1) | (torch.arange(a.max_probs.shape[-1]) < patch.position)
     assert comparison.kl_a_to_b[outside].abs().max() <= 1e-6
     assert comparison.delta_prob[outside].abs().max() <= 1e-6
     _check_changed(comparison)
+
+
+def _check_same(a, b, pick, where: str) -> None:
+    """One cell's own lens fields are the same in ``a`` and ``b`` at the picked cells."""
+    for name in ("max_probs", "topk_probs", "entropy"):
+        assert_same_numbers(pick(getattr(b, name)), pick(getattr(a, name)), f"{name} {where}")
+    ranked = pick(a.topk_probs)
+    assert_same_choice(pick(b.topk_tokens), pick(a.topk_tokens), ranked, f"topk_tokens {where}")
+    assert_same_choice(
+        pick(b.predicted_tokens), pick(a.predicted_tokens), ranked, f"predicted_tokens {where}"
+    )
 
 
 def _check_changed(comparison: PatchComparison) -> None:

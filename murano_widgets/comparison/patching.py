@@ -13,8 +13,10 @@ block output, the prompts a mean is taken over). The intervention runs inside th
 trace (:attr:`LogitLens.intervention`), before the block's output is read, so the lens of the
 patched layer itself already reads the patched state; with ``remote=True`` it runs on NDIF
 with the rest of the trace. Clean and patched rows run side by side in one batch, so the cells
-outside the patch's causal cone (rows below ``layer``, positions before ``position``) are not
-merely close: they are computed from the same numbers (the tests check that they are equal).
+outside the patch's causal cone (rows below ``layer``, positions before ``position``) are the
+same computation on the same numbers, equal up to the last bits (a GEMM may round a row by
+where it falls in the batch: MKL's AVX2 kernels do, by about 1e-7; the tests check them at
+that tolerance).
 
 The two results are the step's own (every field of :class:`~murano_widgets.LogitLensResult`,
 teacher-forced answers included). The comparison's per-cell numbers (the chosen token's
