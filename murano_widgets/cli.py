@@ -110,8 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from tqdm.auto import tqdm
-
+    from murano_widgets._progress import progress_bar
     from murano_widgets.backends.base import resolve_source
     from murano_widgets.step.logit_lens import LogitLens
     from murano_widgets.types import PromptBatch, Results
@@ -125,7 +124,7 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         except OSError as error:
             parser.error(str(error))
     # leave=False: the bar is gone once done, so it never stands around an error message.
-    bar = tqdm(total=4, desc="loading model", unit="step", file=sys.stderr, leave=False)
+    bar = progress_bar(total=4, desc="loading model", unit="step", file=sys.stderr)
     try:
         model = _load_model(args.model, args.device)
         bar.update()

@@ -568,11 +568,12 @@ class _JobStatus:
 
     def _ensure_bar(self) -> Any:
         if self._bar is None:
-            from tqdm.auto import tqdm
+            from murano_widgets._progress import progress_bar
 
-            self._bar = tqdm(
+            self._bar = progress_bar(
                 total=None,
                 desc="NDIF job",
+                unit="update",
                 bar_format="{desc} [{elapsed}]",
                 file=sys.stderr,
                 leave=True,

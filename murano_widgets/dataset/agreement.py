@@ -100,9 +100,9 @@ def lens_agreement(
     values = {(pair, what): np.full((n_layers, n), np.nan) for pair in pairs for what in QUANTITIES}
     order = batch_order(_token_lengths(model, prompts))
 
-    from tqdm.auto import tqdm
+    from murano_widgets._progress import progress_bar
 
-    bar = tqdm(total=n, desc="lens_agreement", unit="prompt", leave=False, disable=not progress)
+    bar = progress_bar(total=n, desc="lens_agreement", unit="prompt", enabled=progress)
     try:
         for start in range(0, n, batch_size):
             rows = order[start : start + batch_size]

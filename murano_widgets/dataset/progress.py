@@ -36,7 +36,7 @@ class Progress:
     """
 
     def __init__(self, total: int | None, enabled: bool, desc: str = "lens_dataset") -> None:
-        from tqdm.auto import tqdm
+        from murano_widgets._progress import progress_bar
 
         self.total = total
         self.run_prompts = 0
@@ -52,12 +52,13 @@ class Progress:
         # Remote jobs report their states from the threads that wait for them.
         self._lock = threading.RLock()
         known = "{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}" if total else "{n_fmt}"
-        self.bar = tqdm(
+        self.desc = desc if total else f"{desc} (total unknown)"
+        # A log (not a terminal, no notebook) gets a line per tenth and per job state.
+        self.bar = progress_bar(
             total=total,
-            desc=desc if total else f"{desc} (total unknown)",
+            desc=self.desc,
             unit="prompt",
-            leave=False,
-            disable=not enabled,
+            enabled=enabled,
             bar_format="{desc}: " + known + " prompts [{elapsed}{postfix}]",
         )
 
@@ -78,15 +79,13 @@ class Progress:
                 self._since = now if self._running else None
             self.run_prompts += prompts
             self.run_tokens += tokens
-            self.bar.update(prompts)
-            self._show()
+            self._show(advance=prompts)
 
     def read_back(self, prompts: int) -> None:
         """A batch was read back from the run's folder (done before; not counted as speed)."""
         with self._lock:
             self.resumed += prompts
-            self.bar.update(prompts)
-            self._show()
+            self._show(advance=prompts)
 
     def job(self, state: str | None, job_id: str | None = None) -> None:
         """A remote job's state, as NDIF reports it (``received``, ``queued``, ``running``,
@@ -107,22 +106,34 @@ class Progress:
             self.state = _job_states(self._states)
             self._show()
 
-    def _show(self) -> None:
+    def _show(self, advance: int = 0) -> None:
+        """Sets the state and the rates, then moves the bar ``advance`` prompts on (so the line
+        a log gets for that step shows the rates that step made)."""
+        done = self.bar.n + advance
         parts = []
         if self.seconds > 0 and self.run_prompts:
             rate = self.run_prompts / self.seconds
             parts.append(f"{rate:,.0f} prompts/s, {self.run_tokens / self.seconds:,.0f} tokens/s")
             if self.total is not None:
-                left = max(0, self.total - self.bar.n) / rate
+                left = max(0, self.total - done) / rate
                 parts.append(f"{_duration(left)} left")
             else:
                 parts.append("time left unknown (a stream of unknown length)")
         if self.resumed:
             parts.append(f"{self.resumed:,} read back from the folder")
-        if self.state or self.jobs:
-            parts.append(f"NDIF {self.state or 'jobs'} ({self.jobs} completed)")
+        # The jobs' states are the bar's state (a log prints a line when they change); the
+        # rates are its postfix.
+        jobs = (
+            f" · NDIF {self.state or 'jobs'} ({self.jobs} completed)"
+            if self.state or self.jobs
+            else ""
+        )
+        self.bar.set_description_str(self.desc + jobs, refresh=False)
         self.bar.set_postfix_str(", ".join(parts), refresh=False)
-        self.bar.refresh()
+        if advance:
+            self.bar.update(advance)  # redraws a terminal's bar
+        else:
+            self.bar.refresh()
 
     def close(self) -> None:
         self.bar.close()

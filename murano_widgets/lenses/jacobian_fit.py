@@ -168,15 +168,15 @@ def fit_jacobians(
         )
     state.metadata = _metadata(run, corpus, len(skipped), model, state)
 
-    from tqdm.auto import tqdm
+    from murano_widgets._progress import progress_bar
 
     device = torch.device(getattr(model, "device", "cpu"))
-    bar = tqdm(
+    bar = progress_bar(
         total=len(texts),
         initial=state.next_idx,
         desc="Jacobian lens",
         unit="text",
-        disable=not progress,
+        enabled=progress,
     )
     try:
         with _frozen(hf_model):

@@ -546,10 +546,10 @@ class TunedLens(Lens):
             )
             return done
 
-        from tqdm.auto import tqdm
+        from murano_widgets._progress import progress_bar
 
-        bar = tqdm(
-            total=steps, initial=start_step, desc="tuned lens", disable=not progress, unit="step"
+        bar = progress_bar(
+            total=steps, initial=start_step, desc="tuned lens", enabled=progress, unit="step"
         )
         try:
             for step in range(start_step, last_step):
