@@ -21,11 +21,38 @@ SEPARATE_SUITES = {
 }
 
 
+# The suites that compare numbers with an independent computation or with each other: CI runs
+# them once more on each emulated CPU kernel (.ci/test, MURANO_CPU_PATHS), -m numeric.
+NUMERIC = {
+    "test_answers.py",
+    "test_attribution.py",
+    "test_backend_contract.py",
+    "test_compare.py",
+    "test_dataset.py",
+    "test_dataset_contributions.py",
+    "test_dataset_stream.py",
+    "test_generation.py",
+    "test_golden_payloads.py",
+    "test_jacobian_lens.py",
+    "test_lenses.py",
+    "test_logit_lens.py",
+    "test_logit_transforms.py",
+    "test_live.py",
+    "test_metrics.py",
+    "test_nnsight_backend.py",
+    "test_non_finite.py",
+    "test_patching.py",
+    "test_reductions.py",
+    "test_side_by_side.py",
+    "test_tuned_lens.py",
+}
+
+
 def pytest_collection_modifyitems(config, items):
     """Marks and selections that follow from where a test lives.
 
     Everything under tests/browser needs Chromium, so `pytest -m "not browser"` runs without
-    one. The separate suites are left out unless their marker is asked for with -m.
+    one; the files of ``NUMERIC`` are marked numeric. The separate suites are left out unless their marker is asked for with -m.
     """
     chosen = config.getoption("markexpr") or ""
     kept, dropped = [], []
@@ -33,6 +60,8 @@ def pytest_collection_modifyitems(config, items):
         parts = item.path.parts
         if "browser" in parts or "jupyterlab" in item.keywords:
             item.add_marker(pytest.mark.browser)
+        if item.path.name in NUMERIC:
+            item.add_marker(pytest.mark.numeric)
         suite = next(
             (marker for folder, marker in SEPARATE_SUITES.items() if folder in parts), None
         )

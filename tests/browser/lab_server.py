@@ -273,6 +273,19 @@ class NotebookPage:
             30,
             f"JupyterLab's theme {name!r}",
         )
-        # Themes load their stylesheet after the attribute changes: let it land and the widgets
-        # redraw.
-        page.wait_for_timeout(1500)
+        # Themes load their stylesheet after the attribute changes: wait until it has landed
+        # (the layout colour resolves light or dark as the theme is), then let the widgets
+        # redraw. A condition, not a sleep: a loaded machine loads the sheet later.
+        page.wait_for_function(
+            """(light) => {
+                 const probe = document.createElement('div');
+                 probe.style.background = 'var(--jp-layout-color0)';
+                 document.body.appendChild(probe);
+                 const rgb = getComputedStyle(probe).backgroundColor.match(/[\\d.]+/g).map(Number);
+                 probe.remove();
+                 const bright = (0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]) / 255 > 0.5;
+                 return bright === (light === 'true');
+               }""",
+            arg=light,
+        )
+        page.wait_for_timeout(500)
