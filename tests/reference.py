@@ -162,3 +162,104 @@ def reference_jacobian_lens(
             matrix = sub.sum(dim=0).mean(dim=1)  # Σ over t', mean over t: [d, d]
             sums[layer] = matrix if sums[layer] is None else sums[layer] + matrix
     return {layer: total / count for layer, total in sums.items()}
+
+
+class ReferenceAttribution:
+    """Direct logit attribution by its definition, in plain transformers (no murano_widgets).
+
+    One prompt, no padding. Forward hooks take the residual stream's terms: block 0's input
+    (the embedding), each block's attention output and MLP output (Llama- and GPT-2-style
+    blocks: ``h_mid = h + attn(.)``, ``h_out = h_mid + mlp(.)``), and each block's output. A
+    cell is (block ``row``'s output, ``position``). Its logit of ``token`` through the logit
+    lens is ``lm_head(norm(h))[token]``; with the final norm's per-position scale ``s`` taken
+    from the cell's own ``h`` (``s = 1 / sqrt(mean(P(h)^2) + eps)``, ``P`` the centring of a
+    LayerNorm, the identity for an RMSNorm), the readout is linear in ``h`` and each term ``x``
+    contributes ``s * (P(x) * g) . U[token]``. The terms' sum plus the norm's and unembedding's
+    biases is the logit. With a foil, everything is of ``U[token] - U[foil]``.
+    """
+
+    def __init__(self, folder):
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.blocks, self.norm = _blocks_and_norm(self.model)
+
+    def token_id(self, prompt: str, continuation: str) -> int:
+        """The first token of ``continuation`` as it follows ``prompt``."""
+        n = len(self.tokenizer(prompt)["input_ids"])
+        return self.tokenizer(prompt + continuation)["input_ids"][n]
+
+    @torch.no_grad()
+    def terms(self, prompt: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+        """The labels ``["embed", "L0.attn", "L0.mlp", ...]``, the terms ``[C, seq, d]`` and
+        the block outputs ``[layers, seq, d]``."""
+        seen: dict[str, list[torch.Tensor]] = {"in": [], "attn": [], "mlp": [], "out": []}
+
+        def first(value):
+            return value[0] if isinstance(value, tuple) else value
+
+        hooks = []
+        for block in self.blocks:
+            attn = getattr(block, "self_attn", None) or block.attn
+            hooks += [
+                block.register_forward_pre_hook(
+                    lambda _m, args, kwargs: seen["in"].append(
+                        args[0] if args else kwargs["hidden_states"]
+                    ),
+                    with_kwargs=True,
+                ),
+                attn.register_forward_hook(lambda _m, _i, o: seen["attn"].append(first(o))),
+                block.mlp.register_forward_hook(lambda _m, _i, o: seen["mlp"].append(first(o))),
+                block.register_forward_hook(lambda _m, _i, o: seen["out"].append(first(o))),
+            ]
+        ids = self.tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
+        try:
+            self.model(**ids)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        labels, terms = ["embed"], [seen["in"][0][0]]
+        for layer, (attn, mlp) in enumerate(zip(seen["attn"], seen["mlp"], strict=True)):
+            labels += [f"L{layer}.attn", f"L{layer}.mlp"]
+            terms += [attn[0], mlp[0]]
+        return labels, torch.stack(terms), torch.stack([out[0] for out in seen["out"]])
+
+    @torch.no_grad()
+    def attribute(
+        self, prompt: str, token: int, *, foil: int | None = None, row: int = -1, position=-1
+    ) -> dict[str, object]:
+        """The direct logit attribution of ``token`` (minus ``foil``) at block ``row``'s
+        output, ``position``, through the logit lens: ``parts`` (label -> share; the
+        components after the row are left out), ``bias``, ``logit`` (``lm_head(norm(h))``
+        run on the cell, of ``token`` minus ``foil``) and ``top1`` (the cell's top-1 id)."""
+        labels, terms, outputs = self.terms(prompt)
+        n_layers = outputs.shape[0]
+        row = row % n_layers
+        h = outputs[row, position]
+        norm = self.norm
+        centred = isinstance(norm, torch.nn.LayerNorm)
+        eps = next(
+            getattr(norm, name)
+            for name in ("eps", "variance_epsilon")
+            if isinstance(getattr(norm, name, None), float)
+        )
+
+        def project(x):
+            return x - x.mean(-1, keepdim=True) if centred else x
+
+        s = torch.rsqrt(project(h).pow(2).mean() + eps)
+        gain = norm.weight.detach()
+        norm_bias = getattr(norm, "bias", None)
+        head = self.model.lm_head
+        w = head.weight[token] - (head.weight[foil] if foil is not None else 0)
+        head_bias = 0.0
+        if head.bias is not None:
+            head_bias = head.bias[token] - (head.bias[foil] if foil is not None else 0)
+        kept = 1 + 2 * (row + 1)  # the embedding, then each block's attention and MLP
+        parts = {
+            label: float(s * (project(terms[c, position]) * gain) @ w)
+            for c, label in enumerate(labels[:kept])
+        }
+        bias = float((norm_bias @ w if norm_bias is not None else 0.0) + head_bias)
+        logits = head(norm(h))
+        logit = logits[token] - (logits[foil] if foil is not None else 0)
+        return {"parts": parts, "bias": bias, "logit": float(logit), "top1": int(logits.argmax())}

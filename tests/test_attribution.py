@@ -483,3 +483,50 @@ def test_the_answer_is_attributed_at_every_cell(demo):
     torch.testing.assert_close(
         total[:, 0][:, real[0]], logratio[:, 0][:, real[0]], atol=2e-4, rtol=1e-4
     )
+
+
+# -- every row's parts against plain hooks (issue 36) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "prompt", ["The capital of France is", "Everyone knows that the capital of France is"]
+)
+def test_every_rows_parts_at_the_last_position_match_plain_hooks(demo, prompt):
+    """Each component's part of a cell's logit depends on the row it is read at (the final
+    norm's scale is that row's): at every row, the top-1's and the answer-minus-foil's parts
+    at the last position equal ReferenceAttribution's (plain transformers hooks), component by
+    component. The README's prompt and notebook 07's give block 0's MLP 4.54 and 4.83 at the
+    last row: two prompts, one quantity."""
+    from reference import ReferenceAttribution
+
+    from murano_widgets.demo_model import DEMO_MODEL_PATH
+
+    reference = ReferenceAttribution(DEMO_MODEL_PATH)
+    paris, berlin = (reference.token_id(prompt, word) for word in (" Paris", " Berlin"))
+    result = run_logit_lens(demo, prompt, answers=" Paris", foils=" Berlin", decompose=True)
+    labels = result.component_labels
+    last = int(result.attention_mask[0].sum()) - 1
+    for row in range(demo.n_layers):
+        top1 = int(result.predicted_tokens[row, 0, last])
+        want = reference.attribute(prompt, top1, row=row)
+        assert want["top1"] == top1
+        for name, field, bias in (
+            ("top1", result.contributions, result.contribution_bias),
+            ("answer", result.answer_token_contributions, result.answer_token_bias),
+        ):
+            if name == "answer":
+                want = reference.attribute(prompt, paris, foil=berlin, row=row)
+            got = dict(zip(labels, field[row, 0, last].tolist(), strict=True))
+            assert [k for k, v in got.items() if v == v] == list(want["parts"]), (name, row)
+            for label, value in want["parts"].items():
+                assert got[label] == pytest.approx(value, abs=1e-4), (name, row, label)
+            assert float(bias[row, 0, last]) == pytest.approx(want["bias"], abs=1e-4)
+            total = sum(want["parts"].values()) + want["bias"]
+            assert total == pytest.approx(want["logit"], abs=1e-4), "the reference adds up"
+    # The last row is the model's own readout: answer_contributions, as notebook 07 tabulates.
+    want = reference.attribute(prompt, paris)
+    plain = run_logit_lens(demo, prompt, answers=" Paris", decompose=True)
+    got = dict(zip(labels, plain.answer_contributions[:, 0].tolist(), strict=True))
+    assert got == pytest.approx(want["parts"], abs=1e-4)
+    expected = {"The capital of France is": 4.54, "Everyone knows": 4.83}
+    assert round(got["L0.mlp"], 2) == next(v for k, v in expected.items() if prompt.startswith(k))

@@ -19,7 +19,7 @@
 import { DIVERGING_STOPS, interpolateStops } from "./colour.js";
 import { niceCeil } from "./format.js";
 import { cellIndex, cellTargetIndex, isMissing, lastPositionIndex } from "./payload.js";
-import { rowLabel } from "./rows.js";
+import { isSublayerRow, rowLabel } from "./rows.js";
 
 /**
  * @typedef {import("./payload.js").LensData} LensData
@@ -57,7 +57,14 @@ import { rowLabel } from "./rows.js";
  *
  * @typedef {object} WhyModel The "why" panel's content, as values.
  * @property {string} heading e.g. "Why ␣Paris?"
- * @property {string} where e.g. "L5 · position 8 · input ␣of"
+ * @property {string} where e.g. "L5 · position 8"
+ * @property {string} caption the explained quantity in words: which logit (the cell's top-1, the
+ *   answer, a target; minus a foil's), at which cell (the row, the position and its input token),
+ *   read how (the lens, the final norm with its scale held at the cell's value, the
+ *   unembedding), e.g. "Each bar is one component's direct share of the logit of ␣Paris, this
+ *   cell's top-1 token, at layer 5's output, position 4 (input ␣is). Readout: the model's own,
+ *   as every lens reads the last layer: the final norm (its scale held at this cell's value) and
+ *   the unembedding. No foil: a raw logit, so a part that raises every token alike counts too."
  * @property {string} totalLabel "logit", "logit before the soft-cap", "logit difference"
  * @property {number} total
  * @property {Bar[]} bars the top units by |part| in model order, then "other" and "bias": they
@@ -369,12 +376,50 @@ export function whyModel(data, { explain, prompt, row, position, heads, top = WH
   return {
     heading: `Why ${what}${token}${foil !== null ? ` rather than ${foil}` : ""}?`,
     where: where.join(" · "),
+    caption: whyCaption(data, explain, explained, prompt, row, show),
     totalLabel,
     total: explained.total,
     bars,
     scale,
     note: notes.join(" "),
   };
+}
+
+/**
+ * What the panel's number is, in words: which logit (of which token, minus which foil), at which
+ * cell (the row, the position and the input token there), read through which lens and readout.
+ * In Python the same numbers are `result.contributions` (the top-1), `answer_token_contributions`
+ * (the answer) or `target_contributions` at that cell; at the last block's output and the last
+ * position, the answer's are `answer_contributions` (what notebook 07's tables show).
+ * @param {LensData} data
+ * @param {Explain} explain
+ * @param {Explained} explained
+ * @param {number} prompt
+ * @param {number} row
+ * @param {(token: string) => string} show
+ */
+export function whyCaption(data, explain, explained, prompt, row, show) {
+  const token = show(explained.token);
+  const set = data.answerSets[0];
+  const several = set && (set.nTokens[prompt] ?? 1) > 1;
+  const which =
+    explain.kind === "answer" ? `the answer ${token}${several ? " (its first token)" : ""}` : explain.kind === "target" ? `the tracked token ${token}` : `${token}, this cell's top-1 token`;
+  const logit = explained.foil !== null ? `the logit of ${which} minus that of the foil ${show(explained.foil)}` : `the logit of ${which}`;
+  const layer = data.layers[row];
+  const mid = isSublayerRow(data, row);
+  const cell = mid ? `layer ${layer} after its attention` : `layer ${layer}'s output`;
+  const column = data.offsets[prompt] + explained.position;
+  const ids = data.arrays.input_ids;
+  const input = ids && column < ids.length ? data.tokens[ids[column]] : undefined;
+  const at = `${cell}, position ${explained.position}${input !== undefined ? ` (input ${show(input)})` : ""}`;
+  const norm = "the final norm (its scale held at this cell's value) and the unembedding";
+  // Every lens reads the model's last block output as the model does (Lens.read in Python).
+  const own = !mid && data.nModelLayers !== null && layer === data.nModelLayers - 1;
+  const kind = data.lensKind || "logit";
+  const lens = data.lensTitle || `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
+  const readout = own ? `the model's own, as every lens reads the last layer: ${norm}` : kind === "logit" ? `${lens}: ${norm}` : `${lens}, then ${norm}`;
+  const foil = explained.foil !== null ? "Each part is the answer's share minus the foil's." : "No foil: a raw logit, so a part that raises every token alike counts too.";
+  return `Each bar is one component's direct share of ${logit}, at ${at}. Readout: ${readout}. ${foil}`;
 }
 
 /**

@@ -28,7 +28,7 @@ import {
 } from "../src/attribution.js";
 import { DIVERGING_STOPS, hexToRgb } from "../src/colour.js";
 import { niceCeil } from "../src/format.js";
-import { decodeLenses, decodePayload, rowOfModelLayer } from "../src/payload.js";
+import { cellIndex, decodeLenses, decodePayload, rowOfModelLayer } from "../src/payload.js";
 import { hasSublayerRows, rowLabel, rowLabelled, rowNames } from "../src/rows.js";
 import { displayToken } from "../src/tokens.js";
 import { golden, lensPayload } from "./golden.mjs";
@@ -322,4 +322,35 @@ test("the answer at every cell: the panel explains the hovered cell, the compone
   assert.ok([0, 1, 2].every((j) => Number.isFinite(top.values[j])), "embed has a part at every position");
   const none = componentGrid(data, { explain: { kind: "answer" }, prompt: 1, row: 2, heads: false });
   assert.ok(none.values.every(Number.isNaN), "prompt 1 has no answer");
+});
+
+test("the panel's caption names the quantity: which logit, the cell, the readout and the foil", () => {
+  const data = decodePayload(...Object.values(lensPayload("lens_attribution")));
+  const input = (/** @type {number} */ p, /** @type {number} */ j) => show(data.tokens[data.arrays.input_ids[data.offsets[p] + j]]);
+  // The last block's output: every lens reads it as the model does.
+  const top1 = whyModel(data, { explain: { kind: "top1" }, prompt: 0, row: 2, position: 0, heads: false, show });
+  const token = show(data.tokens[data.arrays.predicted_tokens[cellIndex(data, 0, 2, 0)]]);
+  assert.equal(
+    top1.caption,
+    `Each bar is one component's direct share of the logit of ${token}, this cell's top-1 token, at layer 2's output, position 0 (input ${input(0, 0)}). ` +
+      "Readout: the model's own, as every lens reads the last layer: the final norm (its scale held at this cell's value) and the unembedding. " +
+      "No foil: a raw logit, so a part that raises every token alike counts too.",
+  );
+  // An earlier row: the lens by name; the answer against its foil, at the prompt's last position.
+  const answer = whyModel(data, { explain: { kind: "answer" }, prompt: 0, row: 1, position: 0, heads: false, show });
+  const last = data.lengths[0] - 1;
+  assert.equal(
+    answer.caption,
+    `Each bar is one component's direct share of the logit of the answer ␣Paris minus that of the foil ␣English, at layer 1's output, position ${last} (input ${input(0, last)}). ` +
+      "Readout: Logit lens: the final norm (its scale held at this cell's value) and the unembedding. Each part is the answer's share minus the foil's.",
+  );
+  const target = whyModel(data, { explain: { kind: "target", index: 1 }, prompt: 0, row: 0, position: 1, heads: false, show });
+  assert.match(target.caption, /^Each bar is one component's direct share of the logit of the tracked token <b>x<\/b>, at layer 0's output, position 1 /);
+  // A row after an attention; another lens.
+  const mid = decodePayload(...Object.values(lensPayload("lens_sublayers")));
+  const early = whyModel(mid, { explain: { kind: "top1" }, prompt: 0, row: 2, position: 0, heads: false, show });
+  assert.match(early.caption, / at layer 1 after its attention, position 0 /);
+  const [, tuned] = decodeLenses(...Object.values(lensPayload("lenses_attribution")));
+  const read = whyModel(tuned, { explain: { kind: "top1" }, prompt: 0, row: 0, position: 1, heads: false, show });
+  assert.match(read.caption, / Readout: Tuned lens, then the final norm \(its scale held at this cell's value\) and the unembedding\. /);
 });

@@ -1043,12 +1043,34 @@ function whyModel(data, { explain, prompt, row, position, heads, top = WHY_TOP, 
   return {
     heading: `Why ${what}${token}${foil !== null ? ` rather than ${foil}` : ""}?`,
     where: where.join(" · "),
+    caption: whyCaption(data, explain, explained, prompt, row, show),
     totalLabel,
     total: explained.total,
     bars,
     scale,
     note: notes.join(" ")
   };
+}
+function whyCaption(data, explain, explained, prompt, row, show) {
+  const token = show(explained.token);
+  const set = data.answerSets[0];
+  const several = set && (set.nTokens[prompt] ?? 1) > 1;
+  const which = explain.kind === "answer" ? `the answer ${token}${several ? " (its first token)" : ""}` : explain.kind === "target" ? `the tracked token ${token}` : `${token}, this cell's top-1 token`;
+  const logit = explained.foil !== null ? `the logit of ${which} minus that of the foil ${show(explained.foil)}` : `the logit of ${which}`;
+  const layer = data.layers[row];
+  const mid = isSublayerRow(data, row);
+  const cell = mid ? `layer ${layer} after its attention` : `layer ${layer}'s output`;
+  const column = data.offsets[prompt] + explained.position;
+  const ids = data.arrays.input_ids;
+  const input = ids && column < ids.length ? data.tokens[ids[column]] : void 0;
+  const at = `${cell}, position ${explained.position}${input !== void 0 ? ` (input ${show(input)})` : ""}`;
+  const norm = "the final norm (its scale held at this cell's value) and the unembedding";
+  const own = !mid && data.nModelLayers !== null && layer === data.nModelLayers - 1;
+  const kind = data.lensKind || "logit";
+  const lens = data.lensTitle || `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
+  const readout = own ? `the model's own, as every lens reads the last layer: ${norm}` : kind === "logit" ? `${lens}: ${norm}` : `${lens}, then ${norm}`;
+  const foil = explained.foil !== null ? "Each part is the answer's share minus the foil's." : "No foil: a raw logit, so a part that raises every token alike counts too.";
+  return `Each bar is one component's direct share of ${logit}, at ${at}. Readout: ${readout}. ${foil}`;
 }
 function componentGrid(data, { explain, prompt, row, heads }) {
   const units = componentUnits(data.components, heads);
@@ -5208,14 +5230,15 @@ function buildWhy() {
   const heads = h("input", "murano-why-heads-box", { type: "checkbox" });
   headsLabel.append(heads, h("span", "", {}, "split attention into heads"));
   head.append(title, where, explainLabel, headsLabel);
+  const caption = h("p", "murano-why-caption");
   const bars = h("div", "murano-why-bars", { role: "list", "aria-label": "Parts of the logit, in model order" });
   const total = h("div", "murano-why-total");
   const totalLabel = h("span", "murano-why-total-label", {}, "logit");
   const totalValue = h("span", "murano-why-total-value");
   total.append(totalLabel, totalValue);
   const note = h("div", "murano-why-note");
-  panel.append(head, bars, total, note);
-  return { panel, title, where, explainSelect, headsLabel, heads, bars, total, totalLabel, totalValue, note };
+  panel.append(head, caption, bars, total, note);
+  return { panel, title, where, caption, explainSelect, headsLabel, heads, bars, total, totalLabel, totalValue, note };
 }
 function showExplainMenu(ui, options, value) {
   ui.explainSelect.replaceChildren(
@@ -5232,6 +5255,8 @@ function showWhy(ui, model, { message = "", current = -1 } = {}) {
   if (!model) {
     ui.title.textContent = "Why";
     ui.where.textContent = "";
+    ui.caption.textContent = "";
+    ui.caption.hidden = true;
     ui.bars.replaceChildren();
     ui.total.hidden = true;
     ui.note.textContent = message;
@@ -5240,6 +5265,8 @@ function showWhy(ui, model, { message = "", current = -1 } = {}) {
   }
   ui.title.textContent = model.heading;
   ui.where.textContent = model.where;
+  ui.caption.textContent = model.caption;
+  ui.caption.hidden = false;
   const scale = model.scale > 0 ? model.scale : 1;
   ui.bars.replaceChildren(
     ...model.bars.map((bar) => {

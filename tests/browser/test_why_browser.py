@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from harness import Bridge
 
@@ -536,3 +538,104 @@ def test_the_export_shows_the_panel_and_the_component_view_with_no_kernel(
     assert "to the logit of" in page.inner_text(".murano-readout")
     assert page.refused == []
     assert not page.errors
+
+
+# -- The panel and notebook 07's tables: one quantity, said alike (issue 36) ----------------------
+
+NOTEBOOK_07 = Path(__file__).resolve().parents[2] / "notebooks" / "07_which_component.ipynb"
+
+
+@pytest.fixture(scope="module")
+def notebook_07():
+    """Notebook 07's section 1, run as a kernel runs it: its namespace and its tables."""
+    from notebook_cells import run_cells
+
+    namespace, shown = run_cells(NOTEBOOK_07, through="versus = run_logit_lens")
+    tables = [value for value in shown if isinstance(value, pd.DataFrame)]
+    assert len(tables) == 2, "the answer's shares, then the answer's and the foil's"
+    return namespace, tables
+
+
+def bar_value(shown: dict, label: str) -> tuple[str, float]:
+    (bar,) = [b for b in shown["bars"] if b[0] == label]
+    return bar[1], bar[2]
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_the_panel_shows_what_notebook_07s_tables_show_and_says_so(
+    page, browser, notebook_07, dark
+):
+    """The widget notebook 07 shows, at the cell its why panel explains with nothing hovered
+    (the last row, the prompt's last position), has the numbers of the notebook's tables: the
+    " Paris" logit's shares and, against the foil, those of " Paris" minus " Berlin"; both
+    equal ReferenceAttribution's (plain transformers hooks). The panel's caption and the
+    tables' column names say which quantity it is: the logit, the cell, the readout, the foil."""
+    from chromium import new_page
+    from reference import ReferenceAttribution
+
+    from murano_widgets.demo_model import DEMO_MODEL_PATH
+
+    namespace, (shares, both) = notebook_07
+    prompt, widget, versus = namespace["prompt"], namespace["w"], namespace["versus"]
+    reference = ReferenceAttribution(DEMO_MODEL_PATH)
+    paris, berlin = (reference.token_id(prompt, word) for word in (" Paris", " Berlin"))
+    plain = reference.attribute(prompt, paris)["parts"]
+    foiled = reference.attribute(prompt, paris, foil=berlin)["parts"]
+
+    # The notebook's tables: named for what they hold, and the reference's numbers.
+    (column,) = shares.columns
+    assert column == 'share of the " Paris" logit (last position, model\'s readout, no foil)'
+    assert list(both.columns) == [
+        'share of the " Paris" logit',
+        'share of " Paris" minus " Berlin"',
+    ]
+    assert shares[column]["L0.mlp"] == round(plain["L0.mlp"], 2) == 4.83
+    for label, value in plain.items():
+        assert both.iloc[:, 0][label] == round(value, 2), label
+        assert both.iloc[:, 1][label] == round(foiled[label], 2), label
+
+    # The panel of the notebook's widget, nothing hovered or pinned.
+    bridge = Bridge(page, widget, dark=dark)
+    bridge.sync()
+    page.mouse.move(1, 1)
+    bridge.wait_frames()
+    shown = panel(page)
+    last = len(result_positions(widget)) - 1
+    assert shown["title"] == "Why ␣Paris?"
+    assert shown["where"] == f"L5 · position {last}"
+    caption = page.inner_text(".murano-why-caption")
+    assert caption == (
+        "Each bar is one component's direct share of the logit of ␣Paris, this cell's top-1 "
+        f"token, at layer 5's output, position {last} (input ␣is). Readout: the model's own, as "
+        "every lens reads the last layer: the final norm (its scale held at this cell's value) "
+        "and the unembedding. No foil: a raw logit, so a part that raises every token alike "
+        "counts too."
+    )
+    text, value = bar_value(shown, "L0 MLP")
+    assert value == pytest.approx(plain["L0.mlp"], abs=1e-4)
+    assert text == logit_text(shares[column]["L0.mlp"]) == "+4.83"
+    for label, name in (("L1 attn", "L1.attn"), ("embed", "embed")):
+        if any(b[0] == label for b in shown["bars"]):
+            assert bar_value(shown, label)[1] == pytest.approx(plain[name], abs=1e-4)
+    bridge.screenshot(f"why-notebook-07-{'dark' if dark else 'light'}.png")
+
+    # Against the foil: the notebook's second column, as the panel explains the answer.
+    context, foil_page = new_page(browser)
+    try:
+        bridge = Bridge(foil_page, LogitLensWidget(versus, explain="answer"), dark=dark)
+        bridge.sync()
+        shown = panel(foil_page)
+        assert shown["title"] == "Why the answer ␣Paris rather than ␣Berlin?"
+        caption = foil_page.inner_text(".murano-why-caption")
+        assert "the logit of the answer ␣Paris minus that of the foil ␣Berlin" in caption
+        assert "at layer 5's output, position" in caption and "Readout: the model's own" in caption
+        text, value = bar_value(shown, "L0 MLP")
+        assert value == pytest.approx(foiled["L0.mlp"], abs=1e-4)
+        assert text == logit_text(both.iloc[:, 1]["L0.mlp"]) == "+1.01"
+        bridge.screenshot(f"why-notebook-07-foil-{'dark' if dark else 'light'}.png")
+    finally:
+        context.close()
+
+
+def result_positions(widget) -> list[int]:
+    return widget.result.positions(widget.prompt).tolist()

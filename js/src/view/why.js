@@ -17,6 +17,7 @@ import { h } from "../shared/dom.js";
  * @property {HTMLElement} panel
  * @property {HTMLSpanElement} title
  * @property {HTMLSpanElement} where
+ * @property {HTMLParagraphElement} caption what the bars are parts of, in words
  * @property {HTMLSelectElement} explainSelect what the panel and the component view explain
  * @property {HTMLLabelElement} headsLabel
  * @property {HTMLInputElement} heads split attention into heads
@@ -44,14 +45,15 @@ export function buildWhy() {
   const heads = h("input", "murano-why-heads-box", { type: "checkbox" });
   headsLabel.append(heads, h("span", "", {}, "split attention into heads"));
   head.append(title, where, explainLabel, headsLabel);
+  const caption = h("p", "murano-why-caption");
   const bars = h("div", "murano-why-bars", { role: "list", "aria-label": "Parts of the logit, in model order" });
   const total = h("div", "murano-why-total");
   const totalLabel = h("span", "murano-why-total-label", {}, "logit");
   const totalValue = h("span", "murano-why-total-value");
   total.append(totalLabel, totalValue);
   const note = h("div", "murano-why-note");
-  panel.append(head, bars, total, note);
-  return { panel, title, where, explainSelect, headsLabel, heads, bars, total, totalLabel, totalValue, note };
+  panel.append(head, caption, bars, total, note);
+  return { panel, title, where, caption, explainSelect, headsLabel, heads, bars, total, totalLabel, totalValue, note };
 }
 
 /**
@@ -83,6 +85,8 @@ export function showWhy(ui, model, { message = "", current = -1 } = {}) {
   if (!model) {
     ui.title.textContent = "Why";
     ui.where.textContent = "";
+    ui.caption.textContent = "";
+    ui.caption.hidden = true;
     ui.bars.replaceChildren();
     ui.total.hidden = true;
     ui.note.textContent = message;
@@ -91,6 +95,8 @@ export function showWhy(ui, model, { message = "", current = -1 } = {}) {
   }
   ui.title.textContent = model.heading;
   ui.where.textContent = model.where;
+  ui.caption.textContent = model.caption;
+  ui.caption.hidden = false;
   const scale = model.scale > 0 ? model.scale : 1;
   ui.bars.replaceChildren(
     ...model.bars.map((bar) => {
