@@ -58,7 +58,12 @@ def _random_tuned(model, seed: int = 1) -> TunedLens:
 
 
 def assert_same_result(got: LogitLensResult, expected: LogitLensResult, where: str) -> None:
-    """Every field of two results equal (NaN where NaN), answer sets included."""
+    """Every field of two results equal (NaN where NaN), answer sets included.
+
+    Bit for bit, by construction: each lens's numbers come from the same batch, the same block
+    outputs and the same chunks of positions (``max_chunk_bytes`` fixed), whether it runs alone
+    or beside others, so every matmul has the same shape (tests/numerics.py says why shapes
+    matter). A change that made the chunks depend on the number of lenses would fail here."""
     for item in fields(LogitLensResult):
         a, b = getattr(got, item.name), getattr(expected, item.name)
         what = f"{where}: {item.name}"
