@@ -158,6 +158,7 @@ class LiveController:
                 return f"{text!r} is tracked already", None
 
             return again
+        self.session.check_one_token(results, text)
         return self._retarget(
             results, [*targets, text], f"tracking {text!r}", show=text if show else None
         )
