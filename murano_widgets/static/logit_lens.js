@@ -4680,9 +4680,13 @@ function buildLive(id) {
   const errorText = h("span", "murano-live-error-text");
   const dismissButton = h("button", "murano-live-dismiss", { type: "button", "aria-label": "Dismiss the message", title: "Dismiss" }, "×");
   error.append(errorText, dismissButton);
-  controls.append(promptRow, trackRow, picker, pinRow, patchRow);
+  controls.append(promptRow, trackRow, picker);
   const noKernel2 = h("div", "murano-live-nokernel", { role: "note", hidden: "" });
-  panel.append(controls, status, error, noKernel2);
+  const line = h("div", "murano-live-line");
+  line.append(status, error);
+  panel.append(controls, line, noKernel2);
+  const pinPanel = h("div", "murano-live murano-live-pinned", { hidden: "", role: "group", "aria-label": "The pinned cell: track its tokens, patch it" });
+  pinPanel.append(pinRow, patchRow);
   const patchPanel = h("section", "murano-patch", { hidden: "", "aria-label": "The patch: patched lens minus clean lens" });
   const patchHead = h("div", "murano-patch-head");
   const patchTitle = h("div", "murano-patch-title");
@@ -4704,6 +4708,7 @@ function buildLive(id) {
     picker,
     pickerHead,
     pickerList,
+    pinPanel,
     pinRow,
     pinTokens,
     patchRow,
@@ -4711,6 +4716,7 @@ function buildLive(id) {
     patchSource,
     patchRun,
     patchReason,
+    line,
     status,
     statusText,
     error,
@@ -4932,7 +4938,7 @@ var LiveView = class {
     ui.noKernel.textContent = line.kind === "no-kernel" ? line.text : "";
     const progress = line.kind === "progress";
     ui.status.classList.toggle("murano-running", progress);
-    ui.status.hidden = !offered;
+    ui.line.hidden = !offered;
     ui.statusText.textContent = progress || line.kind === "done" || line.kind === "note" ? line.text : "";
     ui.error.hidden = line.kind !== "error";
     if (line.kind === "error" && ui.errorText.textContent !== line.text) ui.errorText.textContent = line.text;
@@ -4943,6 +4949,7 @@ var LiveView = class {
       this.showPatchControl();
       if (this.pickerOpen) this.showPicker();
     }
+    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden;
     this.showPatch(offered);
   }
   showPromptControls() {
@@ -5299,7 +5306,9 @@ function buildDom(el, id) {
     h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components")
   );
   viewLabel.append(viewSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel2, targetLabel, viewLabel, lensLabel);
+  const colourGroup = h("div", "murano-colour");
+  colourGroup.append(metricLabel2, targetLabel);
+  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel);
   const controls = h("div", "murano-controls");
   const slider = (name, label) => {
     const row = h("div", `murano-control murano-${name}-control`);
@@ -5363,7 +5372,7 @@ function buildDom(el, id) {
   footer.append(legend, pinEl, readout);
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
   const live = buildLive(id);
-  root.append(header, controls, live.panel, main, live.patchPanel, why.panel, footer, errorEl, tooltip);
+  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, footer, errorEl, tooltip);
   el.append(root);
   return {
     root,

@@ -101,7 +101,12 @@ export function buildDom(el, id) {
     h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components"),
   );
   viewLabel.append(viewSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel, targetLabel, viewLabel, lensLabel);
+  // The colour menu and the token menu share one box that takes the header's free width: the
+  // token menu, shown once a token is tracked, narrows the colour menu rather than wrapping the
+  // header onto another line (which would move the heatmap under the pointer).
+  const colourGroup = h("div", "murano-colour");
+  colourGroup.append(metricLabel, targetLabel);
+  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel);
 
   const controls = h("div", "murano-controls");
   /** @type {(name: string, label: string) => SliderUi} */
@@ -173,7 +178,7 @@ export function buildDom(el, id) {
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
   // The live controls (with a kernel) under the sliders; a patch's diff under the heatmap.
   const live = buildLive(id);
-  root.append(header, controls, live.panel, main, live.patchPanel, why.panel, footer, errorEl, tooltip);
+  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, footer, errorEl, tooltip);
   el.append(root);
   return {
     root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
