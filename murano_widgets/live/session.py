@@ -317,11 +317,13 @@ class LiveSession:
         position: int,
         source: str | int,
         lens_name: str | None = None,
+        token: int | None = None,
     ) -> PatchComparison:
         """:func:`~murano_widgets.patch_lens` on one prompt of ``results`` (see
         :mod:`murano_widgets.live.patching`): block ``layer``'s output at ``position`` (among
         the prompt's real tokens) replaced by ``source``'s (``"zero"``, ``"mean"`` over every
-        prompt shown, or a prompt's index), read through the lens ``lens_name``.
+        prompt shown, or a prompt's index), read through the lens ``lens_name``; the change
+        in probability follows ``token`` (an id; ``None``: the clean run's own prediction).
 
         Raises:
             TypeError, ValueError: For bad arguments, naming them, before any model work.
@@ -338,6 +340,7 @@ class LiveSession:
             position=position,
             source=source,
             lens_name=lens_name,
+            token=token,
         )
 
     # -----------------------------------------------------------------------------------------

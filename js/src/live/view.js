@@ -566,8 +566,21 @@ export class LiveView {
       this.closePatch();
       return;
     }
-    if (!this.diff) this.diff = new DiffView(this.patchModel, ui.patchDiff);
-    const summary = patchSummary(patch, this.promptTexts());
+    if (!this.diff) {
+      // Its columns under the heatmap's (same width, same label column), its own header left
+      // out: the panel's title says what was patched.
+      const lens = this.lens;
+      this.diff = new DiffView(this.patchModel, ui.patchDiff, {
+        embedded: true,
+        columns: () =>
+          lens.layout && !lens.layout.columns && lens.ui.scroller.isConnected
+            ? { cellW: lens.layout.cellW, left: lens.ui.scroller.getBoundingClientRect().left + lens.layout.labelW }
+            : null,
+      });
+    }
+    const data = this.lens.data;
+    const token = data && patch.prompt < data.P && patch.position < data.lengths[patch.prompt] ? cellDetails(data, patch.prompt, 0, patch.position).input : null;
+    const summary = patchSummary(patch, this.promptTexts(), token);
     ui.patchTitle.textContent = summary.title;
     ui.patchAnswer.textContent = summary.answer;
     ui.patchAnswer.hidden = !summary.answer;

@@ -42,6 +42,7 @@ import { buildWhy } from "./why.js";
  * @property {HTMLSpanElement} legendTitle
  * @property {HTMLCanvasElement} legendBar
  * @property {HTMLSpanElement} legendTicks
+ * @property {HTMLSpanElement} legendChange says that a new payload changed the colour scale
  * @property {HTMLSpanElement} missingKey
  * @property {HTMLSpanElement} settledKey
  * @property {HTMLSpanElement} answerKey
@@ -109,23 +110,25 @@ export function buildDom(el, id) {
   header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel);
 
   const controls = h("div", "murano-controls");
-  /** @type {(name: string, label: string) => SliderUi} */
-  const slider = (name, label) => {
+  /** @type {(name: string, label: string, accessibleName: string) => SliderUi} */
+  const slider = (name, label, accessibleName) => {
     const row = h("div", `murano-control murano-${name}-control`);
     const labelEl = h("label", "murano-label", { for: `${id}-${name}` }, label);
-    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0 });
+    // Its own accessible name: the visible label is hidden with one prompt, and a name read
+    // from a <label> alone is lost where a host re-parents the widget.
+    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0, "aria-label": accessibleName });
     const output = h("output", "murano-value", { for: `${id}-${name}` });
     const extra = h("span", `murano-${name}-text`);
     row.append(labelEl, input, output, extra);
     controls.append(row);
     return { row, label: labelEl, input, output, extra };
   };
-  const promptUi = slider("prompt", "Prompt");
+  const promptUi = slider("prompt", "Prompt", "Prompt shown");
   // Chats: hide the template's own tokens (their columns collapse; positions keep their numbers).
   const hideTemplateLabel = h("label", "murano-hide-template", { hidden: "" });
   const hideTemplate = h("input", "murano-hide-template-box", { type: "checkbox" });
   hideTemplateLabel.append(hideTemplate, h("span", "", {}, "hide chat-template tokens"));
-  const layerUi = slider("layer", "Layer");
+  const layerUi = slider("layer", "Layer", "Layer highlighted");
   layerUi.extra.textContent = LAYER_HINT;
   controls.append(hideTemplateLabel);
 
@@ -155,6 +158,7 @@ export function buildDom(el, id) {
   const legendBar = h("canvas", "murano-legend-bar", { width: 256, height: 1, "aria-hidden": "true" });
   const legendTicks = h("span", "murano-legend-ticks", { "aria-hidden": "true" });
   scale.append(legendBar, legendTicks);
+  const legendChange = h("span", "murano-legend-change", { role: "status", hidden: "" });
   const settledKey = h("span", "murano-key murano-key-settled");
   settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
   const missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
@@ -166,7 +170,7 @@ export function buildDom(el, id) {
   const roleKeys = h("span", "murano-role-keys", { hidden: "" });
   const compKey = h("span", "murano-key murano-key-comp", { hidden: "" });
   compKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no part (after the row read), or nothing explained"));
-  legend.append(legendTitle, scale, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
+  legend.append(legendTitle, scale, legendChange, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
 
   const pinEl = h("span", "murano-pin", { hidden: "" });
   const pinText = h("span", "murano-pin-text");
@@ -182,7 +186,7 @@ export function buildDom(el, id) {
   el.append(root);
   return {
     root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
-    legendTitle, legendBar, legendTicks, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
+    legendTitle, legendBar, legendTicks, legendChange, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
     pinEl, pinText, unpinButton, readout, errorEl, live,
   };
 }
