@@ -91,3 +91,54 @@ def test_a_refused_text_is_said_in_the_widget_and_nothing_moves_the_grid(browser
         assert grid_moves(page) == [], "the heatmap moved under the pointer"
         assert page.evaluate(hooked("() => $HOOK.state.selected")) is not None
         assert notebook.run_and_read(1, "STATE") == "[' Tokyo']  Tokyo target"
+
+
+def test_the_patch_follows_the_dark_theme_and_the_tracked_token(browser, jupyterlab):
+    """Under JupyterLab Dark the patched diff is no white block (its cells included: most are
+    "no change"), its change follows the tracked token the heatmap shows, and the panel says what
+    was patched once; switched to KL, the chart draws KL."""
+    import io
+
+    import numpy as np
+    from harness import ARTIFACTS
+    from PIL import Image
+    from test_themes_browser import light_block_fraction
+
+    name = jupyterlab.write_notebook("live_dark.ipynb", [SETUP, READ])
+    with open_notebook(browser, jupyterlab, name, height=1400) as notebook:
+        page = notebook.page
+        notebook.run(0)
+        wait_for_live_controls(page)
+        track = page.locator(".murano-live-track")
+        track.fill(" Tokyo")
+        track.press("Enter")
+        page.wait_for_selector(".murano-chip:has-text('Tokyo')", timeout=60_000)
+        wait_idle(page)
+        rect = page.evaluate(hooked("() => $HOOK.cellClientRect(2, 3)"))
+        page.mouse.click(rect["x"] + rect["w"] / 2, rect["y"] + rect["h"] / 2)
+        page.locator(".murano-patch-source").select_option("zero")
+        page.locator(".murano-patch-run").click()
+        page.wait_for_selector(".murano-patch-diff", state="visible", timeout=60_000)
+        wait_idle(page)
+        notebook.use_theme("JupyterLab Dark")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator(".murano-root").first.screenshot(path=str(ARTIFACTS / "live_patch_dark.png"))
+
+        diff = page.locator(".murano-patch-diff")
+        shot = diff.screenshot()
+        pixels = np.asarray(Image.open(io.BytesIO(shot)).convert("RGB"))
+        block = light_block_fraction(pixels)
+        assert block < 0.002, f"{block:.1%} of the patched diff is a light block"
+        # What the change follows: the token the heatmap is coloured by, named in the legend.
+        assert "the token ' Tokyo'" in diff.inner_text()
+        panel = page.locator(".murano-patch").inner_text()
+        assert panel.count("set to zero") == 1, panel
+
+        # The chart reads what the colours read.
+        page.locator(".murano-select").first.select_option("kl")
+        page.wait_for_function(
+            hooked("() => $HOOK.trajectory && $HOOK.trajectory.mode === 'metric'"),
+            timeout=30_000,
+        )
+        series = page.evaluate(hooked("() => $HOOK.trajectory.series.map((s) => s.key)"))
+        assert series == ["metric:kl"], series
