@@ -5470,7 +5470,8 @@ function buildDom(el, id) {
   const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
   const comp = buildComponents(id);
   const main = h("div", "murano-main");
-  main.append(body, comp.box, trajPanel);
+  const left = h("div", "murano-left");
+  main.append(left, trajPanel);
   const why = buildWhy();
   const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
   const footer = h("div", "murano-footer");
@@ -5499,9 +5500,10 @@ function buildDom(el, id) {
   pinEl.append(pinText, unpinButton);
   const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
   footer.append(legend, pinEl, readout);
+  left.append(body, comp.box, footer);
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
   const live = buildLive(id);
-  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, footer, errorEl, tooltip);
+  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, errorEl, tooltip);
   el.append(root);
   return {
     root,
@@ -5521,6 +5523,7 @@ function buildDom(el, id) {
     promptUi,
     layerUi,
     main,
+    left,
     body,
     trajPanel,
     scroller,
@@ -6485,7 +6488,7 @@ var LensView = class {
     this.ui.main.classList.toggle("murano-side", beside);
     this.ui.main.classList.toggle("murano-stacked", !beside);
     const widest = this.painter.labelWidth(data) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
-    this.ui.body.style.maxWidth = beside ? `${widest}px` : "";
+    this.ui.left.style.maxWidth = beside ? `${widest}px` : "";
   }
   scrollLeft() {
     return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;

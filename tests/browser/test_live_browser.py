@@ -564,7 +564,8 @@ def test_patch_state_from_python_renders_in_an_export(offline_page, model, lens,
     open_export(page, state, tmp_path / "patched.html")
     page.wait_for_selector(".murano-diff-canvas")
     assert (
-        page.inner_text(".murano-patch-title") == "Block 1's output at position 2 set to its mean."
+        page.inner_text(".murano-patch-title")
+        == "Block 1's output at position 2 (␣of) set to its mean."
     )
     assert page.is_hidden(".murano-patch-clear")
     assert page.inner_text(".murano-live-nokernel") == NO_KERNEL

@@ -33,6 +33,7 @@ import { buildWhy } from "./why.js";
  * @property {SliderUi} promptUi
  * @property {SliderUi} layerUi
  * @property {HTMLDivElement} main the heatmap and the trajectory chart, side by side or stacked
+ * @property {HTMLDivElement} left the heatmap (or the component view) and, under it, its footer
  * @property {HTMLDivElement} body
  * @property {HTMLDivElement} trajPanel the trajectory chart's box (filled by `TrajectoryView`)
  * @property {HTMLDivElement} scroller
@@ -147,7 +148,10 @@ export function buildDom(el, id) {
   const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
   const comp = buildComponents(id);
   const main = h("div", "murano-main");
-  main.append(body, comp.box, trajPanel);
+  // The heatmap's column holds its footer (legend, pin, readout) right under it: beside a chart
+  // taller than the heatmap, the footer fills the height there rather than leaving an empty band.
+  const left = h("div", "murano-left");
+  main.append(left, trajPanel);
   const why = buildWhy();
   const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
 
@@ -178,14 +182,15 @@ export function buildDom(el, id) {
   pinEl.append(pinText, unpinButton);
   const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
   footer.append(legend, pinEl, readout);
+  left.append(body, comp.box, footer);
 
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
   // The live controls (with a kernel) under the sliders; a patch's diff under the heatmap.
   const live = buildLive(id);
-  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, footer, errorEl, tooltip);
+  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, errorEl, tooltip);
   el.append(root);
   return {
-    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
+    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, left, body, trajPanel, scroller, track, canvas, tooltip,
     legendTitle, legendBar, legendTicks, legendChange, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
     pinEl, pinText, unpinButton, readout, errorEl, live,
   };

@@ -905,7 +905,7 @@ export class LensView {
     this.ui.main.classList.toggle("murano-stacked", !beside);
     // Beside: the heatmap takes no more than its widest cells need, so the chart sits next to it.
     const widest = this.painter.labelWidth(data) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
-    this.ui.body.style.maxWidth = beside ? `${widest}px` : "";
+    this.ui.left.style.maxWidth = beside ? `${widest}px` : "";
   }
 
   scrollLeft() {
