@@ -747,6 +747,45 @@ def test_tracking_shows_the_token_and_untracking_gives_way(demo, monkeypatch):
     assert widget.targets == []
 
 
+def test_a_text_of_several_tokens_is_refused_naming_its_tokens(demo, request):
+    """Tracking counts one token at every cell: "Tokyo" (T + okyo) would be tracked as 'T'
+    under the name "Tokyo", so it is refused before any model work, naming its tokens and the
+    form that is one token; from the front end the refusal is the error reply the widget
+    shows. A text of one token passes the check."""
+    widget = show_logit_lens(demo, PROMPTS[:2])
+    request.getfixturevalue("no_model_work")
+    results = widget._live_results()
+    assert widget.session.check_one_token(results, " Tokyo") == demo.tokenizer.encode(" Tokyo")[-1]
+    with pytest.raises(
+        ValueError,
+        match=r"^'Tokyo' is 2 tokens here \('T' \+ 'okyo'\): a tracked text must be one token, "
+        r"else only 'T' would be tracked\. ' Tokyo' \(with its leading space\) is one token: "
+        r"track that\.$",
+    ):
+        widget.track("Tokyo")
+    with pytest.raises(
+        ValueError,
+        match=r"^'New York City' is 7 tokens here \('N' \+ .*"
+        r"Track one of its tokens, or score the whole text as an answer",
+    ):
+        widget.track("New York City")
+    assert widget.targets == [] and widget.live_status["state"] == "error"
+
+    replies, send = _front_end(widget)
+    send(action="track", id=7, text="Tokyo", show=True)
+    assert widget._live.worker.wait_idle(10)
+    assert replies == [
+        {
+            "action": "error",
+            "id": 7,
+            "message": "ValueError: 'Tokyo' is 2 tokens here ('T' + 'okyo'): a tracked text "
+            "must be one token, else only 'T' would be tracked. ' Tokyo' (with its leading "
+            "space) is one token: track that.",
+        }
+    ]
+    assert widget.targets == [] and widget.target == "" and widget.metric == "prob"
+
+
 def test_the_front_ends_track_shows_the_token_when_asked(demo):
     widget = show_logit_lens(demo, PROMPTS[:1], targets=[" Rome"])
     replies, send = _front_end(widget)

@@ -209,3 +209,21 @@ export function legendTicks(spec, domain) {
   }
   return values.map((v) => ({ t: unitValue(v, domain), label: formatMetric(spec, v, true) }));
 }
+
+/**
+ * What a new payload did to the colour scale of metric `name`: "" when its domain is the same
+ * (or either payload lacks the metric), else a line saying so, with both ranges ("Colour scale
+ * changed: now 0–20.0 bits (was 0–10.0 bits)"), so that a colour that now means another value does
+ * not pass unnoticed (the registry fits a metric's domain to the data: adding a prompt can widen
+ * it).
+ * @param {LensData | null} before
+ * @param {LensData} after
+ * @param {string} name
+ */
+export function scaleChange(before, after, name) {
+  const a = metricSpec(before, name);
+  const b = metricSpec(after, name);
+  if (!a || !b || (a.domain[0] === b.domain[0] && a.domain[1] === b.domain[1])) return "";
+  const range = (/** @type {MetricSpec} */ spec) => `${formatMetric(spec, spec.domain[0], true)}–${formatMetric(spec, spec.domain[1])}`;
+  return `Colour scale changed: now ${range(b)} (was ${range(a)})`;
+}

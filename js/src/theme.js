@@ -100,6 +100,20 @@ export const FALLBACK_THEME = Object.freeze({
 });
 
 /**
+ * Whether a palette is a dark one: its background (an `rgb()` / `rgba()` string, as `readTheme`
+ * gives it) is dark. Scales whose "nothing" end should sit near the page (the diff's) pick their
+ * end by it.
+ * @param {{bg: string}} theme
+ * @returns {boolean}
+ */
+export function isDarkTheme(theme) {
+  const parts = (theme.bg.match(/[\d.]+/g) || []).map(Number);
+  if (parts.length < 3 || parts[3] === 0) return false;
+  const [r, g, b] = parts;
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b < 100;
+}
+
+/**
  * The palette as `el` (a widget's root, or inside one) sees it now.
  *
  * Each colour is resolved by the browser itself: a hidden probe per colour inside `el` takes

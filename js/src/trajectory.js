@@ -22,6 +22,7 @@
  */
 
 import { RANK_CAP } from "./format.js";
+import { legendTicks, metricDomain, metricSpec, metricValue, shortLabel } from "./metrics.js";
 import { lensMenuText } from "./shared/lens_names.js";
 import {
   cellIndex,
@@ -38,8 +39,9 @@ import {
 
 /**
  * @typedef {import("./payload.js").LensData} LensData
- * @typedef {"prob" | "rank"} TrajectoryMode
- * @typedef {"top1" | "final" | "answer" | "target" | "lens"} SeriesKind
+ * @typedef {"prob" | "rank" | "metric"} TrajectoryMode "metric": the heatmap's own metric, for
+ *   one that is neither a probability nor a rank (KL, entropy: bits)
+ * @typedef {"top1" | "final" | "answer" | "target" | "lens" | "metric"} SeriesKind
  *
  * @typedef {object} Series One line of the chart.
  * @property {string} key stable across columns: "top1", "final", "answer:<set>", "target:<j>",
@@ -87,15 +89,50 @@ function described(data, name) {
 }
 
 /**
+ * The chart's mode for the heatmap's metric: the chart reads what the colours read. A metric in
+ * bits (KL, entropy) is drawn itself ("metric"), a rank metric in rank mode, any probability in
+ * probability mode.
+ * @param {import("./payload.js").MetricSpec | undefined} spec
+ * @returns {TrajectoryMode}
+ */
+export function chartModeFor(spec) {
+  if (!spec) return "prob";
+  if (spec.unit === "rank") return "rank";
+  return spec.unit === "probability" ? "prob" : "metric";
+}
+
+/**
+ * The line of the heatmap's metric at one column (mode "metric"): its value at every row, as the
+ * cells' colours read it (`metricValue`), null where a cell has none.
+ * @param {LensData} data
+ * @param {number} prompt
+ * @param {number} position
+ * @param {string} metric
+ * @returns {Series[]}
+ */
+export function metricSeries(data, prompt, position, metric) {
+  const spec = metricSpec(data, metric);
+  if (!spec) return [];
+  const loaded = Boolean(data.arrays[spec.field]);
+  const values = Array.from({ length: data.L }, (_, i) => {
+    const v = metricValue(data, metric, cellIndex(data, prompt, i, position));
+    return Number.isFinite(v) ? v : null;
+  });
+  return [{ key: `metric:${metric}`, kind: "metric", index: 0, label: shortLabel(spec.label), token: null, note: spec.description, section: spec.field, loaded, values }];
+}
+
+/**
  * Every line of the chart for one column, in legend order: top-1 (probability mode only), final
- * prediction, the answer(s), the targets.
+ * prediction, the answer(s), the targets; in "metric" mode the heatmap's metric alone.
  * @param {LensData} data
  * @param {number} prompt
  * @param {number} position among the prompt's real tokens
  * @param {TrajectoryMode} mode
+ * @param {string} [metric] the heatmap's metric (mode "metric")
  * @returns {Series[]}
  */
-export function trajectorySeries(data, prompt, position, mode) {
+export function trajectorySeries(data, prompt, position, mode, metric = "") {
+  if (mode === "metric") return metricSeries(data, prompt, position, metric);
   const L = data.L;
   const col = data.offsets[prompt] + position;
   const cells = Array.from({ length: L }, (_, i) => cellIndex(data, prompt, i, position));
@@ -245,7 +282,8 @@ export function niceRankMax(rank) {
 
 /**
  * @typedef {object} ValueScale Where a value sits across the plot: t = 0 at the left, 1 at the
- *   right; "more likely" is always to the right (rank 0 at the right end).
+ *   right; "more likely" is always to the right (rank 0 at the right end); a metric's larger
+ *   values to the right, as its colour bar.
  * @property {TrajectoryMode} mode
  * @property {number} max the largest probability (1) or rank on the axis
  * @property {(v: number) => number} toUnit
@@ -256,11 +294,28 @@ export function niceRankMax(rank) {
 /**
  * The value axis: probability 0–100 % (linear), or rank on a log scale (log10(rank + 1)) with
  * rank 0 at the right.
+ * In "metric" mode, the metric's colour domain and its legend's ticks (`metric`: the payload and
+ * the metric's name), so the chart and the colour bar share one scale.
  * @param {TrajectoryMode} mode
  * @param {number} [rankMax] the largest rank on the axis (see `rankAxisMax`)
+ * @param {{data: LensData, name: string}} [metric]
  * @returns {ValueScale}
  */
-export function valueScale(mode, rankMax = 9) {
+export function valueScale(mode, rankMax = 9, metric) {
+  if (mode === "metric" && metric) {
+    const spec = /** @type {import("./payload.js").MetricSpec} */ (metricSpec(metric.data, metric.name));
+    const domain = metricDomain(metric.data, metric.name);
+    const span = domain.max - domain.min || 1;
+    const toUnit = (/** @type {number} */ v) => Math.min(1, Math.max(0, domain.log ? Math.log1p(Math.max(0, v - domain.min)) / Math.log1p(span) : (v - domain.min) / span));
+    return {
+      mode,
+      max: domain.max,
+      toUnit,
+      ticks: legendTicks(spec, domain).map((tick) => ({ value: NaN, t: tick.t, label: tick.label })),
+      title: `${shortLabel(spec.label)} →`,
+    };
+  }
+  if (mode === "metric") mode = "prob";
   if (mode === "prob") {
     const toUnit = (/** @type {number} */ v) => Math.min(1, Math.max(0, v));
     return {
@@ -272,6 +327,7 @@ export function valueScale(mode, rankMax = 9) {
     };
   }
   const max = Math.max(1, rankMax);
+  mode = "rank";
   const den = Math.log10(max + 1);
   const toUnit = (/** @type {number} */ v) => 1 - Math.min(1, Math.max(0, Math.log10(Math.max(0, v) + 1) / den));
   const values = [0, 1];

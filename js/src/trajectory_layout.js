@@ -191,6 +191,7 @@ export function seriesStyle(series) {
     case "top1":
       return { ...LINE_STYLES.top1 };
     case "final":
+    case "metric":
       return { ...LINE_STYLES.final };
     case "answer": {
       const { colours, ...rest } = LINE_STYLES.answer;

@@ -9,7 +9,8 @@
 import { h, s as svg } from "./shared/dom.js"; // `s` is a series here
 import { waitingNote } from "./details.js";
 import { formatProb, formatRank } from "./format.js";
-import { lensSeries, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "./trajectory.js";
+import { chartModeFor, lensSeries, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "./trajectory.js";
+import { formatMetric, metricSpec, shortLabel } from "./metrics.js";
 import { drawOrder, markerPath, rowAtY, rowCentreY, seriesSegments, seriesStyle, strokeAttributes, swatchLine, trajectoryRowsGeometry, valueX } from "./trajectory_layout.js";
 import { displayToken, truncateText } from "./tokens.js";
 import { rowLabel, rowLabelled, rowNames } from "./rows.js";
@@ -24,6 +25,8 @@ import { rowLabel, rowLabelled, rowNames } from "./rows.js";
  * @property {LensData} data the lens shown
  * @property {import("./trajectory.js").OtherLens[]} [others] the lenses side by side with it
  *   (their answer's lines are drawn too)
+ * @property {string} [metric] the metric the heatmap's colours show: the chart's mode follows it
+ *   when it changes (`chartModeFor`), a metric in bits getting a mode of its own
  * @property {number} prompt
  * @property {number} position
  * @property {"hover" | "focus" | "pinned" | "last"} source why this column
@@ -93,7 +96,11 @@ export class TrajectoryView {
     const modes = h("div", "murano-traj-mode", { role: "group", "aria-label": "Chart values" });
     this.probButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "true", "data-mode": "prob" }, "Probability");
     this.rankButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "false", "data-mode": "rank" }, "Rank (log)");
-    modes.append(this.probButton, this.rankButton);
+    // The heatmap's metric itself, when it is neither a probability nor a rank (KL, entropy).
+    this.metricButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "false", "data-mode": "metric", hidden: "" });
+    modes.append(this.probButton, this.rankButton, this.metricButton);
+    /** The heatmap metric the mode last followed ("" before the first). */
+    this.metricSeen = "";
     controls.append(this.titleEl, modes);
     this.legend = h("ul", "murano-traj-legend", { "aria-label": "Lines (press to show or hide); values at the chosen layer" });
     this.note = h("div", "murano-traj-note", { hidden: "" });
@@ -102,7 +109,7 @@ export class TrajectoryView {
     const abort = new AbortController();
     this.abort = abort;
     const signal = abort.signal;
-    for (const button of [this.probButton, this.rankButton]) {
+    for (const button of [this.probButton, this.rankButton, this.metricButton]) {
       button.addEventListener("click", () => this.setMode(/** @type {TrajectoryMode} */ (button.dataset.mode)), { signal });
     }
     this.legend.addEventListener(
@@ -154,11 +161,41 @@ export class TrajectoryView {
    * @param {TrajectoryMode} mode
    */
   setMode(mode) {
-    this.mode = mode === "rank" ? "rank" : "prob";
-    this.probButton.setAttribute("aria-pressed", String(this.mode === "prob"));
-    this.rankButton.setAttribute("aria-pressed", String(this.mode === "rank"));
+    this.showMode(mode);
     this.callbacks.onInteract();
     this.rerender();
+  }
+
+  /**
+   * The mode and its buttons' state ("metric" only where the metric button is offered).
+   * @param {TrajectoryMode} mode
+   */
+  showMode(mode) {
+    this.mode = mode === "rank" ? "rank" : mode === "metric" && !this.metricButton.hidden ? "metric" : "prob";
+    this.probButton.setAttribute("aria-pressed", String(this.mode === "prob"));
+    this.rankButton.setAttribute("aria-pressed", String(this.mode === "rank"));
+    this.metricButton.setAttribute("aria-pressed", String(this.mode === "metric"));
+  }
+
+  /**
+   * Follows the heatmap's metric: the metric button names it (offered for a metric in bits), and
+   * a change of metric sets the mode to the one that reads it (`chartModeFor`); the user's own
+   * choice holds until the metric changes again.
+   * @param {LensData} data
+   * @param {string} metric
+   */
+  followMetric(data, metric) {
+    const spec = metricSpec(data, metric);
+    const own = chartModeFor(spec) === "metric" && spec ? spec : null;
+    this.metricButton.hidden = !own;
+    this.metricButton.textContent = own ? shortLabel(own.label) : "";
+    if (own) this.metricButton.setAttribute("title", `The heatmap's colours: ${own.description}`);
+    if (metric !== this.metricSeen) {
+      this.metricSeen = metric;
+      this.showMode(chartModeFor(spec));
+    } else if (this.mode === "metric" && !own) {
+      this.showMode("prob");
+    }
   }
 
   rerender() {
@@ -176,7 +213,9 @@ export class TrajectoryView {
     const others = input.others || [];
     const width = this.panel.clientWidth || 280;
     const loaded = [data, ...others.map((o) => o.data)].reduce((n, d) => n + Object.keys(d.arrays).length, 0);
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested, detailsLate, others.length].join("|");
+    const metric = input.metric || "";
+    if (metric) this.followMetric(data, metric);
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, metric, loaded, data.L, detailsRequested, detailsLate, others.length].join("|");
     if (key === this.renderKey && this.dataSeen === data) return;
     this.renderKey = key;
     this.dataSeen = data;
@@ -184,11 +223,11 @@ export class TrajectoryView {
     const mode = this.mode;
     const g = trajectoryRowsGeometry({ width, nLayers: data.L, rowH, heatY, heightBelow });
     this.geometry = g;
-    const scale = valueScale(mode, Math.max(rankAxisMax(data), ...others.map((o) => rankAxisMax(o.data))));
-    const series = trajectorySeries(data, prompt, position, mode);
+    const scale = valueScale(mode, mode === "rank" ? Math.max(rankAxisMax(data), ...others.map((o) => rankAxisMax(o.data))) : 9, { data, name: metric });
+    const series = trajectorySeries(data, prompt, position, mode, metric);
     // Targets stay last in the legend: the other lenses' answer lines go before them.
     const firstTarget = series.findIndex((s) => s.kind === "target");
-    series.splice(firstTarget < 0 ? series.length : firstTarget, 0, ...lensSeries(others, prompt, position, mode));
+    if (mode !== "metric") series.splice(firstTarget < 0 ? series.length : firstTarget, 0, ...lensSeries(others, prompt, position, mode));
     const shown = series.map((s) => seriesShown(s, this.toggled));
 
     const root = this.svg;
@@ -268,7 +307,8 @@ export class TrajectoryView {
     const where = `position ${position} · ${truncateText(input0, 16)} · ${SOURCE_TEXT[source]}`;
     this.titleEl.textContent = where;
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
-    const format = (/** @type {number} */ v) => formatValue(mode, v);
+    const spec = metricSpec(data, metric);
+    const format = (/** @type {number} */ v) => (mode === "metric" && spec ? formatMetric(spec, v) : formatValue(mode, v));
     const items = series.map((s, k) => this.legendItem(s, shown[k], row, format, data));
     // The entries are made anew: the one with the keyboard focus hands it to its successor.
     const active = document.activeElement;
@@ -290,7 +330,7 @@ export class TrajectoryView {
       .filter((_, k) => shown[k])
       .map((s) => `${s.label}${s.token !== null ? ` ${displayToken(s.token)}` : ""}: ${seriesSummary(s, data.layers, row, format, rowNames(data))}`)
       .join(". ");
-    this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
+    this.desc.textContent = `${mode === "rank" ? "Rank" : mode === "metric" && spec ? shortLabel(spec.label) : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
   }
 

@@ -39,3 +39,32 @@ test("KL 0 is the light end; missing cells have no colour under any metric", () 
   assert.ok(down && down[2] > down[0] + 80, "-0.5 on a ±0.5 domain is deep blue");
   assert.notDeepEqual(cellColour(diff, "top1_differs", diffIndex(diff, 1, 0, 0)), cellColour(diff, "top1_differs", diffIndex(diff, 0, 0, 0)));
 });
+
+test("on a dark page no change is a dark grey and a change grows brighter (a patch is not a white block)", async () => {
+  const { diffPalette, DIVERGING_DARK } = await import("../src/diff/colour.js");
+  const { relativeLuminance } = await import("../src/colour.js");
+  const { isDarkTheme } = await import("../src/theme.js");
+  assert.equal(isDarkTheme({ bg: "rgb(17, 17, 17)" }), true);
+  assert.equal(isDarkTheme({ bg: "rgb(255, 255, 255)" }), false);
+  assert.equal(isDarkTheme({ bg: "rgba(0, 0, 0, 0)" }), false, "a transparent background says nothing");
+  const dark = diffPalette(true);
+  assert.equal(dark.diverging, DIVERGING_DARK);
+  const centre = divergingColour(0, 0.5, dark.diverging);
+  assert.ok(relativeLuminance(centre) < 0.05, `centre ${centre}`);
+  for (const x of [0.1, 0.3, 0.5]) {
+    assert.ok(relativeLuminance(divergingColour(x, 0.5, dark.diverging)) > relativeLuminance(divergingColour(x / 2, 0.5, dark.diverging)), `+${x} brighter`);
+    assert.ok(relativeLuminance(divergingColour(-x, 0.5, dark.diverging)) > relativeLuminance(divergingColour(-x / 2, 0.5, dark.diverging)), `-${x} brighter`);
+  }
+  const [r, , b] = divergingColour(0.5, 0.5, dark.diverging);
+  const [r2, , b2] = divergingColour(-0.5, 0.5, dark.diverging);
+  assert.ok(r > b && b2 > r2, "the hues stay: orange for more, blue for less");
+  assert.ok(relativeLuminance(klColour(0, 2, true)) < 0.05 && relativeLuminance(klColour(2, 2, true)) > 0.5, "KL 0 is dark");
+  assert.ok(relativeLuminance(dark.same) < 0.05);
+  // A real diff's cells: the dark flag reaches every metric.
+  const { meta, sections } = diffPayload("diff_prefix");
+  const diff = decodeDiff(meta, sections);
+  const index = diffIndex(diff, 1, 0, 1);
+  for (const metric of ["delta_prob", "kl", "top1_differs"]) {
+    assert.notDeepEqual(cellColour(diff, metric, index, true), cellColour(diff, metric, index, false), metric);
+  }
+});

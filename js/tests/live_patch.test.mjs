@@ -49,6 +49,8 @@ test("the patch shown, in words, with the answer's probability before → after"
     answer: "",
   });
   assert.equal(patchSummary({ prompt: 0, layer: 1, position: 0, source: "mean" }, ["x", "y"]).title, "Prompt 1: block 1's output at position 0 set to its mean.");
+  // The patched position's token, named once in the panel's one title line.
+  assert.equal(patchSummary({ prompt: 0, layer: 2, position: 3, source: "zero" }, ["x", "y"], " France").title, "Prompt 1: block 2's output at position 3 (\u2423France) set to zero.");
   for (const value of [null, {}, { prompt: 0, layer: 1, position: 0, source: "half" }, { prompt: 0, layer: "1", position: 0, source: 0 }]) {
     assert.equal(isPatch(value), false, JSON.stringify(value));
   }

@@ -382,3 +382,43 @@ test("a series summary gives the first, the last and the chosen layer's values",
   assert.equal(seriesSummary(s, [0, 4, 8, 12], 2, (v) => `${v}`), "L4 0.1 → L12 0.9; at L8: 0.5");
   assert.equal(seriesSummary({ loaded: true, values: [null, null] }, [0, 1], 0, String), "no value");
 });
+
+test("the chart follows the heatmap's metric: KL and entropy are drawn themselves, on the colour bar's scale", async () => {
+  const { chartModeFor, metricSeries } = await import("../src/trajectory.js");
+  const { cellIndex } = await import("../src/payload.js");
+  const { metricSpec, metricDomain, scaleChange } = await import("../src/metrics.js");
+  const { meta, sections } = lensPayload("lens_plain");
+  const data = decodePayload(meta, sections);
+  assert.equal(chartModeFor(metricSpec(data, "kl")), "metric");
+  assert.equal(chartModeFor(metricSpec(data, "entropy")), "metric");
+  assert.equal(chartModeFor(metricSpec(data, "final_rank")), "rank");
+  assert.equal(chartModeFor(metricSpec(data, "prob")), "prob");
+  assert.equal(chartModeFor(undefined), "prob");
+  // Mode "metric": one line, the KL the cells are coloured by, at every row of the column.
+  const series = trajectorySeries(data, 0, 1, "metric", "kl");
+  assert.equal(series.length, 1);
+  assert.equal(series[0].key, "metric:kl");
+  assert.equal(series[0].loaded, true);
+  for (let i = 0; i < data.L; i++) {
+    const expected = metricValue(data, "kl", cellIndex(data, 0, i, 1));
+    assert.ok(Number.isFinite(expected) && Math.abs(/** @type {number} */ (series[0].values[i]) - expected) < 1e-9, `row ${i}: ${series[0].values[i]} vs ${expected}`);
+  }
+  assert.deepEqual(metricSeries(data, 0, 1, "no such metric"), []);
+  const scale = valueScale("metric", 9, { data, name: "kl" });
+  const domain = metricDomain(data, "kl");
+  assert.equal(scale.mode, "metric");
+  assert.equal(scale.toUnit(domain.max), 1);
+  assert.equal(scale.toUnit(domain.min), 0);
+  assert.match(scale.title, /^KL/);
+  assert.ok(scale.ticks.length >= 2);
+  // Without a metric the mode falls back to probability.
+  assert.equal(valueScale("metric").mode, "prob");
+
+  // A new payload that refits the scale says so; the same scale says nothing.
+  assert.equal(scaleChange(data, data, "kl"), "");
+  const wider = { ...data, metrics: data.metrics.map((m) => (m.name === "kl" ? { ...m, domain: /** @type {[number, number]} */ ([0, 20]) } : m)) };
+  const narrow = { ...data, metrics: data.metrics.map((m) => (m.name === "kl" ? { ...m, domain: /** @type {[number, number]} */ ([0, 10]) } : m)) };
+  assert.equal(scaleChange(narrow, wider, "kl"), "Colour scale changed: now 0–20.0 bits (was 0–10.0 bits)");
+  assert.equal(scaleChange(null, wider, "kl"), "");
+  assert.equal(scaleChange(narrow, wider, "prob"), "");
+});

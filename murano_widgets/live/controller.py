@@ -158,6 +158,7 @@ class LiveController:
                 return f"{text!r} is tracked already", None
 
             return again
+        self.session.check_one_token(results, text)
         return self._retarget(
             results, [*targets, text], f"tracking {text!r}", show=text if show else None
         )
@@ -196,6 +197,7 @@ class LiveController:
             position=position,
             source=source,
             lens_name=widget.lens_name,
+            token=_shown_token(widget),
         )
         state = patch_state(
             comparison, int(prompt), source if isinstance(source, str) else int(source)
@@ -319,6 +321,22 @@ def _n_inputs(results: Any) -> int:
 def _targets(results: Any) -> list[str]:
     first = results.first if hasattr(results, "first") else results
     return list(first.targets or [])
+
+
+def _shown_token(widget: Any) -> int | None:
+    """The tracked token the heatmap is coloured by (its id), which a patch's change in
+    probability then follows; ``None`` (the clean run's own prediction) for any other colouring."""
+    from murano_widgets.metrics import METRICS
+
+    spec = METRICS.get(widget.metric)
+    if spec is None or not spec.per_target or not widget.target:
+        return None
+    one = widget._live_results()
+    one = one.first if hasattr(one, "first") else one
+    targets = list(one.targets or [])
+    if widget.target not in targets or one.target_token_ids is None:
+        return None
+    return int(one.target_token_ids[targets.index(widget.target)][0])
 
 
 def _check_target(text: Any) -> str:

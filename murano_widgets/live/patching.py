@@ -94,9 +94,11 @@ def run_patch(
     position: int,
     source: str | int,
     lens_name: str | None = None,
+    token: int | None = None,
 ) -> PatchComparison:
     """:func:`~murano_widgets.patch_lens` on prompt ``prompt`` of ``results`` (arguments as
-    :func:`check_patch` returns them), read through the lens ``lens_name`` (default the first).
+    :func:`check_patch` returns them), read through the lens ``lens_name`` (default the first);
+    its change in probability follows ``token`` (an id; ``None``: the clean run's prediction).
 
     Raises:
         ValueError: For a lens name the session does not have, or a prompt (the patched one,
@@ -147,6 +149,7 @@ def run_patch(
             max_chunk_bytes=step.max_chunk_bytes,
             remote=step.remote,
             reduce_in_trace=step.reduce_in_trace,
+            token=token,
         )
 
 

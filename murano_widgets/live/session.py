@@ -49,7 +49,7 @@ from murano_widgets.generation import check_generation, generate_tokens
 from murano_widgets.live.patching import check_patch, run_patch
 from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.run import run_logit_lens
-from murano_widgets.step.inputs import encoder_for
+from murano_widgets.step.inputs import encoder_for, variant_forms
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import check_encodable, validate_targets
 
@@ -317,11 +317,13 @@ class LiveSession:
         position: int,
         source: str | int,
         lens_name: str | None = None,
+        token: int | None = None,
     ) -> PatchComparison:
         """:func:`~murano_widgets.patch_lens` on one prompt of ``results`` (see
         :mod:`murano_widgets.live.patching`): block ``layer``'s output at ``position`` (among
         the prompt's real tokens) replaced by ``source``'s (``"zero"``, ``"mean"`` over every
-        prompt shown, or a prompt's index), read through the lens ``lens_name``.
+        prompt shown, or a prompt's index), read through the lens ``lens_name``; the change
+        in probability follows ``token`` (an id; ``None``: the clean run's own prediction).
 
         Raises:
             TypeError, ValueError: For bad arguments, naming them, before any model work.
@@ -338,6 +340,7 @@ class LiveSession:
             position=position,
             source=source,
             lens_name=lens_name,
+            token=token,
         )
 
     # -----------------------------------------------------------------------------------------
@@ -400,6 +403,41 @@ class LiveSession:
                 ids += encoder.single_token_variants(0, text)
             counted.append(list(dict.fromkeys(ids)))
         return counted
+
+    def check_one_token(self, results: Results, text: str) -> int:
+        """The one token ``text`` is after the first prompt of ``results`` (as the step
+        tokenizes targets), checked before any model work.
+
+        A tracked text counts only its first token at every cell, so a text of several tokens
+        would be tracked as a token the user did not type under the name they typed
+        ("Tokyo" as 'T'): it is refused, naming its tokens and, where there is one, the form
+        that is one token (" Tokyo", with its leading space).
+
+        Raises:
+            ValueError: For a text that is not exactly one token there.
+        """
+        one = _first(self._native(results))
+        encoder = encoder_for(self.model.tokenizer, [one.prompts[0]], [_input_of(one, 0).ids])
+        ids = encoder.continuation(0, text, "text")
+        if len(ids) == 1:
+            return int(ids[0])
+        tokens = [repr(self.model.tokenizer.decode([i])) for i in ids]
+        single = []
+        for form in variant_forms(text)[1:]:
+            try:
+                if len(encoder.continuation(0, form, "text")) == 1:
+                    single.append(form)
+            except ValueError:
+                continue
+        if single:
+            space = " (with its leading space)" if single[0].startswith(" ") else ""
+            hint = f" {single[0]!r}{space} is one token: track that."
+        else:
+            hint = " Track one of its tokens, or score the whole text as an answer (answers=...)."
+        raise ValueError(
+            f"{text!r} is {len(ids)} tokens here ({' + '.join(tokens)}): a tracked text must be "
+            f"one token, else only {tokens[0]} would be tracked.{hint}"
+        )
 
     def _run_inputs(self, inputs: list[_Input], targets: list[str] | None, foils: bool) -> Results:
         """The step on ``inputs`` (their token ids as they are), as ``run_logit_lens`` makes

@@ -52,8 +52,8 @@ METRICS = (
         "unit": "delta",
         "scale": "diverging",
         "description": (
-            "Orange: b gives the chosen token more probability than a; blue: less; white: "
-            "no change."
+            "Orange: b gives the chosen token more probability than a; blue: less; neutral "
+            "(nearest the page's background): no change."
         ),
     },
     {

@@ -475,22 +475,31 @@ function diffMetric(diff, name) {
 
 // src/diff/colour.js
 var DIVERGING = DIVERGING_STOPS;
+var DIVERGING_DARK = Object.freeze(["#b3d5ef", "#6baed6", "#3182bd", "#1d4e7e", "#2b2d31", "#7a3a10", "#c0510c", "#f08a3a", "#fdc28c"]);
 var SAME_COLOUR = (
   /** @type {Rgb} */
   [214, 220, 228]
+);
+var SAME_COLOUR_DARK = (
+  /** @type {Rgb} */
+  [52, 56, 62]
 );
 var DIFFERS_COLOUR = (
   /** @type {Rgb} */
   [230, 85, 13]
 );
-function divergingColour(value, max) {
+function diffPalette(dark) {
+  const magma = COLOUR_STOPS.magma;
+  return dark ? { diverging: DIVERGING_DARK, kl: [...magma], same: SAME_COLOUR_DARK, differs: DIFFERS_COLOUR } : { diverging: DIVERGING, kl: [...magma].reverse(), same: SAME_COLOUR, differs: DIFFERS_COLOUR };
+}
+function divergingColour(value, max, stops = DIVERGING) {
   const m = max > 0 ? max : 1;
   const t = Number.isFinite(value) ? 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)) : 0.5;
-  return interpolateStops(DIVERGING, t);
+  return interpolateStops(stops, t);
 }
-function klColour(value, max) {
+function klColour(value, max, dark = false) {
   const t = max > 0 ? Math.max(0, Math.min(1, value / max)) : 0;
-  return interpolateStops(COLOUR_STOPS.magma, 1 - t);
+  return interpolateStops(COLOUR_STOPS.magma, dark ? t : 1 - t);
 }
 function metricValueAt(diff, metric, index) {
   const a = diff.arrays;
@@ -500,14 +509,15 @@ function metricValueAt(diff, metric, index) {
   if (metric === "top1_differs") return a.top1_differs[index];
   return null;
 }
-function cellColour(diff, metric, index) {
+function cellColour(diff, metric, index, dark = false) {
   const value = metricValueAt(diff, metric, index);
   if (value === null) return null;
   const spec = diff.metrics.find((m) => m.name === metric);
   const max = spec ? spec.domain[1] : 1;
-  if (metric === "delta_prob") return divergingColour(value, max);
-  if (metric === "kl") return klColour(value, max);
-  return value ? DIFFERS_COLOUR : SAME_COLOUR;
+  const palette = diffPalette(dark);
+  if (metric === "delta_prob") return divergingColour(value, max, palette.diverging);
+  if (metric === "kl") return klColour(value, max, dark);
+  return value ? palette.differs : palette.same;
 }
 
 // src/diff/details.js
@@ -645,6 +655,12 @@ var FALLBACK_THEME = Object.freeze({
   mono: "monospace",
   live: false
 });
+function isDarkTheme(theme) {
+  const parts = (theme.bg.match(/[\d.]+/g) || []).map(Number);
+  if (parts.length < 3 || parts[3] === 0) return false;
+  const [r, g, b] = parts;
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b < 100;
+}
 function readTheme(el) {
   const doc = el.ownerDocument;
   const win = doc && doc.defaultView;
@@ -1064,14 +1080,20 @@ function shownMetric(diff, value) {
   const spec = diffMetric(diff, String(value));
   return spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
 }
+function tokenRule(diff) {
+  const rule = diff.meta.token_rule;
+  return typeof rule === "string" && rule ? `The chosen token: the ${rule}. ` : "";
+}
 var DiffView = class {
   /**
    * @param {WidgetModel} model
    * @param {HTMLElement} el
+   * @param {DiffOptions} [options]
    */
-  constructor(model, el) {
+  constructor(model, el, options = {}) {
     this.model = model;
     this.el = el;
+    this.options = options;
     this.diff = null;
     this.prompt = 0;
     this.metric = "delta_prob";
@@ -1085,7 +1107,7 @@ var DiffView = class {
     this.labelW = 60;
     this.charW = 6.6;
     this.theme = null;
-    this.root = h("div", "murano-diff");
+    this.root = h("div", options.embedded ? "murano-diff murano-diff-embedded" : "murano-diff");
     this.title = h("div", "murano-diff-title");
     this.note = h("div", "murano-diff-note");
     this.error = h("div", "murano-diff-error", { role: "alert" });
@@ -1109,6 +1131,11 @@ var DiffView = class {
     this.tooltip = h("div", "murano-diff-tooltip", { role: "tooltip" });
     this.tooltip.hidden = true;
     this.readout = h("div", "murano-diff-readout", { "aria-live": "polite" });
+    if (options.embedded) {
+      this.title.hidden = true;
+      this.note.hidden = true;
+      this.prompts.hidden = true;
+    }
     this.root.append(this.title, this.note, this.error, controls, this.prompts, this.scroller, this.legend, this.tooltip, this.readout);
     el.append(this.root);
     this.abort = new AbortController();
@@ -1258,18 +1285,19 @@ var DiffView = class {
     const spec = diffMetric(diff, this.metric);
     this.legend.replaceChildren();
     if (spec) {
+      const palette = diffPalette(isDarkTheme(this.readTheme()));
       const bar = h("span", "murano-diff-legend-bar");
       const max = spec.domain[1];
       let stops;
       let ticks;
       if (spec.name === "delta_prob") {
-        stops = [...DIVERGING];
+        stops = [...palette.diverging];
         ticks = [formatDelta(-max, true), "0", formatDelta(max, true)];
       } else if (spec.name === "kl") {
-        stops = [...COLOUR_STOPS.magma].reverse();
+        stops = [...palette.kl];
         ticks = ["0", formatBits(max / 2, true), formatBits(max, true)];
       } else {
-        stops = [`rgb(${SAME_COLOUR.join(",")}) 0 50%`, `rgb(${DIFFERS_COLOUR.join(",")}) 50% 100%`];
+        stops = [`rgb(${palette.same.join(",")}) 0 50%`, `rgb(${palette.differs.join(",")}) 50% 100%`];
         ticks = ["same", "", "differs"];
       }
       bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
@@ -1277,7 +1305,7 @@ var DiffView = class {
       for (const tick of ticks) tickRow.append(h("span", "", {}, tick));
       const unit = spec.name === "delta_prob" ? " (percentage points)" : "";
       const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
-      this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.description));
+      this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.name === "delta_prob" ? `${tokenRule(diff)}${spec.description}` : spec.description));
     }
     this.updateTooltip();
     this.requestDraw();
@@ -1295,6 +1323,7 @@ var DiffView = class {
   /** The host's theme changed: read it again and redraw. */
   themeChanged() {
     this.theme = null;
+    this.showMetric();
     this.relayout();
   }
   relayout() {
@@ -1307,7 +1336,7 @@ var DiffView = class {
       ctx.font = `11px ${theme.mono}`;
       charW = ctx.measureText("M").width || charW;
       ctx.font = `600 11px ${theme.font}`;
-      const widest = Math.max(...diff.layers.map((l, i) => ctx.measureText(this.rowLabel(l, diff.bLayers[i])).width), ctx.measureText("a input").width);
+      const widest = Math.max(...diff.layers.map((l, i) => ctx.measureText(this.rowLabel(l, diff.bLayers[i])).width), ctx.measureText(this.inputLabel("a")).width);
       this.labelW = Math.ceil(widest) + 14;
     }
     const n = diff.lengths[this.prompt];
@@ -1318,6 +1347,12 @@ var DiffView = class {
     }
     this.charW = charW;
     this.cellW = Math.ceil(Math.min(10, chars) * charW + 10);
+    const host = this.options.columns ? this.options.columns() : null;
+    if (host && host.cellW > 0) {
+      this.cellW = Math.max(this.cellW, host.cellW);
+      const reach = Math.round(host.left - this.scroller.getBoundingClientRect().left);
+      if (this.scroller.isConnected && reach >= this.labelW && reach < this.labelW + 200) this.labelW = reach;
+    }
     this.track.style.width = `${this.layout().contentW}px`;
     this.draw();
   }
@@ -1332,6 +1367,14 @@ var DiffView = class {
     const position = sel && sel.prompt === this.prompt ? sel.position : diff.lengths[this.prompt] - 1;
     this.scroller.scrollLeft = revealColumn(this.layout(), 0, Math.max(0, position));
     this.revealPending = false;
+  }
+  /**
+   * The label of a token row: "a input" (and "b input"); inside the heatmap, where a patch
+   * compares one prompt with itself, "input".
+   * @param {"a" | "b"} side
+   */
+  inputLabel(side) {
+    return this.options.embedded && this.diff && this.diff.meta.align === "tokens" ? "input" : `${side} input`;
   }
   /**
    * @param {number} layerA
@@ -1398,10 +1441,11 @@ var DiffView = class {
     ctx.textBaseline = "middle";
     ctx.font = `11px ${theme.mono}`;
     const maxChars = Math.max(1, Math.floor((W - 6) / (ctx.measureText("M").width || 6.6)));
+    const dark = isDarkTheme(theme);
     for (let i = 0; i < diff.L; i++) {
       for (let j = first; j < last; j++) {
         const { x, y, w, h: cellH } = cellRect(layout, i, j, scroll);
-        const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j));
+        const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j), dark);
         if (!rgb) {
           ctx.fillStyle = hatch || theme.hatch;
           ctx.globalAlpha = hatch ? 1 : 0.3;
@@ -1451,8 +1495,8 @@ var DiffView = class {
       ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), layout.labelW - 6, r.y + r.h / 2);
     }
     ctx.fillStyle = theme.muted;
-    ctx.fillText("a input", layout.labelW - 6, aMid);
-    if (diff.meta.align !== "tokens") ctx.fillText("b input", layout.labelW - 6, bMid);
+    ctx.fillText(this.inputLabel("a"), layout.labelW - 6, aMid);
+    if (diff.meta.align !== "tokens") ctx.fillText(this.inputLabel("b"), layout.labelW - 6, bMid);
   }
   // ---- Tooltip -------------------------------------------------------------------------------
   updateTooltip() {
@@ -1533,7 +1577,7 @@ var DiffView = class {
     ];
     for (const [event, fn] of this.handlers) this.model.on(event, fn);
     if (typeof ResizeObserver !== "undefined") {
-      this.resize = new ResizeObserver(() => this.requestDraw());
+      this.resize = new ResizeObserver(() => this.options.columns ? this.relayout() : this.requestDraw());
       this.resize.observe(this.scroller);
     }
     this.stopWatchingTheme = watchTheme(() => this.themeChanged());
@@ -1584,7 +1628,7 @@ var DiffView = class {
       /** @param {number} i @param {number} j */
       cellClientRect: (i, j) => view.cellClientRect(i, j),
       /** @param {number} i @param {number} j */
-      cellColour: (i, j) => view.diff ? cellColour(view.diff, view.metric, diffIndex(view.diff, i, view.prompt, j)) : null,
+      cellColour: (i, j) => view.diff ? cellColour(view.diff, view.metric, diffIndex(view.diff, i, view.prompt, j), isDarkTheme(view.readTheme())) : null,
       drawNow: () => view.draw(),
       tooltipText: () => view.tooltip.hidden ? null : view.tooltip.textContent
     };

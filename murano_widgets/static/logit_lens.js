@@ -748,6 +748,13 @@ function legendTicks(spec, domain) {
   }
   return values.map((v) => ({ t: unitValue(v, domain), label: formatMetric(spec, v, true) }));
 }
+function scaleChange(before, after, name) {
+  const a = metricSpec(before, name);
+  const b = metricSpec(after, name);
+  if (!a || !b || a.domain[0] === b.domain[0] && a.domain[1] === b.domain[1]) return "";
+  const range = (spec) => `${formatMetric(spec, spec.domain[0], true)}–${formatMetric(spec, spec.domain[1])}`;
+  return `Colour scale changed: now ${range(b)} (was ${range(a)})`;
+}
 
 // src/colour.js
 var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
@@ -1637,6 +1644,12 @@ var FALLBACK_THEME = Object.freeze({
   mono: "monospace",
   live: false
 });
+function isDarkTheme(theme) {
+  const parts = (theme.bg.match(/[\d.]+/g) || []).map(Number);
+  if (parts.length < 3 || parts[3] === 0) return false;
+  const [r, g, b] = parts;
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b < 100;
+}
 function readTheme(el) {
   const doc = el.ownerDocument;
   const win = doc && doc.defaultView;
@@ -1788,6 +1801,7 @@ function seriesStyle(series) {
     case "top1":
       return { ...LINE_STYLES.top1 };
     case "final":
+    case "metric":
       return { ...LINE_STYLES.final };
     case "answer": {
       const { colours, ...rest } = LINE_STYLES.answer;
@@ -2426,7 +2440,23 @@ function chartColumn(state, length) {
 function described(data, name) {
   return Boolean(data.meta.sections && data.meta.sections[name]) || Boolean(data.arrays[name]);
 }
-function trajectorySeries(data, prompt, position, mode) {
+function chartModeFor(spec) {
+  if (!spec) return "prob";
+  if (spec.unit === "rank") return "rank";
+  return spec.unit === "probability" ? "prob" : "metric";
+}
+function metricSeries(data, prompt, position, metric) {
+  const spec = metricSpec(data, metric);
+  if (!spec) return [];
+  const loaded = Boolean(data.arrays[spec.field]);
+  const values = Array.from({ length: data.L }, (_, i) => {
+    const v = metricValue(data, metric, cellIndex(data, prompt, i, position));
+    return Number.isFinite(v) ? v : null;
+  });
+  return [{ key: `metric:${metric}`, kind: "metric", index: 0, label: shortLabel(spec.label), token: null, note: spec.description, section: spec.field, loaded, values }];
+}
+function trajectorySeries(data, prompt, position, mode, metric = "") {
+  if (mode === "metric") return metricSeries(data, prompt, position, metric);
   const L = data.L;
   const col = data.offsets[prompt] + position;
   const cells = Array.from({ length: L }, (_, i) => cellIndex(data, prompt, i, position));
@@ -2527,7 +2557,24 @@ function niceRankMax(rank) {
   if (rank >= RANK_CAP) return RANK_CAP;
   return Math.min(RANK_CAP, 10 ** Math.ceil(Math.log10(rank + 1)) - 1);
 }
-function valueScale(mode, rankMax = 9) {
+function valueScale(mode, rankMax = 9, metric) {
+  if (mode === "metric" && metric) {
+    const spec = (
+      /** @type {import("./payload.js").MetricSpec} */
+      metricSpec(metric.data, metric.name)
+    );
+    const domain = metricDomain(metric.data, metric.name);
+    const span = domain.max - domain.min || 1;
+    const toUnit2 = (v) => Math.min(1, Math.max(0, domain.log ? Math.log1p(Math.max(0, v - domain.min)) / Math.log1p(span) : (v - domain.min) / span));
+    return {
+      mode,
+      max: domain.max,
+      toUnit: toUnit2,
+      ticks: legendTicks(spec, domain).map((tick2) => ({ value: NaN, t: tick2.t, label: tick2.label })),
+      title: `${shortLabel(spec.label)} →`
+    };
+  }
+  if (mode === "metric") mode = "prob";
   if (mode === "prob") {
     const toUnit2 = (v) => Math.min(1, Math.max(0, v));
     return {
@@ -2539,6 +2586,7 @@ function valueScale(mode, rankMax = 9) {
     };
   }
   const max = Math.max(1, rankMax);
+  mode = "rank";
   const den = Math.log10(max + 1);
   const toUnit = (v) => 1 - Math.min(1, Math.max(0, Math.log10(Math.max(0, v) + 1) / den));
   const values = [0, 1];
@@ -2637,7 +2685,9 @@ var TrajectoryView = class {
     const modes = h("div", "murano-traj-mode", { role: "group", "aria-label": "Chart values" });
     this.probButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "true", "data-mode": "prob" }, "Probability");
     this.rankButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "false", "data-mode": "rank" }, "Rank (log)");
-    modes.append(this.probButton, this.rankButton);
+    this.metricButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "false", "data-mode": "metric", hidden: "" });
+    modes.append(this.probButton, this.rankButton, this.metricButton);
+    this.metricSeen = "";
     controls.append(this.titleEl, modes);
     this.legend = h("ul", "murano-traj-legend", { "aria-label": "Lines (press to show or hide); values at the chosen layer" });
     this.note = h("div", "murano-traj-note", { hidden: "" });
@@ -2645,7 +2695,7 @@ var TrajectoryView = class {
     const abort = new AbortController();
     this.abort = abort;
     const signal = abort.signal;
-    for (const button of [this.probButton, this.rankButton]) {
+    for (const button of [this.probButton, this.rankButton, this.metricButton]) {
       button.addEventListener("click", () => this.setMode(
         /** @type {TrajectoryMode} */
         button.dataset.mode
@@ -2700,11 +2750,39 @@ var TrajectoryView = class {
    * @param {TrajectoryMode} mode
    */
   setMode(mode) {
-    this.mode = mode === "rank" ? "rank" : "prob";
-    this.probButton.setAttribute("aria-pressed", String(this.mode === "prob"));
-    this.rankButton.setAttribute("aria-pressed", String(this.mode === "rank"));
+    this.showMode(mode);
     this.callbacks.onInteract();
     this.rerender();
+  }
+  /**
+   * The mode and its buttons' state ("metric" only where the metric button is offered).
+   * @param {TrajectoryMode} mode
+   */
+  showMode(mode) {
+    this.mode = mode === "rank" ? "rank" : mode === "metric" && !this.metricButton.hidden ? "metric" : "prob";
+    this.probButton.setAttribute("aria-pressed", String(this.mode === "prob"));
+    this.rankButton.setAttribute("aria-pressed", String(this.mode === "rank"));
+    this.metricButton.setAttribute("aria-pressed", String(this.mode === "metric"));
+  }
+  /**
+   * Follows the heatmap's metric: the metric button names it (offered for a metric in bits), and
+   * a change of metric sets the mode to the one that reads it (`chartModeFor`); the user's own
+   * choice holds until the metric changes again.
+   * @param {LensData} data
+   * @param {string} metric
+   */
+  followMetric(data, metric) {
+    const spec = metricSpec(data, metric);
+    const own = chartModeFor(spec) === "metric" && spec ? spec : null;
+    this.metricButton.hidden = !own;
+    this.metricButton.textContent = own ? shortLabel(own.label) : "";
+    if (own) this.metricButton.setAttribute("title", `The heatmap's colours: ${own.description}`);
+    if (metric !== this.metricSeen) {
+      this.metricSeen = metric;
+      this.showMode(chartModeFor(spec));
+    } else if (this.mode === "metric" && !own) {
+      this.showMode("prob");
+    }
   }
   rerender() {
     this.renderKey = "";
@@ -2720,17 +2798,19 @@ var TrajectoryView = class {
     const others = input.others || [];
     const width = this.panel.clientWidth || 280;
     const loaded = [data, ...others.map((o) => o.data)].reduce((n, d) => n + Object.keys(d.arrays).length, 0);
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, loaded, data.L, detailsRequested, detailsLate, others.length].join("|");
+    const metric = input.metric || "";
+    if (metric) this.followMetric(data, metric);
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, metric, loaded, data.L, detailsRequested, detailsLate, others.length].join("|");
     if (key === this.renderKey && this.dataSeen === data) return;
     this.renderKey = key;
     this.dataSeen = data;
     const mode = this.mode;
     const g = trajectoryRowsGeometry({ width, nLayers: data.L, rowH, heatY, heightBelow });
     this.geometry = g;
-    const scale = valueScale(mode, Math.max(rankAxisMax(data), ...others.map((o) => rankAxisMax(o.data))));
-    const series = trajectorySeries(data, prompt, position, mode);
+    const scale = valueScale(mode, mode === "rank" ? Math.max(rankAxisMax(data), ...others.map((o) => rankAxisMax(o.data))) : 9, { data, name: metric });
+    const series = trajectorySeries(data, prompt, position, mode, metric);
     const firstTarget = series.findIndex((s2) => s2.kind === "target");
-    series.splice(firstTarget < 0 ? series.length : firstTarget, 0, ...lensSeries(others, prompt, position, mode));
+    if (mode !== "metric") series.splice(firstTarget < 0 ? series.length : firstTarget, 0, ...lensSeries(others, prompt, position, mode));
     const shown = series.map((s2) => seriesShown(s2, this.toggled));
     const root = this.svg;
     root.setAttribute("width", String(g.width));
@@ -2796,7 +2876,8 @@ var TrajectoryView = class {
     const where = `position ${position} · ${truncateText(input0, 16)} · ${SOURCE_TEXT[source]}`;
     this.titleEl.textContent = where;
     this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
-    const format = (v) => formatValue(mode, v);
+    const spec = metricSpec(data, metric);
+    const format = (v) => mode === "metric" && spec ? formatMetric(spec, v) : formatValue(mode, v);
     const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, data));
     const active = document.activeElement;
     const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : void 0;
@@ -2813,7 +2894,7 @@ var TrajectoryView = class {
     const what = unique.join(", ");
     this.note.textContent = !unique.length ? "" : detailsRequested ? waitingNote(what, detailsLate) : `Hover or focus a cell, or point at this chart, to load ${what}.`;
     const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`).join(". ");
-    this.desc.textContent = `${mode === "rank" ? "Rank" : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
+    this.desc.textContent = `${mode === "rank" ? "Rank" : mode === "metric" && spec ? shortLabel(spec.label) : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
     this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
   }
   /**
@@ -3676,22 +3757,31 @@ function diffMetric(diff, name) {
 
 // src/diff/colour.js
 var DIVERGING = DIVERGING_STOPS;
+var DIVERGING_DARK = Object.freeze(["#b3d5ef", "#6baed6", "#3182bd", "#1d4e7e", "#2b2d31", "#7a3a10", "#c0510c", "#f08a3a", "#fdc28c"]);
 var SAME_COLOUR = (
   /** @type {Rgb} */
   [214, 220, 228]
+);
+var SAME_COLOUR_DARK = (
+  /** @type {Rgb} */
+  [52, 56, 62]
 );
 var DIFFERS_COLOUR = (
   /** @type {Rgb} */
   [230, 85, 13]
 );
-function divergingColour(value, max) {
+function diffPalette(dark) {
+  const magma = COLOUR_STOPS.magma;
+  return dark ? { diverging: DIVERGING_DARK, kl: [...magma], same: SAME_COLOUR_DARK, differs: DIFFERS_COLOUR } : { diverging: DIVERGING, kl: [...magma].reverse(), same: SAME_COLOUR, differs: DIFFERS_COLOUR };
+}
+function divergingColour(value, max, stops = DIVERGING) {
   const m = max > 0 ? max : 1;
   const t = Number.isFinite(value) ? 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)) : 0.5;
-  return interpolateStops(DIVERGING, t);
+  return interpolateStops(stops, t);
 }
-function klColour(value, max) {
+function klColour(value, max, dark = false) {
   const t = max > 0 ? Math.max(0, Math.min(1, value / max)) : 0;
-  return interpolateStops(COLOUR_STOPS.magma, 1 - t);
+  return interpolateStops(COLOUR_STOPS.magma, dark ? t : 1 - t);
 }
 function metricValueAt(diff, metric, index) {
   const a = diff.arrays;
@@ -3701,14 +3791,15 @@ function metricValueAt(diff, metric, index) {
   if (metric === "top1_differs") return a.top1_differs[index];
   return null;
 }
-function cellColour(diff, metric, index) {
+function cellColour(diff, metric, index, dark = false) {
   const value = metricValueAt(diff, metric, index);
   if (value === null) return null;
   const spec = diff.metrics.find((m) => m.name === metric);
   const max = spec ? spec.domain[1] : 1;
-  if (metric === "delta_prob") return divergingColour(value, max);
-  if (metric === "kl") return klColour(value, max);
-  return value ? DIFFERS_COLOUR : SAME_COLOUR;
+  const palette = diffPalette(dark);
+  if (metric === "delta_prob") return divergingColour(value, max, palette.diverging);
+  if (metric === "kl") return klColour(value, max, dark);
+  return value ? palette.differs : palette.same;
 }
 
 // src/diff/details.js
@@ -3861,14 +3952,20 @@ function shownMetric(diff, value) {
   const spec = diffMetric(diff, String(value));
   return spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
 }
+function tokenRule(diff) {
+  const rule = diff.meta.token_rule;
+  return typeof rule === "string" && rule ? `The chosen token: the ${rule}. ` : "";
+}
 var DiffView = class {
   /**
    * @param {WidgetModel} model
    * @param {HTMLElement} el
+   * @param {DiffOptions} [options]
    */
-  constructor(model, el) {
+  constructor(model, el, options = {}) {
     this.model = model;
     this.el = el;
+    this.options = options;
     this.diff = null;
     this.prompt = 0;
     this.metric = "delta_prob";
@@ -3882,7 +3979,7 @@ var DiffView = class {
     this.labelW = 60;
     this.charW = 6.6;
     this.theme = null;
-    this.root = h("div", "murano-diff");
+    this.root = h("div", options.embedded ? "murano-diff murano-diff-embedded" : "murano-diff");
     this.title = h("div", "murano-diff-title");
     this.note = h("div", "murano-diff-note");
     this.error = h("div", "murano-diff-error", { role: "alert" });
@@ -3906,6 +4003,11 @@ var DiffView = class {
     this.tooltip = h("div", "murano-diff-tooltip", { role: "tooltip" });
     this.tooltip.hidden = true;
     this.readout = h("div", "murano-diff-readout", { "aria-live": "polite" });
+    if (options.embedded) {
+      this.title.hidden = true;
+      this.note.hidden = true;
+      this.prompts.hidden = true;
+    }
     this.root.append(this.title, this.note, this.error, controls, this.prompts, this.scroller, this.legend, this.tooltip, this.readout);
     el.append(this.root);
     this.abort = new AbortController();
@@ -4055,18 +4157,19 @@ var DiffView = class {
     const spec = diffMetric(diff, this.metric);
     this.legend.replaceChildren();
     if (spec) {
+      const palette = diffPalette(isDarkTheme(this.readTheme()));
       const bar = h("span", "murano-diff-legend-bar");
       const max = spec.domain[1];
       let stops;
       let ticks;
       if (spec.name === "delta_prob") {
-        stops = [...DIVERGING];
+        stops = [...palette.diverging];
         ticks = [formatDelta(-max, true), "0", formatDelta(max, true)];
       } else if (spec.name === "kl") {
-        stops = [...COLOUR_STOPS.magma].reverse();
+        stops = [...palette.kl];
         ticks = ["0", formatBits(max / 2, true), formatBits(max, true)];
       } else {
-        stops = [`rgb(${SAME_COLOUR.join(",")}) 0 50%`, `rgb(${DIFFERS_COLOUR.join(",")}) 50% 100%`];
+        stops = [`rgb(${palette.same.join(",")}) 0 50%`, `rgb(${palette.differs.join(",")}) 50% 100%`];
         ticks = ["same", "", "differs"];
       }
       bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
@@ -4074,7 +4177,7 @@ var DiffView = class {
       for (const tick2 of ticks) tickRow.append(h("span", "", {}, tick2));
       const unit = spec.name === "delta_prob" ? " (percentage points)" : "";
       const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
-      this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.description));
+      this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.name === "delta_prob" ? `${tokenRule(diff)}${spec.description}` : spec.description));
     }
     this.updateTooltip();
     this.requestDraw();
@@ -4092,6 +4195,7 @@ var DiffView = class {
   /** The host's theme changed: read it again and redraw. */
   themeChanged() {
     this.theme = null;
+    this.showMetric();
     this.relayout();
   }
   relayout() {
@@ -4104,7 +4208,7 @@ var DiffView = class {
       ctx.font = `11px ${theme.mono}`;
       charW = ctx.measureText("M").width || charW;
       ctx.font = `600 11px ${theme.font}`;
-      const widest = Math.max(...diff.layers.map((l, i) => ctx.measureText(this.rowLabel(l, diff.bLayers[i])).width), ctx.measureText("a input").width);
+      const widest = Math.max(...diff.layers.map((l, i) => ctx.measureText(this.rowLabel(l, diff.bLayers[i])).width), ctx.measureText(this.inputLabel("a")).width);
       this.labelW = Math.ceil(widest) + 14;
     }
     const n = diff.lengths[this.prompt];
@@ -4115,6 +4219,12 @@ var DiffView = class {
     }
     this.charW = charW;
     this.cellW = Math.ceil(Math.min(10, chars) * charW + 10);
+    const host = this.options.columns ? this.options.columns() : null;
+    if (host && host.cellW > 0) {
+      this.cellW = Math.max(this.cellW, host.cellW);
+      const reach = Math.round(host.left - this.scroller.getBoundingClientRect().left);
+      if (this.scroller.isConnected && reach >= this.labelW && reach < this.labelW + 200) this.labelW = reach;
+    }
     this.track.style.width = `${this.layout().contentW}px`;
     this.draw();
   }
@@ -4129,6 +4239,14 @@ var DiffView = class {
     const position = sel && sel.prompt === this.prompt ? sel.position : diff.lengths[this.prompt] - 1;
     this.scroller.scrollLeft = revealColumn(this.layout(), 0, Math.max(0, position));
     this.revealPending = false;
+  }
+  /**
+   * The label of a token row: "a input" (and "b input"); inside the heatmap, where a patch
+   * compares one prompt with itself, "input".
+   * @param {"a" | "b"} side
+   */
+  inputLabel(side) {
+    return this.options.embedded && this.diff && this.diff.meta.align === "tokens" ? "input" : `${side} input`;
   }
   /**
    * @param {number} layerA
@@ -4195,10 +4313,11 @@ var DiffView = class {
     ctx.textBaseline = "middle";
     ctx.font = `11px ${theme.mono}`;
     const maxChars = Math.max(1, Math.floor((W - 6) / (ctx.measureText("M").width || 6.6)));
+    const dark = isDarkTheme(theme);
     for (let i = 0; i < diff.L; i++) {
       for (let j = first; j < last; j++) {
         const { x, y, w, h: cellH } = cellRect(layout, i, j, scroll);
-        const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j));
+        const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j), dark);
         if (!rgb) {
           ctx.fillStyle = hatch || theme.hatch;
           ctx.globalAlpha = hatch ? 1 : 0.3;
@@ -4248,8 +4367,8 @@ var DiffView = class {
       ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), layout.labelW - 6, r.y + r.h / 2);
     }
     ctx.fillStyle = theme.muted;
-    ctx.fillText("a input", layout.labelW - 6, aMid);
-    if (diff.meta.align !== "tokens") ctx.fillText("b input", layout.labelW - 6, bMid);
+    ctx.fillText(this.inputLabel("a"), layout.labelW - 6, aMid);
+    if (diff.meta.align !== "tokens") ctx.fillText(this.inputLabel("b"), layout.labelW - 6, bMid);
   }
   // ---- Tooltip -------------------------------------------------------------------------------
   updateTooltip() {
@@ -4330,7 +4449,7 @@ var DiffView = class {
     ];
     for (const [event, fn] of this.handlers) this.model.on(event, fn);
     if (typeof ResizeObserver !== "undefined") {
-      this.resize = new ResizeObserver(() => this.requestDraw());
+      this.resize = new ResizeObserver(() => this.options.columns ? this.relayout() : this.requestDraw());
       this.resize.observe(this.scroller);
     }
     this.stopWatchingTheme = watchTheme(() => this.themeChanged());
@@ -4381,7 +4500,7 @@ var DiffView = class {
       /** @param {number} i @param {number} j */
       cellClientRect: (i, j) => view.cellClientRect(i, j),
       /** @param {number} i @param {number} j */
-      cellColour: (i, j) => view.diff ? cellColour(view.diff, view.metric, diffIndex(view.diff, i, view.prompt, j)) : null,
+      cellColour: (i, j) => view.diff ? cellColour(view.diff, view.metric, diffIndex(view.diff, i, view.prompt, j), isDarkTheme(view.readTheme())) : null,
       drawNow: () => view.draw(),
       tooltipText: () => view.tooltip.hidden ? null : view.tooltip.textContent
     };
@@ -4417,10 +4536,11 @@ function isPatch(value) {
   );
   return Number.isInteger(v.prompt) && Number.isInteger(v.layer) && Number.isInteger(v.position) && (v.source === "zero" || v.source === "mean" || Number.isInteger(v.source));
 }
-function patchSummary(patch, prompts) {
+function patchSummary(patch, prompts, token = null) {
   const source = patch.source === "zero" ? "set to zero" : patch.source === "mean" ? "set to its mean" : `replaced by prompt ${patch.source + 1}'s${prompts[patch.source] !== void 0 ? ` (${truncateText(displayToken(prompts[patch.source], { spaces: false }), 40)})` : ""}`;
   const where = prompts.length > 1 ? `Prompt ${patch.prompt + 1}: block` : "Block";
-  const title = `${where} ${patch.layer}'s output at position ${patch.position} ${source}.`;
+  const at = typeof token === "string" ? ` (${truncateText(displayToken(token), 24)})` : "";
+  const title = `${where} ${patch.layer}'s output at position ${patch.position}${at} ${source}.`;
   const clean = patch.answer_prob_clean;
   const patched = patch.answer_prob_patched;
   let answer = "";
@@ -4702,9 +4822,13 @@ function buildLive(id) {
   const errorText = h("span", "murano-live-error-text");
   const dismissButton = h("button", "murano-live-dismiss", { type: "button", "aria-label": "Dismiss the message", title: "Dismiss" }, "×");
   error.append(errorText, dismissButton);
-  controls.append(promptRow, trackRow, picker, pinRow, patchRow);
+  controls.append(promptRow, trackRow, picker);
   const noKernel2 = h("div", "murano-live-nokernel", { role: "note", hidden: "" });
-  panel.append(controls, status, error, noKernel2);
+  const line = h("div", "murano-live-line");
+  line.append(status, error);
+  panel.append(controls, line, noKernel2);
+  const pinPanel = h("div", "murano-live murano-live-pinned", { hidden: "", role: "group", "aria-label": "The pinned cell: track its tokens, patch it" });
+  pinPanel.append(pinRow, patchRow);
   const patchPanel = h("section", "murano-patch", { hidden: "", "aria-label": "The patch: patched lens minus clean lens" });
   const patchHead = h("div", "murano-patch-head");
   const patchTitle = h("div", "murano-patch-title");
@@ -4726,6 +4850,7 @@ function buildLive(id) {
     picker,
     pickerHead,
     pickerList,
+    pinPanel,
     pinRow,
     pinTokens,
     patchRow,
@@ -4733,6 +4858,7 @@ function buildLive(id) {
     patchSource,
     patchRun,
     patchReason,
+    line,
     status,
     statusText,
     error,
@@ -4954,7 +5080,7 @@ var LiveView = class {
     ui.noKernel.textContent = line.kind === "no-kernel" ? line.text : "";
     const progress = line.kind === "progress";
     ui.status.classList.toggle("murano-running", progress);
-    ui.status.hidden = !offered;
+    ui.line.hidden = !offered;
     ui.statusText.textContent = progress || line.kind === "done" || line.kind === "note" ? line.text : "";
     ui.error.hidden = line.kind !== "error";
     if (line.kind === "error" && ui.errorText.textContent !== line.text) ui.errorText.textContent = line.text;
@@ -4965,6 +5091,7 @@ var LiveView = class {
       this.showPatchControl();
       if (this.pickerOpen) this.showPicker();
     }
+    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden;
     this.showPatch(offered);
   }
   showPromptControls() {
@@ -5117,8 +5244,16 @@ var LiveView = class {
       this.closePatch();
       return;
     }
-    if (!this.diff) this.diff = new DiffView(this.patchModel, ui.patchDiff);
-    const summary = patchSummary(patch, this.promptTexts());
+    if (!this.diff) {
+      const lens = this.lens;
+      this.diff = new DiffView(this.patchModel, ui.patchDiff, {
+        embedded: true,
+        columns: () => lens.layout && !lens.layout.columns && lens.ui.scroller.isConnected ? { cellW: lens.layout.cellW, left: lens.ui.scroller.getBoundingClientRect().left + lens.layout.labelW } : null
+      });
+    }
+    const data = this.lens.data;
+    const token = data && patch.prompt < data.P && patch.position < data.lengths[patch.prompt] ? cellDetails(data, patch.prompt, 0, patch.position).input : null;
+    const summary = patchSummary(patch, this.promptTexts(), token);
     ui.patchTitle.textContent = summary.title;
     ui.patchAnswer.textContent = summary.answer;
     ui.patchAnswer.hidden = !summary.answer;
@@ -5326,23 +5461,25 @@ function buildDom(el, id) {
     h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components")
   );
   viewLabel.append(viewSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel2, targetLabel, viewLabel, lensLabel);
+  const colourGroup = h("div", "murano-colour");
+  colourGroup.append(metricLabel2, targetLabel);
+  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel);
   const controls = h("div", "murano-controls");
-  const slider = (name, label) => {
+  const slider = (name, label, accessibleName) => {
     const row = h("div", `murano-control murano-${name}-control`);
     const labelEl = h("label", "murano-label", { for: `${id}-${name}` }, label);
-    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0 });
+    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0, "aria-label": accessibleName });
     const output = h("output", "murano-value", { for: `${id}-${name}` });
     const extra = h("span", `murano-${name}-text`);
     row.append(labelEl, input, output, extra);
     controls.append(row);
     return { row, label: labelEl, input, output, extra };
   };
-  const promptUi = slider("prompt", "Prompt");
+  const promptUi = slider("prompt", "Prompt", "Prompt shown");
   const hideTemplateLabel = h("label", "murano-hide-template", { hidden: "" });
   const hideTemplate = h("input", "murano-hide-template-box", { type: "checkbox" });
   hideTemplateLabel.append(hideTemplate, h("span", "", {}, "hide chat-template tokens"));
-  const layerUi = slider("layer", "Layer");
+  const layerUi = slider("layer", "Layer", "Layer highlighted");
   layerUi.extra.textContent = LAYER_HINT;
   controls.append(hideTemplateLabel);
   const body = h("div", "murano-heatmap");
@@ -5360,7 +5497,8 @@ function buildDom(el, id) {
   const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
   const comp = buildComponents(id);
   const main = h("div", "murano-main");
-  main.append(body, comp.box, trajPanel);
+  const left = h("div", "murano-left");
+  main.append(left, trajPanel);
   const why = buildWhy();
   const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
   const footer = h("div", "murano-footer");
@@ -5370,6 +5508,7 @@ function buildDom(el, id) {
   const legendBar = h("canvas", "murano-legend-bar", { width: 256, height: 1, "aria-hidden": "true" });
   const legendTicks2 = h("span", "murano-legend-ticks", { "aria-hidden": "true" });
   scale.append(legendBar, legendTicks2);
+  const legendChange = h("span", "murano-legend-change", { role: "status", hidden: "" });
   const settledKey = h("span", "murano-key murano-key-settled");
   settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
   const missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
@@ -5381,16 +5520,17 @@ function buildDom(el, id) {
   const roleKeys = h("span", "murano-role-keys", { hidden: "" });
   const compKey = h("span", "murano-key murano-key-comp", { hidden: "" });
   compKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no part (after the row read), or nothing explained"));
-  legend.append(legendTitle, scale, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
+  legend.append(legendTitle, scale, legendChange, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
   const pinEl = h("span", "murano-pin", { hidden: "" });
   const pinText = h("span", "murano-pin-text");
   const unpinButton = h("button", "murano-unpin", { type: "button", "aria-label": "Unpin the cell", title: "Unpin" }, "×");
   pinEl.append(pinText, unpinButton);
   const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
   footer.append(legend, pinEl, readout);
+  left.append(body, comp.box, footer);
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
   const live = buildLive(id);
-  root.append(header, controls, live.panel, main, live.patchPanel, why.panel, footer, errorEl, tooltip);
+  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, errorEl, tooltip);
   el.append(root);
   return {
     root,
@@ -5410,6 +5550,7 @@ function buildDom(el, id) {
     promptUi,
     layerUi,
     main,
+    left,
     body,
     trajPanel,
     scroller,
@@ -5419,6 +5560,7 @@ function buildDom(el, id) {
     legendTitle,
     legendBar,
     legendTicks: legendTicks2,
+    legendChange,
     missingKey,
     settledKey,
     answerKey,
@@ -5648,6 +5790,7 @@ var LensView = class {
     this.layout = null;
     this.layoutKey = null;
     this.loaded = false;
+    this.scaleNote = null;
     this.revealPending = true;
     this.frame = 0;
     this.detailsRequested = false;
@@ -5774,6 +5917,8 @@ var LensView = class {
     ui.metricSelect.value = s2.metric;
     ui.hideTemplate.checked = s2.hideTemplate;
     showControls(ui, data, s2);
+    const change = previous && previous !== data ? scaleChange(previous, data, this.shownMetric) : "";
+    if (change) this.scaleNote = { metric: this.shownMetric, text: change };
     this.refreshMetric();
     showPin(ui, data, s2.selected);
     this.showAttribution();
@@ -6254,6 +6399,10 @@ var LensView = class {
     showTargetMenu(this.ui, data, s2.metric, s2.target);
     if (s2.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
     else showLegend(this.ui, data, this.shownMetric, s2.metric, this.targetIndex());
+    if (this.scaleNote && this.scaleNote.metric !== this.shownMetric) this.scaleNote = null;
+    const note = s2.view === "components" || !this.scaleNote ? "" : this.scaleNote.text;
+    this.ui.legendChange.textContent = note;
+    this.ui.legendChange.hidden = !note;
   }
   // ---- Tooltip -------------------------------------------------------------------------------
   /** The cell whose tooltip shows: the hovered one, else the keyboard focus cell. */
@@ -6366,7 +6515,7 @@ var LensView = class {
     this.ui.main.classList.toggle("murano-side", beside);
     this.ui.main.classList.toggle("murano-stacked", !beside);
     const widest = this.painter.labelWidth(data) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
-    this.ui.body.style.maxWidth = beside ? `${widest}px` : "";
+    this.ui.left.style.maxWidth = beside ? `${widest}px` : "";
   }
   scrollLeft() {
     return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
@@ -6391,6 +6540,7 @@ var LensView = class {
     );
     this.trajectory.update({
       data,
+      metric: s2.view === "components" ? "" : this.shownMetric,
       others: this.lenses.filter((lens) => lens !== data).map((lens) => ({ name: lens.lensName, title: lensTitle(lens), data: lens })),
       prompt: s2.prompt,
       position: column.position,

@@ -307,9 +307,10 @@ class LogitLensWidget(MuranoWidget):
         self._live_call("remove_prompt", index=index)
 
     def track(self, text: str, show: bool = True) -> None:
-        """Tracks ``text`` as a target (its first token, as the step tokenizes targets) at
-        every cell: every prompt runs again, since targets are reduced inside the step.
-        Tracking a tracked text runs nothing.
+        """Tracks ``text`` as a target at every cell: every prompt runs again, since targets
+        are reduced inside the step. Tracking a tracked text runs nothing. ``text`` must be one
+        token after the first prompt (as the step tokenizes targets): a text of several tokens
+        is refused, naming its tokens (``"Tokyo"`` is ``'T' + 'okyo'``; ``" Tokyo"`` is one).
 
         Args:
             text: The token's text, spaces included (``" Paris"`` is not ``"Paris"``).
@@ -319,8 +320,8 @@ class LogitLensWidget(MuranoWidget):
 
         Raises:
             RuntimeError: If the widget is not live.
-            TypeError, ValueError: For a non-string or empty ``text`` or a ``show`` that is
-                not a bool, before any model work.
+            TypeError, ValueError: For a non-string or empty ``text``, a text that is not one
+                token, or a ``show`` that is not a bool, before any model work.
         """
         self._live_call("track", text=text, show=show)
 

@@ -229,3 +229,22 @@ def test_tooltip_sits_right_below_the_cell_where_there_is_room(browser, dark):
         bridge.screenshot(f"tooltip_right_{'dark' if dark else 'light'}_prompt{prompt}.png")
     assert not page.errors
     context.close()
+
+
+def test_no_empty_band_under_the_heatmap_beside_a_taller_chart(browser):
+    """Issue 35, item 5: beside the heatmap the trajectory chart (its legend under the plot) is
+    taller than the heatmap; the heatmap's footer (colour legend, pin, readout) sits right under
+    the heatmap, in its column, instead of under both, which left an empty band there."""
+    context, page = wide_page(browser, 1000)
+    widget = LogitLensWidget(make_result(prompts=[COUNT, COUNT[:3]], n_layers=6))
+    Bridge(page, widget, width=1000)
+    assert page.eval_on_selector(".murano-main", "e => e.classList.contains('murano-side')")
+    heatmap, chart, footer = (
+        rect(page, s) for s in (".murano-heatmap", ".murano-trajectory", ".murano-footer")
+    )
+    assert chart["y"] + chart["h"] > heatmap["y"] + heatmap["h"] + 20, "the case: a taller chart"
+    gap = footer["y"] - (heatmap["y"] + heatmap["h"])
+    assert 0 <= gap <= 10, f"{gap:.0f} px between the heatmap and its footer"
+    assert footer["x"] + footer["w"] <= chart["x"] + 1, "the footer stays in the heatmap's column"
+    assert not page.errors
+    context.close()

@@ -461,8 +461,17 @@ def test_patch_a_cell_and_see_the_difference(page, model, lens):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.locator(".murano-root").screenshot(path=str(ARTIFACTS / "live-patch.png"))
     assert page.inner_text(".murano-patch-title") == (
-        "Prompt 1: block 2's output at position 3 set to zero."
+        "Prompt 1: block 2's output at position 3 (␣France) set to zero."
     )
+    # Said once: the diff inside the heatmap has no title, note or prompt lines of its own.
+    panel = page.inner_text(".murano-patch")
+    assert panel.count("zero") == 1 and "vs" not in panel and "the same prompt" not in panel, panel
+    # Its columns lie under the heatmap's: the same width, starting at the same x.
+    debug_ = "document.querySelector('.murano-patch-diff').__muranoDiffDebug"
+    heat, diff_ = page.evaluate(
+        f"() => [window.debug.cellClientRect(0, 0), {debug_}.cellClientRect(0, 0)]"
+    )
+    assert abs(diff_["w"] - heat["w"]) <= 1 and abs(diff_["x"] - heat["x"]) <= 1, (heat, diff_)
     answer = page.inner_text(".murano-patch-answer")
     assert answer.startswith("Answer ␣Paris: ") and " → " in answer
     # The diff is the lens diff's own view, in the widget: the cells the patch reaches light up.
@@ -558,7 +567,8 @@ def test_patch_state_from_python_renders_in_an_export(offline_page, model, lens,
     open_export(page, state, tmp_path / "patched.html")
     page.wait_for_selector(".murano-diff-canvas")
     assert (
-        page.inner_text(".murano-patch-title") == "Block 1's output at position 2 set to its mean."
+        page.inner_text(".murano-patch-title")
+        == "Block 1's output at position 2 (␣of) set to its mean."
     )
     assert page.is_hidden(".murano-patch-clear")
     assert page.inner_text(".murano-live-nokernel") == NO_KERNEL

@@ -20,32 +20,66 @@ import { diffIndex } from "./payload.js";
  */
 export const DIVERGING = DIVERGING_STOPS;
 
+/**
+ * The same scale for a dark page: its centre (no change, most of a patch's cells) is a dark grey
+ * near the page's background, and a change grows brighter with its size (light blue for less
+ * probability under b, light orange for more), so a diff of small changes is not a white block on
+ * a dark page. The same hues as `DIVERGING`, read outward from the centre.
+ */
+export const DIVERGING_DARK = Object.freeze(["#b3d5ef", "#6baed6", "#3182bd", "#1d4e7e", "#2b2d31", "#7a3a10", "#c0510c", "#f08a3a", "#fdc28c"]);
+
 /** Top-1 the same / different. */
 export const SAME_COLOUR = /** @type {Rgb} */ ([214, 220, 228]);
+export const SAME_COLOUR_DARK = /** @type {Rgb} */ ([52, 56, 62]);
 export const DIFFERS_COLOUR = /** @type {Rgb} */ ([230, 85, 13]);
+
+/**
+ * @typedef {object} DiffPalette
+ * @property {readonly string[]} diverging the change scale's stops, from -max to +max
+ * @property {readonly string[]} kl the KL scale's stops, from 0 (no difference: the page's end) up
+ * @property {Rgb} same top-1 the same
+ * @property {Rgb} differs top-1 different
+ */
+
+/**
+ * The diff's colours on a light page or a dark one: on either, "no difference" is the colour
+ * nearest the page (near-white on light, dark grey on dark) and a larger difference stands out
+ * more.
+ * @param {boolean} dark
+ * @returns {DiffPalette}
+ */
+export function diffPalette(dark) {
+  const magma = COLOUR_STOPS.magma;
+  return dark
+    ? { diverging: DIVERGING_DARK, kl: [...magma], same: SAME_COLOUR_DARK, differs: DIFFERS_COLOUR }
+    : { diverging: DIVERGING, kl: [...magma].reverse(), same: SAME_COLOUR, differs: DIFFERS_COLOUR };
+}
 
 /**
  * The colour of a change `value` on a symmetric domain [-max, max]: 0 is the centre stop,
  * negative values blue, positive orange; clamped beyond the domain.
  * @param {number} value
  * @param {number} max
+ * @param {readonly string[]} [stops] the scale (`DIVERGING`, or `DIVERGING_DARK` on a dark page)
  * @returns {Rgb}
  */
-export function divergingColour(value, max) {
+export function divergingColour(value, max, stops = DIVERGING) {
   const m = max > 0 ? max : 1;
   const t = Number.isFinite(value) ? 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)) : 0.5;
-  return interpolateStops(DIVERGING, t);
+  return interpolateStops(stops, t);
 }
 
 /**
- * The colour of a KL value on [0, max]: magma reversed, so 0 (no difference) is light.
+ * The colour of a KL value on [0, max]: 0 (no difference) at the page's end of magma, light on a
+ * light page (magma reversed), dark on a dark one.
  * @param {number} value
  * @param {number} max
+ * @param {boolean} [dark]
  * @returns {Rgb}
  */
-export function klColour(value, max) {
+export function klColour(value, max, dark = false) {
   const t = max > 0 ? Math.max(0, Math.min(1, value / max)) : 0;
-  return interpolateStops(COLOUR_STOPS.magma, 1 - t);
+  return interpolateStops(COLOUR_STOPS.magma, dark ? t : 1 - t);
 }
 
 /**
@@ -70,16 +104,18 @@ export function metricValueAt(diff, metric, index) {
  * @param {Diff} diff
  * @param {string} metric
  * @param {number} index
+ * @param {boolean} [dark] on a dark page (`diffPalette`)
  * @returns {Rgb | null}
  */
-export function cellColour(diff, metric, index) {
+export function cellColour(diff, metric, index, dark = false) {
   const value = metricValueAt(diff, metric, index);
   if (value === null) return null;
   const spec = diff.metrics.find((m) => m.name === metric);
   const max = spec ? spec.domain[1] : 1;
-  if (metric === "delta_prob") return divergingColour(value, max);
-  if (metric === "kl") return klColour(value, max);
-  return value ? DIFFERS_COLOUR : SAME_COLOUR;
+  const palette = diffPalette(dark);
+  if (metric === "delta_prob") return divergingColour(value, max, palette.diverging);
+  if (metric === "kl") return klColour(value, max, dark);
+  return value ? palette.differs : palette.same;
 }
 
 /**
@@ -88,15 +124,16 @@ export function cellColour(diff, metric, index) {
  * @param {Diff} diff
  * @param {string} metric
  * @param {number} prompt
+ * @param {boolean} [dark] on a dark page
  * @returns {{width: number, height: number, data: Uint8ClampedArray}}
  */
-export function diffImage(diff, metric, prompt) {
+export function diffImage(diff, metric, prompt, dark = false) {
   const n = diff.lengths[prompt];
   const data = new Uint8ClampedArray(n * diff.L * 4);
   for (let i = 0; i < diff.L; i++) {
     const row = diff.L - 1 - i;
     for (let j = 0; j < n; j++) {
-      const rgb = cellColour(diff, metric, diffIndex(diff, i, prompt, j));
+      const rgb = cellColour(diff, metric, diffIndex(diff, i, prompt, j), dark);
       if (!rgb) continue;
       const o = (row * n + j) * 4;
       data[o] = rgb[0];

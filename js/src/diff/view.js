@@ -9,12 +9,11 @@
 import { textColourOn } from "../colour.js";
 import { moveFocus, clampIndex } from "../state.js";
 import { charCount, isolateLtr, truncateText } from "../tokens.js";
-import { cellColour, DIVERGING, DIFFERS_COLOUR, SAME_COLOUR } from "./colour.js";
+import { cellColour, diffPalette } from "./colour.js";
 import { alignmentHeadline, cellLabel, diffCell, formatDelta, readoutLine, tooltipContent } from "./details.js";
 import { decodeDiff, diffIndex, diffMetric } from "./payload.js";
 import { formatBits } from "../format.js";
-import { COLOUR_STOPS } from "../colour_stops.js";
-import { readTheme, watchTheme } from "../theme.js";
+import { isDarkTheme, readTheme, watchTheme } from "../theme.js";
 import { h } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
 import { hatchPattern } from "../shared/hatch.js";
@@ -48,14 +47,37 @@ function shownMetric(diff, value) {
   return spec && spec.available ? spec.name : (diff.metrics.find((m) => m.available) || diff.metrics[0]).name;
 }
 
+/**
+ * @typedef {object} DiffOptions
+ * @property {boolean} [embedded] shown inside the lens heatmap (a live patch): the heatmap's panel
+ *   says what was patched, so the diff shows no title, note or prompt lines of its own
+ * @property {() => {cellW: number, left: number} | null} [columns] the heatmap's column geometry:
+ *   its column width and the client x where its first column starts; the diff's columns take
+ *   that width and start there too (its label column widened to reach it), so each lies under
+ *   the heatmap's
+ */
+
+/**
+ * Which token the change in probability follows, as the diff's metadata says (`token_rule`:
+ * "final prediction of the clean run", "token ' Tokyo'"), as the legend's first sentence; "" when
+ * it does not say.
+ * @param {Diff} diff
+ */
+export function tokenRule(diff) {
+  const rule = diff.meta.token_rule;
+  return typeof rule === "string" && rule ? `The chosen token: the ${rule}. ` : "";
+}
+
 export class DiffView {
   /**
    * @param {WidgetModel} model
    * @param {HTMLElement} el
+   * @param {DiffOptions} [options]
    */
-  constructor(model, el) {
+  constructor(model, el, options = {}) {
     this.model = model;
     this.el = el;
+    this.options = options;
     /** @type {Diff | null} */
     this.diff = null;
     this.prompt = 0;
@@ -75,7 +97,7 @@ export class DiffView {
     this.charW = 6.6;
     /** @type {import("../theme.js").ThemeValues | null} */
     this.theme = null;
-    this.root = h("div", "murano-diff");
+    this.root = h("div", options.embedded ? "murano-diff murano-diff-embedded" : "murano-diff");
     this.title = h("div", "murano-diff-title");
     this.note = h("div", "murano-diff-note");
     this.error = h("div", "murano-diff-error", { role: "alert" });
@@ -99,6 +121,11 @@ export class DiffView {
     this.tooltip = h("div", "murano-diff-tooltip", { role: "tooltip" });
     this.tooltip.hidden = true;
     this.readout = h("div", "murano-diff-readout", { "aria-live": "polite" });
+    if (options.embedded) {
+      this.title.hidden = true;
+      this.note.hidden = true;
+      this.prompts.hidden = true;
+    }
     this.root.append(this.title, this.note, this.error, controls, this.prompts, this.scroller, this.legend, this.tooltip, this.readout);
     el.append(this.root);
     this.abort = new AbortController();
@@ -262,6 +289,7 @@ export class DiffView {
     const spec = diffMetric(diff, this.metric);
     this.legend.replaceChildren();
     if (spec) {
+      const palette = diffPalette(isDarkTheme(this.readTheme()));
       const bar = h("span", "murano-diff-legend-bar");
       const max = spec.domain[1];
       /** @type {string[]} */
@@ -269,13 +297,13 @@ export class DiffView {
       /** @type {[string, string, string]} */
       let ticks;
       if (spec.name === "delta_prob") {
-        stops = [...DIVERGING];
+        stops = [...palette.diverging];
         ticks = [formatDelta(-max, true), "0", formatDelta(max, true)];
       } else if (spec.name === "kl") {
-        stops = [...COLOUR_STOPS.magma].reverse();
+        stops = [...palette.kl];
         ticks = ["0", formatBits(max / 2, true), formatBits(max, true)];
       } else {
-        stops = [`rgb(${SAME_COLOUR.join(",")}) 0 50%`, `rgb(${DIFFERS_COLOUR.join(",")}) 50% 100%`];
+        stops = [`rgb(${palette.same.join(",")}) 0 50%`, `rgb(${palette.differs.join(",")}) 50% 100%`];
         ticks = ["same", "", "differs"];
       }
       bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
@@ -283,7 +311,7 @@ export class DiffView {
       for (const tick of ticks) tickRow.append(h("span", "", {}, tick));
       const unit = spec.name === "delta_prob" ? " (percentage points)" : "";
       const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
-      this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.description));
+      this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.name === "delta_prob" ? `${tokenRule(diff)}${spec.description}` : spec.description));
     }
     this.updateTooltip();
     this.requestDraw();
@@ -303,6 +331,7 @@ export class DiffView {
   /** The host's theme changed: read it again and redraw. */
   themeChanged() {
     this.theme = null;
+    this.showMetric();
     this.relayout();
   }
 
@@ -316,7 +345,7 @@ export class DiffView {
       ctx.font = `11px ${theme.mono}`;
       charW = ctx.measureText("M").width || charW;
       ctx.font = `600 11px ${theme.font}`;
-      const widest = Math.max(...diff.layers.map((l, i) => ctx.measureText(this.rowLabel(l, diff.bLayers[i])).width), ctx.measureText("a input").width);
+      const widest = Math.max(...diff.layers.map((l, i) => ctx.measureText(this.rowLabel(l, diff.bLayers[i])).width), ctx.measureText(this.inputLabel("a")).width);
       this.labelW = Math.ceil(widest) + 14;
     }
     const n = diff.lengths[this.prompt];
@@ -327,6 +356,12 @@ export class DiffView {
     }
     this.charW = charW;
     this.cellW = Math.ceil(Math.min(10, chars) * charW + 10);
+    const host = this.options.columns ? this.options.columns() : null;
+    if (host && host.cellW > 0) {
+      this.cellW = Math.max(this.cellW, host.cellW);
+      const reach = Math.round(host.left - this.scroller.getBoundingClientRect().left);
+      if (this.scroller.isConnected && reach >= this.labelW && reach < this.labelW + 200) this.labelW = reach;
+    }
     this.track.style.width = `${this.layout().contentW}px`;
     this.draw();
   }
@@ -342,6 +377,15 @@ export class DiffView {
     const position = sel && sel.prompt === this.prompt ? sel.position : diff.lengths[this.prompt] - 1;
     this.scroller.scrollLeft = revealColumn(this.layout(), 0, Math.max(0, position));
     this.revealPending = false;
+  }
+
+  /**
+   * The label of a token row: "a input" (and "b input"); inside the heatmap, where a patch
+   * compares one prompt with itself, "input".
+   * @param {"a" | "b"} side
+   */
+  inputLabel(side) {
+    return this.options.embedded && this.diff && this.diff.meta.align === "tokens" ? "input" : `${side} input`;
   }
 
   /**
@@ -410,10 +454,11 @@ export class DiffView {
     ctx.textBaseline = "middle";
     ctx.font = `11px ${theme.mono}`;
     const maxChars = Math.max(1, Math.floor((W - 6) / (ctx.measureText("M").width || 6.6)));
+    const dark = isDarkTheme(theme);
     for (let i = 0; i < diff.L; i++) {
       for (let j = first; j < last; j++) {
         const { x, y, w, h: cellH } = cellRect(layout, i, j, scroll);
-        const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j));
+        const rgb = cellColour(diff, this.metric, diffIndex(diff, i, this.prompt, j), dark);
         if (!rgb) {
           ctx.fillStyle = hatch || theme.hatch;
           ctx.globalAlpha = hatch ? 1 : 0.3;
@@ -467,8 +512,8 @@ export class DiffView {
       ctx.fillText(this.rowLabel(diff.layers[i], diff.bLayers[i]), layout.labelW - 6, r.y + r.h / 2);
     }
     ctx.fillStyle = theme.muted;
-    ctx.fillText("a input", layout.labelW - 6, aMid);
-    if (diff.meta.align !== "tokens") ctx.fillText("b input", layout.labelW - 6, bMid);
+    ctx.fillText(this.inputLabel("a"), layout.labelW - 6, aMid);
+    if (diff.meta.align !== "tokens") ctx.fillText(this.inputLabel("b"), layout.labelW - 6, bMid);
   }
 
   // ---- Tooltip -------------------------------------------------------------------------------
@@ -559,7 +604,8 @@ export class DiffView {
     ];
     for (const [event, fn] of this.handlers) this.model.on(event, fn);
     if (typeof ResizeObserver !== "undefined") {
-      this.resize = new ResizeObserver(() => this.requestDraw());
+      // Inside the heatmap the columns follow the heatmap's, which follow the width.
+      this.resize = new ResizeObserver(() => (this.options.columns ? this.relayout() : this.requestDraw()));
       this.resize.observe(this.scroller);
     }
     this.stopWatchingTheme = watchTheme(() => this.themeChanged());
@@ -618,7 +664,7 @@ export class DiffView {
       /** @param {number} i @param {number} j */
       cellClientRect: (i, j) => view.cellClientRect(i, j),
       /** @param {number} i @param {number} j */
-      cellColour: (i, j) => (view.diff ? cellColour(view.diff, view.metric, diffIndex(view.diff, i, view.prompt, j)) : null),
+      cellColour: (i, j) => (view.diff ? cellColour(view.diff, view.metric, diffIndex(view.diff, i, view.prompt, j), isDarkTheme(view.readTheme())) : null),
       drawNow: () => view.draw(),
       tooltipText: () => (view.tooltip.hidden ? null : view.tooltip.textContent),
     };

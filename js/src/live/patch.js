@@ -90,9 +90,10 @@ export function isPatch(value) {
  * What the patch shown is, in words, and the answer's probability before → after.
  * @param {Patch} patch
  * @param {string[]} prompts the prompts' texts (for a prompt source)
+ * @param {string | null} [token] the patched position's input token, named in the title
  * @returns {{title: string, answer: string}}
  */
-export function patchSummary(patch, prompts) {
+export function patchSummary(patch, prompts, token = null) {
   const source =
     patch.source === "zero"
       ? "set to zero"
@@ -100,7 +101,8 @@ export function patchSummary(patch, prompts) {
         ? "set to its mean"
         : `replaced by prompt ${patch.source + 1}'s${prompts[patch.source] !== undefined ? ` (${truncateText(displayToken(prompts[patch.source], { spaces: false }), 40)})` : ""}`;
   const where = prompts.length > 1 ? `Prompt ${patch.prompt + 1}: block` : "Block";
-  const title = `${where} ${patch.layer}'s output at position ${patch.position} ${source}.`;
+  const at = typeof token === "string" ? ` (${truncateText(displayToken(token), 24)})` : "";
+  const title = `${where} ${patch.layer}'s output at position ${patch.position}${at} ${source}.`;
   const clean = patch.answer_prob_clean;
   const patched = patch.answer_prob_patched;
   let answer = "";

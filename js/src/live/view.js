@@ -39,6 +39,7 @@ import { controlsShown, dismiss, hello, initialState, nextDeadline, noKernel, re
  * @property {HTMLDivElement} picker
  * @property {HTMLDivElement} pickerHead
  * @property {HTMLUListElement} pickerList
+ * @property {HTMLDivElement} pinPanel the pinned cell's rows (its top-k, its patch), under the heatmap
  * @property {HTMLDivElement} pinRow the pinned cell's top-k, as buttons that track
  * @property {HTMLDivElement} pinTokens
  * @property {HTMLDivElement} patchRow
@@ -46,6 +47,7 @@ import { controlsShown, dismiss, hello, initialState, nextDeadline, noKernel, re
  * @property {HTMLSelectElement} patchSource
  * @property {HTMLButtonElement} patchRun
  * @property {HTMLSpanElement} patchReason
+ * @property {HTMLDivElement} line the status line's slot: the status, or the error over it
  * @property {HTMLDivElement} status
  * @property {HTMLSpanElement} statusText
  * @property {HTMLDivElement} error
@@ -115,9 +117,16 @@ export function buildLive(id) {
   const dismissButton = h("button", "murano-live-dismiss", { type: "button", "aria-label": "Dismiss the message", title: "Dismiss" }, "×");
   error.append(errorText, dismissButton);
 
-  controls.append(promptRow, trackRow, picker, pinRow, patchRow);
+  controls.append(promptRow, trackRow, picker);
   const noKernel = h("div", "murano-live-nokernel", { role: "note", hidden: "" });
-  panel.append(controls, status, error, noKernel);
+  // One slot of a fixed height, shown whenever the controls are: a status that comes and goes
+  // (or an error, laid over it) never moves the heatmap under the pointer.
+  const line = h("div", "murano-live-line");
+  line.append(status, error);
+  panel.append(controls, line, noKernel);
+  // What pinning a cell adds goes under the heatmap: a pin never moves the cell just clicked.
+  const pinPanel = h("div", "murano-live murano-live-pinned", { hidden: "", role: "group", "aria-label": "The pinned cell: track its tokens, patch it" });
+  pinPanel.append(pinRow, patchRow);
 
   const patchPanel = h("section", "murano-patch", { hidden: "", "aria-label": "The patch: patched lens minus clean lens" });
   const patchHead = h("div", "murano-patch-head");
@@ -131,8 +140,8 @@ export function buildLive(id) {
   patchPanel.append(patchHead, patchDiff);
 
   return {
-    panel, controls, promptInput, removeButton, trackInput, pickerButton, chips, picker, pickerHead, pickerList, pinRow, pinTokens,
-    patchRow, patchWhere, patchSource, patchRun, patchReason, status, statusText, error, errorText, dismissButton, noKernel,
+    panel, controls, promptInput, removeButton, trackInput, pickerButton, chips, picker, pickerHead, pickerList, pinPanel, pinRow, pinTokens,
+    patchRow, patchWhere, patchSource, patchRun, patchReason, line, status, statusText, error, errorText, dismissButton, noKernel,
     patchPanel, patchTitle, patchAnswer, patchClear, patchDiff,
   };
 }
@@ -384,7 +393,7 @@ export class LiveView {
     ui.noKernel.textContent = line.kind === "no-kernel" ? line.text : "";
     const progress = line.kind === "progress";
     ui.status.classList.toggle("murano-running", progress);
-    ui.status.hidden = !offered;
+    ui.line.hidden = !offered;
     ui.statusText.textContent = progress || line.kind === "done" || line.kind === "note" ? line.text : "";
     ui.error.hidden = line.kind !== "error";
     if (line.kind === "error" && ui.errorText.textContent !== line.text) ui.errorText.textContent = line.text;
@@ -395,6 +404,7 @@ export class LiveView {
       this.showPatchControl();
       if (this.pickerOpen) this.showPicker();
     }
+    ui.pinPanel.hidden = !offered || (ui.pinRow.hidden && ui.patchRow.hidden);
     this.showPatch(offered);
   }
 
@@ -556,8 +566,21 @@ export class LiveView {
       this.closePatch();
       return;
     }
-    if (!this.diff) this.diff = new DiffView(this.patchModel, ui.patchDiff);
-    const summary = patchSummary(patch, this.promptTexts());
+    if (!this.diff) {
+      // Its columns under the heatmap's (same width, same label column), its own header left
+      // out: the panel's title says what was patched.
+      const lens = this.lens;
+      this.diff = new DiffView(this.patchModel, ui.patchDiff, {
+        embedded: true,
+        columns: () =>
+          lens.layout && !lens.layout.columns && lens.ui.scroller.isConnected
+            ? { cellW: lens.layout.cellW, left: lens.ui.scroller.getBoundingClientRect().left + lens.layout.labelW }
+            : null,
+      });
+    }
+    const data = this.lens.data;
+    const token = data && patch.prompt < data.P && patch.position < data.lengths[patch.prompt] ? cellDetails(data, patch.prompt, 0, patch.position).input : null;
+    const summary = patchSummary(patch, this.promptTexts(), token);
     ui.patchTitle.textContent = summary.title;
     ui.patchAnswer.textContent = summary.answer;
     ui.patchAnswer.hidden = !summary.answer;

@@ -33,6 +33,7 @@ import { buildWhy } from "./why.js";
  * @property {SliderUi} promptUi
  * @property {SliderUi} layerUi
  * @property {HTMLDivElement} main the heatmap and the trajectory chart, side by side or stacked
+ * @property {HTMLDivElement} left the heatmap (or the component view) and, under it, its footer
  * @property {HTMLDivElement} body
  * @property {HTMLDivElement} trajPanel the trajectory chart's box (filled by `TrajectoryView`)
  * @property {HTMLDivElement} scroller
@@ -42,6 +43,7 @@ import { buildWhy } from "./why.js";
  * @property {HTMLSpanElement} legendTitle
  * @property {HTMLCanvasElement} legendBar
  * @property {HTMLSpanElement} legendTicks
+ * @property {HTMLSpanElement} legendChange says that a new payload changed the colour scale
  * @property {HTMLSpanElement} missingKey
  * @property {HTMLSpanElement} settledKey
  * @property {HTMLSpanElement} answerKey
@@ -101,26 +103,33 @@ export function buildDom(el, id) {
     h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components"),
   );
   viewLabel.append(viewSelect);
-  header.append(titleEl, modelEl, dimsEl, metricLabel, targetLabel, viewLabel, lensLabel);
+  // The colour menu and the token menu share one box that takes the header's free width: the
+  // token menu, shown once a token is tracked, narrows the colour menu rather than wrapping the
+  // header onto another line (which would move the heatmap under the pointer).
+  const colourGroup = h("div", "murano-colour");
+  colourGroup.append(metricLabel, targetLabel);
+  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel);
 
   const controls = h("div", "murano-controls");
-  /** @type {(name: string, label: string) => SliderUi} */
-  const slider = (name, label) => {
+  /** @type {(name: string, label: string, accessibleName: string) => SliderUi} */
+  const slider = (name, label, accessibleName) => {
     const row = h("div", `murano-control murano-${name}-control`);
     const labelEl = h("label", "murano-label", { for: `${id}-${name}` }, label);
-    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0 });
+    // Its own accessible name: the visible label is hidden with one prompt, and a name read
+    // from a <label> alone is lost where a host re-parents the widget.
+    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0, "aria-label": accessibleName });
     const output = h("output", "murano-value", { for: `${id}-${name}` });
     const extra = h("span", `murano-${name}-text`);
     row.append(labelEl, input, output, extra);
     controls.append(row);
     return { row, label: labelEl, input, output, extra };
   };
-  const promptUi = slider("prompt", "Prompt");
+  const promptUi = slider("prompt", "Prompt", "Prompt shown");
   // Chats: hide the template's own tokens (their columns collapse; positions keep their numbers).
   const hideTemplateLabel = h("label", "murano-hide-template", { hidden: "" });
   const hideTemplate = h("input", "murano-hide-template-box", { type: "checkbox" });
   hideTemplateLabel.append(hideTemplate, h("span", "", {}, "hide chat-template tokens"));
-  const layerUi = slider("layer", "Layer");
+  const layerUi = slider("layer", "Layer", "Layer highlighted");
   layerUi.extra.textContent = LAYER_HINT;
   controls.append(hideTemplateLabel);
 
@@ -139,7 +148,10 @@ export function buildDom(el, id) {
   const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
   const comp = buildComponents(id);
   const main = h("div", "murano-main");
-  main.append(body, comp.box, trajPanel);
+  // The heatmap's column holds its footer (legend, pin, readout) right under it: beside a chart
+  // taller than the heatmap, the footer fills the height there rather than leaving an empty band.
+  const left = h("div", "murano-left");
+  main.append(left, trajPanel);
   const why = buildWhy();
   const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
 
@@ -150,6 +162,7 @@ export function buildDom(el, id) {
   const legendBar = h("canvas", "murano-legend-bar", { width: 256, height: 1, "aria-hidden": "true" });
   const legendTicks = h("span", "murano-legend-ticks", { "aria-hidden": "true" });
   scale.append(legendBar, legendTicks);
+  const legendChange = h("span", "murano-legend-change", { role: "status", hidden: "" });
   const settledKey = h("span", "murano-key murano-key-settled");
   settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
   const missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
@@ -161,7 +174,7 @@ export function buildDom(el, id) {
   const roleKeys = h("span", "murano-role-keys", { hidden: "" });
   const compKey = h("span", "murano-key murano-key-comp", { hidden: "" });
   compKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no part (after the row read), or nothing explained"));
-  legend.append(legendTitle, scale, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
+  legend.append(legendTitle, scale, legendChange, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
 
   const pinEl = h("span", "murano-pin", { hidden: "" });
   const pinText = h("span", "murano-pin-text");
@@ -169,15 +182,16 @@ export function buildDom(el, id) {
   pinEl.append(pinText, unpinButton);
   const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
   footer.append(legend, pinEl, readout);
+  left.append(body, comp.box, footer);
 
   const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
   // The live controls (with a kernel) under the sliders; a patch's diff under the heatmap.
   const live = buildLive(id);
-  root.append(header, controls, live.panel, main, live.patchPanel, why.panel, footer, errorEl, tooltip);
+  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, errorEl, tooltip);
   el.append(root);
   return {
-    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, body, trajPanel, scroller, track, canvas, tooltip,
-    legendTitle, legendBar, legendTicks, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
+    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, left, body, trajPanel, scroller, track, canvas, tooltip,
+    legendTitle, legendBar, legendTicks, legendChange, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
     pinEl, pinText, unpinButton, readout, errorEl, live,
   };
 }

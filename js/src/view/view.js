@@ -8,7 +8,7 @@
 import { explainOptions, explainValue, hasAttribution, hasHeads, nothingExplained, parseExplain, whyModel } from "../attribution.js";
 import { cellDetails, DETAILS_TIMEOUT_MS, detailsPending, readoutText, tooltipModel, waitingNote } from "../details.js";
 import { cellRect, clampScroll, columnOf, computeLayout, GEOMETRY, positionAt, revealColumn } from "../layout.js";
-import { metricAvailable, metricOffered, metricSpec, resolveMetric, resolveTarget, targetIndex } from "../metrics.js";
+import { metricAvailable, metricOffered, metricSpec, resolveMetric, resolveTarget, scaleChange, targetIndex } from "../metrics.js";
 import { decodeLenses, rowOfModelLayer } from "../payload.js";
 import { Painter } from "../painter.js";
 import { clampIndex, isSelected, toggleSelection } from "../state.js";
@@ -86,6 +86,8 @@ export class LensView {
     /** @type {string | null} */
     this.layoutKey = null;
     this.loaded = false;
+    /** @type {{metric: string, text: string} | null} a new payload changed this metric's colour scale */
+    this.scaleNote = null;
     /** The next layout scrolls the prompt's last position (or its pinned cell) into view. */
     this.revealPending = true;
     this.frame = 0;
@@ -250,6 +252,11 @@ export class LensView {
     ui.metricSelect.value = s.metric;
     ui.hideTemplate.checked = s.hideTemplate;
     showControls(ui, data, s);
+    // A new payload from Python may refit the colour
+    // scale of the metric shown: the legend says so (until the metric changes, or the scale
+    // changes again).
+    const change = previous && previous !== data ? scaleChange(previous, data, this.shownMetric) : "";
+    if (change) this.scaleNote = { metric: this.shownMetric, text: change };
     this.refreshMetric();
     showPin(ui, data, s.selected);
     this.showAttribution();
@@ -774,6 +781,11 @@ export class LensView {
     showTargetMenu(this.ui, data, s.metric, s.target);
     if (s.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
     else showLegend(this.ui, data, this.shownMetric, s.metric, this.targetIndex());
+    // The scale-change line holds for the metric it is about, until the metric changes.
+    if (this.scaleNote && this.scaleNote.metric !== this.shownMetric) this.scaleNote = null;
+    const note = s.view === "components" || !this.scaleNote ? "" : this.scaleNote.text;
+    this.ui.legendChange.textContent = note;
+    this.ui.legendChange.hidden = !note;
   }
 
   // ---- Tooltip -------------------------------------------------------------------------------
@@ -893,7 +905,7 @@ export class LensView {
     this.ui.main.classList.toggle("murano-stacked", !beside);
     // Beside: the heatmap takes no more than its widest cells need, so the chart sits next to it.
     const widest = this.painter.labelWidth(data) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
-    this.ui.body.style.maxWidth = beside ? `${widest}px` : "";
+    this.ui.left.style.maxWidth = beside ? `${widest}px` : "";
   }
 
   scrollLeft() {
@@ -921,6 +933,7 @@ export class LensView {
     );
     this.trajectory.update({
       data,
+      metric: s.view === "components" ? "" : this.shownMetric,
       others: this.lenses.filter((lens) => lens !== data).map((lens) => ({ name: lens.lensName, title: lensTitle(lens), data: lens })),
       prompt: s.prompt,
       position: column.position,
