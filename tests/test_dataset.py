@@ -392,7 +392,7 @@ def test_per_prompt_numbers_equal_the_reference_lens(padded, tiny_model_dirs):
     row = frame[(frame["prompt_index"] == 3) & (frame["layer"] == data.layers[-1])].iloc[0]
     assert row["prompt"] == PROMPTS[3] and row["answer"] == " Paris"
     assert data.provenance["model_name"] == model.name
-    assert data.provenance["weights_sha256"] and len(data.provenance["weights_sha256"]) == 64
+    assert len(data.provenance["weights_fingerprint"]) == 64
 
 
 def test_named_sets_alternatives_and_missing_answers(load_tiny, tiny_model_dirs):

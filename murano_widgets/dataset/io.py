@@ -18,15 +18,25 @@ import torch
 from murano_widgets._files import read_json, read_npz, write_files
 from murano_widgets.lenses import as_lens, named_lenses
 
-__all__ = ["model_provenance", "paths", "read_saved", "sha256", "write_saved"]
+__all__ = [
+    "lens_fingerprint",
+    "model_provenance",
+    "paths",
+    "read_saved",
+    "sha256",
+    "tensors_fingerprint",
+    "write_saved",
+]
 
 
 def model_provenance(model: Any, step: Any, lens: Any) -> dict[str, Any]:
     """Where a data set's numbers came from: model, weights, precision, lens, packages, date.
 
-    The weights are named by the hub revision when the model came from the hub; otherwise by
-    the sha256 of its state dict (names, dtypes, shapes and bytes of every tensor), so that a
-    local or edited model is identified by what it computes with.
+    The weights are named by the hub revision when the model came from the hub, and always (a
+    hub model edited in memory computes with other weights) by ``weights_fingerprint``
+    (:func:`tensors_fingerprint` of its state dict), so that a local or edited model is
+    identified by what it computes with. A lens with tensors of its own (a tuned or Jacobian
+    lens) is identified by the fingerprint of those too (``lens_fingerprint``).
     """
     from importlib.metadata import PackageNotFoundError, version
 
@@ -42,7 +52,7 @@ def model_provenance(model: Any, step: Any, lens: Any) -> dict[str, Any]:
     return {
         "model_name": getattr(model, "name", None),
         "revision": revision,
-        "weights_sha256": None if revision or module is None else _weights_hash(module),
+        "weights_fingerprint": None if module is None else _weights_fingerprint(module),
         "dtype": str(getattr(model, "dtype", None)).replace("torch.", ""),
         "device": str(getattr(model, "device", None)),
         "backend": getattr(model, "backend", None),
@@ -63,13 +73,56 @@ def _lens_fields(lens: Any) -> dict[str, Any]:
     named = named_lenses(lens)
     if named is None:
         one = as_lens(lens)
-        return {"lens_kind": one.kind, "lens_title": one.title, "lens_provenance": one.provenance}
+        return {
+            "lens_kind": one.kind,
+            "lens_title": one.title,
+            "lens_provenance": one.provenance,
+            "lens_fingerprint": lens_fingerprint(one),
+        }
     return {
         "lenses": [
-            {"name": name, "kind": one.kind, "title": one.title, "provenance": one.provenance}
+            {
+                "name": name,
+                "kind": one.kind,
+                "title": one.title,
+                "provenance": one.provenance,
+                "fingerprint": lens_fingerprint(one),
+            }
             for name, one in named.items()
         ]
     }
+
+
+def lens_fingerprint(lens: Any) -> str | None:
+    """The :func:`tensors_fingerprint` of the tensors a lens computes with (its public
+    attributes' tensors, in dicts and lists too: a tuned lens's ``weight`` and ``bias``, a
+    Jacobian lens's ``jacobians``; a module's state dict), and its class; ``None`` for a lens
+    that holds no tensor (the logit lens).
+
+    Two lenses of one kind and provenance but other contents (retrained, edited) differ here,
+    so a data set's folder does not mix their numbers."""
+    if isinstance(lens, torch.nn.Module):
+        named = list(lens.state_dict().items())
+    else:
+        named = []
+
+        def walk(prefix: str, value: Any) -> None:
+            if isinstance(value, torch.Tensor):
+                named.append((prefix, value))
+            elif isinstance(value, dict):
+                for key in sorted(value, key=str):
+                    walk(f"{prefix}.{key}", value[key])
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    walk(f"{prefix}.{i}", item)
+
+        for key, value in sorted(vars(lens).items()) if hasattr(lens, "__dict__") else ():
+            if not key.startswith("_"):  # caches (``_operands``) are not contents
+                walk(key, value)
+    if not named:
+        return None
+    kind = f"{type(lens).__module__}.{type(lens).__qualname__}"
+    return tensors_fingerprint(named, kind)
 
 
 def _describe_transform(model: Any) -> str | None:
@@ -88,11 +141,73 @@ def _torch_module(model: Any) -> torch.nn.Module | None:
     return None
 
 
-def _weights_hash(module: torch.nn.Module) -> str | None:
+#: Elements read from each tensor by :func:`tensors_fingerprint`, evenly spaced over it. With
+#: 65,536 a tensor of up to 65,536 rows has at least one element of every row read, so an edit
+#: of one row (an embedding, a ROME-style rank-one update of a matrix) changes the fingerprint.
+FINGERPRINT_SAMPLE = 1 << 16
+
+
+def tensors_fingerprint(named: Any, kind: str = "") -> str | None:
+    """A cheap, stable fingerprint of named tensors: the sha256 of every tensor's name, dtype
+    and shape, and the bytes of ``FINGERPRINT_SAMPLE`` elements of it, evenly spaced (all of a
+    smaller tensor's); ``None`` if a tensor is on the meta device (a remote model's weights are
+    not here).
+
+    Why a sample, not every byte: the full sha256 of a model's state dict reads (and copies to
+    the CPU) every weight, on every ``lens_dataset`` call. Measured here (``bench/lens_dataset.py
+    --parts fingerprint``, 2 cores at load average 5.5): the GPT-2-shaped model's 124 M float32
+    parameters (0.5 GB) took 1.5 s to hash whole and 0.11 s sampled; at that rate a 7B model's
+    14 GB would take about 40 s whole, and its 291 tensors about 0.3 s sampled. The sample
+    still tells apart other weights of one architecture, a fine-tune, a merged adapter or a
+    one-row edit (see ``FINGERPRINT_SAMPLE``); an edit of a few single elements can escape it,
+    which is the price of not reading 14 GB.
+
+    Args:
+        named: ``(name, tensor)`` pairs, in a stable order (a state dict's).
+        kind: Mixed into the digest (what the tensors are, e.g. a lens's class).
+    """
+    digest = hashlib.sha256(kind.encode())
+    for name, tensor in named:
+        if tensor.is_meta:
+            return None
+        data = tensor.detach()
+        digest.update(f"{name}:{data.dtype}:{tuple(data.shape)};".encode())
+        # As integers of the element's size: the bytes, whatever the dtype (bfloat16 has no
+        # numpy type).
+        flat = data.reshape(-1).view(_SAME_SIZE_INT[data.element_size()])
+        n = flat.numel()
+        picks = None
+        if n > FINGERPRINT_SAMPLE:
+            # Integer places (a float linspace rounds differently from one device to another).
+            picks = np.arange(FINGERPRINT_SAMPLE, dtype=np.int64) * (n - 1)
+            picks //= FINGERPRINT_SAMPLE - 1
+        if flat.device.type == "cpu":
+            # numpy's gather: torch's indexing cost 10-27 ms a tensor here on 2 busy cores
+            # (its thread pool), numpy's about 1 ms for 65,536 elements.
+            values = flat.numpy() if picks is None else flat.numpy()[picks]
+        else:
+            # Gathered where the tensor lives: only the sample travels to the CPU.
+            index = None if picks is None else torch.from_numpy(picks).to(flat.device)
+            values = (flat if index is None else flat[index]).cpu().numpy()
+        digest.update(np.ascontiguousarray(values).tobytes())
+    return digest.hexdigest()
+
+
+_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _weights_fingerprint(module: torch.nn.Module) -> str | None:
+    """The :func:`tensors_fingerprint` of a model's state dict."""
+    return tensors_fingerprint(module.state_dict().items(), "weights")
+
+
+def weights_sha256(module: torch.nn.Module) -> str | None:
+    """The sha256 of every byte of a model's state dict (names, dtypes, shapes and bytes): what
+    :func:`tensors_fingerprint` is measured against (bench/lens_dataset.py --fingerprint)."""
     digest = hashlib.sha256()
     for name, tensor in module.state_dict().items():
         if tensor.is_meta:
-            return None  # weights not here (a remote model): nothing to hash
+            return None
         data = tensor.detach().cpu().contiguous()
         digest.update(f"{name}:{data.dtype}:{tuple(data.shape)};".encode())
         digest.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
