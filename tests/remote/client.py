@@ -190,7 +190,7 @@ def live(args: argparse.Namespace) -> dict:
         start = time.perf_counter()
         widget.add_prompt("The capital of Italy is")
         timings[f"{where}.add_prompt"] = time.perf_counter() - start
-        widget.track(" Rome")
+        widget.track(" Paris")  # one token on the tiny models (a text of several is refused)
         start = time.perf_counter()
         patched = widget.patch(layer=1, position=2, source="zero", prompt=2)
         timings[f"{where}.patch"] = time.perf_counter() - start

@@ -16,7 +16,7 @@ def test_a_live_widget_on_a_remote_model_equals_the_local_one(ndif, tiny_model_d
     # show, add_prompt, track (every prompt again) and patch: each at least one job.
     assert stderr.count(": completed") >= 4, stderr[-2000:]
     assert remote["prompts"][-1] == "The capital of Italy is" and len(remote["prompts"]) == 3
-    assert remote["targets"] == [" Rome"]
+    assert remote["targets"] == [" Paris"]
     assert_same_result(remote, local)
     assert set(summary["seconds"]) == {
         f"{w}.{step}" for w in ("remote", "local") for step in ("show", "add_prompt", "patch")
