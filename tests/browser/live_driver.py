@@ -49,13 +49,16 @@ def wait_for_live_controls(page, timeout: float = 120_000) -> None:
     page.wait_for_selector(".murano-live-prompt:not([disabled])", state="visible")
 
 
-def add_prompt(page, text: str, new_index: int, timeout: float = 60_000) -> float:
-    """Types ``text`` into the prompt box and presses Enter; waits for the new prompt (index
-    ``new_index``) drawn. Returns the milliseconds from Enter to that draw."""
+def add_prompt(page, text: str, new_index: int, timeout: float = 60_000, then=None) -> float:
+    """Types ``text`` into the prompt box and presses Enter; calls ``then()`` if given (to let a
+    held kernel go on); waits for the new prompt (index ``new_index``) drawn. Returns the
+    milliseconds from Enter to that draw."""
     page.evaluate(WATCH_NEW_PROMPT, [new_index])
     box = page.locator(".murano-live-prompt")
     box.fill(text)
     box.press("Enter")
+    if then is not None:
+        then()
     page.wait_for_function("() => window.__live.t1 !== null", timeout=timeout)
     return page.evaluate("() => window.__live.t1 - window.__live.t0")
 
@@ -75,27 +78,48 @@ def wait_idle(page, timeout: float = 60_000) -> None:
 
 def slider_redraws(page, moves: int = 30) -> dict[str, list[float]]:
     """Moves the layer slider ``moves`` times (down three rows, up three, ...) as its input
-    events do. Returns, per move, in milliseconds: ``"latency"``, from the input event to the
-    end of its redraw (the view draws in the next animation frame, so this includes the wait for
-    it: up to a frame, longer while something else on the page animates), and ``"draw"``, the
-    draw's own time."""
+    events do. Returns, per move:
+
+    - ``"frames"``: animation frames from the input event to the end of its redraw (a page-wide
+      ``requestAnimationFrame`` counter; 1 is the next frame). A count, not a time, so it holds
+      on any machine and under any load: what tests assert.
+    - ``"pending"``: how many of this view's kernel requests were still open when it was drawn.
+    - ``"layer"`` and ``"slider"``: the layer drawn and the slider's value.
+    - ``"latency"`` (input event to the end of the redraw, including the wait for the frame) and
+      ``"draw"`` (the draw itself), in milliseconds: for ``bench/live_frontend.py``, which
+      measures on a quiet machine; tests only print them.
+    """
     return page.evaluate(
         hooked("""async ([moves]) => {
           const hook = $HOOK;
           const slider = document.querySelector('.murano-layer-control .murano-slider');
-          const times = [];
-          const draws = [];
+          // Registered before any move, so in each frame it runs before the view's draw.
+          let frame = 0;
+          let counting = true;
+          const tick = () => { frame += 1; if (counting) requestAnimationFrame(tick); };
+          requestAnimationFrame(tick);
+          await new Promise((r) => requestAnimationFrame(r));
+          const out = {latency: [], draw: [], frames: [], pending: [], layer: [], slider: []};
           for (let i = 0; i < moves; i++) {
             const key = (i % 6) < 3 ? 'ArrowLeft' : 'ArrowRight';
-            const drawn = hook.nextDraw();
+            const drawn = hook.nextDraw().then((ms) => ({
+              ms, frame, pending: hook.live ? hook.live.state.open.length : 0, layer: hook.state.layer,
+            }));
             const t0 = performance.now();
+            const f0 = frame;
             if (key === 'ArrowLeft') slider.stepDown(); else slider.stepUp();
             slider.dispatchEvent(new Event('input', {bubbles: true}));
-            draws.push(await drawn);
-            times.push(performance.now() - t0);
+            const d = await drawn;
+            out.latency.push(performance.now() - t0);
+            out.draw.push(d.ms);
+            out.frames.push(d.frame - f0);
+            out.pending.push(d.pending);
+            out.layer.push(d.layer);
+            out.slider.push(Number(slider.value));
             await new Promise((r) => setTimeout(r, 20));
           }
-          return {latency: times, draw: draws};
+          counting = false;
+          return out;
         }"""),
         [moves],
     )

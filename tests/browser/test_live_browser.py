@@ -511,30 +511,38 @@ def test_a_patch_on_a_row_after_attention_is_refused_in_place(page):
     assert page.is_hidden(".murano-patch-run")
 
 
-def test_slider_moves_redraw_fast_while_a_request_is_pending(page):
+def test_slider_moves_redraw_in_the_next_frame_while_a_request_is_pending(page):
     """A GPT-2-shaped view (12 layers, two prompts of 20 tokens): a request in flight (its
-    status line animating) and the layer slider moved 40 times: each move's input handling and
-    redraw together take at most 16 ms (median), as they do with nothing pending."""
+    status line animating) and the layer slider moved 40 times: each move is drawn in the next
+    animation frame, showing the slider's layer, as with nothing pending. Counted in frames, not
+    milliseconds, so that it holds on any machine under any load; ``bench/live_frontend.py``
+    times the redraw on a quiet machine."""
     words = PLAIN_TOKENS[:20]
     result = make_result(prompts=[words, list(reversed(words))], n_layers=12)
     mount(page, live_state(result))
     wait_for_kernel(page)
     measure = """async (n) => {
       const slider = document.querySelector('.murano-layer-control .murano-slider');
-      const frame = () => new Promise((r) => requestAnimationFrame(r));
-      const out = { handler: [], draw: [], total: [] };
+      // Registered before any move, so in each frame it runs before the view's draw.
+      let frame = 0;
+      let counting = true;
+      const tick = () => { frame += 1; if (counting) requestAnimationFrame(tick); };
+      requestAnimationFrame(tick);
+      await new Promise((r) => requestAnimationFrame(r));
+      const out = { frames: [], layer: [], slider: [], ms: [] };
       for (let k = 0; k < n; k++) {
-        const drawn = window.debug.nextDraw();
-        const t0 = performance.now();
+        const drawn = window.debug.nextDraw().then((ms) => ({ ms, frame, layer: window.debug.state.layer }));
+        const f0 = frame;
         slider.value = String((Number(slider.value) + 5) % (Number(slider.max) + 1));
         slider.dispatchEvent(new Event('input', { bubbles: true }));
-        const handler = performance.now() - t0;
-        const draw = await drawn;
-        out.handler.push(handler);
-        out.draw.push(draw);
-        out.total.push(handler + draw);
-        await frame();
+        const d = await drawn;
+        out.frames.push(d.frame - f0);
+        out.layer.push(d.layer);
+        out.slider.push(Number(slider.value));
+        out.ms.push(d.ms);
+        await new Promise((r) => requestAnimationFrame(r));
       }
+      counting = false;
       return out;
     }"""
     idle = page.evaluate(measure, 40)
@@ -543,12 +551,12 @@ def test_slider_moves_redraw_fast_while_a_request_is_pending(page):
     pending = page.evaluate(measure, 40)
     assert status(page)["running"], "still pending"
     medians = {
-        name: {k: statistics.median(v) for k, v in run.items()}
-        for name, run in (("idle", idle), ("pending", pending))
+        name: statistics.median(run["ms"]) for name, run in (("idle", idle), ("pending", pending))
     }
-    p90 = statistics.quantiles(pending["total"], n=10)[-1]
-    print(f"slider redraw (ms, median): {medians}; pending, 90th percentile: {p90:.1f}")
-    assert medians["pending"]["total"] <= 16, medians
+    print(f"draw (ms, median): {medians}")
+    for run in (idle, pending):
+        assert run["frames"] == [1] * 40, run
+        assert run["layer"] == run["slider"], run
 
 
 def test_patch_state_from_python_renders_in_an_export(offline_page, model, lens, tmp_path):

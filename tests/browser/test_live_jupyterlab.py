@@ -12,7 +12,6 @@ sleeps; a negative sleep makes the model's forward pass fail, a real exception i
 from __future__ import annotations
 
 import json
-import statistics
 
 import pytest
 from harness import ARTIFACTS
@@ -35,13 +34,21 @@ model = load_demo_model()
 w = show_logit_lens(model, "The capital of France is")
 w"""
 
+# Each forward pass waits until the test opens a gate (a file in the notebook's folder), so the
+# kernel is busy for exactly as long as the test needs, on any machine and under any load.
 SLOW = """\
-delay = {"s": 1.5}
-hook = model._hf_model.register_forward_pre_hook(lambda module, args: time.sleep(delay["s"]))
+import os
+gate = {"path": os.path.abspath(GATE), "s": 0.0}
+def hold(module, args):
+    time.sleep(gate["s"])
+    deadline = time.monotonic() + 120
+    while not os.path.exists(gate["path"]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+hook = model._hf_model.register_forward_pre_hook(hold)
 print("SLOW on")"""
 
 FAIL = """\
-delay["s"] = -1  # time.sleep(-1) raises ValueError inside the model's forward pass
+gate["s"] = -1  # time.sleep(-1) raises ValueError inside the model's forward pass
 print("FAIL on")"""
 
 HEAL = """\
@@ -56,7 +63,10 @@ print("STATE", json.dumps({"prompts": w.prompts, "n": w.result.n_inputs, "target
 
 @pytest.mark.parametrize("ui", ["lab", "notebook"])
 def test_the_live_lens_in_a_real_notebook(browser, jupyterlab, ui):
-    name = jupyterlab.write_notebook(f"live_{ui}.ipynb", [SETUP, SLOW, FAIL, HEAL, READ])
+    gate = jupyterlab.work / f"gate_{ui}"
+    gate.unlink(missing_ok=True)
+    slow = f"GATE = {gate.name!r}\n" + SLOW
+    name = jupyterlab.write_notebook(f"live_{ui}.ipynb", [SETUP, slow, FAIL, HEAL, READ])
     with open_notebook(browser, jupyterlab, name, ui=ui, height=1100) as notebook:
         page = notebook.page
         notebook.run(0)
@@ -64,8 +74,8 @@ def test_the_live_lens_in_a_real_notebook(browser, jupyterlab, ui):
         assert page.locator(".murano-live-nokernel").is_hidden()
 
         # 1. Type a prompt: its column is drawn, and it is the prompt shown.
-        ms = add_prompt(page, "The capital of Japan is", new_index=1)
-        assert ms < 10_000, ms
+        # How long this takes is bench/live_frontend.py's to measure, on a quiet machine.
+        add_prompt(page, "The capital of Japan is", new_index=1)
         words = page.evaluate(
             hooked(
                 "() => { const d = $HOOK; const out = [];"
@@ -103,10 +113,14 @@ def test_the_live_lens_in_a_real_notebook(browser, jupyterlab, ui):
         box.press("Enter")
         page.wait_for_function(hooked("() => $HOOK.live.state.open.length === 1"))
         redraws = slider_redraws(page, moves=12)
-        ms = add_prompt(page, "Monday, Tuesday,", new_index=2, timeout=90_000)
+        add_prompt(page, "Monday, Tuesday,", new_index=2, timeout=90_000, then=gate.touch)
         wait_idle(page, timeout=90_000)
         assert page.locator(".murano-live-error").is_hidden()
-        assert statistics.median(redraws["latency"]) <= 16, redraws
+        # Responsive means each move is drawn in the next animation frame, while the kernel
+        # still works: counted in frames, not milliseconds, which depend on the machine's load.
+        assert all(n == 1 for n in redraws["pending"]), redraws
+        assert redraws["frames"] == [1] * 12, redraws
+        assert redraws["layer"] == redraws["slider"], redraws
 
         # 5. A request that fails: one readable line in the widget, no spinner left.
         assert notebook.run_and_read(2, "FAIL") == "on"
