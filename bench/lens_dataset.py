@@ -17,6 +17,15 @@ Issue 12's targets:
   ``lens_dataset`` runs: the same answers, only each prompt's last position reduced
   (``LogitLens(model, positions="last")``), so that the difference is the data set's own work.
 
+Issue 33's comparison (``--one-call``): ``lens_dataset`` over 3,000 mixed-length demo prompts
+with answers (cut from the demo corpus, 4 to 48 words each, the next word as the answer)
+against one ``LogitLens(model, positions="last")`` call on the same prompts (target: <= 1.1x
+quiet, <= 1.5x under load), in one process per CPU kind (this machine's own, then AVX2
+emulated with ``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2``), the two alternating
+round by round after a warm-up, ``uptime`` printed before and after each. ``--fingerprint``
+times the weights' fingerprint a data set records against the full sha256 of the weights on
+the GPT-2-shaped model (issue 37).
+
 The prompts are the demo model's held-out fact prompts (7 families, 650 prompts of 8 to 16
 tokens), drawn with replacement (seeded); the answers are one named
 set per family, as notebook 04 uses them. Usage::
@@ -24,12 +33,16 @@ set per family, as notebook 04 uses them. Usage::
     python bench/lens_dataset.py                  # memory 200 vs 2000 (2 rounds), time at 400
     python bench/lens_dataset.py --time-prompts 650 --rounds 3
     python bench/lens_dataset.py --time-only --time-prompts 400 --rounds 2
+    python bench/lens_dataset.py --one-call                 # issue 33: both CPU kinds, 3 rounds
+    python bench/lens_dataset.py --one-call --cpu-kinds native --threads 2 --rounds 5
+    python bench/lens_dataset.py --fingerprint
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -188,6 +201,152 @@ def measure_time(n: int, batch_size: int, rounds: int) -> None:
     )
 
 
+#: The CPU kinds ``--one-call`` runs in: the environment each child process starts with.
+CPU_KINDS = {
+    "native": {},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+}
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def mixed_data_set(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """``n`` demo prompts of mixed length (4 to 48 words of the demo corpus, seeded), each with
+    the word that follows it as its answer."""
+    import random
+
+    from murano_widgets.demo_model.corpus import generate_corpus
+
+    words = " ".join(generate_corpus(seed=1, n_documents=4 * n)).split()
+    rng = random.Random(seed)
+    prompts, answers, at = [], [], 0
+    for _ in range(n):
+        k = rng.randint(4, 48)
+        if at + k + 1 > len(words):
+            at = 0
+        prompts.append(" ".join(words[at : at + k]))
+        answers.append(" " + words[at + k])
+        at += k + 1
+    return prompts, answers
+
+
+def one_call_child(n: int, rounds: int) -> dict:
+    """In this process (one CPU kind): ``lens_dataset`` and one ``LogitLens(positions="last")``
+    call over the same ``n`` mixed prompts, alternating, after a warm-up of each. The data
+    set's own work is timed too: its time outside the step's calls."""
+    import torch
+
+    from murano_widgets import LogitLens, lens_dataset, load_demo_model
+
+    model = load_demo_model()
+    prompts, answers = mixed_data_set(n)
+    inside = [0.0]
+    original = LogitLens.run
+
+    def timed(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            inside[0] += time.perf_counter() - start
+
+    info: dict = {}
+
+    def dataset() -> None:
+        LogitLens.run = timed
+        try:
+            data = lens_dataset(model, prompts, answers, progress=False)
+        finally:
+            LogitLens.run = original
+        info.update({k: data.provenance[k] for k in ("n_batches", "tokens", "padded_tokens")})
+
+    def one_call() -> None:
+        result = LogitLens(model, positions="last").run(prompts, answers)
+        info["one_call_padded_tokens"] = int(result.attention_mask.numel())
+
+    runs = {"lens_dataset": dataset, "one call": one_call}
+    for run in runs.values():  # warm-up: first-call allocations and lazy imports
+        run()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    own: list[float] = []
+    for round_ in range(rounds):
+        names = list(runs) if round_ % 2 == 0 else list(runs)[::-1]
+        for name in names:
+            inside[0] = 0.0
+            start = time.perf_counter()
+            runs[name]()
+            times[name].append(time.perf_counter() - start)
+            if name == "lens_dataset":
+                own.append(times[name][-1] - inside[0])
+    return {
+        "times": times,
+        "own": own,
+        "threads": torch.get_num_threads(),
+        "capability": torch.backends.cpu.get_cpu_capability(),
+        **info,
+    }
+
+
+def measure_one_call(n: int, rounds: int, threads: int | None, kinds: list[str]) -> None:
+    """Issue 33's ratio, ``lens_dataset`` ÷ one call, per CPU kind (a fresh process each)."""
+    print(f"one call vs lens_dataset: {n:,} mixed demo prompts with answers, {rounds} rounds "
+          "alternating, a process per CPU kind")  # fmt: skip
+    for kind in kinds:
+        before = uptime()
+        command = [sys.executable, __file__, "--one-call-child", str(n), "--rounds", str(rounds)]
+        if threads is not None:
+            command += ["--threads", str(threads)]
+        env = {**os.environ, **CPU_KINDS[kind]}
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+        if done.returncode != 0:
+            raise SystemExit(f"the {kind} run failed:\n{done.stderr[-3000:]}")
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        ds, one = out["times"]["lens_dataset"], out["times"]["one call"]
+        ratios = [d / o for d, o in zip(ds, one, strict=True)]
+        print(f"  {kind} (torch capability {out['capability']}, {out['threads']} threads)")
+        print(f"    before: {before}")
+        print(f"    lens_dataset {statistics.median(ds):7.2f} s (median; rounds "
+              f"{', '.join(f'{t:.2f}' for t in ds)}), {out['n_batches']} batches, "
+              f"{out['padded_tokens']:,} positions run for {out['tokens']:,} tokens")  # fmt: skip
+        print(f"    one call     {statistics.median(one):7.2f} s (median; rounds "
+              f"{', '.join(f'{t:.2f}' for t in one)}), {out['one_call_padded_tokens']:,} "
+              "positions run")  # fmt: skip
+        print(f"    lens_dataset's own work (outside the step's calls): "
+              f"{statistics.median(out['own']):.3f} s")  # fmt: skip
+        print(f"    lens_dataset / one call: {statistics.median(ratios):.3f} (median of the "
+              f"rounds' ratios: {', '.join(f'{r:.3f}' for r in ratios)}; target <= 1.10 quiet, "
+              "<= 1.50 under load)")  # fmt: skip
+        print(f"    after:  {uptime()}")
+
+
+def measure_fingerprint(rounds: int) -> None:
+    """The weights' fingerprint a data set records (a sample a tensor) against the full sha256
+    of every weight, on the GPT-2-shaped model (124 M parameters), alternating."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from murano_widgets.dataset.io import _weights_fingerprint, weights_sha256
+
+    torch.manual_seed(0)
+    module = GPT2LMHeadModel(GPT2Config()).eval()
+    size = sum(t.numel() * t.element_size() for t in module.state_dict().values())
+    print(f"weights' fingerprint, GPT-2 shape ({size / 1e9:.2f} GB of weights); {uptime()}")
+    times: dict[str, list[float]] = {"sampled": [], "full sha256": []}
+    for round_ in range(rounds):
+        pairs = [("sampled", _weights_fingerprint), ("full sha256", weights_sha256)]
+        for name, fn in pairs if round_ % 2 == 0 else pairs[::-1]:
+            start = time.perf_counter()
+            fn(module)
+            times[name].append(time.perf_counter() - start)
+    for name, values in times.items():
+        rate = size / statistics.median(values)
+        print(f"  {name:<12} {statistics.median(values):6.3f} s (median of {rounds}), "
+              f"{rate / 1e9:6.2f} GB/s: a 14 GB 7B model in {14e9 / rate:5.1f} s")  # fmt: skip
+    print(f"  after: {uptime()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", type=int, default=200)
@@ -200,10 +359,30 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--time-only", action="store_true", help="skip the memory runs")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--one-call", action="store_true", help="issue 33: lens_dataset vs one call, per CPU kind"
+    )
+    parser.add_argument("--one-call-prompts", type=int, default=3000)
+    parser.add_argument("--cpu-kinds", nargs="+", choices=list(CPU_KINDS), default=list(CPU_KINDS))
+    parser.add_argument("--one-call-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--fingerprint", action="store_true", help="issue 37: weights' fingerprint")
     args = parser.parse_args()
     import torch
 
+    if args.one_call:
+        # torch's own thread count unless --threads is given: the issue's measurement.
+        threads = args.threads if "--threads" in sys.argv else None
+        measure_one_call(args.one_call_prompts, args.rounds + 1, threads, args.cpu_kinds)
+        return
+    if args.one_call_child is not None:
+        if "--threads" in sys.argv:
+            torch.set_num_threads(args.threads)
+        print(json.dumps(one_call_child(args.one_call_child, args.rounds)))
+        return
     torch.set_num_threads(args.threads)
+    if args.fingerprint:
+        measure_fingerprint(args.rounds + 1)
+        return
     if args.child is not None:
         print(json.dumps(measure_memory(args.child, args.batch_size)))
         return

@@ -155,7 +155,7 @@ def tensors_fingerprint(named: Any, kind: str = "") -> str | None:
 
     Why a sample, not every byte: the full sha256 of a model's state dict reads (and copies to
     the CPU) every weight, on every ``lens_dataset`` call. Measured here (``bench/lens_dataset.py
-    --parts fingerprint``, 2 cores at load average 5.5): the GPT-2-shaped model's 124 M float32
+    --fingerprint``, 2 cores at load average 5.5): the GPT-2-shaped model's 124 M float32
     parameters (0.5 GB) took 1.5 s to hash whole and 0.11 s sampled; at that rate a 7B model's
     14 GB would take about 40 s whole, and its 291 tensors about 0.3 s sampled. The sample
     still tells apart other weights of one architecture, a fine-tune, a merged adapter or a
