@@ -14,7 +14,7 @@ A mkdocs hook (``hooks:`` in ``mkdocs.yml``). The notebooks in ``notebooks/`` ar
 2. The notebooks' pictures (``notebooks/images/``) become the site's ``images/``, and the
    package's bundled front end (``murano_widgets/static/*.js``, ``*.css``) is copied into
    the site under ``assets/murano/``.
-3. ``on_page_content`` takes out of each notebook page the script that loads the widget manager
+3. ``on_page_content`` gives notebook pages the width of the table of contents, takes out of each notebook page the script that loads the widget manager
    and require.js from a CDN (unreachable offline, and a network request in any case), drops
    from the embedded widget state each ES module that is the bundled one (the page imports the
    copied file instead), and adds ``javascripts/notebook_widgets.js``, which draws every widget
@@ -164,6 +164,9 @@ def _slim_state(match: re.Match[str], bundles: dict[str, str]) -> str:
 def on_page_content(html_text: str, page: Any, config: Any, files: Files) -> str:
     if not page.file.src_uri.endswith(".ipynb"):
         return html_text
+    # The widgets need the width (a heatmap beside its trajectory chart): no table of contents
+    # on the right, as material's front matter `hide: [toc]` would do.
+    page.meta["hide"] = [*page.meta.get("hide", []), "toc"]
     html_text = _CDN_LOADER.sub("", html_text)
     bundles = _bundles()
     html_text = _STATE.sub(lambda match: _slim_state(match, bundles), html_text)
@@ -173,7 +176,9 @@ def on_page_content(html_text: str, page: Any, config: Any, files: Files) -> str
         f'<link rel="stylesheet" href="{assets}{path.name}">'
         for path in sorted(STATIC.glob("*.css"))
     )
+    # After the notebook's own stylesheet (which sets `.jupyter-wrapper * { box-sizing:
+    # inherit }`): the widgets' rules win where they say otherwise, as in a notebook.
     return (
-        f"{styles}{html_text}"
+        f"{html_text}{styles}"
         f'<script type="module" src="{renderer}" data-murano-assets="{assets}"></script>'
     )
