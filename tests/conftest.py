@@ -18,6 +18,7 @@ SEPARATE_SUITES = {
     "remote": "remote",
     "tuned_lens_interop": "tuned_lens_interop",
     "transformer_lens_interop": "transformer_lens_interop",
+    "docs_site": "docs",  # the built documentation site: .ci/docs.sh
 }
 
 

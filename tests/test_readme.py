@@ -1,13 +1,15 @@
-"""The README's Python examples run as pasted, each on its own, on the shipped demo model.
+"""The README's and the documentation's Python examples run as pasted, each on its own, on the
+shipped demo model.
 
-Every fenced ``python`` block of ``README.md`` is one test: the block is written to a file in a
+Every fenced ``python`` block of ``README.md`` and of the site's pages (``docs/**/*.md``: the
+quickstart and the guides) is one test: the block is written to a file in a
 temporary folder and run there by a fresh interpreter (``sys.executable``, this checkout first on
 ``PYTHONPATH``, offline, matplotlib without a display), so a block cannot lean on an earlier one
 or on anything this test process imported, and whatever it writes (HTML pages, saved lenses and
 data sets) lands in that folder. The test passes when the interpreter exits with 0; its stderr is
 in the failure message.
 
-A block that cannot run here is exempt only when the README says so, with a marker right before
+A block that cannot run here is exempt only when its page says so, with a marker right before
 it, naming why::
 
     <!-- readme-test: skip (needs an NDIF server and an API key) -->
@@ -32,6 +34,9 @@ from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# The pages whose examples run: the README, then the site's pages in order.
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 SKIP_MARKER = re.compile(r"^<!--\s*readme-test:\s*skip\b(?P<rest>.*?)-->\s*$", re.DOTALL)
 MARKER_START = re.compile(r"<!--\s*readme-test:")
 BLOCK_TIMEOUT_S = 300
@@ -42,6 +47,7 @@ class Block:
     """One fenced python block of a markdown file.
 
     Attributes:
+        page: The file's path from the repository's root ("README.md", "docs/quickstart.md").
         heading: The text of the nearest heading above the block ("" before any heading).
         index: The block's number among the file's python blocks, from 1.
         line: The line of the opening fence, from 1.
@@ -54,19 +60,24 @@ class Block:
     line: int
     code: str
     skip_reason: str | None
+    page: str = "README.md"
 
     @property
     def id(self) -> str:
-        """The test id: the heading made a slug, then the block's number."""
+        """The test id: the heading made a slug, then the block's number; a page of the site
+        first names the page ("guides/lenses.md:the-tuned-lens-2")."""
         slug = re.sub(r"[^a-z0-9]+", "-", self.heading.lower()).strip("-") or "top"
-        return f"{slug}-{self.index}"
+        if self.page == "README.md":
+            return f"{slug}-{self.index}"
+        return f"{self.page.removeprefix('docs/')}:{slug}-{self.index}"
 
 
-def python_blocks(markdown: str) -> list[Block]:
+def python_blocks(markdown: str, page: str = "README.md") -> list[Block]:
     """Every fenced python block of a markdown text, with its heading and skip marker.
 
     Args:
         markdown: The markdown source.
+        page: Its path from the repository's root, for the ids and the messages.
 
     Returns:
         The python blocks in order (other languages' blocks are left out).
@@ -86,7 +97,7 @@ def python_blocks(markdown: str) -> list[Block]:
         is_python = token.type == "fence" and token.info.strip().split(" ")[0] == "python"
         if marker is not None and token.map is not None and not is_python:
             raise ValueError(
-                f"README line {marker[1]}: a readme-test skip marker must stand right before a "
+                f"{page} line {marker[1]}: a readme-test skip marker must stand right before a "
                 f"```python block; line {line} is a {token.type} instead"
             )
         if token.type == "html_block" and MARKER_START.search(token.content):
@@ -94,7 +105,7 @@ def python_blocks(markdown: str) -> list[Block]:
             reason = found["rest"].strip() if found else ""
             if not (reason.startswith("(") and reason.endswith(")") and reason[1:-1].strip()):
                 raise ValueError(
-                    f"README line {line}: write a readme-test marker as "
+                    f"{page} line {line}: write a readme-test marker as "
                     f"'<!-- readme-test: skip (why the block cannot run here) -->', "
                     f"got {token.content.strip()!r}"
                 )
@@ -102,22 +113,34 @@ def python_blocks(markdown: str) -> list[Block]:
             continue
         if is_python:
             blocks.append(
-                Block(heading, len(blocks) + 1, line, token.content, marker and marker[0])
+                Block(heading, len(blocks) + 1, line, token.content, marker and marker[0], page)
             )
             marker = None
     if marker is not None:
-        raise ValueError(f"README line {marker[1]}: a readme-test skip marker ends the file")
+        raise ValueError(f"{page} line {marker[1]}: a readme-test skip marker ends the file")
     return blocks
 
 
-BLOCKS = python_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = [
+    block
+    for path in PAGES
+    for block in python_blocks(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+]
 
 
 def test_the_readme_has_python_examples():
     """Guards the parser: the README's examples are found (a parser that finds none passes
-    every other test here)."""
-    assert len(BLOCKS) >= 6, [block.id for block in BLOCKS]
-    assert any("show_logit_lens" in block.code for block in BLOCKS)
+    every other test here), and so are the quickstart's and each guide's."""
+    readme = [block for block in BLOCKS if block.page == "README.md"]
+    assert readme and any("show_logit_lens" in block.code for block in readme), readme
+    guides = sorted((DOCS / "guides").glob("*.md"))
+    assert len(guides) >= 8, guides
+    for path in [DOCS / "quickstart.md", *guides]:
+        page = path.relative_to(ROOT).as_posix()
+        assert any(block.page == page for block in BLOCKS), f"{page} has no python example"
+    runs = [block for block in BLOCKS if block.page != "README.md" and block.skip_reason is None]
+    assert len(runs) >= 12, [block.id for block in runs]  # the remote guide's needs NDIF
+    assert len({block.id for block in BLOCKS}) == len(BLOCKS), "two blocks share a test id"
 
 
 def test_markers_are_read_as_written():
@@ -148,8 +171,8 @@ def test_markers_are_read_as_written():
 @pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])
 def test_readme_block_runs_as_pasted(block, tmp_path):
     if block.skip_reason is not None:
-        pytest.skip(f"README line {block.line}: {block.skip_reason}")
-    script = tmp_path / f"readme_{block.id}.py"
+        pytest.skip(f"{block.page} line {block.line}: {block.skip_reason}")
+    script = tmp_path / ("readme_" + re.sub(r"[^\w-]", "_", block.id) + ".py")
     script.write_text(block.code, encoding="utf-8")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -167,13 +190,13 @@ def test_readme_block_runs_as_pasted(block, tmp_path):
         )
     except subprocess.TimeoutExpired as error:
         pytest.fail(
-            f"README line {block.line} ({block.heading}): still running after "
+            f"{block.page} line {block.line} ({block.heading}): still running after "
             f"{BLOCK_TIMEOUT_S} s\n{error.stderr or ''}",
             pytrace=False,
         )
     if done.returncode != 0:
         pytest.fail(
-            f"README line {block.line} ({block.heading}) exited with {done.returncode}:\n"
+            f"{block.page} line {block.line} ({block.heading}) exited with {done.returncode}:\n"
             f"{done.stderr}",
             pytrace=False,
         )

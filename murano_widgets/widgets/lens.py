@@ -616,14 +616,56 @@ def show_logit_lens(
         explain: With ``decompose=True``: what the "why" panel explains first (``"top1"``,
             ``"answer"``, ``"target:<text>"``; the widget's ``explain`` trait).
         view: ``"layers"``, or with ``decompose=True`` ``"components"`` (the component view).
-        **options: What :func:`~murano_widgets.run.run_logit_lens` takes: ``answers`` (each
-            prompt's expected answer, scored at every layer, drawn in the trajectory chart and
-            marked in the heatmap), ``generate`` (let the model write up to this many tokens
-            and show the lens over them too; ``do_sample``, ``temperature``, ``top_p``,
-            ``seed``), ``chat`` (chats through the tokenizer's template, each token's role
-            marked; ``add_generation_prompt``), and the step's options (``targets``,
-            ``variants``, ``top_k``, ``max_chunk_bytes``, ``lens``, ``remote``, ...);
-            ``lens`` may name several lenses, shown side by side in one widget.
+        **options: What :func:`~murano_widgets.run.run_logit_lens` takes, then the options of
+            the :class:`~murano_widgets.LogitLens` step; the widget keeps them for what it
+            runs later (a typed prompt, a tracked token, a patch). Each of them:
+
+            - ``answers``: each prompt's expected answer (a string, a list of accepted
+              strings, or ``None``; or a dict of named answer sets), scored at every layer,
+              drawn in the trajectory chart and marked in the heatmap.
+            - ``foils``: with ``decompose=True``: a wrong but plausible alternative to each
+              answer, so that the answer's attribution is to answer − foil.
+            - ``generate``: let the model write up to this many tokens after each prompt and
+              show the lens over them too (``None``: no generation).
+            - ``do_sample``: sample the generated tokens rather than take the most likely
+              (greedy, the default).
+            - ``temperature``: the sampling temperature (only with ``do_sample=True``).
+            - ``top_p``: nucleus sampling's probability mass (only with ``do_sample=True``).
+            - ``seed``: makes sampling reproducible (only with ``do_sample=True``).
+            - ``chat``: a chat (a list of ``{"role", "content"}`` messages) or a list of
+              chats instead of ``prompts``, read through the tokenizer's chat template, each
+              token's role marked.
+            - ``add_generation_prompt``: with ``chat``: end with the template's opening of an
+              assistant turn (default ``True``).
+            - ``store_full_probs``: keep every softmax output (``all_probs``,
+              ``n_layers·n_inputs·seq·vocab`` floats): only for small, targeted runs.
+            - ``top_k``: how many of the most likely tokens each cell keeps (default 5; the
+              tooltip's list).
+            - ``max_chunk_bytes``: the size of one chunk of float32 logits (default 256 MiB):
+              the step's peak extra memory is about three times this, plus the saved block
+              outputs.
+            - ``remote``: run the trace on NDIF through nnsight's remote execution, reduced
+              inside the trace (``MuranoModel(..., backend="nnsight")``).
+            - ``reduce_in_trace``: reduce inside the trace, as ``remote=True`` does (default:
+              ``remote``); locally it only costs memory.
+            - ``lens``: the lens, a :class:`~murano_widgets.Lens` such as a
+              :class:`~murano_widgets.TunedLens` or :class:`~murano_widgets.JacobianLens`
+              (``None``: the logit lens), or several by name, ``{"logit": None, "tuned":
+              tuned}``, shown side by side with a lens menu.
+            - ``targets``: strings whose probability and rank are tracked at every position
+              (the ``"target"`` metric, the token menu, lines in the trajectory chart).
+            - ``variants``: also count each answer's and target's forms with and without a
+              leading space and with the first letter's case changed.
+            - ``positions``: ``"all"`` (the heatmap) or ``"last"`` (only each prompt's last
+              position holds values).
+            - ``kl_between_lenses``: with named lenses: also KL in bits between every two of
+              them, and each and the model's output.
+            - ``sites``: the rows read in each block: ``("resid_post",)``, or with
+              ``"resid_mid"`` also a row after each attention.
+            - ``decompose``: direct logit attribution: each component's share of every cell's
+              top-1 logit, of the answer and of each target (the "why" panel, the component
+              view).
+            - ``heads``: with ``decompose``: split each attention into its heads.
 
     Returns:
         The widget.
