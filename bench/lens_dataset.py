@@ -35,6 +35,8 @@ set per family, as notebook 04 uses them. Usage::
     python bench/lens_dataset.py --time-only --time-prompts 400 --rounds 2
     python bench/lens_dataset.py --one-call                 # issue 33: both CPU kinds, 3 rounds
     python bench/lens_dataset.py --one-call --cpu-kinds native --threads 2 --rounds 5
+    python bench/lens_dataset.py --one-call --one-call-words 12 12   # one length: no padding
+    python bench/lens_dataset.py --one-call --load 2                 # under two busy processes
     python bench/lens_dataset.py --fingerprint
 """
 
@@ -212,9 +214,11 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def mixed_data_set(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
-    """``n`` demo prompts of mixed length (4 to 48 words of the demo corpus, seeded), each with
-    the word that follows it as its answer."""
+def mixed_data_set(
+    n: int, seed: int = 0, words_per_prompt: tuple[int, int] = (4, 48)
+) -> tuple[list[str], list[str]]:
+    """``n`` demo prompts of mixed length (4 to 48 words of the demo corpus by default, seeded),
+    each with the word that follows it as its answer."""
     import random
 
     from murano_widgets.demo_model.corpus import generate_corpus
@@ -223,7 +227,7 @@ def mixed_data_set(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     rng = random.Random(seed)
     prompts, answers, at = [], [], 0
     for _ in range(n):
-        k = rng.randint(4, 48)
+        k = rng.randint(*words_per_prompt)
         if at + k + 1 > len(words):
             at = 0
         prompts.append(" ".join(words[at : at + k]))
@@ -232,7 +236,7 @@ def mixed_data_set(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     return prompts, answers
 
 
-def one_call_child(n: int, rounds: int) -> dict:
+def one_call_child(n: int, rounds: int, words_per_prompt: tuple[int, int] = (4, 48)) -> dict:
     """In this process (one CPU kind): ``lens_dataset`` and one ``LogitLens(positions="last")``
     call over the same ``n`` mixed prompts, alternating, after a warm-up of each. The data
     set's own work is timed too: its time outside the step's calls."""
@@ -241,7 +245,7 @@ def one_call_child(n: int, rounds: int) -> dict:
     from murano_widgets import LogitLens, lens_dataset, load_demo_model
 
     model = load_demo_model()
-    prompts, answers = mixed_data_set(n)
+    prompts, answers = mixed_data_set(n, words_per_prompt=words_per_prompt)
     inside = [0.0]
     original = LogitLens.run
 
@@ -289,36 +293,59 @@ def one_call_child(n: int, rounds: int) -> dict:
     }
 
 
-def measure_one_call(n: int, rounds: int, threads: int | None, kinds: list[str]) -> None:
-    """Issue 33's ratio, ``lens_dataset`` ÷ one call, per CPU kind (a fresh process each)."""
-    print(f"one call vs lens_dataset: {n:,} mixed demo prompts with answers, {rounds} rounds "
-          "alternating, a process per CPU kind")  # fmt: skip
-    for kind in kinds:
-        before = uptime()
-        command = [sys.executable, __file__, "--one-call-child", str(n), "--rounds", str(rounds)]
-        if threads is not None:
-            command += ["--threads", str(threads)]
-        env = {**os.environ, **CPU_KINDS[kind]}
-        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
-        if done.returncode != 0:
-            raise SystemExit(f"the {kind} run failed:\n{done.stderr[-3000:]}")
-        out = json.loads(done.stdout.strip().splitlines()[-1])
-        ds, one = out["times"]["lens_dataset"], out["times"]["one call"]
-        ratios = [d / o for d, o in zip(ds, one, strict=True)]
-        print(f"  {kind} (torch capability {out['capability']}, {out['threads']} threads)")
-        print(f"    before: {before}")
-        print(f"    lens_dataset {statistics.median(ds):7.2f} s (median; rounds "
-              f"{', '.join(f'{t:.2f}' for t in ds)}), {out['n_batches']} batches, "
-              f"{out['padded_tokens']:,} positions run for {out['tokens']:,} tokens")  # fmt: skip
-        print(f"    one call     {statistics.median(one):7.2f} s (median; rounds "
-              f"{', '.join(f'{t:.2f}' for t in one)}), {out['one_call_padded_tokens']:,} "
-              "positions run")  # fmt: skip
-        print(f"    lens_dataset's own work (outside the step's calls): "
-              f"{statistics.median(out['own']):.3f} s")  # fmt: skip
-        print(f"    lens_dataset / one call: {statistics.median(ratios):.3f} (median of the "
-              f"rounds' ratios: {', '.join(f'{r:.3f}' for r in ratios)}; target <= 1.10 quiet, "
-              "<= 1.50 under load)")  # fmt: skip
-        print(f"    after:  {uptime()}")
+def measure_one_call(
+    n: int,
+    rounds: int,
+    threads: int | None,
+    kinds: list[str],
+    words_per_prompt: tuple[int, int] = (4, 48),
+    load: int = 0,
+) -> None:
+    """Issue 33's ratio, ``lens_dataset`` ÷ one call, per CPU kind (a fresh process each),
+    under ``load`` busy processes of this benchmark's own (0: none)."""
+    lo, hi = words_per_prompt
+    print(f"one call vs lens_dataset: {n:,} demo prompts of {lo} to {hi} words with answers, "
+          f"{rounds} rounds alternating, a process per CPU kind, {load} busy processes")  # fmt: skip
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(load)]
+    try:
+        for kind in kinds:
+            _one_call_kind(n, rounds, threads, kind, words_per_prompt)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def _one_call_kind(
+    n: int, rounds: int, threads: int | None, kind: str, words_per_prompt: tuple[int, int]
+) -> None:
+    """One CPU kind's run of :func:`measure_one_call`, in a fresh process."""
+    before = uptime()
+    command = [sys.executable, __file__, "--one-call-child", str(n), "--rounds", str(rounds)]
+    command += ["--one-call-words", *map(str, words_per_prompt)]
+    if threads is not None:
+        command += ["--threads", str(threads)]
+    env = {**os.environ, **CPU_KINDS[kind]}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"the {kind} run failed:\n{done.stderr[-3000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    ds, one = out["times"]["lens_dataset"], out["times"]["one call"]
+    ratios = [d / o for d, o in zip(ds, one, strict=True)]
+    print(f"  {kind} (torch capability {out['capability']}, {out['threads']} threads)")
+    print(f"    before: {before}")
+    print(f"    lens_dataset {statistics.median(ds):7.2f} s (median; rounds "
+          f"{', '.join(f'{t:.2f}' for t in ds)}), {out['n_batches']} batches, "
+          f"{out['padded_tokens']:,} positions run for {out['tokens']:,} tokens")  # fmt: skip
+    print(f"    one call     {statistics.median(one):7.2f} s (median; rounds "
+          f"{', '.join(f'{t:.2f}' for t in one)}), {out['one_call_padded_tokens']:,} "
+          "positions run")  # fmt: skip
+    print(f"    lens_dataset's own work (outside the step's calls): "
+          f"{statistics.median(out['own']):.3f} s")  # fmt: skip
+    print(f"    lens_dataset / one call: {statistics.median(ratios):.3f} (median of the "
+          f"rounds' ratios: {', '.join(f'{r:.3f}' for r in ratios)}; target <= 1.10 quiet, "
+          "<= 1.50 under load)")  # fmt: skip
+    print(f"    after:  {uptime()}")
 
 
 def measure_fingerprint(rounds: int) -> None:
@@ -363,6 +390,11 @@ def main() -> None:
         "--one-call", action="store_true", help="issue 33: lens_dataset vs one call, per CPU kind"
     )
     parser.add_argument("--one-call-prompts", type=int, default=3000)
+    parser.add_argument(
+        "--one-call-words", type=int, nargs=2, default=[4, 48], metavar=("LO", "HI"),
+        help="each prompt's words, drawn uniformly (12 12: one length, no padding to save)",
+    )  # fmt: skip
+    parser.add_argument("--load", type=int, default=0, help="busy processes during --one-call")
     parser.add_argument("--cpu-kinds", nargs="+", choices=list(CPU_KINDS), default=list(CPU_KINDS))
     parser.add_argument("--one-call-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--fingerprint", action="store_true", help="issue 37: weights' fingerprint")
@@ -372,12 +404,20 @@ def main() -> None:
     if args.one_call:
         # torch's own thread count unless --threads is given: the issue's measurement.
         threads = args.threads if "--threads" in sys.argv else None
-        measure_one_call(args.one_call_prompts, args.rounds + 1, threads, args.cpu_kinds)
+        measure_one_call(
+            args.one_call_prompts,
+            args.rounds + 1,
+            threads,
+            args.cpu_kinds,
+            tuple(args.one_call_words),
+            args.load,
+        )
         return
     if args.one_call_child is not None:
         if "--threads" in sys.argv:
             torch.set_num_threads(args.threads)
-        print(json.dumps(one_call_child(args.one_call_child, args.rounds)))
+        words = tuple(args.one_call_words)
+        print(json.dumps(one_call_child(args.one_call_child, args.rounds, words)))
         return
     torch.set_num_threads(args.threads)
     if args.fingerprint:
