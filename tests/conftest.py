@@ -72,9 +72,37 @@ def pytest_collection_modifyitems(config, items):
                 dropped.append(item)
                 continue
         kept.append(item)
+    kept, dropped = _shard(kept, dropped)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def _shard(kept: list, dropped: list) -> tuple[list, list]:
+    """``MURANO_SHARD=K/N`` keeps the K-th of N shards (K from 1), whole files each: .ci/test
+    runs the numeric suites' emulated CPU paths as two processes of one torch thread at once,
+    on CI's 2 cores. Files go to the shard with the fewest tests so far, the largest file
+    first: every process collects the same files, so the shards are disjoint and cover all."""
+    shard = os.environ.get("MURANO_SHARD", "")
+    if not shard:
+        return kept, dropped
+    try:
+        k, n = (int(part) for part in shard.split("/"))
+        if not 1 <= k <= n:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(
+            f"MURANO_SHARD: expected K/N with 1 <= K <= N, got {shard!r}"
+        ) from None
+    counts: dict[str, int] = {}
+    for item in kept:
+        counts[str(item.path)] = counts.get(str(item.path), 0) + 1
+    load, owner = [0] * n, {}
+    for path in sorted(counts, key=lambda path: (-counts[path], path)):
+        owner[path] = min(range(n), key=load.__getitem__)
+        load[owner[path]] += counts[path]
+    mine = [item for item in kept if owner[str(item.path)] == k - 1]
+    return mine, dropped + [item for item in kept if owner[str(item.path)] != k - 1]
 
 
 @pytest.fixture(scope="session")
