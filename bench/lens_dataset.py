@@ -293,6 +293,10 @@ def one_call_child(n: int, rounds: int, words_per_prompt: tuple[int, int] = (4, 
     }
 
 
+# A busy process that ends with its parent (a benchmark killed mid-run leaves no load behind).
+BURNER = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass"
+
+
 def measure_one_call(
     n: int,
     rounds: int,
@@ -306,7 +310,7 @@ def measure_one_call(
     lo, hi = words_per_prompt
     print(f"one call vs lens_dataset: {n:,} demo prompts of {lo} to {hi} words with answers, "
           f"{rounds} rounds alternating, a process per CPU kind, {load} busy processes")  # fmt: skip
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(load)]
+    burners = [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(load)]
     try:
         for kind in kinds:
             _one_call_kind(n, rounds, threads, kind, words_per_prompt)
