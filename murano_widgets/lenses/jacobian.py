@@ -502,7 +502,11 @@ class JacobianLens(Lens):
         total = sum(lens.n_prompts for lens in lenses)
         merged = {}
         for layer in first.source_layers:
-            weighted = sum(lens.jacobians[layer].double() * lens.n_prompts for lens in lenses)
+            # A tensor start (0.0 + x is x exactly, as 0 + x was): the sum is a tensor, typed so.
+            weighted = sum(
+                (lens.jacobians[layer].double() * lens.n_prompts for lens in lenses),
+                torch.zeros((), dtype=torch.float64),
+            )
             merged[layer] = (weighted / total).float()
         metadata = dict(shared)
         if "n_prompts" in first.metadata:

@@ -349,10 +349,13 @@ def _start(checkpoint: Path | None, resume: bool, run: dict[str, Any], d_model: 
     from murano_widgets.lenses.jacobian import _check_matrices
 
     sums = _check_matrices(payload["jacobian_sum"], f"{where}: 'jacobian_sum'", d_model, file=True)
-    n_done, next_idx = payload.get("n_done"), payload.get("next_idx")
-    for key, value in (("n_done", n_done), ("next_idx", next_idx)):
+    counts: dict[str, int] = {}
+    for key in ("n_done", "next_idx"):
+        value = payload.get(key)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{where}: {key!r} must be an int of at least 0, got {value!r}")
+        counts[key] = int(value)
+    n_done, next_idx = counts["n_done"], counts["next_idx"]
     if sorted(sums) != list(run["source_layers"]) or n_done > next_idx or next_idx > run["n_texts"]:
         raise ValueError(
             f"{where} is inconsistent (layers {sorted(sums)}, n_done {n_done}, next_idx "
@@ -361,8 +364,8 @@ def _start(checkpoint: Path | None, resume: bool, run: dict[str, Any], d_model: 
         )
     return FitState(
         sums={layer: matrix.float().clone() for layer, matrix in sums.items()},
-        n_done=int(n_done),
-        next_idx=int(next_idx),
+        n_done=n_done,
+        next_idx=next_idx,
         run=run,
         metadata=dict(payload.get("metadata") or {}),
         seconds=float(saved.get("seconds", 0.0) or 0.0),
@@ -502,7 +505,7 @@ def _width(model: Any) -> int:
 
 
 def _forward_kwargs(model: Any) -> dict[str, Any]:
-    accepted = getattr(model, "forward_kwargs", frozenset())
+    accepted: frozenset[str] = getattr(model, "forward_kwargs", frozenset())
     # A key/value cache is for generating; here it would only hold keys and values.
     return {"use_cache": False} if "use_cache" in accepted else {}
 
