@@ -4,11 +4,13 @@ folder of the package says what it holds (the registry's field list: test_metric
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import murano_widgets
 
 PACKAGE = Path(murano_widgets.__file__).parent
+ROOT = PACKAGE.parent
 
 
 def _module_graph() -> dict[str, set[str]]:
@@ -61,3 +63,28 @@ def test_every_folder_of_the_package_says_what_it_holds():
             assert init.is_file(), f"{folder.name}/ has no __init__.py"
             doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
             assert doc and len(doc) > 80, f"{folder.name}/__init__.py says nothing of the folder"
+
+
+def test_the_version_is_written_once_and_npm_repeats_it():
+    """murano_widgets/_version.py holds the version; the wheel's metadata is read from it by
+    hatch (not written again in pyproject.toml), and npm's own field must say the same."""
+    from hatchling.metadata.core import ProjectMetadata
+    from hatchling.plugin.manager import PluginManager
+
+    # What a build would write into the wheel's METADATA, computed by hatch itself.
+    metadata = ProjectMetadata(str(ROOT), PluginManager())
+    assert "version" not in metadata.config["project"], "pyproject.toml writes the version again"
+    assert metadata.hatch.version.config == {"path": "murano_widgets/_version.py"}
+    assert metadata.version == murano_widgets.__version__
+    package_json = json.loads((ROOT / "js" / "package.json").read_text(encoding="utf-8"))
+    lock = json.loads((ROOT / "js" / "package-lock.json").read_text(encoding="utf-8"))
+    assert package_json["version"] == murano_widgets.__version__, "js/package.json's version"
+    assert lock["version"] == lock["packages"][""]["version"] == package_json["version"], (
+        "js/package-lock.json's version: run npm install in js/ after changing package.json's"
+    )
+
+
+def test_the_package_says_it_is_typed():
+    """PEP 561: the marker that tells a user's type checker to read the package's annotations
+    (the wheel ships it: tests/test_cli.py's installed-wheel test)."""
+    assert (PACKAGE / "py.typed").is_file()

@@ -30,6 +30,7 @@ import torch
 
 from murano_widgets._checks import check_int
 from murano_widgets._files import read_torch, write_file
+from murano_widgets._version import __version__
 from murano_widgets.lenses.train import _texts_hash
 from murano_widgets.lenses.tuned import model_width
 from murano_widgets.types import check_texts
@@ -386,8 +387,6 @@ def _metadata(
 ) -> dict[str, Any]:
     """The lens's metadata: TransformerLens's provenance keys where they mean the same thing,
     then this package's run."""
-    from murano_widgets import __version__
-
     metadata: dict[str, Any] = {
         "model_name": run["model_name"],
         "model_revision": run["model_revision"],

@@ -47,6 +47,7 @@ from murano_widgets._checks import (
     check_str,
 )
 from murano_widgets._files import read_json, read_torch, write_files
+from murano_widgets._version import __version__
 from murano_widgets.lenses import Lens
 from murano_widgets.lenses.train import (
     _check_train_args,
@@ -715,6 +716,4 @@ def _model_name(model: Any) -> str:
 
 
 def _versions() -> dict[str, str]:
-    from murano_widgets import __version__
-
     return {"package": f"murano_widgets {__version__}", "torch": torch.__version__}
