@@ -33,6 +33,7 @@ from murano_widgets.live import LiveSession
 from murano_widgets.metrics import METRICS, Metric
 from murano_widgets.plot import plot_logit_lens
 from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.run import run_logit_lens
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import RESID_MID, RESID_POST, Node, PromptBatch, Results, Step
 from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
@@ -76,6 +77,7 @@ __all__ = [
     "load_demo_tuned_lens",
     "patch_lens",
     "plot_logit_lens",
+    "run_logit_lens",
     "show_lens_diff",
     "show_logit_lens",
 ]
