@@ -591,9 +591,9 @@ def show_logit_lens(
     **options: Any,
 ) -> LogitLensWidget:
     """Runs the logit lens on ``prompts`` and returns it as a live interactive widget: the
-    result of ``run_logit_lens(model, prompts, layers, lens=lens, **options)``, with the model and the
-    options kept (``w.session``, a :class:`~murano_widgets.live.LiveSession`) so that the
-    widget can run more: a prompt typed in its text box (``w.add_prompt(text)``), a token
+    result of ``run_logit_lens(model, prompts, layers, lens=lens, **options)``, with the model
+    and the options kept (``w.session``, a :class:`~murano_widgets.live.LiveSession`) so that
+    the widget can run more: a prompt typed in its text box (``w.add_prompt(text)``), a token
     tracked (``w.track(text)``), a cell patched (``w.patch(...)``).
 
     The widget shows when it is the last expression of a notebook cell, like every Jupyter
