@@ -32,7 +32,7 @@ from murano_widgets.attribution.direct import decompose_rows, read_row
 from murano_widgets.attribution.readout import Readout, readout_of
 from murano_widgets.attribution.sublayers import sublayers_of
 from murano_widgets.backends.base import ModelBackend
-from murano_widgets.backends.contract import block_backend
+from murano_widgets.backends.contract import BlockBackend, block_backend
 from murano_widgets.lenses import FINAL, Lens, as_lens, named_lenses
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
 from murano_widgets.result import LensResults, LogitLensResult
@@ -230,6 +230,12 @@ class LogitLens:
         )
         self.components = ComponentLayout(model, self.heads) if self.decompose else None
         self.readout = readout_of(model) if self.decompose else None
+        #: The model as a BlockBackend, where the rows or the decomposition read inside its
+        #: blocks (else ``None``): checked here, before any model work, not in the trace.
+        self.block_model: BlockBackend | None = None
+        if self.decompose or RESID_MID in self.sites:
+            wanted = "decompose=True" if self.decompose else "sites=('resid_mid', ...)"
+            self.block_model = block_backend(model, wanted)
 
     @property
     def addresses(self) -> list[Node]:
@@ -520,7 +526,7 @@ class LogitLens:
             return
         posts = {*self.layers, last}
         states.update({"post": {}, "mid": {}})
-        blocks = block_backend(model, "sites=('resid_mid', ...)") if mids else None
+        blocks = self.block_model
         for index in range(last + 1):
             if blocks is not None and index in mids:
                 states["mid"][index] = take(_path(blocks.block(index), self._mid_path).input)
@@ -776,8 +782,8 @@ class LogitLens:
             kl = nnsight.save(
                 {pair: torch.stack(values) for pair, values in (between or {}).items()}
             )
-            if self.components is not None and self.readout is not None:
-                blocks = block_backend(model, "decompose=True")
+            blocks = self.block_model
+            if self.components is not None and self.readout is not None and blocks is not None:
                 # The weights where the model runs (on NDIF: the server's), not copies sent
                 # along with the trace.
                 readout = self.readout.with_head(blocks.unembedding_weight())
