@@ -96,17 +96,22 @@ class BlockBackend(ModelBackend, Protocol):
 
 
 def block_backend(model: ModelBackend, needed_by: str) -> BlockBackend:
-    """``model`` as a :class:`BlockBackend`, for code that reads inside its blocks.
+    """``model`` as a :class:`BlockBackend`, for code that reads inside its blocks
+    (``LogitLens`` asks when it is made, so a trace never meets a missing member).
+
+    Args:
+        model: A model that passed :func:`murano_widgets._checks.check_model`.
+        needed_by: What asked, for the message (``"decompose=True"``, ...).
 
     Raises:
         TypeError: If ``model`` lacks ``config``, ``block`` or ``unembedding_weight``, naming
-            ``needed_by`` (what asked for them), rather than an AttributeError mid-trace.
+            ``needed_by`` and the members missing.
     """
     if isinstance(model, BlockBackend):
         return model
     missing = [
         name for name in ("config", "block", "unembedding_weight") if not hasattr(model, name)
-    ]
+    ] or ["every member of BlockBackend"]
     raise TypeError(
         f"{needed_by} reads inside the model's blocks, so the model needs "
         f"{', '.join(missing)} as well (see murano_widgets.backends.contract.BlockBackend); "
