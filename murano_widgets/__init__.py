@@ -8,6 +8,7 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
     show_logit_lens(model, ["The Eiffel Tower is in the city of", "one two three four"])
 """
 
+from murano_widgets._version import __version__ as __version__  # re-exported
 from murano_widgets.attribution.outputs import component_outputs
 from murano_widgets.backends.base import (
     LensSelfCheckError,
@@ -32,12 +33,11 @@ from murano_widgets.live import LiveSession
 from murano_widgets.metrics import METRICS, Metric
 from murano_widgets.plot import plot_logit_lens
 from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.run import run_logit_lens
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import RESID_MID, RESID_POST, Node, PromptBatch, Results, Step
 from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
 from murano_widgets.widgets.lens import LogitLensWidget, show_logit_lens
-
-__version__ = "0.1.0"
 
 __all__ = [
     "METRICS",
@@ -77,6 +77,7 @@ __all__ = [
     "load_demo_tuned_lens",
     "patch_lens",
     "plot_logit_lens",
+    "run_logit_lens",
     "show_lens_diff",
     "show_logit_lens",
 ]

@@ -83,3 +83,24 @@ def test_a_model_without_the_contract_is_refused_before_any_work():
         LogitLens("gpt2")
     with pytest.raises(TypeError, match=r"lacks .*vocab_size"):
         LogitLens(object())
+
+
+def test_reading_inside_blocks_names_what_a_backend_lacks(tiny_model_dirs, load_tiny):
+    """Rows inside a block (resid_mid) need the block's envoy: a backend with a config but no
+    ``block`` is told so by name when the step is made (a TypeError, before any model work),
+    not with an AttributeError from mid-trace."""
+    from murano_widgets import LogitLens
+    from murano_widgets.backends.contract import BlockBackend
+
+    backend = PlainBackend(tiny_model_dirs["gpt2"])
+    backend.config = backend.hf.config  # the architecture is known; its blocks are not open
+    assert isinstance(backend, ModelBackend) and not isinstance(backend, BlockBackend)
+
+    def no_trace(*args, **kwargs):
+        raise AssertionError("the model ran before the step was refused")
+
+    backend.trace = no_trace
+    with pytest.raises(TypeError, match=r"resid_mid.*needs block, unembedding_weight"):
+        LogitLens(backend, sites=("resid_mid", "resid_post"))
+    # Both of this package's backends open their blocks.
+    assert isinstance(load_tiny("gpt2"), BlockBackend)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import murano_widgets
 from murano_widgets.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,6 +151,10 @@ def test_installed_wheel_runs_the_demo_from_a_fresh_environment(tmp_path):
         licences = [n for n in archive.namelist() if n.endswith("LICENSE")]
         assert licences, "the wheel carries the MIT licence its metadata names"
         assert "MIT License" in archive.read(licences[0]).decode()
+        # PEP 561's marker ships, and the version hatch read from murano_widgets/_version.py.
+        assert "murano_widgets/py.typed" in archive.namelist()
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        assert f"\nVersion: {murano_widgets.__version__}\n" in archive.read(metadata).decode()
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"

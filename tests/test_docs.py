@@ -45,12 +45,14 @@ def _own_parameters(function, leave_out: set[str]) -> list[str]:
 
 def _forwarded_options() -> list[str]:
     """What ``show_logit_lens(**options)`` forwards: run_logit_lens's named parameters, then
-    those of the LogitLens step (its ``**step_options``), derived from the signatures."""
-    from murano_widgets import LogitLens
+    those of the LogitLens step (its ``**step_options``), derived from the signatures, less
+    those show_logit_lens names itself (``lens``: its Args explain them)."""
+    from murano_widgets import LogitLens, show_logit_lens
     from murano_widgets.run import run_logit_lens
 
-    run = _own_parameters(run_logit_lens, {"model", "prompts", "layers"})
-    step = _own_parameters(LogitLens.__init__, {"self", "model", "layers"})
+    own = set(_own_parameters(show_logit_lens, set()))
+    run = _own_parameters(run_logit_lens, {"model", "prompts", "layers"} | own)
+    step = _own_parameters(LogitLens.__init__, {"self", "model", "layers"} | own)
     return run + [name for name in step if name not in run]
 
 
@@ -65,9 +67,10 @@ def test_forwarded_options_are_derived_from_the_signatures():
     """Guards the derivation: it finds what the step and run_logit_lens really take (a
     derivation that found nothing would make the next test pass)."""
     options = _forwarded_options()
-    for name in ("answers", "generate", "chat", "top_k", "max_chunk_bytes", "lens", "targets"):
+    for name in ("answers", "generate", "chat", "top_k", "max_chunk_bytes", "decompose", "targets"):
         assert name in options, options
-    assert "model" not in options and "self" not in options
+    # The step's lens= is show_logit_lens's own parameter, explained under its Args.
+    assert "model" not in options and "self" not in options and "lens" not in options
     assert len(options) == len(set(options)) >= 20, options
 
 

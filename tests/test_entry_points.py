@@ -11,6 +11,7 @@ the package's own checks, before the model runs.
 from __future__ import annotations
 
 import math
+import re
 import traceback
 from pathlib import Path
 
@@ -424,3 +425,43 @@ def test_check_str_refuses_non_strings_empty_strings_and_lone_surrogates():
         check_str("title", "  ")
     with pytest.raises(ValueError, match=r"title holds a lone surrogate U\+D800 at character 1"):
         check_str("title", "a\ud800")
+
+
+def test_the_front_door_exports_run_logit_lens_and_names_lens(demo, demo_lens):
+    """``run_logit_lens`` is importable from the package, as the documentation's pages import
+    it, and ``lens=`` is a parameter of ``show_logit_lens`` that readers, IDEs and type checkers
+    see (not one of ``**options``), still reaching the run."""
+    import inspect
+
+    import murano_widgets
+    import murano_widgets.run
+
+    assert murano_widgets.run_logit_lens is murano_widgets.run.run_logit_lens
+    assert "run_logit_lens" in murano_widgets.__all__
+    # The pages' own imports of it (the independent truth of what users are told to write).
+    root = Path(murano_widgets.__file__).parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    statement = re.compile(r"\s*from\s+(?P<module>[\w.]+)\s+import\s+.*\brun_logit_lens\b")
+    imports = [
+        found["module"]
+        for page in pages
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if (found := statement.match(line))
+    ]
+    assert imports, "no page imports run_logit_lens: the check below would pass on nothing"
+    assert set(imports) == {"murano_widgets"}, imports
+
+    parameter = inspect.signature(show_logit_lens).parameters["lens"]
+    assert parameter.kind is parameter.KEYWORD_ONLY and parameter.default is None
+    # It reaches the run: the widget holds the tuned lens's numbers, not the logit lens's.
+    widget = show_logit_lens(demo, PROMPTS, lens=demo_lens)
+    tuned = run_logit_lens(demo, PROMPTS, lens=demo_lens)
+    plain = run_logit_lens(demo, PROMPTS)
+    assert widget.result.lens_kind == tuned.lens_kind == "tuned"
+    # Padding cells are NaN in both: equal as NaN, every other cell exactly.
+    torch.testing.assert_close(
+        widget.result.max_probs, tuned.max_probs, rtol=0, atol=0, equal_nan=True
+    )
+    assert not torch.allclose(widget.result.max_probs, plain.max_probs, equal_nan=True)
+    # And the session keeps it for what the widget runs later (a typed prompt, a patch).
+    assert widget.session.step.lens is demo_lens

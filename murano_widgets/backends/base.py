@@ -314,6 +314,21 @@ class MuranoModel(metaclass=_ChooseBackend):
     def project_on_vocab(self, hidden: Any) -> Any:
         raise NotImplementedError
 
+    # What reading inside a block needs (BlockBackend): every backend has these.
+
+    @property
+    def config(self) -> Any:
+        """The Hugging Face config of the model."""
+        raise NotImplementedError
+
+    def block(self, index: int) -> Any:
+        """Inside a trace: decoder block ``index``'s envoy (its sublayers by their own names)."""
+        raise NotImplementedError
+
+    def unembedding_weight(self) -> Any:
+        """Inside a trace: ``lm_head``'s weight where the model runs (on NDIF, the server's)."""
+        raise NotImplementedError
+
     @property
     def _root(self) -> Any:
         """The nnsight model (envoy) whose ``output.logits`` is the model's own output."""
@@ -387,6 +402,14 @@ class MuranoModel(metaclass=_ChooseBackend):
         raise NotImplementedError
 
     @property
+    def _head_weight(self) -> torch.Tensor:
+        """:attr:`_lm_head`'s weight, ``[vocab, d_model]``: a tensor, which torch's typing of
+        module attributes (``Tensor | Module``) cannot say."""
+        weight = self._lm_head.weight
+        assert isinstance(weight, torch.Tensor)
+        return weight
+
+    @property
     def _hf_model(self) -> torch.nn.Module:
         """The Hugging Face ``*ForCausalLM`` as a plain module, weights loaded (outside any
         trace): what :meth:`murano_widgets.JacobianLens.fit` runs forward and backward."""
@@ -414,7 +437,7 @@ class MuranoModel(metaclass=_ChooseBackend):
         self.tokenizer = tokenizer
         _ensure_pad_token(tokenizer)
         self.n_layers = int(n_layers)
-        self.vocab_size = int(self._lm_head.weight.shape[0])
+        self.vocab_size = int(self._head_weight.shape[0])
         # Cohere multiplies lm_head's output, Granite divides it, Gemma 2 soft-caps it: the
         # lens must do the same, or no layer of it (the last included) reads what the model does.
         self.logit_transform = logit_transform(hf_model)
@@ -435,7 +458,7 @@ class MuranoModel(metaclass=_ChooseBackend):
 
     def _weights_loaded(self) -> bool:
         """Whether the real weights are in memory (nnsight loads them lazily)."""
-        return self._lm_head.weight.device.type != "meta"
+        return self._head_weight.device.type != "meta"
 
     def self_check(self, remote: bool = False) -> float:
         """Checks that the lens of the last layer equals the model's own output distribution.
@@ -522,7 +545,7 @@ class MuranoModel(metaclass=_ChooseBackend):
     @property
     def dtype(self) -> torch.dtype:
         """The dtype of the unembedding weights."""
-        return self._lm_head.weight.dtype
+        return self._head_weight.dtype
 
     def unembed(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Final norm then unembedding on plain tensors, outside any trace.

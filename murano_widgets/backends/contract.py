@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-__all__ = ["ModelBackend"]
+__all__ = ["BlockBackend", "ModelBackend", "block_backend"]
 
 
 @runtime_checkable
@@ -69,3 +69,51 @@ class ModelBackend(Protocol):
     def unembed(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Outside a trace: the same on plain ``[rows, d_model]`` tensors, into ``out`` if given."""
         ...
+
+
+@runtime_checkable
+class BlockBackend(ModelBackend, Protocol):
+    """A :class:`ModelBackend` that also opens its blocks: what reading inside a block needs
+    (``LogitLens(sites=('resid_mid', ...))``, ``decompose=True``). :class:`MuranoModel` is one,
+    whatever its backend; the plain lens does not need these members.
+
+    Attributes:
+        config: The Hugging Face config (its ``model_type`` says where a block's sublayers are).
+    """
+
+    @property
+    def config(self) -> Any:
+        """The Hugging Face config of the model."""
+        ...
+
+    def block(self, index: int) -> Any:
+        """Inside a trace: decoder block ``index``'s envoy (its sublayers by their own names)."""
+        ...
+
+    def unembedding_weight(self) -> Any:
+        """Inside a trace: ``lm_head``'s weight where the model runs (on NDIF, the server's)."""
+        ...
+
+
+def block_backend(model: ModelBackend, needed_by: str) -> BlockBackend:
+    """``model`` as a :class:`BlockBackend`, for code that reads inside its blocks
+    (``LogitLens`` asks when it is made, so a trace never meets a missing member).
+
+    Args:
+        model: A model that passed :func:`murano_widgets._checks.check_model`.
+        needed_by: What asked, for the message (``"decompose=True"``, ...).
+
+    Raises:
+        TypeError: If ``model`` lacks ``config``, ``block`` or ``unembedding_weight``, naming
+            ``needed_by`` and the members missing.
+    """
+    if isinstance(model, BlockBackend):
+        return model
+    missing = [
+        name for name in ("config", "block", "unembedding_weight") if not hasattr(model, name)
+    ] or ["every member of BlockBackend"]
+    raise TypeError(
+        f"{needed_by} reads inside the model's blocks, so the model needs "
+        f"{', '.join(missing)} as well (see murano_widgets.backends.contract.BlockBackend); "
+        f"{type(model).__name__} has not"
+    )

@@ -457,7 +457,7 @@ class _ReportedJob:
         for name in ("display", "status_display"):
             if hasattr(self.inner, name):
                 setattr(self.inner, name, status)
-        host = getattr(self.inner, "host", None) or getattr(self.inner, "address", "NDIF")
+        host = str(getattr(self.inner, "host", None) or getattr(self.inner, "address", "NDIF"))
         try:
             return self.inner(tracer)
         except Exception as error:

@@ -73,6 +73,7 @@ def per_layer_metrics(
 
     Args and Raises: as :func:`per_layer_kl`.
     """
+    from murano_widgets.result import LogitLensResult
     from murano_widgets.step.logit_lens import LogitLens
 
     check_model(model)
@@ -102,6 +103,10 @@ def per_layer_metrics(
     for start in range(0, len(encoded), batch_size):
         batch = encoded[start : start + batch_size]
         result = step.run([text for text, _ in batch], prompt_ids=[ids for _, ids in batch])
+        # One lens, not a mapping of them: one result, whose final-based fields the step fills
+        # in whenever it reads the last layer (it always does).
+        assert isinstance(result, LogitLensResult)
+        assert result.kl_to_final is not None and result.final_tokens is not None
         real = result.attention_mask.bool()
         totals += result.kl_to_final[:, real].double().sum(dim=1)
         same = result.predicted_tokens[:, real] == result.final_tokens[real].unsqueeze(0)

@@ -43,6 +43,7 @@ import torch
 from murano_widgets._checks import check_bool, check_int, check_model, check_path, check_str
 from murano_widgets._files import read_torch, write_file
 from murano_widgets.lenses.base import Lens
+from murano_widgets.lenses.jacobian_fit import _check_matrices, fit_jacobians
 from murano_widgets.lenses.tuned import _model_name
 from murano_widgets.lenses.tuned import model_width as _model_width
 
@@ -502,7 +503,11 @@ class JacobianLens(Lens):
         total = sum(lens.n_prompts for lens in lenses)
         merged = {}
         for layer in first.source_layers:
-            weighted = sum(lens.jacobians[layer].double() * lens.n_prompts for lens in lenses)
+            # A tensor start (0.0 + x is x exactly, as 0 + x was): the sum is a tensor, typed so.
+            weighted = sum(
+                (lens.jacobians[layer].double() * lens.n_prompts for lens in lenses),
+                torch.zeros((), dtype=torch.float64),
+            )
             merged[layer] = (weighted / total).float()
         metadata = dict(shared)
         if "n_prompts" in first.metadata:
@@ -587,8 +592,6 @@ class JacobianLens(Lens):
                 a non-empty list of valid strings or all too short, or a checkpoint of another
                 run.
         """
-        from murano_widgets.lenses.jacobian_fit import fit_jacobians
-
         check_model(model)
         resume = check_bool("resume", resume)
         progress = check_bool("progress", progress)
@@ -689,44 +692,6 @@ def _from_payload(payload: Any, where: str) -> JacobianLens:
             f"layer ({sorted(matrices)})"
         )
     return JacobianLens(matrices, n_prompts=n_prompts, metadata=metadata)
-
-
-def _check_matrices(
-    given: Any, where: str, d_model: int | None, *, file: bool = False
-) -> dict[int, torch.Tensor]:
-    """``{layer: [d, d]}`` checked: int layers from 0, dense finite float square tensors of one
-    width (``d_model`` when given). Nothing is allocated before every shape is known."""
-    if not isinstance(given, Mapping) or not given:
-        what = "an empty dict" if isinstance(given, Mapping) else type(given).__name__
-        raise ValueError(
-            f"{where} must be a non-empty dict {{layer: [d_model, d_model]}}, got {what}"
-        )
-    out: dict[int, torch.Tensor] = {}
-    width = d_model
-    for layer, matrix in given.items():
-        if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or layer < 0:
-            raise ValueError(f"{where} has the key {layer!r}: layers must be ints from 0")
-        label = f"{where}[{int(layer)}]"
-        if not isinstance(matrix, torch.Tensor):
-            raise ValueError(f"{label} is a {type(matrix).__name__}, not a tensor")
-        if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
-            raise ValueError(f"{label} is {list(matrix.shape)}, not a square [d_model, d_model]")
-        if width is None:
-            width = int(matrix.shape[0])
-        if matrix.shape[0] != width:
-            other = "d_model" if d_model is not None else "the other matrices"
-            raise ValueError(f"{label} is {list(matrix.shape)}, but {other} are [{width}, {width}]")
-        if matrix.layout != torch.strided or not matrix.is_floating_point():
-            raise ValueError(
-                f"{label} must be a dense floating-point tensor, got {matrix.dtype} ({matrix.layout})"
-            )
-        if not bool(torch.isfinite(matrix).all()):
-            damage = ": the file is damaged" if file else ""
-            raise ValueError(f"{label} holds NaN or infinite values{damage}")
-        if int(layer) in out:
-            raise ValueError(f"{where} holds layer {int(layer)} twice")
-        out[int(layer)] = matrix
-    return dict(sorted(out.items()))
 
 
 def _count(payload: dict, key: str, where: str, *, default: int | None, low: int) -> int:

@@ -1,6 +1,8 @@
 """Fitting a Jacobian lens: the estimator, its resumable checkpoints and its argument checks.
 
-:meth:`murano_widgets.JacobianLens.fit` is the entry; this module holds what it runs.
+:meth:`murano_widgets.JacobianLens.fit` is the entry; this module holds what it runs, and the
+check of a lens's ``{layer: [d, d]}`` matrices (``_check_matrices``) that a checkpoint and the
+lens's own file reader share: here, so that the lens imports its fitter and not both ways.
 
 Why plain torch hooks and not an nnsight trace: the estimator is one forward pass, then
 ``ceil(d_model / dim_batch)`` backward passes through the same retained graph, each asking
@@ -20,7 +22,7 @@ import datetime
 import numbers
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,7 @@ import torch
 
 from murano_widgets._checks import check_int
 from murano_widgets._files import read_torch, write_file
+from murano_widgets._version import __version__
 from murano_widgets.lenses.train import _texts_hash
 from murano_widgets.lenses.tuned import model_width
 from murano_widgets.types import check_texts
@@ -346,13 +349,14 @@ def _start(checkpoint: Path | None, resume: bool, run: dict[str, Any], d_model: 
             + "; give the same inputs to resume, resume=False to start over, or another "
             "checkpoint_path"
         )
-    from murano_widgets.lenses.jacobian import _check_matrices
-
     sums = _check_matrices(payload["jacobian_sum"], f"{where}: 'jacobian_sum'", d_model, file=True)
-    n_done, next_idx = payload.get("n_done"), payload.get("next_idx")
-    for key, value in (("n_done", n_done), ("next_idx", next_idx)):
+    counts: dict[str, int] = {}
+    for key in ("n_done", "next_idx"):
+        value = payload.get(key)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{where}: {key!r} must be an int of at least 0, got {value!r}")
+        counts[key] = int(value)
+    n_done, next_idx = counts["n_done"], counts["next_idx"]
     if sorted(sums) != list(run["source_layers"]) or n_done > next_idx or next_idx > run["n_texts"]:
         raise ValueError(
             f"{where} is inconsistent (layers {sorted(sums)}, n_done {n_done}, next_idx "
@@ -361,8 +365,8 @@ def _start(checkpoint: Path | None, resume: bool, run: dict[str, Any], d_model: 
         )
     return FitState(
         sums={layer: matrix.float().clone() for layer, matrix in sums.items()},
-        n_done=int(n_done),
-        next_idx=int(next_idx),
+        n_done=n_done,
+        next_idx=next_idx,
         run=run,
         metadata=dict(payload.get("metadata") or {}),
         seconds=float(saved.get("seconds", 0.0) or 0.0),
@@ -383,8 +387,6 @@ def _metadata(
 ) -> dict[str, Any]:
     """The lens's metadata: TransformerLens's provenance keys where they mean the same thing,
     then this package's run."""
-    from murano_widgets import __version__
-
     metadata: dict[str, Any] = {
         "model_name": run["model_name"],
         "model_revision": run["model_revision"],
@@ -502,7 +504,7 @@ def _width(model: Any) -> int:
 
 
 def _forward_kwargs(model: Any) -> dict[str, Any]:
-    accepted = getattr(model, "forward_kwargs", frozenset())
+    accepted: frozenset[str] = getattr(model, "forward_kwargs", frozenset())
     # A key/value cache is for generating; here it would only hold keys and values.
     return {"use_cache": False} if "use_cache" in accepted else {}
 
@@ -534,3 +536,41 @@ def _saver(payload: dict[str, Any]) -> Any:
 def _brief(value: Any, limit: int = 40) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _check_matrices(
+    given: Any, where: str, d_model: int | None, *, file: bool = False
+) -> dict[int, torch.Tensor]:
+    """``{layer: [d, d]}`` checked: int layers from 0, dense finite float square tensors of one
+    width (``d_model`` when given). Nothing is allocated before every shape is known."""
+    if not isinstance(given, Mapping) or not given:
+        what = "an empty dict" if isinstance(given, Mapping) else type(given).__name__
+        raise ValueError(
+            f"{where} must be a non-empty dict {{layer: [d_model, d_model]}}, got {what}"
+        )
+    out: dict[int, torch.Tensor] = {}
+    width = d_model
+    for layer, matrix in given.items():
+        if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or layer < 0:
+            raise ValueError(f"{where} has the key {layer!r}: layers must be ints from 0")
+        label = f"{where}[{int(layer)}]"
+        if not isinstance(matrix, torch.Tensor):
+            raise ValueError(f"{label} is a {type(matrix).__name__}, not a tensor")
+        if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(f"{label} is {list(matrix.shape)}, not a square [d_model, d_model]")
+        if width is None:
+            width = int(matrix.shape[0])
+        if matrix.shape[0] != width:
+            other = "d_model" if d_model is not None else "the other matrices"
+            raise ValueError(f"{label} is {list(matrix.shape)}, but {other} are [{width}, {width}]")
+        if matrix.layout != torch.strided or not matrix.is_floating_point():
+            raise ValueError(
+                f"{label} must be a dense floating-point tensor, got {matrix.dtype} ({matrix.layout})"
+            )
+        if not bool(torch.isfinite(matrix).all()):
+            damage = ": the file is damaged" if file else ""
+            raise ValueError(f"{label} holds NaN or infinite values{damage}")
+        if int(layer) in out:
+            raise ValueError(f"{where} holds layer {int(layer)} twice")
+        out[int(layer)] = matrix
+    return dict(sorted(out.items()))

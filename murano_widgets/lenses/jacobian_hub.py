@@ -94,9 +94,9 @@ def resolve(
     if isinstance(name_or_hub_id, os.PathLike) or text.startswith((".", "/", "~", "\\")):
         raise FileNotFoundError(f"name_or_hub_id {text!r} is not an existing file or folder")
 
-    found = lookup(text)
-    if found is not None:
-        key, entry = found
+    registered = lookup(text)
+    if registered is not None:
+        key, entry = registered
         repo_id = entry["repo_id"]
         file_in_repo = filename or entry["filename"]
         pinned = revision or registry()["revision"]

@@ -173,7 +173,7 @@ def _check_train_args(
     steps: int, tokens_per_step: int, lr: float, momentum: float, weight_decay: float
 ) -> dict[str, Any]:
     """The training settings, checked (numpy numbers accepted) and as plain Python numbers."""
-    counts = {}
+    counts: dict[str, int] = {}
     for name, value in (("steps", steps), ("tokens_per_step", tokens_per_step)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {type(value).__name__} {value!r}")

@@ -47,6 +47,7 @@ from murano_widgets._checks import (
     check_str,
 )
 from murano_widgets._files import read_json, read_torch, write_files
+from murano_widgets._version import __version__
 from murano_widgets.lenses import Lens
 from murano_widgets.lenses.train import (
     _check_train_args,
@@ -358,7 +359,7 @@ class TunedLens(Lens):
             state[f"{index}.weight"] = self.weight[index].clone()
             state[f"{index}.bias"] = self.bias[index].clone()
         provenance = {k: v for k, v in self.provenance.items() if k != "source"}
-        files: dict[Path, Any] = {
+        files: dict[str | os.PathLike[str], Any] = {
             path / PARAMS_FILE: lambda temporary: torch.save(state, temporary),
             path / CONFIG_FILE: json.dumps(self.config, indent=2) + "\n",
             path / PROVENANCE_FILE: json.dumps(provenance, indent=2) + "\n",
@@ -663,7 +664,12 @@ def _read_training_state(state: Any, where: Path) -> dict[str, Any]:
     """The training state of an unfinished run, checked for what ``train`` reads from it."""
     if not isinstance(state, dict):
         raise ValueError(f"{where} must hold a dict of training state, got {type(state).__name__}")
-    kinds = {"run": dict, "step": int, "seconds": (int, float), "losses": list}
+    kinds: dict[str, type | tuple[type, ...]] = {
+        "run": dict,
+        "step": int,
+        "seconds": (int, float),
+        "losses": list,
+    }
     for key, kind in kinds.items():
         value = state.get(key)
         if isinstance(value, bool) or not isinstance(value, kind):
@@ -710,6 +716,4 @@ def _model_name(model: Any) -> str:
 
 
 def _versions() -> dict[str, str]:
-    from murano_widgets import __version__
-
     return {"package": f"murano_widgets {__version__}", "torch": torch.__version__}

@@ -24,6 +24,7 @@ import numpy as np
 
 from murano_widgets._checks import check_index, check_layer
 from murano_widgets.comparison.patching import PATCH_SOURCES, PatchComparison, patch_lens
+from murano_widgets.live.worker import model_lock
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.result import LensResults, LogitLensResult
@@ -104,8 +105,6 @@ def run_patch(
         ValueError: For a lens name the session does not have, or a prompt (the patched one,
             its source, one of the mean's) whose text does not tokenize to its tokens.
     """
-    from murano_widgets.live.session import model_lock
-
     one = results.first if isinstance(results, LensResults) else results
     step = session.step
     lens_name = lens_name or session.lens_names[0]

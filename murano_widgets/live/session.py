@@ -35,8 +35,6 @@ a direct call of a session) never run it at once.
 from __future__ import annotations
 
 import copy
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +45,7 @@ from murano_widgets.combine import concat_results, padding_of, select_prompts
 from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.generation import check_generation, generate_tokens
 from murano_widgets.live.patching import check_patch, run_patch
+from murano_widgets.live.worker import model_lock
 from murano_widgets.result import LensResults, LogitLensResult
 from murano_widgets.run import run_logit_lens
 from murano_widgets.step.inputs import encoder_for, variant_forms
@@ -59,28 +58,6 @@ Results = LogitLensResult | LensResults
 
 # The arguments that belong to the prompts, not to the session.
 _PER_PROMPT = ("prompts", "answers", "foils", "chat")
-
-_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def model_lock(model: Any) -> threading.RLock:
-    """The lock held while ``model`` runs for a live widget (one per model object).
-
-    A trace installs hooks on the model's modules; two traces at once on one model, from two
-    threads, would see each other's hooks.
-    """
-    with _LOCKS_GUARD:
-        try:
-            lock = _LOCKS.get(model)
-            if lock is None:
-                lock = _LOCKS[model] = threading.RLock()
-            return lock
-        except TypeError:  # not weakly referenceable: one lock for all such models
-            return _FALLBACK_LOCK
-
-
-_FALLBACK_LOCK = threading.RLock()
 
 
 @dataclass

@@ -15,6 +15,8 @@ The kernel's own thread hands a request over and returns at once, so it stays fr
 
 What a request does is the caller's (:class:`Request`'s ``run``: model work first, returning
 the function that applies its result); what it replies and shows is the ``report`` callback's.
+
+Across widgets, the model itself runs under one lock per model object (:func:`model_lock`).
 """
 
 from __future__ import annotations
@@ -22,12 +24,37 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Request", "Worker"]
+__all__ = ["Request", "Worker", "model_lock"]
+
+# The lock per model lives here, with the thread that runs a widget's requests, so that the
+# session and the patch request (live/patching.py) both take it without importing each other.
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(model: Any) -> threading.RLock:
+    """The lock held while ``model`` runs for a live widget (one per model object).
+
+    A trace installs hooks on the model's modules; two traces at once on one model, from two
+    threads, would see each other's hooks.
+    """
+    with _LOCKS_GUARD:
+        try:
+            lock = _LOCKS.get(model)
+            if lock is None:
+                lock = _LOCKS[model] = threading.RLock()
+            return lock
+        except TypeError:  # not weakly referenceable: one lock for all such models
+            return _FALLBACK_LOCK
+
+
+_FALLBACK_LOCK = threading.RLock()
 
 _log = logging.getLogger("murano_widgets.live")
 

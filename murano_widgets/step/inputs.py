@@ -213,7 +213,11 @@ def plan_inputs(
 
     set_plans: dict[str, _SetPlan] = {}
     for name, per_prompt in sequences_of.items():
-        term_sequence, term_index, term_row, term_column, sequence_prompt = [], [], [], [], []
+        term_sequence: list[int] = []
+        term_index: list[int] = []
+        term_row: list[int] = []
+        term_column: list[int] = []
+        sequence_prompt: list[int] = []
         for prompt, sequences in enumerate(per_prompt):
             last = shown_index[(prompt, len(prompt_ids[prompt]) - 1)]
             for sequence in sequences or []:
@@ -258,8 +262,8 @@ def plan_inputs(
             firsts = [sorted({s[0] for s in sequences or []}) for sequences in sequences_of[name]]
             most = max(1, max(len(f) for f in firsts))
             table = torch.tensor([f + [-2] * (most - len(f)) for f in firsts], dtype=torch.long)
-            ids = row_ids[: len(shown)]
-            plan.first_columns = (ids.unsqueeze(-1) == table[shown_prompt].unsqueeze(1)).any(-1)
+            shown_ids = row_ids[: len(shown)].unsqueeze(-1)
+            plan.first_columns = (shown_ids == table[shown_prompt].unsqueeze(1)).any(-1)
     tracked = None
     if targets or answer_sets:
         tracked = Tracked(torch.tensor(target_ids, dtype=torch.long), row_ids)

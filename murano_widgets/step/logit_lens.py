@@ -32,6 +32,7 @@ from murano_widgets.attribution.direct import decompose_rows, read_row
 from murano_widgets.attribution.readout import Readout, readout_of
 from murano_widgets.attribution.sublayers import sublayers_of
 from murano_widgets.backends.base import ModelBackend
+from murano_widgets.backends.contract import BlockBackend, block_backend
 from murano_widgets.lenses import FINAL, Lens, as_lens, named_lenses
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
 from murano_widgets.result import LensResults, LogitLensResult
@@ -177,11 +178,14 @@ class LogitLens:
         )
         named = named_lenses(lens, model)
         #: The lens of a single-lens step (``None`` with named lenses).
-        self.lens: Lens | None = None if named is not None else as_lens(lens, model)
+        self.lens: Lens | None = None
         #: The lenses by name: with one lens, its kind names it.
-        self.lenses: dict[str, Lens] = (
-            named if named is not None else {self.lens.kind: self.lens}  # type: ignore[union-attr]
-        )
+        self.lenses: dict[str, Lens]
+        if named is not None:
+            self.lenses = named
+        else:
+            single = as_lens(lens, model)
+            self.lens, self.lenses = single, {single.kind: single}
         #: Whether ``lens`` named its lenses (then results are :class:`LensResults`).
         self.named = named is not None
         # A lens fitted for some layers only (a Jacobian lens's source_layers) says so now.
@@ -226,6 +230,12 @@ class LogitLens:
         )
         self.components = ComponentLayout(model, self.heads) if self.decompose else None
         self.readout = readout_of(model) if self.decompose else None
+        #: The model as a BlockBackend, where the rows or the decomposition read inside its
+        #: blocks (else ``None``): checked here, before any model work, not in the trace.
+        self.block_model: BlockBackend | None = None
+        if self.decompose or RESID_MID in self.sites:
+            wanted = "decompose=True" if self.decompose else "sites=('resid_mid', ...)"
+            self.block_model = block_backend(model, wanted)
 
     @property
     def addresses(self) -> list[Node]:
@@ -376,7 +386,7 @@ class LogitLens:
         topk = [padded(fields["topk_tokens"], -1) for fields in reduced]
         # Each distinct token id is decoded once, whatever the number of lenses.
         decoded = _decode_unique(self.model.tokenizer, [*topk, final_tokens, input_ids[mask]])
-        results = {}
+        results: dict[str, LogitLensResult] = {}
         for k, ((name, lens), fields, topk_tokens, probs) in enumerate(
             zip(self.lenses.items(), reduced, topk, all_probs, strict=True)
         ):
@@ -399,6 +409,13 @@ class LogitLens:
                 name if self.named else None,
             )
             input_words_ids = input_ids.masked_fill(~mask, -1)
+            # Keyed by field name at run time, so typed as keyword arguments of any field.
+            reduced_fields: dict[str, Any] = {
+                key: padded(real[key], missing_value(SECTIONS[key])) for key in REDUCED_FIELDS
+            }
+            decomposed_fields: dict[str, Any] = (
+                {} if decomposed is None else _decomposed_fields(decomposed[k], padded, self, foils)
+            )
             results[name] = LogitLensResult(
                 all_probs=probs,
                 max_probs=max_probs,
@@ -409,7 +426,7 @@ class LogitLens:
                 addresses=self.addresses,
                 topk_tokens=topk_tokens,
                 topk_probs=topk_probs,
-                **{key: padded(real[key], missing_value(SECTIONS[key])) for key in REDUCED_FIELDS},
+                **reduced_fields,
                 final_tokens=final_tokens,
                 input_ids=input_ids,
                 prompts=list(prompts),
@@ -421,9 +438,7 @@ class LogitLens:
                 lens_provenance=lens.provenance,
                 lens_title=lens.title,
                 answer_sets=answer_sets_scored,
-                **(
-                    _decomposed_fields(decomposed[k], padded, self, foils) if self.decompose else {}
-                ),
+                **decomposed_fields,
                 **tracked_fields,
             )
         if not self.named:
@@ -511,9 +526,10 @@ class LogitLens:
             return
         posts = {*self.layers, last}
         states.update({"post": {}, "mid": {}})
+        blocks = self.block_model
         for index in range(last + 1):
-            if index in mids:
-                states["mid"][index] = take(_path(model.block(index), self._mid_path).input)
+            if blocks is not None and index in mids:
+                states["mid"][index] = take(_path(blocks.block(index), self._mid_path).input)
             if self.intervention is not None:
                 self.intervention(model, index)
             if index in posts:
@@ -539,7 +555,7 @@ class LogitLens:
         device = shown.device
         targets = (
             torch.tensor([ids[0] for ids in plan.target_token_ids], device=device)
-            if plan.targets
+            if plan.target_token_ids is not None
             else None
         )
         return decompose_rows(
@@ -579,7 +595,7 @@ class LogitLens:
         return out
 
     def _reduce_after_trace(
-        self, hidden: dict[int, torch.Tensor], plan: InputPlan
+        self, hidden: dict[int | Node, torch.Tensor], plan: InputPlan
     ) -> tuple[
         list[dict[str, torch.Tensor]],
         torch.Tensor,
@@ -632,7 +648,7 @@ class LogitLens:
                 if plan.tracked is not None:
                     tracked = plan.tracked.rows(chunk.start, chunk.stop).to(rows.device)
 
-                def logits_of(k: int, layer: int, rows: torch.Tensor = rows) -> torch.Tensor:
+                def logits_of(k: int, layer: int | Node, rows: torch.Tensor = rows) -> torch.Tensor:
                     role = f"logits{k}" if between else "logits"
                     out = buffers.get(role, len(rows), vocab_size, hidden[layer].device)
                     states = read_row(
@@ -656,7 +672,9 @@ class LogitLens:
                         model.unembed(each, out=out[g * n : (g + 1) * n])
                     return out
 
-                def keep(k: int, layer: int, fields: dict[str, Any], shown=shown) -> dict[str, Any]:
+                def keep(
+                    k: int, layer: int | Node, fields: dict[str, Any], shown: torch.Tensor = shown
+                ) -> dict[str, Any]:
                     probs = fields.pop("probs", None)
                     target = all_probs[k]
                     if target is not None and probs is not None and len(shown):
@@ -716,8 +734,12 @@ class LogitLens:
         torch.Tensor,
         list[torch.Tensor | None],
         dict[tuple[int, int], torch.Tensor] | None,
+        list[dict[str, torch.Tensor]] | None,
     ]:
-        """Reduces inside the trace, so that only the reduced fields are saved (and travel)."""
+        """Reduces inside the trace, so that only the reduced fields are saved (and travel):
+        per lens its fields, the final predictions, per lens its full probabilities (or
+        ``None``), the KLs between lenses (or ``None``) and with ``decompose`` per lens its
+        attribution fields (else ``None``)."""
         model = self.model
         last = model.n_layers - 1
         mask = plan.shown_mask
@@ -754,19 +776,22 @@ class LogitLens:
             # A remote trace sends back only what is saved inside it, so the containers are
             # made here: one saved tensor per field and lens, the final predictions, the KLs.
             fields = nnsight.save([stack_layers(per_layer) for per_layer in per_lens])
+            # reduce_lenses has a final distribution whenever it is given the final layer.
+            assert final is not None
             predictions = nnsight.save(final.predictions)
             kl = nnsight.save(
                 {pair: torch.stack(values) for pair, values in (between or {}).items()}
             )
-            if self.components is not None and self.readout is not None:
+            blocks = self.block_model
+            if self.components is not None and self.readout is not None and blocks is not None:
                 # The weights where the model runs (on NDIF: the server's), not copies sent
                 # along with the trace.
-                readout = self.readout.with_head(model.unembedding_weight())
+                readout = self.readout.with_head(blocks.unembedding_weight())
                 layout = self.components
                 if layout.heads:
                     layout = layout.with_out_weights(
                         [
-                            layout.out_projection(model.block(layer)).weight
+                            layout.out_projection(blocks.block(layer)).weight
                             for layer in range(model.n_layers)
                         ]
                     )
@@ -923,7 +948,7 @@ def _warn_non_finite(
     max_probs: torch.Tensor,
     final_tokens: torch.Tensor | None,
     mask: torch.Tensor,
-    layers: list[int],
+    layers: list[int | str],
     lens_name: str | None = None,
 ) -> None:
     """One warning naming the layers and positions whose distributions were not finite (and
@@ -954,8 +979,8 @@ def _warn_non_finite(
             f"the model's own output is not finite at {shown}: the final-based fields "
             "(final_token_probs, final_token_ranks, kl_to_final) are missing there"
         )
-    where = "logit lens" if lens_name is None else f"logit lens, lens {lens_name!r}"
-    warnings.warn(f"{where}: " + "; ".join(parts), RuntimeWarning, stacklevel=4)
+    label = "logit lens" if lens_name is None else f"logit lens, lens {lens_name!r}"
+    warnings.warn(f"{label}: " + "; ".join(parts), RuntimeWarning, stacklevel=4)
 
 
 def _return_freed_memory() -> None:

@@ -14,9 +14,9 @@ reused buffer runs about 8 % faster for the same reason).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -26,6 +26,9 @@ _LOG2 = math.log(2.0)
 _LARGE_VOCAB = 8192
 # Entries per block of the small-vocabulary row dot product (a 1 MB temporary).
 _ROWDOT_BLOCK = 1 << 18
+# What names a row of layers in reduce_lenses: a block index, or a Node before a block. The
+# loop only compares and passes them on, so any hashable key works.
+Row = TypeVar("Row", bound=Hashable)
 
 
 class Buffers:
@@ -686,19 +689,19 @@ def reduce_layers(
 
 
 def reduce_lenses(
-    logits_of: Callable[[int, int], torch.Tensor],
+    logits_of: Callable[[int, Row], torch.Tensor],
     n_lenses: int,
-    layers: Sequence[int],
-    final_layer: int | None,
+    layers: Sequence[Row],
+    final_layer: Row | None,
     top_k: int,
     keep_probs: bool,
     buffers: Buffers | None = None,
-    keep: Callable[[int, int, dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
+    keep: Callable[[int, Row, dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
         lambda _k, _layer, f: f
     ),
     tracked: Tracked | None = None,
     between: bool = False,
-    logits_of_layers: Callable[[int, Sequence[int]], torch.Tensor] | None = None,
+    logits_of_layers: Callable[[int, Sequence[Row]], torch.Tensor] | None = None,
     group: int = 1,
 ) -> tuple[
     list[list[dict[str, torch.Tensor]]],
@@ -716,7 +719,8 @@ def reduce_lenses(
 
     Args:
         logits_of: ``(lens, layer) -> [rows, vocab]`` logits of that lens at that layer on the
-            current rows (the final layer is asked of lens 0). With ``between``, the logits of
+            current rows (the final layer is asked of lens 0). A "layer" is whatever key names
+            a row of the result: a block index, or the step's ``Node(l, "resid_mid")``. With ``between``, the logits of
             the lenses at one layer must be distinct tensors that stay valid until the next
             layer is asked for (one buffer per lens).
         n_lenses: How many lenses.

@@ -7,7 +7,7 @@ metrics come from the registry in :mod:`murano_widgets.metrics`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from murano_widgets.backends.base import ModelBackend
 from murano_widgets.chat import check_hide_template
 from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.export import base64_sections
-from murano_widgets.lenses import IDENTITY, as_lens, named_lenses
+from murano_widgets.lenses import IDENTITY, Lens, as_lens, named_lenses
 from murano_widgets.live.controller import LiveController, handle_message, not_live_error
 from murano_widgets.live.session import LiveSession
 from murano_widgets.metrics import METRICS, TARGET_METRIC
@@ -579,6 +579,7 @@ def show_logit_lens(
     prompts: str | Sequence[str] | None = None,
     layers: Sequence[int] | str = "all",
     *,
+    lens: Lens | Mapping[str, Lens | None] | None = None,
     prompt: int = 0,
     layer: int | None = None,
     metric: str = "prob",
@@ -590,9 +591,9 @@ def show_logit_lens(
     **options: Any,
 ) -> LogitLensWidget:
     """Runs the logit lens on ``prompts`` and returns it as a live interactive widget: the
-    result of ``run_logit_lens(model, prompts, layers, **options)``, with the model and the
-    options kept (``w.session``, a :class:`~murano_widgets.live.LiveSession`) so that the
-    widget can run more: a prompt typed in its text box (``w.add_prompt(text)``), a token
+    result of ``run_logit_lens(model, prompts, layers, lens=lens, **options)``, with the model
+    and the options kept (``w.session``, a :class:`~murano_widgets.live.LiveSession`) so that
+    the widget can run more: a prompt typed in its text box (``w.add_prompt(text)``), a token
     tracked (``w.track(text)``), a cell patched (``w.patch(...)``).
 
     The widget shows when it is the last expression of a notebook cell, like every Jupyter
@@ -603,6 +604,11 @@ def show_logit_lens(
         model: The model, e.g. ``MuranoModel("gpt2")`` or ``load_demo_model()``.
         prompts: One prompt or a list of prompts (or ``None`` with ``chat=``).
         layers: ``"all"`` or a list of layer indices.
+        lens: The lens, a :class:`~murano_widgets.Lens` such as a
+            :class:`~murano_widgets.TunedLens` or :class:`~murano_widgets.JacobianLens`
+            (``None``: the logit lens), or several by name, ``{"logit": None, "tuned":
+            tuned}``, shown side by side with a lens menu. The widget keeps it for what it runs
+            later, as it keeps ``**options``.
         prompt: The prompt shown first (an index into ``prompts``).
         layer: The model layer highlighted first (default the highest shown).
         metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`; ``"target"``
@@ -648,10 +654,6 @@ def show_logit_lens(
               inside the trace (``MuranoModel(..., backend="nnsight")``).
             - ``reduce_in_trace``: reduce inside the trace, as ``remote=True`` does (default:
               ``remote``); locally it only costs memory.
-            - ``lens``: the lens, a :class:`~murano_widgets.Lens` such as a
-              :class:`~murano_widgets.TunedLens` or :class:`~murano_widgets.JacobianLens`
-              (``None``: the logit lens), or several by name, ``{"logit": None, "tuned":
-              tuned}``, shown side by side with a lens menu.
             - ``targets``: strings whose probability and rank are tracked at every position
               (the ``"target"`` metric, the token menu, lines in the trajectory chart).
             - ``variants``: also count each answer's and target's forms with and without a
@@ -712,12 +714,14 @@ def show_logit_lens(
             "to hide; got hide_template=True"
         )
     if lens_name is not None:
-        lens = options.get("lens")
         names = list(named_lenses(lens) or {as_lens(lens).kind: None})
         if lens_name not in names:
             raise ValueError(f"lens_name must be one of the lenses {names}; got {lens_name!r}")
     session = LiveSession(
-        model, layers, **{key: value for key, value in options.items() if key not in _PER_PROMPT}
+        model,
+        layers,
+        lens=lens,
+        **{key: value for key, value in options.items() if key not in _PER_PROMPT},
     )
     result = session.run(prompts, **{key: options[key] for key in _PER_PROMPT if key in options})
     return LogitLensWidget(
