@@ -116,6 +116,26 @@ def measure_memory(n: int, batch_size: int) -> dict[str, float]:
     }
 
 
+def alternate(
+    runs: dict[str, Callable[[], None]], rounds: int, inside: list[float]
+) -> tuple[dict[str, list[float]], list[float]]:
+    """Each run once a round, in turn (reversed every other round, so neither always goes
+    first): their seconds per round, and ``lens_dataset``'s own work per round (its time less
+    ``inside[0]``, the time its step's calls added up to)."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    own: list[float] = []
+    for round_ in range(rounds):
+        names = list(runs) if round_ % 2 == 0 else list(runs)[::-1]
+        for name in names:
+            inside[0] = 0.0
+            start = time.perf_counter()
+            runs[name]()
+            times[name].append(time.perf_counter() - start)
+            if name == "lens_dataset":
+                own.append(times[name][-1] - inside[0])
+    return times, own
+
+
 def measure_time(n: int, batch_size: int, rounds: int) -> None:
     """``lens_dataset`` against the plain step on the same batches, alternating in this process."""
     import torch
@@ -133,22 +153,24 @@ def measure_time(n: int, batch_size: int, rounds: int) -> None:
     # Time spent inside the step's calls during lens_dataset: the rest is lens_dataset's own
     # work (checks, tokenizing for lengths, sorting, keeping the numbers, provenance), measured
     # within the same run and so free of the machine's noise between runs.
+    # lens_dataset calls the step's run(), so that is what is timed (timing __call__, as this
+    # did, counted nothing inside and put all of its time down as its own work).
     inside = [0.0]
-    original = LogitLens.__call__
+    original = LogitLens.run
 
-    def timed(self, results):
+    def timed(self, *args, **kwargs):
         start = time.perf_counter()
         try:
-            return original(self, results)
+            return original(self, *args, **kwargs)
         finally:
             inside[0] += time.perf_counter() - start
 
     def dataset() -> None:
-        LogitLens.__call__ = timed
+        LogitLens.run = timed
         try:
             lens_dataset(model, prompts, answers, batch_size=batch_size, progress=False)
         finally:
-            LogitLens.__call__ = original
+            LogitLens.run = original
 
     def over_batches(step: LogitLens, scored: bool) -> Callable[[], None]:
         def run() -> None:
@@ -173,17 +195,7 @@ def measure_time(n: int, batch_size: int, rounds: int) -> None:
     }
     for run in runs.values():  # warm-up
         run()
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    own: list[float] = []
-    for round_ in range(rounds):
-        names = list(runs)
-        for name in names if round_ % 2 == 0 else names[::-1]:
-            inside[0] = 0.0
-            start = time.perf_counter()
-            runs[name]()
-            times[name].append(time.perf_counter() - start)
-            if name == "lens_dataset":
-                own.append(times[name][-1] - inside[0])
+    times, own = alternate(runs, rounds, inside)
     medians = {name: statistics.median(values) for name, values in times.items()}
     base = medians["plain step"]
     ratios = [d / p for d, p in zip(times["lens_dataset"], times["plain step"], strict=True)]
@@ -273,17 +285,7 @@ def one_call_child(n: int, rounds: int, words_per_prompt: tuple[int, int] = (4, 
     runs = {"lens_dataset": dataset, "one call": one_call}
     for run in runs.values():  # warm-up: first-call allocations and lazy imports
         run()
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    own: list[float] = []
-    for round_ in range(rounds):
-        names = list(runs) if round_ % 2 == 0 else list(runs)[::-1]
-        for name in names:
-            inside[0] = 0.0
-            start = time.perf_counter()
-            runs[name]()
-            times[name].append(time.perf_counter() - start)
-            if name == "lens_dataset":
-                own.append(times[name][-1] - inside[0])
+    times, own = alternate(runs, rounds, inside)
     return {
         "times": times,
         "own": own,

@@ -20,6 +20,23 @@ def hooked(source: str) -> str:
     return source.replace("$HOOK", HOOK)
 
 
+# A page-wide count of animation frames (``frames.count``; ``frames.on = false`` stops it), for
+# async page code: what redraw tests assert, since a frame count holds on any machine and under
+# any load where milliseconds do not. Its callback is registered before any input that follows,
+# so within a frame it runs before the view's draw: a draw in the next frame reads one more.
+FRAMES = (
+    "const frames = {count: 0, on: true};"
+    " const tick = () => { frames.count += 1; if (frames.on) requestAnimationFrame(tick); };"
+    " requestAnimationFrame(tick);"
+    " await new Promise((r) => requestAnimationFrame(r));"
+)
+
+
+def counting_frames(source: str) -> str:
+    """Async page code with ``$FRAMES`` standing for :data:`FRAMES`."""
+    return source.replace("$FRAMES", FRAMES)
+
+
 # Installed before Enter: records the keydown's time, then the time of the first draw whose
 # shown prompt is ``target`` and whose data has ``target + 1`` prompts.
 WATCH_NEW_PROMPT = hooked("""([target]) => {
@@ -90,23 +107,19 @@ def slider_redraws(page, moves: int = 30) -> dict[str, list[float]]:
       measures on a quiet machine; tests only print them.
     """
     return page.evaluate(
-        hooked("""async ([moves]) => {
+        counting_frames(
+            hooked("""async ([moves]) => {
           const hook = $HOOK;
           const slider = document.querySelector('.murano-layer-control .murano-slider');
-          // Registered before any move, so in each frame it runs before the view's draw.
-          let frame = 0;
-          let counting = true;
-          const tick = () => { frame += 1; if (counting) requestAnimationFrame(tick); };
-          requestAnimationFrame(tick);
-          await new Promise((r) => requestAnimationFrame(r));
+          $FRAMES
           const out = {latency: [], draw: [], frames: [], pending: [], layer: [], slider: []};
           for (let i = 0; i < moves; i++) {
             const key = (i % 6) < 3 ? 'ArrowLeft' : 'ArrowRight';
             const drawn = hook.nextDraw().then((ms) => ({
-              ms, frame, pending: hook.live ? hook.live.state.open.length : 0, layer: hook.state.layer,
+              ms, frame: frames.count, pending: hook.live ? hook.live.state.open.length : 0, layer: hook.state.layer,
             }));
             const t0 = performance.now();
-            const f0 = frame;
+            const f0 = frames.count;
             if (key === 'ArrowLeft') slider.stepDown(); else slider.stepUp();
             slider.dispatchEvent(new Event('input', {bubbles: true}));
             const d = await drawn;
@@ -118,8 +131,9 @@ def slider_redraws(page, moves: int = 30) -> dict[str, list[float]]:
             out.slider.push(Number(slider.value));
             await new Promise((r) => setTimeout(r, 20));
           }
-          counting = false;
+          frames.on = false;
           return out;
-        }"""),
+        }""")
+        ),
         [moves],
     )

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from harness import ARTIFACTS, ORIGIN, STATIC, encode, serve, widget_state
 from lens_data import PLAIN_TOKENS, make_result
+from live_driver import counting_frames
 
 from murano_widgets import LogitLensWidget, load_demo_model, patch_lens
 from murano_widgets.export import base64_sections, standalone_page
@@ -523,16 +524,11 @@ def test_slider_moves_redraw_in_the_next_frame_while_a_request_is_pending(page):
     wait_for_kernel(page)
     measure = """async (n) => {
       const slider = document.querySelector('.murano-layer-control .murano-slider');
-      // Registered before any move, so in each frame it runs before the view's draw.
-      let frame = 0;
-      let counting = true;
-      const tick = () => { frame += 1; if (counting) requestAnimationFrame(tick); };
-      requestAnimationFrame(tick);
-      await new Promise((r) => requestAnimationFrame(r));
+      $FRAMES
       const out = { frames: [], layer: [], slider: [], ms: [] };
       for (let k = 0; k < n; k++) {
-        const drawn = window.debug.nextDraw().then((ms) => ({ ms, frame, layer: window.debug.state.layer }));
-        const f0 = frame;
+        const drawn = window.debug.nextDraw().then((ms) => ({ ms, frame: frames.count, layer: window.debug.state.layer }));
+        const f0 = frames.count;
         slider.value = String((Number(slider.value) + 5) % (Number(slider.max) + 1));
         slider.dispatchEvent(new Event('input', { bubbles: true }));
         const d = await drawn;
@@ -542,9 +538,10 @@ def test_slider_moves_redraw_in_the_next_frame_while_a_request_is_pending(page):
         out.ms.push(d.ms);
         await new Promise((r) => requestAnimationFrame(r));
       }
-      counting = false;
+      frames.on = false;
       return out;
     }"""
+    measure = counting_frames(measure)
     idle = page.evaluate(measure, 40)
     type_prompt(page, "The capital of Spain is")
     assert status(page)["running"]
