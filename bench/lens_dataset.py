@@ -43,13 +43,14 @@ set per family, as notebook 04 uses them. Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 def data_set(n: int, seed: int = 0) -> tuple[list[str], dict[str, list[str | None]]]:
@@ -116,6 +117,29 @@ def measure_memory(n: int, batch_size: int) -> dict[str, float]:
     }
 
 
+@contextlib.contextmanager
+def step_runs_timed(inside: list[float]) -> Iterator[None]:
+    """Within it, every ``LogitLens.run`` call adds its seconds to ``inside[0]``: what
+    ``lens_dataset`` spends in the step (it calls ``run``; timing ``__call__``, as ``--time``
+    once did, counted nothing and put all of its time down as its own work)."""
+    from murano_widgets import LogitLens
+
+    original = LogitLens.run
+
+    def timed(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            inside[0] += time.perf_counter() - start
+
+    LogitLens.run = timed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        LogitLens.run = original  # type: ignore[method-assign]
+
+
 def alternate(
     runs: dict[str, Callable[[], None]], rounds: int, inside: list[float]
 ) -> tuple[dict[str, list[float]], list[float]]:
@@ -153,24 +177,11 @@ def measure_time(n: int, batch_size: int, rounds: int) -> None:
     # Time spent inside the step's calls during lens_dataset: the rest is lens_dataset's own
     # work (checks, tokenizing for lengths, sorting, keeping the numbers, provenance), measured
     # within the same run and so free of the machine's noise between runs.
-    # lens_dataset calls the step's run(), so that is what is timed (timing __call__, as this
-    # did, counted nothing inside and put all of its time down as its own work).
     inside = [0.0]
-    original = LogitLens.run
-
-    def timed(self, *args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            inside[0] += time.perf_counter() - start
 
     def dataset() -> None:
-        LogitLens.run = timed
-        try:
+        with step_runs_timed(inside):
             lens_dataset(model, prompts, answers, batch_size=batch_size, progress=False)
-        finally:
-            LogitLens.run = original
 
     def over_batches(step: LogitLens, scored: bool) -> Callable[[], None]:
         def run() -> None:
@@ -259,23 +270,11 @@ def one_call_child(n: int, rounds: int, words_per_prompt: tuple[int, int] = (4, 
     model = load_demo_model()
     prompts, answers = mixed_data_set(n, words_per_prompt=words_per_prompt)
     inside = [0.0]
-    original = LogitLens.run
-
-    def timed(self, *args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            inside[0] += time.perf_counter() - start
-
     info: dict = {}
 
     def dataset() -> None:
-        LogitLens.run = timed
-        try:
+        with step_runs_timed(inside):
             data = lens_dataset(model, prompts, answers, progress=False)
-        finally:
-            LogitLens.run = original
         info.update({k: data.provenance[k] for k in ("n_batches", "tokens", "padded_tokens")})
 
     def one_call() -> None:
