@@ -528,7 +528,9 @@ class LogitLens:
         states.update({"post": {}, "mid": {}})
         blocks = self.block_model
         for index in range(last + 1):
-            if blocks is not None and index in mids:
+            if index in mids:
+                # Rows inside a block are resid_mid rows: the step checked its model for them.
+                assert blocks is not None
                 states["mid"][index] = take(_path(blocks.block(index), self._mid_path).input)
             if self.intervention is not None:
                 self.intervention(model, index)
@@ -782,8 +784,10 @@ class LogitLens:
             kl = nnsight.save(
                 {pair: torch.stack(values) for pair, values in (between or {}).items()}
             )
-            blocks = self.block_model
-            if self.components is not None and self.readout is not None and blocks is not None:
+            if self.components is not None and self.readout is not None:
+                # decompose=True: the step checked its model for what reading blocks needs.
+                blocks = self.block_model
+                assert blocks is not None
                 # The weights where the model runs (on NDIF: the server's), not copies sent
                 # along with the trace.
                 readout = self.readout.with_head(blocks.unembedding_weight())
