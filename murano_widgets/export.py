@@ -92,7 +92,7 @@ def standalone_page(
         title=html.escape(title),
         what=html.escape(what),
         css=css.replace("</", "<\\/"),
-        state=_script_safe_json(document),
+        state=script_safe_json(document),
     )
 
 
@@ -131,7 +131,8 @@ def base64_sections(sections: Mapping[str, bytes]) -> dict[str, str]:
     return {name: base64.b64encode(data).decode("ascii") for name, data in sections.items()}
 
 
-def _script_safe_json(value: object) -> str:
-    """JSON that cannot end its ``<script>`` element nor open a comment or a tag."""
+def script_safe_json(value: object) -> str:
+    """JSON that cannot end its ``<script>`` element nor open a comment or a tag (the HTML
+    export's widget state, and the documentation site's notebook pages: docs/hooks)."""
     text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -37,6 +37,8 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
 
+from murano_widgets.export import script_safe_json
+
 log = logging.getLogger("mkdocs.hooks.notebooks")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,11 +146,6 @@ def _bundles() -> dict[str, str]:
     return {path.read_text(encoding="utf-8"): path.stem for path in STATIC.glob("*.js")}
 
 
-def _script_safe_json(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def _slim_state(match: re.Match[str], bundles: dict[str, str]) -> str:
     document = json.loads(html.unescape(match[1]) if "&quot;" in match[1] else match[1])
     for entry in document.get("state", {}).values():
@@ -158,7 +155,7 @@ def _slim_state(match: re.Match[str], bundles: dict[str, str]) -> str:
             state["_esm"] = ""
             state["_css"] = ""
             state["_murano_bundle"] = name
-    return f'<script type="{WIDGET_STATE}">{_script_safe_json(document)}</script>'
+    return f'<script type="{WIDGET_STATE}">{script_safe_json(document)}</script>'
 
 
 def on_page_content(html_text: str, page: Any, config: Any, files: Files) -> str:
