@@ -5,18 +5,22 @@
 # The client venv is what a remote user installs (README, "Remote models"): nnsight 0.8 (the
 # only client NDIF accepts), transformers below 5.23 (nnsight 0.8.1's meta load fails from 5.23
 # on), the project WITHOUT nnterp (nnterp 1.3 does not work with nnsight 0.8), no accelerate.
-# It is built afresh on each run, torch's CPU wheel first (else pip picks a multi-GB CUDA
-# build). The server is installed into
-# $NDIF_VENV by install.sh (quick when it is there), meanwhile, and started by the suite's
-# fixture; the trap stops it if the suite could not, unless it was running before this script.
+# It is built when missing or off those pins, torch's CPU wheel first (else pip picks a
+# multi-GB CUDA build); `--prepare` builds it (and the server) and exits, which .ci/run does in
+# the background while the project's tests run. The server is installed into $NDIF_VENV by
+# install.sh (quick when it is there), meanwhile, and started by the suite's fixture; the trap
+# stops it if the suite could not, unless it was running before this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+prepare=0
+if [ "${1:-}" = --prepare ]; then prepare=1; shift; fi
 
 PYTHON=${PYTHON:-python3}
 export NDIF_SHARED=${NDIF_SHARED:-$(cd .. && pwd)/shared/ndif}
 VENV=${REMOTE_VENV:-build/remote-venv}   # build/ is gitignored
 source "$NDIF_SHARED/env.sh"             # NDIF_WORK, NDIF_VENV, NDIF_NETNS
 source .ci/quiet.sh                      # pytest_quiet_flag: -q unless MURANO_VERBOSE=1
+source .ci/pins.sh                       # TRANSFORMERS (the project's range), venv_satisfies
 
 already_running=0
 ip netns list 2>/dev/null | grep -qw "$NDIF_NETNS" && already_running=1
@@ -32,11 +36,15 @@ mkdir -p build
 bash "$NDIF_SHARED/install.sh" > build/ndif-install.log 2>&1 &
 ndif_install=$!
 
-rm -rf "$VENV"
-"$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
-"$VENV/bin/python" -m pip install --quiet "nnsight==0.8.1" "transformers>=5,<5.23" pytest -e .
+CLIENT=("nnsight==0.8.1" "$TRANSFORMERS")
+if ! venv_satisfies "$VENV" "${CLIENT[@]}"; then
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+fi
+# Also in a venv that is there (a few seconds then): a dependency the project gained comes too.
+"$VENV/bin/python" -m pip install --quiet "${CLIENT[@]}" pytest -e .
 "$VENV/bin/python" - <<'EOF'
 import importlib.util
 from importlib.metadata import version
@@ -52,6 +60,7 @@ if ! wait "$ndif_install"; then
 fi
 ndif_install=
 tail -1 build/ndif-install.log
+if [ "$prepare" = 1 ]; then exit 0; fi
 
 # The nnsight backend's own tests, the logit transforms and the self-check, generation
 # (nnsight's generate) and chat on nnsight 0.8 (the main run has them on 0.7), then the suite
