@@ -9,16 +9,23 @@ Chromium imports the ES module saved with the state (the real ``js/logit_lens.js
 binary sections from the saved base64 buffers and calls ``renderStandalone``. The heatmap must
 draw (a canvas with many distinct colours), write the prompt's tokens and the layer labels, and
 raise no error, with every request outside the test origin blocked.
+
+Each notebook is executed once per state of the code: the executed copy is kept in
+``tests/_artifacts/notebooks/`` under a key of the notebook, the package's files and the
+versions that run it, so the browser half of ``.ci/test`` (another pytest process) renders the
+notebooks the first half executed instead of executing all seven again (2.5 min on CI's 2 cores).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -242,12 +249,31 @@ nbformat.write(nb, target)
 """
 
 
+def _execution_key(path: Path) -> str:
+    """What an executed notebook depends on: the notebook, this script, the package's files
+    (code, bundle, demo model) and the versions of what runs them."""
+    digest = hashlib.sha256(_EXECUTE.encode())
+    digest.update(f"{sys.version} {CELL_TIMEOUT_S}".encode())
+    for name in ("torch", "transformers", "nnsight", "nnterp", "anywidget", "ipywidgets",
+                 "ipykernel", "nbclient"):  # fmt: skip
+        try:
+            digest.update(f"{name} {version(name)}".encode())
+        except PackageNotFoundError:
+            digest.update(f"{name} -".encode())
+    for file in [path, *sorted((ROOT / "murano_widgets").rglob("*"))]:
+        if file.is_file() and "__pycache__" not in file.parts:
+            digest.update(str(file.relative_to(ROOT)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
-    """Executes a notebook once per test module; returns (notebook, seconds).
+    """Executes a notebook once per state of the code; returns (notebook, seconds).
 
-    nbclient runs in a child process: it leaves an asyncio loop behind in the process that runs
-    it, and Playwright's sync API then refuses to start in that process.
+    The executed copy and its key are kept in ``tests/_artifacts/notebooks/`` (see the module's
+    docstring); a copy whose key differs is executed again. nbclient runs in a child process:
+    it leaves an asyncio loop behind in the process that runs it, and Playwright's sync API
+    then refuses to start in that process.
     """
     import nbformat
 
@@ -259,32 +285,40 @@ def executed(tmp_path_factory):
         "TOKENIZERS_PARALLELISM": "false",
     }
     env.pop("MPLBACKEND", None)  # the kernel's own inline backend, as in a notebook
+    out = ARTIFACTS / "notebooks"
 
     def run(path: Path):
         if path not in cache:
-            # A scratch copy of the folder, so files the notebook writes stay out of the repo.
-            workdir = tmp_path_factory.mktemp(path.stem)
-            out = ARTIFACTS / "notebooks"
-            out.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    _EXECUTE,
-                    str(path),
-                    str(out / path.name),
-                    str(workdir),
-                    str(CELL_TIMEOUT_S),
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=CELL_TIMEOUT_S * 4,
-                check=False,
-            )
-            assert done.returncode == 0, f"{path.name} failed to execute:\n{done.stderr[-4000:]}"
-            seconds = float(done.stdout.strip().splitlines()[-1])
-            cache[path] = (nbformat.read(out / path.name, as_version=4), seconds)
+            target, stamp = out / path.name, out / f"{path.stem}.key"
+            key = _execution_key(path)
+            kept = stamp.read_text().split() if stamp.is_file() and target.is_file() else []
+            if kept[:1] != [key]:
+                # A scratch copy of the folder, so files the notebook writes stay out of the repo.
+                workdir = tmp_path_factory.mktemp(path.stem)
+                out.mkdir(parents=True, exist_ok=True)
+                stamp.unlink(missing_ok=True)  # a copy half-written by a killed run is not kept
+                done = subprocess.run(
+                    [
+                        sys.executable,
+                        "-c",
+                        _EXECUTE,
+                        str(path),
+                        str(target),
+                        str(workdir),
+                        str(CELL_TIMEOUT_S),
+                    ],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=CELL_TIMEOUT_S * 4,
+                    check=False,
+                )
+                assert done.returncode == 0, (
+                    f"{path.name} failed to execute:\n{done.stderr[-4000:]}"
+                )
+                kept = [key, done.stdout.strip().splitlines()[-1]]
+                stamp.write_text(" ".join(kept))
+            cache[path] = (nbformat.read(target, as_version=4), float(kept[1]))
         return cache[path]
 
     return run

@@ -63,17 +63,23 @@ def test_a_malformed_shard_is_refused_with_what_was_given(monkeypatch, bad):
 def test_the_real_numeric_shards_partition_the_numeric_suites():
     """Collected as .ci/test runs them: the two shards' test ids together are the whole."""
 
-    def collect(shard: str | None) -> set[str]:
+    def collect(shard: str | None) -> subprocess.Popen:
         env = {k: v for k, v in os.environ.items() if k != "MURANO_SHARD"}
         if shard:
             env["MURANO_SHARD"] = shard
-        done = subprocess.run(
+        return subprocess.Popen(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "numeric",
              "-p", "no:cacheprovider", str(TESTS)],
-            capture_output=True, text=True, env=env, check=True, cwd=TESTS.parent,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=TESTS.parent,
         )  # fmt: skip
-        return {line for line in done.stdout.splitlines() if "::" in line}
 
-    whole, one, two = collect(None), collect("1/2"), collect("2/2")
+    def ids(run: subprocess.Popen) -> set[str]:
+        out, err = run.communicate()
+        assert run.returncode == 0, err
+        return {line for line in out.splitlines() if "::" in line}
+
+    # The three collections at once: each is mostly importing torch and the test modules
+    # (55 s one after another on a 2-core machine).
+    whole, one, two = (ids(run) for run in [collect(None), collect("1/2"), collect("2/2")])
     assert len(whole) > 100
     assert one.isdisjoint(two) and one | two == whole
