@@ -174,3 +174,35 @@ def test_the_package_says_it_is_typed():
     """PEP 561: the marker that tells a user's type checker to read the package's annotations
     (the wheel ships it: tests/test_cli.py's installed-wheel test)."""
     assert (PACKAGE / "py.typed").is_file()
+
+
+def test_architectures_are_known_in_one_place():
+    """Every table keyed by Hugging Face model types is a view of
+    ``backends/architectures.py``'s one record per type: no other module of the package spells
+    out three or more of the known model types as the keys of a dict, or as a list or set of
+    strings (a second table that a new architecture would have to be added to)."""
+    from murano_widgets.backends import architectures
+
+    known = set(architectures.ARCHITECTURES)
+    home = PACKAGE / "backends" / "architectures.py"
+    tables = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == home:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Dict):
+                items = node.keys
+            elif isinstance(node, (ast.List, ast.Set, ast.Tuple)):
+                items = node.elts
+            else:
+                continue
+            named = {
+                item.value
+                for item in items
+                if isinstance(item, ast.Constant) and isinstance(item.value, str)
+            }
+            if len(named & known) >= 3:
+                tables.append(f"{path.relative_to(ROOT)}:{node.lineno}: {sorted(named & known)}")
+    assert not tables, tables
+    # Every architecture the nnsight backend reads can also be split into attention and MLP.
+    assert set(architectures.LAYOUTS) <= set(architectures.SUBLAYERS)

@@ -23,7 +23,8 @@ from murano_widgets import (
     MuranoModel,
     UnsupportedModelError,
 )
-from murano_widgets.backends.base import LOGIT_TRANSFORMS, nnterp_works
+from murano_widgets.backends.architectures import LOGIT_TRANSFORMS
+from murano_widgets.backends.base import nnterp_works
 
 BACKENDS = ["auto", "nnsight"]
 

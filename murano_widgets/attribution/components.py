@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from murano_widgets.attribution.readout import NormParts, norm_parts, norm_scale
-from murano_widgets.attribution.sublayers import PARALLEL_NAMES, Sublayers, sublayers_of
+from murano_widgets.attribution.sublayers import Sublayers, parallel_title, sublayers_of
 
 __all__ = ["ComponentLayout", "Components", "component_labels"]
 
@@ -329,11 +329,9 @@ def check_mid_rows(model: Any) -> None:
     config = getattr(model, "config", None)
     sub = sublayers_of(config, "sites=('resid_mid', ...)")
     if sub.parallel(config):
-        model_type = getattr(config, "model_type", None)
-        name = PARALLEL_NAMES.get(model_type, str(model_type))
         raise ValueError(
-            f"sites has 'resid_mid', but {name} runs attention and MLP side by side on the same "
-            "input: its blocks have no point after the attention alone. Use "
+            f"sites has 'resid_mid', but {parallel_title(config)} runs attention and MLP side by "
+            "side on the same input: its blocks have no point after the attention alone. Use "
             "sites=('resid_post',); decompose=True still splits each block into its attention "
             "and MLP terms"
         )

@@ -20,10 +20,10 @@ differentiates through); raise
 
 Whatever the backend, the lens is only as right as its last step: what the model does to
 ``lm_head``'s output before its softmax (:class:`LogitTransform`, read once per model from
-:data:`LOGIT_TRANSFORMS` and the config). Every model is checked once against its own output
-(:meth:`MuranoModel.self_check`): the lens of the last layer must equal the model's own
-distribution, or the model is refused with :class:`LensSelfCheckError` rather than returning
-wrong numbers.
+its :class:`~murano_widgets.backends.architectures.Architecture` and the config). Every model
+is checked once against its own output (:meth:`MuranoModel.self_check`): the lens of the last
+layer must equal the model's own distribution, or the model is refused with
+:class:`LensSelfCheckError` rather than returning wrong numbers.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from urllib.parse import urlparse
 import torch
 
 from murano_widgets._checks import check_bool
+from murano_widgets.backends.architectures import LOGIT_TRANSFORMS
 from murano_widgets.backends.contract import ModelBackend
 
 __all__ = [
@@ -88,7 +89,8 @@ class LensSelfCheckError(RuntimeError):
 
     Raised instead of returning numbers: a lens that cannot reproduce the model's own output
     would be wrong at every layer. It means the model does something after its final norm and
-    unembedding that the backend does not know (see :data:`LOGIT_TRANSFORMS`).
+    unembedding that the backend does not know (see
+    :data:`~murano_widgets.backends.architectures.ARCHITECTURES`).
 
     Attributes:
         model_type: The Hugging Face ``config.model_type``.
@@ -169,31 +171,6 @@ class LogitTransform:
         if self.softcap is not None:
             parts.append(f"tanh soft-cap at {self.softcap:g}")
         return ", then ".join(parts) or "none"
-
-
-_SCALE = ("multiply", "divide")
-
-#: ``config.model_type`` → (what the model does, the config attribute that holds the number),
-#: read from each architecture's ``*ForCausalLM.forward`` in transformers 5.22. The same
-#: attribute name can mean opposite things: Granite divides by ``logits_scaling``, HyperCLOVA X
-#: multiplies by it, so the table goes by model type, never by attribute name alone. Final
-#: soft-capping (``final_logit_softcapping``) is read from any config: its meaning is the same
-#: everywhere. A model type missing here that does transform its logits is caught by the
-#: self-check (:meth:`MuranoModel.self_check`), not silently read wrong.
-LOGIT_TRANSFORMS: dict[str, tuple[str, str]] = {
-    "cohere": ("multiply", "logit_scale"),
-    "cohere2": ("multiply", "logit_scale"),
-    "cohere2_moe": ("multiply", "logit_scale"),
-    "cohere_compass": ("multiply", "logit_scale"),
-    "granite": ("divide", "logits_scaling"),
-    "granite_swa": ("divide", "logits_scaling"),
-    "granitemoe": ("divide", "logits_scaling"),
-    "granitemoe_swa": ("divide", "logits_scaling"),
-    "granitemoeshared": ("divide", "logits_scaling"),
-    "granitemoehybrid": ("divide", "logits_scaling"),
-    "hyperclovax": ("multiply", "logits_scaling"),
-    "falcon_h1": ("multiply", "lm_head_multiplier"),
-}
 
 
 def logit_transform(hf_model: torch.nn.Module) -> LogitTransform:
@@ -511,7 +488,8 @@ class MuranoModel(metaclass=_ChooseBackend):
                 f"{self.logit_transform.describe()!r}. The model changes its logits after the "
                 "final norm and lm_head in a way this backend does not know, so every layer's "
                 "lens would be wrong: refusing to return numbers. Known transforms: "
-                "murano_widgets.backends.base.LOGIT_TRANSFORMS; MuranoModel(..., self_check=False) "
+                "murano_widgets.backends.architectures.ARCHITECTURES; "
+                "MuranoModel(..., self_check=False) "
                 "turns this into a warning."
             )
             if self._self_check_wanted:

@@ -2,9 +2,11 @@
 
 nnterp renames every architecture's modules to one set of names; this backend instead knows,
 per architecture, where the decoder blocks, the final norm and the unembedding live in the
-Hugging Face model (:data:`LAYOUTS`), and reaches them through nnsight's envoys. It exists
-because nnterp 1.3 does not work with nnsight 0.8, and NDIF's servers accept nnsight 0.8
-clients only: ``MuranoModel(..., backend="nnsight")`` is the way to ``remote=True``.
+Hugging Face model (its :class:`~murano_widgets.backends.architectures.Layout`, in
+:data:`~murano_widgets.backends.architectures.ARCHITECTURES`), and reaches them through
+nnsight's envoys. It exists because nnterp 1.3 does not work with nnsight 0.8, and NDIF's
+servers accept nnsight 0.8 clients only: ``MuranoModel(..., backend="nnsight")`` is the way to
+``remote=True``.
 
 Remote traces (``trace(..., remote=True)``) show NDIF's job status (received, queued,
 running, completed) as a tqdm line instead of nnsight's own status printer, and a job that
@@ -18,12 +20,12 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from contextlib import nullcontext as _nothing
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from murano_widgets._checks import is_nnsight_model
+from murano_widgets.backends.architectures import LAYOUTS, Layout
 from murano_widgets.backends.base import (
     MuranoModel,
     UnsupportedModelError,
@@ -34,77 +36,6 @@ from murano_widgets.backends.base import (
 )
 
 __all__ = ["LAYOUTS", "Layout", "NDIFError", "NNsightModel"]
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where an architecture keeps the parts the lens reads, as dotted attribute paths from
-    the ``*ForCausalLM`` module.
-
-    Attributes:
-        blocks: The ``ModuleList`` of decoder blocks (their outputs are the residual stream).
-        norm: The final norm, applied before the unembedding; ``None`` when there is none.
-        lm_head: The unembedding.
-        between: Modules applied after the norm and before the unembedding, in order (OPT's
-            ``project_out`` when its embedding width differs from the hidden width). A path
-            whose module is ``None`` in a given checkpoint is skipped.
-
-    A path may list alternatives, ``"lm_head|embed_out"``: the first the model has is used
-    (names change between transformers versions).
-    """
-
-    blocks: str
-    norm: str | None
-    lm_head: str
-    between: tuple[str, ...] = ()
-
-
-_GPT2_LIKE = Layout("transformer.h", "transformer.ln_f", "lm_head")
-_LLAMA_LIKE = Layout("model.layers", "model.norm", "lm_head")
-
-#: Hugging Face ``config.model_type`` to :class:`Layout`. What a model does after ``lm_head``
-#: (Gemma 2's soft-capping, Cohere's scale, Granite's divisor) is not a module, so it is not
-#: here: :func:`murano_widgets.backends.base.logit_transform` reads it for every backend, and the
-#: self-check refuses a model whose transform it does not know. Others can be given with
-#: ``layout=``.
-LAYOUTS: dict[str, Layout] = {
-    "gpt2": _GPT2_LIKE,
-    "gpt_neo": _GPT2_LIKE,
-    "gptj": _GPT2_LIKE,
-    "gpt_bigcode": _GPT2_LIKE,
-    "bloom": _GPT2_LIKE,
-    "falcon": _GPT2_LIKE,
-    "llama": _LLAMA_LIKE,
-    "mistral": _LLAMA_LIKE,
-    "mixtral": _LLAMA_LIKE,
-    "qwen2": _LLAMA_LIKE,
-    "qwen2_moe": _LLAMA_LIKE,
-    "qwen3": _LLAMA_LIKE,
-    "qwen3_moe": _LLAMA_LIKE,
-    "gemma": _LLAMA_LIKE,
-    "gemma2": _LLAMA_LIKE,
-    "gemma3_text": _LLAMA_LIKE,
-    "phi3": _LLAMA_LIKE,
-    "olmo": _LLAMA_LIKE,
-    "olmo2": _LLAMA_LIKE,
-    "stablelm": _LLAMA_LIKE,
-    "starcoder2": _LLAMA_LIKE,
-    "cohere": _LLAMA_LIKE,
-    "cohere2": _LLAMA_LIKE,
-    "granite": _LLAMA_LIKE,
-    "granitemoe": _LLAMA_LIKE,
-    "granitemoeshared": _LLAMA_LIKE,
-    "phi": Layout("model.layers", "model.final_layernorm", "lm_head"),
-    # transformers 5 renamed GPT-NeoX's embed_out to lm_head.
-    "gpt_neox": Layout("gpt_neox.layers", "gpt_neox.final_layer_norm", "lm_head|embed_out"),
-    # OPT-350m has no final norm (post-norm blocks) and projects 1024 -> 512 before lm_head.
-    "opt": Layout(
-        "model.decoder.layers",
-        "model.decoder.final_layer_norm",
-        "lm_head",
-        between=("model.decoder.project_out",),
-    ),
-}
 
 
 class NDIFError(RuntimeError):
