@@ -13,10 +13,9 @@ from reference import ReferenceLens
 from tiny_models import ARCHITECTURES, build_tiny_model
 
 from murano_widgets import LogitLens, MuranoModel, PromptBatch, Results
+from murano_widgets.backends.architectures import LAYOUTS, Layout
 from murano_widgets.backends.base import nnterp_works
 from murano_widgets.backends.nnsight import (
-    LAYOUTS,
-    Layout,
     NDIFError,
     NNsightModel,
     _JobStatus,

@@ -12,14 +12,11 @@ term's direct contribution to a lens cell's logit (direct logit attribution).
 
 from murano_widgets.attribution.components import ComponentLayout, Components, component_labels
 from murano_widgets.attribution.readout import Readout, readout_of
-from murano_widgets.attribution.sublayers import SUBLAYERS, Sublayers
 
 __all__ = [
-    "SUBLAYERS",
     "ComponentLayout",
     "Components",
     "Readout",
-    "Sublayers",
     "component_labels",
     "readout_of",
 ]

@@ -26,7 +26,7 @@ from typing import Any
 
 from murano_widgets.backends.architectures import SUBLAYERS, TITLES, Sublayers
 
-__all__ = ["SUBLAYERS", "Sublayers", "parallel_title", "sublayers_of"]
+__all__ = ["parallel_title", "sublayers_of"]
 
 
 def parallel_title(config: Any) -> str:

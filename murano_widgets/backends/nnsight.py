@@ -35,7 +35,7 @@ from murano_widgets.backends.base import (
     resolve_source,
 )
 
-__all__ = ["LAYOUTS", "Layout", "NDIFError", "NNsightModel"]
+__all__ = ["NDIFError", "NNsightModel"]
 
 
 class NDIFError(RuntimeError):
