@@ -7,7 +7,7 @@ transformers, block outputs by hooks, then final norm + lm_head + softmax + max 
 every dense position). Both run in this one process, alternating, after a warm-up; it prints
 each one's median and the ratio. Usage::
 
-    python bench/demo_model.py                      # 64 prompts of about 50 tokens, 7 rounds
+    python bench/demo_model.py                      # 64 prompts of about 50 tokens, 15 rounds
     python bench/demo_model.py --prompts 64 --rounds 9
     python bench/demo_model.py --threads 1          # torch threads (default: torch's choice)
 
@@ -41,7 +41,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:

@@ -9,6 +9,7 @@ import torch
 
 from murano_widgets.step.reductions import (
     Buffers,
+    _rank_from_top,
     _rowdot,
     _rowdot_batched,
     fast_topk,
@@ -17,7 +18,9 @@ from murano_widgets.step.reductions import (
 )
 
 
-@pytest.mark.parametrize("vocab", [50_257, 32_000, 2_048 * 5 + 3])
+# 1,536 (the demo model's) and 32,000 take the whole-groups path, 50,257 and 10,243 the one with
+# a partial last group, 1,000 (fewer groups than 4 k) torch's own.
+@pytest.mark.parametrize("vocab", [50_257, 32_000, 2_048 * 5 + 3, 1_536, 1_000])
 def test_fast_topk_equals_torch_topk(vocab):
     generator = torch.Generator().manual_seed(vocab)
     z = torch.randn(37, vocab, generator=generator) * 4
@@ -26,6 +29,41 @@ def test_fast_topk_equals_torch_topk(vocab):
     values, ids = fast_topk(z, 7)
     expected = torch.topk(z, 7, dim=-1)
     assert torch.equal(ids, expected.indices) and torch.equal(values, expected.values)
+
+
+@pytest.mark.parametrize("vocab", [50_257, 1_536])
+def test_fast_topk_on_ties_and_non_finite_rows(vocab):
+    """Equal logits: the values are torch's, and the ids name distinct tokens that hold them
+    (torch.topk promises no order among ties, so neither is compared with torch's order)."""
+    generator = torch.Generator().manual_seed(2)
+    z = (torch.randn(64, vocab, generator=generator) * 2).round()  # many exact ties
+    z[0] = float("nan")
+    z[1, 7] = float("inf")
+    z[2] = float("-inf")
+    z[3, ::5] = float("nan")
+    values, ids = fast_topk(z, 5)
+    expected = torch.topk(z, 5, dim=-1).values
+    assert torch.equal(values.nan_to_num(7.0), expected.nan_to_num(7.0))
+    assert torch.equal(z.gather(-1, ids).nan_to_num(7.0), values.nan_to_num(7.0))
+    assert all(len(set(row)) == 5 for row in ids.tolist())
+
+
+@pytest.mark.parametrize("outside", [0, 3, 40], ids=["all-in-top", "few-outside", "most-outside"])
+def test_rank_from_top_counts_what_a_full_comparison_counts(outside):
+    """Ranks read from the top k where the token is in it, counted elsewhere: the same as one
+    comparison with the whole row, ties (at the k-th logit too) and NaN rows included."""
+    generator = torch.Generator().manual_seed(outside)
+    z = (torch.randn(64, 1_536, generator=generator) * 3).round()  # ties everywhere
+    _, top_ids = fast_topk(z, 5)
+    position = torch.randint(0, 5, (64,), generator=generator)
+    chosen = top_ids.gather(-1, position[:, None])  # a token of each row's top 5 ...
+    chosen[:outside] = torch.randint(0, 1_536, (outside, 1), generator=generator)  # ... or not
+    z[60] = float("nan")
+    z[61, 9] = float("nan")
+    logit = z.gather(-1, chosen)
+    expected = (z > logit).sum(dim=-1)
+    got = _rank_from_top(z, logit, fast_topk(z, 5)[0], torch.empty_like(z))
+    assert torch.equal(got, expected)
 
 
 def assert_fields_match_the_definitions(fields, z, final_z, top_k):

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -48,6 +47,7 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model, check_path
+from murano_widgets._memory import return_freed_memory
 from murano_widgets.dataset.io import model_provenance, paths, read_saved, write_saved
 from murano_widgets.dataset.progress import Progress
 from murano_widgets.dataset.shards import (
@@ -352,7 +352,11 @@ def _run_windows(
                         window, number, len(batches), positions,
                         _run_batch(step, window, positions, collector),
                     )  # fmt: skip
-                    _return_freed_memory()
+                    # A millisecond or two a batch. Without it the heap kept what each batch
+                    # freed, in holes between the small arrays the data set keeps, and the peak
+                    # crept up (demo model: from 123 to 216 MB above the start over the first
+                    # 18,000 prompts, then stayed; 100,000 prompts peaked 23 % above 10,000).
+                    return_freed_memory()
                     continue
                 if len(running) >= in_flight:
                     done, _ = concurrent.futures.wait(
@@ -374,21 +378,6 @@ def _run_windows(
             # Jobs already sent finish on the server; what they return is not waited for.
             pool.shutdown(wait=False, cancel_futures=True)
     return hashes, n_windows
-
-
-def _return_freed_memory() -> None:
-    """Hands the batch's freed memory back to the operating system (glibc's ``malloc_trim``;
-    elsewhere nothing to do), a millisecond or two a batch.
-
-    Without it the heap kept what each batch freed, in holes between the small arrays the
-    data set keeps, and the process's peak crept up with the number of batches (measured on
-    the demo model: the peak above the start grew from 123 to 216 MB over the first 18,000
-    prompts, then stayed; 100,000 prompts peaked 23 % above 10,000)."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError, TypeError):
-        return
-    trim(0)
 
 
 def _indices(window: Window, positions: np.ndarray) -> np.ndarray:

@@ -16,7 +16,6 @@ reductions.
 
 from __future__ import annotations
 
-import ctypes
 import warnings
 import weakref
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
@@ -27,6 +26,7 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model
+from murano_widgets._memory import return_freed_memory
 from murano_widgets.attribution.components import ComponentLayout, check_mid_rows
 from murano_widgets.attribution.direct import decompose_rows, read_row
 from murano_widgets.attribution.readout import Readout, readout_of
@@ -61,9 +61,12 @@ __all__ = ["LogitLens"]
 
 DEFAULT_MAX_CHUNK_BYTES = 256 * 2**20
 # When the reduction allocates less than this, the forward pass's freed memory is not handed
-# back to the operating system: the chunk buffers fit in it, and the call (malloc_trim) costs
-# 0.1-0.3 ms, a tenth of a small call's overhead.
-_TRIM_ABOVE = 8 * 2**20
+# back to the operating system. Handing it back costs more than the call (malloc_trim, 4 ms on
+# the demo bench's 64 prompts): the next call faults the same pages in again, and the step
+# ran 6-9 % faster there without it (bench/demo_model.py, 70 MB of chunk buffers), for 28 MB
+# more peak (527 -> 555 MB). From here on the chunks grow towards their 256 MiB, and keeping
+# the forward pass's memory would add to their peak (0.5 GB at 16 x 256 on GPT-2's shape).
+_TRIM_ABOVE = 128 * 2**20
 # Layers are reduced together, as one [layers * rows, vocab] tensor, up to this many entries
 # (4 MB of float32): on small chunks each reduction op costs more in dispatch than in
 # arithmetic. Larger chunks gain nothing from it, and would only hold more memory.
@@ -497,7 +500,7 @@ class LogitLens:
         states = _flatten_states(saved)
         del saved
         if trim:
-            _return_freed_memory()
+            return_freed_memory()
         return states
 
     # Whether block outputs alone, locally, come from a plain forward pass with hooks rather
@@ -985,20 +988,6 @@ def _warn_non_finite(
         )
     label = "logit lens" if lens_name is None else f"logit lens, lens {lens_name!r}"
     warnings.warn(f"{label}: " + "; ".join(parts), RuntimeWarning, stacklevel=4)
-
-
-def _return_freed_memory() -> None:
-    """Hands the forward pass's freed activations back to the operating system.
-
-    glibc keeps freed heap memory for reuse, and the chunks' ``[rows, vocab]`` buffers are too
-    large to reuse it, so without this the forward pass's peak and the reduction's would add up
-    (0.5 GB of retained heap at 16 × 256 on GPT-2's shape). Elsewhere there is nothing to do.
-    """
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError, TypeError):
-        return
-    trim(0)
 
 
 def _to_cpu(fields: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

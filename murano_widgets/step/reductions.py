@@ -155,27 +155,42 @@ FINAL_BASED = ("final_token_probs", "final_token_ranks", "kl_to_final")
 
 
 def fast_topk(z: torch.Tensor, k: int, group: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.topk(z, k)`` along the last dim, for ``[rows, vocab]`` with a large vocabulary.
+    """``torch.topk(z, k)`` along the last dim, for ``[rows, vocab]`` logits.
 
     torch's top-k costs several passes over each row; a vectorised max over groups of
     ``group`` tokens finds the ``k`` groups that hold the top ``k`` (a token outside them has
-    ``k`` larger group maxima above it), and top-k runs on those few groups only.
+    ``k`` larger group maxima above it), and top-k runs on those few groups only. The values
+    and ids are torch's, except that among exactly equal logits the ids may name the tied
+    tokens in another order (torch.topk promises no order there either).
     """
     rows, vocab = z.shape
     n_groups = vocab // group
-    # On small vocabularies torch's own top-k is faster (3x on the demo model's 1,536).
-    if n_groups < 4 * k or vocab < _LARGE_VOCAB:
+    if n_groups < 4 * k:
         return torch.topk(z, k, dim=-1)
-    body = z[:, : n_groups * group].unflatten(-1, (n_groups, group))
-    best_groups = body.amax(dim=-1).topk(k, dim=-1).indices  # [rows, k]
-    candidates = body.gather(1, best_groups.unsqueeze(-1).expand(rows, k, group)).flatten(1)
     offsets = torch.arange(group, device=z.device)
-    ids = (best_groups.unsqueeze(-1) * group + offsets).flatten(1)
-    tail = z[:, n_groups * group :]
-    if tail.shape[-1]:
-        candidates = torch.cat([candidates, tail], dim=-1)
-        tail_ids = torch.arange(n_groups * group, vocab, device=z.device).expand(rows, -1)
-        ids = torch.cat([ids, tail_ids], dim=-1)
+    if vocab % group == 0 and z.is_contiguous():
+        # Whole groups, one row after another: the best groups are rows of a [rows * groups,
+        # group] view, copied by one index_select, 1.4x faster than torch.topk on the demo
+        # model's [3781, 1536] (3.8 against 5.4 ms at 2 threads), where gather was 3x slower.
+        body = z.view(rows, n_groups, group)
+        best_groups = body.amax(dim=-1).topk(k, dim=-1).indices  # [rows, k]
+        picked = best_groups + n_groups * torch.arange(rows, device=z.device).unsqueeze(1)
+        candidates = body.view(rows * n_groups, group).index_select(0, picked.flatten())
+        candidates = candidates.view(rows, k * group)
+        ids = (best_groups.unsqueeze(-1) * group + offsets).flatten(1)
+    elif vocab < _LARGE_VOCAB:
+        # A gather over a partial last group is slower than torch's top-k on small rows.
+        return torch.topk(z, k, dim=-1)
+    else:
+        body = z[:, : n_groups * group].unflatten(-1, (n_groups, group))
+        best_groups = body.amax(dim=-1).topk(k, dim=-1).indices  # [rows, k]
+        candidates = body.gather(1, best_groups.unsqueeze(-1).expand(rows, k, group)).flatten(1)
+        ids = (best_groups.unsqueeze(-1) * group + offsets).flatten(1)
+        tail = z[:, n_groups * group :]
+        if tail.shape[-1]:
+            candidates = torch.cat([candidates, tail], dim=-1)
+            tail_ids = torch.arange(n_groups * group, vocab, device=z.device).expand(rows, -1)
+            ids = torch.cat([ids, tail_ids], dim=-1)
     values, where = torch.topk(candidates, k, dim=-1)
     return values, ids.gather(-1, where)
 
@@ -283,7 +298,7 @@ def reduce_logits(
     # Ties count in the token's favour, as argmax does: rank 0 iff it is (a) top-1. A float
     # sum of the comparison is exact below 2**24 and several times faster than a bool count.
     final_logit = z.gather(-1, final_tokens)
-    final_token_ranks = torch.gt(z, final_logit, out=out).float().sum(dim=-1).long()
+    final_token_ranks = _rank_from_top(z, final_logit, top_logits, out)
     track = _track_ranks(z, tracked, out, buffers)
     shifted = _shift(z, top_logits[:, :1], in_place=buffers is not None)  # z - max
     # sum p_f (z - max): the product goes to the scratch buffer, free until the softmax.
@@ -308,6 +323,32 @@ def reduce_logits(
     if keep_probs:
         fields["probs"] = probs
     return fields
+
+
+def _rank_from_top(
+    z: torch.Tensor, logit: torch.Tensor, top_logits: torch.Tensor, out: torch.Tensor | None
+) -> torch.Tensor:
+    """``[rows]`` how many entries of each row of ``z`` are strictly above ``logit[:, 0]``.
+
+    Ties count in the token's favour, as argmax does: rank 0 iff it is (a) top-1. A token at
+    or above the row's k-th largest logit has every larger one among the top k, so its rank is
+    counted there; only the other rows are compared with the whole vocabulary. On the demo
+    bench's [3781, 1536] layers, 72-98 % of the rows hold the final token in their top 5, and
+    the rank costs 0.13-0.65 ms a layer where the full comparison cost 1.2-1.4 ms. A float sum
+    of the comparison is exact below 2**24 and several times faster than a bool count.
+    """
+    rows = z.shape[0]
+    in_top = logit[:, 0] >= top_logits[:, -1]
+    # On an accelerator the split would wait for the device; the full count does not.
+    outside = None if z.device.type != "cpu" else torch.nonzero(~in_top).squeeze(1)
+    if outside is None or 2 * outside.numel() > rows:
+        return torch.gt(z, logit, out=out).float().sum(dim=-1).long()
+    ranks = (top_logits > logit).sum(dim=-1)
+    if outside.numel():
+        some = z.index_select(0, outside)
+        counted = torch.gt(some, logit.index_select(0, outside), out=some).sum(dim=-1).long()
+        ranks.index_copy_(0, outside, counted)
+    return ranks
 
 
 def kl_bits(p_log_p_minus_p_shifted_q: torch.Tensor, log_norm_q: torch.Tensor) -> torch.Tensor:
