@@ -32,7 +32,7 @@ from murano_widgets.lenses.tuned import TunedLens
 from murano_widgets.live import LiveSession
 from murano_widgets.metrics import METRICS, Metric
 from murano_widgets.plot import plot_logit_lens
-from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.results import LensResults, LogitLensResult
 from murano_widgets.run import run_logit_lens
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import RESID_MID, RESID_POST, Node, PromptBatch, Results, Step

@@ -10,7 +10,8 @@ from typing import Any
 
 import torch
 
-from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.results.lenses import one_lens
+from murano_widgets.results.result import LogitLensResult
 from murano_widgets.step.reductions import reduce_layers, stack_layers
 from murano_widgets.types import RESID_POST, Node
 
@@ -39,11 +40,7 @@ def as_lens_result(
         TypeError: Naming the attributes ``result`` lacks.
         ValueError: For addresses that are not nodes, or shapes that disagree.
     """
-    if isinstance(result, LensResults):
-        raise TypeError(
-            f"result holds the lenses {result.names} side by side (a LensResults): take one, "
-            f"results[{result.names[0]!r}], or draw them all with results.plot()"
-        )
+    result = one_lens(result, "draw them all with results.plot()")
     missing = [name for name in _REQUIRED if not hasattr(result, name)]
     if not hasattr(result, "addresses") and not hasattr(result, "layer_indices"):
         missing.append("addresses (or layer_indices)")

@@ -4,7 +4,7 @@ The widget (through the payload's metadata), the static plot, the HTML export, t
 notebooks read their names, labels, units and colour scales from here; nothing else lists them.
 To add a metric: compute its field in :mod:`murano_widgets.step.reductions` (per row of a chunk),
 add one :class:`Metric` and one :class:`Section` with ``reduced=True`` below, and declare the
-field on :class:`~murano_widgets.result.LogitLensResult`. The step's padding, the result's
+field on :class:`~murano_widgets.results.result.LogitLensResult`. The step's padding, the result's
 shape checks and the payload read the field list from here (:data:`REDUCED_FIELDS`).
 
 Ranks are counted from 0 everywhere a person reads them: **rank 0 is the top-1 token**.

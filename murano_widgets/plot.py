@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from murano_widgets.result import LogitLensResult
+    from murano_widgets.results.result import LogitLensResult
 
 __all__ = ["plot_lenses", "plot_logit_lens"]
 

@@ -15,7 +15,7 @@ from typing import Any
 from murano_widgets._checks import check_bool, check_model
 from murano_widgets.chat import apply_chat, check_chat
 from murano_widgets.generation import check_generation, generate_tokens
-from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import validate_answers, validate_foils, validate_prompts
 
@@ -138,4 +138,4 @@ def run_logit_lens(
 def _each_lens(result: LogitLensResult | LensResults) -> list[LogitLensResult]:
     """The result of each lens (one, or one per named lens: they read one batch, so the
     generated text and the chat roles are the same for all)."""
-    return list(result.values()) if isinstance(result, LensResults) else [result]
+    return list(lenses_of(result).values())

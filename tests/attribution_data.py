@@ -26,7 +26,7 @@ import dataclasses
 import numpy as np
 import torch
 
-from murano_widgets.result import LogitLensResult
+from murano_widgets.results.result import LogitLensResult
 from murano_widgets.types import Node
 
 RESID_MID = "resid_mid"

@@ -72,7 +72,7 @@ from murano_widgets.metrics import METRICS
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.payload.lens import LensPayload
-from murano_widgets.result import AnswerScores, LensResults, LogitLensResult
+from murano_widgets.results import AnswerScores, LensResults, LogitLensResult
 from murano_widgets.types import Node
 from murano_widgets.widgets.dataset import LensDatasetWidget
 

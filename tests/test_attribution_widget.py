@@ -25,7 +25,7 @@ from murano_widgets.payload.lens import (
     LensPayload,
     decode_sections,
 )
-from murano_widgets.result import LensResults
+from murano_widgets.results import LensResults
 from murano_widgets.run import run_logit_lens
 from murano_widgets.widgets.base import WidgetValueError
 from murano_widgets.widgets.lens import show_logit_lens

@@ -22,7 +22,14 @@ DELIBERATE_CIRCLES = {
     # method, at call time), and plot_logit_lens reads any result through _adapters, which
     # knows the result classes: the method is where users look for the figure, and the figure
     # code stays out of the data class.
-    frozenset({"murano_widgets.result", "murano_widgets.plot", "murano_widgets._adapters"}),
+    frozenset(
+        {
+            "murano_widgets.results.result",
+            "murano_widgets.results.lenses",
+            "murano_widgets.plot",
+            "murano_widgets._adapters",
+        }
+    ),
 }
 
 
@@ -206,3 +213,24 @@ def test_architectures_are_known_in_one_place():
     assert not tables, tables
     # Every architecture the nnsight backend reads can also be split into attention and MLP.
     assert set(architectures.LAYOUTS) <= set(architectures.SUBLAYERS)
+
+
+def test_only_the_results_package_tells_one_lens_from_several():
+    """Nothing outside ``results/`` asks whether it holds one lens or several
+    (``isinstance(x, LensResults)``): every module reads a result through ``lenses_of`` (name →
+    result, one lens one entry) and gives back the kind it took with ``as_given``."""
+    home = PACKAGE / "results"
+    forks = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if home in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "isinstance"
+                and len(node.args) == 2
+                and "LensResults" in ast.unparse(node.args[1])
+            ):
+                forks.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not forks, forks

@@ -37,13 +37,12 @@ from murano_widgets import (
     patch_lens,
     show_logit_lens,
 )
-from murano_widgets import combine as combine_module
 from murano_widgets.demo_model import DEMO_MODEL_PATH
 from murano_widgets.live import LiveSession, concat_results, padding_of, select_prompts
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.payload.lens import LensPayload, decode_sections
-from murano_widgets.result import AnswerScores
+from murano_widgets.results.result import AnswerScores
 from murano_widgets.run import run_logit_lens
 from murano_widgets.widgets.diff import LensDiffWidget
 
@@ -240,21 +239,6 @@ def test_several_lenses_with_kl_between_them(demo):
         select_prompts(expected, [0, 2], padding_side=side),
         run_logit_lens(demo, [PROMPTS[0], PROMPTS[2]], answers=_answers_of([0, 2]), **options),
     )
-
-
-def test_every_result_field_is_listed():
-    """A field added to LogitLensResult must be given a place in combine's tables (else the
-    functions refuse results that carry it): none is forgotten, none listed twice."""
-    names = [field.name for field in dataclasses.fields(LogitLensResult)]
-    tables = [
-        combine_module._TENSORS,
-        combine_module._WORDS,
-        combine_module._PER_PROMPT,
-        combine_module._SAME,
-        combine_module._OWN,
-    ]
-    listed = [name for table in tables for name in table]
-    assert sorted(listed) == sorted(names)
 
 
 def test_combine_refuses_what_one_call_could_not_make(demo, llama_left):

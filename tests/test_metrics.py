@@ -18,7 +18,7 @@ from murano_widgets.metrics import (
     metric_domain,
     missing_value,
 )
-from murano_widgets.result import LogitLensResult
+from murano_widgets.results.result import LogitLensResult
 
 
 def test_the_registrys_field_list_is_the_results():

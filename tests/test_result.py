@@ -3,6 +3,7 @@ too) and results of the released murano library (depth, string addresses)."""
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import pytest
@@ -14,7 +15,10 @@ from murano_widgets import (
     LogitLensWidget,
     load_demo_model,
     plot_logit_lens,
+    run_logit_lens,
 )
+from murano_widgets.results.result import SPECS
+from murano_widgets.results.schema import Spec, specs
 
 PROMPTS = ["The Eiffel Tower is in the city of Paris", "one two"]
 
@@ -127,3 +131,69 @@ def test_a_widget_that_fails_to_build_leaves_no_widget_behind(small_lens):
         with pytest.raises(ValueError):
             LogitLensWidget(small_lens, **options)
     assert set(Widget.widgets) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# The schema: every field's layout declared once, on the field
+
+
+def test_every_field_has_one_layout_and_one_without_is_refused():
+    assert list(SPECS) == [item.name for item in dataclasses.fields(LogitLensResult)]
+    assert all(isinstance(spec, Spec) for spec in SPECS.values())
+
+    @dataclasses.dataclass
+    class Unlaid:
+        extra: int = 0
+
+    with pytest.raises(TypeError, match=r"Unlaid\.extra has no layout"):
+        specs(Unlaid)
+    with pytest.raises(ValueError, match="unknown axes"):
+        Spec("tensor", ("layer", "heads"))
+
+
+def test_every_tensor_of_a_full_result_has_its_declared_axes(demo):
+    """A result with every option on: each tensor's shape is its declared axes' sizes, read
+    from the rows, the mask and the label lists (not from the code that made it)."""
+    full = run_logit_lens(
+        demo,
+        PROMPTS,
+        answers=[" Paris", None],
+        targets=[" Paris", " the"],
+        decompose=True,
+        store_full_probs=True,
+        top_k=4,
+    )
+    n_layers, (n_inputs, seq) = len(full.addresses), full.attention_mask.shape
+    sizes = {
+        "layer": n_layers,
+        "prompt": n_inputs,
+        "seq": seq,
+        "k": 4,
+        "vocab": demo.vocab_size,
+        "target": 2,
+        "component": 1 + 2 * demo.n_layers,  # embed, then each block's attention and MLP
+    }
+    seen = 0
+    for name, spec in SPECS.items():
+        value = getattr(full, name)
+        if spec.role == "tensor" and value is not None:
+            assert tuple(value.shape) == tuple(sizes[axis] for axis in spec.axes), name
+            seen += 1
+    assert seen == sum(spec.role == "tensor" for spec in SPECS.values())
+
+
+def test_validate_checks_every_declared_axis(demo):
+    """Fields the step writes with a components or targets axis are checked too: one
+    component short, or one target short, is named."""
+    full = run_lens(demo, PROMPTS, targets=[" Paris", " the"], decompose=True)
+    for name, cut in [
+        ("target_contributions", lambda t: t[..., :-1]),
+        ("target_bias", lambda t: t[..., :1]),
+        ("contributions", lambda t: t[..., :-1]),
+    ]:
+        broken = dataclasses.replace(full, **{name: cut(getattr(full, name))})
+        with pytest.raises(ValueError, match=name):
+            broken.validate()
+    floats = dataclasses.replace(full, entropy=full.predicted_tokens.clone())
+    with pytest.raises(ValueError, match="entropy must hold floats"):
+        floats.validate()

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from murano_widgets.result import LogitLensResult
+from murano_widgets.results.result import LogitLensResult
 
 ALIGN_MODES = ("auto", "tokens", "end", "prefix")
 

@@ -35,7 +35,7 @@ from murano_widgets.comparison.alignment import (
     partner_layer,
 )
 from murano_widgets.lenses import as_lens, title_of
-from murano_widgets.result import LogitLensResult
+from murano_widgets.results.result import LogitLensResult
 from murano_widgets.step.logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens, resolve_layers
 from murano_widgets.step.reductions import Buffers, chunks, reduce_pair
 from murano_widgets.types import validate_prompts

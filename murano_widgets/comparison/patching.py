@@ -41,10 +41,10 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model, check_str
-from murano_widgets.combine import select_prompts
 from murano_widgets.comparison.compare import LensComparison, _assemble, _plan
 from murano_widgets.lenses import as_lens
-from murano_widgets.result import LogitLensResult
+from murano_widgets.results.combine import select_prompts
+from murano_widgets.results.result import LogitLensResult
 from murano_widgets.step.inputs import InputPlan, plan_inputs
 from murano_widgets.step.logit_lens import DEFAULT_MAX_CHUNK_BYTES, LogitLens
 from murano_widgets.step.reductions import Buffers, chunks, reduce_pair

@@ -73,7 +73,7 @@ def per_layer_metrics(
 
     Args and Raises: as :func:`per_layer_kl`.
     """
-    from murano_widgets.result import LogitLensResult
+    from murano_widgets.results.result import LogitLensResult
     from murano_widgets.step.logit_lens import LogitLens
 
     check_model(model)

@@ -3,15 +3,15 @@ cell patched) and shows the answer in place.
 
 ``session.py`` holds what a live widget runs with (``LiveSession``: the model, rows, lenses and
 run options, checked once) and runs the step for one change, joining and cutting results along
-the prompt axis with :mod:`murano_widgets.combine` (as one step call on those prompts would lay
+the prompt axis with :mod:`murano_widgets.results.combine` (as one step call on those prompts would lay
 them out); ``patching.py`` turns the widget's patch request into a ``patch_lens`` call and its traits;
 ``worker.py`` runs front-end requests on one thread with the supersede rule, and holds the one
 lock per model (``model_lock``) that the session and a patch take; ``controller.py``
 is the widget's side of it: the actions, their replies and ``live_status``.
 """
 
-from murano_widgets.combine import concat_results, padding_of, select_prompts
 from murano_widgets.live.session import LiveSession
 from murano_widgets.live.worker import model_lock
+from murano_widgets.results.combine import concat_results, padding_of, select_prompts
 
 __all__ = ["LiveSession", "concat_results", "model_lock", "padding_of", "select_prompts"]

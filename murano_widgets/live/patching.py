@@ -27,7 +27,7 @@ from murano_widgets.comparison.patching import PATCH_SOURCES, PatchComparison, p
 from murano_widgets.live.worker import model_lock
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
-from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 
 if TYPE_CHECKING:
     from murano_widgets.live.session import LiveSession
@@ -54,7 +54,7 @@ def check_patch(
             the prompt's (or the source prompt's) real tokens, a source that is none of
             ``"zero"``, ``"mean"`` or a prompt index.
     """
-    one = results.first if isinstance(results, LensResults) else results
+    one = lenses_of(results).first
     n_inputs = one.n_inputs
     prompt = check_index("prompt", prompt, n_inputs, "prompts")
     layer = check_layer(layer, sorted(set(one.layers)))
@@ -105,7 +105,7 @@ def run_patch(
         ValueError: For a lens name the session does not have, or a prompt (the patched one,
             its source, one of the mean's) whose text does not tokenize to its tokens.
     """
-    one = results.first if isinstance(results, LensResults) else results
+    one = lenses_of(results).first
     step = session.step
     lens_name = lens_name or session.lens_names[0]
     if lens_name not in step.lenses:

@@ -6,9 +6,9 @@ A session holds the model, the rows (layers), the lens or lenses and every optio
 take the results a widget shows and return new ones, running the model only on what changed:
 
 - :meth:`LiveSession.add` runs the step on the new prompt alone and appends it
-  (:func:`~murano_widgets.combine.concat_results`);
+  (:func:`~murano_widgets.results.combine.concat_results`);
 - :meth:`LiveSession.remove` selects the other prompts, with no model work
-  (:func:`~murano_widgets.combine.select_prompts`);
+  (:func:`~murano_widgets.results.combine.select_prompts`);
 - :meth:`LiveSession.retarget` (tracking and untracking) runs every prompt again: targets are
   reduced at every cell, inside the step, so a new one needs the model at every position;
 - :meth:`LiveSession.patch` runs :func:`~murano_widgets.patch_lens` on one prompt.
@@ -41,12 +41,12 @@ from typing import Any
 
 from murano_widgets._checks import check_bool, check_index, check_model, check_str
 from murano_widgets.chat import apply_chat, check_chat
-from murano_widgets.combine import concat_results, padding_of, select_prompts
 from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.generation import check_generation, generate_tokens
 from murano_widgets.live.patching import check_patch, run_patch
 from murano_widgets.live.worker import model_lock
-from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.results import LensResults, LogitLensResult, lenses_of
+from murano_widgets.results.combine import concat_results, padding_of, select_prompts
 from murano_widgets.run import run_logit_lens
 from murano_widgets.step.inputs import encoder_for, variant_forms
 from murano_widgets.step.logit_lens import LogitLens
@@ -196,7 +196,7 @@ class LiveSession:
         """
         one = _first(results)
         step = self.step
-        names = results.names if isinstance(results, LensResults) else [one.lens_kind]
+        names = lenses_of(results).names
         checks = [
             ("rows", [str(n) for n in one.addresses], [str(n) for n in step.addresses]),
             ("lenses", names, self.lens_names),
@@ -325,13 +325,12 @@ class LiveSession:
 
     def _native(self, results: Results) -> Results:
         """The kind the session's step makes: one lens's result alone, or named lenses."""
-        if isinstance(results, LensResults) and not self.step.named and len(results) == 1:
-            return results.first
-        if isinstance(results, LogitLensResult) and self.step.named:
+        held = lenses_of(results)
+        if self.step.named and not held.named:
             raise ValueError(
                 "the session has named lenses: its results are LensResults, got one LogitLensResult"
             )
-        return results
+        return held.first if not self.step.named and len(held) == 1 else results
 
     def _new_input(self, prompt: Any, chat: bool) -> _Input:
         """The new prompt as the step will read it (a chat applied, a reply generated)."""
@@ -435,7 +434,7 @@ class LiveSession:
         )
         generated = self.generation is not None
         chat = any(x.roles is not None for x in inputs)
-        for one in result.values() if isinstance(result, LensResults) else [result]:
+        for one in lenses_of(result).values():
             one.generated_texts = [x.generated_text or "" for x in inputs] if generated else None
             one.generation_starts = (
                 [int(x.generation_start or 0) for x in inputs] if generated else None
@@ -445,7 +444,7 @@ class LiveSession:
 
 
 def _first(results: Results) -> LogitLensResult:
-    return results.first if isinstance(results, LensResults) else results
+    return lenses_of(results).first
 
 
 def _input_of(result: LogitLensResult, index: int) -> _Input:

@@ -61,7 +61,7 @@ from murano_widgets.payload.codec import (
     section_bytes,
     section_specs,
 )
-from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 
 __all__ = [
     "BASE_SECTIONS",
@@ -107,11 +107,7 @@ class LensPayload:
         their names, so one lens costs what it always did, and lens ``i``'s are named
         ``"{i}/{section}"`` (``meta["lenses"][i]["prefix"]``).
         """
-        members = (
-            list(result.items())
-            if isinstance(result, LensResults)
-            else [(result.lens_kind or IDENTITY.kind, result)]
-        )
+        members = list(lenses_of(result).items())
         first = members[0][1]
         lengths = first.lengths
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from murano_widgets.result import AnswerScores
+from murano_widgets.results.result import AnswerScores
 from murano_widgets.step.reductions import Tracked
 from murano_widgets.types import AnswerSets
 

@@ -35,7 +35,7 @@ from murano_widgets.backends.base import ModelBackend
 from murano_widgets.backends.contract import BlockBackend, block_backend
 from murano_widgets.lenses import FINAL, Lens, as_lens, named_lenses
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
-from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.results import LensResults, LogitLensResult, as_given
 from murano_widgets.step.inputs import InputPlan, encoder_for, plan_inputs, score
 from murano_widgets.step.reductions import (
     Buffers,
@@ -444,8 +444,6 @@ class LogitLens:
                 **decomposed_fields,
                 **tracked_fields,
             )
-        if not self.named:
-            return next(iter(results.values())), hidden
         kl_between = None
         if between is not None:
             names = [*self.lenses, FINAL]
@@ -453,7 +451,7 @@ class LogitLens:
                 (names[a], names[b]): padded(values, float("nan"))
                 for (a, b), values in between.items()
             }
-        return LensResults(results, kl_between), hidden
+        return as_given(LensResults(results, kl_between, named=self.named)), hidden
 
     def _reduction_bytes(self, plan: InputPlan) -> int:
         """About the memory the reduction of ``plan`` allocates: three ``[rows, vocab]``

@@ -16,7 +16,7 @@ from murano_widgets.comparison.compare import LensComparison, compare
 from murano_widgets.export import base64_sections
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import METRICS, diff_payload
-from murano_widgets.result import LogitLensResult
+from murano_widgets.results.result import LogitLensResult
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
 
 __all__ = ["DIFF_METRICS", "LensDiffWidget", "show_lens_diff"]

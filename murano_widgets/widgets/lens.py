@@ -19,7 +19,7 @@ from murano_widgets.backends.base import ModelBackend
 from murano_widgets.chat import check_hide_template
 from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.export import base64_sections
-from murano_widgets.lenses import IDENTITY, Lens, as_lens, named_lenses
+from murano_widgets.lenses import Lens, as_lens, named_lenses
 from murano_widgets.live.controller import LiveController, handle_message, not_live_error
 from murano_widgets.live.session import LiveSession
 from murano_widgets.metrics import METRICS, TARGET_METRIC
@@ -30,7 +30,7 @@ from murano_widgets.payload.attribution import (
     has_attribution,
 )
 from murano_widgets.payload.lens import LensPayload
-from murano_widgets.result import LensResults, LogitLensResult
+from murano_widgets.results import LensResults, LogitLensResult, as_given, lenses_of
 from murano_widgets.step.logit_lens import resolve_layers
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
 
@@ -195,13 +195,14 @@ class LogitLensWidget(MuranoWidget):
             check_model(model)
             tokenizer = tokenizer if tokenizer is not None else model.tokenizer
             n_model_layers = n_model_layers if n_model_layers is not None else model.n_layers
-        if isinstance(result, LensResults):
-            results = result.validate()
-        else:
-            one = as_lens_result(result, tokenizer=tokenizer, n_model_layers=n_model_layers)
-            results = _wrap(one.validate())
+        results = lenses_of(
+            result,
+            adapt=lambda one: as_lens_result(
+                one, tokenizer=tokenizer, n_model_layers=n_model_layers
+            ),
+        ).validate()
         first = results.first
-        payload = LensPayload.from_result(result if isinstance(result, LensResults) else first)
+        payload = LensPayload.from_result(as_given(results))
         # Everything is checked before the widget exists: a widget that fails half-built would
         # stay registered with the kernel.
         prompt = check_index("prompt", prompt, first.n_inputs, "prompts")
@@ -216,7 +217,6 @@ class LogitLensWidget(MuranoWidget):
         view = _check_view(view, results[lens_name])
         self._results = results
         self._payload = payload
-        self._named = isinstance(result, LensResults)
         self._patched: PatchComparison | None = None
         self._live = None
         # Read-only for users, set before the comm opens, so its first state holds them.
@@ -393,15 +393,14 @@ class LogitLensWidget(MuranoWidget):
 
     def _live_results(self) -> LogitLensResult | LensResults:
         """What is shown, as the session's kind of result."""
-        return self._results if self._named else self._results.first
+        return as_given(self._results)
 
     def _live_prepare(
         self, result: LogitLensResult | LensResults
     ) -> tuple[LensResults, LensPayload]:
         """New results and their payload, made before any trait changes (off the kernel's
         thread, for a front-end request)."""
-        results = result if isinstance(result, LensResults) else _wrap(result)
-        return results.validate(), LensPayload.from_result(result)
+        return lenses_of(result).validate(), LensPayload.from_result(result)
 
     def _live_show(
         self,
@@ -736,11 +735,6 @@ def show_logit_lens(
         explain=explain,
         view=view,
     )
-
-
-def _wrap(result: LogitLensResult) -> LensResults:
-    """One lens's result as the widget holds it: one entry, named by its kind."""
-    return LensResults({result.lens_kind or IDENTITY.kind: result})
 
 
 def _check_live(live: Any) -> LiveSession | None:

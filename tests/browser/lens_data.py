@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import torch
 
-from murano_widgets.result import LogitLensResult
+from murano_widgets.results.result import LogitLensResult
 from murano_widgets.types import Node
 
 # Tokens that must render as text: HTML, entities, newlines, a right-to-left mark, leading

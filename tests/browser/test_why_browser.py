@@ -19,7 +19,7 @@ import pytest
 from harness import Bridge
 
 from murano_widgets import LogitLensWidget, load_demo_model
-from murano_widgets.result import LensResults
+from murano_widgets.results import LensResults
 from murano_widgets.run import run_logit_lens
 
 pytestmark = pytest.mark.browser

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from murano_widgets.metrics import REDUCED_FIELDS
+from murano_widgets.results.schema import (
+    CELL,
+    Spec,
+    cell,
+    nested,
+    own,
+    per_prompt,
+    run,
+    specs,
+    tensor,
+)
 from murano_widgets.types import RESID_POST, Node
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["AnswerScores", "LensResults", "LogitLensResult"]
+__all__ = ["AnswerScores", "LogitLensResult"]
 
 # Fields of shape [n_layers, n_inputs, seq] beyond the contract's max_probs/predicted_tokens:
 # the registry's reduced fields.
@@ -153,51 +163,53 @@ class LogitLensResult:
     ``final_token_ranks``, ``kl_to_final``) have no value in any layer.
     """
 
-    all_probs: torch.Tensor | None
-    max_probs: torch.Tensor
-    predicted_tokens: torch.Tensor
-    predicted_words: list[list[list[str]]]
-    input_words: list[list[str]]
-    attention_mask: torch.Tensor
-    addresses: list[Node]
-    topk_tokens: torch.Tensor | None = None
-    topk_probs: torch.Tensor | None = None
-    entropy: torch.Tensor | None = None
-    final_token_probs: torch.Tensor | None = None
-    final_token_ranks: torch.Tensor | None = None
-    kl_to_final: torch.Tensor | None = None
-    final_tokens: torch.Tensor | None = None
-    input_ids: torch.Tensor | None = None
-    prompts: list[str] | None = None
-    token_strings: dict[int, str] | None = None
-    vocab_size: int | None = None
-    model_name: str | None = None
-    n_model_layers: int | None = None
-    lens_kind: str | None = None
-    lens_provenance: dict[str, Any] | None = None
-    lens_title: str | None = None
-    targets: list[str] | None = None
-    target_token_ids: list[list[int]] | None = None
-    target_probs: torch.Tensor | None = None
-    target_ranks: torch.Tensor | None = None
-    answer_sets: dict[str, AnswerScores] | None = None
-    generated_texts: list[str] | None = None
-    generation_starts: list[int] | None = None
-    token_roles: list[list[str]] | None = None
-    component_labels: list[str] | None = None
-    contributions: torch.Tensor | None = None
-    contribution_bias: torch.Tensor | None = None
-    top1_logits: torch.Tensor | None = None
-    answer_contributions: torch.Tensor | None = None
-    answer_contribution_bias: torch.Tensor | None = None
-    answer_token_contributions: torch.Tensor | None = None
-    answer_token_bias: torch.Tensor | None = None
-    answer_row_contributions: torch.Tensor | None = None
-    answer_row_bias: torch.Tensor | None = None
-    target_contributions: torch.Tensor | None = None
-    target_bias: torch.Tensor | None = None
-    foils: list[str | None] | None = None
-    logit_softcap: float | None = None
+    all_probs: torch.Tensor | None = cell("vocab", required=True)
+    max_probs: torch.Tensor = cell(required=True)
+    predicted_tokens: torch.Tensor = cell(fill="-1", required=True)
+    predicted_words: list[list[list[str]]] = nested(*CELL, required=True)
+    input_words: list[list[str]] = nested("prompt", "seq", shared=True, required=True)
+    attention_mask: torch.Tensor = tensor("prompt", "seq", fill="0", shared=True, required=True)
+    addresses: list[Node] = run(shared=True, required=True)
+    topk_tokens: torch.Tensor | None = cell("k", fill="-1")
+    topk_probs: torch.Tensor | None = cell("k")
+    entropy: torch.Tensor | None = cell()
+    final_token_probs: torch.Tensor | None = cell()
+    final_token_ranks: torch.Tensor | None = cell(fill="-1")
+    kl_to_final: torch.Tensor | None = cell()
+    final_tokens: torch.Tensor | None = tensor("prompt", "seq", fill="-1", shared=True)
+    input_ids: torch.Tensor | None = tensor("prompt", "seq", fill="pad_id", shared=True)
+    prompts: list[str] | None = per_prompt(shared=True)
+    token_strings: dict[int, str] | None = own()
+    vocab_size: int | None = run()
+    model_name: str | None = run()
+    n_model_layers: int | None = run()
+    lens_kind: str | None = run()
+    lens_provenance: dict[str, Any] | None = run()
+    lens_title: str | None = run()
+    targets: list[str] | None = run()
+    target_token_ids: list[list[int]] | None = run()
+    target_probs: torch.Tensor | None = cell("target")
+    target_ranks: torch.Tensor | None = cell("target", fill="-1")
+    answer_sets: dict[str, AnswerScores] | None = own()
+    generated_texts: list[str] | None = per_prompt()
+    generation_starts: list[int] | None = per_prompt()
+    token_roles: list[list[str]] | None = per_prompt()
+    component_labels: list[str] | None = run()
+    contributions: torch.Tensor | None = cell("component")
+    contribution_bias: torch.Tensor | None = cell()
+    top1_logits: torch.Tensor | None = cell()
+    answer_contributions: torch.Tensor | None = tensor("component", "prompt", answers=True)
+    answer_contribution_bias: torch.Tensor | None = tensor("prompt", answers=True)
+    answer_token_contributions: torch.Tensor | None = cell("component", answers=True)
+    answer_token_bias: torch.Tensor | None = cell(answers=True)
+    answer_row_contributions: torch.Tensor | None = tensor(
+        "layer", "prompt", "component", answers=True
+    )
+    answer_row_bias: torch.Tensor | None = tensor("layer", "prompt", answers=True)
+    target_contributions: torch.Tensor | None = cell("target", "component")
+    target_bias: torch.Tensor | None = cell("target")
+    foils: list[str | None] | None = per_prompt(answers=True)
+    logit_softcap: float | None = run()
 
     def _first_set(self) -> AnswerScores | None:
         return next(iter(self.answer_sets.values())) if self.answer_sets else None
@@ -275,46 +287,41 @@ class LogitLensResult:
                     f"LogitLensResult.addresses[{index}] must be a Node, got "
                     f"{type(node).__name__} {node!r}"
                 )
-        cell = (n_layers, n_inputs, seq)
-        expected: dict[str, tuple[int, ...]] = {
-            "max_probs": cell,
-            "predicted_tokens": cell,
-            **{name: cell for name in _CELL_FIELDS},
-            "final_tokens": (n_inputs, seq),
-            "input_ids": (n_inputs, seq),
+        sizes = {
+            "layer": n_layers,
+            "prompt": n_inputs,
+            "seq": seq,
+            "target": len(self.targets or []),
         }
-        if self.topk_tokens is not None:
-            k = self.topk_tokens.shape[-1]
-            expected["topk_tokens"] = (*cell, k)
-            expected["topk_probs"] = (*cell, k)
-        if self.all_probs is not None:
-            expected["all_probs"] = (*cell, self.all_probs.shape[-1])
-        if self.target_probs is not None or self.target_ranks is not None:
-            n_targets = len(self.targets or [])
-            expected["target_probs"] = (*cell, n_targets)
-            expected["target_ranks"] = (*cell, n_targets)
-            if self.target_token_ids is not None and len(self.target_token_ids) != n_targets:
-                raise ValueError(
-                    f"LogitLensResult.target_token_ids has {len(self.target_token_ids)} entries "
-                    f"for {n_targets} targets"
-                )
-        for name, shape in expected.items():
+        if self.component_labels is not None:
+            sizes["component"] = len(self.component_labels)
+        if self.target_token_ids is not None and len(self.target_token_ids) != sizes["target"]:
+            raise ValueError(
+                f"LogitLensResult.target_token_ids has {len(self.target_token_ids)} entries "
+                f"for {sizes['target']} targets"
+            )
+        for name, spec in SPECS.items():
             value = getattr(self, name)
-            if value is not None and tuple(value.shape) != shape:
-                raise ValueError(
-                    f"LogitLensResult.{name} has shape {tuple(value.shape)}, but addresses and "
-                    f"attention_mask imply {shape}"
-                )
+            if value is not None and spec.role == "tensor":
+                _check_tensor(name, spec, value, sizes)
+        cell = (n_layers, n_inputs, seq)
         for set_name, scores in (self.answer_sets or {}).items():
             _check_answer_set(set_name, scores, cell)
-        _check_nested("predicted_words", self.predicted_words, cell)
-        _check_nested("input_words", self.input_words, (n_inputs, seq))
-        _check_generation_fields(self, n_inputs)
-        if self.prompts is not None and len(self.prompts) != n_inputs:
-            raise ValueError(
-                f"LogitLensResult.prompts has {len(self.prompts)} prompts, "
-                f"but attention_mask has {n_inputs} rows"
-            )
+        for name, spec in SPECS.items():
+            value = getattr(self, name)
+            if spec.role == "nested":
+                _check_nested(name, value, tuple(sizes[axis] for axis in spec.axes))
+            elif (
+                spec.role == "per_prompt"
+                and value is not None
+                and (not isinstance(value, list) or len(value) != n_inputs)
+            ):
+                got = f"{len(value)} entries" if isinstance(value, list) else repr(value)
+                raise ValueError(
+                    f"LogitLensResult.{name} must be a list with one entry per prompt "
+                    f"({n_inputs}: attention_mask's rows), got {_short(got)}"
+                )
+        _check_generation_fields(self)
         return self
 
     def describe_cell(self, prompt: int, layer_index: int, position: int) -> dict[str, Any]:
@@ -366,7 +373,11 @@ class LogitLensResult:
         # or its output) the cell is; a result of block outputs alone describes as it did.
         if any(node.module != RESID_POST for node in self.addresses):
             described["address"] = str(self.addresses[row])
-        if self.topk_tokens is not None and self.token_strings is not None:
+        if (
+            self.topk_tokens is not None
+            and self.topk_probs is not None
+            and self.token_strings is not None
+        ):
             described["top_k"] = [
                 (self.token_strings.get(int(token), ""), float(prob))
                 for token, prob in zip(
@@ -434,232 +445,63 @@ class LogitLensResult:
 
     def __repr__(self) -> str:
         parts = []
-        for item in fields(self):
-            value = getattr(self, item.name)
+        for name, spec in SPECS.items():
+            value = getattr(self, name)
             if value is None:
                 continue
             if isinstance(value, torch.Tensor):
-                parts.append(f"{item.name}=Tensor{list(value.shape)}")
-            elif item.name == "addresses":
+                parts.append(f"{name}=Tensor{list(value.shape)}")
+            elif name == "addresses":
                 parts.append(f"layers={self.layers}")
-            elif item.name in {
-                "predicted_words",
-                "input_words",
-                "token_strings",
-                "prompts",
-                "generated_texts",
-                "token_roles",
-            }:
-                parts.append(f"{item.name}=<{len(value)}>")
+            elif spec.role in ("nested", "per_prompt") or name == "token_strings":
+                parts.append(f"{name}=<{len(value)}>")
             else:
-                parts.append(f"{item.name}={value!r}")
+                parts.append(f"{name}={value!r}")
         return "LogitLensResult(" + ", ".join(parts) + ")"
 
 
-class LensResults(Mapping[str, LogitLensResult]):
-    """Several named lenses on one batch of prompts, from one trace: name → result.
+#: Every field's layout (:mod:`murano_widgets.results.schema`), read from the class: a field
+#: declared without one is refused here, when the package is imported.
+SPECS: dict[str, Spec] = specs(LogitLensResult)
 
-    What ``LogitLens(model, lens={"logit": None, "tuned": tuned})`` writes into
-    ``results["logit_lens"]`` (one lens, or ``lens=None``, writes a :class:`LogitLensResult`
-    as before). Each entry is a whole :class:`LogitLensResult` of that lens, every field equal to
-    running the step with that lens alone; so whatever takes a result takes one lens of these
-    (``results["tuned"].plot()``, ``compare(results["logit"], results["tuned"])``,
-    ``results["tuned"].describe_cell(...)``). The lenses read the same prompts, tokens, layers
-    and final prediction: the properties below are theirs.
+#: What a cell without a value holds, by the spec's ``fill`` (``pad_id`` is the caller's).
+_FILLS: dict[str, float | int] = {"nan": float("nan"), "-1": -1, "0": 0}
 
-    Attributes:
-        kl_between: With ``LogitLens(..., kl_between_lenses=True)``: ``{(a, b):
-            [n_layers, n_inputs, seq]}`` KL(a ‖ b) in bits for every ordered pair of distinct
-            names, where :data:`murano_widgets.lenses.FINAL` (``"final"``) names the model's own
-            output distribution (so ``kl_between[("final", name)]`` is that lens's
-            ``kl_to_final``, computed another way); ``None`` otherwise.
-    """
 
-    def __init__(
-        self,
-        results: Mapping[str, LogitLensResult],
-        kl_between: dict[tuple[str, str], torch.Tensor] | None = None,
-    ) -> None:
-        if not isinstance(results, Mapping) or not results:
-            raise ValueError("LensResults needs at least one named LogitLensResult")
-        for name, result in results.items():
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"LensResults names must be non-empty strings, got {name!r}")
-            if not isinstance(result, LogitLensResult):
-                raise ValueError(
-                    f"LensResults[{name!r}] must be a LogitLensResult, got {type(result).__name__}"
-                )
-        self._results = dict(results)
-        self.kl_between = kl_between
+def fill_value(spec: Spec, pad_id: int) -> float | int:
+    """What a field holds where a cell has no value (padding): its spec's ``fill``."""
+    return pad_id if spec.fill == "pad_id" else _FILLS[spec.fill]
 
-    def __getitem__(self, name: str) -> LogitLensResult:
-        try:
-            return self._results[name]
-        except KeyError:
-            raise KeyError(
-                f"no lens named {name!r} in these results; the lenses are {self.names}"
-            ) from None
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._results)
-
-    def __len__(self) -> int:
-        return len(self._results)
-
-    @property
-    def names(self) -> list[str]:
-        """The lenses' names, in the order given."""
-        return list(self._results)
-
-    @property
-    def first(self) -> LogitLensResult:
-        """The first lens's result."""
-        return next(iter(self._results.values()))
-
-    @property
-    def prompts(self) -> list[str] | None:
-        """The prompts, in batch order."""
-        return self.first.prompts
-
-    @property
-    def layers(self) -> list[int]:
-        """The model layer of each row (the same for every lens)."""
-        return self.first.layers
-
-    @property
-    def n_inputs(self) -> int:
-        """The number of prompts."""
-        return self.first.n_inputs
-
-    @property
-    def lengths(self) -> list[int]:
-        """The number of real tokens of each prompt."""
-        return self.first.lengths
-
-    @property
-    def attention_mask(self) -> torch.Tensor:
-        """``[n_inputs, seq]``, 1 for real tokens and 0 for padding."""
-        return self.first.attention_mask
-
-    @property
-    def input_words(self) -> list[list[str]]:
-        """The input tokens decoded, ``[n_inputs][seq]``."""
-        return self.first.input_words
-
-    def positions(self, prompt: int) -> torch.Tensor:
-        """The padded-sequence indices of ``prompt``'s real tokens, in order."""
-        return self.first.positions(prompt)
-
-    def validate(self) -> LensResults:
-        """Checks each result, and that they are of one batch: the same layers, prompts, tokens,
-        mask and final prediction.
-
-        Returns:
-            The results themselves.
-
-        Raises:
-            ValueError: Naming the lens and the field that disagrees.
-        """
-        first_name, first = next(iter(self._results.items()))
-        for name, result in self._results.items():
-            result.validate()
-            if result is first:
-                continue
-            if result.layers != first.layers:
-                raise ValueError(
-                    f"LensResults[{name!r}] has layers {result.layers}, but "
-                    f"LensResults[{first_name!r}] has {first.layers}: lenses side by side read "
-                    "the same layers"
-                )
-            for field_name in ("attention_mask", "input_ids", "final_tokens"):
-                mine, theirs = getattr(result, field_name), getattr(first, field_name)
-                if (mine is None) != (theirs is None) or (
-                    mine is not None and not torch.equal(mine, theirs)
-                ):
-                    raise ValueError(
-                        f"LensResults[{name!r}].{field_name} differs from "
-                        f"LensResults[{first_name!r}]'s: lenses side by side read one batch"
-                    )
-            if result.prompts != first.prompts:
-                raise ValueError(
-                    f"LensResults[{name!r}].prompts differ from LensResults[{first_name!r}]'s"
-                )
-        for pair, values in (self.kl_between or {}).items():
-            expected = tuple(first.max_probs.shape)
-            if tuple(values.shape) != expected:
-                raise ValueError(
-                    f"LensResults.kl_between[{pair!r}] has shape {tuple(values.shape)}, "
-                    f"expected {expected}"
-                )
-        return self
-
-    def describe_cell(
-        self, prompt: int, layer_index: int, position: int, lens: str | None = None
-    ) -> dict[str, Any]:
-        """One cell under every lens (``{name: description}``), or under ``lens`` alone.
-
-        Args:
-            prompt, layer_index, position: As for :meth:`LogitLensResult.describe_cell`.
-            lens: A lens's name, or ``None`` for all of them.
-
-        Raises:
-            KeyError: For a name that is not one of the lenses.
-            ValueError: For an index out of range.
-        """
-        if lens is not None:
-            return self[lens].describe_cell(prompt, layer_index, position)
-        return {
-            name: result.describe_cell(prompt, layer_index, position)
-            for name, result in self._results.items()
-        }
-
-    def plot(
-        self,
-        prompt: int = 0,
-        layers: Any = None,
-        metric: str = "prob",
-        *,
-        lens: str | None = None,
-        **options: Any,
-    ) -> Figure:
-        """The static heatmaps of one prompt: every lens, one above the other in one figure
-        (``lens=None``), or one lens's (``results[lens].plot(...)``).
-
-        Args:
-            prompt, layers, metric: As for :func:`~murano_widgets.plot_logit_lens`.
-            lens: A lens's name, or ``None`` for all of them.
-            **options: Its keyword-only options (``max_token_chars``, ``marks``,
-                ``hide_template``).
-
-        Raises:
-            KeyError: For a name that is not one of the lenses.
-        """
-        from murano_widgets.plot import plot_lenses, plot_logit_lens
-
-        if lens is not None:
-            return plot_logit_lens(
-                self[lens], prompt=prompt, layers=layers, metric=metric, **options
-            )
-        return plot_lenses(self, prompt=prompt, layers=layers, metric=metric, **options)
-
-    def __repr__(self) -> str:
-        first = self.first
-        between = "" if self.kl_between is None else ", kl_between"
-        return (
-            f"LensResults({self.names}, {first.n_inputs} prompts, layers "
-            f"{first.layers[0]}..{first.layers[-1]}{between})"
+def _check_tensor(name: str, spec: Spec, value: Any, sizes: dict[str, int]) -> None:
+    """``value`` is a tensor of ``spec``'s axes: each named size as the result's, and the
+    sizes only a field sets (``k``, ``vocab``) the same in every field that has them."""
+    if not isinstance(value, torch.Tensor):
+        raise ValueError(f"LogitLensResult.{name} must be a tensor, got {type(value).__name__}")
+    shape = tuple(value.shape)
+    if len(shape) != len(spec.axes):
+        raise ValueError(
+            f"LogitLensResult.{name} has shape {shape}, but it is [{', '.join(spec.axes)}]"
         )
+    for axis, size in zip(spec.axes, shape, strict=True):
+        sizes.setdefault(axis, size)
+    expected = tuple(sizes[axis] for axis in spec.axes)
+    if shape != expected:
+        raise ValueError(
+            f"LogitLensResult.{name} has shape {shape}, but addresses and attention_mask "
+            f"(and the labels of its axes [{', '.join(spec.axes)}]) imply {expected}"
+        )
+    if spec.fill == "nan" and not value.is_floating_point():
+        raise ValueError(f"LogitLensResult.{name} must hold floats, got {value.dtype}")
 
 
-def _check_generation_fields(result: LogitLensResult, n_inputs: int) -> None:
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _check_generation_fields(result: LogitLensResult) -> None:
     """Generation starts inside each prompt, and one role per real token."""
     lengths = result.lengths
-    for name in ("generated_texts", "generation_starts", "token_roles"):
-        value = getattr(result, name)
-        if value is not None and (not isinstance(value, list) or len(value) != n_inputs):
-            raise ValueError(
-                f"LogitLensResult.{name} must be a list with one entry per prompt ({n_inputs})"
-            )
     for p, start in enumerate(result.generation_starts or []):
         if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start <= lengths[p]:
             raise ValueError(

@@ -8,86 +8,35 @@ field laid out on the sequence axis of the longest prompt, padded on the tokeniz
 the step's own fill (NaN for numbers, -1 for ids and ranks, 0 in ``attention_mask``, the pad id
 in ``input_ids``, ``""`` for words), the string table cut to the ids the prompts use.
 
-Every field of :class:`~murano_widgets.LogitLensResult` is listed below by how it combines; a
-field that is not (a new one) makes both functions refuse, so a combined result never drops a
-field silently. What one step call could not have made (two models, lenses, layer sets or
+Every field combines by its layout, declared once on the field
+(:mod:`murano_widgets.results.schema`): a tensor along its ``prompt`` axis, padded along its
+``seq`` axis with its fill; so a new field combines as soon as it is declared, and a combined
+result never drops one. What one step call could not have made (two models, lenses, layer sets or
 top-k; one part with targets and one without; generated and plain prompts) is refused, naming
 the field and the parts.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from murano_widgets.metrics import REDUCED_FIELDS
-from murano_widgets.result import AnswerScores, LensResults, LogitLensResult
+from murano_widgets.results.lenses import LensResults, as_given, lenses_of
+from murano_widgets.results.result import SPECS, AnswerScores, LogitLensResult, fill_value
 
 __all__ = ["concat_results", "padding_of", "select_prompts"]
 
-# The per-cell fields: [n_layers, n_inputs, seq, ...].
-_CELLS = (
-    "all_probs",
-    "max_probs",
-    "predicted_tokens",
-    "topk_tokens",
-    "topk_probs",
-    *REDUCED_FIELDS,
-    "target_probs",
-    "target_ranks",
-    "contributions",
-    "contribution_bias",
-    "top1_logits",
-    "answer_token_contributions",
-    "answer_token_bias",
-    "target_contributions",
-    "target_bias",
-)
-#: Tensor fields: name -> (the prompt axis, the sequence axis or None).
-_TENSORS: dict[str, tuple[int, int | None]] = {
-    **{name: (1, 2) for name in _CELLS},
-    "attention_mask": (0, 1),
-    "final_tokens": (0, 1),
-    "input_ids": (0, 1),
-    "answer_contributions": (1, None),  # [components, n_inputs]
-    "answer_contribution_bias": (0, None),
-    "answer_row_contributions": (1, None),  # [n_layers, n_inputs, components]
-    "answer_row_bias": (1, None),
-}
-#: Nested lists of words: name -> the depth of the prompt axis (the sequence's is one more).
-_WORDS = {"predicted_words": 1, "input_words": 0}
-#: One entry per prompt.
-_PER_PROMPT = ("prompts", "generated_texts", "generation_starts", "token_roles", "foils")
+#: Every field by how it combines, from its layout (:mod:`murano_widgets.results.schema`).
+_TENSORS = {name: spec for name, spec in SPECS.items() if spec.role == "tensor"}
+_NESTED = {name: spec for name, spec in SPECS.items() if spec.role == "nested"}
+_PER_PROMPT = {name: spec for name, spec in SPECS.items() if spec.role == "per_prompt"}
 #: The same in every part: the model, the lens, the rows and the options.
-_SAME = (
-    "addresses",
-    "vocab_size",
-    "model_name",
-    "n_model_layers",
-    "lens_kind",
-    "lens_provenance",
-    "lens_title",
-    "targets",
-    "target_token_ids",
-    "component_labels",
-    "logit_softcap",
-)
-#: Combined on their own: the string table and the answer sets.
-_OWN = ("token_strings", "answer_sets")
+_SAME = tuple(name for name, spec in SPECS.items() if spec.role == "run")
 #: Fields that only a batch with answers has: a part without answers holds its prompts as
-#: prompts without an answer (NaN, -1, None), as one call with ``None`` for them does.
-_ANSWER_FIELDS = (
-    "answer_contributions",
-    "answer_contribution_bias",
-    "answer_token_contributions",
-    "answer_token_bias",
-    "answer_row_contributions",
-    "answer_row_bias",
-)
-_LISTED = {*_TENSORS, *_WORDS, *_PER_PROMPT, *_SAME, *_OWN}
+#: prompts without an answer (NaN, None), as one call with ``None`` for them does.
+_ANSWER_FIELDS = tuple(name for name, spec in SPECS.items() if spec.answers)
 
 
 def padding_of(tokenizer: Any) -> tuple[str, int]:
@@ -117,33 +66,35 @@ def concat_results(
     Raises:
         ValueError: Naming the field and the parts, for what one call could not have made:
             parts of other models, rows, lenses, targets (or their token ids), top-k or
-            attribution; generated or chat prompts with plain ones; a field that is not
-            listed here; a part padded on the other side.
+            attribution; generated or chat prompts with plain ones; a part padded on the
+            other side.
         TypeError: For parts that are not results, or of mixed kinds.
     """
     left = _check_side(padding_side)
     parts = list(parts)
     if not parts:
         raise ValueError("concat_results needs at least one result")
-    if all(isinstance(part, LensResults) for part in parts):
-        names = parts[0].names
-        for index, part in enumerate(parts):
-            if part.names != names:
-                raise ValueError(
-                    f"cannot combine lenses {part.names} (part {index}) with {names} (part 0): "
-                    "every part must hold the same lenses in the same order"
-                )
-        combined = {
-            name: _concat([part[name] for part in parts], left, pad_id, f"lens {name!r}, ")
-            for name in names
-        }
-        return LensResults(combined, _concat_between(parts, left)).validate()
-    if all(isinstance(part, LogitLensResult) for part in parts):
-        return _concat(parts, left, pad_id, "")  # type: ignore[arg-type]
-    kinds = sorted({type(part).__name__ for part in parts})
-    raise TypeError(
-        f"concat_results takes LogitLensResults or LensResults, all of one kind; got {kinds}"
+    kinds = {type(part) for part in parts}
+    if len(kinds) != 1 or not kinds <= {LogitLensResult, LensResults}:
+        names = sorted(kind.__name__ for kind in kinds)
+        raise TypeError(
+            f"concat_results takes LogitLensResults or LensResults, all of one kind; got {names}"
+        )
+    held = [lenses_of(part) for part in parts]
+    names = held[0].names
+    for index, part in enumerate(held):
+        if part.names != names:
+            raise ValueError(
+                f"cannot combine lenses {part.names} (part {index}) with {names} (part 0): "
+                "every part must hold the same lenses in the same order"
+            )
+    where = (lambda name: f"lens {name!r}, ") if held[0].named else (lambda name: "")
+    combined = LensResults(
+        {name: _concat([part[name] for part in held], left, pad_id, where(name)) for name in names},
+        _concat_between(held, left),
+        named=held[0].named,
     )
+    return as_given(combined.validate())
 
 
 def select_prompts(
@@ -163,8 +114,7 @@ def select_prompts(
         padding_side: ``"left"`` or ``"right"``, the side ``result`` is padded on.
 
     Raises:
-        ValueError: For no index or one out of range, a field that is not listed here, or a
-            result padded on the other side.
+        ValueError: For no index or one out of range, or a result padded on the other side.
         TypeError: For indices that are not ints.
     """
     left = _check_side(padding_side)
@@ -178,18 +128,16 @@ def select_prompts(
                 f"select_prompts: prompt indices must be ints from 0 to {n_inputs - 1}, "
                 f"got {index!r} in {indices}"
             )
-    if isinstance(result, LensResults):
-        chosen = {name: _select(one, indices, left) for name, one in result.items()}
-        between = None
-        if result.kl_between is not None:
-            width = max(result.lengths[i] for i in indices)
-            at = torch.tensor(indices)
-            between = {
-                pair: _fit(values.index_select(1, at), 2, width, left, float("nan"))
-                for pair, values in result.kl_between.items()
-            }
-        return LensResults(chosen, between).validate()
-    return _select(result, indices, left)
+    held = lenses_of(result)
+    between = None
+    if held.kl_between is not None:
+        width = max(held.lengths[i] for i in indices)
+        at = torch.tensor(indices)
+        between = {
+            pair: _fit(values.index_select(1, at), 2, width, left, float("nan"))
+            for pair, values in held.kl_between.items()
+        }
+    return as_given(held.map(lambda one: _select(one, indices, left), between).validate())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,7 +146,7 @@ def select_prompts(
 
 def _concat(parts: list[LogitLensResult], left: bool, pad_id: int, lens: str) -> LogitLensResult:
     for index, part in enumerate(parts):
-        _check_listed(part)
+        _check_kind(part)
         _check_padded(part, left, f"{lens}part {index}")
     first = parts[0]
     for name in _SAME:
@@ -212,7 +160,8 @@ def _concat(parts: list[LogitLensResult], left: bool, pad_id: int, lens: str) ->
     width = max(int(part.attention_mask.shape[1]) for part in parts)
     answered = [part.answer_sets is not None for part in parts]
     values: dict[str, Any] = {name: getattr(first, name) for name in _SAME}
-    for name, (axis, seq_axis) in _TENSORS.items():
+    for name, spec in _TENSORS.items():
+        axis, seq_axis = spec.prompt_axis, spec.seq_axis
         present = [getattr(part, name) is not None for part in parts]
         if not any(present):
             values[name] = None
@@ -231,7 +180,7 @@ def _concat(parts: list[LogitLensResult], left: bool, pad_id: int, lens: str) ->
                     )
                 tensor = _no_answer(model, axis, seq_axis, part)
             if seq_axis is not None:
-                tensor = _fit(tensor, seq_axis, width, left, _fill(name, tensor, pad_id))
+                tensor = _fit(tensor, seq_axis, width, left, fill_value(spec, pad_id))
             pieces.append(tensor)
         try:
             values[name] = torch.cat(pieces, dim=axis)
@@ -241,30 +190,31 @@ def _concat(parts: list[LogitLensResult], left: bool, pad_id: int, lens: str) ->
                 f"cannot combine {lens}{name}: its shapes {shapes} differ beyond the prompt "
                 "axis (another top-k, number of components or of targets)"
             ) from error
-    for name, depth in _WORDS.items():
-        values[name] = _concat_words([getattr(part, name) for part in parts], depth, width, left)
-    for name in _PER_PROMPT:
-        values[name] = _concat_per_prompt(parts, name, lens)
+    for name, spec in _NESTED.items():
+        words = [getattr(part, name) for part in parts]
+        values[name] = _concat_words(words, spec.prompt_axis, width, left)
+    for name, spec in _PER_PROMPT.items():
+        values[name] = _concat_per_prompt(parts, name, spec.answers, lens)
     values["answer_sets"] = _concat_answers(parts, width, left, lens)
     values["token_strings"] = _token_strings(parts, values)
     return LogitLensResult(**values).validate()
 
 
 def _select(result: LogitLensResult, indices: list[int], left: bool) -> LogitLensResult:
-    _check_listed(result)
+    _check_kind(result)
     _check_padded(result, left, "the result")
     width = max(result.lengths[i] for i in indices)
     at = torch.tensor(indices, dtype=torch.long)
     values: dict[str, Any] = {name: getattr(result, name) for name in _SAME}
-    for name, (axis, seq_axis) in _TENSORS.items():
+    for name, spec in _TENSORS.items():
         tensor = getattr(result, name)
         if tensor is not None:
-            tensor = tensor.index_select(axis, at)
-            if seq_axis is not None:
-                tensor = _fit(tensor, seq_axis, width, left, None)
+            tensor = tensor.index_select(spec.prompt_axis, at)
+            if spec.seq_axis is not None:
+                tensor = _fit(tensor, spec.seq_axis, width, left, None)
         values[name] = tensor
-    for name, depth in _WORDS.items():
-        values[name] = _select_words(getattr(result, name), depth, indices, width, left)
+    for name, spec in _NESTED.items():
+        values[name] = _select_words(getattr(result, name), spec.prompt_axis, indices, width, left)
     for name in _PER_PROMPT:
         entries = getattr(result, name)
         values[name] = None if entries is None else [entries[i] for i in indices]
@@ -284,7 +234,7 @@ def _select(result: LogitLensResult, indices: list[int], left: bool) -> LogitLen
         if all(entry is None for scores in sets.values() for entry in scores.answers):
             # No chosen prompt has an answer: one call would have been given none.
             sets = None
-            values.update({name: None for name in (*_ANSWER_FIELDS, "foils")})
+            values.update({name: None for name in _ANSWER_FIELDS})
     values["answer_sets"] = sets
     values["token_strings"] = _token_strings([result], values)
     return LogitLensResult(**values).validate()
@@ -300,16 +250,9 @@ def _check_side(padding_side: Any) -> bool:
     return padding_side == "left"
 
 
-def _check_listed(result: LogitLensResult) -> None:
-    """Every field is one this module knows how to combine (a new field must be listed)."""
+def _check_kind(result: Any) -> None:
     if not isinstance(result, LogitLensResult):
         raise TypeError(f"expected a LogitLensResult, got {type(result).__name__}")
-    for field in dataclasses.fields(result):
-        if field.name not in _LISTED and getattr(result, field.name) is not None:
-            raise ValueError(
-                f"cannot combine or select the field {field.name!r}: murano_widgets.combine "
-                "does not list it (add it to one of its tables)"
-            )
 
 
 def _check_padded(result: LogitLensResult, left: bool, what: str) -> None:
@@ -323,18 +266,8 @@ def _check_padded(result: LogitLensResult, left: bool, what: str) -> None:
         side, other = ("left", "right") if padded_left else ("right", "left")
         raise ValueError(
             f"{what} is padded on the {side}, but padding_side={other!r}: give the side the "
-            "tokenizer pads on (murano_widgets.combine.padding_of(tokenizer))"
+            "tokenizer pads on (murano_widgets.results.combine.padding_of(tokenizer))"
         )
-
-
-def _fill(name: str, tensor: torch.Tensor, pad_id: int) -> float | int:
-    """What the step writes at padding: 0 in the mask, the pad id in the ids, -1 for other
-    ids and ranks, NaN for numbers."""
-    if name == "attention_mask":
-        return 0
-    if name == "input_ids":
-        return pad_id
-    return float("nan") if tensor.is_floating_point() else -1
 
 
 def _fit(
@@ -387,11 +320,13 @@ def _select_words(
     return [[cut(layer[i]) for i in indices] for layer in words]
 
 
-def _concat_per_prompt(parts: list[LogitLensResult], name: str, lens: str) -> list[Any] | None:
+def _concat_per_prompt(
+    parts: list[LogitLensResult], name: str, answers: bool, lens: str
+) -> list[Any] | None:
     entries = [getattr(part, name) for part in parts]
     if all(entry is None for entry in entries):
         return None
-    if name == "foils":
+    if answers:
         # A part without foils: its prompts have none (one call takes None for them).
         return [
             f
