@@ -1,10 +1,16 @@
-"""The registry of what the lens measures: every metric and every payload section, once.
+"""The registry of what every view measures: every metric and every payload section, once.
 
-The widget (through the payload's metadata), the static plot, the HTML export, the CLI and the
-notebooks read their names, labels, units and colour scales from here; nothing else lists them.
-To add a metric: compute its field in :mod:`murano_widgets.step.reductions` (per row of a chunk),
-add one :class:`Metric` and one :class:`Section` with ``reduced=True`` below, and declare the
-field on :class:`~murano_widgets.results.result.LogitLensResult`. The step's padding, the result's
+One :class:`Metric` type for every view, in one dict per view (:data:`VIEWS`): the heatmap's
+(:data:`METRICS`: the widget, the static plot, the HTML export, the CLI, the notebooks), the
+diff's (:data:`DIFF_METRICS`) and a data set's (:data:`DATASET_METRICS`: its chart, its
+readout and ``plot_dataset``). Each view's payload sends its entries to the front end
+(``meta["metrics"]``), which reads names, labels, units and scales from there; nothing else
+lists them.
+
+To add a heatmap metric: compute its field in :mod:`murano_widgets.step.reductions` (per row of
+a chunk), add one :class:`Metric` with ``reduced=True`` below, and declare the field on
+:class:`~murano_widgets.LogitLensResult` with its layout (``cell()``). Its payload
+:class:`Section` is made from the metric (:data:`SECTIONS`); the step's padding, the result's
 shape checks and the payload read the field list from here (:data:`REDUCED_FIELDS`).
 
 Ranks are counted from 0 everywhere a person reads them: **rank 0 is the top-1 token**.
@@ -22,12 +28,16 @@ from murano_widgets.tokens import display_token
 
 __all__ = [
     "ATTRIBUTION_SECTIONS",
+    "DATASET_CHART",
+    "DATASET_METRICS",
+    "DIFF_METRICS",
     "METRICS",
     "RANK_CONVENTION",
     "REDUCED_FIELDS",
     "RESULT_FIELDS",
     "SECTIONS",
     "TARGET_METRIC",
+    "VIEWS",
     "Metric",
     "Section",
     "metric_domain",
@@ -39,14 +49,20 @@ RANK_CONVENTION = "rank 0 is the top-1 token"
 
 @dataclass(frozen=True)
 class Metric:
-    """One way of colouring the heatmap.
+    """One quantity a view shows: a way of colouring the heatmap or the diff, or a data set's
+    curve or readout value.
 
     Attributes:
-        name: What users pass (``metric="kl"``).
-        field: The :class:`LogitLensResult` field it reads, which is also its payload section.
-        label: The menu and colour-bar label, with the unit.
-        unit: ``"probability"``, ``"bits"`` or ``"rank"`` (0 = top-1).
-        scale: The colour map (``"viridis"``, ``"cividis"`` or ``"magma"``: colour-blind safe).
+        name: What users pass (``metric="kl"``), unique within its view.
+        field: Where its values are: for the heatmap, the :class:`LogitLensResult` field it
+            reads, which is also its payload section; for the diff, its payload section; for a
+            data set, the column of :meth:`LensDataset.summary` (and of the chart's summary).
+        label: The menu, legend, axis and readout label, with the unit.
+        unit: ``"probability"``, ``"bits"`` or ``"rank"`` (0 = top-1); the diff's ``"delta"``
+            (a change in probability) and ``"boolean"``; a data set's ``"share"`` (of prompts).
+        scale: The heatmap's colour map (``"viridis"``, ``"cividis"`` or ``"magma"``:
+            colour-blind safe); the diff's ``"diverging"``, ``"sequential"`` or ``"binary"``;
+            ``""`` for a data set's.
         reverse: Whether the map is flipped, so that "confident / close to the final
             prediction" is always the bright end.
         log: Whether values are placed on a logarithmic scale (``log1p``).
@@ -56,6 +72,13 @@ class Metric:
         target_label: For a metric of each tracked token (its field's section is
             ``"cell_target"``, :attr:`per_target`): the label naming the token shown, with
             ``{target}`` where the token goes (``label`` names none, for the menu).
+        view: The view it belongs to: ``"lens"`` (the heatmap), ``"diff"`` or ``"dataset"``.
+        short: A short name, for a legend or a column head (``"KL"``).
+        reduced: A heatmap field that :func:`murano_widgets.step.reductions.reduce_logits`
+            computes for every row: its payload section is made from this entry.
+        interval: A data set's: the summary columns of the interval around ``field``
+            (``(low, high)``), or ``None`` for a value shown without one. The chart draws
+            the metrics that have one.
     """
 
     name: str
@@ -68,12 +91,16 @@ class Metric:
     description: str
     final_based: bool
     target_label: str | None = None
+    view: str = "lens"
+    short: str | None = None
+    reduced: bool = False
+    interval: tuple[str, str] | None = None
 
     @property
     def per_target(self) -> bool:
         """Whether it has a value per tracked token (``[L, T, n_targets]``): one of them, the
         widget's ``target``, is shown at a time."""
-        return SECTIONS[self.field].shape == "cell_target"
+        return self.view == "lens" and SECTIONS[self.field].shape == "cell_target"
 
     def label_for(self, target: str | None = None) -> str:
         """The label, naming ``target`` (as :func:`~murano_widgets.tokens.display_token` shows
@@ -112,6 +139,8 @@ METRICS: dict[str, Metric] = {
             "How spread out the layer's distribution is: 0 bits is certain; every extra bit "
             "doubles the number of equally likely tokens.",
             False,
+            short="entropy",
+            reduced=True,
         ),
         Metric(
             "final_prob",
@@ -124,6 +153,7 @@ METRICS: dict[str, Metric] = {
             "How much probability the layer already gives to the token the model finally "
             "predicts at that position.",
             True,
+            reduced=True,
         ),
         Metric(
             "final_rank",
@@ -136,6 +166,7 @@ METRICS: dict[str, Metric] = {
             "Where the model's final prediction stands in the layer's ranking: rank 0 means "
             "the layer already predicts it.",
             True,
+            reduced=True,
         ),
         Metric(
             "kl",
@@ -148,6 +179,8 @@ METRICS: dict[str, Metric] = {
             "How far the layer's distribution is from the model's final one: 0 bits means "
             "the same distribution.",
             True,
+            short="KL to final",
+            reduced=True,
         ),
         Metric(
             "answer",
@@ -175,6 +208,144 @@ METRICS: dict[str, Metric] = {
             target_label="Probability of “{target}”",
         ),
     )
+}
+
+#: The diff of two lenses (:func:`murano_widgets.show_lens_diff`): its colourings.
+DIFF_METRICS: dict[str, Metric] = {
+    metric.name: metric
+    for metric in (
+        Metric(
+            "delta_prob",
+            "delta_prob",
+            "Change in the chosen token's probability (b − a)",
+            "delta",
+            "diverging",
+            False,
+            False,
+            "Orange: b gives the chosen token more probability than a; blue: less; neutral "
+            "(nearest the page's background): no change.",
+            False,
+            view="diff",
+            short="Δ p",
+        ),
+        Metric(
+            "kl",
+            "kl_a_to_b",
+            "KL(a ‖ b) in bits",
+            "bits",
+            "sequential",
+            False,
+            False,
+            "How far b's distribution is from a's (0: the same).",
+            False,
+            view="diff",
+            short="KL",
+        ),
+        Metric(
+            "top1_differs",
+            "top1_differs",
+            "Top-1 token differs",
+            "boolean",
+            "binary",
+            False,
+            False,
+            "Orange where the two cells' top-1 tokens differ.",
+            False,
+            view="diff",
+            short="top-1",
+        ),
+    )
+}
+
+#: A data set's values per layer, over its prompts (:meth:`LensDataset.summary`'s columns):
+#: the chart draws those with an interval; the readout shows them all.
+DATASET_METRICS: dict[str, Metric] = {
+    metric.name: metric
+    for metric in (
+        Metric(
+            "answer_prob",
+            "answer_prob_mean",
+            "Probability of the answer (mean)",
+            "probability",
+            "",
+            False,
+            False,
+            "The answer's probability, teacher-forced, averaged over the prompts that have one.",
+            False,
+            view="dataset",
+            short="mean answer probability",
+            interval=("answer_prob_ci_low", "answer_prob_ci_high"),
+        ),
+        Metric(
+            "top1_accuracy",
+            "top1_accuracy",
+            "Answer is the top-1 token (share of prompts)",
+            "share",
+            "",
+            False,
+            False,
+            "The share of prompts whose answer's first token is the layer's top-1 token.",
+            False,
+            view="dataset",
+            short="top-1 accuracy",
+            interval=("top1_accuracy_ci_low", "top1_accuracy_ci_high"),
+        ),
+        Metric(
+            "committed",
+            "committed",
+            "Answer committed: top-1 from this layer on (share of prompts)",
+            "share",
+            "",
+            False,
+            False,
+            "The share of prompts whose answer is the top-1 token at this layer and every "
+            "later one.",
+            False,
+            view="dataset",
+            short="committed from here on",
+            interval=("committed_ci_low", "committed_ci_high"),
+        ),
+        Metric(
+            "answer_rank",
+            "answer_rank_median",
+            "Rank of the answer (median; 0 = top-1)",
+            "rank",
+            "",
+            False,
+            False,
+            "The median rank of the answer's first token.",
+            False,
+            view="dataset",
+            short="median rank (0 = top-1)",
+        ),
+        # The heatmap's metrics a data set keeps at each prompt's last position: their mean.
+        *(
+            Metric(
+                metric.name,
+                f"{metric.field}_mean",
+                f"{metric.label} (mean)",
+                metric.unit,
+                "",
+                False,
+                False,
+                metric.description,
+                metric.final_based,
+                view="dataset",
+                short=f"{metric.short or metric.name} (mean)",
+            )
+            for metric in (METRICS["entropy"], METRICS["kl"])
+        ),
+    )
+}
+
+#: The data set's metrics its chart (and ``plot_dataset``) can draw: those with an interval.
+DATASET_CHART = tuple(name for name, metric in DATASET_METRICS.items() if metric.interval)
+
+#: Every view's metrics: what a view's payload sends as ``meta["metrics"]``.
+VIEWS: dict[str, dict[str, Metric]] = {
+    "lens": METRICS,
+    "diff": DIFF_METRICS,
+    "dataset": DATASET_METRICS,
 }
 
 #: The metric a tracked token is shown by (``w.track(text)``, the front end's ``track`` with
@@ -225,15 +396,18 @@ SECTIONS: dict[str, Section] = {
         Section("missing", "cell", "mask", True),
         # 1 where the model's own output was not finite: final-based metrics have no value.
         Section("final_missing", "position", "mask", True),
-        Section("entropy", "cell", "bits", False, reduced=True),
-        Section("final_token_probs", "cell", "probability", False, reduced=True),
-        Section("final_token_ranks", "cell", "rank", False, reduced=True),
+        # The reduced fields (entropy, the final prediction's probability and rank, KL to it),
+        # each made from its metric: sent with the details.
+        *(
+            Section(metric.field, "cell", metric.unit, False, reduced=True)
+            for metric in METRICS.values()
+            if metric.reduced
+        ),
         # The same two at each prompt's last position only (2 bytes a layer and prompt): the
         # trajectory chart opens on that column, so its final-prediction line is drawn from the
         # first payload, before (or without) the detail sections.
         Section("final_last_probs", "last", "probability", True),
         Section("final_last_ranks", "last", "rank", True),
-        Section("kl_to_final", "cell", "bits", False, reduced=True),
         Section("topk_tokens", "topk", "token", False),
         Section("topk_probs", "topk", "probability", False),
         # Answers: each set's teacher-forced probability and first-token rank at each prompt's

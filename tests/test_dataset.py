@@ -548,7 +548,9 @@ def test_show_opens_a_prompts_heatmap_with_its_answer(load_tiny):
     meta = chart._meta
     assert meta["can_open"] and meta["prompts"] == PROMPTS and meta["layers"] == data.layers
     summary = data.summary()
-    np.testing.assert_allclose(meta["sets"][0]["summary"]["mean"], summary["answer_prob_mean"])
+    np.testing.assert_allclose(
+        meta["sets"][0]["summary"]["answer_prob_mean"], summary["answer_prob_mean"]
+    )
     assert np.frombuffer(chart._data["rank_0"], "<i4").tolist() == (
         data.answer_ranks["answer"].T.reshape(-1).tolist()
     )

@@ -26,6 +26,7 @@ PUBLIC_SUBMODULES = [
     "murano_widgets.lenses",
     "murano_widgets.attribution",
     "murano_widgets.metrics",
+    "murano_widgets.results",
     "murano_widgets.backends.architectures",
     "murano_widgets.backends.nnsight",
     "murano_widgets.demo_model",

@@ -83,3 +83,41 @@ def test_the_target_metric_reads_one_tracked_token_at_a_time():
     assert metric.label_for(None) == metric.label == "Probability of a tracked token"
     # The token as text, shown as the package shows tokens: "{target}" inside it stays text.
     assert metric.label_for("{target}\n") == "Probability of “{target}↵”"
+
+
+def test_every_view_sends_its_metrics_from_the_one_registry():
+    """The heatmap's, the diff's and a data set's payloads send their view's entries of the one
+    registry (``VIEWS``), whole and in order; a data set's summary has every column they read;
+    and each reduced metric's field is a plain cell of the result, its section made from it."""
+    from murano_widgets import compare, lens_dataset, load_demo_model, run_logit_lens
+    from murano_widgets.metrics import VIEWS
+    from murano_widgets.payload.diff import diff_payload
+    from murano_widgets.payload.lens import LensPayload
+    from murano_widgets.results.result import SPECS
+    from murano_widgets.widgets.dataset import LensDatasetWidget
+
+    demo = load_demo_model()
+    prompts = ["The capital of France is", "Monday, Tuesday,"]
+    a = run_logit_lens(demo, prompts)
+    b = run_logit_lens(demo, prompts, layers=[0, 2, 5])
+
+    def names(sent):
+        return [entry["name"] for entry in sent]
+
+    assert names(LensPayload.from_result(a).meta["metrics"]) == list(VIEWS["lens"])
+    assert names(diff_payload(compare(a, b))[0]["metrics"]) == list(VIEWS["diff"])
+    data = lens_dataset(demo, prompts, [" Paris", " Wednesday"], progress=False)
+    chart = LensDatasetWidget(data, n_boot=50, seed=0).chart
+    sent = chart._meta["metrics"]
+    assert sent == [metric.as_json() for metric in VIEWS["dataset"].values()]
+    summary = data.summary(n_boot=50, seed=0)
+    for entry in sent:
+        for column in [entry["field"], *(entry["interval"] or [])]:
+            assert column in summary.columns, column
+            assert column in chart._meta["sets"][0]["summary"], column
+    for metric in VIEWS["lens"].values():
+        if metric.reduced:
+            spec = SPECS[metric.field]
+            assert spec.role == "tensor" and spec.axes == ("layer", "prompt", "seq"), metric.name
+            assert SECTIONS[metric.field].kind == metric.unit and SECTIONS[metric.field].reduced
+    assert {m.field for m in VIEWS["lens"].values() if m.reduced} == set(REDUCED_FIELDS)

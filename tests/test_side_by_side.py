@@ -278,7 +278,9 @@ def test_results_of_different_batches_are_refused(load_tiny):
     model = load_tiny("gpt2")
     a = LogitLens(model).run(PROMPTS)
     b = LogitLens(model).run([*PROMPTS[:2], "another prompt"])
-    with pytest.raises(ValueError, match=r"LensResults\['b'\]\.(attention_mask|input_ids|final_tokens)"):
+    with pytest.raises(
+        ValueError, match=r"LensResults\['b'\]\.(attention_mask|input_ids|final_tokens)"
+    ):
         LensResults({"a": a, "b": b}).validate()
     c = LogitLens(model, layers=[0, 1]).run(PROMPTS)
     with pytest.raises(ValueError, match=r"LensResults\['c'\] has layers \[0, 1\]"):

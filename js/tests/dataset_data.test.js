@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { datasetSeriesLook, decodeDataset, findSet, formatInterval, layerReadout, promptOrder } from "../src/dataset/data.js";
+import { chartMetric, chartMetrics, datasetSeriesLook, decodeDataset, findSet, formatInterval, formatValue, layerReadout, promptOrder } from "../src/dataset/data.js";
 import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../src/theme.js";
 import { readTypedArray } from "../src/shared/codec.js";
 import { formatBits } from "../src/format.js";
@@ -70,16 +70,20 @@ test("formatInterval and layerReadout write values as a person reads them", () =
   // The summary is Python's (bootstrap intervals over the prompts with a capital): the readout
   // shows its column 1. Its mean is that of the capital's finite values there, 0.875 and 0.625.
   const s = golden("dataset_two_sets").meta.sets[0].summary;
-  assert.equal(s.mean[1], 0.75);
-  assert.equal(cells["answer probability (mean, 90% interval)"], formatInterval(s.mean[1], s.low[1], s.high[1]));
-  assert.match(cells["answer probability (mean, 90% interval)"], /^75% \[\d+(\.\d)?%, \d+(\.\d)?%\]$/);
-  assert.equal(cells["top-1 accuracy (90% interval)"], formatInterval(s.top1[1], s.top1_low[1], s.top1_high[1]));
+  assert.equal(s.answer_prob_mean[1], 0.75);
+  assert.equal(cells["mean answer probability (90% interval)"], formatInterval(s.answer_prob_mean[1], s.answer_prob_ci_low[1], s.answer_prob_ci_high[1]));
+  assert.match(cells["mean answer probability (90% interval)"], /^75% \[\d+(\.\d)?%, \d+(\.\d)?%\]$/);
+  assert.equal(cells["top-1 accuracy (90% interval)"], formatInterval(s.top1_accuracy[1], s.top1_accuracy_ci_low[1], s.top1_accuracy_ci_high[1]));
   assert.equal(cells["median rank (0 = top-1)"], "0");
-  assert.equal(cells["KL to final (mean)"], formatBits(/** @type {number} */ (s.kl_mean[1])));
+  assert.equal(cells["KL to final (mean)"], formatBits(/** @type {number} */ (s.kl_to_final_mean[1])));
+  assert.equal(cells["entropy (mean)"], formatBits(/** @type {number} */ (s.entropy_mean[1])));
   assert.equal(cells.prompts, "3");
+  // The rows are Python's metrics, in its order, each once: nothing here lists them.
+  const meta0 = golden("dataset_two_sets").meta;
+  assert.deepEqual(readout.rows[0].cells.slice(0, -1).map(([label]) => label.replace(" (90% interval)", "")), meta0.metrics.map((m) => m.short));
   // A value the summary lacks reads as a dash.
   const { meta, data } = datasetPayload("dataset_two_sets");
-  meta.sets[0].summary.kl_mean[1] = null;
+  meta.sets[0].summary.kl_to_final_mean[1] = null;
   assert.equal(Object.fromEntries(layerReadout(decodeDataset(meta, data), 1).rows[0].cells)["KL to final (mean)"], "–");
 });
 
@@ -103,4 +107,23 @@ test("lenses side by side: one series per lens and set, found by both, coloured 
   const readout = layerReadout(d, 0);
   assert.deepEqual(readout.rows.map((r) => r.set), d.sets.map((s) => s.label));
   assert.ok(readout.rows[2].cells.some(([label, value]) => label.startsWith("committed") && value.startsWith("66.7%")));
+});
+
+test("the chart's metrics are Python's with an interval, their columns read from the summary", () => {
+  const d = decoded();
+  const { meta } = golden("dataset_two_sets");
+  const charted = meta.metrics.filter((m) => m.interval !== null).map((m) => m.name);
+  assert.deepEqual(chartMetrics(d).map((m) => m.name), charted);
+  assert.ok(charted.includes("answer_prob") && charted.includes("committed") && !charted.includes("answer_rank"));
+  assert.equal(chartMetric(d, "committed").name, "committed");
+  assert.equal(chartMetric(d, "entropy").name, charted[0], "a metric without an interval is not charted: the first is");
+  for (const m of chartMetrics(d)) {
+    for (const column of [m.field, ...(m.interval || [])]) {
+      assert.ok(Array.isArray(d.sets[0].summary[column]), `the summary sends ${column}`);
+    }
+  }
+  assert.equal(formatValue(2.5, "bits"), formatBits(2.5));
+  assert.equal(formatValue(1.25, "rank"), "1.3");
+  assert.equal(formatValue(0.5, "share"), "50%");
+  assert.equal(formatValue(null, "rank"), "–");
 });

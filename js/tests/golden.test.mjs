@@ -214,7 +214,7 @@ for (const name of goldenNames("dataset_")) {
           assert.equal(got.ranks[p * n + l], set.ranks[p][l], at);
         }));
         set.mean.forEach((mean, l) => {
-          const value = got.summary.mean[l];
+          const value = got.summary.answer_prob_mean[l];
           if (mean === null) assert.equal(value, null);
           else assert.ok(Math.abs(/** @type {number} */ (value) - mean) < 1e-12, `${set.name} mean at column ${l}`);
         });

@@ -11,6 +11,7 @@ import numpy as np
 
 from murano_widgets._checks import check_axes, check_choice
 from murano_widgets.lenses import lens_label
+from murano_widgets.metrics import DATASET_CHART, DATASET_METRICS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANNOTATE_CELLS",
-    "DATASET_METRICS",
     "DIVERGING",
     "KIND_COLOURS",
     "SERIES_COLOURS",
@@ -60,17 +60,6 @@ _OTHER_KIND_COLOUR = SERIES_COLOURS[4]
 #: The head grid writes each cell's mean in it up to this many cells (12 layers x 8 heads).
 ANNOTATE_CELLS = 96
 
-# metric name -> (summary column prefix, axis label, whether it is a probability in [0, 1])
-DATASET_METRICS: dict[str, tuple[str, str, bool]] = {
-    "answer_prob": ("answer_prob", "probability of the answer (mean)", True),
-    "top1_accuracy": ("top1_accuracy", "answer is the top-1 token (share of prompts)", True),
-    "committed": (
-        "committed",
-        "answer committed: top-1 from this layer on (share of prompts)",
-        True,
-    ),
-}
-
 
 def plot_dataset(
     dataset: LensDataset,
@@ -92,11 +81,12 @@ def plot_dataset(
 
     Args:
         dataset: The data set.
-        metric: ``"answer_prob"`` (mean probability of the answer), ``"top1_accuracy"``
-            (share of prompts whose answer is the top-1 token) or ``"committed"`` (share of
-            prompts whose answer is committed at or before the layer: the top-1 there and at
-            every later layer; the distribution of the commitment layer, see
-            :meth:`~murano_widgets.LensDataset.commitment_layers`).
+        metric: One of :data:`murano_widgets.metrics.DATASET_CHART` (the data set's metrics
+            with an interval): ``"answer_prob"`` (mean
+            probability of the answer), ``"top1_accuracy"`` (share of prompts whose answer is
+            the top-1 token) or ``"committed"`` (share of prompts whose answer is committed at
+            or before the layer: the top-1 there and at every later layer; the distribution of
+            the commitment layer, see :meth:`~murano_widgets.LensDataset.commitment_layers`).
         ci, n_boot, seed: The intervals (see :meth:`LensDataset.summary`).
         ax: Axes to draw into; a new figure is made if ``None``.
         title: The title; default names the model and the number of prompts.
@@ -109,15 +99,16 @@ def plot_dataset(
     """
     import matplotlib.pyplot as plt
 
-    check_choice("metric", metric, DATASET_METRICS)
+    check_choice("metric", metric, DATASET_CHART)
     check_axes(ax)
-    column, label, _ = DATASET_METRICS[metric]
+    chosen = DATASET_METRICS[metric]
+    assert chosen.interval is not None
+    mean, (low, high) = chosen.field, chosen.interval
     table = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
     else:
         fig = ax.figure
-    mean = f"{column}_mean" if metric == "answer_prob" else column
     lenses = dataset.lens_names
     sets = list(dataset.answers) if dataset.named_sets else [None]
     groups = []
@@ -150,14 +141,14 @@ def plot_dataset(
         )
         ax.fill_between(
             rows["layer"],
-            rows[f"{column}_ci_low"],
-            rows[f"{column}_ci_high"],
+            rows[low],
+            rows[high],
             color=colour,
             alpha=0.2,
             linewidth=0,
         )
     ax.set_xlabel("layer")
-    ax.set_ylabel(label)
+    ax.set_ylabel(chosen.label[:1].lower() + chosen.label[1:])
     ax.set_ylim(-0.02, 1.02)
     ax.set_xticks(dataset.layers if len(dataset.layers) <= 16 else ax.get_xticks())
     ax.grid(alpha=0.3)

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from murano_widgets.comparison.compare import LensComparison, _gather
-from murano_widgets.metrics import nice_ceil
+from murano_widgets.metrics import DIFF_METRICS, nice_ceil
 from murano_widgets.payload.codec import U16, quantise, section_specs
 from murano_widgets.payload.lens import joined_prompts
 
@@ -43,36 +43,6 @@ FORMAT = "lens_diff"
 FORMAT_VERSION = 2
 _I16 = np.iinfo(np.int16).max
 TOKEN_SECTIONS = ("input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b")
-
-METRICS = (
-    {
-        "name": "delta_prob",
-        "label": "Change in the chosen token's probability (b − a)",
-        "short": "Δ p",
-        "unit": "delta",
-        "scale": "diverging",
-        "description": (
-            "Orange: b gives the chosen token more probability than a; blue: less; neutral "
-            "(nearest the page's background): no change."
-        ),
-    },
-    {
-        "name": "kl",
-        "label": "KL(a ‖ b) in bits",
-        "short": "KL",
-        "unit": "bits",
-        "scale": "sequential",
-        "description": "How far b's distribution is from a's (0: the same).",
-    },
-    {
-        "name": "top1_differs",
-        "label": "Top-1 token differs",
-        "short": "top-1",
-        "unit": "boolean",
-        "scale": "binary",
-        "description": "Orange where the two cells' top-1 tokens differ.",
-    },
-)
 
 
 def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -203,8 +173,8 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
     # A round bound from 0.01 to 1, so the legend's ends read as plain numbers.
     delta_max = min(1.0, nice_ceil(max(float(known.max()) if known.size else 0.0, 0.01)))
     metrics = []
-    for metric in METRICS:
-        name = metric["name"]
+    for metric in DIFF_METRICS.values():
+        name = metric.name
         if name == "delta_prob":
             available, domain = bool(delta_known.any()), [-delta_max, delta_max]
             reason = None if available else "no aligned cell knows the chosen token's probability"
@@ -219,7 +189,12 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         else:
             available, domain, reason = bool(aligned.any()), [0, 1], None
         metrics.append(
-            {**metric, "domain": domain, "available": available, "unavailable_reason": reason}
+            {
+                **metric.as_json(),
+                "domain": domain,
+                "available": available,
+                "unavailable_reason": reason,
+            }
         )
 
     meta = {

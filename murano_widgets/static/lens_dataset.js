@@ -357,11 +357,13 @@ var FALLBACK_THEME = Object.freeze({
 
 // src/dataset/data.js
 var DATASET_DTYPES = Object.freeze(["float32", "int32"]);
-var CHART_METRICS = {
-  answer_prob: { label: "Probability of the answer", mean: "mean", low: "low", high: "high" },
-  top1_accuracy: { label: "Answer is the top-1 token", mean: "top1", low: "top1_low", high: "top1_high" },
-  committed: { label: "Answer committed (top-1 from here on)", mean: "committed", low: "committed_low", high: "committed_high" }
-};
+function chartMetrics(dataset) {
+  return dataset.metrics.filter((m) => m.interval !== null);
+}
+function chartMetric(dataset, name) {
+  const charted = chartMetrics(dataset);
+  return charted.find((m) => m.name === name) || charted[0];
+}
 function decodeDataset(meta, data) {
   const layers = (
     /** @type {number[]} */
@@ -404,7 +406,18 @@ function decodeDataset(meta, data) {
     title: String(meta.title ?? ""),
     ci: Number(meta.ci ?? 0.95),
     canOpen: Boolean(meta.can_open),
-    reason: String(meta.cannot_open_reason ?? "")
+    reason: String(meta.cannot_open_reason ?? ""),
+    metrics: (
+      /** @type {any[]} */
+      (meta.metrics ?? []).map((m) => ({
+        name: String(m.name),
+        field: String(m.field),
+        label: String(m.label),
+        short: String(m.short ?? m.label),
+        unit: String(m.unit),
+        interval: Array.isArray(m.interval) ? [String(m.interval[0]), String(m.interval[1])] : null
+      }))
+    )
   };
 }
 function findSet(dataset, name, lens) {
@@ -448,22 +461,20 @@ function layerReadout(dataset, layerIndex) {
     layer: dataset.layers[layerIndex],
     rows: dataset.sets.map((set) => {
       const s2 = set.summary;
-      const median = s2.rank_median[layerIndex];
-      const committed = s2.committed ? formatInterval(s2.committed[layerIndex] ?? null, s2.committed_low?.[layerIndex] ?? null, s2.committed_high?.[layerIndex] ?? null) : "–";
-      return {
-        set: set.label,
-        cells: [
-          [`answer probability (mean, ${ci})`, formatInterval(s2.mean[layerIndex], s2.low[layerIndex], s2.high[layerIndex])],
-          [`top-1 accuracy (${ci})`, formatInterval(s2.top1[layerIndex], s2.top1_low[layerIndex], s2.top1_high[layerIndex])],
-          [`committed from here on (${ci})`, committed],
-          ["median rank (0 = top-1)", median === null || !Number.isFinite(median) ? "–" : String(Number(median.toFixed(1)))],
-          ["entropy (mean)", formatBits(s2.entropy_mean[layerIndex] ?? NaN)],
-          ["KL to final (mean)", formatBits(s2.kl_mean[layerIndex] ?? NaN)],
-          ["prompts", String(set.nPrompts)]
-        ]
-      };
+      const at = (column) => s2[column]?.[layerIndex] ?? null;
+      const cells = dataset.metrics.map((m) => {
+        const cell = m.interval ? [`${m.short} (${ci})`, formatInterval(at(m.field), at(m.interval[0]), at(m.interval[1]))] : [m.short, formatValue(at(m.field), m.unit)];
+        return cell;
+      });
+      return { set: set.label, cells: [...cells, ["prompts", String(set.nPrompts)]] };
     })
   };
+}
+function formatValue(value, unit) {
+  if (value === null || !Number.isFinite(value)) return "–";
+  if (unit === "bits") return formatBits(value);
+  if (unit === "rank") return String(Number(value.toFixed(1)));
+  return formatProb(value);
 }
 
 // src/dataset/view.js
@@ -538,8 +549,8 @@ var DatasetView = class {
     const header = h("div", "murano-ds-header");
     header.append(h("span", "murano-ds-title", {}, d.title));
     const metricSelect = h("select", "murano-ds-select", { "aria-label": "what the chart shows" });
-    for (const [name, spec] of Object.entries(CHART_METRICS)) {
-      metricSelect.append(h("option", "", { value: name }, spec.label));
+    for (const spec of chartMetrics(this.dataset)) {
+      metricSelect.append(h("option", "", { value: spec.name }, spec.label));
     }
     metricSelect.value = this.model.get("metric") || "answer_prob";
     metricSelect.addEventListener("change", () => this.send({ metric: metricSelect.value }));
@@ -646,10 +657,8 @@ var DatasetView = class {
   drawChart() {
     const d = this.dataset;
     const g = this.geometry;
-    const metric = CHART_METRICS[
-      /** @type {keyof typeof CHART_METRICS} */
-      this.model.get("metric")
-    ] || CHART_METRICS.answer_prob;
+    const metric = chartMetric(d, this.model.get("metric"));
+    const [low, high] = metric.interval || [metric.field, metric.field];
     this.ui.svg.replaceChildren();
     const axes = s("g", { class: "murano-ds-axes" });
     for (const v of [0, 0.25, 0.5, 0.75, 1]) {
@@ -676,8 +685,8 @@ var DatasetView = class {
       );
       const look = datasetSeriesLook(d, i);
       const group = s("g", { class: "murano-ds-series", style: `color: ${look.colour}`, "data-series": i });
-      const means = summary[metric.mean] || [];
-      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[metric.low] || [], summary[metric.high] || []) }));
+      const means = summary[metric.field] || [];
+      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[low] || [], summary[high] || []) }));
       group.append(s("path", { class: "murano-ds-line", d: linePath(g, means), "stroke-dasharray": look.dash || "none", "data-set": set.name, "data-lens": set.lens ?? "" }));
       means.forEach((v, j) => {
         if (v === null || !Number.isFinite(v)) return;

@@ -20,6 +20,7 @@ import traitlets
 from murano_widgets._checks import check_index, check_model
 from murano_widgets.export import base64_sections
 from murano_widgets.lenses import as_lens, named_lenses, title_of
+from murano_widgets.metrics import DATASET_CHART, DATASET_METRICS
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset
 from murano_widgets.widgets.lens import LogitLensWidget, show_logit_lens
 
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from murano_widgets.dataset.lens_dataset import LensDataset
 
 __all__ = ["DatasetChart", "LensDatasetWidget"]
-
-_METRICS = ("answer_prob", "top1_accuracy", "committed")
 
 
 class DatasetChart(MuranoWidget):
@@ -127,8 +126,10 @@ class DatasetChart(MuranoWidget):
 
     @traitlets.validate("metric")
     def _check_metric(self, proposal: dict[str, Any]) -> str:
-        if proposal["value"] not in _METRICS:
-            raise WidgetValueError(f"metric must be one of {_METRICS}; got {proposal['value']!r}")
+        if proposal["value"] not in DATASET_CHART:
+            raise WidgetValueError(
+                f"metric must be one of {DATASET_CHART}; got {proposal['value']!r}"
+            )
         return proposal["value"]
 
 
@@ -194,6 +195,7 @@ class LensDatasetWidget(ipywidgets.VBox):
                 {"name": name, "title": titles.get(name, name)} for name in dataset.lens_names or []
             ],
             "sets": sets,
+            "metrics": [metric.as_json() for metric in DATASET_METRICS.values()],
         }
         self.chart = DatasetChart(dataset, meta)
         self.heatmap: LogitLensWidget | None = None
@@ -346,24 +348,18 @@ def _check_lenses(lens: Any, dataset: LensDataset, model: Any) -> None:
 
 
 def _summary_lists(table: Any) -> dict[str, list[float | None]]:
-    """A summary's columns as JSON-safe lists (NaN → None)."""
-    columns = {
-        "mean": "answer_prob_mean",
-        "low": "answer_prob_ci_low",
-        "high": "answer_prob_ci_high",
-        "top1": "top1_accuracy",
-        "top1_low": "top1_accuracy_ci_low",
-        "top1_high": "top1_accuracy_ci_high",
-        "rank_median": "answer_rank_median",
-        "entropy_mean": "entropy_mean",
-        "kl_mean": "kl_to_final_mean",
-        "committed": "committed",
-        "committed_low": "committed_ci_low",
-        "committed_high": "committed_ci_high",
-    }
+    """The summary columns the data set's metrics read, by their names, as JSON-safe lists
+    (NaN → None)."""
+    columns = [
+        column
+        for metric in DATASET_METRICS.values()
+        for column in (metric.field, *(metric.interval or ()))
+    ]
     return {
-        key: [None if not math.isfinite(v) else float(v) for v in np.asarray(table[col], float)]
-        for key, col in columns.items()
+        column: [
+            None if not math.isfinite(v) else float(v) for v in np.asarray(table[column], float)
+        ]
+        for column in columns
     }
 
 

@@ -14,14 +14,13 @@ import traitlets
 from murano_widgets._checks import check_choice, check_index
 from murano_widgets.comparison.compare import LensComparison, compare
 from murano_widgets.export import base64_sections
+from murano_widgets.metrics import DIFF_METRICS
 from murano_widgets.payload.codec import section_bytes
-from murano_widgets.payload.diff import METRICS, diff_payload
+from murano_widgets.payload.diff import diff_payload
 from murano_widgets.results.result import LogitLensResult
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
 
-__all__ = ["DIFF_METRICS", "LensDiffWidget", "show_lens_diff"]
-
-DIFF_METRICS = tuple(metric["name"] for metric in METRICS)
+__all__ = ["LensDiffWidget", "show_lens_diff"]
 
 
 class LensDiffWidget(MuranoWidget):

@@ -17,21 +17,22 @@ import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../theme.js";
 export const DATASET_DTYPES = Object.freeze(["float32", "int32"]);
 
 /**
- * Per-layer summary of one answer set (null: no value).
- * @typedef {object} Summary
- * @property {(number | null)[]} mean
- * @property {(number | null)[]} low
- * @property {(number | null)[]} high
- * @property {(number | null)[]} top1
- * @property {(number | null)[]} top1_low
- * @property {(number | null)[]} top1_high
- * @property {(number | null)[]} rank_median
- * @property {(number | null)[]} entropy_mean
- * @property {(number | null)[]} kl_mean
- * @property {(number | null)[]} [committed] share of prompts committed at or before the layer
- *   (the answer is the top-1 there and at every later layer)
- * @property {(number | null)[]} [committed_low]
- * @property {(number | null)[]} [committed_high]
+ * Per-layer summary of one answer set (null: no value): `LensDataset.summary`'s columns, by
+ * their names ("answer_prob_mean", "answer_prob_ci_low", ...), those the metrics read.
+ * @typedef {Record<string, (number | null)[]>} Summary
+ */
+
+/**
+ * One of the data set's metrics (`meta.metrics`, Python's `DATASET_METRICS`): what it is
+ * called and which summary columns hold it.
+ * @typedef {object} DatasetMetric
+ * @property {string} name "answer_prob", "top1_accuracy", "committed", ...
+ * @property {string} field the summary column of its value
+ * @property {string} label the menu's text
+ * @property {string} short the readout's
+ * @property {string} unit "probability", "share", "rank" or "bits"
+ * @property {[string, string] | null} interval the columns of its interval (the chart draws
+ *   those that have one)
  */
 
 /**
@@ -57,14 +58,28 @@ export const DATASET_DTYPES = Object.freeze(["float32", "int32"]);
  * @property {number} ci interval coverage, e.g. 0.95
  * @property {boolean} canOpen whether a prompt's heatmap can be opened
  * @property {string} reason why not, when it cannot
+ * @property {DatasetMetric[]} metrics every metric, in the readout's order
  */
 
-/** The series a chart can show, with their summary fields. */
-export const CHART_METRICS = {
-  answer_prob: { label: "Probability of the answer", mean: "mean", low: "low", high: "high" },
-  top1_accuracy: { label: "Answer is the top-1 token", mean: "top1", low: "top1_low", high: "top1_high" },
-  committed: { label: "Answer committed (top-1 from here on)", mean: "committed", low: "committed_low", high: "committed_high" },
-};
+/**
+ * The metrics the chart can draw: those with an interval.
+ * @param {Dataset} dataset
+ * @returns {DatasetMetric[]}
+ */
+export function chartMetrics(dataset) {
+  return dataset.metrics.filter((m) => m.interval !== null);
+}
+
+/**
+ * The chart's metric named `name`, or the first one.
+ * @param {Dataset} dataset
+ * @param {unknown} name the `metric` trait
+ * @returns {DatasetMetric}
+ */
+export function chartMetric(dataset, name) {
+  const charted = chartMetrics(dataset);
+  return charted.find((m) => m.name === name) || charted[0];
+}
 
 /**
  * The data set from the widget's traits.
@@ -100,6 +115,14 @@ export function decodeDataset(meta, data) {
     ci: Number(meta.ci ?? 0.95),
     canOpen: Boolean(meta.can_open),
     reason: String(meta.cannot_open_reason ?? ""),
+    metrics: /** @type {any[]} */ (meta.metrics ?? []).map((m) => ({
+      name: String(m.name),
+      field: String(m.field),
+      label: String(m.label),
+      short: String(m.short ?? m.label),
+      unit: String(m.unit),
+      interval: Array.isArray(m.interval) ? [String(m.interval[0]), String(m.interval[1])] : null,
+    })),
   };
 }
 
@@ -189,20 +212,28 @@ export function layerReadout(dataset, layerIndex) {
     layer: dataset.layers[layerIndex],
     rows: dataset.sets.map((set) => {
       const s = set.summary;
-      const median = s.rank_median[layerIndex];
-      const committed = s.committed ? formatInterval(s.committed[layerIndex] ?? null, s.committed_low?.[layerIndex] ?? null, s.committed_high?.[layerIndex] ?? null) : "–";
-      return {
-        set: set.label,
-        cells: [
-          [`answer probability (mean, ${ci})`, formatInterval(s.mean[layerIndex], s.low[layerIndex], s.high[layerIndex])],
-          [`top-1 accuracy (${ci})`, formatInterval(s.top1[layerIndex], s.top1_low[layerIndex], s.top1_high[layerIndex])],
-          [`committed from here on (${ci})`, committed],
-          ["median rank (0 = top-1)", median === null || !Number.isFinite(median) ? "–" : String(Number(median.toFixed(1)))],
-          ["entropy (mean)", formatBits(s.entropy_mean[layerIndex] ?? NaN)],
-          ["KL to final (mean)", formatBits(s.kl_mean[layerIndex] ?? NaN)],
-          ["prompts", String(set.nPrompts)],
-        ],
-      };
+      /** @param {string} column */
+      const at = (column) => s[column]?.[layerIndex] ?? null;
+      const cells = dataset.metrics.map((m) => {
+        /** @type {[string, string]} */
+        const cell = m.interval ? [`${m.short} (${ci})`, formatInterval(at(m.field), at(m.interval[0]), at(m.interval[1]))] : [m.short, formatValue(at(m.field), m.unit)];
+        return cell;
+      });
+      return { set: set.label, cells: [...cells, ["prompts", String(set.nPrompts)]] };
     }),
   };
+}
+
+/**
+ * One value as the readout writes it, by its unit: a probability or share as a percentage, a
+ * rank to one decimal (a median may fall between two), bits with their unit; "–" for none.
+ * @param {number | null} value
+ * @param {string} unit
+ * @returns {string}
+ */
+export function formatValue(value, unit) {
+  if (value === null || !Number.isFinite(value)) return "–";
+  if (unit === "bits") return formatBits(value);
+  if (unit === "rank") return String(Number(value.toFixed(1)));
+  return formatProb(value);
 }

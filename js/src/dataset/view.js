@@ -12,7 +12,7 @@ import { lensMenuText } from "../shared/lens_names.js";
 import { keepControlKeys } from "../shared/keys.js";
 import { formatProb, formatRank } from "../format.js";
 import { bandPath, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
-import { CHART_METRICS, datasetSeriesLook, decodeDataset, findSet, layerReadout, promptOrder } from "./data.js";
+import { chartMetric, chartMetrics, datasetSeriesLook, decodeDataset, findSet, layerReadout, promptOrder } from "./data.js";
 
 /** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
 
@@ -80,8 +80,8 @@ export class DatasetView {
     const header = h("div", "murano-ds-header");
     header.append(h("span", "murano-ds-title", {}, d.title));
     const metricSelect = h("select", "murano-ds-select", { "aria-label": "what the chart shows" });
-    for (const [name, spec] of Object.entries(CHART_METRICS)) {
-      metricSelect.append(h("option", "", { value: name }, spec.label));
+    for (const spec of chartMetrics(this.dataset)) {
+      metricSelect.append(h("option", "", { value: spec.name }, spec.label));
     }
     metricSelect.value = this.model.get("metric") || "answer_prob";
     metricSelect.addEventListener("change", () => this.send({ metric: metricSelect.value }));
@@ -192,7 +192,8 @@ export class DatasetView {
   drawChart() {
     const d = this.dataset;
     const g = this.geometry;
-    const metric = CHART_METRICS[/** @type {keyof typeof CHART_METRICS} */ (this.model.get("metric"))] || CHART_METRICS.answer_prob;
+    const metric = chartMetric(d, this.model.get("metric"));
+    const [low, high] = metric.interval || [metric.field, metric.field];
     this.ui.svg.replaceChildren();
     const axes = s("g", { class: "murano-ds-axes" });
     for (const v of [0, 0.25, 0.5, 0.75, 1]) {
@@ -217,8 +218,8 @@ export class DatasetView {
       // several lenses, the lens's colour and the set's dash.
       const look = datasetSeriesLook(d, i);
       const group = s("g", { class: "murano-ds-series", style: `color: ${look.colour}`, "data-series": i });
-      const means = summary[metric.mean] || [];
-      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[metric.low] || [], summary[metric.high] || []) }));
+      const means = summary[metric.field] || [];
+      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[low] || [], summary[high] || []) }));
       group.append(s("path", { class: "murano-ds-line", d: linePath(g, means), "stroke-dasharray": look.dash || "none", "data-set": set.name, "data-lens": set.lens ?? "" }));
       means.forEach((v, j) => {
         if (v === null || !Number.isFinite(v)) return;
