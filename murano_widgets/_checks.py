@@ -97,11 +97,11 @@ def _model_hint(model: Any) -> str:
         )
     if model is None:
         return ": load one first, e.g. model = load_demo_model()"
-    from murano_widgets.backends.contract import ModelBackend
+    from murano_widgets.backends.contract import PROPERTIES
 
     missing = [
         name
-        for name in (*ModelBackend.__annotations__, "trace", "layer", "project_on_vocab", "unembed")
+        for name in (*PROPERTIES, "trace", "layer", "project_on_vocab", "unembed")
         if not _has(model, name)
     ]
     return f", which lacks {', '.join(missing)}" if missing else ""

@@ -10,7 +10,7 @@ from here: no import circle runs through them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from murano_widgets._checks import check_bool, check_model
 from murano_widgets.chat import apply_chat, check_chat
@@ -18,6 +18,11 @@ from murano_widgets.generation import check_generation, generate_tokens
 from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import validate_answers, validate_foils, validate_prompts
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from murano_widgets.options import RunOptions
 
 __all__ = ["run_logit_lens"]
 
@@ -36,7 +41,7 @@ def run_logit_lens(
     seed: int | None = None,
     chat: Any = None,
     add_generation_prompt: bool = True,
-    **step_options: Any,
+    **step_options: Unpack[RunOptions],
 ) -> LogitLensResult | LensResults:
     """The logit lens of prompts or chats, optionally over what the model generates after them.
 
@@ -61,8 +66,10 @@ def run_logit_lens(
             token's role recorded (see :mod:`murano_widgets.chat`).
         add_generation_prompt: With ``chat``: end with the template's opening of an assistant
             turn (what a chat model reads before it replies).
-        **step_options: Passed to :class:`~murano_widgets.LogitLens`; ``lens`` may name
-            several lenses, ``lens={"logit": None, "tuned": tuned}``: one trace for all.
+        **step_options: Passed to :class:`~murano_widgets.LogitLens`
+            (:class:`~murano_widgets.options.RunOptions`: typed, so a type checker and an IDE
+            know each); ``lens`` may name several lenses, ``lens={"logit": None, "tuned":
+            tuned}``: one trace for all.
 
     Returns:
         The result (a :class:`~murano_widgets.LensResults` with named lenses, each of its

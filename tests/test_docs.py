@@ -27,6 +27,7 @@ PUBLIC_SUBMODULES = [
     "murano_widgets.attribution",
     "murano_widgets.metrics",
     "murano_widgets.results",
+    "murano_widgets.options",
     "murano_widgets.backends.architectures",
     "murano_widgets.backends.nnsight",
     "murano_widgets.demo_model",

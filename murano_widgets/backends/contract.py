@@ -44,15 +44,36 @@ class ModelBackend(Protocol):
     overhead less: :meth:`MuranoModel.block_outputs`).
     """
 
-    name: str
-    n_layers: int
-    tokenizer: Any
-    vocab_size: int
-    device: torch.device
-    dtype: torch.dtype
-    context_length: int | None
-    trained_length: int | None
-    forward_kwargs: frozenset[str]
+    # Read-only members (properties): a backend may hold them as plain attributes or compute
+    # them (MuranoModel.dtype reads the unembedding's); a settable attribute here would make a
+    # type checker refuse every MuranoModel.
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def n_layers(self) -> int: ...
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def dtype(self) -> torch.dtype: ...
+
+    @property
+    def context_length(self) -> int | None: ...
+
+    @property
+    def trained_length(self) -> int | None: ...
+
+    @property
+    def forward_kwargs(self) -> frozenset[str]: ...
 
     def trace(self, inputs: dict[str, torch.Tensor], **kwargs: Any) -> Any:
         """Opens one nnsight tracing context on ``inputs`` (``remote=True`` runs it on NDIF)."""
@@ -117,3 +138,9 @@ def block_backend(model: ModelBackend, needed_by: str) -> BlockBackend:
         f"{', '.join(missing)} as well (see murano_widgets.backends.contract.BlockBackend); "
         f"{type(model).__name__} has not"
     )
+
+
+#: The contract's read-only members, in order (what ``check_model`` names when one is missing).
+PROPERTIES = tuple(
+    name for name, value in vars(ModelBackend).items() if isinstance(value, property)
+)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from murano_widgets._checks import check_bool, check_index, check_model, check_str
 from murano_widgets.chat import apply_chat, check_chat
@@ -51,6 +51,11 @@ from murano_widgets.run import run_logit_lens
 from murano_widgets.step.inputs import encoder_for, variant_forms
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import check_encodable, validate_targets
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from murano_widgets.options import RunOptions
 
 __all__ = ["LiveSession", "model_lock"]
 
@@ -87,8 +92,9 @@ class LiveSession:
             continued by the model.
         add_generation_prompt: With chats: end each with the template's opening of an
             assistant turn.
-        **step_options: What :class:`~murano_widgets.LogitLens` takes (``lens``, ``targets``,
-            ``top_k``, ``decompose``, ``remote``, ...); ``targets`` are the initial ones (the
+        **step_options: What :class:`~murano_widgets.LogitLens` takes
+            (:class:`~murano_widgets.options.RunOptions`: ``lens``, ``targets``, ``top_k``,
+            ``decompose``, ``remote``, ...); ``targets`` are the initial ones (the
             widget's ``track`` and ``untrack`` change them).
 
     Raises:
@@ -107,7 +113,7 @@ class LiveSession:
         top_p: float | None = None,
         seed: int | None = None,
         add_generation_prompt: bool = True,
-        **step_options: Any,
+        **step_options: Unpack[RunOptions],
     ) -> None:
         check_model(model)
         for name in _PER_PROMPT:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import traitlets
 
@@ -33,6 +33,11 @@ from murano_widgets.payload.lens import LensPayload
 from murano_widgets.results import LensResults, LogitLensResult, as_given, lenses_of
 from murano_widgets.step.logit_lens import resolve_layers
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from murano_widgets.options import ShowOptions
 
 __all__ = ["METRICS", "VIEWS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
 
@@ -587,7 +592,7 @@ def show_logit_lens(
     lens_name: str | None = None,
     explain: str = EXPLAIN_TOP1,
     view: str = VIEWS[0],
-    **options: Any,
+    **options: Unpack[ShowOptions],
 ) -> LogitLensWidget:
     """Runs the logit lens on ``prompts`` and returns it as a live interactive widget: the
     result of ``run_logit_lens(model, prompts, layers, lens=lens, **options)``, with the model
@@ -622,7 +627,9 @@ def show_logit_lens(
             ``"answer"``, ``"target:<text>"``; the widget's ``explain`` trait).
         view: ``"layers"``, or with ``decompose=True`` ``"components"`` (the component view).
         **options: What :func:`~murano_widgets.run.run_logit_lens` takes, then the options of
-            the :class:`~murano_widgets.LogitLens` step; the widget keeps them for what it
+            the :class:`~murano_widgets.LogitLens` step
+            (:class:`~murano_widgets.options.ShowOptions`: typed, so a type checker and an IDE
+            know each); the widget keeps them for what it
             runs later (a typed prompt, a tracked token, a patch). Each of them:
 
             - ``answers``: each prompt's expected answer (a string, a list of accepted
