@@ -165,7 +165,7 @@ def measure_time(n: int, batch_size: int, rounds: int) -> None:
     import torch
 
     from murano_widgets import LogitLens, PromptBatch, lens_dataset, load_demo_model
-    from murano_widgets.dataset.lens_dataset import batch_order
+    from murano_widgets.dataset.runner import batch_order
 
     model = load_demo_model()
     prompts, answers = data_set(n)

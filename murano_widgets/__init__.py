@@ -20,7 +20,8 @@ from murano_widgets.backends.base import (
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
 from murano_widgets.comparison.patching import Patch, PatchComparison, patch_lens
 from murano_widgets.dataset.agreement import LensAgreement, lens_agreement
-from murano_widgets.dataset.lens_dataset import LensDataset, lens_dataset
+from murano_widgets.dataset.lens_dataset import LensDataset
+from murano_widgets.dataset.runner import lens_dataset
 from murano_widgets.demo_model import (
     load_demo_jacobian_lens,
     load_demo_model,

@@ -14,7 +14,7 @@ from reference import ReferenceLens
 
 from murano_widgets import LensDataset, LogitLens, lens_dataset
 from murano_widgets.dataset import stats
-from murano_widgets.dataset.lens_dataset import batch_order
+from murano_widgets.dataset.runner import batch_order
 
 # ---------------------------------------------------------------------------------------------
 # Synthetic data sets (for the parts that do not need a model)

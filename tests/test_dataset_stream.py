@@ -24,7 +24,7 @@ import pytest
 import torch
 
 from murano_widgets import LensDataset, LogitLens, lens_dataset
-from murano_widgets.dataset import lens_dataset as module
+from murano_widgets.dataset import runner
 from murano_widgets.dataset.shards import read_shard
 from murano_widgets.dataset.stream import (
     Batching,
@@ -257,7 +257,7 @@ def test_whole_inputs_that_cannot_be_streamed_are_refused_before_any_model_work(
 def test_a_batch_error_names_the_prompt_by_its_index_in_the_data_set():
     rows = np.array([40, 7, 1234])
     message = "answers[2] (' x') adds no token after the prompt; prompts[1] and answers['s'][0]"
-    assert module._in_data_set(message, rows) == (
+    assert runner._in_data_set(message, rows) == (
         "answers[1234] (' x') adds no token after the prompt; prompts[7] and answers['s'][40]"
     )
 

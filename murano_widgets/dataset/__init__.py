@@ -1,6 +1,8 @@
 """Data sets: the lens over many prompts, kept as per-prompt, per-layer numbers.
 
-- ``lens_dataset``: ``lens_dataset`` and ``LensDataset`` (tidy tables, summaries, widgets).
+- ``runner``: ``lens_dataset``, the run: windows of prompts in batches, remote jobs, resuming.
+- ``lens_dataset``: ``LensDataset`` (tidy tables, summaries, widgets, files) and the assembly a
+  run and a folder's load share.
 - ``stream``: the inputs as a stream (any iterable, a file of lines: ``text_lines``), checked
   item by item, sorted by length within windows, cut into batches by a token budget.
 - ``shards``: a run's folder (``path=``): one file a batch, the run's fingerprint, resuming.

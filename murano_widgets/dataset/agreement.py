@@ -21,8 +21,8 @@ import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model
 from murano_widgets.dataset.io import model_provenance
-from murano_widgets.dataset.lens_dataset import _token_lengths, batch_order
 from murano_widgets.dataset.plot import SERIES_COLOURS, _short
+from murano_widgets.dataset.runner import _token_lengths, batch_order
 from murano_widgets.dataset.stats import bootstrap_means, check_summary_args
 from murano_widgets.lenses import FINAL, lens_label, named_lenses
 from murano_widgets.step.logit_lens import LogitLens

@@ -1,21 +1,13 @@
-"""``lens_dataset``: the lens over a data set of prompts, reduced to per-prompt, per-layer numbers.
+"""``LensDataset``: the lens over a data set of prompts, reduced to per-prompt, per-layer numbers
+(made by :func:`~murano_widgets.lens_dataset`, in :mod:`murano_widgets.dataset.runner`).
 
-The prompts (and their answers and foils) may come from any iterable, a list or a generator, a
-pandas column or a file of lines, and are read as a stream (:mod:`murano_widgets.dataset.stream`):
-checked item by item, tokenized a slice at a time, sorted by token length within a window of a
-few batches and cut into batches by a token budget, so that padding stays small without sorting
-(or holding) the whole data set. Every number is written back at the prompt's own index, so the
-order given is the order kept. Of each batch only what a data-set question needs is kept: for
-every prompt and layer, the answer's probability and rank (per answer set), and the entropy, the
-KL to the final distribution and the top-1 token at the prompt's last real position. Memory
-therefore grows with ``n_prompts · n_layers`` and nothing else.
-
-With ``path=folder`` each batch is written to the folder as it finishes
-(:mod:`murano_widgets.dataset.shards`); an interrupted run called again resumes where it stopped,
-and :meth:`LensDataset.load` reads the finished folder without the model.
-
-:class:`LensDataset` holds those arrays and turns them into a tidy frame, per-layer summaries
-with bootstrap intervals, a figure, a widget, and files that remake the figure without the model.
+For every prompt and layer it holds the answer's probability and rank (per answer set), and the
+entropy, the KL to the final distribution and the top-1 token at the prompt's last real
+position. Memory therefore grows with ``n_prompts · n_layers`` and nothing else. It turns them
+into a tidy frame, per-layer summaries with bootstrap intervals, a figure, a widget, and files
+that remake the figure without the model; :meth:`LensDataset.load` reads a saved file or a run's
+finished folder. The run's records are collected and assembled here (``_Collector``,
+``_assemble``), so that a run and a folder's load make a data set the same way.
 
 With several lenses side by side (``lens={"logit": None, "tuned": tuned}``) each batch runs one
 trace for all of them, and the data set holds one single-lens data set per lens
@@ -33,26 +25,17 @@ the prompt's length; :meth:`LensDataset.contribution_summary`,
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import json
 import os
-import re
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
-from murano_widgets._checks import check_bool, check_int, check_model, check_path
-from murano_widgets._memory import return_freed_memory
-from murano_widgets.dataset.io import model_provenance, paths, read_saved, write_saved
-from murano_widgets.dataset.progress import Progress
+from murano_widgets._checks import check_model, check_path
+from murano_widgets.dataset.io import paths, read_saved, write_saved
 from murano_widgets.dataset.shards import (
-    ShardStore,
-    fingerprint_of,
     is_run_folder,
     read_folder,
     record_of,
@@ -65,15 +48,8 @@ from murano_widgets.dataset.stats import (
     set_summary,
 )
 from murano_widgets.dataset.stream import (
-    DEFAULT_SET,
-    WINDOW_BATCHES,
-    Inputs,
     Window,
-    cut_batches,
-    resolve_batching,
-    windows,
 )
-from murano_widgets.step.logit_lens import LogitLens
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,7 +58,7 @@ if TYPE_CHECKING:
     from murano_widgets.backends.base import ModelBackend
     from murano_widgets.widgets.dataset import LensDatasetWidget
 
-__all__ = ["LensDataset", "lens_dataset"]
+__all__ = ["LensDataset"]
 
 FORMAT = "murano_widgets.LensDataset"
 FORMAT_VERSION = 1
@@ -91,469 +67,6 @@ FORMAT_VERSION = 1
 LENSES_FORMAT_VERSION = 2
 #: The arrays of one lens, ``[n_layers, n_prompts]`` (per answer set for the answers).
 ARRAY_FIELDS = ("answer_probs", "answer_ranks", "entropy", "kl_to_final", "top1_tokens")
-_TOKENIZE_SLICE = 256
-#: How many times a remote batch is sent: a job that fails is sent once more.
-REMOTE_TRIES = 2
-#: Remote jobs in flight at once by default. While one job runs on the server the next one's
-#: trace is pickled, uploaded and queued: on the local NDIF (one CPU model actor) 6 demo
-#: batches of 32 prompts took 3.09 s one job at a time and 2.25 s two at a time.
-REMOTE_JOBS = 2
-
-
-def lens_dataset(
-    model: ModelBackend,
-    prompts: Iterable[Any],
-    answers: Iterable[Any] | Mapping[str, Iterable[Any]] | None = None,
-    *,
-    layers: Sequence[int] | str = "all",
-    batch_size: int | None = None,
-    batch_tokens: int | None = None,
-    progress: bool = True,
-    variants: bool = False,
-    lens: Any = None,
-    foils: Iterable[str | None] | None = None,
-    decompose: bool = False,
-    heads: bool = False,
-    path: str | os.PathLike | None = None,
-    remote: bool = False,
-    remote_jobs: int | None = None,
-) -> LensDataset:
-    """Runs the lens over a data set of prompts and keeps, per prompt and layer, the answer's fate.
-
-    The inputs are read as a stream: a list, a generator, a pandas column, a ``datasets``
-    column or a file of lines (a ``pathlib.Path``) are all read one window of a few batches at
-    a time, each prompt checked as it arrives (a bad one is an error naming its index), so
-    nothing but the per-prompt numbers grows with the number of prompts. Lists and tuples are
-    checked whole before any model work.
-
-    Args:
-        model: The model, e.g. ``load_demo_model()`` or ``MuranoModel("gpt2")``.
-        prompts: The prompts: any iterable of strings, or a ``pathlib.Path`` to a file with one
-            prompt a line. With ``answers=None``: an iterable of ``(prompt, answer)`` pairs
-            (``(prompt, answer, foil)`` with ``decompose=True``), each answer as below (a dict
-            of named sets, the same names in every pair).
-        answers: One answer per prompt (a string, a list of accepted strings, or ``None`` for
-            none), as any iterable (or a file of lines), or a dict of named answer sets,
-            ``{"capital": [...], "language": [...]}``, each such an iterable aligned with
-            ``prompts``. The inputs are zipped strictly: one that ends before the others is
-            an error naming where.
-        layers: ``"all"`` or a list of layer indices.
-        batch_size: The most prompts a batch. Alone, every batch has exactly this many (the
-            last of a window fewer).
-        batch_tokens: The most positions a batch runs: its prompts times its longest prompt's
-            tokens (padding included). With ``batch_size`` too, both limits hold. With neither,
-            an automatic budget keeps a batch's saved block outputs near 256 MiB on the CPU,
-            1 GiB on an accelerator (the demo model: 8,192 tokens; GPT-2 small: 4,096; a 7B
-            model in bfloat16: 512, on a GPU 2,048).
-            Prompts are sorted by token length within windows of 16 batches, so padding stays
-            small whatever their order (``provenance["padded_tokens"]`` against ``["tokens"]``
-            says how small).
-        progress: Show a progress bar (it disappears when done): prompts and tokens run per
-            second and the time left (unknown for a stream of unknown length; batches read
-            back from ``path`` are not counted as speed).
-        variants: Also count each answer with and without a leading space and with its first
-            letter's case changed (see :class:`LogitLens`).
-        lens: A translator such as a :class:`~murano_widgets.TunedLens`; ``None`` for the logit
-            lens. Or several lenses side by side, by name: ``{"logit": None, "tuned": tuned}``
-            (one trace a batch for all of them; see :class:`LensDataset`).
-        foils: With ``decompose=True``: one foil per prompt (a string, or ``None`` for none),
-            as any iterable, so that the contributions are to logit(answer) − logit(foil) (the
-            first token of each, as it would follow the prompt). A prompt given no foil while
-            others have one gets no contributions (NaN), as does a prompt without an answer.
-        decompose: Also keep each prompt's direct logit attribution of its answer (of the first
-            answer set, when they are named) at its last position, under the model's own
-            readout: per component, ``C`` floats a prompt (see :class:`LensDataset`).
-        heads: With ``decompose=True``: split each attention layer into its heads (and the
-            output projection's bias), ``"L3.H0"``, ..., ``"L3.attn_bias"``.
-        path: A folder to write the run to as it goes, one file per batch (made if missing).
-            Called again with the same inputs and folder, an interrupted run resumes where it
-            stopped (at most the batch that was running is lost) and gives exactly the result
-            of an uninterrupted one; a finished one is read back. Other settings (model, lens,
-            layers, options, batching) are refused before any model work, and other inputs at
-            the first window that differs, naming what changed. ``LensDataset.load(path)``
-            reads the finished folder without the model.
-        remote: Run each batch as a job on NDIF (``MuranoModel(..., backend="nnsight")``):
-            the reductions run inside the remote trace and only the per-prompt numbers come
-            back; a job that fails is sent once more; with ``path``, resumable as a local run.
-        remote_jobs: With ``remote=True``: the most jobs in flight at once (default 2). The
-            batches' results are the same whatever the number; each shard is written as its
-            job completes, so an interrupt loses at most the jobs in flight.
-
-    Returns:
-        A :class:`LensDataset` (with named lenses, one per lens inside it: ``.lens(name)``).
-
-    Raises:
-        TypeError, ValueError: For bad arguments, naming the argument (before any model work),
-            and for a bad prompt, answer or foil of a stream, naming its index (when it is read).
-    """
-    check_model(model)
-    progress = check_bool("progress", progress)
-    variants = check_bool("variants", variants)
-    decompose = check_bool("decompose", decompose)
-    heads = check_bool("heads", heads)
-    remote = check_bool("remote", remote)
-    if remote_jobs is not None:
-        if not remote:
-            raise ValueError(
-                f"remote_jobs is the number of NDIF jobs in flight, for remote=True only; got "
-                f"remote_jobs={remote_jobs!r} with remote=False"
-            )
-        remote_jobs = check_int("remote_jobs", remote_jobs, 1, None, None)
-    in_flight = (REMOTE_JOBS if remote_jobs is None else remote_jobs) if remote else 1
-    # heads=True without decompose=True is refused rather than taken to mean it: heads only
-    # split the decomposition, which costs a pass over every component, so it is turned on in
-    # so many words, and decompose=False never means anything but "no contributions".
-    if heads and not decompose:
-        raise ValueError(
-            "heads=True splits the contributions into heads, which needs decompose=True: "
-            "pass lens_dataset(..., decompose=True, heads=True)"
-        )
-    folder = None if path is None else Path(os.fspath(check_path("path", path)))
-    inputs = Inputs(prompts, answers, foils, decompose)
-    # A data set reads each prompt where it ends: the step reduces those positions alone.
-    extra = {"decompose": True, "heads": heads} if decompose else {}
-    step = LogitLens(
-        model, layers, lens=lens, variants=variants, positions="last", remote=remote, **extra
-    )
-    n_saved = len({*step.layers, model.n_layers - 1})
-    batching = resolve_batching(model, n_saved, batch_size, batch_tokens, remote)
-    # The first item tells pairs' answer sets; an empty stream is an error before model work.
-    stream = iter(inputs)
-    first = next(stream, None)
-    if first is None:
-        raise ValueError("prompts is empty: give at least one prompt")
-    sets, named, has_foils = list(inputs.set_names), bool(inputs.named), bool(inputs.has_foils)
-
-    options = {
-        "answer_sets": sets,
-        "named_sets": named,
-        "foils": has_foils,
-        "variants": variants,
-        "decompose": decompose,
-        "heads": heads,
-        "remote": remote,
-        **batching.as_dict(),
-    }
-    provenance = model_provenance(model, step, lens)
-    provenance.update(
-        batch_size=batching.batch_size,
-        batch_tokens=batching.batch_tokens,
-        window_batches=WINDOW_BATCHES,
-        variants=variants,
-        answer_sets=sets,
-        decompose=decompose,
-        heads=heads,
-        source=inputs.describe(),
-    )
-    if remote:
-        provenance["remote"] = True
-    store = None
-    if folder is not None:
-        store = ShardStore(folder, fingerprint_of(provenance, options), provenance)
-        provenance = store.provenance
-
-    lens_names = list(step.lenses)
-    labels = list(step.components.labels) if step.components is not None else None
-    collector = _Collector(lens_names, sets, labels, has_foils, named)
-    jobs: Any = contextlib.nullcontext()
-    bar = Progress(inputs.total, progress)
-    if remote:
-        from murano_widgets.backends.nnsight import job_statuses_to
-
-        # Each batch is a job: their statuses show in the data set's bar, not a line each.
-        jobs = job_statuses_to(bar.job)
-    with bar, jobs:
-        hashes, n_windows = _run_windows(
-            _chain(first, stream), model, step, batching, store, collector, bar, in_flight
-        )
-    n = collector.n_prompts
-    if not inputs.checked:
-        if not collector.any_answer:
-            warnings.warn(
-                "no prompt of the stream had an answer: the data set has no answer numbers",
-                UserWarning,
-                stacklevel=2,
-            )
-        if has_foils and not collector.any_foil:
-            warnings.warn(
-                "no prompt of the stream had a foil: every contribution is missing",
-                UserWarning,
-                stacklevel=2,
-            )
-    counts = {
-        "n_prompts": n,
-        "tokens": collector.tokens,
-        "padded_tokens": collector.padded,
-        "n_batches": collector.n_batches,
-        "n_windows": n_windows,
-    }
-    provenance.update(counts)
-    if store is not None:
-        store.finish(n, n_windows, hashes, counts)
-    return _assemble(
-        collector,
-        list(step.layers),
-        provenance,
-        named,
-        model,
-        lens if not step.named else dict(step.lenses),
-        step.named,
-    )
-
-
-def _run_windows(
-    stream: Iterable[Any],
-    model: Any,
-    step: LogitLens,
-    batching: Any,
-    store: ShardStore | None,
-    collector: _Collector,
-    bar: Progress,
-    in_flight: int = 1,
-) -> tuple[dict[str, str], int]:
-    """The run itself: window by window, each batch read back from the folder when it has it,
-    else run (and written there); the stream's hashes and number of windows at its end.
-
-    With ``in_flight`` above 1 (remote jobs) up to that many batches of a window run at once,
-    on worker threads that only wait for their job; each is written and collected here, in
-    this thread, as it completes (the collector places prompts by index, so the order does not
-    matter). An interrupt cancels the batches not yet sent."""
-    hashes: dict[str, str] = {}
-    n_windows = 0
-    sets, lens_names = collector.sets, collector.lens_names
-    pool = (
-        concurrent.futures.ThreadPoolExecutor(in_flight, thread_name_prefix="murano-ndif-job")
-        if in_flight > 1
-        else None
-    )
-
-    def finish(window: Window, number: int, n_batches: int, positions: np.ndarray, record):
-        if store is not None:
-            store.write(window, number, n_batches, _with_text(record, window, positions, sets))
-        collector.add(record, _indices(window, positions))
-        bar.ran(len(positions), record["tokens"])
-
-    try:
-        for window in windows(stream, model, batching):
-            batches = cut_batches(window.lengths, batching)
-            found = store.window(window, len(batches)) if store is not None else {}
-            collector.add_window(window)
-            running: dict[concurrent.futures.Future, tuple[int, np.ndarray]] = {}
-            for number, positions in enumerate(batches):
-                if number in found:
-                    path, shard = found.pop(number)
-                    record = record_of(shard, lens_names, sets, path)
-                    collector.add(record, _indices(window, positions))
-                    bar.read_back(len(positions))
-                    continue
-                if pool is None:
-                    bar.start()
-                    finish(
-                        window, number, len(batches), positions,
-                        _run_batch(step, window, positions, collector),
-                    )  # fmt: skip
-                    # A millisecond or two a batch. Without it the heap kept what each batch
-                    # freed, in holes between the small arrays the data set keeps, and the peak
-                    # crept up (demo model: from 123 to 216 MB above the start over the first
-                    # 18,000 prompts, then stayed; 100,000 prompts peaked 23 % above 10,000).
-                    return_freed_memory()
-                    continue
-                if len(running) >= in_flight:
-                    done, _ = concurrent.futures.wait(
-                        running, return_when=concurrent.futures.FIRST_COMPLETED
-                    )
-                    for future in done:
-                        ran_number, ran_positions = running.pop(future)
-                        finish(window, ran_number, len(batches), ran_positions, future.result())
-                bar.start()
-                future = pool.submit(_run_batch, step, window, positions, collector)
-                running[future] = (number, positions)
-            for future in concurrent.futures.as_completed(list(running)):
-                number, positions = running.pop(future)
-                finish(window, number, len(batches), positions, future.result())
-            hashes, n_windows = window.hashes, window.number + 1
-            del window, found
-    finally:
-        if pool is not None:
-            # Jobs already sent finish on the server; what they return is not waited for.
-            pool.shutdown(wait=False, cancel_futures=True)
-    return hashes, n_windows
-
-
-def _indices(window: Window, positions: np.ndarray) -> np.ndarray:
-    """The stream indices of a window's batch."""
-    return np.array([window.items[p].index for p in positions], dtype=np.int64)
-
-
-def _chain(first: Any, rest: Iterable[Any]) -> Iterable[Any]:
-    yield first
-    yield from rest
-
-
-def _run_batch(
-    step: LogitLens, window: Window, positions: np.ndarray, collector: _Collector
-) -> dict[str, Any]:
-    """One batch through the step: its record (per-prompt arrays in batch order, ``index``,
-    the top-1 token strings, the tokens run). A remote batch whose job fails is sent once
-    more (with a warning) before the failure is raised."""
-    sets, named, has_foils = collector.sets, collector.named, collector.has_foils
-    items = [window.items[p] for p in positions]
-    ids = [window.ids(p) for p in positions]
-    rows = np.array([item.index for item in items], dtype=np.int64)
-    # Prompts are batched by length, so those without an answer can make a batch of their own:
-    # it runs without answers (the step refuses answers all None), and its prompts' answer
-    # numbers stay missing.
-    batch_answers: Any = None
-    if any(entry is not None for item in items for entry in item.answers):
-        batch_answers = {name: [item.answers[s] for item in items] for s, name in enumerate(sets)}
-        if not named:
-            batch_answers = batch_answers[DEFAULT_SET]
-    # Likewise foils (which also need answers): a batch without any runs without them (its
-    # prompts' contributions are then missing, as a prompt without a foil among others gets).
-    batch_foils = None
-    if has_foils and batch_answers is not None:
-        batch_foils = [item.foil for item in items]
-        if all(foil is None for foil in batch_foils):
-            batch_foils = None
-    prompts = [item.prompt for item in items]
-    tries = REMOTE_TRIES if step.remote else 1
-    for attempt in range(tries):
-        try:
-            out = step.run(prompts, batch_answers, prompt_ids=ids, foils=batch_foils)
-            break
-        except (ValueError, TypeError) as error:
-            # The step names a prompt by its place in the batch: name it in the data set.
-            message = _in_data_set(str(error), rows)
-            if message == str(error):
-                raise
-            raise type(error)(message) from None
-        except Exception as error:
-            if attempt + 1 == tries or not _is_job_failure(error):
-                raise
-            warnings.warn(
-                f"the remote job for prompts {rows.min()}..{rows.max()} failed ({error}); "
-                "sending it once more",
-                UserWarning,
-                stacklevel=3,
-            )
-    results = list(out.values()) if step.named else [out]
-    token_strings: dict[int, str] = {}
-    lenses = [_keep_batch(result, sets, token_strings) for result in results]
-    contributions = bias = None
-    if step.decompose and batch_answers is not None:
-        # Under the last layer every lens reads the model's own output: the first lens's
-        # contributions are every lens's.
-        contributions, bias = _batch_contributions(results[0], step, len(items))
-        if has_foils:
-            # No foil where others have one: no contribution (the step's rule, kept whatever
-            # the batch its prompt fell into).
-            no_foil = np.array([item.foil is None for item in items])
-            contributions[:, no_foil] = np.nan
-            bias[no_foil] = np.nan
-    lengths = [len(i) for i in ids]
-    return {
-        "index": rows,
-        "has_foils": has_foils,
-        "lenses": lenses,
-        "contributions": contributions,
-        "contribution_bias": bias,
-        "component_labels": None if step.components is None else list(step.components.labels),
-        "token_strings": token_strings,
-        "tokens": int(sum(lengths)),
-        "padded": int(max(lengths) * len(lengths)),
-    }
-
-
-_BATCH_INDEX = re.compile(r"\b(prompts|answers|foils)((?:\['[^']*'\])?)\[(\d+)\]")
-
-
-def _in_data_set(message: str, rows: np.ndarray) -> str:
-    """The step's message with each ``prompts[i]``, ``answers[i]``, ``answers['x'][i]`` or
-    ``foils[i]`` (an index into the batch) as the index into the data set."""
-
-    def replace(match: re.Match[str]) -> str:
-        k = int(match[3])
-        return f"{match[1]}{match[2]}[{int(rows[k])}]" if k < len(rows) else match[0]
-
-    return _BATCH_INDEX.sub(replace, message)
-
-
-def _is_job_failure(error: BaseException) -> bool:
-    """Whether ``error`` is a remote job's failure (worth one more try), not a bug here."""
-    name = type(error).__name__
-    return name in ("NDIFError", "RemoteException", "ConnectionError", "TimeoutError") or any(
-        base.__name__ in ("RequestException", "ConnectionError") for base in type(error).__mro__
-    )
-
-
-def _keep_batch(result: Any, sets: list[str], token_strings: dict[int, str]) -> dict[str, Any]:
-    """What a data set keeps of one lens's result on a batch: its prompts' numbers, at each
-    prompt's last real position (``[n_layers, batch]``, batch order), and the text of the top-1
-    tokens there."""
-    last = _last_positions(result.attention_mask)
-    cols = torch.arange(len(last))
-    n_layers = result.entropy.shape[0]
-    ids = result.predicted_tokens[:, cols, last]
-    for token in torch.unique(ids).tolist():
-        if token >= 0 and token not in token_strings:
-            token_strings[token] = result.token_strings.get(token, "")
-    scored = result.answer_sets or {}
-    shape = (n_layers, len(last))
-    return {
-        "entropy": result.entropy[:, cols, last].numpy().astype(np.float32, copy=False),
-        "kl_to_final": result.kl_to_final[:, cols, last].numpy().astype(np.float32, copy=False),
-        "top1_tokens": ids.numpy().astype(np.int32),
-        "answer_probs": {
-            name: scored[name].probs.numpy().astype(np.float32, copy=False)
-            if name in scored
-            else np.full(shape, np.nan, np.float32)
-            for name in sets
-        },
-        "answer_ranks": {
-            name: scored[name].ranks.numpy().astype(np.int32)
-            if name in scored
-            else np.full(shape, -1, np.int32)
-            for name in sets
-        },
-    }
-
-
-def _batch_contributions(result: Any, step: LogitLens, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """A batch's direct logit attribution of its prompts' answers, ``[C, batch]`` and
-    ``[batch]``."""
-    labels = result.component_labels
-    values, bias = result.answer_contributions, result.answer_contribution_bias
-    if labels is None or values is None or bias is None:
-        raise RuntimeError(
-            "the step was asked for decompose=True but its result has no answer_contributions"
-        )
-    expected = list(step.components.labels) if step.components is not None else None
-    if list(labels) != expected:
-        raise RuntimeError("the step's component_labels differ from its component layout's")
-    if tuple(values.shape) != (len(labels), n) or tuple(bias.shape) != (n,):
-        raise RuntimeError(
-            f"the step's answer_contributions has shape {tuple(values.shape)} and "
-            f"answer_contribution_bias {tuple(bias.shape)}; expected {(len(labels), n)} "
-            f"and {(n,)}"
-        )
-    return (
-        values.detach().float().cpu().numpy().copy(),
-        bias.detach().float().cpu().numpy().copy(),
-    )
-
-
-def _with_text(
-    record: dict[str, Any], window: Window, positions: np.ndarray, sets: list[str]
-) -> dict[str, Any]:
-    """A record with its prompts', answers' and foils' text (in batch order), for its shard."""
-    items = [window.items[p] for p in positions]
-    has_foils = record["has_foils"]
-    return {
-        **record,
-        "prompts": [item.prompt for item in items],
-        "answers": {name: [item.answers[s] for item in items] for s, name in enumerate(sets)},
-        "foils": [item.foil for item in items] if has_foils else None,
-    }
 
 
 class _Collector:
@@ -1516,28 +1029,6 @@ def _layers_first(on_disk: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(on_disk.T)
 
 
-def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
-    """Each prompt's token count, checked against the model's context before any model work."""
-    lengths = np.empty(len(prompts), dtype=np.int64)
-    # In slices: a fast tokenizer keeps a full encoding (tokens, offsets, ...) per prompt, a few
-    # kB each, which over the whole data set would be the largest thing this function makes.
-    for start in range(0, len(prompts), _TOKENIZE_SLICE):
-        encoded = model.tokenizer(
-            prompts[start : start + _TOKENIZE_SLICE],
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
-        lengths[start : start + len(encoded["input_ids"])] = [len(i) for i in encoded["input_ids"]]
-    limit = getattr(model, "context_length", None)
-    if limit is not None and lengths.max() > limit:
-        longest = int(lengths.argmax())
-        raise ValueError(
-            f"prompts[{longest}] is {int(lengths[longest])} tokens long, more than the model's "
-            f"context of {limit} tokens; shorten it"
-        )
-    return lengths
-
-
 def _table_positions(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
     """Each token id's position in ``["", *table.values()]``: 0 for -1 or an id not in the
     table, vectorised."""
@@ -1554,15 +1045,3 @@ def _decode(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
     """Token ids to their strings through ``table`` ("" for -1 or an id not in it), vectorised."""
     words = np.array(["", *table.values()], dtype=object)
     return words[_table_positions(ids, table)]
-
-
-def batch_order(lengths: Sequence[int]) -> np.ndarray:
-    """The prompt indices sorted by token length (ties kept in order): consecutive slices of it
-    are batches of similar length, so padding stays small."""
-    return np.argsort(np.asarray(lengths), kind="stable")
-
-
-def _last_positions(attention_mask: torch.Tensor) -> torch.Tensor:
-    """Each prompt's last real position in the padded sequence (left or right padding)."""
-    seq = attention_mask.shape[1]
-    return (attention_mask.bool().long() * torch.arange(1, seq + 1)).argmax(dim=1)
