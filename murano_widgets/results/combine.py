@@ -94,7 +94,7 @@ def concat_results(
         _concat_between(held, left),
         named=held[0].named,
     )
-    return as_given(combined.validate())
+    return as_given(combined.check_one_batch())  # _concat validated each lens
 
 
 def select_prompts(
@@ -137,7 +137,8 @@ def select_prompts(
             pair: _fit(values.index_select(1, at), 2, width, left, float("nan"))
             for pair, values in held.kl_between.items()
         }
-    return as_given(held.map(lambda one: _select(one, indices, left), between).validate())
+    # _select validates each lens: the lenses together are checked once more as one batch.
+    return as_given(held.map(lambda one: _select(one, indices, left), between).check_one_batch())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +147,6 @@ def select_prompts(
 
 def _concat(parts: list[LogitLensResult], left: bool, pad_id: int, lens: str) -> LogitLensResult:
     for index, part in enumerate(parts):
-        _check_kind(part)
         _check_padded(part, left, f"{lens}part {index}")
     first = parts[0]
     for name in _SAME:
@@ -201,7 +201,6 @@ def _concat(parts: list[LogitLensResult], left: bool, pad_id: int, lens: str) ->
 
 
 def _select(result: LogitLensResult, indices: list[int], left: bool) -> LogitLensResult:
-    _check_kind(result)
     _check_padded(result, left, "the result")
     width = max(result.lengths[i] for i in indices)
     at = torch.tensor(indices, dtype=torch.long)
@@ -248,11 +247,6 @@ def _check_side(padding_side: Any) -> bool:
     if padding_side not in ("left", "right"):
         raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
     return padding_side == "left"
-
-
-def _check_kind(result: Any) -> None:
-    if not isinstance(result, LogitLensResult):
-        raise TypeError(f"expected a LogitLensResult, got {type(result).__name__}")
 
 
 def _check_padded(result: LogitLensResult, left: bool, what: str) -> None:

@@ -146,8 +146,23 @@ class LensResults(Mapping[str, LogitLensResult]):
         )
 
     def validate(self) -> LensResults:
-        """Checks each result, and that they are of one batch: the same layers, prompts, tokens,
-        mask and final prediction.
+        """Checks each result, and that they are of one batch (:meth:`check_one_batch`).
+
+        Returns:
+            The results themselves.
+
+        Raises:
+            ValueError: Naming the lens and the field that disagrees.
+        """
+        for result in self._results.values():
+            result.validate()
+        return self.check_one_batch()
+
+    def check_one_batch(self) -> LensResults:
+        """Checks that the results, each valid, are of one batch: the same layers, prompts,
+        tokens, mask and final prediction, and ``kl_between`` of their shape (what
+        :meth:`validate` adds to each result's own checks; the functions that made each result
+        valid just now call this alone).
 
         Returns:
             The results themselves.
@@ -157,7 +172,6 @@ class LensResults(Mapping[str, LogitLensResult]):
         """
         first_name, first = next(iter(self._results.items()))
         for name, result in self._results.items():
-            result.validate()
             if result is first:
                 continue
             if result.layers != first.layers:
