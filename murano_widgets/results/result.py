@@ -302,25 +302,14 @@ class LogitLensResult:
             )
         for name, spec in SPECS.items():
             value = getattr(self, name)
-            if value is not None and spec.role == "tensor":
+            if spec.role == "tensor" and value is not None:
                 _check_tensor(name, spec, value, sizes)
-        cell = (n_layers, n_inputs, seq)
-        for set_name, scores in (self.answer_sets or {}).items():
-            _check_answer_set(set_name, scores, cell)
-        for name, spec in SPECS.items():
-            value = getattr(self, name)
-            if spec.role == "nested":
+            elif spec.role == "nested":
                 _check_nested(name, value, tuple(sizes[axis] for axis in spec.axes))
-            elif (
-                spec.role == "per_prompt"
-                and value is not None
-                and (not isinstance(value, list) or len(value) != n_inputs)
-            ):
-                got = f"{len(value)} entries" if isinstance(value, list) else repr(value)
-                raise ValueError(
-                    f"LogitLensResult.{name} must be a list with one entry per prompt "
-                    f"({n_inputs}: attention_mask's rows), got {_short(got)}"
-                )
+            elif spec.role == "per_prompt" and value is not None:
+                _check_per_prompt(name, value, n_inputs)
+        for set_name, scores in (self.answer_sets or {}).items():
+            _check_answer_set(set_name, scores, (n_layers, n_inputs, seq))
         _check_generation_fields(self)
         return self
 
@@ -358,7 +347,7 @@ class LogitLensResult:
             "position", position, len(positions), f"real tokens in prompt {prompt}"
         )
         seq = positions[position]
-        cell = (row, prompt, seq)
+        at = (row, prompt, seq)
         described: dict[str, Any] = {
             "prompt": prompt,
             "layer_index": row,
@@ -367,7 +356,7 @@ class LogitLensResult:
             "sequence_index": seq,
             "input_token": self.input_words[prompt][seq],
             "predicted_token": self.predicted_words[row][prompt][seq],
-            "probability": float(self.max_probs[cell]),
+            "probability": float(self.max_probs[at]),
         }
         # A layer number alone does not say which of a layer's two rows (after its attention,
         # or its output) the cell is; a result of block outputs alone describes as it did.
@@ -381,21 +370,21 @@ class LogitLensResult:
             described["top_k"] = [
                 (self.token_strings.get(int(token), ""), float(prob))
                 for token, prob in zip(
-                    self.topk_tokens[cell].tolist(), self.topk_probs[cell].tolist(), strict=True
+                    self.topk_tokens[at].tolist(), self.topk_probs[at].tolist(), strict=True
                 )
                 if token >= 0
             ]
         for name in _CELL_FIELDS:
             field = getattr(self, name)
             if field is not None:
-                described[name] = field[cell].item()
+                described[name] = field[at].item()
         if self.targets and self.target_probs is not None and self.target_ranks is not None:
             described["targets"] = {
                 target: {"prob": float(prob), "rank": int(rank)}
                 for target, prob, rank in zip(
                     self.targets,
-                    self.target_probs[cell].tolist(),
-                    self.target_ranks[cell].tolist(),
+                    self.target_probs[at].tolist(),
+                    self.target_ranks[at].tolist(),
                     strict=True,
                 )
             }
@@ -408,8 +397,8 @@ class LogitLensResult:
             described["answers"] = {
                 name: {
                     "answers": scores.answers[prompt],
-                    "token_prob": float(scores.token_probs[cell]),
-                    "token_rank": int(scores.token_ranks[cell]),
+                    "token_prob": float(scores.token_probs[at]),
+                    "token_rank": int(scores.token_ranks[at]),
                     # The whole answer, teacher-forced, is scored where the prompt ends.
                     **(
                         {
@@ -453,7 +442,7 @@ class LogitLensResult:
                 parts.append(f"{name}=Tensor{list(value.shape)}")
             elif name == "addresses":
                 parts.append(f"layers={self.layers}")
-            elif spec.role in ("nested", "per_prompt") or name == "token_strings":
+            elif spec.role in ("nested", "per_prompt", "own"):
                 parts.append(f"{name}=<{len(value)}>")
             else:
                 parts.append(f"{name}={value!r}")
@@ -493,6 +482,15 @@ def _check_tensor(name: str, spec: Spec, value: Any, sizes: dict[str, int]) -> N
         )
     if spec.fill == "nan" and not value.is_floating_point():
         raise ValueError(f"LogitLensResult.{name} must hold floats, got {value.dtype}")
+
+
+def _check_per_prompt(name: str, value: Any, n_inputs: int) -> None:
+    if not isinstance(value, list) or len(value) != n_inputs:
+        got = f"{len(value)} entries" if isinstance(value, list) else repr(value)
+        raise ValueError(
+            f"LogitLensResult.{name} must be a list with one entry per prompt "
+            f"({n_inputs}: attention_mask's rows), got {_short(got)}"
+        )
 
 
 def _short(text: str, limit: int = 80) -> str:
