@@ -85,11 +85,12 @@ class Metric:
     field: str
     label: str
     unit: str
-    scale: str
-    reverse: bool
-    log: bool
-    description: str
-    final_based: bool
+    # The heatmap's own (a diff's or data set's entry leaves what it has no use for).
+    scale: str = ""
+    reverse: bool = False
+    log: bool = False
+    description: str = ""
+    final_based: bool = False
     target_label: str | None = None
     view: str = "lens"
     short: str | None = None
@@ -220,11 +221,8 @@ DIFF_METRICS: dict[str, Metric] = {
             "Change in the chosen token's probability (b − a)",
             "delta",
             "diverging",
-            False,
-            False,
-            "Orange: b gives the chosen token more probability than a; blue: less; neutral "
-            "(nearest the page's background): no change.",
-            False,
+            description="Orange: b gives the chosen token more probability than a; blue: less; "
+            "neutral (nearest the page's background): no change.",
             view="diff",
             short="Δ p",
         ),
@@ -234,10 +232,7 @@ DIFF_METRICS: dict[str, Metric] = {
             "KL(a ‖ b) in bits",
             "bits",
             "sequential",
-            False,
-            False,
-            "How far b's distribution is from a's (0: the same).",
-            False,
+            description="How far b's distribution is from a's (0: the same).",
             view="diff",
             short="KL",
         ),
@@ -247,10 +242,7 @@ DIFF_METRICS: dict[str, Metric] = {
             "Top-1 token differs",
             "boolean",
             "binary",
-            False,
-            False,
-            "Orange where the two cells' top-1 tokens differ.",
-            False,
+            description="Orange where the two cells' top-1 tokens differ.",
             view="diff",
             short="top-1",
         ),
@@ -267,11 +259,8 @@ DATASET_METRICS: dict[str, Metric] = {
             "answer_prob_mean",
             "Probability of the answer (mean)",
             "probability",
-            "",
-            False,
-            False,
-            "The answer's probability, teacher-forced, averaged over the prompts that have one.",
-            False,
+            description="The answer's probability, teacher-forced, averaged over the prompts "
+            "that have one.",
             view="dataset",
             short="mean answer probability",
             interval=("answer_prob_ci_low", "answer_prob_ci_high"),
@@ -281,11 +270,8 @@ DATASET_METRICS: dict[str, Metric] = {
             "top1_accuracy",
             "Answer is the top-1 token (share of prompts)",
             "share",
-            "",
-            False,
-            False,
-            "The share of prompts whose answer's first token is the layer's top-1 token.",
-            False,
+            description="The share of prompts whose answer's first token is the layer's top-1 "
+            "token.",
             view="dataset",
             short="top-1 accuracy",
             interval=("top1_accuracy_ci_low", "top1_accuracy_ci_high"),
@@ -295,12 +281,8 @@ DATASET_METRICS: dict[str, Metric] = {
             "committed",
             "Answer committed: top-1 from this layer on (share of prompts)",
             "share",
-            "",
-            False,
-            False,
-            "The share of prompts whose answer is the top-1 token at this layer and every "
-            "later one.",
-            False,
+            description="The share of prompts whose answer is the top-1 token at this layer "
+            "and every later one.",
             view="dataset",
             short="committed from here on",
             interval=("committed_ci_low", "committed_ci_high"),
@@ -310,11 +292,7 @@ DATASET_METRICS: dict[str, Metric] = {
             "answer_rank_median",
             "Rank of the answer (median; 0 = top-1)",
             "rank",
-            "",
-            False,
-            False,
-            "The median rank of the answer's first token.",
-            False,
+            description="The median rank of the answer's first token.",
             view="dataset",
             short="median rank (0 = top-1)",
         ),
@@ -325,11 +303,8 @@ DATASET_METRICS: dict[str, Metric] = {
                 f"{metric.field}_mean",
                 f"{metric.label} (mean)",
                 metric.unit,
-                "",
-                False,
-                False,
-                metric.description,
-                metric.final_based,
+                description=metric.description,
+                final_based=metric.final_based,
                 view="dataset",
                 short=f"{metric.short or metric.name} (mean)",
             )
