@@ -40,6 +40,7 @@ __all__ = [
     "VIEWS",
     "Metric",
     "Section",
+    "held_metrics",
     "metric_domain",
     "missing_value",
 ]
@@ -154,6 +155,7 @@ METRICS: dict[str, Metric] = {
             "How much probability the layer already gives to the token the model finally "
             "predicts at that position.",
             True,
+            short="final prediction's probability",
             reduced=True,
         ),
         Metric(
@@ -167,6 +169,7 @@ METRICS: dict[str, Metric] = {
             "Where the model's final prediction stands in the layer's ranking: rank 0 means "
             "the layer already predicts it.",
             True,
+            short="final prediction's rank",
             reduced=True,
         ),
         Metric(
@@ -250,7 +253,8 @@ DIFF_METRICS: dict[str, Metric] = {
 }
 
 #: A data set's values per layer, over its prompts (:meth:`LensDataset.summary`'s columns):
-#: the chart draws those with an interval; the readout shows them all.
+#: the chart draws those with an interval; the readout shows them all. The answer's are the data
+#: set's own; every reduced heatmap metric follows, derived from :data:`METRICS`.
 DATASET_METRICS: dict[str, Metric] = {
     metric.name: metric
     for metric in (
@@ -296,7 +300,8 @@ DATASET_METRICS: dict[str, Metric] = {
             view="dataset",
             short="median rank (0 = top-1)",
         ),
-        # The heatmap's metrics a data set keeps at each prompt's last position: their mean.
+        # Every reduced heatmap metric, which a data set keeps at each prompt's last position
+        # (murano_widgets.dataset.table): its mean over the prompts, with an interval.
         *(
             Metric(
                 metric.name,
@@ -307,14 +312,29 @@ DATASET_METRICS: dict[str, Metric] = {
                 final_based=metric.final_based,
                 view="dataset",
                 short=f"{metric.short or metric.name} (mean)",
+                interval=(f"{metric.field}_ci_low", f"{metric.field}_ci_high"),
             )
-            for metric in (METRICS["entropy"], METRICS["kl"])
+            for metric in METRICS.values()
+            if metric.reduced
         ),
     )
 }
 
 #: The data set's metrics its chart (and ``plot_dataset``) can draw: those with an interval.
 DATASET_CHART = tuple(name for name, metric in DATASET_METRICS.items() if metric.interval)
+
+
+def held_metrics(columns: Any) -> list[Metric]:
+    """A data set's metrics whose summary ``columns`` are there: all of
+    :data:`DATASET_METRICS`, less the heatmap metrics that a data set saved by an older version
+    did not keep."""
+    have = set(columns)
+    return [
+        metric
+        for metric in DATASET_METRICS.values()
+        if {metric.field, *(metric.interval or ())} <= have
+    ]
+
 
 #: Every view's metrics: what a view's payload sends as ``meta["metrics"]``.
 VIEWS: dict[str, dict[str, Metric]] = {

@@ -1068,6 +1068,10 @@ def dataset_cases() -> dict[str, tuple[LensDataset, float]]:
         "layers": [3, 7],
         "entropy": grid([[6.5, 1.25], [7.0, 2.0], [5.5, 3.5], [6.0, NAN]], np.float32),
         "kl_to_final": grid([[3.0, 0.25], [2.5, 0.125], [4.0, 1.0], [3.5, NAN]], np.float32),
+        "final_token_probs": grid(
+            [[0.125, 0.75], [0.25, 0.5], [0.0, 0.5], [0.25, NAN]], np.float32
+        ),
+        "final_token_ranks": grid([[40, 0], [7, 1], [120, 0], [3, -1]], np.int32),
         "top1_tokens": grid([[2, 0], [2, 1], [3, 3], [0, -1]], np.int32),
         "token_strings": {0: " Paris", 1: " Rome", 2: " the", 3: "<"},
         "provenance": {"model_name": "org/synthetic-8", "lens_kind": "logit", "n_model_layers": 8},
@@ -1121,7 +1125,7 @@ def dataset_cases() -> dict[str, tuple[LensDataset, float]]:
             ],
         },
         named_sets=True,
-        lenses={"logit": two, "tuned": tuned},
+        lenses={"logit": two.arrays(), "tuned": tuned.arrays()},
     )
     return {"two_sets": (two, 0.9), "one_set": (one, 0.95), "lenses": (lenses, 0.9)}
 
@@ -1129,7 +1133,8 @@ def dataset_cases() -> dict[str, tuple[LensDataset, float]]:
 def dataset_expected(dataset: LensDataset, ci: float) -> dict[str, Any]:
     titles = {entry["name"]: entry["title"] for entry in dataset.provenance.get("lenses", [])}
     sets = []
-    for lens, part in dataset._parts():
+    for lens in dataset.lens_names or [None]:
+        part = dataset if lens is None else dataset.lens(lens)
         for name, forms in part.answers.items():
             # One row per prompt, as the chart's payload holds them.
             probs = part.answer_probs[name].T.astype(np.float64)

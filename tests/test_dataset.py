@@ -15,6 +15,7 @@ from reference import ReferenceLens
 from murano_widgets import LensDataset, LogitLens, lens_dataset
 from murano_widgets.dataset import stats
 from murano_widgets.dataset.runner import batch_order
+from murano_widgets.dataset.table import METRIC_FIELDS, is_integer
 
 # ---------------------------------------------------------------------------------------------
 # Synthetic data sets (for the parts that do not need a model)
@@ -47,6 +48,8 @@ def synthetic(n=40, layers=(0, 2, 5), named=True, seed=1, missing=True, names=No
         answer_ranks={name: layers_first(values) for name, values in ranks.items()},
         entropy=layers_first(rng.random((n, n_layers)).astype(np.float32) * 8),
         kl_to_final=layers_first(rng.random((n, n_layers)).astype(np.float32)),
+        final_token_probs=layers_first(rng.random((n, n_layers)).astype(np.float32)),
+        final_token_ranks=layers_first(rng.integers(-1, 50, (n, n_layers)).astype(np.int32)),
         top1_tokens=layers_first(rng.integers(0, 3, (n, n_layers))),
         token_strings={0: " x", 1: " y", 2: "\n"},
         provenance={"model_name": "synthetic", "lens_kind": "logit", "n_model_layers": 6},
@@ -96,14 +99,15 @@ def test_summary_matches_a_direct_bootstrap_loop(block, monkeypatch):
         for j in range(len(data.layers)):
             valid = ranks[:, j] >= 0
             assert rows["answer_rank_median"].iloc[j] == np.median(ranks[valid, j])
-        np.testing.assert_allclose(
-            rows["entropy_mean"], data.entropy[:, has].T.astype(np.float64).mean(0), rtol=1e-6
-        )
-        np.testing.assert_allclose(
-            rows["kl_to_final_mean"],
-            data.kl_to_final[:, has].T.astype(np.float64).mean(0),
-            rtol=1e-6,
-        )
+        # Every metric field's mean and interval: the same textbook loop, ranks' -1 as none.
+        for field in data.fields:
+            values = getattr(data, field)[:, has].T.astype(np.float64)
+            if is_integer(field):
+                values[values < 0] = np.nan
+            mean, low, high = loop_bootstrap(values, 0.9, 300, 7)
+            np.testing.assert_allclose(rows[f"{field}_mean"], mean, rtol=1e-9, err_msg=field)
+            np.testing.assert_allclose(rows[f"{field}_ci_low"], low, rtol=1e-9, err_msg=field)
+            np.testing.assert_allclose(rows[f"{field}_ci_high"], high, rtol=1e-9, err_msg=field)
         assert (rows["n_prompts"] == has.sum()).all()
         assert list(rows["layer"]) == data.layers
 
@@ -168,7 +172,8 @@ def test_to_pandas_is_tidy_and_carries_provenance():
     assert len(frame) == 2 * n * n_layers
     assert list(frame.columns) == [
         "prompt_index", "prompt", "answer", "answer_set", "layer", "answer_prob", "answer_rank",
-        "answer_is_top1", "entropy", "kl_to_final", "top1_token", "commitment_layer",
+        "answer_is_top1", "entropy", "final_token_probs", "final_token_ranks", "kl_to_final",
+        "top1_token", "commitment_layer",
     ]  # fmt: skip
     assert frame.attrs["provenance"] == data.provenance
     for name in data.answers:
@@ -188,6 +193,12 @@ def test_to_pandas_is_tidy_and_carries_provenance():
                 "answer_prob"
             ] == pytest.approx(float(prob))
             assert row["entropy"] == pytest.approx(float(data.entropy[j, p]))
+            final_rank = data.final_token_ranks[j, p]
+            assert (
+                (row["final_token_ranks"] is pd.NA)
+                if final_rank < 0
+                else (row["final_token_ranks"] == final_rank)
+            )
             assert row["top1_token"] == data.token_strings[int(data.top1_tokens[j, p])]
             forms = data.answers[name][p]
             if forms is None:
@@ -347,8 +358,8 @@ def reference_answer(ref: ReferenceLens, prompt: str, answer: str) -> dict[str, 
     return {
         "prob": prob.numpy(),
         "rank": rank.numpy(),
-        "entropy": alone["entropy"][:, -1].numpy(),
-        "kl": alone["kl_to_final"][:, -1].numpy(),
+        # Every metric field the data set keeps, from the plain-hooks reference by its name.
+        **{field: alone[field][:, -1].numpy() for field in METRIC_FIELDS},
         "top1": alone["predicted_tokens"][:, -1].numpy(),
         "n_answer_tokens": len(answer_ids),
     }
@@ -385,7 +396,15 @@ def test_per_prompt_numbers_equal_the_reference_lens(padded, tiny_model_dirs):
         )
         np.testing.assert_array_equal(data.answer_ranks["answer"][:, p], expected["rank"], prompt)
         np.testing.assert_allclose(data.entropy[:, p], expected["entropy"], rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(data.kl_to_final[:, p], expected["kl"], rtol=1e-3, atol=1e-5)
+        np.testing.assert_allclose(
+            data.kl_to_final[:, p], expected["kl_to_final"], rtol=1e-3, atol=1e-5
+        )
+        np.testing.assert_allclose(
+            data.final_token_probs[:, p], expected["final_token_probs"], rtol=1e-4, atol=1e-6
+        )
+        np.testing.assert_array_equal(
+            data.final_token_ranks[:, p], expected["final_token_ranks"], prompt
+        )
         np.testing.assert_array_equal(data.top1_tokens[:, p], expected["top1"])
     assert multi >= 2, "test precondition: some answers take several tokens"
     frame = data.to_pandas()
@@ -613,3 +632,66 @@ def test_variants_and_a_tuned_lens_reach_the_step_and_the_provenance():
     assert data.answer_probs["answer"][-1, 0] > 10 * plain.answer_probs["answer"][-1, 0], (
         "'Paris' without its space is rare; with variants=True ' Paris' is counted too"
     )
+
+
+def test_every_reduced_heatmap_metric_reaches_a_data_set(tmp_path):
+    """A reduced metric of the registry is kept, summarised with an interval, sent to the
+    widget, plotted and saved by a data set, with nothing listing it but the registry."""
+    from murano_widgets.metrics import DATASET_METRICS, METRICS
+    from murano_widgets.widgets.dataset import LensDatasetWidget
+
+    data = synthetic()
+    reduced = [metric for metric in METRICS.values() if metric.reduced]
+    assert data.fields == tuple(metric.field for metric in reduced)
+    summary = data.summary(n_boot=50)
+    widget = LensDatasetWidget(data, n_boot=50)
+    sent = {entry["name"]: entry for entry in widget.chart._meta["metrics"]}
+    for metric in reduced:
+        entry = DATASET_METRICS[metric.name]
+        assert entry.field == f"{metric.field}_mean" and entry.unit == metric.unit
+        assert entry.interval == (f"{metric.field}_ci_low", f"{metric.field}_ci_high")
+        assert {entry.field, *entry.interval} <= set(summary.columns)
+        assert sent[metric.name]["interval"] is not None
+        series = widget.chart._meta["sets"][0]["summary"]
+        assert len(series[entry.field]) == len(data.layers)
+        widget.chart.metric = metric.name  # the chart accepts it
+        fig = data.plot(metric=metric.name, n_boot=50)
+        low, high = fig.axes[0].get_ylim()
+        top = np.nanmax(summary[[entry.field, *entry.interval]].to_numpy(dtype=float))
+        assert low <= 0 and high >= top, "the axis holds every interval"
+    data.save(tmp_path / "d")
+    loaded = LensDataset.load(tmp_path / "d")
+    assert loaded.fields == data.fields
+    for field in data.fields:
+        np.testing.assert_array_equal(getattr(loaded, field), getattr(data, field))
+
+
+def test_a_file_saved_before_the_fields_were_derived_still_loads(tmp_path):
+    # Such a sidecar has no "fields" entry and its npz only entropy and KL.
+    data = synthetic()
+    arrays = {name: getattr(data, name) for name in ("entropy", "kl_to_final", "top1_tokens")}
+    old = LensDataset(
+        prompts=data.prompts,
+        layers=data.layers,
+        answers=data.answers,
+        answer_probs=data.answer_probs,
+        answer_ranks=data.answer_ranks,
+        token_strings=data.token_strings,
+        provenance=data.provenance,
+        named_sets=data.named_sets,
+        **arrays,
+    )
+    npz = old.save(tmp_path / "old")
+    sidecar_path = npz.with_suffix(".json")
+    sidecar = json.loads(sidecar_path.read_text())
+    del sidecar["fields"]
+    sidecar_path.write_text(json.dumps(sidecar))
+    loaded = LensDataset.load(npz)
+    assert loaded.fields == ("entropy", "kl_to_final")
+    np.testing.assert_array_equal(loaded.entropy, data.entropy)
+    assert "final_prob" not in {metric.name for metric in loaded.metrics}
+    # A sidecar naming a field this version does not know was written by a newer one.
+    sidecar["fields"] = ["entropy", "kl_to_final", "surprise"]
+    sidecar_path.write_text(json.dumps(sidecar))
+    with pytest.raises(ValueError, match=r"holds the fields \['surprise'\].*newer version"):
+        LensDataset.load(npz)

@@ -322,7 +322,8 @@ def test_a_file_without_contributions_is_written_as_before_and_loads(tmp_path):
     sidecar = json.loads((tmp_path / "plain.json").read_text())
     assert "contributions" not in sidecar
     assert set(np.load(tmp_path / "plain.npz")) == {
-        "entropy", "kl_to_final", "top1", "prob_0", "rank_0", "prob_1", "rank_1",
+        "entropy", "final_token_probs", "final_token_ranks", "kl_to_final", "top1", "prob_0",
+        "rank_0", "prob_1", "rank_1",
     }  # fmt: skip
     loaded = LensDataset.load(tmp_path / "plain")
     assert loaded.component_labels is None and loaded.contributions is None

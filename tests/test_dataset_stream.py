@@ -32,6 +32,7 @@ from murano_widgets.dataset.stream import (
     cut_batches,
     text_lines,
 )
+from murano_widgets.dataset.table import METRIC_FIELDS, is_integer
 from murano_widgets.demo_model.corpus import eval_prompts
 from murano_widgets.types import validate_answers
 
@@ -64,9 +65,9 @@ def assert_same(a: LensDataset, b: LensDataset) -> None:
         for name in x.answers:
             np.testing.assert_array_equal(x.answer_probs[name], y.answer_probs[name])
             np.testing.assert_array_equal(x.answer_ranks[name], y.answer_ranks[name])
-        np.testing.assert_array_equal(x.entropy, y.entropy)
-        np.testing.assert_array_equal(x.kl_to_final, y.kl_to_final)
-        np.testing.assert_array_equal(x.top1_tokens, y.top1_tokens)
+        assert x.fields == y.fields == METRIC_FIELDS
+        for field in (*METRIC_FIELDS, "top1_tokens"):
+            np.testing.assert_array_equal(getattr(x, field), getattr(y, field))
     if a.contributions is not None or b.contributions is not None:
         np.testing.assert_array_equal(a.contributions, b.contributions)
         np.testing.assert_array_equal(a.contribution_bias, b.contribution_bias)
@@ -96,10 +97,14 @@ def stand_in_run(self, prompts, answers=None, *, prompt_ids=None, foils=None):
         )
         for name, entries in sets.items()
     }
+    # Every metric field a data set keeps (the registry's reduced ones): each a scaled grid.
+    fields = {
+        field: (grid * (k + 1) * 10).long() if is_integer(field) else (grid / (k + 1)).float()
+        for k, field in enumerate(METRIC_FIELDS)
+    }
     return SimpleNamespace(
         attention_mask=mask,
-        entropy=grid.float(),
-        kl_to_final=(grid / 2).float(),
+        **fields,
         predicted_tokens=(seed[None, :, None] % 7 + layer).long().expand(n_layers, n, seq),
         token_strings={k: f"t{k}" for k in range(7 + n_layers)},
         answer_sets=scored or None,
@@ -428,7 +433,7 @@ def tracemalloc_peak(run) -> tuple[int, object]:
 def kept_bytes(data: LensDataset) -> int:
     """The per-prompt fields a data set keeps: its arrays and its prompts' text."""
     arrays = (*data.answer_probs.values(), *data.answer_ranks.values())
-    arrays += (data.entropy, data.kl_to_final, data.top1_tokens)
+    arrays += (*(getattr(data, field) for field in METRIC_FIELDS), data.top1_tokens)
     text = sum(sys.getsizeof(p) + 16 for p in data.prompts)  # the string, two list slots
     return sum(a.nbytes for a in arrays) + text
 
@@ -610,3 +615,34 @@ def test_remote_jobs_is_checked_before_any_model_work(load_tiny):
     model = load_tiny("gpt2")
     with pytest.raises(ValueError, match=r"remote_jobs is the number of NDIF jobs.*remote=False"):
         lens_dataset(model, ["a b"], [" c"], remote_jobs=2, progress=False)
+
+
+def test_a_folder_of_a_version_that_kept_fewer_fields_loads_and_is_not_resumed(
+    load_tiny, tmp_path, monkeypatch
+):
+    # A run written when a data set kept only entropy and KL (what every version before the
+    # fields were derived from the metric registry kept), emulated by narrowing the list.
+    from murano_widgets.dataset.table import LEGACY_FIELDS
+
+    model = load_tiny("gpt2")
+    prompts, answers = demo_lists(30)
+    folder = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(runner, "METRIC_FIELDS", LEGACY_FIELDS)
+        old = lens_dataset(model, prompts, answers, batch_tokens=512, path=folder, progress=False)
+    assert old.fields == LEGACY_FIELDS
+    loaded = LensDataset.load(folder)
+    assert loaded.fields == LEGACY_FIELDS
+    np.testing.assert_array_equal(loaded.kl_to_final, old.kl_to_final)
+    with pytest.raises(AttributeError, match=r"no final_token_probs: it holds \['entropy'"):
+        loaded.final_token_probs  # noqa: B018
+    # Its summary, widget and figure offer what it holds, and name what it lacks.
+    assert "final_token_probs_mean" not in loaded.summary(n_boot=20).columns
+    assert {m.name for m in loaded.metrics} >= {"entropy", "kl"}
+    assert "final_prob" not in {m.name for m in loaded.metrics}
+    with pytest.raises(ValueError, match=r"metric must be one of .*kept only the fields"):
+        loaded.plot(metric="final_prob", n_boot=20)
+    # The current version keeps more: the folder is another run's, named by what differs.
+    monkeypatch.setattr(LogitLens, "run", lambda *a, **k: pytest.fail("the model ran"))
+    with pytest.raises(ValueError, match=r"fields was \[\"entropy\", \"kl_to_final\"\], now"):
+        lens_dataset(model, prompts, answers, batch_tokens=512, path=folder, progress=False)

@@ -3,7 +3,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { bandPath, datasetCurveGeometry, labelColumns, linePath } from "../src/dataset/chart.js";
+import { bandPath, chartScale, datasetCurveGeometry, labelColumns, linePath } from "../src/dataset/chart.js";
+import { chartMetric, decodeDataset } from "../src/dataset/data.js";
+import { datasetPayload } from "./golden.mjs";
 
 const g = datasetCurveGeometry(200, 100, 3, { left: 0, right: 0, top: 0, bottom: 0 });
 
@@ -33,4 +35,27 @@ test("labelColumns writes every layer when they fit, else every k-th and the las
   assert.ok(many.length <= 17, String(many.length));
   assert.equal(many[0], 0);
   assert.equal(many[many.length - 1], 79);
+});
+
+test("the value axis follows the metric: 0-100 % for a fraction, a round top above bits and ranks", () => {
+  // Python's summaries (dataset_two_sets) and Python's metric entries.
+  const { meta, data } = datasetPayload("dataset_two_sets");
+  const d = decodeDataset(meta, data);
+  const summaries = d.sets.map((set) => /** @type {Record<string, (number | null)[]>} */ (/** @type {unknown} */ (set.summary)));
+  const fraction = chartScale(chartMetric(d, "answer_prob"), summaries);
+  assert.equal(fraction.high, 1);
+  assert.deepEqual(fraction.ticks.map(fraction.label), ["0%", "25%", "50%", "75%", "100%"]);
+  for (const name of ["entropy", "kl", "final_rank"]) {
+    const metric = chartMetric(d, name);
+    const scale = chartScale(metric, summaries);
+    const values = summaries.flatMap((s) => [metric.field, ...(metric.interval || [])].flatMap((c) => s[c] || [])).filter((v) => v !== null && Number.isFinite(v));
+    const top = Math.max(...values.map(Number));
+    assert.ok(scale.high >= top && scale.high < 10 * top, `${name}: ${scale.high} holds ${top}, not far above`);
+    assert.ok([1, 2, 5, 10].includes(Number((scale.high / 10 ** Math.floor(Math.log10(scale.high))).toPrecision(3))), `${name}: a round top`);
+    const g2 = datasetCurveGeometry(200, 100, 2, { left: 0, right: 0, top: 0, bottom: 0 }, scale.high);
+    assert.equal(g2.y(scale.high), 0);
+    assert.equal(g2.y(top), 100 - (top / scale.high) * 100);
+  }
+  assert.match(chartScale(chartMetric(d, "entropy"), summaries).label(2.5), /^2\.5$/, "bits ticks carry no unit");
+  assert.equal(chartScale({ unit: "bits", field: "x", interval: null }, [{ x: [null] }]).high, 1, "no value: 0 to 1");
 });

@@ -75,8 +75,13 @@ test("formatInterval and layerReadout write values as a person reads them", () =
   assert.match(cells["mean answer probability (90% interval)"], /^75% \[\d+(\.\d)?%, \d+(\.\d)?%\]$/);
   assert.equal(cells["top-1 accuracy (90% interval)"], formatInterval(s.top1_accuracy[1], s.top1_accuracy_ci_low[1], s.top1_accuracy_ci_high[1]));
   assert.equal(cells["median rank (0 = top-1)"], "0");
-  assert.equal(cells["KL to final (mean)"], formatBits(/** @type {number} */ (s.kl_to_final_mean[1])));
-  assert.equal(cells["entropy (mean)"], formatBits(/** @type {number} */ (s.entropy_mean[1])));
+  // Every reduced heatmap metric Python sent, with its interval, in its own unit.
+  const kl = cells["KL to final (mean) (90% interval)"];
+  assert.equal(kl, `${formatBits(/** @type {number} */ (s.kl_to_final_mean[1]))} [${formatBits(/** @type {number} */ (s.kl_to_final_ci_low[1]), true)}, ${formatBits(/** @type {number} */ (s.kl_to_final_ci_high[1]), true)}]`);
+  assert.match(kl, /^\d+\.\d+ bits \[[\d.]+, [\d.]+\]$/, "bits once, no percent");
+  assert.equal(cells["entropy (mean) (90% interval)"].split(" [")[0], formatBits(/** @type {number} */ (s.entropy_mean[1])));
+  assert.match(cells["final prediction's rank (mean) (90% interval)"], /^\d+(\.\d)? \[\d+(\.\d)?, \d+(\.\d)?\]$/);
+  assert.match(cells["final prediction's probability (mean) (90% interval)"], /^\d+(\.\d)?% \[/);
   assert.equal(cells.prompts, "3");
   // The rows are Python's metrics, in its order, each once: nothing here lists them.
   const meta0 = golden("dataset_two_sets").meta;
@@ -84,7 +89,7 @@ test("formatInterval and layerReadout write values as a person reads them", () =
   // A value the summary lacks reads as a dash.
   const { meta, data } = datasetPayload("dataset_two_sets");
   meta.sets[0].summary.kl_to_final_mean[1] = null;
-  assert.equal(Object.fromEntries(layerReadout(decodeDataset(meta, data), 1).rows[0].cells)["KL to final (mean)"], "–");
+  assert.equal(Object.fromEntries(layerReadout(decodeDataset(meta, data), 1).rows[0].cells)["KL to final (mean) (90% interval)"], "–");
 });
 
 test("lenses side by side: one series per lens and set, found by both, coloured by lens", () => {
@@ -116,7 +121,9 @@ test("the chart's metrics are Python's with an interval, their columns read from
   assert.deepEqual(chartMetrics(d).map((m) => m.name), charted);
   assert.ok(charted.includes("answer_prob") && charted.includes("committed") && !charted.includes("answer_rank"));
   assert.equal(chartMetric(d, "committed").name, "committed");
-  assert.equal(chartMetric(d, "entropy").name, charted[0], "a metric without an interval is not charted: the first is");
+  assert.equal(chartMetric(d, "answer_rank").name, charted[0], "a metric without an interval is not charted: the first is");
+  // Every reduced heatmap metric is charted: Python derived its entry from the heatmap's.
+  for (const name of ["entropy", "final_prob", "final_rank", "kl"]) assert.equal(chartMetric(d, name).name, name);
   for (const m of chartMetrics(d)) {
     for (const column of [m.field, ...(m.interval || [])]) {
       assert.ok(Array.isArray(d.sets[0].summary[column]), `the summary sends ${column}`);

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from murano_widgets._files import read_json, read_npz, write_files
+from murano_widgets.dataset.table import LEGACY_FIELDS, check_fields, disk_kinds
 from murano_widgets.lenses import as_lens, named_lenses
 
 __all__ = [
@@ -301,12 +302,14 @@ def read_saved(
             "the pair was changed or mixed up; save the data set again"
         )
     shape = (len(sidecar["prompts"]), len(sidecar["layers"]))
-    one_lens = {"entropy": "f", "kl_to_final": "f", "top1": "i"}
-    for i, _ in enumerate(sidecar["answer_sets"]):
-        one_lens |= {f"prob_{i}": "f", f"rank_{i}": "i"}
+    held = check_fields(sidecar.get("fields", LEGACY_FIELDS), str(json_path))
     lenses = sidecar.get("lenses")
     prefixes = [""] if lenses is None else [f"l{k}_" for k in range(len(lenses))]
-    expected = {prefix + name: kind for prefix in prefixes for name, kind in one_lens.items()}
+    expected = {
+        name: kind
+        for prefix in prefixes
+        for name, kind in disk_kinds(prefix, held, len(sidecar["answer_sets"])).items()
+    }
     expected_shapes = {name: (shape, kind, "prompts x layers") for name, kind in expected.items()}
     # The direct logit attribution (decompose=True): absent from data sets made without it.
     kept = sidecar.get("contributions")

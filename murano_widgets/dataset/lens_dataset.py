@@ -1,18 +1,19 @@
 """``LensDataset``: the lens over a data set of prompts, reduced to per-prompt, per-layer numbers
 (made by :func:`~murano_widgets.lens_dataset`, in :mod:`murano_widgets.dataset.runner`).
 
-For every prompt and layer it holds the answer's probability and rank (per answer set), and the
-entropy, the KL to the final distribution and the top-1 token at the prompt's last real
-position. Memory therefore grows with ``n_prompts · n_layers`` and nothing else. It turns them
+For every prompt and layer it holds the answer's probability and rank (per answer set), the
+top-1 token and every reduced heatmap metric's field (entropy, the final prediction's
+probability and rank, the KL to it) at the prompt's last real position: one table of arrays per
+lens, declared in :mod:`murano_widgets.dataset.table`. Memory therefore grows with ``n_prompts · n_layers`` and nothing else. It turns them
 into a tidy frame, per-layer summaries with bootstrap intervals, a figure, a widget, and files
 that remake the figure without the model; :meth:`LensDataset.load` reads a saved file or a run's
 finished folder. The run's records are collected and assembled here (``_Collector``,
 ``_assemble``), so that a run and a folder's load make a data set the same way.
 
 With several lenses side by side (``lens={"logit": None, "tuned": tuned}``) each batch runs one
-trace for all of them, and the data set holds one single-lens data set per lens
-(:meth:`LensDataset.lens`) over the same prompts and answers: its tables gain a ``lens`` column,
-its figure a line per lens and answer set.
+trace for all of them, and the data set's table holds each lens's arrays by name over the same
+prompts and answers (:meth:`LensDataset.lens` gives one as a data set of its own): its tables
+gain a ``lens`` column, its figure a line per lens and answer set.
 
 With ``decompose=True`` it also keeps, per prompt, the **direct logit attribution** of the
 answer at the prompt's last position under the model's own readout (the last layer): each
@@ -46,10 +47,24 @@ from murano_widgets.dataset.stats import (
     component_parts,
     contribution_stats,
     set_summary,
+    summary_columns,
 )
 from murano_widgets.dataset.stream import (
     Window,
 )
+from murano_widgets.dataset.table import (
+    LEGACY_FIELDS,
+    METRIC_FIELDS,
+    SET_ARRAYS,
+    TOKENS,
+    check_fields,
+    empty_arrays,
+    from_disk,
+    is_integer,
+    on_disk,
+    place,
+)
+from murano_widgets.metrics import METRICS, Metric, held_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,8 +80,6 @@ FORMAT_VERSION = 1
 #: Files of several lenses side by side (``"lenses"`` in the sidecar, each lens's arrays as
 #: ``l{k}_<name>``); one lens is still written as version 1, which every reader reads.
 LENSES_FORMAT_VERSION = 2
-#: The arrays of one lens, ``[n_layers, n_prompts]`` (per answer set for the answers).
-ARRAY_FIELDS = ("answer_probs", "answer_ranks", "entropy", "kl_to_final", "top1_tokens")
 
 
 class _Collector:
@@ -85,12 +98,14 @@ class _Collector:
         labels: list[str] | None,
         has_foils: bool,
         named: bool = False,
+        fields: tuple[str, ...] = METRIC_FIELDS,
     ) -> None:
         self.lens_names = lens_names
         self.named = named
         self.sets = sets
         self.labels = labels
         self.has_foils = has_foils
+        self.fields = fields
         self.prompts: list[str] = []
         self.answers: dict[str, list[Any]] = {name: [] for name in sets}
         self.foils: list[str | None] | None = [] if has_foils else None
@@ -123,7 +138,7 @@ class _Collector:
                 f"a shard holds other prompts than its batch (prompts {expected.min()}.."
                 f"{expected.max()}): the inputs or the batching changed; use another folder"
             )
-        n_layers = record["lenses"][0]["entropy"].shape[0]
+        n_layers = record["lenses"][0][TOKENS].shape[0]
         if self.n_layers is None:
             self.n_layers = n_layers
         elif n_layers != self.n_layers:
@@ -147,16 +162,7 @@ class _Collector:
         """Every lens's arrays ``[n_layers, n_prompts]`` (and the contributions), the batches'
         freed as they are copied."""
         n, n_layers = self.n_prompts, self.n_layers or 0
-        lenses = [
-            {
-                "answer_probs": {name: np.empty((n_layers, n), np.float32) for name in self.sets},
-                "answer_ranks": {name: np.empty((n_layers, n), np.int32) for name in self.sets},
-                "entropy": np.empty((n_layers, n), np.float32),
-                "kl_to_final": np.empty((n_layers, n), np.float32),
-                "top1_tokens": np.empty((n_layers, n), np.int32),
-            }
-            for _ in self.lens_names
-        ]
+        lenses = [empty_arrays(self.fields, self.sets, n_layers, n) for _ in self.lens_names]
         kept = None
         if self.labels is not None:
             kept = {
@@ -171,11 +177,7 @@ class _Collector:
             index = record["index"]
             covered[index] = True
             for out, got in zip(lenses, record["lenses"], strict=True):
-                for key in ("entropy", "kl_to_final", "top1_tokens"):
-                    out[key][:, index] = got[key]
-                for key in ("answer_probs", "answer_ranks"):
-                    for name in self.sets:
-                        out[key][name][:, index] = got[key][name]
+                place(out, got, index)
             if kept is not None and record["contributions"] is not None:
                 kept["contributions"][:, index] = record["contributions"]
                 kept["contribution_bias"][index] = record["contribution_bias"]
@@ -203,22 +205,15 @@ def _assemble(
         "token_strings": collector.token_strings,
         "named_sets": named,
         "model": model,
+        "provenance": provenance,
+        "lens": lens,
     }
     if kept is not None:
         common |= {"component_labels": collector.labels, **kept, "foils": collector.foils}
     if not named_lenses:
         (one,) = lenses
-        return LensDataset(**common, **one, provenance=provenance, lens=lens)
-    parts = {
-        name: LensDataset(
-            **common,
-            **arrays,
-            provenance=lens_provenance(provenance, name),
-            lens=None if lens is None else lens[name],
-        )
-        for name, arrays in zip(collector.lens_names, lenses, strict=True)
-    }
-    return LensDataset(**common, provenance=provenance, lens=lens, lenses=parts)
+        return LensDataset(**common, **one)
+    return LensDataset(**common, lenses=dict(zip(collector.lens_names, lenses, strict=True)))
 
 
 def lens_provenance(provenance: dict[str, Any], name: str) -> dict[str, Any]:
@@ -235,18 +230,24 @@ def lens_provenance(provenance: dict[str, Any], name: str) -> dict[str, Any]:
     }
 
 
+#: The key of a data set of one lens's only entry in its table.
+_ONE = ""
+
+
 class LensDataset:
     """Per-prompt, per-layer numbers of the lens over a data set (made by :func:`lens_dataset`).
 
-    Arrays are ``[n_layers, n_prompts]``, the result's axis order: rows in :attr:`layers`
-    order, columns in the order the prompts were given. Missing values are NaN (probabilities, entropy, KL) or -1 (ranks,
-    tokens): a prompt without an answer in a set, or a cell whose logits were not finite.
+    The numbers are one table: each lens's arrays by name (:mod:`murano_widgets.dataset.table`
+    declares them), ``[n_layers, n_prompts]``, the result's axis order: rows in :attr:`layers`
+    order, columns in the order the prompts were given. Missing values are NaN
+    (probabilities, entropy, KL) or -1 (ranks, tokens): a prompt without an answer in a set, or
+    a cell whose logits were not finite.
 
-    Several lenses side by side (``lens_dataset(..., lens={"logit": None, "tuned": tuned})``):
-    :attr:`lens_names` lists them, :meth:`lens` gives each as a data set of its own (with the
-    arrays below), and the tables, the figure, the widget and the files hold every lens, each
-    row with its ``lens``. The arrays themselves are each lens's: read them through
-    :meth:`lens`.
+    Each array is an attribute of a data set of one lens (``dataset.entropy``). Several lenses
+    side by side (``lens_dataset(..., lens={"logit": None, "tuned": tuned})``): :attr:`lens_names`
+    lists them and :meth:`lens` gives each as a data set of its own (``dataset.lens("tuned")
+    .entropy``); the tables, the figure, the widget and the files hold every lens, each row
+    with its ``lens``.
 
     Attributes:
         prompts: The prompts.
@@ -256,9 +257,14 @@ class LensDataset:
             prompt's last real position (multi-token answers teacher-forced).
         answer_ranks: ``{set name: [n_layers, n_prompts]}`` the rank of the answer's first
             token there, **0 = the top-1 token**.
-        entropy: ``[n_layers, n_prompts]`` entropy (bits) at the last real position.
-        kl_to_final: ``[n_layers, n_prompts]`` KL(final || layer) in bits there.
         top1_tokens: ``[n_layers, n_prompts]`` the top-1 token id there.
+        entropy, final_token_probs, final_token_ranks, kl_to_final: ``[n_layers, n_prompts]``
+            each reduced heatmap metric's field at the last real position (entropy and KL in
+            bits; the model's own prediction's probability and rank): every field of
+            :attr:`fields`, named as the result names it.
+        fields: The metric fields held (every reduced metric of
+            :data:`murano_widgets.metrics.METRICS`; a file saved before some were kept holds
+            fewer).
         token_strings: The decoded text of each id in ``top1_tokens``.
         provenance: Where the numbers came from (see :func:`model_provenance`).
         named_sets: Whether ``answers`` was given as a dict of named sets.
@@ -275,6 +281,11 @@ class LensDataset:
             ``contributions.sum(0) + contribution_bias`` is the logit (difference) itself.
         foils: The foils given (one string or ``None`` per prompt), or ``None``.
 
+    Args:
+        lenses: Several lenses side by side: ``{lens name: {array name: array}}``, each with
+            the arrays below; else one lens's arrays as keywords (``answer_probs=...,
+            answer_ranks=..., top1_tokens=..., entropy=..., ...``).
+
     With lenses side by side the contributions are kept once, on the data set and shared by
     every lens's (:meth:`lens`): they are read under the last layer, where every lens reads
     the model's own output, so they are the same for all lenses; their tables have no ``lens``
@@ -287,42 +298,35 @@ class LensDataset:
         prompts: list[str],
         layers: list[int],
         answers: dict[str, list[list[str] | None]],
-        answer_probs: dict[str, np.ndarray] | None = None,
-        answer_ranks: dict[str, np.ndarray] | None = None,
-        entropy: np.ndarray | None = None,
-        kl_to_final: np.ndarray | None = None,
-        top1_tokens: np.ndarray | None = None,
         token_strings: dict[int, str],
         provenance: dict[str, Any],
         named_sets: bool,
         model: Any = None,
         lens: Any = None,
-        lenses: Mapping[str, LensDataset] | None = None,
+        lenses: Mapping[str, Mapping[str, Any]] | None = None,
         component_labels: list[str] | None = None,
         contributions: np.ndarray | None = None,
         contribution_bias: np.ndarray | None = None,
         foils: list[str | None] | None = None,
+        **arrays: Any,
     ) -> None:
         self.prompts = prompts
         self.layers = layers
         self.answers = answers
-        given = {
-            "answer_probs": answer_probs,
-            "answer_ranks": answer_ranks,
-            "entropy": entropy,
-            "kl_to_final": kl_to_final,
-            "top1_tokens": top1_tokens,
-        }
-        # Several lenses: each lens's arrays live in its own data set (self.lens(name)).
-        self._lenses = None if lenses is None else dict(lenses)
-        if self._lenses is None:
-            missing = [name for name, value in given.items() if value is None]
-            if missing:
-                raise ValueError(f"LensDataset needs {', '.join(missing)} (or lenses=...)")
-            for name, value in given.items():
-                setattr(self, name, value)
-        elif not self._lenses or any(v is not None for v in given.values()):
+        if lenses is not None and arrays:
             raise ValueError("LensDataset takes one lens's arrays or lenses=..., not both")
+        if lenses is not None and not lenses:
+            raise ValueError("LensDataset takes lenses=... with at least one lens")
+        self._named = lenses is not None
+        table = dict(lenses) if lenses is not None else {_ONE: arrays}
+        self._table: dict[str, dict[str, Any]] = {
+            name: _checked_arrays(dict(values), name, list(answers), (len(layers), len(prompts)))
+            for name, values in table.items()
+        }
+        held = {name: _fields_of(values) for name, values in self._table.items()}
+        self.fields: tuple[str, ...] = next(iter(held.values()))
+        if any(fields != self.fields for fields in held.values()):
+            raise ValueError(f"the lenses hold different fields: {held}")
         self.token_strings = token_strings
         self.provenance = provenance
         self.named_sets = named_sets
@@ -341,20 +345,45 @@ class LensDataset:
         self._lens = lens
         self._source: Path | None = None
 
-    def __getattr__(self, name: str) -> Any:
-        # Called only for what the instance lacks: a lens's arrays, asked of lenses side by side.
-        lenses = self.__dict__.get("_lenses")
-        if name in ARRAY_FIELDS and lenses:
-            raise AttributeError(
-                f"this data set holds the lenses {list(lenses)}: read one lens's {name} as "
-                f"dataset.lens({next(iter(lenses))!r}).{name}"
+    def arrays(self, lens: str | None = None) -> dict[str, Any]:
+        """One lens's arrays by name (see the class's attributes): ``lens`` names it among
+        several side by side, and is left out for a data set of one lens.
+
+        Raises:
+            ValueError: For a missing or unknown lens, or a lens named in a data set of one.
+        """
+        if not self._named:
+            if lens is not None:
+                raise ValueError(f"this data set holds one lens; got lens={lens!r}")
+            return self._table[_ONE]
+        if lens is None:
+            raise ValueError(
+                f"this data set holds the lenses {list(self._table)}: name one, e.g. "
+                f"arrays(lens={next(iter(self._table))!r})"
             )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        if lens not in self._table:
+            raise ValueError(f"lens must be one of {list(self._table)}; got {lens!r}")
+        return self._table[lens]
+
+    def _array(self, name: str) -> Any:
+        """The array ``name`` of a data set of one lens (what its attribute reads)."""
+        if self._named:
+            raise AttributeError(
+                f"this data set holds the lenses {list(self._table)}: read one lens's {name} as "
+                f"dataset.lens({next(iter(self._table))!r}).{name}"
+            )
+        values = self._table[_ONE]
+        if name not in values:
+            raise AttributeError(
+                f"this data set has no {name}: it holds {list(self.fields)} (it was saved by a "
+                "version that kept fewer fields)"
+            )
+        return values[name]
 
     @property
     def lens_names(self) -> list[str] | None:
         """The lenses side by side, in the order given; ``None`` for a data set of one lens."""
-        return None if self._lenses is None else list(self._lenses)
+        return list(self._table) if self._named else None
 
     def lens(self, name: str) -> LensDataset:
         """One lens of several side by side, as a data set of its own (its arrays, tables,
@@ -364,20 +393,63 @@ class LensDataset:
             KeyError: For a name that is not one of the lenses.
             ValueError: For a data set of one lens.
         """
-        if self._lenses is None:
+        if not self._named:
             raise ValueError(
                 "this data set holds one lens; lenses side by side come from "
                 "lens_dataset(..., lens={'logit': None, 'tuned': tuned})"
             )
-        if name not in self._lenses:
+        if name not in self._table:
             raise KeyError(
-                f"no lens named {name!r} in this data set; the lenses are {list(self._lenses)}"
+                f"no lens named {name!r} in this data set; the lenses are {list(self._table)}"
             )
-        return self._lenses[name]
+        provenance = self.provenance
+        if "lenses" in provenance:
+            provenance = lens_provenance(provenance, name)
+        part = LensDataset(
+            prompts=self.prompts,
+            layers=self.layers,
+            answers=self.answers,
+            token_strings=self.token_strings,
+            provenance=provenance,
+            named_sets=self.named_sets,
+            model=self._model,
+            lens=None if self._lens is None else self._lens[name],
+            component_labels=self.component_labels,
+            contributions=self.contributions,
+            contribution_bias=self.contribution_bias,
+            foils=self.foils,
+            **self._table[name],
+        )
+        part._source = self._source
+        return part
 
-    def _parts(self) -> list[tuple[str | None, LensDataset]]:
-        """``(name, one lens's data set)`` for each lens (``(None, self)`` for one lens)."""
-        return [(None, self)] if self._lenses is None else list(self._lenses.items())
+    def _lens_tables(self) -> list[tuple[str | None, dict[str, Any]]]:
+        """``(lens name, its arrays)`` for each lens (``(None, arrays)`` for one lens)."""
+        if not self._named:
+            return [(None, self._table[_ONE])]
+        return list(self._table.items())
+
+    @property
+    def answer_probs(self) -> dict[str, np.ndarray]:
+        """``{set name: [n_layers, n_prompts]}`` the answer's probability (one lens's)."""
+        return self._array("answer_probs")
+
+    @property
+    def answer_ranks(self) -> dict[str, np.ndarray]:
+        """``{set name: [n_layers, n_prompts]}`` the answer's first token's rank, 0 = top-1."""
+        return self._array("answer_ranks")
+
+    @property
+    def top1_tokens(self) -> np.ndarray:
+        """``[n_layers, n_prompts]`` the top-1 token id at each prompt's last real position."""
+        return self._array(TOKENS)
+
+    @property
+    def metrics(self) -> list[Metric]:
+        """The metrics of :data:`~murano_widgets.metrics.DATASET_METRICS` this data set
+        summarises (:meth:`summary`'s columns): all of them, less those of metric fields that a
+        data set saved by an older version did not keep."""
+        return held_metrics(summary_columns(self.fields))
 
     @property
     def n_prompts(self) -> int:
@@ -395,7 +467,7 @@ class LensDataset:
 
     def __repr__(self) -> str:
         sets = ", ".join(self.answers)
-        lenses = "" if self._lenses is None else f", lenses {list(self._lenses)}"
+        lenses = f", lenses {self.lens_names}" if self._named else ""
         parts = ""
         if self.component_labels is not None:
             parts = f", contributions of {len(self.component_labels)} components"
@@ -431,19 +503,16 @@ class LensDataset:
         Raises:
             ValueError: For an unknown answer set, or a missing or unknown lens.
         """
-        if self._lenses is not None:
-            if lens is None:
-                raise ValueError(
-                    f"this data set holds the lenses {list(self._lenses)}: name one, e.g. "
-                    f"commitment_layers(lens={next(iter(self._lenses))!r})"
-                )
-            return self.lens(lens).commitment_layers(answer_set)
-        if lens is not None:
-            raise ValueError(f"this data set holds one lens; got lens={lens!r}")
+        if self._named and lens is None:
+            raise ValueError(
+                f"this data set holds the lenses {self.lens_names}: name one, e.g. "
+                f"commitment_layers(lens={next(iter(self._table))!r})"
+            )
+        ranks = self.arrays(lens)["answer_ranks"]
         name = next(iter(self.answers)) if answer_set is None else answer_set
         if name not in self.answers:
             raise ValueError(f"answer_set must be one of {list(self.answers)}; got {answer_set!r}")
-        return commitment_layers(self.answer_ranks[name].T, self.layers)
+        return commitment_layers(ranks[name].T, self.layers)
 
     # -- tables --------------------------------------------------------------------------------
 
@@ -467,18 +536,15 @@ class LensDataset:
         import pandas as pd
 
         shared = self._text_columns()
-        if self._lenses is not None:
-            frames = []
-            for name, part in self._lenses.items():
-                frame = part._frame(shared)
+        frames = []
+        for name, arrays in self._lens_tables():
+            frame = self._frame(arrays, shared)
+            if name is not None:
                 frame.insert(frame.columns.get_loc("layer"), "lens", name)
-                frames.append(frame)
-            table = pd.concat(frames, ignore_index=True)
-            table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
-            return table
-        frame = self._frame(shared)
-        frame.attrs["provenance"] = json.loads(json.dumps(self.provenance))
-        return frame
+            frames.append(frame)
+        table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
+        return table
 
     def _text_columns(self) -> dict[str, Any]:
         """The text of the tidy tables, factorized once: each prompt's code among the distinct
@@ -500,11 +566,12 @@ class LensDataset:
             },
         }
 
-    def _frame(self, shared: dict[str, Any]) -> pd.DataFrame:
-        """One lens's tidy frame (see :meth:`to_pandas`), its text from ``shared``."""
+    def _frame(self, arrays: dict[str, Any], shared: dict[str, Any]) -> pd.DataFrame:
+        """One lens's tidy frame (see :meth:`to_pandas`) from its ``arrays``, its text from
+        ``shared``."""
         import pandas as pd
 
-        n_layers, n = self.entropy.shape
+        n_layers, n = arrays[TOKENS].shape
         prompt_index = np.repeat(np.arange(n), n_layers)
         layer = np.tile(np.asarray(self.layers), n)
 
@@ -517,10 +584,20 @@ class LensDataset:
 
         prompt_codes, prompts = shared["prompt"]
         prompt_column = categorical(prompt_codes[prompt_index], prompts)
-        top1_words = _decode(by_prompt(self.top1_tokens), self.token_strings)
+        top1_words = _decode(by_prompt(arrays[TOKENS]), self.token_strings)
+        # Each metric field, named as the result names it: floats, or nullable integers (ranks).
+        metric_columns: dict[str, Any] = {}
+        for field in self.fields:
+            values = by_prompt(arrays[field])
+            metric_columns[field] = (
+                pd.arrays.IntegerArray(*_with_missing(values))
+                if is_integer(field)
+                else values.astype(np.float64)
+            )
+        committed = commitment_layers
         frames = []
         for name in self.answers:
-            ranks = by_prompt(self.answer_ranks[name])
+            ranks = by_prompt(arrays["answer_ranks"][name])
             missing = ranks < 0
             answer_codes, answers = shared["answer"][name]
             columns: dict[str, Any] = {
@@ -532,14 +609,15 @@ class LensDataset:
                 columns["answer_set"] = name
             columns |= {
                 "layer": layer,
-                "answer_prob": by_prompt(self.answer_probs[name]).astype(np.float64),
+                "answer_prob": by_prompt(arrays["answer_probs"][name]).astype(np.float64),
                 "answer_rank": pd.arrays.IntegerArray(ranks.astype(np.int64), missing),
                 "answer_is_top1": pd.arrays.BooleanArray(ranks == 0, missing),
-                "entropy": by_prompt(self.entropy).astype(np.float64),
-                "kl_to_final": by_prompt(self.kl_to_final).astype(np.float64),
+                **metric_columns,
                 "top1_token": top1_words,
                 "commitment_layer": pd.arrays.IntegerArray(
-                    *_with_missing(np.repeat(self.commitment_layers(name), n_layers))
+                    *_with_missing(
+                        np.repeat(committed(arrays["answer_ranks"][name].T, self.layers), n_layers)
+                    )
                 ),
             }
             frames.append(pd.DataFrame(columns, copy=False))
@@ -564,42 +642,39 @@ class LensDataset:
             lens's intervals come from the same resamples of prompts), ``layer``, ``n_prompts``,
             ``answer_prob_mean``, ``answer_prob_ci_low``, ``answer_prob_ci_high``,
             ``top1_accuracy``, ``top1_accuracy_ci_low``, ``top1_accuracy_ci_high``,
-            ``answer_rank_median``, ``entropy_mean``, ``kl_to_final_mean`` and ``committed``,
-            ``committed_ci_low``, ``committed_ci_high`` (the share of prompts whose answer is
-            committed at or before the layer: the top-1 there and at every later layer, the
-            distribution of :meth:`commitment_layers`); ``attrs`` holds the provenance and the
-            interval settings.
+            ``answer_rank_median``; for each metric field of :attr:`fields` (every reduced
+            heatmap metric: ``entropy``, ``final_token_probs``, ``final_token_ranks``,
+            ``kl_to_final``), ``<field>_mean``, ``<field>_ci_low`` and ``<field>_ci_high``
+            (over the set's prompts, at their last position; a rank of -1 counts as no value);
+            and ``committed``, ``committed_ci_low``, ``committed_ci_high`` (the share of
+            prompts whose answer is committed at or before the layer: the top-1 there and at
+            every later layer, the distribution of :meth:`commitment_layers`); ``attrs``
+            holds the provenance and the interval settings. :data:`~murano_widgets.metrics
+            .DATASET_METRICS` names and labels these columns.
         """
         import pandas as pd
 
         ci, n_boot, seed = check_summary_args(ci, n_boot, seed)
-        if self._lenses is not None:
-            frames = []
-            for name, part in self._lenses.items():
-                frame = part.summary(ci=ci, n_boot=n_boot, seed=seed)
-                frame.insert(frame.columns.get_loc("layer"), "lens", name)
-                frames.append(frame)
-            table = pd.concat(frames, ignore_index=True)
-            table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
-            table.attrs.update(ci=ci, n_boot=n_boot, seed=seed)
-            return table
         frames = []
-        for name in self.answers:
-            has = np.array([forms is not None for forms in self.answers[name]])
-            # The bootstrap resamples prompts along the first axis.
-            stats = set_summary(
-                self.answer_probs[name][:, has].T,
-                self.answer_ranks[name][:, has].T,
-                self.entropy[:, has].T,
-                self.kl_to_final[:, has].T,
-                ci,
-                n_boot,
-                seed,
-            )
-            frame = pd.DataFrame({"layer": self.layers, "n_prompts": int(has.sum()), **stats})
-            if self.named_sets:
-                frame.insert(0, "answer_set", name)
-            frames.append(frame)
+        # Every lens's intervals come from the same resamples: the same seed and prompts.
+        for lens_name, arrays in self._lens_tables():
+            for name in self.answers:
+                has = np.array([forms is not None for forms in self.answers[name]])
+                # The bootstrap resamples prompts along the first axis.
+                stats = set_summary(
+                    arrays["answer_probs"][name][:, has].T,
+                    arrays["answer_ranks"][name][:, has].T,
+                    {field: arrays[field][:, has].T for field in self.fields},
+                    ci,
+                    n_boot,
+                    seed,
+                )
+                frame = pd.DataFrame({"layer": self.layers, "n_prompts": int(has.sum()), **stats})
+                if lens_name is not None:
+                    frame.insert(0, "lens", lens_name)
+                if self.named_sets:
+                    frame.insert(0, "answer_set", name)
+                frames.append(frame)
         table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
         table.attrs.update(ci=ci, n_boot=n_boot, seed=seed)
@@ -825,8 +900,10 @@ class LensDataset:
         """
         npz_path, json_path = paths(path)
         arrays: dict[str, np.ndarray] = {}
-        for k, (name, part) in enumerate(self._parts()):
-            arrays |= part._arrays_on_disk("" if name is None else f"l{k}_")
+        sets = list(self.answers)
+        for k, (name, values) in enumerate(self._lens_tables()):
+            # One row per prompt on disk: [n_prompts, n_layers].
+            arrays |= on_disk(values, "" if name is None else f"l{k}_", sets, np.transpose)
         if self.component_labels is not None:
             # One copy whatever the lenses (they are the same for every lens); one row per
             # prompt, as the other arrays.
@@ -840,6 +917,8 @@ class LensDataset:
             "named_sets": self.named_sets,
             "token_strings": {str(k): v for k, v in self.token_strings.items()},
             "provenance": self.provenance,
+            # The metric fields held (files without this entry hold LEGACY_FIELDS).
+            "fields": list(self.fields),
         }
         if self.component_labels is not None:
             fields["contributions"] = {
@@ -847,26 +926,14 @@ class LensDataset:
                 "foils": self.foils,
             }
         version = FORMAT_VERSION
-        if self._lenses is not None:
+        if self._named:
             version = LENSES_FORMAT_VERSION
             fields["lenses"] = [
-                {"name": name, "provenance": part.provenance} for name, part in self._lenses.items()
+                {"name": name, "provenance": self.lens(name).provenance} for name in self._table
             ]
         header = {"format": FORMAT, "format_version": version}
         write_saved(npz_path, json_path, header, arrays, fields)
         return npz_path
-
-    def _arrays_on_disk(self, prefix: str) -> dict[str, np.ndarray]:
-        """One lens's arrays as saved: one row per prompt, ``[n_prompts, n_layers]``."""
-        arrays = {
-            f"{prefix}entropy": self.entropy.T,
-            f"{prefix}kl_to_final": self.kl_to_final.T,
-            f"{prefix}top1": self.top1_tokens.T,
-        }
-        for i, name in enumerate(self.answers):
-            arrays[f"{prefix}prob_{i}"] = self.answer_probs[name].T
-            arrays[f"{prefix}rank_{i}"] = self.answer_ranks[name].T
-        return arrays
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> LensDataset:
@@ -905,32 +972,21 @@ class LensDataset:
                 "foils": kept["foils"],
             }
 
-        def lens_arrays(prefix: str) -> dict[str, Any]:
-            return {
-                "answer_probs": {
-                    name: _layers_first(arrays[f"{prefix}prob_{i}"]) for i, name in enumerate(names)
-                },
-                "answer_ranks": {
-                    name: _layers_first(arrays[f"{prefix}rank_{i}"]) for i, name in enumerate(names)
-                },
-                "entropy": _layers_first(arrays[f"{prefix}entropy"]),
-                "kl_to_final": _layers_first(arrays[f"{prefix}kl_to_final"]),
-                "top1_tokens": _layers_first(arrays[f"{prefix}top1"]),
-            }
-
+        held = check_fields(sidecar.get("fields", LEGACY_FIELDS), str(json_path))
         lenses = sidecar.get("lenses")
+        prefixes = [""] if lenses is None else [f"l{k}_" for k in range(len(lenses))]
+        table = [
+            from_disk(lambda name, _: arrays[name], prefix, held, names, _layers_first)
+            for prefix in prefixes
+        ]
         if lenses is None:
-            dataset = cls(**common, **lens_arrays(""), provenance=sidecar["provenance"])
+            dataset = cls(**common, **table[0], provenance=sidecar["provenance"])
         else:
-            parts = {
-                entry["name"]: cls(
-                    **common, **lens_arrays(f"l{k}_"), provenance=entry["provenance"]
-                )
-                for k, entry in enumerate(lenses)
-            }
-            for part in parts.values():
-                part._source = npz_path
-            dataset = cls(**common, provenance=sidecar["provenance"], lenses=parts)
+            dataset = cls(
+                **common,
+                provenance=sidecar["provenance"],
+                lenses={entry["name"]: part for entry, part in zip(lenses, table, strict=True)},
+            )
         dataset._source = npz_path
         return dataset
 
@@ -948,8 +1004,15 @@ def _load_folder(folder: Path) -> LensDataset:
     labels = None
     if fingerprint.get("decompose"):
         labels = next((shard["meta"]["component_labels"] for _, shard in shards), None)
+    # A run written before the metric fields were derived from the registry keeps the old two.
+    fields = check_fields(fingerprint.get("fields", LEGACY_FIELDS), str(folder / "run.json"))
     collector = _Collector(
-        lens_names, sets, labels, bool(fingerprint.get("foils")), bool(fingerprint["named_sets"])
+        lens_names,
+        sets,
+        labels,
+        bool(fingerprint.get("foils")),
+        bool(fingerprint["named_sets"]),
+        fields,
     )
     collector.prompts = [None] * n  # type: ignore[list-item]
     collector.answers = {name: [None] * n for name in sets}
@@ -957,7 +1020,7 @@ def _load_folder(folder: Path) -> LensDataset:
         collector.foils = [None] * n
     seen = np.zeros(n, dtype=bool)
     for path, shard in shards:
-        record = record_of(shard, lens_names, sets, path)
+        record = record_of(shard, lens_names, sets, path, fields)
         index = record["index"]
         if len(index) and (index.min() < 0 or index.max() >= n or seen[index].any()):
             raise ValueError(
@@ -994,6 +1057,63 @@ def _load_folder(folder: Path) -> LensDataset:
 
 # ---------------------------------------------------------------------------------------------
 # Checks, batching and provenance
+
+
+def _metric_attribute(field: str) -> property:
+    """The attribute of a data set of one lens that reads the metric field ``field``."""
+    metric = next(m for m in METRICS.values() if m.field == field)
+    return property(
+        lambda self: self._array(field),
+        doc=f"``[n_layers, n_prompts]`` {metric.label} at each prompt's last real position.",
+    )
+
+
+# Every metric field is an attribute (dataset.entropy, dataset.kl_to_final, ...), from the list.
+for _field in METRIC_FIELDS:
+    setattr(LensDataset, _field, _metric_attribute(_field))
+
+
+def _fields_of(arrays: dict[str, Any]) -> tuple[str, ...]:
+    """The metric fields a lens's arrays hold, in the registry's order."""
+    return tuple(field for field in METRIC_FIELDS if field in arrays)
+
+
+def _checked_arrays(
+    arrays: dict[str, Any], lens: str, sets: list[str], shape: tuple[int, int]
+) -> dict[str, Any]:
+    """One lens's arrays, checked: the answer sets' and ``top1_tokens`` present, every array
+    ``[n_layers, n_prompts]``, no name that is not a data set's array.
+
+    Raises:
+        TypeError: For an unknown array name.
+        ValueError: For a missing array, another set of answer sets, or a wrong shape.
+    """
+    where = f" of lens {lens!r}" if lens else ""
+    known = {*METRIC_FIELDS, TOKENS, *SET_ARRAYS}
+    unknown = [name for name in arrays if name not in known]
+    if unknown:
+        raise TypeError(
+            f"LensDataset got unknown arrays{where} {unknown}; its arrays are {sorted(known)}"
+        )
+    missing = [name for name in (*SET_ARRAYS, TOKENS) if arrays.get(name) is None]
+    if missing:
+        raise ValueError(f"LensDataset needs {', '.join(missing)}{where} (or lenses=...)")
+    checked: dict[str, Any] = {}
+    for name, values in arrays.items():
+        if values is None:  # a field left out
+            continue
+        per_set = values if name in SET_ARRAYS else {None: values}
+        if name in SET_ARRAYS and list(values) != sets:
+            raise ValueError(f"{name}{where} has the sets {list(values)}; the answers have {sets}")
+        for key, array in per_set.items():
+            if np.shape(array) != shape:
+                label = name if key is None else f"{name}[{key!r}]"
+                raise ValueError(
+                    f"{label}{where} has shape {np.shape(array)}; expected {shape} "
+                    "(layers x prompts)"
+                )
+        checked[name] = values
+    return checked
 
 
 def _check_contributions(given: dict[str, Any], foils: Any, n_prompts: int) -> None:

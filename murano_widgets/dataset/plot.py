@@ -11,7 +11,7 @@ import numpy as np
 
 from murano_widgets._checks import check_axes, check_choice
 from murano_widgets.lenses import lens_label
-from murano_widgets.metrics import DATASET_CHART, DATASET_METRICS
+from murano_widgets.metrics import DATASET_CHART, DATASET_METRICS, nice_ceil
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,9 +84,13 @@ def plot_dataset(
         metric: One of :data:`murano_widgets.metrics.DATASET_CHART` (the data set's metrics
             with an interval): ``"answer_prob"`` (mean
             probability of the answer), ``"top1_accuracy"`` (share of prompts whose answer is
-            the top-1 token) or ``"committed"`` (share of prompts whose answer is committed at
+            the top-1 token), ``"committed"`` (share of prompts whose answer is committed at
             or before the layer: the top-1 there and at every later layer; the distribution of
-            the commitment layer, see :meth:`~murano_widgets.LensDataset.commitment_layers`).
+            the commitment layer, see :meth:`~murano_widgets.LensDataset.commitment_layers`),
+            or a heatmap metric's mean at the prompts' last position (``"entropy"``, ``"kl"``,
+            ``"final_prob"``, ``"final_rank"``: every reduced metric of
+            :data:`murano_widgets.metrics.METRICS`). A fraction's axis runs from 0 to 1; bits
+            and ranks from 0 to a round number above the highest interval.
         ci, n_boot, seed: The intervals (see :meth:`LensDataset.summary`).
         ax: Axes to draw into; a new figure is made if ``None``.
         title: The title; default names the model and the number of prompts.
@@ -101,6 +105,12 @@ def plot_dataset(
 
     check_choice("metric", metric, DATASET_CHART)
     check_axes(ax)
+    charted = [m.name for m in dataset.metrics if m.interval]
+    if metric not in charted:
+        raise ValueError(
+            f"metric must be one of {charted} for this data set (saved by a version that kept "
+            f"only the fields {list(dataset.fields)}); got {metric!r}"
+        )
     chosen = DATASET_METRICS[metric]
     assert chosen.interval is not None
     mean, (low, high) = chosen.field, chosen.interval
@@ -149,7 +159,11 @@ def plot_dataset(
         )
     ax.set_xlabel("layer")
     ax.set_ylabel(chosen.label[:1].lower() + chosen.label[1:])
-    ax.set_ylim(-0.02, 1.02)
+    if chosen.unit in ("probability", "share"):
+        ax.set_ylim(-0.02, 1.02)
+    else:  # bits or ranks: from 0 to a round number above every interval, as the widget's axis
+        top = np.nanmax(table[[mean, high]].to_numpy(dtype=np.float64), initial=0.0)
+        ax.set_ylim(0, nice_ceil(float(top)) if top > 0 else 1.0)
     ax.set_xticks(dataset.layers if len(dataset.layers) <= 16 else ax.get_xticks())
     ax.grid(alpha=0.3)
     ax.legend(title=f"{round(ci * 100)}% bootstrap interval", fontsize="small")

@@ -48,6 +48,7 @@ from murano_widgets.dataset.stream import (
     resolve_batching,
     windows,
 )
+from murano_widgets.dataset.table import METRIC_FIELDS, TOKENS, keep_last
 from murano_widgets.step.logit_lens import LogitLens
 
 if TYPE_CHECKING:
@@ -196,6 +197,8 @@ def lens_dataset(
         "decompose": decompose,
         "heads": heads,
         "remote": remote,
+        # The metric fields kept: a folder written when fewer were kept is another run's.
+        "fields": list(METRIC_FIELDS),
         **batching.as_dict(),
     }
     provenance = model_provenance(model, step, lens)
@@ -218,7 +221,7 @@ def lens_dataset(
 
     lens_names = list(step.lenses)
     labels = list(step.components.labels) if step.components is not None else None
-    collector = _Collector(lens_names, sets, labels, has_foils, named)
+    collector = _Collector(lens_names, sets, labels, has_foils, named, METRIC_FIELDS)
     jobs: Any = contextlib.nullcontext()
     bar = Progress(inputs.total, progress)
     if remote:
@@ -306,7 +309,7 @@ def _run_windows(
             for number, positions in enumerate(batches):
                 if number in found:
                     path, shard = found.pop(number)
-                    record = record_of(shard, lens_names, sets, path)
+                    record = record_of(shard, lens_names, sets, path, collector.fields)
                     collector.add(record, _indices(window, positions))
                     bar.read_back(len(positions))
                     continue
@@ -402,7 +405,7 @@ def _run_batch(
             )
     results = list(out.values()) if step.named else [out]
     token_strings: dict[int, str] = {}
-    lenses = [_keep_batch(result, sets, token_strings) for result in results]
+    lenses = [_keep_batch(result, sets, token_strings, collector.fields) for result in results]
     contributions = bias = None
     if step.decompose and batch_answers is not None:
         # Under the last layer every lens reads the model's own output: the first lens's
@@ -450,36 +453,17 @@ def _is_job_failure(error: BaseException) -> bool:
     )
 
 
-def _keep_batch(result: Any, sets: list[str], token_strings: dict[int, str]) -> dict[str, Any]:
-    """What a data set keeps of one lens's result on a batch: its prompts' numbers, at each
-    prompt's last real position (``[n_layers, batch]``, batch order), and the text of the top-1
-    tokens there."""
-    last = _last_positions(result.attention_mask)
-    cols = torch.arange(len(last))
-    n_layers = result.entropy.shape[0]
-    ids = result.predicted_tokens[:, cols, last]
-    for token in torch.unique(ids).tolist():
+def _keep_batch(
+    result: Any, sets: list[str], token_strings: dict[int, str], fields: tuple[str, ...]
+) -> dict[str, Any]:
+    """What a data set keeps of one lens's result on a batch (:func:`~murano_widgets.dataset
+    .table.keep_last`: its prompts' numbers at each one's last real position), and the text of
+    the top-1 tokens there."""
+    arrays = keep_last(result, _last_positions(result.attention_mask), sets, fields)
+    for token in np.unique(arrays[TOKENS]).tolist():
         if token >= 0 and token not in token_strings:
             token_strings[token] = result.token_strings.get(token, "")
-    scored = result.answer_sets or {}
-    shape = (n_layers, len(last))
-    return {
-        "entropy": result.entropy[:, cols, last].numpy().astype(np.float32, copy=False),
-        "kl_to_final": result.kl_to_final[:, cols, last].numpy().astype(np.float32, copy=False),
-        "top1_tokens": ids.numpy().astype(np.int32),
-        "answer_probs": {
-            name: scored[name].probs.numpy().astype(np.float32, copy=False)
-            if name in scored
-            else np.full(shape, np.nan, np.float32)
-            for name in sets
-        },
-        "answer_ranks": {
-            name: scored[name].ranks.numpy().astype(np.int32)
-            if name in scored
-            else np.full(shape, -1, np.int32)
-            for name in sets
-        },
-    }
+    return arrays
 
 
 def _batch_contributions(result: Any, step: LogitLens, n: int) -> tuple[np.ndarray, np.ndarray]:

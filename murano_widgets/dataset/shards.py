@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from murano_widgets._files import read_json, read_npz, write_file
+from murano_widgets.dataset.table import from_disk, on_disk
 
 __all__ = ["RUN_FILE", "ShardStore", "check_window", "is_run_folder", "read_folder", "run_digest"]
 
@@ -424,12 +425,7 @@ def shard_arrays(record: dict[str, Any]) -> dict[str, np.ndarray]:
     """A record's arrays as a shard holds them: ``l{k}_`` per lens."""
     arrays: dict[str, np.ndarray] = {"index": record["index"]}
     for k, lens in enumerate(record["lenses"]):
-        arrays[f"l{k}_entropy"] = lens["entropy"]
-        arrays[f"l{k}_kl_to_final"] = lens["kl_to_final"]
-        arrays[f"l{k}_top1"] = lens["top1_tokens"]
-        for i, name in enumerate(lens["answer_probs"]):
-            arrays[f"l{k}_prob_{i}"] = lens["answer_probs"][name]
-            arrays[f"l{k}_rank_{i}"] = lens["answer_ranks"][name]
+        arrays |= on_disk(lens, f"l{k}_", list(lens["answer_probs"]))
     if record["contributions"] is not None:
         arrays["contributions"] = record["contributions"]
         arrays["contribution_bias"] = record["contribution_bias"]
@@ -528,9 +524,14 @@ def read_shard(path: Path) -> dict[str, Any]:
 
 
 def record_of(
-    shard: dict[str, Any], lens_names: list[str], set_names: list[str], path: Any
+    shard: dict[str, Any],
+    lens_names: list[str],
+    set_names: list[str],
+    path: Any,
+    fields: tuple[str, ...],
 ) -> dict:
-    """A shard read back as the record :func:`lens_dataset` keeps for a batch.
+    """A shard read back as the record :func:`lens_dataset` keeps for a batch, with the metric
+    ``fields`` its run keeps.
 
     Raises:
         ValueError: If the shard's arrays do not have the shapes its lenses and sets need.
@@ -551,22 +552,15 @@ def record_of(
         return array
 
     lenses = []
-    rows = None
     for k, _ in enumerate(lens_names):
-        entropy = take(f"l{k}_entropy", "f")
-        rows = entropy.shape[0]
+        rows = take(f"l{k}_top1", "i").shape[0]
         lenses.append(
-            {
-                "entropy": entropy,
-                "kl_to_final": take(f"l{k}_kl_to_final", "f", rows),
-                "top1_tokens": take(f"l{k}_top1", "i", rows),
-                "answer_probs": {
-                    name: take(f"l{k}_prob_{i}", "f", rows) for i, name in enumerate(set_names)
-                },
-                "answer_ranks": {
-                    name: take(f"l{k}_rank_{i}", "i", rows) for i, name in enumerate(set_names)
-                },
-            }
+            from_disk(
+                lambda name, kind: take(name, kind, rows),  # noqa: B023 (called at once)
+                f"l{k}_",
+                fields,
+                set_names,
+            )
         )
     labels = meta.get("component_labels")
     record = {

@@ -22,6 +22,7 @@ __all__ = [
     "component_parts",
     "contribution_stats",
     "set_summary",
+    "summary_columns",
 ]
 
 # Resamples are drawn in blocks of about this many prompt indices, so that the index and count
@@ -150,27 +151,46 @@ def commitment_layers(ranks: np.ndarray, layers: list[int]) -> np.ndarray:
     return np.where(committed.any(axis=-1), np.asarray(layers, dtype=np.int64)[first], -1)
 
 
+def summary_columns(fields: tuple[str, ...]) -> list[str]:
+    """The per-layer columns :func:`set_summary` gives for the metric ``fields``, in order."""
+    answer = ["answer_prob_mean", "answer_prob_ci_low", "answer_prob_ci_high"]
+    answer += ["top1_accuracy", "top1_accuracy_ci_low", "top1_accuracy_ci_high"]
+    answer.append("answer_rank_median")
+    metrics = [f"{field}_{what}" for field in fields for what in ("mean", "ci_low", "ci_high")]
+    return [*answer, *metrics, "committed", "committed_ci_low", "committed_ci_high"]
+
+
 def set_summary(
     probs: np.ndarray,
     ranks: np.ndarray,
-    entropy: np.ndarray,
-    kl: np.ndarray,
+    metrics: dict[str, np.ndarray],
     ci: float,
     n_boot: int,
     seed: int | None,
 ) -> dict[str, np.ndarray]:
-    """The per-layer columns of ``LensDataset.summary`` for one answer set's prompts."""
+    """The per-layer columns of ``LensDataset.summary`` for one answer set's prompts.
+
+    Args:
+        probs, ranks: ``[n_prompts, n_layers]`` the answer's probability and rank (-1: none).
+        metrics: ``{field: [n_prompts, n_layers]}`` each metric field (NaN, or -1 for a
+            rank: no value); each gets ``{field}_mean`` with its interval.
+        ci, n_boot, seed: The intervals (see :func:`bootstrap_means`).
+    """
     rank_valid = ranks >= 0
-    # One bootstrap for the three: every column is resampled with the same prompts (adding a
+    # One bootstrap for every column: each is resampled with the same prompts (adding a
     # column changes neither the draws nor the other columns' intervals). They are written
     # into one float64 array, which the bootstrap then works in (no other copy of them).
-    values = np.empty((*probs.shape, 3))
+    values = np.empty((*probs.shape, 3 + len(metrics)))
     values[..., 0] = probs
     values[..., 1] = ranks == 0
     values[..., 1][~rank_valid] = np.nan
     # Committed by a layer: a prompt whose answer is the top-1 there and through the last layer;
     # a prompt never committing (or whose rank there has no value) counts as not committed.
     values[..., 2] = committed_from(ranks)
+    for k, field_values in enumerate(metrics.values()):
+        values[..., 3 + k] = field_values
+        if field_values.dtype.kind == "i":  # a rank: -1 is no value
+            values[..., 3 + k][field_values < 0] = np.nan
     stats = bootstrap_means(values, ci=ci, n_boot=n_boot, seed=seed, overwrite=True)
     del values
     with np.errstate(all="ignore"):
@@ -180,28 +200,15 @@ def set_summary(
                 for j in range(ranks.shape[1])
             ]
         )
-    return {
-        "answer_prob_mean": stats["mean"][:, 0],
-        "answer_prob_ci_low": stats["low"][:, 0],
-        "answer_prob_ci_high": stats["high"][:, 0],
-        "top1_accuracy": stats["mean"][:, 1],
-        "top1_accuracy_ci_low": stats["low"][:, 1],
-        "top1_accuracy_ci_high": stats["high"][:, 1],
-        "answer_rank_median": median,
-        "entropy_mean": _nanmean(entropy),
-        "kl_to_final_mean": _nanmean(kl),
-        "committed": stats["mean"][:, 2],
-        "committed_ci_low": stats["low"][:, 2],
-        "committed_ci_high": stats["high"][:, 2],
-    }
-
-
-def _nanmean(values: np.ndarray) -> np.ndarray:
-    finite = np.isfinite(values)
-    count = finite.sum(axis=0)
-    total = np.where(finite, values, 0).astype(np.float64).sum(axis=0)
-    with np.errstate(all="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    # The columns of summary_columns, in its order: each bootstrap column's mean, low, high.
+    order = [0, 1, *range(3, 3 + len(metrics)), 2]
+    triples = [
+        column
+        for j in order
+        for column in (stats["mean"][:, j], stats["low"][:, j], stats["high"][:, j])
+    ]
+    values = [*triples[:6], median, *triples[6:]]
+    return dict(zip(summary_columns(tuple(metrics)), values, strict=True))
 
 
 # "L3.attn", "L3.mlp", "L3.attn_bias", "L3.H7" (see the step's component_labels).

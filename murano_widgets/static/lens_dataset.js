@@ -232,16 +232,22 @@ function formatRank(rank, short = false) {
   else text = String(Math.round(rank));
   return short ? text : `rank ${text}`;
 }
+function niceCeil(x) {
+  if (!(x > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(x));
+  for (const m of [1, 2, 5, 10]) if (m * p >= x - 1e-12 * p) return m * p;
+  return 10 * p;
+}
 
 // src/dataset/chart.js
-function datasetCurveGeometry(width, height, nLayers, margin = {}) {
+function datasetCurveGeometry(width, height, nLayers, margin = {}, high = 1) {
   const left = margin.left ?? 48;
   const right = width - (margin.right ?? 16);
   const top = margin.top ?? 12;
   const bottom = height - (margin.bottom ?? 34);
   const step = nLayers > 1 ? (right - left) / (nLayers - 1) : 0;
   const x = (index) => nLayers > 1 ? left + index * step : (left + right) / 2;
-  const y = (value) => bottom - Math.min(Math.max(value, 0), 1) * (bottom - top);
+  const y = (value) => bottom - Math.min(Math.max(value / high, 0), 1) * (bottom - top);
   const layerAt = (px) => {
     if (nLayers <= 1) return 0;
     return Math.min(nLayers - 1, Math.max(0, Math.round((px - left) / step)));
@@ -307,6 +313,21 @@ function labelColumns(nLayers, maxLabels) {
     columns.push(nLayers - 1);
   }
   return columns;
+}
+function chartScale(metric, summaries) {
+  if (metric.unit === "probability" || metric.unit === "share") {
+    return { high: 1, ticks: [0, 0.25, 0.5, 0.75, 1], label: (v) => `${Math.round(v * 100)}%` };
+  }
+  let top = 0;
+  for (const summary of summaries) {
+    for (const column of [metric.field, ...metric.interval || []]) {
+      for (const v of summary[column] || []) if (finite(v) && v > top) top = v;
+    }
+  }
+  const high = top > 0 ? niceCeil(top) : 1;
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * high);
+  if (metric.unit === "bits") return { high, ticks, label: (v) => formatBits(v, true) };
+  return { high, ticks, label: (v) => String(Number(v.toFixed(1))) };
 }
 
 // src/theme.js
@@ -450,10 +471,12 @@ function promptOrder(set, layerIndex, nLayers, worstFirst = false) {
   });
   return indices;
 }
-function formatInterval(value, low, high) {
+function formatInterval(value, low, high, unit = "probability") {
   if (value === null || !Number.isFinite(value)) return "–";
-  if (low === null || high === null || !Number.isFinite(low) || !Number.isFinite(high)) return formatProb(value);
-  return `${formatProb(value)} [${formatProb(low)}, ${formatProb(high)}]`;
+  const shown = formatValue(value, unit);
+  if (low === null || high === null || !Number.isFinite(low) || !Number.isFinite(high)) return shown;
+  if (unit === "bits") return `${shown} [${formatBits(low, true)}, ${formatBits(high, true)}]`;
+  return `${shown} [${formatValue(low, unit)}, ${formatValue(high, unit)}]`;
 }
 function layerReadout(dataset, layerIndex) {
   const ci = `${Math.round(dataset.ci * 100)}% interval`;
@@ -463,7 +486,7 @@ function layerReadout(dataset, layerIndex) {
       const s2 = set.summary;
       const at = (column) => s2[column]?.[layerIndex] ?? null;
       const cells = dataset.metrics.map((m) => {
-        const cell = m.interval ? [`${m.short} (${ci})`, formatInterval(at(m.field), at(m.interval[0]), at(m.interval[1]))] : [m.short, formatValue(at(m.field), m.unit)];
+        const cell = m.interval ? [`${m.short} (${ci})`, formatInterval(at(m.field), at(m.interval[0]), at(m.interval[1]), m.unit)] : [m.short, formatValue(at(m.field), m.unit)];
         return cell;
       });
       return { set: set.label, cells: [...cells, ["prompts", String(set.nPrompts)]] };
@@ -656,14 +679,19 @@ var DatasetView = class {
   }
   drawChart() {
     const d = this.dataset;
-    const g = this.geometry;
     const metric = chartMetric(d, this.model.get("metric"));
     const [low, high] = metric.interval || [metric.field, metric.field];
+    const scale = chartScale(metric, d.sets.map((set) => (
+      /** @type {Record<string, (number | null)[]>} */
+      /** @type {unknown} */
+      set.summary
+    )));
+    const g = this.geometry = datasetCurveGeometry(WIDTH, HEIGHT, d.layers.length, {}, scale.high);
     this.ui.svg.replaceChildren();
     const axes = s("g", { class: "murano-ds-axes" });
-    for (const v of [0, 0.25, 0.5, 0.75, 1]) {
+    for (const v of scale.ticks) {
       axes.append(s("line", { class: "murano-ds-grid", x1: g.left, x2: g.right, y1: g.y(v), y2: g.y(v) }));
-      axes.append(s("text", { class: "murano-ds-tick", x: g.left - 6, y: g.y(v) + 4, "text-anchor": "end" }, `${Math.round(v * 100)}%`));
+      axes.append(s("text", { class: "murano-ds-tick", x: g.left - 6, y: g.y(v) + 4, "text-anchor": "end" }, scale.label(v)));
     }
     for (const i of labelColumns(d.layers.length, 16)) {
       axes.append(s("text", { class: "murano-ds-tick", x: g.x(i), y: g.bottom + 16, "text-anchor": "middle" }, String(d.layers[i])));

@@ -20,7 +20,7 @@ import traitlets
 from murano_widgets._checks import check_index, check_model
 from murano_widgets.export import base64_sections
 from murano_widgets.lenses import as_lens, named_lenses, title_of
-from murano_widgets.metrics import DATASET_CHART, DATASET_METRICS
+from murano_widgets.metrics import Metric
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset
 from murano_widgets.widgets.lens import LogitLensWidget, show_logit_lens
 
@@ -39,8 +39,10 @@ class DatasetChart(MuranoWidget):
         lens_name: With several lenses side by side: the lens whose prompts are listed (and
             whose heatmap opens first); ``""`` for a data set of one lens.
         order: ``"best"`` (rank 0 first) or ``"worst"``.
-        metric: What the curves show: ``"answer_prob"``, ``"top1_accuracy"`` or
-            ``"committed"`` (the share of prompts whose answer is the top-1 from the layer on).
+        metric: What the curves show: one of :data:`murano_widgets.metrics.DATASET_CHART`
+            that the data set holds: ``"answer_prob"``, ``"top1_accuracy"``, ``"committed"``
+            (the share of prompts whose answer is the top-1 from the layer on), or the mean of
+            a heatmap metric at the prompts' last position (``"entropy"``, ``"kl"``, ...).
         open_request: What the front end last asked to open: ``{"prompt", "answer_set",
             "lens", "n"}``.
         status: A line of text from Python (what was opened, or why it could not be).
@@ -64,11 +66,13 @@ class DatasetChart(MuranoWidget):
         self._dataset = dataset
         data = {}
         # One series per lens and answer set, in meta["sets"] order (lens by lens).
-        series = [(part, name) for _, part in dataset._parts() for name in part.answers]
-        for j, (part, name) in enumerate(series):
+        series = [
+            (arrays, name) for _, arrays in dataset._lens_tables() for name in dataset.answers
+        ]
+        for j, (arrays, name) in enumerate(series):
             # The chart reads one row per prompt: [n_prompts, n_layers].
-            data[f"prob_{j}"] = part.answer_probs[name].T.astype("<f4").tobytes()
-            data[f"rank_{j}"] = part.answer_ranks[name].T.astype("<i4").tobytes()
+            data[f"prob_{j}"] = arrays["answer_probs"][name].T.astype("<f4").tobytes()
+            data[f"rank_{j}"] = arrays["answer_ranks"][name].T.astype("<i4").tobytes()
         super().__init__(
             _meta=meta,
             _data=data,
@@ -126,10 +130,9 @@ class DatasetChart(MuranoWidget):
 
     @traitlets.validate("metric")
     def _check_metric(self, proposal: dict[str, Any]) -> str:
-        if proposal["value"] not in DATASET_CHART:
-            raise WidgetValueError(
-                f"metric must be one of {DATASET_CHART}; got {proposal['value']!r}"
-            )
+        charted = [m["name"] for m in self._meta["metrics"] if m["interval"]]
+        if proposal["value"] not in charted:
+            raise WidgetValueError(f"metric must be one of {charted}; got {proposal['value']!r}")
         return proposal["value"]
 
 
@@ -166,9 +169,10 @@ class LensDatasetWidget(ipywidgets.VBox):
             _check_lenses(lens, dataset, self._model)
         reason = self._cannot_open_reason()
         summary = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
+        metrics = dataset.metrics
         titles = {entry["name"]: entry["title"] for entry in dataset.provenance.get("lenses", [])}
         sets = []
-        for lens_name, _ in dataset._parts():
+        for lens_name, _ in dataset._lens_tables():
             for name in dataset.answers:
                 rows = summary
                 if lens_name is not None:
@@ -181,7 +185,7 @@ class LensDatasetWidget(ipywidgets.VBox):
                         "lens": lens_name,
                         "answers": dataset.answer_labels(name),
                         "n_prompts": sum(forms is not None for forms in dataset.answers[name]),
-                        "summary": _summary_lists(rows),
+                        "summary": _summary_lists(rows, metrics),
                     }
                 )
         meta = {
@@ -195,7 +199,7 @@ class LensDatasetWidget(ipywidgets.VBox):
                 {"name": name, "title": titles.get(name, name)} for name in dataset.lens_names or []
             ],
             "sets": sets,
-            "metrics": [metric.as_json() for metric in DATASET_METRICS.values()],
+            "metrics": [metric.as_json() for metric in metrics],
         }
         self.chart = DatasetChart(dataset, meta)
         self.heatmap: LogitLensWidget | None = None
@@ -347,14 +351,10 @@ def _check_lenses(lens: Any, dataset: LensDataset, model: Any) -> None:
         )
 
 
-def _summary_lists(table: Any) -> dict[str, list[float | None]]:
-    """The summary columns the data set's metrics read, by their names, as JSON-safe lists
+def _summary_lists(table: Any, metrics: list[Metric]) -> dict[str, list[float | None]]:
+    """The summary columns the data set's ``metrics`` read, by their names, as JSON-safe lists
     (NaN → None)."""
-    columns = [
-        column
-        for metric in DATASET_METRICS.values()
-        for column in (metric.field, *(metric.interval or ()))
-    ]
+    columns = [column for metric in metrics for column in (metric.field, *(metric.interval or ()))]
     return {
         column: [
             None if not math.isfinite(v) else float(v) for v in np.asarray(table[column], float)

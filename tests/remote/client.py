@@ -273,6 +273,8 @@ def dataset(args: argparse.Namespace) -> dict:
             "rank": data.answer_ranks["answer"],
             "entropy": data.entropy,
             "kl": data.kl_to_final,
+            "final_prob": data.final_token_probs,
+            "final_rank": data.final_token_ranks,
             "top1": data.top1_tokens,
         }
 

@@ -19,9 +19,10 @@ def test_a_remote_data_set_resumes_retries_and_equals_the_local_one(
     whole, local = runs["whole"], runs["local"]
     assert summary["remote"] is True and summary["jobs"] == summary["n_batches"] > 10
     # Reduced on the server, as locally.
-    for key in ("prob", "entropy", "kl"):
+    for key in ("prob", "entropy", "kl", "final_prob"):
         np.testing.assert_allclose(whole[key], local[key], rtol=1e-4, atol=1e-6, err_msg=key)
     np.testing.assert_array_equal(whole["top1"], local["top1"])
+    np.testing.assert_array_equal(whole["final_rank"], local["final_rank"])
     np.testing.assert_array_equal(whole["rank"], local["rank"])
     # One job at a time or three in flight: every batch sent once, the same numbers.
     for name in ("one_job", "three_jobs"):

@@ -2,8 +2,11 @@
 /**
  * The data-set chart's geometry, as pure functions: where layer columns and values fall in the
  * SVG, which layer a pointer position is nearest, and the path strings of lines and bands
- * (missing values break a line or a band rather than bridging the gap).
+ * (missing values break a line or a band rather than bridging the gap), and the value axis of a
+ * metric (`chartScale`: a fraction runs 0 to 1; bits and ranks 0 to a round number above the data).
  */
+
+import { formatBits, niceCeil } from "../format.js";
 
 /**
  * @typedef {object} Geometry
@@ -14,7 +17,7 @@
  * @property {number} top
  * @property {number} bottom
  * @property {(index: number) => number} x the x of layer column `index`
- * @property {(value: number) => number} y the y of a value in [0, 1]
+ * @property {(value: number) => number} y the y of a value in [0, top] (clamped)
  * @property {(px: number) => number} layerAt the column nearest to x = `px` (clamped)
  */
 
@@ -27,16 +30,17 @@
  * @param {number} height
  * @param {number} nLayers
  * @param {{left?: number, right?: number, top?: number, bottom?: number}} [margin]
+ * @param {number} [high] the value at the top of the plot area (a fraction's is 1)
  * @returns {Geometry}
  */
-export function datasetCurveGeometry(width, height, nLayers, margin = {}) {
+export function datasetCurveGeometry(width, height, nLayers, margin = {}, high = 1) {
   const left = margin.left ?? 48;
   const right = width - (margin.right ?? 16);
   const top = margin.top ?? 12;
   const bottom = height - (margin.bottom ?? 34);
   const step = nLayers > 1 ? (right - left) / (nLayers - 1) : 0;
   const x = (/** @type {number} */ index) => (nLayers > 1 ? left + index * step : (left + right) / 2);
-  const y = (/** @type {number} */ value) => bottom - Math.min(Math.max(value, 0), 1) * (bottom - top);
+  const y = (/** @type {number} */ value) => bottom - Math.min(Math.max(value / high, 0), 1) * (bottom - top);
   const layerAt = (/** @type {number} */ px) => {
     if (nLayers <= 1) return 0;
     return Math.min(nLayers - 1, Math.max(0, Math.round((px - left) / step)));
@@ -122,4 +126,35 @@ export function labelColumns(nLayers, maxLabels) {
     columns.push(nLayers - 1);
   }
   return columns;
+}
+
+/**
+ * @typedef {object} ChartScale
+ * @property {number} high the value at the top of the plot area
+ * @property {number[]} ticks the values with a grid line and a label
+ * @property {(value: number) => string} label a tick's text
+ */
+
+/**
+ * The value axis of a metric, by its unit: a probability or a share from 0 to 100 %; bits and
+ * ranks from 0 to the smallest round number (1, 2 or 5 times a power of ten) at or above every
+ * value and interval end the series hold for it, so that switching metrics never clips a band.
+ * @param {{unit: string, field: string, interval: [string, string] | null}} metric
+ * @param {Record<string, (number | null)[]>[]} summaries each series' summary columns
+ * @returns {ChartScale}
+ */
+export function chartScale(metric, summaries) {
+  if (metric.unit === "probability" || metric.unit === "share") {
+    return { high: 1, ticks: [0, 0.25, 0.5, 0.75, 1], label: (v) => `${Math.round(v * 100)}%` };
+  }
+  let top = 0;
+  for (const summary of summaries) {
+    for (const column of [metric.field, ...(metric.interval || [])]) {
+      for (const v of summary[column] || []) if (finite(v) && v > top) top = v;
+    }
+  }
+  const high = top > 0 ? niceCeil(top) : 1;
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * high);
+  if (metric.unit === "bits") return { high, ticks, label: (v) => formatBits(v, true) };
+  return { high, ticks, label: (v) => String(Number(v.toFixed(1))) };
 }

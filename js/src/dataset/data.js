@@ -187,16 +187,20 @@ export function promptOrder(set, layerIndex, nLayers, worstFirst = false) {
 }
 
 /**
- * "42.1% [38.0%, 46.3%]"; "–" without a value.
+ * A value with its interval in the metric's unit: "42.1% [38.0%, 46.3%]", "2.31 bits [2.10,
+ * 2.52]" (the unit once), "14.2 [11.5, 17.9]" for a rank; "–" without a value.
  * @param {number | null} value
  * @param {number | null} low
  * @param {number | null} high
+ * @param {string} [unit] "probability" (the default) or "share", "bits", "rank"
  * @returns {string}
  */
-export function formatInterval(value, low, high) {
+export function formatInterval(value, low, high, unit = "probability") {
   if (value === null || !Number.isFinite(value)) return "–";
-  if (low === null || high === null || !Number.isFinite(low) || !Number.isFinite(high)) return formatProb(value);
-  return `${formatProb(value)} [${formatProb(low)}, ${formatProb(high)}]`;
+  const shown = formatValue(value, unit);
+  if (low === null || high === null || !Number.isFinite(low) || !Number.isFinite(high)) return shown;
+  if (unit === "bits") return `${shown} [${formatBits(low, true)}, ${formatBits(high, true)}]`;
+  return `${shown} [${formatValue(low, unit)}, ${formatValue(high, unit)}]`;
 }
 
 /**
@@ -216,7 +220,7 @@ export function layerReadout(dataset, layerIndex) {
       const at = (column) => s[column]?.[layerIndex] ?? null;
       const cells = dataset.metrics.map((m) => {
         /** @type {[string, string]} */
-        const cell = m.interval ? [`${m.short} (${ci})`, formatInterval(at(m.field), at(m.interval[0]), at(m.interval[1]))] : [m.short, formatValue(at(m.field), m.unit)];
+        const cell = m.interval ? [`${m.short} (${ci})`, formatInterval(at(m.field), at(m.interval[0]), at(m.interval[1]), m.unit)] : [m.short, formatValue(at(m.field), m.unit)];
         return cell;
       });
       return { set: set.label, cells: [...cells, ["prompts", String(set.nPrompts)]] };

@@ -11,7 +11,7 @@ import { installDebug } from "../shared/debug.js";
 import { lensMenuText } from "../shared/lens_names.js";
 import { keepControlKeys } from "../shared/keys.js";
 import { formatProb, formatRank } from "../format.js";
-import { bandPath, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
+import { bandPath, chartScale, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
 import { chartMetric, chartMetrics, datasetSeriesLook, decodeDataset, findSet, layerReadout, promptOrder } from "./data.js";
 
 /** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
@@ -191,14 +191,16 @@ export class DatasetView {
 
   drawChart() {
     const d = this.dataset;
-    const g = this.geometry;
     const metric = chartMetric(d, this.model.get("metric"));
     const [low, high] = metric.interval || [metric.field, metric.field];
+    // The value axis follows the metric: 0-100 % for a fraction, a round top for bits or ranks.
+    const scale = chartScale(metric, d.sets.map((set) => /** @type {Record<string, (number | null)[]>} */ (/** @type {unknown} */ (set.summary))));
+    const g = (this.geometry = datasetCurveGeometry(WIDTH, HEIGHT, d.layers.length, {}, scale.high));
     this.ui.svg.replaceChildren();
     const axes = s("g", { class: "murano-ds-axes" });
-    for (const v of [0, 0.25, 0.5, 0.75, 1]) {
+    for (const v of scale.ticks) {
       axes.append(s("line", { class: "murano-ds-grid", x1: g.left, x2: g.right, y1: g.y(v), y2: g.y(v) }));
-      axes.append(s("text", { class: "murano-ds-tick", x: g.left - 6, y: g.y(v) + 4, "text-anchor": "end" }, `${Math.round(v * 100)}%`));
+      axes.append(s("text", { class: "murano-ds-tick", x: g.left - 6, y: g.y(v) + 4, "text-anchor": "end" }, scale.label(v)));
     }
     for (const i of labelColumns(d.layers.length, 16)) {
       axes.append(s("text", { class: "murano-ds-tick", x: g.x(i), y: g.bottom + 16, "text-anchor": "middle" }, String(d.layers[i])));
