@@ -7,7 +7,7 @@ probability and rank, the KL to it) at the prompt's last real position: one tabl
 lens, declared in :mod:`murano_widgets.dataset.table`. Memory therefore grows with ``n_prompts · n_layers`` and nothing else. It turns them
 into a tidy frame, per-layer summaries with bootstrap intervals, a figure, a widget, and files
 that remake the figure without the model; :meth:`LensDataset.load` reads a saved file or a run's
-finished folder. The run's records are collected and assembled here (``_Collector``,
+finished folder. The run's records are collected and assembled here (``Collector``,
 ``_assemble``), so that a run and a folder's load make a data set the same way.
 
 With several lenses side by side (``lens={"logit": None, "tuned": tuned}``) each batch runs one
@@ -35,6 +35,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from murano_widgets._checks import check_model, check_path
+from murano_widgets.dataset.collect import Collector
+from murano_widgets.dataset.frames import (
+    component_columns,
+    contributions_frame,
+    text_columns,
+    tidy_frame,
+)
 from murano_widgets.dataset.io import paths, read_saved, write_saved
 from murano_widgets.dataset.shards import (
     is_run_folder,
@@ -44,13 +51,9 @@ from murano_widgets.dataset.shards import (
 from murano_widgets.dataset.stats import (
     check_summary_args,
     commitment_layers,
-    component_parts,
     contribution_stats,
     set_summary,
     summary_columns,
-)
-from murano_widgets.dataset.stream import (
-    Window,
 )
 from murano_widgets.dataset.table import (
     LEGACY_FIELDS,
@@ -58,11 +61,8 @@ from murano_widgets.dataset.table import (
     SET_ARRAYS,
     TOKENS,
     check_fields,
-    empty_arrays,
     from_disk,
-    is_integer,
     on_disk,
-    place,
 )
 from murano_widgets.metrics import METRICS, Metric, held_metrics
 
@@ -82,113 +82,8 @@ FORMAT_VERSION = 1
 LENSES_FORMAT_VERSION = 2
 
 
-class _Collector:
-    """The per-prompt numbers of a run, batch by batch, then as one data set.
-
-    The text (prompts, answers, foils) is kept in stream order as windows arrive (the very
-    objects the stream gave); each batch's arrays are kept as they come, and placed at their
-    prompts' indices only at the end, each batch's arrays freed as soon as they are copied, so
-    that assembling them costs one set of arrays, not two.
-    """
-
-    def __init__(
-        self,
-        lens_names: list[str],
-        sets: list[str],
-        labels: list[str] | None,
-        has_foils: bool,
-        named: bool = False,
-        fields: tuple[str, ...] = METRIC_FIELDS,
-    ) -> None:
-        self.lens_names = lens_names
-        self.named = named
-        self.sets = sets
-        self.labels = labels
-        self.has_foils = has_foils
-        self.fields = fields
-        self.prompts: list[str] = []
-        self.answers: dict[str, list[Any]] = {name: [] for name in sets}
-        self.foils: list[str | None] | None = [] if has_foils else None
-        self.records: list[dict[str, Any]] = []
-        self.token_strings: dict[int, str] = {}
-        self.tokens = self.padded = self.n_batches = 0
-        self.any_answer = self.any_foil = False
-        self.n_layers: int | None = None
-
-    @property
-    def n_prompts(self) -> int:
-        return len(self.prompts)
-
-    def add_window(self, window: Window) -> None:
-        """A window's text, in stream order."""
-        for item in window.items:
-            self.prompts.append(item.prompt)
-            for s, name in enumerate(self.sets):
-                self.answers[name].append(item.answers[s])
-                self.any_answer = self.any_answer or item.answers[s] is not None
-            if self.foils is not None:
-                self.foils.append(item.foil)
-                self.any_foil = self.any_foil or item.foil is not None
-
-    def add(self, record: dict[str, Any], expected: np.ndarray | None = None) -> None:
-        """One batch's numbers (from the step, or read back from a shard), checked against the
-        prompts ``expected`` at its place."""
-        if expected is not None and not np.array_equal(record["index"], expected):
-            raise ValueError(
-                f"a shard holds other prompts than its batch (prompts {expected.min()}.."
-                f"{expected.max()}): the inputs or the batching changed; use another folder"
-            )
-        n_layers = record["lenses"][0][TOKENS].shape[0]
-        if self.n_layers is None:
-            self.n_layers = n_layers
-        elif n_layers != self.n_layers:
-            raise ValueError("a shard holds another number of layers than the run's")
-        if record["component_labels"] is not None and record["component_labels"] != self.labels:
-            raise ValueError("a shard holds other components than the run's")
-        self.token_strings.update(record["token_strings"])
-        self.tokens += record["tokens"]
-        self.padded += record["padded"]
-        self.n_batches += 1
-        self.records.append(
-            {
-                "index": record["index"],
-                "lenses": record["lenses"],
-                "contributions": record["contributions"],
-                "contribution_bias": record["contribution_bias"],
-            }
-        )
-
-    def arrays(self) -> tuple[list[dict[str, Any]], dict[str, np.ndarray] | None]:
-        """Every lens's arrays ``[n_layers, n_prompts]`` (and the contributions), the batches'
-        freed as they are copied."""
-        n, n_layers = self.n_prompts, self.n_layers or 0
-        lenses = [empty_arrays(self.fields, self.sets, n_layers, n) for _ in self.lens_names]
-        kept = None
-        if self.labels is not None:
-            kept = {
-                "contributions": np.full((len(self.labels), n), np.nan, np.float32),
-                "contribution_bias": np.full(n, np.nan, np.float32),
-            }
-        covered = np.zeros(n, dtype=bool)
-        records, self.records = self.records, []
-        records.reverse()
-        while records:
-            record = records.pop()
-            index = record["index"]
-            covered[index] = True
-            for out, got in zip(lenses, record["lenses"], strict=True):
-                place(out, got, index)
-            if kept is not None and record["contributions"] is not None:
-                kept["contributions"][:, index] = record["contributions"]
-                kept["contribution_bias"][index] = record["contribution_bias"]
-            del record
-        if not covered.all():
-            raise RuntimeError(f"prompts[{int(np.argmin(covered))}] got no numbers")
-        return lenses, kept
-
-
 def _assemble(
-    collector: _Collector,
+    collector: Collector,
     layers: list[int],
     provenance: dict[str, Any],
     named: bool,
@@ -535,93 +430,16 @@ class LensDataset:
         """
         import pandas as pd
 
-        shared = self._text_columns()
+        shared = text_columns(self)
         frames = []
         for name, arrays in self._lens_tables():
-            frame = self._frame(arrays, shared)
+            frame = tidy_frame(self, arrays, shared)
             if name is not None:
                 frame.insert(frame.columns.get_loc("layer"), "lens", name)
             frames.append(frame)
         table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         table.attrs["provenance"] = json.loads(json.dumps(self.provenance))
         return table
-
-    def _text_columns(self) -> dict[str, Any]:
-        """The text of the tidy tables, factorized once: each prompt's code among the distinct
-        prompts and each answer set's codes among every set's distinct answers (shared by
-        every lens, so that the lenses' frames concatenate as categoricals)."""
-        import pandas as pd
-
-        prompt_codes, prompts = pd.factorize(np.asarray(self.prompts, dtype=object))
-        names = list(self.answers)
-        labels = np.asarray(
-            [label for name in names for label in self.answer_labels(name)], dtype=object
-        )
-        answer_codes, answers = pd.factorize(labels, use_na_sentinel=True)
-        n = len(self.prompts)
-        return {
-            "prompt": (prompt_codes, prompts),
-            "answer": {
-                name: (answer_codes[k * n : (k + 1) * n], answers) for k, name in enumerate(names)
-            },
-        }
-
-    def _frame(self, arrays: dict[str, Any], shared: dict[str, Any]) -> pd.DataFrame:
-        """One lens's tidy frame (see :meth:`to_pandas`) from its ``arrays``, its text from
-        ``shared``."""
-        import pandas as pd
-
-        n_layers, n = arrays[TOKENS].shape
-        prompt_index = np.repeat(np.arange(n), n_layers)
-        layer = np.tile(np.asarray(self.layers), n)
-
-        def by_prompt(values: np.ndarray) -> np.ndarray:
-            """``[n_layers, n_prompts]`` as one row per prompt and layer, prompt by prompt."""
-            return values.T.reshape(-1)
-
-        def categorical(codes: np.ndarray, categories: Any) -> pd.Categorical:
-            return pd.Categorical.from_codes(codes, categories=categories, validate=False)
-
-        prompt_codes, prompts = shared["prompt"]
-        prompt_column = categorical(prompt_codes[prompt_index], prompts)
-        top1_words = _decode(by_prompt(arrays[TOKENS]), self.token_strings)
-        # Each metric field, named as the result names it: floats, or nullable integers (ranks).
-        metric_columns: dict[str, Any] = {}
-        for field in self.fields:
-            values = by_prompt(arrays[field])
-            metric_columns[field] = (
-                pd.arrays.IntegerArray(*_with_missing(values))
-                if is_integer(field)
-                else values.astype(np.float64)
-            )
-        committed = commitment_layers
-        frames = []
-        for name in self.answers:
-            ranks = by_prompt(arrays["answer_ranks"][name])
-            missing = ranks < 0
-            answer_codes, answers = shared["answer"][name]
-            columns: dict[str, Any] = {
-                "prompt_index": prompt_index,
-                "prompt": prompt_column,
-                "answer": categorical(answer_codes[prompt_index], answers),
-            }
-            if self.named_sets:
-                columns["answer_set"] = name
-            columns |= {
-                "layer": layer,
-                "answer_prob": by_prompt(arrays["answer_probs"][name]).astype(np.float64),
-                "answer_rank": pd.arrays.IntegerArray(ranks.astype(np.int64), missing),
-                "answer_is_top1": pd.arrays.BooleanArray(ranks == 0, missing),
-                **metric_columns,
-                "top1_token": top1_words,
-                "commitment_layer": pd.arrays.IntegerArray(
-                    *_with_missing(
-                        np.repeat(committed(arrays["answer_ranks"][name].T, self.layers), n_layers)
-                    )
-                ),
-            }
-            frames.append(pd.DataFrame(columns, copy=False))
-        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
     def summary(self, ci: float = 0.95, n_boot: int = 1000, seed: int | None = 0) -> pd.DataFrame:
         """One row per layer (and answer set): means with percentile-bootstrap intervals.
@@ -700,25 +518,6 @@ class LensDataset:
                 "lens_dataset(..., decompose=True) (and heads=True for attention heads)"
             )
 
-    def _component_columns(self, repeat: int = 1) -> dict[str, Any]:
-        """Each component's (then the bias's) label, layer, kind and head, as columns, the
-        whole list ``repeat`` times over (once per prompt)."""
-        import pandas as pd
-
-        labels = [*self.component_labels, "bias"]
-        parts = [*map(component_parts, labels[:-1]), (None, "bias", None)]
-        layer = np.array([-1 if p[0] is None else p[0] for p in parts], dtype=np.int64)
-        head = np.array([-1 if p[2] is None else p[2] for p in parts], dtype=np.int64)
-        kinds = list(dict.fromkeys(p[1] for p in parts))
-        kind_codes = np.array([kinds.index(p[1]) for p in parts])
-        codes = np.tile(np.arange(len(labels)), repeat)
-        return {
-            "component": pd.Categorical.from_codes(codes, categories=labels, validate=False),
-            "layer": pd.arrays.IntegerArray(*_with_missing(np.tile(layer, repeat))),
-            "kind": pd.Categorical.from_codes(kind_codes[codes], categories=kinds, validate=False),
-            "head": pd.arrays.IntegerArray(*_with_missing(np.tile(head, repeat))),
-        }
-
     def contribution_summary(
         self, ci: float = 0.95, n_boot: int = 1000, seed: int | None = 0
     ) -> pd.DataFrame:
@@ -755,7 +554,7 @@ class LensDataset:
         stats = contribution_stats(self.contributions.T, self.contribution_bias, ci, n_boot, seed)
         table = pd.DataFrame(
             {
-                **self._component_columns(),
+                **component_columns(self.component_labels),
                 "n_prompts": stats["n_prompts"],
                 "contribution_mean": stats["mean"],
                 "contribution_ci_low": stats["low"],
@@ -791,38 +590,8 @@ class LensDataset:
         Raises:
             ValueError: For a data set made without ``decompose=True``.
         """
-        import pandas as pd
-
         self._require_contributions()
-        values = np.concatenate(
-            [self.contributions, self.contribution_bias[None, :]],
-            axis=0,
-        )
-        n_parts, n = values.shape
-        prompt_index = np.repeat(np.arange(n), n_parts)
-        # The text as categoricals (each distinct string once: see to_pandas), and the
-        # component columns likewise: a million prompts by 13 components is 14 million rows.
-        shared = self._text_columns()
-
-        def categorical(codes: np.ndarray, categories: Any) -> pd.Categorical:
-            return pd.Categorical.from_codes(codes, categories=categories, validate=False)
-
-        answer_codes, answers = shared["answer"][next(iter(self.answers))]
-        columns: dict[str, Any] = {
-            "prompt_index": prompt_index,
-            "prompt": categorical(shared["prompt"][0][prompt_index], shared["prompt"][1]),
-            "answer": categorical(answer_codes[prompt_index], answers),
-        }
-        if self.foils is not None:
-            foil_codes, foils = pd.factorize(np.asarray(self.foils, dtype=object))
-            columns["foil"] = categorical(foil_codes[prompt_index], foils)
-        columns |= self._component_columns(repeat=n)
-        # One row per prompt and component, prompt by prompt: [C + 1, n] read column-wise.
-        columns["contribution"] = values.T.reshape(-1).astype(np.float64)
-        frame = pd.DataFrame(columns)
-        frame.attrs["provenance"] = json.loads(json.dumps(self.provenance))
-        frame.attrs.update(target=self.contribution_target, answer_set=next(iter(self.answers)))
-        return frame
+        return contributions_frame(self)
 
     def plot_contributions(self, **options: Any) -> Figure:
         """The direct logit attribution figure: the mean contribution of each component in
@@ -1006,7 +775,7 @@ def _load_folder(folder: Path) -> LensDataset:
         labels = next((shard["meta"]["component_labels"] for _, shard in shards), None)
     # A run written before the metric fields were derived from the registry keeps the old two.
     fields = check_fields(fingerprint.get("fields", LEGACY_FIELDS), str(folder / "run.json"))
-    collector = _Collector(
+    collector = Collector(
         lens_names,
         sets,
         labels,
@@ -1138,30 +907,6 @@ def _check_contributions(given: dict[str, Any], foils: Any, n_prompts: int) -> N
         raise ValueError(f"foils has {len(foils)} entries for {n_prompts} prompts")
 
 
-def _with_missing(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Integers with -1 for "no value", as a nullable integer array's values and mask."""
-    values = np.asarray(values, dtype=np.int64)
-    return values, values < 0
-
-
 def _layers_first(on_disk: np.ndarray) -> np.ndarray:
     """A saved ``[n_prompts, n_layers]`` array as the in-memory ``[n_layers, n_prompts]``."""
     return np.ascontiguousarray(on_disk.T)
-
-
-def _table_positions(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
-    """Each token id's position in ``["", *table.values()]``: 0 for -1 or an id not in the
-    table, vectorised."""
-    if not table:
-        return np.zeros(len(ids), dtype=np.int64)
-    keys = np.fromiter(table, dtype=np.int64, count=len(table))
-    order = np.argsort(keys)
-    found = np.minimum(np.searchsorted(keys[order], ids), len(keys) - 1)
-    hit = keys[order][found] == ids
-    return np.where(hit, order[found] + 1, 0)
-
-
-def _decode(ids: np.ndarray, table: dict[int, str]) -> np.ndarray:
-    """Token ids to their strings through ``table`` ("" for -1 or an id not in it), vectorised."""
-    words = np.array(["", *table.values()], dtype=object)
-    return words[_table_positions(ids, table)]

@@ -31,8 +31,9 @@ import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model, check_path
 from murano_widgets._memory import return_freed_memory
+from murano_widgets.dataset.collect import Collector
 from murano_widgets.dataset.io import model_provenance
-from murano_widgets.dataset.lens_dataset import LensDataset, _assemble, _Collector
+from murano_widgets.dataset.lens_dataset import LensDataset, _assemble
 from murano_widgets.dataset.progress import Progress
 from murano_widgets.dataset.shards import (
     ShardStore,
@@ -221,7 +222,7 @@ def lens_dataset(
 
     lens_names = list(step.lenses)
     labels = list(step.components.labels) if step.components is not None else None
-    collector = _Collector(lens_names, sets, labels, has_foils, named, METRIC_FIELDS)
+    collector = Collector(lens_names, sets, labels, has_foils, named, METRIC_FIELDS)
     jobs: Any = contextlib.nullcontext()
     bar = Progress(inputs.total, progress)
     if remote:
@@ -274,7 +275,7 @@ def _run_windows(
     step: LogitLens,
     batching: Any,
     store: ShardStore | None,
-    collector: _Collector,
+    collector: Collector,
     bar: Progress,
     in_flight: int = 1,
 ) -> tuple[dict[str, str], int]:
@@ -358,7 +359,7 @@ def _chain(first: Any, rest: Iterable[Any]) -> Iterable[Any]:
 
 
 def _run_batch(
-    step: LogitLens, window: Window, positions: np.ndarray, collector: _Collector
+    step: LogitLens, window: Window, positions: np.ndarray, collector: Collector
 ) -> dict[str, Any]:
     """One batch through the step: its record (per-prompt arrays in batch order, ``index``,
     the top-1 token strings, the tokens run). A remote batch whose job fails is sent once
