@@ -58,4 +58,7 @@ test("the value axis follows the metric: 0-100 % for a fraction, a round top abo
   }
   assert.match(chartScale(chartMetric(d, "entropy"), summaries).label(2.5), /^2\.5$/, "bits ticks carry no unit");
   assert.equal(chartScale({ unit: "bits", field: "x", interval: null }, [{ x: [null] }]).high, 1, "no value: 0 to 1");
+  const rank = { unit: "rank", field: "x", interval: null };
+  assert.deepEqual(chartScale(rank, [{ x: [320] }]).ticks, [0, 100, 200, 300, 400, 500], "fifths of 500");
+  assert.deepEqual(chartScale(rank, [{ x: [15] }]).ticks, [0, 5, 10, 15, 20], "quarters of 20");
 });

@@ -325,7 +325,8 @@ function chartScale(metric, summaries) {
     }
   }
   const high = top > 0 ? niceCeil(top) : 1;
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * high);
+  const parts = Math.round(high / 10 ** Math.floor(Math.log10(high))) === 5 ? 5 : 4;
+  const ticks = Array.from({ length: parts + 1 }, (_, k) => k * high / parts);
   if (metric.unit === "bits") return { high, ticks, label: (v) => formatBits(v, true) };
   return { high, ticks, label: (v) => String(Number(v.toFixed(1))) };
 }
@@ -733,14 +734,16 @@ var DatasetView = class {
     const table = h("table", "murano-ds-table");
     const head = h("tr", "");
     head.append(h("th", "", {}, `Layer ${readout.layer}`));
-    for (const [label] of readout.rows[0].cells) head.append(h("th", "murano-ds-label", {}, label));
-    table.append(head);
     readout.rows.forEach((row, i) => {
-      const tr = h("tr", "");
-      const name = h("td", "murano-ds-set");
+      const name = h("th", "murano-ds-set");
       name.append(swatch(datasetSeriesLook(this.dataset, i)), h("span", "", {}, row.set));
-      tr.append(name);
-      for (const [, value] of row.cells) tr.append(h("td", "", {}, value));
+      head.append(name);
+    });
+    table.append(head);
+    readout.rows[0].cells.forEach(([label], k) => {
+      const tr = h("tr", "");
+      tr.append(h("th", "murano-ds-label", {}, label));
+      for (const row of readout.rows) tr.append(h("td", "", {}, row.cells[k][1]));
       table.append(tr);
     });
     this.ui.readout.replaceChildren(table);

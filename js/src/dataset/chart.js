@@ -154,7 +154,9 @@ export function chartScale(metric, summaries) {
     }
   }
   const high = top > 0 ? niceCeil(top) : 1;
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * high);
+  // Round ticks: fifths of a top of 5 × 10^k (100, 200, ...), quarters of 1 or 2 × 10^k.
+  const parts = Math.round(high / 10 ** Math.floor(Math.log10(high))) === 5 ? 5 : 4;
+  const ticks = Array.from({ length: parts + 1 }, (_, k) => (k * high) / parts);
   if (metric.unit === "bits") return { high, ticks, label: (v) => formatBits(v, true) };
   return { high, ticks, label: (v) => String(Number(v.toFixed(1))) };
 }

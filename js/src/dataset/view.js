@@ -237,19 +237,23 @@ export class DatasetView {
       this.ui.readout.replaceChildren(h("span", "murano-ds-hint", {}, "Hover over a layer to read its values; click it to list its prompts."));
       return;
     }
-    // One row per answer set, one column per value: many sets stay readable.
+    // One row per value, one column per series (answer set, lens): every metric the registry
+    // sends fits the chart's width (a row per series and a column per value ran past it once
+    // every heatmap metric came with an interval), and a few series stay side by side.
     const readout = layerReadout(this.dataset, index);
     const table = h("table", "murano-ds-table");
     const head = h("tr", "");
     head.append(h("th", "", {}, `Layer ${readout.layer}`));
-    for (const [label] of readout.rows[0].cells) head.append(h("th", "murano-ds-label", {}, label));
-    table.append(head);
     readout.rows.forEach((row, i) => {
-      const tr = h("tr", "");
-      const name = h("td", "murano-ds-set");
+      const name = h("th", "murano-ds-set");
       name.append(swatch(datasetSeriesLook(this.dataset, i)), h("span", "", {}, row.set));
-      tr.append(name);
-      for (const [, value] of row.cells) tr.append(h("td", "", {}, value));
+      head.append(name);
+    });
+    table.append(head);
+    readout.rows[0].cells.forEach(([label], k) => {
+      const tr = h("tr", "");
+      tr.append(h("th", "murano-ds-label", {}, label));
+      for (const row of readout.rows) tr.append(h("td", "", {}, row.cells[k][1]));
       table.append(tr);
     });
     this.ui.readout.replaceChildren(table);
