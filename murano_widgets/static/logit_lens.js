@@ -838,292 +838,6 @@ function colourImage(lensData, metric, prompt, out, target = 0) {
   return { width: n, height: L, data };
 }
 
-// src/rows.js
-function isSublayerRow(data, row) {
-  return Boolean(data.sites && data.sites[row] === "resid_mid");
-}
-function hasSublayerRows(data) {
-  return Boolean(data.sites && data.sites.includes("resid_mid"));
-}
-function rowLabel(data, row, form = "short") {
-  const layer = data.layers[row];
-  const mid = isSublayerRow(data, row);
-  if (form === "axis") return mid ? `${layer} attn` : String(layer);
-  if (form === "long") return mid ? `layer ${layer} after attention` : `layer ${layer}`;
-  return mid ? `L${layer} attn` : `L${layer}`;
-}
-function rowLabelled(data, row, stride) {
-  if (stride <= 1) return true;
-  return !isSublayerRow(data, row) && data.layers[row] % stride === 0;
-}
-function rowNames(data) {
-  return data.layers.map((_, row) => rowLabel(data, row));
-}
-
-// src/attribution.js
-var WHY_TOP = 8;
-var HEAD = /^L(\d+)\.H(\d+)$/;
-var PART = /^L(\d+)\.(attn|mlp|attn_bias)$/;
-function hasAttribution(data) {
-  return data.components.length > 0 && Boolean(data.meta.sections && data.meta.sections.contributions);
-}
-function answerAttribution(data) {
-  const specs = data.meta.sections || {};
-  if (specs.answer_token_contributions) return "cells";
-  if (specs.answer_row_contributions) return "last";
-  return null;
-}
-function hasHeads(components) {
-  return components.some((label) => HEAD.test(label));
-}
-function componentName(label, form = "short") {
-  const head = HEAD.exec(label);
-  if (head) return form === "long" ? `layer ${head[1]} head ${head[2]}` : `L${head[1]} H${head[2]}`;
-  const part = PART.exec(label);
-  if (part) {
-    const words = { attn: ["attn", "attention"], mlp: ["MLP", "MLP"], attn_bias: ["attn bias", "attention output bias"] }[part[2]] || [part[2], part[2]];
-    return form === "long" ? `layer ${part[1]} ${words[1]}` : `L${part[1]} ${words[0]}`;
-  }
-  if (label === "embed") return form === "long" ? "embeddings" : "embed";
-  return label;
-}
-function componentUnits(components, heads) {
-  const units = [];
-  const attention = /* @__PURE__ */ new Map();
-  components.forEach((label, index) => {
-    const head = HEAD.exec(label);
-    const part = PART.exec(label);
-    const layer = head ? head[1] : part && part[2] === "attn_bias" ? part[1] : null;
-    if (!heads && layer !== null) {
-      let unit = attention.get(layer);
-      if (!unit) {
-        unit = { label: `L${layer} attn`, long: `layer ${layer} attention`, members: [] };
-        attention.set(layer, unit);
-        units.push(unit);
-      }
-      unit.members.push(index);
-      return;
-    }
-    units.push({ label: componentName(label), long: componentName(label, "long"), members: [index] });
-  });
-  return units;
-}
-function unitValue2(values, unit) {
-  let sum = 0;
-  let any = false;
-  for (const i of unit.members) {
-    const v = values[i];
-    if (Number.isFinite(v)) {
-      sum += v;
-      any = true;
-    }
-  }
-  return any ? sum : NaN;
-}
-function parseExplain(data, value) {
-  if (value === "answer" && data.answerSets.length && answerAttribution(data)) return { kind: "answer" };
-  if (typeof value === "string" && value.startsWith("target:") && data.meta.sections?.target_contributions) {
-    const index = data.targets.indexOf(value.slice("target:".length));
-    if (index >= 0) return { kind: "target", index };
-  }
-  return { kind: "top1" };
-}
-function explainValue(data, explain) {
-  if (explain.kind === "target") return `target:${data.targets[explain.index]}`;
-  return explain.kind;
-}
-function explainOptions(data, show) {
-  const specs = data.meta.sections || {};
-  const set = data.answerSets[0];
-  const foiled = data.foils && data.foils.some((f) => f !== null);
-  const where = answerAttribution(data);
-  const options = [{ value: "top1", label: "the cell's top-1 token", available: true, reason: "" }];
-  options.push({
-    value: "answer",
-    label: set ? `the answer${foiled ? " against the foil" : ""}${where === "last" ? " (last position)" : ""}` : "the answer",
-    available: Boolean(set && where),
-    reason: set ? "this result has no attribution of the answer" : "no answers were given"
-  });
-  data.targets.forEach((target) => {
-    options.push({ value: `target:${target}`, label: `target ${show(target)}`, available: Boolean(specs.target_contributions), reason: "this result has no attribution of its targets" });
-  });
-  return options;
-}
-function explainedLogit(data, explain, prompt, row, position) {
-  const a = data.arrays;
-  const C = data.components.length;
-  if (!C) return null;
-  const parts = (array, at) => (
-    /** @type {Float32Array} */
-    array.subarray(at * C, at * C + C)
-  );
-  const set = data.answerSets[0];
-  const answer = explain.kind === "answer" && set ? set.answers[prompt] : null;
-  const foil = data.foils ? data.foils[prompt] : null;
-  if (explain.kind === "answer" && answerAttribution(data) === "last") {
-    const values2 = a.answer_row_contributions;
-    const bias2 = a.answer_row_bias;
-    if (answer === null || !values2 || !bias2) return null;
-    const at = lastPositionIndex(data, row, prompt);
-    return withTotal({ token: answer, foil, position: data.lengths[prompt] - 1, values: parts(values2, at), bias: bias2[at], total: NaN });
-  }
-  const idx = cellIndex(data, prompt, row, position);
-  if (isMissing(data, idx)) return null;
-  if (explain.kind === "answer") {
-    const values2 = a.answer_token_contributions;
-    const bias2 = a.answer_token_bias;
-    if (answer === null || !values2 || !bias2) return null;
-    return withTotal({ token: answer, foil, position, values: parts(values2, idx), bias: bias2[idx], total: NaN });
-  }
-  if (explain.kind === "target") {
-    const values2 = a.target_contributions;
-    const bias2 = a.target_bias;
-    if (!values2 || !bias2) return null;
-    const at = cellTargetIndex(data, prompt, row, position, explain.index);
-    return withTotal({ token: data.targets[explain.index], foil: null, position, values: parts(values2, at), bias: bias2[at], total: NaN });
-  }
-  const values = a.contributions;
-  const bias = a.contribution_bias;
-  if (!values || !bias) return null;
-  const total = a.top1_logits ? a.top1_logits[idx] : NaN;
-  return withTotal({ token: data.tokens[a.predicted_tokens[idx]] ?? "", foil: null, position, values: parts(values, idx), bias: bias[idx], total });
-}
-function nothingExplained(data, explain, prompt, position) {
-  if (explain.kind === "answer") {
-    const set = data.answerSets[0];
-    if (!set || set.answers[prompt] === null) return "this prompt has no answer";
-    if (data.foils && data.foils[prompt] === null) return "this prompt has no foil, where other prompts have one";
-    if (answerAttribution(data) === "last" && position !== data.lengths[prompt] - 1) return "the answer is explained at the prompt's last position";
-  }
-  return "this cell has no value (not finite)";
-}
-function withTotal(explained) {
-  let sum = 0;
-  let any = false;
-  for (let i = 0; i < explained.values.length; i++) {
-    const v = explained.values[i];
-    if (Number.isFinite(v)) {
-      sum += v;
-      any = true;
-    }
-  }
-  if (!any && !Number.isFinite(explained.bias)) return null;
-  const total = Number.isFinite(explained.total) ? explained.total : sum + (Number.isFinite(explained.bias) ? explained.bias : 0);
-  return { ...explained, total };
-}
-function formatLogit(value) {
-  if (!Number.isFinite(value)) return "–";
-  const text = Math.abs(value).toFixed(2);
-  if (Number(text) === 0) return "0.00";
-  return `${value < 0 ? "−" : "+"}${text}`;
-}
-function whyModel(data, { explain, prompt, row, position, heads, top = WHY_TOP, show }) {
-  const explained = explainedLogit(data, explain, prompt, row, position);
-  if (!explained) return null;
-  const units = componentUnits(data.components, heads);
-  const parts = units.map((unit) => unitValue2(explained.values, unit));
-  const held = parts.map((_, i) => i).filter((i) => Number.isFinite(parts[i]));
-  const shown = new Set([...held].sort((i, j) => Math.abs(parts[j]) - Math.abs(parts[i]) || i - j).slice(0, top));
-  const bars = held.filter((i) => shown.has(i)).map((i) => ({ kind: (
-    /** @type {const} */
-    "unit"
-  ), label: units[i].label, long: units[i].long, value: parts[i], unit: i, count: units[i].members.length }));
-  const rest = held.filter((i) => !shown.has(i));
-  if (rest.length) {
-    const value = rest.reduce((sum, i) => sum + parts[i], 0);
-    bars.push({ kind: "other", label: `other (${rest.length})`, long: `${rest.length} other components`, value, unit: -1, count: rest.length });
-  }
-  const bias = Number.isFinite(explained.bias) ? explained.bias : 0;
-  bars.push({ kind: "bias", label: "bias", long: "bias (no component: the norm's and unembedding's biases)", value: bias, unit: -1, count: 0 });
-  const scale = Math.max(1e-9, ...bars.map((b) => Math.abs(b.value)));
-  const token = show(explained.token);
-  const foil = explained.foil !== null ? show(explained.foil) : null;
-  const softcap = data.logitSoftcap !== null;
-  const totalLabel = `${foil !== null ? "logit difference" : "logit"}${softcap ? " before the soft-cap" : ""}`;
-  const what = explain.kind === "answer" ? "the answer " : explain.kind === "target" ? "target " : "";
-  const where = [rowLabel(data, row), `position ${explained.position}`];
-  if (explain.kind === "answer" && answerAttribution(data) === "last") where.push("the prompt's last");
-  const after = units.length - held.length;
-  const notes = [];
-  if (after > 0) notes.push(`Components after ${rowLabel(data, row)} have no part in it.`);
-  if (softcap) notes.push(`The model soft-caps its logits at ${data.logitSoftcap}: the parts sum to the logit before the cap.`);
-  return {
-    heading: `Why ${what}${token}${foil !== null ? ` rather than ${foil}` : ""}?`,
-    where: where.join(" · "),
-    caption: whyCaption(data, explain, explained, prompt, row, show),
-    totalLabel,
-    total: explained.total,
-    bars,
-    scale,
-    note: notes.join(" ")
-  };
-}
-function whyCaption(data, explain, explained, prompt, row, show) {
-  const token = show(explained.token);
-  const set = data.answerSets[0];
-  const several = set && (set.nTokens[prompt] ?? 1) > 1;
-  const which = explain.kind === "answer" ? `the answer ${token}${several ? " (its first token)" : ""}` : explain.kind === "target" ? `the tracked token ${token}` : `${token}, this cell's top-1 token`;
-  const logit = explained.foil !== null ? `the logit of ${which} minus that of the foil ${show(explained.foil)}` : `the logit of ${which}`;
-  const layer = data.layers[row];
-  const mid = isSublayerRow(data, row);
-  const cell = mid ? `layer ${layer} after its attention` : `layer ${layer}'s output`;
-  const column = data.offsets[prompt] + explained.position;
-  const ids = data.arrays.input_ids;
-  const input = ids && column < ids.length ? data.tokens[ids[column]] : void 0;
-  const at = `${cell}, position ${explained.position}${input !== void 0 ? ` (input ${show(input)})` : ""}`;
-  const norm = "the final norm (its scale held at this cell's value) and the unembedding";
-  const own = !mid && data.nModelLayers !== null && layer === data.nModelLayers - 1;
-  const kind = data.lensKind || "logit";
-  const lens = data.lensTitle || `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
-  const readout = own ? `the model's own, as every lens reads the last layer: ${norm}` : kind === "logit" ? `${lens}: ${norm}` : `${lens}, then ${norm}`;
-  const foil = explained.foil !== null ? "Each part is the answer's share minus the foil's." : "No foil: a raw logit, so a part that raises every token alike counts too.";
-  return `Each bar is one component's direct share of ${logit}, at ${at}. Readout: ${readout}. ${foil}`;
-}
-function componentGrid(data, { explain, prompt, row, heads }) {
-  const units = componentUnits(data.components, heads);
-  const n = data.lengths[prompt];
-  const values = new Float64Array(units.length * n).fill(NaN);
-  const tokens = new Array(n).fill("");
-  let top = 0;
-  const lastOnly = explain.kind === "answer" && answerAttribution(data) === "last";
-  for (let j = 0; j < n; j++) {
-    if (lastOnly && j !== n - 1) continue;
-    const explained = explainedLogit(data, explain, prompt, row, j);
-    if (!explained) continue;
-    tokens[j] = explained.token;
-    units.forEach((unit, u) => {
-      const v = unitValue2(explained.values, unit);
-      values[u * n + j] = v;
-      if (Number.isFinite(v)) top = Math.max(top, Math.abs(v));
-    });
-  }
-  return { units, n, values, max: top > 0 ? niceCeil(top) : 1, tokens };
-}
-function partColour(value, max) {
-  const m = max > 0 ? max : 1;
-  return interpolateStops(DIVERGING_STOPS, 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)));
-}
-function componentImage(grid, columns = null) {
-  const width = columns ? columns.length : grid.n;
-  const height = grid.units.length;
-  const data = new Uint8ClampedArray(width * height * 4);
-  for (let u = 0; u < height; u++) {
-    const y = height - 1 - u;
-    for (let c = 0; c < width; c++) {
-      const j = columns ? columns[c] : c;
-      const v = grid.values[u * grid.n + j];
-      if (!Number.isFinite(v)) continue;
-      const rgb = partColour(v, grid.max);
-      const o = (y * width + c) * 4;
-      data[o] = rgb[0];
-      data[o + 1] = rgb[1];
-      data[o + 2] = rgb[2];
-      data[o + 3] = 255;
-    }
-  }
-  return { width, height, data };
-}
-
 // src/token_marks.js
 var TEMPLATE_ROLE = "template";
 var ROLE_COLOURS = Object.freeze({
@@ -1242,151 +956,6 @@ function pickColumns(image, columns) {
     }
   }
   return { data, width, height: image.height };
-}
-
-// src/details.js
-function capitalise(text) {
-  return text.charAt(0).toUpperCase() + text.slice(1);
-}
-function cellAnswer(data, prompt, layerIndex, position) {
-  const set = data.answerSets[0];
-  const text = set ? set.answers[prompt] : null;
-  if (!set || text === null) return null;
-  const idx = cellIndex(data, prompt, layerIndex, position);
-  if (isMissing(data, idx)) return { text, prob: null, step: 0, rank: null, whole: false };
-  const last = position === data.lengths[prompt] - 1;
-  const at = last ? promptSetIndex(data, layerIndex, prompt, 0) : idx;
-  const section = last ? "answer_probs" : "answer_token_probs";
-  const prob = sectionValue(data, section, at);
-  const rank = sectionValue(data, last ? "answer_ranks" : "answer_token_ranks", at);
-  const whole = last && ((set.nTokens[prompt] ?? 1) > 1 || set.nAccepted[prompt] > 1);
-  return { text, prob: Number.isFinite(prob) ? prob : null, step: data.scales[section] ?? 0, rank: Number.isFinite(rank) ? rank : null, whole };
-}
-function tokenAt(data, index) {
-  return data.tokens[index] ?? "";
-}
-function cellDetails(data, prompt, layerIndex, position, target = 0) {
-  const idx = cellIndex(data, prompt, layerIndex, position);
-  const col = data.offsets[prompt] + position;
-  const a = data.arrays;
-  const missing = isMissing(data, idx);
-  const finalMissing = isFinalMissing(data, col);
-  const top = [];
-  if (!missing) {
-    const probs = a.max_probs;
-    const step = probs ? data.scales.max_probs : 0;
-    top.push({ token: tokenAt(data, a.predicted_tokens[idx]), prob: probs ? probs[idx] * step : NaN, step });
-    if (data.topK > 1) {
-      const k1 = data.topK - 1;
-      const topkStep = data.scales.topk_probs;
-      for (let r = 0; r < k1; r++) {
-        top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
-      }
-    }
-  }
-  const metrics = [];
-  let finalRank = null;
-  for (const spec of data.metrics) {
-    if (!spec.available || !a[spec.field]) continue;
-    const v = metricValue(data, spec.name, idx, target);
-    const value = Number.isFinite(v) ? v : null;
-    metrics.push({ spec, label: metricLabel(data, spec, target, true), value, step: data.scales[spec.field] });
-    if (finalRank === null && spec.unit === "rank" && spec.finalBased) finalRank = value;
-  }
-  const finalTokens = a.final_tokens;
-  return {
-    prompt,
-    layerIndex,
-    layer: data.layers[layerIndex],
-    rowName: rowLabel(data, layerIndex),
-    rowLong: rowLabel(data, layerIndex, "long"),
-    isLastRow: layerIndex === data.L - 1,
-    isLastPosition: position === data.lengths[prompt] - 1,
-    position,
-    input: tokenAt(data, a.input_ids[col]),
-    finalToken: finalTokens ? tokenAt(data, finalTokens[col]) : null,
-    finalMissing,
-    missing,
-    settled: Boolean(finalTokens) && !missing && !finalMissing && a.predicted_tokens[idx] === finalTokens[col],
-    top,
-    metrics,
-    finalRank,
-    detailsLoaded: !detailsPending(data),
-    answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
-    answer: cellAnswer(data, prompt, layerIndex, position),
-    generated: isGenerated(data, prompt, position),
-    role: tokenRole(data, prompt, position)
-  };
-}
-var DETAILS_TIMEOUT_MS = 5e3;
-function waitingNote(what, late) {
-  return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
-}
-function detailsPending(data) {
-  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name]);
-}
-var NO_VALUE = "no value (non-finite)";
-function tooltipModel(details, { late = false } = {}) {
-  const rows = [];
-  rows.push({ label: "input", value: displayToken(details.input), token: true });
-  const mark = tokenMarkText(details.generated, details.role);
-  if (mark) rows.push({ label: "token", value: mark, title: "Who wrote the input token: generated by the model, and its role in the chat" });
-  if (details.finalToken !== null) {
-    rows.push(details.finalMissing ? { label: "final prediction", value: NO_VALUE } : { label: "final prediction", value: displayToken(details.finalToken), token: true });
-  }
-  if (details.answer && !details.missing) {
-    const { text, prob, step, rank, whole } = details.answer;
-    rows.push({ label: "answer", value: displayToken(text), token: true, title: "The prompt's answer (its first accepted form)" });
-    if (rank !== null) rows.push({ label: "answer rank", value: formatRank(rank), title: "Where the answer's first token stands in this layer's ranking (0 = top-1)" });
-    if (whole && prob !== null) {
-      rows.push({ label: "whole answer", value: formatProb(prob, step), title: "The probability of the whole answer after the prompt: all its tokens, teacher-forced, its accepted forms summed" });
-    }
-  }
-  if (!details.missing) {
-    for (const { spec, label, value, step } of details.metrics) {
-      rows.push({
-        label,
-        value: value === null ? "–" : formatMetric(spec, value, false, step),
-        title: spec.description || spec.label
-      });
-    }
-  }
-  let note = "";
-  if (details.missing) note = `No value (non-finite): this layer's output was not finite here.`;
-  else if (details.finalMissing && details.finalToken !== null) note = "The model's final distribution was not finite here: no value for what is measured against it.";
-  else if (!details.detailsLoaded) note = waitingNote("details", late);
-  return {
-    title: `${capitalise(details.rowLong)} · position ${details.position}`,
-    badge: [details.generated ? "generated" : "", details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
-    rows,
-    top: details.top.map((entry, rank) => ({
-      rank,
-      text: displayToken(entry.token),
-      prob: formatProb(entry.prob, entry.step),
-      width: Number.isFinite(entry.prob) ? Math.max(0, Math.min(1, entry.prob)) : 0
-    })),
-    note
-  };
-}
-function readoutText(details, { pinned = false, metric = "" } = {}) {
-  const mark = tokenMarkText(details.generated, details.role);
-  const parts = [`${capitalise(details.rowLong)}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
-  if (details.missing) parts.push(NO_VALUE);
-  else {
-    const top = details.top[0];
-    parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob, top.step)}`);
-    if (details.answerTop1) parts.push("the answer");
-    if (details.settled) parts.push("equals the final prediction");
-    else if (details.finalToken !== null && details.finalMissing) parts.push(`final prediction: ${NO_VALUE}`);
-    else if (details.finalToken !== null) {
-      const rank = details.finalRank !== null ? ` at ${formatRank(details.finalRank)}` : "";
-      parts.push(`final prediction ${displayToken(details.finalToken)}${rank}`);
-    }
-    const colour = details.metrics.find((m) => m.spec.name === metric && m.spec.field !== "max_probs");
-    if (colour) parts.push(`${colour.label} ${colour.value === null ? "–" : formatMetric(colour.spec, colour.value, false, colour.step)}`);
-  }
-  if (pinned) parts.push("pinned");
-  return `${parts.join("; ")}.`;
 }
 
 // src/shared/tooltip.js
@@ -1552,32 +1121,32 @@ function columnOf(layout, position) {
 function positionAt(layout, column) {
   return positionOfColumn(layout.columns, column);
 }
-function clampScroll(layout, scrollLeft) {
-  return Math.min(layout.maxScroll, Math.max(0, Math.round(scrollLeft) || 0));
+function clampScroll(layout, scrollLeft2) {
+  return Math.min(layout.maxScroll, Math.max(0, Math.round(scrollLeft2) || 0));
 }
-function visibleColumns(layout, scrollLeft) {
+function visibleColumns(layout, scrollLeft2) {
   const viewCells = layout.width - layout.labelW;
-  const first = Math.max(0, Math.floor(scrollLeft / layout.cellW));
-  const last = Math.min(layout.nPositions, Math.ceil((scrollLeft + viewCells) / layout.cellW));
+  const first = Math.max(0, Math.floor(scrollLeft2 / layout.cellW));
+  const last = Math.min(layout.nPositions, Math.ceil((scrollLeft2 + viewCells) / layout.cellW));
   return [first, Math.max(first, last)];
 }
 function rowOfLayer(layout, layerIndex) {
   return layout.nLayers - 1 - layerIndex;
 }
-function columnX(layout, position, scrollLeft) {
-  return layout.labelW + position * layout.cellW - scrollLeft;
+function columnX(layout, position, scrollLeft2) {
+  return layout.labelW + position * layout.cellW - scrollLeft2;
 }
-function cellRect(layout, layerIndex, position, scrollLeft) {
+function cellRect(layout, layerIndex, position, scrollLeft2) {
   return {
-    x: columnX(layout, position, scrollLeft),
+    x: columnX(layout, position, scrollLeft2),
     y: layout.heatY + rowOfLayer(layout, layerIndex) * layout.rowH,
     w: layout.cellW,
     h: layout.rowH
   };
 }
-function hitTest(layout, x, y, scrollLeft, highlightedLayer) {
+function hitTest(layout, x, y, scrollLeft2, highlightedLayer) {
   if (x < layout.labelW || x >= layout.width) return null;
-  const position = Math.floor((x - layout.labelW + scrollLeft) / layout.cellW);
+  const position = Math.floor((x - layout.labelW + scrollLeft2) / layout.cellW);
   if (position < 0 || position >= layout.nPositions) return null;
   if (y >= layout.heatY && y < layout.heatY + layout.heatH) {
     const row = Math.floor((y - layout.heatY) / layout.rowH);
@@ -1591,17 +1160,39 @@ function hitTest(layout, x, y, scrollLeft, highlightedLayer) {
   }
   return null;
 }
-function revealColumn(layout, scrollLeft, position) {
+function revealColumn(layout, scrollLeft2, position) {
   const left = position * layout.cellW;
   const viewCells = layout.width - layout.labelW;
-  let next = scrollLeft;
-  if (left < scrollLeft) next = left;
-  else if (left + layout.cellW > scrollLeft + viewCells) next = left + layout.cellW - viewCells;
+  let next = scrollLeft2;
+  if (left < scrollLeft2) next = left;
+  else if (left + layout.cellW > scrollLeft2 + viewCells) next = left + layout.cellW - viewCells;
   return clampScroll(layout, next);
 }
 function labelStride(rowH, minSpacing = 12) {
   if (rowH >= minSpacing) return 1;
   return niceCeil(minSpacing / rowH);
+}
+
+// src/rows.js
+function isSublayerRow(data, row) {
+  return Boolean(data.sites && data.sites[row] === "resid_mid");
+}
+function hasSublayerRows(data) {
+  return Boolean(data.sites && data.sites.includes("resid_mid"));
+}
+function rowLabel(data, row, form = "short") {
+  const layer = data.layers[row];
+  const mid = isSublayerRow(data, row);
+  if (form === "axis") return mid ? `${layer} attn` : String(layer);
+  if (form === "long") return mid ? `layer ${layer} after attention` : `layer ${layer}`;
+  return mid ? `L${layer} attn` : `L${layer}`;
+}
+function rowLabelled(data, row, stride) {
+  if (stride <= 1) return true;
+  return !isSublayerRow(data, row) && data.layers[row] % stride === 0;
+}
+function rowNames(data) {
+  return data.layers.map((_, row) => rowLabel(data, row));
 }
 
 // src/theme.js
@@ -2336,6 +1927,151 @@ var Painter = class {
   }
 };
 
+// src/details.js
+function capitalise(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+function cellAnswer(data, prompt, layerIndex, position) {
+  const set = data.answerSets[0];
+  const text = set ? set.answers[prompt] : null;
+  if (!set || text === null) return null;
+  const idx = cellIndex(data, prompt, layerIndex, position);
+  if (isMissing(data, idx)) return { text, prob: null, step: 0, rank: null, whole: false };
+  const last = position === data.lengths[prompt] - 1;
+  const at = last ? promptSetIndex(data, layerIndex, prompt, 0) : idx;
+  const section = last ? "answer_probs" : "answer_token_probs";
+  const prob = sectionValue(data, section, at);
+  const rank = sectionValue(data, last ? "answer_ranks" : "answer_token_ranks", at);
+  const whole = last && ((set.nTokens[prompt] ?? 1) > 1 || set.nAccepted[prompt] > 1);
+  return { text, prob: Number.isFinite(prob) ? prob : null, step: data.scales[section] ?? 0, rank: Number.isFinite(rank) ? rank : null, whole };
+}
+function tokenAt(data, index) {
+  return data.tokens[index] ?? "";
+}
+function cellDetails(data, prompt, layerIndex, position, target = 0) {
+  const idx = cellIndex(data, prompt, layerIndex, position);
+  const col = data.offsets[prompt] + position;
+  const a = data.arrays;
+  const missing = isMissing(data, idx);
+  const finalMissing = isFinalMissing(data, col);
+  const top = [];
+  if (!missing) {
+    const probs = a.max_probs;
+    const step = probs ? data.scales.max_probs : 0;
+    top.push({ token: tokenAt(data, a.predicted_tokens[idx]), prob: probs ? probs[idx] * step : NaN, step });
+    if (data.topK > 1) {
+      const k1 = data.topK - 1;
+      const topkStep = data.scales.topk_probs;
+      for (let r = 0; r < k1; r++) {
+        top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
+      }
+    }
+  }
+  const metrics = [];
+  let finalRank = null;
+  for (const spec of data.metrics) {
+    if (!spec.available || !a[spec.field]) continue;
+    const v = metricValue(data, spec.name, idx, target);
+    const value = Number.isFinite(v) ? v : null;
+    metrics.push({ spec, label: metricLabel(data, spec, target, true), value, step: data.scales[spec.field] });
+    if (finalRank === null && spec.unit === "rank" && spec.finalBased) finalRank = value;
+  }
+  const finalTokens = a.final_tokens;
+  return {
+    prompt,
+    layerIndex,
+    layer: data.layers[layerIndex],
+    rowName: rowLabel(data, layerIndex),
+    rowLong: rowLabel(data, layerIndex, "long"),
+    isLastRow: layerIndex === data.L - 1,
+    isLastPosition: position === data.lengths[prompt] - 1,
+    position,
+    input: tokenAt(data, a.input_ids[col]),
+    finalToken: finalTokens ? tokenAt(data, finalTokens[col]) : null,
+    finalMissing,
+    missing,
+    settled: Boolean(finalTokens) && !missing && !finalMissing && a.predicted_tokens[idx] === finalTokens[col],
+    top,
+    metrics,
+    finalRank,
+    detailsLoaded: !detailsPending(data),
+    answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
+    answer: cellAnswer(data, prompt, layerIndex, position),
+    generated: isGenerated(data, prompt, position),
+    role: tokenRole(data, prompt, position)
+  };
+}
+var DETAILS_TIMEOUT_MS = 5e3;
+function waitingNote(what, late) {
+  return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
+}
+function detailsPending(data) {
+  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name]);
+}
+var NO_VALUE = "no value (non-finite)";
+function tooltipModel(details, { late = false } = {}) {
+  const rows = [];
+  rows.push({ label: "input", value: displayToken(details.input), token: true });
+  const mark = tokenMarkText(details.generated, details.role);
+  if (mark) rows.push({ label: "token", value: mark, title: "Who wrote the input token: generated by the model, and its role in the chat" });
+  if (details.finalToken !== null) {
+    rows.push(details.finalMissing ? { label: "final prediction", value: NO_VALUE } : { label: "final prediction", value: displayToken(details.finalToken), token: true });
+  }
+  if (details.answer && !details.missing) {
+    const { text, prob, step, rank, whole } = details.answer;
+    rows.push({ label: "answer", value: displayToken(text), token: true, title: "The prompt's answer (its first accepted form)" });
+    if (rank !== null) rows.push({ label: "answer rank", value: formatRank(rank), title: "Where the answer's first token stands in this layer's ranking (0 = top-1)" });
+    if (whole && prob !== null) {
+      rows.push({ label: "whole answer", value: formatProb(prob, step), title: "The probability of the whole answer after the prompt: all its tokens, teacher-forced, its accepted forms summed" });
+    }
+  }
+  if (!details.missing) {
+    for (const { spec, label, value, step } of details.metrics) {
+      rows.push({
+        label,
+        value: value === null ? "–" : formatMetric(spec, value, false, step),
+        title: spec.description || spec.label
+      });
+    }
+  }
+  let note = "";
+  if (details.missing) note = `No value (non-finite): this layer's output was not finite here.`;
+  else if (details.finalMissing && details.finalToken !== null) note = "The model's final distribution was not finite here: no value for what is measured against it.";
+  else if (!details.detailsLoaded) note = waitingNote("details", late);
+  return {
+    title: `${capitalise(details.rowLong)} · position ${details.position}`,
+    badge: [details.generated ? "generated" : "", details.settled ? "= final" : "", details.answerTop1 ? "= answer" : ""].filter(Boolean).join(" · "),
+    rows,
+    top: details.top.map((entry, rank) => ({
+      rank,
+      text: displayToken(entry.token),
+      prob: formatProb(entry.prob, entry.step),
+      width: Number.isFinite(entry.prob) ? Math.max(0, Math.min(1, entry.prob)) : 0
+    })),
+    note
+  };
+}
+function readoutText(details, { pinned = false, metric = "" } = {}) {
+  const mark = tokenMarkText(details.generated, details.role);
+  const parts = [`${capitalise(details.rowLong)}, position ${details.position}, input ${displayToken(details.input)}${mark ? ` (${mark})` : ""}`];
+  if (details.missing) parts.push(NO_VALUE);
+  else {
+    const top = details.top[0];
+    parts.push(`top-1 ${displayToken(top.token)} ${formatProb(top.prob, top.step)}`);
+    if (details.answerTop1) parts.push("the answer");
+    if (details.settled) parts.push("equals the final prediction");
+    else if (details.finalToken !== null && details.finalMissing) parts.push(`final prediction: ${NO_VALUE}`);
+    else if (details.finalToken !== null) {
+      const rank = details.finalRank !== null ? ` at ${formatRank(details.finalRank)}` : "";
+      parts.push(`final prediction ${displayToken(details.finalToken)}${rank}`);
+    }
+    const colour = details.metrics.find((m) => m.spec.name === metric && m.spec.field !== "max_probs");
+    if (colour) parts.push(`${colour.label} ${colour.value === null ? "–" : formatMetric(colour.spec, colour.value, false, colour.step)}`);
+  }
+  if (pinned) parts.push("pinned");
+  return `${parts.join("; ")}.`;
+}
+
 // src/state.js
 function moveFocus(focus, key, nLayers, nPositions) {
   let { layerIndex, position } = focus;
@@ -2388,1301 +2124,6 @@ function isSelected(selected, prompt, layerIndex, position) {
 function toggleSelection(selected, prompt, layerIndex, position) {
   if (isSelected(selected, prompt, layerIndex, position)) return null;
   return { prompt, layer_index: layerIndex, position };
-}
-
-// src/throttle.js
-function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
-  let last = -Infinity;
-  let timer = null;
-  let pending = null;
-  const run = () => {
-    timer = null;
-    last = now();
-    const args = pending;
-    pending = null;
-    if (args) fn(...args);
-  };
-  const call = (...args) => {
-    pending = args;
-    const wait = last + ms - now();
-    if (wait <= 0 && timer === null) run();
-    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
-  };
-  call.flush = () => {
-    if (timer !== null) clearTimer(timer);
-    timer = null;
-    if (pending) run();
-  };
-  call.cancel = () => {
-    if (timer !== null) clearTimer(timer);
-    timer = null;
-    pending = null;
-  };
-  return call;
-}
-
-// src/shared/lens_names.js
-function lensMenuText(name, title) {
-  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
-  return plain(title) === plain(name) ? title : `${title} (${name})`;
-}
-
-// src/trajectory.js
-var DEFAULT_VISIBLE_TARGETS = 6;
-function chartColumn(state, length) {
-  const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
-  if (state.hover) return { position: clamp(state.hover.position), source: "hover" };
-  if (state.focused && state.focus) return { position: clamp(state.focus.position), source: "focus" };
-  const sel = state.selected;
-  if (sel && sel.prompt === state.prompt) return { position: clamp(sel.position), source: "pinned" };
-  return { position: Math.max(0, length - 1), source: "last" };
-}
-function described(data, name) {
-  return Boolean(data.meta.sections && data.meta.sections[name]) || Boolean(data.arrays[name]);
-}
-function chartModeFor(spec) {
-  if (!spec) return "prob";
-  if (spec.unit === "rank") return "rank";
-  return spec.unit === "probability" ? "prob" : "metric";
-}
-function metricSeries(data, prompt, position, metric) {
-  const spec = metricSpec(data, metric);
-  if (!spec) return [];
-  const loaded = Boolean(data.arrays[spec.field]);
-  const values = Array.from({ length: data.L }, (_, i) => {
-    const v = metricValue(data, metric, cellIndex(data, prompt, i, position));
-    return Number.isFinite(v) ? v : null;
-  });
-  return [{ key: `metric:${metric}`, kind: "metric", index: 0, label: shortLabel(spec.label), token: null, note: spec.description, section: spec.field, loaded, values }];
-}
-function trajectorySeries(data, prompt, position, mode, metric = "") {
-  if (mode === "metric") return metricSeries(data, prompt, position, metric);
-  const L = data.L;
-  const col = data.offsets[prompt] + position;
-  const cells = Array.from({ length: L }, (_, i) => cellIndex(data, prompt, i, position));
-  const rowMissing = cells.map((idx) => isMissing(data, idx));
-  const rank = mode === "rank";
-  const out = [];
-  const add = (base, index, finalBased = false) => {
-    const loaded = Boolean(data.arrays[base.section]);
-    const noValue = finalBased && isFinalMissing(data, col);
-    const values = cells.map((_, i) => {
-      if (!loaded || rowMissing[i] || noValue) return null;
-      const v = sectionValue(data, base.section, index(i));
-      return Number.isFinite(v) ? v : null;
-    });
-    out.push({ ...base, loaded, values });
-  };
-  if (!rank) {
-    add({ key: "top1", kind: "top1", index: 0, label: "top-1", token: null, note: "each layer's own most likely token", section: "max_probs" }, (i) => cells[i]);
-  }
-  const last = position === data.lengths[prompt] - 1;
-  const cellSection = rank ? "final_token_ranks" : "final_token_probs";
-  const lastSection = LAST_POSITION_SECTIONS[cellSection];
-  const fromLast = last && !data.arrays[cellSection] && Boolean(data.arrays[lastSection]);
-  if ((fromLast || described(data, cellSection)) && data.arrays.final_tokens) {
-    add(
-      {
-        key: "final",
-        kind: "final",
-        index: 0,
-        label: "final prediction",
-        token: data.tokens[data.arrays.final_tokens[col]] ?? null,
-        note: "the token the model finally predicts here",
-        section: fromLast ? lastSection : cellSection
-      },
-      fromLast ? (i) => lastPositionIndex(data, i, prompt) : (i) => cells[i],
-      true
-    );
-  }
-  const sets = data.answerSets;
-  if (last) {
-    const section = rank ? "answer_ranks" : "answer_probs";
-    if (described(data, section)) {
-      sets.forEach((set, s2) => {
-        const answer = set.answers[prompt];
-        if (answer === null) return;
-        const n = set.nTokens[prompt];
-        const forms = set.nAccepted[prompt];
-        const summed = forms > 1 ? `, summed over ${forms} accepted forms` : "";
-        const note = rank ? `rank of the answer's first token at the prompt's last position${forms > 1 ? " (the best form's)" : ""}` : n && n > 1 ? `probability of the whole answer (teacher-forced over its tokens${summed})` : `probability of the answer as the next token${summed}`;
-        add({ key: `answer:${s2}`, kind: "answer", index: s2, label: set.name, token: answer, note, section }, (i) => promptSetIndex(data, i, prompt, s2));
-      });
-    }
-  } else if (sets.length && sets[0].answers[prompt] !== null) {
-    const section = rank ? "answer_token_ranks" : "answer_token_probs";
-    if (described(data, section) && !promptHasNoValue(data, section, prompt)) {
-      const n = sets[0].nTokens[prompt];
-      const note = `${rank ? "rank" : "probability"} of the answer's first token as the next token here${n && n > 1 ? ` (of ${n})` : ""}`;
-      add({ key: "answer:0", kind: "answer", index: 0, label: sets[0].name, token: sets[0].answers[prompt], note, section }, (i) => cells[i]);
-    }
-  }
-  const targetSection = rank ? "target_ranks" : "target_probs";
-  if (data.targets.length && described(data, targetSection)) {
-    data.targets.forEach((target, j) => {
-      add(
-        { key: `target:${j}`, kind: "target", index: j, label: "target", token: target, note: `${rank ? "rank" : "probability"} of the target's first token as the next token`, section: targetSection },
-        (i) => cellTargetIndex(data, prompt, i, position, j)
-      );
-    });
-  }
-  return out;
-}
-function lensSeries(others, prompt, position, mode) {
-  const out = [];
-  others.forEach((other, k) => {
-    const lines = trajectorySeries(other.data, prompt, position, mode);
-    const line = lines.find((s2) => s2.kind === "answer") || lines.find((s2) => s2.kind === "final");
-    if (!line) return;
-    out.push({
-      ...line,
-      key: `lens:${other.name}`,
-      kind: "lens",
-      index: k,
-      label: `${line.label} · ${lensMenuText(other.name, other.title)}`,
-      note: `${line.note}, under the ${lensMenuText(other.name, other.title)}`
-    });
-  });
-  return out;
-}
-function rankAxisMax(data) {
-  let top = 0;
-  for (const name of ["final_token_ranks", "final_last_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
-    if (data.arrays[name]) top = Math.max(top, sectionMax(data, name));
-  }
-  return niceRankMax(top);
-}
-function niceRankMax(rank) {
-  if (!(rank > 9)) return 9;
-  if (rank >= RANK_CAP) return RANK_CAP;
-  return Math.min(RANK_CAP, 10 ** Math.ceil(Math.log10(rank + 1)) - 1);
-}
-function valueScale(mode, rankMax = 9, metric) {
-  if (mode === "metric" && metric) {
-    const spec = (
-      /** @type {import("./payload.js").MetricSpec} */
-      metricSpec(metric.data, metric.name)
-    );
-    const domain = metricDomain(metric.data, metric.name);
-    const span = domain.max - domain.min || 1;
-    const toUnit2 = (v) => Math.min(1, Math.max(0, domain.log ? Math.log1p(Math.max(0, v - domain.min)) / Math.log1p(span) : (v - domain.min) / span));
-    return {
-      mode,
-      max: domain.max,
-      toUnit: toUnit2,
-      ticks: legendTicks(spec, domain).map((tick2) => ({ value: NaN, t: tick2.t, label: tick2.label })),
-      title: `${shortLabel(spec.label)} →`
-    };
-  }
-  if (mode === "metric") mode = "prob";
-  if (mode === "prob") {
-    const toUnit2 = (v) => Math.min(1, Math.max(0, v));
-    return {
-      mode,
-      max: 1,
-      toUnit: toUnit2,
-      ticks: [0, 0.25, 0.5, 0.75, 1].map((v) => ({ value: v, t: v, label: `${Math.round(v * 100)}%` })),
-      title: "probability →"
-    };
-  }
-  const max = Math.max(1, rankMax);
-  mode = "rank";
-  const den = Math.log10(max + 1);
-  const toUnit = (v) => 1 - Math.min(1, Math.max(0, Math.log10(Math.max(0, v) + 1) / den));
-  const values = [0, 1];
-  for (let v = 10; v <= max; v *= 10) values.push(v);
-  if (max >= RANK_CAP || toUnit(values[values.length - 1]) - toUnit(max) > 0.12) values.push(max);
-  return {
-    mode,
-    max,
-    toUnit,
-    ticks: values.map((v) => ({ value: v, t: toUnit(v), label: rankTick(v) })),
-    title: "← rank (log scale; 0 = top-1)"
-  };
-}
-function rankTick(v) {
-  if (v >= RANK_CAP) return `≥${RANK_CAP}`;
-  if (v >= 1e3 && v % 1e3 === 0) return `${v / 1e3}k`;
-  if (v >= 1e3) return `${Number((v / 1e3).toFixed(1))}k`;
-  return String(v);
-}
-function seriesShown(series, toggled) {
-  const choice = toggled.get(series.key);
-  if (choice !== void 0) return choice;
-  return series.kind !== "target" || series.index < DEFAULT_VISIBLE_TARGETS;
-}
-function seriesSummary(series, layers, row, format, names = layers.map((layer) => `L${layer}`)) {
-  const first = series.values.findIndex((v) => v !== null);
-  if (first < 0) return series.loaded ? "no value" : "loading";
-  let lastRow = first;
-  series.values.forEach((v, i) => {
-    if (v !== null) lastRow = i;
-  });
-  const at = series.values[row];
-  const parts = [`${names[first]} ${format(
-    /** @type {number} */
-    series.values[first]
-  )}`];
-  if (lastRow !== first) parts.push(`${names[lastRow]} ${format(
-    /** @type {number} */
-    series.values[lastRow]
-  )}`);
-  return `${parts.join(" → ")}; at ${names[row]}: ${at === null ? "no value" : format(at)}`;
-}
-
-// src/shared/dom.js
-var SVG_NS = "http://www.w3.org/2000/svg";
-function fill(element, attrs, text) {
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
-  if (text !== void 0) element.textContent = text;
-  return element;
-}
-function h(tag, className, attrs = {}, text) {
-  const element = document.createElement(tag);
-  if (className) element.className = className;
-  return fill(element, attrs, text);
-}
-function s(tag, attrs = {}, text) {
-  return fill(
-    /** @type {SVGElement} */
-    document.createElementNS(SVG_NS, tag),
-    attrs,
-    text
-  );
-}
-
-// src/trajectory_view.js
-function formatValue(mode, v) {
-  return mode === "rank" ? formatRank(v) : formatProb(v);
-}
-var SOURCE_TEXT = { hover: "hovered", focus: "focused", pinned: "pinned", last: "last position" };
-var TrajectoryView = class {
-  /**
-   * @param {HTMLElement} panel the element the chart fills
-   * @param {string} id a page-unique prefix for element ids
-   * @param {{onLayer: (row: number) => void, onInteract: () => void}} callbacks
-   *   `onLayer`: a click on the plot chose a layer; `onInteract`: the user turned to the chart
-   *   (the view loads the detail sections then)
-   */
-  constructor(panel, id, callbacks) {
-    this.panel = panel;
-    this.callbacks = callbacks;
-    this.mode = "prob";
-    this.toggled = /* @__PURE__ */ new Map();
-    this.input = null;
-    this.renderKey = "";
-    this.dataSeen = null;
-    this.geometry = null;
-    this.debug = null;
-    this.waiting = false;
-    const descId = `${id}-traj-desc`;
-    this.svg = /** @type {SVGSVGElement} */
-    s("svg", { class: "murano-traj-svg", role: "img", "aria-labelledby": descId });
-    this.desc = s("desc", { id: descId });
-    this.svg.append(this.desc);
-    const controls = h("div", "murano-traj-controls");
-    this.titleEl = h("span", "murano-traj-title");
-    const modes = h("div", "murano-traj-mode", { role: "group", "aria-label": "Chart values" });
-    this.probButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "true", "data-mode": "prob" }, "Probability");
-    this.rankButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "false", "data-mode": "rank" }, "Rank (log)");
-    this.metricButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "false", "data-mode": "metric", hidden: "" });
-    modes.append(this.probButton, this.rankButton, this.metricButton);
-    this.metricSeen = "";
-    controls.append(this.titleEl, modes);
-    this.legend = h("ul", "murano-traj-legend", { "aria-label": "Lines (press to show or hide); values at the chosen layer" });
-    this.note = h("div", "murano-traj-note", { hidden: "" });
-    panel.append(this.svg, controls, this.legend, this.note);
-    const abort = new AbortController();
-    this.abort = abort;
-    const signal = abort.signal;
-    for (const button of [this.probButton, this.rankButton, this.metricButton]) {
-      button.addEventListener("click", () => this.setMode(
-        /** @type {TrajectoryMode} */
-        button.dataset.mode
-      ), { signal });
-    }
-    this.legend.addEventListener(
-      "click",
-      (event) => {
-        const target = (
-          /** @type {Element | null} */
-          event.target
-        );
-        const button = target && target.closest ? target.closest("button[data-series]") : null;
-        if (!(button instanceof HTMLElement)) return;
-        const key = button.dataset.series || "";
-        const pressed = button.getAttribute("aria-pressed") === "true";
-        this.toggled.set(key, !pressed);
-        this.rerender();
-      },
-      { signal }
-    );
-    this.svg.addEventListener(
-      "click",
-      (event) => {
-        if (!this.geometry) return;
-        const box = this.svg.getBoundingClientRect();
-        const row = rowAtY(this.geometry, event.clientY - box.top);
-        if (row >= 0) this.callbacks.onLayer(row);
-      },
-      { signal }
-    );
-    panel.addEventListener("pointerenter", () => this.callbacks.onInteract(), { signal });
-    panel.addEventListener("focusin", () => this.callbacks.onInteract(), { signal });
-  }
-  destroy() {
-    this.abort.abort();
-  }
-  /**
-   * The part of the chart a tooltip should leave visible, in viewport coordinates: the panel
-   * from the plot's left edge on (the lines, the axis and the legend's values follow the hovered
-   * column). Its layer-number margin may be covered: a tooltip beside a cell next to the chart
-   * then stays on the cell's right instead of flipping over the cells on its left.
-   * @returns {{x: number, y: number, w: number, h: number}}
-   */
-  keepVisibleRect() {
-    const r = this.panel.getBoundingClientRect();
-    const inset = Math.min(r.width, this.geometry ? this.geometry.plotX : 0);
-    return { x: r.left + inset, y: r.top, w: r.width - inset, h: r.height };
-  }
-  /**
-   * Probability or rank.
-   * @param {TrajectoryMode} mode
-   */
-  setMode(mode) {
-    this.showMode(mode);
-    this.callbacks.onInteract();
-    this.rerender();
-  }
-  /**
-   * The mode and its buttons' state ("metric" only where the metric button is offered).
-   * @param {TrajectoryMode} mode
-   */
-  showMode(mode) {
-    this.mode = mode === "rank" ? "rank" : mode === "metric" && !this.metricButton.hidden ? "metric" : "prob";
-    this.probButton.setAttribute("aria-pressed", String(this.mode === "prob"));
-    this.rankButton.setAttribute("aria-pressed", String(this.mode === "rank"));
-    this.metricButton.setAttribute("aria-pressed", String(this.mode === "metric"));
-  }
-  /**
-   * Follows the heatmap's metric: the metric button names it (offered for a metric in bits), and
-   * a change of metric sets the mode to the one that reads it (`chartModeFor`); the user's own
-   * choice holds until the metric changes again.
-   * @param {LensData} data
-   * @param {string} metric
-   */
-  followMetric(data, metric) {
-    const spec = metricSpec(data, metric);
-    const own = chartModeFor(spec) === "metric" && spec ? spec : null;
-    this.metricButton.hidden = !own;
-    this.metricButton.textContent = own ? shortLabel(own.label) : "";
-    if (own) this.metricButton.setAttribute("title", `The heatmap's colours: ${own.description}`);
-    if (metric !== this.metricSeen) {
-      this.metricSeen = metric;
-      this.showMode(chartModeFor(spec));
-    } else if (this.mode === "metric" && !own) {
-      this.showMode("prob");
-    }
-  }
-  rerender() {
-    this.renderKey = "";
-    if (this.input) this.update(this.input);
-  }
-  /**
-   * Draws the chart for `input` (skipped when nothing it shows changed).
-   * @param {ChartInput} input
-   */
-  update(input) {
-    this.input = input;
-    const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested, detailsLate = false } = input;
-    const others = input.others || [];
-    const width = this.panel.clientWidth || 280;
-    const loaded = [data, ...others.map((o) => o.data)].reduce((n, d) => n + Object.keys(d.arrays).length, 0);
-    const metric = input.metric || "";
-    if (metric) this.followMetric(data, metric);
-    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, metric, loaded, data.L, detailsRequested, detailsLate, others.length].join("|");
-    if (key === this.renderKey && this.dataSeen === data) return;
-    this.renderKey = key;
-    this.dataSeen = data;
-    const mode = this.mode;
-    const g = trajectoryRowsGeometry({ width, nLayers: data.L, rowH, heatY, heightBelow });
-    this.geometry = g;
-    const scale = valueScale(mode, mode === "rank" ? Math.max(rankAxisMax(data), ...others.map((o) => rankAxisMax(o.data))) : 9, { data, name: metric });
-    const series = trajectorySeries(data, prompt, position, mode, metric);
-    const firstTarget = series.findIndex((s2) => s2.kind === "target");
-    if (mode !== "metric") series.splice(firstTarget < 0 ? series.length : firstTarget, 0, ...lensSeries(others, prompt, position, mode));
-    const shown = series.map((s2) => seriesShown(s2, this.toggled));
-    const root = this.svg;
-    root.setAttribute("width", String(g.width));
-    root.setAttribute("height", String(g.height));
-    root.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
-    const children = [this.desc];
-    const grid = s("g", { class: "murano-traj-grid" });
-    for (const tick2 of scale.ticks) {
-      const x = valueX(g, tick2.t);
-      grid.append(s("line", { x1: x, x2: x, y1: g.plotY, y2: g.plotY + g.plotH }));
-    }
-    const ticks = s("g", { class: "murano-traj-ticks", "aria-hidden": "true" });
-    scale.ticks.forEach((tick2, i) => {
-      const anchor = i === 0 && tick2.t < 0.05 ? "start" : tick2.t > 0.95 ? "end" : "middle";
-      ticks.append(s("text", { x: valueX(g, tick2.t), y: g.plotY - 4, "text-anchor": anchor }, tick2.label));
-    });
-    const frame = s("rect", { class: "murano-traj-frame", x: g.plotX, y: g.plotY, width: g.plotW, height: g.plotH });
-    const bandY = g.plotY + (data.L - 1 - row) * g.rowH;
-    const band = s("rect", { class: "murano-traj-band", x: g.plotX, y: bandY, width: g.plotW, height: g.rowH });
-    const labels = s("g", { class: "murano-traj-layers", "aria-hidden": "true" });
-    for (let i = 0; i < data.L; i++) {
-      const chosen = i === row;
-      if (!chosen && !rowLabelled(data, i, g.labelStride)) continue;
-      if (!chosen && Math.abs(i - row) * g.rowH < 11) continue;
-      labels.append(s("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, rowLabel(data, i, "axis")));
-    }
-    labels.append(s("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
-    const lines = s("g", { class: "murano-traj-lines" });
-    const markers = s("g", { class: "murano-traj-markers" });
-    const drawn = [];
-    const r = Math.max(2.5, Math.min(4.5, g.rowH / 3));
-    const styles = series.map((s2) => seriesStyle(s2));
-    const segmentsOf = series.map((s2) => seriesSegments(s2, scale, g));
-    series.forEach((s2, k) => {
-      drawn.push({ key: s2.key, kind: s2.kind, label: s2.label, token: s2.token, loaded: s2.loaded, shown: shown[k], values: s2.values, segments: segmentsOf[k] });
-    });
-    for (const k of drawOrder(styles)) {
-      if (!shown[k]) continue;
-      const s2 = series[k];
-      const style = styles[k];
-      const group = s("g", { "data-series": s2.key, style: `color: ${style.colour}` });
-      for (const points of segmentsOf[k]) {
-        if (points.length === 1) {
-          const [x, y] = points[0];
-          group.append(s("line", { class: "murano-traj-line", x1: x - 3, x2: x + 3, y1: y, y2: y, "stroke-width": style.width }));
-          continue;
-        }
-        group.append(s("polyline", { class: "murano-traj-line", points: points.map(([x, y]) => `${x},${y}`).join(" "), ...strokeAttributes(style) }));
-      }
-      lines.append(group);
-      const v = s2.values[row];
-      if (v !== null) {
-        const x = valueX(g, scale.toUnit(v));
-        const y = rowCentreY(g, row);
-        markers.append(s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r * style.markerScale), style: `color: ${style.colour}; opacity: ${style.opacity}`, "data-series": s2.key }));
-      }
-    }
-    const axisTitle = s("text", { class: "murano-traj-axis-title", x: g.plotX + g.plotW / 2, y: g.plotY + g.plotH + 16, "text-anchor": "middle" }, scale.title);
-    children.push(grid, band, frame, lines, markers, labels, ticks, axisTitle);
-    root.replaceChildren(...children);
-    const col = data.offsets[prompt] + position;
-    const input0 = displayToken(data.tokens[data.arrays.input_ids[col]] ?? "");
-    const where = `position ${position} · ${truncateText(input0, 16)} · ${SOURCE_TEXT[source]}`;
-    this.titleEl.textContent = where;
-    this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
-    const spec = metricSpec(data, metric);
-    const format = (v) => mode === "metric" && spec ? formatMetric(spec, v) : formatValue(mode, v);
-    const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, data));
-    const active = document.activeElement;
-    const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : void 0;
-    this.legend.replaceChildren(...items);
-    if (focusedKey !== void 0) {
-      const next = items.map((li) => li.firstElementChild).find((b) => b instanceof HTMLElement && b.dataset.series === focusedKey);
-      if (next instanceof HTMLElement) next.focus({ preventScroll: true });
-    }
-    const waitingFor = { target: "targets", answer: "the answer", lens: "the other lenses" };
-    const waiting = series.filter((s2) => !s2.loaded).map((s2) => waitingFor[s2.kind] || "the final prediction");
-    const unique = [...new Set(waiting)];
-    this.waiting = unique.length > 0;
-    this.note.hidden = unique.length === 0;
-    const what = unique.join(", ");
-    this.note.textContent = !unique.length ? "" : detailsRequested ? waitingNote(what, detailsLate) : `Hover or focus a cell, or point at this chart, to load ${what}.`;
-    const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`).join(". ");
-    this.desc.textContent = `${mode === "rank" ? "Rank" : mode === "metric" && spec ? shortLabel(spec.label) : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
-    this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
-  }
-  /**
-   * One legend entry: a button that shows or hides its line, with a swatch, the line's name, its
-   * token and its value at the chosen layer.
-   * @param {Series} s
-   * @param {boolean} shown
-   * @param {number} row
-   * @param {(v: number) => string} format
-   * @param {LensData} data
-   */
-  legendItem(s2, shown, row, format, data) {
-    const style = seriesStyle(s2);
-    const li = h("li", "murano-traj-entry");
-    const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s2.key });
-    const swatch = s("svg", { class: "murano-traj-swatch", width: 26, height: 12, viewBox: "0 0 26 12", "aria-hidden": "true", style: `color: ${style.colour}` });
-    swatch.append(
-      s("line", { class: "murano-traj-line", ...swatchLine(style) }),
-      s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, Math.min(5, 3 * style.markerScale)), style: `opacity: ${style.opacity}` })
-    );
-    const name = h("span", "murano-traj-name", {}, s2.label);
-    const value = s2.values[row];
-    const valueText = !s2.loaded ? "loading…" : value === null ? "–" : format(value);
-    const valueEl = h("span", "murano-traj-value", { "data-value": value === null ? "" : String(value) }, valueText);
-    button.append(swatch, name);
-    if (s2.token !== null) button.append(h("span", "murano-token murano-traj-token", {}, displayToken(s2.token)));
-    button.append(valueEl);
-    button.setAttribute("title", `${s2.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`);
-    button.setAttribute(
-      "aria-label",
-      `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${valueText} at ${rowLabel(data, row, "long")}${shown ? "" : " (hidden)"}`
-    );
-    li.append(button);
-    return li;
-  }
-};
-
-// src/shared/grid_events.js
-function onGridKey(grid, event) {
-  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
-  const key = event.key;
-  const pinKey = key === "Enter" || key === " ";
-  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
-  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
-  event.preventDefault();
-  event.stopPropagation();
-  if (key === "Escape") {
-    grid.unpin();
-    return;
-  }
-  if (!grid.focused) grid.showKeyboardFocus();
-  const focus = grid.focus;
-  if (!focus) return;
-  if (pinKey) grid.togglePin(focus);
-  else {
-    const next = grid.move(focus, key);
-    if (next) grid.setFocus(next);
-  }
-}
-function bindGrid(target, grid, signal) {
-  const on = (type, fn) => target.addEventListener(type, fn, { signal });
-  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
-  on("pointerleave", () => grid.setHover(null));
-  on("click", (event) => {
-    const cell = grid.cellAt(event);
-    if (!cell) return;
-    grid.focus = cell;
-    grid.togglePin(cell);
-  });
-  on("pointerdown", () => {
-    grid.focused = false;
-  });
-  on("keydown", (event) => onGridKey(grid, event));
-  on("focus", () => {
-    if (!grid.ready) return;
-    let keyboard = true;
-    try {
-      keyboard = target.matches(":focus-visible");
-    } catch {
-    }
-    if (keyboard) grid.showKeyboardFocus();
-  });
-  on("blur", () => {
-    grid.focused = false;
-    grid.blurred();
-  });
-}
-
-// src/view/components.js
-var VALUE_CHARS = 5;
-function buildComponents(id) {
-  const box = document.createElement("div");
-  box.className = "murano-components";
-  box.hidden = true;
-  const caption = document.createElement("div");
-  caption.className = "murano-comp-caption";
-  const scroller = document.createElement("div");
-  scroller.className = "murano-scroll";
-  const track = document.createElement("div");
-  track.className = "murano-track";
-  const canvas = document.createElement("canvas");
-  canvas.className = "murano-comp-canvas";
-  canvas.tabIndex = 0;
-  canvas.setAttribute("role", "application");
-  canvas.setAttribute("aria-roledescription", "component heatmap");
-  canvas.setAttribute("aria-describedby", `${id}-readout`);
-  track.append(canvas);
-  scroller.append(track);
-  box.append(caption, scroller);
-  return { box, caption, scroller, track, canvas };
-}
-function componentCaption(data, explain, row) {
-  const what = explain.kind === "answer" ? `the answer${data.foils ? " (minus the foil's)" : ""}${answerAttribution(data) === "last" ? ", at the last position" : " as each position's next token"}` : explain.kind === "target" ? `target ${displayToken(data.targets[explain.index])}` : "each position's top-1 token";
-  const cap = data.logitSoftcap !== null ? " before the soft-cap" : "";
-  return `Each component's direct part of the logit${cap} of ${what}, read at ${rowLabel(data, row)} (the layer slider). Orange raises it, blue lowers it.`;
-}
-var ComponentView = class {
-  /**
-   * @param {ComponentUi} ui
-   * @param {LensView} view
-   * @param {AbortSignal} signal
-   */
-  constructor(ui, view, signal) {
-    this.ui = ui;
-    this.view = view;
-    this.grid = null;
-    this.layout = null;
-    this.key = "";
-    this.image = null;
-    this.hover = null;
-    this.focus = null;
-    this.focused = false;
-    this.revealPending = true;
-    bindGrid(ui.canvas, this.gridApi(), signal);
-    ui.scroller.addEventListener(
-      "scroll",
-      () => {
-        if (this.hover) this.setHover(null);
-        this.draw();
-      },
-      { signal, passive: true }
-    );
-  }
-  get shown() {
-    return !this.ui.box.hidden;
-  }
-  /** Recomputes the values (what is explained, the prompt, the row or the heads changed). */
-  invalidate() {
-    this.key = "";
-  }
-  /** The grid for the view's current state (cached by what it depends on). */
-  currentGrid() {
-    const view = this.view;
-    const data = view.data;
-    if (!data) return null;
-    const s2 = view.state;
-    const explain = view.explainChoice();
-    const key = `${data.lensName}|${s2.prompt}|${s2.layer}|${JSON.stringify(explain)}|${s2.heads}|${Boolean(data.arrays.contributions)}|${s2.hideTemplate}`;
-    if (key !== this.key || !this.grid) {
-      this.grid = componentGrid(data, { explain, prompt: s2.prompt, row: s2.layer, heads: s2.heads });
-      this.key = key;
-      this.layout = null;
-      const columns = view.shownColumns();
-      const image = componentImage(this.grid, columns);
-      const canvas = document.createElement("canvas");
-      canvas.width = Math.max(1, image.width);
-      canvas.height = Math.max(1, image.height);
-      if (image.width > 0 && image.height > 0) context2d(canvas).putImageData(new ImageData(image.data, image.width, image.height), 0, 0);
-      this.image = canvas;
-      this.ui.caption.textContent = componentCaption(data, explain, s2.layer);
-      if (this.hover) this.hover = this.clamp(this.hover);
-      if (this.focus) this.focus = this.clamp(this.focus);
-    }
-    return this.grid;
-  }
-  /**
-   * @param {Cell} cell
-   * @returns {Cell}
-   */
-  clamp(cell) {
-    const grid = (
-      /** @type {ComponentGrid} */
-      this.grid
-    );
-    const columns = this.view.shownColumns();
-    const last = grid.n - 1;
-    let position = Math.max(0, Math.min(last, cell.position));
-    if (columns && !columns.includes(position)) position = columns[columns.length - 1] ?? 0;
-    return { layerIndex: Math.max(0, Math.min(grid.units.length - 1, cell.layerIndex)), position };
-  }
-  /** Lays the view out for the current width, then draws it. */
-  relayout() {
-    const view = this.view;
-    const data = view.data;
-    const grid = this.currentGrid();
-    if (!this.shown || !data || !grid) return;
-    const theme = view.painter.readTheme();
-    const ctx = context2d(this.ui.canvas);
-    ctx.font = theme.labelFont;
-    const labelW = Math.ceil(Math.max(ctx.measureText("component").width, ...grid.units.map((u) => ctx.measureText(u.label).width))) + 16;
-    const columns = view.shownColumns();
-    const n = columns ? columns.length : grid.n;
-    const width = this.ui.scroller.clientWidth || view.el.clientWidth || 800;
-    let maxChars = VALUE_CHARS;
-    const offset = data.offsets[view.state.prompt];
-    for (let j = 0; j < n && maxChars < 10; j++) {
-      maxChars = Math.max(maxChars, [...view.painter.tokenText(data.arrays.input_ids[offset + (columns ? columns[j] : j)])].length);
-    }
-    this.layout = computeLayout({ nLayers: grid.units.length, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns, strips: 1 });
-    this.ui.track.style.width = `${this.layout.contentW}px`;
-    this.ui.track.style.height = `${this.layout.height}px`;
-    const prompt = view.state.prompt;
-    this.ui.canvas.setAttribute(
-      "aria-label",
-      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of prompt ${prompt + 1}, colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`
-    );
-    if (this.revealPending && this.ui.scroller.clientWidth > 0) {
-      const sel = view.state.selected;
-      const position = sel && sel.prompt === prompt ? sel.position : data.lengths[prompt] - 1;
-      this.ui.scroller.scrollLeft = revealColumn(this.layout, 0, Math.max(0, columnOf(this.layout, position)));
-      this.revealPending = false;
-    }
-    this.draw();
-  }
-  scrollLeft() {
-    return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
-  }
-  /** Draws the visible columns, their labels, the input tokens and the marks. */
-  draw() {
-    const view = this.view;
-    const data = view.data;
-    const grid = this.grid;
-    const layout = this.layout;
-    if (!this.shown || !data || !grid || !layout || !this.image) return;
-    const theme = view.painter.readTheme();
-    const canvas = this.ui.canvas;
-    const dpr = window.devicePixelRatio || 1;
-    if (canvas.width !== Math.round(layout.width * dpr) || canvas.height !== Math.round(layout.height * dpr)) {
-      canvas.width = Math.round(layout.width * dpr);
-      canvas.height = Math.round(layout.height * dpr);
-      canvas.style.width = `${layout.width}px`;
-      canvas.style.height = `${layout.height}px`;
-    }
-    const ctx = context2d(canvas);
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, layout.width, layout.height);
-    ctx.direction = "ltr";
-    const scroll = this.scrollLeft();
-    const [c0, c1] = visibleColumns(layout, scroll);
-    const { cellW, rowH, heatY, heatH, labelW, inputY, stripH } = layout;
-    const U = grid.units.length;
-    const x0 = columnX(layout, c0, scroll);
-    const span = (c1 - c0) * cellW;
-    const columns = layout.columns;
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(labelW, 0, layout.width - labelW, layout.height);
-    ctx.clip();
-    const hatch = hatchPattern(ctx, theme.hatch);
-    if (hatch) {
-      ctx.fillStyle = hatch;
-      ctx.fillRect(x0, heatY, span, heatH);
-    }
-    if (c1 > c0) {
-      ctx.imageSmoothingEnabled = false;
-      ctx.drawImage(this.image, c0, 0, c1 - c0, U, x0, heatY, span, heatH);
-    }
-    ctx.fillStyle = theme.grid;
-    if (cellW >= 10) for (let j = c0; j <= c1; j++) ctx.fillRect(columnX(layout, j, scroll) - 0.5, heatY, 1, heatH);
-    if (rowH >= 9) for (let r = 1; r < U; r++) ctx.fillRect(x0, heatY + r * rowH - 0.5, span, 1);
-    if (layout.showCellText) {
-      ctx.font = theme.cellFont;
-      ctx.textAlign = "center";
-      ctx.textBaseline = "middle";
-      for (let u = 0; u < U; u++) {
-        const y = heatY + (U - 1 - u) * rowH;
-        for (let j = c0; j < c1; j++) {
-          const p = columns ? columns[j] : j;
-          const v = grid.values[u * grid.n + p];
-          if (!Number.isFinite(v)) continue;
-          ctx.fillStyle = textColourOn(partColour(v, grid.max));
-          ctx.fillText(cellValue(v), columnX(layout, j, scroll) + cellW / 2, y + rowH / 2 + 0.5);
-        }
-      }
-    }
-    ctx.fillStyle = theme.stripBg;
-    ctx.fillRect(x0, inputY, span, stripH);
-    ctx.font = theme.cellFont;
-    ctx.textAlign = "center";
-    ctx.textBaseline = "middle";
-    ctx.fillStyle = theme.fg;
-    const offset = data.offsets[view.state.prompt];
-    for (let j = c0; j < c1; j++) {
-      const p = columns ? columns[j] : j;
-      const text = isolateLtr(truncateText(view.painter.tokenText(data.arrays.input_ids[offset + p]), layout.cellChars));
-      ctx.fillText(text, columnX(layout, j, scroll) + cellW / 2, inputY + stripH / 2 + 0.5);
-    }
-    ctx.font = theme.axisFont;
-    ctx.fillStyle = theme.muted;
-    ctx.textBaseline = "alphabetic";
-    const stride = niceCeil(Math.max(1, 28 / cellW));
-    for (let j = c0 - c0 % stride; j < c1; j += stride) {
-      ctx.fillText(String(columns ? columns[j] : j), columnX(layout, j, scroll) + cellW / 2, heatY - 4);
-    }
-    this.drawMarks(ctx, layout, scroll, c0, c1);
-    ctx.restore();
-    ctx.textAlign = "right";
-    ctx.textBaseline = "middle";
-    ctx.font = theme.labelFont;
-    ctx.fillStyle = theme.muted;
-    const every = labelStride(rowH, 12);
-    for (let u = 0; u < U; u++) {
-      if (every > 1 && u % every !== 0) continue;
-      ctx.fillText(grid.units[u].label, labelW - 8, heatY + (U - 1 - u) * rowH + rowH / 2 + 0.5);
-    }
-    ctx.fillText("input", labelW - 8, inputY + stripH / 2 + 0.5);
-    ctx.font = theme.axisFont;
-    ctx.textBaseline = "alphabetic";
-    ctx.fillText("component", labelW - 8, heatY - 4);
-  }
-  /**
-   * The pinned position's column, the hovered and the focused cell.
-   * @param {CanvasRenderingContext2D} ctx
-   * @param {Layout} layout
-   * @param {number} scroll
-   * @param {number} c0
-   * @param {number} c1
-   */
-  drawMarks(ctx, layout, scroll, c0, c1) {
-    const theme = this.view.painter.readTheme();
-    const s2 = this.view.state;
-    const box = (column, y, h2, style, width, dash = []) => {
-      if (column < c0 || column >= c1) return;
-      const x = columnX(layout, column, scroll);
-      ctx.strokeStyle = style;
-      ctx.lineWidth = width;
-      ctx.setLineDash(dash);
-      ctx.strokeRect(x + width / 2, y + width / 2, layout.cellW - width, h2 - width);
-      ctx.setLineDash([]);
-    };
-    const sel = s2.selected;
-    if (sel && sel.prompt === s2.prompt && sel.layer_index === s2.layer) {
-      const column = columnOf(layout, sel.position);
-      box(column, layout.heatY, layout.heatH, theme.bg, 4);
-      box(column, layout.heatY, layout.heatH, theme.fg, 2);
-    }
-    const outline = (cell, style, width, dash) => {
-      if (!cell) return;
-      const r = cellRect(layout, cell.layerIndex, columnOf(layout, cell.position), scroll);
-      box(columnOf(layout, cell.position), r.y, r.h, style, width, dash);
-    };
-    outline(this.hover, theme.fg, 1);
-    outline(this.focused ? this.focus : null, theme.focus, 2, [3, 2]);
-  }
-  /**
-   * The cell under a pointer event.
-   * @param {MouseEvent} event
-   * @returns {Cell | null}
-   */
-  cellAt(event) {
-    if (!this.layout) return null;
-    const rect = this.ui.canvas.getBoundingClientRect();
-    const hit = hitTest(this.layout, event.clientX - rect.left, event.clientY - rect.top, this.scrollLeft(), 0);
-    return hit && hit.area === "cells" ? { layerIndex: hit.layerIndex, position: positionAt(this.layout, hit.position) } : null;
-  }
-  /** @param {Cell | null} cell */
-  setHover(cell) {
-    const old = this.hover;
-    if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
-    this.hover = cell;
-    this.view.componentCellChanged(cell);
-    this.draw();
-  }
-  /** @param {Cell} cell */
-  setFocus(cell) {
-    this.focus = cell;
-    this.hover = null;
-    if (this.layout) {
-      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
-      if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
-    }
-    this.view.ui.readout.textContent = this.readout(cell);
-    this.view.componentCellChanged(cell);
-    this.draw();
-  }
-  /**
-   * One sentence about a cell for the aria-live readout.
-   * @param {Cell} cell
-   */
-  readout(cell) {
-    const view = this.view;
-    const data = view.data;
-    const grid = this.grid;
-    if (!data || !grid) return "";
-    const unit = grid.units[cell.layerIndex];
-    const v = grid.values[cell.layerIndex * grid.n + cell.position];
-    const input = displayToken(data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "");
-    const token = grid.tokens[cell.position];
-    const row = rowLabel(data, view.state.layer);
-    const foil = view.explainChoice().kind === "answer" && data.foils ? data.foils[view.state.prompt] : null;
-    const logit = `the logit of ${displayToken(token)}${foil !== null ? ` minus that of ${displayToken(foil)}` : ""}`;
-    const value = Number.isFinite(v) ? `${formatLogit(v)} to ${logit} at ${row}` : `no part at ${row}`;
-    return `${unit.long[0].toUpperCase()}${unit.long.slice(1)}, position ${cell.position}, input ${input}: ${value}.`;
-  }
-  /**
-   * The cell's tooltip as `TooltipView` takes it.
-   * @param {Cell} cell
-   * @returns {import("../details.js").TooltipContent}
-   */
-  tooltipContent(cell) {
-    const view = this.view;
-    const data = (
-      /** @type {import("../payload.js").LensData} */
-      view.data
-    );
-    const grid = (
-      /** @type {ComponentGrid} */
-      this.grid
-    );
-    const unit = grid.units[cell.layerIndex];
-    const v = grid.values[cell.layerIndex * grid.n + cell.position];
-    const input = data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "";
-    const token = grid.tokens[cell.position];
-    const rows = [{ label: "input", value: displayToken(input), token: true }];
-    if (token) rows.push({ label: "explained", value: displayToken(token), token: true });
-    rows.push({ label: "read at", value: rowLabel(data, view.state.layer), token: false });
-    rows.push({ label: "part of the logit", value: formatLogit(v), token: false });
-    const note = Number.isFinite(v) ? "" : token ? `No part: ${unit.label} comes after ${rowLabel(data, view.state.layer)}.` : `Nothing explained here: ${nothingExplained(data, view.explainChoice(), view.state.prompt, cell.position)}.`;
-    return { title: `${unit.label} · position ${cell.position}`, badge: "", rows, top: [], note };
-  }
-  /**
-   * The rectangle (viewport coordinates) of a cell, for the tooltip and the tests.
-   * @param {number} unit
-   * @param {number} position
-   */
-  cellClientRect(unit, position) {
-    if (!this.layout) return null;
-    const column = columnOf(this.layout, position);
-    if (column < 0) return null;
-    const r = cellRect(this.layout, unit, column, this.scrollLeft());
-    const c = this.ui.canvas.getBoundingClientRect();
-    return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
-  }
-  /** @returns {Grid} */
-  gridApi() {
-    const self = this;
-    const view = this.view;
-    return {
-      get ready() {
-        return Boolean(view.data && self.grid && self.layout);
-      },
-      get focus() {
-        return self.focus;
-      },
-      set focus(cell) {
-        self.focus = cell;
-      },
-      get focused() {
-        return self.focused;
-      },
-      set focused(value) {
-        self.focused = value;
-      },
-      get pinned() {
-        return Boolean(view.state.selected);
-      },
-      cellAt: (event) => self.cellAt(event),
-      setHover: (cell) => self.setHover(cell),
-      setFocus: (cell) => self.setFocus(cell),
-      move: (cell, key) => {
-        const layout = self.layout;
-        if (!layout) return null;
-        const column = Math.max(0, columnOf(layout, cell.position));
-        const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, layout.nLayers, layout.nPositions);
-        return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
-      },
-      togglePin: (cell) => view.togglePin({ layerIndex: view.state.layer, position: cell.position }),
-      unpin: () => {
-        view.setSelected(null, true);
-        view.ui.readout.textContent = "Unpinned.";
-      },
-      showKeyboardFocus: () => {
-        if (!self.layout || !self.grid) return;
-        self.focused = true;
-        if (!self.focus) {
-          const s2 = view.state;
-          const sel = s2.selected;
-          const position = sel && sel.prompt === s2.prompt ? sel.position : (view.data?.lengths[s2.prompt] ?? 1) - 1;
-          self.focus = self.clamp({ layerIndex: self.grid.units.length - 1, position });
-        }
-        self.setFocus(self.focus);
-      },
-      blurred: () => {
-        view.componentCellChanged(null);
-        self.draw();
-      }
-    };
-  }
-};
-function cellValue(v) {
-  const text = Math.abs(v).toFixed(1);
-  if (Number(text) === 0) return "0.0";
-  return `${v < 0 ? "−" : "+"}${text}`;
-}
-
-// src/view/controls.js
-function showData(ui, data) {
-  const kind = lensTitle(data);
-  ui.titleEl.textContent = kind;
-  ui.modelEl.textContent = data.modelName;
-  ui.modelEl.hidden = !data.modelName;
-  if (data.modelName) ui.modelEl.setAttribute("title", data.modelName);
-  ui.root.setAttribute("aria-label", `${kind}${data.modelName ? ` of ${data.modelName}` : ""}`);
-  ui.metricSelect.replaceChildren(
-    ...data.metrics.map((spec) => {
-      const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
-      const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
-      const option = h("option", "", { value: spec.name }, text);
-      option.disabled = !spec.available;
-      option.title = reason ? `Not available: ${reason}` : spec.description;
-      return option;
-    })
-  );
-  ui.promptUi.input.max = String(data.P - 1);
-  const single = data.P < 2;
-  ui.promptUi.row.classList.toggle("murano-single", single);
-  ui.promptUi.input.hidden = single;
-  ui.promptUi.label.hidden = single;
-  ui.promptUi.output.hidden = single;
-  ui.layerUi.input.max = String(data.L - 1);
-  ui.missingKey.hidden = !data.arrays.missing && !data.arrays.final_missing && Object.keys(data.noValue).length === 0;
-  ui.answerKey.hidden = data.answerSets.length === 0;
-  const first = data.answerSets[0];
-  const named = first && (data.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
-  const keyText = ui.answerKey.lastElementChild;
-  if (keyText) keyText.textContent = `top-1 = the answer${named}`;
-  ui.settledKey.hidden = !data.arrays.final_tokens;
-  ui.generatedKey.hidden = !data.arrays.generated;
-  const roles = rolesPresent(data);
-  ui.roleKeys.hidden = roles.length === 0;
-  ui.roleKeys.replaceChildren(
-    ...roles.map((role) => {
-      const key = h("span", `murano-key murano-key-role`, { "data-role": role.name });
-      const band = h("span", "murano-key-band", { "aria-hidden": "true" });
-      band.style.background = role.colour;
-      key.append(band, h("span", "", {}, role.label));
-      return key;
-    })
-  );
-  ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
-}
-function showLensMenu(ui, lenses, shown) {
-  ui.lensLabel.hidden = lenses.length < 2;
-  ui.lensSelect.replaceChildren(
-    ...lenses.map((lens) => {
-      const title = lensTitle(lens);
-      return h("option", "", { value: lens.lensName }, lensMenuText(lens.lensName, title));
-    })
-  );
-  ui.lensSelect.value = shown;
-}
-function lensTitle(data) {
-  if (data.lensTitle) return data.lensTitle;
-  const kind = data.lensKind || "logit";
-  return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
-}
-function showControls(ui, data, state) {
-  const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
-  promptInput.value = String(state.prompt);
-  promptOutput.textContent = `${state.prompt + 1} / ${data.P}`;
-  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
-  promptText.textContent = text;
-  promptText.setAttribute("title", text);
-  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
-  ui.layerUi.input.value = String(state.layer);
-  ui.layerUi.output.textContent = rowLabel(data, state.layer);
-  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
-  const n = data.lengths[state.prompt];
-  const shownLayers = new Set(data.layers).size;
-  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
-  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
-  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
-  ui.canvas.setAttribute(
-    "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
-  );
-}
-function showTargetMenu(ui, data, metric, target) {
-  const spec = metricSpec(data, metric);
-  ui.targetLabel.hidden = !(spec && spec.perTarget && data.targets.length > 0);
-  const key = data.targets.join("\0");
-  if (ui.targetSelect.dataset.key !== key) {
-    ui.targetSelect.replaceChildren(...data.targets.map((token) => h("option", "", { value: token, title: token }, displayToken(token))));
-    ui.targetSelect.dataset.key = key;
-  }
-  ui.targetSelect.value = target;
-  ui.targetSelect.title = spec && spec.perTarget && target ? metricLabel(data, spec, data.targets.indexOf(target)) : "";
-}
-function showLegend(ui, data, shown, requested, target = 0) {
-  const spec = metricSpec(data, shown);
-  if (!spec) return;
-  const wanted = metricSpec(data, requested);
-  ui.legendTitle.textContent = wanted && wanted !== spec ? `${metricLabel(data, wanted, target)}: loading…` : metricLabel(data, spec, target);
-  ui.legendTitle.setAttribute("title", (wanted || spec).description);
-  ui.metricSelect.setAttribute("title", (wanted || spec).description);
-  const ctx = ui.legendBar.getContext("2d");
-  if (ctx) {
-    const image = ctx.createImageData(256, 1);
-    const lut = colourLut(spec.scale, spec.reverse);
-    for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
-    ctx.putImageData(image, 0, 0);
-  }
-  const ticks = legendTicks(spec, metricDomain(data, shown));
-  ui.legendTicks.replaceChildren(
-    ...ticks.map((tick2, i) => {
-      const span = h("span", "murano-legend-tick", {}, tick2.label);
-      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
-      if (i === 0) span.classList.add("murano-first");
-      if (i === ticks.length - 1 && tick2.t > 0.95) span.classList.add("murano-last");
-      return span;
-    })
-  );
-}
-function showComponentLegend(ui, grid, softcap) {
-  const max = grid ? grid.max : 1;
-  ui.legendTitle.textContent = `Part of the logit${softcap ? " (before the soft-cap)" : ""}`;
-  ui.legendTitle.setAttribute("title", "Each component's direct part of the explained logit: orange raises it, blue lowers it");
-  const ctx = ui.legendBar.getContext("2d");
-  if (ctx) {
-    const image = ctx.createImageData(256, 1);
-    for (let k = 0; k < 256; k++) image.data.set([...interpolateStops(DIVERGING_STOPS, k / 255), 255], 4 * k);
-    ctx.putImageData(image, 0, 0);
-  }
-  const end = String(Number(max.toPrecision(3)));
-  const ticks = [
-    { t: 0, label: `−${end}` },
-    { t: 0.5, label: "0" },
-    { t: 1, label: `+${end}` }
-  ];
-  ui.legendTicks.replaceChildren(
-    ...ticks.map((tick2, i) => {
-      const span = h("span", "murano-legend-tick", {}, tick2.label);
-      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
-      if (i === 0) span.classList.add("murano-first");
-      if (i === ticks.length - 1) span.classList.add("murano-last");
-      return span;
-    })
-  );
-}
-function showPin(ui, data, sel) {
-  if (!sel || !data || !(sel.prompt >= 0 && sel.prompt < data.P)) {
-    ui.pinEl.hidden = true;
-    return;
-  }
-  const li = clampIndex(sel.layer_index, data.L);
-  const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
-  const d = cellDetails(data, sel.prompt, li, pos);
-  const top = d.top[0];
-  const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
-  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
-  ui.pinEl.hidden = false;
-}
-
-// src/view/debug.js
-function debugApi(view) {
-  return {
-    get state() {
-      const s2 = view.state;
-      const layers = view.data ? view.data.layers : [];
-      return {
-        prompt: s2.prompt,
-        layer: s2.layer,
-        modelLayer: layers[s2.layer],
-        metric: s2.metric,
-        shownMetric: view.shownMetric,
-        target: s2.target,
-        selected: s2.selected,
-        hover: s2.hover,
-        focus: s2.focus,
-        focused: s2.focused,
-        hideTemplate: s2.hideTemplate,
-        lens: s2.lens,
-        lenses: view.lenses.map((lens) => lens.lensName),
-        view: s2.view,
-        explain: s2.explain,
-        heads: s2.heads
-      };
-    },
-    /** The live controls: the kernel's state, the latest request, the status line shown. */
-    get live() {
-      return view.live ? view.live.debugApi() : null;
-    },
-    /** What the "why" panel shows: the cell it explains and its content (bars, total), or null. */
-    get why() {
-      return view.whyShown;
-    },
-    /** The component view: its state, geometry and values. */
-    components: {
-      get state() {
-        const c = view.components;
-        return { shown: c.shown, hover: c.hover, focus: c.focus, focused: c.focused };
-      },
-      get layout() {
-        const c = view.components;
-        return c.layout && { ...c.layout, scrollLeft: c.scrollLeft() };
-      },
-      get units() {
-        const grid = view.components.grid;
-        return grid ? grid.units.map((u) => u.label) : [];
-      },
-      /** Unit `u`'s part at position `j` (null: none), and the scale's half-width. */
-      value(u, j) {
-        const grid = view.components.grid;
-        if (!grid) return null;
-        const v = grid.values[u * grid.n + j];
-        return Number.isFinite(v) ? v : null;
-      },
-      get max() {
-        return view.components.grid ? view.components.grid.max : null;
-      },
-      cellClientRect: (u, j) => view.components.cellClientRect(u, j)
-    },
-    get layout() {
-      return view.layout && { ...view.layout, scrollLeft: view.scrollLeft() };
-    },
-    get frames() {
-      return view.debug.frames;
-    },
-    get lastDrawMs() {
-      return view.debug.lastDrawMs;
-    },
-    get visibleColumns() {
-      return view.debug.visible;
-    },
-    /** What the trajectory chart drew last: its column, mode, row, geometry and every line. */
-    get trajectory() {
-      return view.trajectory.debug;
-    },
-    /**
-     * A cell's rectangle in viewport (client) coordinates.
-     * @param {number} layerIndex
-     * @param {number} position
-     */
-    cellClientRect(layerIndex, position) {
-      if (!view.layout) return null;
-      const column = columnOf(view.layout, position);
-      if (column < 0) return null;
-      const r = cellRect(view.layout, layerIndex, column, view.scrollLeft());
-      const c = view.ui.canvas.getBoundingClientRect();
-      return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
-    },
-    /**
-     * The colour the cell should have under the shown metric ([r, g, b, a]; a = 0: missing).
-     * @param {number} layerIndex
-     * @param {number} position
-     */
-    cellColour(layerIndex, position) {
-      if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex());
-      const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
-      return Array.from(image.data.slice(o, o + 4));
-    },
-    /**
-     * @param {number} layerIndex
-     * @param {number} position
-     */
-    cellDetails: (layerIndex, position) => view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position, view.targetIndex()) : null,
-    drawNow: () => view.relayout(),
-    /** @param {boolean} hide as the control does: the `hide_template` trait follows */
-    setHideTemplate: (hide) => view.setHideTemplate(hide, true),
-    /** @returns {Promise<number>} the duration of the next draw */
-    nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve))
-  };
-}
-
-// src/shared/debug.js
-var DEBUG_HOOKS = Object.freeze({ heatmap: "__muranoDebug", diff: "__muranoDiffDebug", dataset: "__muranoDataset" });
-function installDebug(el, widget, api) {
-  const name = DEBUG_HOOKS[widget];
-  const host = (
-    /** @type {Record<string, unknown>} */
-    /** @type {unknown} */
-    el
-  );
-  host[name] = api;
-  return () => {
-    if (host[name] === api) delete host[name];
-  };
 }
 
 // src/diff/payload.js
@@ -3895,6 +2336,93 @@ function readoutLine(diff, cell, pinned) {
 function alignmentHeadline(diff) {
   const depth = diff.depthA === diff.depthB ? "" : `Layers aligned by relative depth: a has ${diff.depthA} layers, b has ${diff.depthB}. `;
   return `${depth}${diff.meta.alignment_note ?? ""}`;
+}
+
+// src/shared/dom.js
+var SVG_NS = "http://www.w3.org/2000/svg";
+function fill(element, attrs, text) {
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== void 0) element.textContent = text;
+  return element;
+}
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  return fill(element, attrs, text);
+}
+function s(tag, attrs = {}, text) {
+  return fill(
+    /** @type {SVGElement} */
+    document.createElementNS(SVG_NS, tag),
+    attrs,
+    text
+  );
+}
+
+// src/shared/debug.js
+var DEBUG_HOOKS = Object.freeze({ heatmap: "__muranoDebug", diff: "__muranoDiffDebug", dataset: "__muranoDataset" });
+function installDebug(el, widget, api) {
+  const name = DEBUG_HOOKS[widget];
+  const host = (
+    /** @type {Record<string, unknown>} */
+    /** @type {unknown} */
+    el
+  );
+  host[name] = api;
+  return () => {
+    if (host[name] === api) delete host[name];
+  };
+}
+
+// src/shared/grid_events.js
+function onGridKey(grid, event) {
+  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
+  const key = event.key;
+  const pinKey = key === "Enter" || key === " ";
+  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
+  event.preventDefault();
+  event.stopPropagation();
+  if (key === "Escape") {
+    grid.unpin();
+    return;
+  }
+  if (!grid.focused) grid.showKeyboardFocus();
+  const focus = grid.focus;
+  if (!focus) return;
+  if (pinKey) grid.togglePin(focus);
+  else {
+    const next = grid.move(focus, key);
+    if (next) grid.setFocus(next);
+  }
+}
+function bindGrid(target, grid, signal) {
+  const on = (type, fn) => target.addEventListener(type, fn, { signal });
+  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
+  on("pointerleave", () => grid.setHover(null));
+  on("click", (event) => {
+    const cell = grid.cellAt(event);
+    if (!cell) return;
+    grid.focus = cell;
+    grid.togglePin(cell);
+  });
+  on("pointerdown", () => {
+    grid.focused = false;
+  });
+  on("keydown", (event) => onGridKey(grid, event));
+  on("focus", () => {
+    if (!grid.ready) return;
+    let keyboard = true;
+    try {
+      keyboard = target.matches(":focus-visible");
+    } catch {
+    }
+    if (keyboard) grid.showKeyboardFocus();
+  });
+  on("blur", () => {
+    grid.focused = false;
+    grid.blurred();
+  });
 }
 
 // src/shared/keys.js
@@ -5351,6 +3879,1655 @@ function tokenButton(event, selector) {
   return button instanceof HTMLElement && !(button instanceof HTMLButtonElement && button.disabled) ? button : null;
 }
 
+// src/view/tooltip.js
+var TooltipView = class {
+  /**
+   * @param {HTMLDivElement} element the tooltip box (absolutely positioned in `root`)
+   * @param {HTMLElement} root the positioned ancestor whose box bounds the tooltip
+   * @param {() => Rect[]} obstacles rectangles (in viewport coordinates) not to cover
+   */
+  constructor(element, root, obstacles) {
+    this.element = element;
+    this.root = root;
+    this.obstacles = obstacles;
+  }
+  get hidden() {
+    return this.element.hidden;
+  }
+  hide() {
+    this.element.hidden = true;
+  }
+  /**
+   * Fills the box with `content` and shows it.
+   * @param {TooltipContent} content
+   * @param {boolean} pinned the cell is the pinned one
+   */
+  show(content, pinned) {
+    const head = h("div", "murano-tt-head");
+    head.append(h("span", "murano-tt-title", {}, content.title));
+    if (content.badge) head.append(h("span", "murano-tt-badge", {}, content.badge));
+    if (pinned) head.append(h("span", "murano-tt-badge murano-tt-pinned", {}, "pinned"));
+    const parts = [head];
+    const columns = h("div", "murano-tt-columns");
+    if (content.top.length) {
+      const list = h("div", "murano-tt-topk");
+      for (const entry of content.top) {
+        const bar = h("span", "murano-tt-bar");
+        const fill2 = h("span", "murano-tt-bar-fill");
+        fill2.style.width = `${(entry.width * 100).toFixed(1)}%`;
+        bar.append(fill2);
+        list.append(
+          h("span", "murano-tt-rank", { title: "rank (0 = top-1)" }, `${entry.rank}`),
+          h("span", "murano-token", {}, entry.text),
+          bar,
+          h("span", "murano-tt-prob", {}, entry.prob)
+        );
+      }
+      columns.append(list);
+    }
+    const rows = h("div", "murano-tt-rows");
+    for (const row of content.rows) {
+      const label = h("span", "murano-tt-label", row.title ? { title: row.title } : {}, row.label);
+      rows.append(label, h("span", row.token ? "murano-token" : "murano-tt-value", {}, row.value));
+    }
+    columns.append(rows);
+    parts.push(columns);
+    if (content.note) parts.push(h("div", "murano-tt-note", {}, content.note));
+    this.element.replaceChildren(...parts);
+    this.element.hidden = false;
+  }
+  /**
+   * Places the shown box beside `anchor` (a rectangle in viewport coordinates).
+   * @param {Rect} anchor
+   */
+  place(anchor) {
+    const tip = this.element;
+    if (tip.hidden) return;
+    const bounds = tooltipBounds(this.root);
+    tip.classList.remove("murano-tt-wide");
+    tip.style.maxHeight = "";
+    tip.style.maxWidth = "";
+    if (tip.offsetHeight > bounds.h) {
+      tip.classList.add("murano-tt-wide");
+      tip.style.maxWidth = `${Math.max(200, bounds.w)}px`;
+    }
+    if (tip.offsetHeight > bounds.h) tip.style.maxHeight = `${bounds.h}px`;
+    placeInRoot(tip, this.root, anchor, this.obstacles(), bounds);
+  }
+};
+
+// src/view/cell_tip.js
+function makeTooltip(view) {
+  const ui = view.ui;
+  return new TooltipView(ui.tooltip, ui.root, () => [
+    ...ui.pinEl.hidden ? [] : [rectOf(ui.pinEl.getBoundingClientRect())],
+    // The "why" panel follows the hovered cell: it is read beside the tooltip.
+    ...ui.why.panel.hidden ? [] : [rectOf(ui.why.bars.getBoundingClientRect())],
+    view.trajectory.keepVisibleRect()
+  ]);
+}
+function rectOf(r) {
+  return { x: r.left, y: r.top, w: r.width, h: r.height };
+}
+function tooltipCell(view) {
+  const s2 = view.state;
+  return s2.hover || (s2.focused ? s2.focus : null);
+}
+function updateTooltip(view) {
+  const { data, tooltip } = view;
+  const s2 = view.state;
+  if (s2.view === "components") {
+    const c = view.components;
+    const cell2 = data && c.grid ? c.hover || (c.focused ? c.focus : null) : null;
+    const rect = cell2 && c.cellClientRect(cell2.layerIndex, cell2.position);
+    if (!cell2 || !rect) {
+      tooltip.hide();
+      return;
+    }
+    tooltip.show(c.tooltipContent(cell2), isSelected(s2.selected, s2.prompt, s2.layer, cell2.position));
+    tooltip.place(rect);
+    return;
+  }
+  const cell = data && view.layout ? tooltipCell(view) : null;
+  if (!cell || !data) {
+    tooltip.hide();
+    return;
+  }
+  const details = cellDetails(data, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
+  tooltip.show(tooltipModel(details, { late: view.detailsLate }), isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
+  placeTooltip2(view, cell);
+}
+function placeTooltip2(view, cell) {
+  const { layout, tooltip } = view;
+  if (tooltip.hidden || !layout || view.state.view === "components") return;
+  const column = columnOf(layout, cell.position);
+  if (column < 0) return;
+  const r = cellRect(layout, cell.layerIndex, column, view.scrollLeft());
+  const box = view.ui.canvas.getBoundingClientRect();
+  tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
+}
+
+// src/shared/lens_names.js
+function lensMenuText(name, title) {
+  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
+  return plain(title) === plain(name) ? title : `${title} (${name})`;
+}
+
+// src/trajectory.js
+var DEFAULT_VISIBLE_TARGETS = 6;
+function chartColumn(state, length) {
+  const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
+  if (state.hover) return { position: clamp(state.hover.position), source: "hover" };
+  if (state.focused && state.focus) return { position: clamp(state.focus.position), source: "focus" };
+  const sel = state.selected;
+  if (sel && sel.prompt === state.prompt) return { position: clamp(sel.position), source: "pinned" };
+  return { position: Math.max(0, length - 1), source: "last" };
+}
+function described(data, name) {
+  return Boolean(data.meta.sections && data.meta.sections[name]) || Boolean(data.arrays[name]);
+}
+function chartModeFor(spec) {
+  if (!spec) return "prob";
+  if (spec.unit === "rank") return "rank";
+  return spec.unit === "probability" ? "prob" : "metric";
+}
+function metricSeries(data, prompt, position, metric) {
+  const spec = metricSpec(data, metric);
+  if (!spec) return [];
+  const loaded = Boolean(data.arrays[spec.field]);
+  const values = Array.from({ length: data.L }, (_, i) => {
+    const v = metricValue(data, metric, cellIndex(data, prompt, i, position));
+    return Number.isFinite(v) ? v : null;
+  });
+  return [{ key: `metric:${metric}`, kind: "metric", index: 0, label: shortLabel(spec.label), token: null, note: spec.description, section: spec.field, loaded, values }];
+}
+function trajectorySeries(data, prompt, position, mode, metric = "") {
+  if (mode === "metric") return metricSeries(data, prompt, position, metric);
+  const L = data.L;
+  const col = data.offsets[prompt] + position;
+  const cells = Array.from({ length: L }, (_, i) => cellIndex(data, prompt, i, position));
+  const rowMissing = cells.map((idx) => isMissing(data, idx));
+  const rank = mode === "rank";
+  const out = [];
+  const add = (base, index, finalBased = false) => {
+    const loaded = Boolean(data.arrays[base.section]);
+    const noValue = finalBased && isFinalMissing(data, col);
+    const values = cells.map((_, i) => {
+      if (!loaded || rowMissing[i] || noValue) return null;
+      const v = sectionValue(data, base.section, index(i));
+      return Number.isFinite(v) ? v : null;
+    });
+    out.push({ ...base, loaded, values });
+  };
+  if (!rank) {
+    add({ key: "top1", kind: "top1", index: 0, label: "top-1", token: null, note: "each layer's own most likely token", section: "max_probs" }, (i) => cells[i]);
+  }
+  const last = position === data.lengths[prompt] - 1;
+  const cellSection = rank ? "final_token_ranks" : "final_token_probs";
+  const lastSection = LAST_POSITION_SECTIONS[cellSection];
+  const fromLast = last && !data.arrays[cellSection] && Boolean(data.arrays[lastSection]);
+  if ((fromLast || described(data, cellSection)) && data.arrays.final_tokens) {
+    add(
+      {
+        key: "final",
+        kind: "final",
+        index: 0,
+        label: "final prediction",
+        token: data.tokens[data.arrays.final_tokens[col]] ?? null,
+        note: "the token the model finally predicts here",
+        section: fromLast ? lastSection : cellSection
+      },
+      fromLast ? (i) => lastPositionIndex(data, i, prompt) : (i) => cells[i],
+      true
+    );
+  }
+  const sets = data.answerSets;
+  if (last) {
+    const section = rank ? "answer_ranks" : "answer_probs";
+    if (described(data, section)) {
+      sets.forEach((set, s2) => {
+        const answer = set.answers[prompt];
+        if (answer === null) return;
+        const n = set.nTokens[prompt];
+        const forms = set.nAccepted[prompt];
+        const summed = forms > 1 ? `, summed over ${forms} accepted forms` : "";
+        const note = rank ? `rank of the answer's first token at the prompt's last position${forms > 1 ? " (the best form's)" : ""}` : n && n > 1 ? `probability of the whole answer (teacher-forced over its tokens${summed})` : `probability of the answer as the next token${summed}`;
+        add({ key: `answer:${s2}`, kind: "answer", index: s2, label: set.name, token: answer, note, section }, (i) => promptSetIndex(data, i, prompt, s2));
+      });
+    }
+  } else if (sets.length && sets[0].answers[prompt] !== null) {
+    const section = rank ? "answer_token_ranks" : "answer_token_probs";
+    if (described(data, section) && !promptHasNoValue(data, section, prompt)) {
+      const n = sets[0].nTokens[prompt];
+      const note = `${rank ? "rank" : "probability"} of the answer's first token as the next token here${n && n > 1 ? ` (of ${n})` : ""}`;
+      add({ key: "answer:0", kind: "answer", index: 0, label: sets[0].name, token: sets[0].answers[prompt], note, section }, (i) => cells[i]);
+    }
+  }
+  const targetSection = rank ? "target_ranks" : "target_probs";
+  if (data.targets.length && described(data, targetSection)) {
+    data.targets.forEach((target, j) => {
+      add(
+        { key: `target:${j}`, kind: "target", index: j, label: "target", token: target, note: `${rank ? "rank" : "probability"} of the target's first token as the next token`, section: targetSection },
+        (i) => cellTargetIndex(data, prompt, i, position, j)
+      );
+    });
+  }
+  return out;
+}
+function lensSeries(others, prompt, position, mode) {
+  const out = [];
+  others.forEach((other, k) => {
+    const lines = trajectorySeries(other.data, prompt, position, mode);
+    const line = lines.find((s2) => s2.kind === "answer") || lines.find((s2) => s2.kind === "final");
+    if (!line) return;
+    out.push({
+      ...line,
+      key: `lens:${other.name}`,
+      kind: "lens",
+      index: k,
+      label: `${line.label} · ${lensMenuText(other.name, other.title)}`,
+      note: `${line.note}, under the ${lensMenuText(other.name, other.title)}`
+    });
+  });
+  return out;
+}
+function rankAxisMax(data) {
+  let top = 0;
+  for (const name of ["final_token_ranks", "final_last_ranks", "answer_ranks", "answer_token_ranks", "target_ranks"]) {
+    if (data.arrays[name]) top = Math.max(top, sectionMax(data, name));
+  }
+  return niceRankMax(top);
+}
+function niceRankMax(rank) {
+  if (!(rank > 9)) return 9;
+  if (rank >= RANK_CAP) return RANK_CAP;
+  return Math.min(RANK_CAP, 10 ** Math.ceil(Math.log10(rank + 1)) - 1);
+}
+function valueScale(mode, rankMax = 9, metric) {
+  if (mode === "metric" && metric) {
+    const spec = (
+      /** @type {import("./payload.js").MetricSpec} */
+      metricSpec(metric.data, metric.name)
+    );
+    const domain = metricDomain(metric.data, metric.name);
+    const span = domain.max - domain.min || 1;
+    const toUnit2 = (v) => Math.min(1, Math.max(0, domain.log ? Math.log1p(Math.max(0, v - domain.min)) / Math.log1p(span) : (v - domain.min) / span));
+    return {
+      mode,
+      max: domain.max,
+      toUnit: toUnit2,
+      ticks: legendTicks(spec, domain).map((tick2) => ({ value: NaN, t: tick2.t, label: tick2.label })),
+      title: `${shortLabel(spec.label)} →`
+    };
+  }
+  if (mode === "metric") mode = "prob";
+  if (mode === "prob") {
+    const toUnit2 = (v) => Math.min(1, Math.max(0, v));
+    return {
+      mode,
+      max: 1,
+      toUnit: toUnit2,
+      ticks: [0, 0.25, 0.5, 0.75, 1].map((v) => ({ value: v, t: v, label: `${Math.round(v * 100)}%` })),
+      title: "probability →"
+    };
+  }
+  const max = Math.max(1, rankMax);
+  mode = "rank";
+  const den = Math.log10(max + 1);
+  const toUnit = (v) => 1 - Math.min(1, Math.max(0, Math.log10(Math.max(0, v) + 1) / den));
+  const values = [0, 1];
+  for (let v = 10; v <= max; v *= 10) values.push(v);
+  if (max >= RANK_CAP || toUnit(values[values.length - 1]) - toUnit(max) > 0.12) values.push(max);
+  return {
+    mode,
+    max,
+    toUnit,
+    ticks: values.map((v) => ({ value: v, t: toUnit(v), label: rankTick(v) })),
+    title: "← rank (log scale; 0 = top-1)"
+  };
+}
+function rankTick(v) {
+  if (v >= RANK_CAP) return `≥${RANK_CAP}`;
+  if (v >= 1e3 && v % 1e3 === 0) return `${v / 1e3}k`;
+  if (v >= 1e3) return `${Number((v / 1e3).toFixed(1))}k`;
+  return String(v);
+}
+function seriesShown(series, toggled) {
+  const choice = toggled.get(series.key);
+  if (choice !== void 0) return choice;
+  return series.kind !== "target" || series.index < DEFAULT_VISIBLE_TARGETS;
+}
+function seriesSummary(series, layers, row, format, names = layers.map((layer) => `L${layer}`)) {
+  const first = series.values.findIndex((v) => v !== null);
+  if (first < 0) return series.loaded ? "no value" : "loading";
+  let lastRow = first;
+  series.values.forEach((v, i) => {
+    if (v !== null) lastRow = i;
+  });
+  const at = series.values[row];
+  const parts = [`${names[first]} ${format(
+    /** @type {number} */
+    series.values[first]
+  )}`];
+  if (lastRow !== first) parts.push(`${names[lastRow]} ${format(
+    /** @type {number} */
+    series.values[lastRow]
+  )}`);
+  return `${parts.join(" → ")}; at ${names[row]}: ${at === null ? "no value" : format(at)}`;
+}
+
+// src/trajectory_view.js
+function formatValue(mode, v) {
+  return mode === "rank" ? formatRank(v) : formatProb(v);
+}
+var SOURCE_TEXT = { hover: "hovered", focus: "focused", pinned: "pinned", last: "last position" };
+var TrajectoryView = class {
+  /**
+   * @param {HTMLElement} panel the element the chart fills
+   * @param {string} id a page-unique prefix for element ids
+   * @param {{onLayer: (row: number) => void, onInteract: () => void}} callbacks
+   *   `onLayer`: a click on the plot chose a layer; `onInteract`: the user turned to the chart
+   *   (the view loads the detail sections then)
+   */
+  constructor(panel, id, callbacks) {
+    this.panel = panel;
+    this.callbacks = callbacks;
+    this.mode = "prob";
+    this.toggled = /* @__PURE__ */ new Map();
+    this.input = null;
+    this.renderKey = "";
+    this.dataSeen = null;
+    this.geometry = null;
+    this.debug = null;
+    this.waiting = false;
+    const descId = `${id}-traj-desc`;
+    this.svg = /** @type {SVGSVGElement} */
+    s("svg", { class: "murano-traj-svg", role: "img", "aria-labelledby": descId });
+    this.desc = s("desc", { id: descId });
+    this.svg.append(this.desc);
+    const controls = h("div", "murano-traj-controls");
+    this.titleEl = h("span", "murano-traj-title");
+    const modes = h("div", "murano-traj-mode", { role: "group", "aria-label": "Chart values" });
+    this.probButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "true", "data-mode": "prob" }, "Probability");
+    this.rankButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "false", "data-mode": "rank" }, "Rank (log)");
+    this.metricButton = h("button", "murano-traj-mode-button", { type: "button", "aria-pressed": "false", "data-mode": "metric", hidden: "" });
+    modes.append(this.probButton, this.rankButton, this.metricButton);
+    this.metricSeen = "";
+    controls.append(this.titleEl, modes);
+    this.legend = h("ul", "murano-traj-legend", { "aria-label": "Lines (press to show or hide); values at the chosen layer" });
+    this.note = h("div", "murano-traj-note", { hidden: "" });
+    panel.append(this.svg, controls, this.legend, this.note);
+    const abort = new AbortController();
+    this.abort = abort;
+    const signal = abort.signal;
+    for (const button of [this.probButton, this.rankButton, this.metricButton]) {
+      button.addEventListener("click", () => this.setMode(
+        /** @type {TrajectoryMode} */
+        button.dataset.mode
+      ), { signal });
+    }
+    this.legend.addEventListener(
+      "click",
+      (event) => {
+        const target = (
+          /** @type {Element | null} */
+          event.target
+        );
+        const button = target && target.closest ? target.closest("button[data-series]") : null;
+        if (!(button instanceof HTMLElement)) return;
+        const key = button.dataset.series || "";
+        const pressed = button.getAttribute("aria-pressed") === "true";
+        this.toggled.set(key, !pressed);
+        this.rerender();
+      },
+      { signal }
+    );
+    this.svg.addEventListener(
+      "click",
+      (event) => {
+        if (!this.geometry) return;
+        const box = this.svg.getBoundingClientRect();
+        const row = rowAtY(this.geometry, event.clientY - box.top);
+        if (row >= 0) this.callbacks.onLayer(row);
+      },
+      { signal }
+    );
+    panel.addEventListener("pointerenter", () => this.callbacks.onInteract(), { signal });
+    panel.addEventListener("focusin", () => this.callbacks.onInteract(), { signal });
+  }
+  destroy() {
+    this.abort.abort();
+  }
+  /**
+   * The part of the chart a tooltip should leave visible, in viewport coordinates: the panel
+   * from the plot's left edge on (the lines, the axis and the legend's values follow the hovered
+   * column). Its layer-number margin may be covered: a tooltip beside a cell next to the chart
+   * then stays on the cell's right instead of flipping over the cells on its left.
+   * @returns {{x: number, y: number, w: number, h: number}}
+   */
+  keepVisibleRect() {
+    const r = this.panel.getBoundingClientRect();
+    const inset = Math.min(r.width, this.geometry ? this.geometry.plotX : 0);
+    return { x: r.left + inset, y: r.top, w: r.width - inset, h: r.height };
+  }
+  /**
+   * Probability or rank.
+   * @param {TrajectoryMode} mode
+   */
+  setMode(mode) {
+    this.showMode(mode);
+    this.callbacks.onInteract();
+    this.rerender();
+  }
+  /**
+   * The mode and its buttons' state ("metric" only where the metric button is offered).
+   * @param {TrajectoryMode} mode
+   */
+  showMode(mode) {
+    this.mode = mode === "rank" ? "rank" : mode === "metric" && !this.metricButton.hidden ? "metric" : "prob";
+    this.probButton.setAttribute("aria-pressed", String(this.mode === "prob"));
+    this.rankButton.setAttribute("aria-pressed", String(this.mode === "rank"));
+    this.metricButton.setAttribute("aria-pressed", String(this.mode === "metric"));
+  }
+  /**
+   * Follows the heatmap's metric: the metric button names it (offered for a metric in bits), and
+   * a change of metric sets the mode to the one that reads it (`chartModeFor`); the user's own
+   * choice holds until the metric changes again.
+   * @param {LensData} data
+   * @param {string} metric
+   */
+  followMetric(data, metric) {
+    const spec = metricSpec(data, metric);
+    const own = chartModeFor(spec) === "metric" && spec ? spec : null;
+    this.metricButton.hidden = !own;
+    this.metricButton.textContent = own ? shortLabel(own.label) : "";
+    if (own) this.metricButton.setAttribute("title", `The heatmap's colours: ${own.description}`);
+    if (metric !== this.metricSeen) {
+      this.metricSeen = metric;
+      this.showMode(chartModeFor(spec));
+    } else if (this.mode === "metric" && !own) {
+      this.showMode("prob");
+    }
+  }
+  rerender() {
+    this.renderKey = "";
+    if (this.input) this.update(this.input);
+  }
+  /**
+   * Draws the chart for `input` (skipped when nothing it shows changed).
+   * @param {ChartInput} input
+   */
+  update(input) {
+    this.input = input;
+    const { data, prompt, position, source, row, rowH, heatY, heightBelow, detailsRequested, detailsLate = false } = input;
+    const others = input.others || [];
+    const width = this.panel.clientWidth || 280;
+    const loaded = [data, ...others.map((o) => o.data)].reduce((n, d) => n + Object.keys(d.arrays).length, 0);
+    const metric = input.metric || "";
+    if (metric) this.followMetric(data, metric);
+    const key = [prompt, position, source, row, rowH, heatY, heightBelow, width, this.mode, metric, loaded, data.L, detailsRequested, detailsLate, others.length].join("|");
+    if (key === this.renderKey && this.dataSeen === data) return;
+    this.renderKey = key;
+    this.dataSeen = data;
+    const mode = this.mode;
+    const g = trajectoryRowsGeometry({ width, nLayers: data.L, rowH, heatY, heightBelow });
+    this.geometry = g;
+    const scale = valueScale(mode, mode === "rank" ? Math.max(rankAxisMax(data), ...others.map((o) => rankAxisMax(o.data))) : 9, { data, name: metric });
+    const series = trajectorySeries(data, prompt, position, mode, metric);
+    const firstTarget = series.findIndex((s2) => s2.kind === "target");
+    if (mode !== "metric") series.splice(firstTarget < 0 ? series.length : firstTarget, 0, ...lensSeries(others, prompt, position, mode));
+    const shown = series.map((s2) => seriesShown(s2, this.toggled));
+    const root = this.svg;
+    root.setAttribute("width", String(g.width));
+    root.setAttribute("height", String(g.height));
+    root.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
+    const children = [this.desc];
+    const grid = s("g", { class: "murano-traj-grid" });
+    for (const tick2 of scale.ticks) {
+      const x = valueX(g, tick2.t);
+      grid.append(s("line", { x1: x, x2: x, y1: g.plotY, y2: g.plotY + g.plotH }));
+    }
+    const ticks = s("g", { class: "murano-traj-ticks", "aria-hidden": "true" });
+    scale.ticks.forEach((tick2, i) => {
+      const anchor = i === 0 && tick2.t < 0.05 ? "start" : tick2.t > 0.95 ? "end" : "middle";
+      ticks.append(s("text", { x: valueX(g, tick2.t), y: g.plotY - 4, "text-anchor": anchor }, tick2.label));
+    });
+    const frame = s("rect", { class: "murano-traj-frame", x: g.plotX, y: g.plotY, width: g.plotW, height: g.plotH });
+    const bandY = g.plotY + (data.L - 1 - row) * g.rowH;
+    const band = s("rect", { class: "murano-traj-band", x: g.plotX, y: bandY, width: g.plotW, height: g.rowH });
+    const labels = s("g", { class: "murano-traj-layers", "aria-hidden": "true" });
+    for (let i = 0; i < data.L; i++) {
+      const chosen = i === row;
+      if (!chosen && !rowLabelled(data, i, g.labelStride)) continue;
+      if (!chosen && Math.abs(i - row) * g.rowH < 11) continue;
+      labels.append(s("text", { x: g.labelX, y: rowCentreY(g, i), class: chosen ? "murano-traj-chosen" : "" }, rowLabel(data, i, "axis")));
+    }
+    labels.append(s("text", { x: g.labelX, y: g.plotY - 4, class: "murano-traj-axis-name" }, "layer"));
+    const lines = s("g", { class: "murano-traj-lines" });
+    const markers = s("g", { class: "murano-traj-markers" });
+    const drawn = [];
+    const r = Math.max(2.5, Math.min(4.5, g.rowH / 3));
+    const styles = series.map((s2) => seriesStyle(s2));
+    const segmentsOf = series.map((s2) => seriesSegments(s2, scale, g));
+    series.forEach((s2, k) => {
+      drawn.push({ key: s2.key, kind: s2.kind, label: s2.label, token: s2.token, loaded: s2.loaded, shown: shown[k], values: s2.values, segments: segmentsOf[k] });
+    });
+    for (const k of drawOrder(styles)) {
+      if (!shown[k]) continue;
+      const s2 = series[k];
+      const style = styles[k];
+      const group = s("g", { "data-series": s2.key, style: `color: ${style.colour}` });
+      for (const points of segmentsOf[k]) {
+        if (points.length === 1) {
+          const [x, y] = points[0];
+          group.append(s("line", { class: "murano-traj-line", x1: x - 3, x2: x + 3, y1: y, y2: y, "stroke-width": style.width }));
+          continue;
+        }
+        group.append(s("polyline", { class: "murano-traj-line", points: points.map(([x, y]) => `${x},${y}`).join(" "), ...strokeAttributes(style) }));
+      }
+      lines.append(group);
+      const v = s2.values[row];
+      if (v !== null) {
+        const x = valueX(g, scale.toUnit(v));
+        const y = rowCentreY(g, row);
+        markers.append(s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, x, y, r * style.markerScale), style: `color: ${style.colour}; opacity: ${style.opacity}`, "data-series": s2.key }));
+      }
+    }
+    const axisTitle = s("text", { class: "murano-traj-axis-title", x: g.plotX + g.plotW / 2, y: g.plotY + g.plotH + 16, "text-anchor": "middle" }, scale.title);
+    children.push(grid, band, frame, lines, markers, labels, ticks, axisTitle);
+    root.replaceChildren(...children);
+    const col = data.offsets[prompt] + position;
+    const input0 = displayToken(data.tokens[data.arrays.input_ids[col]] ?? "");
+    const where = `position ${position} · ${truncateText(input0, 16)} · ${SOURCE_TEXT[source]}`;
+    this.titleEl.textContent = where;
+    this.titleEl.setAttribute("title", `Values across layers at position ${position} (input ${input0}), ${SOURCE_TEXT[source]}. Hover, focus or pin a cell to choose the column.`);
+    const spec = metricSpec(data, metric);
+    const format = (v) => mode === "metric" && spec ? formatMetric(spec, v) : formatValue(mode, v);
+    const items = series.map((s2, k) => this.legendItem(s2, shown[k], row, format, data));
+    const active = document.activeElement;
+    const focusedKey = active instanceof HTMLElement && this.legend.contains(active) ? active.dataset.series : void 0;
+    this.legend.replaceChildren(...items);
+    if (focusedKey !== void 0) {
+      const next = items.map((li) => li.firstElementChild).find((b) => b instanceof HTMLElement && b.dataset.series === focusedKey);
+      if (next instanceof HTMLElement) next.focus({ preventScroll: true });
+    }
+    const waitingFor = { target: "targets", answer: "the answer", lens: "the other lenses" };
+    const waiting = series.filter((s2) => !s2.loaded).map((s2) => waitingFor[s2.kind] || "the final prediction");
+    const unique = [...new Set(waiting)];
+    this.waiting = unique.length > 0;
+    this.note.hidden = unique.length === 0;
+    const what = unique.join(", ");
+    this.note.textContent = !unique.length ? "" : detailsRequested ? waitingNote(what, detailsLate) : `Hover or focus a cell, or point at this chart, to load ${what}.`;
+    const summary = series.filter((_, k) => shown[k]).map((s2) => `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`).join(". ");
+    this.desc.textContent = `${mode === "rank" ? "Rank" : mode === "metric" && spec ? shortLabel(spec.label) : "Probability"} across ${data.L} layers at ${where}. ${summary}.`;
+    this.debug = { prompt, position, source, mode, row, geometry: g, series: drawn };
+  }
+  /**
+   * One legend entry: a button that shows or hides its line, with a swatch, the line's name, its
+   * token and its value at the chosen layer.
+   * @param {Series} s
+   * @param {boolean} shown
+   * @param {number} row
+   * @param {(v: number) => string} format
+   * @param {LensData} data
+   */
+  legendItem(s2, shown, row, format, data) {
+    const style = seriesStyle(s2);
+    const li = h("li", "murano-traj-entry");
+    const button = h("button", "murano-traj-item", { type: "button", "aria-pressed": String(shown), "data-series": s2.key });
+    const swatch = s("svg", { class: "murano-traj-swatch", width: 26, height: 12, viewBox: "0 0 26 12", "aria-hidden": "true", style: `color: ${style.colour}` });
+    swatch.append(
+      s("line", { class: "murano-traj-line", ...swatchLine(style) }),
+      s("path", { class: `murano-traj-marker murano-traj-${style.marker}`, d: markerPath(style.marker, 13, 6, Math.min(5, 3 * style.markerScale)), style: `opacity: ${style.opacity}` })
+    );
+    const name = h("span", "murano-traj-name", {}, s2.label);
+    const value = s2.values[row];
+    const valueText = !s2.loaded ? "loading…" : value === null ? "–" : format(value);
+    const valueEl = h("span", "murano-traj-value", { "data-value": value === null ? "" : String(value) }, valueText);
+    button.append(swatch, name);
+    if (s2.token !== null) button.append(h("span", "murano-token murano-traj-token", {}, displayToken(s2.token)));
+    button.append(valueEl);
+    button.setAttribute("title", `${s2.note}. ${shown ? "Press to hide" : "Press to show"} this line. ${seriesSummary(s2, data.layers, row, format, rowNames(data))}`);
+    button.setAttribute(
+      "aria-label",
+      `${s2.label}${s2.token !== null ? ` ${displayToken(s2.token)}` : ""}: ${valueText} at ${rowLabel(data, row, "long")}${shown ? "" : " (hidden)"}`
+    );
+    li.append(button);
+    return li;
+  }
+};
+
+// src/view/controls.js
+function showData(ui, data) {
+  const kind = lensTitle(data);
+  ui.titleEl.textContent = kind;
+  ui.modelEl.textContent = data.modelName;
+  ui.modelEl.hidden = !data.modelName;
+  if (data.modelName) ui.modelEl.setAttribute("title", data.modelName);
+  ui.root.setAttribute("aria-label", `${kind}${data.modelName ? ` of ${data.modelName}` : ""}`);
+  ui.metricSelect.replaceChildren(
+    ...data.metrics.map((spec) => {
+      const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
+      const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
+      const option = h("option", "", { value: spec.name }, text);
+      option.disabled = !spec.available;
+      option.title = reason ? `Not available: ${reason}` : spec.description;
+      return option;
+    })
+  );
+  ui.promptUi.input.max = String(data.P - 1);
+  const single = data.P < 2;
+  ui.promptUi.row.classList.toggle("murano-single", single);
+  ui.promptUi.input.hidden = single;
+  ui.promptUi.label.hidden = single;
+  ui.promptUi.output.hidden = single;
+  ui.layerUi.input.max = String(data.L - 1);
+  ui.missingKey.hidden = !data.arrays.missing && !data.arrays.final_missing && Object.keys(data.noValue).length === 0;
+  ui.answerKey.hidden = data.answerSets.length === 0;
+  const first = data.answerSets[0];
+  const named = first && (data.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
+  const keyText = ui.answerKey.lastElementChild;
+  if (keyText) keyText.textContent = `top-1 = the answer${named}`;
+  ui.settledKey.hidden = !data.arrays.final_tokens;
+  ui.generatedKey.hidden = !data.arrays.generated;
+  const roles = rolesPresent(data);
+  ui.roleKeys.hidden = roles.length === 0;
+  ui.roleKeys.replaceChildren(
+    ...roles.map((role) => {
+      const key = h("span", `murano-key murano-key-role`, { "data-role": role.name });
+      const band = h("span", "murano-key-band", { "aria-hidden": "true" });
+      band.style.background = role.colour;
+      key.append(band, h("span", "", {}, role.label));
+      return key;
+    })
+  );
+  ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
+}
+function showLensMenu(ui, lenses, shown) {
+  ui.lensLabel.hidden = lenses.length < 2;
+  ui.lensSelect.replaceChildren(
+    ...lenses.map((lens) => {
+      const title = lensTitle(lens);
+      return h("option", "", { value: lens.lensName }, lensMenuText(lens.lensName, title));
+    })
+  );
+  ui.lensSelect.value = shown;
+}
+function lensTitle(data) {
+  if (data.lensTitle) return data.lensTitle;
+  const kind = data.lensKind || "logit";
+  return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
+}
+function showControls(ui, data, state) {
+  const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
+  promptInput.value = String(state.prompt);
+  promptOutput.textContent = `${state.prompt + 1} / ${data.P}`;
+  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
+  promptText.textContent = text;
+  promptText.setAttribute("title", text);
+  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
+  ui.layerUi.input.value = String(state.layer);
+  ui.layerUi.output.textContent = rowLabel(data, state.layer);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
+  const n = data.lengths[state.prompt];
+  const shownLayers = new Set(data.layers).size;
+  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
+  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
+  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
+  ui.canvas.setAttribute(
+    "aria-label",
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+  );
+}
+function showTargetMenu(ui, data, metric, target) {
+  const spec = metricSpec(data, metric);
+  ui.targetLabel.hidden = !(spec && spec.perTarget && data.targets.length > 0);
+  const key = data.targets.join("\0");
+  if (ui.targetSelect.dataset.key !== key) {
+    ui.targetSelect.replaceChildren(...data.targets.map((token) => h("option", "", { value: token, title: token }, displayToken(token))));
+    ui.targetSelect.dataset.key = key;
+  }
+  ui.targetSelect.value = target;
+  ui.targetSelect.title = spec && spec.perTarget && target ? metricLabel(data, spec, data.targets.indexOf(target)) : "";
+}
+function showLegend(ui, data, shown, requested, target = 0) {
+  const spec = metricSpec(data, shown);
+  if (!spec) return;
+  const wanted = metricSpec(data, requested);
+  ui.legendTitle.textContent = wanted && wanted !== spec ? `${metricLabel(data, wanted, target)}: loading…` : metricLabel(data, spec, target);
+  ui.legendTitle.setAttribute("title", (wanted || spec).description);
+  ui.metricSelect.setAttribute("title", (wanted || spec).description);
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    const lut = colourLut(spec.scale, spec.reverse);
+    for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const ticks = legendTicks(spec, metricDomain(data, shown));
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick2, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick2.label);
+      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1 && tick2.t > 0.95) span.classList.add("murano-last");
+      return span;
+    })
+  );
+}
+function showComponentLegend(ui, grid, softcap) {
+  const max = grid ? grid.max : 1;
+  ui.legendTitle.textContent = `Part of the logit${softcap ? " (before the soft-cap)" : ""}`;
+  ui.legendTitle.setAttribute("title", "Each component's direct part of the explained logit: orange raises it, blue lowers it");
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    for (let k = 0; k < 256; k++) image.data.set([...interpolateStops(DIVERGING_STOPS, k / 255), 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const end = String(Number(max.toPrecision(3)));
+  const ticks = [
+    { t: 0, label: `−${end}` },
+    { t: 0.5, label: "0" },
+    { t: 1, label: `+${end}` }
+  ];
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick2, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick2.label);
+      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1) span.classList.add("murano-last");
+      return span;
+    })
+  );
+}
+function showPin(ui, data, sel) {
+  if (!sel || !data || !(sel.prompt >= 0 && sel.prompt < data.P)) {
+    ui.pinEl.hidden = true;
+    return;
+  }
+  const li = clampIndex(sel.layer_index, data.L);
+  const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
+  const d = cellDetails(data, sel.prompt, li, pos);
+  const top = d.top[0];
+  const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
+  ui.pinEl.hidden = false;
+}
+
+// src/view/chart.js
+function makeTrajectory(view, id) {
+  return new TrajectoryView(view.ui.trajPanel, id, {
+    onLayer: (row) => {
+      view.setLayer(row, "throttled");
+      view.syncLayer.flush();
+    },
+    onInteract: () => {
+      if (view.detailsRequested) return;
+      view.requestDetails();
+      view.requestDraw();
+    }
+  });
+}
+function placeChart(view, charW) {
+  const { ui, painter } = view;
+  const data = (
+    /** @type {LensData} */
+    view.data
+  );
+  const available = ui.main.clientWidth || view.el.clientWidth || 800;
+  const key = `${available}|${charW}`;
+  if (key === view.chartPlaceKey) return;
+  view.chartPlaceKey = key;
+  const longest = Math.max(...data.lengths);
+  const natural = computeLayout({ nLayers: data.L, nPositions: longest, width: 0, labelW: painter.labelWidth(data), charW, maxChars: 10 }).contentW;
+  const beside = chartBeside(available, natural);
+  ui.main.classList.toggle("murano-side", beside);
+  ui.main.classList.toggle("murano-stacked", !beside);
+  const widest = painter.labelWidth(data) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
+  ui.left.style.maxWidth = beside ? `${widest}px` : "";
+}
+function drawTrajectory(view) {
+  const { data, layout } = view;
+  if (!data || !layout) return;
+  const s2 = view.state;
+  const column = chartColumn({ hover: view.chartHover, focus: s2.focus, focused: s2.focused, selected: s2.selected, prompt: s2.prompt }, data.lengths[s2.prompt]);
+  view.trajectory.update({
+    data,
+    metric: s2.view === "components" ? "" : view.shownMetric,
+    others: view.lenses.filter((lens) => lens !== data).map((lens) => ({ name: lens.lensName, title: lensTitle(lens), data: lens })),
+    prompt: s2.prompt,
+    position: column.position,
+    source: column.source,
+    row: s2.layer,
+    rowH: layout.rowH,
+    heatY: layout.heatY,
+    // Beside the heatmap, as tall as it; below it, only room for the axis title.
+    heightBelow: view.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
+    detailsRequested: view.detailsRequested,
+    detailsLate: view.detailsLate
+  });
+  if (view.trajectory.waiting && !view.detailsRequested) {
+    view.requestDetails();
+    if (view.detailsRequested) drawTrajectory(view);
+  }
+}
+
+// src/attribution.js
+var WHY_TOP = 8;
+var HEAD = /^L(\d+)\.H(\d+)$/;
+var PART = /^L(\d+)\.(attn|mlp|attn_bias)$/;
+function hasAttribution(data) {
+  return data.components.length > 0 && Boolean(data.meta.sections && data.meta.sections.contributions);
+}
+function answerAttribution(data) {
+  const specs = data.meta.sections || {};
+  if (specs.answer_token_contributions) return "cells";
+  if (specs.answer_row_contributions) return "last";
+  return null;
+}
+function hasHeads(components) {
+  return components.some((label) => HEAD.test(label));
+}
+function componentName(label, form = "short") {
+  const head = HEAD.exec(label);
+  if (head) return form === "long" ? `layer ${head[1]} head ${head[2]}` : `L${head[1]} H${head[2]}`;
+  const part = PART.exec(label);
+  if (part) {
+    const words = { attn: ["attn", "attention"], mlp: ["MLP", "MLP"], attn_bias: ["attn bias", "attention output bias"] }[part[2]] || [part[2], part[2]];
+    return form === "long" ? `layer ${part[1]} ${words[1]}` : `L${part[1]} ${words[0]}`;
+  }
+  if (label === "embed") return form === "long" ? "embeddings" : "embed";
+  return label;
+}
+function componentUnits(components, heads) {
+  const units = [];
+  const attention = /* @__PURE__ */ new Map();
+  components.forEach((label, index) => {
+    const head = HEAD.exec(label);
+    const part = PART.exec(label);
+    const layer = head ? head[1] : part && part[2] === "attn_bias" ? part[1] : null;
+    if (!heads && layer !== null) {
+      let unit = attention.get(layer);
+      if (!unit) {
+        unit = { label: `L${layer} attn`, long: `layer ${layer} attention`, members: [] };
+        attention.set(layer, unit);
+        units.push(unit);
+      }
+      unit.members.push(index);
+      return;
+    }
+    units.push({ label: componentName(label), long: componentName(label, "long"), members: [index] });
+  });
+  return units;
+}
+function unitValue2(values, unit) {
+  let sum = 0;
+  let any = false;
+  for (const i of unit.members) {
+    const v = values[i];
+    if (Number.isFinite(v)) {
+      sum += v;
+      any = true;
+    }
+  }
+  return any ? sum : NaN;
+}
+function parseExplain(data, value) {
+  if (value === "answer" && data.answerSets.length && answerAttribution(data)) return { kind: "answer" };
+  if (typeof value === "string" && value.startsWith("target:") && data.meta.sections?.target_contributions) {
+    const index = data.targets.indexOf(value.slice("target:".length));
+    if (index >= 0) return { kind: "target", index };
+  }
+  return { kind: "top1" };
+}
+function explainValue(data, explain) {
+  if (explain.kind === "target") return `target:${data.targets[explain.index]}`;
+  return explain.kind;
+}
+function explainOptions(data, show) {
+  const specs = data.meta.sections || {};
+  const set = data.answerSets[0];
+  const foiled = data.foils && data.foils.some((f) => f !== null);
+  const where = answerAttribution(data);
+  const options = [{ value: "top1", label: "the cell's top-1 token", available: true, reason: "" }];
+  options.push({
+    value: "answer",
+    label: set ? `the answer${foiled ? " against the foil" : ""}${where === "last" ? " (last position)" : ""}` : "the answer",
+    available: Boolean(set && where),
+    reason: set ? "this result has no attribution of the answer" : "no answers were given"
+  });
+  data.targets.forEach((target) => {
+    options.push({ value: `target:${target}`, label: `target ${show(target)}`, available: Boolean(specs.target_contributions), reason: "this result has no attribution of its targets" });
+  });
+  return options;
+}
+function explainedLogit(data, explain, prompt, row, position) {
+  const a = data.arrays;
+  const C = data.components.length;
+  if (!C) return null;
+  const parts = (array, at) => (
+    /** @type {Float32Array} */
+    array.subarray(at * C, at * C + C)
+  );
+  const set = data.answerSets[0];
+  const answer = explain.kind === "answer" && set ? set.answers[prompt] : null;
+  const foil = data.foils ? data.foils[prompt] : null;
+  if (explain.kind === "answer" && answerAttribution(data) === "last") {
+    const values2 = a.answer_row_contributions;
+    const bias2 = a.answer_row_bias;
+    if (answer === null || !values2 || !bias2) return null;
+    const at = lastPositionIndex(data, row, prompt);
+    return withTotal({ token: answer, foil, position: data.lengths[prompt] - 1, values: parts(values2, at), bias: bias2[at], total: NaN });
+  }
+  const idx = cellIndex(data, prompt, row, position);
+  if (isMissing(data, idx)) return null;
+  if (explain.kind === "answer") {
+    const values2 = a.answer_token_contributions;
+    const bias2 = a.answer_token_bias;
+    if (answer === null || !values2 || !bias2) return null;
+    return withTotal({ token: answer, foil, position, values: parts(values2, idx), bias: bias2[idx], total: NaN });
+  }
+  if (explain.kind === "target") {
+    const values2 = a.target_contributions;
+    const bias2 = a.target_bias;
+    if (!values2 || !bias2) return null;
+    const at = cellTargetIndex(data, prompt, row, position, explain.index);
+    return withTotal({ token: data.targets[explain.index], foil: null, position, values: parts(values2, at), bias: bias2[at], total: NaN });
+  }
+  const values = a.contributions;
+  const bias = a.contribution_bias;
+  if (!values || !bias) return null;
+  const total = a.top1_logits ? a.top1_logits[idx] : NaN;
+  return withTotal({ token: data.tokens[a.predicted_tokens[idx]] ?? "", foil: null, position, values: parts(values, idx), bias: bias[idx], total });
+}
+function nothingExplained(data, explain, prompt, position) {
+  if (explain.kind === "answer") {
+    const set = data.answerSets[0];
+    if (!set || set.answers[prompt] === null) return "this prompt has no answer";
+    if (data.foils && data.foils[prompt] === null) return "this prompt has no foil, where other prompts have one";
+    if (answerAttribution(data) === "last" && position !== data.lengths[prompt] - 1) return "the answer is explained at the prompt's last position";
+  }
+  return "this cell has no value (not finite)";
+}
+function withTotal(explained) {
+  let sum = 0;
+  let any = false;
+  for (let i = 0; i < explained.values.length; i++) {
+    const v = explained.values[i];
+    if (Number.isFinite(v)) {
+      sum += v;
+      any = true;
+    }
+  }
+  if (!any && !Number.isFinite(explained.bias)) return null;
+  const total = Number.isFinite(explained.total) ? explained.total : sum + (Number.isFinite(explained.bias) ? explained.bias : 0);
+  return { ...explained, total };
+}
+function formatLogit(value) {
+  if (!Number.isFinite(value)) return "–";
+  const text = Math.abs(value).toFixed(2);
+  if (Number(text) === 0) return "0.00";
+  return `${value < 0 ? "−" : "+"}${text}`;
+}
+function whyModel(data, { explain, prompt, row, position, heads, top = WHY_TOP, show }) {
+  const explained = explainedLogit(data, explain, prompt, row, position);
+  if (!explained) return null;
+  const units = componentUnits(data.components, heads);
+  const parts = units.map((unit) => unitValue2(explained.values, unit));
+  const held = parts.map((_, i) => i).filter((i) => Number.isFinite(parts[i]));
+  const shown = new Set([...held].sort((i, j) => Math.abs(parts[j]) - Math.abs(parts[i]) || i - j).slice(0, top));
+  const bars = held.filter((i) => shown.has(i)).map((i) => ({ kind: (
+    /** @type {const} */
+    "unit"
+  ), label: units[i].label, long: units[i].long, value: parts[i], unit: i, count: units[i].members.length }));
+  const rest = held.filter((i) => !shown.has(i));
+  if (rest.length) {
+    const value = rest.reduce((sum, i) => sum + parts[i], 0);
+    bars.push({ kind: "other", label: `other (${rest.length})`, long: `${rest.length} other components`, value, unit: -1, count: rest.length });
+  }
+  const bias = Number.isFinite(explained.bias) ? explained.bias : 0;
+  bars.push({ kind: "bias", label: "bias", long: "bias (no component: the norm's and unembedding's biases)", value: bias, unit: -1, count: 0 });
+  const scale = Math.max(1e-9, ...bars.map((b) => Math.abs(b.value)));
+  const token = show(explained.token);
+  const foil = explained.foil !== null ? show(explained.foil) : null;
+  const softcap = data.logitSoftcap !== null;
+  const totalLabel = `${foil !== null ? "logit difference" : "logit"}${softcap ? " before the soft-cap" : ""}`;
+  const what = explain.kind === "answer" ? "the answer " : explain.kind === "target" ? "target " : "";
+  const where = [rowLabel(data, row), `position ${explained.position}`];
+  if (explain.kind === "answer" && answerAttribution(data) === "last") where.push("the prompt's last");
+  const after = units.length - held.length;
+  const notes = [];
+  if (after > 0) notes.push(`Components after ${rowLabel(data, row)} have no part in it.`);
+  if (softcap) notes.push(`The model soft-caps its logits at ${data.logitSoftcap}: the parts sum to the logit before the cap.`);
+  return {
+    heading: `Why ${what}${token}${foil !== null ? ` rather than ${foil}` : ""}?`,
+    where: where.join(" · "),
+    caption: whyCaption(data, explain, explained, prompt, row, show),
+    totalLabel,
+    total: explained.total,
+    bars,
+    scale,
+    note: notes.join(" ")
+  };
+}
+function whyCaption(data, explain, explained, prompt, row, show) {
+  const token = show(explained.token);
+  const set = data.answerSets[0];
+  const several = set && (set.nTokens[prompt] ?? 1) > 1;
+  const which = explain.kind === "answer" ? `the answer ${token}${several ? " (its first token)" : ""}` : explain.kind === "target" ? `the tracked token ${token}` : `${token}, this cell's top-1 token`;
+  const logit = explained.foil !== null ? `the logit of ${which} minus that of the foil ${show(explained.foil)}` : `the logit of ${which}`;
+  const layer = data.layers[row];
+  const mid = isSublayerRow(data, row);
+  const cell = mid ? `layer ${layer} after its attention` : `layer ${layer}'s output`;
+  const column = data.offsets[prompt] + explained.position;
+  const ids = data.arrays.input_ids;
+  const input = ids && column < ids.length ? data.tokens[ids[column]] : void 0;
+  const at = `${cell}, position ${explained.position}${input !== void 0 ? ` (input ${show(input)})` : ""}`;
+  const norm = "the final norm (its scale held at this cell's value) and the unembedding";
+  const own = !mid && data.nModelLayers !== null && layer === data.nModelLayers - 1;
+  const kind = data.lensKind || "logit";
+  const lens = data.lensTitle || `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
+  const readout = own ? `the model's own, as every lens reads the last layer: ${norm}` : kind === "logit" ? `${lens}: ${norm}` : `${lens}, then ${norm}`;
+  const foil = explained.foil !== null ? "Each part is the answer's share minus the foil's." : "No foil: a raw logit, so a part that raises every token alike counts too.";
+  return `Each bar is one component's direct share of ${logit}, at ${at}. Readout: ${readout}. ${foil}`;
+}
+function componentGrid(data, { explain, prompt, row, heads }) {
+  const units = componentUnits(data.components, heads);
+  const n = data.lengths[prompt];
+  const values = new Float64Array(units.length * n).fill(NaN);
+  const tokens = new Array(n).fill("");
+  let top = 0;
+  const lastOnly = explain.kind === "answer" && answerAttribution(data) === "last";
+  for (let j = 0; j < n; j++) {
+    if (lastOnly && j !== n - 1) continue;
+    const explained = explainedLogit(data, explain, prompt, row, j);
+    if (!explained) continue;
+    tokens[j] = explained.token;
+    units.forEach((unit, u) => {
+      const v = unitValue2(explained.values, unit);
+      values[u * n + j] = v;
+      if (Number.isFinite(v)) top = Math.max(top, Math.abs(v));
+    });
+  }
+  return { units, n, values, max: top > 0 ? niceCeil(top) : 1, tokens };
+}
+function partColour(value, max) {
+  const m = max > 0 ? max : 1;
+  return interpolateStops(DIVERGING_STOPS, 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)));
+}
+function componentImage(grid, columns = null) {
+  const width = columns ? columns.length : grid.n;
+  const height = grid.units.length;
+  const data = new Uint8ClampedArray(width * height * 4);
+  for (let u = 0; u < height; u++) {
+    const y = height - 1 - u;
+    for (let c = 0; c < width; c++) {
+      const j = columns ? columns[c] : c;
+      const v = grid.values[u * grid.n + j];
+      if (!Number.isFinite(v)) continue;
+      const rgb = partColour(v, grid.max);
+      const o = (y * width + c) * 4;
+      data[o] = rgb[0];
+      data[o + 1] = rgb[1];
+      data[o + 2] = rgb[2];
+      data[o + 3] = 255;
+    }
+  }
+  return { width, height, data };
+}
+
+// src/view/components.js
+var VALUE_CHARS = 5;
+function buildComponents(id) {
+  const box = document.createElement("div");
+  box.className = "murano-components";
+  box.hidden = true;
+  const caption = document.createElement("div");
+  caption.className = "murano-comp-caption";
+  const scroller = document.createElement("div");
+  scroller.className = "murano-scroll";
+  const track = document.createElement("div");
+  track.className = "murano-track";
+  const canvas = document.createElement("canvas");
+  canvas.className = "murano-comp-canvas";
+  canvas.tabIndex = 0;
+  canvas.setAttribute("role", "application");
+  canvas.setAttribute("aria-roledescription", "component heatmap");
+  canvas.setAttribute("aria-describedby", `${id}-readout`);
+  track.append(canvas);
+  scroller.append(track);
+  box.append(caption, scroller);
+  return { box, caption, scroller, track, canvas };
+}
+function componentCaption(data, explain, row) {
+  const what = explain.kind === "answer" ? `the answer${data.foils ? " (minus the foil's)" : ""}${answerAttribution(data) === "last" ? ", at the last position" : " as each position's next token"}` : explain.kind === "target" ? `target ${displayToken(data.targets[explain.index])}` : "each position's top-1 token";
+  const cap = data.logitSoftcap !== null ? " before the soft-cap" : "";
+  return `Each component's direct part of the logit${cap} of ${what}, read at ${rowLabel(data, row)} (the layer slider). Orange raises it, blue lowers it.`;
+}
+var ComponentView = class {
+  /**
+   * @param {ComponentUi} ui
+   * @param {LensView} view
+   * @param {AbortSignal} signal
+   */
+  constructor(ui, view, signal) {
+    this.ui = ui;
+    this.view = view;
+    this.grid = null;
+    this.layout = null;
+    this.key = "";
+    this.image = null;
+    this.hover = null;
+    this.focus = null;
+    this.focused = false;
+    this.revealPending = true;
+    bindGrid(ui.canvas, this.gridApi(), signal);
+    ui.scroller.addEventListener(
+      "scroll",
+      () => {
+        if (this.hover) this.setHover(null);
+        this.draw();
+      },
+      { signal, passive: true }
+    );
+  }
+  get shown() {
+    return !this.ui.box.hidden;
+  }
+  /** Recomputes the values (what is explained, the prompt, the row or the heads changed). */
+  invalidate() {
+    this.key = "";
+  }
+  /** The grid for the view's current state (cached by what it depends on). */
+  currentGrid() {
+    const view = this.view;
+    const data = view.data;
+    if (!data) return null;
+    const s2 = view.state;
+    const explain = view.explainChoice();
+    const key = `${data.lensName}|${s2.prompt}|${s2.layer}|${JSON.stringify(explain)}|${s2.heads}|${Boolean(data.arrays.contributions)}|${s2.hideTemplate}`;
+    if (key !== this.key || !this.grid) {
+      this.grid = componentGrid(data, { explain, prompt: s2.prompt, row: s2.layer, heads: s2.heads });
+      this.key = key;
+      this.layout = null;
+      const columns = view.shownColumns();
+      const image = componentImage(this.grid, columns);
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.max(1, image.width);
+      canvas.height = Math.max(1, image.height);
+      if (image.width > 0 && image.height > 0) context2d(canvas).putImageData(new ImageData(image.data, image.width, image.height), 0, 0);
+      this.image = canvas;
+      this.ui.caption.textContent = componentCaption(data, explain, s2.layer);
+      if (this.hover) this.hover = this.clamp(this.hover);
+      if (this.focus) this.focus = this.clamp(this.focus);
+    }
+    return this.grid;
+  }
+  /**
+   * @param {Cell} cell
+   * @returns {Cell}
+   */
+  clamp(cell) {
+    const grid = (
+      /** @type {ComponentGrid} */
+      this.grid
+    );
+    const columns = this.view.shownColumns();
+    const last = grid.n - 1;
+    let position = Math.max(0, Math.min(last, cell.position));
+    if (columns && !columns.includes(position)) position = columns[columns.length - 1] ?? 0;
+    return { layerIndex: Math.max(0, Math.min(grid.units.length - 1, cell.layerIndex)), position };
+  }
+  /** Lays the view out for the current width, then draws it. */
+  relayout() {
+    const view = this.view;
+    const data = view.data;
+    const grid = this.currentGrid();
+    if (!this.shown || !data || !grid) return;
+    const theme = view.painter.readTheme();
+    const ctx = context2d(this.ui.canvas);
+    ctx.font = theme.labelFont;
+    const labelW = Math.ceil(Math.max(ctx.measureText("component").width, ...grid.units.map((u) => ctx.measureText(u.label).width))) + 16;
+    const columns = view.shownColumns();
+    const n = columns ? columns.length : grid.n;
+    const width = this.ui.scroller.clientWidth || view.el.clientWidth || 800;
+    let maxChars = VALUE_CHARS;
+    const offset = data.offsets[view.state.prompt];
+    for (let j = 0; j < n && maxChars < 10; j++) {
+      maxChars = Math.max(maxChars, [...view.painter.tokenText(data.arrays.input_ids[offset + (columns ? columns[j] : j)])].length);
+    }
+    this.layout = computeLayout({ nLayers: grid.units.length, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns, strips: 1 });
+    this.ui.track.style.width = `${this.layout.contentW}px`;
+    this.ui.track.style.height = `${this.layout.height}px`;
+    const prompt = view.state.prompt;
+    this.ui.canvas.setAttribute(
+      "aria-label",
+      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of prompt ${prompt + 1}, colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`
+    );
+    if (this.revealPending && this.ui.scroller.clientWidth > 0) {
+      const sel = view.state.selected;
+      const position = sel && sel.prompt === prompt ? sel.position : data.lengths[prompt] - 1;
+      this.ui.scroller.scrollLeft = revealColumn(this.layout, 0, Math.max(0, columnOf(this.layout, position)));
+      this.revealPending = false;
+    }
+    this.draw();
+  }
+  scrollLeft() {
+    return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
+  }
+  /** Draws the visible columns, their labels, the input tokens and the marks. */
+  draw() {
+    const view = this.view;
+    const data = view.data;
+    const grid = this.grid;
+    const layout = this.layout;
+    if (!this.shown || !data || !grid || !layout || !this.image) return;
+    const theme = view.painter.readTheme();
+    const canvas = this.ui.canvas;
+    const dpr = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(layout.width * dpr) || canvas.height !== Math.round(layout.height * dpr)) {
+      canvas.width = Math.round(layout.width * dpr);
+      canvas.height = Math.round(layout.height * dpr);
+      canvas.style.width = `${layout.width}px`;
+      canvas.style.height = `${layout.height}px`;
+    }
+    const ctx = context2d(canvas);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, layout.width, layout.height);
+    ctx.direction = "ltr";
+    const scroll = this.scrollLeft();
+    const [c0, c1] = visibleColumns(layout, scroll);
+    const { cellW, rowH, heatY, heatH, labelW, inputY, stripH } = layout;
+    const U = grid.units.length;
+    const x0 = columnX(layout, c0, scroll);
+    const span = (c1 - c0) * cellW;
+    const columns = layout.columns;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(labelW, 0, layout.width - labelW, layout.height);
+    ctx.clip();
+    const hatch = hatchPattern(ctx, theme.hatch);
+    if (hatch) {
+      ctx.fillStyle = hatch;
+      ctx.fillRect(x0, heatY, span, heatH);
+    }
+    if (c1 > c0) {
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(this.image, c0, 0, c1 - c0, U, x0, heatY, span, heatH);
+    }
+    ctx.fillStyle = theme.grid;
+    if (cellW >= 10) for (let j = c0; j <= c1; j++) ctx.fillRect(columnX(layout, j, scroll) - 0.5, heatY, 1, heatH);
+    if (rowH >= 9) for (let r = 1; r < U; r++) ctx.fillRect(x0, heatY + r * rowH - 0.5, span, 1);
+    if (layout.showCellText) {
+      ctx.font = theme.cellFont;
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      for (let u = 0; u < U; u++) {
+        const y = heatY + (U - 1 - u) * rowH;
+        for (let j = c0; j < c1; j++) {
+          const p = columns ? columns[j] : j;
+          const v = grid.values[u * grid.n + p];
+          if (!Number.isFinite(v)) continue;
+          ctx.fillStyle = textColourOn(partColour(v, grid.max));
+          ctx.fillText(cellValue(v), columnX(layout, j, scroll) + cellW / 2, y + rowH / 2 + 0.5);
+        }
+      }
+    }
+    ctx.fillStyle = theme.stripBg;
+    ctx.fillRect(x0, inputY, span, stripH);
+    ctx.font = theme.cellFont;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.fillStyle = theme.fg;
+    const offset = data.offsets[view.state.prompt];
+    for (let j = c0; j < c1; j++) {
+      const p = columns ? columns[j] : j;
+      const text = isolateLtr(truncateText(view.painter.tokenText(data.arrays.input_ids[offset + p]), layout.cellChars));
+      ctx.fillText(text, columnX(layout, j, scroll) + cellW / 2, inputY + stripH / 2 + 0.5);
+    }
+    ctx.font = theme.axisFont;
+    ctx.fillStyle = theme.muted;
+    ctx.textBaseline = "alphabetic";
+    const stride = niceCeil(Math.max(1, 28 / cellW));
+    for (let j = c0 - c0 % stride; j < c1; j += stride) {
+      ctx.fillText(String(columns ? columns[j] : j), columnX(layout, j, scroll) + cellW / 2, heatY - 4);
+    }
+    this.drawMarks(ctx, layout, scroll, c0, c1);
+    ctx.restore();
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    ctx.font = theme.labelFont;
+    ctx.fillStyle = theme.muted;
+    const every = labelStride(rowH, 12);
+    for (let u = 0; u < U; u++) {
+      if (every > 1 && u % every !== 0) continue;
+      ctx.fillText(grid.units[u].label, labelW - 8, heatY + (U - 1 - u) * rowH + rowH / 2 + 0.5);
+    }
+    ctx.fillText("input", labelW - 8, inputY + stripH / 2 + 0.5);
+    ctx.font = theme.axisFont;
+    ctx.textBaseline = "alphabetic";
+    ctx.fillText("component", labelW - 8, heatY - 4);
+  }
+  /**
+   * The pinned position's column, the hovered and the focused cell.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {Layout} layout
+   * @param {number} scroll
+   * @param {number} c0
+   * @param {number} c1
+   */
+  drawMarks(ctx, layout, scroll, c0, c1) {
+    const theme = this.view.painter.readTheme();
+    const s2 = this.view.state;
+    const box = (column, y, h2, style, width, dash = []) => {
+      if (column < c0 || column >= c1) return;
+      const x = columnX(layout, column, scroll);
+      ctx.strokeStyle = style;
+      ctx.lineWidth = width;
+      ctx.setLineDash(dash);
+      ctx.strokeRect(x + width / 2, y + width / 2, layout.cellW - width, h2 - width);
+      ctx.setLineDash([]);
+    };
+    const sel = s2.selected;
+    if (sel && sel.prompt === s2.prompt && sel.layer_index === s2.layer) {
+      const column = columnOf(layout, sel.position);
+      box(column, layout.heatY, layout.heatH, theme.bg, 4);
+      box(column, layout.heatY, layout.heatH, theme.fg, 2);
+    }
+    const outline = (cell, style, width, dash) => {
+      if (!cell) return;
+      const r = cellRect(layout, cell.layerIndex, columnOf(layout, cell.position), scroll);
+      box(columnOf(layout, cell.position), r.y, r.h, style, width, dash);
+    };
+    outline(this.hover, theme.fg, 1);
+    outline(this.focused ? this.focus : null, theme.focus, 2, [3, 2]);
+  }
+  /**
+   * The cell under a pointer event.
+   * @param {MouseEvent} event
+   * @returns {Cell | null}
+   */
+  cellAt(event) {
+    if (!this.layout) return null;
+    const rect = this.ui.canvas.getBoundingClientRect();
+    const hit = hitTest(this.layout, event.clientX - rect.left, event.clientY - rect.top, this.scrollLeft(), 0);
+    return hit && hit.area === "cells" ? { layerIndex: hit.layerIndex, position: positionAt(this.layout, hit.position) } : null;
+  }
+  /** @param {Cell | null} cell */
+  setHover(cell) {
+    const old = this.hover;
+    if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
+    this.hover = cell;
+    this.view.componentCellChanged(cell);
+    this.draw();
+  }
+  /** @param {Cell} cell */
+  setFocus(cell) {
+    this.focus = cell;
+    this.hover = null;
+    if (this.layout) {
+      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
+      if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
+    }
+    this.view.ui.readout.textContent = this.readout(cell);
+    this.view.componentCellChanged(cell);
+    this.draw();
+  }
+  /**
+   * One sentence about a cell for the aria-live readout.
+   * @param {Cell} cell
+   */
+  readout(cell) {
+    const view = this.view;
+    const data = view.data;
+    const grid = this.grid;
+    if (!data || !grid) return "";
+    const unit = grid.units[cell.layerIndex];
+    const v = grid.values[cell.layerIndex * grid.n + cell.position];
+    const input = displayToken(data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "");
+    const token = grid.tokens[cell.position];
+    const row = rowLabel(data, view.state.layer);
+    const foil = view.explainChoice().kind === "answer" && data.foils ? data.foils[view.state.prompt] : null;
+    const logit = `the logit of ${displayToken(token)}${foil !== null ? ` minus that of ${displayToken(foil)}` : ""}`;
+    const value = Number.isFinite(v) ? `${formatLogit(v)} to ${logit} at ${row}` : `no part at ${row}`;
+    return `${unit.long[0].toUpperCase()}${unit.long.slice(1)}, position ${cell.position}, input ${input}: ${value}.`;
+  }
+  /**
+   * The cell's tooltip as `TooltipView` takes it.
+   * @param {Cell} cell
+   * @returns {import("../details.js").TooltipContent}
+   */
+  tooltipContent(cell) {
+    const view = this.view;
+    const data = (
+      /** @type {import("../payload.js").LensData} */
+      view.data
+    );
+    const grid = (
+      /** @type {ComponentGrid} */
+      this.grid
+    );
+    const unit = grid.units[cell.layerIndex];
+    const v = grid.values[cell.layerIndex * grid.n + cell.position];
+    const input = data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "";
+    const token = grid.tokens[cell.position];
+    const rows = [{ label: "input", value: displayToken(input), token: true }];
+    if (token) rows.push({ label: "explained", value: displayToken(token), token: true });
+    rows.push({ label: "read at", value: rowLabel(data, view.state.layer), token: false });
+    rows.push({ label: "part of the logit", value: formatLogit(v), token: false });
+    const note = Number.isFinite(v) ? "" : token ? `No part: ${unit.label} comes after ${rowLabel(data, view.state.layer)}.` : `Nothing explained here: ${nothingExplained(data, view.explainChoice(), view.state.prompt, cell.position)}.`;
+    return { title: `${unit.label} · position ${cell.position}`, badge: "", rows, top: [], note };
+  }
+  /**
+   * The rectangle (viewport coordinates) of a cell, for the tooltip and the tests.
+   * @param {number} unit
+   * @param {number} position
+   */
+  cellClientRect(unit, position) {
+    if (!this.layout) return null;
+    const column = columnOf(this.layout, position);
+    if (column < 0) return null;
+    const r = cellRect(this.layout, unit, column, this.scrollLeft());
+    const c = this.ui.canvas.getBoundingClientRect();
+    return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+  }
+  /** @returns {Grid} */
+  gridApi() {
+    const self = this;
+    const view = this.view;
+    return {
+      get ready() {
+        return Boolean(view.data && self.grid && self.layout);
+      },
+      get focus() {
+        return self.focus;
+      },
+      set focus(cell) {
+        self.focus = cell;
+      },
+      get focused() {
+        return self.focused;
+      },
+      set focused(value) {
+        self.focused = value;
+      },
+      get pinned() {
+        return Boolean(view.state.selected);
+      },
+      cellAt: (event) => self.cellAt(event),
+      setHover: (cell) => self.setHover(cell),
+      setFocus: (cell) => self.setFocus(cell),
+      move: (cell, key) => {
+        const layout = self.layout;
+        if (!layout) return null;
+        const column = Math.max(0, columnOf(layout, cell.position));
+        const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, layout.nLayers, layout.nPositions);
+        return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
+      },
+      togglePin: (cell) => view.togglePin({ layerIndex: view.state.layer, position: cell.position }),
+      unpin: () => {
+        view.setSelected(null, true);
+        view.ui.readout.textContent = "Unpinned.";
+      },
+      showKeyboardFocus: () => {
+        if (!self.layout || !self.grid) return;
+        self.focused = true;
+        if (!self.focus) {
+          const s2 = view.state;
+          const sel = s2.selected;
+          const position = sel && sel.prompt === s2.prompt ? sel.position : (view.data?.lengths[s2.prompt] ?? 1) - 1;
+          self.focus = self.clamp({ layerIndex: self.grid.units.length - 1, position });
+        }
+        self.setFocus(self.focus);
+      },
+      blurred: () => {
+        view.componentCellChanged(null);
+        self.draw();
+      }
+    };
+  }
+};
+function cellValue(v) {
+  const text = Math.abs(v).toFixed(1);
+  if (Number(text) === 0) return "0.0";
+  return `${v < 0 ? "−" : "+"}${text}`;
+}
+
+// src/view/debug.js
+function debugApi(view) {
+  return {
+    get state() {
+      const s2 = view.state;
+      const layers = view.data ? view.data.layers : [];
+      return {
+        prompt: s2.prompt,
+        layer: s2.layer,
+        modelLayer: layers[s2.layer],
+        metric: s2.metric,
+        shownMetric: view.shownMetric,
+        target: s2.target,
+        selected: s2.selected,
+        hover: s2.hover,
+        focus: s2.focus,
+        focused: s2.focused,
+        hideTemplate: s2.hideTemplate,
+        lens: s2.lens,
+        lenses: view.lenses.map((lens) => lens.lensName),
+        view: s2.view,
+        explain: s2.explain,
+        heads: s2.heads
+      };
+    },
+    /** The live controls: the kernel's state, the latest request, the status line shown. */
+    get live() {
+      return view.live ? view.live.debugApi() : null;
+    },
+    /** What the "why" panel shows: the cell it explains and its content (bars, total), or null. */
+    get why() {
+      return view.whyShown;
+    },
+    /** The component view: its state, geometry and values. */
+    components: {
+      get state() {
+        const c = view.components;
+        return { shown: c.shown, hover: c.hover, focus: c.focus, focused: c.focused };
+      },
+      get layout() {
+        const c = view.components;
+        return c.layout && { ...c.layout, scrollLeft: c.scrollLeft() };
+      },
+      get units() {
+        const grid = view.components.grid;
+        return grid ? grid.units.map((u) => u.label) : [];
+      },
+      /** Unit `u`'s part at position `j` (null: none), and the scale's half-width. */
+      value(u, j) {
+        const grid = view.components.grid;
+        if (!grid) return null;
+        const v = grid.values[u * grid.n + j];
+        return Number.isFinite(v) ? v : null;
+      },
+      get max() {
+        return view.components.grid ? view.components.grid.max : null;
+      },
+      cellClientRect: (u, j) => view.components.cellClientRect(u, j)
+    },
+    get layout() {
+      return view.layout && { ...view.layout, scrollLeft: view.scrollLeft() };
+    },
+    get frames() {
+      return view.debug.frames;
+    },
+    get lastDrawMs() {
+      return view.debug.lastDrawMs;
+    },
+    get visibleColumns() {
+      return view.debug.visible;
+    },
+    /** What the trajectory chart drew last: its column, mode, row, geometry and every line. */
+    get trajectory() {
+      return view.trajectory.debug;
+    },
+    /**
+     * A cell's rectangle in viewport (client) coordinates.
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    cellClientRect(layerIndex, position) {
+      if (!view.layout) return null;
+      const column = columnOf(view.layout, position);
+      if (column < 0) return null;
+      const r = cellRect(view.layout, layerIndex, column, view.scrollLeft());
+      const c = view.ui.canvas.getBoundingClientRect();
+      return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+    },
+    /**
+     * The colour the cell should have under the shown metric ([r, g, b, a]; a = 0: missing).
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    cellColour(layerIndex, position) {
+      if (!view.data) return null;
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex());
+      const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
+      return Array.from(image.data.slice(o, o + 4));
+    },
+    /**
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    cellDetails: (layerIndex, position) => view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position, view.targetIndex()) : null,
+    drawNow: () => view.relayout(),
+    /** @param {boolean} hide as the control does: the `hide_template` trait follows */
+    setHideTemplate: (hide) => view.setHideTemplate(hide, true),
+    /** @returns {Promise<number>} the duration of the next draw */
+    nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve))
+  };
+}
+
+// src/view/details_request.js
+function requestDetails(view) {
+  const { data, model } = view;
+  if (view.detailsRequested || !data) return;
+  if (!detailsPending(data)) return;
+  view.detailsRequested = true;
+  if (!model.get("_details")) {
+    model.set("_details", true);
+    model.save_changes();
+  }
+  if (typeof model.send !== "function") view.detailsLate = true;
+  else view.detailsTimer = setTimeout(() => detailsOverdue(view), DETAILS_TIMEOUT_MS);
+}
+function detailsOverdue(view) {
+  const data = view.data;
+  if (!data || !detailsPending(data)) return;
+  view.detailsLate = true;
+  view.updateTooltip();
+  view.updateWhy();
+  view.drawTrajectory();
+}
+
 // src/view/why.js
 function buildWhy() {
   const panel = h("section", "murano-why", { hidden: "", "aria-label": "Why: the components that wrote the logit" });
@@ -5593,13 +5770,13 @@ function heatmapGrid(view) {
       return view.state.focus;
     },
     set focus(cell) {
-      view.state.focus = cell;
+      view.store.set({ focus: cell });
     },
     get focused() {
       return view.state.focused;
     },
     set focused(value) {
-      view.state.focused = value;
+      view.store.set({ focused: value });
     },
     get pinned() {
       return Boolean(view.state.selected);
@@ -5696,86 +5873,623 @@ function bindEvents(view) {
   };
 }
 
-// src/view/tooltip.js
-var TooltipView = class {
-  /**
-   * @param {HTMLDivElement} element the tooltip box (absolutely positioned in `root`)
-   * @param {HTMLElement} root the positioned ancestor whose box bounds the tooltip
-   * @param {() => Rect[]} obstacles rectangles (in viewport coordinates) not to cover
-   */
-  constructor(element, root, obstacles) {
-    this.element = element;
-    this.root = root;
-    this.obstacles = obstacles;
+// src/view/explain.js
+function whyCellOf(data, s2, pointed) {
+  if (s2.view === "components") {
+    const c = pointed.components;
+    const cell = c.hover || (c.focused ? c.focus : null);
+    if (cell) return { row: s2.layer, position: cell.position, unit: cell.layerIndex, source: c.hover ? "hover" : "focus" };
+  } else {
+    const hover = s2.hover || pointed.whyHover;
+    if (hover) return { row: hover.layerIndex, position: hover.position, unit: -1, source: "hover" };
+    if (s2.focused && s2.focus) return { row: s2.focus.layerIndex, position: s2.focus.position, unit: -1, source: "focus" };
   }
-  get hidden() {
-    return this.element.hidden;
+  const sel = s2.selected;
+  if (sel && sel.prompt === s2.prompt && sel.layer_index < data.L && sel.position < data.lengths[s2.prompt]) {
+    return { row: sel.layer_index, position: sel.position, unit: -1, source: "pinned" };
   }
-  hide() {
-    this.element.hidden = true;
+  return { row: s2.layer, position: data.lengths[s2.prompt] - 1, unit: -1, source: "default" };
+}
+function whyCell(view) {
+  return view.data ? whyCellOf(view.data, view.state, { whyHover: view.whyHover, components: view.components }) : null;
+}
+function explainChoice(view) {
+  return view.data ? parseExplain(view.data, view.state.explain) : (
+    /** @type {const} */
+    { kind: "top1" }
+  );
+}
+function showAttribution(view) {
+  const { data, ui, store } = view;
+  if (!data) return;
+  const s2 = store.state;
+  const offered = hasAttribution(data);
+  store.set({
+    view: offered ? s2.view : "layers",
+    explain: explainValue(data, parseExplain(data, s2.explain)),
+    heads: hasHeads(data.components) ? s2.heads : false
+  });
+  ui.viewLabel.hidden = !offered;
+  ui.viewSelect.value = s2.view;
+  ui.why.panel.hidden = !offered;
+  ui.why.headsLabel.hidden = !hasHeads(data.components);
+  ui.why.heads.checked = s2.heads;
+  showExplainMenu(ui.why, explainOptions(data, (t) => displayToken(t)), s2.explain);
+  view.components.invalidate();
+  applyView(view);
+  updateWhy(view);
+}
+function applyView(view) {
+  const { ui } = view;
+  const components = view.state.view === "components";
+  ui.body.hidden = components;
+  ui.trajPanel.hidden = components;
+  ui.comp.box.hidden = !components;
+  ui.root.classList.toggle("murano-components-view", components);
+  ui.compKey.hidden = !components;
+  ui.layerUi.extra.textContent = components ? "the row whose logits the components are read at" : LAYER_HINT;
+  view.refreshMetric();
+}
+function setView(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  const shown = value === "components" && hasAttribution(data) ? "components" : "layers";
+  if (sync) view.send("view", shown);
+  view.ui.viewSelect.value = shown;
+  if (shown === view.state.view) return;
+  view.store.set({ view: shown, hover: null });
+  view.components.hover = null;
+  view.components.revealPending = true;
+  applyView(view);
+  view.relayout();
+  view.updateTooltip();
+}
+function setExplain(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  const explain = explainValue(data, parseExplain(data, value));
+  if (sync) view.send("explain", explain);
+  view.ui.why.explainSelect.value = explain;
+  if (explain === view.state.explain) return;
+  view.store.set({ explain });
+  relayoutComponents(view);
+  updateWhy(view);
+  view.updateTooltip();
+}
+function setHeads(view, heads) {
+  view.ui.why.heads.checked = heads;
+  if (heads === view.state.heads) return;
+  view.store.set({ heads });
+  view.components.hover = null;
+  view.components.focus = null;
+  relayoutComponents(view);
+  updateWhy(view);
+}
+function relayoutComponents(view) {
+  if (view.components.shown) view.components.relayout();
+}
+function componentCellChanged(view, cell) {
+  if (cell) view.requestDetails();
+  view.updateTooltip();
+  updateWhy(view);
+}
+function updateWhy(view) {
+  const { data, ui } = view;
+  if (!data || !hasAttribution(data) || ui.why.panel.hidden) {
+    view.whyShown = { cell: null, model: null };
+    return;
   }
-  /**
-   * Fills the box with `content` and shows it.
-   * @param {TooltipContent} content
-   * @param {boolean} pinned the cell is the pinned one
-   */
-  show(content, pinned) {
-    const head = h("div", "murano-tt-head");
-    head.append(h("span", "murano-tt-title", {}, content.title));
-    if (content.badge) head.append(h("span", "murano-tt-badge", {}, content.badge));
-    if (pinned) head.append(h("span", "murano-tt-badge murano-tt-pinned", {}, "pinned"));
-    const parts = [head];
-    const columns = h("div", "murano-tt-columns");
-    if (content.top.length) {
-      const list = h("div", "murano-tt-topk");
-      for (const entry of content.top) {
-        const bar = h("span", "murano-tt-bar");
-        const fill2 = h("span", "murano-tt-bar-fill");
-        fill2.style.width = `${(entry.width * 100).toFixed(1)}%`;
-        bar.append(fill2);
-        list.append(
-          h("span", "murano-tt-rank", { title: "rank (0 = top-1)" }, `${entry.rank}`),
-          h("span", "murano-token", {}, entry.text),
-          bar,
-          h("span", "murano-tt-prob", {}, entry.prob)
-        );
+  const cell = whyCell(view);
+  const s2 = view.state;
+  const explain = explainChoice(view);
+  const model = cell && data.arrays.contributions ? whyModel(data, { explain, prompt: s2.prompt, row: cell.row, position: cell.position, heads: s2.heads, show: (t) => displayToken(t) }) : null;
+  let message = "";
+  if (!data.arrays.contributions) message = waitingNote("the attribution", view.detailsLate);
+  else if (!model && cell) message = `Nothing to explain: ${nothingExplained(data, explain, s2.prompt, cell.position)}.`;
+  showWhy(ui.why, model, { message, current: cell ? cell.unit : -1 });
+  view.whyShown = { cell, model };
+}
+
+// src/view/load.js
+var RELOAD_GRACE_MS = 2e3;
+function stateForPayload(data, trait, s2, previous, first) {
+  if (first) {
+    const layer = trait("layer");
+    return {
+      prompt: clampIndex(trait("prompt"), data.P),
+      layer: layer === null || layer === void 0 ? data.L - 1 : rowOfModelLayer(data.layers, layer),
+      metric: resolveMetric(data, trait("metric")),
+      target: resolveTarget(data, trait("target")),
+      selected: trait("selected") ?? null,
+      hideTemplate: trait("hide_template") === true,
+      view: trait("view") === "components" ? "components" : "layers",
+      explain: typeof trait("explain") === "string" ? trait("explain") : "top1"
+    };
+  }
+  const metric = trait("metric");
+  const target = trait("target");
+  return {
+    prompt: clampIndex(previous && previous.P !== data.P ? trait("prompt") : s2.prompt, data.P),
+    layer: clampIndex(s2.layer, data.L),
+    metric: resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s2.metric),
+    target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target)
+  };
+}
+function shownMetricFor(data, shown, requested) {
+  if (metricAvailable(data, shown)) return shown;
+  return metricAvailable(data, requested) ? requested : (data.metrics.find((m) => metricAvailable(data, m.name)) || data.metrics[0]).name;
+}
+function reload(view) {
+  const { ui, model, store } = view;
+  let lenses;
+  try {
+    lenses = decodeLenses(model.get("_meta"), model.get("_sections"));
+  } catch (error) {
+    const message = `Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`;
+    if (view.data) {
+      view.reloadError = message;
+      if (!view.reloadTimer) view.reloadTimer = setTimeout(() => failReload(view), RELOAD_GRACE_MS);
+      return;
+    }
+    view.data = null;
+    view.lenses = [];
+    showError(view, message);
+    return;
+  }
+  if (view.reloadTimer) clearTimeout(view.reloadTimer);
+  view.reloadTimer = null;
+  const s2 = store.state;
+  const wanted = view.loaded ? s2.lens : model.get("lens_name");
+  const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
+  const previous = view.data;
+  view.lenses = lenses;
+  view.data = data;
+  store.set({ lens: data.lensName });
+  ui.errorEl.hidden = true;
+  ui.main.hidden = false;
+  view.painter.setData(data);
+  view.layoutKey = null;
+  view.chartPlaceKey = "";
+  showData(ui, data);
+  showLensMenu(ui, lenses, s2.lens);
+  store.set(stateForPayload(data, (name) => model.get(name), s2, previous, !view.loaded));
+  view.loaded = true;
+  if (data.answerSets.length || data.targets.length || hasAttribution(data)) view.requestDetails();
+  view.shownMetric = shownMetricFor(data, view.shownMetric, s2.metric);
+  if (s2.focus) store.set({ focus: view.clampCell(s2.focus) });
+  if (s2.hover) store.set({ hover: view.clampCell(s2.hover) });
+  ui.metricSelect.value = s2.metric;
+  ui.hideTemplate.checked = s2.hideTemplate;
+  showControls(ui, data, s2);
+  const change = previous && previous !== data ? scaleChange(previous, data, view.shownMetric) : "";
+  if (change) view.scaleNote = { metric: view.shownMetric, text: change };
+  view.refreshMetric();
+  showPin(ui, data, s2.selected);
+  view.showAttribution();
+  view.relayout();
+  view.updateTooltip();
+  view.live?.dataChanged();
+  view.followTarget();
+}
+function failReload(view) {
+  view.reloadTimer = null;
+  view.data = null;
+  view.lenses = [];
+  showError(view, view.reloadError);
+}
+function showError(view, message) {
+  view.ui.errorEl.textContent = message;
+  view.ui.errorEl.hidden = false;
+  view.ui.main.hidden = true;
+  view.tooltip.hide();
+}
+function setLens(view, name, sync) {
+  const { ui, store } = view;
+  const data = view.lenses.find((lens) => lens.lensName === name);
+  if (!data) {
+    ui.lensSelect.value = store.state.lens;
+    return;
+  }
+  if (sync) view.send("lens_name", data.lensName);
+  ui.lensSelect.value = data.lensName;
+  if (data === view.data) return;
+  const s2 = store.state;
+  view.data = data;
+  store.set({ lens: data.lensName });
+  view.painter.setData(data);
+  showData(ui, data);
+  store.set({ metric: resolveMetric(data, s2.metric) });
+  if (!metricAvailable(data, view.shownMetric)) view.shownMetric = s2.metric;
+  ui.metricSelect.value = s2.metric;
+  showControls(ui, data, s2);
+  view.refreshMetric();
+  showPin(ui, data, s2.selected);
+  view.showAttribution();
+  view.layoutKey = null;
+  view.relayout();
+  view.updateTooltip();
+  if (s2.focused && s2.focus) view.announce(s2.focus);
+  view.live?.dataChanged();
+}
+
+// src/view/metric.js
+function followKey(data, metric, target) {
+  const spec = data ? metricSpec(data, metric) : void 0;
+  return spec && spec.perTarget && target ? `${metric}\0${target}` : "";
+}
+function setMetric(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  const metric = resolveMetric(data, value);
+  if (sync) view.send("metric", metric);
+  view.ui.metricSelect.value = metric;
+  if (metric === view.state.metric) return;
+  view.store.set({ metric });
+  refreshMetric(view);
+  followTarget(view);
+  view.requestDraw();
+}
+function setTarget(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  if (!sync && typeof value === "string" && value && !data.targets.includes(value)) return;
+  const target = resolveTarget(data, value);
+  if (sync) view.send("target", target);
+  view.ui.targetSelect.value = target;
+  if (target === view.state.target) return;
+  view.store.set({ target });
+  refreshMetric(view);
+  view.updateTooltip();
+  const s2 = view.state;
+  if (s2.focused && s2.focus) view.announce(s2.focus);
+  followTarget(view);
+  view.requestDraw();
+}
+function targetIndex2(view) {
+  return view.data ? targetIndex(view.data, view.state.target) : 0;
+}
+function followTarget(view) {
+  const data = view.data;
+  const s2 = view.state;
+  const key = followKey(data, s2.metric, s2.target);
+  if (key === view.followedTarget) return;
+  view.followedTarget = key;
+  if (!key || !data) return;
+  view.trajectory.toggled.set(`target:${data.targets.indexOf(s2.target)}`, true);
+  view.trajectory.rerender();
+  view.requestDetails();
+}
+function refreshMetric(view) {
+  const { data, ui } = view;
+  if (!data) return;
+  const s2 = view.state;
+  const available = metricAvailable(data, s2.metric);
+  if (available) view.shownMetric = s2.metric;
+  else view.requestDetails();
+  ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
+  showTargetMenu(ui, data, s2.metric, s2.target);
+  if (s2.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
+  else showLegend(ui, data, view.shownMetric, s2.metric, targetIndex2(view));
+  if (view.scaleNote && view.scaleNote.metric !== view.shownMetric) view.scaleNote = null;
+  const note = s2.view === "components" || !view.scaleNote ? "" : view.scaleNote.text;
+  ui.legendChange.textContent = note;
+  ui.legendChange.hidden = !note;
+}
+
+// src/throttle.js
+function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
+  let last = -Infinity;
+  let timer = null;
+  let pending = null;
+  const run = () => {
+    timer = null;
+    last = now();
+    const args = pending;
+    pending = null;
+    if (args) fn(...args);
+  };
+  const call = (...args) => {
+    pending = args;
+    const wait = last + ms - now();
+    if (wait <= 0 && timer === null) run();
+    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
+  };
+  call.flush = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    if (pending) run();
+  };
+  call.cancel = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    pending = null;
+  };
+  return call;
+}
+
+// src/view/navigation.js
+var SYNC_INTERVAL_MS = 100;
+function send(model, name, value) {
+  if (model.get(name) === value) return;
+  model.set(name, value);
+  model.save_changes();
+}
+function syncers(view) {
+  return {
+    syncPrompt: throttle((v) => view.send("prompt", v), SYNC_INTERVAL_MS),
+    syncLayer: throttle((row) => {
+      if (view.data) view.send("layer", view.data.layers[row]);
+    }, SYNC_INTERVAL_MS)
+  };
+}
+function setPrompt(view, value, sync) {
+  const { data, ui, store, components } = view;
+  if (!data) return;
+  const prompt = clampIndex(value, data.P);
+  if (sync === "throttled") view.syncPrompt(prompt);
+  if (prompt === store.state.prompt) {
+    ui.promptUi.input.value = String(prompt);
+    return;
+  }
+  store.set({ prompt, hover: null });
+  view.chartHover = null;
+  view.whyHover = null;
+  components.hover = null;
+  components.focus = null;
+  components.revealPending = true;
+  const s2 = store.state;
+  if (s2.focus) store.set({ focus: view.clampCell(s2.focus) });
+  showControls(ui, data, s2);
+  showPin(ui, data, s2.selected);
+  view.revealPending = true;
+  view.relayout();
+  view.updateTooltip();
+  view.updateWhy();
+  view.live?.promptChanged();
+}
+function setLayer(view, value, sync) {
+  const { data, ui, store } = view;
+  if (!data) return;
+  const row = clampIndex(value, data.L);
+  if (sync === "throttled") view.syncLayer(row);
+  if (row === store.state.layer) {
+    ui.layerUi.input.value = String(row);
+    return;
+  }
+  store.set({ layer: row });
+  showControls(ui, data, store.state);
+  view.relayoutComponents();
+  view.updateWhy();
+  view.requestDraw();
+}
+function setModelLayer(view, layer) {
+  if (view.data) setLayer(view, rowOfModelLayer(view.data.layers, layer), false);
+}
+
+// src/view/redraw.js
+function relayout(view) {
+  const { data, painter, ui } = view;
+  if (!data) return;
+  const theme = painter.readTheme();
+  const s2 = view.state;
+  const n = data.lengths[s2.prompt];
+  placeChart(view, theme.charW);
+  const width = ui.scroller.clientWidth || view.el.clientWidth || 800;
+  const key = `${s2.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s2.hideTemplate}`;
+  if (key !== view.layoutKey) {
+    let maxChars = 1;
+    const a = data.arrays;
+    const offset = data.offsets[s2.prompt];
+    const lastRow = (data.L - 1) * data.T + offset;
+    const columns = view.shownColumns();
+    const shown = columns ? columns.length : n;
+    for (let j = 0; j < shown; j++) {
+      const p = columns ? columns[j] : j;
+      maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + p])), charCount(painter.tokenText(a.predicted_tokens[lastRow + p])));
+      if (maxChars >= 10) break;
+    }
+    const labelW = painter.labelWidth(data);
+    view.layout = computeLayout({ nLayers: data.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
+    view.layoutKey = key;
+    ui.track.style.width = `${view.layout.contentW}px`;
+    ui.track.style.height = `${view.layout.height}px`;
+  }
+  if (view.revealPending) revealPromptEnd(view);
+  draw(view);
+  view.relayoutComponents();
+  if (view.state.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
+}
+function revealPromptEnd(view) {
+  const layout = view.layout;
+  const scroller = view.ui.scroller;
+  if (!layout || !scroller.isConnected || scroller.clientWidth === 0) return;
+  const s2 = view.state;
+  const sel = s2.selected;
+  const position = sel && sel.prompt === s2.prompt ? sel.position : view.data ? view.data.lengths[s2.prompt] - 1 : 0;
+  const column = Math.max(0, columnOf(layout, view.clampCell({ layerIndex: 0, position }).position));
+  scroller.scrollLeft = revealColumn(layout, 0, column);
+  view.revealPending = false;
+}
+function scrollLeft(view) {
+  return view.layout ? clampScroll(view.layout, view.ui.scroller.scrollLeft) : 0;
+}
+function requestDraw(view) {
+  if (view.frame || typeof requestAnimationFrame !== "function") return;
+  view.frame = requestAnimationFrame(() => {
+    view.frame = 0;
+    if (!view.layout || view.layoutKey === null) relayout(view);
+    else draw(view);
+  });
+}
+function draw(view) {
+  if (view.frame) {
+    cancelAnimationFrame(view.frame);
+    view.frame = 0;
+  }
+  const { data, layout, debug } = view;
+  if (!data || !layout) return;
+  const t0 = performance.now();
+  const s2 = view.state;
+  debug.visible = view.painter.draw(
+    layout,
+    {
+      prompt: s2.prompt,
+      layer: s2.layer,
+      metric: view.shownMetric,
+      target: view.targetIndex(),
+      loading: s2.metric !== view.shownMetric,
+      selected: s2.selected,
+      hover: s2.hover,
+      focus: s2.focused ? s2.focus : null
+    },
+    scrollLeft(view)
+  );
+  const tipCell = tooltipCell(view);
+  if (tipCell && !view.tooltip.hidden) placeTooltip2(view, tipCell);
+  if (view.state.view === "components") view.components.draw();
+  else drawTrajectory(view);
+  debug.frames += 1;
+  debug.lastDrawMs = performance.now() - t0;
+  for (const fn of debug.drawListeners.splice(0)) fn(debug.lastDrawMs);
+}
+
+// src/view/store.js
+function initialState2() {
+  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
+}
+function createStore(state = initialState2()) {
+  const subscribers = /* @__PURE__ */ new Set();
+  return {
+    state,
+    set(patch) {
+      const changed = [];
+      for (
+        const key of
+        /** @type {StateKey[]} */
+        Object.keys(patch)
+      ) {
+        const value = patch[key];
+        if (value === void 0 || Object.is(state[key], value)) continue;
+        state[key] = value;
+        changed.push(key);
       }
-      columns.append(list);
+      if (changed.length) for (const fn of [...subscribers]) fn(changed, state);
+      return changed;
+    },
+    subscribe(fn) {
+      subscribers.add(fn);
+      return () => {
+        subscribers.delete(fn);
+      };
     }
-    const rows = h("div", "murano-tt-rows");
-    for (const row of content.rows) {
-      const label = h("span", "murano-tt-label", row.title ? { title: row.title } : {}, row.label);
-      rows.append(label, h("span", row.token ? "murano-token" : "murano-tt-value", {}, row.value));
-    }
-    columns.append(rows);
-    parts.push(columns);
-    if (content.note) parts.push(h("div", "murano-tt-note", {}, content.note));
-    this.element.replaceChildren(...parts);
-    this.element.hidden = false;
+  };
+}
+function sameCell(a, b) {
+  return a === b || Boolean(a && b && a.layerIndex === b.layerIndex && a.position === b.position);
+}
+
+// src/view/selection.js
+function clampCellTo(data, prompt, columns, cell) {
+  const position = clampIndex(cell.position, data.lengths[prompt]);
+  return { layerIndex: clampIndex(cell.layerIndex, data.L), position: nearestShown(columns, position) };
+}
+function clampCell(view, cell) {
+  return clampCellTo(
+    /** @type {LensData} */
+    view.data,
+    view.state.prompt,
+    shownColumns(view),
+    cell
+  );
+}
+function shownColumns(view) {
+  const data = view.data;
+  return data ? shownPositions(data, view.state.prompt, view.state.hideTemplate) : null;
+}
+function keyboardStart(s2, firstPosition) {
+  const sel = s2.selected;
+  return sel && sel.prompt === s2.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s2.layer, position: firstPosition };
+}
+function setSelected(view, value, sync) {
+  view.store.set({ selected: value });
+  if (sync) view.send("selected", value);
+  showPin(view.ui, view.data, value);
+  view.updateTooltip();
+  view.updateWhy();
+  view.requestDraw();
+  view.live?.selectionChanged();
+}
+function setHover(view, cell) {
+  if (sameCell(view.state.hover, cell)) return;
+  view.store.set({ hover: cell });
+  if (cell) {
+    view.chartHover = cell;
+    view.whyHover = cell;
+    view.requestDetails();
   }
-  /**
-   * Places the shown box beside `anchor` (a rectangle in viewport coordinates).
-   * @param {Rect} anchor
-   */
-  place(anchor) {
-    const tip = this.element;
-    if (tip.hidden) return;
-    const bounds = tooltipBounds(this.root);
-    tip.classList.remove("murano-tt-wide");
-    tip.style.maxHeight = "";
-    tip.style.maxWidth = "";
-    if (tip.offsetHeight > bounds.h) {
-      tip.classList.add("murano-tt-wide");
-      tip.style.maxWidth = `${Math.max(200, bounds.w)}px`;
-    }
-    if (tip.offsetHeight > bounds.h) tip.style.maxHeight = `${bounds.h}px`;
-    placeInRoot(tip, this.root, anchor, this.obstacles(), bounds);
+  view.updateTooltip();
+  view.updateWhy();
+  view.requestDraw();
+}
+function setFocus(view, cell, announceIt = true) {
+  view.store.set({ focus: cell, hover: null });
+  view.chartHover = null;
+  view.whyHover = null;
+  const { layout, ui } = view;
+  if (layout) {
+    const scroll = revealColumn(layout, ui.scroller.scrollLeft, Math.max(0, columnOf(layout, cell.position)));
+    if (scroll !== ui.scroller.scrollLeft) ui.scroller.scrollLeft = scroll;
   }
-};
+  if (announceIt) announce(view, cell);
+  view.updateTooltip();
+  view.requestDraw();
+  view.live?.columnChanged();
+}
+function announce(view, cell) {
+  if (!view.data) return;
+  const s2 = view.state;
+  const details = cellDetails(view.data, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
+  view.ui.readout.textContent = readoutText(details, { pinned: isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position), metric: view.shownMetric });
+}
+function togglePin(view, cell) {
+  if (!view.data) return;
+  const s2 = view.state;
+  const next = toggleSelection(s2.selected, s2.prompt, cell.layerIndex, cell.position);
+  setSelected(view, next, true);
+  view.ui.readout.textContent = next ? readoutText(cellDetails(view.data, s2.prompt, cell.layerIndex, cell.position, view.targetIndex()), { pinned: true, metric: view.shownMetric }) : "Unpinned.";
+}
+function showKeyboardFocus(view) {
+  const s2 = view.state;
+  const layout = view.layout;
+  if (!view.data || !layout) return;
+  view.store.set({ focused: true });
+  view.requestDetails();
+  if (!s2.focus) {
+    const first = Math.min(layout.nPositions - 1, Math.ceil(view.scrollLeft() / layout.cellW));
+    view.store.set({ focus: clampCell(view, keyboardStart(s2, positionAt(layout, first))) });
+  }
+  setFocus(
+    view,
+    /** @type {Cell} */
+    s2.focus
+  );
+}
+function setHideTemplate(view, hide, sync) {
+  const s2 = view.state;
+  if (sync) view.send("hide_template", hide);
+  view.ui.hideTemplate.checked = hide;
+  if (s2.hideTemplate === hide) return;
+  view.store.set({ hideTemplate: hide, hover: null });
+  view.chartHover = null;
+  if (s2.focus) view.store.set({ focus: clampCell(view, s2.focus) });
+  if (view.data) showControls(view.ui, view.data, s2);
+  view.layoutKey = null;
+  view.relayout();
+  view.updateTooltip();
+}
 
 // src/view/view.js
-var SYNC_INTERVAL_MS = 100;
-var RELOAD_GRACE_MS = 2e3;
+var COMPONENT_KEYS = /* @__PURE__ */ new Set(["prompt", "layer", "explain", "heads", "hideTemplate"]);
 var viewCounter = 0;
 var LensView = class {
   /**
@@ -5785,54 +6499,41 @@ var LensView = class {
   constructor(model, el) {
     this.model = model;
     this.el = el;
+    this.store = createStore();
     this.data = null;
     this.lenses = [];
-    this.layout = null;
-    this.layoutKey = null;
     this.loaded = false;
+    this.reloadTimer = null;
+    this.reloadError = "";
+    this.shownMetric = "";
     this.scaleNote = null;
-    this.revealPending = true;
-    this.frame = 0;
+    this.followedTarget = "";
     this.detailsRequested = false;
     this.detailsLate = false;
     this.detailsTimer = 0;
-    this.shownMetric = "";
-    this.followedTarget = "";
-    this.state = { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
+    this.layout = null;
+    this.layoutKey = null;
+    this.revealPending = true;
+    this.frame = 0;
+    this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
     this.whyHover = null;
     this.whyShown = { cell: null, model: null };
-    this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
-    this.syncPrompt = throttle((v) => this.send("prompt", v), SYNC_INTERVAL_MS);
-    this.syncLayer = throttle((row) => {
-      if (this.data) this.send("layer", this.data.layers[row]);
-    }, SYNC_INTERVAL_MS);
+    this.chartHover = null;
+    this.chartPlaceKey = "";
+    const { syncPrompt, syncLayer } = syncers(this);
+    this.syncPrompt = syncPrompt;
+    this.syncLayer = syncLayer;
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
     this.painter = new Painter(this.ui.canvas, this.ui.root);
-    this.chartHover = null;
-    this.chartPlaceKey = "";
-    this.trajectory = new TrajectoryView(this.ui.trajPanel, id, {
-      onLayer: (row) => {
-        this.setLayer(row, "throttled");
-        this.syncLayer.flush();
-      },
-      onInteract: () => {
-        if (this.detailsRequested) return;
-        this.requestDetails();
-        this.requestDraw();
-      }
-    });
-    this.tooltip = new TooltipView(this.ui.tooltip, this.ui.root, () => [
-      ...this.ui.pinEl.hidden ? [] : [rectOf(this.ui.pinEl.getBoundingClientRect())],
-      // The "why" panel follows the hovered cell: it is read beside the tooltip.
-      ...this.ui.why.panel.hidden ? [] : [rectOf(this.ui.why.bars.getBoundingClientRect())],
-      this.trajectory.keepVisibleRect()
-    ]);
+    this.trajectory = makeTrajectory(this, id);
+    this.tooltip = makeTooltip(this);
     this.componentsAbort = new AbortController();
     this.components = new ComponentView(this.ui.comp, this, this.componentsAbort.signal);
+    this.unsubscribe = this.store.subscribe((changed) => {
+      if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
+    });
     this.unbind = bindEvents(this);
-    this.reloadTimer = null;
-    this.reloadError = "";
     this.live = null;
     this.reload();
     this.live = new LiveView(this, this.ui.live);
@@ -5840,8 +6541,13 @@ var LensView = class {
     if (this.ui.scroller.clientWidth > 0) this.draw();
     else this.requestDraw();
   }
+  /** @returns {ViewState} the view's state (the store's object) */
+  get state() {
+    return this.store.state;
+  }
   destroy() {
     this.unbind();
+    this.unsubscribe();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);
     if (this.detailsTimer) clearTimeout(this.detailsTimer);
@@ -5855,745 +6561,140 @@ var LensView = class {
     this.ui.root.remove();
     this.removeDebug();
   }
-  // ---- Data ----------------------------------------------------------------------------------
+  // Each operation, named once for the modules, events, test hook and live lens that call it.
+  // load.js
   reload() {
-    const { ui, model } = this;
-    let lenses;
-    try {
-      lenses = decodeLenses(model.get("_meta"), model.get("_sections"));
-    } catch (error) {
-      const message = `Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`;
-      if (this.data) {
-        this.reloadError = message;
-        if (!this.reloadTimer) this.reloadTimer = setTimeout(() => this.failReload(), RELOAD_GRACE_MS);
-        return;
-      }
-      this.data = null;
-      this.lenses = [];
-      this.showError(message);
-      return;
-    }
-    if (this.reloadTimer) clearTimeout(this.reloadTimer);
-    this.reloadTimer = null;
-    const s2 = this.state;
-    const wanted = this.loaded ? s2.lens : model.get("lens_name");
-    const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
-    const previous = this.data;
-    this.lenses = lenses;
-    this.data = data;
-    s2.lens = data.lensName;
-    ui.errorEl.hidden = true;
-    ui.main.hidden = false;
-    this.painter.setData(data);
-    this.layoutKey = null;
-    this.chartPlaceKey = "";
-    showData(ui, data);
-    showLensMenu(ui, lenses, s2.lens);
-    if (!this.loaded) {
-      s2.prompt = clampIndex(model.get("prompt"), data.P);
-      const layer = model.get("layer");
-      s2.layer = layer === null || layer === void 0 ? data.L - 1 : rowOfModelLayer(data.layers, layer);
-      s2.metric = resolveMetric(data, model.get("metric"));
-      s2.target = resolveTarget(data, model.get("target"));
-      s2.selected = model.get("selected") ?? null;
-      s2.hideTemplate = model.get("hide_template") === true;
-      s2.view = model.get("view") === "components" ? "components" : "layers";
-      s2.explain = typeof model.get("explain") === "string" ? model.get("explain") : "top1";
-    } else {
-      s2.prompt = clampIndex(previous && previous.P !== data.P ? model.get("prompt") : s2.prompt, data.P);
-      s2.layer = clampIndex(s2.layer, data.L);
-      const metric = model.get("metric");
-      s2.metric = resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s2.metric);
-      const target = model.get("target");
-      s2.target = resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target);
-    }
-    this.loaded = true;
-    if (data.answerSets.length || data.targets.length || hasAttribution(data)) this.requestDetails();
-    if (!metricAvailable(data, this.shownMetric)) {
-      this.shownMetric = metricAvailable(data, s2.metric) ? s2.metric : (data.metrics.find((m) => metricAvailable(data, m.name)) || data.metrics[0]).name;
-    }
-    if (s2.focus) s2.focus = this.clampCell(s2.focus);
-    if (s2.hover) s2.hover = this.clampCell(s2.hover);
-    ui.metricSelect.value = s2.metric;
-    ui.hideTemplate.checked = s2.hideTemplate;
-    showControls(ui, data, s2);
-    const change = previous && previous !== data ? scaleChange(previous, data, this.shownMetric) : "";
-    if (change) this.scaleNote = { metric: this.shownMetric, text: change };
-    this.refreshMetric();
-    showPin(ui, data, s2.selected);
-    this.showAttribution();
-    this.relayout();
-    this.updateTooltip();
-    this.live?.dataChanged();
-    this.followTarget();
+    reload(this);
   }
-  /** A new payload still does not decode: it is an error after all. */
-  failReload() {
-    this.reloadTimer = null;
-    this.data = null;
-    this.lenses = [];
-    this.showError(this.reloadError);
-  }
-  /**
-   * The attribution's controls (the view menu, the panel's menu and heads box) and the view shown,
-   * for the data shown: without attribution, the heatmap alone.
-   */
-  showAttribution() {
-    const data = this.data;
-    if (!data) return;
-    const { ui, state: s2 } = this;
-    const offered = hasAttribution(data);
-    if (!offered) s2.view = "layers";
-    s2.explain = explainValue(data, parseExplain(data, s2.explain));
-    if (!hasHeads(data.components)) s2.heads = false;
-    ui.viewLabel.hidden = !offered;
-    ui.viewSelect.value = s2.view;
-    ui.why.panel.hidden = !offered;
-    ui.why.headsLabel.hidden = !hasHeads(data.components);
-    ui.why.heads.checked = s2.heads;
-    showExplainMenu(ui.why, explainOptions(data, (t) => displayToken(t)), s2.explain);
-    this.components.invalidate();
-    this.applyView();
-    this.updateWhy();
-  }
-  /** Shows the heatmap and its chart, or the component view, and the legend that goes with it. */
-  applyView() {
-    const { ui, state: s2 } = this;
-    const components = s2.view === "components";
-    ui.body.hidden = components;
-    ui.trajPanel.hidden = components;
-    ui.comp.box.hidden = !components;
-    ui.root.classList.toggle("murano-components-view", components);
-    ui.compKey.hidden = !components;
-    ui.layerUi.extra.textContent = components ? "the row whose logits the components are read at" : LAYER_HINT;
-    this.refreshMetric();
-  }
-  /**
-   * Shows the heatmap of layers or the component view (the view menu, or the `view` trait).
-   * @param {unknown} value
-   * @param {boolean} sync tell Python (the user chose it in the menu)
-   */
-  setView(value, sync) {
-    const data = this.data;
-    if (!data) return;
-    const view = value === "components" && hasAttribution(data) ? "components" : "layers";
-    if (sync) this.send("view", view);
-    this.ui.viewSelect.value = view;
-    if (view === this.state.view) return;
-    this.state.view = view;
-    this.state.hover = null;
-    this.components.hover = null;
-    this.components.revealPending = true;
-    this.applyView();
-    this.relayout();
-    this.updateTooltip();
-  }
-  /**
-   * What the panel and the component view explain (the panel's menu, or the `explain` trait).
-   * @param {unknown} value
-   * @param {boolean} sync
-   */
-  setExplain(value, sync) {
-    const data = this.data;
-    if (!data) return;
-    const explain = explainValue(data, parseExplain(data, value));
-    if (sync) this.send("explain", explain);
-    this.ui.why.explainSelect.value = explain;
-    if (explain === this.state.explain) return;
-    this.state.explain = explain;
-    this.components.invalidate();
-    this.relayoutComponents();
-    this.updateWhy();
-    this.updateTooltip();
-  }
-  /**
-   * Splits each layer's attention into its heads, or sums them (the panel's box).
-   * @param {boolean} heads
-   */
-  setHeads(heads) {
-    this.ui.why.heads.checked = heads;
-    if (heads === this.state.heads) return;
-    this.state.heads = heads;
-    this.components.hover = null;
-    this.components.focus = null;
-    this.components.invalidate();
-    this.relayoutComponents();
-    this.updateWhy();
-  }
-  /** What the panel and the component view explain, read for the data shown. */
-  explainChoice() {
-    return this.data ? parseExplain(this.data, this.state.explain) : (
-      /** @type {const} */
-      { kind: "top1" }
-    );
-  }
-  /** The component view's values changed (row, prompt, explained logit): lay it out again. */
-  relayoutComponents() {
-    if (this.components.shown) this.components.relayout();
-  }
-  /**
-   * The component view's hovered or focused cell changed: the tooltip and the panel follow.
-   * @param {Cell | null} cell
-   */
-  componentCellChanged(cell) {
-    if (cell) this.requestDetails();
-    this.updateTooltip();
-    this.updateWhy();
-  }
-  /**
-   * The cell the "why" panel explains: the hovered cell (the component view's: its position in
-   * the highlighted row), else the keyboard focus, else the pinned cell, else the highlighted
-   * row at the prompt's last position.
-   * @returns {WhyCell | null}
-   */
-  whyCell() {
-    const data = this.data;
-    if (!data) return null;
-    const s2 = this.state;
-    if (s2.view === "components") {
-      const c = this.components;
-      const cell = c.hover || (c.focused ? c.focus : null);
-      if (cell) return { row: s2.layer, position: cell.position, unit: cell.layerIndex, source: c.hover ? "hover" : "focus" };
-    } else {
-      const hover = s2.hover || this.whyHover;
-      if (hover) return { row: hover.layerIndex, position: hover.position, unit: -1, source: "hover" };
-      if (s2.focused && s2.focus) return { row: s2.focus.layerIndex, position: s2.focus.position, unit: -1, source: "focus" };
-    }
-    const sel = s2.selected;
-    if (sel && sel.prompt === s2.prompt && sel.layer_index < data.L && sel.position < data.lengths[s2.prompt]) {
-      return { row: sel.layer_index, position: sel.position, unit: -1, source: "pinned" };
-    }
-    return { row: s2.layer, position: data.lengths[s2.prompt] - 1, unit: -1, source: "default" };
-  }
-  /** Fills the "why" panel for the cell it explains. */
-  updateWhy() {
-    const data = this.data;
-    if (!data || !hasAttribution(data) || this.ui.why.panel.hidden) {
-      this.whyShown = { cell: null, model: null };
-      return;
-    }
-    const cell = this.whyCell();
-    const s2 = this.state;
-    const explain = this.explainChoice();
-    const model = cell && data.arrays.contributions ? whyModel(data, { explain, prompt: s2.prompt, row: cell.row, position: cell.position, heads: s2.heads, show: (t) => displayToken(t) }) : null;
-    let message = "";
-    if (!data.arrays.contributions) message = waitingNote("the attribution", this.detailsLate);
-    else if (!model && cell) message = `Nothing to explain: ${nothingExplained(data, explain, s2.prompt, cell.position)}.`;
-    showWhy(this.ui.why, model, { message, current: cell ? cell.unit : -1 });
-    this.whyShown = { cell, model };
-  }
-  /** @param {string} message */
-  showError(message) {
-    this.ui.errorEl.textContent = message;
-    this.ui.errorEl.hidden = false;
-    this.ui.main.hidden = true;
-    this.tooltip.hide();
-  }
-  /**
-   * @param {Cell} cell
-   * @returns {Cell}
-   */
-  clampCell(cell) {
-    const data = (
-      /** @type {LensData} */
-      this.data
-    );
-    const position = clampIndex(cell.position, data.lengths[this.state.prompt]);
-    return {
-      layerIndex: clampIndex(cell.layerIndex, data.L),
-      // A hidden position (a template token) gives way to the nearest shown one.
-      position: nearestShown(this.shownColumns(), position)
-    };
-  }
-  /** The positions shown as columns for the current prompt, or null for all of them. */
-  shownColumns() {
-    const data = this.data;
-    return data ? shownPositions(data, this.state.prompt, this.state.hideTemplate) : null;
-  }
-  /**
-   * Hides or shows the chat template's own tokens: their columns collapse, every other column
-   * keeps its true position. The `hide_template` trait holds the choice, so Python can read and
-   * set it and it is saved with the notebook.
-   * @param {boolean} hide
-   * @param {boolean} sync tell Python (the user toggled the control)
-   */
-  setHideTemplate(hide, sync) {
-    const s2 = this.state;
-    if (sync) this.send("hide_template", hide);
-    this.ui.hideTemplate.checked = hide;
-    if (s2.hideTemplate === hide) return;
-    s2.hideTemplate = hide;
-    s2.hover = null;
-    this.chartHover = null;
-    this.components.invalidate();
-    if (s2.focus) s2.focus = this.clampCell(s2.focus);
-    if (this.data) showControls(this.ui, this.data, s2);
-    this.layoutKey = null;
-    this.relayout();
-    this.updateTooltip();
-  }
-  /** Asks Python once for the detail sections (top-k, the other metrics). */
-  requestDetails() {
-    const data = this.data;
-    if (this.detailsRequested || !data) return;
-    if (!detailsPending(data)) return;
-    this.detailsRequested = true;
-    if (!this.model.get("_details")) {
-      this.model.set("_details", true);
-      this.model.save_changes();
-    }
-    if (typeof this.model.send !== "function") this.detailsLate = true;
-    else this.detailsTimer = setTimeout(() => this.detailsOverdue(), DETAILS_TIMEOUT_MS);
-  }
-  /** The detail sections asked for have not come in time: the notes that wait for them say so. */
-  detailsOverdue() {
-    const data = this.data;
-    if (!data || !detailsPending(data)) return;
-    this.detailsLate = true;
-    this.updateTooltip();
-    this.updateWhy();
-    this.drawTrajectory();
-  }
-  /**
-   * @param {string} name
-   * @param {unknown} value
-   */
-  send(name, value) {
-    if (this.model.get(name) === value) return;
-    this.model.set(name, value);
-    this.model.save_changes();
-  }
-  // ---- State changes -------------------------------------------------------------------------
-  /**
-   * @param {unknown} value
-   * @param {"throttled" | boolean} sync
-   */
-  setPrompt(value, sync) {
-    const data = this.data;
-    if (!data) return;
-    const prompt = clampIndex(value, data.P);
-    if (sync === "throttled") this.syncPrompt(prompt);
-    if (prompt === this.state.prompt) {
-      this.ui.promptUi.input.value = String(prompt);
-      return;
-    }
-    this.state.prompt = prompt;
-    this.state.hover = null;
-    this.chartHover = null;
-    this.whyHover = null;
-    this.components.hover = null;
-    this.components.focus = null;
-    this.components.revealPending = true;
-    this.components.invalidate();
-    if (this.state.focus) this.state.focus = this.clampCell(this.state.focus);
-    showControls(this.ui, data, this.state);
-    showPin(this.ui, data, this.state.selected);
-    this.revealPending = true;
-    this.relayout();
-    this.updateTooltip();
-    this.updateWhy();
-    this.live?.promptChanged();
-  }
-  /**
-   * Highlights a row (the slider moves rows; Python hears the row's model layer).
-   * @param {unknown} value a row index
-   * @param {"throttled" | boolean} sync
-   */
-  setLayer(value, sync) {
-    const data = this.data;
-    if (!data) return;
-    const row = clampIndex(value, data.L);
-    if (sync === "throttled") this.syncLayer(row);
-    if (row === this.state.layer) {
-      this.ui.layerUi.input.value = String(row);
-      return;
-    }
-    this.state.layer = row;
-    showControls(this.ui, data, this.state);
-    this.components.invalidate();
-    this.relayoutComponents();
-    this.updateWhy();
-    this.requestDraw();
-  }
-  /**
-   * The `layer` trait changed in Python: a model layer, shown as its row.
-   * @param {unknown} layer
-   */
-  setModelLayer(layer) {
-    if (this.data) this.setLayer(rowOfModelLayer(this.data.layers, layer), false);
-  }
-  /**
-   * @param {unknown} value
-   * @param {boolean} sync
-   */
-  setMetric(value, sync) {
-    const data = this.data;
-    if (!data) return;
-    const metric = resolveMetric(data, value);
-    if (sync) this.send("metric", metric);
-    this.ui.metricSelect.value = metric;
-    if (metric === this.state.metric) return;
-    this.state.metric = metric;
-    this.refreshMetric();
-    this.followTarget();
-    this.requestDraw();
-  }
-  /**
-   * Which tracked token a per-target metric shows (the token menu, or the `target` trait).
-   * @param {unknown} value
-   * @param {boolean} sync tell Python (the user chose it in the menu)
-   */
-  setTarget(value, sync) {
-    const data = this.data;
-    if (!data) return;
-    if (!sync && typeof value === "string" && value && !data.targets.includes(value)) return;
-    const target = resolveTarget(data, value);
-    if (sync) this.send("target", target);
-    this.ui.targetSelect.value = target;
-    if (target === this.state.target) return;
-    this.state.target = target;
-    this.refreshMetric();
-    this.updateTooltip();
-    if (this.state.focused && this.state.focus) this.announce(this.state.focus);
-    this.followTarget();
-    this.requestDraw();
-  }
-  /** The index of the tracked token shown, among the data's targets. */
-  targetIndex() {
-    return this.data ? targetIndex(this.data, this.state.target) : 0;
-  }
-  /**
-   * The trajectory chart follows the tracked token the heatmap shows: when a per-target metric
-   * is chosen, or shows another token (tracked and shown from the box, the menu, Python), that
-   * token's line is switched on (the chart shows only the first few targets by default).
-   */
-  followTarget() {
-    const data = this.data;
-    const s2 = this.state;
-    const spec = data ? metricSpec(data, s2.metric) : void 0;
-    const key = spec && spec.perTarget && s2.target ? `${s2.metric}\0${s2.target}` : "";
-    if (key === this.followedTarget) return;
-    this.followedTarget = key;
-    if (!key || !data) return;
-    this.trajectory.toggled.set(`target:${data.targets.indexOf(s2.target)}`, true);
-    this.trajectory.rerender();
-    this.requestDetails();
-  }
-  /**
-   * Shows another lens of the payload (the lens menu, or the `lens_name` trait): the same prompt,
-   * row, metric, pinned cell and column, read through that lens.
-   * @param {unknown} name
-   * @param {boolean} sync tell Python (the user chose it in the menu)
-   */
+  /** @param {unknown} name @param {boolean} sync */
   setLens(name, sync) {
-    const data = this.lenses.find((lens) => lens.lensName === name);
-    if (!data) {
-      this.ui.lensSelect.value = this.state.lens;
-      return;
-    }
-    if (sync) this.send("lens_name", data.lensName);
-    this.ui.lensSelect.value = data.lensName;
-    if (data === this.data) return;
-    const s2 = this.state;
-    this.data = data;
-    s2.lens = data.lensName;
-    this.painter.setData(data);
-    showData(this.ui, data);
-    s2.metric = resolveMetric(data, s2.metric);
-    if (!metricAvailable(data, this.shownMetric)) this.shownMetric = s2.metric;
-    this.ui.metricSelect.value = s2.metric;
-    showControls(this.ui, data, s2);
-    this.refreshMetric();
-    showPin(this.ui, data, s2.selected);
-    this.showAttribution();
-    this.layoutKey = null;
-    this.relayout();
-    this.updateTooltip();
-    if (s2.focused && s2.focus) this.announce(s2.focus);
-    this.live?.dataChanged();
+    setLens(this, name, sync);
   }
-  /**
-   * @param {Selected | null} value
-   * @param {boolean} sync
-   */
+  // navigation.js
+  /** @param {string} name @param {unknown} value */
+  send(name, value) {
+    send(this.model, name, value);
+  }
+  /** @param {unknown} value @param {"throttled" | boolean} sync */
+  setPrompt(value, sync) {
+    setPrompt(this, value, sync);
+  }
+  /** @param {unknown} value @param {"throttled" | boolean} sync */
+  setLayer(value, sync) {
+    setLayer(this, value, sync);
+  }
+  /** @param {unknown} layer */
+  setModelLayer(layer) {
+    setModelLayer(this, layer);
+  }
+  // selection.js
+  /** @param {Selected | null} value @param {boolean} sync */
   setSelected(value, sync) {
-    this.state.selected = value;
-    if (sync) this.send("selected", value);
-    showPin(this.ui, this.data, value);
-    this.updateTooltip();
-    this.updateWhy();
-    this.requestDraw();
-    this.live?.selectionChanged();
+    setSelected(this, value, sync);
   }
   /** @param {Cell | null} cell */
   setHover(cell) {
-    const old = this.state.hover;
-    if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
-    this.state.hover = cell;
-    if (cell) {
-      this.chartHover = cell;
-      this.whyHover = cell;
-      this.requestDetails();
-    }
-    this.updateTooltip();
-    this.updateWhy();
-    this.requestDraw();
+    setHover(this, cell);
   }
-  /**
-   * @param {Cell} cell
-   * @param {boolean} [announce]
-   */
-  setFocus(cell, announce = true) {
-    this.state.focus = cell;
-    this.state.hover = null;
-    this.chartHover = null;
-    this.whyHover = null;
-    if (this.layout) {
-      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
-      if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
-    }
-    if (announce) this.announce(cell);
-    this.updateTooltip();
-    this.requestDraw();
-    this.live?.columnChanged();
+  /** @param {Cell} cell @param {boolean} [announceIt] */
+  setFocus(cell, announceIt = true) {
+    setFocus(this, cell, announceIt);
   }
   /** @param {Cell} cell */
   announce(cell) {
-    if (!this.data) return;
-    const s2 = this.state;
-    const details = cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position, this.targetIndex());
-    this.ui.readout.textContent = readoutText(details, { pinned: isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position), metric: this.shownMetric });
+    announce(this, cell);
   }
   /** @param {Cell} cell */
   togglePin(cell) {
-    if (!this.data) return;
-    const s2 = this.state;
-    const next = toggleSelection(s2.selected, s2.prompt, cell.layerIndex, cell.position);
-    this.setSelected(next, true);
-    this.ui.readout.textContent = next ? readoutText(cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position, this.targetIndex()), { pinned: true, metric: this.shownMetric }) : "Unpinned.";
+    togglePin(this, cell);
   }
-  /** Shows the focus cell (keyboard navigation) with its tooltip and readout. */
   showKeyboardFocus() {
-    const s2 = this.state;
-    if (!this.data || !this.layout) return;
-    s2.focused = true;
-    this.requestDetails();
-    if (!s2.focus) {
-      const sel = s2.selected;
-      const first = Math.min(this.layout.nPositions - 1, Math.ceil(this.scrollLeft() / this.layout.cellW));
-      s2.focus = this.clampCell(
-        sel && sel.prompt === s2.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s2.layer, position: positionAt(this.layout, first) }
-      );
-    }
-    this.setFocus(s2.focus);
+    showKeyboardFocus(this);
   }
-  /** Which metric the cells show; asks for the detail sections when the requested one lacks its. */
+  /** @param {boolean} hide @param {boolean} sync */
+  setHideTemplate(hide, sync) {
+    setHideTemplate(this, hide, sync);
+  }
+  /** @param {Cell} cell @returns {Cell} */
+  clampCell(cell) {
+    return clampCell(this, cell);
+  }
+  shownColumns() {
+    return shownColumns(this);
+  }
+  // metric.js
+  /** @param {unknown} value @param {boolean} sync */
+  setMetric(value, sync) {
+    setMetric(this, value, sync);
+  }
+  /** @param {unknown} value @param {boolean} sync */
+  setTarget(value, sync) {
+    setTarget(this, value, sync);
+  }
+  targetIndex() {
+    return targetIndex2(this);
+  }
+  followTarget() {
+    followTarget(this);
+  }
   refreshMetric() {
-    const data = this.data;
-    if (!data) return;
-    const s2 = this.state;
-    const available = metricAvailable(data, s2.metric);
-    if (available) this.shownMetric = s2.metric;
-    else this.requestDetails();
-    this.ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
-    showTargetMenu(this.ui, data, s2.metric, s2.target);
-    if (s2.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
-    else showLegend(this.ui, data, this.shownMetric, s2.metric, this.targetIndex());
-    if (this.scaleNote && this.scaleNote.metric !== this.shownMetric) this.scaleNote = null;
-    const note = s2.view === "components" || !this.scaleNote ? "" : this.scaleNote.text;
-    this.ui.legendChange.textContent = note;
-    this.ui.legendChange.hidden = !note;
+    refreshMetric(this);
   }
-  // ---- Tooltip -------------------------------------------------------------------------------
-  /** The cell whose tooltip shows: the hovered one, else the keyboard focus cell. */
-  tooltipCell() {
-    const s2 = this.state;
-    return s2.hover || (s2.focused ? s2.focus : null);
+  // explain.js
+  /** @param {unknown} value @param {boolean} sync */
+  setView(value, sync) {
+    setView(this, value, sync);
+  }
+  /** @param {unknown} value @param {boolean} sync */
+  setExplain(value, sync) {
+    setExplain(this, value, sync);
+  }
+  /** @param {boolean} heads */
+  setHeads(heads) {
+    setHeads(this, heads);
+  }
+  showAttribution() {
+    showAttribution(this);
+  }
+  explainChoice() {
+    return explainChoice(this);
+  }
+  whyCell() {
+    return whyCell(this);
+  }
+  updateWhy() {
+    updateWhy(this);
+  }
+  relayoutComponents() {
+    relayoutComponents(this);
+  }
+  /** @param {Cell | null} cell */
+  componentCellChanged(cell) {
+    componentCellChanged(this, cell);
+  }
+  // details_request.js, cell_tip.js, chart.js, redraw.js
+  requestDetails() {
+    requestDetails(this);
   }
   updateTooltip() {
-    if (this.state.view === "components") {
-      const c = this.components;
-      const cell2 = this.data && c.grid ? c.hover || (c.focused ? c.focus : null) : null;
-      const rect = cell2 && c.cellClientRect(cell2.layerIndex, cell2.position);
-      if (!cell2 || !rect) {
-        this.tooltip.hide();
-        return;
-      }
-      const s3 = this.state;
-      this.tooltip.show(c.tooltipContent(cell2), isSelected(s3.selected, s3.prompt, s3.layer, cell2.position));
-      this.tooltip.place(rect);
-      return;
-    }
-    const cell = this.data && this.layout ? this.tooltipCell() : null;
-    if (!cell || !this.data) {
-      this.tooltip.hide();
-      return;
-    }
-    const s2 = this.state;
-    const details = cellDetails(this.data, s2.prompt, cell.layerIndex, cell.position, this.targetIndex());
-    this.tooltip.show(tooltipModel(details, { late: this.detailsLate }), isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
-    this.placeTooltip(cell);
+    updateTooltip(this);
   }
-  /** @param {Cell} cell */
-  placeTooltip(cell) {
-    if (this.tooltip.hidden || !this.layout || this.state.view === "components") return;
-    const column = columnOf(this.layout, cell.position);
-    if (column < 0) return;
-    const r = cellRect(this.layout, cell.layerIndex, column, this.scrollLeft());
-    const box = this.ui.canvas.getBoundingClientRect();
-    this.tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
+  drawTrajectory() {
+    drawTrajectory(this);
   }
-  // ---- Layout and drawing --------------------------------------------------------------------
-  /** Recomputes the layout for the current prompt and width, then redraws. */
   relayout() {
-    const data = this.data;
-    if (!data) return;
-    const painter = this.painter;
-    const theme = painter.readTheme();
-    const s2 = this.state;
-    const n = data.lengths[s2.prompt];
-    this.placeChart(theme.charW);
-    const width = this.ui.scroller.clientWidth || this.el.clientWidth || 800;
-    const key = `${s2.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s2.hideTemplate}`;
-    if (key !== this.layoutKey) {
-      let maxChars = 1;
-      const a = data.arrays;
-      const offset = data.offsets[s2.prompt];
-      const lastRow = (data.L - 1) * data.T + offset;
-      const columns = this.shownColumns();
-      const shown = columns ? columns.length : n;
-      for (let j = 0; j < shown; j++) {
-        const p = columns ? columns[j] : j;
-        maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + p])), charCount(painter.tokenText(a.predicted_tokens[lastRow + p])));
-        if (maxChars >= 10) break;
-      }
-      const labelW = painter.labelWidth(data);
-      this.layout = computeLayout({ nLayers: data.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
-      this.layoutKey = key;
-      this.ui.track.style.width = `${this.layout.contentW}px`;
-      this.ui.track.style.height = `${this.layout.height}px`;
-    }
-    if (this.revealPending) this.revealPromptEnd();
-    this.draw();
-    this.relayoutComponents();
-    if (this.state.view === "components") showComponentLegend(this.ui, this.components.currentGrid(), data.logitSoftcap !== null);
-  }
-  /**
-   * Opens a prompt where its prediction is: scrolled so that its last position (the column the
-   * trajectory chart follows), or its pinned cell, is in view. A prompt of 22 demo tokens is
-   * about 2,200 px wide, so at 0 the end was off to the right (issue 21). Waits until the
-   * scroller is in the page: a widget drawn before its output is attached cannot scroll yet.
-   */
-  revealPromptEnd() {
-    const layout = this.layout;
-    const scroller = this.ui.scroller;
-    if (!layout || !scroller.isConnected || scroller.clientWidth === 0) return;
-    const s2 = this.state;
-    const sel = s2.selected;
-    const position = sel && sel.prompt === s2.prompt ? sel.position : this.data ? this.data.lengths[s2.prompt] - 1 : 0;
-    const column = Math.max(0, columnOf(layout, this.clampCell({ layerIndex: 0, position }).position));
-    scroller.scrollLeft = revealColumn(layout, 0, column);
-    this.revealPending = false;
-  }
-  /**
-   * Puts the chart beside the heatmap when there is room for both, else below it. Decided on the
-   * longest prompt, so that moving the prompt slider does not move the chart.
-   * @param {number} charW
-   */
-  placeChart(charW) {
-    const data = (
-      /** @type {LensData} */
-      this.data
-    );
-    const available = this.ui.main.clientWidth || this.el.clientWidth || 800;
-    const key = `${available}|${charW}`;
-    if (key === this.chartPlaceKey) return;
-    this.chartPlaceKey = key;
-    const longest = Math.max(...data.lengths);
-    const natural = computeLayout({ nLayers: data.L, nPositions: longest, width: 0, labelW: this.painter.labelWidth(data), charW, maxChars: 10 }).contentW;
-    const beside = chartBeside(available, natural);
-    this.ui.main.classList.toggle("murano-side", beside);
-    this.ui.main.classList.toggle("murano-stacked", !beside);
-    const widest = this.painter.labelWidth(data) + longest * GEOMETRY.maxCellW + GEOMETRY.rightPad;
-    this.ui.left.style.maxWidth = beside ? `${widest}px` : "";
-  }
-  scrollLeft() {
-    return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
+    relayout(this);
   }
   requestDraw() {
-    if (this.frame || typeof requestAnimationFrame !== "function") return;
-    this.frame = requestAnimationFrame(() => {
-      this.frame = 0;
-      if (!this.layout || this.layoutKey === null) this.relayout();
-      else this.draw();
-    });
+    requestDraw(this);
   }
-  /** The trajectory chart for the column in focus, its rows level with the heatmap's. */
-  drawTrajectory() {
-    const data = this.data;
-    const layout = this.layout;
-    if (!data || !layout) return;
-    const s2 = this.state;
-    const column = chartColumn(
-      { hover: this.chartHover, focus: s2.focus, focused: s2.focused, selected: s2.selected, prompt: s2.prompt },
-      data.lengths[s2.prompt]
-    );
-    this.trajectory.update({
-      data,
-      metric: s2.view === "components" ? "" : this.shownMetric,
-      others: this.lenses.filter((lens) => lens !== data).map((lens) => ({ name: lens.lensName, title: lensTitle(lens), data: lens })),
-      prompt: s2.prompt,
-      position: column.position,
-      source: column.source,
-      row: s2.layer,
-      rowH: layout.rowH,
-      heatY: layout.heatY,
-      // Beside the heatmap, as tall as it; below it, only room for the axis title.
-      heightBelow: this.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
-      detailsRequested: this.detailsRequested,
-      detailsLate: this.detailsLate
-    });
-    if (this.trajectory.waiting && !this.detailsRequested) {
-      this.requestDetails();
-      if (this.detailsRequested) this.drawTrajectory();
-    }
-  }
-  /** Draws now (synchronously). */
   draw() {
-    if (this.frame) {
-      cancelAnimationFrame(this.frame);
-      this.frame = 0;
-    }
-    const data = this.data;
-    if (!data || !this.layout) return;
-    const t0 = performance.now();
-    const s2 = this.state;
-    this.debug.visible = this.painter.draw(
-      this.layout,
-      {
-        prompt: s2.prompt,
-        layer: s2.layer,
-        metric: this.shownMetric,
-        target: this.targetIndex(),
-        loading: s2.metric !== this.shownMetric,
-        selected: s2.selected,
-        hover: s2.hover,
-        focus: s2.focused ? s2.focus : null
-      },
-      this.scrollLeft()
-    );
-    const tipCell = this.tooltipCell();
-    if (tipCell && !this.tooltip.hidden) this.placeTooltip(tipCell);
-    if (this.state.view === "components") this.components.draw();
-    else this.drawTrajectory();
-    this.debug.frames += 1;
-    this.debug.lastDrawMs = performance.now() - t0;
-    for (const fn of this.debug.drawListeners.splice(0)) fn(this.debug.lastDrawMs);
+    draw(this);
+  }
+  scrollLeft() {
+    return scrollLeft(this);
   }
 };
-function rectOf(r) {
-  return { x: r.left, y: r.top, w: r.width, h: r.height };
-}
 
 // src/index.js
 function render({ model, el }) {

@@ -45,13 +45,13 @@ export function heatmapGrid(view) {
       return view.state.focus;
     },
     set focus(cell) {
-      view.state.focus = cell;
+      view.store.set({ focus: cell });
     },
     get focused() {
       return view.state.focused;
     },
     set focused(value) {
-      view.state.focused = value;
+      view.store.set({ focused: value });
     },
     get pinned() {
       return Boolean(view.state.selected);
