@@ -11,10 +11,10 @@ from typing import Any
 
 import traitlets
 
+from murano_widgets import metrics as registry
 from murano_widgets._checks import check_choice, check_index
 from murano_widgets.comparison.compare import LensComparison, compare
 from murano_widgets.export import base64_sections
-from murano_widgets.metrics import DIFF_METRICS
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.results.result import LogitLensResult
@@ -192,7 +192,7 @@ def show_lens_diff(
 
 
 def _check_metric(value: Any, meta: dict[str, Any], error: type) -> str:
-    check_choice("metric", value, DIFF_METRICS, error)
+    check_choice("metric", value, registry.DIFF_METRICS, error)
     info = next(m for m in meta["metrics"] if m["name"] == value)
     if not info["available"]:
         raise error(f"metric {value!r} cannot be shown: {info['unavailable_reason']}")
