@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from murano_widgets import metrics as registry
+import murano_widgets.metrics as registry
 from murano_widgets._checks import check_int, check_model, check_str
 from murano_widgets.comparison.alignment import (
     ALIGN_MODES,

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from murano_widgets import metrics as registry
+import murano_widgets.metrics as registry
 from murano_widgets.comparison.compare import LensComparison, _gather
 from murano_widgets.metrics import nice_ceil
 from murano_widgets.payload.codec import U16, finite_max, quantise, section_specs
