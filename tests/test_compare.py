@@ -669,3 +669,23 @@ def test_a_new_reduced_metric_reaches_the_diff_without_diff_code(pair, monkeypat
     step = widget._meta["sections"]["delta_surprise_bits"]["scale"]
     np.testing.assert_allclose(arrays["delta_surprise_bits"][known], want[known], atol=step)
     assert "surprise_bits_a" in arrays and "surprise_bits_b" in arrays
+
+
+def test_a_change_neither_result_can_give_is_unavailable_and_says_why(pair):
+    models, _ = pair
+    comparison = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
+    comparison.b.entropy = None  # a result without the field (another library's, say)
+    assert "delta_entropy" not in comparison.metric_deltas
+    assert "delta_entropy" not in comparison.describe_cell(0, 0, 0)
+    with pytest.raises(ValueError, match="b has no entropy"):
+        comparison.delta("entropy")
+    widget = LensDiffWidget(comparison)
+    entries = {m["name"]: m for m in widget._meta["metrics"]}
+    assert not entries["delta_entropy"]["available"]
+    assert entries["delta_entropy"]["unavailable_reason"] == "b has no entropy"
+    assert entries["delta_kl_to_final"]["available"], "the others stay"
+    assert "delta_entropy" not in widget._sections and "entropy_a" not in widget._sections
+    with pytest.raises(WidgetValueError, match="'delta_entropy' cannot be shown: b has no entropy"):
+        widget.metric = "delta_entropy"
+    # The menu's order is the registry's.
+    assert list(entries) == list(metrics.DIFF_METRICS)
