@@ -30,6 +30,7 @@ __all__ = [
     "ATTRIBUTION_SECTIONS",
     "DATASET_CHART",
     "DATASET_METRICS",
+    "DIFF_CHANGES",
     "DIFF_METRICS",
     "METRICS",
     "RANK_CONVENTION",
@@ -40,6 +41,8 @@ __all__ = [
     "VIEWS",
     "Metric",
     "Section",
+    "change_metric",
+    "diff_changes",
     "held_metrics",
     "metric_domain",
     "missing_value",
@@ -214,6 +217,47 @@ METRICS: dict[str, Metric] = {
     )
 }
 
+
+def diff_changes(heatmap: dict[str, Metric]) -> dict[str, Metric]:
+    """The heatmap metrics the diff shows as a change ``b - a``, by the diff metric's name
+    (``"delta_" + field``, also its payload section): every field the step's reductions compute
+    (``reduced=True``) and the top-1 probability."""
+    return {
+        f"delta_{metric.field}": metric
+        for metric in heatmap.values()
+        if metric.reduced or metric.field == "max_probs"
+    }
+
+
+def change_metric(name: str, metric: Metric) -> Metric:
+    """The diff's entry for the change ``b - a`` in the heatmap's ``metric``: in its unit, on the
+    diverging scale, a rank's on a symmetric log scale (``log``: sign · log1p), since one cell's
+    rank can move by thousands where most move by a few."""
+    label = metric.label
+    lowered = label[:1].lower() + label[1:] if label[1:2].islower() else label
+    side = " (each side against its own final prediction)" if metric.final_based else ""
+    return Metric(
+        name,
+        name,
+        f"Change in {lowered} (b − a)",
+        metric.unit,
+        "diverging",
+        log=metric.unit == "rank",
+        description=(
+            f"b's value minus a's{side}, on aligned cells: orange where b's is higher, blue "
+            f"where it is lower; neutral: no change. {metric.description}"
+        ).strip(),
+        final_based=metric.final_based,
+        view="diff",
+        short=f"Δ {metric.short or metric.name}",
+    )
+
+
+#: The heatmap's per-cell metrics the diff shows as a change (:func:`diff_changes`): a reduced
+#: metric added to :data:`METRICS` reaches the diff's comparison, payload, menu, legend and
+#: tooltip from here, with no diff code.
+DIFF_CHANGES: dict[str, Metric] = diff_changes(METRICS)
+
 #: The diff of two lenses (:func:`murano_widgets.show_lens_diff`): its colourings.
 DIFF_METRICS: dict[str, Metric] = {
     metric.name: metric
@@ -249,6 +293,8 @@ DIFF_METRICS: dict[str, Metric] = {
             view="diff",
             short="top-1",
         ),
+        # The change in each of the heatmap's per-cell metrics (DIFF_CHANGES), in its unit.
+        *(change_metric(name, metric) for name, metric in DIFF_CHANGES.items()),
     )
 }
 

@@ -68,7 +68,7 @@ from attribution_data import component_labels, present, with_sublayers
 from murano_widgets.comparison.compare import LensComparison, compare
 from murano_widgets.dataset.lens_dataset import LensDataset
 from murano_widgets.lenses import title_of
-from murano_widgets.metrics import METRICS
+from murano_widgets.metrics import DIFF_CHANGES, METRICS
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.payload.lens import LensPayload
@@ -904,6 +904,22 @@ def dist_result(
     words = [
         [[DIFF_VOCAB[t] for t in seq] for seq in layer] for layer in topk_tokens[..., 0].tolist()
     ]
+    # Entropy and KL(final ‖ layer) in bits, summed with math.fsum (not the CPU's vector units).
+    entropy = torch.zeros(L, 1, S)
+    kl_to_final = torch.zeros(L, 1, S)
+    for row in range(L):
+        for j in range(S):
+            p = probs[row, 0, j].double().tolist()
+            final_p = probs[-1, 0, j].double().tolist()
+            entropy[row, 0, j] = -math.fsum(x * math.log2(x) for x in p if x > 0)
+            kl_to_final[row, 0, j] = max(
+                0.0,
+                math.fsum(
+                    f * (math.log2(f) - math.log2(x))
+                    for f, x in zip(final_p, p, strict=True)
+                    if f > 0
+                ),
+            )
     return LogitLensResult(
         all_probs=probs if full else None,
         max_probs=topk_probs[..., 0].clone(),
@@ -916,6 +932,8 @@ def dist_result(
         topk_probs=topk_probs,
         final_token_probs=final_probs,
         final_token_ranks=ranks,
+        entropy=entropy,
+        kl_to_final=kl_to_final,
         final_tokens=final,
         input_ids=torch.tensor([[_ID[t] for t in prompt]]),
         prompts=["".join(prompt)],
@@ -1001,6 +1019,16 @@ def diff_cases() -> dict[str, LensComparison]:
 
 def diff_expected(comparison: LensComparison, k: int) -> dict[str, Any]:
     a, b = comparison.a, comparison.b
+
+    def plain(x: float) -> float | None:
+        return None if math.isnan(x) else x
+
+    # Each heatmap metric's two sides and change, from the results' fields by plain indexing.
+    sides = {
+        name: comparison.sides(metric.field)
+        for name, metric in DIFF_CHANGES.items()
+        if comparison.has_field(metric.field)
+    }
     cells = []
     for p in range(a.n_inputs):
         for row in range(len(a.layers)):
@@ -1025,6 +1053,15 @@ def diff_expected(comparison: LensComparison, k: int) -> dict[str, Any]:
                         "position_b": position_b,
                         "top_a": d["a"]["top_k"][:k],
                         "top_b": [] if side_b is None else side_b["top_k"][:k],
+                        "changes": {
+                            name: [
+                                plain(float(va[row, p, seq])),
+                                plain(float(vb[row, p, seq])),
+                                plain(d[name]),
+                            ]
+                            for name, (va, vb) in sides.items()
+                            for seq in [d["a"]["sequence_index"]]
+                        },
                     }
                 )
     return {

@@ -20,8 +20,10 @@ from murano_widgets import (
     PromptBatch,
     load_demo_model,
     load_demo_tuned_lens,
+    metrics,
 )
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
+from murano_widgets.metrics import DIFF_CHANGES
 from murano_widgets.payload.lens import decode_sections as decode
 from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
 from murano_widgets.widgets.lens import WidgetValueError
@@ -515,3 +517,175 @@ def test_widget_traits_are_validated_and_selected_is_described(pair):
     assert LensDiffWidget(blind).metric == "top1_differs"
     with pytest.raises(ValueError, match="metric 'delta_prob' cannot be shown: no aligned cell"):
         LensDiffWidget(blind, metric="delta_prob")
+
+
+def _plain_change(a, b, field, row, row_b, p, seq, seq_b):
+    """``b``'s field minus ``a``'s at one pair of cells by plain indexing, or NaN where either
+    side has no value (a rank's -1, a NaN)."""
+    value_a = float(getattr(a, field)[row, p, seq])
+    value_b = float(getattr(b, field)[row_b, p, seq_b])
+    if field.endswith("_ranks") and (value_a < 0 or value_b < 0):
+        return float("nan")
+    return value_b - value_a
+
+
+def test_each_heatmap_metric_changes_as_b_minus_a_on_aligned_cells(pair):
+    """Every reduced heatmap metric (and the top-1 probability) reaches the diff: its change is
+    b's field minus a's at the partner cell, from the two results by plain indexing; the
+    payload carries it (and both sides) in its unit's codec, and describe_cell reports it."""
+    models, _ = pair
+    prompts_a = ["The capital of France is Paris", "one two three"]
+    prompts_b = ["The capital of Italy is Rome and", "two three"]
+    comparison = compare_lenses(
+        models["a"], prompts_a, model_b=models["deep"], prompts_b=prompts_b, align="end"
+    )
+    a, b = comparison.a, comparison.b
+    assert (
+        set(comparison.metric_deltas)
+        == set(DIFF_CHANGES)
+        == {
+            "delta_max_probs",
+            "delta_entropy",
+            "delta_final_token_probs",
+            "delta_final_token_ranks",
+            "delta_kl_to_final",
+        }
+    )
+    layer_b = {0: 0, 1: 2, 2: 4}  # 3 layers against 5, by relative depth
+    for name, metric in DIFF_CHANGES.items():
+        got = comparison.metric_deltas[name]
+        expected = torch.full_like(got, float("nan"))
+        for p in range(len(prompts_a)):
+            real_a, real_b = a.positions(p).tolist(), b.positions(p).tolist()
+            shift = len(real_b) - len(real_a)  # "end": the last tokens pair
+            for j, seq in enumerate(real_a):
+                if not 0 <= j + shift < len(real_b):
+                    continue
+                for row in range(len(a.layers)):
+                    row_b = b.layers.index(layer_b[a.layers[row]])
+                    expected[row, p, seq] = _plain_change(
+                        a, b, metric.field, row, row_b, p, seq, real_b[j + shift]
+                    )
+        assert torch.equal(torch.isnan(got), torch.isnan(expected)), name
+        torch.testing.assert_close(got, expected, equal_nan=True, atol=1e-6, rtol=0)
+        assert (got[~torch.isnan(got)] != 0).any(), f"{name}: the two models differ somewhere"
+        if metric.unit == "rank":
+            known = got[~torch.isnan(got)]
+            assert torch.equal(known, known.round()), "a rank's change is a whole number"
+    # Positions without a partner have no change.
+    unpaired = a.attention_mask.bool() & (comparison.positions < 0)
+    assert (
+        unpaired.any() and torch.isnan(comparison.metric_deltas["delta_entropy"][:, unpaired]).all()
+    )
+
+    # describe_cell reports each change.
+    described = comparison.describe_cell(0, 2, len(a.positions(0)) - 1)
+    seq = int(a.positions(0)[-1])
+    for name in DIFF_CHANGES:
+        assert described[name] == pytest.approx(float(comparison.metric_deltas[name][2, 0, seq]))
+
+    # The payload: each change in its unit's codec, both sides' values, the known mask.
+    widget = LensDiffWidget(comparison, metric="delta_entropy")
+    meta, arrays = widget._meta, decode(widget._meta, widget._sections)
+    mask = a.attention_mask.bool()
+    for name, metric in DIFF_CHANGES.items():
+        spec = meta["sections"][name]
+        entry = next(m for m in meta["metrics"] if m["name"] == name)
+        assert entry["available"] and entry["unit"] == metric.unit and entry["scale"] == "diverging"
+        assert entry["change"] == {
+            "a": f"{metric.field}_a",
+            "b": f"{metric.field}_b",
+            "known": f"known_{name}",
+        }
+        want = comparison.metric_deltas[name][:, mask].numpy()
+        known = np.isfinite(want)
+        assert np.array_equal(arrays[f"known_{name}"].astype(bool), known)
+        assert (
+            spec["dtype"] == {"rank": "int32", "probability": "int16", "bits": "int16"}[metric.unit]
+        )
+        # Exact for ranks; within half a step otherwise.
+        np.testing.assert_allclose(arrays[name][known], want[known], atol=spec["scale"] / 2 + 1e-9)
+        values_a, values_b = (t[:, mask].numpy() for t in comparison.sides(metric.field))
+        for side, values in (("a", values_a), ("b", values_b)):
+            section = f"{metric.field}_{side}"
+            step = meta["sections"][section]["scale"]
+            np.testing.assert_allclose(arrays[section][known], values[known], atol=step / 2 + 1e-9)
+        low, high = entry["domain"]
+        assert low == -high and high >= float(np.abs(want[known]).max())
+        assert entry["log"] == (metric.unit == "rank")
+    assert widget.metric == "delta_entropy"
+    assert next(m for m in meta["metrics"] if m["name"] == "delta_entropy")["label"] == (
+        "Change in entropy (bits) (b − a)"
+    )
+
+
+def test_a_new_reduced_metric_reaches_the_diff_without_diff_code(pair, monkeypatch):
+    """A reduced Metric added to the heatmap's registry reaches the comparison, the payload and
+    the widget's metric trait: the registry is all that changes. (A real metric also declares
+    its field on LogitLensResult and computes it in the reductions; here the field is set on
+    both results, as the step would fill it.)"""
+    models, _ = pair
+    # The registry's diff entries are the fixed three plus one per change (DIFF_CHANGES).
+    fixed = {n: m for n, m in metrics.DIFF_METRICS.items() if n not in metrics.DIFF_CHANGES}
+
+    def diff_registry(heatmap):
+        changes = metrics.diff_changes(heatmap)
+        return changes, {**fixed, **{n: metrics.change_metric(n, m) for n, m in changes.items()}}
+
+    assert diff_registry(metrics.METRICS) == (metrics.DIFF_CHANGES, metrics.DIFF_METRICS)
+    surprise = metrics.Metric(
+        "surprise",
+        "surprise_bits",
+        "Surprise of the final prediction (bits)",
+        "bits",
+        "magma",
+        description="-log2 of the final prediction's probability.",
+        final_based=True,
+        reduced=True,
+    )
+    changes, registry = diff_registry({**metrics.METRICS, "surprise": surprise})
+    monkeypatch.setattr(metrics, "DIFF_CHANGES", changes)
+    monkeypatch.setattr(metrics, "DIFF_METRICS", registry)
+
+    comparison = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
+    for result in (comparison.a, comparison.b):
+        result.surprise_bits = -torch.log2(result.final_token_probs)
+    got = comparison.metric_deltas["delta_surprise_bits"]
+    a, b = comparison.a, comparison.b
+    expected = b.surprise_bits - a.surprise_bits  # one tokenizer, one prompt list: same grid
+    expected = expected.masked_fill(~comparison.aligned, float("nan"))
+    torch.testing.assert_close(got, expected, equal_nan=True)
+    assert comparison.describe_cell(0, 1, 2)["delta_surprise_bits"] == pytest.approx(
+        float(expected[1, 0, int(a.positions(0)[2])])
+    )
+    widget = LensDiffWidget(comparison, metric="delta_surprise_bits")
+    entry = next(m for m in widget._meta["metrics"] if m["name"] == "delta_surprise_bits")
+    assert entry["label"] == "Change in surprise of the final prediction (bits) (b − a)"
+    assert entry["unit"] == "bits" and entry["available"] and entry["final_based"]
+    arrays = decode(widget._meta, widget._sections)
+    mask = a.attention_mask.bool()
+    want = got[:, mask].numpy()
+    known = np.isfinite(want)
+    step = widget._meta["sections"]["delta_surprise_bits"]["scale"]
+    np.testing.assert_allclose(arrays["delta_surprise_bits"][known], want[known], atol=step)
+    assert "surprise_bits_a" in arrays and "surprise_bits_b" in arrays
+
+
+def test_a_change_neither_result_can_give_is_unavailable_and_says_why(pair):
+    models, _ = pair
+    comparison = compare_lenses(models["a"], PROMPTS, model_b=models["b"])
+    comparison.b.entropy = None  # a result without the field (another library's, say)
+    assert "delta_entropy" not in comparison.metric_deltas
+    assert "delta_entropy" not in comparison.describe_cell(0, 0, 0)
+    with pytest.raises(ValueError, match="b has no entropy"):
+        comparison.delta("entropy")
+    widget = LensDiffWidget(comparison)
+    entries = {m["name"]: m for m in widget._meta["metrics"]}
+    assert not entries["delta_entropy"]["available"]
+    assert entries["delta_entropy"]["unavailable_reason"] == "b has no entropy"
+    assert entries["delta_kl_to_final"]["available"], "the others stay"
+    assert "delta_entropy" not in widget._sections and "entropy_a" not in widget._sections
+    with pytest.raises(WidgetValueError, match="'delta_entropy' cannot be shown: b has no entropy"):
+        widget.metric = "delta_entropy"
+    # The menu's order is the registry's.
+    assert list(entries) == list(metrics.DIFF_METRICS)

@@ -15,6 +15,7 @@ from reference import ReferenceLens
 from murano_widgets import MuranoModel, load_demo_model, patch_lens, show_lens_diff
 from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.demo_model import DEMO_MODEL_PATH
+from murano_widgets.metrics import DIFF_CHANGES
 
 LN2 = math.log(2.0)
 PROMPT = "The capital of France is"
@@ -178,7 +179,24 @@ def check_causal_cone(comparison: PatchComparison) -> None:
     outside = below.view(-1, 1, 1) | (torch.arange(a.max_probs.shape[-1]) < patch.position)
     assert comparison.kl_a_to_b[outside].abs().max() <= 1e-6
     assert comparison.delta_prob[outside].abs().max() <= 1e-6
+    _check_metric_changes(comparison, outside, before)
     _check_changed(comparison)
+
+
+def _check_metric_changes(comparison: PatchComparison, outside, before) -> None:
+    """Each heatmap metric's change (the same derivation as any comparison's): the patched
+    run's field minus the clean one's, cell by cell on the one grid; none outside the causal
+    cone (a final-based metric's only before the patched position: each run's final prediction
+    is its own, and the patch reaches the last layer)."""
+    a, b = comparison.a, comparison.b
+    assert set(comparison.metric_deltas) == set(DIFF_CHANGES)
+    for name, delta in comparison.metric_deltas.items():
+        metric = DIFF_CHANGES[name]
+        expected = getattr(b, metric.field).float() - getattr(a, metric.field).float()
+        expected = expected.masked_fill(~comparison.aligned, float("nan"))
+        torch.testing.assert_close(delta, expected, equal_nan=True, atol=0, rtol=0)
+        untouched = delta[:, :, before] if metric.final_based else delta[outside]
+        assert untouched.abs().max() <= 1e-4, name
 
 
 def _check_same(a, b, pick, where: str) -> None:
@@ -421,10 +439,15 @@ def test_show_lens_diff_takes_it_as_it_is(tmp_path):
         "delta_prob": True,
         "kl": True,
         "top1_differs": True,
+        **dict.fromkeys(DIFF_CHANGES, True),
     }
     widget.metric = "kl"
     widget.selected = {"prompt": 0, "layer_index": 5, "position": 4}
     assert widget.selected["delta_prob"] < -0.5
+    # The patched run's entropy there minus the clean one's, as the two results hold them.
+    widget.metric = "delta_entropy"
+    entropy = comparison.b.entropy[5, 0, 4] - comparison.a.entropy[5, 0, 4]
+    assert widget.selected["delta_entropy"] == pytest.approx(float(entropy))
     path = tmp_path / "patch.html"
     widget.save_html(path)
     assert "lens_diff" in path.read_text()

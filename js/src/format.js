@@ -98,3 +98,41 @@ export function formatUnit(unit, value, short = false, step = 0) {
   if (!Number.isFinite(value)) return "–";
   return String(Number(value.toPrecision(3)));
 }
+
+/**
+ * A change `b − a` in a unit of the metric registry, signed: a probability's in percentage points
+ * ("+12.3 pts", `short`: "+12"; the diff's `"delta"` is one), bits ("−0.52 bits", `short`:
+ * "−0.52"; no digit finer than `step`), ranks ("+3 ranks", "−20k ranks"; `short`: "+3", "−20k";
+ * a rank change is exact); "0 pts", "0 bits", "0 ranks" (`short`: "0") for none, "–" when not finite.
+ * @param {string} unit
+ * @param {number | null} value
+ * @param {boolean} [short] the cell label and legend tick form
+ * @param {number} [step] the quantum the value was stored with (its section's scale; 0: exact)
+ * @returns {string}
+ */
+export function formatChange(unit, value, short = false, step = 0) {
+  if (value === null || !Number.isFinite(value)) return "–";
+  const size = Math.abs(value);
+  const sign = value > 0 ? "+" : "−";
+  if (unit === "probability" || unit === "delta") {
+    const points = size * 100;
+    const digits = short ? (points >= 9.95 ? 0 : 1) : points >= 10 ? 1 : 2;
+    let text = points.toFixed(digits);
+    if (text.includes(".")) text = text.replace(/\.?0+$/, "");
+    if (text === "" || Number(text) === 0) return short ? "0" : "0 pts";
+    return short ? `${sign}${text}` : `${sign}${text} pts`;
+  }
+  if (unit === "rank") {
+    const rounded = Math.round(size);
+    if (rounded === 0) return short ? "0" : "0 ranks";
+    const text = rounded >= 10000 ? `${Math.round(rounded / 1000)}k` : rounded >= 1000 && short ? `${Number((rounded / 1000).toFixed(1))}k` : String(rounded);
+    return short ? `${sign}${text}` : `${sign}${text} rank${rounded === 1 ? "" : "s"}`;
+  }
+  if (unit === "bits") {
+    const text = formatBits(size, true, step);
+    if (Number(text) === 0) return short ? "0" : "0 bits";
+    return short ? `${sign}${text}` : `${sign}${formatBits(size, false, step)}`;
+  }
+  const text = String(Number(size.toPrecision(3)));
+  return Number(text) === 0 ? "0" : `${sign}${text}`;
+}

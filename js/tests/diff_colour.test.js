@@ -68,3 +68,37 @@ test("on a dark page no change is a dark grey and a change grows brighter (a pat
     assert.notDeepEqual(cellColour(diff, metric, index, true), cellColour(diff, metric, index, false), metric);
   }
 });
+
+test("a heatmap metric's change (bits, rank) decodes from its own sections and takes the diverging scale", async () => {
+  const { changeAt, metricValueAt } = await import("../src/diff/colour.js");
+  const { diffMetric } = await import("../src/diff/payload.js");
+  const diff = decodeDiff(...Object.values(diffPayload("diff_prefix")));
+  // Entropy at row 0, position 0: a 1.48 bits, b 3.38 bits: +1.90 bits, int16 scaled to the largest |change|.
+  const up = changeAt(diff, "delta_entropy", diffIndex(diff, 0, 0, 0));
+  assert.ok(up && Math.abs(up.delta - 1.8985) <= up.steps.delta && Math.abs(up.a - 1.4765) <= up.steps.a && Math.abs(up.b - 3.375) <= up.steps.b, JSON.stringify(up));
+  assert.equal(diff.meta.sections.delta_entropy.dtype, "int16");
+  assert.deepEqual(diffMetric(diff, "delta_entropy")?.domain, [-2, 2], "symmetric about 0, a round bound above the largest change");
+  const orange = cellColour(diff, "delta_entropy", diffIndex(diff, 0, 0, 0));
+  const blue = cellColour(diff, "delta_entropy", diffIndex(diff, 1, 0, 0)); // −1.75 bits
+  assert.ok(orange && orange[0] > orange[2] + 80, `more entropy under b is orange: ${orange}`);
+  assert.ok(blue && blue[2] > blue[0] + 80, `less is blue: ${blue}`);
+  assert.deepEqual(cellColour(diff, "delta_entropy", diffIndex(diff, 0, 0, 1)), hexToRgb(DIVERGING[4]), "no change is the centre");
+  assert.equal(cellColour(diff, "delta_entropy", diffIndex(diff, 0, 0, 2)), null, "no partner: no colour");
+  // The final prediction's rank: exact int32 (a change of one rank reads as one).
+  assert.equal(diff.meta.sections.delta_final_token_ranks.dtype, "int32");
+  assert.equal(metricValueAt(diff, "delta_final_token_ranks", diffIndex(diff, 0, 0, 0)), 1);
+  assert.equal(metricValueAt(diff, "delta_final_token_ranks", diffIndex(diff, 0, 0, 1)), 0);
+  assert.equal(diffMetric(diff, "delta_final_token_ranks")?.log, true);
+});
+
+test("a rank's change sits on a symmetric log scale: a change of 3 ranks shows beside one of thousands", () => {
+  const linear = divergingColour(3, 5000);
+  const log = divergingColour(3, 5000, DIVERGING, true);
+  const centre = hexToRgb(DIVERGING[4]);
+  const distance = (/** @type {number[]} */ c) => c.reduce((s, x, i) => s + Math.abs(x - centre[i]), 0);
+  assert.ok(distance(log) > distance(linear) + 60, `log ${log} vs linear ${linear}`);
+  assert.deepEqual(divergingColour(5000, 5000, DIVERGING, true), divergingColour(1, 1), "the domain's end is the scale's end");
+  const up = divergingColour(40, 5000, DIVERGING, true);
+  const down = divergingColour(-40, 5000, DIVERGING, true);
+  assert.ok(up[0] > up[2] && down[2] > down[0], "the sign picks the hue");
+});

@@ -62,3 +62,24 @@ test("the headline says when layers are aligned by relative depth", () => {
   assert.match(alignmentHeadline(diff), /^Layers aligned by relative depth: a has 2 layers, b has 5\./);
   assert.match(tooltipContent(diff, diffCell(diff, 0, 1, 0)).title, /↔ layer 4 of 5/);
 });
+
+test("a heatmap metric's change: the tooltip shows a's value, b's and the change in its unit", async () => {
+  const { formatChange } = await import("../src/format.js");
+  assert.equal(formatChange("bits", 1.8985), "+1.90 bits");
+  assert.equal(formatChange("bits", -0.5, true), "−0.5");
+  assert.equal(formatChange("bits", 0), "0 bits");
+  assert.equal(formatChange("rank", 1), "+1 rank");
+  assert.equal(formatChange("rank", -25000), "−25k ranks");
+  assert.equal(formatChange("rank", 1500, true), "+1.5k");
+  assert.equal(formatChange("probability", -0.625), "−62.5 pts");
+  assert.equal(formatChange("bits", Number.NaN), "–");
+  const diff = decodeDiff(...Object.values(diffPayload("diff_prefix")));
+  const cell = diffCell(diff, 0, 0, 0);
+  const lines = tooltipContent(diff, cell, "delta_entropy").lines;
+  assert.ok(lines.includes("Δ entropy: 1.48 bits → 3.38 bits (+1.90 bits)"), lines.join(" | "));
+  assert.equal(cellLabel(cell, "delta_entropy"), "+1.9");
+  assert.ok(tooltipContent(diff, cell, "delta_final_token_ranks").lines.includes("Δ final prediction's rank: rank 0 → rank 1 (+1 rank)"));
+  assert.ok(tooltipContent(diff, cell, "delta_final_token_probs").lines.some((l) => /75(\.0)?% → 12\.5% \(−62\.5 pts\)/.test(l)));
+  assert.match(readoutLine(diff, cell, false, "delta_kl_to_final"), /Δ KL to final: 1\.68 bits → 0\.93 bits \(−0\.76 bits\)/);
+  assert.ok(!tooltipContent(diff, cell, "delta_prob").lines.some((l) => l.startsWith("Δ entropy")), "only the colouring's change");
+});

@@ -8,6 +8,7 @@ import { test } from "node:test";
 
 import { decodeDataset } from "../src/dataset/data.js";
 import { decodeDiff, diffIndex, diffMetric, tokenAt } from "../src/diff/payload.js";
+import { changeAt, metricValueAt } from "../src/diff/colour.js";
 import { cellDetails } from "../src/details.js";
 import { metricNames, metricValue } from "../src/metrics.js";
 import { cellIndex, cellTargetIndex, decodeLenses, decodePayload, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex } from "../src/payload.js";
@@ -178,6 +179,20 @@ for (const name of goldenNames("diff_")) {
         }
         if (expected.kl) near(arrays.kl_a_to_b[idx] * scales.kl_a_to_b, cell.kl_a_to_b, scales.kl_a_to_b, `${at}: kl`);
         else assert.equal(arrays.kl_a_to_b, undefined);
+        // Each heatmap metric's change: a's value, b's and b − a, as the results' fields hold them.
+        assert.ok(Object.keys(cell.changes).length >= 4, `${at}: the heatmap metrics' changes`);
+        for (const [name, [va, vb, delta]] of Object.entries(cell.changes)) {
+          const got = changeAt(diff, name, idx);
+          if (delta === null) {
+            assert.equal(got, null, `${at}: ${name} has no value`);
+            continue;
+          }
+          assert.ok(got, `${at}: ${name} known`);
+          near(got.a, va, got.steps.a, `${at}: ${name} a`);
+          near(got.b, vb, got.steps.b, `${at}: ${name} b`);
+          near(got.delta, delta, got.steps.delta, `${at}: ${name} b − a`);
+          assert.equal(metricValueAt(diff, name, idx), got.delta);
+        }
       }
     }
   });

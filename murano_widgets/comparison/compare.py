@@ -3,7 +3,10 @@
 Two :class:`LogitLensResult`\\ s (two prompts, two models with one tokenizer, or two lenses on one
 model) are paired cell by cell (see :mod:`murano_widgets.comparison.alignment`) and compared on ``a``'s
 grid: the change ``b - a`` in the probability of a chosen token (by default ``a``'s model's own
-final prediction at each position), whether the top-1 token differs, and KL(a ‖ b) in bits.
+final prediction at each position), whether the top-1 token differs, KL(a ‖ b) in bits, and the
+change ``b - a`` in each of the heatmap's per-cell metrics (:data:`~murano_widgets.metrics.DIFF_CHANGES`:
+entropy, the final prediction's probability and rank, KL to the final distribution, the top-1
+probability), read from both results' fields on aligned cells (:attr:`LensComparison.metric_deltas`).
 
 ``compare`` works from the two results alone. The probability of a token under a lens is known
 exactly where the result holds it: ``all_probs`` (``store_full_probs=True``), the final-token
@@ -21,11 +24,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import torch
 
+import murano_widgets.metrics as registry
 from murano_widgets._checks import check_int, check_model, check_str
 from murano_widgets.comparison.alignment import (
     ALIGN_MODES,
@@ -70,6 +75,10 @@ class LensComparison:
         alignment_note: How layers and positions were paired, in words.
         source: ``"results"`` (from the results alone) or ``"run together"``
             (``compare_lenses``).
+
+    The change in each heatmap metric (:data:`~murano_widgets.metrics.DIFF_CHANGES`) is read
+    from the two results' fields: :attr:`metric_deltas` (all of them), :meth:`delta` and
+    :meth:`sides` (one field).
     """
 
     a: LogitLensResult
@@ -99,6 +108,45 @@ class LensComparison:
     def n_inputs(self) -> int:
         return self.a.n_inputs
 
+    def sides(self, field: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """A per-cell field of both results on ``a``'s grid: ``(a's, b's)`` as float32, ``b``'s
+        moved to each cell's partner; NaN where the cell is not aligned or either side has no
+        value there (a rank's -1, a NaN).
+
+        Raises:
+            ValueError: If either result lacks ``field``.
+        """
+        values_a, values_b = getattr(self.a, field, None), getattr(self.b, field, None)
+        if values_a is None or values_b is None:
+            lacking = " and ".join(n for n, v in (("a", values_a), ("b", values_b)) if v is None)
+            raise ValueError(f"{lacking} has no {field}: its change cannot be computed")
+        nan = float("nan")
+        on_a = _cell_values(values_a)
+        on_b = _gather(_cell_values(values_b), self.layer_rows, self.positions, nan)
+        known = self.aligned & torch.isfinite(on_a) & torch.isfinite(on_b)
+        return on_a.masked_fill(~known, nan), on_b.masked_fill(~known, nan)
+
+    def delta(self, field: str) -> torch.Tensor:
+        """``b``'s ``field`` minus ``a``'s on ``a``'s grid (NaN where :meth:`sides` is)."""
+        values_a, values_b = self.sides(field)
+        return values_b - values_a
+
+    @cached_property
+    def metric_deltas(self) -> dict[str, torch.Tensor]:
+        """The change ``b - a`` in each of the heatmap's per-cell metrics both results hold, by
+        its diff metric's name (``"delta_entropy"``, ...: :data:`~murano_widgets.metrics.DIFF_CHANGES`),
+        ``[n_layers, n_inputs, seq]`` on ``a``'s grid, NaN where not aligned or without a value
+        (computed once, on first use)."""
+        return {
+            name: self.delta(metric.field)
+            for name, metric in registry.DIFF_CHANGES.items()
+            if self.has_field(metric.field)
+        }
+
+    def has_field(self, field: str) -> bool:
+        """Whether both results hold ``field`` (so its change is known)."""
+        return getattr(self.a, field, None) is not None and getattr(self.b, field, None) is not None
+
     def describe_cell(self, prompt: int, layer_index: int, position: int) -> dict[str, Any]:
         """One cell of the comparison: both sides' descriptions and the differences.
 
@@ -110,8 +158,10 @@ class LensComparison:
         Returns:
             ``prompt``, ``layer_index``, ``position``, ``aligned``, ``delta_prob``,
             ``token_prob_a``, ``token_prob_b``, ``top1_differs``, ``kl_a_to_b`` (NaN when unknown), ``token``
-            (the chosen token's text), ``a`` (``a.describe_cell(...)``) and ``b`` (``b``'s
-            description of the partner cell, or ``None``).
+            (the chosen token's text), ``a`` (``a.describe_cell(...)``), ``b`` (``b``'s
+            description of the partner cell, or ``None``), and the change in each heatmap
+            metric both results hold, by its diff metric's name (``delta_entropy``, ...: NaN
+            where unknown; :attr:`metric_deltas`).
 
         Raises:
             ValueError: For an index out of range.
@@ -139,6 +189,7 @@ class LensComparison:
             "token": strings.get(token, "") if token >= 0 else "",
             "a": described_a,
             "b": described_b,
+            **{name: float(delta[cell]) for name, delta in self.metric_deltas.items()},
         }
 
     def __repr__(self) -> str:
@@ -430,6 +481,13 @@ def _gather(
     while ok.dim() < picked.dim():
         ok = ok.unsqueeze(-1)
     return picked.masked_fill(~ok, fill) if picked.dtype != torch.bool else picked & ok
+
+
+def _cell_values(values: torch.Tensor) -> torch.Tensor:
+    """A per-cell field as float32 values: an integer field's -1 (a rank without one) is NaN."""
+    if values.dtype.is_floating_point:
+        return values.detach().cpu().float()
+    return values.detach().cpu().float().masked_fill(values.detach().cpu() < 0, float("nan"))
 
 
 def _on_b_grid(token_a: torch.Tensor, alignment: Alignment, b: LogitLensResult) -> torch.Tensor:

@@ -18,7 +18,19 @@ Sections (``L`` rows of ``a``, ``T`` positions, ``k`` top tokens):
 - ``aligned``, ``top1_differs`` ``[L, T]`` uint8;
 - ``delta_prob`` ``[L, T]`` int16, ``raw / 32767`` (in [-1, 1]);
 - ``token_prob_a``, ``token_prob_b`` ``[L, T]`` uint16, ``raw / 65535``;
-- ``kl`` ``[L, T]`` uint16 scaled to its largest value (only when the comparison has KL);
+- ``kl_a_to_b`` ``[L, T]`` uint16 scaled to its largest value (only when the comparison has KL);
+- the change ``b - a`` in each heatmap metric both results hold
+  (:data:`~murano_widgets.metrics.DIFF_CHANGES`; the section is the diff metric's name,
+  ``"delta_" + field``: ``delta_max_probs``, ``delta_entropy``, ``delta_final_token_probs``,
+  ``delta_final_token_ranks``, ``delta_kl_to_final``) ``[L, T]``, by unit: a probability's int16
+  ``raw / 32767`` (as ``delta_prob``); bits int16 scaled to the largest ``|change|``
+  (``scale = max / 32767``); a rank's int32, exact (a change of one rank must read as one, and
+  one can be as large as the vocabulary). With it ``<field>_a`` and ``<field>_b`` ``[L, T]``,
+  both sides' values (``b``'s at the partner cell) in the lens payload's codec for the unit
+  (probability uint16 ``raw / 65535``, bits uint16 scaled to the largest value, rank uint32
+  exact), and ``known_delta_<field>`` uint8, 1 where the change has a value (aligned, and both
+  sides hold one). The metric's entry in ``meta["metrics"]`` names the three (``change``) and
+  its domain, symmetric about 0;
 - ``topk_tokens_a``, ``topk_tokens_b`` ``[L, T, k]`` and ``topk_probs_a``, ``topk_probs_b``
   ``[L, T, k]`` uint16: both cells' top-k, ``b``'s moved onto ``a``'s grid;
 - ``no_token_input_a``, ``no_token_input_b``, ``no_token_token``, ``no_token_topk_tokens_a``,
@@ -29,14 +41,16 @@ A cell is shown only where ``aligned`` is 1; its values elsewhere are 0 and mean
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
+import murano_widgets.metrics as registry
 from murano_widgets.comparison.compare import LensComparison, _gather
-from murano_widgets.metrics import DIFF_METRICS, nice_ceil
-from murano_widgets.payload.codec import U16, quantise, section_specs
+from murano_widgets.metrics import nice_ceil
+from murano_widgets.payload.codec import U16, finite_max, quantise, section_specs
 from murano_widgets.payload.lens import joined_prompts
 
 FORMAT = "lens_diff"
@@ -173,8 +187,10 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
     # A round bound from 0.01 to 1, so the legend's ends read as plain numbers.
     delta_max = min(1.0, nice_ceil(max(float(known.max()) if known.size else 0.0, 0.01)))
     metrics = []
-    for metric in DIFF_METRICS.values():
+    for metric in registry.DIFF_METRICS.values():
         name = metric.name
+        if name in registry.DIFF_CHANGES:
+            continue
         if name == "delta_prob":
             available, domain = bool(delta_known.any()), [-delta_max, delta_max]
             reason = None if available else "no aligned cell knows the chosen token's probability"
@@ -194,8 +210,17 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
                 "domain": domain,
                 "available": available,
                 "unavailable_reason": reason,
+                "change": (
+                    {"a": "token_prob_a", "b": "token_prob_b", "known": "delta_known"}
+                    if name == "delta_prob"
+                    else None
+                ),
             }
         )
+
+    metrics.extend(_change_sections(comparison, cells, arrays, scales))
+    order = list(registry.DIFF_METRICS)
+    metrics.sort(key=lambda entry: order.index(entry["name"]))
 
     meta = {
         "format": FORMAT,
@@ -221,6 +246,74 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         "sections": section_specs(arrays, scales),
     }
     return meta, arrays
+
+
+def _change_sections(
+    comparison: LensComparison,
+    cells: Callable[[torch.Tensor], np.ndarray],
+    arrays: dict[str, np.ndarray],
+    scales: dict[str, float],
+) -> list[dict[str, Any]]:
+    """The change in each heatmap metric (:data:`DIFF_CHANGES`): its sections (added to
+    ``arrays`` and ``scales``) and its ``meta["metrics"]`` entries, in registry order.
+
+    Nothing here names a metric: a unit picks the codec, the registry picks the metrics."""
+    entries = []
+    for name, source in registry.DIFF_CHANGES.items():
+        metric = registry.DIFF_METRICS[name]
+        field, unit = source.field, source.unit
+        entry: dict[str, Any] = {**metric.as_json(), "domain": [-1.0, 1.0], "change": None}
+        if not comparison.has_field(field):
+            lacking = " and ".join(
+                side
+                for side, result in (("a", comparison.a), ("b", comparison.b))
+                if getattr(result, field, None) is None
+            )
+            verb = "have" if " and " in lacking else "has"
+            entries.append(
+                {**entry, "available": False, "unavailable_reason": f"{lacking} {verb} no {field}"}
+            )
+            continue
+        values_a, values_b = (cells(t).astype(np.float64) for t in comparison.sides(field))
+        delta = cells(comparison.metric_deltas[name]).astype(np.float64)
+        known = np.isfinite(delta)
+        largest = float(np.abs(delta[known]).max()) if known.any() else 0.0
+        names = {"a": f"{field}_a", "b": f"{field}_b", "known": f"known_{name}"}
+        arrays[names["known"]] = known.astype(np.uint8)
+        if unit == "rank":
+            arrays[name] = np.where(known, delta, 0).astype(np.int32)
+            for side, values in (("a", values_a), ("b", values_b)):
+                arrays[names[side]] = np.where(known, values, 0).astype(np.uint32)
+            bound = nice_ceil(largest) if largest > 0 else 1.0
+        elif unit == "probability":
+            arrays[name] = quantise(delta, 1.0, np.int16)
+            scales[name] = 1 / _I16
+            for side, values in (("a", values_a), ("b", values_b)):
+                arrays[names[side]] = quantise(values, 1.0, np.uint16)
+                scales[names[side]] = 1 / U16
+            bound = min(1.0, nice_ceil(max(largest, 0.01)))
+        else:  # bits, or any other unit: scaled to the largest value
+            top = largest if largest > 0 else 1.0
+            arrays[name] = quantise(delta, top, np.int16)
+            scales[name] = top / _I16
+            for side, values in (("a", values_a), ("b", values_b)):
+                side_top = finite_max(values, 1.0)
+                arrays[names[side]] = quantise(values, side_top, np.uint16)
+                scales[names[side]] = side_top / U16
+            bound = nice_ceil(largest) if largest > 0 else 1.0
+        available = bool(known.any())
+        entries.append(
+            {
+                **entry,
+                "domain": [-bound, bound],
+                "available": available,
+                "unavailable_reason": None
+                if available
+                else "no aligned cell has a value on both sides",
+                "change": names,
+            }
+        )
+    return entries
 
 
 def _depth(result: Any) -> int:

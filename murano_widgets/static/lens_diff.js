@@ -184,6 +184,7 @@ var COLOUR_STOPS = Object.freeze({
 });
 
 // src/format.js
+var RANK_CAP = 65535;
 function realDigits(digits, step, unit = 1) {
   let d = digits;
   while (d > 0 && 10 ** -d * unit < step) d -= 1;
@@ -202,6 +203,48 @@ function formatBits(b, short = false, step = 0) {
   const digits = realDigits(b >= 10 ? 1 : 2, step);
   const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
   return short ? text : `${text} bits`;
+}
+function formatRank(rank, short = false) {
+  if (!Number.isFinite(rank)) return "–";
+  let text;
+  if (rank >= RANK_CAP) text = `≥${RANK_CAP}`;
+  else if (rank >= 1e4) text = `${Math.round(rank / 1e3)}k`;
+  else if (rank >= 1e3 && short) text = `${Number((rank / 1e3).toFixed(1))}k`;
+  else text = String(Math.round(rank));
+  return short ? text : `rank ${text}`;
+}
+function formatUnit(unit, value, short = false, step = 0) {
+  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value, step);
+  if (unit === "rank") return formatRank(value, short);
+  if (unit === "bits") return formatBits(value, short, step);
+  if (!Number.isFinite(value)) return "–";
+  return String(Number(value.toPrecision(3)));
+}
+function formatChange(unit, value, short = false, step = 0) {
+  if (value === null || !Number.isFinite(value)) return "–";
+  const size = Math.abs(value);
+  const sign = value > 0 ? "+" : "−";
+  if (unit === "probability" || unit === "delta") {
+    const points = size * 100;
+    const digits = short ? points >= 9.95 ? 0 : 1 : points >= 10 ? 1 : 2;
+    let text2 = points.toFixed(digits);
+    if (text2.includes(".")) text2 = text2.replace(/\.?0+$/, "");
+    if (text2 === "" || Number(text2) === 0) return short ? "0" : "0 pts";
+    return short ? `${sign}${text2}` : `${sign}${text2} pts`;
+  }
+  if (unit === "rank") {
+    const rounded = Math.round(size);
+    if (rounded === 0) return short ? "0" : "0 ranks";
+    const text2 = rounded >= 1e4 ? `${Math.round(rounded / 1e3)}k` : rounded >= 1e3 && short ? `${Number((rounded / 1e3).toFixed(1))}k` : String(rounded);
+    return short ? `${sign}${text2}` : `${sign}${text2} rank${rounded === 1 ? "" : "s"}`;
+  }
+  if (unit === "bits") {
+    const text2 = formatBits(size, true, step);
+    if (Number(text2) === 0) return short ? "0" : "0 bits";
+    return short ? `${sign}${text2}` : `${sign}${formatBits(size, false, step)}`;
+  }
+  const text = String(Number(size.toPrecision(3)));
+  return Number(text) === 0 ? "0" : `${sign}${text}`;
 }
 
 // src/payload.js
@@ -406,7 +449,7 @@ function clampIndex(value, n) {
 // src/diff/payload.js
 var DIFF_VERSION = 2;
 var REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
-var DIFF_DTYPES = Object.freeze(["uint8", "int16", "uint16", "uint32"]);
+var DIFF_DTYPES = Object.freeze(["uint8", "int16", "uint16", "uint32", "int32"]);
 function decodeDiff(meta, sections) {
   if (!meta || meta.format !== "lens_diff") throw new Error("this is not a lens-diff payload (meta.format is not 'lens_diff')");
   if (meta.version !== DIFF_VERSION) throw new Error(`lens-diff payload version ${meta.version}; this front end reads version ${DIFF_VERSION}`);
@@ -492,31 +535,50 @@ function diffPalette(dark) {
   const magma = COLOUR_STOPS.magma;
   return dark ? { diverging: DIVERGING_DARK, kl: [...magma], same: SAME_COLOUR_DARK, differs: DIFFERS_COLOUR } : { diverging: DIVERGING, kl: [...magma].reverse(), same: SAME_COLOUR, differs: DIFFERS_COLOUR };
 }
-function divergingColour(value, max, stops = DIVERGING) {
+function divergingColour(value, max, stops = DIVERGING, log = false) {
   const m = max > 0 ? max : 1;
-  const t = Number.isFinite(value) ? 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)) : 0.5;
+  const ratio = log ? Math.sign(value) * (Math.log1p(Math.abs(value)) / Math.log1p(m)) : value / m;
+  const t = Number.isFinite(value) ? 0.5 + 0.5 * Math.max(-1, Math.min(1, ratio)) : 0.5;
   return interpolateStops(stops, t);
 }
 function klColour(value, max, dark = false) {
   const t = max > 0 ? Math.max(0, Math.min(1, value / max)) : 0;
   return interpolateStops(COLOUR_STOPS.magma, dark ? t : 1 - t);
 }
+function changeAt(diff, metric, index) {
+  const arrays = diff.arrays;
+  const spec = diffMetric(diff, metric);
+  const change = spec?.change;
+  if (!spec || !change || !arrays.aligned[index]) return null;
+  const known = arrays[change.known];
+  const delta = arrays[spec.field];
+  if (!known || !delta || !known[index]) return null;
+  const read = (name) => arrays[name] ? arrays[name][index] * (diff.scales[name] ?? 1) : Number.NaN;
+  const step = (name) => diff.scales[name] ?? 1;
+  return {
+    a: read(change.a),
+    b: read(change.b),
+    delta: read(spec.field),
+    steps: { a: step(change.a), b: step(change.b), delta: step(spec.field) }
+  };
+}
 function metricValueAt(diff, metric, index) {
   const a = diff.arrays;
   if (!a.aligned[index]) return null;
-  if (metric === "delta_prob") return a.delta_known[index] ? a.delta_prob[index] * diff.scales.delta_prob : null;
-  if (metric === "kl") return a.kl_a_to_b ? a.kl_a_to_b[index] * diff.scales.kl_a_to_b : null;
-  if (metric === "top1_differs") return a.top1_differs[index];
-  return null;
+  const spec = diffMetric(diff, metric);
+  if (!spec) return null;
+  if (spec.change) return changeAt(diff, metric, index)?.delta ?? null;
+  const section = a[spec.field];
+  return section ? section[index] * (diff.scales[spec.field] ?? 1) : null;
 }
 function cellColour(diff, metric, index, dark = false) {
   const value = metricValueAt(diff, metric, index);
   if (value === null) return null;
-  const spec = diff.metrics.find((m) => m.name === metric);
+  const spec = diffMetric(diff, metric);
   const max = spec ? spec.domain[1] : 1;
   const palette = diffPalette(dark);
-  if (metric === "delta_prob") return divergingColour(value, max, palette.diverging);
-  if (metric === "kl") return klColour(value, max, dark);
+  if (spec?.scale === "diverging") return divergingColour(value, max, palette.diverging, Boolean(spec.log));
+  if (spec?.scale === "sequential") return klColour(value, max, dark);
   return value ? palette.differs : palette.same;
 }
 
@@ -561,28 +623,36 @@ function diffCell(diff, prompt, layerIndex, position) {
     klStep: diff.scales.kl_a_to_b ?? 0,
     differs: aligned ? Boolean(a.top1_differs[index]) : null,
     topA: topk("a"),
-    topB: aligned || positionB >= 0 ? topk("b") : []
+    topB: aligned || positionB >= 0 ? topk("b") : [],
+    changes: cellChanges(diff, index)
   };
 }
+function cellChanges(diff, index) {
+  const out = {};
+  for (const spec of diff.metrics) {
+    if (!spec.change || spec.unit === "delta") continue;
+    const values = changeAt(diff, spec.name, index);
+    if (values) out[spec.name] = { unit: spec.unit, label: spec.short || spec.name, ...values };
+  }
+  return out;
+}
+function changeLine(change) {
+  const side = (value, step) => formatUnit(change.unit, value, false, step);
+  const label = change.label.startsWith("Δ") ? change.label : `Δ ${change.label}`;
+  return `${label}: ${side(change.a, change.steps.a)} → ${side(change.b, change.steps.b)} (${formatChange(change.unit, change.delta, false, change.steps.delta)})`;
+}
 function formatDelta(delta, short = false) {
-  if (delta === null || !Number.isFinite(delta)) return "–";
-  const points = delta * 100;
-  const size = Math.abs(points);
-  const digits = short ? size >= 9.95 ? 0 : 1 : size >= 10 ? 1 : 2;
-  let text = size.toFixed(digits);
-  if (text.includes(".")) text = text.replace(/\.?0+$/, "");
-  if (text === "" || Number(text) === 0) return short ? "0" : "0 pts";
-  text = `${points > 0 ? "+" : "−"}${text}`;
-  return short ? text : `${text} pts`;
+  return formatChange("probability", delta, short);
 }
 function cellLabel(cell, metric) {
   if (!cell.aligned) return "";
   if (metric === "delta_prob") return cell.delta === null ? "" : formatDelta(cell.delta, true);
   if (metric === "kl") return cell.kl === null ? "" : formatBits(cell.kl, true, cell.klStep);
   if (metric === "top1_differs") return cell.differs && cell.topB.length ? cell.topB[0].token : "";
-  return "";
+  const change = cell.changes[metric];
+  return change ? formatChange(change.unit, change.delta, true, change.steps.delta) : "";
 }
-function tooltipContent(diff, cell) {
+function tooltipContent(diff, cell, metric = "") {
   const layerB = diff.depthA === diff.depthB ? `layer ${cell.layerB}` : `layer ${cell.layerB} of ${diff.depthB}`;
   const title = `Layer ${cell.layerA} ↔ ${layerB} · position ${cell.position} ${cell.inputA}` + (cell.inputB !== null && cell.inputB !== cell.inputA ? ` (b: ${cell.inputB})` : "");
   const lines = [];
@@ -592,6 +662,10 @@ function tooltipContent(diff, cell) {
     if (cell.token !== null) {
       lines.push(cell.delta === null ? `p(${cell.token}): unknown in one lens (not in its top-k)` : `Δ p(${cell.token}) = ${formatDelta(cell.delta)} (${formatProb(cell.probA ?? NaN, diff.scales.token_prob_a)} → ${formatProb(cell.probB ?? NaN, diff.scales.token_prob_b)})`);
     }
+    const change = cell.changes[metric];
+    if (change) lines.push(changeLine(change));
+    const spec = diffMetric(diff, metric);
+    if (!change && spec?.change && spec.unit !== "delta") lines.push(`${spec.short || spec.name}: no value in one of the cells`);
     if (cell.kl !== null) lines.push(`KL(a ‖ b) = ${formatBits(cell.kl, false, cell.klStep)}`);
     const topA = cell.topA[0]?.token ?? "?";
     const topB = cell.topB[0]?.token ?? "?";
@@ -606,8 +680,8 @@ function tooltipContent(diff, cell) {
     ]
   };
 }
-function readoutLine(diff, cell, pinned) {
-  const content = tooltipContent(diff, cell);
+function readoutLine(diff, cell, pinned, metric = "") {
+  const content = tooltipContent(diff, cell, metric);
   return `${content.title}. ${content.lines.join(". ")}${pinned ? " (pinned)" : ""}`;
 }
 function alignmentHeadline(diff) {
@@ -1243,7 +1317,7 @@ var DiffView = class {
   togglePin(cell) {
     const next = this.isPinned(cell) ? null : { prompt: this.prompt, layer_index: cell.layerIndex, position: cell.position };
     this.setSelected(next, true);
-    if (this.diff) this.readout.textContent = next ? readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), true) : "Unpinned.";
+    if (this.diff) this.readout.textContent = next ? readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), true, this.metric) : "Unpinned.";
   }
   /** @param {Cell} cell */
   setFocus(cell) {
@@ -1254,7 +1328,7 @@ var DiffView = class {
       const next = revealColumn(layout, scroll, cell.position);
       if (next !== clampScroll(layout, scroll)) this.scroller.scrollLeft = next;
     }
-    if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell));
+    if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell), this.metric);
     this.updateTooltip();
     this.requestDraw();
   }
@@ -1290,10 +1364,10 @@ var DiffView = class {
       const max = spec.domain[1];
       let stops;
       let ticks;
-      if (spec.name === "delta_prob") {
+      if (spec.scale === "diverging") {
         stops = [...palette.diverging];
-        ticks = [formatDelta(-max, true), "0", formatDelta(max, true)];
-      } else if (spec.name === "kl") {
+        ticks = [formatChange(spec.unit, -max, true), "0", formatChange(spec.unit, max, true)];
+      } else if (spec.scale === "sequential") {
         stops = [...palette.kl];
         ticks = ["0", formatBits(max / 2, true), formatBits(max, true)];
       } else {
@@ -1303,7 +1377,7 @@ var DiffView = class {
       bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
       const tickRow = h("span", "murano-diff-legend-ticks");
       for (const tick of ticks) tickRow.append(h("span", "", {}, tick));
-      const unit = spec.name === "delta_prob" ? " (percentage points)" : "";
+      const unit = spec.scale === "diverging" && (spec.unit === "delta" || spec.unit === "probability") ? " (percentage points)" : spec.scale === "diverging" && spec.unit === "rank" ? " (ranks, log scale)" : "";
       const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
       this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.name === "delta_prob" ? `${tokenRule(diff)}${spec.description}` : spec.description));
     }
@@ -1506,7 +1580,7 @@ var DiffView = class {
       this.tooltip.hidden = true;
       return;
     }
-    const content = tooltipContent(diff, diffCell(diff, this.prompt, cell.layerIndex, cell.position));
+    const content = tooltipContent(diff, diffCell(diff, this.prompt, cell.layerIndex, cell.position), this.metric);
     const table = h("table", "murano-diff-topk");
     const head = h("tr", "");
     for (const column of content.columns) head.append(h("th", "", { colspan: "2" }, column.label));

@@ -11,10 +11,10 @@ from typing import Any
 
 import traitlets
 
+import murano_widgets.metrics as registry
 from murano_widgets._checks import check_choice, check_index
 from murano_widgets.comparison.compare import LensComparison, compare
 from murano_widgets.export import base64_sections
-from murano_widgets.metrics import DIFF_METRICS
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.results.result import LogitLensResult
@@ -26,16 +26,17 @@ __all__ = ["LensDiffWidget", "show_lens_diff"]
 class LensDiffWidget(MuranoWidget):
     """Two lenses compared: rows are ``a``'s layers, columns ``a``'s token positions.
 
-    The colour is the chosen metric: the change ``b - a`` in the chosen token's probability (a
-    diverging scale, white at 0, orange up, blue down), KL(a ‖ b), or whether the top-1 token
-    differs. Cells without a partner are hatched. The tooltip shows both cells' top-k side by
+    The colour is the chosen metric: the change ``b - a`` in the chosen token's probability or in
+    one of the heatmap's per-cell metrics (a diverging scale, white at 0, orange up, blue down),
+    KL(a ‖ b), or whether the top-1 token differs. Cells without a partner are hatched. The tooltip shows both cells' top-k side by
     side; arrows move the focus cell, Enter pins it.
 
     Args:
         comparison: A :class:`~murano_widgets.comparison.compare.LensComparison`.
         prompt: The prompt shown first.
-        metric: ``"delta_prob"``, ``"kl"`` or ``"top1_differs"``; default the first of them the
-            comparison can show.
+        metric: ``"delta_prob"``, ``"kl"``, ``"top1_differs"`` or a heatmap metric's change
+            (``"delta_entropy"``, ``"delta_final_token_ranks"``, ...: ``DIFF_METRICS``); default
+            the first of them the comparison can show.
 
     Attributes:
         prompt: The shown prompt (synced with the prompt slider).
@@ -167,7 +168,8 @@ def show_lens_diff(
         b: The result compared with ``a``.
         align, token: As for :func:`~murano_widgets.comparison.compare.compare`.
         prompt: The prompt shown first.
-        metric: ``"delta_prob"``, ``"kl"`` or ``"top1_differs"`` (default: the first available).
+        metric: ``"delta_prob"``, ``"kl"``, ``"top1_differs"`` or a heatmap metric's change
+            (``"delta_entropy"``, ...; default: the first available).
 
     Returns:
         The widget (show it as the last expression of a cell).
@@ -192,7 +194,7 @@ def show_lens_diff(
 
 
 def _check_metric(value: Any, meta: dict[str, Any], error: type) -> str:
-    check_choice("metric", value, DIFF_METRICS, error)
+    check_choice("metric", value, registry.DIFF_METRICS, error)
     info = next(m for m in meta["metrics"] if m["name"] == value)
     if not info["available"]:
         raise error(f"metric {value!r} cannot be shown: {info['unavailable_reason']}")

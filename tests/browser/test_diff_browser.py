@@ -238,3 +238,56 @@ def test_prompt_slider_and_metric_menu_sync_both_ways(page, comparisons):
     page.evaluate("() => window.model.kernelSet('prompt', 0)")
     assert page.evaluate("() => window.debug.state.prompt") == 0
     assert page.errors == []
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_a_heatmap_metrics_change_colours_the_grid_in_its_unit(page, comparisons, dark):
+    """Choosing the change in entropy (a metric Python's registry derives from the heatmap's):
+    the grid takes the diverging scale, signed by hue, the legend and tooltip speak bits."""
+    comparison = comparisons["tuned"]
+    widget = LensDiffWidget(comparison)
+    mount(page, widget, dark=dark)
+    options = page.locator(".murano-diff-metric-select option").all_text_contents()
+    assert "Change in entropy (bits) (b − a)" in options
+    assert "Change in rank of the final prediction (0 = top-1) (b − a)" in options
+    page.select_option(".murano-diff-metric-select", "delta_entropy")
+    assert page.evaluate("() => window.model.sent.at(-1)") == {"metric": "delta_entropy"}
+    widget.set_state({"metric": "delta_entropy"})
+    entry = next(m for m in widget._meta["metrics"] if m["name"] == "delta_entropy")
+    low, high = entry["domain"]
+    assert low == -high > -100
+    delta = comparison.metric_deltas["delta_entropy"][:, 0]
+    seen = {"up": 0, "down": 0}
+    for i in range(len(comparison.layers)):
+        for j in range(comparison.a.lengths[0]):
+            value = float(delta[i, int(comparison.a.positions(0)[j])])
+            if value != value or abs(value) < 0.2 * high:
+                continue
+            r, _, b, _ = pixel(page, i, j)
+            if value > 0:
+                assert r > b + 30, (i, j, value, (r, b))  # orange: more entropy under b
+                seen["up"] += 1
+            else:
+                assert b > r + 30, (i, j, value, (r, b))  # blue: less
+                seen["down"] += 1
+    assert seen["up"] + seen["down"] > 0, seen
+    legend = page.locator(".murano-diff-legend").text_content()
+    assert "Change in entropy (bits) (b − a)" in legend
+    ticks = page.locator(".murano-diff-legend-ticks span").all_text_contents()
+    assert ticks[1] == "0" and ticks[0].startswith("−") and ticks[2].startswith("+")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = f"lens_diff_entropy_{'dark' if dark else 'light'}"
+    page.locator(".murano-diff").screenshot(path=str(ARTIFACTS / f"{shot}.png"))
+    # The tooltip: a's entropy → b's, and the change, in bits.
+    row, position = 2, 1
+    r = page.evaluate("([i, j]) => window.debug.cellClientRect(i, j)", [row, position])
+    page.mouse.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(r))")
+    text = page.evaluate("() => window.debug.tooltipText()")
+    seq = int(comparison.a.positions(0)[position])
+    va, vb = (float(t[row, 0, seq]) for t in comparison.sides("entropy"))
+    change = vb - va
+    sign = "+" if change > 0 else "−"
+    assert f"Δ entropy: {va:.2f} bits → {vb:.2f} bits ({sign}{abs(change):.2f} bits)" in text, text
+    assert page.errors == []
+    page.locator(".murano-diff").screenshot(path=str(ARTIFACTS / f"{shot}_tooltip.png"))

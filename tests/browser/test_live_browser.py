@@ -489,6 +489,23 @@ def test_patch_a_cell_and_see_the_difference(page, model, lens):
     moved = [c for c in colours if abs(float(delta[c])) > 0.05]
     assert moved and all(c[0] >= 2 and c[1] >= 3 for c in moved), "the causal cone"
     assert all(colours[c] not in still for c in moved)
+    # Every heatmap metric's change is in the panel's menu too (the same payload): the entropy's.
+    page.select_option(".murano-patch-diff .murano-diff-metric-select", "delta_entropy")
+    assert page.evaluate(f"() => {debug}.state.metric") == "delta_entropy"
+    entropy = comparison.metric_deltas["delta_entropy"][:, 0, :]
+    colours = {
+        (i, j): tuple(page.evaluate(f"([i, j]) => {debug}.cellColour(i, j)", [i, j]))
+        for i in range(entropy.shape[0])
+        for j in range(entropy.shape[1])
+    }
+    still = {colours[c] for c in colours if abs(float(entropy[c])) < 1e-4}
+    assert len(still) == 1, "every cell the patch does not reach: one neutral colour"
+    moved = [c for c in colours if abs(float(entropy[c])) > 0.05]
+    assert moved and all(c[0] >= 2 and c[1] >= 3 for c in moved), "the causal cone"
+    assert all(colours[c] not in still for c in moved)
+    legend = page.inner_text(".murano-patch-diff .murano-diff-legend")
+    assert "Change in entropy (bits) (b − a)" in legend
+    page.locator(".murano-root").screenshot(path=str(ARTIFACTS / "live-patch-entropy.png"))
     # The heatmap still works beside it, and the patch clears.
     page.click(".murano-patch-clear")
     assert requests(page)[-1]["action"] == "clear_patch"

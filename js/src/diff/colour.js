@@ -1,13 +1,15 @@
 // @ts-check
 /**
- * Colours of the diff view: a diverging blue–white–orange scale centred on zero for the change
- * in probability (blue and orange stay apart for every common colour-vision deficiency), a
- * sequential scale for KL, and two colours for "top-1 differs". Missing cells get no colour.
+ * Colours of the diff view, by each metric's `scale` in `meta.metrics` (no metric is named here):
+ * a diverging blue–white–orange scale centred on zero for a change (the chosen token's
+ * probability, or any heatmap metric's; blue and orange stay apart for every common
+ * colour-vision deficiency), a sequential scale for KL, and two colours for "top-1 differs".
+ * Missing cells get no colour.
  */
 
 import { DIVERGING_STOPS, interpolateStops } from "../colour.js";
 import { COLOUR_STOPS } from "../colour_stops.js";
-import { diffIndex } from "./payload.js";
+import { diffIndex, diffMetric } from "./payload.js";
 
 /**
  * @typedef {import("./payload.js").Diff} Diff
@@ -57,15 +59,19 @@ export function diffPalette(dark) {
 
 /**
  * The colour of a change `value` on a symmetric domain [-max, max]: 0 is the centre stop,
- * negative values blue, positive orange; clamped beyond the domain.
+ * negative values blue, positive orange; clamped beyond the domain. With `log` (a rank's change,
+ * the metric's `log`), placed by sign · log1p(|value|) / log1p(max): a change of a few ranks stays
+ * visible beside one of thousands.
  * @param {number} value
  * @param {number} max
  * @param {readonly string[]} [stops] the scale (`DIVERGING`, or `DIVERGING_DARK` on a dark page)
+ * @param {boolean} [log] a symmetric log scale
  * @returns {Rgb}
  */
-export function divergingColour(value, max, stops = DIVERGING) {
+export function divergingColour(value, max, stops = DIVERGING, log = false) {
   const m = max > 0 ? max : 1;
-  const t = Number.isFinite(value) ? 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)) : 0.5;
+  const ratio = log ? Math.sign(value) * (Math.log1p(Math.abs(value)) / Math.log1p(m)) : value / m;
+  const t = Number.isFinite(value) ? 0.5 + 0.5 * Math.max(-1, Math.min(1, ratio)) : 0.5;
   return interpolateStops(stops, t);
 }
 
@@ -83,8 +89,40 @@ export function klColour(value, max, dark = false) {
 }
 
 /**
- * The value of a metric in a cell, or null where the cell has none (no partner, or the chosen
- * token's probability unknown, or no KL).
+ * A change metric's values at a cell (its entry's `change` names the sections: `delta_prob`'s
+ * the chosen token's probabilities, a heatmap metric's `<field>_a` and `<field>_b`): a's value,
+ * b's value and the change `b − a` (its own section), each with the step it was stored in; null
+ * where the cell has none (not aligned, or either side without a value), or for a metric that is
+ * not a change.
+ * @param {Diff} diff
+ * @param {string} metric
+ * @param {number} index a flat cell index (see `diffIndex`)
+ * @returns {{a: number, b: number, delta: number, steps: {a: number, b: number, delta: number}} | null}
+ */
+export function changeAt(diff, metric, index) {
+  const arrays = diff.arrays;
+  const spec = diffMetric(diff, metric);
+  const change = spec?.change;
+  if (!spec || !change || !arrays.aligned[index]) return null;
+  const known = arrays[change.known];
+  const delta = arrays[spec.field];
+  if (!known || !delta || !known[index]) return null;
+  /** @param {string} name */
+  const read = (name) => (arrays[name] ? arrays[name][index] * (diff.scales[name] ?? 1) : Number.NaN);
+  /** @param {string} name */
+  const step = (name) => diff.scales[name] ?? 1;
+  return {
+    a: read(change.a),
+    b: read(change.b),
+    delta: read(spec.field),
+    steps: { a: step(change.a), b: step(change.b), delta: step(spec.field) },
+  };
+}
+
+/**
+ * The value of a metric in a cell, or null where the cell has none (no partner, the change
+ * unknown, or no KL). Read from the sections its entry in `meta.metrics` names: a change's
+ * (`changeAt`), else the section `field` (KL, top-1 differs).
  * @param {Diff} diff
  * @param {string} metric
  * @param {number} index a flat cell index (see `diffIndex`)
@@ -93,14 +131,17 @@ export function klColour(value, max, dark = false) {
 export function metricValueAt(diff, metric, index) {
   const a = diff.arrays;
   if (!a.aligned[index]) return null;
-  if (metric === "delta_prob") return a.delta_known[index] ? a.delta_prob[index] * diff.scales.delta_prob : null;
-  if (metric === "kl") return a.kl_a_to_b ? a.kl_a_to_b[index] * diff.scales.kl_a_to_b : null;
-  if (metric === "top1_differs") return a.top1_differs[index];
-  return null;
+  const spec = diffMetric(diff, metric);
+  if (!spec) return null;
+  if (spec.change) return changeAt(diff, metric, index)?.delta ?? null;
+  const section = a[spec.field];
+  return section ? section[index] * (diff.scales[spec.field] ?? 1) : null;
 }
 
 /**
- * The colour of a cell under a metric, or null for a missing cell.
+ * The colour of a cell under a metric, or null for a missing cell: by the metric's `scale`, a
+ * change on the diverging scale (symmetric about 0 over its `domain`; on a log scale for a
+ * metric with `log`), KL on the sequential one, top-1 differs in two colours.
  * @param {Diff} diff
  * @param {string} metric
  * @param {number} index
@@ -110,11 +151,11 @@ export function metricValueAt(diff, metric, index) {
 export function cellColour(diff, metric, index, dark = false) {
   const value = metricValueAt(diff, metric, index);
   if (value === null) return null;
-  const spec = diff.metrics.find((m) => m.name === metric);
+  const spec = diffMetric(diff, metric);
   const max = spec ? spec.domain[1] : 1;
   const palette = diffPalette(dark);
-  if (metric === "delta_prob") return divergingColour(value, max, palette.diverging);
-  if (metric === "kl") return klColour(value, max, dark);
+  if (spec?.scale === "diverging") return divergingColour(value, max, palette.diverging, Boolean(spec.log));
+  if (spec?.scale === "sequential") return klColour(value, max, dark);
   return value ? palette.differs : palette.same;
 }
 

@@ -1,10 +1,10 @@
 // @ts-check
 /** What the diff view says about one cell: the tooltip's content and the screen-reader line. */
 
-import { formatBits, formatProb } from "../format.js";
+import { formatBits, formatChange, formatProb, formatUnit } from "../format.js";
 import { displayToken } from "../tokens.js";
-import { metricValueAt } from "./colour.js";
-import { diffIndex, tokenAt } from "./payload.js";
+import { changeAt, metricValueAt } from "./colour.js";
+import { diffIndex, diffMetric, tokenAt } from "./payload.js";
 
 /**
  * @typedef {import("./payload.js").Diff} Diff
@@ -33,6 +33,17 @@ import { diffIndex, tokenAt } from "./payload.js";
  * @property {boolean | null} differs whether the top-1 tokens differ
  * @property {Candidate[]} topA a's top-k (display text)
  * @property {Candidate[]} topB b's top-k at the partner cell (empty when none)
+ * @property {Record<string, CellChange>} changes each heatmap metric's change known at this cell,
+ *   by the diff metric's name (every change metric of `meta.metrics` but the chosen token's,
+ *   which is `delta`, `probA`, `probB`)
+ *
+ * @typedef {object} CellChange One metric's values at a cell: a's, b's and the change, in its unit.
+ * @property {string} unit
+ * @property {string} label the metric's short name
+ * @property {number} a
+ * @property {number} b
+ * @property {number} delta
+ * @property {{a: number, b: number, delta: number}} steps the quanta they were stored in
  */
 
 /**
@@ -87,7 +98,35 @@ export function diffCell(diff, prompt, layerIndex, position) {
     differs: aligned ? Boolean(a.top1_differs[index]) : null,
     topA: topk("a"),
     topB: aligned || positionB >= 0 ? topk("b") : [],
+    changes: cellChanges(diff, index),
   };
+}
+
+/**
+ * The heatmap metrics' changes known at a cell (`DiffCell.changes`).
+ * @param {Diff} diff
+ * @param {number} index
+ * @returns {Record<string, CellChange>}
+ */
+function cellChanges(diff, index) {
+  /** @type {Record<string, CellChange>} */
+  const out = {};
+  for (const spec of diff.metrics) {
+    if (!spec.change || spec.unit === "delta") continue;
+    const values = changeAt(diff, spec.name, index);
+    if (values) out[spec.name] = { unit: spec.unit, label: spec.short || spec.name, ...values };
+  }
+  return out;
+}
+
+/**
+ * One change as the tooltip's line: "Δ entropy: 2.31 bits → 1.80 bits (−0.51 bits)".
+ * @param {CellChange} change
+ */
+export function changeLine(change) {
+  const side = (/** @type {number} */ value, /** @type {number} */ step) => formatUnit(change.unit, value, false, step);
+  const label = change.label.startsWith("Δ") ? change.label : `Δ ${change.label}`;
+  return `${label}: ${side(change.a, change.steps.a)} → ${side(change.b, change.steps.b)} (${formatChange(change.unit, change.delta, false, change.steps.delta)})`;
 }
 
 /**
@@ -97,15 +136,7 @@ export function diffCell(diff, prompt, layerIndex, position) {
  * @returns {string}
  */
 export function formatDelta(delta, short = false) {
-  if (delta === null || !Number.isFinite(delta)) return "–";
-  const points = delta * 100;
-  const size = Math.abs(points);
-  const digits = short ? (size >= 9.95 ? 0 : 1) : size >= 10 ? 1 : 2;
-  let text = size.toFixed(digits);
-  if (text.includes(".")) text = text.replace(/\.?0+$/, "");
-  if (text === "" || Number(text) === 0) return short ? "0" : "0 pts";
-  text = `${points > 0 ? "+" : "−"}${text}`;
-  return short ? text : `${text} pts`;
+  return formatChange("probability", delta, short);
 }
 
 /**
@@ -119,16 +150,20 @@ export function cellLabel(cell, metric) {
   if (metric === "delta_prob") return cell.delta === null ? "" : formatDelta(cell.delta, true);
   if (metric === "kl") return cell.kl === null ? "" : formatBits(cell.kl, true, cell.klStep);
   if (metric === "top1_differs") return cell.differs && cell.topB.length ? cell.topB[0].token : "";
-  return "";
+  const change = cell.changes[metric];
+  return change ? formatChange(change.unit, change.delta, true, change.steps.delta) : "";
 }
 
 /**
- * The tooltip's content: a title, the metric lines, and both sides' top-k.
+ * The tooltip's content: a title, the metric lines (the chosen token's change, KL, top-1 and,
+ * when the colour is a heatmap metric's change, a's value → b's and the change in its unit), and
+ * both sides' top-k.
  * @param {Diff} diff
  * @param {DiffCell} cell
+ * @param {string} [metric] the colouring shown
  * @returns {{title: string, lines: string[], columns: [DiffColumn, DiffColumn]}}
  */
-export function tooltipContent(diff, cell) {
+export function tooltipContent(diff, cell, metric = "") {
   const layerB = diff.depthA === diff.depthB ? `layer ${cell.layerB}` : `layer ${cell.layerB} of ${diff.depthB}`;
   const title = `Layer ${cell.layerA} ↔ ${layerB} · position ${cell.position} ${cell.inputA}` +
     (cell.inputB !== null && cell.inputB !== cell.inputA ? ` (b: ${cell.inputB})` : "");
@@ -142,6 +177,10 @@ export function tooltipContent(diff, cell) {
         ? `p(${cell.token}): unknown in one lens (not in its top-k)`
         : `Δ p(${cell.token}) = ${formatDelta(cell.delta)} (${formatProb(cell.probA ?? NaN, diff.scales.token_prob_a)} → ${formatProb(cell.probB ?? NaN, diff.scales.token_prob_b)})`);
     }
+    const change = cell.changes[metric];
+    if (change) lines.push(changeLine(change));
+    const spec = diffMetric(diff, metric);
+    if (!change && spec?.change && spec.unit !== "delta") lines.push(`${spec.short || spec.name}: no value in one of the cells`);
     if (cell.kl !== null) lines.push(`KL(a ‖ b) = ${formatBits(cell.kl, false, cell.klStep)}`);
     const topA = cell.topA[0]?.token ?? "?";
     const topB = cell.topB[0]?.token ?? "?";
@@ -162,10 +201,11 @@ export function tooltipContent(diff, cell) {
  * @param {Diff} diff
  * @param {DiffCell} cell
  * @param {boolean} pinned
+ * @param {string} [metric] the colouring shown
  * @returns {string}
  */
-export function readoutLine(diff, cell, pinned) {
-  const content = tooltipContent(diff, cell);
+export function readoutLine(diff, cell, pinned, metric = "") {
+  const content = tooltipContent(diff, cell, metric);
   return `${content.title}. ${content.lines.join(". ")}${pinned ? " (pinned)" : ""}`;
 }
 

@@ -1,9 +1,9 @@
 // @ts-check
 /**
  * The lens-diff widget's front end (bundled into `murano_widgets/static/lens_diff.js`): two lenses
- * compared cell by cell, coloured by the change in a chosen token's probability (a diverging
- * scale centred on zero), KL or whether the top-1 token differs. Nothing touches the DOM at
- * import time.
+ * compared cell by cell, coloured by a change b − a (in a chosen token's probability or in any of
+ * the heatmap's per-cell metrics Python sends: a diverging scale centred on zero), KL or whether
+ * the top-1 token differs. Nothing touches the DOM at import time.
  *
  * Modules: payload.js (decoding), colour.js (scales), details.js (tooltip and readout content),
  * view.js (DOM, canvas, events). Shared with the main widget, read-only: ../colour.js,

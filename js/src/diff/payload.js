@@ -15,21 +15,32 @@ export const DIFF_VERSION = 2;
 export const REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
 
 /** The dtypes the diff's encoder writes. */
-export const DIFF_DTYPES = Object.freeze(["uint8", "int16", "uint16", "uint32"]);
+export const DIFF_DTYPES = Object.freeze(["uint8", "int16", "uint16", "uint32", "int32"]);
 
 /**
- * @typedef {Uint8Array | Int16Array | Uint16Array | Uint32Array} DiffArray
+ * @typedef {Uint8Array | Int16Array | Uint16Array | Uint32Array | Int32Array} DiffArray
  *
- * @typedef {object} DiffMetric One entry of `meta.metrics`.
- * @property {string} name "delta_prob", "kl" or "top1_differs"
+ * @typedef {object} DiffChange The sections of a change metric: a's values, b's (at the partner
+ *   cell) and the mask of cells whose change is known (1).
+ * @property {string} a
+ * @property {string} b
+ * @property {string} known
+ *
+ * @typedef {object} DiffMetric One entry of `meta.metrics` (Python's `DIFF_METRICS`).
+ * @property {string} name
+ * @property {string} field its section
  * @property {string} label
  * @property {string} short
- * @property {string} unit "delta", "bits" or "boolean"
- * @property {string} scale "diverging", "sequential" or "binary"
+ * @property {string} unit "delta" (the chosen token's probability), "probability", "bits",
+ *   "rank" or "boolean"
+ * @property {string} scale "diverging" (a change: its domain symmetric about 0), "sequential" or
+ *   "binary"
+ * @property {boolean} [log] placed on a symmetric log scale (a rank's change)
  * @property {string} description
  * @property {[number, number]} domain
  * @property {boolean} available
  * @property {string | null} unavailable_reason
+ * @property {DiffChange | null} [change] a change `b − a`: the sections of both sides' values
  *
  * @typedef {object} Diff A decoded diff payload.
  * @property {Record<string, any>} meta

@@ -10,9 +10,9 @@ import { textColourOn } from "../colour.js";
 import { moveFocus, clampIndex } from "../state.js";
 import { charCount, isolateLtr, truncateText } from "../tokens.js";
 import { cellColour, diffPalette } from "./colour.js";
-import { alignmentHeadline, cellLabel, diffCell, formatDelta, readoutLine, tooltipContent } from "./details.js";
+import { alignmentHeadline, cellLabel, diffCell, readoutLine, tooltipContent } from "./details.js";
 import { decodeDiff, diffIndex, diffMetric } from "./payload.js";
-import { formatBits } from "../format.js";
+import { formatBits, formatChange } from "../format.js";
 import { isDarkTheme, readTheme, watchTheme } from "../theme.js";
 import { h } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
@@ -241,7 +241,7 @@ export class DiffView {
   togglePin(cell) {
     const next = this.isPinned(cell) ? null : { prompt: this.prompt, layer_index: cell.layerIndex, position: cell.position };
     this.setSelected(next, true);
-    if (this.diff) this.readout.textContent = next ? readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), true) : "Unpinned.";
+    if (this.diff) this.readout.textContent = next ? readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), true, this.metric) : "Unpinned.";
   }
 
   /** @param {Cell} cell */
@@ -254,7 +254,7 @@ export class DiffView {
       const next = revealColumn(layout, scroll, cell.position);
       if (next !== clampScroll(layout, scroll)) this.scroller.scrollLeft = next;
     }
-    if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell));
+    if (this.diff) this.readout.textContent = readoutLine(this.diff, diffCell(this.diff, this.prompt, cell.layerIndex, cell.position), this.isPinned(cell), this.metric);
     this.updateTooltip();
     this.requestDraw();
   }
@@ -296,10 +296,11 @@ export class DiffView {
       let stops;
       /** @type {[string, string, string]} */
       let ticks;
-      if (spec.name === "delta_prob") {
+      if (spec.scale === "diverging") {
+        // A change b − a, in its unit: the domain is symmetric about 0 (a rank's on a log scale).
         stops = [...palette.diverging];
-        ticks = [formatDelta(-max, true), "0", formatDelta(max, true)];
-      } else if (spec.name === "kl") {
+        ticks = [formatChange(spec.unit, -max, true), "0", formatChange(spec.unit, max, true)];
+      } else if (spec.scale === "sequential") {
         stops = [...palette.kl];
         ticks = ["0", formatBits(max / 2, true), formatBits(max, true)];
       } else {
@@ -309,7 +310,7 @@ export class DiffView {
       bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
       const tickRow = h("span", "murano-diff-legend-ticks");
       for (const tick of ticks) tickRow.append(h("span", "", {}, tick));
-      const unit = spec.name === "delta_prob" ? " (percentage points)" : "";
+      const unit = spec.scale === "diverging" && (spec.unit === "delta" || spec.unit === "probability") ? " (percentage points)" : spec.scale === "diverging" && spec.unit === "rank" ? " (ranks, log scale)" : "";
       const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
       this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.name === "delta_prob" ? `${tokenRule(diff)}${spec.description}` : spec.description));
     }
@@ -525,7 +526,7 @@ export class DiffView {
       this.tooltip.hidden = true;
       return;
     }
-    const content = tooltipContent(diff, diffCell(diff, this.prompt, cell.layerIndex, cell.position));
+    const content = tooltipContent(diff, diffCell(diff, this.prompt, cell.layerIndex, cell.position), this.metric);
     const table = h("table", "murano-diff-topk");
     const head = h("tr", "");
     for (const column of content.columns) head.append(h("th", "", { colspan: "2" }, column.label));
