@@ -14,7 +14,7 @@ from tiny_models import ARCHITECTURES, build_tiny_model
 
 from murano_widgets import LogitLens, MuranoModel, PromptBatch, Results
 from murano_widgets.backends.architectures import LAYOUTS, Layout
-from murano_widgets.backends.base import nnterp_works
+from murano_widgets.backends.loading import nnterp_works
 from murano_widgets.backends.nnsight import (
     NDIFError,
     NNsightModel,
