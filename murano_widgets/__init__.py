@@ -10,13 +10,9 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
 
 from murano_widgets._version import __version__ as __version__  # re-exported
 from murano_widgets.attribution.outputs import component_outputs
-from murano_widgets.backends.base import (
-    LensSelfCheckError,
-    LogitTransform,
-    ModelBackend,
-    MuranoModel,
-    UnsupportedModelError,
-)
+from murano_widgets.backends.architectures import LogitTransform, UnsupportedModelError
+from murano_widgets.backends.base import ModelBackend, MuranoModel
+from murano_widgets.backends.self_check import LensSelfCheckError
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
 from murano_widgets.comparison.patching import Patch, PatchComparison, patch_lens
 from murano_widgets.dataset.agreement import LensAgreement, lens_agreement

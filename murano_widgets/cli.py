@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from murano_widgets._progress import progress_bar
-    from murano_widgets.backends.base import resolve_source
+    from murano_widgets.backends.loading import resolve_source
     from murano_widgets.step.logit_lens import LogitLens
     from murano_widgets.types import PromptBatch, Results
     from murano_widgets.widgets.lens import LogitLensWidget

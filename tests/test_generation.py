@@ -15,7 +15,7 @@ from reference import ReferenceLens
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from murano_widgets import LogitLensWidget, MuranoModel, show_logit_lens
-from murano_widgets.backends.base import nnterp_works
+from murano_widgets.backends.loading import nnterp_works
 from murano_widgets.generation import check_generation
 from murano_widgets.payload.lens import LensPayload, decode_sections
 from murano_widgets.run import run_logit_lens

@@ -338,8 +338,7 @@ def test_layers_reduced_together_equal_one_at_a_time(arch, load_tiny, monkeypatc
     """Small chunks reduce several layers as one tensor; every field is bit-identical to one
     layer at a time (answers, targets, full probabilities, two lenses side by side)."""
     from murano_widgets import TunedLens
-    from murano_widgets.step import logit_lens as step_module
-    from murano_widgets.step import reductions
+    from murano_widgets.step import chunk_loop, reductions
 
     model = load_tiny(arch)
     tuned = TunedLens.identity(model)
@@ -362,7 +361,7 @@ def test_layers_reduced_together_equal_one_at_a_time(arch, load_tiny, monkeypatc
     together = [run(), run(lens={"logit": None, "tuned": tuned})]
     grouped = list(sizes)
     sizes.clear()
-    monkeypatch.setattr(step_module, "_GROUP_ENTRIES", 1)
+    monkeypatch.setattr(chunk_loop, "_GROUP_ENTRIES", 1)
     alone = [run(), run(lens={"logit": None, "tuned": tuned})]
     # Together: one call per lens for all layers but the last; alone: one per layer.
     assert len(grouped) == 3 and len(sizes) == 3 * (model.n_layers - 1)

@@ -24,7 +24,7 @@ from murano_widgets import (
     UnsupportedModelError,
 )
 from murano_widgets.backends.architectures import LOGIT_TRANSFORMS
-from murano_widgets.backends.base import nnterp_works
+from murano_widgets.backends.loading import nnterp_works
 
 BACKENDS = ["auto", "nnsight"]
 

@@ -14,7 +14,7 @@ from tiny_models import ARCHITECTURES, build_tiny_model
 
 from murano_widgets import LogitLens, MuranoModel, PromptBatch, Results
 from murano_widgets.backends.architectures import LAYOUTS, Layout
-from murano_widgets.backends.base import nnterp_works
+from murano_widgets.backends.loading import nnterp_works
 from murano_widgets.backends.nnsight import (
     NDIFError,
     NNsightModel,
@@ -428,17 +428,26 @@ def test_the_steps_module_state_pickles_as_a_remote_trace_sends_it(load_tiny):
     import cloudpickle
 
     from murano_widgets import LogitLens, PromptBatch
-    from murano_widgets.step import logit_lens as module
+    from murano_widgets.step import (
+        assemble,
+        chunk_loop,
+        inputs,
+        logit_lens,
+        reductions,
+        token_strings,
+        trace,
+    )
 
     model = load_tiny("gpt2")
     LogitLens(model, top_k=3)({"prompts": PromptBatch(["The capital of France is"])})
-    state = {
-        name: value
-        for name, value in vars(module).items()
-        if not name.startswith("__")
-        and not (inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value))
-    }
-    assert module._TOKEN_STRINGS, "the call filled the decoded-token cache"
-    for name, value in state.items():
-        restored = pickle.loads(cloudpickle.dumps(value))
-        assert type(restored) is type(value), name
+    assert token_strings._TOKEN_STRINGS, "the call filled the decoded-token cache"
+    for module in (logit_lens, assemble, chunk_loop, trace, token_strings, inputs, reductions):
+        state = {
+            name: value
+            for name, value in vars(module).items()
+            if not name.startswith("__")
+            and not (inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value))
+        }
+        for name, value in state.items():
+            restored = pickle.loads(cloudpickle.dumps(value))
+            assert type(restored) is type(value), f"{module.__name__}.{name}"

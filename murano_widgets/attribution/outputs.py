@@ -38,7 +38,7 @@ def component_outputs(model: Any, prompts: Sequence[str], *, heads: bool = False
             cannot split (naming it), before any model work.
     """
     from murano_widgets.step.inputs import plan_inputs
-    from murano_widgets.step.logit_lens import _flatten_states, _model_inputs
+    from murano_widgets.step.trace import _flatten_states, _model_inputs
 
     check_model(model)
     prompts = validate_prompts(prompts)

@@ -8,7 +8,7 @@ live in a table of its own in another folder. They are one :class:`Architecture`
   modules itself, so an architecture only nnterp loads has none.
 - ``logits``: what the model does to ``lm_head``'s output before its softmax, as (operation,
   config attribute), read from each ``*ForCausalLM.forward`` in transformers 5.22. Every
-  backend applies it (:func:`murano_widgets.backends.base.logit_transform`), and the self-check
+  backend applies it (:func:`logit_transform`, below), and the self-check
   refuses a model that transforms its logits in a way missing here. The same attribute name can
   mean opposite things (Granite divides by ``logits_scaling``, HyperCLOVA X multiplies by it),
   so the record goes by model type, never by attribute name alone. Final soft-capping
@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 __all__ = [
     "ARCHITECTURES",
     "LAYOUTS",
@@ -41,7 +43,9 @@ __all__ = [
     "TITLES",
     "Architecture",
     "Layout",
+    "LogitTransform",
     "Sublayers",
+    "UnsupportedModelError",
 ]
 
 
@@ -304,3 +308,120 @@ SUBLAYERS: dict[str, Sublayers] = {
 #: ``config.model_type`` to the architecture's name in messages (a view of
 #: :data:`ARCHITECTURES`).
 TITLES: dict[str, str] = {name: arch.title for name, arch in ARCHITECTURES.items()}
+
+
+# What the records say about logits, applied: a model's LogitTransform read from its type and
+# config, and the error a backend raises for an architecture it cannot read.
+
+
+class UnsupportedModelError(ValueError):
+    """A backend cannot read this architecture (nnterp cannot rename it, or the nnsight backend
+    has no layout for it). ``backend="auto"`` then tries the other backend."""
+
+
+class LogitTransform:
+    """What a model does to ``lm_head``'s output before its softmax, applied in this order.
+
+    A plain class, not a dataclass: a remote trace sends this package's code by value, and a
+    dataclass cannot be rebuilt there (its string annotations need its module in
+    ``sys.modules``).
+
+    Attributes:
+        multiply: A factor on the logits (Cohere's ``logit_scale``), or ``None``.
+        divide: A divisor of the logits (Granite's ``logits_scaling``), or ``None``. Kept apart
+            from ``multiply`` so that the lens divides exactly as the model does.
+        softcap: ``c`` in ``tanh(logits / c) * c`` (Gemma 2 and 3's final soft-capping), or
+            ``None``.
+    """
+
+    __slots__ = ("divide", "multiply", "softcap")
+
+    def __init__(
+        self,
+        multiply: float | None = None,
+        divide: float | None = None,
+        softcap: float | None = None,
+    ) -> None:
+        self.multiply, self.divide, self.softcap = multiply, divide, softcap
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LogitTransform) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (
+            f"LogitTransform(multiply={self.multiply!r}, divide={self.divide!r}, "
+            f"softcap={self.softcap!r})"
+        )
+
+    def _values(self) -> tuple[float | None, ...]:
+        return (self.multiply, self.divide, self.softcap)
+
+    def __bool__(self) -> bool:
+        return any(value is not None for value in self._values())
+
+    def __call__(self, logits: Any, in_place: bool = False) -> Any:
+        """``logits`` transformed (in place when asked: the lens's chunk buffers)."""
+        if self.multiply is not None:
+            logits = logits.mul_(self.multiply) if in_place else logits * self.multiply
+            in_place = True  # a fresh tensor now, ours to change
+        if self.divide is not None:
+            logits = logits.div_(self.divide) if in_place else logits / self.divide
+            in_place = True
+        if self.softcap is not None:
+            cap = self.softcap
+            logits = (
+                logits.div_(cap).tanh_().mul_(cap) if in_place else torch.tanh(logits / cap) * cap
+            )
+        return logits
+
+    def describe(self) -> str:
+        """The transform in words, for reprs, provenance and errors ("none" when there is none)."""
+        parts = []
+        if self.multiply is not None:
+            parts.append(f"logits × {self.multiply:g}")
+        if self.divide is not None:
+            parts.append(f"logits ÷ {self.divide:g}")
+        if self.softcap is not None:
+            parts.append(f"tanh soft-cap at {self.softcap:g}")
+        return ", then ".join(parts) or "none"
+
+
+def logit_transform(hf_model: torch.nn.Module) -> LogitTransform:
+    """The :class:`LogitTransform` of a loaded Hugging Face causal LM, from its type and config.
+
+    Raises:
+        UnsupportedModelError: If the table names an attribute the config does not hold as a
+            positive number (the lens would otherwise leave the transform out).
+    """
+    config = getattr(hf_model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    values: dict[str, float | None] = {"multiply": None, "divide": None}
+    if model_type in LOGIT_TRANSFORMS:
+        operation, attribute = LOGIT_TRANSFORMS[model_type]
+        # The model's own attribute first (Cohere keeps its logit_scale on the module).
+        value = getattr(hf_model, attribute, None)
+        if value is None:
+            value = _text_config_value(config, attribute)
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise UnsupportedModelError(
+                f"{type(hf_model).__name__} (model_type {model_type!r}) {operation}s its logits "
+                f"by config.{attribute}, which is {value!r}, not a positive number"
+            )
+        if value != 1:
+            values[operation] = float(value)
+    cap = _text_config_value(config, "final_logit_softcapping")
+    return LogitTransform(
+        multiply=values["multiply"], divide=values["divide"], softcap=float(cap) if cap else None
+    )
+
+
+def _text_config_value(config: Any, name: str) -> Any:
+    value = getattr(config, name, None)
+    if value is None and hasattr(config, "get_text_config"):
+        value = getattr(config.get_text_config(), name, None)
+    return value

@@ -25,10 +25,9 @@ from typing import Any
 import torch
 
 from murano_widgets._checks import is_nnsight_model
-from murano_widgets.backends.architectures import LAYOUTS, Layout
-from murano_widgets.backends.base import (
-    MuranoModel,
-    UnsupportedModelError,
+from murano_widgets.backends.architectures import LAYOUTS, Layout, UnsupportedModelError
+from murano_widgets.backends.base import MuranoModel
+from murano_widgets.backends.loading import (
     check_source_argument,
     resolve_device,
     resolve_dtype,

@@ -12,9 +12,9 @@ from typing import Any
 
 import torch
 
-from murano_widgets.backends.base import (
-    MuranoModel,
-    UnsupportedModelError,
+from murano_widgets.backends.architectures import UnsupportedModelError
+from murano_widgets.backends.base import MuranoModel
+from murano_widgets.backends.loading import (
     check_source_argument,
     quiet_loading,
     resolve_device,

@@ -134,7 +134,7 @@ def _fetch(repo_id: str, filename: str, revision: str | None) -> Path:
         return Path(hf_hub_download(repo_id, filename, revision=revision, local_files_only=True))
     except Exception:  # not cached (LocalEntryNotFoundError, or an offline-mode refusal)
         pass
-    from murano_widgets.backends.base import _hub_reachable
+    from murano_widgets.backends.loading import _hub_reachable
 
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
     if offline or not _hub_reachable():

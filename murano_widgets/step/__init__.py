@@ -1,8 +1,13 @@
 """The ``LogitLens`` step: inputs → one trace → per chunk and layer: lens → final norm →
 unembedding → reductions.
 
-- ``logit_lens``: the step (``LogitLens``), its trace and its chunk loop, in two paths (after
-  the trace; inside it, for NDIF).
+- ``logit_lens``: the step (``LogitLens``): its options, checked before any model work, and
+  its calls.
+- ``assemble``: one run end to end (the input plan, a reduction path) and the result laid out.
+- ``trace``: the forward pass or nnsight trace, the states it reads, the reduction inside it
+  (for NDIF) and the decomposition.
+- ``chunk_loop``: the reduction after the trace, chunk by chunk of positions.
+- ``token_strings``: token ids decoded once per tokenizer, kept.
 - ``inputs``: the input plan (tokenising, padding, shown positions, appended answer tokens)
   and the scoring of answers and targets.
 - ``reductions``: the per-cell fields of a chunk of logits, the one KL in bits (``kl_bits``),

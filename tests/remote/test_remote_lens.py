@@ -4,7 +4,7 @@ every field equals the local run's, on ragged batches, on several architectures.
 The local server holds at most three models at once (Ray has 4 CPUs, the controller takes one,
 each model actor one); a fourth deployment waits for a CPU forever. So the suite uses three
 models: gpt2, llama and granite. Granite divides its logits by ``logits_scaling`` after lm_head:
-it checks that the model's logit transform (murano_widgets.backends.base.LogitTransform, the same call
+it checks that the model's logit transform (murano_widgets.backends.architectures.LogitTransform, the same call
 that soft-caps Gemma 2) travels with the trace and runs on the server, and that the self-check
 of a model whose weights stay on the server runs there (one small job before the first trace).
 """

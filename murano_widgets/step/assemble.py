@@ -1,0 +1,300 @@
+"""One run of the step, end to end, and the result it assembles.
+
+The input plan, the forward pass and one of the two reduction paths (inside the trace:
+:mod:`murano_widgets.step.trace`; after it, in chunks: :mod:`murano_widgets.step.chunk_loop`),
+then the reduced rows scattered back into the result's padded ``[n_layers, n_inputs, seq]``
+grid, token ids decoded, answers and targets scored: one :class:`LogitLensResult` per lens.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from murano_widgets.lenses import FINAL
+from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
+from murano_widgets.results import LensResults, LogitLensResult, as_given
+from murano_widgets.step.chunk_loop import ChunkLoop
+from murano_widgets.step.inputs import InputPlan, encoder_for, plan_inputs, score
+from murano_widgets.step.token_strings import _decode_unique, _subset, _words
+from murano_widgets.step.trace import _model_inputs, _row_states
+from murano_widgets.types import AnswerSets, Node, validate_answers, validate_foils
+
+# When the reduction allocates less than this, the forward pass's freed memory is not handed
+# back to the operating system. Handing it back costs more than the call (malloc_trim, 4 ms on
+# the demo bench's 64 prompts): the next call faults the same pages in again, and the step
+# ran 6-9 % faster there without it (bench/demo_model.py, 70 MB of chunk buffers), for 28 MB
+# more peak (527 -> 555 MB). From here on the chunks grow towards their 256 MiB, and keeping
+# the forward pass's memory would add to their peak (0.5 GB at 16 x 256 on GPT-2's shape).
+_TRIM_ABOVE = 128 * 2**20
+
+
+class StepRun(ChunkLoop):
+    """A run of :class:`~murano_widgets.LogitLens`, from prompts to its result."""
+
+    named: bool
+    targets: list[str] | None
+    variants: bool
+    positions: str
+    decompose: bool
+    reduce_in_trace: bool
+
+    if TYPE_CHECKING:
+        # LogitLens's, documented there.
+        @property
+        def addresses(self) -> list[Node]: ...
+
+    def _run(
+        self,
+        prompts: list[str],
+        answers: Any,
+        prompt_ids: list[list[int]] | None,
+        foils: list[str | None] | None = None,
+    ) -> tuple[LogitLensResult | LensResults, dict[int, torch.Tensor] | None]:
+        """:meth:`run`, also returning the block outputs the after-trace path saved."""
+        answer_sets: AnswerSets | None = (
+            None if answers is None else validate_answers(answers, len(prompts))
+        )
+        if prompt_ids is not None:
+            prompt_ids = _check_prompt_ids(prompt_ids, len(prompts), int(self.model.vocab_size))
+        plan = plan_inputs(
+            self.model.tokenizer,
+            prompts,
+            answer_sets,
+            self.targets,
+            self.variants,
+            prompt_ids,
+            last_only=self.positions == "last",
+        )
+        inputs = _model_inputs(self.model, plan)
+        mask = plan.display_mask.bool()
+        shown = plan.shown_mask
+        if foils is not None:
+            if answer_sets is None:
+                raise ValueError("foils are alternatives to the answers: give answers as well")
+            foils = validate_foils(foils, len(prompts))
+        n_layers, (n_inputs, seq) = len(self.rows), mask.shape
+        # Answer and foil tokens now: a foil that adds no token fails before the model runs.
+        tokens = (
+            _answer_tokens(plan, self.model.tokenizer, prompts, prompt_ids, foils)
+            if self.decompose
+            else (None, None)
+        )
+        hidden: dict[Any, torch.Tensor] | None = None
+        decomposed: list[dict[str, torch.Tensor]] | None = None
+        if self.reduce_in_trace:
+            reduced, final, all_probs, between, decomposed = self._reduce_in_trace(
+                inputs, plan, tokens
+            )
+        else:
+            states = self._trace_states(inputs, trim=self._reduction_bytes(plan) >= _TRIM_ABOVE)
+            hidden = _row_states(states, self.rows)
+            reduced, final, all_probs, between = self._reduce_after_trace(hidden, plan)
+            if self.decompose:
+                decomposed = self._decompose_after_trace(states, plan, reduced, tokens)
+            del states
+        final = final[: plan.n_shown]
+
+        # Scatter the shown positions back into padded [n_layers, n_inputs, seq] tensors (by
+        # their flat index, found once: a boolean mask would be searched again for each field).
+        at = torch.nonzero(shown.reshape(-1)).squeeze(1)
+
+        def padded(values: torch.Tensor, fill: float | int) -> torch.Tensor:
+            rest = values.shape[2:]
+            out = torch.full((n_layers, n_inputs * seq, *rest), fill, dtype=values.dtype)
+            out.index_copy_(1, at, values[:, : plan.n_shown])
+            return out.view(n_layers, n_inputs, seq, *rest)
+
+        final_tokens = torch.full((n_inputs * seq,), -1, dtype=torch.long)
+        final_tokens = final_tokens.index_copy_(0, at, final).view(n_inputs, seq)
+        input_ids = plan.display_ids
+        topk = [padded(fields["topk_tokens"], -1) for fields in reduced]
+        # Each distinct token id is decoded once, whatever the number of lenses.
+        decoded = _decode_unique(self.model.tokenizer, [*topk, final_tokens, input_ids[mask]])
+        results: dict[str, LogitLensResult] = {}
+        for k, ((name, lens), fields, topk_tokens, probs) in enumerate(
+            zip(self.lenses.items(), reduced, topk, all_probs, strict=True)
+        ):
+            real = {key: values[:, : plan.n_shown] for key, values in fields.items()}
+            tracked_fields, answer_sets_scored = score(plan, fields, padded)
+            token_strings = (
+                decoded
+                if len(self.lenses) == 1
+                else _subset(decoded, [topk_tokens, final_tokens, input_ids[mask]])
+            )
+            topk_probs = padded(real["topk_probs"], float("nan"))
+            predicted_tokens = topk_tokens[..., 0]
+            max_probs = topk_probs[..., 0]
+            # The model's own output is the same under every lens: said once, with the first.
+            _warn_non_finite(
+                max_probs,
+                final_tokens if not results else None,
+                shown,
+                [key if isinstance(key, int) else str(key) for key in self.rows],
+                name if self.named else None,
+            )
+            input_words_ids = input_ids.masked_fill(~mask, -1)
+            # Keyed by field name at run time, so typed as keyword arguments of any field.
+            reduced_fields: dict[str, Any] = {
+                key: padded(real[key], missing_value(SECTIONS[key])) for key in REDUCED_FIELDS
+            }
+            decomposed_fields: dict[str, Any] = (
+                {} if decomposed is None else _decomposed_fields(decomposed[k], padded, self, foils)
+            )
+            results[name] = LogitLensResult(
+                all_probs=probs,
+                max_probs=max_probs,
+                predicted_tokens=predicted_tokens,
+                predicted_words=_words(predicted_tokens, token_strings),
+                input_words=_words(input_words_ids, token_strings),
+                attention_mask=plan.display_mask.long(),
+                addresses=self.addresses,
+                topk_tokens=topk_tokens,
+                topk_probs=topk_probs,
+                **reduced_fields,
+                final_tokens=final_tokens,
+                input_ids=input_ids,
+                prompts=list(prompts),
+                token_strings=token_strings,
+                vocab_size=int(self.model.vocab_size),
+                model_name=getattr(self.model, "name", None),
+                n_model_layers=int(self.model.n_layers),
+                lens_kind=lens.kind,
+                lens_provenance=lens.provenance,
+                lens_title=lens.title,
+                answer_sets=answer_sets_scored,
+                **decomposed_fields,
+                **tracked_fields,
+            )
+        kl_between = None
+        if between is not None:
+            names = [*self.lenses, FINAL]
+            kl_between = {
+                (names[a], names[b]): padded(values, float("nan"))
+                for (a, b), values in between.items()
+            }
+        return as_given(LensResults(results, kl_between, named=self.named)), hidden
+
+
+def _check_prompt_ids(prompt_ids: Any, n_prompts: int, vocab_size: int) -> list[list[int]]:
+    if not isinstance(prompt_ids, (list, tuple)) or len(prompt_ids) != n_prompts:
+        raise ValueError(
+            f"prompt_ids must be a list of {n_prompts} token id lists (one per prompt), got "
+            f"{type(prompt_ids).__name__} of length {len(prompt_ids) if hasattr(prompt_ids, '__len__') else '?'}"
+        )
+    checked = []
+    for index, ids in enumerate(prompt_ids):
+        ids = ids.tolist() if isinstance(ids, (torch.Tensor, np.ndarray)) else ids
+        if (
+            not isinstance(ids, (list, tuple))
+            or not ids
+            or not all(
+                isinstance(i, (int, np.integer)) and not isinstance(i, bool) and 0 <= i < vocab_size
+                for i in ids
+            )
+        ):
+            raise ValueError(
+                f"prompt_ids[{index}] must be a non-empty list of token ids from 0 to "
+                f"{vocab_size - 1}, got {ids!r:.80}"
+            )
+        checked.append([int(i) for i in ids])
+    return checked
+
+
+def _warn_non_finite(
+    max_probs: torch.Tensor,
+    final_tokens: torch.Tensor | None,
+    mask: torch.Tensor,
+    layers: list[int | str],
+    lens_name: str | None = None,
+) -> None:
+    """One warning naming the layers and positions whose distributions were not finite (and
+    the lens, among lenses side by side)."""
+    bad_cells = torch.isnan(max_probs) & mask
+    bad_final = torch.zeros_like(mask) if final_tokens is None else (final_tokens < 0) & mask
+    if not bad_cells.any() and not bad_final.any():
+        return
+    parts = []
+    if bad_cells.any():
+        rows, prompts, positions = torch.nonzero(bad_cells, as_tuple=True)
+        where = sorted(
+            {(layers[r], p) for r, p in zip(rows.tolist(), prompts.tolist(), strict=True)}
+        )
+        shown = ", ".join(f"layer {layer} of prompt {p}" for layer, p in where[:8])
+        more = f" and {len(where) - 8} more" if len(where) > 8 else ""
+        parts.append(
+            f"{int(bad_cells.sum())} cells ({shown}{more}) have non-finite logits and are shown "
+            "as missing"
+        )
+    if bad_final.any():
+        prompts, positions = torch.nonzero(bad_final, as_tuple=True)
+        shown = ", ".join(
+            f"prompt {p} position {s}"
+            for p, s in list(zip(prompts.tolist(), positions.tolist(), strict=True))[:8]
+        )
+        parts.append(
+            f"the model's own output is not finite at {shown}: the final-based fields "
+            "(final_token_probs, final_token_ranks, kl_to_final) are missing there"
+        )
+    label = "logit lens" if lens_name is None else f"logit lens, lens {lens_name!r}"
+    warnings.warn(f"{label}: " + "; ".join(parts), RuntimeWarning, stacklevel=4)
+
+
+def _answer_tokens(
+    plan: InputPlan,
+    tokenizer: Any,
+    prompts: list[str],
+    prompt_ids: list[list[int]] | None,
+    foils: list[str | None] | None,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Each prompt's answer token (its first answer set's first accepted string's first
+    token) and foil token, -1 where there is none; ``None`` without answers (or foils)."""
+    if not plan.answer_sets:
+        return None, None
+    first = next(iter(plan.answer_sets.values()))
+    answers = torch.tensor([sequences[0][0] if sequences else -1 for sequences in first.token_ids])
+    if foils is None:
+        return answers, None
+    encoder = encoder_for(tokenizer, prompts, prompt_ids)
+    foil_ids = torch.tensor(
+        [
+            -1 if foil is None else encoder.continuation(index, foil, f"foils[{index}]")[0]
+            for index, foil in enumerate(foils)
+        ]
+    )
+    return answers, foil_ids
+
+
+def _decomposed_fields(
+    fields: dict[str, torch.Tensor], padded: Any, step: StepRun, foils: list[str | None] | None
+) -> dict[str, Any]:
+    """The result's attribution fields, cells laid out as the result's padded grid."""
+    assert step.components is not None and step.readout is not None
+    out: dict[str, Any] = {
+        "component_labels": list(step.components.labels),
+        "contributions": padded(fields["contributions"], float("nan")),
+        "contribution_bias": padded(fields["contribution_bias"], float("nan")),
+        "top1_logits": padded(fields["top1_logits"], float("nan")),
+        "foils": None if foils is None else list(foils),
+        "logit_softcap": step.readout.softcap,
+    }
+    for name in (
+        "answer_row_contributions",
+        "answer_row_bias",
+        "answer_contributions",
+        "answer_contribution_bias",
+    ):
+        if name in fields:
+            out[name] = fields[name]
+    if "answer_token_contributions" in fields:
+        out["answer_token_contributions"] = padded(
+            fields["answer_token_contributions"], float("nan")
+        )
+        out["answer_token_bias"] = padded(fields["answer_token_bias"], float("nan"))
+    if "target_contributions" in fields:
+        out["target_contributions"] = padded(fields["target_contributions"], float("nan"))
+        out["target_bias"] = padded(fields["target_bias"], float("nan"))
+    return out

@@ -1,0 +1,174 @@
+"""The chunk loop: saved block outputs reduced after the trace, chunk by chunk of positions.
+
+Per chunk of real (non-padded) positions and per layer, each lens's translation, the final norm
+and the unembedding turn the saved outputs into logits that are reduced at once
+(:func:`~murano_widgets.step.reductions.reduce_lenses`). Peak extra memory is one chunk's
+logits (a few times ``max_chunk_bytes``) whatever the number of layers, prompts or tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from murano_widgets.attribution.direct import read_row
+from murano_widgets.step.inputs import InputPlan
+from murano_widgets.step.reductions import (
+    Buffers,
+    chunks,
+    reduce_lenses,
+    rows_per_chunk,
+    stack_layers,
+)
+from murano_widgets.step.trace import StepTrace, _to_cpu
+from murano_widgets.types import Node
+
+# Layers are reduced together, as one [layers * rows, vocab] tensor, up to this many entries
+# (4 MB of float32): on small chunks each reduction op costs more in dispatch than in
+# arithmetic. Larger chunks gain nothing from it, and would only hold more memory.
+_GROUP_ENTRIES = 2**20
+
+
+class ChunkLoop(StepTrace):
+    """The after-trace reduction of :class:`~murano_widgets.LogitLens`: its chunk loop, and
+    the memory it takes."""
+
+    def _reduction_bytes(self, plan: InputPlan) -> int:
+        """About the memory the reduction of ``plan`` allocates: three ``[rows, vocab]``
+        float32 chunk buffers, and the full probabilities if they are kept."""
+        vocab = int(self.model.vocab_size)
+        rows = rows_per_chunk(self.max_chunk_bytes, vocab, len(plan.reduce_rows))
+        kept = len(self.lenses) * len(self.rows) * plan.shown_mask.numel() * vocab * 4
+        return 3 * rows * vocab * 4 + (kept if self.store_full_probs else 0)
+
+    def _reduce_after_trace(
+        self, hidden: dict[int | Node, torch.Tensor], plan: InputPlan
+    ) -> tuple[
+        list[dict[str, torch.Tensor]],
+        torch.Tensor,
+        list[torch.Tensor | None],
+        dict[tuple[int, int], torch.Tensor] | None,
+    ]:
+        """Reduces saved block outputs in chunks of positions, for every lens. Only real
+        positions are unembedded (padding costs nothing), gathered chunk by chunk rather than
+        copied out whole.
+
+        Returns:
+            Per lens, its fields ``{name: [n_layers, R, ...]}``; the final predictions ``[R]``;
+            per lens, its full probabilities (or ``None``); and with ``kl_between_lenses``,
+            ``{(a, b): [n_layers, R]}`` (lens indices, the final distribution last).
+        """
+        model = self.model
+        mask = plan.shown_mask
+        last = model.n_layers - 1
+        lenses = list(self.lenses.values())
+        between = self.kl_between_lenses
+        real_rows = plan.reduce_rows.to(next(iter(hidden.values())).device)
+        keys = self.rows
+        # Where each shown row's probabilities go in the returned [n_inputs * seq] layout.
+        shown_at = torch.nonzero(mask.reshape(-1)).squeeze(1)
+        vocab_size = int(model.vocab_size)
+        # The full probabilities go straight into the tensors that are returned (padding
+        # stays NaN), so keeping them costs those tensors and nothing more.
+        all_probs = [
+            torch.full((len(keys), mask.numel(), vocab_size), float("nan"))
+            if self.store_full_probs
+            else None
+            for _ in lenses
+        ]
+        row_of = {key: i for i, key in enumerate(keys)}
+        reduced: list[list[dict[str, torch.Tensor]]] = [[] for _ in lenses]
+        finals: list[torch.Tensor] = []
+        pairs: list[dict[tuple[int, int], torch.Tensor]] = []
+        # Three [rows, vocab] buffers live through the loop: the logits, the softmax and the
+        # final distribution; each chunk, layer and lens writes into them again. KL between
+        # lenses keeps every lens's logits of a layer, the final logits and a difference as
+        # well: 2 + n + 2 buffers, so the chunks are cut (n + 4) / 3 times smaller to keep the
+        # same peak.
+        budget = self.max_chunk_bytes * 3 // (len(lenses) + 4) if between else self.max_chunk_bytes
+        buffers = Buffers()
+        with torch.inference_mode():
+            for chunk in chunks(budget, vocab_size, len(real_rows)):
+                rows = real_rows[chunk]
+                shown = shown_at[chunk.start : min(chunk.stop, plan.n_shown)]
+                tracked = None
+                if plan.tracked is not None:
+                    tracked = plan.tracked.rows(chunk.start, chunk.stop).to(rows.device)
+
+                def logits_of(k: int, layer: int | Node, rows: torch.Tensor = rows) -> torch.Tensor:
+                    role = f"logits{k}" if between else "logits"
+                    out = buffers.get(role, len(rows), vocab_size, hidden[layer].device)
+                    states = read_row(
+                        lenses[k], layer, hidden[layer].index_select(0, rows), last + 1
+                    )
+                    return model.unembed(states, out=out)
+
+                def logits_of_layers(
+                    k: int, layers: Sequence[Any], rows: torch.Tensor = rows
+                ) -> torch.Tensor:
+                    # Each layer's logits as logits_of gives them, one block of rows each.
+                    n = len(rows)
+                    out = buffers.get("logits", n * len(layers), vocab_size, rows.device)
+                    states = [
+                        read_row(lenses[k], layer, hidden[layer].index_select(0, rows), last + 1)
+                        for layer in layers
+                    ]
+                    if hasattr(model, "unembed_blocks"):
+                        return model.unembed_blocks(torch.cat(states), len(layers), out)
+                    for g, each in enumerate(states):
+                        model.unembed(each, out=out[g * n : (g + 1) * n])
+                    return out
+
+                def keep(
+                    k: int, layer: int | Node, fields: dict[str, Any], shown: torch.Tensor = shown
+                ) -> dict[str, Any]:
+                    probs = fields.pop("probs", None)
+                    target = all_probs[k]
+                    if target is not None and probs is not None and len(shown):
+                        target[row_of[layer]].index_copy_(0, shown, probs[: len(shown)].cpu())
+                    return _to_cpu(fields)
+
+                per_lens, final, between_layers = reduce_lenses(
+                    logits_of,
+                    len(lenses),
+                    keys,
+                    last,
+                    self.top_k,
+                    self.store_full_probs,
+                    buffers,
+                    keep,
+                    tracked,
+                    between,
+                    logits_of_layers,
+                    group=max(
+                        1,
+                        min(
+                            len(keys),
+                            budget // (4 * vocab_size * len(rows)),
+                            _GROUP_ENTRIES // (len(rows) * vocab_size),
+                        ),
+                    ),
+                )
+                for k, per_layer in enumerate(per_lens):
+                    reduced[k].append(stack_layers(per_layer))
+                assert final is not None
+                finals.append(final.predictions.cpu())
+                if between_layers is not None:
+                    pairs.append({pair: torch.stack(v).cpu() for pair, v in between_layers.items()})
+                del final, per_lens, between_layers
+        fields = [
+            {key: torch.cat([c[key] for c in chunks_of_lens], dim=1) for key in chunks_of_lens[0]}
+            for chunks_of_lens in reduced
+        ]
+        shaped = [
+            None if probs is None else probs.view(len(keys), *mask.shape, vocab_size)
+            for probs in all_probs
+        ]
+        kl = (
+            {pair: torch.cat([c[pair] for c in pairs], dim=1) for pair in pairs[0]}
+            if pairs
+            else None
+        )
+        return fields, torch.cat(finals), shaped, kl
