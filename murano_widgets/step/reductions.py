@@ -345,7 +345,10 @@ def _rank_from_top(
         return torch.gt(z, logit, out=out).float().sum(dim=-1).long()
     ranks = (top_logits > logit).sum(dim=-1)
     if outside.numel():
-        some = z.index_select(0, outside)
+        # Into the scratch buffer where there is one: a fresh copy of up to half the chunk's
+        # rows raised the step's peak by 0.1 GB at 16 x 256 on GPT-2's shape (0.79 -> 0.89 GB).
+        scratch = None if out is None else out[: outside.numel()]
+        some = torch.index_select(z, 0, outside, out=scratch)
         counted = torch.gt(some, logit.index_select(0, outside), out=some).sum(dim=-1).long()
         ranks.index_copy_(0, outside, counted)
     return ranks
