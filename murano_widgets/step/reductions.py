@@ -346,7 +346,8 @@ def _rank_from_top(
     ranks = (top_logits > logit).sum(dim=-1)
     if outside.numel():
         # Into the scratch buffer where there is one: a fresh copy of up to half the chunk's
-        # rows raised the step's peak by 0.1 GB at 16 x 256 on GPT-2's shape (0.79 -> 0.89 GB).
+        # rows raised the step's peak by 0.1 GB at 16 x 256 on GPT-2's shape (0.79 -> 0.89 GB),
+        # and cost 100 ms against 6 ms in faults on [1024, 50257] with a quarter outside.
         scratch = None if out is None else out[: outside.numel()]
         some = torch.index_select(z, 0, outside, out=scratch)
         counted = torch.gt(some, logit.index_select(0, outside), out=some).sum(dim=-1).long()
