@@ -34,7 +34,8 @@ from murano_widgets.run import run_logit_lens
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import RESID_MID, RESID_POST, Node, PromptBatch, Results, Step
 from murano_widgets.widgets.diff import LensDiffWidget, show_lens_diff
-from murano_widgets.widgets.lens import LogitLensWidget, show_logit_lens
+from murano_widgets.widgets.lens import LogitLensWidget
+from murano_widgets.widgets.show import show_logit_lens
 
 __all__ = [
     "METRICS",

@@ -28,7 +28,7 @@ from murano_widgets.payload.lens import (
 from murano_widgets.results import LensResults
 from murano_widgets.run import run_logit_lens
 from murano_widgets.widgets.base import WidgetValueError
-from murano_widgets.widgets.lens import show_logit_lens
+from murano_widgets.widgets.show import show_logit_lens
 
 PROMPTS = ["The capital of France is", "Monday, Tuesday,"]
 

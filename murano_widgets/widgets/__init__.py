@@ -2,7 +2,9 @@
 
 - ``base``: ``MuranoWidget`` (front-end assets, ``WidgetValueError``, ``save_html``/``to_html``
   through the one page of :mod:`murano_widgets.export`).
-- ``lens``: the heatmap (``LogitLensWidget``, ``show_logit_lens``).
+- ``lens``: the heatmap (``LogitLensWidget``); ``lens_checks`` its arguments' checks (pure
+  functions the traits and the front door share); ``show``: ``show_logit_lens``, the one-call
+  entry that makes the live session and the widget.
 - ``diff``: two lenses' difference (``LensDiffWidget``, ``show_lens_diff``).
 - ``dataset``: a data set's curves and prompts (``LensDatasetWidget``, ``DatasetChart``).
 

@@ -22,7 +22,8 @@ from murano_widgets.export import base64_sections
 from murano_widgets.lenses import as_lens, named_lenses, title_of
 from murano_widgets.metrics import Metric
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset
-from murano_widgets.widgets.lens import LogitLensWidget, show_logit_lens
+from murano_widgets.widgets.lens import LogitLensWidget
+from murano_widgets.widgets.show import show_logit_lens
 
 if TYPE_CHECKING:
     from murano_widgets.dataset.lens_dataset import LensDataset

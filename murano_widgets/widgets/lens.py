@@ -1,53 +1,47 @@
-"""``LogitLensWidget``: the interactive heatmap, and ``show_logit_lens``, the one-call entry.
+"""``LogitLensWidget``: the interactive heatmap.
 
-The class is thin: typed traits and their validation. The result is turned into the binary
-payload by :mod:`murano_widgets.payload.lens`, cells are described by the result itself, and the
-metrics come from the registry in :mod:`murano_widgets.metrics`.
+The class is thin: typed traits, their validation (the checks are pure functions in
+:mod:`~murano_widgets.widgets.lens_checks`) and the live actions, which the
+:class:`~murano_widgets.live.LiveSession` runs. The result is turned into the binary payload by
+:mod:`murano_widgets.payload.lens`, cells are described by the result itself, and the metrics
+come from the registry in :mod:`murano_widgets.metrics`. The one-call entry,
+``show_logit_lens``, is in :mod:`~murano_widgets.widgets.show`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import traitlets
 
 from murano_widgets._adapters import as_lens_result
-from murano_widgets._checks import check_bool, check_choice, check_index, check_layer, check_model
+from murano_widgets._checks import check_index, check_model
 from murano_widgets.backends.base import ModelBackend
 from murano_widgets.chat import check_hide_template
 from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.export import base64_sections
-from murano_widgets.lenses import Lens, as_lens, named_lenses
 from murano_widgets.live.controller import LiveController, handle_message, not_live_error
 from murano_widgets.live.session import LiveSession
 from murano_widgets.metrics import METRICS, TARGET_METRIC
-from murano_widgets.payload.attribution import (
-    EXPLAIN_TARGET,
-    EXPLAIN_TOP1,
-    explain_choices,
-    has_attribution,
-)
+from murano_widgets.payload.attribution import EXPLAIN_TOP1, explain_choices, has_attribution
 from murano_widgets.payload.lens import LensPayload
 from murano_widgets.results import LensResults, LogitLensResult, as_given, lenses_of
-from murano_widgets.step.logit_lens import resolve_layers
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
+from murano_widgets.widgets.lens_checks import (
+    VIEWS,
+    check_explain,
+    check_lens_name,
+    check_live,
+    check_metric,
+    check_shown_layer,
+    check_target,
+    check_view,
+    describe_selection,
+    kept_target,
+)
 
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-    from murano_widgets.options import ShowOptions
-
-__all__ = ["METRICS", "VIEWS", "LogitLensWidget", "WidgetValueError", "show_logit_lens"]
-
-# The widget's own arguments; the rest of show_logit_lens's go to the session (run options) or
-# to its first run (the prompts' own).
-_PER_PROMPT = ("answers", "foils", "chat")
-
-#: The widget's views (the ``view`` trait): the heatmap of layers, or of components (rows are
-#: the model's components, each one's direct part of a logit; with ``decompose=True``).
-VIEWS = ("layers", "components")
+__all__ = ["METRICS", "VIEWS", "LogitLensWidget", "WidgetValueError"]
 
 #: ``live_status`` when nothing runs.
 _IDLE = {"state": "idle", "request": -1, "action": "", "message": ""}
@@ -193,7 +187,7 @@ class LogitLensWidget(MuranoWidget):
         live: Any = None,
         **kwargs: Any,
     ) -> None:
-        session = _check_live(live)
+        session = check_live(live)
         if session is not None:
             result = session.check_result(result)
         if model is not None:
@@ -211,15 +205,15 @@ class LogitLensWidget(MuranoWidget):
         # Everything is checked before the widget exists: a widget that fails half-built would
         # stay registered with the kernel.
         prompt = check_index("prompt", prompt, first.n_inputs, "prompts")
-        layer = first.layers[-1] if layer is None else _check_layer(layer, first.layers)
+        layer = first.layers[-1] if layer is None else check_shown_layer(layer, first.layers)
         if target is None:
             target = first.targets[0] if first.targets else ""
-        target = _check_target(target, first.targets)
-        metric = _check_metric(metric, payload)
+        target = check_target(target, first.targets)
+        metric = check_metric(metric, payload)
         hide_template = check_hide_template(hide_template, first.token_roles, WidgetValueError)
-        lens_name = results.names[0] if lens_name is None else _check_lens_name(lens_name, results)
-        explain = _check_explain(explain, results[lens_name])
-        view = _check_view(view, results[lens_name])
+        lens_name = results.names[0] if lens_name is None else check_lens_name(lens_name, results)
+        explain = check_explain(explain, results[lens_name])
+        view = check_view(view, results[lens_name])
         self._results = results
         self._payload = payload
         self._patched: PatchComparison | None = None
@@ -429,7 +423,7 @@ class LogitLensWidget(MuranoWidget):
             if self.explain not in explain_choices(result):
                 self.explain = EXPLAIN_TOP1
             if target is None:
-                self.target = _kept_target(self.target, self.targets, result)
+                self.target = kept_target(self.target, self.targets, result)
             else:
                 self._live_show_target(target)
             if not payload.metric(self.metric)["available"]:
@@ -471,15 +465,15 @@ class LogitLensWidget(MuranoWidget):
 
     @traitlets.validate("layer")
     def _validate_layer(self, proposal: dict[str, Any]) -> int:
-        return _check_layer(proposal["value"], self._result.layers)
+        return check_shown_layer(proposal["value"], self._result.layers)
 
     @traitlets.validate("metric")
     def _validate_metric(self, proposal: dict[str, Any]) -> str:
-        return _check_metric(proposal["value"], self._payload)
+        return check_metric(proposal["value"], self._payload)
 
     @traitlets.validate("target")
     def _validate_target(self, proposal: dict[str, Any]) -> str:
-        return _check_target(proposal["value"], self._result.targets)
+        return check_target(proposal["value"], self._result.targets)
 
     @traitlets.validate("hide_template")
     def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
@@ -487,22 +481,22 @@ class LogitLensWidget(MuranoWidget):
 
     @traitlets.validate("lens_name")
     def _validate_lens_name(self, proposal: dict[str, Any]) -> str:
-        return _check_lens_name(proposal["value"], self._results, WidgetValueError)
+        return check_lens_name(proposal["value"], self._results, WidgetValueError)
 
     @traitlets.validate("explain")
     def _validate_explain(self, proposal: dict[str, Any]) -> str:
-        return _check_explain(proposal["value"], self._result)
+        return check_explain(proposal["value"], self._result)
 
     @traitlets.validate("view")
     def _validate_view(self, proposal: dict[str, Any]) -> str:
-        return _check_view(proposal["value"], self._result)
+        return check_view(proposal["value"], self._result)
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
         value = proposal["value"]
         if value is None:
             return None
-        described = _describe_selection(self._result, value, default_prompt=self.prompt)
+        described = describe_selection(self._result, value, default_prompt=self.prompt)
         if len(self._results) > 1:
             described["lens"] = self.lens_name
         return described
@@ -576,284 +570,3 @@ class LogitLensWidget(MuranoWidget):
             f"LogitLensWidget({result.n_inputs} prompts, layers {result.layers[0]}..{result.layers[-1]}, "
             f"prompt={self.prompt}, layer={self.layer}, metric={self.metric!r}{lenses})"
         )
-
-
-def show_logit_lens(
-    model: ModelBackend,
-    prompts: str | Sequence[str] | None = None,
-    layers: Sequence[int] | str = "all",
-    *,
-    lens: Lens | Mapping[str, Lens | None] | None = None,
-    prompt: int = 0,
-    layer: int | None = None,
-    metric: str = "prob",
-    target: str | None = None,
-    hide_template: bool = False,
-    lens_name: str | None = None,
-    explain: str = EXPLAIN_TOP1,
-    view: str = VIEWS[0],
-    **options: Unpack[ShowOptions],
-) -> LogitLensWidget:
-    """Runs the logit lens on ``prompts`` and returns it as a live interactive widget: the
-    result of ``run_logit_lens(model, prompts, layers, lens=lens, **options)``, with the model
-    and the options kept (``w.session``, a :class:`~murano_widgets.live.LiveSession`) so that
-    the widget can run more: a prompt typed in its text box (``w.add_prompt(text)``), a token
-    tracked (``w.track(text)``), a cell patched (``w.patch(...)``).
-
-    The widget shows when it is the last expression of a notebook cell, like every Jupyter
-    widget: ``show_logit_lens(model, prompts)``, or ``w = show_logit_lens(...)`` then ``w``.
-    Every argument is checked before the model runs.
-
-    Args:
-        model: The model, e.g. ``MuranoModel("gpt2")`` or ``load_demo_model()``.
-        prompts: One prompt or a list of prompts (or ``None`` with ``chat=``).
-        layers: ``"all"`` or a list of layer indices.
-        lens: The lens, a :class:`~murano_widgets.Lens` such as a
-            :class:`~murano_widgets.TunedLens` or :class:`~murano_widgets.JacobianLens`
-            (``None``: the logit lens), or several by name, ``{"logit": None, "tuned":
-            tuned}``, shown side by side with a lens menu. The widget keeps it for what it runs
-            later, as it keeps ``**options``.
-        prompt: The prompt shown first (an index into ``prompts``).
-        layer: The model layer highlighted first (default the highest shown).
-        metric: The colouring, one of :data:`~murano_widgets.metrics.METRICS`; ``"target"``
-            (a tracked token's probability) needs ``targets``.
-        target: With ``targets``: the one the ``"target"`` metric shows first (default the
-            first; the widget's ``target`` trait, and its token menu).
-        hide_template: With ``chat``: hide the chat template's own tokens at first (the
-            widget's ``hide_template`` trait, and its "hide chat-template tokens" box).
-        lens_name: With named lenses (``lens={"logit": None, "tuned": tuned}``): the one shown
-            first (default the first); the widget's lens menu switches between them.
-        explain: With ``decompose=True``: what the "why" panel explains first (``"top1"``,
-            ``"answer"``, ``"target:<text>"``; the widget's ``explain`` trait).
-        view: ``"layers"``, or with ``decompose=True`` ``"components"`` (the component view).
-        **options: What :func:`~murano_widgets.run.run_logit_lens` takes, then the options of
-            the :class:`~murano_widgets.LogitLens` step
-            (:class:`~murano_widgets.options.ShowOptions`: typed, so a type checker and an IDE
-            know each); the widget keeps them for what it
-            runs later (a typed prompt, a tracked token, a patch). Each of them:
-
-            - ``answers``: each prompt's expected answer (a string, a list of accepted
-              strings, or ``None``; or a dict of named answer sets), scored at every layer,
-              drawn in the trajectory chart and marked in the heatmap.
-            - ``foils``: with ``decompose=True``: a wrong but plausible alternative to each
-              answer, so that the answer's attribution is to answer − foil.
-            - ``generate``: let the model write up to this many tokens after each prompt and
-              show the lens over them too (``None``: no generation).
-            - ``do_sample``: sample the generated tokens rather than take the most likely
-              (greedy, the default).
-            - ``temperature``: the sampling temperature (only with ``do_sample=True``).
-            - ``top_p``: nucleus sampling's probability mass (only with ``do_sample=True``).
-            - ``seed``: makes sampling reproducible (only with ``do_sample=True``).
-            - ``chat``: a chat (a list of ``{"role", "content"}`` messages) or a list of
-              chats instead of ``prompts``, read through the tokenizer's chat template, each
-              token's role marked.
-            - ``add_generation_prompt``: with ``chat``: end with the template's opening of an
-              assistant turn (default ``True``).
-            - ``store_full_probs``: keep every softmax output (``all_probs``,
-              ``n_layers·n_inputs·seq·vocab`` floats): only for small, targeted runs.
-            - ``top_k``: how many of the most likely tokens each cell keeps (default 5; the
-              tooltip's list).
-            - ``max_chunk_bytes``: the size of one chunk of float32 logits (default 256 MiB):
-              the step's peak extra memory is about three times this, plus the saved block
-              outputs.
-            - ``remote``: run the trace on NDIF through nnsight's remote execution, reduced
-              inside the trace (``MuranoModel(..., backend="nnsight")``).
-            - ``reduce_in_trace``: reduce inside the trace, as ``remote=True`` does (default:
-              ``remote``); locally it only costs memory.
-            - ``targets``: strings whose probability and rank are tracked at every position
-              (the ``"target"`` metric, the token menu, lines in the trajectory chart).
-            - ``variants``: also count each answer's and target's forms with and without a
-              leading space and with the first letter's case changed.
-            - ``positions``: ``"all"`` (the heatmap) or ``"last"`` (only each prompt's last
-              position holds values).
-            - ``kl_between_lenses``: with named lenses: also KL in bits between every two of
-              them, and each and the model's output.
-            - ``sites``: the rows read in each block: ``("resid_post",)``, or with
-              ``"resid_mid"`` also a row after each attention.
-            - ``decompose``: direct logit attribution: each component's share of every cell's
-              top-1 logit, of the answer and of each target (the "why" panel, the component
-              view).
-            - ``heads``: with ``decompose``: split each attention into its heads.
-
-    Returns:
-        The widget.
-
-    Raises:
-        ValueError: Naming ``chat`` when the tokenizer has no chat template, and for other bad
-            arguments (before the model runs).
-    """
-    from murano_widgets.chat import check_chat
-
-    check_model(model)
-    # The widget's own arguments are checked before the model runs, as the run's are (the
-    # prompts and every option are validated once, by run_logit_lens, before any model work).
-    chat = options.get("chat")
-    if chat is not None and prompts is None:
-        n_prompts: int | None = len(check_chat(chat))
-    elif isinstance(prompts, str) or prompts is None:
-        n_prompts = 1  # run_logit_lens names what is missing
-    else:
-        n_prompts = len(prompts) if isinstance(prompts, Sequence) else None
-    if n_prompts:
-        check_index("prompt", prompt, n_prompts, "prompts")
-    check_choice("metric", metric, METRICS)
-    targets = options.get("targets")
-    tracked = list(targets) if isinstance(targets, (list, tuple)) else []
-    if METRICS[metric].per_target and not tracked:
-        raise ValueError(
-            f"metric={metric!r} shows a tracked token's probability: pass targets=[...]"
-        )
-    if target is not None:
-        _check_target(target, tracked, ValueError)
-    check_choice("view", view, VIEWS)
-    if view == "components" and not options.get("decompose"):
-        raise ValueError(
-            "view='components' needs the direct logit attribution: pass decompose=True"
-        )
-    if not isinstance(explain, str):
-        raise TypeError(f"explain must be a string, got {type(explain).__name__} {explain!r}")
-    if layer is not None:
-        _check_layer(layer, resolve_layers(layers, model.n_layers), error=ValueError)
-    if check_bool("hide_template", hide_template) and chat is None:
-        raise ValueError(
-            "hide_template=True is not allowed without chat: only a chat has template tokens "
-            "to hide; got hide_template=True"
-        )
-    if lens_name is not None:
-        names = list(named_lenses(lens) or {as_lens(lens).kind: None})
-        if lens_name not in names:
-            raise ValueError(f"lens_name must be one of the lenses {names}; got {lens_name!r}")
-    session = LiveSession(
-        model,
-        layers,
-        lens=lens,
-        **{key: value for key, value in options.items() if key not in _PER_PROMPT},
-    )
-    result = session.run(prompts, **{key: options[key] for key in _PER_PROMPT if key in options})
-    return LogitLensWidget(
-        result,
-        live=session,
-        prompt=prompt,
-        layer=layer,
-        metric=metric,
-        target=target,
-        hide_template=hide_template,
-        lens_name=lens_name,
-        explain=explain,
-        view=view,
-    )
-
-
-def _check_live(live: Any) -> LiveSession | None:
-    """The session of ``live=``: a :class:`LiveSession`, or ``None``/``False`` for none."""
-    if live is None or live is False:
-        return None
-    if isinstance(live, LiveSession):
-        return live
-    raise TypeError(
-        "live must be a LiveSession (LiveSession(model, ...), whose run(prompts) makes the "
-        "result) or None; show_logit_lens(model, ...) makes a live widget itself; got "
-        f"{type(live).__name__} {live!r:.60}"
-    )
-
-
-def _check_layer(value: Any, layers: list[int], error: type = WidgetValueError) -> int:
-    """A model layer that is one of the result's rows, as a trait error (or ``error``)."""
-    return check_layer(value, layers, error, error)
-
-
-def _check_lens_name(value: Any, results: LensResults, error: type = WidgetValueError) -> str:
-    """One of the widget's lens names."""
-    if not isinstance(value, str) or value not in results:
-        raise error(f"lens_name must be one of the widget's lenses {results.names}; got {value!r}")
-    return value
-
-
-def _check_explain(value: Any, result: LogitLensResult) -> str:
-    """One of the things the result's attribution explains; a target's text alone is taken."""
-    choices = explain_choices(result)
-    if isinstance(value, str) and value not in choices and EXPLAIN_TARGET + value in choices:
-        value = EXPLAIN_TARGET + value
-    if not isinstance(value, str) or value not in choices:
-        why = (
-            ""
-            if has_attribution(result)
-            else " (this result has no direct logit attribution: run with decompose=True)"
-        )
-        raise WidgetValueError(f"explain must be one of {choices}{why}; got {value!r}")
-    return value
-
-
-def _check_view(value: Any, result: LogitLensResult) -> str:
-    """One of :data:`VIEWS`; the component view needs the attribution."""
-    check_choice("view", value, VIEWS, WidgetValueError)
-    if value == "components" and not has_attribution(result):
-        raise WidgetValueError(
-            "view='components' needs the direct logit attribution: run with decompose=True"
-        )
-    return value
-
-
-def _check_target(value: Any, targets: list[str] | None, error: type = WidgetValueError) -> str:
-    """One of the tracked tokens, or ``""`` when none is tracked."""
-    targets = list(targets or [])
-    if isinstance(value, str) and (value in targets or (value == "" and not targets)):
-        return value
-    given = f"{type(value).__name__} {value!r:.60}" if not isinstance(value, str) else repr(value)
-    if not targets:
-        raise error(
-            f"target must be '' while no token is tracked (track one with w.track(text), or "
-            f"pass targets=[...]); got {given}"
-        )
-    raise error(f"target must be one of the tracked tokens {targets}; got {given}")
-
-
-def _kept_target(current: str, before: list[str], result: LogitLensResult) -> str:
-    """The token shown after the targets changed: the same one while it is tracked; else the
-    one now in its place (the next, or the last), as a removed prompt gives way; ``""`` when
-    none is left."""
-    targets = list(result.targets or [])
-    if current in targets:
-        return current
-    if not targets:
-        return ""
-    index = before.index(current) if current in before else 0
-    return targets[min(index, len(targets) - 1)]
-
-
-def _check_metric(value: Any, payload: LensPayload) -> str:
-    check_choice("metric", value, METRICS, WidgetValueError)
-    info = payload.metric(value)
-    if not info["available"]:
-        raise WidgetValueError(f"metric {value!r} cannot be shown: {info['unavailable_reason']}")
-    return value
-
-
-def _describe_selection(result: LogitLensResult, value: Any, default_prompt: int) -> dict[str, Any]:
-    """The full description of a pinned cell, from the dict naming it that the front end sends."""
-    if not isinstance(value, dict):
-        raise WidgetValueError(
-            "selected must be None or a dict with layer_index and position, "
-            f"got {type(value).__name__} {value!r}"
-        )
-    if "layer_index" not in value and "layer" in value:
-        _check_layer(value["layer"], result.layers)
-        value = {**value, "layer_index": result.layers.index(value["layer"])}
-    prompt = value.get("prompt", default_prompt)
-    # Checked here as well as in describe_cell, to name the key of `selected`.
-    prompt = check_index("selected['prompt']", prompt, result.n_inputs, "prompts", WidgetValueError)
-    row = check_index(
-        "selected['layer_index']",
-        value.get("layer_index"),
-        len(result.layers),
-        "rows",
-        WidgetValueError,
-    )
-    position = check_index(
-        "selected['position']",
-        value.get("position"),
-        result.lengths[prompt],
-        f"real tokens in prompt {prompt}",
-        WidgetValueError,
-    )
-    return result.describe_cell(prompt, row, position)
