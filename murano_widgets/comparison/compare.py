@@ -116,13 +116,12 @@ class LensComparison:
         Raises:
             ValueError: If either result lacks ``field``.
         """
-        values_a, values_b = getattr(self.a, field, None), getattr(self.b, field, None)
-        if values_a is None or values_b is None:
-            lacking = " and ".join(n for n, v in (("a", values_a), ("b", values_b)) if v is None)
-            raise ValueError(f"{lacking} has no {field}: its change cannot be computed")
+        lacking = self.lacking(field)
+        if lacking:
+            raise ValueError(f"{lacking} {field}: its change cannot be computed")
         nan = float("nan")
-        on_a = _cell_values(values_a)
-        on_b = _gather(_cell_values(values_b), self.layer_rows, self.positions, nan)
+        on_a = _cell_values(getattr(self.a, field))
+        on_b = _gather(_cell_values(getattr(self.b, field)), self.layer_rows, self.positions, nan)
         known = self.aligned & torch.isfinite(on_a) & torch.isfinite(on_b)
         return on_a.masked_fill(~known, nan), on_b.masked_fill(~known, nan)
 
@@ -145,7 +144,15 @@ class LensComparison:
 
     def has_field(self, field: str) -> bool:
         """Whether both results hold ``field`` (so its change is known)."""
-        return getattr(self.a, field, None) is not None and getattr(self.b, field, None) is not None
+        return not self.lacking(field)
+
+    def lacking(self, field: str) -> str:
+        """Which results lack ``field``, as the reason its change is unknown: ``"b has no"``,
+        ``"a and b have no"``; ``""`` when both hold it."""
+        sides = [n for n, r in (("a", self.a), ("b", self.b)) if getattr(r, field, None) is None]
+        if not sides:
+            return ""
+        return f"{' and '.join(sides)} {'have' if len(sides) == 2 else 'has'} no"
 
     def describe_cell(self, prompt: int, layer_index: int, position: int) -> dict[str, Any]:
         """One cell of the comparison: both sides' descriptions and the differences.
@@ -485,9 +492,10 @@ def _gather(
 
 def _cell_values(values: torch.Tensor) -> torch.Tensor:
     """A per-cell field as float32 values: an integer field's -1 (a rank without one) is NaN."""
+    values = values.detach().cpu()
     if values.dtype.is_floating_point:
-        return values.detach().cpu().float()
-    return values.detach().cpu().float().masked_fill(values.detach().cpu() < 0, float("nan"))
+        return values.float()
+    return values.float().masked_fill(values < 0, float("nan"))
 
 
 def _on_b_grid(token_a: torch.Tensor, alignment: Alignment, b: LogitLensResult) -> torch.Tensor:

@@ -263,15 +263,10 @@ def _change_sections(
         metric = registry.DIFF_METRICS[name]
         field, unit = source.field, source.unit
         entry: dict[str, Any] = {**metric.as_json(), "domain": [-1.0, 1.0], "change": None}
-        if not comparison.has_field(field):
-            lacking = " and ".join(
-                side
-                for side, result in (("a", comparison.a), ("b", comparison.b))
-                if getattr(result, field, None) is None
-            )
-            verb = "have" if " and " in lacking else "has"
+        lacking = comparison.lacking(field)
+        if lacking:
             entries.append(
-                {**entry, "available": False, "unavailable_reason": f"{lacking} {verb} no {field}"}
+                {**entry, "available": False, "unavailable_reason": f"{lacking} {field}"}
             )
             continue
         values_a, values_b = (cells(t).astype(np.float64) for t in comparison.sides(field))
