@@ -2259,8 +2259,8 @@ function changeAt(diff, metric, index) {
   const known = arrays[change.known];
   const delta = arrays[spec.field];
   if (!known || !delta || !known[index]) return null;
-  const read = (name) => arrays[name] ? arrays[name][index] * (diff.scales[name] ?? 1) : Number.NaN;
   const step = (name) => diff.scales[name] ?? 1;
+  const read = (name) => arrays[name] ? arrays[name][index] * step(name) : Number.NaN;
   return {
     a: read(change.a),
     b: read(change.b),
@@ -2532,6 +2532,7 @@ function keepControlKeys(root, signal) {
 }
 
 // src/diff/view.js
+var CHANGE_UNITS = Object.freeze({ delta: " (percentage points)", probability: " (percentage points)", rank: " (ranks, log scale)" });
 var DIFF_GEOMETRY = Object.freeze({ rowH: 22, axisH: 0, gap: 2, stripH: 20, bottomPad: 2, rightPad: 0 });
 function shownMetric(diff, value) {
   const spec = diffMetric(diff, String(value));
@@ -2760,7 +2761,7 @@ var DiffView = class {
       bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
       const tickRow = h("span", "murano-diff-legend-ticks");
       for (const tick2 of ticks) tickRow.append(h("span", "", {}, tick2));
-      const unit = spec.scale === "diverging" && (spec.unit === "delta" || spec.unit === "probability") ? " (percentage points)" : spec.scale === "diverging" && spec.unit === "rank" ? " (ranks, log scale)" : "";
+      const unit = spec.scale === "diverging" ? CHANGE_UNITS[spec.unit] ?? "" : "";
       const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
       this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.name === "delta_prob" ? `${tokenRule(diff)}${spec.description}` : spec.description));
     }

@@ -412,6 +412,22 @@ def test_track_a_token_typed_picked_or_clicked(page, lens):
     assert not page.errors
 
 
+def assert_lights_the_cone(page, debug: str, change) -> None:
+    """The patch panel's cells, coloured by a change ``[rows, positions]`` that the patch at
+    block 2, position 3 made: every cell it does not reach in one neutral colour, every cell it
+    moves (inside the causal cone) in another."""
+    colours = {
+        (i, j): tuple(page.evaluate(f"([i, j]) => {debug}.cellColour(i, j)", [i, j]))
+        for i in range(change.shape[0])
+        for j in range(change.shape[1])
+    }
+    still = {colours[c] for c in colours if abs(float(change[c])) < 1e-4}
+    assert len(still) == 1, "every cell the patch does not reach: one neutral colour"
+    moved = [c for c in colours if abs(float(change[c])) > 0.05]
+    assert moved and all(c[0] >= 2 and c[1] >= 3 for c in moved), "the causal cone"
+    assert all(colours[c] not in still for c in moved)
+
+
 def test_patch_a_cell_and_see_the_difference(page, model, lens):
     result = lens["two"]
     mount(page, live_state(result))
@@ -468,41 +484,20 @@ def test_patch_a_cell_and_see_the_difference(page, model, lens):
     panel = page.inner_text(".murano-patch")
     assert panel.count("zero") == 1 and "vs" not in panel and "the same prompt" not in panel, panel
     # Its columns lie under the heatmap's: the same width, starting at the same x.
-    debug_ = "document.querySelector('.murano-patch-diff').__muranoDiffDebug"
+    debug = "document.querySelector('.murano-patch-diff').__muranoDiffDebug"
     heat, diff_ = page.evaluate(
-        f"() => [window.debug.cellClientRect(0, 0), {debug_}.cellClientRect(0, 0)]"
+        f"() => [window.debug.cellClientRect(0, 0), {debug}.cellClientRect(0, 0)]"
     )
     assert abs(diff_["w"] - heat["w"]) <= 1 and abs(diff_["x"] - heat["x"]) <= 1, (heat, diff_)
     answer = page.inner_text(".murano-patch-answer")
     assert answer.startswith("Answer ␣Paris: ") and " → " in answer
     # The diff is the lens diff's own view, in the widget: the cells the patch reaches light up.
-    debug = "document.querySelector('.murano-patch-diff').__muranoDiffDebug"
     assert page.evaluate(f"() => {debug}.state.metric") == "delta_prob"
-    delta = comparison.delta_prob[:, 0, :]
-    colours = {
-        (i, j): tuple(page.evaluate(f"([i, j]) => {debug}.cellColour(i, j)", [i, j]))
-        for i in range(delta.shape[0])
-        for j in range(delta.shape[1])
-    }
-    still = {colours[c] for c in colours if abs(float(delta[c])) < 1e-4}
-    assert len(still) == 1, "every cell the patch does not reach: one neutral colour"
-    moved = [c for c in colours if abs(float(delta[c])) > 0.05]
-    assert moved and all(c[0] >= 2 and c[1] >= 3 for c in moved), "the causal cone"
-    assert all(colours[c] not in still for c in moved)
+    assert_lights_the_cone(page, debug, comparison.delta_prob[:, 0, :])
     # Every heatmap metric's change is in the panel's menu too (the same payload): the entropy's.
     page.select_option(".murano-patch-diff .murano-diff-metric-select", "delta_entropy")
     assert page.evaluate(f"() => {debug}.state.metric") == "delta_entropy"
-    entropy = comparison.metric_deltas["delta_entropy"][:, 0, :]
-    colours = {
-        (i, j): tuple(page.evaluate(f"([i, j]) => {debug}.cellColour(i, j)", [i, j]))
-        for i in range(entropy.shape[0])
-        for j in range(entropy.shape[1])
-    }
-    still = {colours[c] for c in colours if abs(float(entropy[c])) < 1e-4}
-    assert len(still) == 1, "every cell the patch does not reach: one neutral colour"
-    moved = [c for c in colours if abs(float(entropy[c])) > 0.05]
-    assert moved and all(c[0] >= 2 and c[1] >= 3 for c in moved), "the causal cone"
-    assert all(colours[c] not in still for c in moved)
+    assert_lights_the_cone(page, debug, comparison.metric_deltas["delta_entropy"][:, 0, :])
     legend = page.inner_text(".murano-patch-diff .murano-diff-legend")
     assert "Change in entropy (bits) (b − a)" in legend
     page.locator(".murano-root").screenshot(path=str(ARTIFACTS / "live-patch-entropy.png"))

@@ -108,9 +108,9 @@ export function changeAt(diff, metric, index) {
   const delta = arrays[spec.field];
   if (!known || !delta || !known[index]) return null;
   /** @param {string} name */
-  const read = (name) => (arrays[name] ? arrays[name][index] * (diff.scales[name] ?? 1) : Number.NaN);
-  /** @param {string} name */
   const step = (name) => diff.scales[name] ?? 1;
+  /** @param {string} name */
+  const read = (name) => (arrays[name] ? arrays[name][index] * step(name) : Number.NaN);
   return {
     a: read(change.a),
     b: read(change.b),

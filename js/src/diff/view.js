@@ -31,6 +31,13 @@ import { cellRect, clampScroll, columnX, computeLayout, hitTest, revealColumn, v
  */
 
 /**
+ * What the legend's label adds for a change in each unit: the ticks of a probability's change are
+ * percentage points, a rank's sit on a log scale.
+ * @type {Readonly<Record<string, string>>}
+ */
+const CHANGE_UNITS = Object.freeze({ delta: " (percentage points)", probability: " (percentage points)", rank: " (ranks, log scale)" });
+
+/**
  * The diff's sizes in the heatmap's grid geometry (`computeLayout` in `../layout.js`): rows of a
  * fixed height, no position axis above the cells, one or two token rows under them, no right pad.
  */
@@ -310,7 +317,7 @@ export class DiffView {
       bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
       const tickRow = h("span", "murano-diff-legend-ticks");
       for (const tick of ticks) tickRow.append(h("span", "", {}, tick));
-      const unit = spec.scale === "diverging" && (spec.unit === "delta" || spec.unit === "probability") ? " (percentage points)" : spec.scale === "diverging" && spec.unit === "rank" ? " (ranks, log scale)" : "";
+      const unit = spec.scale === "diverging" ? CHANGE_UNITS[spec.unit] ?? "" : "";
       const missing = h("span", "murano-diff-legend-missing", { title: "no partner cell, or no value" }, "missing");
       this.legend.append(h("span", "murano-diff-legend-label", {}, `${spec.label}${unit}`), bar, tickRow, missing, h("span", "murano-diff-legend-text", {}, spec.name === "delta_prob" ? `${tokenRule(diff)}${spec.description}` : spec.description));
     }
