@@ -1020,15 +1020,28 @@ def diff_cases() -> dict[str, LensComparison]:
 def diff_expected(comparison: LensComparison, k: int) -> dict[str, Any]:
     a, b = comparison.a, comparison.b
 
-    def plain(x: float) -> float | None:
-        return None if math.isnan(x) else x
-
-    # Each heatmap metric's two sides and change, from the results' fields by plain indexing.
-    sides = {
-        name: comparison.sides(metric.field)
+    # Each heatmap metric's two sides and change, from the results' fields by plain indexing
+    # (a at the cell, b at the partner cell its description names): None where either side has
+    # no value (a NaN, a rank's -1) or the cell has no partner.
+    fields = {
+        name: metric.field
         for name, metric in DIFF_CHANGES.items()
-        if comparison.has_field(metric.field)
+        if getattr(a, metric.field) is not None and getattr(b, metric.field) is not None
     }
+
+    def value(result: LogitLensResult, field: str, row: int, p: int, seq: int) -> float | None:
+        values = getattr(result, field)
+        x = float(values[row, p, seq])
+        no_rank = not values.dtype.is_floating_point and x < 0
+        return None if math.isnan(x) or no_rank else x
+
+    def change(field: str, d: dict[str, Any], row: int, p: int) -> list[float | None]:
+        if not d["aligned"] or d["b"] is None:
+            return [None, None, None]
+        va = value(a, field, row, p, d["a"]["sequence_index"])
+        vb = value(b, field, d["b"]["layer_index"], p, d["b"]["sequence_index"])
+        return [None, None, None] if va is None or vb is None else [va, vb, vb - va]
+
     cells = []
     for p in range(a.n_inputs):
         for row in range(len(a.layers)):
@@ -1054,13 +1067,7 @@ def diff_expected(comparison: LensComparison, k: int) -> dict[str, Any]:
                         "top_a": d["a"]["top_k"][:k],
                         "top_b": [] if side_b is None else side_b["top_k"][:k],
                         "changes": {
-                            name: [
-                                plain(float(va[row, p, seq])),
-                                plain(float(vb[row, p, seq])),
-                                plain(d[name]),
-                            ]
-                            for name, (va, vb) in sides.items()
-                            for seq in [d["a"]["sequence_index"]]
+                            name: change(field, d, row, p) for name, field in fields.items()
                         },
                     }
                 )

@@ -552,9 +552,12 @@ def test_each_heatmap_metric_changes_as_b_minus_a_on_aligned_cells(pair):
         }
     )
     layer_b = {0: 0, 1: 2, 2: 4}  # 3 layers against 5, by relative depth
+    # Each field's change, and a's and b's values where it is known, by plain indexing.
+    expected_sides = {}
     for name, metric in DIFF_CHANGES.items():
         got = comparison.metric_deltas[name]
         expected = torch.full_like(got, float("nan"))
+        side_a, side_b = torch.full_like(got, float("nan")), torch.full_like(got, float("nan"))
         for p in range(len(prompts_a)):
             real_a, real_b = a.positions(p).tolist(), b.positions(p).tolist()
             shift = len(real_b) - len(real_a)  # "end": the last tokens pair
@@ -563,9 +566,13 @@ def test_each_heatmap_metric_changes_as_b_minus_a_on_aligned_cells(pair):
                     continue
                 for row in range(len(a.layers)):
                     row_b = b.layers.index(layer_b[a.layers[row]])
-                    expected[row, p, seq] = _plain_change(
-                        a, b, metric.field, row, row_b, p, seq, real_b[j + shift]
-                    )
+                    seq_b = real_b[j + shift]
+                    change = _plain_change(a, b, metric.field, row, row_b, p, seq, seq_b)
+                    expected[row, p, seq] = change
+                    if change == change:
+                        side_a[row, p, seq] = float(getattr(a, metric.field)[row, p, seq])
+                        side_b[row, p, seq] = float(getattr(b, metric.field)[row_b, p, seq_b])
+        expected_sides[name] = (side_a, side_b)
         assert torch.equal(torch.isnan(got), torch.isnan(expected)), name
         torch.testing.assert_close(got, expected, equal_nan=True, atol=1e-6, rtol=0)
         assert (got[~torch.isnan(got)] != 0).any(), f"{name}: the two models differ somewhere"
@@ -605,7 +612,7 @@ def test_each_heatmap_metric_changes_as_b_minus_a_on_aligned_cells(pair):
         )
         # Exact for ranks; within half a step otherwise.
         np.testing.assert_allclose(arrays[name][known], want[known], atol=spec["scale"] / 2 + 1e-9)
-        values_a, values_b = (t[:, mask].numpy() for t in comparison.sides(metric.field))
+        values_a, values_b = (t[:, mask].numpy() for t in expected_sides[name])
         for side, values in (("a", values_a), ("b", values_b)):
             section = f"{metric.field}_{side}"
             step = meta["sections"][section]["scale"]
