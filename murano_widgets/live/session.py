@@ -45,6 +45,7 @@ from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.generation import check_generation, generate_tokens
 from murano_widgets.live.patching import check_patch, run_patch
 from murano_widgets.live.worker import model_lock
+from murano_widgets.options import PromptOptions
 from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 from murano_widgets.results.combine import concat_results, padding_of, select_prompts
 from murano_widgets.run import run_logit_lens
@@ -62,7 +63,7 @@ __all__ = ["LiveSession", "model_lock"]
 Results = LogitLensResult | LensResults
 
 # The arguments that belong to the prompts, not to the session.
-_PER_PROMPT = ("prompts", "answers", "foils", "chat")
+_PER_PROMPT = ("prompts", *PromptOptions.__annotations__)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from murano_widgets.backends.base import ModelBackend
 from murano_widgets.lenses import Lens, as_lens, named_lenses
 from murano_widgets.live.session import LiveSession
 from murano_widgets.metrics import METRICS
+from murano_widgets.options import PromptOptions
 from murano_widgets.payload.attribution import EXPLAIN_TOP1
 from murano_widgets.step.logit_lens import resolve_layers
 from murano_widgets.widgets.lens import LogitLensWidget
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["show_logit_lens"]
 
-# The widget's own arguments; the rest of show_logit_lens's go to the session (run options) or
-# to its first run (the prompts' own).
-_PER_PROMPT = ("answers", "foils", "chat")
+# Besides the widget's own arguments, show_logit_lens's options go to the session (run
+# options) or to its first run (the prompts' own).
+_PER_PROMPT = tuple(PromptOptions.__annotations__)
 
 
 def show_logit_lens(
