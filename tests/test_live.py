@@ -852,6 +852,9 @@ def test_a_patch_is_shown_as_the_diff_widget_shows_it(demo):
         "answer": " Paris",
         "answer_prob_clean": comparison.answer_prob_clean,
         "answer_prob_patched": comparison.answer_prob_patched,
+        "target": None,
+        "target_prob_clean": None,
+        "target_prob_patched": None,
     }
     # France -> Italy at layer 0: the model now says Rome.
     assert comparison.answer_prob_clean > 0.9 > 0.1 > comparison.answer_prob_patched
@@ -886,6 +889,48 @@ def test_a_patch_is_shown_as_the_diff_widget_shows_it(demo):
     widget.patch(layer=0, position=1, source="zero", prompt=0)
     widget.clear_patch()
     assert widget.patch_info is None and widget._patch_sections == {} and widget.patched is None
+
+
+def test_a_patch_shows_its_prompt_and_follows_the_tracked_token(demo):
+    """A patch of another prompt than the one shown moves the heatmap to it (from Python and
+    from the front end), and with a token tracked but no answers the change follows that token,
+    whose probability before and after (the model's own output at the prompt's last position)
+    equals a patched forward pass in plain transformers (tests/test_patching.py's hooks)."""
+    prompts = [PROMPTS[0], NEW]
+    widget = show_logit_lens(demo, prompts, targets=[" Rome"], prompt=1)
+    assert widget.metric == "prob"  # tracked, not the colouring: the change follows it anyway
+    comparison = widget.patch(layer=0, position=3, source=1, prompt=0)
+    assert widget.prompt == 0 and widget.patch_info["prompt"] == 0
+
+    ref = ReferenceLens(DEMO_MODEL_PATH)
+    rome = ref.tokenizer(" Rome", add_special_tokens=False)["input_ids"]
+    assert len(rome) == 1
+    ids = ids_of(ref, prompts[0])
+    value = source_value(ref, prompts[0], 0, 3, prompts[1])
+    before = patched_run(ref, ids, 0, 3, None)["model_probs"][-1, rome[0]]
+    after = patched_run(ref, ids, 0, 3, value)["model_probs"][-1, rome[0]]
+    info = widget.patch_info
+    assert info["target"] == " Rome" and info["answer"] is None
+    assert info["target_prob_clean"] == pytest.approx(float(before), abs=PROB_ATOL)
+    assert info["target_prob_patched"] == pytest.approx(float(after), abs=PROB_ATOL)
+    assert float(after) > 0.5 > 0.01 > float(before)  # France -> Italy: the model says Rome
+    # Every cell's change is the tracked token's.
+    assert (comparison.token == rome[0]).all()
+
+    # The front end's request: the same, for the prompt its pinned cell is on.
+    widget.prompt = 1
+    replies, send = _front_end(widget)
+    send(action="patch", id=1, prompt=0, layer=0, position=2, source="zero")
+    assert widget._live.worker.wait_idle(10)
+    assert [r["action"] for r in replies] == ["done"]
+    assert widget.prompt == 0 and widget.patch_info["position"] == 2
+    assert widget.patch_info["target"] == " Rome"
+
+    # Nothing tracked: the clean run's own prediction, and no token's before and after.
+    widget.untrack(" Rome")
+    widget.patch(layer=0, position=3, source="zero", prompt=1)
+    assert widget.prompt == 1
+    assert widget.patch_info["target"] is None and widget.patch_info["target_prob_clean"] is None
 
 
 def test_the_export_carries_the_live_state(demo):

@@ -48,6 +48,11 @@ test("the patch shown, in words, with the answer's probability before → after"
     title: "Block 1's output at position 0 set to zero.",
     answer: "",
   });
+  // A tracked token: its probability before and after, with the answer's or alone.
+  const tracked = { prompt: 1, layer: 0, position: 3, source: 0, answer: null, target: " Rome", target_prob_clean: 0.0012, target_prob_patched: 0.78 };
+  assert.equal(patchSummary(tracked, ["a", "b"]).answer, "Tracked ␣Rome: 0.12% → 78%");
+  assert.equal(patchSummary({ ...patch, target: " Rome", target_prob_clean: 0.0012, target_prob_patched: 0.78 }, ["a", "b"]).answer, "Answer ␣Paris: 81.2% → 4.21% · Tracked ␣Rome: 0.12% → 78%");
+  assert.equal(patchSummary({ ...tracked, target_prob_clean: null }, ["a", "b"]).answer, "", "no last layer among the rows: nothing to say");
   assert.equal(patchSummary({ prompt: 0, layer: 1, position: 0, source: "mean" }, ["x", "y"]).title, "Prompt 1: block 1's output at position 0 set to its mean.");
   // The patched position's token, named once in the panel's one title line.
   assert.equal(patchSummary({ prompt: 0, layer: 2, position: 3, source: "zero" }, ["x", "y"], " France").title, "Prompt 1: block 2's output at position 3 (\u2423France) set to zero.");

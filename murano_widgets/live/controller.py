@@ -190,6 +190,7 @@ class LiveController:
 
     def _patch(self, prompt: Any, layer: Any, position: Any, source: Any) -> Apply:
         widget = self.widget
+        followed = _followed_target(widget)
         comparison = self.session.patch(
             widget._live_results(),
             prompt=prompt,
@@ -197,15 +198,22 @@ class LiveController:
             position=position,
             source=source,
             lens_name=widget.lens_name,
-            token=_shown_token(widget),
+            token=None if followed is None else followed[1],
         )
         state = patch_state(
-            comparison, int(prompt), source if isinstance(source, str) else int(source)
+            comparison,
+            int(prompt),
+            source if isinstance(source, str) else int(source),
+            target=None if followed is None else followed[0],
         )
         meta, sections = patch_payload(comparison)
 
         def apply() -> tuple[str, Any]:
-            widget._live_show_patch(comparison, state, meta, sections)
+            # The heatmap shows the prompt patched, so that it and the diff under it are about
+            # one prompt (a Python call may patch another prompt than the one shown).
+            with widget.hold_sync():
+                widget.prompt = state["prompt"]
+                widget._live_show_patch(comparison, state, meta, sections)
             return comparison.patch.describe(), comparison  # type: ignore[union-attr]
 
         return apply
@@ -323,20 +331,18 @@ def _targets(results: Any) -> list[str]:
     return list(first.targets or [])
 
 
-def _shown_token(widget: Any) -> int | None:
-    """The tracked token the heatmap is coloured by (its id), which a patch's change in
-    probability then follows; ``None`` (the clean run's own prediction) for any other colouring."""
-    from murano_widgets.metrics import METRICS
-
-    spec = METRICS.get(widget.metric)
-    if spec is None or not spec.per_target or not widget.target:
+def _followed_target(widget: Any) -> tuple[str, int] | None:
+    """The tracked token a patch's change in probability follows, as ``(text, id)``: the
+    widget's ``target`` (the token menu's) whenever a token is tracked, whatever the colouring;
+    ``None`` (the clean run's own prediction) when none is."""
+    if not widget.target:
         return None
     one = widget._live_results()
     one = one.first if hasattr(one, "first") else one
     targets = list(one.targets or [])
     if widget.target not in targets or one.target_token_ids is None:
         return None
-    return int(one.target_token_ids[targets.index(widget.target)][0])
+    return widget.target, int(one.target_token_ids[targets.index(widget.target)][0])
 
 
 def _check_target(text: Any) -> str:

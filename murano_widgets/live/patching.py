@@ -152,13 +152,21 @@ def run_patch(
         )
 
 
-def patch_state(comparison: PatchComparison, prompt: int, source: str | int) -> dict[str, Any]:
-    """The ``patch`` trait: where the patch is and the answer's probability before and after
-    (``None`` without an answer, or without the model's last layer among the rows)."""
+def patch_state(
+    comparison: PatchComparison, prompt: int, source: str | int, target: str | None = None
+) -> dict[str, Any]:
+    """The ``patch`` trait: where the patch is, the answer's probability before and after
+    (``None`` without an answer, or without the model's last layer among the rows), and the
+    tracked token ``target`` the comparison follows (its ``token``; ``None``: none is tracked)
+    with its probability as the next token after the prompt, before and after (``None``
+    without the model's last layer among the rows)."""
     patch = comparison.patch
     assert patch is not None
     answers = comparison.a.answers
     answer = answers[0][0] if answers and answers[0] else None
+    clean = patched = None
+    if target is not None:
+        clean, patched = _next_token_probs(comparison)
     return {
         "prompt": int(prompt),
         "layer": int(patch.layer),
@@ -167,7 +175,24 @@ def patch_state(comparison: PatchComparison, prompt: int, source: str | int) -> 
         "answer": answer,
         "answer_prob_clean": _plain(comparison.answer_prob_clean),
         "answer_prob_patched": _plain(comparison.answer_prob_patched),
+        "target": target,
+        "target_prob_clean": _plain(clean),
+        "target_prob_patched": _plain(patched),
     }
+
+
+def _next_token_probs(comparison: PatchComparison) -> tuple[float | None, float | None]:
+    """The chosen token's probability at the prompt's last position under the model's last
+    layer (its own output), clean and patched; ``None`` when the rows leave that layer out."""
+    last = (comparison.a.n_model_layers or 0) - 1
+    if last not in comparison.layers:
+        return None, None
+    row = comparison.layers.index(last)
+    at = int(comparison.a.positions(0)[-1])
+    return (
+        float(comparison.token_prob_a[row, 0, at]),
+        float(comparison.token_prob_b[row, 0, at]),
+    )
 
 
 def patch_payload(comparison: PatchComparison) -> tuple[dict[str, Any], dict[str, bytes]]:

@@ -3127,12 +3127,11 @@ function patchSummary(patch, prompts, token = null) {
   const where = prompts.length > 1 ? `Prompt ${patch.prompt + 1}: block` : "Block";
   const at = typeof token === "string" ? ` (${truncateText(displayToken(token), 24)})` : "";
   const title = `${where} ${patch.layer}'s output at position ${patch.position}${at} ${source}.`;
-  const clean = patch.answer_prob_clean;
-  const patched = patch.answer_prob_patched;
-  let answer = "";
-  if (typeof patch.answer === "string" && typeof clean === "number" && typeof patched === "number") {
-    answer = `Answer ${displayToken(patch.answer)}: ${formatProb(clean)} → ${formatProb(patched)}`;
-  }
+  const change = (label, token2, clean, patched) => typeof token2 === "string" && typeof clean === "number" && typeof patched === "number" ? [`${label} ${displayToken(token2)}: ${formatProb(clean)} → ${formatProb(patched)}`] : [];
+  const answer = [
+    ...change("Answer", patch.answer, patch.answer_prob_clean, patch.answer_prob_patched),
+    ...change("Tracked", patch.target, patch.target_prob_clean, patch.target_prob_patched)
+  ].join(" · ");
   return { title, answer };
 }
 function patchModel(model) {

@@ -126,7 +126,11 @@ class LogitLensWidget(MuranoWidget):
         patch_info: The patch shown, or ``None`` (synced to the front end as ``patch``): its
             ``prompt``, ``layer``, ``position`` (among the prompt's real tokens), ``source``
             (``"zero"``, ``"mean"`` or a prompt index), ``answer`` and the answer's
-            probability before and after, ``answer_prob_clean`` and ``answer_prob_patched``.
+            probability before and after, ``answer_prob_clean`` and ``answer_prob_patched``,
+            and with a token tracked, ``target`` (the tracked token the change follows) and
+            its probability as the next token after the prompt before and after,
+            ``target_prob_clean`` and ``target_prob_patched`` (the model's own output; ``None``
+            for those without answers, or without a tracked token).
 
     With direct logit attribution (``decompose=True``) the widget adds a "why" panel under the
     heatmap: for the hovered, focused or pinned cell, the components that wrote most of the
@@ -337,7 +341,10 @@ class LogitLensWidget(MuranoWidget):
         self, *, layer: int, position: int, source: str | int, prompt: int | None = None
     ) -> PatchComparison:
         """Patches one cell of a prompt and shows the patched lens as a difference from the
-        clean one (:func:`~murano_widgets.patch_lens`, read through the lens shown).
+        clean one (:func:`~murano_widgets.patch_lens`, read through the lens shown), with the
+        heatmap on the prompt patched (``prompt`` is set to it). With a token tracked, the
+        change in probability follows it (``target``, the token menu's), else the clean run's
+        own prediction.
 
         Args:
             layer: The block whose output is replaced: one of the result's layers.
@@ -350,7 +357,7 @@ class LogitLensWidget(MuranoWidget):
 
         Returns:
             The comparison (also :attr:`patched`); ``patch_info`` holds the answer's
-            probability before and after.
+            probability before and after, and the tracked token's.
 
         Raises:
             RuntimeError: If the widget is not live.

@@ -21,6 +21,7 @@ from live_driver import counting_frames
 
 from murano_widgets import LogitLensWidget, load_demo_model, patch_lens
 from murano_widgets.export import base64_sections, standalone_page
+from murano_widgets.live.patching import patch_state
 from murano_widgets.payload.codec import section_bytes
 from murano_widgets.payload.diff import diff_payload
 from murano_widgets.run import run_logit_lens
@@ -460,19 +461,15 @@ def test_patch_a_cell_and_see_the_difference(page, model, lens):
     kernel_set(page, "_patch_meta", meta)
     assert page.is_hidden(".murano-patch"), "no patch shown until its sections are there"
     kernel_set(page, "_patch_sections", section_bytes(arrays))
-    kernel_set(
-        page,
-        "patch",
-        {
-            "prompt": 0,
-            "layer": 2,
-            "position": 3,
-            "source": "zero",
-            "answer": " Paris",
-            "answer_prob_clean": comparison.answer_prob_clean,
-            "answer_prob_patched": comparison.answer_prob_patched,
-        },
+    # With a token tracked the kernel's state also holds its probability before and after.
+    tracked = patch_lens(model, FRANCE, layer=2, position=3, source="zero", token=" Rome")
+    state = patch_state(comparison, 0, "zero")
+    state.update(
+        (key, value)
+        for key, value in patch_state(tracked, 0, "zero", target=" Rome").items()
+        if key.startswith("target")
     )
+    kernel_set(page, "patch", state)
     reply(page, "done", sent["id"])
     assert page.is_visible(".murano-patch")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -491,6 +488,7 @@ def test_patch_a_cell_and_see_the_difference(page, model, lens):
     assert abs(diff_["w"] - heat["w"]) <= 1 and abs(diff_["x"] - heat["x"]) <= 1, (heat, diff_)
     answer = page.inner_text(".murano-patch-answer")
     assert answer.startswith("Answer ␣Paris: ") and " → " in answer
+    assert " · Tracked ␣Rome: " in answer, answer
     # The diff is the lens diff's own view, in the widget: the cells the patch reaches light up.
     assert page.evaluate(f"() => {debug}.state.metric") == "delta_prob"
     assert_lights_the_cone(page, debug, comparison.delta_prob[:, 0, :])

@@ -28,6 +28,9 @@ import { displayToken, truncateText } from "../tokens.js";
  * @property {string | null} [answer]
  * @property {number | null} [answer_prob_clean]
  * @property {number | null} [answer_prob_patched]
+ * @property {string | null} [target] the tracked token the change follows
+ * @property {number | null} [target_prob_clean] its probability as the next token, before
+ * @property {number | null} [target_prob_patched] and after
  *
  * @typedef {{ok: true, prompt: number, row: number, layer: number, position: number, label: string}
  *   | {ok: false, reason: string}} PatchTarget
@@ -87,7 +90,8 @@ export function isPatch(value) {
 }
 
 /**
- * What the patch shown is, in words, and the answer's probability before → after.
+ * What the patch shown is, in words, and the answer's and the tracked token's probabilities
+ * before → after (one line, `answer`; "" without either).
  * @param {Patch} patch
  * @param {string[]} prompts the prompts' texts (for a prompt source)
  * @param {string | null} [token] the patched position's input token, named in the title
@@ -103,12 +107,13 @@ export function patchSummary(patch, prompts, token = null) {
   const where = prompts.length > 1 ? `Prompt ${patch.prompt + 1}: block` : "Block";
   const at = typeof token === "string" ? ` (${truncateText(displayToken(token), 24)})` : "";
   const title = `${where} ${patch.layer}'s output at position ${patch.position}${at} ${source}.`;
-  const clean = patch.answer_prob_clean;
-  const patched = patch.answer_prob_patched;
-  let answer = "";
-  if (typeof patch.answer === "string" && typeof clean === "number" && typeof patched === "number") {
-    answer = `Answer ${displayToken(patch.answer)}: ${formatProb(clean)} → ${formatProb(patched)}`;
-  }
+  /** @type {(label: string, token: unknown, clean: unknown, patched: unknown) => string[]} */
+  const change = (label, token, clean, patched) =>
+    typeof token === "string" && typeof clean === "number" && typeof patched === "number" ? [`${label} ${displayToken(token)}: ${formatProb(clean)} → ${formatProb(patched)}`] : [];
+  const answer = [
+    ...change("Answer", patch.answer, patch.answer_prob_clean, patch.answer_prob_patched),
+    ...change("Tracked", patch.target, patch.target_prob_clean, patch.target_prob_patched),
+  ].join(" · ");
   return { title, answer };
 }
 
