@@ -464,6 +464,53 @@ def test_show_logit_lens_with_named_lenses(demo_lenses, monkeypatch):
         show_logit_lens(model, prompts, lens_name="tuned")
 
 
+def test_a_second_lens_beside_the_first_from_python(demo_lenses, monkeypatch, tmp_path):
+    """lens_beside: another lens drawn as a second grid; checked against the lenses held,
+    swapped when the lens shown becomes it, saved with the notebook and the export, and refused
+    early by show_logit_lens."""
+    from murano_widgets import LogitLensWidget, show_logit_lens
+    from murano_widgets.widgets.base import WidgetValueError
+
+    model, lenses, prompts, results = demo_lenses
+    widget = LogitLensWidget(results)
+    assert widget.lens_beside == ""  # one grid unless asked
+    widget.lens_beside = "tuned"
+    assert widget.get_state(["lens_beside"]) == {"lens_beside": "tuned"}
+    # Showing the lens beside swaps the two grids; the pin is described under the lens shown.
+    widget.selected = {"prompt": 0, "layer_index": 1, "position": 2}
+    widget.lens_name = "tuned"
+    assert (widget.lens_name, widget.lens_beside) == ("tuned", "logit")
+    assert widget.selected == {**results["tuned"].describe_cell(0, 1, 2), "lens": "tuned"}
+    with pytest.raises(
+        WidgetValueError,
+        match=r"lens_beside must be '' \(one grid\) or another of the widget's lenses "
+        r"\['logit'\]; got 'tuned' \('tuned' is the lens shown, lens_name: choose another\)",
+    ):
+        widget.lens_beside = "tuned"
+    with pytest.raises(WidgetValueError, match=r"lens_beside must be .*; got 'jacobian'"):
+        widget.lens_beside = "jacobian"
+    assert widget.lens_beside == "logit"
+    widget.lens_beside = ""
+    assert widget.lens_beside == "" and widget.lens_name == "tuned"
+    with pytest.raises(
+        WidgetValueError, match=r"lens_beside must be ''.*the widget holds one lens"
+    ):
+        LogitLensWidget(results["tuned"], lens_beside="logit")
+
+    beside = LogitLensWidget(results, lens_name="tuned", lens_beside="logit")
+    assert beside._standalone_state()["lens_beside"] == "logit"
+    page = beside.save_html(tmp_path / "two_grids.html").read_text(encoding="utf-8")
+    assert '"lens_beside": "logit"' in page or '"lens_beside":"logit"' in page
+
+    # show_logit_lens refuses a bad one before the model runs.
+    monkeypatch.setattr(model, "trace", lambda *a, **k: pytest.fail("the model ran"))
+    monkeypatch.setattr(model, "block_outputs", lambda *a, **k: pytest.fail("the model ran"))
+    with pytest.raises(ValueError, match=r"lens_beside must be .*\['tuned'\]; got 'logit'"):
+        show_logit_lens(model, prompts, lens=lenses, lens_beside="logit")
+    with pytest.raises(ValueError, match="the widget holds one lens"):
+        show_logit_lens(model, prompts, lens_beside="tuned")
+
+
 def test_the_export_keeps_every_lens(demo_lenses, tmp_path):
     from murano_widgets import LogitLensWidget
 

@@ -116,9 +116,11 @@ export function textColourOn(rgb) {
  * @param {number} prompt
  * @param {Uint8ClampedArray<ArrayBuffer>} [out] a buffer to reuse when it has the right size
  * @param {number} [target] for a per-target metric, the tracked token's index
+ * @param {{min: number, max: number, log: boolean} | null} [scaleDomain] the colour scale's
+ *   domain, when it is not the metric's own (two lenses side by side share one)
  * @returns {{width: number, height: number, data: Uint8ClampedArray<ArrayBuffer>}}
  */
-export function colourImage(lensData, metric, prompt, out, target = 0) {
+export function colourImage(lensData, metric, prompt, out, target = 0, scaleDomain = null) {
   const n = lensData.lengths[prompt];
   const L = lensData.L;
   const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
@@ -130,7 +132,7 @@ export function colourImage(lensData, metric, prompt, out, target = 0) {
   const { stride, offset: at } = metricLayout(lensData, spec, target);
   if (stride === 0) return { width: n, height: L, data };
   const scale = lensData.scales[spec.field] ?? 1;
-  const domain = metricDomain(lensData, metric);
+  const domain = scaleDomain ?? metricDomain(lensData, metric);
   const lut = colourLut(spec.scale, spec.reverse);
   const missing = lensData.arrays.missing;
   const offset = lensData.offsets[prompt];

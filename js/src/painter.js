@@ -56,6 +56,8 @@ import { answerMarkTriangle } from "./trajectory_layout.js";
  * @property {Selected | null} selected
  * @property {Cell | null} hover
  * @property {Cell | null} focus keyboard focus cell, when shown
+ * @property {{min: number, max: number, log: boolean} | null} [domain] the colour scale's domain
+ *   when it is not the metric's own (two lenses side by side share one)
  *
  * @typedef {object} Frame Everything the drawing steps share, for one frame.
  * @property {CanvasRenderingContext2D} ctx
@@ -227,14 +229,17 @@ export class Painter {
    * @param {string} metric
    * @param {number[] | null} [columns]
    * @param {number} [target] for a per-target metric, the tracked token's index
+   * @param {{min: number, max: number, log: boolean} | null} [domain] the scale's domain, when
+   *   not the metric's own
    * @returns {ColourImage}
    */
-  colourCanvas(prompt, metric, columns = null, target = 0) {
+  colourCanvas(prompt, metric, columns = null, target = 0, domain = null) {
     const lensData = /** @type {LensData} */ (this.lensData);
-    const key = `${prompt}|${metric}|${target}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
+    const scale = domain ? `|${domain.min}:${domain.max}` : "";
+    const key = `${prompt}|${metric}|${target}${scale}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
     let entry = this.images.get(key);
     if (!entry) {
-      const all = colourImage(lensData, metric, prompt, undefined, target);
+      const all = colourImage(lensData, metric, prompt, undefined, target, domain);
       const image = columns ? pickColumns(all, columns) : all;
       const canvas = document.createElement("canvas");
       canvas.width = Math.max(1, image.width);
@@ -272,7 +277,7 @@ export class Painter {
       c1,
       x0: columnX(layout, c0, scroll),
       span: (c1 - c0) * layout.cellW,
-      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns, scene.target),
+      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns, scene.target, scene.domain ?? null),
       offset: lensData.offsets[scene.prompt],
     };
     ctx.save();

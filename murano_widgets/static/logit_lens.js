@@ -825,7 +825,7 @@ function textColourOn(rgb) {
   const l = relativeLuminance(rgb);
   return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
 }
-function colourImage(lensData, metric, prompt, out, target = 0) {
+function colourImage(lensData, metric, prompt, out, target = 0, scaleDomain = null) {
   const n = lensData.lengths[prompt];
   const L = lensData.L;
   const data = out && out.length === n * L * 4 ? out : new Uint8ClampedArray(n * L * 4);
@@ -836,7 +836,7 @@ function colourImage(lensData, metric, prompt, out, target = 0) {
   const { stride, offset: at } = metricLayout(lensData, spec, target);
   if (stride === 0) return { width: n, height: L, data };
   const scale = lensData.scales[spec.field] ?? 1;
-  const domain = metricDomain(lensData, metric);
+  const domain = scaleDomain ?? metricDomain(lensData, metric);
   const lut = colourLut(spec.scale, spec.reverse);
   const missing = lensData.arrays.missing;
   const offset = lensData.offsets[prompt];
@@ -1604,17 +1604,20 @@ var Painter = class {
    * @param {string} metric
    * @param {number[] | null} [columns]
    * @param {number} [target] for a per-target metric, the tracked token's index
+   * @param {{min: number, max: number, log: boolean} | null} [domain] the scale's domain, when
+   *   not the metric's own
    * @returns {ColourImage}
    */
-  colourCanvas(prompt, metric, columns = null, target = 0) {
+  colourCanvas(prompt, metric, columns = null, target = 0, domain = null) {
     const lensData = (
       /** @type {LensData} */
       this.lensData
     );
-    const key = `${prompt}|${metric}|${target}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
+    const scale = domain ? `|${domain.min}:${domain.max}` : "";
+    const key = `${prompt}|${metric}|${target}${scale}${columns ? `|${columns.length}:${columns.join(",")}` : ""}`;
     let entry = this.images.get(key);
     if (!entry) {
-      const all = colourImage(lensData, metric, prompt, void 0, target);
+      const all = colourImage(lensData, metric, prompt, void 0, target, domain);
       const image = columns ? pickColumns(all, columns) : all;
       const canvas = document.createElement("canvas");
       canvas.width = Math.max(1, image.width);
@@ -1653,7 +1656,7 @@ var Painter = class {
       c1,
       x0: columnX(layout, c0, scroll),
       span: (c1 - c0) * layout.cellW,
-      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns, scene.target),
+      image: this.colourCanvas(scene.prompt, scene.metric, layout.columns, scene.target, scene.domain ?? null),
       offset: lensData.offsets[scene.prompt]
     };
     ctx.save();
@@ -1953,6 +1956,61 @@ var Painter = class {
   }
 };
 
+// src/shared/dom.js
+var SVG_NS = "http://www.w3.org/2000/svg";
+function fill(element, attrs, text) {
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== void 0) element.textContent = text;
+  return element;
+}
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  return fill(element, attrs, text);
+}
+function s(tag, attrs = {}, text) {
+  return fill(
+    /** @type {SVGElement} */
+    document.createElementNS(SVG_NS, tag),
+    attrs,
+    text
+  );
+}
+
+// src/shared/lens_names.js
+function lensMenuText(name, title) {
+  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
+  return plain(title) === plain(name) ? title : `${title} (${name})`;
+}
+
+// src/side_by_side.js
+function besideLens(lenses, shown, wanted) {
+  if (typeof wanted !== "string" || !wanted || wanted === shown) return null;
+  return lenses.find((lens) => lens.lensName === wanted) || null;
+}
+function besideOptions(lenses, shown, title) {
+  return [
+    { value: "", label: "none (one grid)" },
+    ...lenses.filter((lens) => lens.lensName !== shown).map((lens) => ({ value: lens.lensName, label: lensMenuText(lens.lensName, title(lens)) }))
+  ];
+}
+function besideAfterSwitch(previous, next, beside) {
+  return beside && beside === next ? previous : beside;
+}
+function besideMetric(beside, metric) {
+  return metricAvailable(beside, metric) ? metric : null;
+}
+function sharedDomain(a, b, metric) {
+  const own = metricDomain(a, metric);
+  if (!b || !metricSpec(b, metric) || !metricAvailable(b, metric)) return own;
+  const other = metricDomain(b, metric);
+  return { min: Math.min(own.min, other.min), max: Math.max(own.max, other.max), log: own.log };
+}
+function gridCaption(data, title, coloured) {
+  const text = lensMenuText(data.lensName, title);
+  return coloured ? text : `${text}: no values of this colouring under this lens`;
+}
+
 // src/details.js
 function capitalise(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
@@ -2150,6 +2208,469 @@ function isSelected(selected, prompt, layerIndex, position) {
 function toggleSelection(selected, prompt, layerIndex, position) {
   if (isSelected(selected, prompt, layerIndex, position)) return null;
   return { prompt, layer_index: layerIndex, position };
+}
+
+// src/view/controls.js
+function showData(ui, data) {
+  const kind = lensTitle(data);
+  ui.titleEl.textContent = kind;
+  ui.modelEl.textContent = data.modelName;
+  ui.modelEl.hidden = !data.modelName;
+  if (data.modelName) ui.modelEl.setAttribute("title", data.modelName);
+  ui.root.setAttribute("aria-label", `${kind}${data.modelName ? ` of ${data.modelName}` : ""}`);
+  ui.metricSelect.replaceChildren(
+    ...data.metrics.map((spec) => {
+      const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
+      const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
+      const option = h("option", "", { value: spec.name }, text);
+      option.disabled = !spec.available;
+      option.title = reason ? `Not available: ${reason}` : spec.description;
+      return option;
+    })
+  );
+  ui.promptUi.input.max = String(data.P - 1);
+  const single = data.P < 2;
+  ui.promptUi.row.classList.toggle("murano-single", single);
+  ui.promptUi.input.hidden = single;
+  ui.promptUi.label.hidden = single;
+  ui.promptUi.output.hidden = single;
+  ui.layerUi.input.max = String(data.L - 1);
+  ui.missingKey.hidden = !data.arrays.missing && !data.arrays.final_missing && Object.keys(data.noValue).length === 0;
+  ui.answerKey.hidden = data.answerSets.length === 0;
+  const first = data.answerSets[0];
+  const named = first && (data.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
+  const keyText = ui.answerKey.lastElementChild;
+  if (keyText) keyText.textContent = `top-1 = the answer${named}`;
+  ui.settledKey.hidden = !data.arrays.final_tokens;
+  ui.generatedKey.hidden = !data.arrays.generated;
+  const roles = rolesPresent(data);
+  ui.roleKeys.hidden = roles.length === 0;
+  ui.roleKeys.replaceChildren(
+    ...roles.map((role) => {
+      const key = h("span", `murano-key murano-key-role`, { "data-role": role.name });
+      const band = h("span", "murano-key-band", { "aria-hidden": "true" });
+      band.style.background = role.colour;
+      key.append(band, h("span", "", {}, role.label));
+      return key;
+    })
+  );
+  ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
+}
+function showLensMenu(ui, lenses, shown) {
+  ui.lensLabel.hidden = lenses.length < 2;
+  ui.lensSelect.replaceChildren(
+    ...lenses.map((lens) => {
+      const title = lensTitle(lens);
+      return h("option", "", { value: lens.lensName }, lensMenuText(lens.lensName, title));
+    })
+  );
+  ui.lensSelect.value = shown;
+}
+function lensTitle(data) {
+  if (data.lensTitle) return data.lensTitle;
+  const kind = data.lensKind || "logit";
+  return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
+}
+function showControls(ui, data, state) {
+  const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
+  promptInput.value = String(state.prompt);
+  promptOutput.textContent = `${state.prompt + 1} / ${data.P}`;
+  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
+  promptText.textContent = text;
+  promptText.setAttribute("title", text);
+  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
+  ui.layerUi.input.value = String(state.layer);
+  ui.layerUi.output.textContent = rowLabel(data, state.layer);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
+  const n = data.lengths[state.prompt];
+  const shownLayers = new Set(data.layers).size;
+  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
+  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
+  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
+  ui.canvas.setAttribute(
+    "aria-label",
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+  );
+}
+function showTargetMenu(ui, data, metric, target) {
+  const spec = metricSpec(data, metric);
+  ui.targetLabel.hidden = !(spec && spec.perTarget && data.targets.length > 0);
+  const key = data.targets.join("\0");
+  if (ui.targetSelect.dataset.key !== key) {
+    ui.targetSelect.replaceChildren(...data.targets.map((token) => h("option", "", { value: token, title: token }, displayToken(token))));
+    ui.targetSelect.dataset.key = key;
+  }
+  ui.targetSelect.value = target;
+  ui.targetSelect.title = spec && spec.perTarget && target ? metricLabel(data, spec, data.targets.indexOf(target)) : "";
+}
+function showLegend(ui, data, shown, requested, target = 0, domain = null) {
+  const spec = metricSpec(data, shown);
+  if (!spec) return;
+  const wanted = metricSpec(data, requested);
+  ui.legendTitle.textContent = wanted && wanted !== spec ? `${metricLabel(data, wanted, target)}: loading…` : metricLabel(data, spec, target);
+  ui.legendTitle.setAttribute("title", (wanted || spec).description);
+  ui.metricSelect.setAttribute("title", (wanted || spec).description);
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    const lut = colourLut(spec.scale, spec.reverse);
+    for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const ticks = legendTicks(spec, domain ?? metricDomain(data, shown));
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick2, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick2.label);
+      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1 && tick2.t > 0.95) span.classList.add("murano-last");
+      return span;
+    })
+  );
+}
+function showComponentLegend(ui, grid, softcap) {
+  const max = grid ? grid.max : 1;
+  ui.legendTitle.textContent = `Part of the logit${softcap ? " (before the soft-cap)" : ""}`;
+  ui.legendTitle.setAttribute("title", "Each component's direct part of the explained logit: orange raises it, blue lowers it");
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    for (let k = 0; k < 256; k++) image.data.set([...interpolateStops(DIVERGING_STOPS, k / 255), 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const end = String(Number(max.toPrecision(3)));
+  const ticks = [
+    { t: 0, label: `−${end}` },
+    { t: 0.5, label: "0" },
+    { t: 1, label: `+${end}` }
+  ];
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick2, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick2.label);
+      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1) span.classList.add("murano-last");
+      return span;
+    })
+  );
+}
+function showPin(ui, data, sel) {
+  if (!sel || !data || !(sel.prompt >= 0 && sel.prompt < data.P)) {
+    ui.pinEl.hidden = true;
+    return;
+  }
+  const li = clampIndex(sel.layer_index, data.L);
+  const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
+  const d = cellDetails(data, sel.prompt, li, pos);
+  const top = d.top[0];
+  const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
+  ui.pinEl.hidden = false;
+}
+
+// src/shared/grid_events.js
+function onGridKey(grid, event) {
+  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
+  const key = event.key;
+  const pinKey = key === "Enter" || key === " ";
+  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
+  event.preventDefault();
+  event.stopPropagation();
+  if (key === "Escape") {
+    grid.unpin();
+    return;
+  }
+  if (!grid.focused) grid.showKeyboardFocus();
+  const focus = grid.focus;
+  if (!focus) return;
+  if (pinKey) grid.togglePin(focus);
+  else {
+    const next = grid.move(focus, key);
+    if (next) grid.setFocus(next);
+  }
+}
+function bindGrid(target, grid, signal) {
+  const on = (type, fn) => target.addEventListener(type, fn, { signal });
+  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
+  on("pointerleave", () => grid.setHover(null));
+  on("click", (event) => {
+    const cell = grid.cellAt(event);
+    if (!cell) return;
+    grid.focus = cell;
+    grid.togglePin(cell);
+  });
+  on("pointerdown", () => {
+    grid.focused = false;
+  });
+  on("keydown", (event) => onGridKey(grid, event));
+  on("focus", () => {
+    if (!grid.ready) return;
+    let keyboard = true;
+    try {
+      keyboard = target.matches(":focus-visible");
+    } catch {
+    }
+    if (keyboard) grid.showKeyboardFocus();
+  });
+  on("blur", () => {
+    grid.focused = false;
+    grid.blurred();
+  });
+}
+
+// src/shared/keys.js
+var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
+function controlKind(target) {
+  if (!target || typeof target.tagName !== "string") return null;
+  const tag = target.tagName.toLowerCase();
+  const type = String(target.type ?? "").toLowerCase();
+  if (tag === "input") {
+    if (type === "range") return "range";
+    if (type === "checkbox" || type === "radio" || type === "button" || type === "submit" || type === "reset") return "button";
+    return "text";
+  }
+  if (tag === "textarea" || target.isContentEditable === true) return "text";
+  if (tag === "select") return "select";
+  if (tag === "button" || tag === "summary") return "button";
+  const tabindex = typeof target.getAttribute === "function" ? target.getAttribute("tabindex") : null;
+  if (tabindex !== null && tabindex !== "-1") return "composite";
+  return null;
+}
+function keepsKey(kind, event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return false;
+  const key = event.key;
+  if (key === "Enter" && event.shiftKey) return false;
+  switch (kind) {
+    case "range":
+      return NAVIGATION.has(key);
+    case "select":
+      return NAVIGATION.has(key) || PRESS.has(key) || key.length === 1;
+    case "button":
+      return PRESS.has(key);
+    case "text":
+      return key !== "Escape" && key !== "Tab";
+    case "composite":
+      return NAVIGATION.has(key) || PRESS.has(key);
+    default:
+      return false;
+  }
+}
+function keepControlKeys(root, signal) {
+  root.addEventListener(
+    "keydown",
+    (event) => {
+      const kind = controlKind(event.target);
+      if (kind && keepsKey(kind, event)) event.stopPropagation();
+    },
+    { signal }
+  );
+}
+
+// src/view/events.js
+function eventCell(view, event) {
+  if (!view.layout) return null;
+  const rect = view.ui.canvas.getBoundingClientRect();
+  const hit = hitTest(view.layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
+  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(view.layout, hit.position) } : null;
+}
+function heatmapGrid(view) {
+  return {
+    get ready() {
+      return Boolean(view.data);
+    },
+    get focus() {
+      return view.state.focus;
+    },
+    set focus(cell) {
+      view.store.set({ focus: cell });
+    },
+    get focused() {
+      return view.state.focused;
+    },
+    set focused(value) {
+      view.store.set({ focused: value });
+    },
+    get pinned() {
+      return Boolean(view.state.selected);
+    },
+    cellAt: (event) => eventCell(view, event),
+    setHover: (cell) => {
+      const moved = view.hoverGrid !== 0;
+      view.hoverGrid = 0;
+      view.setHover(cell);
+      if (moved) view.updateTooltip();
+    },
+    setFocus: (cell) => view.setFocus(cell),
+    move: (cell, key) => {
+      const layout = view.layout;
+      if (!layout || !view.data) return null;
+      const column = Math.max(0, columnOf(layout, cell.position));
+      const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, view.data.L, layout.nPositions);
+      return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
+    },
+    togglePin: (cell) => view.togglePin(cell),
+    unpin: () => {
+      view.setSelected(null, true);
+      view.ui.readout.textContent = "Unpinned.";
+    },
+    showKeyboardFocus: () => view.showKeyboardFocus(),
+    blurred: () => {
+      view.updateTooltip();
+      view.requestDraw();
+    }
+  };
+}
+function bindEvents(view) {
+  const abort = new AbortController();
+  const signal = abort.signal;
+  const on = (target, type, fn, options = {}) => target.addEventListener(type, fn, { signal, ...options });
+  const { ui, model } = view;
+  on(ui.promptUi.input, "input", () => view.setPrompt(Number(ui.promptUi.input.value), "throttled"));
+  on(ui.promptUi.input, "change", () => view.syncPrompt.flush());
+  on(ui.layerUi.input, "input", () => view.setLayer(Number(ui.layerUi.input.value), "throttled"));
+  on(ui.layerUi.input, "change", () => view.syncLayer.flush());
+  on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
+  on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
+  on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
+  on(ui.besideSelect, "change", () => view.setBeside(ui.besideSelect.value, true));
+  on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
+  on(ui.why.explainSelect, "change", () => view.setExplain(ui.why.explainSelect.value, true));
+  on(ui.why.heads, "change", () => view.setHeads(ui.why.heads.checked));
+  on(ui.root, "pointerleave", () => {
+    if (!view.whyHover) return;
+    view.whyHover = null;
+    view.updateWhy();
+  });
+  on(ui.scroller, "scroll", () => {
+    if (view.state.hover) view.setHover(null);
+    view.requestDraw();
+  }, { passive: true });
+  bindGrid(ui.canvas, heatmapGrid(view), signal);
+  bindGrid(ui.besideCanvas, besideGrid(view), signal);
+  keepControlKeys(ui.root, signal);
+  on(ui.main, "pointerleave", () => {
+    view.chartHover = null;
+    view.requestDraw();
+  });
+  on(ui.unpinButton, "click", () => view.setSelected(null, true));
+  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked, true));
+  const handlers = {
+    "change:prompt": () => {
+      view.syncPrompt.cancel();
+      view.setPrompt(model.get("prompt"), false);
+    },
+    "change:layer": () => {
+      view.syncLayer.cancel();
+      view.setModelLayer(model.get("layer"));
+    },
+    "change:metric": () => view.setMetric(model.get("metric"), false),
+    "change:target": () => view.setTarget(model.get("target"), false),
+    "change:lens_name": () => view.setLens(model.get("lens_name"), false),
+    "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
+    "change:view": () => view.setView(model.get("view"), false),
+    "change:explain": () => view.setExplain(model.get("explain"), false),
+    "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
+    "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
+    "change:_sections": () => view.reload(),
+    "change:_meta": () => view.reload()
+  };
+  for (const [event, fn] of Object.entries(handlers)) model.on(event, fn);
+  let resizeObserver;
+  if (typeof ResizeObserver !== "undefined") {
+    resizeObserver = new ResizeObserver(() => view.relayout());
+    resizeObserver.observe(ui.scroller);
+    resizeObserver.observe(ui.comp.scroller);
+  }
+  const stopWatchingTheme = watchTheme(() => {
+    view.painter.forgetTheme();
+    view.besidePainter.forgetTheme();
+    view.relayout();
+  });
+  return () => {
+    abort.abort();
+    for (const [event, fn] of Object.entries(handlers)) model.off(event, fn);
+    resizeObserver?.disconnect();
+    stopWatchingTheme();
+  };
+}
+
+// src/view/beside.js
+function showBeside(view) {
+  const { ui, data } = view;
+  const s2 = view.state;
+  const beside = data ? besideLens(view.lenses, data.lensName, s2.beside) : null;
+  if (beside !== view.beside) {
+    view.beside = beside;
+    if (beside) view.besidePainter.setData(beside);
+    view.layoutKey = null;
+  }
+  ui.besideLabel.hidden = view.lenses.length < 2;
+  const options = data ? besideOptions(view.lenses, data.lensName, lensTitle) : [];
+  const key = options.map((o) => `${o.value}\0${o.label}`).join("");
+  if (ui.besideSelect.dataset.key !== key) {
+    ui.besideSelect.replaceChildren(...options.map((o) => h("option", "", { value: o.value }, o.label)));
+    ui.besideSelect.dataset.key = key;
+  }
+  ui.besideSelect.value = beside ? beside.lensName : "";
+  ui.root.classList.toggle("murano-two-grids", Boolean(beside));
+  ui.gridCaption.hidden = !beside;
+  ui.besideCaption.hidden = !beside;
+  ui.besideCanvas.hidden = !beside;
+  showCaptions(view);
+}
+function showCaptions(view) {
+  const { ui, data, beside } = view;
+  if (!data || !beside) return;
+  ui.gridCaption.textContent = gridCaption(data, lensTitle(data), true);
+  ui.besideCaption.textContent = gridCaption(beside, lensTitle(beside), besideMetric(beside, view.shownMetric) !== null);
+  ui.besideCanvas.setAttribute("aria-label", `${lensTitle(beside)} heatmap, beside the ${lensTitle(data)}: the same cells, the same cursor`);
+}
+function setBeside(view, value, sync) {
+  const name = typeof value === "string" && (value === "" || view.lenses.some((lens) => lens.lensName === value)) ? value : view.state.beside;
+  if (sync && name === value) view.send("lens_beside", name);
+  view.store.set({ beside: name });
+  showBeside(view);
+  view.refreshMetric();
+  view.relayout();
+  view.updateTooltip();
+}
+function gridDomain(view) {
+  const { data, beside } = view;
+  if (!data || !beside) return null;
+  return sharedDomain(data, beside, view.shownMetric);
+}
+function besideLayout(layout, beside, compute) {
+  if (beside.L === layout.nLayers) return layout;
+  return compute({ nLayers: beside.L, nPositions: layout.nPositions, width: layout.width, labelW: layout.labelW, charW: layout.charW, maxChars: layout.cellChars, columns: layout.columns, cellW: layout.cellW, rowH: layout.rowH });
+}
+function drawBeside(view, scene, scroll) {
+  const { beside, besideLayoutShown } = view;
+  if (!beside || !besideLayoutShown) return;
+  const metric = besideMetric(beside, scene.metric);
+  view.besidePainter.draw(besideLayoutShown, { ...scene, metric: metric ?? scene.metric, loading: scene.loading || metric === null }, scroll);
+}
+function besideEventCell(view, event) {
+  const layout = view.besideLayoutShown;
+  if (!layout) return null;
+  const rect = view.ui.besideCanvas.getBoundingClientRect();
+  const hit = hitTest(layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
+  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(layout, hit.position) } : null;
+}
+function besideGrid(view) {
+  const grid = heatmapGrid(view);
+  return Object.defineProperties(grid, {
+    cellAt: { value: (event) => besideEventCell(view, event) },
+    setHover: {
+      value: (cell) => {
+        const moved = view.hoverGrid !== 1;
+        view.hoverGrid = 1;
+        view.setHover(cell);
+        if (moved) view.updateTooltip();
+      }
+    }
+  });
 }
 
 // src/diff/payload.js
@@ -2395,27 +2916,6 @@ function alignmentHeadline(diff) {
   return `${depth}${diff.meta.alignment_note ?? ""}`;
 }
 
-// src/shared/dom.js
-var SVG_NS = "http://www.w3.org/2000/svg";
-function fill(element, attrs, text) {
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
-  if (text !== void 0) element.textContent = text;
-  return element;
-}
-function h(tag, className, attrs = {}, text) {
-  const element = document.createElement(tag);
-  if (className) element.className = className;
-  return fill(element, attrs, text);
-}
-function s(tag, attrs = {}, text) {
-  return fill(
-    /** @type {SVGElement} */
-    document.createElementNS(SVG_NS, tag),
-    attrs,
-    text
-  );
-}
-
 // src/shared/debug.js
 var DEBUG_HOOKS = Object.freeze({ heatmap: "__muranoDebug", diff: "__muranoDiffDebug", dataset: "__muranoDataset" });
 function installDebug(el, widget, api) {
@@ -2429,106 +2929,6 @@ function installDebug(el, widget, api) {
   return () => {
     if (host[name] === api) delete host[name];
   };
-}
-
-// src/shared/grid_events.js
-function onGridKey(grid, event) {
-  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
-  const key = event.key;
-  const pinKey = key === "Enter" || key === " ";
-  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
-  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
-  event.preventDefault();
-  event.stopPropagation();
-  if (key === "Escape") {
-    grid.unpin();
-    return;
-  }
-  if (!grid.focused) grid.showKeyboardFocus();
-  const focus = grid.focus;
-  if (!focus) return;
-  if (pinKey) grid.togglePin(focus);
-  else {
-    const next = grid.move(focus, key);
-    if (next) grid.setFocus(next);
-  }
-}
-function bindGrid(target, grid, signal) {
-  const on = (type, fn) => target.addEventListener(type, fn, { signal });
-  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
-  on("pointerleave", () => grid.setHover(null));
-  on("click", (event) => {
-    const cell = grid.cellAt(event);
-    if (!cell) return;
-    grid.focus = cell;
-    grid.togglePin(cell);
-  });
-  on("pointerdown", () => {
-    grid.focused = false;
-  });
-  on("keydown", (event) => onGridKey(grid, event));
-  on("focus", () => {
-    if (!grid.ready) return;
-    let keyboard = true;
-    try {
-      keyboard = target.matches(":focus-visible");
-    } catch {
-    }
-    if (keyboard) grid.showKeyboardFocus();
-  });
-  on("blur", () => {
-    grid.focused = false;
-    grid.blurred();
-  });
-}
-
-// src/shared/keys.js
-var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
-var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
-function controlKind(target) {
-  if (!target || typeof target.tagName !== "string") return null;
-  const tag = target.tagName.toLowerCase();
-  const type = String(target.type ?? "").toLowerCase();
-  if (tag === "input") {
-    if (type === "range") return "range";
-    if (type === "checkbox" || type === "radio" || type === "button" || type === "submit" || type === "reset") return "button";
-    return "text";
-  }
-  if (tag === "textarea" || target.isContentEditable === true) return "text";
-  if (tag === "select") return "select";
-  if (tag === "button" || tag === "summary") return "button";
-  const tabindex = typeof target.getAttribute === "function" ? target.getAttribute("tabindex") : null;
-  if (tabindex !== null && tabindex !== "-1") return "composite";
-  return null;
-}
-function keepsKey(kind, event) {
-  if (event.altKey || event.ctrlKey || event.metaKey) return false;
-  const key = event.key;
-  if (key === "Enter" && event.shiftKey) return false;
-  switch (kind) {
-    case "range":
-      return NAVIGATION.has(key);
-    case "select":
-      return NAVIGATION.has(key) || PRESS.has(key) || key.length === 1;
-    case "button":
-      return PRESS.has(key);
-    case "text":
-      return key !== "Escape" && key !== "Tab";
-    case "composite":
-      return NAVIGATION.has(key) || PRESS.has(key);
-    default:
-      return false;
-  }
-}
-function keepControlKeys(root, signal) {
-  root.addEventListener(
-    "keydown",
-    (event) => {
-      const kind = controlKind(event.target);
-      if (kind && keepsKey(kind, event)) event.stopPropagation();
-    },
-    { signal }
-  );
 }
 
 // src/diff/view.js
@@ -4030,6 +4430,13 @@ function tooltipCell(view) {
   const s2 = view.state;
   return s2.hover || (s2.focused ? s2.focus : null);
 }
+function tipGrid(view) {
+  if (view.beside && view.hoverGrid === 1 && view.state.hover) return { data: view.beside, layout: view.besideLayoutShown, canvas: view.ui.besideCanvas };
+  return { data: (
+    /** @type {import("../payload.js").LensData} */
+    view.data
+  ), layout: view.layout, canvas: view.ui.canvas };
+}
 function updateTooltip(view) {
   const { data, tooltip } = view;
   const s2 = view.state;
@@ -4050,24 +4457,22 @@ function updateTooltip(view) {
     tooltip.hide();
     return;
   }
-  const details = cellDetails(data, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
-  tooltip.show(tooltipModel(details, { late: view.detailsLate }), isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
+  const lens = tipGrid(view).data;
+  const details = cellDetails(lens, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
+  const content = tooltipModel(details, { late: view.detailsLate });
+  if (view.beside) content.title = `${lensTitle(lens)} · ${content.title}`;
+  tooltip.show(content, isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
   placeTooltip2(view, cell);
 }
 function placeTooltip2(view, cell) {
-  const { layout, tooltip } = view;
+  const { tooltip } = view;
+  const { layout, canvas } = tipGrid(view);
   if (tooltip.hidden || !layout || view.state.view === "components") return;
   const column = columnOf(layout, cell.position);
   if (column < 0) return;
   const r = cellRect(layout, cell.layerIndex, column, view.scrollLeft());
-  const box = view.ui.canvas.getBoundingClientRect();
+  const box = canvas.getBoundingClientRect();
   tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
-}
-
-// src/shared/lens_names.js
-function lensMenuText(name, title) {
-  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
-  return plain(title) === plain(name) ? title : `${title} (${name})`;
 }
 
 // src/trajectory.js
@@ -4553,164 +4958,6 @@ var TrajectoryView = class {
     return li;
   }
 };
-
-// src/view/controls.js
-function showData(ui, data) {
-  const kind = lensTitle(data);
-  ui.titleEl.textContent = kind;
-  ui.modelEl.textContent = data.modelName;
-  ui.modelEl.hidden = !data.modelName;
-  if (data.modelName) ui.modelEl.setAttribute("title", data.modelName);
-  ui.root.setAttribute("aria-label", `${kind}${data.modelName ? ` of ${data.modelName}` : ""}`);
-  ui.metricSelect.replaceChildren(
-    ...data.metrics.map((spec) => {
-      const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
-      const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
-      const option = h("option", "", { value: spec.name }, text);
-      option.disabled = !spec.available;
-      option.title = reason ? `Not available: ${reason}` : spec.description;
-      return option;
-    })
-  );
-  ui.promptUi.input.max = String(data.P - 1);
-  const single = data.P < 2;
-  ui.promptUi.row.classList.toggle("murano-single", single);
-  ui.promptUi.input.hidden = single;
-  ui.promptUi.label.hidden = single;
-  ui.promptUi.output.hidden = single;
-  ui.layerUi.input.max = String(data.L - 1);
-  ui.missingKey.hidden = !data.arrays.missing && !data.arrays.final_missing && Object.keys(data.noValue).length === 0;
-  ui.answerKey.hidden = data.answerSets.length === 0;
-  const first = data.answerSets[0];
-  const named = first && (data.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
-  const keyText = ui.answerKey.lastElementChild;
-  if (keyText) keyText.textContent = `top-1 = the answer${named}`;
-  ui.settledKey.hidden = !data.arrays.final_tokens;
-  ui.generatedKey.hidden = !data.arrays.generated;
-  const roles = rolesPresent(data);
-  ui.roleKeys.hidden = roles.length === 0;
-  ui.roleKeys.replaceChildren(
-    ...roles.map((role) => {
-      const key = h("span", `murano-key murano-key-role`, { "data-role": role.name });
-      const band = h("span", "murano-key-band", { "aria-hidden": "true" });
-      band.style.background = role.colour;
-      key.append(band, h("span", "", {}, role.label));
-      return key;
-    })
-  );
-  ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
-}
-function showLensMenu(ui, lenses, shown) {
-  ui.lensLabel.hidden = lenses.length < 2;
-  ui.lensSelect.replaceChildren(
-    ...lenses.map((lens) => {
-      const title = lensTitle(lens);
-      return h("option", "", { value: lens.lensName }, lensMenuText(lens.lensName, title));
-    })
-  );
-  ui.lensSelect.value = shown;
-}
-function lensTitle(data) {
-  if (data.lensTitle) return data.lensTitle;
-  const kind = data.lensKind || "logit";
-  return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
-}
-function showControls(ui, data, state) {
-  const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
-  promptInput.value = String(state.prompt);
-  promptOutput.textContent = `${state.prompt + 1} / ${data.P}`;
-  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
-  promptText.textContent = text;
-  promptText.setAttribute("title", text);
-  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
-  ui.layerUi.input.value = String(state.layer);
-  ui.layerUi.output.textContent = rowLabel(data, state.layer);
-  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
-  const n = data.lengths[state.prompt];
-  const shownLayers = new Set(data.layers).size;
-  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
-  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
-  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
-  ui.canvas.setAttribute(
-    "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
-  );
-}
-function showTargetMenu(ui, data, metric, target) {
-  const spec = metricSpec(data, metric);
-  ui.targetLabel.hidden = !(spec && spec.perTarget && data.targets.length > 0);
-  const key = data.targets.join("\0");
-  if (ui.targetSelect.dataset.key !== key) {
-    ui.targetSelect.replaceChildren(...data.targets.map((token) => h("option", "", { value: token, title: token }, displayToken(token))));
-    ui.targetSelect.dataset.key = key;
-  }
-  ui.targetSelect.value = target;
-  ui.targetSelect.title = spec && spec.perTarget && target ? metricLabel(data, spec, data.targets.indexOf(target)) : "";
-}
-function showLegend(ui, data, shown, requested, target = 0) {
-  const spec = metricSpec(data, shown);
-  if (!spec) return;
-  const wanted = metricSpec(data, requested);
-  ui.legendTitle.textContent = wanted && wanted !== spec ? `${metricLabel(data, wanted, target)}: loading…` : metricLabel(data, spec, target);
-  ui.legendTitle.setAttribute("title", (wanted || spec).description);
-  ui.metricSelect.setAttribute("title", (wanted || spec).description);
-  const ctx = ui.legendBar.getContext("2d");
-  if (ctx) {
-    const image = ctx.createImageData(256, 1);
-    const lut = colourLut(spec.scale, spec.reverse);
-    for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
-    ctx.putImageData(image, 0, 0);
-  }
-  const ticks = legendTicks(spec, metricDomain(data, shown));
-  ui.legendTicks.replaceChildren(
-    ...ticks.map((tick2, i) => {
-      const span = h("span", "murano-legend-tick", {}, tick2.label);
-      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
-      if (i === 0) span.classList.add("murano-first");
-      if (i === ticks.length - 1 && tick2.t > 0.95) span.classList.add("murano-last");
-      return span;
-    })
-  );
-}
-function showComponentLegend(ui, grid, softcap) {
-  const max = grid ? grid.max : 1;
-  ui.legendTitle.textContent = `Part of the logit${softcap ? " (before the soft-cap)" : ""}`;
-  ui.legendTitle.setAttribute("title", "Each component's direct part of the explained logit: orange raises it, blue lowers it");
-  const ctx = ui.legendBar.getContext("2d");
-  if (ctx) {
-    const image = ctx.createImageData(256, 1);
-    for (let k = 0; k < 256; k++) image.data.set([...interpolateStops(DIVERGING_STOPS, k / 255), 255], 4 * k);
-    ctx.putImageData(image, 0, 0);
-  }
-  const end = String(Number(max.toPrecision(3)));
-  const ticks = [
-    { t: 0, label: `−${end}` },
-    { t: 0.5, label: "0" },
-    { t: 1, label: `+${end}` }
-  ];
-  ui.legendTicks.replaceChildren(
-    ...ticks.map((tick2, i) => {
-      const span = h("span", "murano-legend-tick", {}, tick2.label);
-      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
-      if (i === 0) span.classList.add("murano-first");
-      if (i === ticks.length - 1) span.classList.add("murano-last");
-      return span;
-    })
-  );
-}
-function showPin(ui, data, sel) {
-  if (!sel || !data || !(sel.prompt >= 0 && sel.prompt < data.P)) {
-    ui.pinEl.hidden = true;
-    return;
-  }
-  const li = clampIndex(sel.layer_index, data.L);
-  const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
-  const d = cellDetails(data, sel.prompt, li, pos);
-  const top = d.top[0];
-  const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
-  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
-  ui.pinEl.hidden = false;
-}
 
 // src/view/chart.js
 function makeTrajectory(view, id) {
@@ -5452,6 +5699,14 @@ function cellValue(v) {
 }
 
 // src/view/debug.js
+function clientRect(layout, canvas, layerIndex, position, scroll) {
+  if (!layout) return null;
+  const column = columnOf(layout, position);
+  if (column < 0) return null;
+  const r = cellRect(layout, layerIndex, column, scroll);
+  const c = canvas.getBoundingClientRect();
+  return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+}
 function debugApi(view) {
   return {
     get state() {
@@ -5471,6 +5726,8 @@ function debugApi(view) {
         hideTemplate: s2.hideTemplate,
         lens: s2.lens,
         lenses: view.lenses.map((lens) => lens.lensName),
+        beside: view.beside ? view.beside.lensName : "",
+        hoverGrid: view.hoverGrid,
         view: s2.view,
         explain: s2.explain,
         heads: s2.heads
@@ -5513,6 +5770,13 @@ function debugApi(view) {
     get layout() {
       return view.layout && { ...view.layout, scrollLeft: view.scrollLeft() };
     },
+    /** The grid beside, as a grid of cells (its layout and cell rectangles; null layout: none). */
+    besideGrid: {
+      get layout() {
+        return view.beside && view.besideLayoutShown && { ...view.besideLayoutShown, scrollLeft: view.scrollLeft() };
+      },
+      cellClientRect: (i, j) => view.beside ? clientRect(view.besideLayoutShown, view.ui.besideCanvas, i, j, view.scrollLeft()) : null
+    },
     get frames() {
       return view.debug.frames;
     },
@@ -5532,22 +5796,39 @@ function debugApi(view) {
      * @param {number} position
      */
     cellClientRect(layerIndex, position) {
-      if (!view.layout) return null;
-      const column = columnOf(view.layout, position);
-      if (column < 0) return null;
-      const r = cellRect(view.layout, layerIndex, column, view.scrollLeft());
-      const c = view.ui.canvas.getBoundingClientRect();
-      return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+      return clientRect(view.layout, view.ui.canvas, layerIndex, position, view.scrollLeft());
     },
     /**
-     * The colour the cell should have under the shown metric ([r, g, b, a]; a = 0: missing).
+     * A cell's rectangle in the grid beside (null without one).
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    besideCellClientRect(layerIndex, position) {
+      return view.beside ? clientRect(view.besideLayoutShown, view.ui.besideCanvas, layerIndex, position, view.scrollLeft()) : null;
+    },
+    /**
+     * The colour the cell should have under the shown metric ([r, g, b, a]; a = 0: missing), on
+     * the scale the grids share.
      * @param {number} layerIndex
      * @param {number} position
      */
     cellColour(layerIndex, position) {
       if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex());
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex(), gridDomain(view));
       const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
+      return Array.from(image.data.slice(o, o + 4));
+    },
+    /**
+     * The same in the grid beside (null without one, or when its lens lacks the metric).
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    besideCellColour(layerIndex, position) {
+      const beside = view.beside;
+      const metric = beside && besideMetric(beside, view.shownMetric);
+      if (!beside || !metric) return null;
+      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.targetIndex(), gridDomain(view));
+      const o = ((beside.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
     /**
@@ -5687,6 +5968,10 @@ function buildDom(el, id) {
   lensLabel.append(h("span", "murano-label", {}, "Lens"));
   const lensSelect = h("select", "murano-lens-select", { "aria-label": "Lens shown" });
   lensLabel.append(lensSelect);
+  const besideLabel = h("label", "murano-beside", { hidden: "" });
+  besideLabel.append(h("span", "murano-label", {}, "beside"));
+  const besideSelect = h("select", "murano-beside-select", { "aria-label": "Lens drawn as a second grid" });
+  besideLabel.append(besideSelect);
   const viewLabel = h("label", "murano-view", { hidden: "" });
   viewLabel.append(h("span", "murano-label", {}, "View"));
   const viewSelect = h("select", "murano-view-select", { "aria-label": "View" });
@@ -5697,7 +5982,7 @@ function buildDom(el, id) {
   viewLabel.append(viewSelect);
   const colourGroup = h("div", "murano-colour");
   colourGroup.append(metricLabel2, targetLabel);
-  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel);
+  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel, besideLabel);
   const controls = h("div", "murano-controls");
   const slider = (name, label, accessibleName) => {
     const row = h("div", `murano-control murano-${name}-control`);
@@ -5725,7 +6010,10 @@ function buildDom(el, id) {
     "aria-roledescription": "heatmap",
     "aria-describedby": `${id}-readout`
   });
-  track.append(canvas);
+  const gridCaption2 = h("div", "murano-grid-caption", { hidden: "" });
+  const besideCaption = h("div", "murano-grid-caption", { hidden: "" });
+  const besideCanvas = h("canvas", "murano-canvas-beside", { role: "img", hidden: "" });
+  track.append(gridCaption2, canvas, besideCaption, besideCanvas);
   scroller.append(track);
   body.append(scroller);
   const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
@@ -5773,6 +6061,11 @@ function buildDom(el, id) {
     dimsEl,
     lensLabel,
     lensSelect,
+    besideLabel,
+    besideSelect,
+    gridCaption: gridCaption2,
+    besideCaption,
+    besideCanvas,
     metricSelect,
     targetLabel,
     targetSelect,
@@ -5808,125 +6101,6 @@ function buildDom(el, id) {
     readout,
     errorEl,
     live
-  };
-}
-
-// src/view/events.js
-function eventCell(view, event) {
-  if (!view.layout) return null;
-  const rect = view.ui.canvas.getBoundingClientRect();
-  const hit = hitTest(view.layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
-  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(view.layout, hit.position) } : null;
-}
-function heatmapGrid(view) {
-  return {
-    get ready() {
-      return Boolean(view.data);
-    },
-    get focus() {
-      return view.state.focus;
-    },
-    set focus(cell) {
-      view.store.set({ focus: cell });
-    },
-    get focused() {
-      return view.state.focused;
-    },
-    set focused(value) {
-      view.store.set({ focused: value });
-    },
-    get pinned() {
-      return Boolean(view.state.selected);
-    },
-    cellAt: (event) => eventCell(view, event),
-    setHover: (cell) => view.setHover(cell),
-    setFocus: (cell) => view.setFocus(cell),
-    move: (cell, key) => {
-      const layout = view.layout;
-      if (!layout || !view.data) return null;
-      const column = Math.max(0, columnOf(layout, cell.position));
-      const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, view.data.L, layout.nPositions);
-      return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
-    },
-    togglePin: (cell) => view.togglePin(cell),
-    unpin: () => {
-      view.setSelected(null, true);
-      view.ui.readout.textContent = "Unpinned.";
-    },
-    showKeyboardFocus: () => view.showKeyboardFocus(),
-    blurred: () => {
-      view.updateTooltip();
-      view.requestDraw();
-    }
-  };
-}
-function bindEvents(view) {
-  const abort = new AbortController();
-  const signal = abort.signal;
-  const on = (target, type, fn, options = {}) => target.addEventListener(type, fn, { signal, ...options });
-  const { ui, model } = view;
-  on(ui.promptUi.input, "input", () => view.setPrompt(Number(ui.promptUi.input.value), "throttled"));
-  on(ui.promptUi.input, "change", () => view.syncPrompt.flush());
-  on(ui.layerUi.input, "input", () => view.setLayer(Number(ui.layerUi.input.value), "throttled"));
-  on(ui.layerUi.input, "change", () => view.syncLayer.flush());
-  on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
-  on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
-  on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
-  on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
-  on(ui.why.explainSelect, "change", () => view.setExplain(ui.why.explainSelect.value, true));
-  on(ui.why.heads, "change", () => view.setHeads(ui.why.heads.checked));
-  on(ui.root, "pointerleave", () => {
-    if (!view.whyHover) return;
-    view.whyHover = null;
-    view.updateWhy();
-  });
-  on(ui.scroller, "scroll", () => {
-    if (view.state.hover) view.setHover(null);
-    view.requestDraw();
-  }, { passive: true });
-  bindGrid(ui.canvas, heatmapGrid(view), signal);
-  keepControlKeys(ui.root, signal);
-  on(ui.main, "pointerleave", () => {
-    view.chartHover = null;
-    view.requestDraw();
-  });
-  on(ui.unpinButton, "click", () => view.setSelected(null, true));
-  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked, true));
-  const handlers = {
-    "change:prompt": () => {
-      view.syncPrompt.cancel();
-      view.setPrompt(model.get("prompt"), false);
-    },
-    "change:layer": () => {
-      view.syncLayer.cancel();
-      view.setModelLayer(model.get("layer"));
-    },
-    "change:metric": () => view.setMetric(model.get("metric"), false),
-    "change:target": () => view.setTarget(model.get("target"), false),
-    "change:lens_name": () => view.setLens(model.get("lens_name"), false),
-    "change:view": () => view.setView(model.get("view"), false),
-    "change:explain": () => view.setExplain(model.get("explain"), false),
-    "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
-    "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
-    "change:_sections": () => view.reload(),
-    "change:_meta": () => view.reload()
-  };
-  for (const [event, fn] of Object.entries(handlers)) model.on(event, fn);
-  let resizeObserver;
-  if (typeof ResizeObserver !== "undefined") {
-    resizeObserver = new ResizeObserver(() => view.relayout());
-    resizeObserver.observe(ui.scroller);
-    resizeObserver.observe(ui.comp.scroller);
-  }
-  const stopWatchingTheme = watchTheme(() => {
-    view.painter.forgetTheme();
-    view.relayout();
-  });
-  return () => {
-    abort.abort();
-    for (const [event, fn] of Object.entries(handlers)) model.off(event, fn);
-    resizeObserver?.disconnect();
-    stopWatchingTheme();
   };
 }
 
@@ -6102,6 +6276,9 @@ function reload(view) {
   view.lenses = lenses;
   view.data = data;
   store.set({ lens: data.lensName });
+  if (!view.loaded) store.set({ beside: typeof model.get("lens_beside") === "string" ? model.get("lens_beside") : "" });
+  view.beside = null;
+  showBeside(view);
   ui.errorEl.hidden = true;
   ui.main.hidden = false;
   view.painter.setData(data);
@@ -6147,12 +6324,17 @@ function setLens(view, name, sync) {
     ui.lensSelect.value = store.state.lens;
     return;
   }
-  if (sync) view.send("lens_name", data.lensName);
+  const s2 = store.state;
+  const beside = besideAfterSwitch(s2.lens, data.lensName, s2.beside);
+  if (sync) {
+    view.send("lens_name", data.lensName);
+    if (beside !== s2.beside) view.send("lens_beside", beside);
+  }
   ui.lensSelect.value = data.lensName;
   if (data === view.data) return;
-  const s2 = store.state;
   view.data = data;
-  store.set({ lens: data.lensName });
+  store.set({ lens: data.lensName, beside });
+  showBeside(view);
   view.painter.setData(data);
   showData(ui, data);
   store.set({ metric: resolveMetric(data, s2.metric) });
@@ -6226,7 +6408,8 @@ function refreshMetric(view) {
   ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
   showTargetMenu(ui, data, s2.metric, s2.target);
   if (s2.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
-  else showLegend(ui, data, view.shownMetric, s2.metric, targetIndex2(view));
+  else showLegend(ui, data, view.shownMetric, s2.metric, targetIndex2(view), gridDomain(view));
+  showCaptions(view);
   if (view.scaleNote && view.scaleNote.metric !== view.shownMetric) view.scaleNote = null;
   const note = s2.view === "components" || !view.scaleNote ? "" : view.scaleNote.text;
   ui.legendChange.textContent = note;
@@ -6332,7 +6515,8 @@ function relayout(view) {
   const n = data.lengths[s2.prompt];
   placeChart(view, theme.charW);
   const width = ui.scroller.clientWidth || view.el.clientWidth || 800;
-  const key = `${s2.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s2.hideTemplate}`;
+  const beside = view.beside;
+  const key = `${s2.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s2.hideTemplate}|${beside ? beside.lensName : ""}`;
   if (key !== view.layoutKey) {
     let maxChars = 1;
     const a = data.arrays;
@@ -6345,11 +6529,13 @@ function relayout(view) {
       maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + p])), charCount(painter.tokenText(a.predicted_tokens[lastRow + p])));
       if (maxChars >= 10) break;
     }
-    const labelW = painter.labelWidth(data);
-    view.layout = computeLayout({ nLayers: data.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
+    const labelW = Math.max(painter.labelWidth(data), beside ? view.besidePainter.labelWidth(beside) : 0);
+    const maxHeight = beside ? 300 : 460;
+    view.layout = computeLayout({ nLayers: data.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), maxHeight, columns });
+    view.besideLayoutShown = beside ? besideLayout(view.layout, beside, computeLayout) : null;
     view.layoutKey = key;
     ui.track.style.width = `${view.layout.contentW}px`;
-    ui.track.style.height = `${view.layout.height}px`;
+    ui.track.style.height = beside ? "" : `${view.layout.height}px`;
   }
   if (view.revealPending) revealPromptEnd(view);
   draw(view);
@@ -6387,20 +6573,20 @@ function draw(view) {
   if (!data || !layout) return;
   const t0 = performance.now();
   const s2 = view.state;
-  debug.visible = view.painter.draw(
-    layout,
-    {
-      prompt: s2.prompt,
-      layer: s2.layer,
-      metric: view.shownMetric,
-      target: view.targetIndex(),
-      loading: s2.metric !== view.shownMetric,
-      selected: s2.selected,
-      hover: s2.hover,
-      focus: s2.focused ? s2.focus : null
-    },
-    scrollLeft(view)
-  );
+  const scene = {
+    prompt: s2.prompt,
+    layer: s2.layer,
+    metric: view.shownMetric,
+    target: view.targetIndex(),
+    loading: s2.metric !== view.shownMetric,
+    selected: s2.selected,
+    hover: s2.hover,
+    focus: s2.focused ? s2.focus : null,
+    domain: gridDomain(view)
+  };
+  const scroll = scrollLeft(view);
+  debug.visible = view.painter.draw(layout, scene, scroll);
+  drawBeside(view, scene, scroll);
   const tipCell = tooltipCell(view);
   if (tipCell && !view.tooltip.hidden) placeTooltip2(view, tipCell);
   if (view.state.view === "components") view.components.draw();
@@ -6412,7 +6598,7 @@ function draw(view) {
 
 // src/view/store.js
 function initialState2() {
-  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", view: "layers", explain: "top1", heads: false };
+  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
 }
 function createStore(state = initialState2()) {
   const subscribers = /* @__PURE__ */ new Set();
@@ -6559,6 +6745,9 @@ var LensView = class {
     this.store = createStore();
     this.data = null;
     this.lenses = [];
+    this.beside = null;
+    this.besideLayoutShown = null;
+    this.hoverGrid = 0;
     this.loaded = false;
     this.reloadTimer = null;
     this.reloadError = "";
@@ -6583,6 +6772,7 @@ var LensView = class {
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
     this.painter = new Painter(this.ui.canvas, this.ui.root);
+    this.besidePainter = new Painter(this.ui.besideCanvas, this.ui.root);
     this.trajectory = makeTrajectory(this, id);
     this.tooltip = makeTooltip(this);
     this.componentsAbort = new AbortController();
@@ -6615,6 +6805,7 @@ var LensView = class {
     this.syncPrompt.flush();
     this.syncLayer.flush();
     this.painter.images.clear();
+    this.besidePainter.images.clear();
     this.ui.root.remove();
     this.removeDebug();
   }
@@ -6626,6 +6817,10 @@ var LensView = class {
   /** @param {unknown} name @param {boolean} sync */
   setLens(name, sync) {
     setLens(this, name, sync);
+  }
+  /** @param {unknown} name @param {boolean} sync */
+  setBeside(name, sync) {
+    setBeside(this, name, sync);
   }
   // navigation.js
   /** @param {string} name @param {unknown} value */

@@ -31,6 +31,7 @@ from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, s
 from murano_widgets.widgets.lens_checks import (
     VIEWS,
     check_explain,
+    check_lens_beside,
     check_lens_name,
     check_live,
     check_metric,
@@ -76,6 +77,8 @@ class LogitLensWidget(MuranoWidget):
             result has tokens of the ``"template"`` role).
         lens_name: The lens shown first, by name (default the first); one lens is named by
             its kind (``"logit"``, ``"tuned"``).
+        lens_beside: With several lenses: another lens drawn as a second grid under the
+            first, with one cursor (default ``""``: one grid).
         explain: What the "why" panel and the component view explain (results of
             ``decompose=True``): ``"top1"`` (each cell's top-1 token), ``"answer"`` (the
             answer's first token as the cell's next token, minus the foil's with foils) or
@@ -92,6 +95,12 @@ class LogitLensWidget(MuranoWidget):
     Attributes:
         lens_name: The name of the lens shown (synced with the lens menu; one of
             :attr:`lens_names`).
+        lens_beside: The lens drawn as a second grid under the first (synced with the
+            "beside" menu): another of :attr:`lens_names`, or ``""`` for one grid. Both grids
+            show the same prompt, highlighted row (the layer slider moves both), colouring on
+            one shared colour scale, and one cursor: hovering, focusing or pinning a cell in
+            either marks the same cell in both. Setting ``lens_name`` to the lens beside swaps
+            the two.
         prompt: The index of the shown prompt (synced with the prompt slider).
         layer: The highlighted model layer (the layer slider).
         metric: The colouring (the colour menu).
@@ -159,6 +168,7 @@ class LogitLensWidget(MuranoWidget):
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     hide_template = traitlets.Bool(False).tag(sync=True)
     lens_name = traitlets.Unicode("").tag(sync=True)
+    lens_beside = traitlets.Unicode("").tag(sync=True)
     explain = traitlets.Unicode(EXPLAIN_TOP1).tag(sync=True)
     view = traitlets.Unicode(VIEWS[0]).tag(sync=True)
     _details = traitlets.Bool(False).tag(sync=True)
@@ -186,6 +196,7 @@ class LogitLensWidget(MuranoWidget):
         n_model_layers: int | None = None,
         hide_template: bool = False,
         lens_name: str | None = None,
+        lens_beside: str = "",
         explain: str = EXPLAIN_TOP1,
         view: str = VIEWS[0],
         live: Any = None,
@@ -216,6 +227,7 @@ class LogitLensWidget(MuranoWidget):
         metric = check_metric(metric, payload)
         hide_template = check_hide_template(hide_template, first.token_roles, WidgetValueError)
         lens_name = results.names[0] if lens_name is None else check_lens_name(lens_name, results)
+        lens_beside = check_lens_beside(lens_beside, results.names, lens_name)
         explain = check_explain(explain, results[lens_name])
         view = check_view(view, results[lens_name])
         self._results = results
@@ -235,6 +247,7 @@ class LogitLensWidget(MuranoWidget):
             metric=metric,
             hide_template=hide_template,
             lens_name=lens_name,
+            lens_beside=lens_beside,
             explain=explain,
             view=view,
             **kwargs,
@@ -490,6 +503,10 @@ class LogitLensWidget(MuranoWidget):
     def _validate_lens_name(self, proposal: dict[str, Any]) -> str:
         return check_lens_name(proposal["value"], self._results, WidgetValueError)
 
+    @traitlets.validate("lens_beside")
+    def _validate_lens_beside(self, proposal: dict[str, Any]) -> str:
+        return check_lens_beside(proposal["value"], self._results.names, self.lens_name)
+
     @traitlets.validate("explain")
     def _validate_explain(self, proposal: dict[str, Any]) -> str:
         return check_explain(proposal["value"], self._result)
@@ -510,6 +527,9 @@ class LogitLensWidget(MuranoWidget):
 
     @traitlets.observe("lens_name")
     def _on_lens_name(self, change: dict[str, Any]) -> None:
+        # Showing the lens drawn beside swaps the two grids (the front end's menu does the same).
+        if self.lens_beside and self.lens_beside == change["new"]:
+            self.lens_beside = change["old"]
         # The pinned cell stays where it is; what it holds is the new lens's.
         if self.selected:
             self.selected = dict(self.selected)
@@ -552,6 +572,7 @@ class LogitLensWidget(MuranoWidget):
             "selected": selected_cell(self.selected),
             "hide_template": self.hide_template,
             "lens_name": self.lens_name,
+            "lens_beside": self.lens_beside,
             "explain": self.explain,
             "view": self.view,
             # The live state, for the page to show (and to say that editing needs a kernel).

@@ -22,6 +22,7 @@ from murano_widgets.widgets.base import WidgetValueError
 __all__ = [
     "VIEWS",
     "check_explain",
+    "check_lens_beside",
     "check_lens_name",
     "check_live",
     "check_metric",
@@ -59,6 +60,21 @@ def check_lens_name(value: Any, results: LensResults, error: type = WidgetValueE
     """One of the widget's lens names."""
     if not isinstance(value, str) or value not in results:
         raise error(f"lens_name must be one of the widget's lenses {results.names}; got {value!r}")
+    return value
+
+
+def check_lens_beside(
+    value: Any, names: list[str], shown: str, error: type = WidgetValueError
+) -> str:
+    """The lens drawn as a second grid beside the lens ``shown``: another of ``names``, or
+    ``""`` for one grid."""
+    others = [name for name in names if name != shown]
+    if not isinstance(value, str) or (value and value not in others):
+        why = f" ({value!r} is the lens shown, lens_name: choose another)" if value == shown else ""
+        allowed = f"'' (one grid) or another of the widget's lenses {others}" if others else "''"
+        if len(names) < 2:
+            allowed += " (the widget holds one lens: give it several, lens={...})"
+        raise error(f"lens_beside must be {allowed}; got {value!r}{why}")
     return value
 
 

@@ -19,7 +19,12 @@ from murano_widgets.options import PromptOptions
 from murano_widgets.payload.attribution import EXPLAIN_TOP1
 from murano_widgets.step.logit_lens import resolve_layers
 from murano_widgets.widgets.lens import LogitLensWidget
-from murano_widgets.widgets.lens_checks import VIEWS, check_shown_layer, check_target
+from murano_widgets.widgets.lens_checks import (
+    VIEWS,
+    check_lens_beside,
+    check_shown_layer,
+    check_target,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -45,6 +50,7 @@ def show_logit_lens(
     target: str | None = None,
     hide_template: bool = False,
     lens_name: str | None = None,
+    lens_beside: str = "",
     explain: str = EXPLAIN_TOP1,
     view: str = VIEWS[0],
     **options: Unpack[ShowOptions],
@@ -78,6 +84,9 @@ def show_logit_lens(
             widget's ``hide_template`` trait, and its "hide chat-template tokens" box).
         lens_name: With named lenses (``lens={"logit": None, "tuned": tuned}``): the one shown
             first (default the first); the widget's lens menu switches between them.
+        lens_beside: With named lenses: another one drawn as a second grid under the first,
+            with one cursor (the widget's ``lens_beside`` trait and its "beside" menu; ``""``:
+            one grid).
         explain: With ``decompose=True``: what the "why" panel explains first (``"top1"``,
             ``"answer"``, ``"target:<text>"``; the widget's ``explain`` trait).
         view: ``"layers"``, or with ``decompose=True`` ``"components"`` (the component view).
@@ -174,10 +183,12 @@ def show_logit_lens(
             "hide_template=True is not allowed without chat: only a chat has template tokens "
             "to hide; got hide_template=True"
         )
-    if lens_name is not None:
+    if lens_name is not None or lens_beside != "":
         names = list(named_lenses(lens) or {as_lens(lens).kind: None})
-        if lens_name not in names:
+        if lens_name is not None and lens_name not in names:
             raise ValueError(f"lens_name must be one of the lenses {names}; got {lens_name!r}")
+        shown = names[0] if lens_name is None else lens_name
+        check_lens_beside(lens_beside, names, shown, ValueError)
     session = LiveSession(
         model,
         layers,
@@ -194,6 +205,7 @@ def show_logit_lens(
         target=target,
         hide_template=hide_template,
         lens_name=lens_name,
+        lens_beside=lens_beside,
         explain=explain,
         view=view,
     )

@@ -36,6 +36,7 @@ SYNCED = (
     "selected",
     "hide_template",
     "lens_name",
+    "lens_beside",
     "explain",
     "view",
     "_details",
@@ -65,8 +66,10 @@ window.lens = lens;
 const fillText = CanvasRenderingContext2D.prototype.fillText;
 window.__texts = [];
 CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
-  if (this.canvas.classList && this.canvas.classList.contains("murano-canvas")) {
-    window.__texts.push({ text: String(text), x, y, font: this.font, fill: String(this.fillStyle) });
+  const grid = this.canvas.classList && (this.canvas.classList.contains("murano-canvas") || this.canvas.classList.contains("murano-canvas-beside"));
+  if (grid) {
+    const beside = this.canvas.classList.contains("murano-canvas-beside");
+    window.__texts.push({ text: String(text), x, y, font: this.font, fill: String(this.fillStyle), beside });
   }
   return fillText.call(this, text, x, y, ...rest);
 };

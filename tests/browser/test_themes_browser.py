@@ -23,6 +23,7 @@ page (no styles apply there) is drawn with the host's dark theme once it is show
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from PIL import Image
 from test_dataset_browser import SYNCED as DATASET_SYNCED
 from test_diff_browser import SYNCED as DIFF_SYNCED
 
-from murano_widgets import LensDataset, LogitLensWidget, show_lens_diff
+from murano_widgets import LensDataset, LensResults, LogitLensWidget, show_lens_diff
 
 pytestmark = pytest.mark.browser
 
@@ -412,6 +413,15 @@ KINDS = {
         "__muranoDebug.components",
         HEATMAP_SYNCED,
     ),
+    # Two lenses as two grids (lens_beside): the second grid's cells are data too.
+    "side_by_side": Kind(
+        "logit_lens.js",
+        "logit_lens.css",
+        ".murano-root",
+        "__muranoDebug",
+        HEATMAP_SYNCED,
+        grids=((".murano-root", "__muranoDebug.besideGrid"),),
+    ),
     "live": Kind(
         "logit_lens.js",
         "logit_lens.css",
@@ -470,6 +480,7 @@ def states() -> dict[str, dict[str, Any]]:
     decomposed = decompose(with_sublayers(make_result(n_layers=4)), heads=2, foils=None)
     attribution = LogitLensWidget(decomposed, _details=True)
     components = LogitLensWidget(decomposed, view="components", _details=True)
+    side_by_side = LogitLensWidget(_two_lenses(), lens_beside="tuned")
     out = {}
     for name, widget in (
         ("heatmap", heatmap),
@@ -477,10 +488,23 @@ def states() -> dict[str, dict[str, Any]]:
         ("dataset", dataset),
         ("attribution", attribution),
         ("components", components),
+        ("side_by_side", side_by_side),
     ):
         out[name] = widget_state(widget, KINDS[name].synced)
     out["live"] = _live_state()
     return out
+
+
+def _two_lenses() -> LensResults:
+    """Two lenses of one synthetic result: the second reads every per-cell field upside down."""
+    a = make_result(n_layers=6)
+    per_cell = ("max_probs", "predicted_tokens", "topk_tokens", "topk_probs", "entropy")
+    flipped: dict[str, Any] = {
+        name: getattr(a, name).flip(0) for name in per_cell if getattr(a, name) is not None
+    }
+    flipped["predicted_words"] = a.predicted_words[::-1]
+    b = dataclasses.replace(a, **flipped, lens_kind="tuned", lens_title="Tuned lens")
+    return LensResults({"logit": a, "tuned": b})
 
 
 def _live_state() -> dict[str, Any]:

@@ -9,6 +9,7 @@
 import { cellDetails, tooltipModel } from "../details.js";
 import { cellRect, columnOf } from "../layout.js";
 import { isSelected } from "../state.js";
+import { lensTitle } from "./controls.js";
 import { TooltipView } from "./tooltip.js";
 
 /**
@@ -49,6 +50,17 @@ export function tooltipCell(view) {
 }
 
 /**
+ * The grid the tooltip is about: the one beside while the pointer hovers it, else the first
+ * (the keyboard's focus is the first grid's).
+ * @param {LensView} view
+ * @returns {{data: import("../payload.js").LensData, layout: import("../layout.js").Layout | null, canvas: HTMLCanvasElement}}
+ */
+export function tipGrid(view) {
+  if (view.beside && view.hoverGrid === 1 && view.state.hover) return { data: view.beside, layout: view.besideLayoutShown, canvas: view.ui.besideCanvas };
+  return { data: /** @type {import("../payload.js").LensData} */ (view.data), layout: view.layout, canvas: view.ui.canvas };
+}
+
+/**
  * Shows the tooltip of the cell it follows (or hides it).
  * @param {LensView} view
  */
@@ -72,8 +84,13 @@ export function updateTooltip(view) {
     tooltip.hide();
     return;
   }
-  const details = cellDetails(data, s.prompt, cell.layerIndex, cell.position, view.targetIndex());
-  tooltip.show(tooltipModel(details, { late: view.detailsLate }), isSelected(s.selected, s.prompt, cell.layerIndex, cell.position));
+  // The cell under the pointer in the grid beside: its lens's details.
+  const lens = tipGrid(view).data;
+  const details = cellDetails(lens, s.prompt, cell.layerIndex, cell.position, view.targetIndex());
+  const content = tooltipModel(details, { late: view.detailsLate });
+  // Two grids: the title says which lens's cell this is.
+  if (view.beside) content.title = `${lensTitle(lens)} · ${content.title}`;
+  tooltip.show(content, isSelected(s.selected, s.prompt, cell.layerIndex, cell.position));
   placeTooltip(view, cell);
 }
 
@@ -83,11 +100,12 @@ export function updateTooltip(view) {
  * @param {Cell} cell
  */
 export function placeTooltip(view, cell) {
-  const { layout, tooltip } = view;
+  const { tooltip } = view;
+  const { layout, canvas } = tipGrid(view);
   if (tooltip.hidden || !layout || view.state.view === "components") return;
   const column = columnOf(layout, cell.position);
   if (column < 0) return;
   const r = cellRect(layout, cell.layerIndex, column, view.scrollLeft());
-  const box = view.ui.canvas.getBoundingClientRect();
+  const box = canvas.getBoundingClientRect();
   tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
 }

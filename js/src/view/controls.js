@@ -161,8 +161,10 @@ export function showTargetMenu(ui, data, metric, target) {
  * @param {string} shown
  * @param {string} requested
  * @param {number} [target] the tracked token's index, for a per-target metric
+ * @param {{min: number, max: number, log: boolean} | null} [domain] the scale's domain when
+ *   not the metric's own (two grids share one)
  */
-export function showLegend(ui, data, shown, requested, target = 0) {
+export function showLegend(ui, data, shown, requested, target = 0, domain = null) {
   const spec = metricSpec(data, shown);
   if (!spec) return;
   const wanted = metricSpec(data, requested);
@@ -176,7 +178,7 @@ export function showLegend(ui, data, shown, requested, target = 0) {
     for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
     ctx.putImageData(image, 0, 0);
   }
-  const ticks = legendTicks(spec, metricDomain(data, shown));
+  const ticks = legendTicks(spec, domain ?? metricDomain(data, shown));
   ui.legendTicks.replaceChildren(
     ...ticks.map((tick, i) => {
       const span = h("span", "murano-legend-tick", {}, tick.label);

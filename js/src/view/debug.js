@@ -6,8 +6,27 @@
 
 import { cellDetails } from "../details.js";
 import { cellRect, columnOf } from "../layout.js";
+import { besideMetric } from "../side_by_side.js";
+import { gridDomain } from "./beside.js";
 
 /** @typedef {import("./view.js").LensView} LensView */
+
+/**
+ * A cell's rectangle on a grid's canvas, in viewport (client) coordinates.
+ * @param {import("../layout.js").Layout | null} layout
+ * @param {HTMLCanvasElement} canvas
+ * @param {number} layerIndex
+ * @param {number} position
+ * @param {number} scroll the heatmap's scroll (both grids share it)
+ */
+function clientRect(layout, canvas, layerIndex, position, scroll) {
+  if (!layout) return null;
+  const column = columnOf(layout, position);
+  if (column < 0) return null; // a hidden template token
+  const r = cellRect(layout, layerIndex, column, scroll);
+  const c = canvas.getBoundingClientRect();
+  return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+}
 
 /**
  * @param {LensView} view
@@ -31,6 +50,8 @@ export function debugApi(view) {
         hideTemplate: s.hideTemplate,
         lens: s.lens,
         lenses: view.lenses.map((lens) => lens.lensName),
+        beside: view.beside ? view.beside.lensName : "",
+        hoverGrid: view.hoverGrid,
         view: s.view,
         explain: s.explain,
         heads: s.heads,
@@ -73,6 +94,13 @@ export function debugApi(view) {
     get layout() {
       return view.layout && { ...view.layout, scrollLeft: view.scrollLeft() };
     },
+    /** The grid beside, as a grid of cells (its layout and cell rectangles; null layout: none). */
+    besideGrid: {
+      get layout() {
+        return view.beside && view.besideLayoutShown && { ...view.besideLayoutShown, scrollLeft: view.scrollLeft() };
+      },
+      cellClientRect: (/** @type {number} */ i, /** @type {number} */ j) => (view.beside ? clientRect(view.besideLayoutShown, view.ui.besideCanvas, i, j, view.scrollLeft()) : null),
+    },
     get frames() {
       return view.debug.frames;
     },
@@ -92,22 +120,39 @@ export function debugApi(view) {
      * @param {number} position
      */
     cellClientRect(layerIndex, position) {
-      if (!view.layout) return null;
-      const column = columnOf(view.layout, position);
-      if (column < 0) return null; // a hidden template token
-      const r = cellRect(view.layout, layerIndex, column, view.scrollLeft());
-      const c = view.ui.canvas.getBoundingClientRect();
-      return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+      return clientRect(view.layout, view.ui.canvas, layerIndex, position, view.scrollLeft());
     },
     /**
-     * The colour the cell should have under the shown metric ([r, g, b, a]; a = 0: missing).
+     * A cell's rectangle in the grid beside (null without one).
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    besideCellClientRect(layerIndex, position) {
+      return view.beside ? clientRect(view.besideLayoutShown, view.ui.besideCanvas, layerIndex, position, view.scrollLeft()) : null;
+    },
+    /**
+     * The colour the cell should have under the shown metric ([r, g, b, a]; a = 0: missing), on
+     * the scale the grids share.
      * @param {number} layerIndex
      * @param {number} position
      */
     cellColour(layerIndex, position) {
       if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex());
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex(), gridDomain(view));
       const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
+      return Array.from(image.data.slice(o, o + 4));
+    },
+    /**
+     * The same in the grid beside (null without one, or when its lens lacks the metric).
+     * @param {number} layerIndex
+     * @param {number} position
+     */
+    besideCellColour(layerIndex, position) {
+      const beside = view.beside;
+      const metric = beside && besideMetric(beside, view.shownMetric);
+      if (!beside || !metric) return null;
+      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.targetIndex(), gridDomain(view));
+      const o = ((beside.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
     /**

@@ -21,6 +21,8 @@ import { buildWhy } from "./why.js";
  * @property {HTMLSpanElement} dimsEl
  * @property {HTMLLabelElement} lensLabel the lens menu's label (hidden with one lens)
  * @property {HTMLSelectElement} lensSelect the lens menu
+ * @property {HTMLLabelElement} besideLabel the "beside" menu's label (hidden with one lens)
+ * @property {HTMLSelectElement} besideSelect the lens drawn as a second grid, or none
  * @property {HTMLSelectElement} metricSelect
  * @property {HTMLLabelElement} targetLabel the tracked-token menu's label (shown with a per-target
  *   metric)
@@ -39,6 +41,9 @@ import { buildWhy } from "./why.js";
  * @property {HTMLDivElement} scroller
  * @property {HTMLDivElement} track
  * @property {HTMLCanvasElement} canvas
+ * @property {HTMLDivElement} gridCaption the first grid's lens, over it (with two grids)
+ * @property {HTMLDivElement} besideCaption the second grid's lens
+ * @property {HTMLCanvasElement} besideCanvas the second grid (hidden with one)
  * @property {HTMLDivElement} tooltip
  * @property {HTMLSpanElement} legendTitle
  * @property {HTMLCanvasElement} legendBar
@@ -94,6 +99,11 @@ export function buildDom(el, id) {
   lensLabel.append(h("span", "murano-label", {}, "Lens"));
   const lensSelect = h("select", "murano-lens-select", { "aria-label": "Lens shown" });
   lensLabel.append(lensSelect);
+  // Two lenses as two grids, one under the other: the second grid's lens, or none.
+  const besideLabel = h("label", "murano-beside", { hidden: "" });
+  besideLabel.append(h("span", "murano-label", {}, "beside"));
+  const besideSelect = h("select", "murano-beside-select", { "aria-label": "Lens drawn as a second grid" });
+  besideLabel.append(besideSelect);
   // With direct logit attribution: the heatmap of layers, or the component view.
   const viewLabel = h("label", "murano-view", { hidden: "" });
   viewLabel.append(h("span", "murano-label", {}, "View"));
@@ -108,7 +118,7 @@ export function buildDom(el, id) {
   // header onto another line (which would move the heatmap under the pointer).
   const colourGroup = h("div", "murano-colour");
   colourGroup.append(metricLabel, targetLabel);
-  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel);
+  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel, besideLabel);
 
   const controls = h("div", "murano-controls");
   /** @type {(name: string, label: string, accessibleName: string) => SliderUi} */
@@ -142,7 +152,12 @@ export function buildDom(el, id) {
     "aria-roledescription": "heatmap",
     "aria-describedby": `${id}-readout`,
   });
-  track.append(canvas);
+  // With a lens beside: each grid's caption over it, the second grid under the first (its columns
+  // under the first's, scrolled with them).
+  const gridCaption = h("div", "murano-grid-caption", { hidden: "" });
+  const besideCaption = h("div", "murano-grid-caption", { hidden: "" });
+  const besideCanvas = h("canvas", "murano-canvas-beside", { role: "img", hidden: "" });
+  track.append(gridCaption, canvas, besideCaption, besideCanvas);
   scroller.append(track);
   body.append(scroller);
   const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
@@ -190,7 +205,7 @@ export function buildDom(el, id) {
   root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, errorEl, tooltip);
   el.append(root);
   return {
-    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, left, body, trajPanel, scroller, track, canvas, tooltip,
+    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, besideLabel, besideSelect, gridCaption, besideCaption, besideCanvas, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, left, body, trajPanel, scroller, track, canvas, tooltip,
     legendTitle, legendBar, legendTicks, legendChange, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
     pinEl, pinText, unpinButton, readout, errorEl, live,
   };

@@ -9,6 +9,7 @@ import { moveFocus } from "../state.js";
 import { bindGrid, onGridKey } from "../shared/grid_events.js";
 import { keepControlKeys } from "../shared/keys.js";
 import { watchTheme } from "../theme.js";
+import { besideGrid } from "./beside.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -57,7 +58,13 @@ export function heatmapGrid(view) {
       return Boolean(view.state.selected);
     },
     cellAt: (event) => eventCell(view, event),
-    setHover: (cell) => view.setHover(cell),
+    setHover: (cell) => {
+      // The pointer came from the grid beside: the tooltip reads this grid's lens again.
+      const moved = view.hoverGrid !== 0;
+      view.hoverGrid = 0;
+      view.setHover(cell);
+      if (moved) view.updateTooltip();
+    },
     setFocus: (cell) => view.setFocus(cell),
     move: (cell, key) => {
       const layout = view.layout;
@@ -107,6 +114,7 @@ export function bindEvents(view) {
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
   on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
+  on(ui.besideSelect, "change", () => view.setBeside(ui.besideSelect.value, true));
   on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
   on(ui.why.explainSelect, "change", () => view.setExplain(ui.why.explainSelect.value, true));
   on(ui.why.heads, "change", () => view.setHeads(ui.why.heads.checked));
@@ -121,6 +129,7 @@ export function bindEvents(view) {
     view.requestDraw();
   }, { passive: true });
   bindGrid(ui.canvas, heatmapGrid(view), signal);
+  bindGrid(ui.besideCanvas, besideGrid(view), signal);
   keepControlKeys(ui.root, signal);
   // The chart keeps the hovered column while the pointer moves over to it; leaving both drops it.
   on(ui.main, "pointerleave", () => {
@@ -137,6 +146,7 @@ export function bindEvents(view) {
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:target": () => view.setTarget(model.get("target"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
+    "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
     "change:view": () => view.setView(model.get("view"), false),
     "change:explain": () => view.setExplain(model.get("explain"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
@@ -156,6 +166,7 @@ export function bindEvents(view) {
   // The host's theme changed: the canvas reads the palette again (theme.js).
   const stopWatchingTheme = watchTheme(() => {
     view.painter.forgetTheme();
+    view.besidePainter.forgetTheme();
     view.relayout();
   });
   return () => {

@@ -9,6 +9,8 @@ import { hasAttribution } from "../attribution.js";
 import { metricAvailable, metricOffered, resolveMetric, resolveTarget, scaleChange } from "../metrics.js";
 import { decodeLenses, rowOfModelLayer } from "../payload.js";
 import { clampIndex } from "../state.js";
+import { besideAfterSwitch } from "../side_by_side.js";
+import { showBeside } from "./beside.js";
 import { showControls, showData, showLensMenu, showPin } from "./controls.js";
 
 /**
@@ -106,6 +108,10 @@ export function reload(view) {
   view.lenses = lenses;
   view.data = data;
   store.set({ lens: data.lensName });
+  // The lens beside: the model's at first, then the local one (as the lens shown).
+  if (!view.loaded) store.set({ beside: typeof model.get("lens_beside") === "string" ? model.get("lens_beside") : "" });
+  view.beside = null;
+  showBeside(view);
   ui.errorEl.hidden = true;
   ui.main.hidden = false;
   view.painter.setData(data);
@@ -174,12 +180,18 @@ export function setLens(view, name, sync) {
     ui.lensSelect.value = store.state.lens;
     return;
   }
-  if (sync) view.send("lens_name", data.lensName);
+  const s = store.state;
+  // Choosing the lens drawn beside swaps the two grids.
+  const beside = besideAfterSwitch(s.lens, data.lensName, s.beside);
+  if (sync) {
+    view.send("lens_name", data.lensName);
+    if (beside !== s.beside) view.send("lens_beside", beside);
+  }
   ui.lensSelect.value = data.lensName;
   if (data === view.data) return;
-  const s = store.state;
   view.data = data;
-  store.set({ lens: data.lensName });
+  store.set({ lens: data.lensName, beside });
+  showBeside(view);
   view.painter.setData(data);
   showData(ui, data);
   store.set({ metric: resolveMetric(data, s.metric) });

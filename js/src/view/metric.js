@@ -8,6 +8,7 @@
 
 import { metricAvailable, metricSpec, resolveMetric, resolveTarget, targetIndex as targetIndexOf } from "../metrics.js";
 import { showComponentLegend, showLegend, showTargetMenu } from "./controls.js";
+import { gridDomain, showCaptions } from "./beside.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -110,7 +111,8 @@ export function refreshMetric(view) {
   ui.root.classList.toggle("murano-loading", !available && s.view !== "components");
   showTargetMenu(ui, data, s.metric, s.target);
   if (s.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
-  else showLegend(ui, data, view.shownMetric, s.metric, targetIndex(view));
+  else showLegend(ui, data, view.shownMetric, s.metric, targetIndex(view), gridDomain(view));
+  showCaptions(view);
   // The scale-change line holds for the metric it is about, until the metric changes.
   if (view.scaleNote && view.scaleNote.metric !== view.shownMetric) view.scaleNote = null;
   const note = s.view === "components" || !view.scaleNote ? "" : view.scaleNote.text;

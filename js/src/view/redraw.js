@@ -11,6 +11,7 @@ import { charCount } from "../tokens.js";
 import { placeTooltip, tooltipCell } from "./cell_tip.js";
 import { drawTrajectory, placeChart } from "./chart.js";
 import { showComponentLegend } from "./controls.js";
+import { besideLayout, drawBeside, gridDomain } from "./beside.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -29,7 +30,8 @@ export function relayout(view) {
   const n = data.lengths[s.prompt];
   placeChart(view, theme.charW);
   const width = ui.scroller.clientWidth || view.el.clientWidth || 800;
-  const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s.hideTemplate}`;
+  const beside = view.beside;
+  const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s.hideTemplate}|${beside ? beside.lensName : ""}`;
   if (key !== view.layoutKey) {
     let maxChars = 1;
     const a = data.arrays;
@@ -42,11 +44,16 @@ export function relayout(view) {
       maxChars = Math.max(maxChars, charCount(painter.tokenText(a.input_ids[offset + p])), charCount(painter.tokenText(a.predicted_tokens[lastRow + p])));
       if (maxChars >= 10) break;
     }
-    const labelW = painter.labelWidth(data);
-    view.layout = computeLayout({ nLayers: data.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns });
+    // Two grids: one label width, so that their columns lie one under the other.
+    const labelW = Math.max(painter.labelWidth(data), beside ? view.besidePainter.labelWidth(beside) : 0);
+    // Two grids share the height one grid would take at most, so that both stay in view.
+    const maxHeight = beside ? 300 : 460;
+    view.layout = computeLayout({ nLayers: data.L, nPositions: shown, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), maxHeight, columns });
+    view.besideLayoutShown = beside ? besideLayout(view.layout, beside, computeLayout) : null;
     view.layoutKey = key;
     ui.track.style.width = `${view.layout.contentW}px`;
-    ui.track.style.height = `${view.layout.height}px`;
+    // Two grids and their captions: the track is as tall as they are.
+    ui.track.style.height = beside ? "" : `${view.layout.height}px`;
   }
   if (view.revealPending) revealPromptEnd(view);
   draw(view);
@@ -107,20 +114,22 @@ export function draw(view) {
   if (!data || !layout) return;
   const t0 = performance.now();
   const s = view.state;
-  debug.visible = view.painter.draw(
-    layout,
-    {
-      prompt: s.prompt,
-      layer: s.layer,
-      metric: view.shownMetric,
-      target: view.targetIndex(),
-      loading: s.metric !== view.shownMetric,
-      selected: s.selected,
-      hover: s.hover,
-      focus: s.focused ? s.focus : null,
-    },
-    scrollLeft(view),
-  );
+  /** @type {import("../painter.js").Scene} */
+  const scene = {
+    prompt: s.prompt,
+    layer: s.layer,
+    metric: view.shownMetric,
+    target: view.targetIndex(),
+    loading: s.metric !== view.shownMetric,
+    selected: s.selected,
+    hover: s.hover,
+    focus: s.focused ? s.focus : null,
+    domain: gridDomain(view),
+  };
+  const scroll = scrollLeft(view);
+  debug.visible = view.painter.draw(layout, scene, scroll);
+  // The grid beside: the same cursor, row and scale, its own lens.
+  drawBeside(view, scene, scroll);
   const tipCell = tooltipCell(view);
   if (tipCell && !view.tooltip.hidden) placeTooltip(view, tipCell);
   if (view.state.view === "components") view.components.draw();

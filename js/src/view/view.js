@@ -12,6 +12,7 @@
  */
 
 import { Painter } from "../painter.js";
+import { setBeside } from "./beside.js";
 import { LiveView } from "../live/view.js";
 import { installDebug } from "../shared/debug.js";
 import { makeTooltip, updateTooltip } from "./cell_tip.js";
@@ -63,6 +64,12 @@ export class LensView {
     this.data = null;
     /** @type {LensData[]} every lens of the payload (one, or several side by side) */
     this.lenses = [];
+    /** @type {LensData | null} the lens drawn as a second grid (`beside.js`), or null */
+    this.beside = null;
+    /** @type {Layout | null} the second grid's layout (the first's columns and rows) */
+    this.besideLayoutShown = null;
+    /** Which grid the pointer hovers (0: the first, 1: the one beside): the tooltip reads its lens. */
+    this.hoverGrid = 0;
     this.loaded = false;
     /** @type {ReturnType<typeof setTimeout> | null} a new payload that does not decode (yet) */
     this.reloadTimer = null;
@@ -116,6 +123,7 @@ export class LensView {
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
     this.painter = new Painter(this.ui.canvas, this.ui.root);
+    this.besidePainter = new Painter(this.ui.besideCanvas, this.ui.root);
     this.trajectory = makeTrajectory(this, id);
     this.tooltip = makeTooltip(this);
     this.componentsAbort = new AbortController();
@@ -151,6 +159,7 @@ export class LensView {
     this.syncPrompt.flush();
     this.syncLayer.flush();
     this.painter.images.clear();
+    this.besidePainter.images.clear();
     this.ui.root.remove();
     this.removeDebug();
   }
@@ -161,6 +170,8 @@ export class LensView {
   reload() { reload(this); }
   /** @param {unknown} name @param {boolean} sync */
   setLens(name, sync) { setLens(this, name, sync); }
+  /** @param {unknown} name @param {boolean} sync */
+  setBeside(name, sync) { setBeside(this, name, sync); }
 
   // navigation.js
   /** @param {string} name @param {unknown} value */
