@@ -142,6 +142,10 @@ def test_two_grids_with_one_cursor(page, results, theme):
     strip = layout["predY"] + layout["stripH"] / 2 + 0.5
     assert words_at(bridge, False, strip) == expected_words(results["logit"], 0, 2)
     assert words_at(bridge, True, strip) == expected_words(results["tuned"], 0, 2)
+    # The chart beside them keeps its rows level with the first grid's, under its caption.
+    row = bridge.debug("cellClientRect(2, 0)")
+    band = page.eval_on_selector(".murano-traj-band", "(e) => e.getBoundingClientRect().toJSON()")
+    assert abs(band["y"] + band["height"] / 2 - (row["y"] + row["h"] / 2)) <= 1
 
 
 def test_the_menus_and_python_choose_the_grids(page, results):

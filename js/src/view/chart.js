@@ -78,7 +78,8 @@ export function drawTrajectory(view) {
     source: column.source,
     row: s.layer,
     rowH: layout.rowH,
-    heatY: layout.heatY,
+    // Under a caption (two grids), the heatmap's rows start that much lower.
+    heatY: layout.heatY + view.ui.canvas.offsetTop,
     // Beside the heatmap, as tall as it; below it, only room for the axis title.
     heightBelow: view.ui.main.classList.contains("murano-side") ? layout.height - layout.heatY - layout.heatH : 0,
     detailsRequested: view.detailsRequested,
