@@ -17,9 +17,14 @@ each known-wrong answer filled in stop at their check with the intended hint.
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import re
+import textwrap
 from pathlib import Path
 
+import jupytext
+import nbformat
 import pytest
 import torch
 from reference import ReferenceLens
@@ -476,3 +481,226 @@ def test_patch_right_and_wrong(arch, request):
     }
     for says, probs in cases.items():
         _fails(check_patch, probs, model, clean, corrupt, layer, position, says=says)
+
+
+# ---------------------------------------------------------------------------------------------
+# The exercise notebooks
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("exercise_build", EXERCISES / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+NOTEBOOKS = [
+    "01_logit_lens_by_hand",
+    "02_lenses_groups_logit_diff",
+    "03_components_and_patching",
+]
+
+
+def test_the_exercise_notebooks_are_built_from_their_sources():
+    """One source each; the committed student and solution versions are what it makes
+    (``python notebooks/exercises/build.py`` rebuilds them)."""
+    build = _builder()
+    assert [path.stem for path in build.sources()] == NOTEBOOKS
+    assert build.stale() == [], "run python notebooks/exercises/build.py"
+    for name in NOTEBOOKS:
+        student = nbformat.read(EXERCISES / "student" / f"{name}.ipynb", as_version=4)
+        solution = nbformat.read(EXERCISES / "solutions" / f"{name}.ipynb", as_version=4)
+        student_code = "\n".join(c.source for c in student.cells if c.cell_type == "code")
+        solution_code = "\n".join(c.source for c in solution.cells if c.cell_type == "code")
+        blanks = student_code.count("# YOUR CODE HERE")
+        assert blanks >= 2 and blanks == student_code.count("raise NotImplementedError()")
+        assert "BEGIN SOLUTION" not in student_code
+        assert solution_code.count("### BEGIN SOLUTION") == blanks
+        assert "# YOUR CODE HERE" not in solution_code
+        # nbgrader: each answer cell is a solution cell, each check cell a graded test cell.
+        graded = [c for c in student.cells if c.metadata["nbgrader"]["grade"]]
+        assert graded and all("check_" in c.source for c in graded)
+        first = next(c for c in student.cells if c.cell_type == "code")
+        assert "%pip install -q murano-widgets" in first.source  # Colab's install line
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_solution_notebooks_run(name):
+    """The solution version runs top to bottom in a fresh kernel on the demo model, and every
+    check in it passes (the test the Colab job runs too)."""
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(EXERCISES / "solutions" / f"{name}.ipynb", as_version=4)
+    NotebookClient(notebook, timeout=180, kernel_name="python3").execute()
+    outputs = [
+        output.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+    ]
+    printed = "".join(outputs)
+    checks = sum(cell.metadata["nbgrader"]["grade"] for cell in notebook.cells)
+    assert printed.count("✓ check_") == checks, printed
+    assert "Running toy-world" in printed  # it says which model runs
+
+
+_PATCH = """
+saved = {}
+run(corrupt, keep(saved))
+source = saved["h"][0, position]
+
+def replace(module, args, output):
+    hidden = output[0] if isinstance(output, tuple) else output
+    hidden = hidden.clone()
+    hidden[0, position] = source
+    return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+logits = run(clean, replace)
+"""
+
+# The wrong answers a student writes, by notebook and answer number, and the sentence each one
+# must get. Dedented; filled in at the answer's place in the student version.
+WRONG = {
+    "01_logit_lens_by_hand": [
+        (
+            0,
+            "return parts.logit_transform(parts.unembedding(h)).softmax(dim=-1)",
+            "you skipped the final norm",
+        ),
+        (
+            0,
+            "return parts.logit_transform(parts.unembedding(parts.final_norm(h))).softmax(dim=0)",
+            "the softmax ran over the positions",
+        ),
+        (
+            0,
+            "return parts.logit_transform(parts.unembedding(parts.final_norm(h)))",
+            "these are logits, not probabilities",
+        ),
+        (
+            0,
+            """
+            inputs = model.tokenizer(prompt, return_tensors="pt").to(parts.device)
+            states = parts.model(**inputs, output_hidden_states=True).hidden_states
+            h = states[layer][0]  # entry 0 is the embeddings
+            return parts.logit_transform(parts.unembedding(parts.final_norm(h))).softmax(dim=-1)
+            """,
+            "off by one layer: you read block 2's output",
+        ),
+        (
+            1,
+            "values, tokens = probs.max(dim=1)\nreturn tokens, values",
+            "the maximum over the positions",
+        ),
+        (
+            1,
+            "values, tokens = probs.max(dim=-1)\nreturn tokens, probs[-1].max(dim=-1).values.expand_as(values)",
+            "from the wrong layer",
+        ),
+        (2, "return (final * (final.log() - probs.log())).sum(dim=-1)", "these are nats, not bits"),
+        (
+            2,
+            "return (probs * (probs.log() - final.log())).sum(dim=-1) / math.log(2)",
+            "the wrong way round",
+        ),
+    ],
+    "02_lenses_groups_logit_diff": [
+        (0, "return logits[:, f] - logits[:, a]", "foil minus answer"),
+        (
+            0,
+            "p = logits.softmax(dim=-1)\nreturn p[:, a] - p[:, f]",
+            "you subtracted probabilities, not logits",
+        ),
+        (
+            1,
+            """
+            group = [i for i, t in enumerate(texts) if t.strip() and any(f.startswith(t) for f in forms)]
+            group.append(first_token(model, prompt, " " + word.strip()))
+            return probs[:, group].sum(dim=-1)
+            """,
+            "a token was counted twice",
+        ),
+        # The first token alone is not tried here: on the demo model the group's other tokens
+        # (" P", "P") have less than 1e-4 at every layer, so it is right to that tolerance (the
+        # check names it on the tiny models: test_group_prob_right_and_wrong).
+    ],
+    "03_components_and_patching": [
+        (
+            0,
+            """
+            scale = torch.rsqrt(P(terms).pow(2).mean(dim=-1, keepdim=True) + eps)
+            return torch.cat([((scale * P(terms) * norm.weight) @ u).cpu(), torch.zeros(1)])
+            """,
+            "the final norm's scale was not frozen",
+        ),
+        (
+            0,
+            "s = torch.rsqrt(P(h).pow(2).mean() + eps)\nreturn ((s * P(terms) * norm.weight) @ u).cpu()",
+            "the bias term is missing",
+        ),
+        (
+            1,
+            _PATCH.replace("run(corrupt", "run(CLEAN_")
+            .replace("run(clean", "run(corrupt")
+            .replace("CLEAN_", "clean"),
+            "the wrong direction",
+        ),
+        (
+            1,
+            _PATCH.replace("hidden[0, position] = source", "hidden[0] = saved['h'][0]"),
+            "you patched every position",
+        ),
+        (
+            1,
+            _PATCH.replace("    return (hidden", "    # return (hidden"),
+            "the patch did nothing",
+        ),
+    ],
+}
+
+
+def _filled(source, answer, code):
+    """The student version's code cells with every answer filled in with its solution, but
+    answer ``answer``, filled with ``code``; magics (the install line) left out."""
+    build = _builder()
+    cells = [
+        c.source for c in jupytext.read(source, fmt="py:percent").cells if c.cell_type == "code"
+    ]
+    out, number = [], 0
+    for cell in cells:
+        fill = {number + k: "\n".join(lines) for k, (_, lines) in enumerate(build.answers(cell))}
+        fill = {k: textwrap.dedent(v) for k, v in fill.items()}
+        if answer in fill:
+            fill[answer] = textwrap.dedent(code)
+        text = build.blank(cell, fill, start=number)
+        number += len(build.answers(cell))
+        text = re.sub(r"^(\s*)%.*$", r"\1pass", text, flags=re.MULTILINE)
+        out.append(text)
+    return out
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_student_notebooks_name_each_wrong_answer(name, demo, monkeypatch, capsys):
+    """The student version with the solutions filled in runs to the end; with one known-wrong
+    answer in place of its solution it stops at that answer's check with the intended hint.
+    The cells before the wrong answer's run once (with the solutions), in one namespace kept
+    before each cell; each wrong answer runs from its cell on, in a copy of it."""
+    import murano_widgets
+
+    monkeypatch.setattr(murano_widgets, "load_demo_model", lambda **_: demo[0])
+    source = EXERCISES / "src" / f"{name}.py"
+    solved = _filled(source, -1, "")
+    before, namespace = [], {"__name__": "__main__"}
+    for index, code in enumerate(solved):  # every solution: no check fails
+        before.append(dict(namespace))
+        exec(compile(code, f"<{name} cell {index}>", "exec"), namespace)
+    assert capsys.readouterr().out.count("✓ check_") >= 2
+    for answer, code, says in WRONG[name]:
+        cells = _filled(source, answer, code)
+        first = next(i for i, (a, b) in enumerate(zip(cells, solved, strict=True)) if a != b)
+        namespace = dict(before[first])
+        with pytest.raises(AssertionError) as info:
+            for index in range(first, len(cells)):
+                exec(compile(cells[index], f"<{name} cell {index}>", "exec"), namespace)
+        message = str(info.value)
+        assert message.startswith("check_") and says in message, (code, message)

@@ -37,6 +37,7 @@ if importlib.util.find_spec("murano_widgets") is None:
 # `model = MuranoModel("gpt2")` (downloaded from the Hugging Face hub; every check works on it).
 
 # %%
+import functools
 import math
 
 import torch
@@ -61,6 +62,7 @@ print(f"Running {model.name.split('/')[-1]} ({model.n_layers} layers) on {parts.
 PROMPT = "The capital of France is"
 
 
+@functools.cache  # one forward pass per model and prompt
 @torch.no_grad()
 def block_outputs(model, prompt):
     """Every block's output for one prompt: [n_layers, seq, d_model]."""

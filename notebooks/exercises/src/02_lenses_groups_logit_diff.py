@@ -28,6 +28,8 @@ if importlib.util.find_spec("murano_widgets") is None:
 # change this one line**, e.g. to `model = MuranoModel("gpt2")`.
 
 # %%
+import functools
+
 import torch
 
 from murano_widgets import MuranoModel, load_demo_model, run_logit_lens  # noqa: F401
@@ -72,6 +74,7 @@ if REMOTE:
 # the prompt (" Paris" is one token here; a longer word may be several).
 
 # %%
+@functools.cache  # one forward pass per model and prompt
 @torch.no_grad()
 def block_outputs(model, prompt):
     """Every block's output for one prompt: [n_layers, seq, d_model]."""

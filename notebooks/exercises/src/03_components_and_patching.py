@@ -99,10 +99,12 @@ print(f"     sum: {shares.sum():+.2f}  (the logit of ' Paris')")
 # ## 2. Activation patching
 #
 # Run the **clean** prompt, but replace block `layer`'s output at `position` with the
-# **corrupt** prompt's (same layer, same position). Write the forward hook in
-# `patch(model, clean, corrupt, layer, position)`: it returns the patched run's output
-# distribution at every position, `[seq, vocab]`. A forward hook receives `(module, args,
-# output)`; what it returns replaces the block's output.
+# **corrupt** prompt's (same layer, same position). Two helpers are given: `run(prompt, hook)`
+# runs the model with a forward hook on block `layer` and returns its logits, and `keep(saved)`
+# is a hook that stores the block's output in `saved["h"]` (`[1, seq, d_model]`). A forward
+# hook receives `(module, args, output)`; what it returns replaces the block's output. Write
+# `patch(model, clean, corrupt, layer, position)`: the patched run's output distribution at
+# every position, `[seq, vocab]`.
 
 # %%
 CLEAN, CORRUPT = "The capital of France is", "The language of Spain is"
@@ -112,31 +114,33 @@ CLEAN, CORRUPT = "The capital of France is", "The language of Spain is"
 def patch(model, clean, corrupt, layer, position):
     parts = model_parts(model)
 
-    def run(prompt, hook=None):
+    def run(prompt, hook):
         inputs = model.tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
-        saved = {}
-
-        def keep(module, args, output):
-            saved["h"] = output[0] if isinstance(output, tuple) else output
-
-        handle = parts.blocks[layer].register_forward_hook(hook or keep)
+        handle = parts.blocks[layer].register_forward_hook(hook)
         try:
-            logits = parts.model(**inputs.to(parts.device)).logits[0]
+            return parts.model(**inputs.to(parts.device)).logits[0]
         finally:
             handle.remove()
-        return logits, saved.get("h")
 
-    _, corrupt_h = run(corrupt)  # [1, seq, d]: block `layer`'s output on the corrupt prompt
+    def keep(saved):
+        def hook(module, args, output):
+            saved["h"] = output[0] if isinstance(output, tuple) else output
 
-    def hook(module, args, output):
+        return hook
+
+    ### BEGIN SOLUTION
+    saved = {}
+    run(corrupt, keep(saved))
+    source = saved["h"][0, position]
+
+    def replace(module, args, output):
         hidden = output[0] if isinstance(output, tuple) else output
-        ### BEGIN SOLUTION
         hidden = hidden.clone()
-        hidden[0, position] = corrupt_h[0, position]
-        ### END SOLUTION
+        hidden[0, position] = source
         return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
 
-    logits, _ = run(clean, hook)
+    logits = run(clean, replace)
+    ### END SOLUTION
     return logits.softmax(dim=-1)
 
 
