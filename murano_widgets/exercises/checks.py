@@ -23,6 +23,7 @@ import torch
 from murano_widgets._checks import check_int, check_model, check_str
 from murano_widgets.exercises._groups import word_group
 from murano_widgets.exercises._reference import States, continuation_id, raw_logits, states
+from murano_widgets.results.result import LogitLensResult
 
 __all__ = [
     "check_dla",
@@ -152,6 +153,13 @@ def _judge(
     )
 
 
+def _text(name: str, value: Any) -> str:
+    """A check's text argument (a prompt, a word), checked."""
+    text = check_str(name, value)
+    assert text is not None  # check_str refuses None unless told otherwise
+    return text
+
+
 def _layer(model: Any, layer: Any) -> int:
     n = int(model.n_layers)
     value = check_int(
@@ -165,7 +173,7 @@ def _call(value: Any, *args: Any) -> Any:
     return value(*args) if callable(value) else value
 
 
-def _token(model: Any, token_id: int) -> str:
+def _token(model: Any, token_id: Any) -> str:
     return repr(model.tokenizer.decode([int(token_id)]))
 
 
@@ -202,6 +210,7 @@ def _lens_probs(model: Any, prompt: str, layers: Any = "all") -> torch.Tensor:
 
     def build() -> torch.Tensor:
         result = run_logit_lens(model, prompt, layers, store_full_probs=True)
+        assert isinstance(result, LogitLensResult) and result.all_probs is not None
         return result.all_probs[:, 0]
 
     key = ("lens", prompt, layers if isinstance(layers, str) else tuple(layers))
@@ -234,7 +243,7 @@ def check_layer_probs(probs: Any, model: Any, prompt: str, layer: int) -> None:
     """
     check = "check_layer_probs"
     check_model(model)
-    prompt = check_str("prompt", prompt)
+    prompt = _text("prompt", prompt)
     layer = _layer(model, layer)
     given = _as_tensor(check, "probs", _call(probs, model, prompt, layer))
     want = _lens_probs(model, prompt, [layer])[0]
@@ -329,7 +338,7 @@ def check_top1(tokens: Any, probs: Any, model: Any, prompt: str) -> None:
     """
     check = "check_top1"
     check_model(model)
-    prompt = check_str("prompt", prompt)
+    prompt = _text("prompt", prompt)
     if callable(tokens):
         answer = tokens(model, prompt)
         if not isinstance(answer, tuple) or len(answer) != 2:
@@ -445,13 +454,15 @@ def check_kl_bits(kl: Any, model: Any, prompt: str) -> None:
 
     check = "check_kl_bits"
     check_model(model)
-    prompt = check_str("prompt", prompt)
+    prompt = _text("prompt", prompt)
     given = _as_tensor(check, "kl", _call(kl, model, prompt))
-    want = _memo(
-        model,
-        ("kl", prompt),
-        lambda: run_logit_lens(model, prompt).kl_to_final[:, 0],  # the package's one KL in bits
-    ).double()
+
+    def kl_to_final() -> torch.Tensor:
+        result = run_logit_lens(model, prompt)
+        assert isinstance(result, LogitLensResult) and result.kl_to_final is not None
+        return result.kl_to_final[:, 0]  # the package's one KL in bits
+
+    want = _memo(model, ("kl", prompt), kl_to_final).double()
     lens = _lens_probs(model, prompt)
     final = lens[-1].expand_as(lens)  # the last layer's lens is the model's own output
     reverse = (torch.xlogy(lens, lens) - torch.xlogy(lens, final)).sum(-1) / _LN2
@@ -494,9 +505,9 @@ def check_logit_diff(diffs: Any, model: Any, prompt: str, answer: str, foil: str
     """
     check = "check_logit_diff"
     check_model(model)
-    prompt = check_str("prompt", prompt)
-    answer = check_str("answer", answer)
-    foil = check_str("foil", foil)
+    prompt = _text("prompt", prompt)
+    answer = _text("answer", answer)
+    foil = _text("foil", foil)
     a, f = continuation_id(model, prompt, answer), continuation_id(model, prompt, foil)
     if a == f:
         raise ValueError(
@@ -575,13 +586,17 @@ def check_dla(contributions: Any, model: Any, prompt: str, token: str) -> None:
 
     check = "check_dla"
     check_model(model)
-    prompt = check_str("prompt", prompt)
-    token = check_str("token", token)
+    prompt = _text("prompt", prompt)
+    token = _text("token", token)
     given = _as_tensor(check, "contributions", _call(contributions, model, prompt, token))
 
     def decompose() -> tuple[torch.Tensor, torch.Tensor, list[str]]:
         with torch.no_grad():
             result = run_logit_lens(model, prompt, answers=[token], decompose=True)
+        assert isinstance(result, LogitLensResult)  # one lens asked for, one result
+        assert result.answer_contributions is not None
+        assert result.answer_contribution_bias is not None
+        assert result.component_labels is not None
         return (
             result.answer_contributions[:, 0],
             result.answer_contribution_bias[0:1],
@@ -669,8 +684,8 @@ def check_group_prob(p: Any, model: Any, prompt: str, word: str) -> None:
     """
     check = "check_group_prob"
     check_model(model)
-    prompt = check_str("prompt", prompt)
-    word = check_str("word", word)
+    prompt = _text("prompt", prompt)
+    word = _text("word", word)
     given = _as_tensor(check, "p", _call(p, model, prompt, word))
     ids = word_group(model.tokenizer, word)
     last = _lens_probs(model, prompt)[:, -1]  # [layers, vocab]
@@ -722,8 +737,8 @@ def check_patch(
     """
     check = "check_patch"
     check_model(model)
-    clean = check_str("clean", clean)
-    corrupt = check_str("corrupt", corrupt)
+    clean = _text("clean", clean)
+    corrupt = _text("corrupt", corrupt)
     layer = _layer(model, layer)
     n = int(model.n_layers)
     given = _as_tensor(check, "probs", _call(probs, model, clean, corrupt, layer, position))
