@@ -231,6 +231,23 @@ def test_layer_probs_cannot_be_fooled(demo):
     _fails(check_layer_probs, right[:-1], model, PROMPT, 2, says="has shape (4, 1536)")
 
 
+def test_bad_arguments_are_named_before_any_model_work(demo):
+    """The teacher's arguments (model, prompt, layer, position) are checked first, with the
+    package's errors; only the student's answer gets an AssertionError."""
+    model, _ = demo
+    probs = torch.zeros(5, 1536)
+    with pytest.raises(TypeError, match="model"):
+        check_layer_probs(probs, "gpt2", PROMPT, 0)
+    with pytest.raises(TypeError, match="prompt must be a string"):
+        check_layer_probs(probs, model, ["a", "b"], 0)
+    with pytest.raises(ValueError, match="layer must be an int from -6 to 5"):
+        check_layer_probs(probs, model, PROMPT, 6)
+    with pytest.raises(ValueError, match="position must be an int"):
+        check_patch(probs, model, PROMPT, OTHER, 0, 9)
+    _fails(check_layer_probs, "not numbers", model, PROMPT, 0, says="is not an array of numbers")
+    _fails(check_top1, torch.zeros(6, 5) + 0.5, torch.zeros(6, 5), model, PROMPT, says="token ids")
+
+
 # ---------------------------------------------------------------------------------------------
 # The top-1 token per layer, KL in bits
 
