@@ -23,7 +23,6 @@ import re
 import textwrap
 from pathlib import Path
 
-import jupytext
 import nbformat
 import pytest
 import torch
@@ -291,6 +290,7 @@ def test_top1_right_and_wrong(any_model, capsys):
         PROMPT,
         says="the probabilities are from the wrong layer",
     )
+    _fails(check_top1, tokens.roll(1, 0), top, model, PROMPT, says="tokens are off by one layer")
     _fails(
         check_top1, torch.zeros_like(tokens), top, model, PROMPT, says="the top-1 token is wrong"
     )
@@ -679,6 +679,8 @@ WRONG = {
 def _filled(source, answer, code):
     """The student version's code cells with every answer filled in with its solution, but
     answer ``answer``, filled with ``code``; magics (the install line) left out."""
+    import jupytext  # the docs extra's (mkdocs-jupyter's); build.py reads the sources with it
+
     build = _builder()
     cells = [
         c.source for c in jupytext.read(source, fmt="py:percent").cells if c.cell_type == "code"

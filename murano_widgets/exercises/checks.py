@@ -371,9 +371,13 @@ def check_top1(tokens: Any, probs: Any, model: Any, prompt: str) -> None:
     chosen = lens.gather(-1, given_tokens.clamp(0, vocab - 1).unsqueeze(-1)).squeeze(-1)
     right = in_range & (chosen >= want_probs - tol.atol)  # a tie may pick either token
     if not bool(right.all()):
-        for shift, which in ((1, "the layer below"), (-1, "the layer above")):
-            if torch.equal(given_tokens[1:] if shift == 1 else given_tokens[:-1],
-                           want_tokens[:-1] if shift == 1 else want_tokens[1:]):  # fmt: skip
+        # Row l holding layer l - 1's tokens (or l + 1's): compared where both rows exist.
+        shifted = {
+            "the layer below": (given_tokens[1:], want_tokens[:-1]),
+            "the layer above": (given_tokens[:-1], want_tokens[1:]),
+        }
+        for which, (rows, other) in shifted.items():
+            if n > 1 and torch.equal(rows, other):
                 _fail(
                     check,
                     f"your tokens are off by one layer: each row holds {which}'s top-1 tokens.",
