@@ -103,8 +103,10 @@ print(f"     sum: {shares.sum():+.2f}  (the logit of ' Paris')")
 # runs the model with a forward hook on block `layer` and returns its logits, and `keep(saved)`
 # is a hook that stores the block's output in `saved["h"]` (`[1, seq, d_model]`). A forward
 # hook receives `(module, args, output)`; what it returns replaces the block's output. Write
-# `patch(model, clean, corrupt, layer, position)`: the patched run's output distribution at
-# every position, `[seq, vocab]`.
+# `patch(model, clean, corrupt, layer, position)`: keep the corrupt prompt's block output,
+# then run the clean prompt with a hook that writes it in at `position`, and leave the patched
+# run's logits in `logits`; the function returns its output distribution at every position,
+# `[seq, vocab]`.
 
 # %%
 CLEAN, CORRUPT = "The capital of France is", "The language of Spain is"
