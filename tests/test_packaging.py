@@ -148,3 +148,14 @@ def test_the_wheel_installs_outside_the_repository_and_runs_the_demo(wheel, tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Paris" in done.stdout and page.is_file()
     assert "murano" in page.read_text(encoding="utf-8")
+
+
+def test_the_citation_cites_this_version():
+    """CITATION.cff (Citation File Format 1.2.0) names the version being released."""
+    import yaml
+
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert citation["cff-version"] == "1.2.0"
+    assert str(citation["version"]) == __version__, "CITATION.cff's version: docs/release.md"
+    assert citation["title"] and citation["authors"] and citation["message"]
+    assert citation["license"] == "MIT"
