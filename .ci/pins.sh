@@ -1,9 +1,10 @@
 # Sourced by the CI scripts that build a venv of their own (.ci/remote.sh, .ci/tuned_lens.sh,
 # .ci/transformer_lens.sh): the transformers requirement is the project's own, read from
-# pyproject.toml, so every venv runs the transformers the project supports and a newer release
-# on the registry does not change a suite's stack. (transformers 5.25's flash-attention
-# kernels lookup warned "Skipping publisher trust check" on every load offline, which failed
-# the tuned-lens suite's no-warnings check in CI on 2026-12-03.)
+# pyproject.toml, so every venv runs the transformers the project supports. It has no upper
+# bound (the backends hand nnsight the tokenizer, which lifted the <5.23 cap), so a fresh venv
+# takes the newest release, as users do. (transformers 5.25's kernels package logs "Skipping
+# publisher trust check" on every offline load; the tuned-lens suite's no-warnings check reads
+# tuned-lens's own warnings only, since 2026-12-06.)
 TRANSFORMERS=$(grep -oE '^ *"transformers[<>=!~][^"]*"' pyproject.toml | tr -d ' "')
 if [ "$(wc -w <<<"$TRANSFORMERS")" != 1 ]; then
   echo "pins.sh: expected one transformers requirement in pyproject.toml, found: '$TRANSFORMERS'" >&2

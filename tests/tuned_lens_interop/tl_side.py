@@ -40,10 +40,14 @@ def make(args) -> None:
 
 def forward(args) -> None:
     model = _model(args.model)
-    # tuned-lens reports unknown config keys and unembedding mismatches through logging.
+    # tuned-lens reports unknown config keys and unembedding mismatches through logging, on the
+    # root logger (logging.warning). Other libraries' own loggers are not what is checked: from
+    # transformers 5.25, kernels says on every offline load that it skips a publisher check.
     caught: list[str] = []
     handler = logging.Handler(logging.WARNING)
-    handler.emit = lambda record: caught.append(record.getMessage())  # type: ignore[method-assign]
+    handler.emit = lambda record: (  # type: ignore[method-assign]
+        caught.append(record.getMessage()) if record.name == "root" else None
+    )
     logging.getLogger().addHandler(handler)
     try:
         lens = TunedLens.from_model_and_pretrained(model, lens_resource_id=args.lens)
