@@ -98,10 +98,12 @@ class ClassicPage:
         self.console = console
         page.goto(f"{server.base}/notebooks/{name}?token={server.token}")
         # The page's Jupyter.notebook exists before its kernel does; cells run before the
-        # kernel connects are lost.
+        # kernel connects are lost, and a widget shown before ipywidgets' extension registered
+        # its comm target never draws (the kernel's comm_open finds no one to open it).
         page.wait_for_function(
             "() => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel"
-            " && Jupyter.notebook.kernel.is_connected()",
+            " && Jupyter.notebook.kernel.is_connected()"
+            " && Jupyter.notebook.kernel.comm_manager.targets['jupyter.widget']",
             timeout=90_000,
         )
         self.cells = page.locator(self.CELLS)
