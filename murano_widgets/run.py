@@ -95,13 +95,15 @@ def run_logit_lens(
             answers = [answers]
         if isinstance(foils, str):
             foils = [foils]
-    step = LogitLens(model, layers, **step_options)
-    if options is not None and step.remote:
+    # Before the step, whose remote=True also checks the installed nnsight: the arguments'
+    # own conflict is said first.
+    if options is not None and check_bool("remote", step_options.get("remote", False)):
         raise ValueError(
             "generate= runs the model locally; with remote=True only the lens runs on NDIF. "
             "Generate locally (remote=False), or run the lens on a prompt that already holds "
             "the text"
         )
+    step = LogitLens(model, layers, **step_options)
     roles: list[list[str]] | None = None
     if chat is not None:
         chats = check_chat(chat)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.metadata
+import importlib.util
 import inspect
 import json
 import os
@@ -31,12 +33,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKENDS",
+    "NNTERP_EXTRA",
     "check_source_argument",
+    "nnterp_problem",
     "nnterp_works",
     "quiet_loading",
+    "require_nnterp",
     "resolve_device",
     "resolve_dtype",
     "resolve_source",
+    "with_tokenizer",
 ]
 
 
@@ -79,11 +85,11 @@ def _load(args: tuple[Any, ...], backend: Any, kwargs: dict[str, Any]) -> Murano
     if (args and is_nnsight_model(args[0])) or "layout" in kwargs:
         why = "an nnsight model" if args and is_nnsight_model(args[0]) else "layout= given"
         return _with_choice(lambda: NNsightModel(*args, **kwargs), f"nnsight (auto: {why})")
-    if not nnterp_works():
-        return _with_choice(
-            lambda: NNsightModel(*args, **kwargs),
-            "nnsight (auto: nnterp does not import with this nnsight)",
-        )
+    problem = nnterp_problem()
+    if problem is not None:
+        model = _with_choice(lambda: NNsightModel(*args, **kwargs), f"nnsight (auto: {problem})")
+        model.backend_fallback_reason = nnterp_problem(detail=True)
+        return model
     try:
         return _backend_class("nnterp")(*args, backend="nnterp", **kwargs)
     except (UnsupportedModelError, LensSelfCheckError) as nnterp_error:
@@ -121,27 +127,67 @@ def _one_line(error: BaseException) -> str:
 
 def _backend_class(backend: str) -> type[MuranoModel]:
     module, name = _BACKENDS[backend]
+    if backend == "nnterp":
+        require_nnterp()
     try:
         return getattr(importlib.import_module(module), name)
     except ImportError as error:
-        raise ImportError(
-            f"backend={backend!r} cannot be used here: {error}. "
-            + (
-                "nnterp 1.3 needs nnsight below 0.8 (pip install 'murano-widgets[nnterp]'); "
-                "backend='nnsight' works with any nnsight."
-                if backend == "nnterp"
-                else ""
-            )
-        ) from error
+        raise ImportError(f"backend={backend!r} cannot be used here: {error}") from error
+
+
+#: The extra that installs nnterp, and what it costs: said wherever nnterp is missing.
+NNTERP_EXTRA = "murano-widgets[nnterp-local]"
+
+
+def _installed(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def nnterp_problem(detail: bool = False) -> str | None:
+    """Why nnterp cannot be used here, or ``None`` where it imports.
+
+    Two cases, said apart: nnterp is not installed (the package's base install, with
+    nnsight 0.8 for NDIF), or it is installed but does not import with the installed nnsight
+    (nnterp 1.3 fails on nnsight 0.8: ``nnsight.intervention.tracing`` is gone).
+
+    Args:
+        detail: Add the import's own error to the second case.
+    """
+    if importlib.util.find_spec("nnterp") is None:
+        return "nnterp is not installed"
+    try:
+        importlib.import_module("nnterp")
+    except Exception as error:  # ImportError, or nnterp's own errors against a newer nnsight
+        why = f"nnterp {_installed('nnterp')} does not import with nnsight {_installed('nnsight')}"
+        return f"{why} ({_one_line(error)})" if detail else why
+    return None
 
 
 def nnterp_works() -> bool:
     """Whether nnterp imports with the installed nnsight (nnterp 1.3 fails on nnsight 0.8)."""
-    try:
-        importlib.import_module("nnterp")
-    except Exception:  # ImportError, or nnterp's own errors against a newer nnsight
-        return False
-    return True
+    return nnterp_problem() is None
+
+
+def require_nnterp() -> None:
+    """Raises ImportError, saying what happened and both ways on, unless nnterp imports.
+
+    Raises:
+        ImportError: For nnterp not installed, or installed but broken with this nnsight.
+    """
+    problem = nnterp_problem(detail=True)
+    if problem is None:
+        return
+    nnsight = _installed("nnsight")
+    raise ImportError(
+        f"backend='nnterp' cannot be used here: {problem}. nnterp 1.3 needs nnsight below 0.8: "
+        f"pip install '{NNTERP_EXTRA}' installs both (nnsight 0.7, which NDIF's server "
+        "refuses: remote=True then stops working). Or use backend='nnsight', which reads the "
+        f"same models with the installed nnsight{f' {nnsight}' if nnsight else ''}"
+        " and runs on NDIF with nnsight 0.8."
+    )
 
 
 def resolve_device(device: Any) -> torch.device:
@@ -273,6 +319,45 @@ def _forward_kwargs(hf_model: torch.nn.Module) -> frozenset[str]:
         return frozenset(inspect.signature(hf_model.forward).parameters)
     except (TypeError, ValueError):
         return frozenset()
+
+
+#: The loading options that concern the tokenizer as well as the weights: the tokenizer is
+#: loaded with them from the same place, at the same revision, trusting the same code.
+_TOKENIZER_OPTIONS = ("revision", "trust_remote_code", "token", "cache_dir", "local_files_only")
+
+
+def with_tokenizer(source: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` for nnsight's (or nnterp's) loader, with the tokenizer given explicitly.
+
+    nnsight 0.8's meta load otherwise asks transformers' text-generation pipeline whether the
+    task loads a tokenizer; from transformers 5.23 the pipeline registry records its class as
+    a string, nnsight reads False, and it loads none ("Impossible to guess which tokenizer to
+    use"). A tokenizer given explicitly is used as it is by every nnsight (0.7's
+    ``LanguageModel``, 0.8's ``TransformersModel``) and by nnterp, locally and for NDIF (whose
+    server uses its own tokenizer; the client's is only referred to by name).
+
+    Args:
+        source: What to load: a hub id or a local folder (from :func:`resolve_source`).
+        kwargs: The user's loading options. A ``tokenizer`` there is used as given;
+            ``tokenizer_kwargs`` (nnsight 0.7's and nnterp's option) go to the tokenizer's
+            load; ``revision``, ``trust_remote_code``, ``token``, ... go to both loads.
+
+    Returns:
+        A new dict: ``kwargs`` less ``tokenizer_kwargs``, with ``tokenizer`` set.
+    """
+    kwargs = dict(kwargs)
+    options = dict(kwargs.pop("tokenizer_kwargs", None) or {})
+    if kwargs.get("tokenizer") is None:
+        from transformers import AutoTokenizer
+
+        for name in _TOKENIZER_OPTIONS:
+            if name in kwargs:
+                options.setdefault(name, kwargs[name])
+        # Left padding, as nnsight sets it when it loads the tokenizer itself: a batch's last
+        # real tokens then line up at the right edge.
+        options.setdefault("padding_side", "left")
+        kwargs["tokenizer"] = AutoTokenizer.from_pretrained(source, **options)
+    return kwargs
 
 
 def _ensure_pad_token(tokenizer: Any) -> None:

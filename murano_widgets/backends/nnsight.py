@@ -32,9 +32,10 @@ from murano_widgets.backends.loading import (
     resolve_device,
     resolve_dtype,
     resolve_source,
+    with_tokenizer,
 )
 
-__all__ = ["NDIFError", "NNsightModel"]
+__all__ = ["NDIF_NNSIGHT", "NDIFError", "NNsightModel", "check_ndif_client"]
 
 
 class NDIFError(RuntimeError):
@@ -49,6 +50,46 @@ class NDIFError(RuntimeError):
         super().__init__(message)
         self.job_id = job_id
         self.details = details
+
+
+#: The nnsight clients NDIF's server accepts (ndif 0.1.2, the newest server on PyPI in 2026-12,
+#: requires ``nnsight>=0.8.0rc1,<0.9``; nnsight 0.7's client is refused with a 403 or a 422).
+NDIF_NNSIGHT = ">=0.8.0rc1,<0.9"
+
+
+def check_ndif_client() -> None:
+    """Raises :class:`NDIFError` unless the installed nnsight is a client NDIF's server accepts.
+
+    Called wherever ``remote=True`` is given (the step, a backend's remote trace), before any
+    work: nnsight 0.7 (what ``murano-widgets[nnterp-local]`` installs, for nnterp 1.3) would
+    otherwise fail at the server with an HTTP error.
+
+    Raises:
+        NDIFError: Naming the installed nnsight, the versions the server accepts and the fix.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.specifiers import SpecifierSet
+
+    try:
+        installed = version("nnsight")
+    except PackageNotFoundError:  # pragma: no cover - the package depends on nnsight
+        installed = "(none)"
+    if installed != "(none)" and SpecifierSet(NDIF_NNSIGHT).contains(installed, prereleases=True):
+        return
+    from murano_widgets.backends.loading import NNTERP_EXTRA, nnterp_works
+
+    why = (
+        f" (nnterp needs it: {NNTERP_EXTRA} installs nnsight below 0.8 for nnterp 1.3)"
+        if nnterp_works()
+        else ""
+    )
+    raise NDIFError(
+        f"remote=True needs an nnsight client that NDIF's server accepts, nnsight{NDIF_NNSIGHT} "
+        f"(0.8.x); this environment has nnsight {installed}{why}. To run on NDIF, install "
+        "nnsight 0.8 (pip install 'nnsight>=0.8,<0.9'; nnterp 1.3 then stops importing, and "
+        "backend='auto' takes the nnsight backend), or run locally with remote=False."
+    )
 
 
 class NNsightModel(MuranoModel):
@@ -164,6 +205,7 @@ class NNsightModel(MuranoModel):
         remote = kwargs.get("remote")
         on_ndif = bool(remote) and remote != "local"
         if on_ndif:
+            check_ndif_client()
             from nnsight.ndif import register
 
             # The trace refers to this object, whose class NDIF does not have: its code
@@ -280,7 +322,9 @@ def _require_accelerate(device: torch.device) -> None:
 
 
 def _load(source: str, **kwargs: Any) -> Any:
-    return _nnsight_model_class()(source, **kwargs)
+    # The tokenizer explicitly: nnsight 0.8.1's meta load finds none by itself on
+    # transformers >= 5.23 (see with_tokenizer). Remote users load through here too.
+    return _nnsight_model_class()(source, **with_tokenizer(source, kwargs))
 
 
 def _device_of(lm: Any) -> torch.device:

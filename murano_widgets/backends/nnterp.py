@@ -2,7 +2,9 @@
 
 nnterp gives every supported architecture the same names (``layers_output[i]``, ``ln_final``,
 ``lm_head``), so one class serves GPT-2, Llama, Qwen, Gemma, GPT-NeoX and the rest. nnterp 1.3
-works with nnsight below 0.8 only; see :mod:`murano_widgets.backends.nnsight` for the others.
+works with nnsight below 0.8 only, so it is an extra (``murano-widgets[nnterp-local]``: local
+use, since NDIF's server accepts nnsight 0.8 clients only); see
+:mod:`murano_widgets.backends.nnsight` for the others.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from murano_widgets.backends.base import MuranoModel
 from murano_widgets.backends.loading import (
     check_source_argument,
     quiet_loading,
+    require_nnterp,
     resolve_device,
     resolve_dtype,
     resolve_source,
+    with_tokenizer,
 )
 
 __all__ = ["NNterpModel"]
@@ -41,6 +45,8 @@ class NNterpModel(MuranoModel):
         **kwargs: Any,
     ) -> None:
         check_source_argument(model_id_or_path)
+        # Not a bare ModuleNotFoundError: what happened, and how to have nnterp or do without.
+        require_nnterp()
         self.device = resolve_device(device)
         source = resolve_source(model_id_or_path)
         torch_dtype = resolve_dtype(dtype, self.device, source)
@@ -50,7 +56,10 @@ class NNterpModel(MuranoModel):
         kwargs.setdefault("device_map", str(self.device))
         with quiet_loading():
             try:
-                self.nnterp = StandardizedTransformer(source, dtype=torch_dtype, **kwargs)
+                # The tokenizer explicitly, as for the nnsight backend (see with_tokenizer).
+                self.nnterp = StandardizedTransformer(
+                    source, dtype=torch_dtype, **with_tokenizer(source, kwargs)
+                )
             except RenamingError as error:
                 # backend="auto" falls back to plain nnsight on this (Phi, for one).
                 raise UnsupportedModelError(
@@ -97,7 +106,14 @@ class NNterpModel(MuranoModel):
         return [envoy._module for envoy in self.nnterp.layers]
 
     def trace(self, inputs: dict[str, torch.Tensor], **kwargs: Any) -> Any:
-        """Opens one nnsight tracing context (``remote=True`` runs it on NDIF)."""
+        """Opens one nnsight tracing context (``remote=True`` runs it on NDIF, which needs an
+        nnsight its server accepts: see :func:`~murano_widgets.backends.nnsight.check_ndif_client`).
+        """
+        remote = kwargs.get("remote")
+        if remote and remote != "local":
+            from murano_widgets.backends.nnsight import check_ndif_client
+
+            check_ndif_client()
         return self.nnterp.trace(inputs, **kwargs)
 
     def layer(self, index: int) -> Any:

@@ -126,14 +126,16 @@ class LiveSession:
         self.model = model
         self.generation = check_generation(generate, do_sample, temperature, top_p, seed)
         self.add_generation_prompt = check_bool("add_generation_prompt", add_generation_prompt)
-        #: The step every run copies (its targets aside), checked now: layers, lenses, options.
-        self.step = LogitLens(model, layers, **step_options)
-        if self.generation is not None and self.step.remote:
+        # Before the step, whose remote=True also checks the installed nnsight: the arguments'
+        # own conflict is said first.
+        if self.generation is not None and check_bool("remote", step_options.get("remote", False)):
             raise ValueError(
                 "generate= runs the model locally; with remote=True only the lens runs on NDIF. "
                 "Generate locally (remote=False), or run the lens on a prompt that already holds "
                 "the text"
             )
+        #: The step every run copies (its targets aside), checked now: layers, lenses, options.
+        self.step = LogitLens(model, layers, **step_options)
         self._run_options = {
             "generate": generate,
             "do_sample": do_sample,

@@ -64,7 +64,8 @@ class LogitLens(StepRun):
         top_k: How many of the most likely tokens to keep per cell.
         max_chunk_bytes: The size of one chunk of float32 logits; the peak extra memory is
             about three times this, plus the saved block outputs.
-        remote: Run the trace on NDIF through nnsight's remote execution.
+        remote: Run the trace on NDIF through nnsight's remote execution (nnsight 0.8, the
+            client NDIF's server accepts; another raises :class:`NDIFError` here).
         reduce_in_trace: Reduce inside the trace (what ``remote=True`` does) rather than after
             it. Defaults to ``remote``; locally it only costs memory, since nnsight keeps every
             in-trace value alive until the trace ends.
@@ -214,6 +215,12 @@ class LogitLens(StepRun):
         if self.decompose or RESID_MID in self.sites:
             wanted = "decompose=True" if self.decompose else "sites=('resid_mid', ...)"
             self.block_model = block_backend(model, wanted)
+        if self.remote:
+            # Last, after the arguments: an nnsight that NDIF's server refuses (0.7, which
+            # nnterp 1.3 needs) is one clear error now, not an HTTP error from the server.
+            from murano_widgets.backends.nnsight import check_ndif_client
+
+            check_ndif_client()
 
     @property
     def addresses(self) -> list[Node]:
