@@ -24,7 +24,7 @@ if [ "${1:-}" = --prepare ]; then prepare=1; shift; fi
 source .ci/quiet.sh   # pytest_quiet_flag: -q unless MURANO_VERBOSE=1
 source .ci/pins.sh    # venv_satisfies
 
-PYTHON=${COLAB_BASE_PYTHON:-python3.11}
+PYTHON=${COLAB_BASE_PYTHON:-$(command -v python3.11 || echo python3)}
 VENV=${COLAB_VENV:-build/colab-venv}   # build/ is gitignored
 OUT=build/colab
 PINS=$(grep -v '^#' .ci/colab-pins.txt | tr '\n' ' ')
@@ -55,7 +55,8 @@ user_pip install --quiet --report "$OUT/install-report.json" "$OUT"/murano_widge
 "$VENV/bin/python" -c "from importlib.metadata import version as v; print(*(f'{p} {v(p)}' for p in ('murano-widgets', 'ipywidgets', 'traitlets', 'transformers', 'nnsight', 'torch')), sep=', ')"
 if [ "$prepare" = 1 ]; then exit 0; fi
 
-# The suite, in the venv, from a folder outside the checkout: its kernels import the installed
-# wheel (its front end included), not this checkout's murano_widgets.
+# The suite, in the venv, on the installed wheel (its front end included), not this checkout's
+# murano_widgets: the venv's pytest script, not `python -m pytest`, which would put the
+# checkout first on sys.path; the kernels it starts run outside the checkout.
 COLAB_INSTALL_REPORT="$(pwd)/$OUT/install-report.json" COLAB_PINS="$(pwd)/.ci/colab-pins.txt" \
-  "$VENV/bin/python" -m pytest -m colab tests/colab -p no:cacheprovider $(pytest_quiet_flag) "$@"
+  "$VENV/bin/pytest" -m colab tests/colab -p no:cacheprovider $(pytest_quiet_flag) "$@"

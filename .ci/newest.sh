@@ -39,7 +39,7 @@ for name in "${NEWEST[@]}"; do
   fi
   pins+=("$name==$newest")
 done
-user_pip install --quiet --upgrade "${pins[@]}" "torch==2.13.0" -e . "${TOOLS[@]}"
+user_pip install --quiet --upgrade "${pins[@]}" -e . "${TOOLS[@]}"
 "$VENV/bin/python" -c "from importlib.metadata import version as v; print('newest:', *(f'{p} {v(p)}' for p in ('transformers', 'ipywidgets', 'anywidget', 'nnsight', 'traitlets', 'jupyterlab')), sep=' ')"
 if [ "$prepare" = 1 ]; then exit 0; fi
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +24,7 @@ from lab_server import JupyterLab, free_port, wait_for
 class ClassicNotebook(JupyterLab):
     """One ``jupyter notebook`` (classic, 6.x) server serving ``folder / "work"``."""
 
-    def __init__(self, folder: Path):  # noqa: D107 - the class says it
-        import secrets
-
+    def __init__(self, folder: Path):
         self.token = secrets.token_hex(16)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"

@@ -12,8 +12,6 @@ that can). In headless Chromium, on the installed wheel:
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from classic_server import open_classic
 from harness import ARTIFACTS

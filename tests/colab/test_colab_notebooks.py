@@ -37,7 +37,15 @@ def test_notebook_runs_in_colabs_runtime(path: Path, tmp_path):
     env.pop("MPLBACKEND", None)  # the kernel's own inline backend, as in a notebook
     env.pop("PYTHONPATH", None)  # the installed wheel, not a checkout
     done = subprocess.run(
-        [sys.executable, "-c", _EXECUTE, str(path), str(target), str(tmp_path), str(CELL_TIMEOUT_S)],
+        [
+            sys.executable,
+            "-c",
+            _EXECUTE,
+            str(path),
+            str(target),
+            str(tmp_path),
+            str(CELL_TIMEOUT_S),
+        ],
         env=env,
         capture_output=True,
         text=True,
