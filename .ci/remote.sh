@@ -2,9 +2,10 @@
 # The remote suite: LogitLens(MuranoModel(path, backend="nnsight"), remote=True) against a real
 # NDIF server on this machine (../shared/ndif: ndif 0.1.2 with a CPU model actor).
 #
-# The client venv is what a remote user installs (README, "Remote models"): nnsight 0.8 (the
-# only client NDIF accepts), transformers below 5.23 (nnsight 0.8.1's meta load fails from 5.23
-# on), the project WITHOUT nnterp (nnterp 1.3 does not work with nnsight 0.8), no accelerate.
+# The client venv is what a remote user installs (README, "Install"): nnsight 0.8 (the only
+# client NDIF accepts), the project's transformers range (the newest: the backends hand nnsight
+# 0.8.1 the tokenizer, which its meta load cannot find by itself from transformers 5.23 on),
+# the project WITHOUT nnterp (nnterp 1.3 does not work with nnsight 0.8), no accelerate.
 # It is built when missing or off those pins, torch's CPU wheel first (else pip picks a
 # multi-GB CUDA build); `--prepare` builds it (and the server) and exits, which .ci/run does in
 # the background while the project's tests run. The server is installed into $NDIF_VENV by

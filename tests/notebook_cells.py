@@ -23,7 +23,11 @@ def run_cells(path: Path, *, through: str) -> tuple[dict[str, Any], list[Any]]:
     for index, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "code":
             continue
-        source = "".join(cell["source"])
+        # A kernel runs IPython's magics; the notebooks' only one is the first cell's
+        # `%pip install`, which the package here already is.
+        source = "".join(
+            line for line in cell["source"] if not line.lstrip().startswith(("%", "!"))
+        )
         tree = ast.parse(source)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         name = f"{path.name}[{index}]"

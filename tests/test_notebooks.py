@@ -201,7 +201,7 @@ def test_notebook_widget_outputs_render_without_a_kernel(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
-def test_notebook_is_saved_clean_with_badge_and_colab_install(path):
+def test_notebook_is_saved_clean_with_badge_and_one_line_install(path):
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
@@ -218,12 +218,19 @@ def test_notebook_is_saved_clean_with_badge_and_colab_install(path):
     assert badge, f"{path.name}: no 'Open in Colab' badge in the first markdown cell"
     assert badge["name"] == path.name, f"{path.name}: the badge opens {badge['name']}"
 
+    # One line installs it, in the kernel's own environment (%pip), and does nothing where it
+    # is installed; the git form waits beside it, commented, until the first release. No
+    # subprocess (which skips Colab's restart prompt) and no enable_custom_widget_manager()
+    # (anywidget enables Colab's widget manager itself).
     install = code[0].source
-    assert '"google.colab" in sys.modules' in install, (
-        f"{path.name}: the first code cell must install the package only on Colab"
+    magics = [line for line in install.splitlines() if line.startswith("%")]
+    assert magics == ["%pip install -q murano-widgets"], (
+        f"{path.name}: the first code cell must be one `%pip install -q murano-widgets` line"
     )
-    assert "pip install" in install
+    assert '# %pip install -q "murano-widgets @ git+https://github.com/' in install
     text = "\n".join(cell.source for cell in nb.cells)
+    for gone in ("subprocess", "enable_custom_widget_manager", "google.colab"):
+        assert gone not in text, f"{path.name}: {gone} (see the first code cell's rule)"
     assert "load_demo_model()" in text, f"{path.name}: does not use the shipped demo model"
     assert "MuranoModel(" in text and '"gpt2"' in text, (
         f"{path.name}: does not say how to switch to a real model"

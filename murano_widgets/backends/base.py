@@ -111,17 +111,22 @@ class MuranoModel(metaclass=_ChooseBackend):
             (one forward pass of a few tokens, at load or, for weights nnsight has not loaded
             yet, at the first trace). Leave it on: ``False`` turns a refusal into a warning,
             for a model you know better than the backend does.
-        **kwargs: Passed on to the backend's loader (e.g. ``trust_remote_code``).
+        **kwargs: Passed on to the backend's loader (e.g. ``trust_remote_code``,
+            ``revision``, which reach the tokenizer's load too; ``tokenizer=`` for one of your
+            own, ``tokenizer_kwargs=`` for its options).
 
     Attributes:
         logit_transform: What the model does to ``lm_head``'s output, which the lens does too
             (a :class:`LogitTransform`).
         backend_choice: Which backend reads the model and why (``"nnterp"``, or e.g.
             ``"nnsight (auto: nnterp cannot rename it)"``).
-        backend_fallback_reason: nnterp's error in full when ``"auto"`` fell back, else ``None``.
+        backend_fallback_reason: Why ``"auto"`` did not take nnterp, in full (nnterp's error,
+            or that it is not installed or does not import with this nnsight), else ``None``.
 
     Raises:
         ValueError: For a ``backend`` or ``dtype`` that is not one of the allowed values.
+        ImportError: For ``backend="nnterp"`` where nnterp is not installed or does not import
+            with the installed nnsight (saying how to install it, or to use ``"nnsight"``).
         OSError: If ``model_id_or_path`` is neither a local folder nor a cached hub id and the
             hub cannot be reached. It is raised at once, without transformers' retries.
         UnsupportedModelError: If no backend can read the architecture (naming each reason).
