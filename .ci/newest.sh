@@ -43,9 +43,15 @@ user_pip install --quiet --upgrade "${pins[@]}" -e . "${TOOLS[@]}"
 "$VENV/bin/python" -c "from importlib.metadata import version as v; print('newest:', *(f'{p} {v(p)}' for p in ('transformers', 'ipywidgets', 'anywidget', 'nnsight', 'traitlets', 'jupyterlab')), sep=' ')"
 if [ "$prepare" = 1 ]; then exit 0; fi
 
-# A focused set: the three widgets' keys reaching the kernel, and the live lens, in JupyterLab;
-# the seven notebooks with nbclient (executed anew: the versions are part of their cache key).
+# A focused set (a few minutes): the three widgets' keys reaching the kernel, the live lens and
+# tqdm's bars (in the data set's cell) in JupyterLab; two notebooks with nbclient (executed anew:
+# the versions are part of their cache key), the tour and the one that generates text (the
+# transformers API that moves most), each rendered again from its saved state.
+nb=tests/test_notebooks.py
 "$VENV/bin/python" -m pytest -p no:cacheprovider $(pytest_quiet_flag) \
   tests/browser/test_jupyterlab_widgets.py::test_every_control_keeps_its_keys_in_jupyterlab \
   "tests/browser/test_live_jupyterlab.py::test_the_live_lens_in_a_real_notebook[lab]" \
-  tests/test_notebooks.py -k "not saved_clean" "$@"
+  "$nb::test_notebook_executes_and_saves_widget_state[01_logit_lens_tour]" \
+  "$nb::test_notebook_executes_and_saves_widget_state[05_compare_and_generate]" \
+  "$nb::test_saved_widget_state_renders_without_a_kernel[01_logit_lens_tour]" \
+  "$nb::test_saved_widget_state_renders_without_a_kernel[05_compare_and_generate]" "$@"
