@@ -2,7 +2,7 @@
 # The newest-stack job: the package with the newest transformers, ipywidgets and anywidget that
 # the registry has when this runs, in a venv of its own, and the checks of the JupyterLab tests
 # there: every widget draws and its keys reach the kernel, the live lens (a typed prompt, a
-# tracked token, a patched cell), and the teaching notebooks run with nbclient.
+# tracked token, a patched cell), and two teaching notebooks run with nbclient.
 #
 # What "newest" is is asked of the registry each run (`pip index versions`), and the three are
 # installed pinned to it together with the project (`-e .`): if the project's requirements
@@ -43,8 +43,8 @@ user_pip install --quiet --upgrade "${pins[@]}" -e . "${TOOLS[@]}"
 "$VENV/bin/python" -c "from importlib.metadata import version as v; print('newest:', *(f'{p} {v(p)}' for p in ('transformers', 'ipywidgets', 'anywidget', 'nnsight', 'traitlets', 'jupyterlab')), sep=' ')"
 if [ "$prepare" = 1 ]; then exit 0; fi
 
-# A focused set (a few minutes): the three widgets' keys reaching the kernel, the live lens and
-# tqdm's bars (in the data set's cell) in JupyterLab; two notebooks with nbclient (executed anew:
+# A focused set (a few minutes): the three widgets' keys reaching the kernel and the live lens
+# in JupyterLab; two notebooks with nbclient (executed anew:
 # the versions are part of their cache key), the tour and the one that generates text (the
 # transformers API that moves most), each rendered again from its saved state.
 nb=tests/test_notebooks.py
