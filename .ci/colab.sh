@@ -16,7 +16,7 @@
 # `--prepare` builds the venv and installs the wheel, then exits (.ci/run does that while the
 # project's tests run); without it the suite runs too: tests/colab (marker colab) in the venv:
 # the install report, the seven notebooks with nbclient, and every widget in classic Notebook
-# 6.5.7 (the ipywidgets 7 front end Colab's is) in Chromium.
+# 6.5.7 (an ipywidgets 7 front end, the protocol Colab's widget manager speaks) in Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prepare=0
