@@ -12,13 +12,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 # Suites that need a venv of their own (nnsight 0.8 with a local NDIF server; the real
-# tuned-lens package; the real TransformerLens): .ci/remote.sh, .ci/tuned_lens.sh and
-# .ci/transformer_lens.sh run them with -m NAME.
+# tuned-lens package; the real TransformerLens; Colab's runtime): .ci/remote.sh, .ci/tuned_lens.sh,
+# .ci/transformer_lens.sh and .ci/colab.sh run them with -m NAME.
 SEPARATE_SUITES = {
     "remote": "remote",
     "tuned_lens_interop": "tuned_lens_interop",
     "transformer_lens_interop": "transformer_lens_interop",
     "docs_site": "docs",  # the built documentation site: .ci/docs.sh
+    "colab": "colab",  # in a venv frozen to Google Colab's runtime: .ci/colab.sh
 }
 
 
