@@ -99,9 +99,7 @@ def disjoint_sequences(sequences: list[list[int]]) -> list[list[int]]:
     """
     distinct = list(dict.fromkeys(tuple(s) for s in sequences))
     accepted = set(distinct)
-    kept = [
-        s for s in distinct if not any(s[:end] in accepted for end in range(1, len(s)))
-    ]
+    kept = [s for s in distinct if not any(s[:end] in accepted for end in range(1, len(s)))]
     return [list(s) for s in kept]
 
 
