@@ -148,3 +148,29 @@ def test_parse_bytes(given, expected):
 def test_parse_bytes_refuses_what_is_not_a_size(given):
     with pytest.raises(ValueError, match="budget"):
         set_memory_budget(given)
+
+
+def test_a_data_set_too_large_to_hold_is_refused_before_the_model_runs(forward_calls, monkeypatch):
+    from murano_widgets import lens_dataset
+
+    model, calls = forward_calls
+    prompts = PROMPTS * 50
+    fake_free(monkeypatch, 10_000)
+    with pytest.raises(MemoryBudgetError, match=r"lens_dataset on 100 prompts .* 100 prompts"):
+        lens_dataset(model, prompts, [" Paris"] * len(prompts), progress=False)
+    assert not calls
+
+
+def test_payload_and_export_beyond_free_memory_are_refused(forward_calls, monkeypatch):
+    from murano_widgets.export import base64_sections
+    from murano_widgets.payload.lens import LensPayload
+
+    model, _ = forward_calls
+    result = run(model)
+    payload = LensPayload.from_result(result)  # fits
+    sections = payload.all_sections()
+    fake_free(monkeypatch, 1000)
+    with pytest.raises(MemoryBudgetError, match="the widget's payload"):
+        LensPayload.from_result(result)
+    with pytest.raises(MemoryBudgetError, match=r"the HTML export .*base64 text"):
+        base64_sections(sections)
