@@ -174,3 +174,15 @@ def test_payload_and_export_beyond_free_memory_are_refused(forward_calls, monkey
         LensPayload.from_result(result)
     with pytest.raises(MemoryBudgetError, match=r"the HTML export .*base64 text"):
         base64_sections(sections)
+
+
+def test_compare_of_full_distributions_beyond_free_memory_is_refused(forward_calls, monkeypatch):
+    from murano_widgets import compare
+
+    model, _ = forward_calls
+    a = run(model, store_full_probs=True)
+    b = run(model, store_full_probs=True)
+    assert compare(a, b).kl_a_to_b is not None  # fits
+    fake_free(monkeypatch, 1000)
+    with pytest.raises(MemoryBudgetError, match=r"compare's KL .*all_probs.*compare_lenses"):
+        compare(a, b)
