@@ -8,6 +8,7 @@ interactive heatmap (layers × token positions) with layer and prompt sliders::
     show_logit_lens(model, ["The Eiffel Tower is in the city of", "one two three four"])
 """
 
+from murano_widgets._memory import MemoryBudgetError, set_memory_budget
 from murano_widgets._version import __version__ as __version__  # re-exported
 from murano_widgets.attribution.outputs import component_outputs
 from murano_widgets.backends.architectures import LogitTransform, UnsupportedModelError
@@ -54,6 +55,7 @@ __all__ = [
     "LogitLensResult",
     "LogitLensWidget",
     "LogitTransform",
+    "MemoryBudgetError",
     "Metric",
     "ModelBackend",
     "MuranoModel",
@@ -76,6 +78,7 @@ __all__ = [
     "patch_lens",
     "plot_logit_lens",
     "run_logit_lens",
+    "set_memory_budget",
     "show_lens_diff",
     "show_logit_lens",
 ]

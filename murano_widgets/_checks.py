@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "TextError",
     "check_axes",
     "check_bool",
     "check_choice",
@@ -22,6 +23,7 @@ __all__ = [
     "check_model",
     "check_path",
     "check_str",
+    "check_text",
     "is_nnsight_model",
 ]
 
@@ -295,6 +297,65 @@ def check_str(name: str, value: Any, *, optional: bool = False, empty: bool = Fa
             "cannot be written as UTF-8: text must be valid Unicode"
         ) from None
     return value
+
+
+class TextError(TypeError, ValueError):
+    """A text a user gave (a prompt, an answer, a foil, a target, a chat message, a system
+    prompt) that the package cannot use: the one error of :func:`check_text`. It is a
+    ``TypeError`` and a ``ValueError`` both, so code that caught either still does."""
+
+
+def check_text(
+    value: Any,
+    where: str,
+    *,
+    blank: bool = False,
+    optional: bool = False,
+    role: str = "",
+) -> str | None:
+    """The one check of every text a user gives; its error names the argument and the index.
+
+    A text is a ``str`` (not bytes, a number or a list), not empty, not only white space
+    (unless ``blank``: a target or an answer may be a lone space token), and valid Unicode (no
+    lone surrogate: no tokenizer can encode one).
+
+    Args:
+        value: What was given.
+        where: The argument and its index as the user wrote them: ``"answers[2][1]"``.
+        blank: Whether white space alone is a text (not the empty string).
+        optional: Whether ``None`` is allowed (returned as is).
+        role: What the text is, for the message (``"a prompt needs a visible character"``).
+
+    Raises:
+        TextError: ``"answers[2][1]: expected a non-empty string, got 3 (int)"``.
+    """
+    if value is None and optional:
+        return None
+    expected = "a non-empty string" + (" or None" if optional else "")
+    if not isinstance(value, str):
+        raise TextError(f"{where}: expected {expected}, got {_short_repr(value)} ({_kind(value)})")
+    if value == "" or (not blank and not value.strip()):
+        what = "the empty string" if value == "" else "only white space"
+        need = f": {role}" if role else ""
+        raise TextError(f"{where}: expected {expected}, got {value!r} ({what}){need}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise TextError(
+            f"{where}: expected valid Unicode text, got one that holds a lone surrogate "
+            f"U+{ord(value[error.start]):04X} at character {error.start} "
+            f"({value[max(0, error.start - 10) : error.start + 10]!r}), which no tokenizer "
+            "can encode"
+        ) from None
+    return value
+
+
+def _kind(value: Any) -> str:
+    """The type of ``value`` for a message, with a hint for the usual slips."""
+    name = type(value).__name__
+    if isinstance(value, dict):
+        return f"{name}; rows of a data set: pass one column, e.g. ds['prompt']"
+    return name
 
 
 def check_choice(name: str, value: Any, allowed: Any, error: type = ValueError) -> str:

@@ -36,7 +36,15 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Content", "read_json", "read_npz", "read_torch", "write_file", "write_files"]
+__all__ = [
+    "Content",
+    "check_npz",
+    "read_json",
+    "read_npz",
+    "read_torch",
+    "write_file",
+    "write_files",
+]
 
 Content = bytes | str | Callable[[Path], object]
 """What :func:`write_files` writes to one file: bytes, text (as UTF-8), or a function that
@@ -146,6 +154,19 @@ def read_torch(path: str | os.PathLike[str], what: str) -> Any:
     if size == 0:
         # torch's own error for this is an EOFError with an empty message.
         raise ValueError(f"{where} is empty (0 bytes): expected a file written by torch.save")
+    # A zip archive (what torch.save writes) is checked before torch reads any of it: every
+    # member stored as declared, so nothing is inflated; torch then checks each storage's
+    # record against the size data.pkl declares before it allocates (so what it allocates is
+    # at most the file's size). Not mmap: a mapped load accepts a storage that declares more
+    # than its record and maps the file's following bytes into it.
+    if zipfile.is_zipfile(path):
+        try:
+            with open(path, "rb") as file:
+                _checked_members(file, where, size, torch_archive=True)
+        except (zipfile.BadZipFile, EOFError, OSError) as error:
+            raise ValueError(
+                f"{where} is truncated or damaged: it is not a complete torch.save file ({error})"
+            ) from None
     try:
         with warnings.catch_warnings():
             # A foreign pickle protocol draws a warning before the refusal below; the refusal
@@ -194,14 +215,29 @@ def _last_line(error: BaseException) -> str:
     return (picked or lines or [type(error).__name__])[0].rstrip(".")
 
 
-def read_npz(path: str | os.PathLike[str], what: str, *, data: bytes | None = None) -> dict:
+def read_npz(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    data: bytes | None = None,
+    max_bytes: int | None = None,
+) -> dict:
     """Reads every array of an ``.npz`` file, refusing anything that would need a pickle.
+
+    Before anything is decompressed, every member's declared size (the zip directory's) and
+    its ``.npy`` header (shape and dtype, read from the member's first bytes) are checked: a
+    member must hold exactly the bytes its header declares, inflate no more than deflate can
+    (1032:1), and all of them together no more than ``max_bytes`` (default: 64 times the
+    file's size and 16 MiB) nor than the free memory. So a small hostile file (a zip bomb, a
+    header declaring a huge shape, a lying length) is refused having cost about its own size.
 
     Args:
         path: The file (named in the messages; read from disk unless ``data`` is given).
         what: What the file is, for the messages (``"the data set's arrays"``).
         data: The file's bytes when the caller already read them (to hash exactly what it
             parses).
+        max_bytes: The most its arrays may hold in all, where the caller knows what the file
+            may hold (the shapes its sidecar declares).
 
     Returns:
         ``{name: array}``, all read into memory.
@@ -220,6 +256,13 @@ def read_npz(path: str | os.PathLike[str], what: str, *, data: bytes | None = No
     where = f"{what} {str(path)!r}"
     if not data:
         raise ValueError(f"{where} is empty (0 bytes): expected an .npz archive of arrays")
+    if data[:4] == b"PK\x03\x04":  # a zip archive; numpy's own errors cover the rest
+        try:
+            _checked_members(io.BytesIO(data), where, len(data), max_bytes=max_bytes)
+        except (zipfile.BadZipFile, EOFError, OSError) as error:
+            raise ValueError(
+                f"{where} is truncated or damaged: it is not a complete .npz archive ({error})"
+            ) from None
     try:
         loaded = np.load(io.BytesIO(data), allow_pickle=False)
         if not isinstance(loaded, Mapping):
@@ -251,6 +294,140 @@ def read_npz(path: str | os.PathLike[str], what: str, *, data: bytes | None = No
     except Exception as error:  # zlib, struct and the like on damaged members
         raise ValueError(
             f"{where} is damaged: reading it failed with {type(error).__name__}: {error}"
+        ) from None
+
+
+# Deflate expands at most 1032:1: a member that declares more is lying about its size.
+_DEFLATE_MAX_RATIO = 1032
+# Without a caller's bound, an npz's members may declare this multiple of the file's size in
+# all, and this much more (the package's own files compress far less: NaN-filled arrays of a
+# data set's missing answers are the most, and the caller bounds those by the sidecar).
+_NPZ_EXPANSION = 64
+_NPZ_SLACK = 16 * 2**20
+# The longest .npy header read (numpy's own default limit).
+_NPY_HEADER_MAX = 10_000
+
+
+def _checked_members(
+    source: Any,
+    where: str,
+    file_size: int,
+    *,
+    max_bytes: int | None = None,
+    torch_archive: bool = False,
+) -> int:
+    """Checks a zip archive's declared members before any is decompressed; returns the bytes
+    they declare in all.
+
+    Every member must be stored or deflated, a stored one as long as it declares, a deflated
+    one no more than deflate can expand; an ``.npy`` member (not in a torch archive) must
+    hold exactly what its header's shape and dtype say. Python's zip reader never hands out
+    more than a member declares, so these bounds hold for what is read afterwards too.
+
+    Raises:
+        ValueError: Naming the file, the member and what is wrong.
+        MemoryBudgetError: If what the members declare does not fit in the free memory.
+        zipfile.BadZipFile: If it is not a readable zip archive.
+    """
+    from murano_widgets._memory import Need, format_bytes, preflight
+
+    total = 0
+    with zipfile.ZipFile(source) as archive:
+        for info in archive.infolist():
+            member = f"{where}: member {info.filename!r}"
+            if info.compress_type == zipfile.ZIP_STORED:
+                if info.file_size != info.compress_size:
+                    raise ValueError(
+                        f"{member} is stored uncompressed but declares {info.file_size} bytes "
+                        f"in {info.compress_size}: a lying length; the file is damaged or hostile"
+                    )
+            elif info.compress_type == zipfile.ZIP_DEFLATED and not torch_archive:
+                if info.file_size > _DEFLATE_MAX_RATIO * info.compress_size + 1024:
+                    raise ValueError(
+                        f"{member} declares {info.file_size} bytes from {info.compress_size} "
+                        f"compressed, more than deflate can expand ({_DEFLATE_MAX_RATIO}:1): "
+                        "the file is damaged or hostile (a zip bomb). Nothing was decompressed"
+                    )
+            else:
+                kind = "compression" if not torch_archive else "compression in a torch file"
+                raise ValueError(
+                    f"{member} uses {kind} method {info.compress_type}, which this package "
+                    "does not read (torch.save stores its members; numpy stores or deflates)"
+                )
+            if info.file_size > file_size * _DEFLATE_MAX_RATIO + 1024:
+                raise ValueError(f"{member} declares {info.file_size} bytes: damaged or hostile")
+            if not torch_archive:
+                _check_npy_header(archive, info, member)
+            total += info.file_size
+    limit = max_bytes if max_bytes is not None else _NPZ_EXPANSION * file_size + _NPZ_SLACK
+    if torch_archive:
+        limit = file_size  # stored members: they cannot declare more than the file holds
+    if total > limit:
+        raise ValueError(
+            f"{where} declares {format_bytes(total)} of arrays in a file of "
+            f"{format_bytes(file_size)}, more than it may hold ({format_bytes(limit)}): the "
+            "file is damaged or hostile (a zip bomb). Nothing was decompressed"
+        )
+    if not torch_archive:  # a torch archive's tensors are mapped from the file, not copied
+        preflight(
+            f"reading {where}",
+            [Need(f"its {format_bytes(total)} of arrays", total, "", "Free some memory.")],
+        )
+    return total
+
+
+def _check_npy_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, member: str) -> None:
+    """Checks an npz member's ``.npy`` header against the bytes the member declares."""
+    import numpy as np
+
+    if not info.filename.endswith(".npy"):
+        raise ValueError(f"{member} is not an .npy array: this is not an .npz of arrays")
+    with archive.open(info) as file:
+        try:
+            version = np.lib.format.read_magic(file)
+            read = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read(file, max_header_size=_NPY_HEADER_MAX)
+        except ValueError as error:
+            raise ValueError(f"{member} has no valid .npy header ({error})") from None
+        header = file.tell()
+    if dtype.hasobject:
+        raise ValueError(
+            f"{member} holds an array of Python objects and was refused: reading it would "
+            "unpickle, which can run code. Nothing in it was run"
+        )
+    count = 1
+    for length in shape:
+        count *= int(length)
+    declared = header + count * dtype.itemsize
+    if declared != info.file_size:
+        raise ValueError(
+            f"{member}'s header declares shape {tuple(shape)} of {dtype} ({declared} bytes with "
+            f"the header) but the member holds {info.file_size} bytes: the file is damaged or "
+            "hostile. Nothing was read"
+        )
+
+
+def check_npz(path: str | os.PathLike[str], what: str, *, max_bytes: int | None = None) -> int:
+    """Checks an ``.npz`` file's members as :func:`read_npz` does, reading none of their data
+    (for a caller that then reads one member lazily); returns the bytes they declare.
+
+    Raises:
+        FileNotFoundError: If the file does not exist.
+        ValueError: If it is not an npz archive, or is damaged or hostile; naming the file.
+    """
+    path = Path(path)
+    size = _check_file(path, what)
+    where = f"{what} {str(path)!r}"
+    try:
+        with open(path, "rb") as file:
+            return _checked_members(file, where, size, max_bytes=max_bytes)
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        raise ValueError(
+            f"{where} is truncated or damaged: it is not a complete .npz archive ({error})"
         ) from None
 
 

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from murano_widgets._checks import check_text
+
 __all__ = ["ROLES", "AppliedChat", "apply_chat", "check_chat", "check_hide_template"]
 
 #: The roles every result lists first, in this order (template first: code 0).
@@ -89,13 +91,9 @@ def check_chat(chat: Any) -> list[list[dict[str, str]]]:
                     raise ValueError(
                         f"{at} has no {key!r}: a message is {{'role': ..., 'content': ...}}"
                     )
-                if not isinstance(message[key], str):
-                    raise TypeError(
-                        f"{at}[{key!r}] must be a string, got {type(message[key]).__name__} "
-                        f"{message[key]!r:.60}"
-                    )
-            if not message["role"]:
-                raise ValueError(f"{at}['role'] is empty")
+            # A message (a system prompt included) is a text as any other the user gives.
+            check_text(message["role"], f"{at}['role']")
+            check_text(message["content"], f"{at}['content']", blank=True)
             out.append(dict(message))
         checked.append(out)
     return checked

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from murano_widgets._checks import check_path
 from murano_widgets._files import write_file
+from murano_widgets._memory import Need, format_bytes, preflight
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -127,7 +128,24 @@ def write_html(path: str | Path, page: str) -> Path:
 
 
 def base64_sections(sections: Mapping[str, bytes]) -> dict[str, str]:
-    """Binary sections as base64 text (the front end's ``toBytes`` reads it back)."""
+    """Binary sections as base64 text (the front end's ``toBytes`` reads it back).
+
+    Raises:
+        MemoryBudgetError: Before encoding, if the page's text (base64, then its JSON and the
+            page around it: about four times the sections' bytes) would not fit in memory.
+    """
+    nbytes = sum(len(data) for data in sections.values())
+    preflight(
+        "the HTML export",
+        [
+            Need(
+                f"the widget's {len(sections)} sections ({format_bytes(nbytes)})",
+                4 * nbytes,
+                "base64 text, its JSON and the page: about 4 x the binary sections",
+                "Export fewer prompts or layers (a result of them: result[...]).",
+            )
+        ],
+    )
     return {name: base64.b64encode(data).decode("ascii") for name, data in sections.items()}
 
 

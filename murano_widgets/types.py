@@ -14,6 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from murano_widgets._checks import TextError, check_text
+
 RESID_POST = "resid_post"
 """The module name of a decoder block's output (the residual stream after the block)."""
 RESID_MID = "resid_mid"
@@ -118,17 +120,7 @@ def validate_foils(foils: Any, n_prompts: int, argument: str = "foils") -> list[
     if len(foils) != n_prompts:
         raise ValueError(f"{argument} has {len(foils)} entries for {n_prompts} prompts")
     for index, foil in enumerate(foils):
-        if foil is not None and not isinstance(foil, str):
-            raise TypeError(
-                f"{argument}[{index}] must be a string or None, got {type(foil).__name__} "
-                f"{foil!r:.60}"
-            )
-        if foil == "":
-            raise ValueError(
-                f"{argument}[{index}] is the empty string: give a token's text or None"
-            )
-        if foil is not None:
-            check_encodable(foil, f"{argument}[{index}]")
+        check_text(foil, f"{argument}[{index}]", blank=True, optional=True)
     return list(foils)
 
 
@@ -156,16 +148,7 @@ def validate_prompts(prompts: Any, argument: str = "prompts") -> list[str]:
     if not prompts:
         raise ValueError(f"{argument} is empty: give at least one prompt")
     for index, prompt in enumerate(prompts):
-        if not isinstance(prompt, str):
-            raise TypeError(
-                f"{argument}[{index}] must be a string, got {type(prompt).__name__} {prompt!r}"
-            )
-        if not prompt.strip():
-            raise ValueError(
-                f"{argument}[{index}] is empty or only white space ({prompt!r}): "
-                "every prompt needs at least one visible character"
-            )
-        check_encodable(prompt, f"{argument}[{index}]")
+        check_text(prompt, f"{argument}[{index}]", role=PROMPT_NEEDS)
     return prompts
 
 
@@ -197,6 +180,9 @@ def check_texts(texts: Any, argument: str = "texts") -> None:
 
 
 AnswerSets = dict[str, list[list[str] | None]]
+
+#: Why a prompt of white space alone is refused (the message of every prompt check).
+PROMPT_NEEDS = "every prompt needs at least one visible character"
 
 
 class _CheckedAnswers(dict):
@@ -272,16 +258,13 @@ def check_answer(entry: Any, where: str) -> list[str] | None:
     if isinstance(accepted, np.ndarray):
         accepted = accepted.tolist()  # a column of lists read back as arrays
     if not isinstance(accepted, (list, tuple)) or not accepted:
-        raise TypeError(
-            f"{where} must be a string, a non-empty list of accepted strings or None, got "
-            f"{type(entry).__name__} {entry!r:.60}"
+        raise TextError(
+            f"{where}: expected a non-empty string, a non-empty list of accepted strings or "
+            f"None, got {entry!r:.60} ({type(entry).__name__})"
         )
-    for text in accepted:
-        if not isinstance(text, str):
-            raise TypeError(f"{where} holds {type(text).__name__} {text!r:.60}, not a string")
-        if text == "":
-            raise ValueError(f"{where} holds the empty string: an answer needs a token")
-        check_encodable(text, where)
+    for index, text in enumerate(accepted):
+        # A list's entries are named by their own index: answers[2][1].
+        check_text(text, where if isinstance(entry, str) else f"{where}[{index}]", blank=True)
     return list(dict.fromkeys(accepted))
 
 
@@ -306,15 +289,10 @@ def validate_targets(targets: Any, argument: str = "targets") -> list[str]:
         raise ValueError(f"{argument} is empty: give at least one string, or None for none")
     seen: dict[str, int] = {}
     for index, text in enumerate(targets):
-        if not isinstance(text, str):
-            raise TypeError(f"{argument}[{index}] must be a string, got {type(text).__name__}")
-        if text == "":
-            raise ValueError(f"{argument}[{index}] is the empty string: a target needs a token")
+        check_text(text, f"{argument}[{index}]", blank=True)
         if text in seen:
             raise ValueError(f"{argument} holds {text!r} twice (at {seen[text]} and {index})")
         seen[text] = index
-    for index, text in enumerate(targets):
-        check_encodable(text, f"{argument}[{index}]")
     return list(targets)
 
 

@@ -198,9 +198,13 @@ def test_bad_answers_and_targets_are_named_before_any_work(load_tiny):
         PromptBatch(PROMPTS, answers=[" Paris"])
     with pytest.raises(TypeError, match=r"answers must be a list .* got str"):
         PromptBatch(PROMPTS, answers=" Paris")
-    with pytest.raises(TypeError, match=r"answers\[1\] holds int 3"):
+    with pytest.raises(
+        TypeError, match=r"answers\[1\]\[1\]: expected a non-empty string, got 3 \(int\)"
+    ):
         PromptBatch(PROMPTS, answers=[" a", [" b", 3], None])
-    with pytest.raises(ValueError, match=r"answers\[0\] holds the empty string"):
+    with pytest.raises(
+        ValueError, match=r"answers\[0\]: expected a non-empty string, got '' \(the empty string\)"
+    ):
         PromptBatch(PROMPTS, answers=["", None, None])
     with pytest.raises(ValueError, match=r"no answer for any prompt"):
         PromptBatch(PROMPTS, answers=[None, None, None])

@@ -425,11 +425,14 @@ def test_bad_foils_are_named_before_the_model_runs(demo):
         PromptBatch(["a b"], foils=[" c"])
     with pytest.raises(ValueError, match="1 entries for 2 prompts"):
         PromptBatch(["a", "b"], answers=[" x", " y"], foils=[" c"])
-    with pytest.raises(TypeError, match=r"foils\[0\] must be a string or None"):
+    with pytest.raises(TypeError, match=r"foils\[0\]: expected a non-empty string or None, got"):
         run_logit_lens(demo, ["a"], answers=[" x"], foils=[3], decompose=True)
-    with pytest.raises(ValueError, match=r"foils\[0\] is the empty string"):
+    with pytest.raises(ValueError, match=r"foils\[0\]: expected .*, got '' \(the empty string\)"):
         run_logit_lens(demo, ["a"], answers=[" x"], foils=[""], decompose=True)
-    with pytest.raises(ValueError, match=r"foils\[0\] holds a lone surrogate"):
+    with pytest.raises(
+        ValueError,
+        match=r"foils\[0\]: expected valid Unicode text, got one that holds a lone surrogate",
+    ):
         PromptBatch(["a"], answers=[" x"], foils=[" \ud800"])
 
 

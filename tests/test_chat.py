@@ -151,7 +151,11 @@ def test_no_chat_template_is_a_clear_error(tiny_model_dirs):
         ([], ValueError, "chat is empty"),
         ([{"role": "user"}], ValueError, r"chat\[0\] has no 'content'"),
         ([{"content": "hi"}], ValueError, r"chat\[0\] has no 'role'"),
-        ([{"role": "user", "content": 3}], TypeError, r"chat\[0\]\['content'\] must be a string"),
+        (
+            [{"role": "user", "content": 3}],
+            TypeError,
+            r"chat\[0\]\['content'\]: expected a non-empty string, got 3 \(int\)",
+        ),
         ([[{"role": "user", "content": "hi"}], []], ValueError, r"chat\[1\] is an empty chat"),
         ([[{"role": "user", "content": "hi"}], "hi"], TypeError, r"chat\[1\] must be a list"),
     ],

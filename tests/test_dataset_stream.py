@@ -190,19 +190,19 @@ def test_named_sets_and_foils_stream_too(load_tiny):
         (lambda: iter(["a b"]), lambda: iter([" x", " y"]), ValueError,
          r"prompts ended after 1 entries, but answers goes on \(answers\[1\]"),
         (lambda: (p for p in ["a b", "c d", "", "e"]), lambda: [" x"] * 4, ValueError,
-         r"prompts\[2\] is empty or only white space"),
+         r"prompts\[2\]: expected a non-empty string, got '' \(the empty string\): every prompt needs"),
         (lambda: (p for p in ["a b", 7]), lambda: [" x"] * 2, TypeError,
-         r"prompts\[1\] must be a string, got int 7"),
+         r"prompts\[1\]: expected a non-empty string, got 7 \(int\)"),
         (lambda: (p for p in ["a b", {"prompt": "x"}]), lambda: [" x"] * 2, TypeError,
-         r"prompts\[1\] must be a string, got dict .*pass one column"),
+         r"prompts\[1\]: expected a non-empty string, got \{'prompt': 'x'\} \(dict; .*pass one column"),
         (lambda: (p for p in ["a b", "c \ud800"]), lambda: [" x"] * 2, ValueError,
-         r"prompts\[1\] holds a lone surrogate"),
+         r"prompts\[1\]: expected valid Unicode text, got one that holds a lone surrogate"),
         (lambda: iter(["a b", "c d"]), lambda: iter([" x", ""]), ValueError,
-         r"answers\[1\] holds the empty string"),
+         r"answers\[1\]: expected a non-empty string, got '' \(the empty string\)"),
         (lambda: iter(["a b", "c d"]), lambda: iter([" x", 3]), TypeError,
-         r"answers\[1\] must be a string, a non-empty list"),
+         r"answers\[1\]: expected a non-empty string, a non-empty list"),
         (lambda: iter(["a b", "c d"]), lambda: {"s": iter([" x", [" y", 2]])}, TypeError,
-         r"answers\['s'\]\[1\] holds int 2"),
+         r"answers\['s'\]\[1\]\[1\]: expected a non-empty string, got 2 \(int\)"),
         (lambda: iter([("a b", " x"), "c d"]), lambda: None, TypeError,
          r"prompts\[1\] must be a \(prompt, answer\) pair, got str"),
         (lambda: iter([("a b", " x"), ("c d", " y", " z")]), lambda: None, ValueError,
@@ -221,7 +221,10 @@ def test_a_bad_entry_of_a_stream_is_named_by_its_index(load_tiny, prompts, answe
 def test_a_bad_line_is_named_by_index_and_line(load_tiny, tmp_path):
     model = load_tiny("gpt2")
     (tmp_path / "p.txt").write_text("The capital of France is\n\nMonday\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"prompts\[1\] \(line 2 of '.*p\.txt'\) is empty"):
+    with pytest.raises(
+        ValueError,
+        match=r"prompts\[1\] \(line 2 of '.*p\.txt'\): expected a non-empty string, got ''",
+    ):
         lens_dataset(model, tmp_path / "p.txt", [" Paris", " x", " Tuesday"], progress=False)
     (tmp_path / "bad.txt").write_bytes(b"ok\n\xff\xfe\n")
     with pytest.raises(ValueError, match=r"line 2 of '.*bad\.txt' is not utf-8 text"):

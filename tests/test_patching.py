@@ -495,7 +495,11 @@ BAD = [
     ),
     ({"source": "zero", "mean_over": [SHORTER]}, ValueError, "mean_over says what source='mean'"),
     ({"source": "mean", "mean_over": []}, ValueError, "mean_over is empty"),
-    ({"source": "mean", "mean_over": [SHORTER, ""]}, ValueError, "mean_over[1] is empty"),
+    (
+        {"source": "mean", "mean_over": [SHORTER, ""]},
+        ValueError,
+        "mean_over[1]: expected a non-empty string, got ''",
+    ),
     ({"lens": {"logit": None}}, TypeError, "lens must be None (the logit lens) or one"),
     ({"lens": "folder"}, TypeError, "lens must be None"),
     ({"answers": " Paris"}, TypeError, "for one prompt write"),

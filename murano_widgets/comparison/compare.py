@@ -32,6 +32,7 @@ import torch
 
 import murano_widgets.metrics as registry
 from murano_widgets._checks import check_int, check_model, check_str
+from murano_widgets._memory import Need, preflight
 from murano_widgets.comparison.alignment import (
     ALIGN_MODES,
     Alignment,
@@ -261,6 +262,22 @@ def compare(
         )
     kl = None
     if a.all_probs is not None and b.all_probs is not None:
+        # One layer's aligned cells at a time: two gathered float32 copies, their logs and
+        # the reduction's buffers, about six [cells, vocabulary] tensors.
+        cells = int((plan.alignment.positions >= 0).sum())
+        vocab = int(a.all_probs.shape[-1])
+        preflight(
+            "compare's KL from the full distributions",
+            [
+                Need(
+                    "both results' all_probs (store_full_probs=True)",
+                    6 * cells * vocab * 4,
+                    f"6 x {cells} aligned cells x vocabulary {vocab} x 4 bytes",
+                    "Compare fewer prompts at a time, or use compare_lenses(...), which "
+                    "reduces the KL chunk by chunk without the full distributions.",
+                )
+            ],
+        )
         kl = _kl_from_full(a, b, plan.alignment, aligned)
     return _assemble(plan, token_prob_a, token_prob_b, kl, source="results")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -293,32 +294,18 @@ def read_saved(
             f"murano_widgets reads versions {', '.join(map(str, versions))}"
         )
     _check_sidecar(sidecar, json_path)
+    expected_shapes = _expected_shapes(sidecar, json_path)
+    # What the arrays may hold, from the sidecar's shapes (8 bytes an entry at most, and the
+    # headers): a larger archive is refused before anything in it is decompressed.
+    most = sum(8 * math.prod(wanted) + 256 for wanted, _, _ in expected_shapes.values())
     # One read: the bytes hashed are the bytes parsed, even if the file is replaced meanwhile.
     data = npz_path.read_bytes()
-    arrays = read_npz(npz_path, "the LensDataset arrays", data=data)
+    arrays = read_npz(npz_path, "the LensDataset arrays", data=data, max_bytes=most + 4096)
     if hashlib.sha256(data).hexdigest() != sidecar["npz_sha256"]:
         raise ValueError(
             f"{npz_path} is not the file {json_path.name} was saved with (its sha256 differs): "
             "the pair was changed or mixed up; save the data set again"
         )
-    shape = (len(sidecar["prompts"]), len(sidecar["layers"]))
-    held = check_fields(sidecar.get("fields", LEGACY_FIELDS), str(json_path))
-    lenses = sidecar.get("lenses")
-    prefixes = [""] if lenses is None else [f"l{k}_" for k in range(len(lenses))]
-    expected = {
-        name: kind
-        for prefix in prefixes
-        for name, kind in disk_kinds(prefix, held, len(sidecar["answer_sets"])).items()
-    }
-    expected_shapes = {name: (shape, kind, "prompts x layers") for name, kind in expected.items()}
-    # The direct logit attribution (decompose=True): absent from data sets made without it.
-    kept = sidecar.get("contributions")
-    if kept is not None:
-        n_components = len(kept["component_labels"])
-        expected_shapes |= {
-            "contributions": ((shape[0], n_components), "f", "prompts x components"),
-            "contribution_bias": ((shape[0],), "f", "one per prompt"),
-        }
     for name, (wanted, kind, what) in expected_shapes.items():
         array = arrays.get(name)
         if array is None:
@@ -329,6 +316,33 @@ def read_saved(
                 f"{wanted} of kind {kind!r} ({what})"
             )
     return sidecar, arrays
+
+
+def _expected_shapes(
+    sidecar: dict[str, Any], json_path: Path
+) -> dict[str, tuple[tuple[int, ...], str, str]]:
+    """Every array a data set's npz must hold, by name: its shape, kind and what it is."""
+    shape = (len(sidecar["prompts"]), len(sidecar["layers"]))
+    held = check_fields(sidecar.get("fields", LEGACY_FIELDS), str(json_path))
+    lenses = sidecar.get("lenses")
+    prefixes = [""] if lenses is None else [f"l{k}_" for k in range(len(lenses))]
+    expected = {
+        name: kind
+        for prefix in prefixes
+        for name, kind in disk_kinds(prefix, held, len(sidecar["answer_sets"])).items()
+    }
+    expected_shapes: dict[str, tuple[tuple[int, ...], str, str]] = {
+        name: (shape, kind, "prompts x layers") for name, kind in expected.items()
+    }
+    # The direct logit attribution (decompose=True): absent from data sets made without it.
+    kept = sidecar.get("contributions")
+    if kept is not None:
+        n_components = len(kept["component_labels"])
+        expected_shapes |= {
+            "contributions": ((shape[0], n_components), "f", "prompts x components"),
+            "contribution_bias": ((shape[0],), "f", "one per prompt"),
+        }
+    return expected_shapes
 
 
 def _check_sidecar(sidecar: dict[str, Any], json_path: Path) -> None:

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model, check_path
-from murano_widgets._memory import return_freed_memory
+from murano_widgets._memory import Need, preflight, return_freed_memory
 from murano_widgets.dataset.collect import Collector
 from murano_widgets.dataset.io import model_provenance
 from murano_widgets.dataset.lens_dataset import LensDataset, _assemble
@@ -223,6 +223,8 @@ def lens_dataset(
     lens_names = list(step.lenses)
     labels = list(step.components.labels) if step.components is not None else None
     collector = Collector(lens_names, sets, labels, has_foils, named, METRIC_FIELDS)
+    if inputs.total is not None:  # a stream's length is not known: its windows are bounded
+        preflight(f"lens_dataset on {inputs.total} prompts", _dataset_needs(step, sets, inputs))
     jobs: Any = contextlib.nullcontext()
     bar = Progress(inputs.total, progress)
     if remote:
@@ -267,6 +269,34 @@ def lens_dataset(
         lens if not step.named else dict(step.lenses),
         step.named,
     )
+
+
+def _dataset_needs(step: LogitLens, sets: list[str], inputs: Inputs) -> list[Need]:
+    """What a data set of ``inputs.total`` prompts holds per prompt, twice (the collected
+    windows and the arrays they are joined into): per lens and layer, each answer set's
+    probability and rank, the top-1 token and every metric field; the contributions."""
+    n = int(inputs.total or 0)
+    per_prompt = len(step.lenses) * len(step.layers) * (16 * len(sets) + 8 + 8 * len(METRIC_FIELDS))
+    needs = [
+        Need(
+            f"{n} prompts",
+            2 * n * per_prompt,
+            f"2 copies x {n} prompts x {per_prompt} bytes ({len(step.layers)} layers)",
+            "Give fewer prompts or layers (layers=[...]) at a time.",
+        )
+    ]
+    if step.components is not None:
+        labels = len(step.components.labels)
+        needs.append(
+            Need(
+                "decompose=True" + (" with heads=True" if step.heads else ""),
+                2 * n * (labels + 1) * 4,
+                f"2 copies x {n} prompts x {labels + 1} components x 4 bytes",
+                "Leave heads=False (one entry per sublayer, not per head), or give fewer "
+                "prompts at a time.",
+            )
+        )
+    return needs
 
 
 def _run_windows(

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from murano_widgets._files import read_json, read_npz, write_file
+from murano_widgets._files import check_npz, read_json, read_npz, write_file
 from murano_widgets.dataset.table import from_disk, on_disk
 
 __all__ = ["RUN_FILE", "ShardStore", "check_window", "is_run_folder", "read_folder", "run_digest"]
@@ -478,6 +478,7 @@ def read_meta(path: Path) -> dict[str, Any]:
     Raises:
         ValueError: If the shard is damaged or not a shard, naming the file.
     """
+    check_npz(path, "the data set shard")  # before any member is decompressed
     try:
         with np.load(path, allow_pickle=False) as loaded:
             raw = loaded["meta"] if "meta" in loaded.files else None

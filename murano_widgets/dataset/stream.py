@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from murano_widgets._checks import check_int
+from murano_widgets._checks import check_int, check_text
 from murano_widgets.types import (
+    PROMPT_NEEDS,
     check_answer,
-    check_encodable,
     validate_answers,
     validate_foils,
     validate_prompts,
@@ -421,31 +421,13 @@ def _length(source: _Source) -> int | None:
 
 
 def check_prompt(prompt: Any, where: str) -> None:
-    """One prompt, with :func:`validate_prompts`'s messages."""
-    if not isinstance(prompt, str):
-        hint = (
-            " (rows of a data set: pass one column, e.g. ds['prompt'])"
-            if isinstance(prompt, Mapping)
-            else ""
-        )
-        raise TypeError(
-            f"{where} must be a string, got {type(prompt).__name__} {prompt!r:.60}{hint}"
-        )
-    if not prompt.strip():
-        raise ValueError(
-            f"{where} is empty or only white space ({prompt!r}): every prompt needs at least "
-            "one visible character"
-        )
-    check_encodable(prompt, where)
+    """One prompt: :func:`~murano_widgets._checks.check_text`, as :func:`validate_prompts`."""
+    check_text(prompt, where, role=PROMPT_NEEDS)
 
 
 def check_foil(foil: Any, where: str) -> None:
-    """One foil (a non-empty string), with :func:`validate_foils`'s messages."""
-    if not isinstance(foil, str):
-        raise TypeError(f"{where} must be a string or None, got {type(foil).__name__} {foil!r:.60}")
-    if foil == "":
-        raise ValueError(f"{where} is the empty string: give a token's text or None")
-    check_encodable(foil, where)
+    """One foil (a non-empty string): :func:`~murano_widgets._checks.check_text`."""
+    check_text(foil, where, blank=True, optional=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from murano_widgets._memory import Need, preflight
 from murano_widgets.lenses import IDENTITY, title_of
 from murano_widgets.metrics import (
     ATTRIBUTION_SECTIONS,
@@ -110,6 +111,7 @@ class LensPayload:
         members = list(lenses_of(result).items())
         first = members[0][1]
         lengths = first.lengths
+        preflight("the widget's payload", [_payload_need(members, int(sum(lengths)))])
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
         vocab_size = int(first.vocab_size or 0) or None
         max_entropy = math.log2(vocab_size) if vocab_size else finite_max(first.entropy, 1.0)
@@ -215,6 +217,20 @@ class LensPayload:
     def metric(self, name: str) -> dict[str, Any]:
         """The metadata of metric ``name`` (available or not)."""
         return next(m for m in self.meta["metrics"] if m["name"] == name)
+
+
+def _payload_need(members: list[tuple[str, LogitLensResult]], positions: int) -> Need:
+    """The payload's peak: every lens's fields over the real cells, as float64/int64 copies
+    read out of the result (top-k ids and probabilities, each metric), before quantising."""
+    cells = sum(len(member.addresses) for _, member in members) * positions
+    k = int(members[0][1].topk_tokens.shape[-1]) if members[0][1].topk_tokens is not None else 1
+    per_cell = 8 * (2 * k + len(RESULT_FIELDS))
+    return Need(
+        f"{positions} positions x {cells // max(positions, 1)} rows",
+        cells * per_cell,
+        f"{cells} cells x {per_cell} bytes (top_k={k} and {len(RESULT_FIELDS)} fields)",
+        "Show fewer prompts or layers at a time (a result of them: result[...]).",
+    )
 
 
 def _encode(

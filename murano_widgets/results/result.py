@@ -37,19 +37,23 @@ class AnswerScores:
 
     An answer is scored teacher-forced: its tokens follow the prompt, and its probability at a
     layer is the product of that layer's probabilities of each of its tokens at the position
-    that predicts it. Accepted alternatives (and, with ``variants=True``, the single-token
-    forms with and without a leading space and with the first letter's case changed) are
-    summed, each token sequence once.
+    that predicts it. The probability of an answer set is that of one event: "the
+    continuation starts with one of the accepted token sequences" (the alternatives and, with
+    ``variants=True``, the single-token forms with and without a leading space and with the
+    first letter's case changed). A sequence that extends another accepted one adds nothing to
+    that event and is not counted; the rest are disjoint and summed, so the value is at most 1
+    (see :func:`murano_widgets.step.inputs.disjoint_sequences`).
 
     Attributes:
         answers: The accepted strings of each prompt, or ``None`` for a prompt with no answer.
-        token_ids: The token sequences counted for each prompt (``None`` with no answer).
+        token_ids: The token sequences counted for each prompt, none a prefix of another
+            (``None`` with no answer).
         probs: ``[n_layers, n_inputs]`` the answer's probability at the prompt's last real
             position. NaN where the prompt has no answer or the layer's cell has no value.
         ranks: ``[n_layers, n_inputs]`` the rank of its first token there (the best of the
             alternatives'; rank 0 is the top-1 token), -1 where there is none.
-        token_probs: ``[n_layers, n_inputs, seq]`` the probability of the answer's first
-            token(s) at every cell (summed over the distinct first tokens counted).
+        token_probs: ``[n_layers, n_inputs, seq]`` the probability that the next token is
+            one of the answer's first tokens, at every cell (each distinct id once).
         token_ranks: ``[n_layers, n_inputs, seq]`` their best rank at every cell.
     """
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from murano_widgets._memory import preflight
 from murano_widgets.lenses import FINAL
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
 from murano_widgets.results import LensResults, LogitLensResult, as_given
@@ -69,6 +70,8 @@ class StepRun(ChunkLoop):
             prompt_ids,
             last_only=self.positions == "last",
         )
+        # Before any model work: a request too large for the free memory (or the budget).
+        preflight(f"LogitLens on {len(prompts)} prompts", self._memory_needs(plan))
         inputs = _model_inputs(self.model, plan)
         mask = plan.display_mask.bool()
         shown = plan.shown_mask

@@ -13,7 +13,9 @@ from typing import Any
 
 import torch
 
+from murano_widgets._memory import Need
 from murano_widgets.attribution.direct import read_row
+from murano_widgets.metrics import REDUCED_FIELDS
 from murano_widgets.step.inputs import InputPlan
 from murano_widgets.step.reductions import (
     Buffers,
@@ -42,6 +44,67 @@ class ChunkLoop(StepTrace):
         rows = rows_per_chunk(self.max_chunk_bytes, vocab, len(plan.reduce_rows))
         kept = len(self.lenses) * len(self.rows) * plan.shown_mask.numel() * vocab * 4
         return 3 * rows * vocab * 4 + (kept if self.store_full_probs else 0)
+
+    def _memory_needs(self, plan: InputPlan) -> list[Need]:
+        """The parts of a run's peak memory that grow with the vocabulary, the positions or
+        the prompts, for :func:`~murano_widgets._memory.preflight` (the model's own forward
+        pass is the model's, not counted)."""
+        vocab = int(self.model.vocab_size)
+        n_lenses, n_rows = len(self.lenses), len(self.rows)
+        n_inputs, seq = plan.shown_mask.shape
+        cells = n_lenses * n_rows * n_inputs * seq
+        needs = []
+        if self.store_full_probs:
+            needs.append(
+                Need(
+                    "store_full_probs=True",
+                    cells * vocab * 4,
+                    f"{n_lenses} lens(es) x {n_rows} layers x {n_inputs} prompts x {seq} "
+                    f"positions x vocabulary {vocab} x 4 bytes",
+                    "Leave store_full_probs=False (every heatmap field, target and answer is "
+                    "reduced without it), or run fewer prompts or layers (layers=[...]) at a "
+                    "time.",
+                )
+            )
+        # The result's per-cell fields: the top-k ids and probabilities, and the reduced ones.
+        per_cell = self.top_k * 12 + 8 * (len(REDUCED_FIELDS) + 2)
+        needs.append(
+            Need(
+                f"{n_inputs} prompts x {seq} positions",
+                cells * per_cell,
+                f"{cells} cells x {per_cell} bytes (top_k={self.top_k} and the per-cell fields)",
+                "Run fewer prompts at a time, positions='last', fewer layers or a smaller top_k.",
+            )
+        )
+        if self.remote:
+            return needs  # the trace and its buffers are NDIF's
+        device, d_model, element = _geometry(self.model)
+        saved = (
+            0
+            if getattr(self, "reduce_in_trace", False)
+            else n_rows * plan.input_ids.numel() * d_model * element
+        )
+        chunk = 3 * rows_per_chunk(self.max_chunk_bytes, vocab, len(plan.reduce_rows)) * vocab * 4
+        needs.append(
+            Need(
+                f"max_chunk_bytes={self.max_chunk_bytes}",
+                chunk,
+                f"three [rows, vocabulary {vocab}] float32 buffers",
+                "Lower max_chunk_bytes.",
+                device,
+            )
+        )
+        if saved:
+            needs.append(
+                Need(
+                    f"{plan.input_ids.shape[0]} rows x {plan.input_ids.shape[1]} tokens",
+                    saved,
+                    f"{n_rows} saved block outputs x d_model {d_model} x {element} bytes",
+                    "Run fewer or shorter prompts at a time, or fewer layers.",
+                    device,
+                )
+            )
+        return needs
 
     def _reduce_after_trace(
         self, hidden: dict[int | Node, torch.Tensor], plan: InputPlan
@@ -172,3 +235,14 @@ class ChunkLoop(StepTrace):
             else None
         )
         return fields, torch.cat(finals), shaped, kl
+
+
+def _geometry(model: Any) -> tuple[str, int, int]:
+    """Where the model's unembedding lives, its width and its element size (``"cpu"``, 0, 4
+    where a backend does not say)."""
+    try:
+        weight = model._head_weight
+        device = "cpu" if weight.device.type == "meta" else str(weight.device)
+        return device, int(weight.shape[-1]), int(weight.element_size())
+    except Exception:  # a backend of the user's: count what is known
+        return "cpu", 0, 4

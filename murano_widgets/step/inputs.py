@@ -20,7 +20,7 @@ from murano_widgets.results.result import AnswerScores
 from murano_widgets.step.reductions import Tracked
 from murano_widgets.types import AnswerSets
 
-__all__ = ["InputPlan", "plan_inputs", "score", "variant_forms"]
+__all__ = ["InputPlan", "disjoint_sequences", "plan_inputs", "score", "variant_forms"]
 
 
 @dataclass
@@ -78,6 +78,29 @@ def variant_forms(text: str) -> list[str]:
     for form in cased:
         forms += [form, " " + form]
     return list(dict.fromkeys(forms))
+
+
+def disjoint_sequences(sequences: list[list[int]]) -> list[list[int]]:
+    """The accepted token sequences whose events are disjoint and cover the same union.
+
+    An answer set's probability is that of the event "the continuation starts with one of the
+    accepted sequences". Two sequences where one extends the other are not disjoint: every
+    continuation that starts with the longer also starts with the shorter. So a sequence is
+    dropped when an accepted sequence is a prefix of it (a duplicate is its own prefix); what
+    remains is prefix-free, and the events "starts with s" of a prefix-free set are disjoint
+    (two of them differ at some position both reach), so their probabilities sum to the
+    union's, which is at most 1.
+
+    Args:
+        sequences: The accepted sequences (answers, their variants), in order of preference.
+
+    Returns:
+        The shortest accepted forms, each once, in the order they were first given.
+    """
+    distinct = list(dict.fromkeys(tuple(s) for s in sequences))
+    accepted = set(distinct)
+    kept = [s for s in distinct if not any(s[:end] in accepted for end in range(1, len(s)))]
+    return [list(s) for s in kept]
 
 
 def plan_inputs(
@@ -152,7 +175,7 @@ def plan_inputs(
                 found += [
                     [i] for text in accepted for i in encode.single_token_variants(index, text)
                 ]
-            per_prompt.append([list(s) for s in dict.fromkeys(tuple(s) for s in found)])
+            per_prompt.append(disjoint_sequences(found))
         sequences_of[name] = per_prompt
 
     appended: list[list[int]] = [[] for _ in range(n_inputs)]  # the prompts' own rows
@@ -299,7 +322,9 @@ def score(
         probs = fields["target_probs"][:, : plan.n_shown]
         ranks = fields["target_ranks"][:, : plan.n_shown]
         columns = plan.target_columns or []
-        summed = torch.stack([probs[..., c].sum(dim=-1) for c in columns], dim=-1)
+        # A target's ids are distinct (disjoint events): their sum is a probability; the
+        # clamp only removes float32 rounding above 1.
+        summed = torch.stack([probs[..., c].sum(dim=-1) for c in columns], dim=-1).clamp(max=1.0)
         best = torch.stack([ranks[..., c].amin(dim=-1) for c in columns], dim=-1)
         targets = {
             "targets": plan.targets,
@@ -318,7 +343,7 @@ def score(
     chosen = torch.stack([p.first_columns for p in plan.answer_sets.values()]).unsqueeze(1)
     shown_probs = row_probs[:, : plan.n_shown].unsqueeze(0)
     shown_ranks = row_ranks[:, : plan.n_shown].unsqueeze(0)
-    token_probs = torch.where(chosen, shown_probs, 0.0).sum(dim=-1)
+    token_probs = torch.where(chosen, shown_probs, 0.0).sum(dim=-1).clamp(max=1.0)
     large = torch.iinfo(torch.long).max
     candidates = torch.where(chosen, shown_ranks, large)
     # The best of a few columns, one elementwise minimum each: an amin over a last dimension
@@ -346,7 +371,7 @@ def score(
         sets[name] = AnswerScores(
             answers=set_plan.answers,
             token_ids=set_plan.token_ids,
-            probs=probs.masked_fill(~has_answer, float("nan")),
+            probs=probs.clamp(max=1.0).masked_fill(~has_answer, float("nan")),
             ranks=token_ranks[number][:, last_shown].masked_fill(~has_answer, -1),
             token_probs=scatter(token_probs[number], float("nan")),
             token_ranks=scatter(token_ranks[number], -1),
