@@ -14,7 +14,7 @@ tables differ between versions):
 
 from __future__ import annotations
 
-__all__ = ["display_token"]
+__all__ = ["display_token", "quote_token"]
 
 _MARKS = {"\n": "↵", "\t": "⇥", "\r": "⇤"}
 
@@ -84,3 +84,25 @@ def display_token(token: str, spaces: bool = True) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def quote_token(token: str, spaces: bool = True, max_chars: int = 48) -> str:
+    """A token (or a prompt) as a message quotes it: ``" Rome"`` → ``"“␣Rome”"``.
+
+    The one form of a token in the widget's status lines and messages, the same as the front
+    end's ``quoteToken`` (``js/src/tokens.js``), so a line that Python words and one that the
+    front end words read alike: :func:`display_token`'s text, cut to ``max_chars`` code points
+    with a closing ``"…"``, in curly quotes.
+
+    Args:
+        token: The text (untrusted).
+        spaces: As :func:`display_token`: ``False`` keeps spaces (for a whole prompt).
+        max_chars: The most code points of the text shown, the ``"…"`` included.
+
+    Returns:
+        The quoted text.
+    """
+    shown = list(display_token(token, spaces=spaces))
+    if len(shown) > max_chars:
+        shown = [*shown[: max_chars - 1], "…"]
+    return f"“{''.join(shown)}”"

@@ -686,4 +686,4 @@ def test_notebook_01_first_widget_still_shows_paris_after_run_all(executed):
     arrays = decode_sections(meta, _sections(lenses[first]))
     last = meta["lengths"][0] - 1
     assert meta["tokens"][int(arrays["final_tokens"][last])] == " Paris"
-    assert state["patch_info"] is None
+    assert state.get("patch_info") is None

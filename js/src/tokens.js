@@ -103,6 +103,19 @@ export function displayToken(token, { spaces = true } = {}) {
 }
 
 /**
+ * A token (or a prompt) as a message quotes it: " Rome" → "“␣Rome”": `displayToken`'s text, cut
+ * to `maxChars` code points with "…", in curly quotes. The one form of a token in status lines
+ * and messages, the same as Python's `quote_token` (`murano_widgets/tokens.py`), so a line the
+ * kernel words and one the front end words read alike.
+ * @param {unknown} token
+ * @param {{spaces?: boolean, maxChars?: number}} [options] `spaces: false` for a whole prompt
+ * @returns {string}
+ */
+export function quoteToken(token, { spaces = true, maxChars = 48 } = {}) {
+  return `“${truncateText(displayToken(token, { spaces }), maxChars)}”`;
+}
+
+/**
  * Shortens text to at most `maxChars` code points, ending in "…" when cut.
  * @param {string} text
  * @param {number} maxChars

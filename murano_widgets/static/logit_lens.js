@@ -252,6 +252,15 @@ function formatChange(unit, value, short = false, step = 0) {
   const text = String(Number(size.toPrecision(3)));
   return Number(text) === 0 ? "0" : `${sign}${text}`;
 }
+function promptName(index) {
+  return `prompt ${index}`;
+}
+function indexReadout(index, count) {
+  return count > 1 ? `${index} (0–${count - 1})` : String(index);
+}
+function indexSpoken(index, count) {
+  return count > 1 ? `${index} (0 to ${count - 1})` : String(index);
+}
 
 // src/payload.js
 var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
@@ -677,6 +686,9 @@ function displayToken(token, { spaces = true } = {}) {
     else out += ch;
   }
   return out;
+}
+function quoteToken(token, { spaces = true, maxChars = 48 } = {}) {
+  return `“${truncateText(displayToken(token, { spaces }), maxChars)}”`;
 }
 function truncateText(text, maxChars) {
   if (maxChars <= 0) return "";
@@ -2728,7 +2740,7 @@ var DiffView = class {
     const diff = this.diff;
     if (!diff) return;
     this.promptInput.value = String(this.prompt);
-    this.promptText.textContent = `${this.prompt + 1} / ${diff.P}`;
+    this.promptText.textContent = indexReadout(this.prompt, diff.P);
     const a = diff.meta.prompts_a?.[this.prompt] ?? "";
     const b = diff.meta.prompts_b?.[this.prompt] ?? "";
     const lineA = h("div", "murano-diff-prompt-line", {}, `a: ${a}`);
@@ -3102,12 +3114,12 @@ function patchTarget(data, selected) {
   if (data.sites && data.sites[row] !== "resid_post") {
     return { ok: false, reason: "A patch overwrites a block's output: pin a cell on a block-output row (not one after attention)." };
   }
-  const where = data.P > 1 ? `prompt ${selected.prompt + 1} · ` : "";
+  const where = data.P > 1 ? `${promptName(selected.prompt)} · ` : "";
   return { ok: true, prompt: selected.prompt, row, layer: data.layers[row], position, label: `${where}${rowLabel(data, row)} · pos ${position}` };
 }
 function patchSources(prompts, prompt) {
   const others = prompts.flatMap(
-    (text, i) => i === prompt ? [] : [{ value: String(i), label: `prompt ${i + 1}: ${truncateText(displayToken(text, { spaces: false }), 40)}` }]
+    (text, i) => i === prompt ? [] : [{ value: String(i), label: `${promptName(i)}: ${truncateText(displayToken(text, { spaces: false }), 40)}` }]
   );
   return [...others, { value: "zero", label: "zero (ablate)" }, { value: "mean", label: "mean (ablate)" }];
 }
@@ -3123,8 +3135,8 @@ function isPatch(value) {
   return Number.isInteger(v.prompt) && Number.isInteger(v.layer) && Number.isInteger(v.position) && (v.source === "zero" || v.source === "mean" || Number.isInteger(v.source));
 }
 function patchSummary(patch, prompts, token = null) {
-  const source = patch.source === "zero" ? "set to zero" : patch.source === "mean" ? "set to its mean" : `replaced by prompt ${patch.source + 1}'s${prompts[patch.source] !== void 0 ? ` (${truncateText(displayToken(prompts[patch.source], { spaces: false }), 40)})` : ""}`;
-  const where = prompts.length > 1 ? `Prompt ${patch.prompt + 1}: block` : "Block";
+  const source = patch.source === "zero" ? "set to zero" : patch.source === "mean" ? "set to its mean" : `replaced by ${promptName(patch.source)}'s${prompts[patch.source] !== void 0 ? ` (${truncateText(displayToken(prompts[patch.source], { spaces: false }), 40)})` : ""}`;
+  const where = prompts.length > 1 ? `Prompt ${patch.prompt}: block` : "Block";
   const at = typeof token === "string" ? ` (${truncateText(displayToken(token), 24)})` : "";
   const title = `${where} ${patch.layer}'s output at position ${patch.position}${at} ${source}.`;
   const clean = patch.answer_prob_clean;
@@ -3297,24 +3309,30 @@ function controlsShown(state) {
 }
 function describeRequest(action, fields, phase) {
   const text = typeof fields.text === "string" ? fields.text : "";
-  const quoted = `“${truncateText(displayToken(text, { spaces: action === "track" || action === "untrack" }), 48)}”`;
+  const quoted = quoteToken(text, { spaces: action === "track" || action === "untrack" });
   const running = phase === "running";
   switch (action) {
     case "add_prompt":
       return running ? `Running the lens on ${quoted}…` : `Added ${quoted}.`;
     case "remove_prompt":
-      return running ? `Removing prompt ${Number(fields.index) + 1}…` : `Removed prompt ${Number(fields.index) + 1}.`;
+      return running ? `Removing ${promptName(Number(fields.index))}…` : `Removed ${promptName(Number(fields.index))}.`;
     case "track":
       return running ? `Tracking ${quoted}…` : `Tracking ${quoted}.`;
     case "untrack":
       return running ? `No longer tracking ${quoted}…` : `No longer tracking ${quoted}.`;
     case "patch":
-      return running ? "Running the patched forward pass…" : "Patched.";
+      return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
     default:
       return running ? "Working…" : "Done.";
   }
+}
+function patchWith(source) {
+  if (typeof source === "number" && Number.isInteger(source)) return `${promptName(source)}'s output`;
+  if (source === "zero") return "zero";
+  if (source === "mean") return "the mean";
+  return quoteToken(String(source));
 }
 function isLiveStatus(value) {
   if (!value || typeof value !== "object") return false;
@@ -3688,8 +3706,8 @@ var LiveView = class {
     const hadFocus = removeButton.ownerDocument.activeElement === removeButton;
     removeButton.disabled = P < 2;
     if (hadFocus && removeButton.disabled) this.ui.promptInput.focus();
-    removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove prompt ${prompt + 1}`);
-    removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove prompt ${prompt + 1} from the widget`;
+    removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove ${promptName(prompt)}`);
+    removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove ${promptName(prompt)} from the widget`;
   }
   showChips() {
     const items = this.targets().map((target) => {
@@ -4619,14 +4637,14 @@ function lensTitle(data) {
 function showControls(ui, data, state) {
   const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
   promptInput.value = String(state.prompt);
-  promptOutput.textContent = `${state.prompt + 1} / ${data.P}`;
+  promptOutput.textContent = indexReadout(state.prompt, data.P);
   const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
   promptText.textContent = text;
   promptText.setAttribute("title", text);
-  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
+  promptInput.setAttribute("aria-valuetext", `prompt ${indexSpoken(state.prompt, data.P)}: ${truncateText(text, 80)}`);
   ui.layerUi.input.value = String(state.layer);
   ui.layerUi.output.textContent = rowLabel(data, state.layer);
-  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${indexSpoken(state.layer, data.L)}`);
   const n = data.lengths[state.prompt];
   const shownLayers = new Set(data.layers).size;
   const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
@@ -4634,7 +4652,7 @@ function showControls(ui, data, state) {
   ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of ${promptName(state.prompt)}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
   );
 }
 function showTargetMenu(ui, data, metric, target) {
@@ -4708,7 +4726,7 @@ function showPin(ui, data, sel) {
   const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
   const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
-  const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+  const where = data.P > 1 ? `${promptName(sel.prompt)} · ` : "";
   ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }
@@ -5161,7 +5179,7 @@ var ComponentView = class {
     const prompt = view.state.prompt;
     this.ui.canvas.setAttribute(
       "aria-label",
-      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of prompt ${prompt + 1}, colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`
+      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of ${promptName(prompt)}, colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`
     );
     if (this.revealPending && this.ui.scroller.clientWidth > 0) {
       const sel = view.state.selected;
