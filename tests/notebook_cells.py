@@ -59,15 +59,21 @@ nbformat.write(nb, target)
 """
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def kernel_env() -> dict[str, str]:
-    """The environment of a kernel run by these tests: offline, and matplotlib's own inline
-    backend, as in a notebook (a test run's ``MPLBACKEND=Agg`` left out)."""
+    """The environment of a kernel run by these tests: offline, this checkout first on
+    ``PYTHONPATH`` (a venv shared by several checkouts imports the package from the one it was
+    installed from), and matplotlib's own inline backend, as in a notebook (a test run's
+    ``MPLBACKEND=Agg`` left out)."""
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
     }
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     env.pop("MPLBACKEND", None)
     return env
 

@@ -15,7 +15,6 @@ import base64
 import dataclasses
 import json
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from notebook_cells import kernel_env
 from reference import ReferenceLens
 from test_patching import check_against_reference, ids_of, patched_run, source_value, teacher_forced
 from tiny_models import CHAT_TEMPLATE
@@ -1178,7 +1178,7 @@ def test_in_a_real_kernel_the_worker_threads_updates_reach_the_front_end(tmp_pat
     """ipykernel sends comm messages through its IOPub thread, so the worker thread's trait
     updates and replies reach the front end as the kernel's own do (checked here with the
     installed ipykernel, not assumed)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = kernel_env()  # offline, this checkout's package first
     done = subprocess.run(
         [sys.executable, "-c", _KERNEL],
         capture_output=True,

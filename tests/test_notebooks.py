@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from typing import Any
 
 import pytest
 from chromium import console_problems, new_page
+from notebook_cells import kernel_env
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -284,13 +284,7 @@ def executed(tmp_path_factory):
     import nbformat
 
     cache: dict[Path, tuple[Any, float]] = {}
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-    env.pop("MPLBACKEND", None)  # the kernel's own inline backend, as in a notebook
+    env = kernel_env()  # offline, this checkout first, the kernel's own inline backend
     out = ARTIFACTS / "notebooks"
 
     def run(path: Path):
