@@ -46,6 +46,14 @@ quiet() {
   echo "$label: ${summary:-ok} ($((SECONDS - start)) s)"
 }
 
+# A long run's report a person can follow: a line per test file, with the count of tests done
+# so far and the total ("tests/test_plot.py ....  [ 512/1414]"), then each failure in full and a
+# line per skip (the project's -ra); no header. Verbose: pytest's default report. Unquoted, as
+# pytest_quiet_flag below.
+pytest_progress_flags() {
+  if ! quiet_is_verbose; then echo "--no-header -o console_output_style=count"; fi
+}
+
 # pytest's report to match: "-q" (a dot per test, each failure in full, a line per skip with
 # the project's -ra) unless verbose. Unquoted: `"$PYTHON" -m pytest $(pytest_quiet_flag) ...`.
 pytest_quiet_flag() {

@@ -10,11 +10,20 @@ tables differ between versions):
 - controls, invisible and format characters, unusual spaces, bidirectional controls, private-use
   and tag characters and lone surrogates → ``"<U+XXXX>"`` (the ranges below);
 - the empty string → ``"∅"``.
+
+A token that holds part of a multi-byte UTF-8 character (byte-level BPE splits "日" into up
+to three tokens) decodes to ``"\ufffd"``, which says nothing. The step keeps such a token's bytes
+instead, each byte the character lacks written ``"<0xE6>"`` (:func:`bytes_text`; the name
+SentencePiece gives its byte tokens), so that the widget can show them as bytes and put the
+whole character together from the tokens around them.
 """
 
 from __future__ import annotations
 
-__all__ = ["display_token"]
+__all__ = ["bytes_text", "display_token", "quote_token"]
+
+import re
+from typing import Any
 
 _MARKS = {"\n": "↵", "\t": "⇥", "\r": "⇤"}
 
@@ -84,3 +93,79 @@ def display_token(token: str, spaces: bool = True) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def quote_token(token: str, spaces: bool = True, max_chars: int = 48) -> str:
+    """A token (or a prompt) as a message quotes it: ``" Rome"`` → ``"“␣Rome”"``.
+
+    The one form of a token in the widget's status lines and messages, the same as the front
+    end's ``quoteToken`` (``js/src/tokens.js``), so a line that Python words and one that the
+    front end words read alike: :func:`display_token`'s text, cut to ``max_chars`` code points
+    with a closing ``"…"``, in curly quotes.
+
+    Args:
+        token: The text (untrusted).
+        spaces: As :func:`display_token`: ``False`` keeps spaces (for a whole prompt).
+        max_chars: The most code points of the text shown, the ``"…"`` included.
+
+    Returns:
+        The quoted text.
+    """
+    shown = list(display_token(token, spaces=spaces))
+    if len(shown) > max_chars:
+        shown = [*shown[: max_chars - 1], "…"]
+    return f"“{''.join(shown)}”"
+
+
+# A byte of a character split across tokens, as the step writes it (SentencePiece's own form).
+BYTE_MARK = re.compile(r"<0x([0-9A-F]{2})>")
+
+
+def bytes_text(raw: bytes) -> str:
+    """A token's bytes as text: UTF-8 where they form whole characters, ``"<0xE6>"`` for each
+    byte of a character the token holds only part of.
+
+    Args:
+        raw: The token's bytes.
+
+    Returns:
+        The text, e.g. ``b" \xe6\x97"`` → ``" <0xE6><0x97>"``; ``b"\xa5x"`` → ``"<0xA5>x"``.
+    """
+    text = raw.decode("utf-8", errors="surrogateescape")
+    return "".join(
+        f"<0x{ord(char) - 0xDC00:02X}>" if 0xDC80 <= ord(char) <= 0xDCFF else char for char in text
+    )
+
+
+def token_bytes(tokenizer: Any, token_id: int) -> bytes | None:
+    """A token's own bytes, where the tokenizer says them: a byte-level BPE token's characters
+    (GPT-2's byte-to-character map), or a SentencePiece byte token (``"<0xE6>"``); ``None`` for
+    any other tokenizer or token."""
+    try:
+        piece = tokenizer.convert_ids_to_tokens(int(token_id))
+    except Exception:  # a tokenizer without the method, or an id it does not know
+        return None
+    if not isinstance(piece, str):
+        return None
+    found = re.fullmatch(r"<0x([0-9A-Fa-f]{2})>", piece)
+    if found:
+        return bytes([int(found[1], 16)])
+    decoder = _byte_decoder()
+    if piece and all(char in decoder for char in piece):
+        return bytes(decoder[char] for char in piece)
+    return None
+
+
+_BYTE_DECODER: dict[str, int] = {}
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet backwards: each printable stand-in character to its byte."""
+    if not _BYTE_DECODER:
+        # GPT-2's map (transformers has moved its bytes_to_unicode between modules): the
+        # printable Latin-1 bytes stand for themselves, the other 68 bytes for U+0100 upwards.
+        kept = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+        moved = [byte for byte in range(256) if byte not in kept]
+        _BYTE_DECODER.update({chr(byte): byte for byte in kept})
+        _BYTE_DECODER.update({chr(0x100 + n): byte for n, byte in enumerate(moved)})
+    return _BYTE_DECODER

@@ -58,6 +58,7 @@ def pytest_collection_modifyitems(config, items):
     """
     chosen = config.getoption("markexpr") or ""
     kept, dropped = [], []
+    left_out: dict[str, int] = {}
     for item in items:
         parts = item.path.parts
         if "browser" in parts or "jupyterlab" in item.keywords:
@@ -71,12 +72,39 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, suite))
             if suite not in chosen:
                 dropped.append(item)
+                left_out[suite] = left_out.get(suite, 0) + 1
                 continue
         kept.append(item)
+    config.stash[LEFT_OUT] = left_out
     kept, dropped = _shard(kept, dropped)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+# Where each separate suite runs, for the line that says what "deselected" left out.
+SUITE_SCRIPTS = {
+    "remote": ".ci/remote.sh",
+    "tuned_lens_interop": ".ci/tuned_lens.sh",
+    "transformer_lens_interop": ".ci/transformer_lens.sh",
+    "docs": ".ci/docs.sh",
+}
+LEFT_OUT = pytest.StashKey[dict]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Says what pytest's "N deselected" holds: the suites that need a venv or a site of their
+    own, which .ci/run runs with their scripts (a bare count of deselected tests reads as tests
+    that were lost)."""
+    left_out = config.stash.get(LEFT_OUT, {})
+    if left_out:
+        parts = ", ".join(
+            f"{count} {suite} ({SUITE_SCRIPTS[suite]})" for suite, count in left_out.items()
+        )
+        terminalreporter.write_line(
+            f"deselected here, by design: {parts}; they need a venv (or a built site) of their "
+            "own, and `bash .ci/run` runs each with its script"
+        )
 
 
 def _shard(kept: list, dropped: list) -> tuple[list, list]:

@@ -24,6 +24,35 @@ def _blocks_and_norm(model):
     raise AssertionError(f"unknown layout for {type(model).__name__}")
 
 
+def token_word(tokenizer, token_id: int) -> str:
+    """A token's text as a result must carry it, worked out with transformers alone: the
+    tokenizer's own decode, except that a byte-level BPE token holding only part of a UTF-8
+    character (its decode a bare "\ufffd") is its bytes, the split ones written "<0xE6>"."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    text = tokenizer.decode([token_id])
+    if "\ufffd" not in text:
+        return text
+    decoder = {char: byte for byte, char in bytes_to_unicode().items()}
+    piece = tokenizer.convert_ids_to_tokens(token_id)
+    if not all(char in decoder for char in piece):
+        return text
+    raw = bytes(decoder[char] for char in piece)
+    out, at = "", 0
+    while at < len(raw):  # the longest valid UTF-8 character at each byte, else the byte
+        for size in (4, 3, 2, 1):
+            try:
+                out += raw[at : at + size].decode("utf-8")
+                at += size
+                break
+            except UnicodeDecodeError:
+                continue
+        else:
+            out += f"<0x{raw[at]:02X}>"
+            at += 1
+    return out
+
+
 class ReferenceLens:
     """Per-prompt reference values of every layer's lens, computed without murano_widgets."""
 

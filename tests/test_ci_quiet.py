@@ -17,12 +17,14 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = ROOT / ".ci" / "quiet.sh"
+PYTHON = sys.executable
 NOISY = "for i in $(seq 200); do echo step output $i; done; echo 'a warning' >&2"
 NOISY_PASSING = NOISY + "; echo '# pass 7'"
 
@@ -188,3 +190,28 @@ def test_npm_has_a_decision_for_every_install_script():
         for spec in package.get("allowScripts", {})
     }
     assert with_scripts <= decided, f"no allowScripts decision for {sorted(with_scripts - decided)}"
+
+
+def test_the_long_run_prints_a_line_per_file_with_a_count(tmp_path):
+    """``.ci/test``'s pytest report (pytest_progress_flags): a line per test file naming it,
+    with the count of tests done and the total, not rows of bare dots; verbose: pytest's own."""
+    for name, count in [("test_one.py", 3), ("test_two.py", 2)]:
+        body = "".join(f"def test_{i}():\n    pass\n\n\n" for i in range(count))
+        (tmp_path / name).write_text(body, encoding="utf-8")
+    script = (
+        'python=$1; shift\n"$python" -m pytest $(pytest_progress_flags) -p no:cacheprovider '
+        "--rootdir . -c /dev/null test_one.py test_two.py"
+    )
+    done = bash(f"bash -c {shlex.quote(f'source {QUIET}; ' + script)} _ {shlex.quote(PYTHON)}",
+                cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "test_one.py ... [3/5]" in [" ".join(line.split()) for line in lines], lines
+    assert "test_two.py .. [5/5]" in [" ".join(line.split()) for line in lines], lines
+    assert not any(line.startswith("platform ") for line in lines), "the header is left out"
+    verbose = bash(
+        f"bash -c {shlex.quote(f'source {QUIET}; ' + script)} _ {shlex.quote(PYTHON)}",
+        env={"MURANO_VERBOSE": "1"},
+        cwd=tmp_path,
+    )
+    assert any(line.startswith("platform ") for line in verbose.stdout.splitlines())

@@ -15,14 +15,16 @@ import base64
 import dataclasses
 import json
 import logging
-import os
+import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from notebook_cells import kernel_env
 from reference import ReferenceLens
 from test_patching import check_against_reference, ids_of, patched_run, source_value, teacher_forced
 from tiny_models import CHAT_TEMPLATE
@@ -762,7 +764,7 @@ def test_a_text_of_several_tokens_is_refused_naming_its_tokens(demo, request):
         {
             "action": "error",
             "id": 7,
-            "message": "ValueError: 'Tokyo' is 2 tokens here ('T' + 'okyo'): a tracked text "
+            "message": "'Tokyo' is 2 tokens here ('T' + 'okyo'): a tracked text "
             "must be one token, else only 'T' would be tracked. ' Tokyo' (with its leading "
             "space) is one token: track that.",
         }
@@ -786,7 +788,7 @@ def test_the_front_ends_track_shows_the_token_when_asked(demo):
     send(action="track", id=4, text=" Oslo", show=1)
     assert widget._live.worker.wait_idle(10)
     assert [r["action"] for r in replies] == ["done", "done", "done", "error"]
-    assert replies[3]["message"] == "TypeError: show must be True or False, got int 1"
+    assert replies[3]["message"] == "Show must be True or False, got int 1."
     assert widget.targets == [" Rome", " Paris", " Madrid"]
 
 
@@ -817,7 +819,7 @@ def test_python_calls_name_what_is_wrong(demo):
         "state": "error",
         "request": -1,
         "action": "add_prompt",
-        "message": "ValueError: text must be a non-empty string, got ''",
+        "message": "Text must be a non-empty string, got ''.",
     }
     with pytest.raises(ValueError, match=r"index must be an int from 0 to 1 .*; got 2"):
         widget.remove_prompt(2)
@@ -991,7 +993,7 @@ def test_hello_is_answered_at_once_while_the_model_runs(demo, monkeypatch):
         "state": "running",
         "request": 1,
         "action": "add_prompt",
-        "message": f"running the lens on {NEW!r}…",
+        "message": f"Running the lens on “{NEW}”…",
     }
     send(action="hello", id=2)
     assert replies == [{"action": "hello", "id": 2, "live": True}]
@@ -999,7 +1001,7 @@ def test_hello_is_answered_at_once_while_the_model_runs(demo, monkeypatch):
     widget.layer = 2
     release.set()
     assert widget._live.worker.wait_idle(10)
-    assert replies[1] == {"action": "done", "id": 1, "message": "added prompt 2"}
+    assert replies[1] == {"action": "done", "id": 1, "message": "Added prompt 2."}
     assert widget.prompts == [*PROMPTS[:2], NEW] and widget.prompt == 2 and widget.layer == 2
     assert widget.live_status["state"] == "idle"
     plain_replies, plain_send = _front_end(LogitLensWidget(widget.result))
@@ -1023,7 +1025,7 @@ def test_a_newer_request_supersedes_an_older_one_of_its_action(demo, monkeypatch
     ]
     release.set()
     assert widget._live.worker.wait_idle(10)
-    assert replies[2:] == [{"action": "done", "id": 3, "message": "added prompt 2"}]
+    assert replies[2:] == [{"action": "done", "id": 3, "message": "Added prompt 2."}]
     # The first ran to its end, but only the newest shows; the second never ran.
     assert calls == ["The capital of Spain is", NEW]
     assert widget.prompts == [*PROMPTS[:2], NEW]
@@ -1062,7 +1064,8 @@ def test_errors_are_one_line_in_the_widget_and_a_traceback_in_the_log(demo, monk
     with caplog.at_level(logging.ERROR, logger="murano_widgets.live"):
         send(action="add_prompt", id=1, text="   ")
         assert widget._live.worker.wait_idle(10)
-    line = "ValueError: text is only white space ('   '): a prompt needs at least one visible character"
+    # A refusal reads as a sentence: no exception class before it (the log has the traceback).
+    line = "Text is only white space ('   '): a prompt needs at least one visible character."
     assert replies == [{"action": "error", "id": 1, "message": line}]
     assert widget.live_status == {
         "state": "error",
@@ -1082,7 +1085,7 @@ def test_errors_are_one_line_in_the_widget_and_a_traceback_in_the_log(demo, monk
     assert replies[-1] == {
         "action": "error",
         "id": 2,
-        "message": "RuntimeError: the model broke here",
+        "message": "The model broke here.",
     }
     assert widget.prompts == PROMPTS[:2]  # nothing changed
     # The next request that works clears the error.
@@ -1100,20 +1103,20 @@ def test_malformed_requests_are_answered_with_an_error(demo):
     widget._handle_custom_msg(["not", "a", "dict"], [])
     assert [r["id"] for r in replies] == [1, 2, "3"]
     assert all(r["action"] == "error" for r in replies)
-    assert replies[0]["message"].startswith("ValueError: unknown action 'fly'; the actions are")
-    assert replies[1]["message"] == "ValueError: the add_prompt request lacks ['text']"
-    assert replies[2]["message"] == "ValueError: a request needs an int id, got '3'"
+    assert replies[0]["message"].startswith("Unknown action 'fly'; the actions are")
+    assert replies[1]["message"] == "The add_prompt request lacks ['text']."
+    assert replies[2]["message"] == "A request needs an int id, got '3'."
     assert widget.live_status["state"] == "error" and widget.prompts == PROMPTS[:1]
     plain_replies, plain_send = _front_end(LogitLensWidget(widget.result))
     plain_send(action="add_prompt", id=4, text=NEW)
     assert plain_replies[0]["action"] == "error"
-    assert plain_replies[0]["message"].startswith("RuntimeError: add_prompt needs a model")
+    assert plain_replies[0]["message"].startswith("add_prompt needs a model")
     widget.close()
     send(action="add_prompt", id=5, text=NEW)
     assert replies[-1] == {
         "action": "error",
         "id": 5,
-        "message": "RuntimeError: the widget was closed: it takes no more requests",
+        "message": "The widget was closed: it takes no more requests.",
     }
 
 
@@ -1135,7 +1138,7 @@ def test_a_python_call_waits_for_the_queue_and_never_runs_beside_it(demo, monkey
     threading.Timer(0.2, release.set).start()
     widget.track(" Rome")  # waits for the request, then runs here
     assert running == [None]
-    assert replies == [{"action": "done", "id": 1, "message": "added prompt 2"}]
+    assert replies == [{"action": "done", "id": 1, "message": "Added prompt 2."}]
     assert_same(widget.result, run_logit_lens(demo, [*PROMPTS[:2], NEW], targets=[" Rome"]))
     assert widget.live_status == {"state": "idle", "request": -1, "action": "track", "message": ""}
 
@@ -1160,7 +1163,7 @@ def test_trait_changes_from_the_worker_go_out_in_one_update(demo):
     assert [thread for thread, data, _ in sent if data["method"] == "custom"] == [worker]
     customs = [data for _, data, _ in sent if data["method"] == "custom"]
     assert customs == [
-        {"method": "custom", "content": {"action": "done", "id": 1, "message": "added prompt 2"}}
+        {"method": "custom", "content": {"action": "done", "id": 1, "message": "Added prompt 2."}}
     ]
     # The status: running, then idle once the queue is empty.
     states = [u["state"]["live_status"]["state"] for u in updates if "live_status" in u["state"]]
@@ -1220,7 +1223,7 @@ def test_in_a_real_kernel_the_worker_threads_updates_reach_the_front_end(tmp_pat
     """ipykernel sends comm messages through its IOPub thread, so the worker thread's trait
     updates and replies reach the front end as the kernel's own do (checked here with the
     installed ipykernel, not assumed)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = kernel_env()  # offline, this checkout's package first
     done = subprocess.run(
         [sys.executable, "-c", _KERNEL],
         capture_output=True,
@@ -1237,4 +1240,52 @@ def test_in_a_real_kernel_the_worker_threads_updates_reach_the_front_end(tmp_pat
     assert shown["prompts"] == ["The capital of France is", "The capital of Italy is"]
     assert {"_meta", "_sections", "prompt", "prompts"} <= set(shown["update"])
     assert shown["buffers"] > 0  # the binary sections, as buffers
-    assert {"custom": {"action": "done", "id": 1, "message": "added prompt 1"}} in seen
+    assert {"custom": {"action": "done", "id": 1, "message": "Added prompt 1."}} in seen
+
+
+# ---------------------------------------------------------------------------------------------
+# One style for the status line: counted as Python indexes, tokens quoted one way
+
+STATUS_CASES = json.loads(
+    (Path(__file__).parent / "status_line_cases.json").read_text(encoding="utf-8")
+)
+
+
+def test_running_lines_are_worded_as_the_front_end_words_them():
+    """The front end words a request's line until Python's arrives (js/src/live/protocol.js,
+    checked by node against the same table): the two must be one text, or the line changes
+    style mid-run ("Tracking “␣Rome”…", then "tracking ' Rome'…")."""
+    from murano_widgets.live.controller import LiveController
+    from murano_widgets.tokens import quote_token
+
+    for case in STATUS_CASES["quote"]:
+        assert quote_token(case["text"], spaces=case["spaces"]) == case["quoted"], case
+    for case in STATUS_CASES["running"]:
+        line = LiveController._describe(case["action"], case["fields"])
+        assert line == case["line"], case
+
+
+def test_a_live_session_counts_prompts_as_python_does_and_quotes_tokens_one_way(demo):
+    """Every status line of a session, as the widget shows them while each runs: the prompt
+    named is the index passed in Python, the token quoted as the front end quotes it; a
+    refusal is a sentence, with no exception class."""
+    widget = show_logit_lens(demo, PROMPTS[:2], answers=[" Paris", " Rome"])
+    seen: list[str] = []
+    widget.observe(lambda change: seen.append(change["new"]["message"]), names="live_status")
+    widget.track(" Rome")
+    widget.patch(layer=0, position=3, source=1, prompt=0)
+    widget.add_prompt("The capital of Spain is")
+    widget.remove_prompt(2)
+    with pytest.raises(ValueError):
+        widget.remove_prompt(5)
+    lines = [line for line in seen if line]
+    assert lines[:4] == [
+        "Tracking “␣Rome”…",
+        "Patching prompt 0: block 0's output at position 3, with prompt 1's output…",
+        "Running the lens on “The capital of Spain is”…",
+        "Removing prompt 2…",
+    ], lines
+    refusal = lines[-1]
+    assert refusal.startswith("Index must be an int from 0 to 1"), refusal
+    assert "Error" not in refusal.split(" ")[0] and refusal.endswith("."), refusal
+    assert not any(re.search(r"'\s?Rome'", line) for line in lines), lines

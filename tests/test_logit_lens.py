@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from reference import ReferenceLens
+from reference import ReferenceLens, token_word
 from tiny_models import ARCHITECTURES
 
 from murano_widgets import RESID_POST, LogitLens, Node, PromptBatch, Results
@@ -42,7 +42,9 @@ def assert_matches_reference(lens, reference, prompts, layers=None):
                 torch.testing.assert_close(ours, theirs, atol=2e-4, rtol=1e-3, msg=f"{name} of {p}")
         assert torch.equal(lens.final_tokens[p, positions], ref["final_tokens"])
         words = [lens.predicted_words[-1][p][s] for s in positions.tolist()]
-        expected = [reference.tokenizer.decode([t]) for t in ref["predicted_tokens"][rows[-1]]]
+        expected = [
+            token_word(reference.tokenizer, int(t)) for t in ref["predicted_tokens"][rows[-1]]
+        ]
         assert words == expected
 
 
@@ -177,8 +179,9 @@ def test_each_distinct_token_is_decoded_once(load_tiny, monkeypatch):
     other = run_lens(model, ["Zebras quickly vex"], top_k=5)
     assert sorted(ids[0] for ids in calls) == sorted(set(other.token_strings) - set(decoded))
     monkeypatch.undo()
-    # The words are what the tokenizer's own decode gives, id by id.
-    assert lens.token_strings == {i: model.tokenizer.decode([i]) for i in decoded}
+    # The words are what the tokenizer's own decode gives, id by id (a split character's bytes
+    # as <0xE6>).
+    assert lens.token_strings == {i: token_word(model.tokenizer, i) for i in decoded}
 
 
 def test_half_precision_model_gives_finite_float32_fields(tiny_model_dirs):

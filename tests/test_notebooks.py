@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from typing import Any
 
 import pytest
 from chromium import console_problems, new_page
+from notebook_cells import kernel_env
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -42,11 +42,13 @@ ORIGIN = "http://notebook-state.test"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 CELL_TIMEOUT_S = 180
-COLAB_BADGE = re.compile(
-    r"\[!\[Open In Colab\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]"
+# A text link, not Colab's badge image: an image from the web is a broken image offline.
+COLAB_LINK = re.compile(
+    r"(?<!!)\[Open in Colab\]"
     r"\(https://colab\.research\.google\.com/github/[\w.-]+/murano_widgets/blob/main/"
     r"notebooks/(?P<name>[\w.-]+\.ipynb)\)"
 )
+REMOTE_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*https?://|<img[^>]+src=[\"']https?://")
 
 
 def test_the_teaching_notebooks_are_there():
@@ -201,7 +203,7 @@ def test_notebook_widget_outputs_render_without_a_kernel(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
-def test_notebook_is_saved_clean_with_badge_and_one_line_install(path):
+def test_notebook_is_saved_clean_with_colab_link_and_install(path):
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
@@ -214,9 +216,13 @@ def test_notebook_is_saved_clean_with_badge_and_one_line_install(path):
     assert "widgets" not in nb.metadata, f"{path.name}: saved with widget state (clear it)"
 
     first_markdown = next(cell.source for cell in nb.cells if cell.cell_type == "markdown")
-    badge = COLAB_BADGE.search(first_markdown)
-    assert badge, f"{path.name}: no 'Open in Colab' badge in the first markdown cell"
-    assert badge["name"] == path.name, f"{path.name}: the badge opens {badge['name']}"
+    link = COLAB_LINK.search(first_markdown)
+    assert link, f"{path.name}: no 'Open in Colab' link in the first markdown cell"
+    assert link["name"] == path.name, f"{path.name}: the link opens {link['name']}"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            found = REMOTE_IMAGE.search(cell.source)
+            assert not found, f"{path.name}: an image from the web, broken offline: {found[0]}"
 
     # One line installs it, in the kernel's own environment (%pip), and does nothing where it
     # is installed; the git form waits beside it, commented, until the first release. No
@@ -285,13 +291,7 @@ def executed(tmp_path_factory):
     import nbformat
 
     cache: dict[Path, tuple[Any, float]] = {}
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-    env.pop("MPLBACKEND", None)  # the kernel's own inline backend, as in a notebook
+    env = kernel_env()  # offline, this checkout first, the kernel's own inline backend
     out = ARTIFACTS / "notebooks"
 
     def run(path: Path):
@@ -647,3 +647,44 @@ def test_notebook_04_data_set_widget_renders_without_a_kernel(executed, browser)
         page.locator("#host").screenshot(path=str(ARTIFACTS / "notebook-04-data-set-widget.png"))
     finally:
         context.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# A widget keeps showing what the text under it describes
+
+
+def _cell_showing(nb, model_id: str) -> int:
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.get("data", {}).get(WIDGET_VIEW, {}).get("model_id") == model_id:
+                return index
+    raise AssertionError(f"no cell shows widget {model_id}")
+
+
+@pytest.mark.slow
+def test_notebook_01_first_widget_still_shows_paris_after_run_all(executed):
+    """After Run All, notebook 01's first widget shows what the text under it describes: the
+    prompt of section 2 alone, coloured by the top-1 probability, its last column settling on
+    " Paris". (The live calls of section 4 go to a widget of their own: before, they added
+    "The capital of Japan is" and " Tokyo" to this one, which then showed the notebook's end.)"""
+    from murano_widgets.payload.lens import decode_sections
+
+    path = NOTEBOOK_DIR / "01_logit_lens_tour.ipynb"
+    nb, _ = executed(path)
+    lenses = _lens_widgets(nb)
+    first = next(model_id for model_id in _shown_ids(nb) if model_id in lenses)
+    shown_at = _cell_showing(nb, first)
+    under = next(cell.source for cell in nb.cells[shown_at + 1 :] if cell.cell_type == "markdown")
+    assert '`" Paris"`' in under and "last column" in under, under  # what the text promises
+
+    # The prompt as the notebook wrote it, read from its source rather than from the widget.
+    (prompt,) = re.findall(r'^prompt = "([^"]+)"$', "\n".join(c.source for c in nb.cells), re.M)
+    state = lenses[first]["state"]
+    assert state["prompts"] == [prompt], state["prompts"]
+    assert state["prompt"] == 0 and state["targets"] == [] and state["target"] == ""
+    assert state["metric"] == "prob", state["metric"]
+    meta = state["_meta"]
+    arrays = decode_sections(meta, _sections(lenses[first]))
+    last = meta["lengths"][0] - 1
+    assert meta["tokens"][int(arrays["final_tokens"][last])] == " Paris"
+    assert state.get("patch_info") is None

@@ -1,13 +1,16 @@
-"""The README's and the documentation's Python examples run as pasted, each on its own, on the
-shipped demo model.
+"""The README's and the documentation's Python examples, each pasted whole into one notebook
+cell, run on the shipped demo model, show the widgets they build and draw their figures once.
 
 Every fenced ``python`` block of ``README.md`` and of the site's pages (``docs/**/*.md``: the
-quickstart and the guides) is one test: the block is written to a file in a
-temporary folder and run there by a fresh interpreter (``sys.executable``, this checkout first on
-``PYTHONPATH``, offline, matplotlib without a display), so a block cannot lean on an earlier one
-or on anything this test process imported, and whatever it writes (HTML pages, saved lenses and
-data sets) lands in that folder. The test passes when the interpreter exits with 0; its stderr is
-in the failure message.
+quickstart and the guides) is one test. All the blocks run as the cells of one notebook,
+executed by one real kernel with nbclient (in a child process; offline; matplotlib's inline
+backend, as in a notebook): before each block ``%reset -f`` empties the namespace and the kernel
+moves to a folder of the block's own, so a block cannot lean on an earlier one's names, and
+whatever it writes (HTML pages, saved lenses and data sets) lands in that folder. A block passes
+when its cell raised nothing, each of the package's widgets it built is shown once among the
+cell's outputs (a widget view, as the cell's value or by ``display``), and the cell holds one
+image per matplotlib figure it made: a figure that is the cell's value and not silenced by a
+``;`` is drawn twice (once as the value, once by the inline backend).
 
 A block that cannot run here is exempt only when its page says so, with a marker right before
 it, naming why::
@@ -22,10 +25,8 @@ marker that does not stand right before a python block, or gives no reason, is a
 
 from __future__ import annotations
 
-import os
+import json
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -167,36 +168,159 @@ def test_markers_are_read_as_written():
         python_blocks("<!-- readme-test: run it twice -->\n```python\nx\n```\n")
 
 
+# ---------------------------------------------------------------------------------------------
+# Every block as one notebook cell, run by a real kernel
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of a kernel's traceback
+
+# The kernel's first cell: a module that notes, per block, the package's widgets the block
+# built (their model ids, less those a built widget holds as a child) and the matplotlib figures
+# it made. What it notes is read back by each block's report cell.
+TRACKER = """
+import json
+import ipywidgets, matplotlib.figure
+
+figures = 0
+before = set()
+_make_figure = matplotlib.figure.Figure.__init__
+
+def _counted(self, *args, **kwargs):
+    global figures
+    figures += 1
+    _make_figure(self, *args, **kwargs)
+
+matplotlib.figure.Figure.__init__ = _counted
+
+def start():
+    global before, figures
+    before, figures = set(ipywidgets.Widget._active_widgets), 0
+
+def _descendants(widget):
+    found = []
+    for child in getattr(widget, "children", ()) or ():
+        found += [child.model_id, *_descendants(child)]
+    return found
+
+def report():
+    new = {key: widget for key, widget in ipywidgets.Widget._active_widgets.items()
+           if key not in before}
+    ours = {key for key, widget in new.items()
+            if type(widget).__module__.startswith("murano_widgets")}
+    held = {found for widget in new.values() for found in _descendants(widget)}
+    return json.dumps({"widgets": sorted(ours - held), "figures": figures})
+"""
+# The tracker lives in a module of its own, which %reset does not empty.
+SETUP = (
+    "import sys, types\ntracker = types.ModuleType('_docs_tracker')\n"
+    f"exec({TRACKER!r}, tracker.__dict__)\nsys.modules['_docs_tracker'] = tracker"
+)
+
+
+@dataclass(frozen=True)
+class RunBlock:
+    """What a block did as a notebook cell: its outputs and what the tracker noted."""
+
+    outputs: list[dict]
+    built_widgets: list[str]
+    figures: int
+
+
+@pytest.fixture(scope="module")
+def run_blocks(request, tmp_path_factory) -> dict[str, RunBlock]:
+    """Every block that runs, each as one cell of a single notebook executed by one kernel.
+
+    Before each block, ``%reset -f`` empties the namespace and the kernel moves to a folder of
+    the block's own, so a block cannot lean on an earlier one's names, and what it writes lands
+    there; after it, a cell reads what the tracker noted. Only the blocks whose tests were
+    selected run (``-k in-a-notebook`` runs one).
+    """
+    import nbformat
+    from notebook_cells import execute_notebook
+
+    root = tmp_path_factory.mktemp("docs_blocks")
+    selected = {
+        item.callspec.params["block"].id
+        for item in request.session.items
+        if "block" in getattr(getattr(item, "callspec", None), "params", {})
+    }
+    runs = [block for block in BLOCKS if block.skip_reason is None and block.id in selected]
+    cells = [nbformat.v4.new_code_cell(SETUP)]
+    for number, block in enumerate(runs):
+        folder = root / f"block{number}"
+        folder.mkdir()
+        cells += [
+            nbformat.v4.new_code_cell(
+                "%reset -f\nimport os, sys\n"
+                f"os.chdir({str(folder)!r})\nsys.modules['_docs_tracker'].start()\ndel os, sys"
+            ),
+            nbformat.v4.new_code_cell(block.code),
+            nbformat.v4.new_code_cell("import sys\nprint(sys.modules['_docs_tracker'].report())"),
+        ]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    source, target = root / "blocks.ipynb", root / "blocks.out.ipynb"
+    nbformat.write(nb, source)
+    execute_notebook(source, target, root, timeout_s=BLOCK_TIMEOUT_S, allow_errors=True)
+    done = nbformat.read(target, as_version=4)
+    found = {}
+    for number, block in enumerate(runs):
+        code, report = done.cells[2 + 3 * number], done.cells[3 + 3 * number]
+        noted = json.loads("".join(o.get("text", "") for o in report.outputs).strip() or "{}")
+        found[block.id] = RunBlock(code.outputs, noted.get("widgets", []), noted.get("figures", -1))
+    return found
+
+
+def shown_widgets(outputs: list[dict]) -> list[str]:
+    """The model ids of the widget views among a cell's outputs, in order."""
+    return [
+        output["data"][WIDGET_VIEW]["model_id"]
+        for output in outputs
+        if WIDGET_VIEW in output.get("data", {})
+    ]
+
+
+def images(outputs: list[dict]) -> int:
+    """How many images a cell's outputs hold (a figure is drawn as one PNG)."""
+    return sum("image/png" in output.get("data", {}) for output in outputs)
+
+
+def test_shown_and_drawn_are_counted_from_outputs():
+    """The two counts on outputs written here: a widget view and a figure shown as the cell's
+    value, a figure drawn by the inline backend, text that is neither."""
+    view = {"version_major": 2, "version_minor": 0, "model_id": "abc"}
+    outputs = [
+        {"output_type": "stream", "name": "stdout", "text": "abc image/png\n"},
+        {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}},
+        {"output_type": "execute_result", "data": {WIDGET_VIEW: view, "text/plain": "W"}},
+        {"output_type": "execute_result", "data": {"image/png": "iVBOR"}},
+    ]
+    assert shown_widgets(outputs) == ["abc"]
+    assert images(outputs) == 2
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])
-def test_readme_block_runs_as_pasted(block, tmp_path):
+def test_readme_block_shows_what_it_builds(block, run_blocks):
+    """A block pasted whole into one cell runs, shows each widget it builds once (as the cell's
+    value or with ``display``) and draws each figure once (a trailing ``;`` keeps a figure that
+    is the cell's value from being drawn a second time)."""
     if block.skip_reason is not None:
         pytest.skip(f"{block.page} line {block.line}: {block.skip_reason}")
-    script = tmp_path / ("readme_" + re.sub(r"[^\w-]", "_", block.id) + ".py")
-    script.write_text(block.code, encoding="utf-8")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    run = run_blocks[block.id]
+    where = f"{block.page} line {block.line} ({block.heading})"
+    errors = [o for o in run.outputs if o.get("output_type") == "error"]
+    if errors:
+        trace = ANSI.sub("", "\n".join(errors[0].get("traceback", [])))
+        pytest.fail(f"{where} failed:\n{trace}", pytrace=False)
+    assert run.figures >= 0, f"{where}: the report cell did not run"
+    shown = shown_widgets(run.outputs)
+    for model_id in run.built_widgets:
+        count = shown.count(model_id)
+        assert count == 1, (
+            f"{where} builds a widget it shows {count} times: make it the cell's last "
+            "expression, or display(w) it once"
+        )
+    assert images(run.outputs) == run.figures, (
+        f"{where} makes {run.figures} figures and draws {images(run.outputs)} images: end a "
+        "line that returns a figure with ';' (the inline backend draws it once)"
     )
-    env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", MPLBACKEND="Agg")
-    try:
-        done = subprocess.run(
-            [sys.executable, script.name],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=BLOCK_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired as error:
-        pytest.fail(
-            f"{block.page} line {block.line} ({block.heading}): still running after "
-            f"{BLOCK_TIMEOUT_S} s\n{error.stderr or ''}",
-            pytrace=False,
-        )
-    if done.returncode != 0:
-        pytest.fail(
-            f"{block.page} line {block.line} ({block.heading}) exited with {done.returncode}:\n"
-            f"{done.stderr}",
-            pytrace=False,
-        )

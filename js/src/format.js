@@ -136,3 +136,39 @@ export function formatChange(unit, value, short = false, step = 0) {
   const text = String(Number(size.toPrecision(3)));
   return Number(text) === 0 ? "0" : `${sign}${text}`;
 }
+
+/*
+ * How the widget counts (docs/contributing.md, "How the widget counts"): a prompt, a row, a
+ * layer and a position are named by the index Python gives them, from 0, in every label,
+ * status line and message: "prompt 2" is `w.prompt = 2`, `result.prompts[2]`; a slider's
+ * readout says the range it moves over, "2 (0–4)", so "2" does not read as "the second".
+ */
+
+/**
+ * A prompt by its index: "prompt 2".
+ * @param {number} index
+ * @returns {string}
+ */
+export function promptName(index) {
+  return `prompt ${index}`;
+}
+
+/**
+ * A slider's readout: the index and the range of indices, "2 (0–4)"; one item: "0".
+ * @param {number} index
+ * @param {number} count how many there are
+ * @returns {string}
+ */
+export function indexReadout(index, count) {
+  return count > 1 ? `${index} (0–${count - 1})` : String(index);
+}
+
+/**
+ * The same for a screen reader: "2 (0 to 4)"; one item: "0".
+ * @param {number} index
+ * @param {number} count
+ * @returns {string}
+ */
+export function indexSpoken(index, count) {
+  return count > 1 ? `${index} (0 to ${count - 1})` : String(index);
+}

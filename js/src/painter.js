@@ -12,7 +12,7 @@ import { cellRect, columnOf, columnX, labelStride, visibleColumns } from "./layo
 import { promptHasNoValue } from "./payload.js";
 import { hasSublayerRows, rowLabel, rowLabelled } from "./rows.js";
 import { generationColumn, pickColumns, roleNames, roleStyles } from "./token_marks.js";
-import { displayToken, isolateLtr, truncateText } from "./tokens.js";
+import { displayToken, hasBytes, isolateLtr, truncateText } from "./tokens.js";
 import { readTheme } from "./theme.js";
 import { hatchPattern } from "./shared/hatch.js";
 import { answerMarkTriangle } from "./trajectory_layout.js";
@@ -446,8 +446,10 @@ export class Painter {
         ctx.fillStyle = roleColours[roles[offset + p]] ?? theme.muted;
         ctx.fillRect(x + 1, inputY + stripH - band, cellW - 2, band);
       }
-      ctx.font = isGenerated ? theme.cellItalic : theme.cellFont;
-      ctx.fillStyle = theme.fg;
+      // A token holding part of a character shows its bytes ("<0xE6>"), set apart: muted italics.
+      const isBytes = hasBytes(lensData.tokens[a.input_ids[offset + p]]);
+      ctx.font = isGenerated || isBytes ? theme.cellItalic : theme.cellFont;
+      ctx.fillStyle = isBytes ? theme.muted : theme.fg;
       ctx.fillText(this.cellText(a.input_ids[offset + p], chars), x + cellW / 2, inputY + (stripH - band) / 2 + 0.5);
       ctx.font = theme.cellFont;
       const o = (row * n + j) * 4;

@@ -103,6 +103,19 @@ export function displayToken(token, { spaces = true } = {}) {
 }
 
 /**
+ * A token (or a prompt) as a message quotes it: " Rome" → "“␣Rome”": `displayToken`'s text, cut
+ * to `maxChars` code points with "…", in curly quotes. The one form of a token in status lines
+ * and messages, the same as Python's `quote_token` (`murano_widgets/tokens.py`), so a line the
+ * kernel words and one the front end words read alike.
+ * @param {unknown} token
+ * @param {{spaces?: boolean, maxChars?: number}} [options] `spaces: false` for a whole prompt
+ * @returns {string}
+ */
+export function quoteToken(token, { spaces = true, maxChars = 48 } = {}) {
+  return `“${truncateText(displayToken(token, { spaces }), maxChars)}”`;
+}
+
+/**
  * Shortens text to at most `maxChars` code points, ending in "…" when cut.
  * @param {string} text
  * @param {number} maxChars
@@ -138,4 +151,89 @@ export function charCount(text) {
  */
 export function isolateLtr(text) {
   return `\u2066${text}\u2069`;
+}
+
+/*
+ * Characters split across tokens. Byte-level BPE cuts a multi-byte UTF-8 character ("日" is the
+ * bytes E6 97 A5) into tokens that each hold part of it; decoded alone, each is "\ufffd". The
+ * step keeps such a token's bytes instead, written "<0xE6>" (murano_widgets/tokens.py,
+ * `bytes_text`; SentencePiece's own name for its byte tokens). The widget shows them as bytes
+ * and puts the whole character together from the tokens around them.
+ */
+
+const BYTE_MARK = /<0x([0-9A-F]{2})>/g;
+
+/**
+ * Whether a token's text holds bytes of a character it has only part of ("<0xE6>").
+ * @param {unknown} text
+ * @returns {boolean}
+ */
+export function hasBytes(text) {
+  return typeof text === "string" && /<0x[0-9A-F]{2}>/.test(text);
+}
+
+/**
+ * A token's bytes, in order, each marked as a split character's byte or not.
+ * @param {string} text
+ * @returns {{byte: number, marked: boolean}[]}
+ */
+function tokenBytes(text) {
+  /** @type {{byte: number, marked: boolean}[]} */
+  const out = [];
+  const encoder = new TextEncoder();
+  let last = 0;
+  for (const found of text.matchAll(BYTE_MARK)) {
+    for (const byte of encoder.encode(text.slice(last, found.index))) out.push({ byte, marked: false });
+    out.push({ byte: parseInt(found[1], 16), marked: true });
+    last = /** @type {number} */ (found.index) + found[0].length;
+  }
+  for (const byte of encoder.encode(text.slice(last))) out.push({ byte, marked: false });
+  return out;
+}
+
+/**
+ * The whole character(s) a token's split bytes belong to, put together from it and the tokens
+ * next to it that hold the character's other bytes.
+ * @param {readonly string[]} tokens the prompt's input tokens' texts, in order
+ * @param {number} position the token's index among them
+ * @returns {{text: string, bytes: string, from: number, to: number} | null} the characters, their
+ *   bytes in hex ("E6 97 A5") and the first and last positions that hold them; null for a token
+ *   without split bytes
+ */
+export function wholeCharacter(tokens, position) {
+  const text = tokens[position];
+  if (!hasBytes(text)) return null;
+  // The run of neighbours joined by split bytes: a token ending in one and the next starting with one.
+  const endsMarked = (/** @type {string} */ t) => /<0x[0-9A-F]{2}>$/.test(t);
+  const startsMarked = (/** @type {string} */ t) => /^<0x[0-9A-F]{2}>/.test(t);
+  let lo = position;
+  let hi = position;
+  while (lo > 0 && typeof tokens[lo - 1] === "string" && endsMarked(tokens[lo - 1]) && startsMarked(tokens[lo])) lo--;
+  while (hi + 1 < tokens.length && typeof tokens[hi + 1] === "string" && endsMarked(tokens[hi]) && startsMarked(tokens[hi + 1])) hi++;
+  /** @type {{byte: number, marked: boolean, at: number}[]} */
+  const bytes = [];
+  for (let p = lo; p <= hi; p++) for (const b of tokenBytes(tokens[p])) bytes.push({ ...b, at: p });
+  // Split the run into UTF-8 characters by their lead bytes; keep those holding this token's split bytes.
+  const decoder = new TextDecoder();
+  let whole = "";
+  /** @type {number[]} */
+  const hex = [];
+  let from = Infinity;
+  let to = -Infinity;
+  for (let i = 0; i < bytes.length; ) {
+    const lead = bytes[i].byte;
+    const size = lead < 0x80 ? 1 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+    const char = bytes.slice(i, Math.min(i + size, bytes.length));
+    if (char.some((b) => b.marked && b.at === position)) {
+      whole += decoder.decode(new Uint8Array(char.map((b) => b.byte)));
+      for (const b of char) {
+        hex.push(b.byte);
+        from = Math.min(from, b.at);
+        to = Math.max(to, b.at);
+      }
+    }
+    i += char.length;
+  }
+  if (!hex.length) return null;
+  return { text: whole, bytes: hex.map((b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" "), from, to };
 }

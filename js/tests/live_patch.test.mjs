@@ -14,7 +14,7 @@ test("the cell patched: the pinned one, its model layer, on a block-output row o
   const plain = lensPayload("lens_plain");
   const data = decodePayload(plain.meta, plain.sections);
   assert.deepEqual(patchTarget(data, null), { ok: false, reason: "Pin a cell to patch it." });
-  assert.deepEqual(patchTarget(data, { prompt: 1, layer_index: 2, position: 1 }), { ok: true, prompt: 1, row: 2, layer: 2, position: 1, label: "prompt 2 · L2 · pos 1" });
+  assert.deepEqual(patchTarget(data, { prompt: 1, layer_index: 2, position: 1 }), { ok: true, prompt: 1, row: 2, layer: 2, position: 1, label: "prompt 1 · L2 · pos 1" }); // prompt 1 is `prompt: 1`: counted as Python indexes
   assert.equal(patchTarget(data, { prompt: 5, layer_index: 0, position: 0 }).ok, false);
   // Rows after each attention (resid_mid) are no block output: a patch cannot be put there.
   const sub = lensPayload("lens_sublayers");
@@ -23,14 +23,14 @@ test("the cell patched: the pinned one, its model layer, on a block-output row o
   assert.equal(mid.ok, false);
   assert.match(/** @type {any} */ (mid).reason, /block-output row/);
   const post = patchTarget(subData, { prompt: 0, layer_index: 3, position: 1 });
-  assert.deepEqual(post, { ok: true, prompt: 0, row: 3, layer: 1, position: 1, label: "prompt 1 · L1 · pos 1" });
+  assert.deepEqual(post, { ok: true, prompt: 0, row: 3, layer: 1, position: 1, label: "prompt 0 · L1 · pos 1" });
 });
 
 test("sources: every other prompt, zero, the mean; the message's source", () => {
   const sources = patchSources(["The capital of France is", "Rome is in", "a\nb"], 1);
   assert.deepEqual(sources.map((s) => s.value), ["0", "2", "zero", "mean"]);
-  assert.equal(sources[0].label, "prompt 1: The capital of France is");
-  assert.equal(sources[1].label, "prompt 3: a↵b", "token text made visible, as everywhere");
+  assert.equal(sources[0].label, "prompt 0: The capital of France is");
+  assert.equal(sources[1].label, "prompt 2: a↵b", "token text made visible, as everywhere");
   assert.deepEqual(patchSources(["only"], 0).map((s) => s.value), ["zero", "mean"]);
   assert.equal(sourceOf("2"), 2);
   assert.equal(sourceOf("zero"), "zero");
@@ -41,7 +41,7 @@ test("the patch shown, in words, with the answer's probability before → after"
   const patch = { prompt: 0, layer: 3, position: 4, source: 1, answer: " Paris", answer_prob_clean: 0.8123, answer_prob_patched: 0.0421 };
   assert.ok(isPatch(patch));
   assert.deepEqual(patchSummary(patch, ["The capital of France is", "The capital of Italy is"]), {
-    title: "Prompt 1: block 3's output at position 4 replaced by prompt 2's (The capital of Italy is).",
+    title: "Prompt 0: block 3's output at position 4 replaced by prompt 1's (The capital of Italy is).",
     answer: "Answer ␣Paris: 81.2% → 4.21%",
   });
   assert.deepEqual(patchSummary({ prompt: 0, layer: 1, position: 0, source: "zero", answer: null }, ["x"]), {
@@ -53,9 +53,9 @@ test("the patch shown, in words, with the answer's probability before → after"
   assert.equal(patchSummary(tracked, ["a", "b"]).answer, "Tracked ␣Rome: 0.12% → 78%");
   assert.equal(patchSummary({ ...patch, target: " Rome", target_prob_clean: 0.0012, target_prob_patched: 0.78 }, ["a", "b"]).answer, "Answer ␣Paris: 81.2% → 4.21% · Tracked ␣Rome: 0.12% → 78%");
   assert.equal(patchSummary({ ...tracked, target_prob_clean: null }, ["a", "b"]).answer, "", "no last layer among the rows: nothing to say");
-  assert.equal(patchSummary({ prompt: 0, layer: 1, position: 0, source: "mean" }, ["x", "y"]).title, "Prompt 1: block 1's output at position 0 set to its mean.");
+  assert.equal(patchSummary({ prompt: 0, layer: 1, position: 0, source: "mean" }, ["x", "y"]).title, "Prompt 0: block 1's output at position 0 set to its mean.");
   // The patched position's token, named once in the panel's one title line.
-  assert.equal(patchSummary({ prompt: 0, layer: 2, position: 3, source: "zero" }, ["x", "y"], " France").title, "Prompt 1: block 2's output at position 3 (\u2423France) set to zero.");
+  assert.equal(patchSummary({ prompt: 0, layer: 2, position: 3, source: "zero" }, ["x", "y"], " France").title, "Prompt 0: block 2's output at position 3 (\u2423France) set to zero.");
   for (const value of [null, {}, { prompt: 0, layer: 1, position: 0, source: "half" }, { prompt: 0, layer: "1", position: 0, source: 0 }]) {
     assert.equal(isPatch(value), false, JSON.stringify(value));
   }

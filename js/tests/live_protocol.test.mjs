@@ -1,11 +1,16 @@
 // The live widget's conversation with the kernel (src/live/protocol.js): the hello handshake,
 // ids, supersede, replies, time-outs and the status line, as pure functions of a state.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
+
+import { indexReadout, indexSpoken, promptName } from "../src/format.js";
+import { quoteToken } from "../src/tokens.js";
 
 import {
   ACTIONS,
   controlsShown,
+  describeRequest,
   dismiss,
   HELLO_TIMEOUT_MS,
   hello,
@@ -187,4 +192,23 @@ test("live_status: Python's running description for the latest request, and a Py
   assert.equal(statusLine(done, python).kind, "progress");
   assert.equal(statusLine(idle, { state: "idle", request: -1, action: "", message: "" }).kind, "none");
   assert.equal(statusLine(idle, "garbage").kind, "none");
+});
+
+// The shared table: tests/test_live.py checks Python's running lines against the same cases.
+const STATUS = JSON.parse(readFileSync(new URL("../../tests/status_line_cases.json", import.meta.url), "utf8"));
+
+test("a request's running line is worded as Python words it: indices as Python counts, tokens quoted one way", () => {
+  assert.ok(STATUS.running.length >= 8 && STATUS.quote.length >= 5);
+  for (const c of STATUS.quote) assert.equal(quoteToken(c.text, { spaces: c.spaces }), c.quoted, c.text);
+  for (const c of STATUS.running) assert.equal(describeRequest(c.action, c.fields, "running"), c.line, c.action);
+  assert.equal(describeRequest("remove_prompt", { index: 2 }, "done"), "Removed prompt 2.");
+  assert.equal(describeRequest("track", { text: " Rome" }, "done"), "Tracking “␣Rome”.");
+});
+
+test("counting: a prompt by its index, a slider's readout with its range", () => {
+  assert.equal(promptName(0), "prompt 0");
+  assert.equal(promptName(2), "prompt 2");
+  assert.equal(indexReadout(2, 5), "2 (0–4)");
+  assert.equal(indexReadout(0, 1), "0");
+  assert.equal(indexSpoken(3, 6), "3 (0 to 5)");
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { CODE_POINT_RANGES, charCount, codepointLabel, displayToken, isolateLtr, truncateText } from "../src/tokens.js";
+import { CODE_POINT_RANGES, charCount, codepointLabel, displayToken, hasBytes, isolateLtr, truncateText, wholeCharacter } from "../src/tokens.js";
 
 // The shared table: tests/test_tokens.py runs the same cases against murano_widgets/tokens.py.
 const CASES = JSON.parse(readFileSync(new URL("../../tests/token_display_cases.json", import.meta.url), "utf8"));
@@ -42,4 +42,21 @@ test("truncation counts code points and ends in an ellipsis", () => {
 
 test("isolateLtr wraps with LRI … PDI", () => {
   assert.equal(isolateLtr("אב"), "\u2066אב\u2069");
+});
+
+// Written by tests/test_tokens.py from the tiny byte-level tokenizer: a prompt's tokens as the
+// step decodes them (split characters' bytes as <0xE6>), and the whole characters Python worked
+// out from the prompt's own character boundaries.
+const SPLIT = JSON.parse(readFileSync(new URL("../../tests/split_character_cases.json", import.meta.url), "utf8"));
+
+test("a split character's bytes are put back together from the tokens around them", () => {
+  assert.ok(SPLIT.tokens.length === SPLIT.whole.length && SPLIT.whole.filter(Boolean).length >= 8);
+  for (let p = 0; p < SPLIT.tokens.length; p++) {
+    assert.deepEqual(wholeCharacter(SPLIT.tokens, p), SPLIT.whole[p], `position ${p}: ${SPLIT.tokens[p]}`);
+    assert.equal(hasBytes(SPLIT.tokens[p]), SPLIT.whole[p] !== null);
+  }
+  // A token with a whole letter and a split byte; a byte with no partner (a cut prompt).
+  assert.deepEqual(wholeCharacter(["é<0xE6>", "<0x97><0xA5>x"], 0), { text: "日", bytes: "E6 97 A5", from: 0, to: 1 });
+  assert.deepEqual(wholeCharacter(["a", "<0xE6>"], 1), { text: "\ufffd", bytes: "E6", from: 1, to: 1 });
+  assert.equal(wholeCharacter(["plain"], 0), null);
 });

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from murano_widgets._checks import check_bool, check_str
 from murano_widgets.live.patching import patch_payload, patch_state
 from murano_widgets.live.worker import Request, Worker, one_line, status
+from murano_widgets.tokens import quote_token
 
 if TYPE_CHECKING:
     from murano_widgets.live.session import LiveSession
@@ -116,7 +117,7 @@ class LiveController:
             # A mean over the batch no longer means the batch shown: that patch goes.
             patch = self._kept_patch(lambda p: p, mean_changes=True)
             widget._live_show(shown, prompt=index, selected=widget.selected, patch=patch)
-            return f"added prompt {index}", index
+            return f"Added prompt {index}.", index
 
         return apply
 
@@ -139,7 +140,7 @@ class LiveController:
                 selected = None if where is None else {**selected, "prompt": where}
             patch = self._kept_patch(moved, mean_changes=True)
             widget._live_show(shown, prompt=prompt, selected=selected, patch=patch)
-            return f"removed prompt {removed}", None
+            return f"Removed prompt {removed}.", None
 
         return apply
 
@@ -155,12 +156,12 @@ class LiveController:
             def again() -> tuple[str, Any]:
                 if show:
                     widget._live_show_target(text)
-                return f"{text!r} is tracked already", None
+                return f"{quote_token(text)} is tracked already.", None
 
             return again
         self.session.check_one_token(results, text)
         return self._retarget(
-            results, [*targets, text], f"tracking {text!r}", show=text if show else None
+            results, [*targets, text], f"Tracking {quote_token(text)}.", show=text if show else None
         )
 
     def _untrack(self, text: Any) -> Apply:
@@ -170,7 +171,7 @@ class LiveController:
         if text not in targets:
             raise ValueError(f"text {text!r} is not tracked; the tracked targets are {targets}")
         return self._retarget(
-            results, [t for t in targets if t != text], f"no longer tracking {text!r}"
+            results, [t for t in targets if t != text], f"No longer tracking {quote_token(text)}."
         )
 
     def _retarget(
@@ -223,7 +224,7 @@ class LiveController:
 
         def apply() -> tuple[str, Any]:
             widget._live_show_patch(None, None, {}, {})
-            return "patch cleared", None
+            return "Patch cleared.", None
 
         return apply
 
@@ -246,20 +247,30 @@ class LiveController:
             return None
         return {**patch, "prompt": prompt, "source": source}
 
-    def _describe(self, action: str, fields: dict[str, Any]) -> str:
+    @staticmethod
+    def _describe(action: str, fields: dict[str, Any]) -> str:
+        """The status line while a request runs, worded as the front end's ``describeRequest``
+        words it before this line arrives (js/src/live/protocol.js): one style for the whole
+        run, a token quoted by ``quote_token``, prompts, layers and positions counted as Python
+        indexes them (docs/contributing.md, "How the widget counts")."""
         text = fields.get("text")
-        shown = repr(text if not isinstance(text, str) or len(text) <= 40 else text[:39] + "…")
+        source = fields.get("source")
+        with_what = (
+            f"prompt {source}'s output"
+            if isinstance(source, int) and not isinstance(source, bool)
+            else {"zero": "zero", "mean": "the mean"}.get(str(source), quote_token(str(source)))
+        )
         return {
-            "add_prompt": f"running the lens on {shown}…",
-            "remove_prompt": f"removing prompt {fields.get('index')}…",
-            "track": f"tracking {shown}…",
-            "untrack": f"untracking {shown}…",
+            "add_prompt": f"Running the lens on {quote_token(str(text), spaces=False)}…",
+            "remove_prompt": f"Removing prompt {fields.get('index')}…",
+            "track": f"Tracking {quote_token(str(text))}…",
+            "untrack": f"No longer tracking {quote_token(str(text))}…",
             "patch": (
-                f"patching prompt {fields.get('prompt')}, layer {fields.get('layer')}, "
-                f"position {fields.get('position')} with {fields.get('source')!r}…"
+                f"Patching prompt {fields.get('prompt')}: block {fields.get('layer')}'s output "
+                f"at position {fields.get('position')}, with {with_what}…"
             ),
-            "clear_patch": "clearing the patch…",
-        }.get(action, f"{action}…")
+            "clear_patch": "Clearing the patch…",
+        }.get(action, "Working…")
 
     def _report(self, request: Request, outcome: str, message: str) -> None:
         widget = self.widget

@@ -198,10 +198,21 @@ class Worker:
 
 
 def one_line(error: BaseException) -> str:
-    """``"ValueError: message"`` on one line (a message's further lines joined by a space;
-    the spaces within a line, such as a quoted prompt's, kept)."""
-    text = re.sub(r"\s*[\r\n]+\s*", " ", str(error).strip())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    """The status line's sentence for a failed request: the error's message on one line (its
+    further lines joined by a space; the spaces within a line, such as a quoted prompt's, kept),
+    starting with a capital when it starts with a plain word and ending with a full stop.
+
+    The exception's class is left out (``"ValueError: text must be ..."`` read as a crash,
+    not as the widget's answer); the log keeps it, with the traceback. An error with no message
+    says which class it was: ``"The request failed (KeyError)."``.
+    """
+    text = re.sub(r"\s*[\r\n]+\s*", " ", str(error.args[0] if isinstance(error, KeyError) and
+                  len(error.args) == 1 else error).strip())  # fmt: skip
+    if not text:
+        return f"The request failed ({type(error).__name__})."
+    if re.match(r"[a-z]+\b(?![._(\[])", text):  # a plain word, not a name such as w.patch
+        text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?…" else text + "."
 
 
 def status(state: str, request: int, action: str, message: str = "") -> dict[str, Any]:

@@ -246,6 +246,9 @@ function formatChange(unit, value, short = false, step = 0) {
   const text = String(Number(size.toPrecision(3)));
   return Number(text) === 0 ? "0" : `${sign}${text}`;
 }
+function indexReadout(index, count) {
+  return count > 1 ? `${index} (0–${count - 1})` : String(index);
+}
 
 // src/payload.js
 var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
@@ -1345,7 +1348,7 @@ var DiffView = class {
     const diff = this.diff;
     if (!diff) return;
     this.promptInput.value = String(this.prompt);
-    this.promptText.textContent = `${this.prompt + 1} / ${diff.P}`;
+    this.promptText.textContent = indexReadout(this.prompt, diff.P);
     const a = diff.meta.prompts_a?.[this.prompt] ?? "";
     const b = diff.meta.prompts_b?.[this.prompt] ?? "";
     const lineA = h("div", "murano-diff-prompt-line", {}, `a: ${a}`);

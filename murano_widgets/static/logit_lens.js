@@ -252,6 +252,15 @@ function formatChange(unit, value, short = false, step = 0) {
   const text = String(Number(size.toPrecision(3)));
   return Number(text) === 0 ? "0" : `${sign}${text}`;
 }
+function promptName(index) {
+  return `prompt ${index}`;
+}
+function indexReadout(index, count) {
+  return count > 1 ? `${index} (0–${count - 1})` : String(index);
+}
+function indexSpoken(index, count) {
+  return count > 1 ? `${index} (0 to ${count - 1})` : String(index);
+}
 
 // src/payload.js
 var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
@@ -678,6 +687,9 @@ function displayToken(token, { spaces = true } = {}) {
   }
   return out;
 }
+function quoteToken(token, { spaces = true, maxChars = 48 } = {}) {
+  return `“${truncateText(displayToken(token, { spaces }), maxChars)}”`;
+}
 function truncateText(text, maxChars) {
   if (maxChars <= 0) return "";
   const chars = Array.from(text);
@@ -695,6 +707,56 @@ function charCount(text) {
 }
 function isolateLtr(text) {
   return `⁦${text}⁩`;
+}
+var BYTE_MARK = /<0x([0-9A-F]{2})>/g;
+function hasBytes(text) {
+  return typeof text === "string" && /<0x[0-9A-F]{2}>/.test(text);
+}
+function tokenBytes(text) {
+  const out = [];
+  const encoder = new TextEncoder();
+  let last = 0;
+  for (const found of text.matchAll(BYTE_MARK)) {
+    for (const byte of encoder.encode(text.slice(last, found.index))) out.push({ byte, marked: false });
+    out.push({ byte: parseInt(found[1], 16), marked: true });
+    last = /** @type {number} */
+    found.index + found[0].length;
+  }
+  for (const byte of encoder.encode(text.slice(last))) out.push({ byte, marked: false });
+  return out;
+}
+function wholeCharacter(tokens, position) {
+  const text = tokens[position];
+  if (!hasBytes(text)) return null;
+  const endsMarked = (t) => /<0x[0-9A-F]{2}>$/.test(t);
+  const startsMarked = (t) => /^<0x[0-9A-F]{2}>/.test(t);
+  let lo = position;
+  let hi = position;
+  while (lo > 0 && typeof tokens[lo - 1] === "string" && endsMarked(tokens[lo - 1]) && startsMarked(tokens[lo])) lo--;
+  while (hi + 1 < tokens.length && typeof tokens[hi + 1] === "string" && endsMarked(tokens[hi]) && startsMarked(tokens[hi + 1])) hi++;
+  const bytes = [];
+  for (let p = lo; p <= hi; p++) for (const b of tokenBytes(tokens[p])) bytes.push({ ...b, at: p });
+  const decoder = new TextDecoder();
+  let whole = "";
+  const hex = [];
+  let from = Infinity;
+  let to = -Infinity;
+  for (let i = 0; i < bytes.length; ) {
+    const lead = bytes[i].byte;
+    const size = lead < 128 ? 1 : lead >= 240 ? 4 : lead >= 224 ? 3 : lead >= 192 ? 2 : 1;
+    const char = bytes.slice(i, Math.min(i + size, bytes.length));
+    if (char.some((b) => b.marked && b.at === position)) {
+      whole += decoder.decode(new Uint8Array(char.map((b) => b.byte)));
+      for (const b of char) {
+        hex.push(b.byte);
+        from = Math.min(from, b.at);
+        to = Math.max(to, b.at);
+      }
+    }
+    i += char.length;
+  }
+  if (!hex.length) return null;
+  return { text: whole, bytes: hex.map((b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" "), from, to };
 }
 
 // src/metrics.js
@@ -1824,8 +1886,9 @@ var Painter = class {
         ctx.fillStyle = roleColours[roles[offset + p]] ?? theme.muted;
         ctx.fillRect(x + 1, inputY + stripH - band, cellW - 2, band);
       }
-      ctx.font = isGenerated2 ? theme.cellItalic : theme.cellFont;
-      ctx.fillStyle = theme.fg;
+      const isBytes = hasBytes(lensData.tokens[a.input_ids[offset + p]]);
+      ctx.font = isGenerated2 || isBytes ? theme.cellItalic : theme.cellFont;
+      ctx.fillStyle = isBytes ? theme.muted : theme.fg;
       ctx.fillText(this.cellText(a.input_ids[offset + p], chars), x + cellW / 2, inputY + (stripH - band) / 2 + 0.5);
       ctx.font = theme.cellFont;
       const o = (row * n + j) * 4;
@@ -2032,6 +2095,10 @@ function cellAnswer(data, prompt, layerIndex, position) {
 function tokenAt(data, index) {
   return data.tokens[index] ?? "";
 }
+function promptTokens(data, prompt) {
+  const offset = data.offsets[prompt];
+  return Array.from({ length: data.lengths[prompt] }, (_, p) => tokenAt(data, data.arrays.input_ids[offset + p]));
+}
 function cellDetails(data, prompt, layerIndex, position, target = 0) {
   const idx = cellIndex(data, prompt, layerIndex, position);
   const col = data.offsets[prompt] + position;
@@ -2071,6 +2138,7 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     isLastPosition: position === data.lengths[prompt] - 1,
     position,
     input: tokenAt(data, a.input_ids[col]),
+    inputWhole: hasBytes(tokenAt(data, a.input_ids[col])) ? wholeCharacter(promptTokens(data, prompt), position) : null,
     finalToken: finalTokens ? tokenAt(data, finalTokens[col]) : null,
     finalMissing,
     missing,
@@ -2096,16 +2164,21 @@ var NO_VALUE = "no value (non-finite)";
 function tooltipModel(details, { late = false } = {}) {
   const rows = [];
   rows.push({ label: "input", value: displayToken(details.input), token: true });
+  const whole = details.inputWhole;
+  if (whole) {
+    const where = whole.from === whole.to ? `position ${whole.from}` : `positions ${whole.from}–${whole.to}`;
+    rows.push({ label: "character", value: `${displayToken(whole.text)} = ${whole.bytes}`, token: true, title: `The input token holds part of a character (its bytes, <0x..>): the whole character and its UTF-8 bytes, from the tokens at ${where}` });
+  }
   const mark = tokenMarkText(details.generated, details.role);
   if (mark) rows.push({ label: "token", value: mark, title: "Who wrote the input token: generated by the model, and its role in the chat" });
   if (details.finalToken !== null) {
     rows.push(details.finalMissing ? { label: "final prediction", value: NO_VALUE } : { label: "final prediction", value: displayToken(details.finalToken), token: true });
   }
   if (details.answer && !details.missing) {
-    const { text, prob, step, rank, whole } = details.answer;
+    const { text, prob, step, rank, whole: whole2 } = details.answer;
     rows.push({ label: "answer", value: displayToken(text), token: true, title: "The prompt's answer (its first accepted form)" });
     if (rank !== null) rows.push({ label: "answer rank", value: formatRank(rank), title: "Where the answer's first token stands in this layer's ranking (0 = top-1)" });
-    if (whole && prob !== null) {
+    if (whole2 && prob !== null) {
       rows.push({ label: "whole answer", value: formatProb(prob, step), title: "The probability of the whole answer after the prompt: all its tokens, teacher-forced, its accepted forms summed" });
     }
   }
@@ -2274,14 +2347,14 @@ function lensTitle(data) {
 function showControls(ui, data, state) {
   const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
   promptInput.value = String(state.prompt);
-  promptOutput.textContent = `${state.prompt + 1} / ${data.P}`;
+  promptOutput.textContent = indexReadout(state.prompt, data.P);
   const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
   promptText.textContent = text;
   promptText.setAttribute("title", text);
-  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
+  promptInput.setAttribute("aria-valuetext", `prompt ${indexSpoken(state.prompt, data.P)}: ${truncateText(text, 80)}`);
   ui.layerUi.input.value = String(state.layer);
   ui.layerUi.output.textContent = rowLabel(data, state.layer);
-  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${indexSpoken(state.layer, data.L)}`);
   const n = data.lengths[state.prompt];
   const shownLayers = new Set(data.layers).size;
   const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
@@ -2289,7 +2362,7 @@ function showControls(ui, data, state) {
   ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of ${promptName(state.prompt)}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
   );
 }
 function showTargetMenu(ui, data, metric, target) {
@@ -2363,7 +2436,7 @@ function showPin(ui, data, sel) {
   const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
   const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
-  const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+  const where = data.P > 1 ? `${promptName(sel.prompt)} · ` : "";
   ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }
@@ -3128,7 +3201,7 @@ var DiffView = class {
     const diff = this.diff;
     if (!diff) return;
     this.promptInput.value = String(this.prompt);
-    this.promptText.textContent = `${this.prompt + 1} / ${diff.P}`;
+    this.promptText.textContent = indexReadout(this.prompt, diff.P);
     const a = diff.meta.prompts_a?.[this.prompt] ?? "";
     const b = diff.meta.prompts_b?.[this.prompt] ?? "";
     const lineA = h("div", "murano-diff-prompt-line", {}, `a: ${a}`);
@@ -3502,12 +3575,12 @@ function patchTarget(data, selected) {
   if (data.sites && data.sites[row] !== "resid_post") {
     return { ok: false, reason: "A patch overwrites a block's output: pin a cell on a block-output row (not one after attention)." };
   }
-  const where = data.P > 1 ? `prompt ${selected.prompt + 1} · ` : "";
+  const where = data.P > 1 ? `${promptName(selected.prompt)} · ` : "";
   return { ok: true, prompt: selected.prompt, row, layer: data.layers[row], position, label: `${where}${rowLabel(data, row)} · pos ${position}` };
 }
 function patchSources(prompts, prompt) {
   const others = prompts.flatMap(
-    (text, i) => i === prompt ? [] : [{ value: String(i), label: `prompt ${i + 1}: ${truncateText(displayToken(text, { spaces: false }), 40)}` }]
+    (text, i) => i === prompt ? [] : [{ value: String(i), label: `${promptName(i)}: ${truncateText(displayToken(text, { spaces: false }), 40)}` }]
   );
   return [...others, { value: "zero", label: "zero (ablate)" }, { value: "mean", label: "mean (ablate)" }];
 }
@@ -3523,8 +3596,8 @@ function isPatch(value) {
   return Number.isInteger(v.prompt) && Number.isInteger(v.layer) && Number.isInteger(v.position) && (v.source === "zero" || v.source === "mean" || Number.isInteger(v.source));
 }
 function patchSummary(patch, prompts, token = null) {
-  const source = patch.source === "zero" ? "set to zero" : patch.source === "mean" ? "set to its mean" : `replaced by prompt ${patch.source + 1}'s${prompts[patch.source] !== void 0 ? ` (${truncateText(displayToken(prompts[patch.source], { spaces: false }), 40)})` : ""}`;
-  const where = prompts.length > 1 ? `Prompt ${patch.prompt + 1}: block` : "Block";
+  const source = patch.source === "zero" ? "set to zero" : patch.source === "mean" ? "set to its mean" : `replaced by ${promptName(patch.source)}'s${prompts[patch.source] !== void 0 ? ` (${truncateText(displayToken(prompts[patch.source], { spaces: false }), 40)})` : ""}`;
+  const where = prompts.length > 1 ? `Prompt ${patch.prompt}: block` : "Block";
   const at = typeof token === "string" ? ` (${truncateText(displayToken(token), 24)})` : "";
   const title = `${where} ${patch.layer}'s output at position ${patch.position}${at} ${source}.`;
   const change = (label, token2, clean, patched) => typeof token2 === "string" && typeof clean === "number" && typeof patched === "number" ? [`${label} ${displayToken(token2)}: ${formatProb(clean)} → ${formatProb(patched)}`] : [];
@@ -3696,24 +3769,30 @@ function controlsShown(state) {
 }
 function describeRequest(action, fields, phase) {
   const text = typeof fields.text === "string" ? fields.text : "";
-  const quoted = `“${truncateText(displayToken(text, { spaces: action === "track" || action === "untrack" }), 48)}”`;
+  const quoted = quoteToken(text, { spaces: action === "track" || action === "untrack" });
   const running = phase === "running";
   switch (action) {
     case "add_prompt":
       return running ? `Running the lens on ${quoted}…` : `Added ${quoted}.`;
     case "remove_prompt":
-      return running ? `Removing prompt ${Number(fields.index) + 1}…` : `Removed prompt ${Number(fields.index) + 1}.`;
+      return running ? `Removing ${promptName(Number(fields.index))}…` : `Removed ${promptName(Number(fields.index))}.`;
     case "track":
       return running ? `Tracking ${quoted}…` : `Tracking ${quoted}.`;
     case "untrack":
       return running ? `No longer tracking ${quoted}…` : `No longer tracking ${quoted}.`;
     case "patch":
-      return running ? "Running the patched forward pass…" : "Patched.";
+      return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
     default:
       return running ? "Working…" : "Done.";
   }
+}
+function patchWith(source) {
+  if (typeof source === "number" && Number.isInteger(source)) return `${promptName(source)}'s output`;
+  if (source === "zero") return "zero";
+  if (source === "mean") return "the mean";
+  return quoteToken(String(source));
 }
 function isLiveStatus(value) {
   if (!value || typeof value !== "object") return false;
@@ -4087,8 +4166,8 @@ var LiveView = class {
     const hadFocus = removeButton.ownerDocument.activeElement === removeButton;
     removeButton.disabled = P < 2;
     if (hadFocus && removeButton.disabled) this.ui.promptInput.focus();
-    removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove prompt ${prompt + 1}`);
-    removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove prompt ${prompt + 1} from the widget`;
+    removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove ${promptName(prompt)}`);
+    removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove ${promptName(prompt)} from the widget`;
   }
   showChips() {
     const items = this.targets().map((target) => {
@@ -5408,7 +5487,7 @@ var ComponentView = class {
     const prompt = view.state.prompt;
     this.ui.canvas.setAttribute(
       "aria-label",
-      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of prompt ${prompt + 1}, colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`
+      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of ${promptName(prompt)}, colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`
     );
     if (this.revealPending && this.ui.scroller.clientWidth > 0) {
       const sel = view.state.selected;

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from murano_widgets.tokens import bytes_text, token_bytes
+
 
 class _TokenStrings(weakref.WeakKeyDictionary):
     """Each tokenizer's decoded ids, kept across calls (a token id decodes alone to the same
@@ -44,7 +46,25 @@ def _decode_unique(tokenizer: Any, id_tensors: list[torch.Tensor]) -> dict[int, 
     elif missing:
         words = tokenizer.batch_decode([[i] for i in missing], clean_up_tokenization_spaces=False)
         known.update(zip(missing, words, strict=True))
+    for i in missing:
+        known[i] = _partial_as_bytes(tokenizer, i, known[i])
     return {i: known[i] for i in ids}
+
+
+def _partial_as_bytes(tokenizer: Any, token_id: int, text: str) -> str:
+    """A token that decodes to "\ufffd" because it holds part of a character: its bytes as
+    ``bytes_text`` writes them (``"<0xE6><0x97>"``), when the tokenizer says its bytes and they
+    are not valid UTF-8 on their own; else the decoded text as it is (a real "\ufffd" too)."""
+    if "\ufffd" not in text:
+        return text
+    raw = token_bytes(tokenizer, token_id)
+    if raw is None:
+        return text
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return bytes_text(raw)
+    return text
 
 
 def _known_strings(tokenizer: Any, backend: Any) -> dict[int, str]:

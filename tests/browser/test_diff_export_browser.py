@@ -155,7 +155,7 @@ def test_export_starts_in_the_widgets_state_in_dark_mode(offline_page, compariso
     assert state["prompt"] == 1 and state["metric"] == "kl"
     assert state["selected"] == {"prompt": 1, "layer_index": 1, "position": 2}
     assert page.input_value(".murano-diff-metric-select") == "kl"
-    assert page.text_content(".murano-diff-prompt-text") == "2 / 2"
+    assert page.text_content(".murano-diff-prompt-text") == "1 (0–1)"
     assert page.locator(".murano-diff-prompt-line").first.text_content() == "a: The cat is"
     # Dark: the page and the widget follow the system setting.
     background = page.evaluate(

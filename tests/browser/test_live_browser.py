@@ -202,7 +202,7 @@ def test_typing_a_prompt_runs_it_and_the_reply_shows_its_column(page, lens):
     assert after["text"] == f"Added “{ITALY}”."
     assert box.input_value() == "", "the box is emptied once the prompt is in"
     assert page.is_enabled(".murano-live-remove")
-    assert page.get_attribute(".murano-live-remove", "aria-label") == "Remove prompt 2"
+    assert page.get_attribute(".murano-live-remove", "aria-label") == "Remove prompt 1"
     page.click(".murano-live-remove")
     assert requests(page)[-1] == {
         "action": "remove_prompt",
@@ -217,9 +217,9 @@ def test_an_error_shows_one_line_that_can_be_dismissed(page, lens):
     wait_for_kernel(page)
     type_prompt(page, "   x")
     (sent,) = requests(page)
-    reply(page, "error", sent["id"], "ValueError: the prompt 'x' is too short: it needs 2 tokens")
+    reply(page, "error", sent["id"], "The prompt 'x' is too short: it needs 2 tokens.")
     shown = status(page)
-    assert shown["error"] == "ValueError: the prompt 'x' is too short: it needs 2 tokens"
+    assert shown["error"] == "The prompt 'x' is too short: it needs 2 tokens."
     assert shown["errorRole"] == "alert"
     assert not shown["running"], "never a spinner left behind"
     assert page.evaluate("() => document.querySelectorAll('.murano-live-error').length") == 1
@@ -434,11 +434,11 @@ def test_patch_a_cell_and_see_the_difference(page, model, lens):
     mount(page, live_state(result))
     wait_for_kernel(page)
     assert page.is_hidden(".murano-patch-control"), "nothing pinned"
-    # Pin layer 2, position 3 (" France") of prompt 1.
+    # Pin layer 2, position 3 (" France") of prompt 0.
     r = page.evaluate("() => window.debug.cellClientRect(2, 3)")
     page.mouse.click(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
     assert page.is_visible(".murano-patch-control")
-    assert page.inner_text(".murano-patch-where") == "prompt 1 · L2 · pos 3"
+    assert page.inner_text(".murano-patch-where") == "prompt 0 · L2 · pos 3"
     options = page.eval_on_selector_all(
         ".murano-patch-source option", "(os) => os.map((o) => o.value)"
     )
@@ -454,7 +454,7 @@ def test_patch_a_cell_and_see_the_difference(page, model, lens):
         "source": "zero",
         "id": sent["id"],
     }
-    assert "patched forward pass" in status(page)["text"]
+    assert status(page)["text"] == "Patching prompt 0: block 2's output at position 3, with zero…"
 
     comparison = patch_lens(model, FRANCE, layer=2, position=3, source="zero", answers=[" Paris"])
     meta, arrays = diff_payload(comparison)
@@ -475,7 +475,7 @@ def test_patch_a_cell_and_see_the_difference(page, model, lens):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.locator(".murano-root").screenshot(path=str(ARTIFACTS / "live-patch.png"))
     assert page.inner_text(".murano-patch-title") == (
-        "Prompt 1: block 2's output at position 3 (␣France) set to zero."
+        "Prompt 0: block 2's output at position 3 (␣France) set to zero."
     )
     # Said once: the diff inside the heatmap has no title, note or prompt lines of its own.
     panel = page.inner_text(".murano-patch")

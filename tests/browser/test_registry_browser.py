@@ -37,7 +37,7 @@ def test_the_layer_trait_is_a_model_layer(page):
     page.keyboard.press("ArrowLeft")
     bridge.sync()
     assert widget.layer == 5, "the slider sends the row's model layer"
-    assert page.get_attribute(LAYER, "aria-valuetext") == "layer 5, row 3 of 4"
+    assert page.get_attribute(LAYER, "aria-valuetext") == "layer 5, row 2 (0 to 3)"
     widget.layer = 3
     bridge.kernel_set("layer")
     bridge.wait_frames()

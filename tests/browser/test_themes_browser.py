@@ -215,7 +215,7 @@ window.mount = (state, debugName, detached = false) => {
     send(content) {
       const reply = content.action === "hello"
         ? { action: "hello", id: content.id, live: true }
-        : { action: "error", id: content.id, message: "ValueError: the error line, as the kernel words it" };
+        : { action: "error", id: content.id, message: "The error line, as the kernel words it." };
       setTimeout(() => (listeners.get("msg:custom") || new Set()).forEach((f) => f(reply)), 0);
     },
   };

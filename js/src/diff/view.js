@@ -12,7 +12,7 @@ import { charCount, isolateLtr, truncateText } from "../tokens.js";
 import { cellColour, diffPalette } from "./colour.js";
 import { alignmentHeadline, cellLabel, diffCell, readoutLine, tooltipContent } from "./details.js";
 import { decodeDiff, diffIndex, diffMetric } from "./payload.js";
-import { formatBits, formatChange } from "../format.js";
+import { formatBits, formatChange, indexReadout } from "../format.js";
 import { isDarkTheme, readTheme, watchTheme } from "../theme.js";
 import { h } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
@@ -280,7 +280,7 @@ export class DiffView {
     const diff = this.diff;
     if (!diff) return;
     this.promptInput.value = String(this.prompt);
-    this.promptText.textContent = `${this.prompt + 1} / ${diff.P}`;
+    this.promptText.textContent = indexReadout(this.prompt, diff.P);
     const a = diff.meta.prompts_a?.[this.prompt] ?? "";
     const b = diff.meta.prompts_b?.[this.prompt] ?? "";
     const lineA = h("div", "murano-diff-prompt-line", {}, `a: ${a}`);

@@ -9,7 +9,7 @@
  */
 
 import { decodeDiff } from "../diff/payload.js";
-import { formatProb } from "../format.js";
+import { formatProb, promptName } from "../format.js";
 import { kernelFreeModel } from "../local_model.js";
 import { rowLabel } from "../rows.js";
 import { clampIndex } from "../state.js";
@@ -51,7 +51,7 @@ export function patchTarget(data, selected) {
   if (data.sites && data.sites[row] !== "resid_post") {
     return { ok: false, reason: "A patch overwrites a block's output: pin a cell on a block-output row (not one after attention)." };
   }
-  const where = data.P > 1 ? `prompt ${selected.prompt + 1} · ` : "";
+  const where = data.P > 1 ? `${promptName(selected.prompt)} · ` : "";
   return { ok: true, prompt: selected.prompt, row, layer: data.layers[row], position, label: `${where}${rowLabel(data, row)} · pos ${position}` };
 }
 
@@ -64,7 +64,7 @@ export function patchTarget(data, selected) {
  */
 export function patchSources(prompts, prompt) {
   const others = prompts.flatMap((text, i) =>
-    i === prompt ? [] : [{ value: String(i), label: `prompt ${i + 1}: ${truncateText(displayToken(text, { spaces: false }), 40)}` }],
+    i === prompt ? [] : [{ value: String(i), label: `${promptName(i)}: ${truncateText(displayToken(text, { spaces: false }), 40)}` }],
   );
   return [...others, { value: "zero", label: "zero (ablate)" }, { value: "mean", label: "mean (ablate)" }];
 }
@@ -103,8 +103,8 @@ export function patchSummary(patch, prompts, token = null) {
       ? "set to zero"
       : patch.source === "mean"
         ? "set to its mean"
-        : `replaced by prompt ${patch.source + 1}'s${prompts[patch.source] !== undefined ? ` (${truncateText(displayToken(prompts[patch.source], { spaces: false }), 40)})` : ""}`;
-  const where = prompts.length > 1 ? `Prompt ${patch.prompt + 1}: block` : "Block";
+        : `replaced by ${promptName(patch.source)}'s${prompts[patch.source] !== undefined ? ` (${truncateText(displayToken(prompts[patch.source], { spaces: false }), 40)})` : ""}`;
+  const where = prompts.length > 1 ? `Prompt ${patch.prompt}: block` : "Block";
   const at = typeof token === "string" ? ` (${truncateText(displayToken(token), 24)})` : "";
   const title = `${where} ${patch.layer}'s output at position ${patch.position}${at} ${source}.`;
   /** @type {(label: string, token: unknown, clean: unknown, patched: unknown) => string[]} */

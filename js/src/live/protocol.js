@@ -16,7 +16,8 @@
  * a spinner behind, and a request with no reply after `REPLY_TIMEOUT_MS` says so.
  */
 
-import { displayToken, truncateText } from "../tokens.js";
+import { promptName } from "../format.js";
+import { quoteToken } from "../tokens.js";
 
 /** How long `hello` may take before the widget says there is no kernel. */
 export const HELLO_TIMEOUT_MS = 3000;
@@ -224,24 +225,35 @@ export function controlsShown(state) {
  */
 export function describeRequest(action, fields, phase) {
   const text = typeof fields.text === "string" ? fields.text : "";
-  const quoted = `“${truncateText(displayToken(text, { spaces: action === "track" || action === "untrack" }), 48)}”`;
+  const quoted = quoteToken(text, { spaces: action === "track" || action === "untrack" });
   const running = phase === "running";
   switch (action) {
     case "add_prompt":
       return running ? `Running the lens on ${quoted}…` : `Added ${quoted}.`;
     case "remove_prompt":
-      return running ? `Removing prompt ${Number(fields.index) + 1}…` : `Removed prompt ${Number(fields.index) + 1}.`;
+      return running ? `Removing ${promptName(Number(fields.index))}…` : `Removed ${promptName(Number(fields.index))}.`;
     case "track":
       return running ? `Tracking ${quoted}…` : `Tracking ${quoted}.`;
     case "untrack":
       return running ? `No longer tracking ${quoted}…` : `No longer tracking ${quoted}.`;
     case "patch":
-      return running ? "Running the patched forward pass…" : "Patched.";
+      return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
     default:
       return running ? "Working…" : "Done.";
   }
+}
+
+/**
+ * What a patch writes, in a status line: "prompt 1's output", "zero", "the mean".
+ * @param {unknown} source
+ */
+function patchWith(source) {
+  if (typeof source === "number" && Number.isInteger(source)) return `${promptName(source)}'s output`;
+  if (source === "zero") return "zero";
+  if (source === "mean") return "the mean";
+  return quoteToken(String(source));
 }
 
 /**

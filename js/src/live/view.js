@@ -14,7 +14,7 @@
 
 import { cellDetails } from "../details.js";
 import { DiffView } from "../diff/view.js";
-import { formatProb } from "../format.js";
+import { formatProb, promptName } from "../format.js";
 import { rowLabel } from "../rows.js";
 import { h } from "../shared/dom.js";
 import { displayToken, truncateText } from "../tokens.js";
@@ -418,8 +418,8 @@ export class LiveView {
     const hadFocus = removeButton.ownerDocument.activeElement === removeButton;
     removeButton.disabled = P < 2;
     if (hadFocus && removeButton.disabled) this.ui.promptInput.focus();
-    removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove prompt ${prompt + 1}`);
-    removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove prompt ${prompt + 1} from the widget`;
+    removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove ${promptName(prompt)}`);
+    removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove ${promptName(prompt)} from the widget`;
   }
 
   showChips() {

@@ -12,7 +12,7 @@
 
 import { answerAttribution, componentGrid, componentImage, formatLogit, nothingExplained, partColour } from "../attribution.js";
 import { textColourOn } from "../colour.js";
-import { niceCeil } from "../format.js";
+import { niceCeil, promptName } from "../format.js";
 import { cellRect, clampScroll, columnOf, columnX, computeLayout, hitTest, labelStride, positionAt, revealColumn, visibleColumns } from "../layout.js";
 import { context2d } from "../painter.js";
 import { rowLabel } from "../rows.js";
@@ -188,7 +188,7 @@ export class ComponentView {
     const prompt = view.state.prompt;
     this.ui.canvas.setAttribute(
       "aria-label",
-      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of prompt ${prompt + 1}, ` +
+      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of ${promptName(prompt)}, ` +
         `colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`,
     );
     if (this.revealPending && this.ui.scroller.clientWidth > 0) {

@@ -4,7 +4,7 @@
 import { colourLut, DIVERGING_STOPS, interpolateStops } from "../colour.js";
 import { h } from "../shared/dom.js";
 import { lensMenuText } from "../shared/lens_names.js";
-import { formatProb } from "../format.js";
+import { formatProb, indexReadout, indexSpoken, promptName } from "../format.js";
 import { cellDetails } from "../details.js";
 import { legendTicks, metricDomain, metricLabel, metricSpec, shortLabel } from "../metrics.js";
 import { rowLabel } from "../rows.js";
@@ -113,14 +113,14 @@ export function lensTitle(data) {
 export function showControls(ui, data, state) {
   const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
   promptInput.value = String(state.prompt);
-  promptOutput.textContent = `${state.prompt + 1} / ${data.P}`;
+  promptOutput.textContent = indexReadout(state.prompt, data.P);
   const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
   promptText.textContent = text;
   promptText.setAttribute("title", text);
-  promptInput.setAttribute("aria-valuetext", `prompt ${state.prompt + 1} of ${data.P}: ${truncateText(text, 80)}`);
+  promptInput.setAttribute("aria-valuetext", `prompt ${indexSpoken(state.prompt, data.P)}: ${truncateText(text, 80)}`);
   ui.layerUi.input.value = String(state.layer);
   ui.layerUi.output.textContent = rowLabel(data, state.layer);
-  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${state.layer + 1} of ${data.L}`);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${indexSpoken(state.layer, data.L)}`);
   const n = data.lengths[state.prompt];
   const shownLayers = new Set(data.layers).size;
   const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
@@ -128,7 +128,7 @@ export function showControls(ui, data, state) {
   ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
   ui.canvas.setAttribute(
     "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of prompt ${state.prompt + 1}. ` +
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of ${promptName(state.prompt)}. ` +
       "Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.",
   );
 }
@@ -238,7 +238,7 @@ export function showPin(ui, data, sel) {
   const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
   const d = cellDetails(data, sel.prompt, li, pos);
   const top = d.top[0];
-  const where = data.P > 1 ? `prompt ${sel.prompt + 1} · ` : "";
+  const where = data.P > 1 ? `${promptName(sel.prompt)} · ` : "";
   ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
   ui.pinEl.hidden = false;
 }
