@@ -63,6 +63,44 @@ class Lens(ABC):
         Called by the lens step before any model work; a lens that reads every layer checks
         nothing."""
 
+    def check_step(self, step: Any) -> None:  # noqa: B027 - most lenses run in every step
+        """Raises ``ValueError`` if the lens cannot run with ``step``'s options (a
+        :class:`~murano_widgets.LogitLens` whose own options are checked): a lens that runs the
+        model to read a state (:class:`~murano_widgets.PatchscopeLens`) refuses a remote trace.
+        Called at the end of the step's ``__init__``, before any model work."""
+
+    def logits(
+        self,
+        model: Any,
+        layer: int,
+        hidden: Any,
+        n_layers: int,
+        out: Any = None,
+        max_bytes: int | None = None,
+    ) -> Any:
+        """The lens's logits for states read at block ``layer``'s output: what the step's
+        chunk loop reduces to every cell's fields.
+
+        This default is :meth:`read` then the model's final norm and unembedding
+        (``model.unembed``). A lens that reads a state some other way (a Patchscope runs the
+        model on a target prompt with the state patched in) overrides it; every field of a
+        result then comes out of its logits as for any lens.
+
+        Args:
+            model: The model backend (outside any trace).
+            layer: The block whose output ``hidden`` is (a ``resid_mid`` row of block ``l``
+                is read as block ``l - 1``'s output).
+            hidden: ``[rows, d_model]``.
+            n_layers: The model's number of blocks.
+            out: A ``[rows, vocab]`` tensor to write the logits into, or ``None``.
+            max_bytes: About the memory the call may take beyond ``out`` (the step's
+                ``max_chunk_bytes``), or ``None`` for no bound.
+
+        Returns:
+            ``[rows, vocab]`` logits (``out`` when given).
+        """
+        return model.unembed(self.read(layer, hidden, n_layers), out=out)
+
     @abstractmethod
     def translate(self, layer: int, hidden: Any) -> Any:
         """Block ``layer``'s output ``hidden`` (``[..., d_model]``) as the final norm reads it."""
