@@ -133,11 +133,13 @@ def test_a_token_index_placeholder_and_the_last_occurrence(load_tiny, references
     last_one = len(reference.tokenizer("one two one")["input_ids"]) - 1
     assert last_one > 1
     assert PatchscopeLens(target, placeholder="one").target_tokens(model.tokenizer)[1] == last_one
-    lens = PatchscopeLens(target, placeholder=1, target_layer=-2)
-    result = run_logit_lens(model, PROMPTS, lens=lens, store_full_probs=True)
-    expected = reference.probs(PROMPTS[1], target, 1, target_layer=1)
-    real = result.attention_mask[1].bool()
-    assert_same_numbers(result.all_probs[:, 1][:, real], expected, "target_layer=-2")
+    # Index 0: no tokens before the placeholder, so each row runs the whole target prompt.
+    for index in (1, 0):
+        lens = PatchscopeLens(target, placeholder=index, target_layer=-2)
+        result = run_logit_lens(model, PROMPTS, lens=lens, store_full_probs=True)
+        expected = reference.probs(PROMPTS[1], target, index, target_layer=1)
+        real = result.attention_mask[1].bool()
+        assert_same_numbers(result.all_probs[:, 1][:, real], expected, f"placeholder={index}")
 
 
 def test_side_by_side_with_the_logit_lens(load_tiny):

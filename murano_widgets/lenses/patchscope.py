@@ -15,16 +15,19 @@ on a chunk of positions) to run the target prompt, so every field of a result (t
 KL to the model's own output in bits, ranks, targets, answers) comes out as for any lens, and it
 stands beside the other lenses (``lens={"logit": None, "patchscope": PatchscopeLens()}``).
 
-The cost: a cell is one pass of the target prompt through the blocks after the patched one
-(the patched block's output is the state itself, so nothing before it needs to run on it, but
-plain forward hooks run the whole target prompt, so each cell pays a full pass). Cells go in
-batches (the target prompt repeated, each row patched with another cell's state) cut to the
-step's memory budget, and the last block's output at the placeholder is unembedded with the
-model's own final norm, unembedding and logit transform.
+The cost: the target prompt's tokens before the placeholder are the same in every row and no
+patch reaches them (attention is causal), so they run once per call and their keys and values
+are kept; a cell is then one pass of the placeholder (and any tokens after it) through every
+block, attending to that cache. Cells go in batches (the target prompt's rest repeated, each row
+patched through a forward hook on the patched block) cut to the step's memory budget; a hook on
+the last block takes the placeholder's state and stops the pass, and the model's own final
+norm, unembedding and logit transform make the logits. A placeholder at the target prompt's
+first token, or a model without a key/value cache, runs the whole prompt per row.
 """
 
 from __future__ import annotations
 
+import copy
 import numbers
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -263,11 +266,13 @@ class PatchscopeLens(Lens):
         """Each row of ``hidden`` (block ``layer``'s output at some cell) patched into the target
         prompt, and the model's logits at the placeholder: ``[rows, vocab]``.
 
-        Rows go through the target prompt in batches of as many as ``max_bytes`` allows (at
-        least one), one forward pass of the plain Hugging Face model each, with forward hooks
-        on two decoder blocks: the target block's replaces its output at the placeholder, the
-        last block's takes its output there and stops the pass; the model's own final norm,
-        unembedding and logit transform (``model.unembed``) make the logits.
+        The target prompt's tokens before the placeholder run once (their key/value cache is
+        copied into each batch); rows go through the rest in batches of as many as
+        ``max_bytes`` allows (at least one), one forward pass of the plain Hugging Face model
+        each, with forward hooks on two decoder blocks: the target block's replaces its output
+        at the placeholder, the last block's takes its output there and stops the pass; the
+        model's own final norm, unembedding and logit transform (``model.unembed``) make the
+        logits.
         """
         last = n_layers - 1
         target = self._target_layer(n_layers)
@@ -278,24 +283,65 @@ class PatchscopeLens(Lens):
             return model.unembed(hidden, out=out)
         ids, position = self.target_tokens(model.tokenizer)
         rows = int(hidden.shape[0])
-        per_row = _row_bytes(model.config, len(ids), int(hidden.shape[-1]), hidden.element_size())
-        batch = rows if max_bytes is None else max(1, min(rows, int(max_bytes) // per_row))
-        read = hidden.new_empty(hidden.shape)
+        accepted = model.forward_kwargs
         with torch.inference_mode():
+            # The target prompt's tokens before the placeholder are the same in every row and
+            # no patch reaches them (attention is causal): run them once, keep their keys and
+            # values, and run only the placeholder and what follows it per row.
+            prefix = None
+            if position > 0 and {"past_key_values", "use_cache"} <= accepted:
+                prefix = _prefix_cache(model, ids[:position])
+                ids, position = ids[position:], 0
+            per_row = _row_bytes(
+                model.config, len(ids), len(ids) + (0 if prefix is None else len(prefix)), hidden
+            )
+            batch = rows if max_bytes is None else max(1, min(rows, int(max_bytes) // per_row))
+            read = hidden.new_empty(hidden.shape)
             for start in range(0, rows, batch):
                 stop = min(rows, start + batch)
                 read[start:stop] = run_patched(
-                    model, ids, position, target, hidden[start:stop], last
+                    model, ids, position, target, hidden[start:stop], last, prefix
                 )
         return model.unembed(read, out=out)
 
 
+class _Prefix:
+    """The target prompt's tokens before the placeholder, run once: their key/value cache."""
+
+    def __init__(self, cache: Any, length: int) -> None:
+        self.cache = cache
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def for_rows(self, rows: int) -> Any:
+        """A fresh copy of the cache for a batch of ``rows`` (a pass appends to its cache)."""
+        cache = copy.deepcopy(self.cache)
+        cache.batch_repeat_interleave(rows)
+        return cache
+
+
+def _prefix_cache(model: Any, ids: list[int]) -> _Prefix:
+    kwargs = {"logits_to_keep": 1} if "logits_to_keep" in model.forward_kwargs else {}
+    input_ids = torch.tensor([ids], device=model.device)
+    output = model._hf_model(input_ids=input_ids, use_cache=True, **kwargs)
+    return _Prefix(output.past_key_values, len(ids))
+
+
 def run_patched(
-    model: Any, ids: list[int], position: int, block: int, states: torch.Tensor, read_at: int
+    model: Any,
+    ids: list[int],
+    position: int,
+    block: int,
+    states: torch.Tensor,
+    read_at: int,
+    prefix: _Prefix | None = None,
 ) -> torch.Tensor:
     """One forward pass of the target prompt ``ids`` repeated once per row of ``states``, row
     ``i``'s block ``block`` output at ``position`` replaced by ``states[i]``: block ``read_at``'s
-    output at ``position`` (``[rows, d_model]``), the pass stopped there.
+    output at ``position`` (``[rows, d_model]``), the pass stopped there. With ``prefix``,
+    ``ids`` continue the tokens whose key/value cache it holds.
 
     Plain torch forward hooks on the model's decoder blocks (removed afterwards), outside any
     nnsight trace.
@@ -317,9 +363,14 @@ def run_patched(
     hooks: list[tuple[int, Callable[..., Any]]] = [(block, patch), (read_at, take)]
     if block == read_at:  # pragma: no cover - the callers read the last block, patch before it
         raise ValueError("the patched block must come before the block read")
+    rows = len(states)
+    kwargs: dict[str, Any] = {}
+    if prefix is not None:
+        kwargs = {"past_key_values": prefix.for_rows(rows), "use_cache": True}
+    elif "use_cache" in model.forward_kwargs:
+        kwargs = {"use_cache": False}
+    input_ids = torch.tensor([ids], device=model.device).repeat(rows, 1)
     handles = [blocks[index].register_forward_hook(hook) for index, hook in hooks]
-    input_ids = torch.tensor([ids], device=model.device).repeat(len(states), 1)
-    kwargs = {"use_cache": False} if "use_cache" in model.forward_kwargs else {}
     try:
         hf_model(input_ids=input_ids, **kwargs)
     except _Stopped:
@@ -332,14 +383,18 @@ def run_patched(
     return taken[0].to(states.device, states.dtype)
 
 
-def _row_bytes(config: Any, length: int, width: int, element: int) -> int:
+def _row_bytes(config: Any, length: int, context: int, hidden: torch.Tensor) -> int:
     """About the peak memory one row of a target-prompt pass takes: a block's activations
     (the residual stream and its copies, the MLP's hidden layer, one attention matrix per
-    head) over the target prompt's ``length`` tokens."""
+    head) over the ``length`` tokens run, attending to ``context`` tokens, and every layer's
+    keys and values over those."""
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    width = int(hidden.shape[-1])
     ff = getattr(text, "intermediate_size", None) or getattr(text, "n_inner", None) or 4 * width
     heads = getattr(text, "num_attention_heads", None) or 1
-    return max(1, element * length * (2 * int(ff) + 8 * width + int(heads) * length))
+    layers = getattr(text, "num_hidden_layers", None) or 1
+    activations = length * (2 * int(ff) + 8 * width + int(heads) * context)
+    return max(1, hidden.element_size() * (activations + 2 * int(layers) * context * width))
 
 
 def _is_int(value: Any) -> bool:
