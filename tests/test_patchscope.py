@@ -253,3 +253,46 @@ def test_equals_nnterps_patchscope_lens(load_tiny):
     )  # [prompts, layers, vocab], the last token of each source prompt
     last = int(result.attention_mask[0].sum()) - 1
     assert_same_numbers(result.all_probs[:-1, 0, last], theirs[0], "nnterp's patchscope_lens")
+
+
+def test_describe_a_cell_is_transformers_greedy_generation_from_the_patched_prompt(
+    load_tiny, references
+):
+    model = load_tiny("llama")
+    reference = references("llama")
+    lens = PatchscopeLens()
+    text = lens.describe(model, PROMPTS[0], layer=1, position=2, max_new_tokens=4)
+    # Reference: transformers' own greedy generate, the block output patched on the prompt's pass.
+    tokenizer, hf = reference.tokenizer, reference.model
+    outputs = []
+    hook = reference.blocks[1].register_forward_hook(
+        lambda _m, _i, out: outputs.append(_first(out))
+    )
+    with torch.no_grad():
+        hf(**tokenizer(PROMPTS[0], return_tensors="pt", return_token_type_ids=False))
+    hook.remove()
+    state = outputs[0][0, 2]
+    target = tokenizer(IDENTITY_PROMPT, return_tensors="pt", return_token_type_ids=False)
+    length = target["input_ids"].shape[1]
+
+    def swap(_m, _i, out):
+        hidden = _first(out)
+        if hidden.shape[1] != length:  # the generated tokens' passes run as they are
+            return None
+        hidden = hidden.clone()
+        hidden[0, length - 1] = state
+        return (hidden, *out[1:]) if isinstance(out, tuple) else hidden
+
+    hook = reference.blocks[1].register_forward_hook(swap)
+    try:
+        with torch.no_grad():
+            ids = hf.generate(**target, max_new_tokens=4, do_sample=False)
+    finally:
+        hook.remove()
+    assert text == tokenizer.decode(ids[0, length:])
+    with pytest.raises(ValueError, match="layer"):
+        lens.describe(model, PROMPTS[0], layer=model.n_layers)
+    with pytest.raises(ValueError, match="position"):
+        lens.describe(model, PROMPTS[0], layer=0, position=999)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        lens.describe(model, PROMPTS[0], layer=0, max_new_tokens=0)

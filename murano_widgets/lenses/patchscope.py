@@ -304,6 +304,75 @@ class PatchscopeLens(Lens):
                 )
         return model.unembed(read, out=out)
 
+    def describe(
+        self, model: Any, prompt: str, layer: int, position: int = -1, max_new_tokens: int = 8
+    ) -> str:
+        """A cell described in a few words, SelfIE-style: block ``layer``'s output at
+        ``position`` of ``prompt`` patched into the target prompt (at the placeholder, block
+        ``target_layer``'s output, or ``layer``'s), then ``max_new_tokens`` tokens generated
+        greedily after the target prompt (fewer if the model ends its text).
+
+        Args:
+            model: The model (a :class:`~murano_widgets.MuranoModel`).
+            prompt: The source prompt (tokenized as the step tokenizes a prompt).
+            layer: The block whose output is read (negative counts from the end).
+            position: The token of ``prompt`` (negative counts from the end).
+            max_new_tokens: How many tokens to generate, at least 1.
+
+        Returns:
+            The generated text.
+
+        Raises:
+            TypeError, ValueError: Before any model work, for a model the lens does not fit
+                (:meth:`check`), an empty prompt, or a layer, position or ``max_new_tokens``
+                out of range.
+        """
+        from murano_widgets._checks import check_int
+        from murano_widgets.types import validate_prompts
+
+        self.check(model)
+        prompt = validate_prompts([prompt], "prompt")[0]
+        n_layers = int(model.n_layers)
+        check_int("layer", layer, -n_layers, n_layers - 1, "the model's last layer")
+        check_int("max_new_tokens", max_new_tokens, 1, None, None)
+        source = [int(i) for i in model.tokenizer(prompt, return_token_type_ids=False)["input_ids"]]
+        check_int("position", position, -len(source), len(source) - 1, "the prompt's last token")
+        layer, position = layer % n_layers, position % len(source)
+        target_layer = self._target_layer(n_layers)
+        target = layer if target_layer is None else target_layer
+        ids, placeholder = self.target_tokens(model.tokenizer)
+        hf_model, blocks = model._hf_model, model._blocks
+        eos = getattr(model.tokenizer, "eos_token_id", None)
+        with torch.inference_mode():
+            inputs = {"input_ids": torch.tensor([source], device=model.device)}
+            state = model.block_outputs(inputs, [layer])[layer][0, position]
+
+            def patch(_module: Any, _args: Any, output: Any) -> Any:
+                hidden = output[0] if isinstance(output, tuple) else output
+                hidden = hidden.clone()
+                hidden[0, placeholder] = state.to(hidden.device, hidden.dtype)
+                return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+            handle = blocks[target].register_forward_hook(patch)
+            try:
+                output = hf_model(
+                    input_ids=torch.tensor([ids], device=model.device), use_cache=True
+                )
+            finally:
+                handle.remove()
+            new: list[int] = []
+            while True:
+                token = int(output.logits[0, -1].argmax())
+                new.append(token)
+                if len(new) == max_new_tokens or token == eos:
+                    break
+                output = hf_model(
+                    input_ids=torch.tensor([[token]], device=model.device),
+                    past_key_values=output.past_key_values,
+                    use_cache=True,
+                )
+        return str(model.tokenizer.decode(new))
+
 
 class _Prefix:
     """The target prompt's tokens before the placeholder, run once: their key/value cache."""
