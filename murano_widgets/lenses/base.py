@@ -9,7 +9,9 @@ this package or outside it) needs no change anywhere else.
 To add a lens kind: subclass :class:`Lens`, set ``kind`` (a short id recorded in results and
 provenance) and ``title`` (what the widget, the plot and the export call it), implement
 :meth:`Lens.translate` (and :meth:`Lens.check` when the lens was made for one model), and pass an
-instance as ``lens=``.
+instance as ``lens=``. A lens that reads a state some other way than the final norm and the
+unembedding (the Patchscope runs the model) overrides :meth:`Lens.logits`, and refuses the step
+options it cannot run with in :meth:`Lens.check_step`.
 
 Several lenses side by side go by name, ``lens={"logit": None, "tuned": tuned}``
 (:func:`named_lenses` checks them): one trace for all, and every view shows each.

@@ -250,7 +250,7 @@ class PatchscopeLens(Lens):
         raise ValueError(
             "a PatchscopeLens has no translation of a state for the final norm: it reads a "
             "state by running the model (PatchscopeLens.logits). It runs in LogitLens, "
-            "run_logit_lens, show_logit_lens, lens_dataset and lens_agreement; not in "
+            "run_logit_lens, show_logit_lens, LiveSession, lens_dataset and lens_agreement; not in "
             "compare_lenses, patch_lens or direct logit attribution"
         )
 
