@@ -26,6 +26,7 @@ from murano_widgets.demo_model import (
 )
 from murano_widgets.lenses import Lens
 from murano_widgets.lenses.jacobian import JacobianLens
+from murano_widgets.lenses.patchscope import PatchscopeLens
 from murano_widgets.lenses.tuned import TunedLens
 from murano_widgets.live import LiveSession
 from murano_widgets.metrics import METRICS, Metric
@@ -62,6 +63,7 @@ __all__ = [
     "Node",
     "Patch",
     "PatchComparison",
+    "PatchscopeLens",
     "PromptBatch",
     "Results",
     "Step",

@@ -9,7 +9,9 @@ this package or outside it) needs no change anywhere else.
 To add a lens kind: subclass :class:`Lens`, set ``kind`` (a short id recorded in results and
 provenance) and ``title`` (what the widget, the plot and the export call it), implement
 :meth:`Lens.translate` (and :meth:`Lens.check` when the lens was made for one model), and pass an
-instance as ``lens=``.
+instance as ``lens=``. A lens that reads a state some other way than the final norm and the
+unembedding (the Patchscope runs the model) overrides :meth:`Lens.logits`, and refuses the step
+options it cannot run with in :meth:`Lens.check_step`.
 
 Several lenses side by side go by name, ``lens={"logit": None, "tuned": tuned}``
 (:func:`named_lenses` checks them): one trace for all, and every view shows each.
@@ -62,6 +64,44 @@ class Lens(ABC):
         model of ``n_layers``; the last is read as it is): a lens fitted for some layers only.
         Called by the lens step before any model work; a lens that reads every layer checks
         nothing."""
+
+    def check_step(self, step: Any) -> None:  # noqa: B027 - most lenses run in every step
+        """Raises ``ValueError`` if the lens cannot run with ``step``'s options (a
+        :class:`~murano_widgets.LogitLens` whose own options are checked): a lens that runs the
+        model to read a state (:class:`~murano_widgets.PatchscopeLens`) refuses a remote trace.
+        Called at the end of the step's ``__init__``, before any model work."""
+
+    def logits(
+        self,
+        model: Any,
+        layer: int,
+        hidden: Any,
+        n_layers: int,
+        out: Any = None,
+        max_bytes: int | None = None,
+    ) -> Any:
+        """The lens's logits for states read at block ``layer``'s output: what the step's
+        chunk loop reduces to every cell's fields.
+
+        This default is :meth:`read` then the model's final norm and unembedding
+        (``model.unembed``). A lens that reads a state some other way (a Patchscope runs the
+        model on a target prompt with the state patched in) overrides it; every field of a
+        result then comes out of its logits as for any lens.
+
+        Args:
+            model: The model backend (outside any trace).
+            layer: The block whose output ``hidden`` is (a ``resid_mid`` row of block ``l``
+                is read as block ``l - 1``'s output).
+            hidden: ``[rows, d_model]``.
+            n_layers: The model's number of blocks.
+            out: A ``[rows, vocab]`` tensor to write the logits into, or ``None``.
+            max_bytes: About the memory the call may take beyond ``out`` (the step's
+                ``max_chunk_bytes``), or ``None`` for no bound.
+
+        Returns:
+            ``[rows, vocab]`` logits (``out`` when given).
+        """
+        return model.unembed(self.read(layer, hidden, n_layers), out=out)
 
     @abstractmethod
     def translate(self, layer: int, hidden: Any) -> Any:

@@ -1,7 +1,8 @@
 """The chunk loop: saved block outputs reduced after the trace, chunk by chunk of positions.
 
 Per chunk of real (non-padded) positions and per layer, each lens's translation, the final norm
-and the unembedding turn the saved outputs into logits that are reduced at once
+and the unembedding (:meth:`~murano_widgets.Lens.logits`, which a Patchscope overrides to run
+the model) turn the saved outputs into logits that are reduced at once
 (:func:`~murano_widgets.step.reductions.reduce_lenses`). Peak extra memory is one chunk's
 logits (a few times ``max_chunk_bytes``) whatever the number of layers, prompts or tokens.
 """
@@ -15,6 +16,7 @@ import torch
 
 from murano_widgets._memory import Need
 from murano_widgets.attribution.direct import read_row
+from murano_widgets.lenses import Lens
 from murano_widgets.metrics import REDUCED_FIELDS
 from murano_widgets.step.inputs import InputPlan
 from murano_widgets.step.reductions import (
@@ -160,13 +162,22 @@ class ChunkLoop(StepTrace):
                 if plan.tracked is not None:
                     tracked = plan.tracked.rows(chunk.start, chunk.stop).to(rows.device)
 
-                def logits_of(k: int, layer: int | Node, rows: torch.Tensor = rows) -> torch.Tensor:
-                    role = f"logits{k}" if between else "logits"
-                    out = buffers.get(role, len(rows), vocab_size, hidden[layer].device)
-                    states = read_row(
-                        lenses[k], layer, hidden[layer].index_select(0, rows), last + 1
+                def logits_of(
+                    k: int,
+                    layer: int | Node,
+                    rows: torch.Tensor = rows,
+                    out: torch.Tensor | None = None,
+                ) -> torch.Tensor:
+                    if out is None:
+                        role = f"logits{k}" if between else "logits"
+                        out = buffers.get(role, len(rows), vocab_size, hidden[layer].device)
+                    states = hidden[layer].index_select(0, rows)
+                    if isinstance(layer, Node):
+                        states = read_row(lenses[k], layer, states, last + 1)
+                        return model.unembed(states, out=out)
+                    return lenses[k].logits(
+                        model, layer, states, last + 1, out=out, max_bytes=self.max_chunk_bytes
                     )
-                    return model.unembed(states, out=out)
 
                 def logits_of_layers(
                     k: int, layers: Sequence[Any], rows: torch.Tensor = rows
@@ -174,6 +185,12 @@ class ChunkLoop(StepTrace):
                     # Each layer's logits as logits_of gives them, one block of rows each.
                     n = len(rows)
                     out = buffers.get("logits", n * len(layers), vocab_size, rows.device)
+                    if type(lenses[k]).logits is not Lens.logits:
+                        # A lens that makes its own logits (a Patchscope runs the model):
+                        # one layer at a time, each into its block of rows.
+                        for g, layer in enumerate(layers):
+                            logits_of(k, layer, rows, out[g * n : (g + 1) * n])
+                        return out
                     states = [
                         read_row(lenses[k], layer, hidden[layer].index_select(0, rows), last + 1)
                         for layer in layers

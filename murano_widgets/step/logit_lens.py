@@ -215,6 +215,9 @@ class LogitLens(StepRun):
         if self.decompose or RESID_MID in self.sites:
             wanted = "decompose=True" if self.decompose else "sites=('resid_mid', ...)"
             self.block_model = block_backend(model, wanted)
+        # Last, with every option set: a lens that cannot run with them says so now.
+        for each in self.lenses.values():
+            each.check_step(self)
         if self.remote:
             # Last, after the arguments: an nnsight that NDIF's server refuses (0.7, which
             # nnterp 1.3 needs) is one clear error now, not an HTTP error from the server.
