@@ -23,6 +23,7 @@ from murano_widgets.demo_model import (
     load_demo_model,
     load_demo_tuned_lens,
 )
+from murano_widgets.groups import TokenGroup
 from murano_widgets.lenses import Lens
 from murano_widgets.lenses.jacobian import JacobianLens
 from murano_widgets.lenses.tuned import TunedLens
@@ -63,6 +64,7 @@ __all__ = [
     "PromptBatch",
     "Results",
     "Step",
+    "TokenGroup",
     "TunedLens",
     "UnsupportedModelError",
     "compare",
