@@ -266,3 +266,71 @@ def test_no_groups_no_foils_no_new_fields(load_tiny):
     result = run_logit_lens(load_tiny("gpt2"), PROMPTS, answers=[" Paris", " four", " Bob"])
     assert result.group_probs is None and result.group_names is None
     assert result.logit_diff is None
+
+
+def test_group_summary_against_pandas_on_the_per_prompt_numbers(load_tiny):
+    import pandas as pd
+
+    from murano_widgets import group_summary
+
+    model = load_tiny("gpt2")
+    prompts = [*PROMPTS, "Monday Tuesday", "The capital of France is", "seven eight nine"]
+    result = run_logit_lens(
+        model, prompts, groups={"paris": "Paris", "one": [" one"] * 6}, positions="last"
+    )
+    table = group_summary(result, ci=0.9, n_boot=200, seed=3)
+    # Each prompt's numbers at its last real token, read from the full grid by position.
+    n = len(prompts)
+    for g, name in enumerate(["paris", "one", "entropy"]):
+        per_prompt = pd.DataFrame(
+            {
+                p: (
+                    result.entropy[:, p, result.attention_mask[p].nonzero()[-1, 0]]
+                    if name == "entropy"
+                    else result.group_probs[:, p, result.attention_mask[p].nonzero()[-1, 0], g]
+                ).numpy()
+                for p in range(n)
+            }
+        ).T  # one row per prompt, one column per layer
+        np.testing.assert_allclose(table[f"{name}_mean"], per_prompt.mean(), rtol=1e-6)
+        rng = np.random.default_rng(3)
+        boots = pd.DataFrame(
+            [per_prompt.iloc[rng.integers(0, n, size=n, dtype=np.int32)].mean() for _ in range(200)]
+        )
+        np.testing.assert_allclose(table[f"{name}_ci_low"], boots.quantile(0.05), rtol=1e-6)
+        np.testing.assert_allclose(table[f"{name}_ci_high"], boots.quantile(0.95), rtol=1e-6)
+    assert list(table["layer"]) == result.layers
+
+
+def test_plot_groups_draws_each_group_and_the_entropy(load_tiny):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from murano_widgets import plot_groups
+
+    result = run_logit_lens(
+        load_tiny("gpt2"), PROMPTS, groups={"paris": "Paris", "bob": "Bob"}, positions="last"
+    )
+    ax = plot_groups(result, entropy=True, n_boot=50)
+    assert [line.get_label() for line in ax.get_lines()] == ["paris", "bob"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["paris", "bob", "entropy"]
+    with pytest.raises(ValueError, match="some of this result's groups"):
+        plot_groups(result, ["nope"])
+    with pytest.raises(ValueError, match="no token groups"):
+        plot_groups(run_logit_lens(load_tiny("gpt2"), PROMPTS, positions="last"))
+
+
+def test_translation_prompts_are_wendlers_few_shot_prompts():
+    from murano_widgets import translation_prompts
+
+    pairs = [("fleur", "花"), ("chat", "猫"), ("livre", "书"), ("eau", "水")]
+    prompts = translation_prompts(pairs, shots=2, seed=1)
+    assert len(prompts) == 4
+    for (word, _), prompt in zip(pairs, prompts, strict=True):
+        lines = prompt.split("\n")
+        assert len(lines) == 3 and lines[-1] == f'Français: "{word}" - 中文: "'
+        for line in lines[:-1]:
+            shown = re.fullmatch(r'Français: "(.+)" - 中文: "(.+)"', line)
+            assert shown and tuple(shown.groups()) in pairs and shown.group(1) != word
+    with pytest.raises(ValueError, match="shots must be"):
+        translation_prompts(pairs, shots=4)
