@@ -14,7 +14,7 @@ from tiny_models import build_tokenizer
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-from murano_widgets import TokenGroup, run_logit_lens
+from murano_widgets import Lens, TokenGroup, run_logit_lens
 from murano_widgets.groups import byte_characters
 from murano_widgets.step.groups import PromptRows
 from murano_widgets.step.reductions import Tracked, reduce_logits
@@ -334,3 +334,74 @@ def test_translation_prompts_are_wendlers_few_shot_prompts():
             assert shown and tuple(shown.groups()) in pairs and shown.group(1) != word
     with pytest.raises(ValueError, match="shots must be"):
         translation_prompts(pairs, shots=4)
+
+
+class Shift(Lens):
+    """Every block output but the last moved by a fixed vector (as tests/test_lenses.py's)."""
+
+    kind = "shift"
+    title = "Shift lens"
+
+    def translate(self, layer, hidden):
+        return hidden + torch.linspace(-2.0, 2.0, hidden.shape[-1]).to(hidden.dtype)
+
+
+FOIL_RUN = {"answers": [" Paris", " four", " Bob"], "foils": [" Rome", " five", None]}
+
+
+def test_the_logit_difference_reaches_the_heatmap_payload_only_with_foils(load_tiny):
+    from murano_widgets.payload.lens import LensPayload, decode_sections
+
+    model = load_tiny("gpt2")
+    with_foils = run_logit_lens(model, PROMPTS, **FOIL_RUN)
+    payload = LensPayload.from_result(with_foils)
+    entry = next(m for m in payload.meta["metrics"] if m["name"] == "logit_diff")
+    assert entry["available"] and entry["unit"] == "logit" and entry["reduced"]
+    values = decode_sections(payload.meta, payload.sections(["logit_diff"]))["logit_diff"]
+    mask = with_foils.attention_mask.bool()
+    expected = with_foils.logit_diff[:, mask].numpy()
+    np.testing.assert_array_equal(np.isnan(values), np.isnan(expected))
+    np.testing.assert_allclose(values[~np.isnan(values)], expected[~np.isnan(expected)])
+    low, high = entry["domain"]
+    assert low == -high and high >= np.nanmax(np.abs(expected))
+    # Without foils the metric is not there at all: the payload is what it was before.
+    plain = LensPayload.from_result(run_logit_lens(model, PROMPTS, answers=FOIL_RUN["answers"]))
+    assert "logit_diff" not in {m["name"] for m in plain.meta["metrics"]}
+    assert "logit_diff" not in plain.meta["sections"]
+
+
+def test_the_logit_difference_reaches_the_diff_and_a_data_set(load_tiny):
+    from murano_widgets import compare, lens_dataset
+    from murano_widgets.payload.diff import diff_payload
+
+    model = load_tiny("gpt2")
+    a = run_logit_lens(model, PROMPTS, **FOIL_RUN)
+    b = run_logit_lens(model, PROMPTS, lens=Shift(), **FOIL_RUN)
+    comparison = compare(a, b)
+    change = comparison.metric_deltas["delta_logit_diff"]
+    mask = a.attention_mask.bool()
+    expected = (b.logit_diff - a.logit_diff)[:, mask]
+    assert bool((expected[:-1].nan_to_num(0) != 0).any())  # the shift moved the logits
+    torch.testing.assert_close(change[:, mask], expected, equal_nan=True)
+    meta, _ = diff_payload(comparison)
+    assert "delta_logit_diff" in {m["name"] for m in meta["metrics"]}
+    meta, _ = diff_payload(compare(run_logit_lens(model, PROMPTS), run_logit_lens(model, PROMPTS)))
+    assert "delta_logit_diff" not in {m["name"] for m in meta["metrics"]}
+
+    data = lens_dataset(
+        model,
+        PROMPTS,
+        FOIL_RUN["answers"],
+        foils=FOIL_RUN["foils"],
+        decompose=True,
+        progress=False,
+    )
+    last = [int(a.positions(p)[-1]) for p in range(len(PROMPTS))]
+    expected = a.logit_diff[:, torch.arange(len(PROMPTS)), last].numpy()
+    np.testing.assert_allclose(data.logit_diff, expected, rtol=1e-5, atol=1e-5, equal_nan=True)
+    summary = data.summary(n_boot=50)
+    np.testing.assert_allclose(
+        summary["logit_diff_mean"], np.nanmean(expected, axis=1), rtol=1e-5, atol=1e-6
+    )
+    without = lens_dataset(model, PROMPTS, FOIL_RUN["answers"], progress=False)
+    assert "logit_diff" not in without.fields

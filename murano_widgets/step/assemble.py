@@ -145,7 +145,9 @@ class StepRun(ChunkLoop):
             input_words_ids = input_ids.masked_fill(~mask, -1)
             # Keyed by field name at run time, so typed as keyword arguments of any field.
             reduced_fields: dict[str, Any] = {
-                key: padded(real[key], missing_value(SECTIONS[key])) for key in REDUCED_FIELDS
+                key: padded(real[key], missing_value(SECTIONS[key]))
+                for key in REDUCED_FIELDS
+                if key in real  # logit_diff: with foils only
             }
             decomposed_fields: dict[str, Any] = (
                 {} if decomposed is None else _decomposed_fields(decomposed[k], padded, self, foils)
@@ -217,14 +219,12 @@ def _track_groups_and_pairs(
 
 
 def _group_fields(real: dict[str, torch.Tensor], groups: GroupPlan | None, padded: Any) -> dict:
-    """The result's group and logit-difference fields, from the reduced rows."""
+    """The result's group fields, from the reduced rows."""
     out: dict[str, Any] = {}
     if groups is not None:
         out["group_names"] = list(groups.names)
         out["group_token_ids"] = [[list(ids) for ids in each] for each in groups.token_ids]
         out["group_probs"] = padded(real["group_probs"], float("nan"))
-    if "logit_diff" in real:
-        out["logit_diff"] = padded(real["logit_diff"], float("nan"))
     return out
 
 
