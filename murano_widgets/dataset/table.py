@@ -51,15 +51,12 @@ __all__ = [
 METRIC_FIELDS: tuple[str, ...] = tuple(m.field for m in METRICS.values() if m.reduced)
 
 
-def fields_for(foils: bool) -> tuple[str, ...]:
-    """The metric fields a run keeps: every reduced metric's, less those that need what the
-    run was not given (``logit_diff`` without foils), so that a run without them keeps (and
-    fingerprints, and saves) what it kept before they were added."""
-    return tuple(
-        m.field
-        for m in METRICS.values()
-        if m.reduced and (not m.needs or (foils and m.needs == "foils"))
-    )
+def fields_for(fields: tuple[str, ...], foils: bool) -> tuple[str, ...]:
+    """The metric fields of ``fields`` a run keeps: those of metrics that need what the run was
+    not given (``logit_diff`` without foils) left out, so that a run without foils keeps (and
+    fingerprints, and saves) what it kept before the logit difference was added."""
+    needs = {m.field: m.needs for m in METRICS.values() if m.reduced}
+    return tuple(f for f in fields if not needs.get(f) or (foils and needs[f] == "foils"))
 
 
 #: The metric fields of files written before they were derived from the registry.
