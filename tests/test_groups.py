@@ -405,3 +405,30 @@ def test_the_logit_difference_reaches_the_diff_and_a_data_set(load_tiny):
     )
     without = lens_dataset(model, PROMPTS, FOIL_RUN["answers"], progress=False)
     assert "logit_diff" not in without.fields
+
+
+def test_groups_side_by_side_and_joined_are_one_call(load_tiny):
+    from murano_widgets.results.combine import concat_results, select_prompts
+
+    model = load_tiny("gpt2")
+    groups = {"paris": "Paris", "each": ["Paris", "four", "Bob"]}
+    alone = run_logit_lens(model, PROMPTS, groups=groups, lens=Shift(), **FOIL_RUN)
+    both = run_logit_lens(
+        model, PROMPTS, groups=groups, lens={"logit": None, "shift": Shift()}, **FOIL_RUN
+    )
+    for field in ("group_probs", "logit_diff"):
+        torch.testing.assert_close(
+            getattr(both["shift"], field), getattr(alone, field), equal_nan=True
+        )
+    assert both["shift"].group_token_ids == alone.group_token_ids
+    tokenizer = model.tokenizer
+    first = run_logit_lens(model, PROMPTS[:1], groups={"paris": "Paris", "each": ["Paris"]})
+    rest = run_logit_lens(model, PROMPTS[1:], groups={"paris": "Paris", "each": ["four", "Bob"]})
+    joined = concat_results(
+        [first, rest], padding_side=tokenizer.padding_side, pad_id=tokenizer.pad_token_id
+    )
+    whole = run_logit_lens(model, PROMPTS, groups=groups)
+    torch.testing.assert_close(joined.group_probs, whole.group_probs, equal_nan=True)
+    assert joined.group_token_ids == whole.group_token_ids
+    picked = select_prompts(whole, [2], padding_side=tokenizer.padding_side)
+    assert picked.group_token_ids == [whole.group_token_ids[2]]

@@ -190,7 +190,7 @@ def translation_prompts(
     prompts = []
     for index, (word, _) in enumerate(pairs):
         others = [k for k in range(len(pairs)) if k != index]
-        picked = rng.choice(others, size=shots, replace=False) if shots else []
+        picked: Any = rng.choice(others, size=shots, replace=False) if shots else []
         lines = [f'{source}: "{pairs[k][0]}" - {target}: "{pairs[k][1]}"' for k in picked]
         lines.append(f'{source}: "{word}" - {target}: "')
         prompts.append("\n".join(lines))
