@@ -17,6 +17,7 @@ from murano_widgets.backends.self_check import LensSelfCheckError
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
 from murano_widgets.comparison.patching import Patch, PatchComparison, patch_lens
 from murano_widgets.dataset.agreement import LensAgreement, lens_agreement
+from murano_widgets.dataset.groups import group_summary, plot_groups, translation_prompts
 from murano_widgets.dataset.lens_dataset import LensDataset
 from murano_widgets.dataset.runner import lens_dataset
 from murano_widgets.demo_model import (
@@ -24,6 +25,7 @@ from murano_widgets.demo_model import (
     load_demo_model,
     load_demo_tuned_lens,
 )
+from murano_widgets.groups import TokenGroup
 from murano_widgets.lenses import Lens
 from murano_widgets.lenses.jacobian import JacobianLens
 from murano_widgets.lenses.patchscope import PatchscopeLens
@@ -67,20 +69,24 @@ __all__ = [
     "PromptBatch",
     "Results",
     "Step",
+    "TokenGroup",
     "TunedLens",
     "UnsupportedModelError",
     "compare",
     "compare_lenses",
     "component_outputs",
+    "group_summary",
     "lens_agreement",
     "lens_dataset",
     "load_demo_jacobian_lens",
     "load_demo_model",
     "load_demo_tuned_lens",
     "patch_lens",
+    "plot_groups",
     "plot_logit_lens",
     "run_logit_lens",
     "set_memory_budget",
     "show_lens_diff",
     "show_logit_lens",
+    "translation_prompts",
 ]

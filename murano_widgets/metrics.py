@@ -83,6 +83,9 @@ class Metric:
         interval: A data set's: the summary columns of the interval around ``field``
             (``(low, high)``), or ``None`` for a value shown without one. The chart draws
             the metrics that have one.
+        needs: What a run must be given for the metric to exist (``"foils"``), or ``""``: a
+            view lists such a metric only when its result holds the field, so a result
+            without it sends what it sent before the metric was added.
     """
 
     name: str
@@ -100,6 +103,7 @@ class Metric:
     short: str | None = None
     reduced: bool = False
     interval: tuple[str, str] | None = None
+    needs: str = ""
 
     @property
     def per_target(self) -> bool:
@@ -115,7 +119,10 @@ class Metric:
         return self.target_label.replace("{target}", display_token(target))
 
     def as_json(self) -> dict[str, Any]:
-        return {**asdict(self), "per_target": self.per_target}
+        entry = {**asdict(self), "per_target": self.per_target}
+        if not self.needs:  # said only where it holds (a payload without it is as it was)
+            del entry["needs"]
+        return entry
 
 
 METRICS: dict[str, Metric] = {
@@ -214,6 +221,21 @@ METRICS: dict[str, Metric] = {
             False,
             target_label="Probability of “{target}”",
         ),
+        Metric(
+            "logit_diff",
+            "logit_diff",
+            "Logit difference, answer − foil",
+            "logit",
+            "viridis",
+            False,
+            False,
+            "How much the layer's lens prefers the answer's first token to the foil's: its "
+            "logit minus the foil's (0: no preference; the same in every softmax).",
+            False,
+            short="logit diff",
+            reduced=True,
+            needs="foils",
+        ),
     )
 }
 
@@ -250,6 +272,7 @@ def change_metric(name: str, metric: Metric) -> Metric:
         final_based=metric.final_based,
         view="diff",
         short=f"Δ {metric.short or metric.name}",
+        needs=metric.needs,
     )
 
 
@@ -359,6 +382,7 @@ DATASET_METRICS: dict[str, Metric] = {
                 view="dataset",
                 short=f"{metric.short or metric.name} (mean)",
                 interval=(f"{metric.field}_ci_low", f"{metric.field}_ci_high"),
+                needs=metric.needs,
             )
             for metric in METRICS.values()
             if metric.reduced
@@ -539,6 +563,10 @@ def metric_domain(
         return 0.0, float(max(9, 10 ** math.ceil(math.log10(top + 1)) - 1) if top > 0 else 9)
     if metric.field == "entropy" and max_entropy:
         return 0.0, float(max_entropy)
+    if metric.unit == "logit":  # signed: symmetric about 0
+        top = float(np.abs(finite).max()) if finite.size else 0.0
+        bound = nice_ceil(top) if top > 0 else 1.0
+        return -bound, bound
     top = float(finite.max()) if finite.size else 0.0
     return 0.0, nice_ceil(top) if top > 0 else 1.0
 

@@ -32,7 +32,7 @@ class StepOptions(TypedDict, total=False):
 
     ``store_full_probs``, ``top_k``, ``max_chunk_bytes``, ``remote``, ``reduce_in_trace``,
     ``targets``, ``variants``, ``positions``, ``kl_between_lenses``, ``sites``, ``decompose``,
-    ``heads``.
+    ``heads``, ``groups``.
     """
 
     store_full_probs: bool
@@ -47,6 +47,7 @@ class StepOptions(TypedDict, total=False):
     sites: Sequence[str]
     decompose: bool
     heads: bool
+    groups: Mapping[str, Any] | None
 
 
 class RunOptions(StepOptions, total=False):

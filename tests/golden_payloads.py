@@ -513,6 +513,16 @@ def _chat_inputs() -> Callable[[int], int]:
     return lambda c: c  # the chat cases' tokens are their prompts' tokens, in order
 
 
+def _with_logit_diff(result: LogitLensResult) -> LogitLensResult:
+    """``result`` as a run with a foil for prompt 0 only: a logit difference at its cells that
+    changes sign from cell to cell, NaN elsewhere."""
+    shape = result.max_probs.shape
+    values = torch.linspace(-7.25, 5.5, math.prod(shape)).reshape(shape)
+    values[:, 1:] = float("nan")
+    values[~result.attention_mask.bool().expand(shape)] = float("nan")
+    return dataclasses.replace(result, logit_diff=values).validate()
+
+
 def lens_cases() -> dict[str, LogitLensResult]:
     plain = {"tokens": PLAIN_TOKENS, "lengths": [3, 2]}
     answers = {
@@ -539,6 +549,8 @@ def lens_cases() -> dict[str, LogitLensResult]:
         # Layers 0..2 of a 5-layer model, without its last layer: nothing final-based.
         "no_final": lens_result(**plain, n_model_layers=5, final=False),
         "answers": lens_result(**answers),
+        # With foils: the logit difference (signed, float32), none for prompt 1 (no foil).
+        "logit_diff": _with_logit_diff(lens_result(**answers)),
         # Row 1 of prompt 0 not finite, answers and targets included.
         "answers_missing": lens_result(**answers, missing=frozenset((1, c) for c in range(3))),
         "chat": lens_result(
@@ -810,6 +822,8 @@ def lens_expected(result: LogitLensResult) -> dict[str, Any]:
                     "final_token_ranks": _rank(d.get("final_token_ranks")),
                     "kl_to_final": d.get("kl_to_final"),
                 }
+                if result.logit_diff is not None:
+                    values["logit_diff"] = d.get("logit_diff")
                 answer_top1 = None
                 if first is not None:
                     top1 = int(result.predicted_tokens[cell])
@@ -841,7 +855,12 @@ def lens_expected(result: LogitLensResult) -> dict[str, Any]:
         "lengths": result.lengths,
         "prompts": result.prompts,
         "vocab_size": result.vocab_size,
-        "metrics": list(METRICS),
+        # A metric that needs what the run was not given (foils) is not listed.
+        "metrics": [
+            name
+            for name, metric in METRICS.items()
+            if not metric.needs or getattr(result, metric.field, None) is not None
+        ],
         "targets": result.targets or [],
         "answer_sets": [
             {

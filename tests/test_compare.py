@@ -540,9 +540,11 @@ def test_each_heatmap_metric_changes_as_b_minus_a_on_aligned_cells(pair):
         models["a"], prompts_a, model_b=models["deep"], prompts_b=prompts_b, align="end"
     )
     a, b = comparison.a, comparison.b
+    # Without answers and foils there is no logit difference (a metric that needs foils).
+    held = {name: metric for name, metric in DIFF_CHANGES.items() if not metric.needs}
     assert (
         set(comparison.metric_deltas)
-        == set(DIFF_CHANGES)
+        == set(held)
         == {
             "delta_max_probs",
             "delta_entropy",
@@ -554,7 +556,7 @@ def test_each_heatmap_metric_changes_as_b_minus_a_on_aligned_cells(pair):
     layer_b = {0: 0, 1: 2, 2: 4}  # 3 layers against 5, by relative depth
     # Each field's change, and a's and b's values where it is known, by plain indexing.
     expected_sides = {}
-    for name, metric in DIFF_CHANGES.items():
+    for name, metric in held.items():
         got = comparison.metric_deltas[name]
         expected = torch.full_like(got, float("nan"))
         side_a, side_b = torch.full_like(got, float("nan")), torch.full_like(got, float("nan"))
@@ -588,14 +590,14 @@ def test_each_heatmap_metric_changes_as_b_minus_a_on_aligned_cells(pair):
     # describe_cell reports each change.
     described = comparison.describe_cell(0, 2, len(a.positions(0)) - 1)
     seq = int(a.positions(0)[-1])
-    for name in DIFF_CHANGES:
+    for name in held:
         assert described[name] == pytest.approx(float(comparison.metric_deltas[name][2, 0, seq]))
 
     # The payload: each change in its unit's codec, both sides' values, the known mask.
     widget = LensDiffWidget(comparison, metric="delta_entropy")
     meta, arrays = widget._meta, decode(widget._meta, widget._sections)
     mask = a.attention_mask.bool()
-    for name, metric in DIFF_CHANGES.items():
+    for name, metric in held.items():
         spec = meta["sections"][name]
         entry = next(m for m in meta["metrics"] if m["name"] == name)
         assert entry["available"] and entry["unit"] == metric.unit and entry["scale"] == "diverging"
@@ -694,5 +696,5 @@ def test_a_change_neither_result_can_give_is_unavailable_and_says_why(pair):
     assert "delta_entropy" not in widget._sections and "entropy_a" not in widget._sections
     with pytest.raises(WidgetValueError, match="'delta_entropy' cannot be shown: b has no entropy"):
         widget.metric = "delta_entropy"
-    # The menu's order is the registry's.
-    assert list(entries) == list(metrics.DIFF_METRICS)
+    # The menu's order is the registry's (less the logit difference: no foils, so not listed).
+    assert list(entries) == [n for n, m in metrics.DIFF_METRICS.items() if not m.needs]

@@ -15,14 +15,17 @@ from reference import ReferenceLens
 from murano_widgets import LensDataset, LogitLens, lens_dataset
 from murano_widgets.dataset import stats
 from murano_widgets.dataset.runner import batch_order
-from murano_widgets.dataset.table import METRIC_FIELDS, is_integer
+from murano_widgets.dataset.table import METRIC_FIELDS, fields_for, is_integer
 
 # ---------------------------------------------------------------------------------------------
 # Synthetic data sets (for the parts that do not need a model)
 
 
-def synthetic(n=40, layers=(0, 2, 5), named=True, seed=1, missing=True, names=None) -> LensDataset:
-    """A data set with random numbers, some prompts without an answer and some missing cells."""
+def synthetic(
+    n=40, layers=(0, 2, 5), named=True, seed=1, missing=True, names=None, foils=False
+) -> LensDataset:
+    """A data set with random numbers, some prompts without an answer and some missing cells;
+    with ``foils``, the logit difference too (a run with foils keeps it)."""
     rng = np.random.default_rng(seed)
     n_layers = len(layers)
     names = names or (["capital", "language"] if named else ["answer"])
@@ -51,6 +54,9 @@ def synthetic(n=40, layers=(0, 2, 5), named=True, seed=1, missing=True, names=No
         final_token_probs=layers_first(rng.random((n, n_layers)).astype(np.float32)),
         final_token_ranks=layers_first(rng.integers(-1, 50, (n, n_layers)).astype(np.int32)),
         top1_tokens=layers_first(rng.integers(0, 3, (n, n_layers))),
+        logit_diff=layers_first(rng.normal(0, 3, (n, n_layers)).astype(np.float32))
+        if foils
+        else None,
         token_strings={0: " x", 1: " y", 2: "\n"},
         provenance={"model_name": "synthetic", "lens_kind": "logit", "n_model_layers": 6},
         named_sets=named,
@@ -359,7 +365,7 @@ def reference_answer(ref: ReferenceLens, prompt: str, answer: str) -> dict[str, 
         "prob": prob.numpy(),
         "rank": rank.numpy(),
         # Every metric field the data set keeps, from the plain-hooks reference by its name.
-        **{field: alone[field][:, -1].numpy() for field in METRIC_FIELDS},
+        **{field: alone[field][:, -1].numpy() for field in fields_for(METRIC_FIELDS, False)},
         "top1": alone["predicted_tokens"][:, -1].numpy(),
         "n_answer_tokens": len(answer_ids),
     }
@@ -655,7 +661,7 @@ def test_every_reduced_heatmap_metric_reaches_a_data_set(tmp_path):
     from murano_widgets.metrics import DATASET_METRICS, METRICS
     from murano_widgets.widgets.dataset import LensDatasetWidget
 
-    data = synthetic()
+    data = synthetic(foils=True)
     reduced = [metric for metric in METRICS.values() if metric.reduced]
     assert data.fields == tuple(metric.field for metric in reduced)
     summary = data.summary(n_boot=50)

@@ -32,7 +32,7 @@ from murano_widgets.dataset.stream import (
     cut_batches,
     text_lines,
 )
-from murano_widgets.dataset.table import METRIC_FIELDS, is_integer
+from murano_widgets.dataset.table import METRIC_FIELDS, fields_for, is_integer
 from murano_widgets.demo_model.corpus import eval_prompts
 from murano_widgets.types import validate_answers
 
@@ -65,8 +65,8 @@ def assert_same(a: LensDataset, b: LensDataset) -> None:
         for name in x.answers:
             np.testing.assert_array_equal(x.answer_probs[name], y.answer_probs[name])
             np.testing.assert_array_equal(x.answer_ranks[name], y.answer_ranks[name])
-        assert x.fields == y.fields == METRIC_FIELDS
-        for field in (*METRIC_FIELDS, "top1_tokens"):
+        assert x.fields == y.fields == fields_for(METRIC_FIELDS, bool(x.foils))
+        for field in (*x.fields, "top1_tokens"):
             np.testing.assert_array_equal(getattr(x, field), getattr(y, field))
     if a.contributions is not None or b.contributions is not None:
         np.testing.assert_array_equal(a.contributions, b.contributions)
@@ -436,7 +436,7 @@ def tracemalloc_peak(run) -> tuple[int, object]:
 def kept_bytes(data: LensDataset) -> int:
     """The per-prompt fields a data set keeps: its arrays and its prompts' text."""
     arrays = (*data.answer_probs.values(), *data.answer_ranks.values())
-    arrays += (*(getattr(data, field) for field in METRIC_FIELDS), data.top1_tokens)
+    arrays += (*(getattr(data, field) for field in data.fields), data.top1_tokens)
     text = sum(sys.getsizeof(p) + 16 for p in data.prompts)  # the string, two list slots
     return sum(a.nbytes for a in arrays) + text
 

@@ -39,6 +39,7 @@ def test_the_registrys_field_list_is_the_results():
         "final_token_probs",
         "final_token_ranks",
         "kl_to_final",
+        "logit_diff",
     }
 
 
@@ -98,15 +99,19 @@ def test_every_view_sends_its_metrics_from_the_one_registry():
 
     demo = load_demo_model()
     prompts = ["The capital of France is", "Monday, Tuesday,"]
-    a = run_logit_lens(demo, prompts)
-    b = run_logit_lens(demo, prompts, layers=[0, 2, 5])
+    # With answers and foils, so that every metric exists (the logit difference needs foils).
+    pair = {"answers": [" Paris", " Wednesday"], "foils": [" Rome", " Thursday"]}
+    a = run_logit_lens(demo, prompts, **pair)
+    b = run_logit_lens(demo, prompts, layers=[0, 2, 5], **pair)
 
     def names(sent):
         return [entry["name"] for entry in sent]
 
     assert names(LensPayload.from_result(a).meta["metrics"]) == list(VIEWS["lens"])
     assert names(diff_payload(compare(a, b))[0]["metrics"]) == list(VIEWS["diff"])
-    data = lens_dataset(demo, prompts, [" Paris", " Wednesday"], progress=False)
+    data = lens_dataset(
+        demo, prompts, pair["answers"], foils=pair["foils"], decompose=True, progress=False
+    )
     chart = LensDatasetWidget(data, n_boot=50, seed=0).chart
     sent = chart._meta["metrics"]
     assert sent == [metric.as_json() for metric in VIEWS["dataset"].values()]

@@ -60,6 +60,7 @@ def test_the_teaching_notebooks_are_there():
         "05_compare_and_generate.ipynb",
         "06_lenses.ipynb",
         "07_which_component.ipynb",
+        "08_which_language.ipynb",
     ]
 
 

@@ -183,13 +183,23 @@ def check_causal_cone(comparison: PatchComparison) -> None:
     _check_changed(comparison)
 
 
+def _held(result) -> dict:
+    """The heatmap metrics' changes a run holds: every one, less the logit difference's
+    without foils."""
+    return {
+        name: metric
+        for name, metric in DIFF_CHANGES.items()
+        if not metric.needs or getattr(result, metric.field) is not None
+    }
+
+
 def _check_metric_changes(comparison: PatchComparison, outside, before) -> None:
     """Each heatmap metric's change (the same derivation as any comparison's): the patched
     run's field minus the clean one's, cell by cell on the one grid; none outside the causal
     cone (a final-based metric's only before the patched position: each run's final prediction
     is its own, and the patch reaches the last layer)."""
     a, b = comparison.a, comparison.b
-    assert set(comparison.metric_deltas) == set(DIFF_CHANGES)
+    assert set(comparison.metric_deltas) == set(_held(a))
     for name, delta in comparison.metric_deltas.items():
         metric = DIFF_CHANGES[name]
         expected = getattr(b, metric.field).float() - getattr(a, metric.field).float()
@@ -439,7 +449,7 @@ def test_show_lens_diff_takes_it_as_it_is(tmp_path):
         "delta_prob": True,
         "kl": True,
         "top1_differs": True,
-        **dict.fromkeys(DIFF_CHANGES, True),
+        **dict.fromkeys(_held(comparison.a), True),
     }
     widget.metric = "kl"
     widget.selected = {"prompt": 0, "layer_index": 5, "position": 4}

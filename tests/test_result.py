@@ -158,7 +158,9 @@ def test_every_tensor_of_a_full_result_has_its_declared_axes(demo):
         demo,
         PROMPTS,
         answers=[" Paris", None],
+        foils=[" Rome", None],
         targets=[" Paris", " the"],
+        groups={"paris": "Paris", "each": ["Rome", "the"]},
         decompose=True,
         store_full_probs=True,
         top_k=4,
@@ -171,6 +173,7 @@ def test_every_tensor_of_a_full_result_has_its_declared_axes(demo):
         "k": 4,
         "vocab": demo.vocab_size,
         "target": 2,
+        "group": 2,
         "component": 1 + 2 * demo.n_layers,  # embed, then each block's attention and MLP
     }
     seen = 0

@@ -59,6 +59,10 @@ def test_traits_validate_with_clear_errors(widget, lens):
             with pytest.raises(ValueError, match="no tokens are tracked: pass targets="):
                 widget.metric = metric
             continue
+        if metric == "logit_diff":  # nor foils
+            with pytest.raises(ValueError, match="needs foils: run with answers"):
+                widget.metric = metric
+            continue
         widget.metric = metric
     # No token is tracked: the target is "" and stays so.
     assert widget.target == ""

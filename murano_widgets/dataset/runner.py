@@ -49,7 +49,7 @@ from murano_widgets.dataset.stream import (
     resolve_batching,
     windows,
 )
-from murano_widgets.dataset.table import METRIC_FIELDS, TOKENS, keep_last
+from murano_widgets.dataset.table import METRIC_FIELDS, TOKENS, fields_for, keep_last
 from murano_widgets.step.logit_lens import LogitLens
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ def lens_dataset(
         "heads": heads,
         "remote": remote,
         # The metric fields kept: a folder written when fewer were kept is another run's.
-        "fields": list(METRIC_FIELDS),
+        "fields": list(fields_for(METRIC_FIELDS, has_foils)),
         **batching.as_dict(),
     }
     provenance = model_provenance(model, step, lens)
@@ -222,7 +222,9 @@ def lens_dataset(
 
     lens_names = list(step.lenses)
     labels = list(step.components.labels) if step.components is not None else None
-    collector = Collector(lens_names, sets, labels, has_foils, named, METRIC_FIELDS)
+    collector = Collector(
+        lens_names, sets, labels, has_foils, named, fields_for(METRIC_FIELDS, has_foils)
+    )
     if inputs.total is not None:  # a stream's length is not known: its windows are bounded
         preflight(f"lens_dataset on {inputs.total} prompts", _dataset_needs(step, sets, inputs))
     jobs: Any = contextlib.nullcontext()

@@ -40,6 +40,7 @@ __all__ = [
     "TOKENS",
     "check_fields",
     "empty_arrays",
+    "fields_for",
     "from_disk",
     "keep_last",
     "on_disk",
@@ -48,6 +49,16 @@ __all__ = [
 
 #: The metric fields a data set keeps: every reduced heatmap metric's result field.
 METRIC_FIELDS: tuple[str, ...] = tuple(m.field for m in METRICS.values() if m.reduced)
+
+
+def fields_for(fields: tuple[str, ...], foils: bool) -> tuple[str, ...]:
+    """The metric fields of ``fields`` a run keeps: those of metrics that need what the run was
+    not given (``logit_diff`` without foils) left out, so that a run without foils keeps (and
+    fingerprints, and saves) what it kept before the logit difference was added."""
+    needs = {m.field: m.needs for m in METRICS.values() if m.reduced}
+    return tuple(f for f in fields if not needs.get(f) or (foils and needs[f] == "foils"))
+
+
 #: The metric fields of files written before they were derived from the registry.
 LEGACY_FIELDS: tuple[str, ...] = ("entropy", "kl_to_final")
 #: The row's top-1 token id.
@@ -105,7 +116,10 @@ def keep_last(
     ids = result.predicted_tokens[:, cols, last]
     shape = (ids.shape[0], len(last))
     arrays: dict[str, Any] = {
-        field: getattr(result, field)[:, cols, last].numpy().astype(dtype_of(field), copy=False)
+        # A batch whose prompts have no foil runs without them: no logit difference (NaN).
+        field: np.full(shape, fill_of(field), dtype_of(field))
+        if getattr(result, field) is None
+        else getattr(result, field)[:, cols, last].numpy().astype(dtype_of(field), copy=False)
         for field in fields
     }
     arrays[TOKENS] = ids.numpy().astype(np.int32)

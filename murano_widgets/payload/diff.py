@@ -264,6 +264,8 @@ def _change_sections(
         field, unit = source.field, source.unit
         entry: dict[str, Any] = {**metric.as_json(), "domain": [-1.0, 1.0], "change": None}
         lacking = comparison.lacking(field)
+        if lacking and metric.needs:
+            continue  # neither side was run with what it needs: not listed
         if lacking:
             entries.append(
                 {**entry, "available": False, "unavailable_reason": f"{lacking} {field}"}
@@ -287,6 +289,16 @@ def _change_sections(
                 arrays[names[side]] = quantise(values, 1.0, np.uint16)
                 scales[names[side]] = 1 / U16
             bound = min(1.0, nice_ceil(max(largest, 0.01)))
+        elif unit == "logit":  # signed on both sides: each scaled to its largest |value|
+            top = largest if largest > 0 else 1.0
+            arrays[name] = quantise(delta, top, np.int16)
+            scales[name] = top / _I16
+            for side, values in (("a", values_a), ("b", values_b)):
+                finite = np.abs(values[np.isfinite(values)])
+                side_top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+                arrays[names[side]] = quantise(values, side_top, np.int16)
+                scales[names[side]] = side_top / _I16
+            bound = nice_ceil(largest) if largest > 0 else 1.0
         else:  # bits, or any other unit: scaled to the largest value
             top = largest if largest > 0 else 1.0
             arrays[name] = quantise(delta, top, np.int16)

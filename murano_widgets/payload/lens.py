@@ -77,6 +77,8 @@ DETAIL_SECTIONS = tuple(name for name, section in SECTIONS.items() if not sectio
 #: Every section a payload may hold beyond the base ones: the details, and the direct logit
 #: attribution's (listed in ``meta["detail_sections"]`` only when the result has them).
 _LATER_SECTIONS = DETAIL_SECTIONS + tuple(ATTRIBUTION_SECTIONS)
+#: The sections of metrics that need what a run may not be given (``logit_diff``: foils).
+_NEEDED = {metric.field for metric in METRICS.values() if metric.needs}
 #: Sections of positions, the same under every lens (the tokens read, the model's own final
 #: prediction, generation and chat marks): named lenses send them once.
 SHARED_SECTIONS = ("input_ids", "final_tokens", "final_missing", "generated", "token_roles")
@@ -174,11 +176,14 @@ class LensPayload:
                 None if first.generated_texts is None else list(first.generated_texts)
             ),
             "base_sections": list(BASE_SECTIONS),
-            "detail_sections": list(DETAIL_SECTIONS),
             "sections": section_specs(arrays, scales),
         }
-        # Direct logit attribution and sublayer rows: keys only a result with them adds.
+        # Direct logit attribution and sublayer rows: keys only a result with them adds; so
+        # are the sections of a metric that needs what the run was not given (its foils).
         sent = {name.rsplit("/", 1)[-1] for name in arrays}
+        meta["detail_sections"] = [
+            name for name in DETAIL_SECTIONS if name not in _NEEDED or name in sent
+        ]
         meta["detail_sections"] += [name for name in ATTRIBUTION_SECTIONS if name in sent]
         meta.update(attribution_meta([member for _, member in members]))
         addresses = row_addresses(first)
@@ -215,8 +220,18 @@ class LensPayload:
         return self.sections(BASE_SECTIONS + _LATER_SECTIONS)
 
     def metric(self, name: str) -> dict[str, Any]:
-        """The metadata of metric ``name`` (available or not)."""
-        return next(m for m in self.meta["metrics"] if m["name"] == name)
+        """The metadata of metric ``name`` (available or not; one that needs what the run was
+        not given is not listed, and is unavailable with that reason)."""
+        listed = next((m for m in self.meta["metrics"] if m["name"] == name), None)
+        if listed is not None:
+            return listed
+        metric = METRICS[name]
+        return {
+            **metric.as_json(),
+            "available": False,
+            "unavailable_reason": f"needs {metric.needs}: run with answers=[...] and "
+            f"{metric.needs}=[...], one per prompt",
+        }
 
 
 def _payload_need(members: list[tuple[str, LogitLensResult]], positions: int) -> Need:
@@ -306,6 +321,8 @@ def _encode(
             scales[name] = top / U16
         elif section.kind == "code":
             arrays[name] = raw.astype(np.uint8)
+        elif section.kind == "logit":  # signed, as computed (NaN: no value)
+            arrays[name] = raw.astype(np.float32)
         elif section.kind == "rank":
             ranks = np.nan_to_num(raw.astype(np.float64), nan=0.0)
             arrays[name] = np.clip(ranks, 0, U16).astype(np.uint16)
@@ -320,6 +337,8 @@ def _encode(
         )
     metrics = []
     for metric in METRICS.values():
+        if metric.needs and metric.field not in arrays:
+            continue  # a run without what it needs has no such metric (not even in the menu)
         available, reason = _availability(metric, result, arrays)
         domain = metric_domain(metric, field_values.get(metric.field), max_entropy)
         metrics.append(

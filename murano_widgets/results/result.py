@@ -160,6 +160,16 @@ class LogitLensResult:
             ``target_bias`` ``[n_layers, n_inputs, seq, n_targets]``.
         foils: The foil of each prompt, when the contributions are to answer − foil.
         logit_softcap: The final soft-cap the attributed logits stop before (Gemma 2), if any.
+        group_names: The token groups' names (``LogitLens(groups=...)``), in order.
+        group_token_ids: Per prompt, each group's token ids (a group given as one word per
+            prompt has each prompt's word's tokens; a :class:`~murano_widgets.TokenGroup` for
+            every prompt has the same in each).
+        group_probs: ``[n_layers, n_inputs, seq, n_groups]`` each group's probability: the
+            probability that the next token is one of its tokens (each token counted once, so
+            in [0, 1]).
+        logit_diff: ``[n_layers, n_inputs, seq]`` with answers and foils
+            (``PromptBatch(foils=...)``): the lens logit of the answer's first token minus that
+            of the foil's first token, at every cell; NaN for a prompt without a foil.
 
     Cells without a value: padding, and cells whose logits were not finite (NaN or infinite
     somewhere in the model), hold NaN, -1 and ``""``. Where the model's own output at a position
@@ -214,6 +224,10 @@ class LogitLensResult:
     target_bias: torch.Tensor | None = cell("target")
     foils: list[str | None] | None = per_prompt(answers=True)
     logit_softcap: float | None = run()
+    group_names: list[str] | None = run()
+    group_token_ids: list[list[list[int]]] | None = per_prompt()
+    group_probs: torch.Tensor | None = cell("group")
+    logit_diff: torch.Tensor | None = cell(answers=True)
 
     def _first_set(self) -> AnswerScores | None:
         return next(iter(self.answer_sets.values())) if self.answer_sets else None
@@ -296,6 +310,7 @@ class LogitLensResult:
             "prompt": n_inputs,
             "seq": seq,
             "target": len(self.targets or []),
+            "group": len(self.group_names or []),
         }
         if self.component_labels is not None:
             sizes["component"] = len(self.component_labels)

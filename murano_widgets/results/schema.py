@@ -43,6 +43,7 @@ AXES = {
     "k": "the top-k (the first field that has it)",
     "vocab": "the vocabulary (all_probs)",
     "target": "the tracked targets (targets)",
+    "group": "the token groups (group_names)",
     "component": "the attributed components (component_labels)",
 }
 CELL = ("layer", "prompt", "seq")

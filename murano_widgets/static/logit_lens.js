@@ -376,6 +376,7 @@ function decodePayload(meta, sections) {
     cell_target_component: [L, T, targets.length, C]
   };
   for (const [name, shape] of Object.entries(ATTRIBUTION_SHAPES)) expectedShapes[name] = attributionShapes[shape];
+  const signedFields = new Set(metrics.filter((metric) => metric.unit === "logit").map((metric) => metric.field));
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   const specs = meta.sections && typeof meta.sections === "object" ? meta.sections : {};
@@ -387,7 +388,7 @@ function decodePayload(meta, sections) {
     const shape = spec && spec.shape;
     if (!isIntArray(shape)) throw new Error(`section ${name}: shape must be a list of sizes`);
     if (name in ATTRIBUTION_SHAPES && C === 0) throw new Error(`section ${name}: _meta.components does not name its components`);
-    if (spec.dtype === "float32" !== name in ATTRIBUTION_SHAPES) throw new Error(`section ${name}: dtype ${spec.dtype} is not this section's`);
+    if (spec.dtype === "float32" !== (name in ATTRIBUTION_SHAPES || signedFields.has(name))) throw new Error(`section ${name}: dtype ${spec.dtype} is not this section's`);
     const expected = expectedShapes[name];
     if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
       throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);

@@ -19,7 +19,9 @@ from murano_widgets.lenses import FINAL
 from murano_widgets.metrics import REDUCED_FIELDS, SECTIONS, missing_value
 from murano_widgets.results import LensResults, LogitLensResult, as_given
 from murano_widgets.step.chunk_loop import ChunkLoop
+from murano_widgets.step.groups import GroupPlan, PromptRows, plan_groups
 from murano_widgets.step.inputs import InputPlan, encoder_for, plan_inputs, score
+from murano_widgets.step.reductions import Tracked
 from murano_widgets.step.token_strings import _decode_unique, _subset, _words
 from murano_widgets.step.trace import _model_inputs, _row_states
 from murano_widgets.types import AnswerSets, Node, validate_answers, validate_foils
@@ -42,6 +44,7 @@ class StepRun(ChunkLoop):
     positions: str
     decompose: bool
     reduce_in_trace: bool
+    groups: dict[str, Any] | None
 
     if TYPE_CHECKING:
         # LogitLens's, documented there.
@@ -83,9 +86,12 @@ class StepRun(ChunkLoop):
         # Answer and foil tokens now: a foil that adds no token fails before the model runs.
         tokens = (
             _answer_tokens(plan, self.model.tokenizer, prompts, prompt_ids, foils)
-            if self.decompose
+            if self.decompose or foils is not None
             else (None, None)
         )
+        groups = _track_groups_and_pairs(self, plan, len(prompts), tokens)
+        if not self.decompose:
+            tokens = (None, None)
         hidden: dict[Any, torch.Tensor] | None = None
         decomposed: list[dict[str, torch.Tensor]] | None = None
         if self.reduce_in_trace:
@@ -142,7 +148,9 @@ class StepRun(ChunkLoop):
             input_words_ids = input_ids.masked_fill(~mask, -1)
             # Keyed by field name at run time, so typed as keyword arguments of any field.
             reduced_fields: dict[str, Any] = {
-                key: padded(real[key], missing_value(SECTIONS[key])) for key in REDUCED_FIELDS
+                key: padded(real[key], missing_value(SECTIONS[key]))
+                for key in REDUCED_FIELDS
+                if key in real  # logit_diff: with foils only
             }
             decomposed_fields: dict[str, Any] = (
                 {} if decomposed is None else _decomposed_fields(decomposed[k], padded, self, foils)
@@ -169,6 +177,7 @@ class StepRun(ChunkLoop):
                 lens_provenance=lens.provenance,
                 lens_title=lens.title,
                 answer_sets=answer_sets_scored,
+                **_group_fields(real, groups, padded),
                 **decomposed_fields,
                 **tracked_fields,
             )
@@ -180,6 +189,46 @@ class StepRun(ChunkLoop):
                 for (a, b), values in between.items()
             }
         return as_given(LensResults(results, kl_between, named=self.named)), hidden
+
+
+def _track_groups_and_pairs(
+    step: StepRun,
+    plan: InputPlan,
+    n_prompts: int,
+    tokens: tuple[torch.Tensor | None, torch.Tensor | None],
+) -> GroupPlan | None:
+    """Adds the step's token groups, and each prompt's answer and foil token (for the logit
+    difference), to what the reductions track; returns the groups' plan (or ``None``)."""
+    answers, foils = tokens
+    group_plan = (
+        None
+        if step.groups is None
+        else plan_groups(step.model.tokenizer, step.groups, n_prompts, int(step.model.vocab_size))
+    )
+    if group_plan is None and foils is None:
+        return None
+    # Each reduced row's prompt: its model row's (an appended answer's row is its prompt's).
+    width = plan.input_ids.shape[1]
+    prompt = torch.tensor(plan.row_prompt, dtype=torch.long)[plan.reduce_rows // width]
+    if plan.tracked is None:
+        plan.tracked = Tracked(torch.zeros(0, dtype=torch.long))
+    if group_plan is not None:
+        plan.tracked.groups = PromptRows(group_plan.table, prompt)
+    if foils is not None and answers is not None:
+        pairs = torch.stack([answers, foils], dim=1)
+        pairs[(pairs < 0).any(dim=1)] = -1
+        plan.tracked.pairs = PromptRows(pairs, prompt)
+    return group_plan
+
+
+def _group_fields(real: dict[str, torch.Tensor], groups: GroupPlan | None, padded: Any) -> dict:
+    """The result's group fields, from the reduced rows."""
+    out: dict[str, Any] = {}
+    if groups is not None:
+        out["group_names"] = list(groups.names)
+        out["group_token_ids"] = [[list(ids) for ids in each] for each in groups.token_ids]
+        out["group_probs"] = padded(real["group_probs"], float("nan"))
+    return out
 
 
 def _check_prompt_ids(prompt_ids: Any, n_prompts: int, vocab_size: int) -> list[list[int]]:

@@ -33,6 +33,7 @@ from murano_widgets.backends.contract import BlockBackend, block_backend
 from murano_widgets.lenses import Lens, as_lens, named_lenses
 from murano_widgets.results import LensResults, LogitLensResult
 from murano_widgets.step.assemble import StepRun
+from murano_widgets.step.groups import check_groups
 from murano_widgets.types import (
     RESID_MID,
     RESID_POST,
@@ -102,6 +103,11 @@ class LogitLens(StepRun):
             soft-cap (Gemma 2), which is not linear.
         heads: With ``decompose``, split each attention into its heads (and its output
             bias).
+        groups: Token groups whose summed probability every cell keeps
+            (:attr:`LogitLensResult.group_probs`): a dict of name to a
+            :class:`~murano_widgets.TokenGroup` or a word (its :meth:`TokenGroup.word` set) for
+            every prompt, or to a list of them, one per prompt. A group's probability is the
+            probability that the next token is one of its tokens.
 
     Raises:
         TypeError: If ``model`` is not a model backend, or an argument has the wrong type.
@@ -141,6 +147,7 @@ class LogitLens(StepRun):
         sites: Sequence[str] = (RESID_POST,),
         decompose: bool = False,
         heads: bool = False,
+        groups: Mapping[str, Any] | None = None,
     ) -> None:
         check_model(model)
         self.model = model
@@ -184,6 +191,7 @@ class LogitLens(StepRun):
         self.sites = _check_sites(sites)
         self.decompose = check_bool("decompose", decompose)
         self.heads = check_bool("heads", heads)
+        self.groups = check_groups(groups)
         if self.heads and not self.decompose:
             raise ValueError(
                 "heads=True splits the attention terms of direct logit attribution: pass "
@@ -235,7 +243,9 @@ class LogitLens(StepRun):
             f"LogitLens(layers={self.layers}, store_full_probs={self.store_full_probs}, "
             f"top_k={self.top_k}, remote={self.remote}, "
             f"lens={list(self.lenses) if self.named else next(iter(self.lenses))!r}, "
-            f"positions={self.positions!r})"
+            f"positions={self.positions!r}"
+            + (f", groups={list(self.groups)}" if self.groups else "")
+            + ")"
         )
 
     def __call__(self, results: dict[str, Any]) -> dict[str, Any]:

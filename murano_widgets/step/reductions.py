@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 import torch
 
+from murano_widgets.step.groups import PromptRows, group_probs, logit_difference
+
 _LOG2 = math.log(2.0)
 # Below this many columns the large-vocabulary kernels (a grouped top-k, a BLAS call per row)
 # cost more in overhead than they save.
@@ -99,11 +101,17 @@ class Tracked:
             fewer than ``a``; or ``None``.
         id_rows: The rows that track any id, when not all do (their ranks alone are counted);
             ``None`` when all do. Filled in from ``row_ids``.
+        groups: Token groups whose summed probability each row keeps (``group_probs``), or
+            ``None`` (:mod:`murano_widgets.step.groups`).
+        pairs: An answer and a foil token per row, whose logit difference each row keeps
+            (``logit_diff``), or ``None``.
     """
 
     target_ids: torch.Tensor
     row_ids: torch.Tensor | None = None
     id_rows: torch.Tensor | None = None
+    groups: PromptRows | None = None
+    pairs: PromptRows | None = None
 
     def __post_init__(self) -> None:
         if self.row_ids is not None and self.id_rows is None:
@@ -114,18 +122,24 @@ class Tracked:
     def rows(self, start: int, stop: int) -> Tracked:
         """The same ids for rows ``start:stop`` of the chunk's rows."""
         row_ids = None if self.row_ids is None else self.row_ids[start:stop]
-        return Tracked(self.target_ids, row_ids)
+        return Tracked(self.target_ids, row_ids, None, *self._each(lambda t: t.rows(start, stop)))
+
+    def _each(self, change: Callable[[PromptRows], PromptRows]) -> list[PromptRows | None]:
+        return [None if t is None else change(t) for t in (self.groups, self.pairs)]
 
     def to(self, device: torch.device | str) -> Tracked:
         row_ids = None if self.row_ids is None else self.row_ids.to(device)
         id_rows = None if self.id_rows is None else self.id_rows.to(device)
-        return Tracked(self.target_ids.to(device), row_ids, id_rows)
+        return Tracked(
+            self.target_ids.to(device), row_ids, id_rows, *self._each(lambda t: t.to(device))
+        )
 
     def tiled(self, times: int) -> Tracked:
         """The same ids for ``times`` layers' rows stacked, layer after layer."""
-        if times == 1 or self.row_ids is None:
+        if times == 1 or (self.row_ids is None and self.groups is None and self.pairs is None):
             return self
-        return Tracked(self.target_ids, self.row_ids.repeat(times, 1))
+        row_ids = None if self.row_ids is None else self.row_ids.repeat(times, 1)
+        return Tracked(self.target_ids, row_ids, None, *self._each(lambda t: t.tiled(times)))
 
 
 # What a cell holds when it has no value: padding, or a distribution that was not finite.
@@ -140,6 +154,8 @@ MISSING = {
     "target_ranks": -1,
     "row_token_probs": float("nan"),
     "row_token_ranks": -1,
+    "group_probs": float("nan"),
+    "logit_diff": float("nan"),
 }
 # The fields of a row's own distribution (as opposed to those measured against the final one).
 OWN_FIELDS = (
@@ -150,6 +166,8 @@ OWN_FIELDS = (
     "target_ranks",
     "row_token_probs",
     "row_token_ranks",
+    "group_probs",
+    "logit_diff",
 )
 FINAL_BASED = ("final_token_probs", "final_token_ranks", "kl_to_final")
 
@@ -434,6 +452,8 @@ class _TrackedRanks:
     ranks: torch.Tensor  # [rows, n + a]
     n_targets: int
     absent: torch.Tensor | None  # [rows, a] True where a row has no id
+    groups: PromptRows | None = None
+    logit_diff: torch.Tensor | None = None  # [rows], read from the logits before the softmax
 
 
 def _track_ranks(
@@ -458,7 +478,8 @@ def _track_ranks(
             row_ranks = torch.full_like(row_ids, -1).index_copy_(0, tracked.id_rows, counted)
         ids = torch.cat([ids, row_ids], dim=1)
         ranks = torch.cat([ranks, row_ranks], dim=1)
-    return _TrackedRanks(ids, ranks, n_targets, absent)
+    difference = None if tracked.pairs is None else logit_difference(z, tracked.pairs)
+    return _TrackedRanks(ids, ranks, n_targets, absent, tracked.groups, difference)
 
 
 def _track_probs(probs: torch.Tensor, track: _TrackedRanks | None) -> dict[str, torch.Tensor]:
@@ -471,6 +492,10 @@ def _track_probs(probs: torch.Tensor, track: _TrackedRanks | None) -> dict[str, 
     if track.absent is not None:
         fields["row_token_probs"] = tracked_probs[:, n:].masked_fill(track.absent, float("nan"))
         fields["row_token_ranks"] = track.ranks[:, n:].masked_fill(track.absent, -1)
+    if track.groups is not None:
+        fields["group_probs"] = group_probs(probs, track.groups)
+    if track.logit_diff is not None:
+        fields["logit_diff"] = track.logit_diff
     return fields
 
 

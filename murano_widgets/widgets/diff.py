@@ -195,7 +195,13 @@ def show_lens_diff(
 
 def _check_metric(value: Any, meta: dict[str, Any], error: type) -> str:
     check_choice("metric", value, registry.DIFF_METRICS, error)
-    info = next(m for m in meta["metrics"] if m["name"] == value)
+    info = next((m for m in meta["metrics"] if m["name"] == value), None)
+    if info is None:  # a change that needs what neither run was given: not listed
+        needs = registry.DIFF_METRICS[value].needs
+        raise error(
+            f"metric {value!r} cannot be shown: needs {needs}: run both sides with answers=[...] "
+            f"and {needs}=[...]"
+        )
     if not info["available"]:
         raise error(f"metric {value!r} cannot be shown: {info['unavailable_reason']}")
     return value

@@ -138,6 +138,9 @@ def show_logit_lens(
               top-1 logit, of the answer and of each target (the "why" panel, the component
               view).
             - ``heads``: with ``decompose``: split each attention into its heads.
+            - ``groups``: token groups whose summed probability every cell keeps (name ->
+              a :class:`~murano_widgets.TokenGroup`, a word, or one per prompt): the
+              result's ``group_probs``.
 
     Returns:
         The widget.

@@ -27,6 +27,12 @@ tokenizer alone does (as murano_widgets does).
         into the output bias). Also writes the unembedding bias the readout adds (``b_U`` after
         folding: the final norm's bias through W_U plus the model's own) and the model's logits
         at each prompt's last position.
+    python tl_side.py logit_diff --model DIR --cases CASES.json --out OUT.pt
+        The logit difference per layer as TransformerLens's "Exploratory Analysis Demo" computes
+        it, at the last position of each prompt of CASES (as for ``dla``), in the ``plain`` mode:
+        ``cache.accumulated_resid(incl_mid=True, apply_ln=True, pos_slice=-1)`` (the final norm
+        recomputed for each layer's accumulated residual) times the difference of the answer's
+        and the foil's unembedding directions; with the stack's labels and ``b_U``.
 """
 
 from __future__ import annotations
@@ -141,6 +147,25 @@ def dla(args) -> None:
     torch.save(out, args.out)
 
 
+def logit_diff(args) -> None:
+    model = _boot(args.model)
+    model.enable_compatibility_mode(disable_warnings=True, **MODES["plain"])
+    cases = json.loads(Path(args.cases).read_text())
+    out = []
+    for ids, answer, foil in zip(cases["ids"], cases["answers"], cases["foils"], strict=True):
+        with torch.no_grad():
+            _, cache = model.run_with_cache(torch.tensor([ids]))
+            stack, labels = cache.accumulated_resid(
+                layer=-1, incl_mid=True, apply_ln=True, pos_slice=-1, return_labels=True
+            )
+            direction = model.W_U[:, answer] - model.W_U[:, foil]
+            values = (stack[:, 0] @ direction).float()
+        out.append(
+            {"values": values.clone(), "labels": list(labels), "b_U": model.b_U.detach().float()}
+        )
+    torch.save(out, args.out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     commands = parser.add_subparsers(dest="command", required=True)
@@ -166,8 +191,19 @@ def main() -> None:
     five.add_argument("--cases", required=True)
     five.add_argument("--mode", choices=sorted(MODES), required=True)
     five.add_argument("--out", required=True)
+    six = commands.add_parser("logit_diff")
+    six.add_argument("--model", required=True)
+    six.add_argument("--cases", required=True)
+    six.add_argument("--out", required=True)
     args = parser.parse_args()
-    run = {"fit": fit, "readout": readout, "load": load, "registry": registry, "dla": dla}
+    run = {
+        "fit": fit,
+        "readout": readout,
+        "load": load,
+        "registry": registry,
+        "dla": dla,
+        "logit_diff": logit_diff,
+    }
     run[args.command](args)
 
 
