@@ -88,7 +88,10 @@ SUITE_SCRIPTS = {
     "tuned_lens_interop": ".ci/tuned_lens.sh",
     "transformer_lens_interop": ".ci/transformer_lens.sh",
     "docs": ".ci/docs.sh",
+    "colab": ".ci/colab.sh",
 }
+# Every separate suite names the script that runs it (the summary line below reads it).
+assert set(SEPARATE_SUITES.values()) <= set(SUITE_SCRIPTS), "a separate suite without its script"
 LEFT_OUT = pytest.StashKey[dict]()
 
 

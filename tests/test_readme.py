@@ -242,7 +242,9 @@ def run_blocks(request, tmp_path_factory) -> dict[str, RunBlock]:
     selected = {
         item.callspec.params["block"].id
         for item in request.session.items
-        if "block" in getattr(getattr(item, "callspec", None), "params", {})
+        # This module's tests alone: another module may name a parameter "block" too.
+        if getattr(item, "module", None) is request.module
+        and "block" in getattr(getattr(item, "callspec", None), "params", {})
     }
     runs = [block for block in BLOCKS if block.skip_reason is None and block.id in selected]
     cells = [nbformat.v4.new_code_cell(SETUP)]
