@@ -145,7 +145,13 @@ def test_a_result_without_attribution_sends_what_it_always_did(plain):
     payload = LensPayload.from_result(plain)
     for key in ("components", "logit_softcap", "foils", "addresses"):
         assert key not in payload.meta
-    assert payload.meta["detail_sections"] == list(DETAIL_SECTIONS)
+    # Every detail but a metric that needs what this run was not given (the logit difference:
+    # foils).
+    from murano_widgets.metrics import METRICS
+
+    needs = {metric.field for metric in METRICS.values() if metric.needs}
+    assert "logit_diff" in needs
+    assert payload.meta["detail_sections"] == [n for n in DETAIL_SECTIONS if n not in needs]
     assert not set(payload.all_sections()) & set(ATTRIBUTION_SECTIONS)
     # Sublayer rows alone (no attribution): the addresses, nothing else new.
     sub = LensPayload.from_result(with_sublayers(plain))
