@@ -52,10 +52,17 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CELL_TIMEOUT_S = 600
 
 # Run first in each notebook's kernel, then removed from the page: see the module's docstring.
+# Each new lens widget turns its details on as it is made. (Setting the trait's default_value
+# did nothing: traitlets keeps a class's static defaults from when the class was made, and a
+# later cell touching the widget had hidden that, until notebook 01's first widget stopped
+# being touched.)
 DETAILS_CELL = (
     "from murano_widgets.widgets.lens import LogitLensWidget as _MuranoDocsLens\n"
-    "_MuranoDocsLens.class_traits()['_details'].default_value = True\n"
-    "del _MuranoDocsLens"
+    "def _murano_docs_init(self, *args, _init=_MuranoDocsLens.__init__, **kwargs):\n"
+    "    _init(self, *args, **kwargs)\n"
+    "    self._details = True\n"
+    "_MuranoDocsLens.__init__ = _murano_docs_init\n"
+    "del _MuranoDocsLens, _murano_docs_init"
 )
 
 _CDN_LOADER = re.compile(
