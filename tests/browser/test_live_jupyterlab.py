@@ -58,7 +58,7 @@ print("HEALED")"""
 READ = """\
 print("STATE", json.dumps({"prompts": w.prompts, "n": w.result.n_inputs, "targets": w.targets,
     "result_targets": w.result.targets, "patch": w.patched is not None, "status": w.live_status["state"],
-    "about_sleep": "sleep length" in w.live_status["message"]}))"""
+    "about_sleep": "sleep length" in w.live_status["message"].lower()}))"""
 
 
 @pytest.mark.parametrize("ui", ["lab", "notebook"])
