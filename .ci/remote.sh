@@ -3,8 +3,8 @@
 # NDIF server on this machine (../shared/ndif: ndif 0.1.2 with a CPU model actor).
 #
 # The client venv is what a remote user installs (README, "Install"): nnsight 0.8 (the only
-# client NDIF accepts), the project's transformers range (the newest: the backends hand nnsight
-# 0.8.1 the tokenizer, which its meta load cannot find by itself from transformers 5.23 on),
+# client NDIF accepts), the NDIF server's own transformers (below; any from 5.0 works with the
+# backends, which hand nnsight 0.8.1 the tokenizer its meta load cannot find from 5.23 on),
 # the project WITHOUT nnterp (nnterp 1.3 does not work with nnsight 0.8), no accelerate.
 # It is built when missing or off those pins, torch's CPU wheel first (else pip picks a
 # multi-GB CUDA build); `--prepare` builds it (and the server) and exits, which .ci/run does in
@@ -37,7 +37,12 @@ mkdir -p build
 bash "$NDIF_SHARED/install.sh" > build/ndif-install.log 2>&1 &
 ndif_install=$!
 
-CLIENT=("nnsight==0.8.1" "$TRANSFORMERS")
+# The client's transformers is the server's (its install.sh pins it): the suite holds remote
+# numbers equal to the client's local ones to float32 rounding, which holds on one transformers
+# only (a 5.25 client against the server's 5.22.2 moved a patch's top-1 probabilities by up to
+# 5e-6). The newest transformers with nnsight 0.8.1 is .ci/newest.sh's.
+SERVER_TRANSFORMERS=$(grep -oE 'transformers==[0-9][0-9.]*' "$NDIF_SHARED/install.sh" | head -n 1)
+CLIENT=("nnsight==0.8.1" "${SERVER_TRANSFORMERS:-$TRANSFORMERS}")
 if ! venv_satisfies "$VENV" "${CLIENT[@]}"; then
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
