@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_int, check_model, check_str
-from murano_widgets.exercises._groups import word_group
 from murano_widgets.exercises._reference import States, continuation_id, raw_logits, states
+from murano_widgets.groups import TokenGroup
 from murano_widgets.results.result import LogitLensResult
 
 __all__ = [
@@ -691,7 +691,7 @@ def check_group_prob(p: Any, model: Any, prompt: str, word: str) -> None:
     prompt = _text("prompt", prompt)
     word = _text("word", word)
     given = _as_tensor(check, "p", _call(p, model, prompt, word))
-    ids = word_group(model.tokenizer, word)
+    ids = sorted(TokenGroup.word(model.tokenizer, word.strip()).ids)  # the package's one group
     last = _lens_probs(model, prompt)[:, -1]  # [layers, vocab]
     want = last[:, ids].sum(-1)
     tol = _tolerance(model, "prob")
