@@ -268,5 +268,5 @@ def test_switching_to_a_lens_that_cannot_explain_it_falls_back_in_python(model, 
     # The page's own switch (a message from the lens menu) does the same.
     widget.lens_name = "dla"
     widget.explain, widget.view = "answer", "components"
-    widget.set_state({"lens_name": "bare"})
+    widget.set_state({"lens": "bare"})
     assert (widget.lens_name, widget.explain, widget.view) == ("bare", "top1", "layers")

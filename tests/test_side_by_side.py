@@ -429,9 +429,9 @@ def test_the_widget_switches_lenses_from_python_and_describes_the_pin_under_each
     ):
         widget.lens_name = "jacobian"
     assert widget.lens_name == "tuned"
-    assert "lens_name='tuned' of ['logit', 'tuned']" in repr(widget)
+    assert "lens='tuned' of ['logit', 'tuned']" in repr(widget)
     state = widget._standalone_state()
-    assert state["lens_name"] == "tuned" and state["_meta"]["lenses"][1]["name"] == "tuned"
+    assert state["lens"] == "tuned" and state["_meta"]["lenses"][1]["name"] == "tuned"
     assert widget._default_title() == "Logit lens · Tuned lens — toy-world"
     first = LogitLensWidget(results, lens_name="tuned")
     assert first.lens_name == "tuned"
@@ -518,7 +518,7 @@ def test_the_export_keeps_every_lens(demo_lenses, tmp_path):
     widget = LogitLensWidget(results, lens_name="tuned")
     page = widget.save_html(tmp_path / "lenses.html").read_text(encoding="utf-8")
     assert "<title>Logit lens · Tuned lens — toy-world</title>" in page
-    assert '"lens_name": "tuned"' in page or '"lens_name":"tuned"' in page
+    assert '"lens": "tuned"' in page or '"lens":"tuned"' in page
     assert "1/max_probs" in page and "1/topk_tokens" in page
 
 

@@ -11,14 +11,13 @@ come from the registry in :mod:`murano_widgets.metrics`. The one-call entry,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import traitlets
 
 from murano_widgets._adapters import as_lens_result
-from murano_widgets._checks import check_index, check_model
+from murano_widgets._checks import check_model
 from murano_widgets.backends.base import ModelBackend
-from murano_widgets.chat import check_hide_template
 from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.export import base64_sections
 from murano_widgets.live.controller import LiveController, handle_message, not_live_error
@@ -28,19 +27,18 @@ from murano_widgets.payload.attribution import EXPLAIN_TOP1, explain_choices, ha
 from murano_widgets.payload.lens import LensPayload
 from murano_widgets.results import LensResults, LogitLensResult, as_given, lenses_of
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
-from murano_widgets.widgets.lens_checks import (
-    VIEWS,
-    check_explain,
-    check_lens_beside,
-    check_lens_name,
-    check_live,
-    check_metric,
-    check_shown_layer,
-    check_target,
-    check_view,
-    describe_selection,
-    kept_target,
+from murano_widgets.widgets.lens_checks import VIEWS, check_live, describe_selection, kept_target
+from murano_widgets.widgets.view_state import (
+    VIEW_TRAITS,
+    Shown,
+    ViewOptions,
+    initial_view,
+    trait_namespace,
+    view_of,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["METRICS", "VIEWS", "LogitLensWidget", "WidgetValueError"]
 
@@ -75,8 +73,8 @@ class LogitLensWidget(MuranoWidget):
             Without it, metrics measured against the final prediction are not offered.
         hide_template: Hide the chat template's own tokens at first (only for chats, whose
             result has tokens of the ``"template"`` role).
-        lens_name: The lens shown first, by name (default the first); one lens is named by
-            its kind (``"logit"``, ``"tuned"``).
+        lens: The lens shown first, by name (default the first); one lens is named by its
+            kind (``"logit"``, ``"tuned"``). ``lens_name`` is its old name, still taken.
         lens_beside: With several lenses: another lens drawn as a second grid under the
             first, with one cursor (default ``""``: one grid).
         explain: What the "why" panel and the component view explain (results of
@@ -93,14 +91,14 @@ class LogitLensWidget(MuranoWidget):
             ``False``: the widget shows the result alone (``live`` is ``False``).
 
     Attributes:
-        lens_name: The name of the lens shown (synced with the lens menu; one of
-            :attr:`lens_names`).
+        lens: The name of the lens shown (synced with the lens menu; one of
+            :attr:`lens_names`). ``lens_name`` is its old name, still read and set.
         lens_beside: The lens drawn as a second grid under the first (synced with the
             "beside" menu): another of :attr:`lens_names`, or ``""`` for one grid. Both grids
             show the same prompt, highlighted row (the layer slider moves both), colouring on
             one shared colour scale, and one cursor: hovering, focusing or pinning a cell in
-            either marks the same cell in both. Setting ``lens_name`` to the lens beside swaps
-            the two.
+            either marks the same cell in both. Setting ``lens`` to the lens beside swaps the
+            two.
         prompt: The index of the shown prompt (synced with the prompt slider).
         layer: The highlighted model layer (the layer slider).
         metric: The colouring (the colour menu).
@@ -161,16 +159,21 @@ class LogitLensWidget(MuranoWidget):
     _css = asset("logit_lens.css")
     _export_what = "logit-lens widget"
 
-    prompt = traitlets.Int(0).tag(sync=True)
-    layer = traitlets.Int(0).tag(sync=True)
-    metric = traitlets.Unicode("prob").tag(sync=True)
-    target = traitlets.Unicode("").tag(sync=True)
+    # The view traits (prompt, layer, metric, target, lens, lens_beside, hide_template, explain,
+    # view), their validators and the old names: one table, view_state.VIEW_TRAITS.
+    locals().update(trait_namespace())
+    if TYPE_CHECKING:  # what trait_namespace() adds, as type checkers see it
+        prompt: int
+        layer: int
+        metric: str
+        target: str
+        lens: str
+        lens_name: str
+        lens_beside: str
+        hide_template: bool
+        explain: str
+        view: str
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
-    hide_template = traitlets.Bool(False).tag(sync=True)
-    lens_name = traitlets.Unicode("").tag(sync=True)
-    lens_beside = traitlets.Unicode("").tag(sync=True)
-    explain = traitlets.Unicode(EXPLAIN_TOP1).tag(sync=True)
-    view = traitlets.Unicode(VIEWS[0]).tag(sync=True)
     _details = traitlets.Bool(False).tag(sync=True)
     _meta = traitlets.Dict().tag(sync=True)
     _sections = traitlets.Dict().tag(sync=True)
@@ -194,13 +197,8 @@ class LogitLensWidget(MuranoWidget):
         model: ModelBackend | None = None,
         tokenizer: Any = None,
         n_model_layers: int | None = None,
-        hide_template: bool = False,
-        lens_name: str | None = None,
-        lens_beside: str = "",
-        explain: str = EXPLAIN_TOP1,
-        view: str = VIEWS[0],
         live: Any = None,
-        **kwargs: Any,
+        **view: Unpack[ViewOptions],
     ) -> None:
         session = check_live(live)
         if session is not None:
@@ -218,18 +216,11 @@ class LogitLensWidget(MuranoWidget):
         first = results.first
         payload = LensPayload.from_result(as_given(results))
         # Everything is checked before the widget exists: a widget that fails half-built would
-        # stay registered with the kernel.
-        prompt = check_index("prompt", prompt, first.n_inputs, "prompts")
-        layer = first.layers[-1] if layer is None else check_shown_layer(layer, first.layers)
-        if target is None:
-            target = first.targets[0] if first.targets else ""
-        target = check_target(target, first.targets)
-        metric = check_metric(metric, payload)
-        hide_template = check_hide_template(hide_template, first.token_roles, WidgetValueError)
-        lens_name = results.names[0] if lens_name is None else check_lens_name(lens_name, results)
-        lens_beside = check_lens_beside(lens_beside, results.names, lens_name)
-        explain = check_explain(explain, results[lens_name])
-        view = check_view(view, results[lens_name])
+        # stay registered with the kernel. The view's keywords are the table's (view_state.py);
+        # the others are the widget's other public, writable traits (selected, layout, ...).
+        values, others = initial_view(
+            type(self).__name__, view, results, payload, self._other_keywords()
+        )
         self._results = results
         self._payload = payload
         self._patched: PatchComparison | None = None
@@ -241,24 +232,33 @@ class LogitLensWidget(MuranoWidget):
         super().__init__(
             _meta=payload.meta,
             _sections=payload.base_sections(),
-            prompt=prompt,
-            layer=layer,
-            target=target,
-            metric=metric,
-            hide_template=hide_template,
-            lens_name=lens_name,
-            lens_beside=lens_beside,
-            explain=explain,
-            view=view,
-            **kwargs,
+            **values,
+            **others,
         )
         if session is not None:
             self._live = LiveController(self, session)
         self.on_msg(lambda _widget, content, _buffers: handle_message(self, self._live, content))
 
+    @classmethod
+    def _other_keywords(cls) -> list[str]:
+        """The constructor's keywords beyond the view's: public traits a user may set."""
+        view = {line.name for line in VIEW_TRAITS}
+        return [
+            name
+            for name, trait in cls.class_traits().items()
+            if trait.metadata.get("sync")
+            and not name.startswith("_")
+            and name not in view
+            and not trait.read_only
+        ]
+
+    def _view_shown(self) -> Shown:
+        """What the view traits are checked against (``view_state.VIEW_TRAITS``' checks)."""
+        return Shown(self._results, self._payload, self.lens)
+
     @property
     def _result(self) -> LogitLensResult:
-        return self._results[self.lens_name or self._results.names[0]]
+        return self._results[self.lens or self._results.names[0]]
 
     @property
     def result(self) -> LogitLensResult:
@@ -477,44 +477,6 @@ class LogitLensWidget(MuranoWidget):
             self._patch_sections = sections
             self.patch_info = state
 
-    @traitlets.validate("prompt")
-    def _check_prompt(self, proposal: dict[str, Any]) -> int:
-        return check_index(
-            "prompt", proposal["value"], self._result.n_inputs, "prompts", WidgetValueError
-        )
-
-    @traitlets.validate("layer")
-    def _validate_layer(self, proposal: dict[str, Any]) -> int:
-        return check_shown_layer(proposal["value"], self._result.layers)
-
-    @traitlets.validate("metric")
-    def _validate_metric(self, proposal: dict[str, Any]) -> str:
-        return check_metric(proposal["value"], self._payload)
-
-    @traitlets.validate("target")
-    def _validate_target(self, proposal: dict[str, Any]) -> str:
-        return check_target(proposal["value"], self._result.targets)
-
-    @traitlets.validate("hide_template")
-    def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
-        return check_hide_template(proposal["value"], self._result.token_roles, WidgetValueError)
-
-    @traitlets.validate("lens_name")
-    def _validate_lens_name(self, proposal: dict[str, Any]) -> str:
-        return check_lens_name(proposal["value"], self._results, WidgetValueError)
-
-    @traitlets.validate("lens_beside")
-    def _validate_lens_beside(self, proposal: dict[str, Any]) -> str:
-        return check_lens_beside(proposal["value"], self._results.names, self.lens_name)
-
-    @traitlets.validate("explain")
-    def _validate_explain(self, proposal: dict[str, Any]) -> str:
-        return check_explain(proposal["value"], self._result)
-
-    @traitlets.validate("view")
-    def _validate_view(self, proposal: dict[str, Any]) -> str:
-        return check_view(proposal["value"], self._result)
-
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
         value = proposal["value"]
@@ -522,11 +484,11 @@ class LogitLensWidget(MuranoWidget):
             return None
         described = describe_selection(self._result, value, default_prompt=self.prompt)
         if len(self._results) > 1:
-            described["lens"] = self.lens_name
+            described["lens"] = self.lens
         return described
 
-    @traitlets.observe("lens_name")
-    def _on_lens_name(self, change: dict[str, Any]) -> None:
+    @traitlets.observe("lens")
+    def _on_lens(self, change: dict[str, Any]) -> None:
         # Showing the lens drawn beside swaps the two grids (the front end's menu does the same).
         if self.lens_beside and self.lens_beside == change["new"]:
             self.lens_beside = change["old"]
@@ -565,16 +527,8 @@ class LogitLensWidget(MuranoWidget):
             "_meta": self._payload.meta,
             "_sections": base64_sections(self._payload.all_sections()),
             "_details": True,
-            "prompt": self.prompt,
-            "layer": self.layer,
-            "metric": self.metric,
-            "target": self.target,
+            **view_of(self),
             "selected": selected_cell(self.selected),
-            "hide_template": self.hide_template,
-            "lens_name": self.lens_name,
-            "lens_beside": self.lens_beside,
-            "explain": self.explain,
-            "view": self.view,
             # The live state, for the page to show (and to say that editing needs a kernel).
             "live": self.live,
             "prompts": list(self.prompts),
@@ -591,9 +545,7 @@ class LogitLensWidget(MuranoWidget):
 
     def __repr__(self) -> str:
         result = self._result
-        lenses = (
-            f", lens_name={self.lens_name!r} of {self.lens_names}" if len(self._results) > 1 else ""
-        )
+        lenses = f", lens={self.lens!r} of {self.lens_names}" if len(self._results) > 1 else ""
         return (
             f"LogitLensWidget({result.n_inputs} prompts, layers {result.layers[0]}..{result.layers[-1]}, "
             f"prompt={self.prompt}, layer={self.layer}, metric={self.metric!r}{lenses})"

@@ -57,9 +57,9 @@ def check_shown_layer(value: Any, layers: list[int], error: type = WidgetValueEr
 
 
 def check_lens_name(value: Any, results: LensResults, error: type = WidgetValueError) -> str:
-    """One of the widget's lens names."""
+    """One of the widget's lens names (the ``lens`` trait)."""
     if not isinstance(value, str) or value not in results:
-        raise error(f"lens_name must be one of the widget's lenses {results.names}; got {value!r}")
+        raise error(f"lens must be one of the widget's lenses {results.names}; got {value!r}")
     return value
 
 

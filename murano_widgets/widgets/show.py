@@ -10,21 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from murano_widgets._checks import check_bool, check_choice, check_index, check_model
+from murano_widgets._checks import check_model
 from murano_widgets.backends.base import ModelBackend
 from murano_widgets.lenses import Lens, as_lens, named_lenses
 from murano_widgets.live.session import LiveSession
-from murano_widgets.metrics import METRICS
 from murano_widgets.options import PromptOptions
 from murano_widgets.payload.attribution import EXPLAIN_TOP1
 from murano_widgets.step.logit_lens import resolve_layers
 from murano_widgets.widgets.lens import LogitLensWidget
-from murano_widgets.widgets.lens_checks import (
-    VIEWS,
-    check_lens_beside,
-    check_shown_layer,
-    check_target,
-)
+from murano_widgets.widgets.lens_checks import VIEWS
+from murano_widgets.widgets.view_state import VIEW_TRAITS, Planned, check_planned
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -151,6 +146,10 @@ def show_logit_lens(
     """
     from murano_widgets.chat import check_chat
 
+    # The widget's view arguments, by trait name (``lens_name`` is the trait ``lens``: here
+    # ``lens`` is the lens itself), as the table lists them: nothing here re-lists them.
+    arguments = locals()
+    chosen = {line.name: arguments[line.show_argument] for line in VIEW_TRAITS}
     check_model(model)
     # The widget's own arguments are checked before the model runs, as the run's are (the
     # prompts and every option are validated once, by run_logit_lens, before any model work).
@@ -161,37 +160,18 @@ def show_logit_lens(
         n_prompts = 1  # run_logit_lens names what is missing
     else:
         n_prompts = len(prompts) if isinstance(prompts, Sequence) else None
-    if n_prompts:
-        check_index("prompt", prompt, n_prompts, "prompts")
-    check_choice("metric", metric, METRICS)
     targets = options.get("targets")
-    tracked = list(targets) if isinstance(targets, (list, tuple)) else []
-    if METRICS[metric].per_target and not tracked:
-        raise ValueError(
-            f"metric={metric!r} shows a tracked token's probability: pass targets=[...]"
+    check_planned(
+        Planned(
+            n_prompts=n_prompts,
+            layers=lambda: resolve_layers(layers, model.n_layers),
+            targets=list(targets) if isinstance(targets, (list, tuple)) else [],
+            lens_names=lambda: list(named_lenses(lens) or {as_lens(lens).kind: None}),
+            chosen=chosen,
+            chat=chat is not None,
+            decompose=bool(options.get("decompose")),
         )
-    if target is not None:
-        check_target(target, tracked, ValueError)
-    check_choice("view", view, VIEWS)
-    if view == "components" and not options.get("decompose"):
-        raise ValueError(
-            "view='components' needs the direct logit attribution: pass decompose=True"
-        )
-    if not isinstance(explain, str):
-        raise TypeError(f"explain must be a string, got {type(explain).__name__} {explain!r}")
-    if layer is not None:
-        check_shown_layer(layer, resolve_layers(layers, model.n_layers), error=ValueError)
-    if check_bool("hide_template", hide_template) and chat is None:
-        raise ValueError(
-            "hide_template=True is not allowed without chat: only a chat has template tokens "
-            "to hide; got hide_template=True"
-        )
-    if lens_name is not None or lens_beside != "":
-        names = list(named_lenses(lens) or {as_lens(lens).kind: None})
-        if lens_name is not None and lens_name not in names:
-            raise ValueError(f"lens_name must be one of the lenses {names}; got {lens_name!r}")
-        shown = names[0] if lens_name is None else lens_name
-        check_lens_beside(lens_beside, names, shown, ValueError)
+    )
     session = LiveSession(
         model,
         layers,
@@ -199,16 +179,4 @@ def show_logit_lens(
         **{key: value for key, value in options.items() if key not in _PER_PROMPT},
     )
     result = session.run(prompts, **{key: options[key] for key in _PER_PROMPT if key in options})
-    return LogitLensWidget(
-        result,
-        live=session,
-        prompt=prompt,
-        layer=layer,
-        metric=metric,
-        target=target,
-        hide_template=hide_template,
-        lens_name=lens_name,
-        lens_beside=lens_beside,
-        explain=explain,
-        view=view,
-    )
+    return LogitLensWidget(result, live=session, **chosen)

@@ -20,6 +20,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from murano_widgets.widgets.view_state import VIEW_TRAITS
+
 ROOT = Path(__file__).resolve().parents[2]
 # MURANO_STATIC_DIR: render another build instead (e.g. to see a test fail without a fix).
 STATIC = Path(os.environ.get("MURANO_STATIC_DIR") or ROOT / "murano_widgets" / "static")
@@ -28,17 +30,11 @@ CSS = STATIC / "logit_lens.css"
 ORIGIN = "http://murano.test"
 ARTIFACTS = ROOT / "tests" / "_artifacts"
 
+# The view traits as the table declares them (murano_widgets/widgets/view_state.py), then the
+# rest of the heatmap's synced state.
 SYNCED = (
-    "prompt",
-    "layer",
-    "metric",
-    "target",
+    *(line.name for line in VIEW_TRAITS),
     "selected",
-    "hide_template",
-    "lens_name",
-    "lens_beside",
-    "explain",
-    "view",
     "_details",
     "_meta",
     "_sections",

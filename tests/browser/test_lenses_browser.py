@@ -68,19 +68,19 @@ def test_the_lens_menu_switches_lenses_both_ways(page, results):
     assert bridge.state()["lens"] == "tuned"
     assert page.inner_text(".murano-title") == "Tuned lens"
     assert [w.replace("␣", " ") for w in row_words(bridge, 1)] == tuned_row
-    assert bridge.sync() == [{"lens_name": "tuned"}]
+    assert bridge.sync() == [{"lens": "tuned"}]
     assert widget.lens_name == "tuned"
 
     # Python: the page follows, and does not echo it back.
     widget.lens_name = "logit"
-    bridge.kernel_set("lens_name")
+    bridge.kernel_set("lens")
     bridge.wait_frames()
     assert bridge.state()["lens"] == "logit"
     assert page.eval_on_selector(LENS_MENU, "e => e.value") == "logit"
     assert page.inner_text(".murano-title") == "Logit lens"
     assert bridge.sent() == []
     # A name the page does not know (a stale kernel) leaves the view where it is.
-    page.evaluate("() => window.model.kernelSet('lens_name', 'jacobian')")
+    page.evaluate("() => window.model.kernelSet('lens', 'jacobian')")
     bridge.wait_frames()
     assert bridge.state()["lens"] == "logit"
 
@@ -145,7 +145,7 @@ def test_the_export_keeps_every_lens_and_its_menu_works_offline(offline_page, re
     assert page.inner_text(".murano-title") == "Tuned lens"
     assert page.eval_on_selector(LENS_MENU, "e => e.value") == "tuned"
     page.select_option(LENS_MENU, "logit")
-    assert page.evaluate("() => window.muranoWidget.model.get('lens_name')") == "logit"
+    assert page.evaluate("() => window.muranoWidget.model.get('lens')") == "logit"
     assert page.inner_text(".murano-title") == "Logit lens"
     item = '.murano-traj-item[data-series="lens:tuned"]'
     assert "loading" not in page.inner_text(item).lower()

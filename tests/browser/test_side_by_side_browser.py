@@ -175,7 +175,7 @@ def test_the_menus_and_python_choose_the_grids(page, results):
     assert page.is_hidden(BESIDE) and page.is_hidden(".murano-grid-caption")
     widget.lens_name = "logit"
     widget.lens_beside = "tuned"
-    bridge.kernel_set("lens_name")
+    bridge.kernel_set("lens")
     bridge.kernel_set("lens_beside")
     bridge.wait_frames()
     assert page.is_visible(BESIDE) and bridge.state()["lens"] == "logit"

@@ -145,7 +145,7 @@ export function bindEvents(view) {
     "change:layer": () => { view.syncLayer.cancel(); view.setModelLayer(model.get("layer")); },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:target": () => view.setTarget(model.get("target"), false),
-    "change:lens_name": () => view.setLens(model.get("lens_name"), false),
+    "change:lens": () => view.setLens(model.get("lens"), false),
     "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
     "change:view": () => view.setView(model.get("view"), false),
     "change:explain": () => view.setExplain(model.get("explain"), false),

@@ -102,7 +102,7 @@ export function reload(view) {
   view.reloadTimer = null;
   // The first load takes the model's lens; later loads (new sections) keep the local one.
   const s = store.state;
-  const wanted = view.loaded ? s.lens : model.get("lens_name");
+  const wanted = view.loaded ? s.lens : model.get("lens");
   const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
   const previous = view.data;
   view.lenses = lenses;
@@ -184,7 +184,7 @@ export function setLens(view, name, sync) {
   // Choosing the lens drawn beside swaps the two grids.
   const beside = besideAfterSwitch(s.lens, data.lensName, s.beside);
   if (sync) {
-    view.send("lens_name", data.lensName);
+    view.send("lens", data.lensName);
     if (beside !== s.beside) view.send("lens_beside", beside);
   }
   ui.lensSelect.value = data.lensName;
