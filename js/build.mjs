@@ -1,6 +1,6 @@
 // Builds the widgets' front ends into the package: each widget's entry in js/src → one ES module
 // in murano_widgets/static/ (logit_lens.js, lens_dataset.js, lens_diff.js), and its CSS beside
-// it (the shared palette, src/theme.css, first). The built files are committed, so a source
+// it (the shared palette, src/shared/theme.css, first). The built files are committed, so a source
 // install needs no node.
 //
 //   node build.mjs           write them
@@ -23,14 +23,14 @@ const banner = "// Built by `npm run build` (js/build.mjs) from js/src with esbu
 // The palette all three widgets share (CSS properties --murano-*, every host's dark selector):
 // put at the top of each widget's stylesheet, so each stylesheet stands alone (a notebook may
 // load any one of them).
-const themeCss = "src/theme.css";
+const themeCss = "src/shared/theme.css";
 
 // One bundle per widget, each its own entry so that one widget's code never grows another's:
 // the heatmap (show_logit_lens), the data set (LensDataset.show()) and the lens diff
 // (show_lens_diff). The heatmap's live controls show a patch with the lens diff's own view
-// (src/live/view.js), so its bundle holds that view and its stylesheet the diff's rules too.
+// (src/heatmap/live/view.js), so its bundle holds that view and its stylesheet the diff's rules too.
 const widgets = [
-  { entry: "src/index.js", css: ["src/logit_lens.css", "src/live/live.css", "src/diff/lens_diff.css"], name: "logit_lens" },
+  { entry: "src/heatmap/index.js", css: ["src/heatmap/logit_lens.css", "src/heatmap/live/live.css", "src/diff/lens_diff.css"], name: "logit_lens" },
   { entry: "src/dataset/index.js", css: ["src/dataset/dataset.css"], name: "lens_dataset" },
   { entry: "src/diff/index.js", css: ["src/diff/lens_diff.css"], name: "lens_diff" },
 ];

@@ -265,7 +265,7 @@ def role_names(token_roles: list[list[str]]) -> list[str]:
     return [*ROLES, *dict.fromkeys(extra)]
 
 
-# A copy of the widget's role colours (ROLE_COLOURS and OTHER_COLOURS in js/src/token_marks.js;
+# A copy of the widget's role colours (ROLE_COLOURS and OTHER_COLOURS in js/src/heatmap/token_marks.js;
 # tests/test_plot.py reads that file and checks the two agree), so that a static figure colours
 # each role as the widget does. Okabe–Ito: the roles are told apart with any colour vision.
 #: The band colour of each usual role.

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["plot_lenses", "plot_logit_lens"]
 
 # The widget's generation marks (the light theme's --murano-generated and --murano-generated-bg
-# in js/src/theme.css; tests/test_plot.py checks the two agree): a rule where the generated
+# in js/src/shared/theme.css; tests/test_plot.py checks the two agree): a rule where the generated
 # tokens start, and a tint under their input tokens.
 GENERATED_COLOUR = "#d55e00"
 GENERATED_TINT = (213 / 255, 94 / 255, 0.0, 0.13)

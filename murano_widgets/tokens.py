@@ -1,7 +1,7 @@
 """Token text made visible: spaces, newlines and invisible characters as marks.
 
 One rule set, the same character for character as the front end's ``displayToken``
-(``js/src/tokens.js``); both run every case of ``tests/token_display_cases.json``. The rules are an
+(``js/src/shared/tokens.js``); both run every case of ``tests/token_display_cases.json``. The rules are an
 explicit list of code points, not Unicode categories (Python's ``unicodedata`` and the browser's
 tables differ between versions):
 
@@ -27,7 +27,7 @@ from typing import Any
 
 _MARKS = {"\n": "↵", "\t": "⇥", "\r": "⇤"}
 
-# Inclusive code point ranges shown as <U+XXXX>. The same list stands in js/src/tokens.js
+# Inclusive code point ranges shown as <U+XXXX>. The same list stands in js/src/shared/tokens.js
 # (CODE_POINT_RANGES): change them together.
 _SHOWN_AS_CODE_POINT: tuple[tuple[int, int], ...] = (
     (0x0000, 0x001F),  # C0 controls (tab, newline and carriage return have marks instead)
@@ -99,7 +99,7 @@ def quote_token(token: str, spaces: bool = True, max_chars: int = 48) -> str:
     """A token (or a prompt) as a message quotes it: ``" Rome"`` → ``"“␣Rome”"``.
 
     The one form of a token in the widget's status lines and messages, the same as the front
-    end's ``quoteToken`` (``js/src/tokens.js``), so a line that Python words and one that the
+    end's ``quoteToken`` (``js/src/shared/tokens.js``), so a line that Python words and one that the
     front end words read alike: :func:`display_token`'s text, cut to ``max_chars`` code points
     with a closing ``"…"``, in curly quotes.
 

@@ -250,7 +250,7 @@ def test_plot_draws_each_sets_mean_and_interval_as_vectors(tmp_path):
 def test_plot_draws_the_sets_in_the_widgets_palette_in_order():
     """Issue 21, item 10c: the figure's curves had matplotlib's default colours (tab10, whose
     orange and green merge with protanopia); they take the widgets' series palette, the light
-    values of js/src/theme.css, in order, then the same colours dashed."""
+    values of js/src/shared/theme.css, in order, then the same colours dashed."""
     import re
     from pathlib import Path
 
@@ -260,7 +260,7 @@ def test_plot_draws_the_sets_in_the_widgets_palette_in_order():
     from murano_widgets.dataset.plot import SERIES_COLOURS
 
     matplotlib.use("Agg")
-    theme = (Path(__file__).resolve().parents[1] / "js" / "src" / "theme.css").read_text()
+    theme = (Path(__file__).resolve().parents[1] / "js" / "src" / "shared" / "theme.css").read_text()
     light = re.findall(r"--murano-series-\d+: var\(--murano-light, (#[0-9a-fA-F]{6})\)", theme)
     assert list(SERIES_COLOURS) == [c.lower() for c in light] and len(light) == 6
     names = [f"set {k}" for k in range(8)]

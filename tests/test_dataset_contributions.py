@@ -290,9 +290,9 @@ def test_plot_contributions_with_heads_draws_a_layer_by_head_grid_and_the_other_
 def test_the_diverging_scale_is_the_widgets():
     from murano_widgets.dataset.plot import DIVERGING
 
-    # The one diverging scale of the front end (js/src/colour.js), which the diff and the
+    # The one diverging scale of the front end (js/src/shared/colour.js), which the diff and the
     # component view both use.
-    source = (Path(__file__).resolve().parents[1] / "js" / "src" / "colour.js").read_text()
+    source = (Path(__file__).resolve().parents[1] / "js" / "src" / "shared" / "colour.js").read_text()
     stops = re.search(r"DIVERGING_STOPS = Object\.freeze\(\[([^\]]*)\]\)", source)[1]
     assert list(DIVERGING) == re.findall(r'"(#[0-9a-fA-F]{6})"', stops)
 

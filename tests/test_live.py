@@ -1252,7 +1252,7 @@ STATUS_CASES = json.loads(
 
 
 def test_running_lines_are_worded_as_the_front_end_words_them():
-    """The front end words a request's line until Python's arrives (js/src/live/protocol.js,
+    """The front end words a request's line until Python's arrives (js/src/heatmap/live/protocol.js,
     checked by node against the same table): the two must be one text, or the line changes
     style mid-run ("Tracking “␣Rome”…", then "tracking ' Rome'…")."""
     from murano_widgets.live.controller import LiveController

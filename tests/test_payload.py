@@ -149,7 +149,7 @@ def test_state_is_binary_not_nested_lists(widget):
 
 
 # The last digit the front end prints of a probability: two decimals of a percent
-# (js/src/format.js, formatProb), 0.0001.
+# (js/src/shared/format.js, formatProb), 0.0001.
 FINEST_PRINTED_PROBABILITY = 1e-4
 
 

@@ -99,13 +99,13 @@ def test_bad_arguments(lens):
 def js_colour_tables():
     """The widget's colours, read as text from its sources: the role colours, the other roles'
     colours in turn, and the generation rule's and tint's light-theme values."""
-    marks = (ROOT / "js" / "src" / "token_marks.js").read_text()
+    marks = (ROOT / "js" / "src" / "heatmap" / "token_marks.js").read_text()
     roles_js = re.search(r"ROLE_COLOURS = Object\.freeze\(\{(.*?)\}\)", marks, re.S).group(1)
     roles = dict(re.findall(r'(\w+): "(#[0-9a-fA-F]{6})"', roles_js))
     others_js = re.search(r"OTHER_COLOURS = Object\.freeze\(\[(.*?)\]\)", marks, re.S).group(1)
     others = re.findall(r'"(#[0-9a-fA-F]{6})"', others_js)
     # The light theme's values in the one palette (the static figure is drawn on white).
-    theme = (ROOT / "js" / "src" / "theme.css").read_text()
+    theme = (ROOT / "js" / "src" / "shared" / "theme.css").read_text()
     rule = re.search(r"--murano-generated: var\(--murano-light, (#[0-9a-fA-F]{6})\)", theme).group(
         1
     )

@@ -25,12 +25,12 @@ import {
   unitValue,
   whyModel,
   WHY_TOP,
-} from "../src/attribution.js";
-import { DIVERGING_STOPS, hexToRgb } from "../src/colour.js";
-import { niceCeil } from "../src/format.js";
-import { cellIndex, decodeLenses, decodePayload, rowOfModelLayer } from "../src/payload.js";
-import { hasSublayerRows, rowLabel, rowLabelled, rowNames } from "../src/rows.js";
-import { displayToken } from "../src/tokens.js";
+} from "../src/heatmap/attribution.js";
+import { DIVERGING_STOPS, hexToRgb } from "../src/shared/colour.js";
+import { niceCeil } from "../src/shared/format.js";
+import { cellIndex, decodeLenses, decodePayload, rowOfModelLayer } from "../src/heatmap/payload.js";
+import { hasSublayerRows, rowLabel, rowLabelled, rowNames } from "../src/heatmap/rows.js";
+import { displayToken } from "../src/shared/tokens.js";
 import { golden, lensPayload } from "./golden.mjs";
 
 const show = (/** @type {string} */ t) => displayToken(t);

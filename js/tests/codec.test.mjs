@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { decodeBase64, readSection, readTypedArray, toBytes } from "../src/shared/codec.js";
 import { DATASET_DTYPES } from "../src/dataset/data.js";
 import { DIFF_DTYPES } from "../src/diff/payload.js";
-import { LENS_DTYPES } from "../src/payload.js";
+import { LENS_DTYPES } from "../src/heatmap/payload.js";
 import { encode } from "./helpers.mjs";
 
 test("readTypedArray reads aligned data as a view, without copying", () => {

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { COLOUR_STOPS, colourImage, colourLut, interpolateStops, relativeLuminance, scaleColour, textColourOn } from "../src/colour.js";
-import { formatBits, formatProb, formatRank, niceCeil } from "../src/format.js";
+import { COLOUR_STOPS, colourLut, interpolateStops, relativeLuminance, scaleColour, textColourOn } from "../src/shared/colour.js";
+import { colourImage } from "../src/heatmap/colour_image.js";
+import { formatBits, formatProb, formatRank, niceCeil } from "../src/shared/format.js";
 import {
   legendTicks,
   metricAvailable,
@@ -14,8 +15,8 @@ import {
   resolveMetric,
   shortLabel,
   unitValue,
-} from "../src/metrics.js";
-import { decodePayload } from "../src/payload.js";
+} from "../src/heatmap/metrics.js";
+import { decodePayload } from "../src/heatmap/payload.js";
 import { golden, lensPayload } from "./golden.mjs";
 
 /** A golden lens payload (tests/golden/), decoded. */

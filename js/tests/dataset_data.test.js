@@ -4,9 +4,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { chartMetric, chartMetrics, datasetSeriesLook, decodeDataset, findSet, formatInterval, formatValue, layerReadout, promptOrder } from "../src/dataset/data.js";
-import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../src/theme.js";
+import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../src/shared/theme.js";
 import { readTypedArray } from "../src/shared/codec.js";
-import { formatBits } from "../src/format.js";
+import { formatBits } from "../src/shared/format.js";
 import { datasetPayload, golden } from "./golden.mjs";
 
 /** Little-endian bytes of float32 or int32 values, at `offset` inside a larger buffer. */

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { cellDetails, readoutText, tooltipModel, waitingNote } from "../src/details.js";
-import { decodePayload } from "../src/payload.js";
-import { displayToken } from "../src/tokens.js";
-import { metricSpec } from "../src/metrics.js";
+import { cellDetails, readoutText, tooltipModel, waitingNote } from "../src/heatmap/details.js";
+import { decodePayload } from "../src/heatmap/payload.js";
+import { displayToken } from "../src/shared/tokens.js";
+import { metricSpec } from "../src/heatmap/metrics.js";
 import { lensPayload } from "./golden.mjs";
 
 /** A golden lens payload (tests/golden/), decoded. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { cellColour, DIVERGING, divergingColour, klColour } from "../src/diff/colour.js";
-import { hexToRgb } from "../src/colour.js";
+import { hexToRgb } from "../src/shared/colour.js";
 import { decodeDiff, diffIndex } from "../src/diff/payload.js";
 import { diffPayload } from "./golden.mjs";
 
@@ -42,8 +42,8 @@ test("KL 0 is the light end; missing cells have no colour under any metric", () 
 
 test("on a dark page no change is a dark grey and a change grows brighter (a patch is not a white block)", async () => {
   const { diffPalette, DIVERGING_DARK } = await import("../src/diff/colour.js");
-  const { relativeLuminance } = await import("../src/colour.js");
-  const { isDarkTheme } = await import("../src/theme.js");
+  const { relativeLuminance } = await import("../src/shared/colour.js");
+  const { isDarkTheme } = await import("../src/shared/theme.js");
   assert.equal(isDarkTheme({ bg: "rgb(17, 17, 17)" }), true);
   assert.equal(isDarkTheme({ bg: "rgb(255, 255, 255)" }), false);
   assert.equal(isDarkTheme({ bg: "rgba(0, 0, 0, 0)" }), false, "a transparent background says nothing");

@@ -64,7 +64,7 @@ test("the headline says when layers are aligned by relative depth", () => {
 });
 
 test("a heatmap metric's change: the tooltip shows a's value, b's and the change in its unit", async () => {
-  const { formatChange } = await import("../src/format.js");
+  const { formatChange } = await import("../src/shared/format.js");
   assert.equal(formatChange("bits", 1.8985), "+1.90 bits");
   assert.equal(formatChange("bits", -0.5, true), "−0.5");
   assert.equal(formatChange("bits", 0), "0 bits");

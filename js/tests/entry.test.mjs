@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import widget, * as entry from "../src/index.js";
+import widget, * as entry from "../src/heatmap/index.js";
 
 test("the entry: anywidget's render, the standalone renderer and the pure API; no DOM at import", () => {
   assert.equal(typeof widget.render, "function");
@@ -25,7 +25,7 @@ test("the sources never build HTML from strings", () => {
 });
 
 test("every CSS class is prefixed murano-", () => {
-  const css = readFileSync(new URL("../src/logit_lens.css", import.meta.url), "utf8").replace(/\/\*[\s\S]*?\*\//g, "");
+  const css = readFileSync(new URL("../src/heatmap/logit_lens.css", import.meta.url), "utf8").replace(/\/\*[\s\S]*?\*\//g, "");
   const classes = [...css.matchAll(/\.([a-zA-Z_][\w-]*)/g)].map((m) => m[1]);
   assert.ok(classes.length > 50);
   for (const name of classes) assert.ok(name.startsWith("murano-") || name.startsWith("vscode-"), name);

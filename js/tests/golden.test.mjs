@@ -9,10 +9,10 @@ import { test } from "node:test";
 import { decodeDataset } from "../src/dataset/data.js";
 import { decodeDiff, diffIndex, diffMetric, tokenAt } from "../src/diff/payload.js";
 import { changeAt, metricValueAt } from "../src/diff/colour.js";
-import { cellDetails } from "../src/details.js";
-import { metricNames, metricValue } from "../src/metrics.js";
-import { cellIndex, cellTargetIndex, decodeLenses, decodePayload, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex } from "../src/payload.js";
-import { isGenerated, tokenRole } from "../src/token_marks.js";
+import { cellDetails } from "../src/heatmap/details.js";
+import { metricNames, metricValue } from "../src/heatmap/metrics.js";
+import { cellIndex, cellTargetIndex, decodeLenses, decodePayload, isAnswerTop1, isFinalMissing, isMissing, promptSetIndex } from "../src/heatmap/payload.js";
+import { isGenerated, tokenRole } from "../src/heatmap/token_marks.js";
 import { datasetPayload, diffPayload, golden, goldenNames, lensPayload, quantised } from "./golden.mjs";
 
 /** `actual` within the quantiser's tolerance of `expected` (null: no value, so NaN). */

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { onGridKey } from "../src/shared/grid_events.js";
-import { moveFocus } from "../src/state.js";
+import { moveFocus } from "../src/shared/state.js";
 
 /** A grid of 3 layers × 4 positions that records what the handlers did. */
 function fakeGrid({ pinned = false, focused = true, focus = { layerIndex: 1, position: 1 } } = {}) {

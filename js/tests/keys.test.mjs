@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { controlKind, keepsKey } from "../src/shared/keys.js";
-import lens, * as lensEntry from "../src/index.js";
+import lens, * as lensEntry from "../src/heatmap/index.js";
 import diff, * as diffEntry from "../src/diff/index.js";
 import dataset, * as datasetEntry from "../src/dataset/index.js";
 

@@ -13,9 +13,9 @@ import {
   revealColumn,
   rowOfLayer,
   visibleColumns,
-} from "../src/layout.js";
-import { clampIndex, isSelected, moveFocus, toggleSelection } from "../src/state.js";
-import { throttle } from "../src/throttle.js";
+} from "../src/shared/layout.js";
+import { clampIndex, isSelected, moveFocus, toggleSelection } from "../src/shared/state.js";
+import { throttle } from "../src/heatmap/throttle.js";
 
 const base = { labelW: 40, charW: 7, maxChars: 6 };
 

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { cellRect, clampScroll, computeLayout, hitTest, revealColumn, visibleColumns } from "../src/layout.js";
+import { cellRect, clampScroll, computeLayout, hitTest, revealColumn, visibleColumns } from "../src/shared/layout.js";
 
 const DIFF = { rowH: 22, axisH: 0, gap: 2, stripH: 20, bottomPad: 2, rightPad: 0 };
 const base = { labelW: 60, charW: 6.6, maxChars: 0, width: 500 };

@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { decodeLenses, decodePayload, lastPositionIndex, promptSetIndex } from "../src/payload.js";
-import { lensSeries, trajectorySeries } from "../src/trajectory.js";
-import { LINE_STYLES, seriesStyle } from "../src/trajectory_layout.js";
+import { decodeLenses, decodePayload, lastPositionIndex, promptSetIndex } from "../src/heatmap/payload.js";
+import { lensSeries, trajectorySeries } from "../src/heatmap/trajectory.js";
+import { LINE_STYLES, seriesStyle } from "../src/heatmap/trajectory_layout.js";
 import { lensMenuText } from "../src/shared/lens_names.js";
 import { golden, lensPayload } from "./golden.mjs";
 

@@ -4,10 +4,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { createLocalModel } from "../src/local_model.js";
+import { createLocalModel } from "../src/shared/local_model.js";
 import { decodeDiff } from "../src/diff/payload.js";
-import { decodePayload } from "../src/payload.js";
-import { isPatch, patchModel, patchSources, patchSummary, patchTarget, sourceOf } from "../src/live/patch.js";
+import { decodePayload } from "../src/heatmap/payload.js";
+import { isPatch, patchModel, patchSources, patchSummary, patchTarget, sourceOf } from "../src/heatmap/live/patch.js";
 import { diffPayload, lensPayload } from "./golden.mjs";
 
 test("the cell patched: the pinned one, its model layer, on a block-output row only", () => {

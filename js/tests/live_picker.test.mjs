@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { decodePayload } from "../src/payload.js";
-import { comparePicked, pickerColumn, pickerTokens } from "../src/live/picker.js";
+import { decodePayload } from "../src/heatmap/payload.js";
+import { comparePicked, pickerColumn, pickerTokens } from "../src/heatmap/live/picker.js";
 import { golden, lensPayload, quantised } from "./golden.mjs";
 
 const CASE = "lens_picker";

@@ -4,8 +4,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { indexReadout, indexSpoken, promptName } from "../src/format.js";
-import { quoteToken } from "../src/tokens.js";
+import { indexReadout, indexSpoken, promptName } from "../src/shared/format.js";
+import { quoteToken } from "../src/shared/tokens.js";
 
 import {
   ACTIONS,
@@ -23,7 +23,7 @@ import {
   request,
   statusLine,
   tick,
-} from "../src/live/protocol.js";
+} from "../src/heatmap/live/protocol.js";
 
 /** A live view whose kernel answered hello. */
 function ready(firstId = 10) {

@@ -7,11 +7,11 @@ import { test } from "node:test";
 
 import { diffCell, tooltipContent } from "../src/diff/details.js";
 import { decodeDiff } from "../src/diff/payload.js";
-import { cellDetails, tooltipModel } from "../src/details.js";
-import { formatBits, formatProb } from "../src/format.js";
-import { shortLabel } from "../src/metrics.js";
-import { decodePayload } from "../src/payload.js";
-import { displayToken } from "../src/tokens.js";
+import { cellDetails, tooltipModel } from "../src/heatmap/details.js";
+import { formatBits, formatProb } from "../src/shared/format.js";
+import { shortLabel } from "../src/heatmap/metrics.js";
+import { decodePayload } from "../src/heatmap/payload.js";
+import { displayToken } from "../src/shared/tokens.js";
 import { diffPayload, golden, goldenNames, lensPayload } from "./golden.mjs";
 
 /**

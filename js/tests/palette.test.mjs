@@ -22,9 +22,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../src/theme.js";
+import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../src/shared/theme.js";
 
-const THEME = readFileSync(new URL("../src/theme.css", import.meta.url), "utf8");
+const THEME = readFileSync(new URL("../src/shared/theme.css", import.meta.url), "utf8");
 const MIN_DE = 10;
 const MIN_CONTRAST = 3;
 

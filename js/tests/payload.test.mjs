@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { createLocalModel } from "../src/local_model.js";
+import { createLocalModel } from "../src/shared/local_model.js";
 import {
   cellIndex,
   decodePayload,
@@ -10,7 +10,7 @@ import {
   rowOfModelLayer,
   sectionMax,
   settleRow,
-} from "../src/payload.js";
+} from "../src/heatmap/payload.js";
 import { golden, lensPayload, widenedLensPayload } from "./golden.mjs";
 import { encode } from "./helpers.mjs";
 

@@ -5,10 +5,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { colourImage, colourLut } from "../src/colour.js";
-import { metricSpec } from "../src/metrics.js";
-import { decodeLenses } from "../src/payload.js";
-import { besideAfterSwitch, besideLens, besideMetric, besideOptions, gridCaption, sharedDomain } from "../src/side_by_side.js";
+import { colourLut } from "../src/shared/colour.js";
+import { colourImage } from "../src/heatmap/colour_image.js";
+import { metricSpec } from "../src/heatmap/metrics.js";
+import { decodeLenses } from "../src/heatmap/payload.js";
+import { besideAfterSwitch, besideLens, besideMetric, besideOptions, gridCaption, sharedDomain } from "../src/heatmap/side_by_side.js";
 import { golden, lensPayload } from "./golden.mjs";
 
 const title = (/** @type {any} */ lens) => lens.lensTitle;

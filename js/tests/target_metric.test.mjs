@@ -5,11 +5,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { colourImage, scaleColour } from "../src/colour.js";
-import { cellDetails, readoutText, tooltipModel } from "../src/details.js";
-import { formatProb } from "../src/format.js";
-import { metricAvailable, metricLabel, metricOffered, metricSpec, metricValue, resolveTarget, targetIndex } from "../src/metrics.js";
-import { cellIndex, cellTargetIndex, decodePayload } from "../src/payload.js";
+import { scaleColour } from "../src/shared/colour.js";
+import { colourImage } from "../src/heatmap/colour_image.js";
+import { cellDetails, readoutText, tooltipModel } from "../src/heatmap/details.js";
+import { formatProb } from "../src/shared/format.js";
+import { metricAvailable, metricLabel, metricOffered, metricSpec, metricValue, resolveTarget, targetIndex } from "../src/heatmap/metrics.js";
+import { cellIndex, cellTargetIndex, decodePayload } from "../src/heatmap/payload.js";
 import { golden, lensPayload } from "./golden.mjs";
 
 const decoded = (name, options) => decodePayload(...Object.values(lensPayload(name, options)));

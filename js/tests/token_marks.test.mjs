@@ -1,25 +1,23 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { cellDetails, readoutText, tooltipModel } from "../src/details.js";
-import { columnOf, computeLayout, positionAt } from "../src/layout.js";
-import { decodePayload } from "../src/payload.js";
+import { cellDetails, readoutText, tooltipModel } from "../src/heatmap/details.js";
+import { columnOf, columnOfPosition, computeLayout, positionAt, positionOfColumn } from "../src/shared/layout.js";
+import { decodePayload } from "../src/heatmap/payload.js";
 import {
-  columnOfPosition,
   generationColumn,
   generationStart,
   hasTemplateTokens,
   isGenerated,
   nearestShown,
   pickColumns,
-  positionOfColumn,
   rolesPresent,
   roleStyles,
   shownPositions,
   shownPromptText,
   tokenMarkText,
   tokenRole,
-} from "../src/token_marks.js";
+} from "../src/heatmap/token_marks.js";
 import { lensPayload } from "./golden.mjs";
 import { encode } from "./helpers.mjs";
 

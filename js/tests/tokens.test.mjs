@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { CODE_POINT_RANGES, charCount, codepointLabel, displayToken, hasBytes, isolateLtr, truncateText, wholeCharacter } from "../src/tokens.js";
+import { CODE_POINT_RANGES, charCount, codepointLabel, displayToken, hasBytes, isolateLtr, truncateText, wholeCharacter } from "../src/shared/tokens.js";
 
 // The shared table: tests/test_tokens.py runs the same cases against murano_widgets/tokens.py.
 const CASES = JSON.parse(readFileSync(new URL("../../tests/token_display_cases.json", import.meta.url), "utf8"));

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { colourImage } from "../src/colour.js";
-import { cellDetails, readoutText, tooltipModel } from "../src/details.js";
-import { cellRect, computeLayout } from "../src/layout.js";
-import { metricAvailable, metricValue } from "../src/metrics.js";
-import { cellTargetIndex, decodePayload, isAnswerTop1, promptOfColumn, promptSetIndex } from "../src/payload.js";
-import { chartColumn, niceRankMax, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "../src/trajectory.js";
+import { colourImage } from "../src/heatmap/colour_image.js";
+import { cellDetails, readoutText, tooltipModel } from "../src/heatmap/details.js";
+import { cellRect, computeLayout } from "../src/shared/layout.js";
+import { metricAvailable, metricValue } from "../src/heatmap/metrics.js";
+import { cellTargetIndex, decodePayload, isAnswerTop1, promptOfColumn, promptSetIndex } from "../src/heatmap/payload.js";
+import { chartColumn, niceRankMax, rankAxisMax, seriesShown, seriesSummary, trajectorySeries, valueScale } from "../src/heatmap/trajectory.js";
 import {
   answerMarkTriangle,
   chartBeside,
@@ -20,8 +20,8 @@ import {
   strokeAttributes,
   swatchLine,
   trajectoryRowsGeometry,
-} from "../src/trajectory_layout.js";
-import { SERIES_COLOURS } from "../src/theme.js";
+} from "../src/heatmap/trajectory_layout.js";
+import { SERIES_COLOURS } from "../src/shared/theme.js";
 import { lensPayload } from "./golden.mjs";
 
 // The golden payload of a result with answers and targets (tests/golden/lens_answers.json,
@@ -384,9 +384,9 @@ test("a series summary gives the first, the last and the chosen layer's values",
 });
 
 test("the chart follows the heatmap's metric: KL and entropy are drawn themselves, on the colour bar's scale", async () => {
-  const { chartModeFor, metricSeries } = await import("../src/trajectory.js");
-  const { cellIndex } = await import("../src/payload.js");
-  const { metricSpec, metricDomain, scaleChange } = await import("../src/metrics.js");
+  const { chartModeFor, metricSeries } = await import("../src/heatmap/trajectory.js");
+  const { cellIndex } = await import("../src/heatmap/payload.js");
+  const { metricSpec, metricDomain, scaleChange } = await import("../src/heatmap/metrics.js");
   const { meta, sections } = lensPayload("lens_plain");
   const data = decodePayload(meta, sections);
   assert.equal(chartModeFor(metricSpec(data, "kl")), "metric");

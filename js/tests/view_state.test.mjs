@@ -6,13 +6,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { decodeLenses, decodePayload } from "../src/payload.js";
-import { shownPositions } from "../src/token_marks.js";
-import { whyCellOf } from "../src/view/explain.js";
-import { shownMetricFor, stateForPayload } from "../src/view/load.js";
-import { followKey } from "../src/view/metric.js";
-import { clampCellTo, keyboardStart } from "../src/view/selection.js";
-import { initialState } from "../src/view/store.js";
+import { decodeLenses, decodePayload } from "../src/heatmap/payload.js";
+import { shownPositions } from "../src/heatmap/token_marks.js";
+import { whyCellOf } from "../src/heatmap/view/explain.js";
+import { shownMetricFor, stateForPayload } from "../src/heatmap/view/load.js";
+import { followKey } from "../src/heatmap/view/metric.js";
+import { clampCellTo, keyboardStart } from "../src/heatmap/view/selection.js";
+import { initialState } from "../src/heatmap/view/store.js";
 import { lensPayload } from "./golden.mjs";
 
 const decoded = (name, options) => decodePayload(...Object.values(lensPayload(name, options)));

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { createStore, initialState, sameCell } from "../src/view/store.js";
+import { createStore, initialState, sameCell } from "../src/heatmap/view/store.js";
 
 test("the store assigns what differs, in place, and tells each subscriber once which keys", () => {
   const store = createStore();

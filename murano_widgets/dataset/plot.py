@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 #: The series palette of the widgets' charts, its light values (a figure is drawn on white): the
-#: ``--murano-series-*`` properties of js/src/theme.css, in order (tests/test_dataset.py checks
+#: ``--murano-series-*`` properties of js/src/shared/theme.css, in order (tests/test_dataset.py checks
 #: the two agree). Okabe–Ito's hues darkened for 3:1 on white; every pair stays apart in
 #: simulated protanopia, deuteranopia and tritanopia (js/tests/palette.test.mjs).
 SERIES_COLOURS = ("#006ab0", "#bd4d01", "#058f60", "#a9799a", "#c38602", "#349bd2")

@@ -250,7 +250,7 @@ class LiveController:
     @staticmethod
     def _describe(action: str, fields: dict[str, Any]) -> str:
         """The status line while a request runs, worded as the front end's ``describeRequest``
-        words it before this line arrives (js/src/live/protocol.js): one style for the whole
+        words it before this line arrives (js/src/heatmap/live/protocol.js): one style for the whole
         run, a token quoted by ``quote_token``, prompts, layers and positions counted as Python
         indexes them (docs/contributing.md, "How the widget counts")."""
         text = fields.get("text")

@@ -86,7 +86,7 @@ function readSection(buffer, dtype, length, name, accepted) {
   }
 }
 
-// src/local_model.js
+// src/shared/local_model.js
 function kernelFreeModel(values) {
   const listeners = /* @__PURE__ */ new Map();
   return {
@@ -202,7 +202,7 @@ function keepControlKeys(root, signal) {
   );
 }
 
-// src/format.js
+// src/shared/format.js
 var RANK_CAP = 65535;
 function realDigits(digits, step, unit = 1) {
   let d = digits;
@@ -331,7 +331,7 @@ function chartScale(metric, summaries) {
   return { high, ticks, label: (v) => String(Number(v.toFixed(1))) };
 }
 
-// src/theme.js
+// src/shared/theme.js
 var THEME_PROPERTIES = Object.freeze({
   fg: "--murano-fg",
   muted: "--murano-muted",

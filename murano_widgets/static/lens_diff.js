@@ -86,7 +86,7 @@ function readSection(buffer, dtype, length, name, accepted) {
   }
 }
 
-// src/local_model.js
+// src/shared/local_model.js
 function createLocalModel(state) {
   const values = { prompt: 0, layer: null, metric: "prob", selected: null, _details: true, ...state };
   if (values._sections) {
@@ -123,7 +123,7 @@ function kernelFreeModel(values) {
   };
 }
 
-// src/colour_stops.js
+// src/shared/colour_stops.js
 var COLOUR_STOPS = Object.freeze({
   viridis: [
     "#440154",
@@ -183,96 +183,80 @@ var COLOUR_STOPS = Object.freeze({
   ]
 });
 
-// src/format.js
-var RANK_CAP = 65535;
-function realDigits(digits, step, unit = 1) {
-  let d = digits;
-  while (d > 0 && 10 ** -d * unit < step) d -= 1;
-  return d;
+// src/shared/colour.js
+var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
+function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [n >> 16 & 255, n >> 8 & 255, n & 255];
 }
-function formatProb(p, step = 0) {
-  if (!Number.isFinite(p)) return "–";
-  if (p > 0 && p < 1e-3) return "<0.1%";
-  if (p >= 0.9995) return "100%";
-  const digits = realDigits(p >= 0.1 ? 1 : 2, step, 0.01);
-  const text = (p * 100).toFixed(digits);
-  return `${(digits ? text.replace(/\.?0+$/, "") : text) || "0"}%`;
+function interpolateStops(stops, t) {
+  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+  const pos = x * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(pos));
+  const f = pos - i;
+  const a = hexToRgb(stops[i]);
+  const b = hexToRgb(stops[i + 1]);
+  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
+  return [mix(0), mix(1), mix(2)];
 }
-function formatBits(b, short = false, step = 0) {
-  if (!Number.isFinite(b)) return "–";
-  const digits = realDigits(b >= 10 ? 1 : 2, step);
-  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
-  return short ? text : `${text} bits`;
+function relativeLuminance([r, g, b]) {
+  const lin = (c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
 }
-function formatRank(rank, short = false) {
-  if (!Number.isFinite(rank)) return "–";
-  let text;
-  if (rank >= RANK_CAP) text = `≥${RANK_CAP}`;
-  else if (rank >= 1e4) text = `${Math.round(rank / 1e3)}k`;
-  else if (rank >= 1e3 && short) text = `${Number((rank / 1e3).toFixed(1))}k`;
-  else text = String(Math.round(rank));
-  return short ? text : `rank ${text}`;
-}
-function formatUnit(unit, value, short = false, step = 0) {
-  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value, step);
-  if (unit === "rank") return formatRank(value, short);
-  if (unit === "bits") return formatBits(value, short, step);
-  if (!Number.isFinite(value)) return "–";
-  return String(Number(value.toPrecision(3)));
-}
-function formatChange(unit, value, short = false, step = 0) {
-  if (value === null || !Number.isFinite(value)) return "–";
-  const size = Math.abs(value);
-  const sign = value > 0 ? "+" : "−";
-  if (unit === "probability" || unit === "delta") {
-    const points = size * 100;
-    const digits = short ? points >= 9.95 ? 0 : 1 : points >= 10 ? 1 : 2;
-    let text2 = points.toFixed(digits);
-    if (text2.includes(".")) text2 = text2.replace(/\.?0+$/, "");
-    if (text2 === "" || Number(text2) === 0) return short ? "0" : "0 pts";
-    return short ? `${sign}${text2}` : `${sign}${text2} pts`;
-  }
-  if (unit === "rank") {
-    const rounded = Math.round(size);
-    if (rounded === 0) return short ? "0" : "0 ranks";
-    const text2 = rounded >= 1e4 ? `${Math.round(rounded / 1e3)}k` : rounded >= 1e3 && short ? `${Number((rounded / 1e3).toFixed(1))}k` : String(rounded);
-    return short ? `${sign}${text2}` : `${sign}${text2} rank${rounded === 1 ? "" : "s"}`;
-  }
-  if (unit === "bits") {
-    const text2 = formatBits(size, true, step);
-    if (Number(text2) === 0) return short ? "0" : "0 bits";
-    return short ? `${sign}${text2}` : `${sign}${formatBits(size, false, step)}`;
-  }
-  const text = String(Number(size.toPrecision(3)));
-  return Number(text) === 0 ? "0" : `${sign}${text}`;
-}
-function indexReadout(index, count) {
-  return count > 1 ? `${index} (0–${count - 1})` : String(index);
+function textColourOn(rgb) {
+  const l = relativeLuminance(rgb);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
 }
 
-// src/payload.js
-var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
-var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32", "float32"]);
-var ATTRIBUTION_SHAPES = Object.freeze({
-  contributions: "cell_component",
-  contribution_bias: "cell",
-  top1_logits: "cell",
-  answer_token_contributions: "cell_component",
-  answer_token_bias: "cell",
-  answer_row_contributions: "last_component",
-  answer_row_bias: "last",
-  target_contributions: "cell_target_component",
-  target_bias: "cell_target"
-});
-var SITES = Object.freeze(["resid_mid", "resid_post"]);
-var TOKEN_SECTIONS = Object.freeze(["input_ids", "final_tokens", "predicted_tokens", "topk_tokens"]);
-var ANSWER_CELL_SECTIONS = Object.freeze(["answer_token_probs", "answer_token_ranks", "answer_top1"]);
-var PROMPT_SET_SECTIONS = Object.freeze(["answer_probs", "answer_ranks"]);
-var LAST_POSITION_SECTIONS = Object.freeze({ final_token_probs: "final_last_probs", final_token_ranks: "final_last_ranks" });
-var CELL_TARGET_SECTIONS = Object.freeze(["target_probs", "target_ranks"]);
-var REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]);
+// src/shared/state.js
+function moveFocus(focus, key, nLayers, nPositions) {
+  let { layerIndex, position } = focus;
+  switch (key) {
+    case "ArrowUp":
+      layerIndex += 1;
+      break;
+    // up the screen = deeper layer
+    case "ArrowDown":
+      layerIndex -= 1;
+      break;
+    case "ArrowLeft":
+      position -= 1;
+      break;
+    case "ArrowRight":
+      position += 1;
+      break;
+    case "Home":
+      position = 0;
+      break;
+    case "End":
+      position = nPositions - 1;
+      break;
+    case "PageUp":
+      layerIndex = nLayers - 1;
+      break;
+    case "PageDown":
+      layerIndex = 0;
+      break;
+    default:
+      return null;
+  }
+  return {
+    layerIndex: Math.min(nLayers - 1, Math.max(0, layerIndex)),
+    position: Math.min(nPositions - 1, Math.max(0, position))
+  };
+}
+function clampIndex(value, n) {
+  const v = Number.isInteger(value) ? (
+    /** @type {number} */
+    value
+  ) : Math.round(Number(value)) || 0;
+  return Math.min(Math.max(0, n - 1), Math.max(0, v));
+}
 
-// src/tokens.js
+// src/shared/tokens.js
 var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "⇤" });
 var CODE_POINT_RANGES = Object.freeze([
   [0, 31],
@@ -376,79 +360,6 @@ function isolateLtr(text) {
   return `⁦${text}⁩`;
 }
 
-// src/colour.js
-var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
-function hexToRgb(hex) {
-  const n = parseInt(hex.slice(1), 16);
-  return [n >> 16 & 255, n >> 8 & 255, n & 255];
-}
-function interpolateStops(stops, t) {
-  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
-  const pos = x * (stops.length - 1);
-  const i = Math.min(stops.length - 2, Math.floor(pos));
-  const f = pos - i;
-  const a = hexToRgb(stops[i]);
-  const b = hexToRgb(stops[i + 1]);
-  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
-  return [mix(0), mix(1), mix(2)];
-}
-function relativeLuminance([r, g, b]) {
-  const lin = (c) => {
-    const s = c / 255;
-    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-  };
-  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-}
-function textColourOn(rgb) {
-  const l = relativeLuminance(rgb);
-  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
-}
-
-// src/state.js
-function moveFocus(focus, key, nLayers, nPositions) {
-  let { layerIndex, position } = focus;
-  switch (key) {
-    case "ArrowUp":
-      layerIndex += 1;
-      break;
-    // up the screen = deeper layer
-    case "ArrowDown":
-      layerIndex -= 1;
-      break;
-    case "ArrowLeft":
-      position -= 1;
-      break;
-    case "ArrowRight":
-      position += 1;
-      break;
-    case "Home":
-      position = 0;
-      break;
-    case "End":
-      position = nPositions - 1;
-      break;
-    case "PageUp":
-      layerIndex = nLayers - 1;
-      break;
-    case "PageDown":
-      layerIndex = 0;
-      break;
-    default:
-      return null;
-  }
-  return {
-    layerIndex: Math.min(nLayers - 1, Math.max(0, layerIndex)),
-    position: Math.min(nPositions - 1, Math.max(0, position))
-  };
-}
-function clampIndex(value, n) {
-  const v = Number.isInteger(value) ? (
-    /** @type {number} */
-    value
-  ) : Math.round(Number(value)) || 0;
-  return Math.min(Math.max(0, n - 1), Math.max(0, v));
-}
-
 // src/diff/payload.js
 var DIFF_VERSION = 2;
 var REQUIRED = Object.freeze(["input_a", "aligned", "delta_prob", "delta_known", "top1_differs", "topk_tokens_a", "topk_probs_a", "topk_tokens_b", "topk_probs_b"]);
@@ -477,7 +388,7 @@ function decodeDiff(meta, sections) {
     /** @type {Record<string, number>} */
     { input_a: T, aligned: L * T, delta_prob: L * T, topk_tokens_a: L * T * K, topk_tokens_b: L * T * K }
   );
-  for (const name of TOKEN_SECTIONS2) {
+  for (const name of TOKEN_SECTIONS) {
     const mask = arrays[`no_token_${name}`];
     if (mask && arrays[name] && mask.length !== arrays[name].length) throw new Error(`section no_token_${name} has ${mask.length} values, expected ${arrays[name].length}`);
   }
@@ -507,7 +418,7 @@ function decodeDiff(meta, sections) {
 function diffIndex(diff, layerIndex, prompt, position) {
   return layerIndex * diff.T + diff.offsets[prompt] + position;
 }
-var TOKEN_SECTIONS2 = Object.freeze(["input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b"]);
+var TOKEN_SECTIONS = Object.freeze(["input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b"]);
 function tokenAt(diff, name, i) {
   const none = diff.arrays[`no_token_${name}`];
   const section = diff.arrays[name];
@@ -583,6 +494,73 @@ function cellColour(diff, metric, index, dark = false) {
   if (spec?.scale === "diverging") return divergingColour(value, max, palette.diverging, Boolean(spec.log));
   if (spec?.scale === "sequential") return klColour(value, max, dark);
   return value ? palette.differs : palette.same;
+}
+
+// src/shared/format.js
+var RANK_CAP = 65535;
+function realDigits(digits, step, unit = 1) {
+  let d = digits;
+  while (d > 0 && 10 ** -d * unit < step) d -= 1;
+  return d;
+}
+function formatProb(p, step = 0) {
+  if (!Number.isFinite(p)) return "–";
+  if (p > 0 && p < 1e-3) return "<0.1%";
+  if (p >= 0.9995) return "100%";
+  const digits = realDigits(p >= 0.1 ? 1 : 2, step, 0.01);
+  const text = (p * 100).toFixed(digits);
+  return `${(digits ? text.replace(/\.?0+$/, "") : text) || "0"}%`;
+}
+function formatBits(b, short = false, step = 0) {
+  if (!Number.isFinite(b)) return "–";
+  const digits = realDigits(b >= 10 ? 1 : 2, step);
+  const text = short ? String(Number(b.toFixed(digits))) : b.toFixed(digits);
+  return short ? text : `${text} bits`;
+}
+function formatRank(rank, short = false) {
+  if (!Number.isFinite(rank)) return "–";
+  let text;
+  if (rank >= RANK_CAP) text = `≥${RANK_CAP}`;
+  else if (rank >= 1e4) text = `${Math.round(rank / 1e3)}k`;
+  else if (rank >= 1e3 && short) text = `${Number((rank / 1e3).toFixed(1))}k`;
+  else text = String(Math.round(rank));
+  return short ? text : `rank ${text}`;
+}
+function formatUnit(unit, value, short = false, step = 0) {
+  if (unit === "probability") return short ? Number.isFinite(value) ? `${Math.round(value * 100)}%` : "–" : formatProb(value, step);
+  if (unit === "rank") return formatRank(value, short);
+  if (unit === "bits") return formatBits(value, short, step);
+  if (!Number.isFinite(value)) return "–";
+  return String(Number(value.toPrecision(3)));
+}
+function formatChange(unit, value, short = false, step = 0) {
+  if (value === null || !Number.isFinite(value)) return "–";
+  const size = Math.abs(value);
+  const sign = value > 0 ? "+" : "−";
+  if (unit === "probability" || unit === "delta") {
+    const points = size * 100;
+    const digits = short ? points >= 9.95 ? 0 : 1 : points >= 10 ? 1 : 2;
+    let text2 = points.toFixed(digits);
+    if (text2.includes(".")) text2 = text2.replace(/\.?0+$/, "");
+    if (text2 === "" || Number(text2) === 0) return short ? "0" : "0 pts";
+    return short ? `${sign}${text2}` : `${sign}${text2} pts`;
+  }
+  if (unit === "rank") {
+    const rounded = Math.round(size);
+    if (rounded === 0) return short ? "0" : "0 ranks";
+    const text2 = rounded >= 1e4 ? `${Math.round(rounded / 1e3)}k` : rounded >= 1e3 && short ? `${Number((rounded / 1e3).toFixed(1))}k` : String(rounded);
+    return short ? `${sign}${text2}` : `${sign}${text2} rank${rounded === 1 ? "" : "s"}`;
+  }
+  if (unit === "bits") {
+    const text2 = formatBits(size, true, step);
+    if (Number(text2) === 0) return short ? "0" : "0 bits";
+    return short ? `${sign}${text2}` : `${sign}${formatBits(size, false, step)}`;
+  }
+  const text = String(Number(size.toPrecision(3)));
+  return Number(text) === 0 ? "0" : `${sign}${text}`;
+}
+function indexReadout(index, count) {
+  return count > 1 ? `${index} (0–${count - 1})` : String(index);
 }
 
 // src/diff/details.js
@@ -692,7 +670,7 @@ function alignmentHeadline(diff) {
   return `${depth}${diff.meta.alignment_note ?? ""}`;
 }
 
-// src/theme.js
+// src/shared/theme.js
 var THEME_PROPERTIES = Object.freeze({
   fg: "--murano-fg",
   muted: "--murano-muted",
@@ -1019,16 +997,7 @@ function screenClip(element) {
   return { x: x0, y: y0, w: Math.max(0, x1 - x0), h: Math.max(0, y1 - y0) };
 }
 
-// src/token_marks.js
-var ROLE_COLOURS = Object.freeze({
-  template: "#999999",
-  system: "#e69f00",
-  user: "#0072b2",
-  assistant: "#009e73"
-});
-var OTHER_COLOURS = Object.freeze(["#cc79a7", "#d55e00", "#56b4e9", "#f0e442"]);
-
-// src/layout.js
+// src/shared/layout.js
 var GEOMETRY = Object.freeze({
   axisH: 16,
   // position numbers above the cells

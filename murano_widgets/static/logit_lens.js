@@ -86,7 +86,7 @@ function readSection(buffer, dtype, length, name, accepted) {
   }
 }
 
-// src/local_model.js
+// src/shared/local_model.js
 function createLocalModel(state) {
   const values = { prompt: 0, layer: null, metric: "prob", selected: null, _details: true, ...state };
   if (values._sections) {
@@ -123,7 +123,7 @@ function kernelFreeModel(values) {
   };
 }
 
-// src/colour_stops.js
+// src/shared/colour_stops.js
 var COLOUR_STOPS = Object.freeze({
   viridis: [
     "#440154",
@@ -183,7 +183,51 @@ var COLOUR_STOPS = Object.freeze({
   ]
 });
 
-// src/format.js
+// src/shared/colour.js
+var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
+function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [n >> 16 & 255, n >> 8 & 255, n & 255];
+}
+function interpolateStops(stops, t) {
+  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+  const pos = x * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(pos));
+  const f = pos - i;
+  const a = hexToRgb(stops[i]);
+  const b = hexToRgb(stops[i + 1]);
+  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
+  return [mix(0), mix(1), mix(2)];
+}
+function scaleColour(name, t, reverse = false) {
+  const stops = COLOUR_STOPS[name];
+  if (!stops) throw new Error(`unknown colour scale ${name}`);
+  return interpolateStops(stops, reverse ? 1 - t : t);
+}
+var lutCache = /* @__PURE__ */ new Map();
+function colourLut(name, reverse = false) {
+  const key = `${name}|${reverse}`;
+  let lut = lutCache.get(key);
+  if (!lut) {
+    lut = new Uint8Array(256 * 3);
+    for (let k = 0; k < 256; k++) lut.set(scaleColour(name, k / 255, reverse), 3 * k);
+    lutCache.set(key, lut);
+  }
+  return lut;
+}
+function relativeLuminance([r, g, b]) {
+  const lin = (c) => {
+    const s2 = c / 255;
+    return s2 <= 0.03928 ? s2 / 12.92 : ((s2 + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+function textColourOn(rgb) {
+  const l = relativeLuminance(rgb);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
+}
+
+// src/shared/format.js
 var RANK_CAP = 65535;
 function realDigits(digits, step, unit = 1) {
   let d = digits;
@@ -262,7 +306,7 @@ function indexSpoken(index, count) {
   return count > 1 ? `${index} (0 to ${count - 1})` : String(index);
 }
 
-// src/payload.js
+// src/heatmap/payload.js
 var PAYLOAD_VERSIONS = Object.freeze([2, 3]);
 var LENS_DTYPES = Object.freeze(["uint8", "uint16", "uint32", "float32"]);
 var ATTRIBUTION_SHAPES = Object.freeze({
@@ -603,7 +647,7 @@ function rowOfModelLayer(layers, layer) {
   return exact >= 0 ? exact : best;
 }
 
-// src/tokens.js
+// src/shared/tokens.js
 var MARKS = Object.freeze({ " ": "␣", "\n": "↵", "	": "⇥", "\r": "⇤" });
 var CODE_POINT_RANGES = Object.freeze([
   [0, 31],
@@ -760,7 +804,7 @@ function wholeCharacter(tokens, position) {
   return { text: whole, bytes: hex.map((b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" "), from, to };
 }
 
-// src/metrics.js
+// src/heatmap/metrics.js
 function metricSpec(data, name) {
   return data ? data.metrics.find((m) => m.name === name) : void 0;
 }
@@ -845,49 +889,7 @@ function scaleChange(before, after, name) {
   return `Colour scale changed: now ${range(b)} (was ${range(a)})`;
 }
 
-// src/colour.js
-var DIVERGING_STOPS = Object.freeze(["#08519c", "#3182bd", "#6baed6", "#c6dbef", "#f4f4f2", "#fdd0a2", "#fd8d3c", "#e6550d", "#a63603"]);
-function hexToRgb(hex) {
-  const n = parseInt(hex.slice(1), 16);
-  return [n >> 16 & 255, n >> 8 & 255, n & 255];
-}
-function interpolateStops(stops, t) {
-  const x = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
-  const pos = x * (stops.length - 1);
-  const i = Math.min(stops.length - 2, Math.floor(pos));
-  const f = pos - i;
-  const a = hexToRgb(stops[i]);
-  const b = hexToRgb(stops[i + 1]);
-  const mix = (k) => Math.round(a[k] + (b[k] - a[k]) * f);
-  return [mix(0), mix(1), mix(2)];
-}
-function scaleColour(name, t, reverse = false) {
-  const stops = COLOUR_STOPS[name];
-  if (!stops) throw new Error(`unknown colour scale ${name}`);
-  return interpolateStops(stops, reverse ? 1 - t : t);
-}
-var lutCache = /* @__PURE__ */ new Map();
-function colourLut(name, reverse = false) {
-  const key = `${name}|${reverse}`;
-  let lut = lutCache.get(key);
-  if (!lut) {
-    lut = new Uint8Array(256 * 3);
-    for (let k = 0; k < 256; k++) lut.set(scaleColour(name, k / 255, reverse), 3 * k);
-    lutCache.set(key, lut);
-  }
-  return lut;
-}
-function relativeLuminance([r, g, b]) {
-  const lin = (c) => {
-    const s2 = c / 255;
-    return s2 <= 0.03928 ? s2 / 12.92 : ((s2 + 0.055) / 1.055) ** 2.4;
-  };
-  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-}
-function textColourOn(rgb) {
-  const l = relativeLuminance(rgb);
-  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
-}
+// src/heatmap/colour_image.js
 function colourImage(lensData, metric, prompt, out, target = 0, scaleDomain = null) {
   const n = lensData.lengths[prompt];
   const L = lensData.L;
@@ -925,126 +927,6 @@ function colourImage(lensData, metric, prompt, out, target = 0, scaleDomain = nu
     }
   }
   return { width: n, height: L, data };
-}
-
-// src/token_marks.js
-var TEMPLATE_ROLE = "template";
-var ROLE_COLOURS = Object.freeze({
-  template: "#999999",
-  system: "#e69f00",
-  user: "#0072b2",
-  assistant: "#009e73"
-});
-var OTHER_COLOURS = Object.freeze(["#cc79a7", "#d55e00", "#56b4e9", "#f0e442"]);
-function roleNames(data) {
-  const roles = data.meta.roles;
-  return Array.isArray(roles) && roles.every((r) => typeof r === "string") ? roles : [];
-}
-function roleStyles(names) {
-  let other = 0;
-  return names.map((name) => {
-    const known = (
-      /** @type {Record<string, string>} */
-      ROLE_COLOURS[name]
-    );
-    const colour = known ?? OTHER_COLOURS[other++ % OTHER_COLOURS.length];
-    return { name, colour, label: name === TEMPLATE_ROLE ? "chat template" : name };
-  });
-}
-function tokenRole(data, prompt, position) {
-  const codes = data.arrays.token_roles;
-  if (!codes) return null;
-  return roleNames(data)[codes[data.offsets[prompt] + position]] ?? null;
-}
-function isGenerated(data, prompt, position) {
-  const mask = data.arrays.generated;
-  return Boolean(mask && mask[data.offsets[prompt] + position]);
-}
-function generationStart(data, prompt) {
-  const mask = data.arrays.generated;
-  if (!mask) return -1;
-  const offset = data.offsets[prompt];
-  for (let j = 0; j < data.lengths[prompt]; j++) if (mask[offset + j]) return j;
-  return -1;
-}
-function rolesPresent(data) {
-  const codes = data.arrays.token_roles;
-  if (!codes) return [];
-  const seen = new Set(codes);
-  return roleStyles(roleNames(data)).filter((_, code) => seen.has(code));
-}
-function hasTemplateTokens(data) {
-  const codes = data.arrays.token_roles;
-  const template = roleNames(data).indexOf(TEMPLATE_ROLE);
-  return Boolean(codes) && template >= 0 && /** @type {Uint8Array} */
-  codes.includes(template);
-}
-function shownPositions(data, prompt, hideTemplate) {
-  const codes = data.arrays.token_roles;
-  const template = roleNames(data).indexOf(TEMPLATE_ROLE);
-  if (!hideTemplate || !codes || template < 0) return null;
-  const offset = data.offsets[prompt];
-  const shown = [];
-  for (let j = 0; j < data.lengths[prompt]; j++) if (codes[offset + j] !== template) shown.push(j);
-  return shown.length && shown.length < data.lengths[prompt] ? shown : null;
-}
-function shownPromptText(data, prompt, hideTemplate) {
-  const columns = shownPositions(data, prompt, hideTemplate);
-  if (!columns) return data.prompts[prompt] ?? "";
-  const ids = (
-    /** @type {ArrayLike<number>} */
-    data.arrays.input_ids
-  );
-  const offset = data.offsets[prompt];
-  return columns.map((p) => data.tokens[ids[offset + p]] ?? "").join("");
-}
-function columnOfPosition(columns, position) {
-  if (!columns) return position;
-  let lo = 0;
-  let hi = columns.length - 1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (columns[mid] === position) return mid;
-    if (columns[mid] < position) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
-}
-function positionOfColumn(columns, column) {
-  return columns ? columns[column] : column;
-}
-function nearestShown(columns, position) {
-  if (!columns || !columns.length) return position;
-  let best = columns[0];
-  for (const p of columns) {
-    if (Math.abs(p - position) <= Math.abs(best - position)) best = p;
-    if (p > position) break;
-  }
-  return best;
-}
-function generationColumn(data, prompt, columns) {
-  const start = generationStart(data, prompt);
-  if (start < 0) return -1;
-  if (!columns) return start;
-  const index = columns.findIndex((p) => p >= start);
-  return index;
-}
-function tokenMarkText(generated, role) {
-  const parts = [];
-  if (generated) parts.push("generated");
-  if (role) parts.push(role === TEMPLATE_ROLE ? "chat template" : role);
-  return parts.join(", ");
-}
-function pickColumns(image, columns) {
-  const width = columns.length;
-  const data = new Uint8ClampedArray(width * image.height * 4);
-  for (let row = 0; row < image.height; row++) {
-    for (let j = 0; j < width; j++) {
-      const from = (row * image.width + columns[j]) * 4;
-      data.set(image.data.subarray(from, from + 4), (row * width + j) * 4);
-    }
-  }
-  return { data, width, height: image.height };
 }
 
 // src/shared/tooltip.js
@@ -1129,7 +1011,7 @@ function screenClip(element) {
   return { x: x0, y: y0, w: Math.max(0, x1 - x0), h: Math.max(0, y1 - y0) };
 }
 
-// src/layout.js
+// src/shared/layout.js
 var GEOMETRY = Object.freeze({
   axisH: 16,
   // position numbers above the cells
@@ -1261,8 +1143,23 @@ function labelStride(rowH, minSpacing = 12) {
   if (rowH >= minSpacing) return 1;
   return niceCeil(minSpacing / rowH);
 }
+function columnOfPosition(columns, position) {
+  if (!columns) return position;
+  let lo = 0;
+  let hi = columns.length - 1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (columns[mid] === position) return mid;
+    if (columns[mid] < position) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+function positionOfColumn(columns, column) {
+  return columns ? columns[column] : column;
+}
 
-// src/rows.js
+// src/heatmap/rows.js
 function isSublayerRow(data, row) {
   return Boolean(data.sites && data.sites[row] === "resid_mid");
 }
@@ -1284,7 +1181,112 @@ function rowNames(data) {
   return data.layers.map((_, row) => rowLabel(data, row));
 }
 
-// src/theme.js
+// src/heatmap/token_marks.js
+var TEMPLATE_ROLE = "template";
+var ROLE_COLOURS = Object.freeze({
+  template: "#999999",
+  system: "#e69f00",
+  user: "#0072b2",
+  assistant: "#009e73"
+});
+var OTHER_COLOURS = Object.freeze(["#cc79a7", "#d55e00", "#56b4e9", "#f0e442"]);
+function roleNames(data) {
+  const roles = data.meta.roles;
+  return Array.isArray(roles) && roles.every((r) => typeof r === "string") ? roles : [];
+}
+function roleStyles(names) {
+  let other = 0;
+  return names.map((name) => {
+    const known = (
+      /** @type {Record<string, string>} */
+      ROLE_COLOURS[name]
+    );
+    const colour = known ?? OTHER_COLOURS[other++ % OTHER_COLOURS.length];
+    return { name, colour, label: name === TEMPLATE_ROLE ? "chat template" : name };
+  });
+}
+function tokenRole(data, prompt, position) {
+  const codes = data.arrays.token_roles;
+  if (!codes) return null;
+  return roleNames(data)[codes[data.offsets[prompt] + position]] ?? null;
+}
+function isGenerated(data, prompt, position) {
+  const mask = data.arrays.generated;
+  return Boolean(mask && mask[data.offsets[prompt] + position]);
+}
+function generationStart(data, prompt) {
+  const mask = data.arrays.generated;
+  if (!mask) return -1;
+  const offset = data.offsets[prompt];
+  for (let j = 0; j < data.lengths[prompt]; j++) if (mask[offset + j]) return j;
+  return -1;
+}
+function rolesPresent(data) {
+  const codes = data.arrays.token_roles;
+  if (!codes) return [];
+  const seen = new Set(codes);
+  return roleStyles(roleNames(data)).filter((_, code) => seen.has(code));
+}
+function hasTemplateTokens(data) {
+  const codes = data.arrays.token_roles;
+  const template = roleNames(data).indexOf(TEMPLATE_ROLE);
+  return Boolean(codes) && template >= 0 && /** @type {Uint8Array} */
+  codes.includes(template);
+}
+function shownPositions(data, prompt, hideTemplate) {
+  const codes = data.arrays.token_roles;
+  const template = roleNames(data).indexOf(TEMPLATE_ROLE);
+  if (!hideTemplate || !codes || template < 0) return null;
+  const offset = data.offsets[prompt];
+  const shown = [];
+  for (let j = 0; j < data.lengths[prompt]; j++) if (codes[offset + j] !== template) shown.push(j);
+  return shown.length && shown.length < data.lengths[prompt] ? shown : null;
+}
+function shownPromptText(data, prompt, hideTemplate) {
+  const columns = shownPositions(data, prompt, hideTemplate);
+  if (!columns) return data.prompts[prompt] ?? "";
+  const ids = (
+    /** @type {ArrayLike<number>} */
+    data.arrays.input_ids
+  );
+  const offset = data.offsets[prompt];
+  return columns.map((p) => data.tokens[ids[offset + p]] ?? "").join("");
+}
+function nearestShown(columns, position) {
+  if (!columns || !columns.length) return position;
+  let best = columns[0];
+  for (const p of columns) {
+    if (Math.abs(p - position) <= Math.abs(best - position)) best = p;
+    if (p > position) break;
+  }
+  return best;
+}
+function generationColumn(data, prompt, columns) {
+  const start = generationStart(data, prompt);
+  if (start < 0) return -1;
+  if (!columns) return start;
+  const index = columns.findIndex((p) => p >= start);
+  return index;
+}
+function tokenMarkText(generated, role) {
+  const parts = [];
+  if (generated) parts.push("generated");
+  if (role) parts.push(role === TEMPLATE_ROLE ? "chat template" : role);
+  return parts.join(", ");
+}
+function pickColumns(image, columns) {
+  const width = columns.length;
+  const data = new Uint8ClampedArray(width * image.height * 4);
+  for (let row = 0; row < image.height; row++) {
+    for (let j = 0; j < width; j++) {
+      const from = (row * image.width + columns[j]) * 4;
+      data.set(image.data.subarray(from, from + 4), (row * width + j) * 4);
+    }
+  }
+  return { data, width, height: image.height };
+}
+
+// src/shared/theme.js
 var THEME_PROPERTIES = Object.freeze({
   fg: "--murano-fg",
   muted: "--murano-muted",
@@ -1402,7 +1404,7 @@ function hatchPattern(ctx, colour) {
   return ctx.createPattern(tile, "repeat");
 }
 
-// src/trajectory_layout.js
+// src/heatmap/trajectory_layout.js
 var CHART = Object.freeze({
   labelW: 34,
   // layer numbers at the left
@@ -1540,7 +1542,7 @@ function answerMarkTriangle(cell) {
   ];
 }
 
-// src/painter.js
+// src/heatmap/painter.js
 var TEXT_ON = /* @__PURE__ */ new Map();
 function textOn(r, g, b) {
   const key = r << 16 | g << 8 | b;
@@ -2047,7 +2049,7 @@ function lensMenuText(name, title) {
   return plain(title) === plain(name) ? title : `${title} (${name})`;
 }
 
-// src/side_by_side.js
+// src/heatmap/side_by_side.js
 function besideLens(lenses, shown, wanted) {
   if (typeof wanted !== "string" || !wanted || wanted === shown) return null;
   return lenses.find((lens) => lens.lensName === wanted) || null;
@@ -2075,7 +2077,7 @@ function gridCaption(data, title, coloured) {
   return coloured ? text : `${text}: no values of this colouring under this lens`;
 }
 
-// src/details.js
+// src/heatmap/details.js
 function capitalise(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
@@ -2230,7 +2232,7 @@ function readoutText(details, { pinned = false, metric = "" } = {}) {
   return `${parts.join("; ")}.`;
 }
 
-// src/state.js
+// src/shared/state.js
 function moveFocus(focus, key, nLayers, nPositions) {
   let { layerIndex, position } = focus;
   switch (key) {
@@ -2284,7 +2286,7 @@ function toggleSelection(selected, prompt, layerIndex, position) {
   return { prompt, layer_index: layerIndex, position };
 }
 
-// src/view/controls.js
+// src/heatmap/view/controls.js
 function showData(ui, data) {
   const kind = lensTitle(data);
   ui.titleEl.textContent = kind;
@@ -2542,7 +2544,7 @@ function keepControlKeys(root, signal) {
   );
 }
 
-// src/view/events.js
+// src/heatmap/view/events.js
 function eventCell(view, event) {
   if (!view.layout) return null;
   const rect = view.ui.canvas.getBoundingClientRect();
@@ -2641,7 +2643,7 @@ function bindEvents(view) {
     },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:target": () => view.setTarget(model.get("target"), false),
-    "change:lens_name": () => view.setLens(model.get("lens_name"), false),
+    "change:lens": () => view.setLens(model.get("lens"), false),
     "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
     "change:view": () => view.setView(model.get("view"), false),
     "change:explain": () => view.setExplain(model.get("explain"), false),
@@ -2670,7 +2672,7 @@ function bindEvents(view) {
   };
 }
 
-// src/view/beside.js
+// src/heatmap/view/beside.js
 function showBeside(view) {
   const { ui, data } = view;
   const s2 = view.state;
@@ -3567,7 +3569,7 @@ var DiffView = class {
   }
 };
 
-// src/live/patch.js
+// src/heatmap/live/patch.js
 function patchTarget(data, selected) {
   if (!data || !selected) return { ok: false, reason: "Pin a cell to patch it." };
   if (!(selected.prompt >= 0 && selected.prompt < data.P)) return { ok: false, reason: "Pin a cell to patch it." };
@@ -3651,7 +3653,7 @@ function patchModel(model) {
   };
 }
 
-// src/live/picker.js
+// src/heatmap/live/picker.js
 function pickerColumn(state, length) {
   const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
   if (state.focused && state.focus) return { position: clamp(state.focus.position), source: "focus" };
@@ -3688,7 +3690,7 @@ function pickerTokens(data, prompt, position) {
   return { tokens: [...best.values()].sort(comparePicked), complete };
 }
 
-// src/live/protocol.js
+// src/heatmap/live/protocol.js
 var HELLO_TIMEOUT_MS = 3e3;
 var REPLY_TIMEOUT_MS = 6e4;
 var NO_KERNEL_TEXT = "Editing needs a running kernel: run the notebook to type prompts, track tokens or patch.";
@@ -3847,7 +3849,7 @@ function lowerFirst(text) {
   return text.charAt(0).toLowerCase() + text.slice(1);
 }
 
-// src/live/view.js
+// src/heatmap/live/view.js
 var PICKER_LIMIT = 30;
 function buildLive(id) {
   const panel = h("section", "murano-live", { hidden: "", "aria-label": "Live: ask the kernel" });
@@ -4416,7 +4418,7 @@ function tokenButton(event, selector) {
   return button instanceof HTMLElement && !(button instanceof HTMLButtonElement && button.disabled) ? button : null;
 }
 
-// src/view/tooltip.js
+// src/heatmap/view/tooltip.js
 var TooltipView = class {
   /**
    * @param {HTMLDivElement} element the tooltip box (absolutely positioned in `root`)
@@ -4493,7 +4495,7 @@ var TooltipView = class {
   }
 };
 
-// src/view/cell_tip.js
+// src/heatmap/view/cell_tip.js
 function makeTooltip(view) {
   const ui = view.ui;
   return new TooltipView(ui.tooltip, ui.root, () => [
@@ -4555,7 +4557,7 @@ function placeTooltip2(view, cell) {
   tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
 }
 
-// src/trajectory.js
+// src/heatmap/trajectory.js
 var DEFAULT_VISIBLE_TARGETS = 6;
 function chartColumn(state, length) {
   const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
@@ -4758,7 +4760,7 @@ function seriesSummary(series, layers, row, format, names = layers.map((layer) =
   return `${parts.join(" → ")}; at ${names[row]}: ${at === null ? "no value" : format(at)}`;
 }
 
-// src/trajectory_view.js
+// src/heatmap/trajectory_view.js
 function formatValue(mode, v) {
   return mode === "rank" ? formatRank(v) : formatProb(v);
 }
@@ -5039,7 +5041,7 @@ var TrajectoryView = class {
   }
 };
 
-// src/view/chart.js
+// src/heatmap/view/chart.js
 function makeTrajectory(view, id) {
   return new TrajectoryView(view.ui.trajPanel, id, {
     onLayer: (row) => {
@@ -5098,7 +5100,7 @@ function drawTrajectory(view) {
   }
 }
 
-// src/attribution.js
+// src/heatmap/attribution.js
 var WHY_TOP = 8;
 var HEAD = /^L(\d+)\.H(\d+)$/;
 var PART = /^L(\d+)\.(attn|mlp|attn_bias)$/;
@@ -5362,7 +5364,7 @@ function componentImage(grid, columns = null) {
   return { width, height, data };
 }
 
-// src/view/components.js
+// src/heatmap/view/components.js
 var VALUE_CHARS = 5;
 function buildComponents(id) {
   const box = document.createElement("div");
@@ -5779,7 +5781,7 @@ function cellValue(v) {
   return `${v < 0 ? "−" : "+"}${text}`;
 }
 
-// src/view/debug.js
+// src/heatmap/view/debug.js
 function clientRect(layout, canvas, layerIndex, position, scroll) {
   if (!layout) return null;
   const column = columnOf(layout, position);
@@ -5925,7 +5927,7 @@ function debugApi(view) {
   };
 }
 
-// src/view/details_request.js
+// src/heatmap/view/details_request.js
 function requestDetails(view) {
   const { data, model } = view;
   if (view.detailsRequested || !data) return;
@@ -5947,7 +5949,7 @@ function detailsOverdue(view) {
   view.drawTrajectory();
 }
 
-// src/view/why.js
+// src/heatmap/view/why.js
 function buildWhy() {
   const panel = h("section", "murano-why", { hidden: "", "aria-label": "Why: the components that wrote the logit" });
   const head = h("div", "murano-why-head");
@@ -6028,7 +6030,7 @@ function showWhy(ui, model, { message = "", current = -1 } = {}) {
   ui.note.hidden = !model.note;
 }
 
-// src/view/dom.js
+// src/heatmap/view/dom.js
 var LAYER_HINT = "highlighted row; its predictions appear under the tokens";
 var READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
 function buildDom(el, id) {
@@ -6185,7 +6187,7 @@ function buildDom(el, id) {
   };
 }
 
-// src/view/explain.js
+// src/heatmap/view/explain.js
 function whyCellOf(data, s2, pointed) {
   if (s2.view === "components") {
     const c = pointed.components;
@@ -6302,7 +6304,7 @@ function updateWhy(view) {
   view.whyShown = { cell, model };
 }
 
-// src/view/load.js
+// src/heatmap/view/load.js
 var RELOAD_GRACE_MS = 2e3;
 function stateForPayload(data, trait, s2, previous, first) {
   if (first) {
@@ -6351,7 +6353,7 @@ function reload(view) {
   if (view.reloadTimer) clearTimeout(view.reloadTimer);
   view.reloadTimer = null;
   const s2 = store.state;
-  const wanted = view.loaded ? s2.lens : model.get("lens_name");
+  const wanted = view.loaded ? s2.lens : model.get("lens");
   const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
   const previous = view.data;
   view.lenses = lenses;
@@ -6408,7 +6410,7 @@ function setLens(view, name, sync) {
   const s2 = store.state;
   const beside = besideAfterSwitch(s2.lens, data.lensName, s2.beside);
   if (sync) {
-    view.send("lens_name", data.lensName);
+    view.send("lens", data.lensName);
     if (beside !== s2.beside) view.send("lens_beside", beside);
   }
   ui.lensSelect.value = data.lensName;
@@ -6432,7 +6434,7 @@ function setLens(view, name, sync) {
   view.live?.dataChanged();
 }
 
-// src/view/metric.js
+// src/heatmap/view/metric.js
 function followKey(data, metric, target) {
   const spec = data ? metricSpec(data, metric) : void 0;
   return spec && spec.perTarget && target ? `${metric}\0${target}` : "";
@@ -6497,7 +6499,7 @@ function refreshMetric(view) {
   ui.legendChange.hidden = !note;
 }
 
-// src/throttle.js
+// src/heatmap/throttle.js
 function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
   let last = -Infinity;
   let timer = null;
@@ -6528,7 +6530,7 @@ function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clear
   return call;
 }
 
-// src/view/navigation.js
+// src/heatmap/view/navigation.js
 var SYNC_INTERVAL_MS = 100;
 function send(model, name, value) {
   if (model.get(name) === value) return;
@@ -6587,7 +6589,7 @@ function setModelLayer(view, layer) {
   if (view.data) setLayer(view, rowOfModelLayer(view.data.layers, layer), false);
 }
 
-// src/view/redraw.js
+// src/heatmap/view/redraw.js
 function relayout(view) {
   const { data, painter, ui } = view;
   if (!data) return;
@@ -6677,7 +6679,7 @@ function draw(view) {
   for (const fn of debug.drawListeners.splice(0)) fn(debug.lastDrawMs);
 }
 
-// src/view/store.js
+// src/heatmap/view/store.js
 function initialState2() {
   return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
 }
@@ -6712,7 +6714,7 @@ function sameCell(a, b) {
   return a === b || Boolean(a && b && a.layerIndex === b.layerIndex && a.position === b.position);
 }
 
-// src/view/selection.js
+// src/heatmap/view/selection.js
 function clampCellTo(data, prompt, columns, cell) {
   const position = clampIndex(cell.position, data.lengths[prompt]);
   return { layerIndex: clampIndex(cell.layerIndex, data.L), position: nearestShown(columns, position) };
@@ -6812,7 +6814,7 @@ function setHideTemplate(view, hide, sync) {
   view.updateTooltip();
 }
 
-// src/view/view.js
+// src/heatmap/view/view.js
 var COMPONENT_KEYS = /* @__PURE__ */ new Set(["prompt", "layer", "explain", "heads", "hideTemplate"]);
 var viewCounter = 0;
 var LensView = class {
@@ -7029,7 +7031,7 @@ var LensView = class {
   }
 };
 
-// src/index.js
+// src/heatmap/index.js
 function render({ model, el }) {
   const view = new LensView(model, el);
   return () => view.destroy();

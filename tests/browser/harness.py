@@ -316,7 +316,7 @@ def dumps(value: Any) -> str:
 
 
 def fmt_prob(p: float) -> str:
-    """formatProb of js/src/format.js, of p as the payload stores it (to 1/65535; a non-zero p
+    """formatProb of js/src/shared/format.js, of p as the payload stores it (to 1/65535; a non-zero p
     under half a step as one step, so that only an exact 0 reads "0%")."""
     raw = round(p * 65535)
     p = (raw if raw or p == 0 else 1) / 65535

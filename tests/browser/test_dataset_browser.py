@@ -322,8 +322,8 @@ def test_the_data_set_exports_to_a_page_that_works_offline(offline_page, data, t
 
 
 def series_palette(variant: str) -> list[str]:
-    """The series palette's light or dark values, read from js/src/theme.css in order."""
-    theme = (ROOT / "js" / "src" / "theme.css").read_text()
+    """The series palette's light or dark values, read from js/src/shared/theme.css in order."""
+    theme = (ROOT / "js" / "src" / "shared" / "theme.css").read_text()
     pattern = r"--murano-series-\d+: var\(--murano-light, (#\w{6})\) var\(--murano-dark, (#\w{6})\)"
     return [pair[variant == "dark"] for pair in re.findall(pattern, theme)]
 

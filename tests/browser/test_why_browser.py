@@ -26,7 +26,7 @@ pytestmark = pytest.mark.browser
 
 PROMPTS = ["The capital of France is", "Monday, Tuesday, Wednesday,"]
 TOP = 8
-# The shared diverging scale (js/src/colour.js DIVERGING_STOPS).
+# The shared diverging scale (js/src/shared/colour.js DIVERGING_STOPS).
 DIVERGING = [
     "#08519c",
     "#3182bd",
@@ -103,7 +103,7 @@ def expected_bars(parts, bias: float, labels: list[str], heads: bool) -> list[tu
 
 
 def logit_text(value: float) -> str:
-    """formatLogit of js/src/attribution.js."""
+    """formatLogit of js/src/heatmap/attribution.js."""
     text = f"{abs(value):.2f}"
     if float(text) == 0:
         return "0.00"
@@ -348,7 +348,7 @@ def test_a_lens_without_the_attribution_sets_explain_and_view_back_in_python(pag
 
 
 def diverging(value: float, top: float) -> np.ndarray:
-    """The diverging scale's colour of a part (js/src/attribution.js partColour)."""
+    """The diverging scale's colour of a part (js/src/heatmap/attribution.js partColour)."""
     t = 0.5 + 0.5 * max(-1.0, min(1.0, value / top))
     pos = t * (len(DIVERGING) - 1)
     i = min(len(DIVERGING) - 2, int(pos))

@@ -6,7 +6,7 @@
  * metric (`chartScale`: a fraction runs 0 to 1; bits and ranks 0 to a round number above the data).
  */
 
-import { formatBits, niceCeil } from "../format.js";
+import { formatBits, niceCeil } from "../shared/format.js";
 
 /**
  * @typedef {object} Geometry

@@ -8,10 +8,10 @@
  * `[n_prompts, n_layers]` row-major, little-endian; rank 0 is the top-1 token, -1 no value.
  */
 
-import { formatBits, formatProb } from "../format.js";
+import { formatBits, formatProb } from "../shared/format.js";
 import { readSection } from "../shared/codec.js";
 import { lensMenuText } from "../shared/lens_names.js";
-import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../theme.js";
+import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../shared/theme.js";
 
 /** The dtypes of `_data`. */
 export const DATASET_DTYPES = Object.freeze(["float32", "int32"]);

@@ -6,14 +6,14 @@
  * Nothing touches the DOM at import time.
  */
 
-import { kernelFreeModel } from "../local_model.js";
+import { kernelFreeModel } from "../shared/local_model.js";
 import { decodeBase64 } from "../shared/codec.js";
 import { DatasetView } from "./view.js";
 
 export { bandPath, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
 export { datasetSeriesLook, decodeDataset, findSet, formatInterval, layerReadout, promptOrder } from "./data.js";
 
-/** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
+/** @typedef {import("../shared/local_model.js").WidgetModel} WidgetModel */
 
 /**
  * anywidget entry point: draws the widget into `el`; returns the cleanup function. Reached only

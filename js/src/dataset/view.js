@@ -10,11 +10,11 @@ import { h, s } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
 import { lensMenuText } from "../shared/lens_names.js";
 import { keepControlKeys } from "../shared/keys.js";
-import { formatProb, formatRank } from "../format.js";
+import { formatProb, formatRank } from "../shared/format.js";
 import { bandPath, chartScale, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
 import { chartMetric, chartMetrics, datasetSeriesLook, decodeDataset, findSet, layerReadout, promptOrder } from "./data.js";
 
-/** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
+/** @typedef {import("../shared/local_model.js").WidgetModel} WidgetModel */
 
 const WIDTH = 640;
 const HEIGHT = 260;

@@ -7,8 +7,8 @@
  * Missing cells get no colour.
  */
 
-import { DIVERGING_STOPS, interpolateStops } from "../colour.js";
-import { COLOUR_STOPS } from "../colour_stops.js";
+import { DIVERGING_STOPS, interpolateStops } from "../shared/colour.js";
+import { COLOUR_STOPS } from "../shared/colour_stops.js";
 import { diffIndex, diffMetric } from "./payload.js";
 
 /**

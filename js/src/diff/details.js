@@ -1,8 +1,8 @@
 // @ts-check
 /** What the diff view says about one cell: the tooltip's content and the screen-reader line. */
 
-import { formatBits, formatChange, formatProb, formatUnit } from "../format.js";
-import { displayToken } from "../tokens.js";
+import { formatBits, formatChange, formatProb, formatUnit } from "../shared/format.js";
+import { displayToken } from "../shared/tokens.js";
 import { changeAt, metricValueAt } from "./colour.js";
 import { diffIndex, diffMetric, tokenAt } from "./payload.js";
 

@@ -11,7 +11,7 @@
  * kernel-free model behind `renderStandalone`, which the HTML export calls).
  */
 
-import { createLocalModel } from "../local_model.js";
+import { createLocalModel } from "../shared/local_model.js";
 import { DiffView } from "./view.js";
 
 export { decodeDiff, diffIndex } from "./payload.js";
@@ -19,7 +19,7 @@ export { cellColour, divergingColour, DIVERGING } from "./colour.js";
 export { diffCell, formatDelta, tooltipContent } from "./details.js";
 export { createLocalModel };
 
-/** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
+/** @typedef {import("../shared/local_model.js").WidgetModel} WidgetModel */
 
 /**
  * anywidget entry point: draws the widget into `el`; returns the cleanup function. Reached only

@@ -6,27 +6,27 @@
  * (`textContent`, canvas `fillText`), never as HTML.
  */
 
-import { textColourOn } from "../colour.js";
-import { moveFocus, clampIndex } from "../state.js";
-import { charCount, isolateLtr, truncateText } from "../tokens.js";
+import { textColourOn } from "../shared/colour.js";
+import { moveFocus, clampIndex } from "../shared/state.js";
+import { charCount, isolateLtr, truncateText } from "../shared/tokens.js";
 import { cellColour, diffPalette } from "./colour.js";
 import { alignmentHeadline, cellLabel, diffCell, readoutLine, tooltipContent } from "./details.js";
 import { decodeDiff, diffIndex, diffMetric } from "./payload.js";
-import { formatBits, formatChange, indexReadout } from "../format.js";
-import { isDarkTheme, readTheme, watchTheme } from "../theme.js";
+import { formatBits, formatChange, indexReadout } from "../shared/format.js";
+import { isDarkTheme, readTheme, watchTheme } from "../shared/theme.js";
 import { h } from "../shared/dom.js";
 import { installDebug } from "../shared/debug.js";
 import { hatchPattern } from "../shared/hatch.js";
 import { bindGrid } from "../shared/grid_events.js";
 import { keepControlKeys } from "../shared/keys.js";
 import { placeInRoot } from "../shared/tooltip.js";
-import { cellRect, clampScroll, columnX, computeLayout, hitTest, revealColumn, visibleColumns } from "../layout.js";
+import { cellRect, clampScroll, columnX, computeLayout, hitTest, revealColumn, visibleColumns } from "../shared/layout.js";
 
 /**
  * @typedef {import("./payload.js").Diff} Diff
- * @typedef {import("../local_model.js").WidgetModel} WidgetModel
+ * @typedef {import("../shared/local_model.js").WidgetModel} WidgetModel
  * @typedef {import("../shared/grid_events.js").Cell} Cell
- * @typedef {import("../layout.js").Layout} Layout
+ * @typedef {import("../shared/layout.js").Layout} Layout
  * @typedef {{prompt: number, layer_index: number, position: number, [key: string]: unknown}} Selected
  */
 
@@ -102,7 +102,7 @@ export class DiffView {
     this.cellW = 48;
     this.labelW = 60;
     this.charW = 6.6;
-    /** @type {import("../theme.js").ThemeValues | null} */
+    /** @type {import("../shared/theme.js").ThemeValues | null} */
     this.theme = null;
     this.root = h("div", options.embedded ? "murano-diff murano-diff-embedded" : "murano-diff");
     this.title = h("div", "murano-diff-title");

@@ -7,7 +7,7 @@
  * Each widget describes its state as a `Grid`.
  */
 
-import { moveFocus } from "../state.js";
+import { moveFocus } from "./state.js";
 
 /**
  * @typedef {{layerIndex: number, position: number}} Cell

@@ -1,0 +1,236 @@
+// @ts-check
+/**
+ * `LensView`: the heatmap widget, composed. Its state is one object in a store (`store.js`); each
+ * feature is a module of functions of the view: the payload and the lens menu (`load.js`), the
+ * prompt and row (`navigation.js`), the pinned, hovered and focus cells (`selection.js`), the
+ * metric and its scale (`metric.js`), the attribution and the "why" panel (`explain.js`), the
+ * detail sections (`details_request.js`), the tooltip's cell (`cell_tip.js`), the chart
+ * (`chart.js`), layout and drawing (`redraw.js`). The DOM is built by `dom.js`, filled by
+ * `controls.js`; events come from `events.js`. This class holds what they share and names each
+ * operation once, for those modules, the events, the test hook (`debug.js`), the component view
+ * and the live lens to call. Tokens reach the page only as text.
+ */
+
+import { Painter } from "../painter.js";
+import { setBeside } from "./beside.js";
+import { LiveView } from "../live/view.js";
+import { installDebug } from "../../shared/debug.js";
+import { makeTooltip, updateTooltip } from "./cell_tip.js";
+import { drawTrajectory, makeTrajectory } from "./chart.js";
+import { ComponentView } from "./components.js";
+import { debugApi } from "./debug.js";
+import { requestDetails } from "./details_request.js";
+import { buildDom } from "./dom.js";
+import { bindEvents } from "./events.js";
+import { componentCellChanged, explainChoice, relayoutComponents, setExplain, setHeads, setView, showAttribution, updateWhy, whyCell } from "./explain.js";
+import { reload, setLens } from "./load.js";
+import { followTarget, refreshMetric, setMetric, setTarget, targetIndex } from "./metric.js";
+import { send, setLayer, setModelLayer, setPrompt, syncers } from "./navigation.js";
+import { draw, relayout, requestDraw, scrollLeft } from "./redraw.js";
+import { announce, clampCell, setFocus, setHideTemplate, setHover, setSelected, shownColumns, showKeyboardFocus, togglePin } from "./selection.js";
+import { createStore } from "./store.js";
+
+export { SYNC_INTERVAL_MS } from "./navigation.js";
+export { RELOAD_GRACE_MS } from "./load.js";
+
+/**
+ * @typedef {import("../payload.js").LensData} LensData
+ * @typedef {import("../../shared/layout.js").Layout} Layout
+ * @typedef {import("../../shared/layout.js").Cell} Cell
+ * @typedef {import("../../shared/state.js").Selected} Selected
+ * @typedef {import("../../shared/local_model.js").WidgetModel} WidgetModel
+ * @typedef {import("./store.js").ViewState} ViewState
+ * @typedef {import("./explain.js").WhyCell} WhyCell
+ */
+
+/** The state keys the component view's values depend on: a change lays them out again. */
+const COMPONENT_KEYS = new Set(["prompt", "layer", "explain", "heads", "hideTemplate"]);
+
+let viewCounter = 0;
+
+export class LensView {
+  /**
+   * @param {WidgetModel} model
+   * @param {HTMLElement} el
+   */
+  constructor(model, el) {
+    this.model = model;
+    this.el = el;
+    /** The view's state (`store.state`, changed by `store.set`). */
+    this.store = createStore();
+
+    // The payload (load.js).
+    /** @type {LensData | null} the decoded result of the lens shown (the lens itself ran in Python) */
+    this.data = null;
+    /** @type {LensData[]} every lens of the payload (one, or several side by side) */
+    this.lenses = [];
+    /** @type {LensData | null} the lens drawn as a second grid (`beside.js`), or null */
+    this.beside = null;
+    /** @type {Layout | null} the second grid's layout (the first's columns and rows) */
+    this.besideLayoutShown = null;
+    /** Which grid the pointer hovers (0: the first, 1: the one beside): the tooltip reads its lens. */
+    this.hoverGrid = 0;
+    this.loaded = false;
+    /** @type {ReturnType<typeof setTimeout> | null} a new payload that does not decode (yet) */
+    this.reloadTimer = null;
+    this.reloadError = "";
+
+    // The metric (metric.js).
+    /** The metric the cells show: the requested one, or the last shown while it loads. */
+    this.shownMetric = "";
+    /** @type {{metric: string, text: string} | null} a new payload changed this metric's colour scale */
+    this.scaleNote = null;
+    /** The per-target metric and token whose line the chart was last switched on for. */
+    this.followedTarget = "";
+
+    // The detail sections (details_request.js).
+    this.detailsRequested = false;
+    /** The detail sections were asked for and have not come in time (or there is no kernel). */
+    this.detailsLate = false;
+    this.detailsTimer = 0;
+
+    // Layout and drawing (redraw.js).
+    /** @type {Layout | null} */
+    this.layout = null;
+    /** @type {string | null} */
+    this.layoutKey = null;
+    /** The next layout scrolls the prompt's last position (or its pinned cell) into view. */
+    this.revealPending = true;
+    this.frame = 0;
+    /** @type {{frames: number, lastDrawMs: number, visible: [number, number], drawListeners: ((ms: number) => void)[]}} */
+    this.debug = { frames: 0, lastDrawMs: 0, visible: [0, 0], drawListeners: [] };
+
+    // What the pointer left behind (selection.js, explain.js, chart.js).
+    /**
+     * The heatmap cell the "why" panel keeps after a hover: kept while the pointer moves on to the
+     * panel (to change what it explains, say), dropped when it leaves the widget.
+     * @type {Cell | null}
+     */
+    this.whyHover = null;
+    /** @type {{cell: WhyCell | null, model: import("../attribution.js").WhyModel | null}} what the panel shows */
+    this.whyShown = { cell: null, model: null };
+    /**
+     * The column the chart follows after a hover: kept while the pointer crosses from the heatmap
+     * to the chart (so the chart can be read), dropped when it leaves both.
+     * @type {Cell | null}
+     */
+    this.chartHover = null;
+    this.chartPlaceKey = "";
+
+    const { syncPrompt, syncLayer } = syncers(this);
+    this.syncPrompt = syncPrompt;
+    this.syncLayer = syncLayer;
+    const id = `murano-${++viewCounter}`;
+    this.ui = buildDom(el, id);
+    this.painter = new Painter(this.ui.canvas, this.ui.root);
+    this.besidePainter = new Painter(this.ui.besideCanvas, this.ui.root);
+    this.trajectory = makeTrajectory(this, id);
+    this.tooltip = makeTooltip(this);
+    this.componentsAbort = new AbortController();
+    this.components = new ComponentView(this.ui.comp, this, this.componentsAbort.signal);
+    this.unsubscribe = this.store.subscribe((changed) => {
+      if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
+    });
+    this.unbind = bindEvents(this);
+    /** @type {LiveView | null} the live controls (made after the first load, which they read) */
+    this.live = null;
+    this.reload();
+    this.live = new LiveView(this, this.ui.live);
+    this.removeDebug = installDebug(el, "heatmap", debugApi(this));
+    if (this.ui.scroller.clientWidth > 0) this.draw();
+    else this.requestDraw();
+  }
+
+  /** @returns {ViewState} the view's state (the store's object) */
+  get state() {
+    return this.store.state;
+  }
+
+  destroy() {
+    this.unbind();
+    this.unsubscribe();
+    this.live?.destroy();
+    if (this.reloadTimer) clearTimeout(this.reloadTimer);
+    if (this.detailsTimer) clearTimeout(this.detailsTimer);
+    this.componentsAbort.abort();
+    this.trajectory.destroy();
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.syncPrompt.flush();
+    this.syncLayer.flush();
+    this.painter.images.clear();
+    this.besidePainter.images.clear();
+    this.ui.root.remove();
+    this.removeDebug();
+  }
+
+  // Each operation, named once for the modules, events, test hook and live lens that call it.
+
+  // load.js
+  reload() { reload(this); }
+  /** @param {unknown} name @param {boolean} sync */
+  setLens(name, sync) { setLens(this, name, sync); }
+  /** @param {unknown} name @param {boolean} sync */
+  setBeside(name, sync) { setBeside(this, name, sync); }
+
+  // navigation.js
+  /** @param {string} name @param {unknown} value */
+  send(name, value) { send(this.model, name, value); }
+  /** @param {unknown} value @param {"throttled" | boolean} sync */
+  setPrompt(value, sync) { setPrompt(this, value, sync); }
+  /** @param {unknown} value @param {"throttled" | boolean} sync */
+  setLayer(value, sync) { setLayer(this, value, sync); }
+  /** @param {unknown} layer */
+  setModelLayer(layer) { setModelLayer(this, layer); }
+
+  // selection.js
+  /** @param {Selected | null} value @param {boolean} sync */
+  setSelected(value, sync) { setSelected(this, value, sync); }
+  /** @param {Cell | null} cell */
+  setHover(cell) { setHover(this, cell); }
+  /** @param {Cell} cell @param {boolean} [announceIt] */
+  setFocus(cell, announceIt = true) { setFocus(this, cell, announceIt); }
+  /** @param {Cell} cell */
+  announce(cell) { announce(this, cell); }
+  /** @param {Cell} cell */
+  togglePin(cell) { togglePin(this, cell); }
+  showKeyboardFocus() { showKeyboardFocus(this); }
+  /** @param {boolean} hide @param {boolean} sync */
+  setHideTemplate(hide, sync) { setHideTemplate(this, hide, sync); }
+  /** @param {Cell} cell @returns {Cell} */
+  clampCell(cell) { return clampCell(this, cell); }
+  shownColumns() { return shownColumns(this); }
+
+  // metric.js
+  /** @param {unknown} value @param {boolean} sync */
+  setMetric(value, sync) { setMetric(this, value, sync); }
+  /** @param {unknown} value @param {boolean} sync */
+  setTarget(value, sync) { setTarget(this, value, sync); }
+  targetIndex() { return targetIndex(this); }
+  followTarget() { followTarget(this); }
+  refreshMetric() { refreshMetric(this); }
+
+  // explain.js
+  /** @param {unknown} value @param {boolean} sync */
+  setView(value, sync) { setView(this, value, sync); }
+  /** @param {unknown} value @param {boolean} sync */
+  setExplain(value, sync) { setExplain(this, value, sync); }
+  /** @param {boolean} heads */
+  setHeads(heads) { setHeads(this, heads); }
+  showAttribution() { showAttribution(this); }
+  explainChoice() { return explainChoice(this); }
+  whyCell() { return whyCell(this); }
+  updateWhy() { updateWhy(this); }
+  relayoutComponents() { relayoutComponents(this); }
+  /** @param {Cell | null} cell */
+  componentCellChanged(cell) { componentCellChanged(this, cell); }
+
+  // details_request.js, cell_tip.js, chart.js, redraw.js
+  requestDetails() { requestDetails(this); }
+  updateTooltip() { updateTooltip(this); }
+  drawTrajectory() { drawTrajectory(this); }
+  relayout() { relayout(this); }
+  requestDraw() { requestDraw(this); }
+  draw() { draw(this); }
+  scrollLeft() { return scrollLeft(this); }
+}
