@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
+
+import pytest
 
 import murano_widgets
 
@@ -234,3 +237,123 @@ def test_only_the_results_package_tells_one_lens_from_several():
             ):
                 forks.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
     assert not forks, forks
+
+
+# ------------------------------------------------------------------------------------------------
+# The heatmap's view state: one table (murano_widgets/widgets/view_state.py)
+
+VIEW_STATE_JS = ROOT / "js" / "src" / "heatmap" / "view" / "view_state.js"
+
+
+def _js_view_traits() -> list[str]:
+    """The names of the front end's table of view traits, in order."""
+    source = VIEW_STATE_JS.read_text(encoding="utf-8")
+    body = source.split("export const VIEW_TRAITS = Object.freeze({", 1)[1].split("\n});", 1)[0]
+    return re.findall(r"^  (\w+): ", body, re.MULTILINE)
+
+
+def _annotated_for_type_checkers(cls_name: str, path: Path) -> set[str]:
+    """The names a class declares under ``if TYPE_CHECKING:`` in its body."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name]
+    return {
+        target.target.id
+        for node in cls.body
+        if isinstance(node, ast.If) and _is_type_checking(node.test)
+        for target in node.body
+        if isinstance(target, ast.AnnAssign) and isinstance(target.target, ast.Name)
+    }
+
+
+def test_the_view_traits_are_named_in_one_table_that_both_sides_read():
+    from murano_widgets import LogitLensWidget
+    from murano_widgets.widgets.view_state import VIEW_TRAITS, ViewOptions
+
+    names = [line.name for line in VIEW_TRAITS]
+    old = [name for line in VIEW_TRAITS for name in line.old_names]
+    # The front end's table lists the same names, in the same order; its store holds each.
+    assert _js_view_traits() == names, "js/src/heatmap/view/view_state.js's VIEW_TRAITS"
+    store = (VIEW_STATE_JS.parent / "store.js").read_text(encoding="utf-8")
+    initial = store.split("export function initialState()", 1)[1].split("};", 1)[0]
+    assert set(names) <= set(re.findall(r"(\w+): ", initial)), "store.js's initialState keys"
+    # What type checkers read: the constructor's keywords and the class's attributes.
+    assert set(ViewOptions.__annotations__) == {*names, *old}
+    lens_py = PACKAGE / "widgets" / "lens.py"
+    assert _annotated_for_type_checkers("LogitLensWidget", lens_py) == {
+        *names,
+        *old,
+        "_view_traits",
+    }
+    # Each is a synced trait of the widget, with the table's default (else its type's).
+    traits = LogitLensWidget.class_traits()
+    for line in VIEW_TRAITS:
+        assert traits[line.name].metadata.get("sync") is True, line.name
+        assert isinstance(traits[line.name], line.kind), line.name
+        if line.default is not None:
+            assert traits[line.name].default_value == line.default, line.name
+
+
+def test_a_new_view_trait_is_one_line_of_the_table(load_tiny):
+    """A trait added to the table is synced, checked when set and when built, refused under a
+    near-miss name, exported, and checked before a model runs: nothing else is written."""
+    import traitlets
+
+    from murano_widgets import LogitLens, LogitLensWidget, PromptBatch
+    from murano_widgets.widgets.base import WidgetValueError
+    from murano_widgets.widgets.view_state import (
+        VIEW_TRAITS,
+        Planned,
+        ViewTrait,
+        check_planned,
+        trait_namespace,
+    )
+
+    def check_zoom(value, shown):
+        if not 1 <= value <= shown.result.n_inputs + 2:
+            raise WidgetValueError(f"zoom must be in 1..{shown.result.n_inputs + 2}; got {value}")
+        return value
+
+    def planned_zoom(value, plan):
+        if value < 1:
+            raise ValueError(f"zoom must be at least 1; got {value}")
+
+    table = (*VIEW_TRAITS, ViewTrait("zoom", traitlets.Int, 1, check_zoom, planned_zoom))
+
+    class Zoomed(LogitLensWidget):
+        locals().update(trait_namespace(table))
+
+    result = LogitLens(load_tiny("llama"), top_k=2)({"prompts": PromptBatch(["one two"])})
+    result = result["logit_lens"]
+    widget = Zoomed(result, zoom=2, metric="entropy")
+    assert (widget.zoom, widget.metric) == (2, "entropy")
+    assert widget.get_state()["zoom"] == 2  # synced to the front end
+    assert Zoomed(result).zoom == 1  # the table's default
+    with pytest.raises(WidgetValueError, match=r"zoom must be in 1\.\.3; got 9"):
+        widget.zoom = 9
+    assert widget.zoom == 2
+    with pytest.raises(WidgetValueError, match=r"zoom must be in 1\.\.3; got 0"):
+        Zoomed(result, zoom=0)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'zom' \(did you mean 'zoom'"):
+        Zoomed(result, zom=2)
+    # The exported page starts from it.
+    page = widget.to_html()
+    state = page.split('<script type="application/json" id="murano-state">', 1)[1]
+    assert json.loads(state.split("</script>", 1)[0])["state"]["zoom"] == 2
+    # show_logit_lens's early check, before any model work.
+    plan = Planned(
+        n_prompts=1,
+        layers=lambda: pytest.fail("no check here reads the layers"),
+        targets=[],
+        lens_names=lambda: ["logit"],
+        chosen={"zoom": 0},
+        chat=False,
+        decompose=False,
+    )
+    with pytest.raises(ValueError, match="zoom must be at least 1; got 0"):
+        check_planned(plan, table)
+    # The table as it stands refuses the unknown keyword, and takes the renamed one.
+    with pytest.raises(TypeError, match=r"LogitLensWidget\(\) got an unexpected keyword .*'zoom'"):
+        LogitLensWidget(result, zoom=2)
+    assert LogitLensWidget(result, lens_name="logit").lens_name == "logit"
+    with pytest.raises(TypeError, match="got 'lens' twice, as lens= and lens_name="):
+        LogitLensWidget(result, lens="logit", lens_name="logit")

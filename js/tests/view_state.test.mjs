@@ -34,7 +34,7 @@ test("the first payload takes the model's traits, clamped and resolved", () => {
     metric: "target",
     target: "<b>x</b>",
     selected: { prompt: 0, layer_index: 1, position: 2 },
-    hideTemplate: true,
+    hide_template: true,
     view: "components",
     explain: "answer",
   });
@@ -44,7 +44,7 @@ test("the first payload takes the model's traits, clamped and resolved", () => {
   assert.equal(fallback.metric, data.metrics[0].name);
   assert.equal(fallback.target, " Paris");
   assert.equal(fallback.selected, null);
-  assert.equal(fallback.hideTemplate, false);
+  assert.equal(fallback.hide_template, false);
   assert.equal(fallback.view, "layers");
   assert.equal(fallback.explain, "top1");
 });

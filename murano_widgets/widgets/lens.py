@@ -32,6 +32,7 @@ from murano_widgets.widgets.view_state import (
     VIEW_TRAITS,
     Shown,
     ViewOptions,
+    ViewTrait,
     initial_view,
     trait_namespace,
     view_of,
@@ -161,8 +162,9 @@ class LogitLensWidget(MuranoWidget):
 
     # The view traits (prompt, layer, metric, target, lens, lens_beside, hide_template, explain,
     # view), their validators and the old names: one table, view_state.VIEW_TRAITS.
-    locals().update(trait_namespace())
+    locals().update(trait_namespace(VIEW_TRAITS))
     if TYPE_CHECKING:  # what trait_namespace() adds, as type checkers see it
+        _view_traits: tuple[ViewTrait, ...]
         prompt: int
         layer: int
         metric: str
@@ -215,7 +217,12 @@ class LogitLensWidget(MuranoWidget):
         # stay registered with the kernel. The view's keywords are the table's (view_state.py);
         # the others are the widget's other public, writable traits (selected, layout, ...).
         values, others = initial_view(
-            type(self).__name__, view, results, payload, self._other_keywords()
+            type(self).__name__,
+            view,
+            results,
+            payload,
+            self._other_keywords(),
+            self._view_traits,
         )
         self._results = results
         self._payload = payload
@@ -238,7 +245,7 @@ class LogitLensWidget(MuranoWidget):
     @classmethod
     def _other_keywords(cls) -> list[str]:
         """The constructor's keywords beyond the view's: public traits a user may set."""
-        view = {line.name for line in VIEW_TRAITS}
+        view = {line.name for line in cls._view_traits}
         return [
             name
             for name, trait in cls.class_traits().items()

@@ -295,10 +295,6 @@ class ViewOptions(TypedDict, total=False):
     view: str
 
 
-_BY_NAME = {trait.name: trait for trait in VIEW_TRAITS}
-_OLD_NAMES = {old: trait.name for trait in VIEW_TRAITS for old in trait.old_names}
-
-
 # ------------------------------------------------------------------------------------------------
 # What comes from the table
 
@@ -309,11 +305,13 @@ def trait_namespace(
 ) -> dict[str, Any]:
     """The class attributes of a widget with these view traits: each synced trait, its
     validator (the line's check, against what the widget's method ``shown`` returns: a
-    :class:`Shown`), and a property for each old name.
+    :class:`Shown`), a property for each old name, and the table itself as ``_view_traits``
+    (what :func:`initial_view` and :func:`view_of` read).
 
     A widget's class body takes them with ``locals().update(trait_namespace())``.
     """
-    namespace: dict[str, Any] = {}
+    traits = tuple(traits)
+    namespace: dict[str, Any] = {"_view_traits": traits}
     for line in traits:
         namespace[line.name] = line.trait()
         namespace[f"_check_{line.name}"] = _validator(line, shown)
@@ -355,6 +353,7 @@ def initial_view(
     results: LensResults,
     payload: LensPayload,
     other_keywords: Iterable[str] = (),
+    traits: tuple[ViewTrait, ...] = VIEW_TRAITS,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A widget constructor's view keywords, checked in table order (defaults filled in), and
     the other keywords it takes.
@@ -365,6 +364,7 @@ def initial_view(
         results: Every lens's result.
         payload: Their payload.
         other_keywords: The other traits the constructor passes on (``selected``, ``layout``).
+        traits: The table (the widget's ``_view_traits``).
 
     Returns:
         The view's values by trait name, and the other keywords.
@@ -375,12 +375,14 @@ def initial_view(
         WidgetValueError: For a value a check refuses, naming the trait.
     """
     others = set(other_keywords)
+    by_name = {line.name: line for line in traits}
+    old_names = {old: line.name for line in traits for old in line.old_names}
     values: dict[str, Any] = {}
     passed: dict[str, Any] = {}
     named: dict[str, str] = {}
     for key, value in given.items():
-        name = _OLD_NAMES.get(key, key)
-        if name in _BY_NAME:
+        name = old_names.get(key, key)
+        if name in by_name:
             if name in named:
                 raise TypeError(
                     f"{owner}() got {name!r} twice, as {named[name]}= and {key}=: give one"
@@ -390,8 +392,8 @@ def initial_view(
         elif key in others:
             passed[key] = value
         else:
-            raise TypeError(_unknown(owner, key, [*_BY_NAME, *sorted(others)]))
-    for line in VIEW_TRAITS:
+            raise TypeError(_unknown(owner, key, [*by_name, *sorted(others)]))
+    for line in traits:
         value = values.get(line.name, line.default)
         shown = Shown(results, payload, values.get("lens") or results.names[0])
         key = named.get(line.name, line.name)
@@ -410,17 +412,17 @@ def _unknown(owner: str, key: str, allowed: list[str]) -> str:
     )
 
 
-def check_planned(plan: Planned) -> None:
+def check_planned(plan: Planned, traits: tuple[ViewTrait, ...] = VIEW_TRAITS) -> None:
     """Every view value given to :func:`show_logit_lens`, checked before the model runs, in
     table order (``plan.chosen``, by trait name; a value left out is the table's default).
 
     Raises:
         ValueError, TypeError: Naming the argument, what was given and what is allowed.
     """
-    for line in VIEW_TRAITS:
+    for line in traits:
         line.planned(plan.chosen.get(line.name, line.default), plan)
 
 
 def view_of(widget: Any) -> dict[str, Any]:
     """The widget's view values by trait name (the state an exported page starts from)."""
-    return {line.name: getattr(widget, line.name) for line in VIEW_TRAITS}
+    return {line.name: getattr(widget, line.name) for line in widget._view_traits}

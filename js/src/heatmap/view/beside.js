@@ -30,7 +30,7 @@ import { heatmapGrid } from "./events.js";
 export function showBeside(view) {
   const { ui, data } = view;
   const s = view.state;
-  const beside = data ? besideLens(view.lenses, data.lensName, s.beside) : null;
+  const beside = data ? besideLens(view.lenses, data.lensName, s.lens_beside) : null;
   if (beside !== view.beside) {
     view.beside = beside;
     if (beside) view.besidePainter.setData(beside);
@@ -72,9 +72,9 @@ export function showCaptions(view) {
  * @param {boolean} sync
  */
 export function setBeside(view, value, sync) {
-  const name = typeof value === "string" && (value === "" || view.lenses.some((lens) => lens.lensName === value)) ? value : view.state.beside;
+  const name = typeof value === "string" && (value === "" || view.lenses.some((lens) => lens.lensName === value)) ? value : view.state.lens_beside;
   if (sync && name === value) view.send("lens_beside", name);
-  view.store.set({ beside: name });
+  view.store.set({ lens_beside: name });
   showBeside(view);
   view.refreshMetric();
   view.relayout();

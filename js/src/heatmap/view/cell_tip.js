@@ -109,3 +109,14 @@ export function placeTooltip(view, cell) {
   const box = canvas.getBoundingClientRect();
   tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
 }
+
+/**
+ * The tooltip follows the token shown: another tracked token's values.
+ * @param {LensView} view
+ * @returns {() => void} unsubscribes
+ */
+export function tipFollowsTarget(view) {
+  return view.store.subscribe((changed) => {
+    if (changed.includes("target")) updateTooltip(view);
+  });
+}

@@ -132,7 +132,7 @@ export class ComponentView {
     if (!data) return null;
     const s = view.state;
     const explain = view.explainChoice();
-    const key = `${data.lensName}|${s.prompt}|${s.layer}|${JSON.stringify(explain)}|${s.heads}|${Boolean(data.arrays.contributions)}|${s.hideTemplate}`;
+    const key = `${data.lensName}|${s.prompt}|${s.layer}|${JSON.stringify(explain)}|${s.heads}|${Boolean(data.arrays.contributions)}|${s.hide_template}`;
     if (key !== this.key || !this.grid) {
       this.grid = componentGrid(data, { explain, prompt: s.prompt, row: s.layer, heads: s.heads });
       this.key = key;

@@ -108,13 +108,13 @@ export function lensTitle(data) {
  * The sliders, their texts and the heatmap's accessible name, for the prompt and row shown.
  * @param {Ui} ui
  * @param {LensData} data
- * @param {{prompt: number, layer: number, hideTemplate?: boolean}} state
+ * @param {{prompt: number, layer: number, hide_template?: boolean}} state
  */
 export function showControls(ui, data, state) {
   const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
   promptInput.value = String(state.prompt);
   promptOutput.textContent = indexReadout(state.prompt, data.P);
-  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hideTemplate)), { spaces: false });
+  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hide_template)), { spaces: false });
   promptText.textContent = text;
   promptText.setAttribute("title", text);
   promptInput.setAttribute("aria-valuetext", `prompt ${indexSpoken(state.prompt, data.P)}: ${truncateText(text, 80)}`);

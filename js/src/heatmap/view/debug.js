@@ -47,7 +47,7 @@ export function debugApi(view) {
         hover: s.hover,
         focus: s.focus,
         focused: s.focused,
-        hideTemplate: s.hideTemplate,
+        hideTemplate: s.hide_template,
         lens: s.lens,
         lenses: view.lenses.map((lens) => lens.lensName),
         beside: view.beside ? view.beside.lensName : "",

@@ -10,6 +10,7 @@ import { bindGrid, onGridKey } from "../../shared/grid_events.js";
 import { keepControlKeys } from "../../shared/keys.js";
 import { watchTheme } from "../../shared/theme.js";
 import { besideGrid } from "./beside.js";
+import { VIEW_TRAITS } from "./view_state.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -141,16 +142,9 @@ export function bindEvents(view) {
 
   /** @type {Record<string, () => void>} */
   const handlers = {
-    "change:prompt": () => { view.syncPrompt.cancel(); view.setPrompt(model.get("prompt"), false); },
-    "change:layer": () => { view.syncLayer.cancel(); view.setModelLayer(model.get("layer")); },
-    "change:metric": () => view.setMetric(model.get("metric"), false),
-    "change:target": () => view.setTarget(model.get("target"), false),
-    "change:lens": () => view.setLens(model.get("lens"), false),
-    "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
-    "change:view": () => view.setView(model.get("view"), false),
-    "change:explain": () => view.setExplain(model.get("explain"), false),
+    // The view traits, from their one table (view_state.js).
+    ...Object.fromEntries(Object.entries(VIEW_TRAITS).map(([name, show]) => [`change:${name}`, () => show(view, model.get(name))])),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
-    "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
     "change:_sections": () => view.reload(),
     "change:_meta": () => view.reload(),
   };

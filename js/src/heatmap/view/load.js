@@ -2,7 +2,7 @@
 /**
  * The payload and the lens shown: decoding `_meta` and `_sections` (`reload`, with its grace for
  * a payload whose two traits have not both arrived), the state a payload brings or keeps
- * (`stateForPayload`, pure), and the lens menu (`setLens`, the `lens_name` trait).
+ * (`stateForPayload`, pure), and the lens menu (`setLens`, the `lens` trait).
  */
 
 import { hasAttribution } from "../attribution.js";
@@ -42,7 +42,7 @@ export function stateForPayload(data, trait, s, previous, first) {
       metric: resolveMetric(data, trait("metric")),
       target: resolveTarget(data, trait("target")),
       selected: trait("selected") ?? null,
-      hideTemplate: trait("hide_template") === true,
+      hide_template: trait("hide_template") === true,
       view: trait("view") === "components" ? "components" : "layers",
       explain: typeof trait("explain") === "string" ? trait("explain") : "top1",
     };
@@ -109,7 +109,7 @@ export function reload(view) {
   view.data = data;
   store.set({ lens: data.lensName });
   // The lens beside: the model's at first, then the local one (as the lens shown).
-  if (!view.loaded) store.set({ beside: typeof model.get("lens_beside") === "string" ? model.get("lens_beside") : "" });
+  if (!view.loaded) store.set({ lens_beside: typeof model.get("lens_beside") === "string" ? model.get("lens_beside") : "" });
   view.beside = null;
   showBeside(view);
   ui.errorEl.hidden = true;
@@ -128,7 +128,7 @@ export function reload(view) {
   if (s.focus) store.set({ focus: view.clampCell(s.focus) });
   if (s.hover) store.set({ hover: view.clampCell(s.hover) });
   ui.metricSelect.value = s.metric;
-  ui.hideTemplate.checked = s.hideTemplate;
+  ui.hideTemplate.checked = s.hide_template;
   showControls(ui, data, s);
   // A new payload from Python may refit the colour scale of the metric shown: the legend says so
   // (until the metric changes, or the scale changes again).
@@ -166,7 +166,7 @@ function showError(view, message) {
 }
 
 /**
- * Shows another lens of the payload (the lens menu, or the `lens_name` trait): the same prompt,
+ * Shows another lens of the payload (the lens menu, or the `lens` trait): the same prompt,
  * row, metric, pinned cell and column, read through that lens.
  * @param {LensView} view
  * @param {unknown} name
@@ -182,15 +182,15 @@ export function setLens(view, name, sync) {
   }
   const s = store.state;
   // Choosing the lens drawn beside swaps the two grids.
-  const beside = besideAfterSwitch(s.lens, data.lensName, s.beside);
+  const beside = besideAfterSwitch(s.lens, data.lensName, s.lens_beside);
   if (sync) {
     view.send("lens", data.lensName);
-    if (beside !== s.beside) view.send("lens_beside", beside);
+    if (beside !== s.lens_beside) view.send("lens_beside", beside);
   }
   ui.lensSelect.value = data.lensName;
   if (data === view.data) return;
   view.data = data;
-  store.set({ lens: data.lensName, beside });
+  store.set({ lens: data.lensName, lens_beside: beside });
   showBeside(view);
   view.painter.setData(data);
   showData(ui, data);

@@ -38,11 +38,8 @@ export function setMetric(view, value, sync) {
   const metric = resolveMetric(data, value);
   if (sync) view.send("metric", metric);
   view.ui.metricSelect.value = metric;
-  if (metric === view.state.metric) return;
+  // What follows the metric subscribes to it (`followMetric` here, the redraw).
   view.store.set({ metric });
-  refreshMetric(view);
-  followTarget(view);
-  view.requestDraw();
 }
 
 /**
@@ -60,14 +57,23 @@ export function setTarget(view, value, sync) {
   const target = resolveTarget(data, value);
   if (sync) view.send("target", target);
   view.ui.targetSelect.value = target;
-  if (target === view.state.target) return;
+  // What follows the token shown subscribes to `target`: the legend and the chart's line
+  // (`followMetric` here), the tooltip (`cell_tip.js`), the readout (`selection.js`), the redraw.
   view.store.set({ target });
-  refreshMetric(view);
-  view.updateTooltip();
-  const s = view.state;
-  if (s.focused && s.focus) view.announce(s.focus);
-  followTarget(view);
-  view.requestDraw();
+}
+
+/**
+ * The metric module's subscription: a change of the metric or of the token shown refreshes the
+ * legend and the Token menu, and switches the chart's line of the token shown on.
+ * @param {LensView} view
+ * @returns {() => void} unsubscribes
+ */
+export function followMetric(view) {
+  return view.store.subscribe((changed) => {
+    if (!changed.includes("metric") && !changed.includes("target")) return;
+    refreshMetric(view);
+    followTarget(view);
+  });
 }
 
 /**

@@ -31,7 +31,7 @@ export function relayout(view) {
   placeChart(view, theme.charW);
   const width = ui.scroller.clientWidth || view.el.clientWidth || 800;
   const beside = view.beside;
-  const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s.hideTemplate}|${beside ? beside.lensName : ""}`;
+  const key = `${s.prompt}|${width}|${theme.charW}|${theme.uiFont}|${s.hide_template}|${beside ? beside.lensName : ""}`;
   if (key !== view.layoutKey) {
     let maxChars = 1;
     const a = data.arrays;
@@ -137,4 +137,18 @@ export function draw(view) {
   debug.frames += 1;
   debug.lastDrawMs = performance.now() - t0;
   for (const fn of debug.drawListeners.splice(0)) fn(debug.lastDrawMs);
+}
+
+/** The state keys that change the cells' colours: a change draws again. */
+const DRAWN_KEYS = new Set(["metric", "target"]);
+
+/**
+ * The drawing follows the colouring: another metric or token shown draws the cells again.
+ * @param {LensView} view
+ * @returns {() => void} unsubscribes
+ */
+export function followColouring(view) {
+  return view.store.subscribe((changed) => {
+    if (changed.some((key) => DRAWN_KEYS.has(key))) requestDraw(view);
+  });
 }

@@ -48,7 +48,7 @@ export function clampCell(view, cell) {
  */
 export function shownColumns(view) {
   const data = view.data;
-  return data ? shownPositions(data, view.state.prompt, view.state.hideTemplate) : null;
+  return data ? shownPositions(data, view.state.prompt, view.state.hide_template) : null;
 }
 
 /**
@@ -173,13 +173,24 @@ export function setHideTemplate(view, hide, sync) {
   const s = view.state;
   if (sync) view.send("hide_template", hide);
   view.ui.hideTemplate.checked = hide;
-  if (s.hideTemplate === hide) return;
+  if (s.hide_template === hide) return;
   // The component view's values are laid out again (the store's subscriber, `view.js`).
-  view.store.set({ hideTemplate: hide, hover: null });
+  view.store.set({ hide_template: hide, hover: null });
   view.chartHover = null;
   if (s.focus) view.store.set({ focus: clampCell(view, s.focus) });
   if (view.data) showControls(view.ui, view.data, s); // the prompt's text loses or regains them
   view.layoutKey = null;
   view.relayout();
   view.updateTooltip();
+}
+
+/**
+ * The readout follows the token shown: the keyboard focus cell is read again with its values.
+ * @param {LensView} view
+ * @returns {() => void} unsubscribes
+ */
+export function readoutFollowsTarget(view) {
+  return view.store.subscribe((changed, s) => {
+    if (changed.includes("target") && s.focused && s.focus) announce(view, clampCell(view, s.focus));
+  });
 }

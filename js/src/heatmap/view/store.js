@@ -20,9 +20,9 @@
  * @property {Cell | null} hover
  * @property {Cell | null} focus
  * @property {boolean} focused the focus cell is shown (keyboard focus)
- * @property {boolean} hideTemplate the chat template's own tokens are hidden from view
- * @property {string} lens the name of the lens shown (the `lens_name` trait)
- * @property {string} beside the name of the lens drawn as a second grid under the first (the
+ * @property {boolean} hide_template the chat template's own tokens are hidden from view
+ * @property {string} lens the name of the lens shown (the `lens` trait)
+ * @property {string} lens_beside the name of the lens drawn as a second grid under the first (the
  *   `lens_beside` trait; "" for one grid)
  * @property {"layers" | "components"} view the heatmap of layers, or the component view (the
  *   `view` trait; components only with direct logit attribution)
@@ -46,7 +46,7 @@
  * @returns {ViewState}
  */
 export function initialState() {
-  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
+  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false };
 }
 
 /**

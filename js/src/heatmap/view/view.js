@@ -15,7 +15,7 @@ import { Painter } from "../painter.js";
 import { setBeside } from "./beside.js";
 import { LiveView } from "../live/view.js";
 import { installDebug } from "../../shared/debug.js";
-import { makeTooltip, updateTooltip } from "./cell_tip.js";
+import { makeTooltip, tipFollowsTarget, updateTooltip } from "./cell_tip.js";
 import { drawTrajectory, makeTrajectory } from "./chart.js";
 import { ComponentView } from "./components.js";
 import { debugApi } from "./debug.js";
@@ -24,10 +24,10 @@ import { buildDom } from "./dom.js";
 import { bindEvents } from "./events.js";
 import { componentCellChanged, explainChoice, relayoutComponents, setExplain, setHeads, setView, showAttribution, updateWhy, whyCell } from "./explain.js";
 import { reload, setLens } from "./load.js";
-import { followTarget, refreshMetric, setMetric, setTarget, targetIndex } from "./metric.js";
+import { followMetric, followTarget, refreshMetric, setMetric, setTarget, targetIndex } from "./metric.js";
 import { send, setLayer, setModelLayer, setPrompt, syncers } from "./navigation.js";
-import { draw, relayout, requestDraw, scrollLeft } from "./redraw.js";
-import { announce, clampCell, setFocus, setHideTemplate, setHover, setSelected, shownColumns, showKeyboardFocus, togglePin } from "./selection.js";
+import { draw, followColouring, relayout, requestDraw, scrollLeft } from "./redraw.js";
+import { announce, clampCell, readoutFollowsTarget, setFocus, setHideTemplate, setHover, setSelected, shownColumns, showKeyboardFocus, togglePin } from "./selection.js";
 import { createStore } from "./store.js";
 
 export { SYNC_INTERVAL_MS } from "./navigation.js";
@@ -44,7 +44,7 @@ export { RELOAD_GRACE_MS } from "./load.js";
  */
 
 /** The state keys the component view's values depend on: a change lays them out again. */
-const COMPONENT_KEYS = new Set(["prompt", "layer", "explain", "heads", "hideTemplate"]);
+const COMPONENT_KEYS = new Set(["prompt", "layer", "explain", "heads", "hide_template"]);
 
 let viewCounter = 0;
 
@@ -128,9 +128,17 @@ export class LensView {
     this.tooltip = makeTooltip(this);
     this.componentsAbort = new AbortController();
     this.components = new ComponentView(this.ui.comp, this, this.componentsAbort.signal);
-    this.unsubscribe = this.store.subscribe((changed) => {
-      if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
-    });
+    // Each feature module follows the state keys it shows (a setter only sets its key).
+    const unsubscribers = [
+      this.store.subscribe((changed) => {
+        if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
+      }),
+      followMetric(this),
+      tipFollowsTarget(this),
+      readoutFollowsTarget(this),
+      followColouring(this),
+    ];
+    this.unsubscribe = () => unsubscribers.forEach((unsubscribe) => unsubscribe());
     this.unbind = bindEvents(this);
     /** @type {LiveView | null} the live controls (made after the first load, which they read) */
     this.live = null;
