@@ -201,6 +201,68 @@ export function normaliseMetric(raw, index) {
  * @throws {Error} naming what is wrong when the payload is inconsistent
  */
 export function decodePayload(meta, sections) {
+  const grid = readGrid(meta);
+  const { layers, lengths, tokens, T } = grid;
+  if (!Array.isArray(meta.metrics) || meta.metrics.length === 0) throw new Error("_meta.metrics must list the metrics");
+  const metrics = meta.metrics.map(normaliseMetric);
+  const topK = Math.max(1, Number(meta.top_k) || 1);
+  const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
+  const targets = meta.targets === undefined || meta.targets === null ? [] : meta.targets;
+  if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
+  const components = meta.components === undefined || meta.components === null ? [] : meta.components;
+  if (!isStringArray(components)) throw new Error("_meta.components must be a list of component labels");
+  const shapes = sectionShapes(grid, topK, metrics, answerSets.length, targets.length, components.length);
+  const { arrays, scales, baseSections, detailSections } = readSections(meta, sections, shapes, metrics, components.length);
+  const roles = meta.roles === undefined || meta.roles === null ? [] : meta.roles;
+  if (!isStringArray(roles)) throw new Error("_meta.roles must be a list of role names");
+  checkIndices(arrays, tokens.length, roles.length);
+  const nModel = Number(meta.n_model_layers);
+  /** @type {Record<string, Uint8Array>} */
+  const noValue = {};
+  if (answerSets.length) {
+    const without = Uint8Array.from(answerSets[0].answers, (a) => (a === null ? 1 : 0));
+    if (without.some(Boolean)) for (const name of ANSWER_CELL_SECTIONS) noValue[name] = without;
+  }
+  return {
+    meta,
+    L: layers.length,
+    T,
+    P: lengths.length,
+    layers,
+    nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
+    lengths,
+    offsets: grid.offsets,
+    tokens,
+    prompts: isStringArray(meta.prompts) ? meta.prompts : [],
+    modelName: typeof meta.model_name === "string" ? meta.model_name : "",
+    lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
+    lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
+    lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
+    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
+    maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
+    metrics,
+    baseSections,
+    detailSections,
+    arrays,
+    scales,
+    maxima: {},
+    answerSets,
+    targets,
+    noValue,
+    sites: grid.sites,
+    components,
+    logitSoftcap: Number.isFinite(meta.logit_softcap) && meta.logit_softcap > 0 ? Number(meta.logit_softcap) : null,
+    foils: Array.isArray(meta.foils) && meta.foils.length === lengths.length ? meta.foils.map((/** @type {unknown} */ f) => (typeof f === "string" ? f : null)) : null,
+  };
+}
+
+/**
+ * The grid a payload describes, checked: its version, rows (layers ascending; sublayer rows
+ * repeat a layer with their sites ascending), prompts (lengths and offsets), and string table.
+ * @param {any} meta
+ * @returns {{layers: number[], sites: string[] | null, lengths: number[], offsets: number[], T: number, tokens: string[]}}
+ */
+function readGrid(meta) {
   if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
     throw new Error("_meta is empty: no logit-lens data to show");
   }
@@ -227,12 +289,24 @@ export function decodePayload(meta, sections) {
   const T = expectedOffset;
   if (meta.total !== undefined && meta.total !== T) throw new Error(`_meta.total is ${meta.total} but the lengths add up to ${T}`);
   if (!isStringArray(tokens)) throw new Error("_meta.tokens must be a list of strings");
-  if (!Array.isArray(meta.metrics) || meta.metrics.length === 0) throw new Error("_meta.metrics must list the metrics");
-  const metrics = meta.metrics.map(normaliseMetric);
+  return { layers, sites, lengths, offsets, T, tokens };
+}
+
+/**
+ * Each known section's shape on this grid (a section of another shape is refused).
+ * @param {{layers: number[], lengths: number[], T: number}} grid
+ * @param {number} topK
+ * @param {MetricSpec[]} metrics
+ * @param {number} nSets answer sets
+ * @param {number} nTargets tracked tokens
+ * @param {number} C components
+ * @returns {Record<string, number[]>}
+ */
+function sectionShapes({ layers, lengths, T }, topK, metrics, nSets, nTargets, C) {
   const L = layers.length;
-  const topK = Math.max(1, Number(meta.top_k) || 1);
+  const P = lengths.length;
   /** @type {Record<string, number[]>} */
-  const expectedShapes = {
+  const shapes = {
     input_ids: [T],
     final_tokens: [T],
     final_missing: [T],
@@ -243,30 +317,39 @@ export function decodePayload(meta, sections) {
     generated: [T],
     token_roles: [T],
   };
-  const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
-  const targets = meta.targets === undefined || meta.targets === null ? [] : meta.targets;
-  if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
-  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : [L, T];
-  for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
-  for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
-  for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
-  for (const name of Object.values(LAST_POSITION_SECTIONS)) expectedShapes[name] = [L, lengths.length];
-  const components = meta.components === undefined || meta.components === null ? [] : meta.components;
-  if (!isStringArray(components)) throw new Error("_meta.components must be a list of component labels");
-  const C = components.length;
+  for (const metric of metrics) shapes[metric.field] = metric.perTarget ? [L, T, nTargets] : [L, T];
+  for (const name of ANSWER_CELL_SECTIONS) shapes[name] = [L, T];
+  for (const name of PROMPT_SET_SECTIONS) shapes[name] = [L, P, nSets];
+  for (const name of CELL_TARGET_SECTIONS) shapes[name] = [L, T, nTargets];
+  for (const name of Object.values(LAST_POSITION_SECTIONS)) shapes[name] = [L, P];
   /** @type {Record<string, number[]>} */
   const attributionShapes = {
     cell: [L, T],
     cell_component: [L, T, C],
-    last: [L, lengths.length],
-    last_component: [L, lengths.length, C],
-    cell_target: [L, T, targets.length],
-    cell_target_component: [L, T, targets.length, C],
+    last: [L, P],
+    last_component: [L, P, C],
+    cell_target: [L, T, nTargets],
+    cell_target_component: [L, T, nTargets, C],
   };
-  for (const [name, shape] of Object.entries(ATTRIBUTION_SHAPES)) expectedShapes[name] = attributionShapes[shape];
+  for (const [name, shape] of Object.entries(ATTRIBUTION_SHAPES)) shapes[name] = attributionShapes[shape];
+  return shapes;
+}
+
+/**
+ * The sections that have arrived, each checked against its spec in `_meta.sections` (shape,
+ * dtype) and read as a typed array with its scale; the required and base sections must be there.
+ * @param {any} meta
+ * @param {Record<string, unknown> | null | undefined} sections
+ * @param {Record<string, number[]>} shapes
+ * @param {MetricSpec[]} metrics
+ * @param {number} C components
+ */
+function readSections(meta, sections, shapes, metrics, C) {
   // A metric in logits (the logit difference) is signed: sent as float32, as computed.
-  const signedFields = new Set(metrics.filter((/** @type {MetricSpec} */ metric) => metric.unit === "logit").map((/** @type {MetricSpec} */ metric) => metric.field));
+  const signedFields = new Set(metrics.filter((metric) => metric.unit === "logit").map((metric) => metric.field));
+  /** @type {string[]} */
   const baseSections = isStringArray(meta.base_sections) ? meta.base_sections : [];
+  /** @type {string[]} */
   const detailSections = isStringArray(meta.detail_sections) ? meta.detail_sections : [];
   /** @type {Record<string, SectionSpec>} */
   const specs = meta.sections && typeof meta.sections === "object" ? meta.sections : {};
@@ -281,11 +364,11 @@ export function decodePayload(meta, sections) {
     if (!isIntArray(shape)) throw new Error(`section ${name}: shape must be a list of sizes`);
     if (name in ATTRIBUTION_SHAPES && C === 0) throw new Error(`section ${name}: _meta.components does not name its components`);
     if ((spec.dtype === "float32") !== (name in ATTRIBUTION_SHAPES || signedFields.has(name))) throw new Error(`section ${name}: dtype ${spec.dtype} is not this section's`);
-    const expected = expectedShapes[name];
+    const expected = shapes[name];
     if (expected && (expected.length !== shape.length || expected.some((n, i) => n !== shape[i]))) {
       throw new Error(`section ${name}: shape ${JSON.stringify(shape)} disagrees with the layers and lengths (expected ${JSON.stringify(expected)})`);
     }
-    arrays[name] = /** @type {RawArray} */ (readSection(data, spec.dtype, product(shape), name, LENS_DTYPES));
+    arrays[name] = /** @type {RawArray} */ (readSection(/** @type {any} */ (data), spec.dtype, product(shape), name, LENS_DTYPES));
     scales[name] = typeof spec.scale === "number" && Number.isFinite(spec.scale) ? spec.scale : 1;
   }
   for (const name of REQUIRED_SECTIONS) {
@@ -294,7 +377,16 @@ export function decodePayload(meta, sections) {
   for (const name of baseSections) {
     if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   }
-  const nTokens = tokens.length;
+  return { arrays, scales, baseSections, detailSections };
+}
+
+/**
+ * Every token index inside the string table, every role code inside `_meta.roles`.
+ * @param {Record<string, RawArray>} arrays
+ * @param {number} nTokens
+ * @param {number} nRoles
+ */
+function checkIndices(arrays, nTokens, nRoles) {
   for (const name of TOKEN_SECTIONS) {
     const array = arrays[name];
     if (!array) continue;
@@ -302,52 +394,12 @@ export function decodePayload(meta, sections) {
       if (array[i] >= nTokens) throw new Error(`section ${name}: token index ${array[i]} is outside the table of ${nTokens} strings`);
     }
   }
-  const roles = meta.roles === undefined || meta.roles === null ? [] : meta.roles;
-  if (!isStringArray(roles)) throw new Error("_meta.roles must be a list of role names");
   const roleCodes = arrays.token_roles;
   if (roleCodes) {
     for (let i = 0; i < roleCodes.length; i++) {
-      if (roleCodes[i] >= roles.length) throw new Error(`section token_roles: role ${roleCodes[i]} is outside _meta.roles (${roles.length} names)`);
+      if (roleCodes[i] >= nRoles) throw new Error(`section token_roles: role ${roleCodes[i]} is outside _meta.roles (${nRoles} names)`);
     }
   }
-  const nModel = Number(meta.n_model_layers);
-  /** @type {Record<string, Uint8Array>} */
-  const noValue = {};
-  if (answerSets.length) {
-    const without = Uint8Array.from(answerSets[0].answers, (a) => (a === null ? 1 : 0));
-    if (without.some(Boolean)) for (const name of ANSWER_CELL_SECTIONS) noValue[name] = without;
-  }
-  return {
-    meta,
-    L,
-    T,
-    P: lengths.length,
-    layers,
-    nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
-    lengths,
-    offsets,
-    tokens,
-    prompts: isStringArray(meta.prompts) ? meta.prompts : [],
-    modelName: typeof meta.model_name === "string" ? meta.model_name : "",
-    lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
-    lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
-    lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
-    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
-    maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
-    metrics,
-    baseSections,
-    detailSections,
-    arrays,
-    scales,
-    maxima: {},
-    answerSets,
-    targets,
-    noValue,
-    sites,
-    components,
-    logitSoftcap: Number.isFinite(meta.logit_softcap) && meta.logit_softcap > 0 ? Number(meta.logit_softcap) : null,
-    foils: Array.isArray(meta.foils) && meta.foils.length === lengths.length ? meta.foils.map((/** @type {unknown} */ f) => (typeof f === "string" ? f : null)) : null,
-  };
 }
 
 /**
