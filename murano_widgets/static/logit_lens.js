@@ -2044,61 +2044,6 @@ var Painter = class {
   }
 };
 
-// src/shared/dom.js
-var SVG_NS = "http://www.w3.org/2000/svg";
-function fill(element, attrs, text) {
-  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
-  if (text !== void 0) element.textContent = text;
-  return element;
-}
-function h(tag, className, attrs = {}, text) {
-  const element = document.createElement(tag);
-  if (className) element.className = className;
-  return fill(element, attrs, text);
-}
-function s(tag, attrs = {}, text) {
-  return fill(
-    /** @type {SVGElement} */
-    document.createElementNS(SVG_NS, tag),
-    attrs,
-    text
-  );
-}
-
-// src/shared/lens_names.js
-function lensMenuText(name, title) {
-  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
-  return plain(title) === plain(name) ? title : `${title} (${name})`;
-}
-
-// src/heatmap/side_by_side.js
-function besideLens(lenses, shown, wanted) {
-  if (typeof wanted !== "string" || !wanted || wanted === shown) return null;
-  return lenses.find((lens) => lens.lensName === wanted) || null;
-}
-function besideOptions(lenses, shown, title) {
-  return [
-    { value: "", label: "none (one grid)" },
-    ...lenses.filter((lens) => lens.lensName !== shown).map((lens) => ({ value: lens.lensName, label: lensMenuText(lens.lensName, title(lens)) }))
-  ];
-}
-function besideAfterSwitch(previous, next, beside) {
-  return beside && beside === next ? previous : beside;
-}
-function besideMetric(beside, metric) {
-  return metricAvailable(beside, metric) ? metric : null;
-}
-function sharedDomain(a, b, metric) {
-  const own = metricDomain(a, metric);
-  if (!b || !metricSpec(b, metric) || !metricAvailable(b, metric)) return own;
-  const other = metricDomain(b, metric);
-  return { min: Math.min(own.min, other.min), max: Math.max(own.max, other.max), log: own.log };
-}
-function gridCaption(data, title, coloured) {
-  const text = lensMenuText(data.lensName, title);
-  return coloured ? text : `${text}: no values of this colouring under this lens`;
-}
-
 // src/heatmap/details.js
 function capitalise(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
@@ -2306,528 +2251,6 @@ function isSelected(selected, prompt, layerIndex, position) {
 function toggleSelection(selected, prompt, layerIndex, position) {
   if (isSelected(selected, prompt, layerIndex, position)) return null;
   return { prompt, layer_index: layerIndex, position };
-}
-
-// src/heatmap/view/controls.js
-function showData(ui, data) {
-  const kind = lensTitle(data);
-  ui.titleEl.textContent = kind;
-  ui.modelEl.textContent = data.modelName;
-  ui.modelEl.hidden = !data.modelName;
-  if (data.modelName) ui.modelEl.setAttribute("title", data.modelName);
-  ui.root.setAttribute("aria-label", `${kind}${data.modelName ? ` of ${data.modelName}` : ""}`);
-  ui.metricSelect.replaceChildren(
-    ...data.metrics.map((spec) => {
-      const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
-      const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
-      const option = h("option", "", { value: spec.name }, text);
-      option.disabled = !spec.available;
-      option.title = reason ? `Not available: ${reason}` : spec.description;
-      return option;
-    })
-  );
-  ui.promptUi.input.max = String(data.P - 1);
-  const single = data.P < 2;
-  ui.promptUi.row.classList.toggle("murano-single", single);
-  ui.promptUi.input.hidden = single;
-  ui.promptUi.label.hidden = single;
-  ui.promptUi.output.hidden = single;
-  ui.layerUi.input.max = String(data.L - 1);
-  ui.missingKey.hidden = !data.arrays.missing && !data.arrays.final_missing && Object.keys(data.noValue).length === 0;
-  ui.answerKey.hidden = data.answerSets.length === 0;
-  const first = data.answerSets[0];
-  const named = first && (data.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
-  const keyText = ui.answerKey.lastElementChild;
-  if (keyText) keyText.textContent = `top-1 = the answer${named}`;
-  ui.settledKey.hidden = !data.arrays.final_tokens;
-  ui.generatedKey.hidden = !data.arrays.generated;
-  const roles = rolesPresent(data);
-  ui.roleKeys.hidden = roles.length === 0;
-  ui.roleKeys.replaceChildren(
-    ...roles.map((role) => {
-      const key = h("span", `murano-key murano-key-role`, { "data-role": role.name });
-      const band = h("span", "murano-key-band", { "aria-hidden": "true" });
-      band.style.background = role.colour;
-      key.append(band, h("span", "", {}, role.label));
-      return key;
-    })
-  );
-  ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
-}
-function showLensMenu(ui, lenses, shown) {
-  ui.lensLabel.hidden = lenses.length < 2;
-  ui.lensSelect.replaceChildren(
-    ...lenses.map((lens) => {
-      const title = lensTitle(lens);
-      return h("option", "", { value: lens.lensName }, lensMenuText(lens.lensName, title));
-    })
-  );
-  ui.lensSelect.value = shown;
-}
-function lensTitle(data) {
-  if (data.lensTitle) return data.lensTitle;
-  const kind = data.lensKind || "logit";
-  return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
-}
-function showControls(ui, data, state) {
-  const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
-  promptInput.value = String(state.prompt);
-  promptOutput.textContent = indexReadout(state.prompt, data.P);
-  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hide_template)), { spaces: false });
-  promptText.textContent = text;
-  promptText.setAttribute("title", text);
-  promptInput.setAttribute("aria-valuetext", `prompt ${indexSpoken(state.prompt, data.P)}: ${truncateText(text, 80)}`);
-  ui.layerUi.input.value = String(state.layer);
-  ui.layerUi.output.textContent = rowLabel(data, state.layer);
-  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${indexSpoken(state.layer, data.L)}`);
-  const n = data.lengths[state.prompt];
-  const shownLayers = new Set(data.layers).size;
-  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
-  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
-  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
-  ui.canvas.setAttribute(
-    "aria-label",
-    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of ${promptName(state.prompt)}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
-  );
-}
-function showTargetMenu(ui, data, metric, target) {
-  const spec = metricSpec(data, metric);
-  ui.targetLabel.hidden = !(spec && spec.perTarget && data.targets.length > 0);
-  const key = data.targets.join("\0");
-  if (ui.targetSelect.dataset.key !== key) {
-    ui.targetSelect.replaceChildren(...data.targets.map((token) => h("option", "", { value: token, title: token }, displayToken(token))));
-    ui.targetSelect.dataset.key = key;
-  }
-  ui.targetSelect.value = target;
-  ui.targetSelect.title = spec && spec.perTarget && target ? metricLabel(data, spec, data.targets.indexOf(target)) : "";
-}
-function showLegend(ui, data, shown, requested, target = 0, domain = null) {
-  const spec = metricSpec(data, shown);
-  if (!spec) return;
-  const wanted = metricSpec(data, requested);
-  ui.legendTitle.textContent = wanted && wanted !== spec ? `${metricLabel(data, wanted, target)}: loading…` : metricLabel(data, spec, target);
-  ui.legendTitle.setAttribute("title", (wanted || spec).description);
-  ui.metricSelect.setAttribute("title", (wanted || spec).description);
-  const ctx = ui.legendBar.getContext("2d");
-  if (ctx) {
-    const image = ctx.createImageData(256, 1);
-    const lut = colourLut(spec.scale, spec.reverse);
-    for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
-    ctx.putImageData(image, 0, 0);
-  }
-  const ticks = legendTicks(spec, domain ?? metricDomain(data, shown));
-  ui.legendTicks.replaceChildren(
-    ...ticks.map((tick2, i) => {
-      const span = h("span", "murano-legend-tick", {}, tick2.label);
-      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
-      if (i === 0) span.classList.add("murano-first");
-      if (i === ticks.length - 1 && tick2.t > 0.95) span.classList.add("murano-last");
-      return span;
-    })
-  );
-}
-function showComponentLegend(ui, grid, softcap) {
-  const max = grid ? grid.max : 1;
-  ui.legendTitle.textContent = `Part of the logit${softcap ? " (before the soft-cap)" : ""}`;
-  ui.legendTitle.setAttribute("title", "Each component's direct part of the explained logit: orange raises it, blue lowers it");
-  const ctx = ui.legendBar.getContext("2d");
-  if (ctx) {
-    const image = ctx.createImageData(256, 1);
-    for (let k = 0; k < 256; k++) image.data.set([...interpolateStops(DIVERGING_STOPS, k / 255), 255], 4 * k);
-    ctx.putImageData(image, 0, 0);
-  }
-  const end = String(Number(max.toPrecision(3)));
-  const ticks = [
-    { t: 0, label: `−${end}` },
-    { t: 0.5, label: "0" },
-    { t: 1, label: `+${end}` }
-  ];
-  ui.legendTicks.replaceChildren(
-    ...ticks.map((tick2, i) => {
-      const span = h("span", "murano-legend-tick", {}, tick2.label);
-      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
-      if (i === 0) span.classList.add("murano-first");
-      if (i === ticks.length - 1) span.classList.add("murano-last");
-      return span;
-    })
-  );
-}
-function showPin(ui, data, sel) {
-  if (!sel || !data || !(sel.prompt >= 0 && sel.prompt < data.P)) {
-    ui.pinEl.hidden = true;
-    return;
-  }
-  const li = clampIndex(sel.layer_index, data.L);
-  const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
-  const d = cellDetails(data, sel.prompt, li, pos);
-  const top = d.top[0];
-  const where = data.P > 1 ? `${promptName(sel.prompt)} · ` : "";
-  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
-  ui.pinEl.hidden = false;
-}
-
-// src/shared/grid_events.js
-function onGridKey(grid, event) {
-  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
-  const key = event.key;
-  const pinKey = key === "Enter" || key === " ";
-  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
-  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
-  event.preventDefault();
-  event.stopPropagation();
-  if (key === "Escape") {
-    grid.unpin();
-    return;
-  }
-  if (!grid.focused) grid.showKeyboardFocus();
-  const focus = grid.focus;
-  if (!focus) return;
-  if (pinKey) grid.togglePin(focus);
-  else {
-    const next = grid.move(focus, key);
-    if (next) grid.setFocus(next);
-  }
-}
-function bindGrid(target, grid, signal) {
-  const on = (type, fn) => target.addEventListener(type, fn, { signal });
-  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
-  on("pointerleave", () => grid.setHover(null));
-  on("click", (event) => {
-    const cell = grid.cellAt(event);
-    if (!cell) return;
-    grid.focus = cell;
-    grid.togglePin(cell);
-  });
-  on("pointerdown", () => {
-    grid.focused = false;
-  });
-  on("keydown", (event) => onGridKey(grid, event));
-  on("focus", () => {
-    if (!grid.ready) return;
-    let keyboard = true;
-    try {
-      keyboard = target.matches(":focus-visible");
-    } catch {
-    }
-    if (keyboard) grid.showKeyboardFocus();
-  });
-  on("blur", () => {
-    grid.focused = false;
-    grid.blurred();
-  });
-}
-
-// src/shared/keys.js
-var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
-var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
-function controlKind(target) {
-  if (!target || typeof target.tagName !== "string") return null;
-  const tag = target.tagName.toLowerCase();
-  const type = String(target.type ?? "").toLowerCase();
-  if (tag === "input") {
-    if (type === "range") return "range";
-    if (type === "checkbox" || type === "radio" || type === "button" || type === "submit" || type === "reset") return "button";
-    return "text";
-  }
-  if (tag === "textarea" || target.isContentEditable === true) return "text";
-  if (tag === "select") return "select";
-  if (tag === "button" || tag === "summary") return "button";
-  const tabindex = typeof target.getAttribute === "function" ? target.getAttribute("tabindex") : null;
-  if (tabindex !== null && tabindex !== "-1") return "composite";
-  return null;
-}
-function keepsKey(kind, event) {
-  if (event.altKey || event.ctrlKey || event.metaKey) return false;
-  const key = event.key;
-  if (key === "Enter" && event.shiftKey) return false;
-  switch (kind) {
-    case "range":
-      return NAVIGATION.has(key);
-    case "select":
-      return NAVIGATION.has(key) || PRESS.has(key) || key.length === 1;
-    case "button":
-      return PRESS.has(key);
-    case "text":
-      return key !== "Escape" && key !== "Tab";
-    case "composite":
-      return NAVIGATION.has(key) || PRESS.has(key);
-    default:
-      return false;
-  }
-}
-function keepControlKeys(root, signal) {
-  root.addEventListener(
-    "keydown",
-    (event) => {
-      const kind = controlKind(event.target);
-      if (kind && keepsKey(kind, event)) event.stopPropagation();
-    },
-    { signal }
-  );
-}
-
-// src/heatmap/attribution.js
-var WHY_TOP = 8;
-var HEAD = /^L(\d+)\.H(\d+)$/;
-var PART = /^L(\d+)\.(attn|mlp|attn_bias)$/;
-function hasAttribution(data) {
-  return data.components.length > 0 && Boolean(data.meta.sections && data.meta.sections.contributions);
-}
-function answerAttribution(data) {
-  const specs = data.meta.sections || {};
-  if (specs.answer_token_contributions) return "cells";
-  if (specs.answer_row_contributions) return "last";
-  return null;
-}
-function hasHeads(components) {
-  return components.some((label) => HEAD.test(label));
-}
-function componentName(label, form = "short") {
-  const head = HEAD.exec(label);
-  if (head) return form === "long" ? `layer ${head[1]} head ${head[2]}` : `L${head[1]} H${head[2]}`;
-  const part = PART.exec(label);
-  if (part) {
-    const words = { attn: ["attn", "attention"], mlp: ["MLP", "MLP"], attn_bias: ["attn bias", "attention output bias"] }[part[2]] || [part[2], part[2]];
-    return form === "long" ? `layer ${part[1]} ${words[1]}` : `L${part[1]} ${words[0]}`;
-  }
-  if (label === "embed") return form === "long" ? "embeddings" : "embed";
-  return label;
-}
-function componentUnits(components, heads) {
-  const units = [];
-  const attention = /* @__PURE__ */ new Map();
-  components.forEach((label, index) => {
-    const head = HEAD.exec(label);
-    const part = PART.exec(label);
-    const layer = head ? head[1] : part && part[2] === "attn_bias" ? part[1] : null;
-    if (!heads && layer !== null) {
-      let unit = attention.get(layer);
-      if (!unit) {
-        unit = { label: `L${layer} attn`, long: `layer ${layer} attention`, members: [] };
-        attention.set(layer, unit);
-        units.push(unit);
-      }
-      unit.members.push(index);
-      return;
-    }
-    units.push({ label: componentName(label), long: componentName(label, "long"), members: [index] });
-  });
-  return units;
-}
-function unitValue2(values, unit) {
-  let sum = 0;
-  let any = false;
-  for (const i of unit.members) {
-    const v = values[i];
-    if (Number.isFinite(v)) {
-      sum += v;
-      any = true;
-    }
-  }
-  return any ? sum : NaN;
-}
-function parseExplain(data, value) {
-  if (value === "answer" && data.answerSets.length && answerAttribution(data)) return { kind: "answer" };
-  if (typeof value === "string" && value.startsWith("target:") && data.meta.sections?.target_contributions) {
-    const index = data.targets.indexOf(value.slice("target:".length));
-    if (index >= 0) return { kind: "target", index };
-  }
-  return { kind: "top1" };
-}
-function explainValue(data, explain) {
-  if (explain.kind === "target") return `target:${data.targets[explain.index]}`;
-  return explain.kind;
-}
-function explainOptions(data, show) {
-  const specs = data.meta.sections || {};
-  const set = data.answerSets[0];
-  const foiled = data.foils && data.foils.some((f) => f !== null);
-  const where = answerAttribution(data);
-  const options = [{ value: "top1", label: "the cell's top-1 token", available: true, reason: "" }];
-  options.push({
-    value: "answer",
-    label: set ? `the answer${foiled ? " against the foil" : ""}${where === "last" ? " (last position)" : ""}` : "the answer",
-    available: Boolean(set && where),
-    reason: set ? "this result has no attribution of the answer" : "no answers were given"
-  });
-  data.targets.forEach((target) => {
-    options.push({ value: `target:${target}`, label: `target ${show(target)}`, available: Boolean(specs.target_contributions), reason: "this result has no attribution of its targets" });
-  });
-  return options;
-}
-function explainedLogit(data, explain, prompt, row, position) {
-  const a = data.arrays;
-  const C = data.components.length;
-  if (!C) return null;
-  const parts = (array, at) => (
-    /** @type {Float32Array} */
-    array.subarray(at * C, at * C + C)
-  );
-  const set = data.answerSets[0];
-  const answer = explain.kind === "answer" && set ? set.answers[prompt] : null;
-  const foil = data.foils ? data.foils[prompt] : null;
-  if (explain.kind === "answer" && answerAttribution(data) === "last") {
-    const values2 = a.answer_row_contributions;
-    const bias2 = a.answer_row_bias;
-    if (answer === null || !values2 || !bias2) return null;
-    const at = lastPositionIndex(data, row, prompt);
-    return withTotal({ token: answer, foil, position: data.lengths[prompt] - 1, values: parts(values2, at), bias: bias2[at], total: NaN });
-  }
-  const idx = cellIndex(data, prompt, row, position);
-  if (isMissing(data, idx)) return null;
-  if (explain.kind === "answer") {
-    const values2 = a.answer_token_contributions;
-    const bias2 = a.answer_token_bias;
-    if (answer === null || !values2 || !bias2) return null;
-    return withTotal({ token: answer, foil, position, values: parts(values2, idx), bias: bias2[idx], total: NaN });
-  }
-  if (explain.kind === "target") {
-    const values2 = a.target_contributions;
-    const bias2 = a.target_bias;
-    if (!values2 || !bias2) return null;
-    const at = cellTargetIndex(data, prompt, row, position, explain.index);
-    return withTotal({ token: data.targets[explain.index], foil: null, position, values: parts(values2, at), bias: bias2[at], total: NaN });
-  }
-  const values = a.contributions;
-  const bias = a.contribution_bias;
-  if (!values || !bias) return null;
-  const total = a.top1_logits ? a.top1_logits[idx] : NaN;
-  return withTotal({ token: data.tokens[a.predicted_tokens[idx]] ?? "", foil: null, position, values: parts(values, idx), bias: bias[idx], total });
-}
-function nothingExplained(data, explain, prompt, position) {
-  if (explain.kind === "answer") {
-    const set = data.answerSets[0];
-    if (!set || set.answers[prompt] === null) return "this prompt has no answer";
-    if (data.foils && data.foils[prompt] === null) return "this prompt has no foil, where other prompts have one";
-    if (answerAttribution(data) === "last" && position !== data.lengths[prompt] - 1) return "the answer is explained at the prompt's last position";
-  }
-  return "this cell has no value (not finite)";
-}
-function withTotal(explained) {
-  let sum = 0;
-  let any = false;
-  for (let i = 0; i < explained.values.length; i++) {
-    const v = explained.values[i];
-    if (Number.isFinite(v)) {
-      sum += v;
-      any = true;
-    }
-  }
-  if (!any && !Number.isFinite(explained.bias)) return null;
-  const total = Number.isFinite(explained.total) ? explained.total : sum + (Number.isFinite(explained.bias) ? explained.bias : 0);
-  return { ...explained, total };
-}
-function formatLogit(value) {
-  if (!Number.isFinite(value)) return "–";
-  const text = Math.abs(value).toFixed(2);
-  if (Number(text) === 0) return "0.00";
-  return `${value < 0 ? "−" : "+"}${text}`;
-}
-function whyModel(data, { explain, prompt, row, position, heads, top = WHY_TOP, show }) {
-  const explained = explainedLogit(data, explain, prompt, row, position);
-  if (!explained) return null;
-  const units = componentUnits(data.components, heads);
-  const parts = units.map((unit) => unitValue2(explained.values, unit));
-  const held = parts.map((_, i) => i).filter((i) => Number.isFinite(parts[i]));
-  const shown = new Set([...held].sort((i, j) => Math.abs(parts[j]) - Math.abs(parts[i]) || i - j).slice(0, top));
-  const bars = held.filter((i) => shown.has(i)).map((i) => ({ kind: (
-    /** @type {const} */
-    "unit"
-  ), label: units[i].label, long: units[i].long, value: parts[i], unit: i, count: units[i].members.length }));
-  const rest = held.filter((i) => !shown.has(i));
-  if (rest.length) {
-    const value = rest.reduce((sum, i) => sum + parts[i], 0);
-    bars.push({ kind: "other", label: `other (${rest.length})`, long: `${rest.length} other components`, value, unit: -1, count: rest.length });
-  }
-  const bias = Number.isFinite(explained.bias) ? explained.bias : 0;
-  bars.push({ kind: "bias", label: "bias", long: "bias (no component: the norm's and unembedding's biases)", value: bias, unit: -1, count: 0 });
-  const scale = Math.max(1e-9, ...bars.map((b) => Math.abs(b.value)));
-  const token = show(explained.token);
-  const foil = explained.foil !== null ? show(explained.foil) : null;
-  const softcap = data.logitSoftcap !== null;
-  const totalLabel = `${foil !== null ? "logit difference" : "logit"}${softcap ? " before the soft-cap" : ""}`;
-  const what = explain.kind === "answer" ? "the answer " : explain.kind === "target" ? "target " : "";
-  const where = [rowLabel(data, row), `position ${explained.position}`];
-  if (explain.kind === "answer" && answerAttribution(data) === "last") where.push("the prompt's last");
-  const after = units.length - held.length;
-  const notes = [];
-  if (after > 0) notes.push(`Components after ${rowLabel(data, row)} have no part in it.`);
-  if (softcap) notes.push(`The model soft-caps its logits at ${data.logitSoftcap}: the parts sum to the logit before the cap.`);
-  return {
-    heading: `Why ${what}${token}${foil !== null ? ` rather than ${foil}` : ""}?`,
-    where: where.join(" · "),
-    caption: whyCaption(data, explain, explained, prompt, row, show),
-    totalLabel,
-    total: explained.total,
-    bars,
-    scale,
-    note: notes.join(" ")
-  };
-}
-function whyCaption(data, explain, explained, prompt, row, show) {
-  const token = show(explained.token);
-  const set = data.answerSets[0];
-  const several = set && (set.nTokens[prompt] ?? 1) > 1;
-  const which = explain.kind === "answer" ? `the answer ${token}${several ? " (its first token)" : ""}` : explain.kind === "target" ? `the tracked token ${token}` : `${token}, this cell's top-1 token`;
-  const logit = explained.foil !== null ? `the logit of ${which} minus that of the foil ${show(explained.foil)}` : `the logit of ${which}`;
-  const layer = data.layers[row];
-  const mid = isSublayerRow(data, row);
-  const cell = mid ? `layer ${layer} after its attention` : `layer ${layer}'s output`;
-  const column = data.offsets[prompt] + explained.position;
-  const ids = data.arrays.input_ids;
-  const input = ids && column < ids.length ? data.tokens[ids[column]] : void 0;
-  const at = `${cell}, position ${explained.position}${input !== void 0 ? ` (input ${show(input)})` : ""}`;
-  const norm = "the final norm (its scale held at this cell's value) and the unembedding";
-  const own = !mid && data.nModelLayers !== null && layer === data.nModelLayers - 1;
-  const kind = data.lensKind || "logit";
-  const lens = data.lensTitle || `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
-  const readout = own ? `the model's own, as every lens reads the last layer: ${norm}` : kind === "logit" ? `${lens}: ${norm}` : `${lens}, then ${norm}`;
-  const foil = explained.foil !== null ? "Each part is the answer's share minus the foil's." : "No foil: a raw logit, so a part that raises every token alike counts too.";
-  return `Each bar is one component's direct share of ${logit}, at ${at}. Readout: ${readout}. ${foil}`;
-}
-function componentGrid(data, { explain, prompt, row, heads }) {
-  const units = componentUnits(data.components, heads);
-  const n = data.lengths[prompt];
-  const values = new Float64Array(units.length * n).fill(NaN);
-  const tokens = new Array(n).fill("");
-  let top = 0;
-  const lastOnly = explain.kind === "answer" && answerAttribution(data) === "last";
-  for (let j = 0; j < n; j++) {
-    if (lastOnly && j !== n - 1) continue;
-    const explained = explainedLogit(data, explain, prompt, row, j);
-    if (!explained) continue;
-    tokens[j] = explained.token;
-    units.forEach((unit, u) => {
-      const v = unitValue2(explained.values, unit);
-      values[u * n + j] = v;
-      if (Number.isFinite(v)) top = Math.max(top, Math.abs(v));
-    });
-  }
-  return { units, n, values, max: top > 0 ? niceCeil(top) : 1, tokens };
-}
-function partColour(value, max) {
-  const m = max > 0 ? max : 1;
-  return interpolateStops(DIVERGING_STOPS, 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)));
-}
-function componentImage(grid, columns = null) {
-  const width = columns ? columns.length : grid.n;
-  const height = grid.units.length;
-  const data = new Uint8ClampedArray(width * height * 4);
-  for (let u = 0; u < height; u++) {
-    const y = height - 1 - u;
-    for (let c = 0; c < width; c++) {
-      const j = columns ? columns[c] : c;
-      const v = grid.values[u * grid.n + j];
-      if (!Number.isFinite(v)) continue;
-      const rgb = partColour(v, grid.max);
-      const o = (y * width + c) * 4;
-      data[o] = rgb[0];
-      data[o + 1] = rgb[1];
-      data[o + 2] = rgb[2];
-      data[o + 3] = 255;
-    }
-  }
-  return { width, height, data };
 }
 
 // src/diff/payload.js
@@ -3073,6 +2496,27 @@ function alignmentHeadline(diff) {
   return `${depth}${diff.meta.alignment_note ?? ""}`;
 }
 
+// src/shared/dom.js
+var SVG_NS = "http://www.w3.org/2000/svg";
+function fill(element, attrs, text) {
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  if (text !== void 0) element.textContent = text;
+  return element;
+}
+function h(tag, className, attrs = {}, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  return fill(element, attrs, text);
+}
+function s(tag, attrs = {}, text) {
+  return fill(
+    /** @type {SVGElement} */
+    document.createElementNS(SVG_NS, tag),
+    attrs,
+    text
+  );
+}
+
 // src/shared/debug.js
 var DEBUG_HOOKS = Object.freeze({ heatmap: "__muranoDebug", diff: "__muranoDiffDebug", dataset: "__muranoDataset" });
 function installDebug(el, widget, api) {
@@ -3086,6 +2530,106 @@ function installDebug(el, widget, api) {
   return () => {
     if (host[name] === api) delete host[name];
   };
+}
+
+// src/shared/grid_events.js
+function onGridKey(grid, event) {
+  if (!grid.ready || event.altKey || event.ctrlKey || event.metaKey) return;
+  const key = event.key;
+  const pinKey = key === "Enter" || key === " ";
+  const navigation = moveFocus({ layerIndex: 0, position: 0 }, key, 1, 1) !== null;
+  if (!pinKey && !navigation && !(key === "Escape" && grid.pinned)) return;
+  event.preventDefault();
+  event.stopPropagation();
+  if (key === "Escape") {
+    grid.unpin();
+    return;
+  }
+  if (!grid.focused) grid.showKeyboardFocus();
+  const focus = grid.focus;
+  if (!focus) return;
+  if (pinKey) grid.togglePin(focus);
+  else {
+    const next = grid.move(focus, key);
+    if (next) grid.setFocus(next);
+  }
+}
+function bindGrid(target, grid, signal) {
+  const on = (type, fn) => target.addEventListener(type, fn, { signal });
+  on("pointermove", (event) => grid.setHover(grid.cellAt(event)));
+  on("pointerleave", () => grid.setHover(null));
+  on("click", (event) => {
+    const cell = grid.cellAt(event);
+    if (!cell) return;
+    grid.focus = cell;
+    grid.togglePin(cell);
+  });
+  on("pointerdown", () => {
+    grid.focused = false;
+  });
+  on("keydown", (event) => onGridKey(grid, event));
+  on("focus", () => {
+    if (!grid.ready) return;
+    let keyboard = true;
+    try {
+      keyboard = target.matches(":focus-visible");
+    } catch {
+    }
+    if (keyboard) grid.showKeyboardFocus();
+  });
+  on("blur", () => {
+    grid.focused = false;
+    grid.blurred();
+  });
+}
+
+// src/shared/keys.js
+var NAVIGATION = /* @__PURE__ */ new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+var PRESS = /* @__PURE__ */ new Set(["Enter", " "]);
+function controlKind(target) {
+  if (!target || typeof target.tagName !== "string") return null;
+  const tag = target.tagName.toLowerCase();
+  const type = String(target.type ?? "").toLowerCase();
+  if (tag === "input") {
+    if (type === "range") return "range";
+    if (type === "checkbox" || type === "radio" || type === "button" || type === "submit" || type === "reset") return "button";
+    return "text";
+  }
+  if (tag === "textarea" || target.isContentEditable === true) return "text";
+  if (tag === "select") return "select";
+  if (tag === "button" || tag === "summary") return "button";
+  const tabindex = typeof target.getAttribute === "function" ? target.getAttribute("tabindex") : null;
+  if (tabindex !== null && tabindex !== "-1") return "composite";
+  return null;
+}
+function keepsKey(kind, event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return false;
+  const key = event.key;
+  if (key === "Enter" && event.shiftKey) return false;
+  switch (kind) {
+    case "range":
+      return NAVIGATION.has(key);
+    case "select":
+      return NAVIGATION.has(key) || PRESS.has(key) || key.length === 1;
+    case "button":
+      return PRESS.has(key);
+    case "text":
+      return key !== "Escape" && key !== "Tab";
+    case "composite":
+      return NAVIGATION.has(key) || PRESS.has(key);
+    default:
+      return false;
+  }
+}
+function keepControlKeys(root, signal) {
+  root.addEventListener(
+    "keydown",
+    (event) => {
+      const kind = controlKind(event.target);
+      if (kind && keepsKey(kind, event)) event.stopPropagation();
+    },
+    { signal }
+  );
 }
 
 // src/diff/view.js
@@ -3930,6 +3474,336 @@ function lowerFirst(text) {
   return text.charAt(0).toLowerCase() + text.slice(1);
 }
 
+// src/shared/lens_names.js
+function lensMenuText(name, title) {
+  const plain = (t) => t.toLowerCase().replace(/ lens$/, "");
+  return plain(title) === plain(name) ? title : `${title} (${name})`;
+}
+
+// src/heatmap/view/controls.js
+function showData(ui, data) {
+  const kind = lensTitle(data);
+  ui.titleEl.textContent = kind;
+  ui.modelEl.textContent = data.modelName;
+  ui.modelEl.hidden = !data.modelName;
+  if (data.modelName) ui.modelEl.setAttribute("title", data.modelName);
+  ui.root.setAttribute("aria-label", `${kind}${data.modelName ? ` of ${data.modelName}` : ""}`);
+  ui.metricSelect.replaceChildren(
+    ...data.metrics.map((spec) => {
+      const reason = spec.available ? "" : spec.unavailableReason || "not in this result";
+      const text = reason ? `${shortLabel(spec.label)} (${reason.split(/[:,;]/)[0].trim()})` : spec.label;
+      const option = h("option", "", { value: spec.name }, text);
+      option.disabled = !spec.available;
+      option.title = reason ? `Not available: ${reason}` : spec.description;
+      return option;
+    })
+  );
+  ui.promptUi.input.max = String(data.P - 1);
+  const single = data.P < 2;
+  ui.promptUi.row.classList.toggle("murano-single", single);
+  ui.promptUi.input.hidden = single;
+  ui.promptUi.label.hidden = single;
+  ui.promptUi.output.hidden = single;
+  ui.layerUi.input.max = String(data.L - 1);
+  ui.missingKey.hidden = !data.arrays.missing && !data.arrays.final_missing && Object.keys(data.noValue).length === 0;
+  ui.answerKey.hidden = data.answerSets.length === 0;
+  const first = data.answerSets[0];
+  const named = first && (data.answerSets.length > 1 || first.name !== "answer") ? ` (${first.name})` : "";
+  const keyText = ui.answerKey.lastElementChild;
+  if (keyText) keyText.textContent = `top-1 = the answer${named}`;
+  ui.settledKey.hidden = !data.arrays.final_tokens;
+  ui.generatedKey.hidden = !data.arrays.generated;
+  const roles = rolesPresent(data);
+  ui.roleKeys.hidden = roles.length === 0;
+  ui.roleKeys.replaceChildren(
+    ...roles.map((role) => {
+      const key = h("span", `murano-key murano-key-role`, { "data-role": role.name });
+      const band = h("span", "murano-key-band", { "aria-hidden": "true" });
+      band.style.background = role.colour;
+      key.append(band, h("span", "", {}, role.label));
+      return key;
+    })
+  );
+  ui.hideTemplateLabel.hidden = !hasTemplateTokens(data);
+}
+function showLensMenu(ui, lenses, shown) {
+  ui.lensLabel.hidden = lenses.length < 2;
+  ui.lensSelect.replaceChildren(
+    ...lenses.map((lens) => {
+      const title = lensTitle(lens);
+      return h("option", "", { value: lens.lensName }, lensMenuText(lens.lensName, title));
+    })
+  );
+  ui.lensSelect.value = shown;
+}
+function lensTitle(data) {
+  if (data.lensTitle) return data.lensTitle;
+  const kind = data.lensKind || "logit";
+  return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
+}
+function showControls(ui, data, state) {
+  const { input: promptInput, output: promptOutput, extra: promptText } = ui.promptUi;
+  promptInput.value = String(state.prompt);
+  promptOutput.textContent = indexReadout(state.prompt, data.P);
+  const text = displayToken(shownPromptText(data, state.prompt, Boolean(state.hide_template)), { spaces: false });
+  promptText.textContent = text;
+  promptText.setAttribute("title", text);
+  promptInput.setAttribute("aria-valuetext", `prompt ${indexSpoken(state.prompt, data.P)}: ${truncateText(text, 80)}`);
+  ui.layerUi.input.value = String(state.layer);
+  ui.layerUi.output.textContent = rowLabel(data, state.layer);
+  ui.layerUi.input.setAttribute("aria-valuetext", `${rowLabel(data, state.layer, "long")}, row ${indexSpoken(state.layer, data.L)}`);
+  const n = data.lengths[state.prompt];
+  const shownLayers = new Set(data.layers).size;
+  const depth = data.nModelLayers && data.nModelLayers !== shownLayers ? ` of ${data.nModelLayers}` : "";
+  const sublayers = data.L !== shownLayers ? ` (${data.L} rows: after attention too)` : "";
+  ui.dimsEl.textContent = `${shownLayers}${depth} layers${sublayers} × ${n} token${n === 1 ? "" : "s"}`;
+  ui.canvas.setAttribute(
+    "aria-label",
+    `${lensTitle(data)} heatmap: ${data.L === shownLayers ? `${data.L} layers` : `${data.L} rows of ${shownLayers} layers, each after its attention and after its block`} (final layer at the top) by ${n} tokens of ${promptName(state.prompt)}. Arrow keys move between cells, Home and End jump along the prompt, Enter pins a cell, Escape unpins.`
+  );
+}
+function showTargetMenu(ui, data, metric, target) {
+  const spec = metricSpec(data, metric);
+  ui.targetLabel.hidden = !(spec && spec.perTarget && data.targets.length > 0);
+  const key = data.targets.join("\0");
+  if (ui.targetSelect.dataset.key !== key) {
+    ui.targetSelect.replaceChildren(...data.targets.map((token) => h("option", "", { value: token, title: token }, displayToken(token))));
+    ui.targetSelect.dataset.key = key;
+  }
+  ui.targetSelect.value = target;
+  ui.targetSelect.title = spec && spec.perTarget && target ? metricLabel(data, spec, data.targets.indexOf(target)) : "";
+}
+function showLegend(ui, data, shown, requested, target = 0, domain = null) {
+  const spec = metricSpec(data, shown);
+  if (!spec) return;
+  const wanted = metricSpec(data, requested);
+  ui.legendTitle.textContent = wanted && wanted !== spec ? `${metricLabel(data, wanted, target)}: loading…` : metricLabel(data, spec, target);
+  ui.legendTitle.setAttribute("title", (wanted || spec).description);
+  ui.metricSelect.setAttribute("title", (wanted || spec).description);
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    const lut = colourLut(spec.scale, spec.reverse);
+    for (let k = 0; k < 256; k++) image.data.set([lut[3 * k], lut[3 * k + 1], lut[3 * k + 2], 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const ticks = legendTicks(spec, domain ?? metricDomain(data, shown));
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick2, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick2.label);
+      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1 && tick2.t > 0.95) span.classList.add("murano-last");
+      return span;
+    })
+  );
+}
+function showComponentLegend(ui, grid, softcap) {
+  const max = grid ? grid.max : 1;
+  ui.legendTitle.textContent = `Part of the logit${softcap ? " (before the soft-cap)" : ""}`;
+  ui.legendTitle.setAttribute("title", "Each component's direct part of the explained logit: orange raises it, blue lowers it");
+  const ctx = ui.legendBar.getContext("2d");
+  if (ctx) {
+    const image = ctx.createImageData(256, 1);
+    for (let k = 0; k < 256; k++) image.data.set([...interpolateStops(DIVERGING_STOPS, k / 255), 255], 4 * k);
+    ctx.putImageData(image, 0, 0);
+  }
+  const end = String(Number(max.toPrecision(3)));
+  const ticks = [
+    { t: 0, label: `−${end}` },
+    { t: 0.5, label: "0" },
+    { t: 1, label: `+${end}` }
+  ];
+  ui.legendTicks.replaceChildren(
+    ...ticks.map((tick2, i) => {
+      const span = h("span", "murano-legend-tick", {}, tick2.label);
+      span.style.left = `${(tick2.t * 100).toFixed(2)}%`;
+      if (i === 0) span.classList.add("murano-first");
+      if (i === ticks.length - 1) span.classList.add("murano-last");
+      return span;
+    })
+  );
+}
+function showPin(ui, data, sel) {
+  if (!sel || !data || !(sel.prompt >= 0 && sel.prompt < data.P)) {
+    ui.pinEl.hidden = true;
+    return;
+  }
+  const li = clampIndex(sel.layer_index, data.L);
+  const pos = clampIndex(sel.position, data.lengths[sel.prompt]);
+  const d = cellDetails(data, sel.prompt, li, pos);
+  const top = d.top[0];
+  const where = data.P > 1 ? `${promptName(sel.prompt)} · ` : "";
+  ui.pinText.textContent = `Pinned: ${where}${rowLabel(data, li)} · pos ${pos} · ${displayToken(d.input)} → ${top ? `${displayToken(top.token)} ${formatProb(top.prob, top.step)}` : "no value"}`;
+  ui.pinEl.hidden = false;
+}
+
+// src/heatmap/view/tooltip.js
+var TooltipView = class {
+  /**
+   * @param {HTMLDivElement} element the tooltip box (absolutely positioned in `root`)
+   * @param {HTMLElement} root the positioned ancestor whose box bounds the tooltip
+   * @param {() => Rect[]} obstacles rectangles (in viewport coordinates) not to cover
+   */
+  constructor(element, root, obstacles) {
+    this.element = element;
+    this.root = root;
+    this.obstacles = obstacles;
+  }
+  get hidden() {
+    return this.element.hidden;
+  }
+  hide() {
+    this.element.hidden = true;
+  }
+  /**
+   * Fills the box with `content` and shows it.
+   * @param {TooltipContent} content
+   * @param {boolean} pinned the cell is the pinned one
+   */
+  show(content, pinned) {
+    const head = h("div", "murano-tt-head");
+    head.append(h("span", "murano-tt-title", {}, content.title));
+    if (content.badge) head.append(h("span", "murano-tt-badge", {}, content.badge));
+    if (pinned) head.append(h("span", "murano-tt-badge murano-tt-pinned", {}, "pinned"));
+    const parts = [head];
+    const columns = h("div", "murano-tt-columns");
+    if (content.top.length) {
+      const list = h("div", "murano-tt-topk");
+      for (const entry of content.top) {
+        const bar = h("span", "murano-tt-bar");
+        const fill2 = h("span", "murano-tt-bar-fill");
+        fill2.style.width = `${(entry.width * 100).toFixed(1)}%`;
+        bar.append(fill2);
+        list.append(
+          h("span", "murano-tt-rank", { title: "rank (0 = top-1)" }, `${entry.rank}`),
+          h("span", "murano-token", {}, entry.text),
+          bar,
+          h("span", "murano-tt-prob", {}, entry.prob)
+        );
+      }
+      columns.append(list);
+    }
+    const rows = h("div", "murano-tt-rows");
+    for (const row of content.rows) {
+      const label = h("span", "murano-tt-label", row.title ? { title: row.title } : {}, row.label);
+      rows.append(label, h("span", row.token ? "murano-token" : "murano-tt-value", {}, row.value));
+    }
+    columns.append(rows);
+    parts.push(columns);
+    if (content.note) parts.push(h("div", "murano-tt-note", {}, content.note));
+    this.element.replaceChildren(...parts);
+    this.element.hidden = false;
+  }
+  /**
+   * Places the shown box beside `anchor` (a rectangle in viewport coordinates).
+   * @param {Rect} anchor
+   */
+  place(anchor) {
+    const tip = this.element;
+    if (tip.hidden) return;
+    const bounds = tooltipBounds(this.root);
+    tip.classList.remove("murano-tt-wide");
+    tip.style.maxHeight = "";
+    tip.style.maxWidth = "";
+    if (tip.offsetHeight > bounds.h) {
+      tip.classList.add("murano-tt-wide");
+      tip.style.maxWidth = `${Math.max(200, bounds.w)}px`;
+    }
+    if (tip.offsetHeight > bounds.h) tip.style.maxHeight = `${bounds.h}px`;
+    placeInRoot(tip, this.root, anchor, this.obstacles(), bounds);
+  }
+};
+
+// src/heatmap/view/cell_tip.js
+function makeTooltip(view) {
+  const ui = view.ui;
+  return new TooltipView(ui.tooltip, ui.root, () => [
+    ...ui.pinEl.hidden ? [] : [rectOf(ui.pinEl.getBoundingClientRect())],
+    // The "why" panel follows the hovered cell: it is read beside the tooltip.
+    ...ui.why.panel.hidden ? [] : [rectOf(ui.why.bars.getBoundingClientRect())],
+    view.trajectory.keepVisibleRect()
+  ]);
+}
+function rectOf(r) {
+  return { x: r.left, y: r.top, w: r.width, h: r.height };
+}
+function tooltipCell(view) {
+  const s2 = view.state;
+  return s2.hover || (s2.focused ? s2.focus : null);
+}
+function tipGrid(view) {
+  if (view.beside && view.hoverGrid === 1 && view.state.hover) return { data: view.beside, layout: view.besideLayoutShown, canvas: view.ui.besideCanvas };
+  return { data: (
+    /** @type {import("../payload.js").LensData} */
+    view.data
+  ), layout: view.layout, canvas: view.ui.canvas };
+}
+function updateTooltip(view) {
+  const { data, tooltip } = view;
+  const s2 = view.state;
+  if (s2.view === "components") {
+    const c = view.components;
+    const cell2 = data && c.grid ? c.hover || (c.focused ? c.focus : null) : null;
+    const rect = cell2 && c.cellClientRect(cell2.layerIndex, cell2.position);
+    if (!cell2 || !rect) {
+      tooltip.hide();
+      return;
+    }
+    tooltip.show(c.tooltipContent(cell2), isSelected(s2.selected, s2.prompt, s2.layer, cell2.position));
+    tooltip.place(rect);
+    return;
+  }
+  const cell = data && view.layout ? tooltipCell(view) : null;
+  if (!cell || !data) {
+    tooltip.hide();
+    return;
+  }
+  const lens = tipGrid(view).data;
+  const details = cellDetails(lens, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
+  const content = tooltipModel(details, { late: view.detailsLate });
+  if (view.beside) content.title = `${lensTitle(lens)} · ${content.title}`;
+  tooltip.show(content, isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
+  placeTooltip2(view, cell);
+}
+function placeTooltip2(view, cell) {
+  const { tooltip } = view;
+  const { layout, canvas } = tipGrid(view);
+  if (tooltip.hidden || !layout || view.state.view === "components") return;
+  const column = columnOf(layout, cell.position);
+  if (column < 0) return;
+  const r = cellRect(layout, cell.layerIndex, column, view.scrollLeft());
+  const box = canvas.getBoundingClientRect();
+  tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
+}
+function tipFollowsTarget(view) {
+  return view.store.subscribe((changed) => {
+    if (changed.includes("target")) updateTooltip(view);
+  });
+}
+
+// src/heatmap/view/details_request.js
+function requestDetails(view) {
+  const { data, model } = view;
+  if (view.detailsRequested || !data) return;
+  if (!detailsPending(data)) return;
+  view.detailsRequested = true;
+  if (!model.get("_details")) {
+    model.set("_details", true);
+    model.save_changes();
+  }
+  if (typeof model.send !== "function") view.detailsLate = true;
+  else view.detailsTimer = setTimeout(() => detailsOverdue(view), DETAILS_TIMEOUT_MS);
+}
+function detailsOverdue(view) {
+  const data = view.data;
+  if (!data || !detailsPending(data)) return;
+  view.detailsLate = true;
+  updateTooltip(view);
+  view.updateWhy();
+  view.drawTrajectory();
+}
+
 // src/heatmap/live/view.js
 var PICKER_LIMIT = 30;
 function buildLive(id) {
@@ -4288,7 +4162,7 @@ var LiveView = class {
       pinTokens.replaceChildren();
       return;
     }
-    this.lens.requestDetails();
+    requestDetails(this.lens);
     const d = cellDetails(data, sel.prompt, Math.min(sel.layer_index, data.L - 1), Math.min(sel.position, data.lengths[sel.prompt] - 1));
     const tracked = new Set(this.targets());
     pinTokens.replaceChildren(
@@ -4338,7 +4212,7 @@ var LiveView = class {
     this.ui.pickerButton.setAttribute("aria-expanded", String(this.pickerOpen));
     this.ui.picker.hidden = !this.pickerOpen;
     if (this.pickerOpen) {
-      this.lens.requestDetails();
+      requestDetails(this.lens);
       this.showPicker();
     }
   }
@@ -4497,1554 +4371,6 @@ function tokenButton(event, selector) {
   );
   const button = target && target.closest ? target.closest(selector) : null;
   return button instanceof HTMLElement && !(button instanceof HTMLButtonElement && button.disabled) ? button : null;
-}
-
-// src/heatmap/view/components.js
-var VALUE_CHARS = 5;
-function buildComponents(id) {
-  const box = document.createElement("div");
-  box.className = "murano-components";
-  box.hidden = true;
-  const caption = document.createElement("div");
-  caption.className = "murano-comp-caption";
-  const scroller = document.createElement("div");
-  scroller.className = "murano-scroll";
-  const track = document.createElement("div");
-  track.className = "murano-track";
-  const canvas = document.createElement("canvas");
-  canvas.className = "murano-comp-canvas";
-  canvas.tabIndex = 0;
-  canvas.setAttribute("role", "application");
-  canvas.setAttribute("aria-roledescription", "component heatmap");
-  canvas.setAttribute("aria-describedby", `${id}-readout`);
-  track.append(canvas);
-  scroller.append(track);
-  box.append(caption, scroller);
-  return { box, caption, scroller, track, canvas };
-}
-function componentCaption(data, explain, row) {
-  const what = explain.kind === "answer" ? `the answer${data.foils ? " (minus the foil's)" : ""}${answerAttribution(data) === "last" ? ", at the last position" : " as each position's next token"}` : explain.kind === "target" ? `target ${displayToken(data.targets[explain.index])}` : "each position's top-1 token";
-  const cap = data.logitSoftcap !== null ? " before the soft-cap" : "";
-  return `Each component's direct part of the logit${cap} of ${what}, read at ${rowLabel(data, row)} (the layer slider). Orange raises it, blue lowers it.`;
-}
-var ComponentView = class {
-  /**
-   * @param {ComponentUi} ui
-   * @param {LensView} view
-   * @param {AbortSignal} signal
-   */
-  constructor(ui, view, signal) {
-    this.ui = ui;
-    this.view = view;
-    this.grid = null;
-    this.layout = null;
-    this.key = "";
-    this.image = null;
-    this.hover = null;
-    this.focus = null;
-    this.focused = false;
-    this.revealPending = true;
-    bindGrid(ui.canvas, this.gridApi(), signal);
-    ui.scroller.addEventListener(
-      "scroll",
-      () => {
-        if (this.hover) this.setHover(null);
-        this.draw();
-      },
-      { signal, passive: true }
-    );
-  }
-  get shown() {
-    return !this.ui.box.hidden;
-  }
-  /** Recomputes the values (what is explained, the prompt, the row or the heads changed). */
-  invalidate() {
-    this.key = "";
-  }
-  /** The grid for the view's current state (cached by what it depends on). */
-  currentGrid() {
-    const view = this.view;
-    const data = view.data;
-    if (!data) return null;
-    const s2 = view.state;
-    const explain = view.explainChoice();
-    const key = `${data.lensName}|${s2.prompt}|${s2.layer}|${JSON.stringify(explain)}|${s2.heads}|${Boolean(data.arrays.contributions)}|${s2.hide_template}`;
-    if (key !== this.key || !this.grid) {
-      this.grid = componentGrid(data, { explain, prompt: s2.prompt, row: s2.layer, heads: s2.heads });
-      this.key = key;
-      this.layout = null;
-      const columns = view.shownColumns();
-      const image = componentImage(this.grid, columns);
-      const canvas = document.createElement("canvas");
-      canvas.width = Math.max(1, image.width);
-      canvas.height = Math.max(1, image.height);
-      if (image.width > 0 && image.height > 0) context2d(canvas).putImageData(new ImageData(image.data, image.width, image.height), 0, 0);
-      this.image = canvas;
-      this.ui.caption.textContent = componentCaption(data, explain, s2.layer);
-      if (this.hover) this.hover = this.clamp(this.hover);
-      if (this.focus) this.focus = this.clamp(this.focus);
-    }
-    return this.grid;
-  }
-  /**
-   * @param {Cell} cell
-   * @returns {Cell}
-   */
-  clamp(cell) {
-    const grid = (
-      /** @type {ComponentGrid} */
-      this.grid
-    );
-    const columns = this.view.shownColumns();
-    const last = grid.n - 1;
-    let position = Math.max(0, Math.min(last, cell.position));
-    if (columns && !columns.includes(position)) position = columns[columns.length - 1] ?? 0;
-    return { layerIndex: Math.max(0, Math.min(grid.units.length - 1, cell.layerIndex)), position };
-  }
-  /** Lays the view out for the current width, then draws it. */
-  relayout() {
-    const view = this.view;
-    const data = view.data;
-    const grid = this.currentGrid();
-    if (!this.shown || !data || !grid) return;
-    const theme = view.painter.readTheme();
-    const ctx = context2d(this.ui.canvas);
-    ctx.font = theme.labelFont;
-    const labelW = Math.ceil(Math.max(ctx.measureText("component").width, ...grid.units.map((u) => ctx.measureText(u.label).width))) + 16;
-    const columns = view.shownColumns();
-    const n = columns ? columns.length : grid.n;
-    const width = this.ui.scroller.clientWidth || view.el.clientWidth || 800;
-    let maxChars = VALUE_CHARS;
-    const offset = data.offsets[view.state.prompt];
-    for (let j = 0; j < n && maxChars < 10; j++) {
-      maxChars = Math.max(maxChars, [...view.painter.tokenText(data.arrays.input_ids[offset + (columns ? columns[j] : j)])].length);
-    }
-    this.layout = computeLayout({ nLayers: grid.units.length, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns, strips: 1 });
-    this.ui.track.style.width = `${this.layout.contentW}px`;
-    this.ui.track.style.height = `${this.layout.height}px`;
-    const prompt = view.state.prompt;
-    this.ui.canvas.setAttribute(
-      "aria-label",
-      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of ${promptName(prompt)}, colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`
-    );
-    if (this.revealPending && this.ui.scroller.clientWidth > 0) {
-      const sel = view.state.selected;
-      const position = sel && sel.prompt === prompt ? sel.position : data.lengths[prompt] - 1;
-      this.ui.scroller.scrollLeft = revealColumn(this.layout, 0, Math.max(0, columnOf(this.layout, position)));
-      this.revealPending = false;
-    }
-    this.draw();
-  }
-  scrollLeft() {
-    return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
-  }
-  /** Draws the visible columns, their labels, the input tokens and the marks. */
-  draw() {
-    const view = this.view;
-    const data = view.data;
-    const grid = this.grid;
-    const layout = this.layout;
-    if (!this.shown || !data || !grid || !layout || !this.image) return;
-    const theme = view.painter.readTheme();
-    const canvas = this.ui.canvas;
-    const dpr = window.devicePixelRatio || 1;
-    if (canvas.width !== Math.round(layout.width * dpr) || canvas.height !== Math.round(layout.height * dpr)) {
-      canvas.width = Math.round(layout.width * dpr);
-      canvas.height = Math.round(layout.height * dpr);
-      canvas.style.width = `${layout.width}px`;
-      canvas.style.height = `${layout.height}px`;
-    }
-    const ctx = context2d(canvas);
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, layout.width, layout.height);
-    ctx.direction = "ltr";
-    const scroll = this.scrollLeft();
-    const [c0, c1] = visibleColumns(layout, scroll);
-    const { cellW, rowH, heatY, heatH, labelW, inputY, stripH } = layout;
-    const U = grid.units.length;
-    const x0 = columnX(layout, c0, scroll);
-    const span = (c1 - c0) * cellW;
-    const columns = layout.columns;
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(labelW, 0, layout.width - labelW, layout.height);
-    ctx.clip();
-    const hatch = hatchPattern(ctx, theme.hatch);
-    if (hatch) {
-      ctx.fillStyle = hatch;
-      ctx.fillRect(x0, heatY, span, heatH);
-    }
-    if (c1 > c0) {
-      ctx.imageSmoothingEnabled = false;
-      ctx.drawImage(this.image, c0, 0, c1 - c0, U, x0, heatY, span, heatH);
-    }
-    ctx.fillStyle = theme.grid;
-    if (cellW >= 10) for (let j = c0; j <= c1; j++) ctx.fillRect(columnX(layout, j, scroll) - 0.5, heatY, 1, heatH);
-    if (rowH >= 9) for (let r = 1; r < U; r++) ctx.fillRect(x0, heatY + r * rowH - 0.5, span, 1);
-    if (layout.showCellText) {
-      ctx.font = theme.cellFont;
-      ctx.textAlign = "center";
-      ctx.textBaseline = "middle";
-      for (let u = 0; u < U; u++) {
-        const y = heatY + (U - 1 - u) * rowH;
-        for (let j = c0; j < c1; j++) {
-          const p = columns ? columns[j] : j;
-          const v = grid.values[u * grid.n + p];
-          if (!Number.isFinite(v)) continue;
-          ctx.fillStyle = textColourOn(partColour(v, grid.max));
-          ctx.fillText(cellValue(v), columnX(layout, j, scroll) + cellW / 2, y + rowH / 2 + 0.5);
-        }
-      }
-    }
-    ctx.fillStyle = theme.stripBg;
-    ctx.fillRect(x0, inputY, span, stripH);
-    ctx.font = theme.cellFont;
-    ctx.textAlign = "center";
-    ctx.textBaseline = "middle";
-    ctx.fillStyle = theme.fg;
-    const offset = data.offsets[view.state.prompt];
-    for (let j = c0; j < c1; j++) {
-      const p = columns ? columns[j] : j;
-      const text = isolateLtr(truncateText(view.painter.tokenText(data.arrays.input_ids[offset + p]), layout.cellChars));
-      ctx.fillText(text, columnX(layout, j, scroll) + cellW / 2, inputY + stripH / 2 + 0.5);
-    }
-    ctx.font = theme.axisFont;
-    ctx.fillStyle = theme.muted;
-    ctx.textBaseline = "alphabetic";
-    const stride = niceCeil(Math.max(1, 28 / cellW));
-    for (let j = c0 - c0 % stride; j < c1; j += stride) {
-      ctx.fillText(String(columns ? columns[j] : j), columnX(layout, j, scroll) + cellW / 2, heatY - 4);
-    }
-    this.drawMarks(ctx, layout, scroll, c0, c1);
-    ctx.restore();
-    ctx.textAlign = "right";
-    ctx.textBaseline = "middle";
-    ctx.font = theme.labelFont;
-    ctx.fillStyle = theme.muted;
-    const every = labelStride(rowH, 12);
-    for (let u = 0; u < U; u++) {
-      if (every > 1 && u % every !== 0) continue;
-      ctx.fillText(grid.units[u].label, labelW - 8, heatY + (U - 1 - u) * rowH + rowH / 2 + 0.5);
-    }
-    ctx.fillText("input", labelW - 8, inputY + stripH / 2 + 0.5);
-    ctx.font = theme.axisFont;
-    ctx.textBaseline = "alphabetic";
-    ctx.fillText("component", labelW - 8, heatY - 4);
-  }
-  /**
-   * The pinned position's column, the hovered and the focused cell.
-   * @param {CanvasRenderingContext2D} ctx
-   * @param {Layout} layout
-   * @param {number} scroll
-   * @param {number} c0
-   * @param {number} c1
-   */
-  drawMarks(ctx, layout, scroll, c0, c1) {
-    const theme = this.view.painter.readTheme();
-    const s2 = this.view.state;
-    const box = (column, y, h2, style, width, dash = []) => {
-      if (column < c0 || column >= c1) return;
-      const x = columnX(layout, column, scroll);
-      ctx.strokeStyle = style;
-      ctx.lineWidth = width;
-      ctx.setLineDash(dash);
-      ctx.strokeRect(x + width / 2, y + width / 2, layout.cellW - width, h2 - width);
-      ctx.setLineDash([]);
-    };
-    const sel = s2.selected;
-    if (sel && sel.prompt === s2.prompt && sel.layer_index === s2.layer) {
-      const column = columnOf(layout, sel.position);
-      box(column, layout.heatY, layout.heatH, theme.bg, 4);
-      box(column, layout.heatY, layout.heatH, theme.fg, 2);
-    }
-    const outline = (cell, style, width, dash) => {
-      if (!cell) return;
-      const r = cellRect(layout, cell.layerIndex, columnOf(layout, cell.position), scroll);
-      box(columnOf(layout, cell.position), r.y, r.h, style, width, dash);
-    };
-    outline(this.hover, theme.fg, 1);
-    outline(this.focused ? this.focus : null, theme.focus, 2, [3, 2]);
-  }
-  /**
-   * The cell under a pointer event.
-   * @param {MouseEvent} event
-   * @returns {Cell | null}
-   */
-  cellAt(event) {
-    if (!this.layout) return null;
-    const rect = this.ui.canvas.getBoundingClientRect();
-    const hit = hitTest(this.layout, event.clientX - rect.left, event.clientY - rect.top, this.scrollLeft(), 0);
-    return hit && hit.area === "cells" ? { layerIndex: hit.layerIndex, position: positionAt(this.layout, hit.position) } : null;
-  }
-  /** @param {Cell | null} cell */
-  setHover(cell) {
-    const old = this.hover;
-    if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
-    this.hover = cell;
-    this.view.componentCellChanged(cell);
-    this.draw();
-  }
-  /** @param {Cell} cell */
-  setFocus(cell) {
-    this.focus = cell;
-    this.hover = null;
-    if (this.layout) {
-      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
-      if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
-    }
-    this.view.ui.readout.textContent = this.readout(cell);
-    this.view.componentCellChanged(cell);
-    this.draw();
-  }
-  /**
-   * One sentence about a cell for the aria-live readout.
-   * @param {Cell} cell
-   */
-  readout(cell) {
-    const view = this.view;
-    const data = view.data;
-    const grid = this.grid;
-    if (!data || !grid) return "";
-    const unit = grid.units[cell.layerIndex];
-    const v = grid.values[cell.layerIndex * grid.n + cell.position];
-    const input = displayToken(data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "");
-    const token = grid.tokens[cell.position];
-    const row = rowLabel(data, view.state.layer);
-    const foil = view.explainChoice().kind === "answer" && data.foils ? data.foils[view.state.prompt] : null;
-    const logit = `the logit of ${displayToken(token)}${foil !== null ? ` minus that of ${displayToken(foil)}` : ""}`;
-    const value = Number.isFinite(v) ? `${formatLogit(v)} to ${logit} at ${row}` : `no part at ${row}`;
-    return `${unit.long[0].toUpperCase()}${unit.long.slice(1)}, position ${cell.position}, input ${input}: ${value}.`;
-  }
-  /**
-   * The cell's tooltip as `TooltipView` takes it.
-   * @param {Cell} cell
-   * @returns {import("../details.js").TooltipContent}
-   */
-  tooltipContent(cell) {
-    const view = this.view;
-    const data = (
-      /** @type {import("../payload.js").LensData} */
-      view.data
-    );
-    const grid = (
-      /** @type {ComponentGrid} */
-      this.grid
-    );
-    const unit = grid.units[cell.layerIndex];
-    const v = grid.values[cell.layerIndex * grid.n + cell.position];
-    const input = data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "";
-    const token = grid.tokens[cell.position];
-    const rows = [{ label: "input", value: displayToken(input), token: true }];
-    if (token) rows.push({ label: "explained", value: displayToken(token), token: true });
-    rows.push({ label: "read at", value: rowLabel(data, view.state.layer), token: false });
-    rows.push({ label: "part of the logit", value: formatLogit(v), token: false });
-    const note = Number.isFinite(v) ? "" : token ? `No part: ${unit.label} comes after ${rowLabel(data, view.state.layer)}.` : `Nothing explained here: ${nothingExplained(data, view.explainChoice(), view.state.prompt, cell.position)}.`;
-    return { title: `${unit.label} · position ${cell.position}`, badge: "", rows, top: [], note };
-  }
-  /**
-   * The rectangle (viewport coordinates) of a cell, for the tooltip and the tests.
-   * @param {number} unit
-   * @param {number} position
-   */
-  cellClientRect(unit, position) {
-    if (!this.layout) return null;
-    const column = columnOf(this.layout, position);
-    if (column < 0) return null;
-    const r = cellRect(this.layout, unit, column, this.scrollLeft());
-    const c = this.ui.canvas.getBoundingClientRect();
-    return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
-  }
-  /** @returns {Grid} */
-  gridApi() {
-    const self = this;
-    const view = this.view;
-    return {
-      get ready() {
-        return Boolean(view.data && self.grid && self.layout);
-      },
-      get focus() {
-        return self.focus;
-      },
-      set focus(cell) {
-        self.focus = cell;
-      },
-      get focused() {
-        return self.focused;
-      },
-      set focused(value) {
-        self.focused = value;
-      },
-      get pinned() {
-        return Boolean(view.state.selected);
-      },
-      cellAt: (event) => self.cellAt(event),
-      setHover: (cell) => self.setHover(cell),
-      setFocus: (cell) => self.setFocus(cell),
-      move: (cell, key) => {
-        const layout = self.layout;
-        if (!layout) return null;
-        const column = Math.max(0, columnOf(layout, cell.position));
-        const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, layout.nLayers, layout.nPositions);
-        return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
-      },
-      togglePin: (cell) => view.togglePin({ layerIndex: view.state.layer, position: cell.position }),
-      unpin: () => {
-        view.setSelected(null, true);
-        view.ui.readout.textContent = "Unpinned.";
-      },
-      showKeyboardFocus: () => {
-        if (!self.layout || !self.grid) return;
-        self.focused = true;
-        if (!self.focus) {
-          const s2 = view.state;
-          const sel = s2.selected;
-          const position = sel && sel.prompt === s2.prompt ? sel.position : (view.data?.lengths[s2.prompt] ?? 1) - 1;
-          self.focus = self.clamp({ layerIndex: self.grid.units.length - 1, position });
-        }
-        self.setFocus(self.focus);
-      },
-      blurred: () => {
-        view.componentCellChanged(null);
-        self.draw();
-      }
-    };
-  }
-};
-function cellValue(v) {
-  const text = Math.abs(v).toFixed(1);
-  if (Number(text) === 0) return "0.0";
-  return `${v < 0 ? "−" : "+"}${text}`;
-}
-
-// src/heatmap/view/why.js
-function buildWhy() {
-  const panel = h("section", "murano-why", { hidden: "", "aria-label": "Why: the components that wrote the logit" });
-  const head = h("div", "murano-why-head");
-  const title = h("span", "murano-why-title murano-token", {}, "Why");
-  const where = h("span", "murano-why-where");
-  const explainLabel = h("label", "murano-why-explain");
-  explainLabel.append(h("span", "murano-label", {}, "Explain"));
-  const explainSelect = h("select", "murano-why-select", { "aria-label": "What the why panel and the component view explain" });
-  explainLabel.append(explainSelect);
-  const headsLabel = h("label", "murano-why-heads", { hidden: "" });
-  const heads = h("input", "murano-why-heads-box", { type: "checkbox" });
-  headsLabel.append(heads, h("span", "", {}, "split attention into heads"));
-  head.append(title, where, explainLabel, headsLabel);
-  const caption = h("p", "murano-why-caption");
-  const bars = h("div", "murano-why-bars", { role: "list", "aria-label": "Parts of the logit, in model order" });
-  const total = h("div", "murano-why-total");
-  const totalLabel = h("span", "murano-why-total-label", {}, "logit");
-  const totalValue = h("span", "murano-why-total-value");
-  total.append(totalLabel, totalValue);
-  const note = h("div", "murano-why-note");
-  panel.append(head, caption, bars, total, note);
-  return { panel, title, where, caption, explainSelect, headsLabel, heads, bars, total, totalLabel, totalValue, note };
-}
-function showExplainMenu(ui, options, value) {
-  ui.explainSelect.replaceChildren(
-    ...options.map((option) => {
-      const text = option.available ? option.label : `${option.label} (${option.reason})`;
-      const element = h("option", "", { value: option.value }, text);
-      element.disabled = !option.available;
-      return element;
-    })
-  );
-  ui.explainSelect.value = value;
-}
-function showWhy(ui, model, { message = "", current = -1 } = {}) {
-  if (!model) {
-    ui.title.textContent = "Why";
-    ui.where.textContent = "";
-    ui.caption.textContent = "";
-    ui.caption.hidden = true;
-    ui.bars.replaceChildren();
-    ui.total.hidden = true;
-    ui.note.textContent = message;
-    ui.note.hidden = !message;
-    return;
-  }
-  ui.title.textContent = model.heading;
-  ui.where.textContent = model.where;
-  ui.caption.textContent = model.caption;
-  ui.caption.hidden = false;
-  const scale = model.scale > 0 ? model.scale : 1;
-  ui.bars.replaceChildren(
-    ...model.bars.map((bar) => {
-      const text = formatLogit(bar.value);
-      const row = h("div", `murano-why-row murano-why-${bar.kind}`, {
-        role: "listitem",
-        "aria-label": `${bar.long}: ${text}`,
-        "data-kind": bar.kind,
-        "data-label": bar.label,
-        "data-value": String(bar.value)
-      });
-      if (bar.unit >= 0 && bar.unit === current) row.classList.add("murano-why-current");
-      const track = h("span", "murano-why-bar", { "aria-hidden": "true" });
-      const fill2 = h("span", `murano-why-fill ${bar.value < 0 ? "murano-why-neg" : "murano-why-pos"}`);
-      const half = Math.abs(bar.value) / scale * 50;
-      fill2.style.width = `${half.toFixed(2)}%`;
-      fill2.style.left = `${(bar.value < 0 ? 50 - half : 50).toFixed(2)}%`;
-      track.append(fill2);
-      row.append(h("span", "murano-why-label", {}, bar.label), track, h("span", "murano-why-value", {}, text));
-      return row;
-    })
-  );
-  ui.total.hidden = false;
-  ui.totalLabel.textContent = model.totalLabel;
-  ui.totalValue.textContent = formatLogit(model.total);
-  ui.totalValue.setAttribute("data-value", String(model.total));
-  ui.note.textContent = model.note;
-  ui.note.hidden = !model.note;
-}
-
-// src/heatmap/view/dom.js
-var LAYER_HINT = "highlighted row; its predictions appear under the tokens";
-var READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
-function buildDom(el, id) {
-  const root = h("div", "murano-root", { role: "group", "aria-label": "Logit lens" });
-  const header = h("div", "murano-header");
-  const titleEl = h("span", "murano-title", {}, "Logit lens");
-  const modelEl = h("span", "murano-model");
-  const dimsEl = h("span", "murano-dims");
-  const metricLabel2 = h("label", "murano-metric");
-  metricLabel2.append(h("span", "murano-label", {}, "Colour"));
-  const metricSelect = h("select", "murano-select", { "aria-label": "Colour cells by" });
-  metricLabel2.append(metricSelect);
-  const targetLabel = h("label", "murano-target", { hidden: "" });
-  targetLabel.append(h("span", "murano-label", {}, "Token"));
-  const targetSelect = h("select", "murano-target-select", { "aria-label": "Tracked token shown" });
-  targetLabel.append(targetSelect);
-  const lensLabel = h("label", "murano-lens", { hidden: "" });
-  lensLabel.append(h("span", "murano-label", {}, "Lens"));
-  const lensSelect = h("select", "murano-lens-select", { "aria-label": "Lens shown" });
-  lensLabel.append(lensSelect);
-  const besideLabel = h("label", "murano-beside", { hidden: "" });
-  besideLabel.append(h("span", "murano-label", {}, "beside"));
-  const besideSelect = h("select", "murano-beside-select", { "aria-label": "Lens drawn as a second grid" });
-  besideLabel.append(besideSelect);
-  const viewLabel = h("label", "murano-view", { hidden: "" });
-  viewLabel.append(h("span", "murano-label", {}, "View"));
-  const viewSelect = h("select", "murano-view-select", { "aria-label": "View" });
-  viewSelect.append(
-    h("option", "", { value: "layers", title: "The heatmap: rows are layers" }, "layers"),
-    h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components")
-  );
-  viewLabel.append(viewSelect);
-  const colourGroup = h("div", "murano-colour");
-  colourGroup.append(metricLabel2, targetLabel);
-  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel, besideLabel);
-  const controls = h("div", "murano-controls");
-  const slider = (name, label, accessibleName) => {
-    const row = h("div", `murano-control murano-${name}-control`);
-    const labelEl = h("label", "murano-label", { for: `${id}-${name}` }, label);
-    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0, "aria-label": accessibleName });
-    const output = h("output", "murano-value", { for: `${id}-${name}` });
-    const extra = h("span", `murano-${name}-text`);
-    row.append(labelEl, input, output, extra);
-    controls.append(row);
-    return { row, label: labelEl, input, output, extra };
-  };
-  const promptUi = slider("prompt", "Prompt", "Prompt shown");
-  const hideTemplateLabel = h("label", "murano-hide-template", { hidden: "" });
-  const hideTemplate = h("input", "murano-hide-template-box", { type: "checkbox" });
-  hideTemplateLabel.append(hideTemplate, h("span", "", {}, "hide chat-template tokens"));
-  const layerUi = slider("layer", "Layer", "Layer highlighted");
-  layerUi.extra.textContent = LAYER_HINT;
-  controls.append(hideTemplateLabel);
-  const body = h("div", "murano-heatmap");
-  const scroller = h("div", "murano-scroll");
-  const track = h("div", "murano-track");
-  const canvas = h("canvas", "murano-canvas", {
-    tabindex: 0,
-    role: "application",
-    "aria-roledescription": "heatmap",
-    "aria-describedby": `${id}-readout`
-  });
-  const gridCaption2 = h("div", "murano-grid-caption", { hidden: "" });
-  const besideCaption = h("div", "murano-grid-caption", { hidden: "" });
-  const besideCanvas = h("canvas", "murano-canvas-beside", { role: "img", hidden: "" });
-  track.append(gridCaption2, canvas, besideCaption, besideCanvas);
-  scroller.append(track);
-  body.append(scroller);
-  const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
-  const comp = buildComponents(id);
-  const main = h("div", "murano-main");
-  const left = h("div", "murano-left");
-  main.append(left, trajPanel);
-  const why = buildWhy();
-  const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
-  const footer = h("div", "murano-footer");
-  const legend = h("div", "murano-legend");
-  const legendTitle = h("span", "murano-legend-title");
-  const scale = h("span", "murano-legend-scale");
-  const legendBar = h("canvas", "murano-legend-bar", { width: 256, height: 1, "aria-hidden": "true" });
-  const legendTicks2 = h("span", "murano-legend-ticks", { "aria-hidden": "true" });
-  scale.append(legendBar, legendTicks2);
-  const legendChange = h("span", "murano-legend-change", { role: "status", hidden: "" });
-  const settledKey = h("span", "murano-key murano-key-settled");
-  settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
-  const missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
-  missingKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no value (not finite)"));
-  const answerKey = h("span", "murano-key murano-key-answer", { hidden: "" });
-  answerKey.append(h("span", "murano-key-corner", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = the answer"));
-  const generatedKey = h("span", "murano-key murano-key-generated", { hidden: "" });
-  generatedKey.append(h("span", "murano-key-rule", { "aria-hidden": "true" }), h("span", "", {}, "generated from here (italic tokens)"));
-  const roleKeys = h("span", "murano-role-keys", { hidden: "" });
-  const compKey = h("span", "murano-key murano-key-comp", { hidden: "" });
-  compKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no part (after the row read), or nothing explained"));
-  legend.append(legendTitle, scale, legendChange, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
-  const pinEl = h("span", "murano-pin", { hidden: "" });
-  const pinText = h("span", "murano-pin-text");
-  const unpinButton = h("button", "murano-unpin", { type: "button", "aria-label": "Unpin the cell", title: "Unpin" }, "×");
-  pinEl.append(pinText, unpinButton);
-  const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
-  footer.append(legend, pinEl, readout);
-  left.append(body, comp.box, footer);
-  const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
-  const live = buildLive(id);
-  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, errorEl, tooltip);
-  el.append(root);
-  return {
-    root,
-    titleEl,
-    modelEl,
-    dimsEl,
-    lensLabel,
-    lensSelect,
-    besideLabel,
-    besideSelect,
-    gridCaption: gridCaption2,
-    besideCaption,
-    besideCanvas,
-    metricSelect,
-    targetLabel,
-    targetSelect,
-    viewLabel,
-    viewSelect,
-    comp,
-    why,
-    compKey,
-    promptUi,
-    layerUi,
-    main,
-    left,
-    body,
-    trajPanel,
-    scroller,
-    track,
-    canvas,
-    tooltip,
-    legendTitle,
-    legendBar,
-    legendTicks: legendTicks2,
-    legendChange,
-    missingKey,
-    settledKey,
-    answerKey,
-    generatedKey,
-    roleKeys,
-    hideTemplateLabel,
-    hideTemplate,
-    pinEl,
-    pinText,
-    unpinButton,
-    readout,
-    errorEl,
-    live
-  };
-}
-
-// src/heatmap/view/explain.js
-function whyCellOf(data, s2, pointed) {
-  if (s2.view === "components") {
-    const c = pointed.components;
-    const cell = c.hover || (c.focused ? c.focus : null);
-    if (cell) return { row: s2.layer, position: cell.position, unit: cell.layerIndex, source: c.hover ? "hover" : "focus" };
-  } else {
-    const hover = s2.hover || pointed.whyHover;
-    if (hover) return { row: hover.layerIndex, position: hover.position, unit: -1, source: "hover" };
-    if (s2.focused && s2.focus) return { row: s2.focus.layerIndex, position: s2.focus.position, unit: -1, source: "focus" };
-  }
-  const sel = s2.selected;
-  if (sel && sel.prompt === s2.prompt && sel.layer_index < data.L && sel.position < data.lengths[s2.prompt]) {
-    return { row: sel.layer_index, position: sel.position, unit: -1, source: "pinned" };
-  }
-  return { row: s2.layer, position: data.lengths[s2.prompt] - 1, unit: -1, source: "default" };
-}
-function whyCell(view) {
-  return view.data ? whyCellOf(view.data, view.state, { whyHover: view.whyHover, components: view.components }) : null;
-}
-function explainChoice(view) {
-  return view.data ? parseExplain(view.data, view.state.explain) : (
-    /** @type {const} */
-    { kind: "top1" }
-  );
-}
-function showAttribution(view) {
-  const { data, ui, store } = view;
-  if (!data) return;
-  const s2 = store.state;
-  const offered = hasAttribution(data);
-  store.set({
-    view: offered ? s2.view : "layers",
-    explain: explainValue(data, parseExplain(data, s2.explain)),
-    heads: hasHeads(data.components) ? s2.heads : false
-  });
-  ui.viewLabel.hidden = !offered;
-  ui.viewSelect.value = s2.view;
-  ui.why.panel.hidden = !offered;
-  ui.why.headsLabel.hidden = !hasHeads(data.components);
-  ui.why.heads.checked = s2.heads;
-  showExplainMenu(ui.why, explainOptions(data, (t) => displayToken(t)), s2.explain);
-  view.components.invalidate();
-  applyView(view);
-  updateWhy(view);
-}
-function applyView(view) {
-  const { ui } = view;
-  const components = view.state.view === "components";
-  ui.body.hidden = components;
-  ui.trajPanel.hidden = components;
-  ui.comp.box.hidden = !components;
-  ui.root.classList.toggle("murano-components-view", components);
-  ui.compKey.hidden = !components;
-  ui.layerUi.extra.textContent = components ? "the row whose logits the components are read at" : LAYER_HINT;
-  view.refreshMetric();
-}
-function setView(view, value, sync) {
-  const data = view.data;
-  if (!data) return;
-  const shown = value === "components" && hasAttribution(data) ? "components" : "layers";
-  if (sync) view.send("view", shown);
-  view.ui.viewSelect.value = shown;
-  if (shown === view.state.view) return;
-  view.store.set({ view: shown, hover: null });
-  view.components.hover = null;
-  view.components.revealPending = true;
-  applyView(view);
-  view.relayout();
-  view.updateTooltip();
-}
-function setExplain(view, value, sync) {
-  const data = view.data;
-  if (!data) return;
-  const explain = explainValue(data, parseExplain(data, value));
-  if (sync) view.send("explain", explain);
-  view.ui.why.explainSelect.value = explain;
-  if (explain === view.state.explain) return;
-  view.store.set({ explain });
-  relayoutComponents(view);
-  updateWhy(view);
-  view.updateTooltip();
-}
-function setHeads(view, heads) {
-  view.ui.why.heads.checked = heads;
-  if (heads === view.state.heads) return;
-  view.store.set({ heads });
-  view.components.hover = null;
-  view.components.focus = null;
-  relayoutComponents(view);
-  updateWhy(view);
-}
-function relayoutComponents(view) {
-  if (view.components.shown) view.components.relayout();
-}
-function componentCellChanged(view, cell) {
-  if (cell) view.requestDetails();
-  view.updateTooltip();
-  updateWhy(view);
-}
-function updateWhy(view) {
-  const { data, ui } = view;
-  if (!data || !hasAttribution(data) || ui.why.panel.hidden) {
-    view.whyShown = { cell: null, model: null };
-    return;
-  }
-  const cell = whyCell(view);
-  const s2 = view.state;
-  const explain = explainChoice(view);
-  const model = cell && data.arrays.contributions ? whyModel(data, { explain, prompt: s2.prompt, row: cell.row, position: cell.position, heads: s2.heads, show: (t) => displayToken(t) }) : null;
-  let message = "";
-  if (!data.arrays.contributions) message = waitingNote("the attribution", view.detailsLate);
-  else if (!model && cell) message = `Nothing to explain: ${nothingExplained(data, explain, s2.prompt, cell.position)}.`;
-  showWhy(ui.why, model, { message, current: cell ? cell.unit : -1 });
-  view.whyShown = { cell, model };
-}
-
-// src/heatmap/view/load.js
-var RELOAD_GRACE_MS = 2e3;
-function stateForPayload(data, trait, s2, previous, first) {
-  if (first) {
-    const layer = trait("layer");
-    return {
-      prompt: clampIndex(trait("prompt"), data.P),
-      layer: layer === null || layer === void 0 ? data.L - 1 : rowOfModelLayer(data.layers, layer),
-      metric: resolveMetric(data, trait("metric")),
-      target: resolveTarget(data, trait("target")),
-      selected: trait("selected") ?? null,
-      hide_template: trait("hide_template") === true,
-      view: trait("view") === "components" ? "components" : "layers",
-      explain: typeof trait("explain") === "string" ? trait("explain") : "top1"
-    };
-  }
-  const metric = trait("metric");
-  const target = trait("target");
-  return {
-    prompt: clampIndex(previous && previous.P !== data.P ? trait("prompt") : s2.prompt, data.P),
-    layer: clampIndex(s2.layer, data.L),
-    metric: resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s2.metric),
-    target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target)
-  };
-}
-function shownMetricFor(data, shown, requested) {
-  if (metricAvailable(data, shown)) return shown;
-  return metricAvailable(data, requested) ? requested : (data.metrics.find((m) => metricAvailable(data, m.name)) || data.metrics[0]).name;
-}
-function reload(view) {
-  const { ui, model, store } = view;
-  let lenses;
-  try {
-    lenses = decodeLenses(model.get("_meta"), model.get("_sections"));
-  } catch (error) {
-    const message = `Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`;
-    if (view.data) {
-      view.reloadError = message;
-      if (!view.reloadTimer) view.reloadTimer = setTimeout(() => failReload(view), RELOAD_GRACE_MS);
-      return;
-    }
-    view.data = null;
-    view.lenses = [];
-    showError(view, message);
-    return;
-  }
-  if (view.reloadTimer) clearTimeout(view.reloadTimer);
-  view.reloadTimer = null;
-  const s2 = store.state;
-  const wanted = view.loaded ? s2.lens : model.get("lens");
-  const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
-  const previous = view.data;
-  view.lenses = lenses;
-  view.data = data;
-  store.set({ lens: data.lensName });
-  if (!view.loaded) store.set({ lens_beside: typeof model.get("lens_beside") === "string" ? model.get("lens_beside") : "" });
-  view.beside = null;
-  showBeside(view);
-  ui.errorEl.hidden = true;
-  ui.main.hidden = false;
-  view.painter.setData(data);
-  view.layoutKey = null;
-  view.chartPlaceKey = "";
-  showData(ui, data);
-  showLensMenu(ui, lenses, s2.lens);
-  store.set(stateForPayload(data, (name) => model.get(name), s2, previous, !view.loaded));
-  view.loaded = true;
-  if (data.answerSets.length || data.targets.length || hasAttribution(data)) view.requestDetails();
-  view.shownMetric = shownMetricFor(data, view.shownMetric, s2.metric);
-  if (s2.focus) store.set({ focus: view.clampCell(s2.focus) });
-  if (s2.hover) store.set({ hover: view.clampCell(s2.hover) });
-  ui.metricSelect.value = s2.metric;
-  ui.hideTemplate.checked = s2.hide_template;
-  showControls(ui, data, s2);
-  const change = previous && previous !== data ? scaleChange(previous, data, view.shownMetric) : "";
-  if (change) view.scaleNote = { metric: view.shownMetric, text: change };
-  view.refreshMetric();
-  showPin(ui, data, s2.selected);
-  view.showAttribution();
-  view.relayout();
-  view.updateTooltip();
-  view.live?.dataChanged();
-  view.followTarget();
-}
-function failReload(view) {
-  view.reloadTimer = null;
-  view.data = null;
-  view.lenses = [];
-  showError(view, view.reloadError);
-}
-function showError(view, message) {
-  view.ui.errorEl.textContent = message;
-  view.ui.errorEl.hidden = false;
-  view.ui.main.hidden = true;
-  view.tooltip.hide();
-}
-function setLens(view, name, sync) {
-  const { ui, store } = view;
-  const data = view.lenses.find((lens) => lens.lensName === name);
-  if (!data) {
-    ui.lensSelect.value = store.state.lens;
-    return;
-  }
-  const s2 = store.state;
-  const beside = besideAfterSwitch(s2.lens, data.lensName, s2.lens_beside);
-  if (sync) {
-    view.send("lens", data.lensName);
-    if (beside !== s2.lens_beside) view.send("lens_beside", beside);
-  }
-  ui.lensSelect.value = data.lensName;
-  if (data === view.data) return;
-  view.data = data;
-  store.set({ lens: data.lensName, lens_beside: beside });
-  showBeside(view);
-  view.painter.setData(data);
-  showData(ui, data);
-  store.set({ metric: resolveMetric(data, s2.metric) });
-  if (!metricAvailable(data, view.shownMetric)) view.shownMetric = s2.metric;
-  ui.metricSelect.value = s2.metric;
-  showControls(ui, data, s2);
-  view.refreshMetric();
-  showPin(ui, data, s2.selected);
-  view.showAttribution();
-  view.layoutKey = null;
-  view.relayout();
-  view.updateTooltip();
-  if (s2.focused && s2.focus) view.announce(s2.focus);
-  view.live?.dataChanged();
-}
-
-// src/heatmap/view/metric.js
-function followKey(data, metric, target) {
-  const spec = data ? metricSpec(data, metric) : void 0;
-  return spec && spec.perTarget && target ? `${metric}\0${target}` : "";
-}
-function setMetric(view, value, sync) {
-  const data = view.data;
-  if (!data) return;
-  const metric = resolveMetric(data, value);
-  if (sync) view.send("metric", metric);
-  view.ui.metricSelect.value = metric;
-  view.store.set({ metric });
-}
-function setTarget(view, value, sync) {
-  const data = view.data;
-  if (!data) return;
-  if (!sync && typeof value === "string" && value && !data.targets.includes(value)) return;
-  const target = resolveTarget(data, value);
-  if (sync) view.send("target", target);
-  view.ui.targetSelect.value = target;
-  view.store.set({ target });
-}
-function followMetric(view) {
-  return view.store.subscribe((changed) => {
-    if (!changed.includes("metric") && !changed.includes("target")) return;
-    refreshMetric(view);
-    followTarget(view);
-  });
-}
-function targetIndex2(view) {
-  return view.data ? targetIndex(view.data, view.state.target) : 0;
-}
-function followTarget(view) {
-  const data = view.data;
-  const s2 = view.state;
-  const key = followKey(data, s2.metric, s2.target);
-  if (key === view.followedTarget) return;
-  view.followedTarget = key;
-  if (!key || !data) return;
-  view.trajectory.toggled.set(`target:${data.targets.indexOf(s2.target)}`, true);
-  view.trajectory.rerender();
-  view.requestDetails();
-}
-function refreshMetric(view) {
-  const { data, ui } = view;
-  if (!data) return;
-  const s2 = view.state;
-  const available = metricAvailable(data, s2.metric);
-  if (available) view.shownMetric = s2.metric;
-  else view.requestDetails();
-  ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
-  showTargetMenu(ui, data, s2.metric, s2.target);
-  if (s2.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
-  else showLegend(ui, data, view.shownMetric, s2.metric, targetIndex2(view), gridDomain(view));
-  showCaptions(view);
-  if (view.scaleNote && view.scaleNote.metric !== view.shownMetric) view.scaleNote = null;
-  const note = s2.view === "components" || !view.scaleNote ? "" : view.scaleNote.text;
-  ui.legendChange.textContent = note;
-  ui.legendChange.hidden = !note;
-}
-
-// src/heatmap/throttle.js
-function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
-  let last = -Infinity;
-  let timer = null;
-  let pending = null;
-  const run = () => {
-    timer = null;
-    last = now();
-    const args = pending;
-    pending = null;
-    if (args) fn(...args);
-  };
-  const call = (...args) => {
-    pending = args;
-    const wait = last + ms - now();
-    if (wait <= 0 && timer === null) run();
-    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
-  };
-  call.flush = () => {
-    if (timer !== null) clearTimer(timer);
-    timer = null;
-    if (pending) run();
-  };
-  call.cancel = () => {
-    if (timer !== null) clearTimer(timer);
-    timer = null;
-    pending = null;
-  };
-  return call;
-}
-
-// src/heatmap/view/navigation.js
-var SYNC_INTERVAL_MS = 100;
-function send(model, name, value) {
-  if (model.get(name) === value) return;
-  model.set(name, value);
-  model.save_changes();
-}
-function syncers(view) {
-  return {
-    syncPrompt: throttle((v) => view.send("prompt", v), SYNC_INTERVAL_MS),
-    syncLayer: throttle((row) => {
-      if (view.data) view.send("layer", view.data.layers[row]);
-    }, SYNC_INTERVAL_MS)
-  };
-}
-function setPrompt(view, value, sync) {
-  const { data, ui, store, components } = view;
-  if (!data) return;
-  const prompt = clampIndex(value, data.P);
-  if (sync === "throttled") view.syncPrompt(prompt);
-  if (prompt === store.state.prompt) {
-    ui.promptUi.input.value = String(prompt);
-    return;
-  }
-  store.set({ prompt, hover: null });
-  view.chartHover = null;
-  view.whyHover = null;
-  components.hover = null;
-  components.focus = null;
-  components.revealPending = true;
-  const s2 = store.state;
-  if (s2.focus) store.set({ focus: view.clampCell(s2.focus) });
-  showControls(ui, data, s2);
-  showPin(ui, data, s2.selected);
-  view.revealPending = true;
-  view.relayout();
-  view.updateTooltip();
-  view.updateWhy();
-  view.live?.promptChanged();
-}
-function setLayer(view, value, sync) {
-  const { data, ui, store } = view;
-  if (!data) return;
-  const row = clampIndex(value, data.L);
-  if (sync === "throttled") view.syncLayer(row);
-  if (row === store.state.layer) {
-    ui.layerUi.input.value = String(row);
-    return;
-  }
-  store.set({ layer: row });
-  showControls(ui, data, store.state);
-  view.relayoutComponents();
-  view.updateWhy();
-  view.requestDraw();
-}
-function setModelLayer(view, layer) {
-  if (view.data) setLayer(view, rowOfModelLayer(view.data.layers, layer), false);
-}
-
-// src/heatmap/view/store.js
-function initialState2() {
-  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false };
-}
-function createStore(state = initialState2()) {
-  const subscribers = /* @__PURE__ */ new Set();
-  return {
-    state,
-    set(patch) {
-      const changed = [];
-      for (
-        const key of
-        /** @type {StateKey[]} */
-        Object.keys(patch)
-      ) {
-        const value = patch[key];
-        if (value === void 0 || Object.is(state[key], value)) continue;
-        state[key] = value;
-        changed.push(key);
-      }
-      if (changed.length) for (const fn of [...subscribers]) fn(changed, state);
-      return changed;
-    },
-    subscribe(fn) {
-      subscribers.add(fn);
-      return () => {
-        subscribers.delete(fn);
-      };
-    }
-  };
-}
-function sameCell(a, b) {
-  return a === b || Boolean(a && b && a.layerIndex === b.layerIndex && a.position === b.position);
-}
-
-// src/heatmap/view/selection.js
-function clampCellTo(data, prompt, columns, cell) {
-  const position = clampIndex(cell.position, data.lengths[prompt]);
-  return { layerIndex: clampIndex(cell.layerIndex, data.L), position: nearestShown(columns, position) };
-}
-function clampCell(view, cell) {
-  return clampCellTo(
-    /** @type {LensData} */
-    view.data,
-    view.state.prompt,
-    shownColumns(view),
-    cell
-  );
-}
-function shownColumns(view) {
-  const data = view.data;
-  return data ? shownPositions(data, view.state.prompt, view.state.hide_template) : null;
-}
-function keyboardStart(s2, firstPosition) {
-  const sel = s2.selected;
-  return sel && sel.prompt === s2.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s2.layer, position: firstPosition };
-}
-function setSelected(view, value, sync) {
-  view.store.set({ selected: value });
-  if (sync) view.send("selected", value);
-  showPin(view.ui, view.data, value);
-  view.updateTooltip();
-  view.updateWhy();
-  view.requestDraw();
-  view.live?.selectionChanged();
-}
-function setHover(view, cell) {
-  if (sameCell(view.state.hover, cell)) return;
-  view.store.set({ hover: cell });
-  if (cell) {
-    view.chartHover = cell;
-    view.whyHover = cell;
-    view.requestDetails();
-  }
-  view.updateTooltip();
-  view.updateWhy();
-  view.requestDraw();
-}
-function setFocus(view, cell, announceIt = true) {
-  view.store.set({ focus: cell, hover: null });
-  view.chartHover = null;
-  view.whyHover = null;
-  const { layout, ui } = view;
-  if (layout) {
-    const scroll = revealColumn(layout, ui.scroller.scrollLeft, Math.max(0, columnOf(layout, cell.position)));
-    if (scroll !== ui.scroller.scrollLeft) ui.scroller.scrollLeft = scroll;
-  }
-  if (announceIt) announce(view, cell);
-  view.updateTooltip();
-  view.requestDraw();
-  view.live?.columnChanged();
-}
-function announce(view, cell) {
-  if (!view.data) return;
-  const s2 = view.state;
-  const details = cellDetails(view.data, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
-  view.ui.readout.textContent = readoutText(details, { pinned: isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position), metric: view.shownMetric });
-}
-function togglePin(view, cell) {
-  if (!view.data) return;
-  const s2 = view.state;
-  const next = toggleSelection(s2.selected, s2.prompt, cell.layerIndex, cell.position);
-  setSelected(view, next, true);
-  view.ui.readout.textContent = next ? readoutText(cellDetails(view.data, s2.prompt, cell.layerIndex, cell.position, view.targetIndex()), { pinned: true, metric: view.shownMetric }) : "Unpinned.";
-}
-function showKeyboardFocus(view) {
-  const s2 = view.state;
-  const layout = view.layout;
-  if (!view.data || !layout) return;
-  view.store.set({ focused: true });
-  view.requestDetails();
-  if (!s2.focus) {
-    const first = Math.min(layout.nPositions - 1, Math.ceil(view.scrollLeft() / layout.cellW));
-    view.store.set({ focus: clampCell(view, keyboardStart(s2, positionAt(layout, first))) });
-  }
-  setFocus(
-    view,
-    /** @type {Cell} */
-    s2.focus
-  );
-}
-function setHideTemplate(view, hide, sync) {
-  const s2 = view.state;
-  if (sync) view.send("hide_template", hide);
-  view.ui.hideTemplate.checked = hide;
-  if (s2.hide_template === hide) return;
-  view.store.set({ hide_template: hide, hover: null });
-  view.chartHover = null;
-  if (s2.focus) view.store.set({ focus: clampCell(view, s2.focus) });
-  if (view.data) showControls(view.ui, view.data, s2);
-  view.layoutKey = null;
-  view.relayout();
-  view.updateTooltip();
-}
-function readoutFollowsTarget(view) {
-  return view.store.subscribe((changed, s2) => {
-    if (changed.includes("target") && s2.focused && s2.focus) announce(view, clampCell(view, s2.focus));
-  });
-}
-
-// src/heatmap/view/view_state.js
-var VIEW_TRAITS = Object.freeze({
-  lens: (view, value) => setLens(view, value, false),
-  lens_beside: (view, value) => setBeside(view, value ?? "", false),
-  prompt: (view, value) => {
-    view.syncPrompt.cancel();
-    setPrompt(view, value, false);
-  },
-  layer: (view, value) => {
-    view.syncLayer.cancel();
-    setModelLayer(view, value);
-  },
-  metric: (view, value) => setMetric(view, value, false),
-  target: (view, value) => setTarget(view, value, false),
-  hide_template: (view, value) => setHideTemplate(view, value === true, false),
-  explain: (view, value) => setExplain(view, value, false),
-  view: (view, value) => setView(view, value, false)
-});
-
-// src/heatmap/view/events.js
-function eventCell(view, event) {
-  if (!view.layout) return null;
-  const rect = view.ui.canvas.getBoundingClientRect();
-  const hit = hitTest(view.layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
-  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(view.layout, hit.position) } : null;
-}
-function heatmapGrid(view) {
-  return {
-    get ready() {
-      return Boolean(view.data);
-    },
-    get focus() {
-      return view.state.focus;
-    },
-    set focus(cell) {
-      view.store.set({ focus: cell });
-    },
-    get focused() {
-      return view.state.focused;
-    },
-    set focused(value) {
-      view.store.set({ focused: value });
-    },
-    get pinned() {
-      return Boolean(view.state.selected);
-    },
-    cellAt: (event) => eventCell(view, event),
-    setHover: (cell) => {
-      const moved = view.hoverGrid !== 0;
-      view.hoverGrid = 0;
-      view.setHover(cell);
-      if (moved) view.updateTooltip();
-    },
-    setFocus: (cell) => view.setFocus(cell),
-    move: (cell, key) => {
-      const layout = view.layout;
-      if (!layout || !view.data) return null;
-      const column = Math.max(0, columnOf(layout, cell.position));
-      const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, view.data.L, layout.nPositions);
-      return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
-    },
-    togglePin: (cell) => view.togglePin(cell),
-    unpin: () => {
-      view.setSelected(null, true);
-      view.ui.readout.textContent = "Unpinned.";
-    },
-    showKeyboardFocus: () => view.showKeyboardFocus(),
-    blurred: () => {
-      view.updateTooltip();
-      view.requestDraw();
-    }
-  };
-}
-function bindEvents(view) {
-  const abort = new AbortController();
-  const signal = abort.signal;
-  const on = (target, type, fn, options = {}) => target.addEventListener(type, fn, { signal, ...options });
-  const { ui, model } = view;
-  on(ui.promptUi.input, "input", () => view.setPrompt(Number(ui.promptUi.input.value), "throttled"));
-  on(ui.promptUi.input, "change", () => view.syncPrompt.flush());
-  on(ui.layerUi.input, "input", () => view.setLayer(Number(ui.layerUi.input.value), "throttled"));
-  on(ui.layerUi.input, "change", () => view.syncLayer.flush());
-  on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
-  on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
-  on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
-  on(ui.besideSelect, "change", () => view.setBeside(ui.besideSelect.value, true));
-  on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
-  on(ui.why.explainSelect, "change", () => view.setExplain(ui.why.explainSelect.value, true));
-  on(ui.why.heads, "change", () => view.setHeads(ui.why.heads.checked));
-  on(ui.root, "pointerleave", () => {
-    if (!view.whyHover) return;
-    view.whyHover = null;
-    view.updateWhy();
-  });
-  on(ui.scroller, "scroll", () => {
-    if (view.state.hover) view.setHover(null);
-    view.requestDraw();
-  }, { passive: true });
-  bindGrid(ui.canvas, heatmapGrid(view), signal);
-  bindGrid(ui.besideCanvas, besideGrid(view), signal);
-  keepControlKeys(ui.root, signal);
-  on(ui.main, "pointerleave", () => {
-    view.chartHover = null;
-    view.requestDraw();
-  });
-  on(ui.unpinButton, "click", () => view.setSelected(null, true));
-  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked, true));
-  const handlers = {
-    // The view traits, from their one table (view_state.js).
-    ...Object.fromEntries(Object.entries(VIEW_TRAITS).map(([name, show]) => [`change:${name}`, () => show(view, model.get(name))])),
-    "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
-    "change:_sections": () => view.reload(),
-    "change:_meta": () => view.reload()
-  };
-  for (const [event, fn] of Object.entries(handlers)) model.on(event, fn);
-  let resizeObserver;
-  if (typeof ResizeObserver !== "undefined") {
-    resizeObserver = new ResizeObserver(() => view.relayout());
-    resizeObserver.observe(ui.scroller);
-    resizeObserver.observe(ui.comp.scroller);
-  }
-  const stopWatchingTheme = watchTheme(() => {
-    view.painter.forgetTheme();
-    view.besidePainter.forgetTheme();
-    view.relayout();
-  });
-  return () => {
-    abort.abort();
-    for (const [event, fn] of Object.entries(handlers)) model.off(event, fn);
-    resizeObserver?.disconnect();
-    stopWatchingTheme();
-  };
-}
-
-// src/heatmap/view/beside.js
-function showBeside(view) {
-  const { ui, data } = view;
-  const s2 = view.state;
-  const beside = data ? besideLens(view.lenses, data.lensName, s2.lens_beside) : null;
-  if (beside !== view.beside) {
-    view.beside = beside;
-    if (beside) view.besidePainter.setData(beside);
-    view.layoutKey = null;
-  }
-  ui.besideLabel.hidden = view.lenses.length < 2;
-  const options = data ? besideOptions(view.lenses, data.lensName, lensTitle) : [];
-  const key = options.map((o) => `${o.value}\0${o.label}`).join("");
-  if (ui.besideSelect.dataset.key !== key) {
-    ui.besideSelect.replaceChildren(...options.map((o) => h("option", "", { value: o.value }, o.label)));
-    ui.besideSelect.dataset.key = key;
-  }
-  ui.besideSelect.value = beside ? beside.lensName : "";
-  ui.root.classList.toggle("murano-two-grids", Boolean(beside));
-  ui.gridCaption.hidden = !beside;
-  ui.besideCaption.hidden = !beside;
-  ui.besideCanvas.hidden = !beside;
-  showCaptions(view);
-}
-function showCaptions(view) {
-  const { ui, data, beside } = view;
-  if (!data || !beside) return;
-  ui.gridCaption.textContent = gridCaption(data, lensTitle(data), true);
-  ui.besideCaption.textContent = gridCaption(beside, lensTitle(beside), besideMetric(beside, view.shownMetric) !== null);
-  ui.besideCanvas.setAttribute("aria-label", `${lensTitle(beside)} heatmap, beside the ${lensTitle(data)}: the same cells, the same cursor`);
-}
-function setBeside(view, value, sync) {
-  const name = typeof value === "string" && (value === "" || view.lenses.some((lens) => lens.lensName === value)) ? value : view.state.lens_beside;
-  if (sync && name === value) view.send("lens_beside", name);
-  view.store.set({ lens_beside: name });
-  showBeside(view);
-  view.refreshMetric();
-  view.relayout();
-  view.updateTooltip();
-}
-function gridDomain(view) {
-  const { data, beside } = view;
-  if (!data || !beside) return null;
-  return sharedDomain(data, beside, view.shownMetric);
-}
-function besideLayout(layout, beside, compute) {
-  if (beside.L === layout.nLayers) return layout;
-  return compute({ nLayers: beside.L, nPositions: layout.nPositions, width: layout.width, labelW: layout.labelW, charW: layout.charW, maxChars: layout.cellChars, columns: layout.columns, cellW: layout.cellW, rowH: layout.rowH });
-}
-function drawBeside(view, scene, scroll) {
-  const { beside, besideLayoutShown } = view;
-  if (!beside || !besideLayoutShown) return;
-  const metric = besideMetric(beside, scene.metric);
-  view.besidePainter.draw(besideLayoutShown, { ...scene, metric: metric ?? scene.metric, loading: scene.loading || metric === null }, scroll);
-}
-function besideEventCell(view, event) {
-  const layout = view.besideLayoutShown;
-  if (!layout) return null;
-  const rect = view.ui.besideCanvas.getBoundingClientRect();
-  const hit = hitTest(layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
-  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(layout, hit.position) } : null;
-}
-function besideGrid(view) {
-  const grid = heatmapGrid(view);
-  return Object.defineProperties(grid, {
-    cellAt: { value: (event) => besideEventCell(view, event) },
-    setHover: {
-      value: (cell) => {
-        const moved = view.hoverGrid !== 1;
-        view.hoverGrid = 1;
-        view.setHover(cell);
-        if (moved) view.updateTooltip();
-      }
-    }
-  });
-}
-
-// src/heatmap/view/tooltip.js
-var TooltipView = class {
-  /**
-   * @param {HTMLDivElement} element the tooltip box (absolutely positioned in `root`)
-   * @param {HTMLElement} root the positioned ancestor whose box bounds the tooltip
-   * @param {() => Rect[]} obstacles rectangles (in viewport coordinates) not to cover
-   */
-  constructor(element, root, obstacles) {
-    this.element = element;
-    this.root = root;
-    this.obstacles = obstacles;
-  }
-  get hidden() {
-    return this.element.hidden;
-  }
-  hide() {
-    this.element.hidden = true;
-  }
-  /**
-   * Fills the box with `content` and shows it.
-   * @param {TooltipContent} content
-   * @param {boolean} pinned the cell is the pinned one
-   */
-  show(content, pinned) {
-    const head = h("div", "murano-tt-head");
-    head.append(h("span", "murano-tt-title", {}, content.title));
-    if (content.badge) head.append(h("span", "murano-tt-badge", {}, content.badge));
-    if (pinned) head.append(h("span", "murano-tt-badge murano-tt-pinned", {}, "pinned"));
-    const parts = [head];
-    const columns = h("div", "murano-tt-columns");
-    if (content.top.length) {
-      const list = h("div", "murano-tt-topk");
-      for (const entry of content.top) {
-        const bar = h("span", "murano-tt-bar");
-        const fill2 = h("span", "murano-tt-bar-fill");
-        fill2.style.width = `${(entry.width * 100).toFixed(1)}%`;
-        bar.append(fill2);
-        list.append(
-          h("span", "murano-tt-rank", { title: "rank (0 = top-1)" }, `${entry.rank}`),
-          h("span", "murano-token", {}, entry.text),
-          bar,
-          h("span", "murano-tt-prob", {}, entry.prob)
-        );
-      }
-      columns.append(list);
-    }
-    const rows = h("div", "murano-tt-rows");
-    for (const row of content.rows) {
-      const label = h("span", "murano-tt-label", row.title ? { title: row.title } : {}, row.label);
-      rows.append(label, h("span", row.token ? "murano-token" : "murano-tt-value", {}, row.value));
-    }
-    columns.append(rows);
-    parts.push(columns);
-    if (content.note) parts.push(h("div", "murano-tt-note", {}, content.note));
-    this.element.replaceChildren(...parts);
-    this.element.hidden = false;
-  }
-  /**
-   * Places the shown box beside `anchor` (a rectangle in viewport coordinates).
-   * @param {Rect} anchor
-   */
-  place(anchor) {
-    const tip = this.element;
-    if (tip.hidden) return;
-    const bounds = tooltipBounds(this.root);
-    tip.classList.remove("murano-tt-wide");
-    tip.style.maxHeight = "";
-    tip.style.maxWidth = "";
-    if (tip.offsetHeight > bounds.h) {
-      tip.classList.add("murano-tt-wide");
-      tip.style.maxWidth = `${Math.max(200, bounds.w)}px`;
-    }
-    if (tip.offsetHeight > bounds.h) tip.style.maxHeight = `${bounds.h}px`;
-    placeInRoot(tip, this.root, anchor, this.obstacles(), bounds);
-  }
-};
-
-// src/heatmap/view/cell_tip.js
-function makeTooltip(view) {
-  const ui = view.ui;
-  return new TooltipView(ui.tooltip, ui.root, () => [
-    ...ui.pinEl.hidden ? [] : [rectOf(ui.pinEl.getBoundingClientRect())],
-    // The "why" panel follows the hovered cell: it is read beside the tooltip.
-    ...ui.why.panel.hidden ? [] : [rectOf(ui.why.bars.getBoundingClientRect())],
-    view.trajectory.keepVisibleRect()
-  ]);
-}
-function rectOf(r) {
-  return { x: r.left, y: r.top, w: r.width, h: r.height };
-}
-function tooltipCell(view) {
-  const s2 = view.state;
-  return s2.hover || (s2.focused ? s2.focus : null);
-}
-function tipGrid(view) {
-  if (view.beside && view.hoverGrid === 1 && view.state.hover) return { data: view.beside, layout: view.besideLayoutShown, canvas: view.ui.besideCanvas };
-  return { data: (
-    /** @type {import("../payload.js").LensData} */
-    view.data
-  ), layout: view.layout, canvas: view.ui.canvas };
-}
-function updateTooltip(view) {
-  const { data, tooltip } = view;
-  const s2 = view.state;
-  if (s2.view === "components") {
-    const c = view.components;
-    const cell2 = data && c.grid ? c.hover || (c.focused ? c.focus : null) : null;
-    const rect = cell2 && c.cellClientRect(cell2.layerIndex, cell2.position);
-    if (!cell2 || !rect) {
-      tooltip.hide();
-      return;
-    }
-    tooltip.show(c.tooltipContent(cell2), isSelected(s2.selected, s2.prompt, s2.layer, cell2.position));
-    tooltip.place(rect);
-    return;
-  }
-  const cell = data && view.layout ? tooltipCell(view) : null;
-  if (!cell || !data) {
-    tooltip.hide();
-    return;
-  }
-  const lens = tipGrid(view).data;
-  const details = cellDetails(lens, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
-  const content = tooltipModel(details, { late: view.detailsLate });
-  if (view.beside) content.title = `${lensTitle(lens)} · ${content.title}`;
-  tooltip.show(content, isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position));
-  placeTooltip2(view, cell);
-}
-function placeTooltip2(view, cell) {
-  const { tooltip } = view;
-  const { layout, canvas } = tipGrid(view);
-  if (tooltip.hidden || !layout || view.state.view === "components") return;
-  const column = columnOf(layout, cell.position);
-  if (column < 0) return;
-  const r = cellRect(layout, cell.layerIndex, column, view.scrollLeft());
-  const box = canvas.getBoundingClientRect();
-  tooltip.place({ x: box.left + r.x, y: box.top + r.y, w: r.w, h: r.h });
-}
-function tipFollowsTarget(view) {
-  return view.store.subscribe((changed) => {
-    if (changed.includes("target")) updateTooltip(view);
-  });
 }
 
 // src/heatmap/trajectory.js
@@ -6531,16 +4857,249 @@ var TrajectoryView = class {
   }
 };
 
+// src/heatmap/view/store.js
+function initialState2() {
+  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false };
+}
+function createStore(state = initialState2()) {
+  const subscribers = /* @__PURE__ */ new Set();
+  return {
+    state,
+    set(patch) {
+      const changed = [];
+      for (
+        const key of
+        /** @type {StateKey[]} */
+        Object.keys(patch)
+      ) {
+        const value = patch[key];
+        if (value === void 0 || Object.is(state[key], value)) continue;
+        state[key] = value;
+        changed.push(key);
+      }
+      if (changed.length) for (const fn of [...subscribers]) fn(changed, state);
+      return changed;
+    },
+    subscribe(fn) {
+      subscribers.add(fn);
+      return () => {
+        subscribers.delete(fn);
+      };
+    }
+  };
+}
+function sameCell(a, b) {
+  return a === b || Boolean(a && b && a.layerIndex === b.layerIndex && a.position === b.position);
+}
+
+// src/heatmap/throttle.js
+function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
+  let last = -Infinity;
+  let timer = null;
+  let pending = null;
+  const run = () => {
+    timer = null;
+    last = now();
+    const args = pending;
+    pending = null;
+    if (args) fn(...args);
+  };
+  const call = (...args) => {
+    pending = args;
+    const wait = last + ms - now();
+    if (wait <= 0 && timer === null) run();
+    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
+  };
+  call.flush = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    if (pending) run();
+  };
+  call.cancel = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    pending = null;
+  };
+  return call;
+}
+
+// src/heatmap/view/sync.js
+var SYNC_INTERVAL_MS = 100;
+function send(view, name, value) {
+  const model = view.model;
+  if (model.get(name) === value) return;
+  model.set(name, value);
+  model.save_changes();
+}
+function syncers(view) {
+  return {
+    syncPrompt: throttle((v) => send(view, "prompt", v), SYNC_INTERVAL_MS),
+    syncLayer: throttle((row) => {
+      if (view.data) send(view, "layer", view.data.layers[row]);
+    }, SYNC_INTERVAL_MS)
+  };
+}
+
+// src/heatmap/view/selection.js
+function clampCellTo(data, prompt, columns, cell) {
+  const position = clampIndex(cell.position, data.lengths[prompt]);
+  return { layerIndex: clampIndex(cell.layerIndex, data.L), position: nearestShown(columns, position) };
+}
+function clampCell(view, cell) {
+  return clampCellTo(
+    /** @type {LensData} */
+    view.data,
+    view.state.prompt,
+    shownColumns(view),
+    cell
+  );
+}
+function shownColumns(view) {
+  const data = view.data;
+  return data ? shownPositions(data, view.state.prompt, view.state.hide_template) : null;
+}
+function keyboardStart(s2, firstPosition) {
+  const sel = s2.selected;
+  return sel && sel.prompt === s2.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s2.layer, position: firstPosition };
+}
+function setSelected(view, value, sync) {
+  view.store.set({ selected: value });
+  if (sync) send(view, "selected", value);
+  showPin(view.ui, view.data, value);
+  updateTooltip(view);
+  view.updateWhy();
+  view.requestDraw();
+  view.live?.selectionChanged();
+}
+function setHover(view, cell) {
+  if (sameCell(view.state.hover, cell)) return;
+  view.store.set({ hover: cell });
+  if (cell) {
+    view.chartHover = cell;
+    view.whyHover = cell;
+    requestDetails(view);
+  }
+  updateTooltip(view);
+  view.updateWhy();
+  view.requestDraw();
+}
+function setFocus(view, cell, announceIt = true) {
+  view.store.set({ focus: cell, hover: null });
+  view.chartHover = null;
+  view.whyHover = null;
+  const { layout, ui } = view;
+  if (layout) {
+    const scroll = revealColumn(layout, ui.scroller.scrollLeft, Math.max(0, columnOf(layout, cell.position)));
+    if (scroll !== ui.scroller.scrollLeft) ui.scroller.scrollLeft = scroll;
+  }
+  if (announceIt) announce(view, cell);
+  updateTooltip(view);
+  view.requestDraw();
+  view.live?.columnChanged();
+}
+function announce(view, cell) {
+  if (!view.data) return;
+  const s2 = view.state;
+  const details = cellDetails(view.data, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
+  view.ui.readout.textContent = readoutText(details, { pinned: isSelected(s2.selected, s2.prompt, cell.layerIndex, cell.position), metric: view.shownMetric });
+}
+function togglePin(view, cell) {
+  if (!view.data) return;
+  const s2 = view.state;
+  const next = toggleSelection(s2.selected, s2.prompt, cell.layerIndex, cell.position);
+  setSelected(view, next, true);
+  view.ui.readout.textContent = next ? readoutText(cellDetails(view.data, s2.prompt, cell.layerIndex, cell.position, view.targetIndex()), { pinned: true, metric: view.shownMetric }) : "Unpinned.";
+}
+function showKeyboardFocus(view) {
+  const s2 = view.state;
+  const layout = view.layout;
+  if (!view.data || !layout) return;
+  view.store.set({ focused: true });
+  requestDetails(view);
+  if (!s2.focus) {
+    const first = Math.min(layout.nPositions - 1, Math.ceil(view.scrollLeft() / layout.cellW));
+    view.store.set({ focus: clampCell(view, keyboardStart(s2, positionAt(layout, first))) });
+  }
+  setFocus(
+    view,
+    /** @type {Cell} */
+    s2.focus
+  );
+}
+function setHideTemplate(view, hide, sync) {
+  const s2 = view.state;
+  if (sync) send(view, "hide_template", hide);
+  view.ui.hideTemplate.checked = hide;
+  if (s2.hide_template === hide) return;
+  view.store.set({ hide_template: hide, hover: null });
+  view.chartHover = null;
+  if (s2.focus) view.store.set({ focus: clampCell(view, s2.focus) });
+  if (view.data) showControls(view.ui, view.data, s2);
+  view.layoutKey = null;
+  view.relayout();
+  updateTooltip(view);
+}
+function readoutFollowsTarget(view) {
+  return view.store.subscribe((changed, s2) => {
+    if (changed.includes("target") && s2.focused && s2.focus) announce(view, clampCell(view, s2.focus));
+  });
+}
+
+// src/heatmap/view/navigation.js
+function setPrompt(view, value, sync) {
+  const { data, ui, store, components } = view;
+  if (!data) return;
+  const prompt = clampIndex(value, data.P);
+  if (sync === "throttled") view.syncPrompt(prompt);
+  if (prompt === store.state.prompt) {
+    ui.promptUi.input.value = String(prompt);
+    return;
+  }
+  store.set({ prompt, hover: null });
+  view.chartHover = null;
+  view.whyHover = null;
+  components.hover = null;
+  components.focus = null;
+  components.revealPending = true;
+  const s2 = store.state;
+  if (s2.focus) store.set({ focus: clampCell(view, s2.focus) });
+  showControls(ui, data, s2);
+  showPin(ui, data, s2.selected);
+  view.revealPending = true;
+  view.relayout();
+  updateTooltip(view);
+  view.updateWhy();
+  view.live?.promptChanged();
+}
+function setLayer(view, value, sync) {
+  const { data, ui, store } = view;
+  if (!data) return;
+  const row = clampIndex(value, data.L);
+  if (sync === "throttled") view.syncLayer(row);
+  if (row === store.state.layer) {
+    ui.layerUi.input.value = String(row);
+    return;
+  }
+  store.set({ layer: row });
+  showControls(ui, data, store.state);
+  view.relayoutComponents();
+  view.updateWhy();
+  view.requestDraw();
+}
+function setModelLayer(view, layer) {
+  if (view.data) setLayer(view, rowOfModelLayer(view.data.layers, layer), false);
+}
+
 // src/heatmap/view/chart.js
 function makeTrajectory(view, id) {
   return new TrajectoryView(view.ui.trajPanel, id, {
     onLayer: (row) => {
-      view.setLayer(row, "throttled");
+      setLayer(view, row, "throttled");
       view.syncLayer.flush();
     },
     onInteract: () => {
       if (view.detailsRequested) return;
-      view.requestDetails();
+      requestDetails(view);
       view.requestDraw();
     }
   });
@@ -6585,9 +5144,850 @@ function drawTrajectory(view) {
     detailsLate: view.detailsLate
   });
   if (view.trajectory.waiting && !view.detailsRequested) {
-    view.requestDetails();
+    requestDetails(view);
     if (view.detailsRequested) drawTrajectory(view);
   }
+}
+
+// src/heatmap/attribution.js
+var WHY_TOP = 8;
+var HEAD = /^L(\d+)\.H(\d+)$/;
+var PART = /^L(\d+)\.(attn|mlp|attn_bias)$/;
+function hasAttribution(data) {
+  return data.components.length > 0 && Boolean(data.meta.sections && data.meta.sections.contributions);
+}
+function answerAttribution(data) {
+  const specs = data.meta.sections || {};
+  if (specs.answer_token_contributions) return "cells";
+  if (specs.answer_row_contributions) return "last";
+  return null;
+}
+function hasHeads(components) {
+  return components.some((label) => HEAD.test(label));
+}
+function componentName(label, form = "short") {
+  const head = HEAD.exec(label);
+  if (head) return form === "long" ? `layer ${head[1]} head ${head[2]}` : `L${head[1]} H${head[2]}`;
+  const part = PART.exec(label);
+  if (part) {
+    const words = { attn: ["attn", "attention"], mlp: ["MLP", "MLP"], attn_bias: ["attn bias", "attention output bias"] }[part[2]] || [part[2], part[2]];
+    return form === "long" ? `layer ${part[1]} ${words[1]}` : `L${part[1]} ${words[0]}`;
+  }
+  if (label === "embed") return form === "long" ? "embeddings" : "embed";
+  return label;
+}
+function componentUnits(components, heads) {
+  const units = [];
+  const attention = /* @__PURE__ */ new Map();
+  components.forEach((label, index) => {
+    const head = HEAD.exec(label);
+    const part = PART.exec(label);
+    const layer = head ? head[1] : part && part[2] === "attn_bias" ? part[1] : null;
+    if (!heads && layer !== null) {
+      let unit = attention.get(layer);
+      if (!unit) {
+        unit = { label: `L${layer} attn`, long: `layer ${layer} attention`, members: [] };
+        attention.set(layer, unit);
+        units.push(unit);
+      }
+      unit.members.push(index);
+      return;
+    }
+    units.push({ label: componentName(label), long: componentName(label, "long"), members: [index] });
+  });
+  return units;
+}
+function unitValue2(values, unit) {
+  let sum = 0;
+  let any = false;
+  for (const i of unit.members) {
+    const v = values[i];
+    if (Number.isFinite(v)) {
+      sum += v;
+      any = true;
+    }
+  }
+  return any ? sum : NaN;
+}
+function parseExplain(data, value) {
+  if (value === "answer" && data.answerSets.length && answerAttribution(data)) return { kind: "answer" };
+  if (typeof value === "string" && value.startsWith("target:") && data.meta.sections?.target_contributions) {
+    const index = data.targets.indexOf(value.slice("target:".length));
+    if (index >= 0) return { kind: "target", index };
+  }
+  return { kind: "top1" };
+}
+function explainValue(data, explain) {
+  if (explain.kind === "target") return `target:${data.targets[explain.index]}`;
+  return explain.kind;
+}
+function explainOptions(data, show) {
+  const specs = data.meta.sections || {};
+  const set = data.answerSets[0];
+  const foiled = data.foils && data.foils.some((f) => f !== null);
+  const where = answerAttribution(data);
+  const options = [{ value: "top1", label: "the cell's top-1 token", available: true, reason: "" }];
+  options.push({
+    value: "answer",
+    label: set ? `the answer${foiled ? " against the foil" : ""}${where === "last" ? " (last position)" : ""}` : "the answer",
+    available: Boolean(set && where),
+    reason: set ? "this result has no attribution of the answer" : "no answers were given"
+  });
+  data.targets.forEach((target) => {
+    options.push({ value: `target:${target}`, label: `target ${show(target)}`, available: Boolean(specs.target_contributions), reason: "this result has no attribution of its targets" });
+  });
+  return options;
+}
+function explainedLogit(data, explain, prompt, row, position) {
+  const a = data.arrays;
+  const C = data.components.length;
+  if (!C) return null;
+  const parts = (array, at) => (
+    /** @type {Float32Array} */
+    array.subarray(at * C, at * C + C)
+  );
+  const set = data.answerSets[0];
+  const answer = explain.kind === "answer" && set ? set.answers[prompt] : null;
+  const foil = data.foils ? data.foils[prompt] : null;
+  if (explain.kind === "answer" && answerAttribution(data) === "last") {
+    const values2 = a.answer_row_contributions;
+    const bias2 = a.answer_row_bias;
+    if (answer === null || !values2 || !bias2) return null;
+    const at = lastPositionIndex(data, row, prompt);
+    return withTotal({ token: answer, foil, position: data.lengths[prompt] - 1, values: parts(values2, at), bias: bias2[at], total: NaN });
+  }
+  const idx = cellIndex(data, prompt, row, position);
+  if (isMissing(data, idx)) return null;
+  if (explain.kind === "answer") {
+    const values2 = a.answer_token_contributions;
+    const bias2 = a.answer_token_bias;
+    if (answer === null || !values2 || !bias2) return null;
+    return withTotal({ token: answer, foil, position, values: parts(values2, idx), bias: bias2[idx], total: NaN });
+  }
+  if (explain.kind === "target") {
+    const values2 = a.target_contributions;
+    const bias2 = a.target_bias;
+    if (!values2 || !bias2) return null;
+    const at = cellTargetIndex(data, prompt, row, position, explain.index);
+    return withTotal({ token: data.targets[explain.index], foil: null, position, values: parts(values2, at), bias: bias2[at], total: NaN });
+  }
+  const values = a.contributions;
+  const bias = a.contribution_bias;
+  if (!values || !bias) return null;
+  const total = a.top1_logits ? a.top1_logits[idx] : NaN;
+  return withTotal({ token: data.tokens[a.predicted_tokens[idx]] ?? "", foil: null, position, values: parts(values, idx), bias: bias[idx], total });
+}
+function nothingExplained(data, explain, prompt, position) {
+  if (explain.kind === "answer") {
+    const set = data.answerSets[0];
+    if (!set || set.answers[prompt] === null) return "this prompt has no answer";
+    if (data.foils && data.foils[prompt] === null) return "this prompt has no foil, where other prompts have one";
+    if (answerAttribution(data) === "last" && position !== data.lengths[prompt] - 1) return "the answer is explained at the prompt's last position";
+  }
+  return "this cell has no value (not finite)";
+}
+function withTotal(explained) {
+  let sum = 0;
+  let any = false;
+  for (let i = 0; i < explained.values.length; i++) {
+    const v = explained.values[i];
+    if (Number.isFinite(v)) {
+      sum += v;
+      any = true;
+    }
+  }
+  if (!any && !Number.isFinite(explained.bias)) return null;
+  const total = Number.isFinite(explained.total) ? explained.total : sum + (Number.isFinite(explained.bias) ? explained.bias : 0);
+  return { ...explained, total };
+}
+function formatLogit(value) {
+  if (!Number.isFinite(value)) return "–";
+  const text = Math.abs(value).toFixed(2);
+  if (Number(text) === 0) return "0.00";
+  return `${value < 0 ? "−" : "+"}${text}`;
+}
+function whyModel(data, { explain, prompt, row, position, heads, top = WHY_TOP, show }) {
+  const explained = explainedLogit(data, explain, prompt, row, position);
+  if (!explained) return null;
+  const units = componentUnits(data.components, heads);
+  const parts = units.map((unit) => unitValue2(explained.values, unit));
+  const held = parts.map((_, i) => i).filter((i) => Number.isFinite(parts[i]));
+  const shown = new Set([...held].sort((i, j) => Math.abs(parts[j]) - Math.abs(parts[i]) || i - j).slice(0, top));
+  const bars = held.filter((i) => shown.has(i)).map((i) => ({ kind: (
+    /** @type {const} */
+    "unit"
+  ), label: units[i].label, long: units[i].long, value: parts[i], unit: i, count: units[i].members.length }));
+  const rest = held.filter((i) => !shown.has(i));
+  if (rest.length) {
+    const value = rest.reduce((sum, i) => sum + parts[i], 0);
+    bars.push({ kind: "other", label: `other (${rest.length})`, long: `${rest.length} other components`, value, unit: -1, count: rest.length });
+  }
+  const bias = Number.isFinite(explained.bias) ? explained.bias : 0;
+  bars.push({ kind: "bias", label: "bias", long: "bias (no component: the norm's and unembedding's biases)", value: bias, unit: -1, count: 0 });
+  const scale = Math.max(1e-9, ...bars.map((b) => Math.abs(b.value)));
+  const token = show(explained.token);
+  const foil = explained.foil !== null ? show(explained.foil) : null;
+  const softcap = data.logitSoftcap !== null;
+  const totalLabel = `${foil !== null ? "logit difference" : "logit"}${softcap ? " before the soft-cap" : ""}`;
+  const what = explain.kind === "answer" ? "the answer " : explain.kind === "target" ? "target " : "";
+  const where = [rowLabel(data, row), `position ${explained.position}`];
+  if (explain.kind === "answer" && answerAttribution(data) === "last") where.push("the prompt's last");
+  const after = units.length - held.length;
+  const notes = [];
+  if (after > 0) notes.push(`Components after ${rowLabel(data, row)} have no part in it.`);
+  if (softcap) notes.push(`The model soft-caps its logits at ${data.logitSoftcap}: the parts sum to the logit before the cap.`);
+  return {
+    heading: `Why ${what}${token}${foil !== null ? ` rather than ${foil}` : ""}?`,
+    where: where.join(" · "),
+    caption: whyCaption(data, explain, explained, prompt, row, show),
+    totalLabel,
+    total: explained.total,
+    bars,
+    scale,
+    note: notes.join(" ")
+  };
+}
+function whyCaption(data, explain, explained, prompt, row, show) {
+  const token = show(explained.token);
+  const set = data.answerSets[0];
+  const several = set && (set.nTokens[prompt] ?? 1) > 1;
+  const which = explain.kind === "answer" ? `the answer ${token}${several ? " (its first token)" : ""}` : explain.kind === "target" ? `the tracked token ${token}` : `${token}, this cell's top-1 token`;
+  const logit = explained.foil !== null ? `the logit of ${which} minus that of the foil ${show(explained.foil)}` : `the logit of ${which}`;
+  const layer = data.layers[row];
+  const mid = isSublayerRow(data, row);
+  const cell = mid ? `layer ${layer} after its attention` : `layer ${layer}'s output`;
+  const column = data.offsets[prompt] + explained.position;
+  const ids = data.arrays.input_ids;
+  const input = ids && column < ids.length ? data.tokens[ids[column]] : void 0;
+  const at = `${cell}, position ${explained.position}${input !== void 0 ? ` (input ${show(input)})` : ""}`;
+  const norm = "the final norm (its scale held at this cell's value) and the unembedding";
+  const own = !mid && data.nModelLayers !== null && layer === data.nModelLayers - 1;
+  const kind = data.lensKind || "logit";
+  const lens = data.lensTitle || `${kind.charAt(0).toUpperCase()}${kind.slice(1)} lens`;
+  const readout = own ? `the model's own, as every lens reads the last layer: ${norm}` : kind === "logit" ? `${lens}: ${norm}` : `${lens}, then ${norm}`;
+  const foil = explained.foil !== null ? "Each part is the answer's share minus the foil's." : "No foil: a raw logit, so a part that raises every token alike counts too.";
+  return `Each bar is one component's direct share of ${logit}, at ${at}. Readout: ${readout}. ${foil}`;
+}
+function componentGrid(data, { explain, prompt, row, heads }) {
+  const units = componentUnits(data.components, heads);
+  const n = data.lengths[prompt];
+  const values = new Float64Array(units.length * n).fill(NaN);
+  const tokens = new Array(n).fill("");
+  let top = 0;
+  const lastOnly = explain.kind === "answer" && answerAttribution(data) === "last";
+  for (let j = 0; j < n; j++) {
+    if (lastOnly && j !== n - 1) continue;
+    const explained = explainedLogit(data, explain, prompt, row, j);
+    if (!explained) continue;
+    tokens[j] = explained.token;
+    units.forEach((unit, u) => {
+      const v = unitValue2(explained.values, unit);
+      values[u * n + j] = v;
+      if (Number.isFinite(v)) top = Math.max(top, Math.abs(v));
+    });
+  }
+  return { units, n, values, max: top > 0 ? niceCeil(top) : 1, tokens };
+}
+function partColour(value, max) {
+  const m = max > 0 ? max : 1;
+  return interpolateStops(DIVERGING_STOPS, 0.5 + 0.5 * Math.max(-1, Math.min(1, value / m)));
+}
+function componentImage(grid, columns = null) {
+  const width = columns ? columns.length : grid.n;
+  const height = grid.units.length;
+  const data = new Uint8ClampedArray(width * height * 4);
+  for (let u = 0; u < height; u++) {
+    const y = height - 1 - u;
+    for (let c = 0; c < width; c++) {
+      const j = columns ? columns[c] : c;
+      const v = grid.values[u * grid.n + j];
+      if (!Number.isFinite(v)) continue;
+      const rgb = partColour(v, grid.max);
+      const o = (y * width + c) * 4;
+      data[o] = rgb[0];
+      data[o + 1] = rgb[1];
+      data[o + 2] = rgb[2];
+      data[o + 3] = 255;
+    }
+  }
+  return { width, height, data };
+}
+
+// src/heatmap/view/components.js
+var VALUE_CHARS = 5;
+function buildComponents(id) {
+  const box = document.createElement("div");
+  box.className = "murano-components";
+  box.hidden = true;
+  const caption = document.createElement("div");
+  caption.className = "murano-comp-caption";
+  const scroller = document.createElement("div");
+  scroller.className = "murano-scroll";
+  const track = document.createElement("div");
+  track.className = "murano-track";
+  const canvas = document.createElement("canvas");
+  canvas.className = "murano-comp-canvas";
+  canvas.tabIndex = 0;
+  canvas.setAttribute("role", "application");
+  canvas.setAttribute("aria-roledescription", "component heatmap");
+  canvas.setAttribute("aria-describedby", `${id}-readout`);
+  track.append(canvas);
+  scroller.append(track);
+  box.append(caption, scroller);
+  return { box, caption, scroller, track, canvas };
+}
+function componentCaption(data, explain, row) {
+  const what = explain.kind === "answer" ? `the answer${data.foils ? " (minus the foil's)" : ""}${answerAttribution(data) === "last" ? ", at the last position" : " as each position's next token"}` : explain.kind === "target" ? `target ${displayToken(data.targets[explain.index])}` : "each position's top-1 token";
+  const cap = data.logitSoftcap !== null ? " before the soft-cap" : "";
+  return `Each component's direct part of the logit${cap} of ${what}, read at ${rowLabel(data, row)} (the layer slider). Orange raises it, blue lowers it.`;
+}
+var ComponentView = class {
+  /**
+   * @param {ComponentUi} ui
+   * @param {LensView} view
+   * @param {AbortSignal} signal
+   */
+  constructor(ui, view, signal) {
+    this.ui = ui;
+    this.view = view;
+    this.grid = null;
+    this.layout = null;
+    this.key = "";
+    this.image = null;
+    this.hover = null;
+    this.focus = null;
+    this.focused = false;
+    this.revealPending = true;
+    bindGrid(ui.canvas, this.gridApi(), signal);
+    ui.scroller.addEventListener(
+      "scroll",
+      () => {
+        if (this.hover) this.setHover(null);
+        this.draw();
+      },
+      { signal, passive: true }
+    );
+  }
+  get shown() {
+    return !this.ui.box.hidden;
+  }
+  /** Recomputes the values (what is explained, the prompt, the row or the heads changed). */
+  invalidate() {
+    this.key = "";
+  }
+  /** The grid for the view's current state (cached by what it depends on). */
+  currentGrid() {
+    const view = this.view;
+    const data = view.data;
+    if (!data) return null;
+    const s2 = view.state;
+    const explain = view.explainChoice();
+    const key = `${data.lensName}|${s2.prompt}|${s2.layer}|${JSON.stringify(explain)}|${s2.heads}|${Boolean(data.arrays.contributions)}|${s2.hide_template}`;
+    if (key !== this.key || !this.grid) {
+      this.grid = componentGrid(data, { explain, prompt: s2.prompt, row: s2.layer, heads: s2.heads });
+      this.key = key;
+      this.layout = null;
+      const columns = shownColumns(view);
+      const image = componentImage(this.grid, columns);
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.max(1, image.width);
+      canvas.height = Math.max(1, image.height);
+      if (image.width > 0 && image.height > 0) context2d(canvas).putImageData(new ImageData(image.data, image.width, image.height), 0, 0);
+      this.image = canvas;
+      this.ui.caption.textContent = componentCaption(data, explain, s2.layer);
+      if (this.hover) this.hover = this.clamp(this.hover);
+      if (this.focus) this.focus = this.clamp(this.focus);
+    }
+    return this.grid;
+  }
+  /**
+   * @param {Cell} cell
+   * @returns {Cell}
+   */
+  clamp(cell) {
+    const grid = (
+      /** @type {ComponentGrid} */
+      this.grid
+    );
+    const columns = shownColumns(this.view);
+    const last = grid.n - 1;
+    let position = Math.max(0, Math.min(last, cell.position));
+    if (columns && !columns.includes(position)) position = columns[columns.length - 1] ?? 0;
+    return { layerIndex: Math.max(0, Math.min(grid.units.length - 1, cell.layerIndex)), position };
+  }
+  /** Lays the view out for the current width, then draws it. */
+  relayout() {
+    const view = this.view;
+    const data = view.data;
+    const grid = this.currentGrid();
+    if (!this.shown || !data || !grid) return;
+    const theme = view.painter.readTheme();
+    const ctx = context2d(this.ui.canvas);
+    ctx.font = theme.labelFont;
+    const labelW = Math.ceil(Math.max(ctx.measureText("component").width, ...grid.units.map((u) => ctx.measureText(u.label).width))) + 16;
+    const columns = shownColumns(view);
+    const n = columns ? columns.length : grid.n;
+    const width = this.ui.scroller.clientWidth || view.el.clientWidth || 800;
+    let maxChars = VALUE_CHARS;
+    const offset = data.offsets[view.state.prompt];
+    for (let j = 0; j < n && maxChars < 10; j++) {
+      maxChars = Math.max(maxChars, [...view.painter.tokenText(data.arrays.input_ids[offset + (columns ? columns[j] : j)])].length);
+    }
+    this.layout = computeLayout({ nLayers: grid.units.length, nPositions: n, width, labelW, charW: theme.charW, maxChars: Math.min(10, maxChars), columns, strips: 1 });
+    this.ui.track.style.width = `${this.layout.contentW}px`;
+    this.ui.track.style.height = `${this.layout.height}px`;
+    const prompt = view.state.prompt;
+    this.ui.canvas.setAttribute(
+      "aria-label",
+      `Component view: ${grid.units.length} components (the embeddings at the bottom, the last layer's MLP at the top) by ${n} tokens of ${promptName(prompt)}, colour the direct part of the logit read at ${rowLabel(data, view.state.layer)}. Arrow keys move between cells, Enter pins the position, Escape unpins.`
+    );
+    if (this.revealPending && this.ui.scroller.clientWidth > 0) {
+      const sel = view.state.selected;
+      const position = sel && sel.prompt === prompt ? sel.position : data.lengths[prompt] - 1;
+      this.ui.scroller.scrollLeft = revealColumn(this.layout, 0, Math.max(0, columnOf(this.layout, position)));
+      this.revealPending = false;
+    }
+    this.draw();
+  }
+  scrollLeft() {
+    return this.layout ? clampScroll(this.layout, this.ui.scroller.scrollLeft) : 0;
+  }
+  /** Draws the visible columns, their labels, the input tokens and the marks. */
+  draw() {
+    const view = this.view;
+    const data = view.data;
+    const grid = this.grid;
+    const layout = this.layout;
+    if (!this.shown || !data || !grid || !layout || !this.image) return;
+    const theme = view.painter.readTheme();
+    const canvas = this.ui.canvas;
+    const dpr = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(layout.width * dpr) || canvas.height !== Math.round(layout.height * dpr)) {
+      canvas.width = Math.round(layout.width * dpr);
+      canvas.height = Math.round(layout.height * dpr);
+      canvas.style.width = `${layout.width}px`;
+      canvas.style.height = `${layout.height}px`;
+    }
+    const ctx = context2d(canvas);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, layout.width, layout.height);
+    ctx.direction = "ltr";
+    const scroll = this.scrollLeft();
+    const [c0, c1] = visibleColumns(layout, scroll);
+    const { cellW, rowH, heatY, heatH, labelW, inputY, stripH } = layout;
+    const U = grid.units.length;
+    const x0 = columnX(layout, c0, scroll);
+    const span = (c1 - c0) * cellW;
+    const columns = layout.columns;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(labelW, 0, layout.width - labelW, layout.height);
+    ctx.clip();
+    const hatch = hatchPattern(ctx, theme.hatch);
+    if (hatch) {
+      ctx.fillStyle = hatch;
+      ctx.fillRect(x0, heatY, span, heatH);
+    }
+    if (c1 > c0) {
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(this.image, c0, 0, c1 - c0, U, x0, heatY, span, heatH);
+    }
+    ctx.fillStyle = theme.grid;
+    if (cellW >= 10) for (let j = c0; j <= c1; j++) ctx.fillRect(columnX(layout, j, scroll) - 0.5, heatY, 1, heatH);
+    if (rowH >= 9) for (let r = 1; r < U; r++) ctx.fillRect(x0, heatY + r * rowH - 0.5, span, 1);
+    if (layout.showCellText) {
+      ctx.font = theme.cellFont;
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      for (let u = 0; u < U; u++) {
+        const y = heatY + (U - 1 - u) * rowH;
+        for (let j = c0; j < c1; j++) {
+          const p = columns ? columns[j] : j;
+          const v = grid.values[u * grid.n + p];
+          if (!Number.isFinite(v)) continue;
+          ctx.fillStyle = textColourOn(partColour(v, grid.max));
+          ctx.fillText(cellValue(v), columnX(layout, j, scroll) + cellW / 2, y + rowH / 2 + 0.5);
+        }
+      }
+    }
+    ctx.fillStyle = theme.stripBg;
+    ctx.fillRect(x0, inputY, span, stripH);
+    ctx.font = theme.cellFont;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.fillStyle = theme.fg;
+    const offset = data.offsets[view.state.prompt];
+    for (let j = c0; j < c1; j++) {
+      const p = columns ? columns[j] : j;
+      const text = isolateLtr(truncateText(view.painter.tokenText(data.arrays.input_ids[offset + p]), layout.cellChars));
+      ctx.fillText(text, columnX(layout, j, scroll) + cellW / 2, inputY + stripH / 2 + 0.5);
+    }
+    ctx.font = theme.axisFont;
+    ctx.fillStyle = theme.muted;
+    ctx.textBaseline = "alphabetic";
+    const stride = niceCeil(Math.max(1, 28 / cellW));
+    for (let j = c0 - c0 % stride; j < c1; j += stride) {
+      ctx.fillText(String(columns ? columns[j] : j), columnX(layout, j, scroll) + cellW / 2, heatY - 4);
+    }
+    this.drawMarks(ctx, layout, scroll, c0, c1);
+    ctx.restore();
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    ctx.font = theme.labelFont;
+    ctx.fillStyle = theme.muted;
+    const every = labelStride(rowH, 12);
+    for (let u = 0; u < U; u++) {
+      if (every > 1 && u % every !== 0) continue;
+      ctx.fillText(grid.units[u].label, labelW - 8, heatY + (U - 1 - u) * rowH + rowH / 2 + 0.5);
+    }
+    ctx.fillText("input", labelW - 8, inputY + stripH / 2 + 0.5);
+    ctx.font = theme.axisFont;
+    ctx.textBaseline = "alphabetic";
+    ctx.fillText("component", labelW - 8, heatY - 4);
+  }
+  /**
+   * The pinned position's column, the hovered and the focused cell.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {Layout} layout
+   * @param {number} scroll
+   * @param {number} c0
+   * @param {number} c1
+   */
+  drawMarks(ctx, layout, scroll, c0, c1) {
+    const theme = this.view.painter.readTheme();
+    const s2 = this.view.state;
+    const box = (column, y, h2, style, width, dash = []) => {
+      if (column < c0 || column >= c1) return;
+      const x = columnX(layout, column, scroll);
+      ctx.strokeStyle = style;
+      ctx.lineWidth = width;
+      ctx.setLineDash(dash);
+      ctx.strokeRect(x + width / 2, y + width / 2, layout.cellW - width, h2 - width);
+      ctx.setLineDash([]);
+    };
+    const sel = s2.selected;
+    if (sel && sel.prompt === s2.prompt && sel.layer_index === s2.layer) {
+      const column = columnOf(layout, sel.position);
+      box(column, layout.heatY, layout.heatH, theme.bg, 4);
+      box(column, layout.heatY, layout.heatH, theme.fg, 2);
+    }
+    const outline = (cell, style, width, dash) => {
+      if (!cell) return;
+      const r = cellRect(layout, cell.layerIndex, columnOf(layout, cell.position), scroll);
+      box(columnOf(layout, cell.position), r.y, r.h, style, width, dash);
+    };
+    outline(this.hover, theme.fg, 1);
+    outline(this.focused ? this.focus : null, theme.focus, 2, [3, 2]);
+  }
+  /**
+   * The cell under a pointer event.
+   * @param {MouseEvent} event
+   * @returns {Cell | null}
+   */
+  cellAt(event) {
+    if (!this.layout) return null;
+    const rect = this.ui.canvas.getBoundingClientRect();
+    const hit = hitTest(this.layout, event.clientX - rect.left, event.clientY - rect.top, this.scrollLeft(), 0);
+    return hit && hit.area === "cells" ? { layerIndex: hit.layerIndex, position: positionAt(this.layout, hit.position) } : null;
+  }
+  /** @param {Cell | null} cell */
+  setHover(cell) {
+    const old = this.hover;
+    if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
+    this.hover = cell;
+    this.view.componentCellChanged(cell);
+    this.draw();
+  }
+  /** @param {Cell} cell */
+  setFocus(cell) {
+    this.focus = cell;
+    this.hover = null;
+    if (this.layout) {
+      const scroll = revealColumn(this.layout, this.ui.scroller.scrollLeft, Math.max(0, columnOf(this.layout, cell.position)));
+      if (scroll !== this.ui.scroller.scrollLeft) this.ui.scroller.scrollLeft = scroll;
+    }
+    this.view.ui.readout.textContent = this.readout(cell);
+    this.view.componentCellChanged(cell);
+    this.draw();
+  }
+  /**
+   * One sentence about a cell for the aria-live readout.
+   * @param {Cell} cell
+   */
+  readout(cell) {
+    const view = this.view;
+    const data = view.data;
+    const grid = this.grid;
+    if (!data || !grid) return "";
+    const unit = grid.units[cell.layerIndex];
+    const v = grid.values[cell.layerIndex * grid.n + cell.position];
+    const input = displayToken(data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "");
+    const token = grid.tokens[cell.position];
+    const row = rowLabel(data, view.state.layer);
+    const foil = view.explainChoice().kind === "answer" && data.foils ? data.foils[view.state.prompt] : null;
+    const logit = `the logit of ${displayToken(token)}${foil !== null ? ` minus that of ${displayToken(foil)}` : ""}`;
+    const value = Number.isFinite(v) ? `${formatLogit(v)} to ${logit} at ${row}` : `no part at ${row}`;
+    return `${unit.long[0].toUpperCase()}${unit.long.slice(1)}, position ${cell.position}, input ${input}: ${value}.`;
+  }
+  /**
+   * The cell's tooltip as `TooltipView` takes it.
+   * @param {Cell} cell
+   * @returns {import("../details.js").TooltipContent}
+   */
+  tooltipContent(cell) {
+    const view = this.view;
+    const data = (
+      /** @type {import("../payload.js").LensData} */
+      view.data
+    );
+    const grid = (
+      /** @type {ComponentGrid} */
+      this.grid
+    );
+    const unit = grid.units[cell.layerIndex];
+    const v = grid.values[cell.layerIndex * grid.n + cell.position];
+    const input = data.tokens[data.arrays.input_ids[data.offsets[view.state.prompt] + cell.position]] ?? "";
+    const token = grid.tokens[cell.position];
+    const rows = [{ label: "input", value: displayToken(input), token: true }];
+    if (token) rows.push({ label: "explained", value: displayToken(token), token: true });
+    rows.push({ label: "read at", value: rowLabel(data, view.state.layer), token: false });
+    rows.push({ label: "part of the logit", value: formatLogit(v), token: false });
+    const note = Number.isFinite(v) ? "" : token ? `No part: ${unit.label} comes after ${rowLabel(data, view.state.layer)}.` : `Nothing explained here: ${nothingExplained(data, view.explainChoice(), view.state.prompt, cell.position)}.`;
+    return { title: `${unit.label} · position ${cell.position}`, badge: "", rows, top: [], note };
+  }
+  /**
+   * The rectangle (viewport coordinates) of a cell, for the tooltip and the tests.
+   * @param {number} unit
+   * @param {number} position
+   */
+  cellClientRect(unit, position) {
+    if (!this.layout) return null;
+    const column = columnOf(this.layout, position);
+    if (column < 0) return null;
+    const r = cellRect(this.layout, unit, column, this.scrollLeft());
+    const c = this.ui.canvas.getBoundingClientRect();
+    return { x: c.left + r.x, y: c.top + r.y, w: r.w, h: r.h };
+  }
+  /** @returns {Grid} */
+  gridApi() {
+    const self = this;
+    const view = this.view;
+    return {
+      get ready() {
+        return Boolean(view.data && self.grid && self.layout);
+      },
+      get focus() {
+        return self.focus;
+      },
+      set focus(cell) {
+        self.focus = cell;
+      },
+      get focused() {
+        return self.focused;
+      },
+      set focused(value) {
+        self.focused = value;
+      },
+      get pinned() {
+        return Boolean(view.state.selected);
+      },
+      cellAt: (event) => self.cellAt(event),
+      setHover: (cell) => self.setHover(cell),
+      setFocus: (cell) => self.setFocus(cell),
+      move: (cell, key) => {
+        const layout = self.layout;
+        if (!layout) return null;
+        const column = Math.max(0, columnOf(layout, cell.position));
+        const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, layout.nLayers, layout.nPositions);
+        return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
+      },
+      togglePin: (cell) => togglePin(view, { layerIndex: view.state.layer, position: cell.position }),
+      unpin: () => {
+        setSelected(view, null, true);
+        view.ui.readout.textContent = "Unpinned.";
+      },
+      showKeyboardFocus: () => {
+        if (!self.layout || !self.grid) return;
+        self.focused = true;
+        if (!self.focus) {
+          const s2 = view.state;
+          const sel = s2.selected;
+          const position = sel && sel.prompt === s2.prompt ? sel.position : (view.data?.lengths[s2.prompt] ?? 1) - 1;
+          self.focus = self.clamp({ layerIndex: self.grid.units.length - 1, position });
+        }
+        self.setFocus(self.focus);
+      },
+      blurred: () => {
+        view.componentCellChanged(null);
+        self.draw();
+      }
+    };
+  }
+};
+function cellValue(v) {
+  const text = Math.abs(v).toFixed(1);
+  if (Number(text) === 0) return "0.0";
+  return `${v < 0 ? "−" : "+"}${text}`;
+}
+
+// src/heatmap/side_by_side.js
+function besideLens(lenses, shown, wanted) {
+  if (typeof wanted !== "string" || !wanted || wanted === shown) return null;
+  return lenses.find((lens) => lens.lensName === wanted) || null;
+}
+function besideOptions(lenses, shown, title) {
+  return [
+    { value: "", label: "none (one grid)" },
+    ...lenses.filter((lens) => lens.lensName !== shown).map((lens) => ({ value: lens.lensName, label: lensMenuText(lens.lensName, title(lens)) }))
+  ];
+}
+function besideAfterSwitch(previous, next, beside) {
+  return beside && beside === next ? previous : beside;
+}
+function besideMetric(beside, metric) {
+  return metricAvailable(beside, metric) ? metric : null;
+}
+function sharedDomain(a, b, metric) {
+  const own = metricDomain(a, metric);
+  if (!b || !metricSpec(b, metric) || !metricAvailable(b, metric)) return own;
+  const other = metricDomain(b, metric);
+  return { min: Math.min(own.min, other.min), max: Math.max(own.max, other.max), log: own.log };
+}
+function gridCaption(data, title, coloured) {
+  const text = lensMenuText(data.lensName, title);
+  return coloured ? text : `${text}: no values of this colouring under this lens`;
+}
+
+// src/heatmap/view/grid.js
+function eventCell(view, event) {
+  if (!view.layout) return null;
+  const rect = view.ui.canvas.getBoundingClientRect();
+  const hit = hitTest(view.layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
+  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(view.layout, hit.position) } : null;
+}
+function heatmapGrid(view) {
+  return {
+    get ready() {
+      return Boolean(view.data);
+    },
+    get focus() {
+      return view.state.focus;
+    },
+    set focus(cell) {
+      view.store.set({ focus: cell });
+    },
+    get focused() {
+      return view.state.focused;
+    },
+    set focused(value) {
+      view.store.set({ focused: value });
+    },
+    get pinned() {
+      return Boolean(view.state.selected);
+    },
+    cellAt: (event) => eventCell(view, event),
+    setHover: (cell) => {
+      const moved = view.hoverGrid !== 0;
+      view.hoverGrid = 0;
+      setHover(view, cell);
+      if (moved) updateTooltip(view);
+    },
+    setFocus: (cell) => setFocus(view, cell),
+    move: (cell, key) => {
+      const layout = view.layout;
+      if (!layout || !view.data) return null;
+      const column = Math.max(0, columnOf(layout, cell.position));
+      const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, view.data.L, layout.nPositions);
+      return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
+    },
+    togglePin: (cell) => togglePin(view, cell),
+    unpin: () => {
+      setSelected(view, null, true);
+      view.ui.readout.textContent = "Unpinned.";
+    },
+    showKeyboardFocus: () => showKeyboardFocus(view),
+    blurred: () => {
+      updateTooltip(view);
+      view.requestDraw();
+    }
+  };
+}
+
+// src/heatmap/view/beside.js
+function showBeside(view) {
+  const { ui, data } = view;
+  const s2 = view.state;
+  const beside = data ? besideLens(view.lenses, data.lensName, s2.lens_beside) : null;
+  if (beside !== view.beside) {
+    view.beside = beside;
+    if (beside) view.besidePainter.setData(beside);
+    view.layoutKey = null;
+  }
+  ui.besideLabel.hidden = view.lenses.length < 2;
+  const options = data ? besideOptions(view.lenses, data.lensName, lensTitle) : [];
+  const key = options.map((o) => `${o.value}\0${o.label}`).join("");
+  if (ui.besideSelect.dataset.key !== key) {
+    ui.besideSelect.replaceChildren(...options.map((o) => h("option", "", { value: o.value }, o.label)));
+    ui.besideSelect.dataset.key = key;
+  }
+  ui.besideSelect.value = beside ? beside.lensName : "";
+  ui.root.classList.toggle("murano-two-grids", Boolean(beside));
+  ui.gridCaption.hidden = !beside;
+  ui.besideCaption.hidden = !beside;
+  ui.besideCanvas.hidden = !beside;
+  showCaptions(view);
+}
+function showCaptions(view) {
+  const { ui, data, beside } = view;
+  if (!data || !beside) return;
+  ui.gridCaption.textContent = gridCaption(data, lensTitle(data), true);
+  ui.besideCaption.textContent = gridCaption(beside, lensTitle(beside), besideMetric(beside, view.shownMetric) !== null);
+  ui.besideCanvas.setAttribute("aria-label", `${lensTitle(beside)} heatmap, beside the ${lensTitle(data)}: the same cells, the same cursor`);
+}
+function setBeside(view, value, sync) {
+  const name = typeof value === "string" && (value === "" || view.lenses.some((lens) => lens.lensName === value)) ? value : view.state.lens_beside;
+  if (sync && name === value) send(view, "lens_beside", name);
+  view.store.set({ lens_beside: name });
+  showBeside(view);
+  view.refreshMetric();
+  view.relayout();
+  updateTooltip(view);
+}
+function gridDomain(view) {
+  const { data, beside } = view;
+  if (!data || !beside) return null;
+  return sharedDomain(data, beside, view.shownMetric);
+}
+function besideLayout(layout, beside, compute) {
+  if (beside.L === layout.nLayers) return layout;
+  return compute({ nLayers: beside.L, nPositions: layout.nPositions, width: layout.width, labelW: layout.labelW, charW: layout.charW, maxChars: layout.cellChars, columns: layout.columns, cellW: layout.cellW, rowH: layout.rowH });
+}
+function drawBeside(view, scene, scroll) {
+  const { beside, besideLayoutShown } = view;
+  if (!beside || !besideLayoutShown) return;
+  const metric = besideMetric(beside, scene.metric);
+  view.besidePainter.draw(besideLayoutShown, { ...scene, metric: metric ?? scene.metric, loading: scene.loading || metric === null }, scroll);
+}
+function besideEventCell(view, event) {
+  const layout = view.besideLayoutShown;
+  if (!layout) return null;
+  const rect = view.ui.besideCanvas.getBoundingClientRect();
+  const hit = hitTest(layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
+  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(layout, hit.position) } : null;
+}
+function besideGrid(view) {
+  const grid = heatmapGrid(view);
+  return Object.defineProperties(grid, {
+    cellAt: { value: (event) => besideEventCell(view, event) },
+    setHover: {
+      value: (cell) => {
+        const moved = view.hoverGrid !== 1;
+        view.hoverGrid = 1;
+        setHover(view, cell);
+        if (moved) updateTooltip(view);
+      }
+    }
+  });
 }
 
 // src/heatmap/view/debug.js
@@ -6730,32 +6130,617 @@ function debugApi(view) {
     cellDetails: (layerIndex, position) => view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position, view.targetIndex()) : null,
     drawNow: () => view.relayout(),
     /** @param {boolean} hide as the control does: the `hide_template` trait follows */
-    setHideTemplate: (hide) => view.setHideTemplate(hide, true),
+    setHideTemplate: (hide) => setHideTemplate(view, hide, true),
     /** @returns {Promise<number>} the duration of the next draw */
     nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve))
   };
 }
 
-// src/heatmap/view/details_request.js
-function requestDetails(view) {
-  const { data, model } = view;
-  if (view.detailsRequested || !data) return;
-  if (!detailsPending(data)) return;
-  view.detailsRequested = true;
-  if (!model.get("_details")) {
-    model.set("_details", true);
-    model.save_changes();
-  }
-  if (typeof model.send !== "function") view.detailsLate = true;
-  else view.detailsTimer = setTimeout(() => detailsOverdue(view), DETAILS_TIMEOUT_MS);
+// src/heatmap/view/why.js
+function buildWhy() {
+  const panel = h("section", "murano-why", { hidden: "", "aria-label": "Why: the components that wrote the logit" });
+  const head = h("div", "murano-why-head");
+  const title = h("span", "murano-why-title murano-token", {}, "Why");
+  const where = h("span", "murano-why-where");
+  const explainLabel = h("label", "murano-why-explain");
+  explainLabel.append(h("span", "murano-label", {}, "Explain"));
+  const explainSelect = h("select", "murano-why-select", { "aria-label": "What the why panel and the component view explain" });
+  explainLabel.append(explainSelect);
+  const headsLabel = h("label", "murano-why-heads", { hidden: "" });
+  const heads = h("input", "murano-why-heads-box", { type: "checkbox" });
+  headsLabel.append(heads, h("span", "", {}, "split attention into heads"));
+  head.append(title, where, explainLabel, headsLabel);
+  const caption = h("p", "murano-why-caption");
+  const bars = h("div", "murano-why-bars", { role: "list", "aria-label": "Parts of the logit, in model order" });
+  const total = h("div", "murano-why-total");
+  const totalLabel = h("span", "murano-why-total-label", {}, "logit");
+  const totalValue = h("span", "murano-why-total-value");
+  total.append(totalLabel, totalValue);
+  const note = h("div", "murano-why-note");
+  panel.append(head, caption, bars, total, note);
+  return { panel, title, where, caption, explainSelect, headsLabel, heads, bars, total, totalLabel, totalValue, note };
 }
-function detailsOverdue(view) {
+function showExplainMenu(ui, options, value) {
+  ui.explainSelect.replaceChildren(
+    ...options.map((option) => {
+      const text = option.available ? option.label : `${option.label} (${option.reason})`;
+      const element = h("option", "", { value: option.value }, text);
+      element.disabled = !option.available;
+      return element;
+    })
+  );
+  ui.explainSelect.value = value;
+}
+function showWhy(ui, model, { message = "", current = -1 } = {}) {
+  if (!model) {
+    ui.title.textContent = "Why";
+    ui.where.textContent = "";
+    ui.caption.textContent = "";
+    ui.caption.hidden = true;
+    ui.bars.replaceChildren();
+    ui.total.hidden = true;
+    ui.note.textContent = message;
+    ui.note.hidden = !message;
+    return;
+  }
+  ui.title.textContent = model.heading;
+  ui.where.textContent = model.where;
+  ui.caption.textContent = model.caption;
+  ui.caption.hidden = false;
+  const scale = model.scale > 0 ? model.scale : 1;
+  ui.bars.replaceChildren(
+    ...model.bars.map((bar) => {
+      const text = formatLogit(bar.value);
+      const row = h("div", `murano-why-row murano-why-${bar.kind}`, {
+        role: "listitem",
+        "aria-label": `${bar.long}: ${text}`,
+        "data-kind": bar.kind,
+        "data-label": bar.label,
+        "data-value": String(bar.value)
+      });
+      if (bar.unit >= 0 && bar.unit === current) row.classList.add("murano-why-current");
+      const track = h("span", "murano-why-bar", { "aria-hidden": "true" });
+      const fill2 = h("span", `murano-why-fill ${bar.value < 0 ? "murano-why-neg" : "murano-why-pos"}`);
+      const half = Math.abs(bar.value) / scale * 50;
+      fill2.style.width = `${half.toFixed(2)}%`;
+      fill2.style.left = `${(bar.value < 0 ? 50 - half : 50).toFixed(2)}%`;
+      track.append(fill2);
+      row.append(h("span", "murano-why-label", {}, bar.label), track, h("span", "murano-why-value", {}, text));
+      return row;
+    })
+  );
+  ui.total.hidden = false;
+  ui.totalLabel.textContent = model.totalLabel;
+  ui.totalValue.textContent = formatLogit(model.total);
+  ui.totalValue.setAttribute("data-value", String(model.total));
+  ui.note.textContent = model.note;
+  ui.note.hidden = !model.note;
+}
+
+// src/heatmap/view/dom.js
+var LAYER_HINT = "highlighted row; its predictions appear under the tokens";
+var READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
+function buildDom(el, id) {
+  const root = h("div", "murano-root", { role: "group", "aria-label": "Logit lens" });
+  const header = h("div", "murano-header");
+  const titleEl = h("span", "murano-title", {}, "Logit lens");
+  const modelEl = h("span", "murano-model");
+  const dimsEl = h("span", "murano-dims");
+  const metricLabel2 = h("label", "murano-metric");
+  metricLabel2.append(h("span", "murano-label", {}, "Colour"));
+  const metricSelect = h("select", "murano-select", { "aria-label": "Colour cells by" });
+  metricLabel2.append(metricSelect);
+  const targetLabel = h("label", "murano-target", { hidden: "" });
+  targetLabel.append(h("span", "murano-label", {}, "Token"));
+  const targetSelect = h("select", "murano-target-select", { "aria-label": "Tracked token shown" });
+  targetLabel.append(targetSelect);
+  const lensLabel = h("label", "murano-lens", { hidden: "" });
+  lensLabel.append(h("span", "murano-label", {}, "Lens"));
+  const lensSelect = h("select", "murano-lens-select", { "aria-label": "Lens shown" });
+  lensLabel.append(lensSelect);
+  const besideLabel = h("label", "murano-beside", { hidden: "" });
+  besideLabel.append(h("span", "murano-label", {}, "beside"));
+  const besideSelect = h("select", "murano-beside-select", { "aria-label": "Lens drawn as a second grid" });
+  besideLabel.append(besideSelect);
+  const viewLabel = h("label", "murano-view", { hidden: "" });
+  viewLabel.append(h("span", "murano-label", {}, "View"));
+  const viewSelect = h("select", "murano-view-select", { "aria-label": "View" });
+  viewSelect.append(
+    h("option", "", { value: "layers", title: "The heatmap: rows are layers" }, "layers"),
+    h("option", "", { value: "components", title: "Rows are the model's components, colour each one's direct part of the explained logit" }, "components")
+  );
+  viewLabel.append(viewSelect);
+  const colourGroup = h("div", "murano-colour");
+  colourGroup.append(metricLabel2, targetLabel);
+  header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel, besideLabel);
+  const controls = h("div", "murano-controls");
+  const slider = (name, label, accessibleName) => {
+    const row = h("div", `murano-control murano-${name}-control`);
+    const labelEl = h("label", "murano-label", { for: `${id}-${name}` }, label);
+    const input = h("input", "murano-slider", { type: "range", id: `${id}-${name}`, min: 0, max: 0, step: 1, value: 0, "aria-label": accessibleName });
+    const output = h("output", "murano-value", { for: `${id}-${name}` });
+    const extra = h("span", `murano-${name}-text`);
+    row.append(labelEl, input, output, extra);
+    controls.append(row);
+    return { row, label: labelEl, input, output, extra };
+  };
+  const promptUi = slider("prompt", "Prompt", "Prompt shown");
+  const hideTemplateLabel = h("label", "murano-hide-template", { hidden: "" });
+  const hideTemplate = h("input", "murano-hide-template-box", { type: "checkbox" });
+  hideTemplateLabel.append(hideTemplate, h("span", "", {}, "hide chat-template tokens"));
+  const layerUi = slider("layer", "Layer", "Layer highlighted");
+  layerUi.extra.textContent = LAYER_HINT;
+  controls.append(hideTemplateLabel);
+  const body = h("div", "murano-heatmap");
+  const scroller = h("div", "murano-scroll");
+  const track = h("div", "murano-track");
+  const canvas = h("canvas", "murano-canvas", {
+    tabindex: 0,
+    role: "application",
+    "aria-roledescription": "heatmap",
+    "aria-describedby": `${id}-readout`
+  });
+  const gridCaption2 = h("div", "murano-grid-caption", { hidden: "" });
+  const besideCaption = h("div", "murano-grid-caption", { hidden: "" });
+  const besideCanvas = h("canvas", "murano-canvas-beside", { role: "img", hidden: "" });
+  track.append(gridCaption2, canvas, besideCaption, besideCanvas);
+  scroller.append(track);
+  body.append(scroller);
+  const trajPanel = h("div", "murano-trajectory", { role: "group", "aria-label": "Trajectory across layers of the chosen column" });
+  const comp = buildComponents(id);
+  const main = h("div", "murano-main");
+  const left = h("div", "murano-left");
+  main.append(left, trajPanel);
+  const why = buildWhy();
+  const tooltip = h("div", "murano-tooltip", { role: "tooltip", id: `${id}-tooltip`, hidden: "" });
+  const footer = h("div", "murano-footer");
+  const legend = h("div", "murano-legend");
+  const legendTitle = h("span", "murano-legend-title");
+  const scale = h("span", "murano-legend-scale");
+  const legendBar = h("canvas", "murano-legend-bar", { width: 256, height: 1, "aria-hidden": "true" });
+  const legendTicks2 = h("span", "murano-legend-ticks", { "aria-hidden": "true" });
+  scale.append(legendBar, legendTicks2);
+  const legendChange = h("span", "murano-legend-change", { role: "status", hidden: "" });
+  const settledKey = h("span", "murano-key murano-key-settled");
+  settledKey.append(h("span", "murano-key-dot", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = final prediction"));
+  const missingKey = h("span", "murano-key murano-key-missing", { hidden: "" });
+  missingKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no value (not finite)"));
+  const answerKey = h("span", "murano-key murano-key-answer", { hidden: "" });
+  answerKey.append(h("span", "murano-key-corner", { "aria-hidden": "true" }), h("span", "", {}, "top-1 = the answer"));
+  const generatedKey = h("span", "murano-key murano-key-generated", { hidden: "" });
+  generatedKey.append(h("span", "murano-key-rule", { "aria-hidden": "true" }), h("span", "", {}, "generated from here (italic tokens)"));
+  const roleKeys = h("span", "murano-role-keys", { hidden: "" });
+  const compKey = h("span", "murano-key murano-key-comp", { hidden: "" });
+  compKey.append(h("span", "murano-key-hatch", { "aria-hidden": "true" }), h("span", "", {}, "no part (after the row read), or nothing explained"));
+  legend.append(legendTitle, scale, legendChange, settledKey, answerKey, missingKey, generatedKey, roleKeys, compKey);
+  const pinEl = h("span", "murano-pin", { hidden: "" });
+  const pinText = h("span", "murano-pin-text");
+  const unpinButton = h("button", "murano-unpin", { type: "button", "aria-label": "Unpin the cell", title: "Unpin" }, "×");
+  pinEl.append(pinText, unpinButton);
+  const readout = h("div", "murano-readout", { id: `${id}-readout`, role: "status", "aria-live": "polite" }, READOUT_HINT);
+  footer.append(legend, pinEl, readout);
+  left.append(body, comp.box, footer);
+  const errorEl = h("div", "murano-error", { role: "alert", hidden: "" });
+  const live = buildLive(id);
+  root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, errorEl, tooltip);
+  el.append(root);
+  return {
+    root,
+    titleEl,
+    modelEl,
+    dimsEl,
+    lensLabel,
+    lensSelect,
+    besideLabel,
+    besideSelect,
+    gridCaption: gridCaption2,
+    besideCaption,
+    besideCanvas,
+    metricSelect,
+    targetLabel,
+    targetSelect,
+    viewLabel,
+    viewSelect,
+    comp,
+    why,
+    compKey,
+    promptUi,
+    layerUi,
+    main,
+    left,
+    body,
+    trajPanel,
+    scroller,
+    track,
+    canvas,
+    tooltip,
+    legendTitle,
+    legendBar,
+    legendTicks: legendTicks2,
+    legendChange,
+    missingKey,
+    settledKey,
+    answerKey,
+    generatedKey,
+    roleKeys,
+    hideTemplateLabel,
+    hideTemplate,
+    pinEl,
+    pinText,
+    unpinButton,
+    readout,
+    errorEl,
+    live
+  };
+}
+
+// src/heatmap/view/metric.js
+function followKey(data, metric, target) {
+  const spec = data ? metricSpec(data, metric) : void 0;
+  return spec && spec.perTarget && target ? `${metric}\0${target}` : "";
+}
+function setMetric(view, value, sync) {
   const data = view.data;
-  if (!data || !detailsPending(data)) return;
-  view.detailsLate = true;
-  view.updateTooltip();
-  view.updateWhy();
-  view.drawTrajectory();
+  if (!data) return;
+  const metric = resolveMetric(data, value);
+  if (sync) send(view, "metric", metric);
+  view.ui.metricSelect.value = metric;
+  view.store.set({ metric });
+}
+function setTarget(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  if (!sync && typeof value === "string" && value && !data.targets.includes(value)) return;
+  const target = resolveTarget(data, value);
+  if (sync) send(view, "target", target);
+  view.ui.targetSelect.value = target;
+  view.store.set({ target });
+}
+function followMetric(view) {
+  return view.store.subscribe((changed) => {
+    if (!changed.includes("metric") && !changed.includes("target")) return;
+    refreshMetric(view);
+    followTarget(view);
+  });
+}
+function targetIndex2(view) {
+  return view.data ? targetIndex(view.data, view.state.target) : 0;
+}
+function followTarget(view) {
+  const data = view.data;
+  const s2 = view.state;
+  const key = followKey(data, s2.metric, s2.target);
+  if (key === view.followedTarget) return;
+  view.followedTarget = key;
+  if (!key || !data) return;
+  view.trajectory.toggled.set(`target:${data.targets.indexOf(s2.target)}`, true);
+  view.trajectory.rerender();
+  requestDetails(view);
+}
+function refreshMetric(view) {
+  const { data, ui } = view;
+  if (!data) return;
+  const s2 = view.state;
+  const available = metricAvailable(data, s2.metric);
+  if (available) view.shownMetric = s2.metric;
+  else requestDetails(view);
+  ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
+  showTargetMenu(ui, data, s2.metric, s2.target);
+  if (s2.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
+  else showLegend(ui, data, view.shownMetric, s2.metric, targetIndex2(view), gridDomain(view));
+  showCaptions(view);
+  if (view.scaleNote && view.scaleNote.metric !== view.shownMetric) view.scaleNote = null;
+  const note = s2.view === "components" || !view.scaleNote ? "" : view.scaleNote.text;
+  ui.legendChange.textContent = note;
+  ui.legendChange.hidden = !note;
+}
+
+// src/heatmap/view/explain.js
+function whyCellOf(data, s2, pointed) {
+  if (s2.view === "components") {
+    const c = pointed.components;
+    const cell = c.hover || (c.focused ? c.focus : null);
+    if (cell) return { row: s2.layer, position: cell.position, unit: cell.layerIndex, source: c.hover ? "hover" : "focus" };
+  } else {
+    const hover = s2.hover || pointed.whyHover;
+    if (hover) return { row: hover.layerIndex, position: hover.position, unit: -1, source: "hover" };
+    if (s2.focused && s2.focus) return { row: s2.focus.layerIndex, position: s2.focus.position, unit: -1, source: "focus" };
+  }
+  const sel = s2.selected;
+  if (sel && sel.prompt === s2.prompt && sel.layer_index < data.L && sel.position < data.lengths[s2.prompt]) {
+    return { row: sel.layer_index, position: sel.position, unit: -1, source: "pinned" };
+  }
+  return { row: s2.layer, position: data.lengths[s2.prompt] - 1, unit: -1, source: "default" };
+}
+function whyCell(view) {
+  return view.data ? whyCellOf(view.data, view.state, { whyHover: view.whyHover, components: view.components }) : null;
+}
+function explainChoice(view) {
+  return view.data ? parseExplain(view.data, view.state.explain) : (
+    /** @type {const} */
+    { kind: "top1" }
+  );
+}
+function showAttribution(view) {
+  const { data, ui, store } = view;
+  if (!data) return;
+  const s2 = store.state;
+  const offered = hasAttribution(data);
+  store.set({
+    view: offered ? s2.view : "layers",
+    explain: explainValue(data, parseExplain(data, s2.explain)),
+    heads: hasHeads(data.components) ? s2.heads : false
+  });
+  ui.viewLabel.hidden = !offered;
+  ui.viewSelect.value = s2.view;
+  ui.why.panel.hidden = !offered;
+  ui.why.headsLabel.hidden = !hasHeads(data.components);
+  ui.why.heads.checked = s2.heads;
+  showExplainMenu(ui.why, explainOptions(data, (t) => displayToken(t)), s2.explain);
+  view.components.invalidate();
+  applyView(view);
+  updateWhy(view);
+}
+function applyView(view) {
+  const { ui } = view;
+  const components = view.state.view === "components";
+  ui.body.hidden = components;
+  ui.trajPanel.hidden = components;
+  ui.comp.box.hidden = !components;
+  ui.root.classList.toggle("murano-components-view", components);
+  ui.compKey.hidden = !components;
+  ui.layerUi.extra.textContent = components ? "the row whose logits the components are read at" : LAYER_HINT;
+  view.refreshMetric();
+}
+function setView(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  const shown = value === "components" && hasAttribution(data) ? "components" : "layers";
+  if (sync) send(view, "view", shown);
+  view.ui.viewSelect.value = shown;
+  if (shown === view.state.view) return;
+  view.store.set({ view: shown, hover: null });
+  view.components.hover = null;
+  view.components.revealPending = true;
+  applyView(view);
+  view.relayout();
+  updateTooltip(view);
+}
+function setExplain(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  const explain = explainValue(data, parseExplain(data, value));
+  if (sync) send(view, "explain", explain);
+  view.ui.why.explainSelect.value = explain;
+  if (explain === view.state.explain) return;
+  view.store.set({ explain });
+  relayoutComponents(view);
+  updateWhy(view);
+  updateTooltip(view);
+}
+function setHeads(view, heads) {
+  view.ui.why.heads.checked = heads;
+  if (heads === view.state.heads) return;
+  view.store.set({ heads });
+  view.components.hover = null;
+  view.components.focus = null;
+  relayoutComponents(view);
+  updateWhy(view);
+}
+function relayoutComponents(view) {
+  if (view.components.shown) view.components.relayout();
+}
+function componentCellChanged(view, cell) {
+  if (cell) requestDetails(view);
+  updateTooltip(view);
+  updateWhy(view);
+}
+function updateWhy(view) {
+  const { data, ui } = view;
+  if (!data || !hasAttribution(data) || ui.why.panel.hidden) {
+    view.whyShown = { cell: null, model: null };
+    return;
+  }
+  const cell = whyCell(view);
+  const s2 = view.state;
+  const explain = explainChoice(view);
+  const model = cell && data.arrays.contributions ? whyModel(data, { explain, prompt: s2.prompt, row: cell.row, position: cell.position, heads: s2.heads, show: (t) => displayToken(t) }) : null;
+  let message = "";
+  if (!data.arrays.contributions) message = waitingNote("the attribution", view.detailsLate);
+  else if (!model && cell) message = `Nothing to explain: ${nothingExplained(data, explain, s2.prompt, cell.position)}.`;
+  showWhy(ui.why, model, { message, current: cell ? cell.unit : -1 });
+  view.whyShown = { cell, model };
+}
+
+// src/heatmap/view/load.js
+var RELOAD_GRACE_MS = 2e3;
+function stateForPayload(data, trait, s2, previous, first) {
+  if (first) {
+    const layer = trait("layer");
+    return {
+      prompt: clampIndex(trait("prompt"), data.P),
+      layer: layer === null || layer === void 0 ? data.L - 1 : rowOfModelLayer(data.layers, layer),
+      metric: resolveMetric(data, trait("metric")),
+      target: resolveTarget(data, trait("target")),
+      selected: trait("selected") ?? null,
+      hide_template: trait("hide_template") === true,
+      view: trait("view") === "components" ? "components" : "layers",
+      explain: typeof trait("explain") === "string" ? trait("explain") : "top1"
+    };
+  }
+  const metric = trait("metric");
+  const target = trait("target");
+  return {
+    prompt: clampIndex(previous && previous.P !== data.P ? trait("prompt") : s2.prompt, data.P),
+    layer: clampIndex(s2.layer, data.L),
+    metric: resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s2.metric),
+    target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target)
+  };
+}
+function shownMetricFor(data, shown, requested) {
+  if (metricAvailable(data, shown)) return shown;
+  return metricAvailable(data, requested) ? requested : (data.metrics.find((m) => metricAvailable(data, m.name)) || data.metrics[0]).name;
+}
+function reload(view) {
+  const { ui, model, store } = view;
+  let lenses;
+  try {
+    lenses = decodeLenses(model.get("_meta"), model.get("_sections"));
+  } catch (error) {
+    const message = `Cannot show this logit lens: ${error instanceof Error ? error.message : String(error)}`;
+    if (view.data) {
+      view.reloadError = message;
+      if (!view.reloadTimer) view.reloadTimer = setTimeout(() => failReload(view), RELOAD_GRACE_MS);
+      return;
+    }
+    view.data = null;
+    view.lenses = [];
+    showError(view, message);
+    return;
+  }
+  if (view.reloadTimer) clearTimeout(view.reloadTimer);
+  view.reloadTimer = null;
+  const s2 = store.state;
+  const wanted = view.loaded ? s2.lens : model.get("lens");
+  const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
+  const previous = view.data;
+  view.lenses = lenses;
+  view.data = data;
+  store.set({ lens: data.lensName });
+  if (!view.loaded) store.set({ lens_beside: typeof model.get("lens_beside") === "string" ? model.get("lens_beside") : "" });
+  view.beside = null;
+  showBeside(view);
+  ui.errorEl.hidden = true;
+  ui.main.hidden = false;
+  view.painter.setData(data);
+  view.layoutKey = null;
+  view.chartPlaceKey = "";
+  showData(ui, data);
+  showLensMenu(ui, lenses, s2.lens);
+  store.set(stateForPayload(data, (name) => model.get(name), s2, previous, !view.loaded));
+  view.loaded = true;
+  if (data.answerSets.length || data.targets.length || hasAttribution(data)) requestDetails(view);
+  view.shownMetric = shownMetricFor(data, view.shownMetric, s2.metric);
+  if (s2.focus) store.set({ focus: clampCell(view, s2.focus) });
+  if (s2.hover) store.set({ hover: clampCell(view, s2.hover) });
+  ui.metricSelect.value = s2.metric;
+  ui.hideTemplate.checked = s2.hide_template;
+  showControls(ui, data, s2);
+  const change = previous && previous !== data ? scaleChange(previous, data, view.shownMetric) : "";
+  if (change) view.scaleNote = { metric: view.shownMetric, text: change };
+  view.refreshMetric();
+  showPin(ui, data, s2.selected);
+  showAttribution(view);
+  view.relayout();
+  updateTooltip(view);
+  view.live?.dataChanged();
+  followTarget(view);
+}
+function failReload(view) {
+  view.reloadTimer = null;
+  view.data = null;
+  view.lenses = [];
+  showError(view, view.reloadError);
+}
+function showError(view, message) {
+  view.ui.errorEl.textContent = message;
+  view.ui.errorEl.hidden = false;
+  view.ui.main.hidden = true;
+  view.tooltip.hide();
+}
+function setLens(view, name, sync) {
+  const { ui, store } = view;
+  const data = view.lenses.find((lens) => lens.lensName === name);
+  if (!data) {
+    ui.lensSelect.value = store.state.lens;
+    return;
+  }
+  const s2 = store.state;
+  const beside = besideAfterSwitch(s2.lens, data.lensName, s2.lens_beside);
+  if (sync) {
+    send(view, "lens", data.lensName);
+    if (beside !== s2.lens_beside) send(view, "lens_beside", beside);
+  }
+  ui.lensSelect.value = data.lensName;
+  if (data === view.data) return;
+  view.data = data;
+  store.set({ lens: data.lensName, lens_beside: beside });
+  showBeside(view);
+  view.painter.setData(data);
+  showData(ui, data);
+  store.set({ metric: resolveMetric(data, s2.metric) });
+  if (!metricAvailable(data, view.shownMetric)) view.shownMetric = s2.metric;
+  ui.metricSelect.value = s2.metric;
+  showControls(ui, data, s2);
+  view.refreshMetric();
+  showPin(ui, data, s2.selected);
+  showAttribution(view);
+  view.layoutKey = null;
+  view.relayout();
+  updateTooltip(view);
+  if (s2.focused && s2.focus) announce(view, s2.focus);
+  view.live?.dataChanged();
+}
+
+// src/heatmap/view/events.js
+function bindEvents(view) {
+  const abort = new AbortController();
+  const signal = abort.signal;
+  const on = (target, type, fn, options = {}) => target.addEventListener(type, fn, { signal, ...options });
+  const { ui, model } = view;
+  on(ui.promptUi.input, "input", () => setPrompt(view, Number(ui.promptUi.input.value), "throttled"));
+  on(ui.promptUi.input, "change", () => view.syncPrompt.flush());
+  on(ui.layerUi.input, "input", () => setLayer(view, Number(ui.layerUi.input.value), "throttled"));
+  on(ui.layerUi.input, "change", () => view.syncLayer.flush());
+  on(ui.metricSelect, "change", () => setMetric(view, ui.metricSelect.value, true));
+  on(ui.targetSelect, "change", () => setTarget(view, ui.targetSelect.value, true));
+  on(ui.lensSelect, "change", () => setLens(view, ui.lensSelect.value, true));
+  on(ui.besideSelect, "change", () => setBeside(view, ui.besideSelect.value, true));
+  on(ui.viewSelect, "change", () => setView(view, ui.viewSelect.value, true));
+  on(ui.why.explainSelect, "change", () => setExplain(view, ui.why.explainSelect.value, true));
+  on(ui.why.heads, "change", () => setHeads(view, ui.why.heads.checked));
+  on(ui.root, "pointerleave", () => {
+    if (!view.whyHover) return;
+    view.whyHover = null;
+    view.updateWhy();
+  });
+  on(ui.scroller, "scroll", () => {
+    if (view.state.hover) setHover(view, null);
+    view.requestDraw();
+  }, { passive: true });
+  bindGrid(ui.canvas, heatmapGrid(view), signal);
+  bindGrid(ui.besideCanvas, besideGrid(view), signal);
+  keepControlKeys(ui.root, signal);
+  on(ui.main, "pointerleave", () => {
+    view.chartHover = null;
+    view.requestDraw();
+  });
+  on(ui.unpinButton, "click", () => setSelected(view, null, true));
+  on(ui.hideTemplate, "change", () => setHideTemplate(view, ui.hideTemplate.checked, true));
+  const handlers = {
+    // The view traits' changes: view_state.js, from their one table.
+    "change:selected": () => setSelected(view, model.get("selected") ?? null, false),
+    "change:_sections": () => reload(view),
+    "change:_meta": () => reload(view)
+  };
+  for (const [event, fn] of Object.entries(handlers)) model.on(event, fn);
+  let resizeObserver;
+  if (typeof ResizeObserver !== "undefined") {
+    resizeObserver = new ResizeObserver(() => view.relayout());
+    resizeObserver.observe(ui.scroller);
+    resizeObserver.observe(ui.comp.scroller);
+  }
+  const stopWatchingTheme = watchTheme(() => {
+    view.painter.forgetTheme();
+    view.besidePainter.forgetTheme();
+    view.relayout();
+  });
+  return () => {
+    abort.abort();
+    for (const [event, fn] of Object.entries(handlers)) model.off(event, fn);
+    resizeObserver?.disconnect();
+    stopWatchingTheme();
+  };
 }
 
 // src/heatmap/view/redraw.js
@@ -6774,7 +6759,7 @@ function relayout(view) {
     const a = data.arrays;
     const offset = data.offsets[s2.prompt];
     const lastRow = (data.L - 1) * data.T + offset;
-    const columns = view.shownColumns();
+    const columns = shownColumns(view);
     const shown = columns ? columns.length : n;
     for (let j = 0; j < shown; j++) {
       const p = columns ? columns[j] : j;
@@ -6801,7 +6786,7 @@ function revealPromptEnd(view) {
   const s2 = view.state;
   const sel = s2.selected;
   const position = sel && sel.prompt === s2.prompt ? sel.position : view.data ? view.data.lengths[s2.prompt] - 1 : 0;
-  const column = Math.max(0, columnOf(layout, view.clampCell({ layerIndex: 0, position }).position));
+  const column = Math.max(0, columnOf(layout, clampCell(view, { layerIndex: 0, position }).position));
   scroller.scrollLeft = revealColumn(layout, 0, column);
   view.revealPending = false;
 }
@@ -6852,6 +6837,36 @@ function followColouring(view) {
   return view.store.subscribe((changed) => {
     if (changed.some((key) => DRAWN_KEYS.has(key))) requestDraw(view);
   });
+}
+
+// src/heatmap/view/view_state.js
+var VIEW_TRAITS = Object.freeze({
+  lens: (view, value) => setLens(view, value, false),
+  lens_beside: (view, value) => setBeside(view, value ?? "", false),
+  prompt: (view, value) => {
+    view.syncPrompt.cancel();
+    setPrompt(view, value, false);
+  },
+  layer: (view, value) => {
+    view.syncLayer.cancel();
+    setModelLayer(view, value);
+  },
+  metric: (view, value) => setMetric(view, value, false),
+  target: (view, value) => setTarget(view, value, false),
+  hide_template: (view, value) => setHideTemplate(view, value === true, false),
+  explain: (view, value) => setExplain(view, value, false),
+  view: (view, value) => setView(view, value, false)
+});
+function listenToTraits(view) {
+  const model = view.model;
+  const handlers = Object.entries(VIEW_TRAITS).map(([name, show]) => (
+    /** @type {[string, () => void]} */
+    [`change:${name}`, () => show(view, model.get(name))]
+  ));
+  for (const [event, fn] of handlers) model.on(event, fn);
+  return () => {
+    for (const [event, fn] of handlers) model.off(event, fn);
+  };
 }
 
 // src/heatmap/view/view.js
@@ -6910,12 +6925,17 @@ var LensView = class {
       followColouring(this)
     ];
     this.unsubscribe = () => unsubscribers.forEach((unsubscribe) => unsubscribe());
-    this.unbind = bindEvents(this);
+    const unbindEvents = bindEvents(this);
+    const stopListening = listenToTraits(this);
+    this.unbind = () => {
+      unbindEvents();
+      stopListening();
+    };
     this.live = null;
-    this.reload();
+    reload(this);
     this.live = new LiveView(this, this.ui.live);
     this.removeDebug = installDebug(el, "heatmap", debugApi(this));
-    if (this.ui.scroller.clientWidth > 0) this.draw();
+    if (this.ui.scroller.clientWidth > 0) draw(this);
     else this.requestDraw();
   }
   /** @returns {ViewState} the view's state (the store's object) */
@@ -6939,110 +6959,20 @@ var LensView = class {
     this.ui.root.remove();
     this.removeDebug();
   }
-  // Each operation, named once for the modules, events, test hook and live lens that call it.
-  // load.js
-  reload() {
-    reload(this);
-  }
-  /** @param {unknown} name @param {boolean} sync */
-  setLens(name, sync) {
-    setLens(this, name, sync);
-  }
-  /** @param {unknown} name @param {boolean} sync */
-  setBeside(name, sync) {
-    setBeside(this, name, sync);
-  }
-  // navigation.js
-  /** @param {string} name @param {unknown} value */
-  send(name, value) {
-    send(this.model, name, value);
-  }
-  /** @param {unknown} value @param {"throttled" | boolean} sync */
-  setPrompt(value, sync) {
-    setPrompt(this, value, sync);
-  }
-  /** @param {unknown} value @param {"throttled" | boolean} sync */
-  setLayer(value, sync) {
-    setLayer(this, value, sync);
-  }
-  /** @param {unknown} layer */
-  setModelLayer(layer) {
-    setModelLayer(this, layer);
-  }
-  // selection.js
-  /** @param {Selected | null} value @param {boolean} sync */
-  setSelected(value, sync) {
-    setSelected(this, value, sync);
-  }
-  /** @param {Cell | null} cell */
-  setHover(cell) {
-    setHover(this, cell);
-  }
-  /** @param {Cell} cell @param {boolean} [announceIt] */
-  setFocus(cell, announceIt = true) {
-    setFocus(this, cell, announceIt);
-  }
-  /** @param {Cell} cell */
-  announce(cell) {
-    announce(this, cell);
-  }
-  /** @param {Cell} cell */
-  togglePin(cell) {
-    togglePin(this, cell);
-  }
-  showKeyboardFocus() {
-    showKeyboardFocus(this);
-  }
-  /** @param {boolean} hide @param {boolean} sync */
-  setHideTemplate(hide, sync) {
-    setHideTemplate(this, hide, sync);
-  }
-  /** @param {Cell} cell @returns {Cell} */
-  clampCell(cell) {
-    return clampCell(this, cell);
-  }
-  shownColumns() {
-    return shownColumns(this);
-  }
-  // metric.js
-  /** @param {unknown} value @param {boolean} sync */
-  setMetric(value, sync) {
-    setMetric(this, value, sync);
-  }
-  /** @param {unknown} value @param {boolean} sync */
-  setTarget(value, sync) {
-    setTarget(this, value, sync);
-  }
+  // What a module calls on a module above it (the one that imports it, directly or not): bound
+  // here, late, since a direct import would close a circle. Every other operation is its
+  // module's function, imported where it is called; what follows a state key subscribes to it.
+  // metric.js (the metric module reads the grid beside, which reads the heatmap's grid)
   targetIndex() {
     return targetIndex2(this);
-  }
-  followTarget() {
-    followTarget(this);
   }
   refreshMetric() {
     refreshMetric(this);
   }
-  // explain.js
-  /** @param {unknown} value @param {boolean} sync */
-  setView(value, sync) {
-    setView(this, value, sync);
-  }
-  /** @param {unknown} value @param {boolean} sync */
-  setExplain(value, sync) {
-    setExplain(this, value, sync);
-  }
-  /** @param {boolean} heads */
-  setHeads(heads) {
-    setHeads(this, heads);
-  }
-  showAttribution() {
-    showAttribution(this);
-  }
+  // explain.js (it sends through sync.js, which the prompt and row use; its DOM holds the
+  // component view, which asks it what is explained)
   explainChoice() {
     return explainChoice(this);
-  }
-  whyCell() {
-    return whyCell(this);
   }
   updateWhy() {
     updateWhy(this);
@@ -7054,24 +6984,16 @@ var LensView = class {
   componentCellChanged(cell) {
     componentCellChanged(this, cell);
   }
-  // details_request.js, cell_tip.js, chart.js, redraw.js
-  requestDetails() {
-    requestDetails(this);
-  }
-  updateTooltip() {
-    updateTooltip(this);
-  }
+  // chart.js (it moves the row, navigation.js, whose cells ask for the detail sections)
   drawTrajectory() {
     drawTrajectory(this);
   }
+  // redraw.js (it reads the tooltip, the chart and the grid beside, which call it)
   relayout() {
     relayout(this);
   }
   requestDraw() {
     requestDraw(this);
-  }
-  draw() {
-    draw(this);
   }
   scrollLeft() {
     return scrollLeft(this);

@@ -21,6 +21,7 @@ import { displayToken, truncateText } from "../../shared/tokens.js";
 import { isPatch, patchModel, patchSources, patchSummary, patchTarget, sourceOf } from "./patch.js";
 import { pickerColumn, pickerTokens } from "./picker.js";
 import { controlsShown, dismiss, hello, initialState, nextDeadline, noKernel, receive, request, statusLine, tick } from "./protocol.js";
+import { requestDetails } from "../view/details_request.js";
 
 /**
  * @typedef {import("../view/view.js").LensView} LensView
@@ -456,7 +457,7 @@ export class LiveView {
       pinTokens.replaceChildren();
       return;
     }
-    this.lens.requestDetails(); // the top-k beyond the top-1
+    requestDetails(this.lens); // the top-k beyond the top-1
     const d = cellDetails(data, sel.prompt, Math.min(sel.layer_index, data.L - 1), Math.min(sel.position, data.lengths[sel.prompt] - 1));
     const tracked = new Set(this.targets());
     pinTokens.replaceChildren(
@@ -508,7 +509,7 @@ export class LiveView {
     this.ui.pickerButton.setAttribute("aria-expanded", String(this.pickerOpen));
     this.ui.picker.hidden = !this.pickerOpen;
     if (this.pickerOpen) {
-      this.lens.requestDetails();
+      requestDetails(this.lens);
       this.showPicker();
     }
   }

@@ -11,7 +11,10 @@ import { hitTest, positionAt } from "../../shared/layout.js";
 import { h } from "../../shared/dom.js";
 import { besideLens, besideMetric, besideOptions, gridCaption, sharedDomain } from "../side_by_side.js";
 import { lensTitle } from "./controls.js";
-import { heatmapGrid } from "./events.js";
+import { heatmapGrid } from "./grid.js";
+import { send } from "./sync.js";
+import { setHover } from "./selection.js";
+import { updateTooltip } from "./cell_tip.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -73,12 +76,12 @@ export function showCaptions(view) {
  */
 export function setBeside(view, value, sync) {
   const name = typeof value === "string" && (value === "" || view.lenses.some((lens) => lens.lensName === value)) ? value : view.state.lens_beside;
-  if (sync && name === value) view.send("lens_beside", name);
+  if (sync && name === value) send(view, "lens_beside", name);
   view.store.set({ lens_beside: name });
   showBeside(view);
   view.refreshMetric();
   view.relayout();
-  view.updateTooltip();
+  updateTooltip(view);
 }
 
 /**
@@ -148,8 +151,8 @@ export function besideGrid(view) {
       value: (/** @type {Cell | null} */ cell) => {
         const moved = view.hoverGrid !== 1;
         view.hoverGrid = 1;
-        view.setHover(cell);
-        if (moved) view.updateTooltip();
+        setHover(view, cell);
+        if (moved) updateTooltip(view);
       },
     },
   });

@@ -11,6 +11,8 @@ import { chartColumn } from "../trajectory.js";
 import { chartBeside } from "../trajectory_layout.js";
 import { TrajectoryView } from "../trajectory_view.js";
 import { lensTitle } from "./controls.js";
+import { setLayer } from "./navigation.js";
+import { requestDetails } from "./details_request.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -25,12 +27,12 @@ import { lensTitle } from "./controls.js";
 export function makeTrajectory(view, id) {
   return new TrajectoryView(view.ui.trajPanel, id, {
     onLayer: (row) => {
-      view.setLayer(row, "throttled");
+      setLayer(view, row, "throttled");
       view.syncLayer.flush();
     },
     onInteract: () => {
       if (view.detailsRequested) return;
-      view.requestDetails();
+      requestDetails(view);
       view.requestDraw();
     },
   });
@@ -88,7 +90,7 @@ export function drawTrajectory(view) {
   // A line on the chart waits for a detail section (a column other than the last, pinned from
   // Python, say): ask for it, so that "loading" in its legend is true.
   if (view.trajectory.waiting && !view.detailsRequested) {
-    view.requestDetails();
+    requestDetails(view);
     if (view.detailsRequested) drawTrajectory(view); // once more: its note says "loading" now
   }
 }

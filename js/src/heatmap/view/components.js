@@ -20,6 +20,7 @@ import { hatchPattern } from "../../shared/hatch.js";
 import { bindGrid } from "../../shared/grid_events.js";
 import { moveFocus } from "../../shared/state.js";
 import { displayToken, isolateLtr, truncateText } from "../../shared/tokens.js";
+import { setSelected, shownColumns, togglePin } from "./selection.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -137,7 +138,7 @@ export class ComponentView {
       this.grid = componentGrid(data, { explain, prompt: s.prompt, row: s.layer, heads: s.heads });
       this.key = key;
       this.layout = null;
-      const columns = view.shownColumns();
+      const columns = shownColumns(view);
       const image = componentImage(this.grid, columns);
       const canvas = document.createElement("canvas");
       canvas.width = Math.max(1, image.width);
@@ -157,7 +158,7 @@ export class ComponentView {
    */
   clamp(cell) {
     const grid = /** @type {ComponentGrid} */ (this.grid);
-    const columns = this.view.shownColumns();
+    const columns = shownColumns(this.view);
     const last = grid.n - 1;
     let position = Math.max(0, Math.min(last, cell.position));
     if (columns && !columns.includes(position)) position = columns[columns.length - 1] ?? 0;
@@ -174,7 +175,7 @@ export class ComponentView {
     const ctx = context2d(this.ui.canvas);
     ctx.font = theme.labelFont;
     const labelW = Math.ceil(Math.max(ctx.measureText("component").width, ...grid.units.map((u) => ctx.measureText(u.label).width))) + 16;
-    const columns = view.shownColumns();
+    const columns = shownColumns(view);
     const n = columns ? columns.length : grid.n;
     const width = this.ui.scroller.clientWidth || view.el.clientWidth || 800;
     let maxChars = VALUE_CHARS;
@@ -465,9 +466,9 @@ export class ComponentView {
         const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, layout.nLayers, layout.nPositions);
         return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
       },
-      togglePin: (cell) => view.togglePin({ layerIndex: view.state.layer, position: cell.position }),
+      togglePin: (cell) => togglePin(view, { layerIndex: view.state.layer, position: cell.position }),
       unpin: () => {
-        view.setSelected(null, true);
+        setSelected(view, null, true);
         view.ui.readout.textContent = "Unpinned.";
       },
       showKeyboardFocus: () => {

@@ -8,6 +8,7 @@ import { cellDetails } from "../details.js";
 import { cellRect, columnOf } from "../../shared/layout.js";
 import { besideMetric } from "../side_by_side.js";
 import { gridDomain } from "./beside.js";
+import { setHideTemplate } from "./selection.js";
 
 /** @typedef {import("./view.js").LensView} LensView */
 
@@ -162,7 +163,7 @@ export function debugApi(view) {
     cellDetails: (layerIndex, position) => (view.data ? cellDetails(view.data, view.state.prompt, layerIndex, position, view.targetIndex()) : null),
     drawNow: () => view.relayout(),
     /** @param {boolean} hide as the control does: the `hide_template` trait follows */
-    setHideTemplate: (hide) => view.setHideTemplate(hide, true),
+    setHideTemplate: (hide) => setHideTemplate(view, hide, true),
     /** @returns {Promise<number>} the duration of the next draw */
     nextDraw: () => new Promise((resolve) => view.debug.drawListeners.push(resolve)),
   };

@@ -6,6 +6,7 @@
  */
 
 import { DETAILS_TIMEOUT_MS, detailsPending } from "../details.js";
+import { updateTooltip } from "./cell_tip.js";
 
 /** @typedef {import("./view.js").LensView} LensView */
 
@@ -37,7 +38,7 @@ function detailsOverdue(view) {
   const data = view.data;
   if (!data || !detailsPending(data)) return;
   view.detailsLate = true;
-  view.updateTooltip();
+  updateTooltip(view);
   view.updateWhy();
   view.drawTrajectory();
 }

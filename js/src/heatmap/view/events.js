@@ -1,101 +1,26 @@
 // @ts-check
 /**
- * What the view listens to: its controls, the pointer and the keyboard on the heatmap, the model's
- * trait changes, resizes and theme changes. `bindEvents` returns the function that removes them all.
+ * What the view listens to: its controls, the pointer and the keyboard on the heatmap (`grid.js`),
+ * the model's payload, resizes and theme changes (the view traits: `view_state.js`). `bindEvents`
+ * returns the function that removes them all.
  */
 
-import { columnOf, hitTest, positionAt } from "../../shared/layout.js";
-import { moveFocus } from "../../shared/state.js";
-import { bindGrid, onGridKey } from "../../shared/grid_events.js";
+import { bindGrid } from "../../shared/grid_events.js";
 import { keepControlKeys } from "../../shared/keys.js";
 import { watchTheme } from "../../shared/theme.js";
-import { besideGrid } from "./beside.js";
-import { VIEW_TRAITS } from "./view_state.js";
+import { besideGrid, setBeside } from "./beside.js";
+import { heatmapGrid } from "./grid.js";
+import { reload, setLens } from "./load.js";
+import { setLayer, setPrompt } from "./navigation.js";
+import { setHideTemplate, setHover, setSelected } from "./selection.js";
+import { setMetric, setTarget } from "./metric.js";
+import { setExplain, setHeads, setView } from "./explain.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
  * @typedef {import("../../shared/layout.js").Cell} Cell
  * @typedef {import("../../shared/grid_events.js").Grid} Grid
  */
-
-/**
- * The heatmap cell under a pointer event (the predictions strip stands for the highlighted row).
- * @param {LensView} view
- * @param {MouseEvent} event
- * @returns {Cell | null}
- */
-export function eventCell(view, event) {
-  if (!view.layout) return null;
-  const rect = view.ui.canvas.getBoundingClientRect();
-  const hit = hitTest(view.layout, event.clientX - rect.left, event.clientY - rect.top, view.scrollLeft(), view.state.layer);
-  // The hit's column shows a true position (columns of hidden template tokens are skipped).
-  return hit && hit.area !== "input" ? { layerIndex: hit.layerIndex, position: positionAt(view.layout, hit.position) } : null;
-}
-
-/**
- * The heatmap as the shared grid handlers see it (`../shared/grid_events.js`): its columns skip
- * hidden template tokens, so a move goes between the columns shown.
- * @param {LensView} view
- * @returns {Grid}
- */
-export function heatmapGrid(view) {
-  return {
-    get ready() {
-      return Boolean(view.data);
-    },
-    get focus() {
-      return view.state.focus;
-    },
-    set focus(cell) {
-      view.store.set({ focus: cell });
-    },
-    get focused() {
-      return view.state.focused;
-    },
-    set focused(value) {
-      view.store.set({ focused: value });
-    },
-    get pinned() {
-      return Boolean(view.state.selected);
-    },
-    cellAt: (event) => eventCell(view, event),
-    setHover: (cell) => {
-      // The pointer came from the grid beside: the tooltip reads this grid's lens again.
-      const moved = view.hoverGrid !== 0;
-      view.hoverGrid = 0;
-      view.setHover(cell);
-      if (moved) view.updateTooltip();
-    },
-    setFocus: (cell) => view.setFocus(cell),
-    move: (cell, key) => {
-      const layout = view.layout;
-      if (!layout || !view.data) return null;
-      const column = Math.max(0, columnOf(layout, cell.position));
-      const next = moveFocus({ layerIndex: cell.layerIndex, position: column }, key, view.data.L, layout.nPositions);
-      return next && { layerIndex: next.layerIndex, position: positionAt(layout, next.position) };
-    },
-    togglePin: (cell) => view.togglePin(cell),
-    unpin: () => {
-      view.setSelected(null, true);
-      view.ui.readout.textContent = "Unpinned.";
-    },
-    showKeyboardFocus: () => view.showKeyboardFocus(),
-    blurred: () => {
-      view.updateTooltip();
-      view.requestDraw();
-    },
-  };
-}
-
-/**
- * A key press on the heatmap: arrows, Home/End and PageUp/PageDown move the focus cell,
- * Enter or Space pins it, Escape unpins (`onGridKey`).
- * @param {LensView} view
- * @param {KeyboardEvent} event
- */
-export function onKeyDown(view, event) {
-  onGridKey(heatmapGrid(view), event);
-}
 
 /**
  * @param {LensView} view
@@ -108,17 +33,17 @@ export function bindEvents(view) {
   const on = (target, type, fn, options = {}) => target.addEventListener(type, fn, { signal, ...options });
   const { ui, model } = view;
 
-  on(ui.promptUi.input, "input", () => view.setPrompt(Number(ui.promptUi.input.value), "throttled"));
+  on(ui.promptUi.input, "input", () => setPrompt(view, Number(ui.promptUi.input.value), "throttled"));
   on(ui.promptUi.input, "change", () => view.syncPrompt.flush());
-  on(ui.layerUi.input, "input", () => view.setLayer(Number(ui.layerUi.input.value), "throttled"));
+  on(ui.layerUi.input, "input", () => setLayer(view, Number(ui.layerUi.input.value), "throttled"));
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
-  on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
-  on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
-  on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
-  on(ui.besideSelect, "change", () => view.setBeside(ui.besideSelect.value, true));
-  on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
-  on(ui.why.explainSelect, "change", () => view.setExplain(ui.why.explainSelect.value, true));
-  on(ui.why.heads, "change", () => view.setHeads(ui.why.heads.checked));
+  on(ui.metricSelect, "change", () => setMetric(view, ui.metricSelect.value, true));
+  on(ui.targetSelect, "change", () => setTarget(view, ui.targetSelect.value, true));
+  on(ui.lensSelect, "change", () => setLens(view, ui.lensSelect.value, true));
+  on(ui.besideSelect, "change", () => setBeside(view, ui.besideSelect.value, true));
+  on(ui.viewSelect, "change", () => setView(view, ui.viewSelect.value, true));
+  on(ui.why.explainSelect, "change", () => setExplain(view, ui.why.explainSelect.value, true));
+  on(ui.why.heads, "change", () => setHeads(view, ui.why.heads.checked));
   // The "why" panel keeps the last hovered cell while the pointer is in the widget.
   on(ui.root, "pointerleave", () => {
     if (!view.whyHover) return;
@@ -126,7 +51,7 @@ export function bindEvents(view) {
     view.updateWhy();
   });
   on(ui.scroller, "scroll", () => {
-    if (view.state.hover) view.setHover(null);
+    if (view.state.hover) setHover(view, null);
     view.requestDraw();
   }, { passive: true });
   bindGrid(ui.canvas, heatmapGrid(view), signal);
@@ -137,16 +62,15 @@ export function bindEvents(view) {
     view.chartHover = null;
     view.requestDraw();
   });
-  on(ui.unpinButton, "click", () => view.setSelected(null, true));
-  on(ui.hideTemplate, "change", () => view.setHideTemplate(ui.hideTemplate.checked, true));
+  on(ui.unpinButton, "click", () => setSelected(view, null, true));
+  on(ui.hideTemplate, "change", () => setHideTemplate(view, ui.hideTemplate.checked, true));
 
   /** @type {Record<string, () => void>} */
   const handlers = {
-    // The view traits, from their one table (view_state.js).
-    ...Object.fromEntries(Object.entries(VIEW_TRAITS).map(([name, show]) => [`change:${name}`, () => show(view, model.get(name))])),
-    "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
-    "change:_sections": () => view.reload(),
-    "change:_meta": () => view.reload(),
+    // The view traits' changes: view_state.js, from their one table.
+    "change:selected": () => setSelected(view, model.get("selected") ?? null, false),
+    "change:_sections": () => reload(view),
+    "change:_meta": () => reload(view),
   };
   for (const [event, fn] of Object.entries(handlers)) model.on(event, fn);
 

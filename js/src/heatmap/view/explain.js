@@ -11,6 +11,9 @@ import { waitingNote } from "../details.js";
 import { displayToken } from "../../shared/tokens.js";
 import { LAYER_HINT } from "./dom.js";
 import { showExplainMenu, showWhy } from "./why.js";
+import { send } from "./sync.js";
+import { requestDetails } from "./details_request.js";
+import { updateTooltip } from "./cell_tip.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -125,7 +128,7 @@ export function setView(view, value, sync) {
   const data = view.data;
   if (!data) return;
   const shown = value === "components" && hasAttribution(data) ? "components" : "layers";
-  if (sync) view.send("view", shown);
+  if (sync) send(view, "view", shown);
   view.ui.viewSelect.value = shown;
   if (shown === view.state.view) return;
   view.store.set({ view: shown, hover: null });
@@ -133,7 +136,7 @@ export function setView(view, value, sync) {
   view.components.revealPending = true;
   applyView(view);
   view.relayout();
-  view.updateTooltip();
+  updateTooltip(view);
 }
 
 /**
@@ -146,14 +149,14 @@ export function setExplain(view, value, sync) {
   const data = view.data;
   if (!data) return;
   const explain = explainValue(data, parseExplain(data, value));
-  if (sync) view.send("explain", explain);
+  if (sync) send(view, "explain", explain);
   view.ui.why.explainSelect.value = explain;
   if (explain === view.state.explain) return;
   // The component view's values are laid out again (the store's subscriber, `view.js`).
   view.store.set({ explain });
   relayoutComponents(view);
   updateWhy(view);
-  view.updateTooltip();
+  updateTooltip(view);
 }
 
 /**
@@ -185,8 +188,8 @@ export function relayoutComponents(view) {
  * @param {Cell | null} cell
  */
 export function componentCellChanged(view, cell) {
-  if (cell) view.requestDetails();
-  view.updateTooltip();
+  if (cell) requestDetails(view);
+  updateTooltip(view);
   updateWhy(view);
 }
 

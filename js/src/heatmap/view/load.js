@@ -12,6 +12,12 @@ import { clampIndex } from "../../shared/state.js";
 import { besideAfterSwitch } from "../side_by_side.js";
 import { showBeside } from "./beside.js";
 import { showControls, showData, showLensMenu, showPin } from "./controls.js";
+import { send } from "./sync.js";
+import { announce, clampCell } from "./selection.js";
+import { followTarget } from "./metric.js";
+import { showAttribution } from "./explain.js";
+import { requestDetails } from "./details_request.js";
+import { updateTooltip } from "./cell_tip.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -123,10 +129,10 @@ export function reload(view) {
   view.loaded = true;
   // Answers or targets were asked for: their lines (detail sections) are what the chart is for.
   // Attribution: the "why" panel shows a cell at once, from the detail sections.
-  if (data.answerSets.length || data.targets.length || hasAttribution(data)) view.requestDetails();
+  if (data.answerSets.length || data.targets.length || hasAttribution(data)) requestDetails(view);
   view.shownMetric = shownMetricFor(data, view.shownMetric, s.metric);
-  if (s.focus) store.set({ focus: view.clampCell(s.focus) });
-  if (s.hover) store.set({ hover: view.clampCell(s.hover) });
+  if (s.focus) store.set({ focus: clampCell(view, s.focus) });
+  if (s.hover) store.set({ hover: clampCell(view, s.hover) });
   ui.metricSelect.value = s.metric;
   ui.hideTemplate.checked = s.hide_template;
   showControls(ui, data, s);
@@ -136,11 +142,11 @@ export function reload(view) {
   if (change) view.scaleNote = { metric: view.shownMetric, text: change };
   view.refreshMetric();
   showPin(ui, data, s.selected);
-  view.showAttribution();
+  showAttribution(view);
   view.relayout();
-  view.updateTooltip();
+  updateTooltip(view);
   view.live?.dataChanged();
-  view.followTarget();
+  followTarget(view);
 }
 
 /**
@@ -184,8 +190,8 @@ export function setLens(view, name, sync) {
   // Choosing the lens drawn beside swaps the two grids.
   const beside = besideAfterSwitch(s.lens, data.lensName, s.lens_beside);
   if (sync) {
-    view.send("lens", data.lensName);
-    if (beside !== s.lens_beside) view.send("lens_beside", beside);
+    send(view, "lens", data.lensName);
+    if (beside !== s.lens_beside) send(view, "lens_beside", beside);
   }
   ui.lensSelect.value = data.lensName;
   if (data === view.data) return;
@@ -200,10 +206,10 @@ export function setLens(view, name, sync) {
   showControls(ui, data, s);
   view.refreshMetric();
   showPin(ui, data, s.selected);
-  view.showAttribution();
+  showAttribution(view);
   view.layoutKey = null;
   view.relayout();
-  view.updateTooltip();
-  if (s.focused && s.focus) view.announce(s.focus);
+  updateTooltip(view);
+  if (s.focused && s.focus) announce(view, s.focus);
   view.live?.dataChanged();
 }

@@ -9,6 +9,8 @@
 import { metricAvailable, metricSpec, resolveMetric, resolveTarget, targetIndex as targetIndexOf } from "../metrics.js";
 import { showComponentLegend, showLegend, showTargetMenu } from "./controls.js";
 import { gridDomain, showCaptions } from "./beside.js";
+import { send } from "./sync.js";
+import { requestDetails } from "./details_request.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -36,7 +38,7 @@ export function setMetric(view, value, sync) {
   const data = view.data;
   if (!data) return;
   const metric = resolveMetric(data, value);
-  if (sync) view.send("metric", metric);
+  if (sync) send(view, "metric", metric);
   view.ui.metricSelect.value = metric;
   // What follows the metric subscribes to it (`followMetric` here, the redraw).
   view.store.set({ metric });
@@ -55,7 +57,7 @@ export function setTarget(view, value, sync) {
   // with that payload.
   if (!sync && typeof value === "string" && value && !data.targets.includes(value)) return;
   const target = resolveTarget(data, value);
-  if (sync) view.send("target", target);
+  if (sync) send(view, "target", target);
   view.ui.targetSelect.value = target;
   // What follows the token shown subscribes to `target`: the legend and the chart's line
   // (`followMetric` here), the tooltip (`cell_tip.js`), the readout (`selection.js`), the redraw.
@@ -99,7 +101,7 @@ export function followTarget(view) {
   if (!key || !data) return;
   view.trajectory.toggled.set(`target:${data.targets.indexOf(s.target)}`, true);
   view.trajectory.rerender();
-  view.requestDetails();
+  requestDetails(view);
 }
 
 /**
@@ -113,7 +115,7 @@ export function refreshMetric(view) {
   const s = view.state;
   const available = metricAvailable(data, s.metric);
   if (available) view.shownMetric = s.metric;
-  else view.requestDetails();
+  else requestDetails(view);
   ui.root.classList.toggle("murano-loading", !available && s.view !== "components");
   showTargetMenu(ui, data, s.metric, s.target);
   if (s.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);

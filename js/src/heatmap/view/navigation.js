@@ -1,43 +1,16 @@
 // @ts-check
 /**
- * The prompt and the row shown (the sliders; the `prompt` and `layer` traits) and how the view
- * tells Python: `send` sets a trait, `syncers` throttle a slider's changes while it is dragged.
+ * The prompt and the row shown (the sliders; the `prompt` and `layer` traits); how the view tells
+ * Python is `sync.js`'s.
  */
 
 import { rowOfModelLayer } from "../payload.js";
 import { clampIndex } from "../../shared/state.js";
-import { throttle } from "../throttle.js";
 import { showControls, showPin } from "./controls.js";
+import { clampCell } from "./selection.js";
+import { updateTooltip } from "./cell_tip.js";
 
 /** @typedef {import("./view.js").LensView} LensView */
-
-/** Sync to Python at most this often while a slider is dragged. */
-export const SYNC_INTERVAL_MS = 100;
-
-/**
- * Sets a trait (unless it holds the value already) and saves it.
- * @param {import("../../shared/local_model.js").WidgetModel} model
- * @param {string} name
- * @param {unknown} value
- */
-export function send(model, name, value) {
-  if (model.get(name) === value) return;
-  model.set(name, value);
-  model.save_changes();
-}
-
-/**
- * The sliders' throttled syncs: the prompt, and the row (Python hears the row's model layer).
- * @param {LensView} view
- */
-export function syncers(view) {
-  return {
-    syncPrompt: throttle((/** @type {number} */ v) => view.send("prompt", v), SYNC_INTERVAL_MS),
-    syncLayer: throttle((/** @type {number} */ row) => {
-      if (view.data) view.send("layer", view.data.layers[row]);
-    }, SYNC_INTERVAL_MS),
-  };
-}
 
 /**
  * @param {LensView} view
@@ -61,12 +34,12 @@ export function setPrompt(view, value, sync) {
   components.focus = null;
   components.revealPending = true;
   const s = store.state;
-  if (s.focus) store.set({ focus: view.clampCell(s.focus) });
+  if (s.focus) store.set({ focus: clampCell(view, s.focus) });
   showControls(ui, data, s);
   showPin(ui, data, s.selected);
   view.revealPending = true;
   view.relayout();
-  view.updateTooltip();
+  updateTooltip(view);
   view.updateWhy();
   view.live?.promptChanged();
 }

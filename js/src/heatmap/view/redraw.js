@@ -12,6 +12,7 @@ import { placeTooltip, tooltipCell } from "./cell_tip.js";
 import { drawTrajectory, placeChart } from "./chart.js";
 import { showComponentLegend } from "./controls.js";
 import { besideLayout, drawBeside, gridDomain } from "./beside.js";
+import { clampCell, shownColumns } from "./selection.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -37,7 +38,7 @@ export function relayout(view) {
     const a = data.arrays;
     const offset = data.offsets[s.prompt];
     const lastRow = (data.L - 1) * data.T + offset;
-    const columns = view.shownColumns();
+    const columns = shownColumns(view);
     const shown = columns ? columns.length : n;
     for (let j = 0; j < shown; j++) {
       const p = columns ? columns[j] : j;
@@ -75,7 +76,7 @@ function revealPromptEnd(view) {
   const s = view.state;
   const sel = s.selected;
   const position = sel && sel.prompt === s.prompt ? sel.position : view.data ? view.data.lengths[s.prompt] - 1 : 0;
-  const column = Math.max(0, columnOf(layout, view.clampCell({ layerIndex: 0, position }).position));
+  const column = Math.max(0, columnOf(layout, clampCell(view, { layerIndex: 0, position }).position));
   scroller.scrollLeft = revealColumn(layout, 0, column);
   view.revealPending = false;
 }

@@ -11,6 +11,9 @@ import { clampIndex, isSelected, toggleSelection } from "../../shared/state.js";
 import { nearestShown, shownPositions } from "../token_marks.js";
 import { showControls, showPin } from "./controls.js";
 import { sameCell } from "./store.js";
+import { send } from "./sync.js";
+import { requestDetails } from "./details_request.js";
+import { updateTooltip } from "./cell_tip.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -70,9 +73,9 @@ export function keyboardStart(s, firstPosition) {
  */
 export function setSelected(view, value, sync) {
   view.store.set({ selected: value });
-  if (sync) view.send("selected", value);
+  if (sync) send(view, "selected", value);
   showPin(view.ui, view.data, value);
-  view.updateTooltip();
+  updateTooltip(view);
   view.updateWhy();
   view.requestDraw();
   view.live?.selectionChanged();
@@ -88,9 +91,9 @@ export function setHover(view, cell) {
   if (cell) {
     view.chartHover = cell;
     view.whyHover = cell;
-    view.requestDetails();
+    requestDetails(view);
   }
-  view.updateTooltip();
+  updateTooltip(view);
   view.updateWhy();
   view.requestDraw();
 }
@@ -112,7 +115,7 @@ export function setFocus(view, cell, announceIt = true) {
     if (scroll !== ui.scroller.scrollLeft) ui.scroller.scrollLeft = scroll;
   }
   if (announceIt) announce(view, cell);
-  view.updateTooltip();
+  updateTooltip(view);
   view.requestDraw();
   view.live?.columnChanged();
 }
@@ -152,7 +155,7 @@ export function showKeyboardFocus(view) {
   const layout = view.layout;
   if (!view.data || !layout) return;
   view.store.set({ focused: true });
-  view.requestDetails();
+  requestDetails(view);
   if (!s.focus) {
     // Start at the pinned cell, else on the highlighted row at the first visible column.
     const first = Math.min(layout.nPositions - 1, Math.ceil(view.scrollLeft() / layout.cellW));
@@ -171,7 +174,7 @@ export function showKeyboardFocus(view) {
  */
 export function setHideTemplate(view, hide, sync) {
   const s = view.state;
-  if (sync) view.send("hide_template", hide);
+  if (sync) send(view, "hide_template", hide);
   view.ui.hideTemplate.checked = hide;
   if (s.hide_template === hide) return;
   // The component view's values are laid out again (the store's subscriber, `view.js`).
@@ -181,7 +184,7 @@ export function setHideTemplate(view, hide, sync) {
   if (view.data) showControls(view.ui, view.data, s); // the prompt's text loses or regains them
   view.layoutKey = null;
   view.relayout();
-  view.updateTooltip();
+  updateTooltip(view);
 }
 
 /**

@@ -6,31 +6,31 @@
  * metric and its scale (`metric.js`), the attribution and the "why" panel (`explain.js`), the
  * detail sections (`details_request.js`), the tooltip's cell (`cell_tip.js`), the chart
  * (`chart.js`), layout and drawing (`redraw.js`). The DOM is built by `dom.js`, filled by
- * `controls.js`; events come from `events.js`. This class holds what they share and names each
- * operation once, for those modules, the events, the test hook (`debug.js`), the component view
- * and the live lens to call. Tokens reach the page only as text.
+ * `controls.js`; events come from `events.js`, the traits' changes from `view_state.js`. A setter
+ * sets its key in the store, and each module that shows that key subscribes to it. This class
+ * holds what the modules share and binds, late, the few operations a module calls on a module
+ * above it. Tokens reach the page only as text.
  */
 
 import { Painter } from "../painter.js";
-import { setBeside } from "./beside.js";
 import { LiveView } from "../live/view.js";
 import { installDebug } from "../../shared/debug.js";
-import { makeTooltip, tipFollowsTarget, updateTooltip } from "./cell_tip.js";
+import { makeTooltip, tipFollowsTarget } from "./cell_tip.js";
 import { drawTrajectory, makeTrajectory } from "./chart.js";
 import { ComponentView } from "./components.js";
 import { debugApi } from "./debug.js";
-import { requestDetails } from "./details_request.js";
 import { buildDom } from "./dom.js";
 import { bindEvents } from "./events.js";
-import { componentCellChanged, explainChoice, relayoutComponents, setExplain, setHeads, setView, showAttribution, updateWhy, whyCell } from "./explain.js";
-import { reload, setLens } from "./load.js";
-import { followMetric, followTarget, refreshMetric, setMetric, setTarget, targetIndex } from "./metric.js";
-import { send, setLayer, setModelLayer, setPrompt, syncers } from "./navigation.js";
+import { componentCellChanged, explainChoice, relayoutComponents, updateWhy } from "./explain.js";
+import { reload } from "./load.js";
+import { followMetric, refreshMetric, targetIndex } from "./metric.js";
 import { draw, followColouring, relayout, requestDraw, scrollLeft } from "./redraw.js";
-import { announce, clampCell, readoutFollowsTarget, setFocus, setHideTemplate, setHover, setSelected, shownColumns, showKeyboardFocus, togglePin } from "./selection.js";
+import { syncers } from "./sync.js";
+import { listenToTraits } from "./view_state.js";
+import { readoutFollowsTarget } from "./selection.js";
 import { createStore } from "./store.js";
 
-export { SYNC_INTERVAL_MS } from "./navigation.js";
+export { SYNC_INTERVAL_MS } from "./sync.js";
 export { RELOAD_GRACE_MS } from "./load.js";
 
 /**
@@ -139,13 +139,18 @@ export class LensView {
       followColouring(this),
     ];
     this.unsubscribe = () => unsubscribers.forEach((unsubscribe) => unsubscribe());
-    this.unbind = bindEvents(this);
+    const unbindEvents = bindEvents(this);
+    const stopListening = listenToTraits(this);
+    this.unbind = () => {
+      unbindEvents();
+      stopListening();
+    };
     /** @type {LiveView | null} the live controls (made after the first load, which they read) */
     this.live = null;
-    this.reload();
+    reload(this);
     this.live = new LiveView(this, this.ui.live);
     this.removeDebug = installDebug(el, "heatmap", debugApi(this));
-    if (this.ui.scroller.clientWidth > 0) this.draw();
+    if (this.ui.scroller.clientWidth > 0) draw(this);
     else this.requestDraw();
   }
 
@@ -172,73 +177,26 @@ export class LensView {
     this.removeDebug();
   }
 
-  // Each operation, named once for the modules, events, test hook and live lens that call it.
+  // What a module calls on a module above it (the one that imports it, directly or not): bound
+  // here, late, since a direct import would close a circle. Every other operation is its
+  // module's function, imported where it is called; what follows a state key subscribes to it.
 
-  // load.js
-  reload() { reload(this); }
-  /** @param {unknown} name @param {boolean} sync */
-  setLens(name, sync) { setLens(this, name, sync); }
-  /** @param {unknown} name @param {boolean} sync */
-  setBeside(name, sync) { setBeside(this, name, sync); }
-
-  // navigation.js
-  /** @param {string} name @param {unknown} value */
-  send(name, value) { send(this.model, name, value); }
-  /** @param {unknown} value @param {"throttled" | boolean} sync */
-  setPrompt(value, sync) { setPrompt(this, value, sync); }
-  /** @param {unknown} value @param {"throttled" | boolean} sync */
-  setLayer(value, sync) { setLayer(this, value, sync); }
-  /** @param {unknown} layer */
-  setModelLayer(layer) { setModelLayer(this, layer); }
-
-  // selection.js
-  /** @param {Selected | null} value @param {boolean} sync */
-  setSelected(value, sync) { setSelected(this, value, sync); }
-  /** @param {Cell | null} cell */
-  setHover(cell) { setHover(this, cell); }
-  /** @param {Cell} cell @param {boolean} [announceIt] */
-  setFocus(cell, announceIt = true) { setFocus(this, cell, announceIt); }
-  /** @param {Cell} cell */
-  announce(cell) { announce(this, cell); }
-  /** @param {Cell} cell */
-  togglePin(cell) { togglePin(this, cell); }
-  showKeyboardFocus() { showKeyboardFocus(this); }
-  /** @param {boolean} hide @param {boolean} sync */
-  setHideTemplate(hide, sync) { setHideTemplate(this, hide, sync); }
-  /** @param {Cell} cell @returns {Cell} */
-  clampCell(cell) { return clampCell(this, cell); }
-  shownColumns() { return shownColumns(this); }
-
-  // metric.js
-  /** @param {unknown} value @param {boolean} sync */
-  setMetric(value, sync) { setMetric(this, value, sync); }
-  /** @param {unknown} value @param {boolean} sync */
-  setTarget(value, sync) { setTarget(this, value, sync); }
+  // metric.js (the metric module reads the grid beside, which reads the heatmap's grid)
   targetIndex() { return targetIndex(this); }
-  followTarget() { followTarget(this); }
   refreshMetric() { refreshMetric(this); }
 
-  // explain.js
-  /** @param {unknown} value @param {boolean} sync */
-  setView(value, sync) { setView(this, value, sync); }
-  /** @param {unknown} value @param {boolean} sync */
-  setExplain(value, sync) { setExplain(this, value, sync); }
-  /** @param {boolean} heads */
-  setHeads(heads) { setHeads(this, heads); }
-  showAttribution() { showAttribution(this); }
+  // explain.js (it sends through sync.js, which the prompt and row use; its DOM holds the
+  // component view, which asks it what is explained)
   explainChoice() { return explainChoice(this); }
-  whyCell() { return whyCell(this); }
   updateWhy() { updateWhy(this); }
   relayoutComponents() { relayoutComponents(this); }
   /** @param {Cell | null} cell */
   componentCellChanged(cell) { componentCellChanged(this, cell); }
 
-  // details_request.js, cell_tip.js, chart.js, redraw.js
-  requestDetails() { requestDetails(this); }
-  updateTooltip() { updateTooltip(this); }
+  // chart.js (it moves the row, navigation.js, whose cells ask for the detail sections)
   drawTrajectory() { drawTrajectory(this); }
+  // redraw.js (it reads the tooltip, the chart and the grid beside, which call it)
   relayout() { relayout(this); }
   requestDraw() { requestDraw(this); }
-  draw() { draw(this); }
   scrollLeft() { return scrollLeft(this); }
 }

@@ -4,7 +4,7 @@
  * (`murano_widgets/widgets/view_state.py`, `VIEW_TRAITS`; `tests/test_house.py` holds the two lists
  * equal), each with the feature module's function that shows a value Python sent. The store
  * (`store.js`) holds each under the same name (`layer` as the row; the trait holds its model
- * layer), `events.js` listens to each trait's change from this table, and a feature module that
+ * layer), `listenToTraits` listens to each trait's change from this table, and a feature module that
  * follows a trait subscribes to its key (`metric.js`, `cell_tip.js`, `selection.js`,
  * `redraw.js` follow `target`).
  *
@@ -43,3 +43,17 @@ export const VIEW_TRAITS = Object.freeze({
   explain: (view, value) => setExplain(view, value, false),
   view: (view, value) => setView(view, value, false),
 });
+
+/**
+ * Shows each view trait's change that Python sends (the model's `change:<name>`).
+ * @param {LensView} view
+ * @returns {() => void} stops listening
+ */
+export function listenToTraits(view) {
+  const model = view.model;
+  const handlers = Object.entries(VIEW_TRAITS).map(([name, show]) => /** @type {[string, () => void]} */ ([`change:${name}`, () => show(view, model.get(name))]));
+  for (const [event, fn] of handlers) model.on(event, fn);
+  return () => {
+    for (const [event, fn] of handlers) model.off(event, fn);
+  };
+}
