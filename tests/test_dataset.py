@@ -260,7 +260,9 @@ def test_plot_draws_the_sets_in_the_widgets_palette_in_order():
     from murano_widgets.dataset.plot import SERIES_COLOURS
 
     matplotlib.use("Agg")
-    theme = (Path(__file__).resolve().parents[1] / "js" / "src" / "shared" / "theme.css").read_text()
+    theme = (
+        Path(__file__).resolve().parents[1] / "js" / "src" / "shared" / "theme.css"
+    ).read_text()
     light = re.findall(r"--murano-series-\d+: var\(--murano-light, (#[0-9a-fA-F]{6})\)", theme)
     assert list(SERIES_COLOURS) == [c.lower() for c in light] and len(light) == 6
     names = [f"set {k}" for k in range(8)]

@@ -292,7 +292,9 @@ def test_the_diverging_scale_is_the_widgets():
 
     # The one diverging scale of the front end (js/src/shared/colour.js), which the diff and the
     # component view both use.
-    source = (Path(__file__).resolve().parents[1] / "js" / "src" / "shared" / "colour.js").read_text()
+    source = (
+        Path(__file__).resolve().parents[1] / "js" / "src" / "shared" / "colour.js"
+    ).read_text()
     stops = re.search(r"DIVERGING_STOPS = Object\.freeze\(\[([^\]]*)\]\)", source)[1]
     assert list(DIVERGING) == re.findall(r'"(#[0-9a-fA-F]{6})"', stops)
 
