@@ -2632,6 +2632,39 @@ function keepControlKeys(root, signal) {
   );
 }
 
+// src/shared/store.js
+function createStore(state) {
+  const subscribers = /* @__PURE__ */ new Set();
+  return {
+    state,
+    set(patch) {
+      const changed = [];
+      for (
+        const key of
+        /** @type {(keyof S)[]} */
+        Object.keys(patch)
+      ) {
+        const value = patch[key];
+        if (value === void 0 || Object.is(state[key], value)) continue;
+        state[key] = /** @type {S[keyof S]} */
+        value;
+        changed.push(key);
+      }
+      if (changed.length) for (const fn of [...subscribers]) fn(changed, state);
+      return changed;
+    },
+    subscribe(fn) {
+      subscribers.add(fn);
+      return () => {
+        subscribers.delete(fn);
+      };
+    }
+  };
+}
+function sameCell(a, b) {
+  return a === b || Boolean(a && b && a.layerIndex === b.layerIndex && a.position === b.position);
+}
+
 // src/diff/view.js
 var CHANGE_UNITS = Object.freeze({ delta: " (percentage points)", probability: " (percentage points)", rank: " (ranks, log scale)" });
 var DIFF_GEOMETRY = Object.freeze({ rowH: 22, axisH: 0, gap: 2, stripH: 20, bottomPad: 2, rightPad: 0 });
@@ -2654,13 +2687,12 @@ var DiffView = class {
     this.el = el;
     this.options = options;
     this.diff = null;
-    this.prompt = 0;
-    this.metric = "delta_prob";
-    this.selected = null;
+    this.store = createStore(
+      /** @type {DiffState} */
+      { prompt: 0, metric: "delta_prob", selected: null, hover: null, focus: null, focused: false }
+    );
+    this.unsubscribe = this.store.subscribe((changed) => this.follow(changed));
     this.revealPending = true;
-    this.hover = null;
-    this.focus = null;
-    this.focused = false;
     this.frame = 0;
     this.cellW = 48;
     this.labelW = 60;
@@ -2703,6 +2735,7 @@ var DiffView = class {
     this.removeDebug = installDebug(el, "diff", this.debugApi());
   }
   destroy() {
+    this.unsubscribe();
     this.abort.abort();
     for (const [event, fn] of this.handlers) this.model.off(event, fn);
     this.resize?.disconnect();
@@ -2733,13 +2766,57 @@ var DiffView = class {
     );
     this.promptInput.max = String(diff.P - 1);
     this.promptLabel.hidden = diff.P < 2;
-    this.prompt = clampIndex(this.model.get("prompt"), diff.P);
-    this.metric = shownMetric(diff, this.model.get("metric") || "delta_prob");
-    this.selected = this.model.get("selected") ?? null;
-    this.showPrompt();
-    this.showMetric();
+    const changed = this.store.set({
+      prompt: clampIndex(this.model.get("prompt"), diff.P),
+      // A state that names no available metric (a hand-made page) shows the first available one.
+      metric: shownMetric(diff, this.model.get("metric") || "delta_prob"),
+      selected: this.model.get("selected") ?? null
+    });
+    if (!changed.includes("prompt")) this.showPrompt();
+    if (!changed.includes("metric")) this.showMetric();
   }
   // ---- State ---------------------------------------------------------------------------------
+  /**
+   * What follows each state key: the prompt's lines and layout, the metric's legend and colours,
+   * the tooltip and the drawing (the pinned cell), the tooltip (the hovered cell). The focus cell
+   * is shown by `setFocus`, once it has scrolled into view.
+   * @param {(keyof DiffState)[]} changed
+   */
+  follow(changed) {
+    if (changed.includes("prompt")) this.showPrompt();
+    if (changed.includes("metric")) this.showMetric();
+    if (changed.includes("selected")) {
+      this.updateTooltip();
+      this.requestDraw();
+    } else if (changed.includes("hover")) this.updateTooltip();
+  }
+  get prompt() {
+    return this.store.state.prompt;
+  }
+  get metric() {
+    return this.store.state.metric;
+  }
+  get selected() {
+    return this.store.state.selected;
+  }
+  get hover() {
+    return this.store.state.hover;
+  }
+  set hover(cell) {
+    this.store.set({ hover: cell });
+  }
+  get focus() {
+    return this.store.state.focus;
+  }
+  set focus(cell) {
+    this.store.set({ focus: cell });
+  }
+  get focused() {
+    return this.store.state.focused;
+  }
+  set focused(value) {
+    this.store.set({ focused: value });
+  }
   /**
    * @param {string} name
    * @param {unknown} value
@@ -2757,11 +2834,8 @@ var DiffView = class {
     const prompt = clampIndex(value, this.diff.P);
     if (sync) this.send("prompt", prompt);
     if (prompt === this.prompt) return;
-    this.prompt = prompt;
-    this.hover = null;
-    if (this.focus) this.focus = this.clampCell(this.focus);
     this.revealPending = true;
-    this.showPrompt();
+    this.store.set({ prompt, hover: null, focus: this.focus && this.clampCell(this.focus, prompt) });
   }
   /**
    * @param {unknown} value
@@ -2772,26 +2846,27 @@ var DiffView = class {
     if (!diff) return;
     const metric = shownMetric(diff, value);
     if (sync) this.send("metric", metric);
-    this.metric = metric;
-    this.showMetric();
+    this.metricSelect.value = metric;
+    this.store.set({ metric });
   }
   /**
    * @param {Selected | null} value
    * @param {boolean} sync
    */
   setSelected(value, sync) {
-    this.selected = value;
+    this.store.set({ selected: value });
     if (sync) this.send("selected", value);
-    this.updateTooltip();
-    this.requestDraw();
   }
-  /** @param {Cell} cell */
-  clampCell(cell) {
+  /**
+   * @param {Cell} cell
+   * @param {number} [prompt] (default the one shown)
+   */
+  clampCell(cell, prompt = this.prompt) {
     const diff = (
       /** @type {Diff} */
       this.diff
     );
-    return { layerIndex: clampIndex(cell.layerIndex, diff.L), position: clampIndex(cell.position, diff.lengths[this.prompt]) };
+    return { layerIndex: clampIndex(cell.layerIndex, diff.L), position: clampIndex(cell.position, diff.lengths[prompt]) };
   }
   /** @param {Cell} cell */
   isPinned(cell) {
@@ -2821,8 +2896,7 @@ var DiffView = class {
   setHover(cell) {
     const old = this.hover;
     if (old === cell || old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position) return;
-    this.hover = cell;
-    this.updateTooltip();
+    this.store.set({ hover: cell });
   }
   // ---- Showing -------------------------------------------------------------------------------
   showPrompt() {
@@ -4861,35 +4935,8 @@ var TrajectoryView = class {
 function initialState2() {
   return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false };
 }
-function createStore(state = initialState2()) {
-  const subscribers = /* @__PURE__ */ new Set();
-  return {
-    state,
-    set(patch) {
-      const changed = [];
-      for (
-        const key of
-        /** @type {StateKey[]} */
-        Object.keys(patch)
-      ) {
-        const value = patch[key];
-        if (value === void 0 || Object.is(state[key], value)) continue;
-        state[key] = value;
-        changed.push(key);
-      }
-      if (changed.length) for (const fn of [...subscribers]) fn(changed, state);
-      return changed;
-    },
-    subscribe(fn) {
-      subscribers.add(fn);
-      return () => {
-        subscribers.delete(fn);
-      };
-    }
-  };
-}
-function sameCell(a, b) {
-  return a === b || Boolean(a && b && a.layerIndex === b.layerIndex && a.position === b.position);
+function createStore2(state = initialState2()) {
+  return createStore(state);
 }
 
 // src/heatmap/throttle.js
@@ -6880,7 +6927,7 @@ var LensView = class {
   constructor(model, el) {
     this.model = model;
     this.el = el;
-    this.store = createStore();
+    this.store = createStore2();
     this.data = null;
     this.lenses = [];
     this.beside = null;

@@ -3,7 +3,8 @@
  * `DiffView`: the lens-diff widget's DOM, canvas and events. Rows are a's layers (the deepest on
  * top), columns a's token positions; under them a's tokens and, when positions were paired by
  * end or prefix, the partner tokens of b. Token text reaches the page only as text
- * (`textContent`, canvas `fillText`), never as HTML.
+ * (`textContent`, canvas `fillText`), never as HTML. Its state (prompt, metric, pinned, hovered
+ * and focus cells) is one object in a store (`shared/store.js`); `follow` shows what changed.
  */
 
 import { textColourOn } from "../shared/colour.js";
@@ -19,6 +20,7 @@ import { installDebug } from "../shared/debug.js";
 import { hatchPattern } from "../shared/hatch.js";
 import { bindGrid } from "../shared/grid_events.js";
 import { keepControlKeys } from "../shared/keys.js";
+import { createStore } from "../shared/store.js";
 import { placeInRoot } from "../shared/tooltip.js";
 import { cellRect, clampScroll, columnX, computeLayout, hitTest, revealColumn, visibleColumns } from "../shared/layout.js";
 
@@ -28,6 +30,13 @@ import { cellRect, clampScroll, columnX, computeLayout, hitTest, revealColumn, v
  * @typedef {import("../shared/grid_events.js").Cell} Cell
  * @typedef {import("../shared/layout.js").Layout} Layout
  * @typedef {{prompt: number, layer_index: number, position: number, [key: string]: unknown}} Selected
+ * @typedef {object} DiffState the diff view's state, one object in a store
+ * @property {number} prompt
+ * @property {string} metric the colouring
+ * @property {Selected | null} selected the pinned cell
+ * @property {Cell | null} hover
+ * @property {Cell | null} focus the keyboard focus cell
+ * @property {boolean} focused the focus cell is shown
  */
 
 /**
@@ -87,17 +96,11 @@ export class DiffView {
     this.options = options;
     /** @type {Diff | null} */
     this.diff = null;
-    this.prompt = 0;
-    this.metric = "delta_prob";
-    /** @type {Selected | null} */
-    this.selected = null;
+    /** The view's state (`shared/store.js`); what shows a key follows it (`follow`). */
+    this.store = createStore(/** @type {DiffState} */ ({ prompt: 0, metric: "delta_prob", selected: null, hover: null, focus: null, focused: false }));
+    this.unsubscribe = this.store.subscribe((changed) => this.follow(changed));
     /** The next layout scrolls the prompt's last position (or its pinned cell) into view. */
     this.revealPending = true;
-    /** @type {Cell | null} */
-    this.hover = null;
-    /** @type {Cell | null} */
-    this.focus = null;
-    this.focused = false;
     this.frame = 0;
     this.cellW = 48;
     this.labelW = 60;
@@ -142,6 +145,7 @@ export class DiffView {
   }
 
   destroy() {
+    this.unsubscribe();
     this.abort.abort();
     for (const [event, fn] of this.handlers) this.model.off(event, fn);
     this.resize?.disconnect();
@@ -173,15 +177,69 @@ export class DiffView {
     );
     this.promptInput.max = String(diff.P - 1);
     this.promptLabel.hidden = diff.P < 2;
-    this.prompt = clampIndex(this.model.get("prompt"), diff.P);
-    // A state that names no available metric (a hand-made page) shows the first available one.
-    this.metric = shownMetric(diff, this.model.get("metric") || "delta_prob");
-    this.selected = this.model.get("selected") ?? null;
-    this.showPrompt();
-    this.showMetric();
+    const changed = this.store.set({
+      prompt: clampIndex(this.model.get("prompt"), diff.P),
+      // A state that names no available metric (a hand-made page) shows the first available one.
+      metric: shownMetric(diff, this.model.get("metric") || "delta_prob"),
+      selected: this.model.get("selected") ?? null,
+    });
+    // A new payload: the prompt and metric are shown again, changed (`follow`) or not.
+    if (!changed.includes("prompt")) this.showPrompt();
+    if (!changed.includes("metric")) this.showMetric();
   }
 
   // ---- State ---------------------------------------------------------------------------------
+
+  /**
+   * What follows each state key: the prompt's lines and layout, the metric's legend and colours,
+   * the tooltip and the drawing (the pinned cell), the tooltip (the hovered cell). The focus cell
+   * is shown by `setFocus`, once it has scrolled into view.
+   * @param {(keyof DiffState)[]} changed
+   */
+  follow(changed) {
+    if (changed.includes("prompt")) this.showPrompt();
+    if (changed.includes("metric")) this.showMetric();
+    if (changed.includes("selected")) {
+      this.updateTooltip();
+      this.requestDraw();
+    } else if (changed.includes("hover")) this.updateTooltip();
+  }
+
+  get prompt() {
+    return this.store.state.prompt;
+  }
+
+  get metric() {
+    return this.store.state.metric;
+  }
+
+  get selected() {
+    return this.store.state.selected;
+  }
+
+  get hover() {
+    return this.store.state.hover;
+  }
+
+  set hover(cell) {
+    this.store.set({ hover: cell });
+  }
+
+  get focus() {
+    return this.store.state.focus;
+  }
+
+  set focus(cell) {
+    this.store.set({ focus: cell });
+  }
+
+  get focused() {
+    return this.store.state.focused;
+  }
+
+  set focused(value) {
+    this.store.set({ focused: value });
+  }
 
   /**
    * @param {string} name
@@ -201,11 +259,8 @@ export class DiffView {
     const prompt = clampIndex(value, this.diff.P);
     if (sync) this.send("prompt", prompt);
     if (prompt === this.prompt) return;
-    this.prompt = prompt;
-    this.hover = null;
-    if (this.focus) this.focus = this.clampCell(this.focus);
     this.revealPending = true;
-    this.showPrompt();
+    this.store.set({ prompt, hover: null, focus: this.focus && this.clampCell(this.focus, prompt) });
   }
 
   /**
@@ -217,8 +272,8 @@ export class DiffView {
     if (!diff) return;
     const metric = shownMetric(diff, value);
     if (sync) this.send("metric", metric);
-    this.metric = metric;
-    this.showMetric();
+    this.metricSelect.value = metric;
+    this.store.set({ metric });
   }
 
   /**
@@ -226,16 +281,17 @@ export class DiffView {
    * @param {boolean} sync
    */
   setSelected(value, sync) {
-    this.selected = value;
+    this.store.set({ selected: value });
     if (sync) this.send("selected", value);
-    this.updateTooltip();
-    this.requestDraw();
   }
 
-  /** @param {Cell} cell */
-  clampCell(cell) {
+  /**
+   * @param {Cell} cell
+   * @param {number} [prompt] (default the one shown)
+   */
+  clampCell(cell, prompt = this.prompt) {
     const diff = /** @type {Diff} */ (this.diff);
-    return { layerIndex: clampIndex(cell.layerIndex, diff.L), position: clampIndex(cell.position, diff.lengths[this.prompt]) };
+    return { layerIndex: clampIndex(cell.layerIndex, diff.L), position: clampIndex(cell.position, diff.lengths[prompt]) };
   }
 
   /** @param {Cell} cell */
@@ -270,8 +326,7 @@ export class DiffView {
   setHover(cell) {
     const old = this.hover;
     if (old === cell || (old && cell && old.layerIndex === cell.layerIndex && old.position === cell.position)) return;
-    this.hover = cell;
-    this.updateTooltip();
+    this.store.set({ hover: cell });
   }
 
   // ---- Showing -------------------------------------------------------------------------------

@@ -1,10 +1,13 @@
 // @ts-check
 /**
- * The heatmap's state as one plain object (`ViewState`), and the one way it changes: `set(patch)`
- * assigns the keys whose values differ and tells each subscriber which keys those were. The
- * object is changed in place, so whoever holds `store.state` (the view, its test hook, the live
- * lens) reads the current values. Pure: no DOM, no model.
+ * The heatmap's state as one plain object (`ViewState`) in a store (`shared/store.js`: `set(patch)`
+ * assigns the keys whose values differ and tells each subscriber which keys those were); whoever
+ * holds `store.state` (the view, its test hook, the live lens) reads the current values.
  */
+
+import { createStore as createSharedStore } from "../../shared/store.js";
+
+export { sameCell } from "../../shared/store.js";
 
 /**
  * @typedef {import("../../shared/layout.js").Cell} Cell
@@ -32,13 +35,7 @@
  *
  * @typedef {keyof ViewState} StateKey
  * @typedef {(changed: StateKey[], state: Readonly<ViewState>) => void} Subscriber
- *
- * @typedef {object} Store
- * @property {ViewState} state the current state (one object for the store's life)
- * @property {(patch: Partial<ViewState>) => StateKey[]} set assigns what differs (`Object.is`),
- *   then notifies the subscribers once with those keys; returns them ([] when nothing changed:
- *   no one is told)
- * @property {(fn: Subscriber) => () => void} subscribe returns the function that unsubscribes
+ * @typedef {import("../../shared/store.js").Store<ViewState>} Store
  */
 
 /**
@@ -50,40 +47,10 @@ export function initialState() {
 }
 
 /**
+ * The heatmap's store (`shared/store.js`'s).
  * @param {ViewState} [state] the object the store holds and changes (default `initialState()`)
  * @returns {Store}
  */
 export function createStore(state = initialState()) {
-  /** @type {Set<Subscriber>} */
-  const subscribers = new Set();
-  return {
-    state,
-    set(patch) {
-      /** @type {StateKey[]} */
-      const changed = [];
-      for (const key of /** @type {StateKey[]} */ (Object.keys(patch))) {
-        const value = patch[key];
-        if (value === undefined || Object.is(state[key], value)) continue;
-        /** @type {Record<string, unknown>} */ (state)[key] = value;
-        changed.push(key);
-      }
-      if (changed.length) for (const fn of [...subscribers]) fn(changed, state);
-      return changed;
-    },
-    subscribe(fn) {
-      subscribers.add(fn);
-      return () => {
-        subscribers.delete(fn);
-      };
-    },
-  };
-}
-
-/**
- * The same heatmap cell (or both none).
- * @param {Cell | null} a
- * @param {Cell | null} b
- */
-export function sameCell(a, b) {
-  return a === b || Boolean(a && b && a.layerIndex === b.layerIndex && a.position === b.position);
+  return createSharedStore(state);
 }
