@@ -244,15 +244,13 @@ class LogitLensWidget(MuranoWidget):
 
     @classmethod
     def _other_keywords(cls) -> list[str]:
-        """The constructor's keywords beyond the view's: public traits a user may set."""
+        """The constructor's keywords beyond the view's: the other synced traits that may be
+        set (``selected``, ``layout``; and the private ones, such as ``_details``)."""
         view = {line.name for line in cls._view_traits}
         return [
             name
             for name, trait in cls.class_traits().items()
-            if trait.metadata.get("sync")
-            and not name.startswith("_")
-            and name not in view
-            and not trait.read_only
+            if trait.metadata.get("sync") and name not in view and not trait.read_only
         ]
 
     def _view_shown(self) -> Shown:

@@ -404,12 +404,10 @@ def initial_view(
 
 
 def _unknown(owner: str, key: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(key, allowed, n=1)
+    public = [name for name in allowed if not name.startswith("_")]
+    close = difflib.get_close_matches(key, public, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return (
-        f"{owner}() got an unexpected keyword argument {key!r}{hint}; its view keywords are "
-        f"{allowed}"
-    )
+    return f"{owner}() got an unexpected keyword argument {key!r}{hint}; it takes {public}"
 
 
 def check_planned(plan: Planned, traits: tuple[ViewTrait, ...] = VIEW_TRAITS) -> None:
