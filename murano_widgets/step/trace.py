@@ -231,7 +231,10 @@ class StepTrace:
             hidden = _row_states(states, self.rows)
             per_lens, final, between = reduce_lenses(
                 lambda k, key: model.project_on_vocab(
-                    read_row(lenses[k], key, hidden[key], last + 1)
+                    # A lens that runs the model to read a state (a Patchscope) does it here.
+                    lenses[k].read_in_trace(model, key, hidden[key], last + 1)
+                    if hasattr(lenses[k], "read_in_trace")
+                    else read_row(lenses[k], key, hidden[key], last + 1)
                 ),
                 len(lenses),
                 self.rows,

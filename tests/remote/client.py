@@ -2,11 +2,14 @@
 
     python client.py lens MODEL_DIR OUT.pt [--top-k K] [--full-probs] [--layers 0,-1]
         [--right-padding] [--answers] [--targets N] [--jacobian] [--named] [--decompose]
+        [--patchscope]
         LogitLens with remote=True, then the same lens locally; both results to OUT.pt.
         --answers scores single- and multi-token answers (with alternatives) and --targets
         tracks N strings at every position. --jacobian reads every layer through a Jacobian
         lens of seeded random matrices (sent to the server with the trace); --named reads through
         the logit lens and that Jacobian lens side by side, with the KL between them.
+        --patchscope reads through the logit lens and two PatchscopeLens side by side (their
+        patched passes run on the server), with the KL between them.
     python client.py patch MODEL_DIR OUT.pt
         patch_lens with remote=True, then the same locally, for a prompt source (longer than
         the prompt), zero ablation and a mean over other prompts, with a multi-token answer and
@@ -75,6 +78,17 @@ def lens(args: argparse.Namespace) -> dict:
         options["lens"] = random_jacobian_lens(model)
     if args.named:
         options["lens"] = {"logit": None, "jacobian": random_jacobian_lens(model)}
+        options["kl_between_lenses"] = True
+    if args.patchscope:
+        from murano_widgets import PatchscopeLens
+
+        # The identity prompt, and one patched at block 0 behind a placeholder string, whose
+        # tokens before the placeholder run once (their key/value cache) on the server.
+        options["lens"] = {
+            "logit": None,
+            "patchscope": PatchscopeLens(),
+            "at0": PatchscopeLens("Paris is in France. X is in", placeholder="X", target_layer=0),
+        }
         options["kl_between_lenses"] = True
     answers = ANSWERS if args.answers else None
     foils = None
@@ -363,6 +377,7 @@ def main() -> None:
     run.add_argument("--targets", type=int, default=0)
     run.add_argument("--jacobian", action="store_true")
     run.add_argument("--named", action="store_true")
+    run.add_argument("--patchscope", action="store_true")
     run.add_argument("--decompose", action="store_true")
     patching = sub.add_parser("patch")
     patching.add_argument("model")
