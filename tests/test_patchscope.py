@@ -365,3 +365,22 @@ def test_patch_lens_reads_the_clean_and_the_patched_run_through_a_patchscope(
     assert not torch.allclose(
         comparison.a.max_probs[:-1, 0, 1:], comparison.b.max_probs[:-1, 0, 1:]
     )
+
+
+def test_a_long_run_shows_its_cells_done_out_of_all(load_tiny, capsys, monkeypatch):
+    from murano_widgets.lenses import patchscope_progress
+
+    model = load_tiny("gpt2")
+    result = run_logit_lens(model, PROMPTS, lens=PatchscopeLens(progress=True))
+    # A patched pass per real position at every layer but the last (the model's own output).
+    total = int(result.attention_mask.sum()) * (model.n_layers - 1)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith(f"PatchscopeLens: {total}/{total} cells (100%)"), lines
+    # By default a short run shows nothing; one that has taken long enough shows its bar.
+    run_logit_lens(model, PROMPTS, lens=PatchscopeLens())
+    assert "PatchscopeLens" not in capsys.readouterr().err
+    monkeypatch.setattr(patchscope_progress, "LONG_RUN_SECONDS", 0.0)
+    run_logit_lens(model, PROMPTS, lens=PatchscopeLens())
+    assert f"/{total} cells" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="progress must be None"):
+        PatchscopeLens(progress="yes")

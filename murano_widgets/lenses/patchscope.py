@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import copy
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
 
 from murano_widgets.lenses.base import Lens
+from murano_widgets.lenses.patchscope_progress import CellProgress
 
 __all__ = ["IDENTITY_PROMPT", "PatchscopeLens"]
 
@@ -68,6 +69,10 @@ class PatchscopeLens(Lens):
             count from the end, as in Python).
         target_layer: The block whose output is replaced, the same for every row (negative
             counts from the end); ``None`` patches each cell at the layer it was read from.
+        progress: A bar of the cells read (``cells done / total``) during a step's run:
+            ``None`` shows it once the run has taken :data:`~murano_widgets.lenses.
+            patchscope_progress.LONG_RUN_SECONDS` (a long run), ``True`` from the start,
+            ``False`` never. Runs inside a trace (on NDIF) show the job's status instead.
 
     Raises:
         TypeError: For an argument of the wrong type.
@@ -85,7 +90,13 @@ class PatchscopeLens(Lens):
         target_prompt: str = IDENTITY_PROMPT,
         placeholder: str | int | None = None,
         target_layer: int | None = None,
+        progress: bool | None = None,
     ) -> None:
+        if progress is not None and not isinstance(progress, bool):
+            raise TypeError(
+                "progress must be None (a bar once a run takes a while), True or False; got "
+                f"{type(progress).__name__} {progress!r:.60}"
+            )
         if not isinstance(target_prompt, str):
             raise TypeError(
                 f"target_prompt must be a string, got {type(target_prompt).__name__} "
@@ -126,17 +137,36 @@ class PatchscopeLens(Lens):
             placeholder if placeholder is None or isinstance(placeholder, str) else int(placeholder)
         )
         self.target_layer = None if target_layer is None else int(target_layer)
+        self.progress = progress
+        self._cells: CellProgress | None = None
         self.provenance = {
             "target_prompt": target_prompt,
             "placeholder": self.placeholder,
             "target_layer": self.target_layer,
         }
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A remote trace sends the lens by value: a run's progress bar stays here.
+        state = self.__dict__.copy()
+        state["_cells"] = None
+        return state
+
     def __repr__(self) -> str:
         return (
             f"PatchscopeLens(target_prompt={self.target_prompt!r:.60}, "
             f"placeholder={self.placeholder!r}, target_layer={self.target_layer!r})"
         )
+
+    def start_run(self, rows: int, layers: Sequence[Any], n_layers: int) -> None:
+        """The step's notice that its reduction starts: ``rows`` positions at each of
+        ``layers``; every layer but those read as the model's own output costs a patched pass
+        per position (the progress bar's total)."""
+        target = self._target_layer(n_layers)
+        last = n_layers - 1
+        patched = sum(
+            1 for layer in layers if layer != last and (layer if target is None else target) != last
+        )
+        self._cells = CellProgress(rows * patched, self.progress, "PatchscopeLens")
 
     # -- checks, before any model work ---------------------------------------------------------
 
@@ -284,8 +314,9 @@ class PatchscopeLens(Lens):
             return model.unembed(hidden, out=out)
         with torch.inference_mode():
             read = _read_patched(
-                model, self.target_tokens(model.tokenizer), target, hidden, last, max_bytes
-            )
+                model, self.target_tokens(model.tokenizer), target, hidden, last, max_bytes,
+                self._cells,
+            )  # fmt: skip
         return model.unembed(read, out=out)
 
     def read_in_trace(self, model: Any, layer: int, hidden: Any, n_layers: int) -> Any:
@@ -307,7 +338,7 @@ class PatchscopeLens(Lens):
         # no_grad, not inference_mode: the trace's own code may go on with the result in a
         # thread where inference_mode is not in force (an inference tensor then cannot meet
         # weights that require grad).
-        with _outside_trace(model), torch.no_grad():
+        with _OutsideTrace(model), torch.no_grad():
             return _read_patched(model, tokens, target, hidden, last, max_bytes)
 
     def describe(
@@ -387,6 +418,7 @@ def _read_patched(
     hidden: torch.Tensor,
     last: int,
     max_bytes: int | None,
+    cells: CellProgress | None = None,
 ) -> torch.Tensor:
     """Each row of ``hidden`` patched into the target prompt (``tokens``: its ids and the
     placeholder's index) at block ``target``'s output: block ``last``'s output at the
@@ -410,10 +442,12 @@ def _read_patched(
         read[start:stop] = run_patched(
             model, ids, position, target, hidden[start:stop], last, prefix
         )
+        if cells is not None:
+            cells.update(stop - start)
     return read
 
 
-class _outside_trace:  # noqa: N801 - used as a context manager, like a function
+class _OutsideTrace:
     """Stands the enclosing nnsight trace down while the model's modules are called ad hoc:
     what nnsight 0.8 does for an envoy called inside a trace, here for the plain modules
     that the patched passes hook (else the trace would take them for the traced pass)."""
