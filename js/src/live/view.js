@@ -18,6 +18,7 @@ import { formatProb, promptName } from "../format.js";
 import { rowLabel } from "../rows.js";
 import { h } from "../shared/dom.js";
 import { displayToken, truncateText } from "../tokens.js";
+import { DescribeControl } from "./describe.js";
 import { isPatch, patchModel, patchSources, patchSummary, patchTarget, sourceOf } from "./patch.js";
 import { pickerColumn, pickerTokens } from "./picker.js";
 import { controlsShown, dismiss, hello, initialState, nextDeadline, noKernel, receive, request, statusLine, tick } from "./protocol.js";
@@ -184,6 +185,7 @@ export class LiveView {
     /** @type {DiffView | null} */
     this.diff = null;
     this.abort = new AbortController();
+    this.describe = new DescribeControl(this, ui.pinPanel);
     this.bind();
     this.startHello();
     this.render();
@@ -255,6 +257,7 @@ export class LiveView {
       if (sent.id === reply.id && reply.action === "done" && sent.box.value === sent.text) sent.box.value = "";
     }
     this.sentTexts = this.sentTexts.filter((sent) => sent.id !== reply.id);
+    this.describe.onMessage(msg);
     this.schedule();
     this.render();
   }
@@ -404,7 +407,8 @@ export class LiveView {
       this.showPatchControl();
       if (this.pickerOpen) this.showPicker();
     }
-    ui.pinPanel.hidden = !offered || (ui.pinRow.hidden && ui.patchRow.hidden);
+    this.describe.render(offered, this.lens.data, this.lens.state.selected);
+    ui.pinPanel.hidden = !offered || (ui.pinRow.hidden && ui.patchRow.hidden && this.describe.ui.row.hidden);
     this.showPatch(offered);
   }
 
@@ -630,6 +634,7 @@ export class LiveView {
       if (button) this.track(button.dataset.token || "");
     });
     on(ui.patchRun, "click", () => this.runPatch());
+    on(this.describe.ui.button, "click", () => this.describe.run());
     on(ui.patchClear, "click", () => this.ask("clear_patch", {}));
     on(ui.dismissButton, "click", () => {
       this.state = dismiss(this.state);
