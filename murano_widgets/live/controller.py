@@ -41,6 +41,7 @@ ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "untrack": (("text",), ()),
     "patch": (("prompt", "layer", "position", "source"), ()),
     "clear_patch": ((), ()),
+    "describe_cell": (("prompt", "layer", "position"), ()),
 }
 
 Apply = Callable[[], tuple[str, Any]]
@@ -219,6 +220,14 @@ class LiveController:
 
         return apply
 
+    def _describe_cell(self, prompt: Any, layer: Any, position: Any) -> Apply:
+        from murano_widgets.live.describe import describe_cell
+
+        text = describe_cell(self.widget, self.session, prompt, layer, position)
+        # The reply's message is the text itself: the front end shows it in the pinned cell's
+        # panel (as text).
+        return lambda: (text, text)
+
     def _clear_patch(self) -> Apply:
         widget = self.widget
 
@@ -270,6 +279,10 @@ class LiveController:
                 f"at position {fields.get('position')}, with {with_what}…"
             ),
             "clear_patch": "Clearing the patch…",
+            "describe_cell": (
+                f"Describing prompt {fields.get('prompt')}: block {fields.get('layer')}'s output "
+                f"at position {fields.get('position')}…"
+            ),
         }.get(action, "Working…")
 
     def _report(self, request: Request, outcome: str, message: str) -> None:

@@ -3651,6 +3651,83 @@ function patchModel(model) {
   };
 }
 
+// src/live/describe.js
+var DESCRIBE_ACTION = "describe_cell";
+function describeTarget(data, selected) {
+  if (!data || data.lensKind !== "patchscope") return { ok: false, reason: "The lens shown is not a Patchscope." };
+  const target = patchTarget(data, selected);
+  if (!target.ok) return { ok: false, reason: target.reason.replace(/patch(es)? it/, "describe it").replace("A patch overwrites", "A Patchscope reads") };
+  return { ok: true, prompt: target.prompt, layer: target.layer, position: target.position, label: target.label };
+}
+function buildDescribe() {
+  const row = h("div", "murano-live-row murano-describe", { hidden: "" });
+  const where = h("span", "murano-patch-where murano-describe-where");
+  const button = h("button", "murano-live-button murano-describe-run", { type: "button", title: "Patch this cell's state into the Patchscope's target prompt and generate a few tokens from it, greedily" }, "Describe");
+  const text = h("output", "murano-describe-text murano-token", { "aria-live": "polite" });
+  row.append(h("span", "murano-label", {}, "Describe this cell"), where, button, text);
+  return { row, where, button, text };
+}
+var DescribeControl = class {
+  /**
+   * @param {LiveAsker} live
+   * @param {HTMLElement} parent where the row goes (the pinned cell's panel)
+   */
+  constructor(live, parent) {
+    this.live = live;
+    this.ui = buildDescribe();
+    parent.append(this.ui.row);
+    this.pending = -1;
+    this.describedCell = "";
+    this.target = { ok: false, reason: "" };
+  }
+  /** Asks the kernel to describe the pinned cell. */
+  run() {
+    const target = this.target;
+    if (!target.ok) return;
+    this.ui.text.textContent = "";
+    this.describedCell = cellKey(target);
+    this.pending = this.live.ask(DESCRIBE_ACTION, { prompt: target.prompt, layer: target.layer, position: target.position });
+  }
+  /**
+   * A message from the kernel: the reply to the request in flight carries the description.
+   * @param {unknown} msg
+   */
+  onMessage(msg) {
+    if (!msg || typeof msg !== "object") return;
+    const { action, id, message } = (
+      /** @type {Record<string, unknown>} */
+      msg
+    );
+    if (id !== this.pending || this.pending < 0) return;
+    if (action !== "done" && action !== "error" && action !== "superseded") return;
+    this.pending = -1;
+    if (action === "done" && typeof message === "string") this.ui.text.textContent = message;
+  }
+  /**
+   * Shows or hides the row for the pinned cell.
+   * @param {boolean} offered the live controls are offered (a kernel is there)
+   * @param {LensData | null} data
+   * @param {Selected | null} selected
+   */
+  render(offered, data, selected) {
+    const { row, where, button, text } = this.ui;
+    const target = describeTarget(data, selected);
+    this.target = target;
+    const patchscope = !!data && data.lensKind === "patchscope";
+    row.hidden = !offered || !patchscope || !selected;
+    if (row.hidden) return;
+    where.textContent = target.ok ? target.label : target.reason;
+    button.disabled = !target.ok;
+    if (!target.ok || cellKey(target) !== this.describedCell) {
+      if (text.textContent) text.textContent = "";
+      if (!target.ok || this.pending < 0) this.describedCell = "";
+    }
+  }
+};
+function cellKey(target) {
+  return target.ok ? `${target.prompt}|${target.layer}|${target.position}` : "";
+}
+
 // src/live/picker.js
 function pickerColumn(state, length) {
   const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
@@ -3692,7 +3769,7 @@ function pickerTokens(data, prompt, position) {
 var HELLO_TIMEOUT_MS = 3e3;
 var REPLY_TIMEOUT_MS = 6e4;
 var NO_KERNEL_TEXT = "Editing needs a running kernel: run the notebook to type prompts, track tokens or patch.";
-var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch"]);
+var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "describe_cell"]);
 var REPLIES = Object.freeze(["done", "error", "superseded"]);
 function initialState({ live, canSend, firstId = 1 }) {
   return {
@@ -3785,6 +3862,8 @@ function describeRequest(action, fields, phase) {
       return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
+    case "describe_cell":
+      return running ? `Describing ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}…` : "Described.";
     default:
       return running ? "Working…" : "Done.";
   }
@@ -3961,6 +4040,7 @@ var LiveView = class {
     this.patchModel = null;
     this.diff = null;
     this.abort = new AbortController();
+    this.describe = new DescribeControl(this, ui.pinPanel);
     this.bind();
     this.startHello();
     this.render();
@@ -4026,6 +4106,7 @@ var LiveView = class {
       if (sent.id === reply.id && reply.action === "done" && sent.box.value === sent.text) sent.box.value = "";
     }
     this.sentTexts = this.sentTexts.filter((sent) => sent.id !== reply.id);
+    this.describe.onMessage(msg);
     this.schedule();
     this.render();
   }
@@ -4156,7 +4237,8 @@ var LiveView = class {
       this.showPatchControl();
       if (this.pickerOpen) this.showPicker();
     }
-    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden;
+    this.describe.render(offered, this.lens.data, this.lens.state.selected);
+    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden && this.describe.ui.row.hidden;
     this.showPatch(offered);
   }
   showPromptControls() {
@@ -4364,6 +4446,7 @@ var LiveView = class {
       if (button) this.track(button.dataset.token || "");
     });
     on(ui.patchRun, "click", () => this.runPatch());
+    on(this.describe.ui.button, "click", () => this.describe.run());
     on(ui.patchClear, "click", () => this.ask("clear_patch", {}));
     on(ui.dismissButton, "click", () => {
       this.state = dismiss(this.state);

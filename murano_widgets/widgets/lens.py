@@ -384,6 +384,23 @@ class LogitLensWidget(MuranoWidget):
             source=source,
         )
 
+    def describe_cell(self, *, layer: int, position: int, prompt: int | None = None) -> str:
+        """The cell described in a few words by the Patchscope shown (what the front end's
+        "Describe this cell" shows): :meth:`PatchscopeLens.describe` of block ``layer``'s
+        output at ``position`` of the prompt (default: the one shown), greedy, a set length
+        (:data:`murano_widgets.live.describe.DESCRIBE_TOKENS` tokens).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            ValueError: If the lens shown is not a Patchscope, or for a bad argument.
+        """
+        return self._live_call(
+            "describe_cell",
+            prompt=self.prompt if prompt is None else prompt,
+            layer=layer,
+            position=position,
+        )
+
     def clear_patch(self) -> None:
         """Removes the patch shown (``patch_info`` becomes ``None``)."""
         if self._live is None:
