@@ -1,4 +1,4 @@
-""""Describe this cell" in headless Chromium: the live widget's real bundle over a Patchscope's
+""" "Describe this cell" in headless Chromium: the live widget's real bundle over a Patchscope's
 result, with the fake kernel of ``test_live_browser.py`` in the page. Pinning a cell offers the
 button (only for a Patchscope shown); pressing it sends the ``describe_cell`` request for that
 cell; the reply's text (what ``PatchscopeLens.describe`` gives there, computed here) shows as
