@@ -387,7 +387,7 @@ def test_a_long_run_shows_its_cells_done_out_of_all(load_tiny, capsys, monkeypat
 
 
 def test_the_widget_describes_a_cell_as_describe_does(load_tiny):
-    """The front end's "Describe this cell" request (``describe_cell``, as its message) is
+    """The front end's "Describe this cell" request (``describe_patchscope``, as its message) is
     answered with the text PatchscopeLens.describe gives for that cell; offered only for a
     Patchscope shown."""
     from murano_widgets import show_logit_lens
@@ -401,18 +401,18 @@ def test_the_widget_describes_a_cell_as_describe_does(load_tiny):
     replies = []
     widget.send = replies.append
     widget._handle_custom_msg(
-        {"action": "describe_cell", "id": 3, "prompt": 1, "layer": 1, "position": 2}, []
+        {"action": "describe_patchscope", "id": 3, "prompt": 1, "layer": 1, "position": 2}, []
     )
     assert widget._live.worker.wait_idle(30)
     expected = lens.describe(model, PROMPTS[1], layer=1, position=2, max_new_tokens=DESCRIBE_TOKENS)
     assert expected and replies[-1] == {"action": "done", "id": 3, "message": expected}
-    assert widget.describe_cell(layer=0, position=-1, prompt=0) == lens.describe(
+    assert widget.describe_patchscope(layer=0, position=-1, prompt=0) == lens.describe(
         model, PROMPTS[0], layer=0, position=-1, max_new_tokens=DESCRIBE_TOKENS
     )
     # The logit lens shown: refused, saying why.
     widget.lens_name = "logit"
     widget._handle_custom_msg(
-        {"action": "describe_cell", "id": 4, "prompt": 0, "layer": 1, "position": 2}, []
+        {"action": "describe_patchscope", "id": 4, "prompt": 0, "layer": 1, "position": 2}, []
     )
     assert widget._live.worker.wait_idle(30)
     assert replies[-1]["action"] == "error" and "needs a Patchscope" in replies[-1]["message"]

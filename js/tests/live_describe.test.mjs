@@ -22,5 +22,5 @@ test("the cell described: the pinned one, its model layer, for a Patchscope on a
   const refused = describeTarget(subData, { prompt: 0, layer_index: mid, position: 0 });
   assert.equal(refused.ok, false);
   assert.match(refused.ok ? "" : refused.reason, /^A Patchscope reads a block's output/);
-  assert.equal(DESCRIBE_ACTION, "describe_cell");
+  assert.equal(DESCRIBE_ACTION, "describe_patchscope");
 });

@@ -23,6 +23,11 @@ patched through a forward hook on the patched block) cut to the step's memory bu
 the last block takes the placeholder's state and stops the pass, and the model's own final
 norm, unembedding and logit transform make the logits. A placeholder at the target prompt's
 first token, or a model without a key/value cache, runs the whole prompt per row.
+
+Inside the step's trace (``remote=True``: on NDIF's server; or ``reduce_in_trace=True``) the
+same passes run where the model is (:meth:`PatchscopeLens.read_in_trace`), as plain module
+calls with the trace stood down for them. A long local run shows its cells done out of all
+(:mod:`murano_widgets.lenses.patchscope_progress`).
 """
 
 from __future__ import annotations
@@ -70,9 +75,10 @@ class PatchscopeLens(Lens):
         target_layer: The block whose output is replaced, the same for every row (negative
             counts from the end); ``None`` patches each cell at the layer it was read from.
         progress: A bar of the cells read (``cells done / total``) during a step's run:
-            ``None`` shows it once the run has taken :data:`~murano_widgets.lenses.
-            patchscope_progress.LONG_RUN_SECONDS` (a long run), ``True`` from the start,
-            ``False`` never. Runs inside a trace (on NDIF) show the job's status instead.
+            ``None`` shows it once the run has taken two seconds (a long run;
+            ``LONG_RUN_SECONDS`` of ``murano_widgets.lenses.patchscope_progress``), ``True``
+            from the start, ``False`` never. Runs inside a trace (on NDIF) show the job's
+            status instead.
 
     Raises:
         TypeError: For an argument of the wrong type.

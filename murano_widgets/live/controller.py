@@ -41,7 +41,7 @@ ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "untrack": (("text",), ()),
     "patch": (("prompt", "layer", "position", "source"), ()),
     "clear_patch": ((), ()),
-    "describe_cell": (("prompt", "layer", "position"), ()),
+    "describe_patchscope": (("prompt", "layer", "position"), ()),
 }
 
 Apply = Callable[[], tuple[str, Any]]
@@ -220,10 +220,10 @@ class LiveController:
 
         return apply
 
-    def _describe_cell(self, prompt: Any, layer: Any, position: Any) -> Apply:
-        from murano_widgets.live.describe import describe_cell
+    def _describe_patchscope(self, prompt: Any, layer: Any, position: Any) -> Apply:
+        from murano_widgets.live.describe import describe_patchscope
 
-        text = describe_cell(self.widget, self.session, prompt, layer, position)
+        text = describe_patchscope(self.widget, self.session, prompt, layer, position)
         # The reply's message is the text itself: the front end shows it in the pinned cell's
         # panel (as text).
         return lambda: (text, text)
@@ -279,7 +279,7 @@ class LiveController:
                 f"at position {fields.get('position')}, with {with_what}…"
             ),
             "clear_patch": "Clearing the patch…",
-            "describe_cell": (
+            "describe_patchscope": (
                 f"Describing prompt {fields.get('prompt')}: block {fields.get('layer')}'s output "
                 f"at position {fields.get('position')}…"
             ),

@@ -3652,7 +3652,7 @@ function patchModel(model) {
 }
 
 // src/live/describe.js
-var DESCRIBE_ACTION = "describe_cell";
+var DESCRIBE_ACTION = "describe_patchscope";
 function describeTarget(data, selected) {
   if (!data || data.lensKind !== "patchscope") return { ok: false, reason: "The lens shown is not a Patchscope." };
   const target = patchTarget(data, selected);
@@ -3769,7 +3769,7 @@ function pickerTokens(data, prompt, position) {
 var HELLO_TIMEOUT_MS = 3e3;
 var REPLY_TIMEOUT_MS = 6e4;
 var NO_KERNEL_TEXT = "Editing needs a running kernel: run the notebook to type prompts, track tokens or patch.";
-var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "describe_cell"]);
+var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "describe_patchscope"]);
 var REPLIES = Object.freeze(["done", "error", "superseded"]);
 function initialState({ live, canSend, firstId = 1 }) {
   return {
@@ -3862,7 +3862,7 @@ function describeRequest(action, fields, phase) {
       return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
-    case "describe_cell":
+    case "describe_patchscope":
       return running ? `Describing ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}…` : "Described.";
     default:
       return running ? "Working…" : "Done.";

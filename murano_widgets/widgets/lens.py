@@ -384,7 +384,7 @@ class LogitLensWidget(MuranoWidget):
             source=source,
         )
 
-    def describe_cell(self, *, layer: int, position: int, prompt: int | None = None) -> str:
+    def describe_patchscope(self, *, layer: int, position: int, prompt: int | None = None) -> str:
         """The cell described in a few words by the Patchscope shown (what the front end's
         "Describe this cell" shows): :meth:`PatchscopeLens.describe` of block ``layer``'s
         output at ``position`` of the prompt (default: the one shown), greedy, a set length
@@ -395,7 +395,7 @@ class LogitLensWidget(MuranoWidget):
             ValueError: If the lens shown is not a Patchscope, or for a bad argument.
         """
         return self._live_call(
-            "describe_cell",
+            "describe_patchscope",
             prompt=self.prompt if prompt is None else prompt,
             layer=layer,
             position=position,

@@ -1,6 +1,6 @@
 """ "Describe this cell" in headless Chromium: the live widget's real bundle over a Patchscope's
 result, with the fake kernel of ``test_live_browser.py`` in the page. Pinning a cell offers the
-button (only for a Patchscope shown); pressing it sends the ``describe_cell`` request for that
+button (only for a Patchscope shown); pressing it sends the ``describe_patchscope`` request for that
 cell; the reply's text (what ``PatchscopeLens.describe`` gives there, computed here) shows as
 text in the pinned cell's panel, and goes when another cell is pinned."""
 
@@ -39,7 +39,7 @@ def test_describe_a_pinned_cell_of_a_patchscope(page, demo):
     page.click(".murano-describe-run")
     sent = requests(page)[-1]
     assert sent == {
-        "action": "describe_cell",
+        "action": "describe_patchscope",
         "prompt": 0,
         "layer": 2,
         "position": 3,

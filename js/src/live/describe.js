@@ -3,7 +3,7 @@
  * "Describe this cell": on a live widget showing a Patchscope lens, the pinned cell's state
  * patched into the lens's target prompt and a few tokens generated from it greedily
  * (`PatchscopeLens.describe`, SelfIE-style), asked of the kernel as a live request
- * (`describe_cell`, `protocol.js`) and shown as text (`textContent`: the model's words are data).
+ * (`describe_patchscope`, `protocol.js`) and shown as text (`textContent`: the model's words are data).
  *
  * Offered only where it can run: the lens shown is a Patchscope, the widget is live (a kernel
  * with the model answers), and the pinned cell is on a block-output row. The text shown belongs
@@ -13,8 +13,8 @@
 import { h } from "../shared/dom.js";
 import { patchTarget } from "./patch.js";
 
-/** The live request's action (Python: `LiveController._describe_cell`). */
-export const DESCRIBE_ACTION = "describe_cell";
+/** The live request's action (Python: `LiveController._describe_patchscope`). */
+export const DESCRIBE_ACTION = "describe_patchscope";
 
 /**
  * @typedef {import("../payload.js").LensData} LensData
