@@ -191,6 +191,17 @@ export function normaliseMetric(raw, index) {
 }
 
 /**
+ * The strings of a `detail_tokens` section: a JSON list, UTF-8.
+ * @param {RawArray} bytes
+ * @returns {string[]}
+ */
+export function detailTokens(bytes) {
+  const list = JSON.parse(new TextDecoder().decode(/** @type {Uint8Array} */ (bytes)));
+  if (!isStringArray(list)) throw new Error("section detail_tokens must be a list of strings");
+  return list;
+}
+
+/**
  * Checks `_meta` and decodes `_sections` into typed arrays.
  *
  * Sections that `_meta` describes but `_sections` lacks are left out (a detail section not sent
@@ -294,7 +305,19 @@ export function decodePayload(meta, sections) {
   for (const name of baseSections) {
     if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   }
-  const nTokens = tokens.length;
+  // A long payload's token section past 65,535 strings: its low 16 bits, and bits 16..23 in
+  // the uint8 section `<name>_high` (3 bytes an index, not 4).
+  for (const name of TOKEN_SECTIONS) {
+    const low = arrays[name];
+    const high = arrays[`${name}_high`];
+    if (!low || !high) continue;
+    if (high.length !== low.length) throw new Error(`section ${name}_high: ${high.length} values for ${low.length}`);
+    arrays[name] = Uint32Array.from(low, (value, i) => value + high[i] * 65536);
+  }
+  // A long payload's top-k strings beyond the base table come as a detail section (Python's
+  // murano_widgets/payload/long.py): the table and it are one list to the token sections.
+  const allTokens = arrays.detail_tokens ? tokens.concat(detailTokens(arrays.detail_tokens)) : tokens;
+  const nTokens = allTokens.length;
   for (const name of TOKEN_SECTIONS) {
     const array = arrays[name];
     if (!array) continue;
@@ -326,7 +349,7 @@ export function decodePayload(meta, sections) {
     nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
     lengths,
     offsets,
-    tokens,
+    tokens: allTokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
@@ -432,7 +455,7 @@ export function decodeLenses(meta, sections) {
 function ownSection(name, prefix, shared) {
   if (!prefix) return name.includes("/") ? null : name;
   if (name.startsWith(prefix)) return name.slice(prefix.length);
-  return shared.includes(name) ? name : null;
+  return shared.includes(name.replace(/_high$/, "")) ? name : null;
 }
 
 /**

@@ -62,6 +62,15 @@ from murano_widgets.payload.codec import (
     section_bytes,
     section_specs,
 )
+from murano_widgets.payload.long import (
+    DETAIL_TOKENS,
+    HIGH,
+    base_token_ids,
+    detail_tokens_section,
+    is_long,
+    narrow_token_sections,
+    split_table,
+)
 from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 
 __all__ = [
@@ -76,7 +85,7 @@ BASE_SECTIONS = tuple(name for name, section in SECTIONS.items() if section.base
 DETAIL_SECTIONS = tuple(name for name, section in SECTIONS.items() if not section.base)
 #: Every section a payload may hold beyond the base ones: the details, and the direct logit
 #: attribution's (listed in ``meta["detail_sections"]`` only when the result has them).
-_LATER_SECTIONS = DETAIL_SECTIONS + tuple(ATTRIBUTION_SECTIONS)
+_LATER_SECTIONS = DETAIL_SECTIONS + tuple(ATTRIBUTION_SECTIONS) + (DETAIL_TOKENS,)
 #: The sections of metrics that need what a run may not be given (``logit_diff``: foils).
 _NEEDED = {metric.field for metric in METRICS.values() if metric.needs}
 #: Sections of positions, the same under every lens (the tokens read, the model's own final
@@ -122,13 +131,21 @@ class LensPayload:
         for _, member in members:
             words.update(_id_words(member))
         extra = [] if first.input_ids is not None else [w for row in first.input_words for w in row]
-        table, index_of = _string_table(words, extra)
+        # A long result's table holds the base sections' strings only; the top-k's others
+        # follow as a detail section (murano_widgets.payload.long).
+        long = is_long(len(first.addresses), int(sum(lengths)))
+        if long:
+            base_ids = base_token_ids([member for _, member in members])
+            table, later, index_of = split_table(words, extra, base_ids, _string_table)
+        else:
+            table, index_of = _string_table(words, extra)
         arrays: dict[str, np.ndarray] = {}
         scales: dict[str, float] = {}
         lenses = []
         for i, (name, member) in enumerate(members):
             prefix = "" if i == 0 else f"{i}/"
-            own, own_scales, metrics, k = _encode(member, index_of, len(table), max_entropy)
+            n_strings = len(table) + len(later) if long else len(table)
+            own, own_scales, metrics, k = _encode(member, index_of, n_strings, max_entropy)
             for section, array in own.items():
                 if i and section in SHARED_SECTIONS:
                     continue  # the same for every lens: sent once
@@ -149,6 +166,9 @@ class LensPayload:
             )
             if not i:
                 first_metrics, first_k = metrics, k
+        if long:
+            narrow_token_sections(arrays)
+            arrays[DETAIL_TOKENS] = detail_tokens_section(later)
         meta = {
             "version": FORMAT_VERSION,
             "model_name": _display_name(model_name or first.model_name or ""),
@@ -185,6 +205,9 @@ class LensPayload:
             name for name in DETAIL_SECTIONS if name not in _NEEDED or name in sent
         ]
         meta["detail_sections"] += [name for name in ATTRIBUTION_SECTIONS if name in sent]
+        if long:  # one continuation of the table for every lens, as the table is one
+            meta["detail_sections"].append(DETAIL_TOKENS)
+            meta["shared_sections"].append(DETAIL_TOKENS)
         meta.update(attribution_meta([member for _, member in members]))
         addresses = row_addresses(first)
         if addresses is not None:
@@ -207,9 +230,9 @@ class LensPayload:
 
     def sections(self, names: tuple[str, ...] | list[str]) -> dict[str, bytes]:
         """The named sections that exist, as little-endian bytes (of every lens)."""
-        return section_bytes(
-            {name: self.arrays[name] for name in self._named(names) if name in self.arrays}
-        )
+        chosen = [name for name in self._named(names) if name in self.arrays]
+        chosen += [name + HIGH for name in chosen if name + HIGH in self.arrays]  # long: 3 bytes
+        return section_bytes({name: self.arrays[name] for name in chosen})
 
     def base_sections(self) -> dict[str, bytes]:
         """What the default view needs (every lens's: switching lenses waits for nothing)."""

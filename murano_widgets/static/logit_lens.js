@@ -315,6 +315,14 @@ function normaliseMetric(raw, index) {
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null
   };
 }
+function detailTokens(bytes) {
+  const list = JSON.parse(new TextDecoder().decode(
+    /** @type {Uint8Array} */
+    bytes
+  ));
+  if (!isStringArray(list)) throw new Error("section detail_tokens must be a list of strings");
+  return list;
+}
 function decodePayload(meta, sections) {
   if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
     throw new Error("_meta is empty: no logit-lens data to show");
@@ -403,7 +411,15 @@ function decodePayload(meta, sections) {
   for (const name of baseSections) {
     if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   }
-  const nTokens = tokens.length;
+  for (const name of TOKEN_SECTIONS) {
+    const low = arrays[name];
+    const high = arrays[`${name}_high`];
+    if (!low || !high) continue;
+    if (high.length !== low.length) throw new Error(`section ${name}_high: ${high.length} values for ${low.length}`);
+    arrays[name] = Uint32Array.from(low, (value, i) => value + high[i] * 65536);
+  }
+  const allTokens = arrays.detail_tokens ? tokens.concat(detailTokens(arrays.detail_tokens)) : tokens;
+  const nTokens = allTokens.length;
   for (const name of TOKEN_SECTIONS) {
     const array = arrays[name];
     if (!array) continue;
@@ -434,7 +450,7 @@ function decodePayload(meta, sections) {
     nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
     lengths,
     offsets,
-    tokens,
+    tokens: allTokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
@@ -509,7 +525,7 @@ function decodeLenses(meta, sections) {
 function ownSection(name, prefix, shared) {
   if (!prefix) return name.includes("/") ? null : name;
   if (name.startsWith(prefix)) return name.slice(prefix.length);
-  return shared.includes(name) ? name : null;
+  return shared.includes(name.replace(/_high$/, "")) ? name : null;
 }
 function normaliseAnswerSets(raw, P) {
   if (raw === void 0 || raw === null) return [];
