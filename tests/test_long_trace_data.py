@@ -51,7 +51,7 @@ def _result(n_layers: int = 3, n_positions: int = 40, vocab: int = 500, k: int =
 
 def _decoded(payload: LensPayload) -> tuple[list[str], dict[str, np.ndarray]]:
     """The full string table (the base one and any continuation) and every section decoded."""
-    arrays = long_payload.join_planes(decode_sections(payload.meta, payload.all_sections()))
+    arrays = long_payload.join_planes(decode_sections(payload.meta, payload.every_section()))
     table = list(payload.meta["tokens"])
     later = arrays.pop(long_payload.DETAIL_TOKENS, None)
     if later is not None:
@@ -151,3 +151,43 @@ def test_indices_past_65535_strings_take_three_bytes_and_read_back():
     assert arrays["predicted_tokens"].dtype == np.uint16
     assert arrays["predicted_tokens" + long_payload.HIGH].dtype == np.uint8
     np.testing.assert_array_equal(long_payload.join_planes(arrays)["predicted_tokens"], indices)
+
+
+def test_a_long_widget_sends_the_top_k_by_blocks_equal_to_the_eager_top_k(monkeypatch):
+    from murano_widgets import LogitLensWidget
+    from murano_widgets.payload import lens as lens_payload
+
+    result = _result(n_positions=40)
+    eager_table, eager = _decoded(LensPayload.from_result(result))
+    monkeypatch.setattr(long_payload, "LONG_PAYLOAD_CELLS", 3 * 40 - 1)
+    monkeypatch.setattr(lens_payload, "TOPK_WINDOW", 16)
+    widget = LogitLensWidget(result)
+    sent: list[tuple[dict, list]] = []
+    monkeypatch.setattr(
+        widget, "send", lambda content, buffers=None: sent.append((content, buffers))
+    )
+    widget._details = True
+    assert widget._meta["topk_window"] == 16
+    assert not {"topk_tokens", "topk_probs", "detail_tokens"} & set(widget._sections)
+    assert "entropy" in widget._sections  # the metrics still come whole: the grid paints them
+
+    tokens, probs = [], []
+    for start in (0, 16, 32):
+        widget._on_message(widget, {"action": "topk_window", "start": start}, [])
+        message, buffers = sent.pop()
+        assert (message["start"], message["stop"]) == (start, min(start + 16, 40))
+        block = decode_sections(
+            {"sections": message["sections"]}, dict(zip(message["names"], buffers, strict=True))
+        )
+        tokens.append(np.array(message["strings"])[block["topk_tokens"].astype(int)])
+        probs.append(block["topk_probs"])
+    want = np.array(eager_table)[eager["topk_tokens"].astype(int)]
+    np.testing.assert_array_equal(np.concatenate(tokens, axis=1), want)
+    np.testing.assert_array_equal(np.concatenate(probs, axis=1), eager["topk_probs"])
+
+    # A start that is no block's first position is refused, naming what is allowed.
+    widget._on_message(widget, {"action": "topk_window", "start": 5}, [])
+    assert "start must be a multiple of 16 in [0, 40), got 5" in sent.pop()[0]["error"]
+    # The export holds the whole top-k (one offline file, no kernel to ask).
+    state = widget._standalone_state()
+    assert {"topk_tokens", "topk_probs", "detail_tokens"} <= set(state["_sections"])

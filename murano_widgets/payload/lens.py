@@ -36,6 +36,7 @@ exactly what it did before.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,8 @@ from murano_widgets.payload.codec import (
 from murano_widgets.payload.long import (
     DETAIL_TOKENS,
     HIGH,
+    TOPK_WINDOW,
+    WINDOWED,
     base_token_ids,
     detail_tokens_section,
     is_long,
@@ -107,6 +110,8 @@ class LensPayload:
 
     meta: dict[str, Any]
     arrays: dict[str, np.ndarray]
+    #: A long payload's strings after ``meta["tokens"]`` (:mod:`murano_widgets.payload.long`).
+    later_tokens: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_result(
@@ -208,11 +213,13 @@ class LensPayload:
         if long:  # one continuation of the table for every lens, as the table is one
             meta["detail_sections"].append(DETAIL_TOKENS)
             meta["shared_sections"].append(DETAIL_TOKENS)
+            if first_k > 1:  # live, the top-k comes by blocks of positions, when shown
+                meta["topk_window"] = TOPK_WINDOW
         meta.update(attribution_meta([member for _, member in members]))
         addresses = row_addresses(first)
         if addresses is not None:
             meta["addresses"] = addresses
-        return cls(meta, arrays)
+        return cls(meta, arrays, later if long else [])
 
     @property
     def lens_names(self) -> list[str]:
@@ -239,7 +246,16 @@ class LensPayload:
         return self.sections(BASE_SECTIONS)
 
     def all_sections(self) -> dict[str, bytes]:
-        """Everything: the base and the detail sections (the attribution's among them)."""
+        """Everything the live widget syncs: the base and the detail sections (the
+        attribution's among them); a long payload's top-k comes by blocks instead
+        (:func:`~murano_widgets.payload.long.topk_window`)."""
+        if not self.meta.get("topk_window"):
+            return self.every_section()
+        later = tuple(n for n in _LATER_SECTIONS if n not in (*WINDOWED, DETAIL_TOKENS))
+        return self.sections(BASE_SECTIONS + later)
+
+    def every_section(self) -> dict[str, bytes]:
+        """Every section, a long payload's top-k too: what an export holds."""
         return self.sections(BASE_SECTIONS + _LATER_SECTIONS)
 
     def metric(self, name: str) -> dict[str, Any]:

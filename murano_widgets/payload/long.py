@@ -16,6 +16,14 @@ Each token section then gets the narrowest index its own indices need: uint16 up
 strings (the top-1's stays 2 bytes a cell even when the top-k's strings push the whole table past
 that), else 3 bytes, a uint16 section and a uint8 high plane (``name + "_high"``) that the front
 end adds back, where one uint32 would cost 4. A shorter result is encoded as before, byte for byte (the golden payloads).
+
+The top-k ranks 2..k (16 of a cell's 28 detail bytes, and every string they hold) are not part
+of a long live widget's detail sections: ``meta["topk_window"]`` says so, and the front end asks
+for the block of positions it shows a cell of (``{"action": "topk_window", "start": s}``),
+answered by :func:`topk_window` with that block's top-k, its strings in a list of their own (so
+the table synced never grows with them). An export holds every section, the top-k's and
+``detail_tokens`` among them (:meth:`~murano_widgets.payload.lens.LensPayload.every_section`),
+and stays one offline file.
 """
 
 from __future__ import annotations
@@ -32,12 +40,15 @@ __all__ = [
     "DETAIL_TOKENS",
     "HIGH",
     "LONG_PAYLOAD_CELLS",
+    "TOPK_WINDOW",
+    "WINDOWED",
     "base_token_ids",
     "detail_tokens_section",
     "is_long",
     "join_planes",
     "narrow_token_sections",
     "split_table",
+    "topk_window",
 ]
 
 #: Cells (rows x real positions of the first lens) above which the table is split: 32 layers
@@ -45,6 +56,10 @@ __all__ = [
 LONG_PAYLOAD_CELLS = 32 * 8192
 #: The detail section holding the strings only the top-k ranks 2..k index.
 DETAIL_TOKENS = "detail_tokens"
+#: Positions per block of a long payload's top-k fetched when shown (``meta["topk_window"]``).
+TOPK_WINDOW = 512
+#: The sections sent by blocks of positions (:func:`topk_window`) in a long live widget.
+WINDOWED = ("topk_tokens", "topk_probs")
 #: The suffix of a token section's high plane (bits 16..23 of its indices), past 65,535 strings.
 HIGH = "_high"
 _TOKEN_SECTIONS = tuple(name for name, section in SECTIONS.items() if section.kind == "token")
@@ -117,3 +132,80 @@ def join_planes(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             low = name[: -len(HIGH)]
             out[low] = out[low].astype(np.int64) + (high.astype(np.int64) << 16)
     return out
+
+
+def topk_window(payload: Any, start: Any) -> tuple[dict[str, Any], list[bytes]]:
+    """The top-k ranks 2..k of the block of positions from ``start`` (a multiple of
+    ``meta["topk_window"]``), every row and lens, as a message and its buffers.
+
+    The message says ``start``, ``stop``, the block's own ``strings`` (its top-k tokens'
+    distinct texts) and each section's spec (``dtype``, ``shape`` ``[L, stop - start, k - 1]``,
+    ``scale``); buffer ``i`` holds ``names[i]``, its token sections indexing ``strings``.
+
+    Raises:
+        ValueError: if the payload is not windowed or ``start`` is not the first position of
+            one of its blocks (nothing is computed).
+    """
+    window = payload.meta.get("topk_window")
+    total = int(payload.meta["total"])
+    if not window:
+        raise ValueError("topk_window: this payload sends its top-k whole (it is not long)")
+    if (
+        isinstance(start, bool)
+        or not isinstance(start, int)
+        or start % window
+        or not (0 <= start < total)
+    ):
+        raise ValueError(
+            f"topk_window: start must be a multiple of {window} in [0, {total}), got {start!r:.40}"
+        )
+    stop = min(start + window, total)
+    table = list(payload.meta["tokens"]) + list(payload.later_tokens)
+    wanted = {lens["prefix"] + name for lens in payload.meta["lenses"] for name in WINDOWED}
+    arrays = join_planes(
+        {
+            name: array
+            for name, array in payload.arrays.items()
+            if name in wanted or name.removesuffix(HIGH) in wanted
+        }
+    )
+    names = [
+        lens["prefix"] + name
+        for lens in payload.meta["lenses"]
+        for name in WINDOWED
+        if lens["prefix"] + name in arrays
+    ]
+    blocks = {name: arrays[name][:, start:stop] for name in names}
+    tokens = [name for name in names if name.endswith("topk_tokens")]
+    unique, inverse = np.unique(
+        np.concatenate([blocks[n].ravel() for n in tokens]), return_inverse=True
+    )
+    strings = [table[int(i)] for i in unique]
+    index_dtype = np.uint16 if len(strings) <= U16 else np.uint32
+    offset = 0
+    for name in tokens:
+        size = blocks[name].size
+        blocks[name] = (
+            inverse[offset : offset + size].reshape(blocks[name].shape).astype(index_dtype)
+        )
+        offset += size
+    specs = {
+        name: {
+            "dtype": blocks[name].dtype.name,
+            "shape": list(blocks[name].shape),
+            "scale": payload.meta["sections"][name]["scale"],
+        }
+        for name in names
+    }
+    message = {
+        "action": "topk_window",
+        "start": start,
+        "stop": stop,
+        "strings": strings,
+        "names": names,
+        "sections": specs,
+    }
+    return message, [
+        np.ascontiguousarray(blocks[name]).astype(blocks[name].dtype.newbyteorder("<")).tobytes()
+        for name in names
+    ]
