@@ -38,3 +38,36 @@ test("a long payload's continued table and high planes decode to the same string
   }
 
 });
+
+test("a top-k that comes by blocks reads as the whole one where its block has come, and waits elsewhere", async () => {
+  const { cellDetails } = await import("../src/details.js");
+  const whole = decodePayload(...Object.values(lensPayload("lens_plain")));
+  const { meta, sections } = lensPayload("lens_plain");
+  meta.topk_window = 4;
+  const { topk_tokens: tokens, topk_probs: probs, ...rest } = sections;
+  const data = decodePayload(meta, rest);
+  assert.equal(data.topkWindow, 4);
+  assert.equal(data.topK, whole.topK);
+  // The block over positions 4.. (T = 5: one position), its own strings in reverse order.
+  const k1 = whole.topK - 1;
+  const strings = [...whole.tokens].reverse();
+  const blockTokens = new Uint16Array(whole.L * k1);
+  const blockProbs = new Uint16Array(whole.L * k1);
+  for (let l = 0; l < whole.L; l++) {
+    for (let r = 0; r < k1; r++) {
+      const idx = (l * whole.T + 4) * k1 + r;
+      blockTokens[l * k1 + r] = strings.indexOf(whole.tokens[whole.arrays.topk_tokens[idx]]);
+      blockProbs[l * k1 + r] = whole.arrays.topk_probs[idx];
+    }
+  }
+  data.topkBlocks = new Map([[4, { start: 4, width: 1, strings, tokens: blockTokens, probs: blockProbs, scale: whole.scales.topk_probs }]]);
+  // Prompt 1 covers columns 3 and 4: position 1 is column 4 (its block has come), 0 is column 3.
+  for (let l = 0; l < whole.L; l++) {
+    const lazy = cellDetails(data, 1, l, 1);
+    assert.deepEqual(lazy.top, cellDetails(whole, 1, l, 1).top);
+    assert.equal(lazy.detailsLoaded, cellDetails(whole, 1, l, 1).detailsLoaded);
+  }
+  const waiting = cellDetails(data, 1, 0, 0);
+  assert.equal(waiting.top.length, 1);
+  assert.equal(waiting.detailsLoaded, false);
+});
