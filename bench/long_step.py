@@ -18,8 +18,10 @@ peak resident memory above the loaded model (target: <= 1 GB), side by side. ``t
 does not see torch's CPU allocations: the peak is the process's ``VmHWM`` reset after loading
 (as ``bench/logit_lens.py`` reads it). Usage::
 
-    python bench/long_step.py                                   # 8 x 512, vocab 32,000, 8,192 tokens
-    python bench/long_step.py --layers 16 --hidden 1024 --tokens 8192 --rounds 3
+    PYTHONPATH=. python bench/long_step.py   # 8 layers x hidden 512, vocab 32,000, 8,192 tokens
+    PYTHONPATH=. python bench/long_step.py --layers 16 --hidden 1024 --tokens 8192 --rounds 3
+
+(``PYTHONPATH=.``: the checkout's package, not the one installed in the venv.)
 """
 
 from __future__ import annotations

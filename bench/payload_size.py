@@ -11,7 +11,7 @@ Usage::
 
     python bench/payload_size.py
     python bench/payload_size.py --layers 12 --positions 256 --prompts 16
-    python bench/payload_size.py --long   # one prompt at 32 x 16,384 and 80 x 10,000
+    PYTHONPATH=. python bench/payload_size.py --long   # one prompt, 32 x 16,384 and 80 x 10,000
 """
 
 from __future__ import annotations
@@ -145,12 +145,18 @@ def main() -> None:
 
 def long_prompts() -> None:
     """Issue 51's shapes: one long prompt, a Llama-3 vocabulary (128,256), top-5; Zipf-like
-    top-k ids and uniform ones (random weights: every top-k string distinct, the worst case for
-    the table). Target: the state before any hover <= 6 bytes a cell plus the strings, and the
-    string table not growing with cells x k (the top-k's other strings go with the details)."""
+    top-k ids and uniform ones (random weights: the top-1s alone cover the vocabulary, the worst
+    case for the table). Target: the state before any hover <= 6 bytes a cell plus the strings,
+    and the string table not growing with cells x k. Printed: the base state a cell and its
+    table; the detail sections a live widget syncs on the first hover (the metrics: the top-k
+    comes by blocks); one block of top-k (its bytes and strings); an export's sections a cell."""
     from murano_widgets import LogitLensWidget
+    from murano_widgets.payload.long import topk_window
 
-    print(f"{'shape':<14} {'top-k ids':<8} {'base B/cell':>11} {'table kB':>9} {'strings':>8}")
+    print(
+        f"{'shape':<14} {'top-k ids':<8} {'base B/cell':>11} {'table kB':>9} {'strings':>8}"
+        f" {'+details':>9} {'block kB':>9} {'export B/cell':>14}"
+    )
     for n_layers, n_positions in ((32, 16_384), (80, 10_000)):
         for uniform in (False, True):
             result = synthetic_result(n_layers, 1, n_positions, 128_256, uniform=uniform)
@@ -159,13 +165,14 @@ def long_prompts() -> None:
             sizes = widget.payload_nbytes()
             base = sum(v for n, v in sizes.items() if n != "tokens_table") / cells
             widget._details = True
-            details = widget.payload_nbytes()
-            later = details.get("detail_tokens", 0)
-            every = sum(v for n, v in details.items() if n not in ("tokens_table", "detail_tokens"))
+            details = sum(v for n, v in widget.payload_nbytes().items() if n != "tokens_table")
+            message, buffers = topk_window(widget._payload, 0)
+            block = sum(map(len, buffers)) + len(json.dumps(message["strings"]).encode())
+            export = sum(map(len, widget._payload.every_section().values()))
             print(
                 f"{n_layers} x {n_positions:<8,} {'uniform' if uniform else 'Zipf':<8} "
                 f"{base:11.2f} {sizes['tokens_table'] / 1e3:9.0f} {len(widget._meta['tokens']):8,}"
-                f"  | details {every / cells:5.2f} B/cell, later strings {later / 1e3:6.0f} kB"
+                f" {details / cells:9.2f} {block / 1e3:9.0f} {export / cells:14.2f}"
             )
     print("target: base <= 6 bytes a cell plus the strings")
 
