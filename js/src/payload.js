@@ -110,6 +110,10 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {string | null} lensTitle what the views call the lens (`meta.lens_title`, Python's
  *   `Lens.title`); null in payloads written before it was sent
  * @property {number} topK number of top tokens available (top-1 included)
+ * @property {number} topkWindow a long payload's top-k (ranks 2..k) comes by blocks of this many
+ *   positions, asked for when shown (`view/topk_blocks.js`); 0: it is in `arrays`, or not sent
+ * @property {Map<number, TopkBlock> | null} topkBlocks the blocks arrived, by first position
+ *   (set by the view; null until then)
  * @property {number} maxEntropy log2(vocab) in bits (0 when unknown)
  * @property {MetricSpec[]} metrics the registry, in menu order
  * @property {string[]} baseSections
@@ -130,6 +134,14 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {number | null} logitSoftcap the final soft-cap the attributed logits stop before
  * @property {(string | null)[] | null} foils each prompt's foil (the answer's attribution is then
  *   the answer's logit minus the foil's), null without foils
+ *
+ * @typedef {object} TopkBlock A long payload's top-k over positions `start .. start + width`.
+ * @property {number} start
+ * @property {number} width
+ * @property {string[]} strings the block's own token strings, which `tokens` index
+ * @property {RawArray} tokens `[L, width, topK - 1]`
+ * @property {RawArray} probs `[L, width, topK - 1]`, value = raw * scale
+ * @property {number} scale
  *
  * @typedef {object} AnswerSet One entry of `meta.answer_sets`.
  * @property {string} name "answer" for a plain list of answers
@@ -188,6 +200,17 @@ export function normaliseMetric(raw, index) {
     available: raw.available !== false,
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null,
   };
+}
+
+/**
+ * The strings of a `detail_tokens` section: a JSON list, UTF-8.
+ * @param {RawArray} bytes
+ * @returns {string[]}
+ */
+export function detailTokens(bytes) {
+  const list = JSON.parse(new TextDecoder().decode(/** @type {Uint8Array} */ (bytes)));
+  if (!isStringArray(list)) throw new Error("section detail_tokens must be a list of strings");
+  return list;
 }
 
 /**
@@ -294,7 +317,19 @@ export function decodePayload(meta, sections) {
   for (const name of baseSections) {
     if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   }
-  const nTokens = tokens.length;
+  // A long payload's token section past 65,535 strings: its low 16 bits, and bits 16..23 in
+  // the uint8 section `<name>_high` (3 bytes an index, not 4).
+  for (const name of TOKEN_SECTIONS) {
+    const low = arrays[name];
+    const high = arrays[`${name}_high`];
+    if (!low || !high) continue;
+    if (high.length !== low.length) throw new Error(`section ${name}_high: ${high.length} values for ${low.length}`);
+    arrays[name] = Uint32Array.from(low, (value, i) => value + high[i] * 65536);
+  }
+  // A long payload's top-k strings beyond the base table come as a detail section (Python's
+  // murano_widgets/payload/long.py): the table and it are one list to the token sections.
+  const allTokens = arrays.detail_tokens ? tokens.concat(detailTokens(arrays.detail_tokens)) : tokens;
+  const nTokens = allTokens.length;
   for (const name of TOKEN_SECTIONS) {
     const array = arrays[name];
     if (!array) continue;
@@ -311,6 +346,8 @@ export function decodePayload(meta, sections) {
     }
   }
   const nModel = Number(meta.n_model_layers);
+  // A long live payload's top-k comes by blocks (an export's is in the sections, whole).
+  const topkWindow = Number(meta.topk_window) > 0 && !arrays.topk_tokens && specs.topk_tokens ? Number(meta.topk_window) : 0;
   /** @type {Record<string, Uint8Array>} */
   const noValue = {};
   if (answerSets.length) {
@@ -326,13 +363,15 @@ export function decodePayload(meta, sections) {
     nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
     lengths,
     offsets,
-    tokens,
+    tokens: allTokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
-    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
+    topK: (arrays.topk_tokens && arrays.topk_probs) || topkWindow ? topK : 1,
+    topkWindow,
+    topkBlocks: null,
     maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
     metrics,
     baseSections,
@@ -432,7 +471,7 @@ export function decodeLenses(meta, sections) {
 function ownSection(name, prefix, shared) {
   if (!prefix) return name.includes("/") ? null : name;
   if (name.startsWith(prefix)) return name.slice(prefix.length);
-  return shared.includes(name) ? name : null;
+  return shared.includes(name.replace(/_high$/, "")) ? name : null;
 }
 
 /**

@@ -315,6 +315,14 @@ function normaliseMetric(raw, index) {
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null
   };
 }
+function detailTokens(bytes) {
+  const list = JSON.parse(new TextDecoder().decode(
+    /** @type {Uint8Array} */
+    bytes
+  ));
+  if (!isStringArray(list)) throw new Error("section detail_tokens must be a list of strings");
+  return list;
+}
 function decodePayload(meta, sections) {
   if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
     throw new Error("_meta is empty: no logit-lens data to show");
@@ -403,7 +411,15 @@ function decodePayload(meta, sections) {
   for (const name of baseSections) {
     if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   }
-  const nTokens = tokens.length;
+  for (const name of TOKEN_SECTIONS) {
+    const low = arrays[name];
+    const high = arrays[`${name}_high`];
+    if (!low || !high) continue;
+    if (high.length !== low.length) throw new Error(`section ${name}_high: ${high.length} values for ${low.length}`);
+    arrays[name] = Uint32Array.from(low, (value, i) => value + high[i] * 65536);
+  }
+  const allTokens = arrays.detail_tokens ? tokens.concat(detailTokens(arrays.detail_tokens)) : tokens;
+  const nTokens = allTokens.length;
   for (const name of TOKEN_SECTIONS) {
     const array = arrays[name];
     if (!array) continue;
@@ -420,6 +436,7 @@ function decodePayload(meta, sections) {
     }
   }
   const nModel = Number(meta.n_model_layers);
+  const topkWindow = Number(meta.topk_window) > 0 && !arrays.topk_tokens && specs.topk_tokens ? Number(meta.topk_window) : 0;
   const noValue = {};
   if (answerSets.length) {
     const without = Uint8Array.from(answerSets[0].answers, (a) => a === null ? 1 : 0);
@@ -434,13 +451,15 @@ function decodePayload(meta, sections) {
     nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
     lengths,
     offsets,
-    tokens,
+    tokens: allTokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
-    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
+    topK: arrays.topk_tokens && arrays.topk_probs || topkWindow ? topK : 1,
+    topkWindow,
+    topkBlocks: null,
     maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
     metrics,
     baseSections,
@@ -509,7 +528,7 @@ function decodeLenses(meta, sections) {
 function ownSection(name, prefix, shared) {
   if (!prefix) return name.includes("/") ? null : name;
   if (name.startsWith(prefix)) return name.slice(prefix.length);
-  return shared.includes(name) ? name : null;
+  return shared.includes(name.replace(/_high$/, "")) ? name : null;
 }
 function normaliseAnswerSets(raw, P) {
   if (raw === void 0 || raw === null) return [];
@@ -2107,6 +2126,7 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
   const missing = isMissing(data, idx);
   const finalMissing = isFinalMissing(data, col);
   const top = [];
+  let blockPending = false;
   if (!missing) {
     const probs = a.max_probs;
     const step = probs ? data.scales.max_probs : 0;
@@ -2114,9 +2134,17 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     if (data.topK > 1) {
       const k1 = data.topK - 1;
       const topkStep = data.scales.topk_probs;
-      for (let r = 0; r < k1; r++) {
-        top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
-      }
+      const block = data.topkWindow ? data.topkBlocks?.get(col - col % data.topkWindow) : null;
+      if (!data.topkWindow) {
+        for (let r = 0; r < k1; r++) {
+          top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
+        }
+      } else if (block) {
+        const at = (layerIndex * block.width + col - block.start) * k1;
+        for (let r = 0; r < k1; r++) {
+          top.push({ token: block.strings[block.tokens[at + r]] ?? "", prob: block.probs[at + r] * block.scale, step: block.scale });
+        }
+      } else blockPending = true;
     }
   }
   const metrics = [];
@@ -2147,7 +2175,7 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     top,
     metrics,
     finalRank,
-    detailsLoaded: !detailsPending(data),
+    detailsLoaded: !detailsPending(data) && !blockPending,
     answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
     answer: cellAnswer(data, prompt, layerIndex, position),
     generated: isGenerated(data, prompt, position),
@@ -2159,8 +2187,9 @@ function waitingNote(what, late) {
   return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
 }
 function detailsPending(data) {
-  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name]);
+  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name] && !(data.topkWindow && BY_BLOCKS.includes(name)));
 }
+var BY_BLOCKS = ["topk_tokens", "topk_probs", "detail_tokens"];
 var NO_VALUE = "no value (non-finite)";
 function tooltipModel(details, { late = false } = {}) {
   const rows = [];
@@ -4576,6 +4605,71 @@ var TooltipView = class {
   }
 };
 
+// src/view/topk_blocks.js
+function attachTopkBlocks(view, lenses) {
+  const meta = view.model.get("_meta");
+  if (!view.topkStore || view.topkStore.meta !== meta) view.topkStore = { meta, byLens: /* @__PURE__ */ new Map(), asked: /* @__PURE__ */ new Set() };
+  for (const data of lenses) {
+    if (!data.topkWindow) continue;
+    let blocks = view.topkStore.byLens.get(data.lensName);
+    if (!blocks) view.topkStore.byLens.set(data.lensName, blocks = /* @__PURE__ */ new Map());
+    data.topkBlocks = blocks;
+  }
+}
+function requestTopkBlock(view, data, col) {
+  const store = view.topkStore;
+  if (!data.topkWindow || !data.topkBlocks || !store || typeof view.model.send !== "function") return;
+  const start = col - col % data.topkWindow;
+  if (data.topkBlocks.has(start) || store.asked.has(start)) return;
+  store.asked.add(start);
+  view.model.send({ action: "topk_window", start });
+}
+function receiveTopkBlock(view, msg, buffers = []) {
+  if (!msg || typeof msg !== "object") return false;
+  const reply = (
+    /** @type {Record<string, any>} */
+    msg
+  );
+  if (reply.action !== "topk_window") return false;
+  const store = view.topkStore;
+  if (!store || typeof reply.start !== "number") return true;
+  if (typeof reply.error === "string") {
+    console.warn(`murano_widgets: ${reply.error}`);
+    return true;
+  }
+  const meta = store.meta;
+  const lenses = Array.isArray(meta?.lenses) ? meta.lenses : [];
+  for (const lens of lenses) {
+    const blocks = store.byLens.get(lens.name);
+    const names = (
+      /** @type {string[]} */
+      reply.names
+    );
+    const at = (name) => names.indexOf(`${lens.prefix}${name}`);
+    const t = at("topk_tokens");
+    const p = at("topk_probs");
+    if (!blocks || t < 0 || p < 0) continue;
+    const read = (i) => {
+      const spec = reply.sections[names[i]];
+      const n = spec.shape.reduce((a, b) => a * b, 1);
+      return (
+        /** @type {import("../payload.js").RawArray} */
+        readSection(buffers[i], spec.dtype, n, names[i], LENS_DTYPES)
+      );
+    };
+    blocks.set(reply.start, {
+      start: reply.start,
+      width: reply.stop - reply.start,
+      strings: reply.strings,
+      tokens: read(t),
+      probs: read(p),
+      scale: reply.sections[names[p]].scale
+    });
+  }
+  view.updateTooltip();
+  return true;
+}
+
 // src/view/cell_tip.js
 function makeTooltip(view) {
   const ui = view.ui;
@@ -4621,6 +4715,7 @@ function updateTooltip(view) {
     return;
   }
   const lens = tipGrid(view).data;
+  requestTopkBlock(view, lens, lens.offsets[s2.prompt] + cell.position);
   const details = cellDetails(lens, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
   const content = tooltipModel(details, { late: view.detailsLate });
   if (view.beside) content.title = `${lensTitle(lens)} · ${content.title}`;
@@ -6437,6 +6532,7 @@ function reload(view) {
   const wanted = view.loaded ? s2.lens : model.get("lens_name");
   const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
   const previous = view.data;
+  attachTopkBlocks(view, lenses);
   view.lenses = lenses;
   view.data = data;
   store.set({ lens: data.lensName });
@@ -6921,6 +7017,7 @@ var LensView = class {
     this.detailsRequested = false;
     this.detailsLate = false;
     this.detailsTimer = 0;
+    this.topkStore = null;
     this.layout = null;
     this.layoutKey = null;
     this.revealPending = true;
@@ -6945,6 +7042,8 @@ var LensView = class {
       if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
     });
     this.unbind = bindEvents(this);
+    this.onTopkBlock = (msg, buffers) => receiveTopkBlock(this, msg, buffers);
+    model.on("msg:custom", this.onTopkBlock);
     this.live = null;
     this.reload();
     this.live = new LiveView(this, this.ui.live);
@@ -6958,6 +7057,7 @@ var LensView = class {
   }
   destroy() {
     this.unbind();
+    this.model.off("msg:custom", this.onTopkBlock);
     this.unsubscribe();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);

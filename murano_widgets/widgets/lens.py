@@ -41,6 +41,7 @@ from murano_widgets.widgets.lens_checks import (
     describe_selection,
     kept_target,
 )
+from murano_widgets.widgets.topk_window import answer_topk_window
 
 __all__ = ["METRICS", "VIEWS", "LogitLensWidget", "WidgetValueError"]
 
@@ -254,7 +255,12 @@ class LogitLensWidget(MuranoWidget):
         )
         if session is not None:
             self._live = LiveController(self, session)
-        self.on_msg(lambda _widget, content, _buffers: handle_message(self, self._live, content))
+        self.on_msg(self._on_message)
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        # A long payload's top-k by blocks (answered here, at once); the live actions.
+        if not answer_topk_window(self, content):
+            handle_message(self, self._live, content)
 
     @property
     def _result(self) -> LogitLensResult:
@@ -580,7 +586,7 @@ class LogitLensWidget(MuranoWidget):
     def _standalone_state(self) -> dict[str, Any]:
         return {
             "_meta": self._payload.meta,
-            "_sections": base64_sections(self._payload.all_sections()),
+            "_sections": base64_sections(self._payload.every_section()),
             "_details": True,
             "prompt": self.prompt,
             "layer": self.layer,

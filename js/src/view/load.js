@@ -8,6 +8,7 @@
 import { hasAttribution } from "../attribution.js";
 import { metricAvailable, metricOffered, resolveMetric, resolveTarget, scaleChange } from "../metrics.js";
 import { decodeLenses, rowOfModelLayer } from "../payload.js";
+import { attachTopkBlocks } from "./topk_blocks.js";
 import { clampIndex } from "../state.js";
 import { besideAfterSwitch } from "../side_by_side.js";
 import { showBeside } from "./beside.js";
@@ -105,6 +106,7 @@ export function reload(view) {
   const wanted = view.loaded ? s.lens : model.get("lens_name");
   const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
   const previous = view.data;
+  attachTopkBlocks(view, lenses);
   view.lenses = lenses;
   view.data = data;
   store.set({ lens: data.lensName });

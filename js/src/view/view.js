@@ -20,6 +20,7 @@ import { drawTrajectory, makeTrajectory } from "./chart.js";
 import { ComponentView } from "./components.js";
 import { debugApi } from "./debug.js";
 import { requestDetails } from "./details_request.js";
+import { receiveTopkBlock } from "./topk_blocks.js";
 import { buildDom } from "./dom.js";
 import { bindEvents } from "./events.js";
 import { componentCellChanged, explainChoice, relayoutComponents, setExplain, setHeads, setView, showAttribution, updateWhy, whyCell } from "./explain.js";
@@ -88,6 +89,8 @@ export class LensView {
     /** The detail sections were asked for and have not come in time (or there is no kernel). */
     this.detailsLate = false;
     this.detailsTimer = 0;
+    /** @type {{meta: any, byLens: Map<string, Map<number, import("../payload.js").TopkBlock>>, asked: Set<number>} | null} a long payload's top-k blocks (topk_blocks.js) */
+    this.topkStore = null;
 
     // Layout and drawing (redraw.js).
     /** @type {Layout | null} */
@@ -132,6 +135,8 @@ export class LensView {
       if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
     });
     this.unbind = bindEvents(this);
+    this.onTopkBlock = (/** @type {unknown} */ msg, /** @type {unknown[]} */ buffers) => receiveTopkBlock(this, msg, buffers);
+    model.on("msg:custom", this.onTopkBlock);
     /** @type {LiveView | null} the live controls (made after the first load, which they read) */
     this.live = null;
     this.reload();
@@ -148,6 +153,7 @@ export class LensView {
 
   destroy() {
     this.unbind();
+    this.model.off("msg:custom", this.onTopkBlock);
     this.unsubscribe();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);
