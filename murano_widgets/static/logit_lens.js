@@ -310,6 +310,7 @@ function normaliseMetric(raw, index) {
     description: typeof raw.description === "string" ? raw.description : "",
     finalBased: Boolean(raw.final_based),
     perTarget: raw.per_target === true,
+    perGroup: raw.per_group === true,
     targetLabel: typeof raw.target_label === "string" && raw.target_label.includes("{target}") ? raw.target_label : null,
     available: raw.available !== false,
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null
@@ -359,7 +360,9 @@ function decodePayload(meta, sections) {
   const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
   const targets = meta.targets === void 0 || meta.targets === null ? [] : meta.targets;
   if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
-  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : [L, T];
+  const groups = meta.groups === void 0 || meta.groups === null ? [] : meta.groups;
+  if (!isStringArray(groups)) throw new Error("_meta.groups must be a list of group names");
+  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : metric.perGroup ? [L, T, groups.length] : [L, T];
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
@@ -450,6 +453,7 @@ function decodePayload(meta, sections) {
     maxima: {},
     answerSets,
     targets,
+    groups,
     noValue,
     sites,
     components,
@@ -770,7 +774,21 @@ function metricOffered(data, name) {
 }
 function metricAvailable(data, name) {
   const spec = metricSpec(data, name);
-  return Boolean(data && spec && spec.available && data.arrays[spec.field] && (!spec.perTarget || data.targets.length > 0));
+  if (!data || !spec || !spec.available || !data.arrays[spec.field]) return false;
+  const items = itemsOf(data, spec);
+  return !items || items.length > 0;
+}
+function itemsOf(data, spec) {
+  if (spec.perGroup) return data.groups;
+  return spec.perTarget ? data.targets : null;
+}
+function pickIndex(spec, pick) {
+  if (typeof pick === "number") return pick;
+  return spec.perGroup ? pick.group : pick.target;
+}
+function resolveGroup(data, value) {
+  if (!data || data.groups.length === 0) return "";
+  return typeof value === "string" && data.groups.includes(value) ? value : data.groups[0];
 }
 function resolveTarget(data, value) {
   if (!data || data.targets.length === 0) return "";
@@ -780,10 +798,11 @@ function targetIndex(data, value) {
   return Math.max(0, data.targets.indexOf(resolveTarget(data, value)));
 }
 function metricLabel(data, spec, target = 0, short = false) {
-  const token = data.targets[target];
-  if (!spec.perTarget || !spec.targetLabel || token === void 0) return short ? shortLabel(spec.label) : spec.label;
+  const items = itemsOf(data, spec);
+  const item = items ? items[pickIndex(spec, target)] : void 0;
+  if (!spec.targetLabel || item === void 0) return short ? shortLabel(spec.label) : spec.label;
   const label = short ? shortLabel(spec.targetLabel) : spec.targetLabel;
-  return label.replace("{target}", () => displayToken(token));
+  return label.replace("{target}", () => spec.perGroup ? item : displayToken(item));
 }
 function resolveMetric(data, name) {
   if (typeof name === "string" && metricOffered(data, name)) return name;
@@ -815,9 +834,11 @@ function metricValue(data, name, idx, target = 0) {
   if (stride === 0) return NaN;
   return array[idx * stride + offset] * (data.scales[spec.field] ?? 1);
 }
-function metricLayout(data, spec, target = 0) {
-  if (!spec.perTarget) return { stride: 1, offset: 0 };
-  const n = data.targets.length;
+function metricLayout(data, spec, pick = 0) {
+  const items = itemsOf(data, spec);
+  if (!items) return { stride: 1, offset: 0 };
+  const n = items.length;
+  const target = pickIndex(spec, pick);
   return Number.isInteger(target) && target >= 0 && target < n ? { stride: n, offset: target } : { stride: 0, offset: 0 };
 }
 function formatMetric(spec, value, short = false, step = 0) {
@@ -1486,6 +1507,13 @@ function seriesStyle(series) {
     case "answer": {
       const { colours, ...rest } = LINE_STYLES.answer;
       return { ...rest, colour: colours[series.index % colours.length] };
+    }
+    case "group":
+    case "group_sum": {
+      if (series.kind === "group_sum") return { colour: "var(--murano-traj-top1)", width: 2, dash: "4 3", opacity: 1, marker: "circle", markerScale: 1 };
+      const t = LINE_STYLES.target;
+      const j = series.index;
+      return { colour: SERIES_COLOURS[(2 + j) % SERIES_COLOURS.length], width: 2, dash: "", opacity: 1, marker: t.markers[j % t.markers.length], markerScale: 1 };
     }
     case "lens": {
       const { colours, dashes, ...rest } = LINE_STYLES.lens;
@@ -2607,6 +2635,7 @@ function bindEvents(view) {
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
   on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
+  on(ui.groupSelect, "change", () => view.setGroup(ui.groupSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
   on(ui.besideSelect, "change", () => view.setBeside(ui.besideSelect.value, true));
   on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
@@ -2641,6 +2670,7 @@ function bindEvents(view) {
     },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:target": () => view.setTarget(model.get("target"), false),
+    "change:group": () => view.setGroup(model.get("group"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
     "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
     "change:view": () => view.setView(model.get("view"), false),
@@ -4654,6 +4684,43 @@ function trajectorySeries(data, prompt, position, mode, metric = "") {
       );
     });
   }
+  if (!rank) out.push(...groupSeries(data, cells, rowMissing));
+  return out;
+}
+function groupSeries(data, cells, rowMissing) {
+  const n = data.groups.length;
+  const array = data.arrays.group_probs;
+  if (!n || !array) return [];
+  const scale = data.scales.group_probs ?? 1;
+  const note = "probability that the next token is one of the group's tokens";
+  const out = data.groups.map((name, j) => ({
+    key: `group:${j}`,
+    kind: (
+      /** @type {SeriesKind} */
+      "group"
+    ),
+    index: j,
+    label: name,
+    token: null,
+    note,
+    section: "group_probs",
+    loaded: true,
+    values: cells.map((idx, i) => {
+      const v = array[idx * n + j] * scale;
+      return rowMissing[i] || !Number.isFinite(v) ? null : v;
+    })
+  }));
+  if (n > 1) {
+    const values = cells.map((_, i) => {
+      const parts = out.map((line) => line.values[i]);
+      return parts.some((v) => v === null) ? null : parts.reduce((sum, v) => (
+        /** @type {number} */
+        sum + /** @type {number} */
+        v
+      ), 0);
+    });
+    out.push({ key: "group:sum", kind: "group_sum", index: n, label: "sum of groups", token: null, note: "the groups' probabilities added up", section: "group_probs", loaded: true, values });
+  }
   return out;
 }
 function lensSeries(others, prompt, position, mode) {
@@ -5800,6 +5867,7 @@ function debugApi(view) {
         metric: s2.metric,
         shownMetric: view.shownMetric,
         target: s2.target,
+        group: s2.group,
         selected: s2.selected,
         hover: s2.hover,
         focus: s2.focus,
@@ -5895,7 +5963,7 @@ function debugApi(view) {
      */
     cellColour(layerIndex, position) {
       if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex(), gridDomain(view));
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.itemIndex(view.shownMetric), gridDomain(view));
       const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -5908,7 +5976,7 @@ function debugApi(view) {
       const beside = view.beside;
       const metric = beside && besideMetric(beside, view.shownMetric);
       if (!beside || !metric) return null;
-      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.targetIndex(), gridDomain(view));
+      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.itemIndex(metric), gridDomain(view));
       const o = ((beside.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -6028,6 +6096,56 @@ function showWhy(ui, model, { message = "", current = -1 } = {}) {
   ui.note.hidden = !model.note;
 }
 
+// src/view/group.js
+function groupMenu() {
+  const groupLabel = (
+    /** @type {HTMLLabelElement} */
+    h("label", "murano-group", { hidden: "" })
+  );
+  groupLabel.append(h("span", "murano-label", {}, "Group"));
+  const groupSelect = (
+    /** @type {HTMLSelectElement} */
+    h("select", "murano-group-select", { "aria-label": "Token group shown" })
+  );
+  groupLabel.append(groupSelect);
+  return { groupLabel, groupSelect };
+}
+function showGroupMenu(ui, data, metric, group) {
+  const spec = metricSpec(data, metric);
+  ui.groupLabel.hidden = !(spec && spec.perGroup && data.groups.length > 0);
+  const key = data.groups.join("\0");
+  if (ui.groupSelect.dataset.key !== key) {
+    ui.groupSelect.replaceChildren(...data.groups.map((name) => h("option", "", { value: name, title: name }, name)));
+    ui.groupSelect.dataset.key = key;
+  }
+  ui.groupSelect.value = group;
+  ui.groupSelect.title = spec && spec.perGroup && group ? metricLabel(data, spec, { target: 0, group: data.groups.indexOf(group) }) : "";
+}
+function setGroup(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  if (!sync && typeof value === "string" && value && !data.groups.includes(value)) return;
+  const group = resolveGroup(data, value);
+  if (sync) view.send("group", group);
+  view.ui.groupSelect.value = group;
+  if (group === view.state.group) return;
+  view.store.set({ group });
+  view.refreshMetric();
+  view.updateTooltip();
+  const s2 = view.state;
+  if (s2.focused && s2.focus) view.announce(s2.focus);
+  view.drawTrajectory();
+  view.requestDraw();
+}
+function shownPick(data, state) {
+  if (!data) return { target: 0, group: 0 };
+  return { target: targetIndex(data, state.target), group: Math.max(0, data.groups.indexOf(resolveGroup(data, state.group))) };
+}
+function pickFor(data, name, pick) {
+  const spec = data ? metricSpec(data, name) : void 0;
+  return spec ? pickIndex(spec, pick) : 0;
+}
+
 // src/view/dom.js
 var LAYER_HINT = "highlighted row; its predictions appear under the tokens";
 var READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
@@ -6062,7 +6180,8 @@ function buildDom(el, id) {
   );
   viewLabel.append(viewSelect);
   const colourGroup = h("div", "murano-colour");
-  colourGroup.append(metricLabel2, targetLabel);
+  const { groupLabel, groupSelect } = groupMenu();
+  colourGroup.append(metricLabel2, targetLabel, groupLabel);
   header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel, besideLabel);
   const controls = h("div", "murano-controls");
   const slider = (name, label, accessibleName) => {
@@ -6150,6 +6269,8 @@ function buildDom(el, id) {
     metricSelect,
     targetLabel,
     targetSelect,
+    groupLabel,
+    groupSelect,
     viewLabel,
     viewSelect,
     comp,
@@ -6312,6 +6433,7 @@ function stateForPayload(data, trait, s2, previous, first) {
       layer: layer === null || layer === void 0 ? data.L - 1 : rowOfModelLayer(data.layers, layer),
       metric: resolveMetric(data, trait("metric")),
       target: resolveTarget(data, trait("target")),
+      group: resolveGroup(data, trait("group")),
       selected: trait("selected") ?? null,
       hideTemplate: trait("hide_template") === true,
       view: trait("view") === "components" ? "components" : "layers",
@@ -6324,7 +6446,8 @@ function stateForPayload(data, trait, s2, previous, first) {
     prompt: clampIndex(previous && previous.P !== data.P ? trait("prompt") : s2.prompt, data.P),
     layer: clampIndex(s2.layer, data.L),
     metric: resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s2.metric),
-    target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target)
+    target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target),
+    group: resolveGroup(data, typeof trait("group") === "string" && data.groups.includes(trait("group")) ? trait("group") : s2.group)
   };
 }
 function shownMetricFor(data, shown, requested) {
@@ -6466,7 +6589,7 @@ function setTarget(view, value, sync) {
   view.requestDraw();
 }
 function targetIndex2(view) {
-  return view.data ? targetIndex(view.data, view.state.target) : 0;
+  return shownPick(view.data, view.state);
 }
 function followTarget(view) {
   const data = view.data;
@@ -6488,6 +6611,7 @@ function refreshMetric(view) {
   else view.requestDetails();
   ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
   showTargetMenu(ui, data, s2.metric, s2.target);
+  showGroupMenu(ui, data, s2.metric, s2.group);
   if (s2.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
   else showLegend(ui, data, view.shownMetric, s2.metric, targetIndex2(view), gridDomain(view));
   showCaptions(view);
@@ -6658,7 +6782,7 @@ function draw(view) {
     prompt: s2.prompt,
     layer: s2.layer,
     metric: view.shownMetric,
-    target: view.targetIndex(),
+    target: view.itemIndex(view.shownMetric),
     loading: s2.metric !== view.shownMetric,
     selected: s2.selected,
     hover: s2.hover,
@@ -6679,7 +6803,7 @@ function draw(view) {
 
 // src/view/store.js
 function initialState2() {
-  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
+  return { prompt: 0, layer: 0, metric: "", target: "", group: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
 }
 function createStore(state = initialState2()) {
   const subscribers = /* @__PURE__ */ new Set();
@@ -6964,8 +7088,16 @@ var LensView = class {
   setTarget(value, sync) {
     setTarget(this, value, sync);
   }
+  /** @param {unknown} value @param {boolean} sync */
+  setGroup(value, sync) {
+    setGroup(this, value, sync);
+  }
   targetIndex() {
     return targetIndex2(this);
+  }
+  /** @param {string} metric @returns {number} the index of the token or group `metric` shows */
+  itemIndex(metric) {
+    return pickFor(this.data, metric, targetIndex2(this));
   }
   followTarget() {
     followTarget(this);

@@ -31,6 +31,7 @@ from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, s
 from murano_widgets.widgets.lens_checks import (
     VIEWS,
     check_explain,
+    check_group,
     check_lens_beside,
     check_lens_name,
     check_live,
@@ -68,6 +69,8 @@ class LogitLensWidget(MuranoWidget):
             tracked token's probability, the token ``target``).
         target: The tracked token the ``"target"`` metric shows, one of the result's
             ``targets`` (default the first).
+        group: The token group the ``"group"`` metric shows, one of the result's
+            ``group_names`` (default the first).
         model: Only for ``murano`` results: the model that made it (its tokenizer decodes the
             top-k tokens, its depth says whether the result holds the model's final layer).
         tokenizer: Only for ``murano`` results, instead of ``model``: decodes top-k tokens.
@@ -108,6 +111,9 @@ class LogitLensWidget(MuranoWidget):
             metric shows (the token menu beside the colour menu); ``""`` when none is tracked.
             Tracking a token (:meth:`track`) shows it; untracking it shows the token that
             takes its place in :attr:`targets`.
+        group: The token group (one of the result's ``group_names``) whose probability the
+            ``"group"`` metric shows (the group menu beside the colour menu); ``""`` without
+            groups.
         selected: The pinned cell, or ``None``: a dict with ``prompt``, ``layer_index`` (the
             row), ``layer`` (the model layer), ``address`` (the row's, ``"L3.resid_mid"``, with
             rows after each attention), ``position`` (among the prompt's real tokens),
@@ -165,6 +171,7 @@ class LogitLensWidget(MuranoWidget):
     layer = traitlets.Int(0).tag(sync=True)
     metric = traitlets.Unicode("prob").tag(sync=True)
     target = traitlets.Unicode("").tag(sync=True)
+    group = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     hide_template = traitlets.Bool(False).tag(sync=True)
     lens_name = traitlets.Unicode("").tag(sync=True)
@@ -191,6 +198,7 @@ class LogitLensWidget(MuranoWidget):
         layer: int | None = None,
         metric: str = "prob",
         target: str | None = None,
+        group: str | None = None,
         model: ModelBackend | None = None,
         tokenizer: Any = None,
         n_model_layers: int | None = None,
@@ -224,6 +232,9 @@ class LogitLensWidget(MuranoWidget):
         if target is None:
             target = first.targets[0] if first.targets else ""
         target = check_target(target, first.targets)
+        if group is None:
+            group = first.group_names[0] if first.group_names else ""
+        group = check_group(group, first.group_names)
         metric = check_metric(metric, payload)
         hide_template = check_hide_template(hide_template, first.token_roles, WidgetValueError)
         lens_name = results.names[0] if lens_name is None else check_lens_name(lens_name, results)
@@ -244,6 +255,7 @@ class LogitLensWidget(MuranoWidget):
             prompt=prompt,
             layer=layer,
             target=target,
+            group=group,
             metric=metric,
             hide_template=hide_template,
             lens_name=lens_name,
@@ -495,6 +507,10 @@ class LogitLensWidget(MuranoWidget):
     def _validate_target(self, proposal: dict[str, Any]) -> str:
         return check_target(proposal["value"], self._result.targets)
 
+    @traitlets.validate("group")
+    def _validate_group(self, proposal: dict[str, Any]) -> str:
+        return check_group(proposal["value"], self._result.group_names)
+
     @traitlets.validate("hide_template")
     def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
         return check_hide_template(proposal["value"], self._result.token_roles, WidgetValueError)
@@ -569,6 +585,7 @@ class LogitLensWidget(MuranoWidget):
             "layer": self.layer,
             "metric": self.metric,
             "target": self.target,
+            "group": self.group,
             "selected": selected_cell(self.selected),
             "hide_template": self.hide_template,
             "lens_name": self.lens_name,
