@@ -523,6 +523,29 @@ def _with_logit_diff(result: LogitLensResult) -> LogitLensResult:
     return dataclasses.replace(result, logit_diff=values).validate()
 
 
+GROUP_NAMES = ["paris", "<b>g</b> $&"]
+
+
+def _with_groups(result: LogitLensResult) -> LogitLensResult:
+    """``result`` as a run with two token groups (one with a hostile name): group ``g``'s
+    probability at its cells spread over [0, 1], each group's apart, NaN at padding."""
+    shape = (*result.max_probs.shape, len(GROUP_NAMES))
+    values = torch.linspace(0.0, 1.0, math.prod(shape)).reshape(shape)
+    values[~result.attention_mask.bool()[None, ..., None].expand(shape)] = float("nan")
+    return dataclasses.replace(
+        result,
+        group_names=list(GROUP_NAMES),
+        group_token_ids=[[[1, 2], [3]] for _ in range(result.n_inputs)],
+        group_probs=values,
+    ).validate()
+
+
+def groups_expected(result: LogitLensResult) -> list[list[list[list[float]]]]:
+    """Each prompt's group probabilities ``[row][position][group]`` at its real positions."""
+    assert result.group_probs is not None
+    return [result.group_probs[:, p, result.positions(p)].tolist() for p in range(result.n_inputs)]
+
+
 def lens_cases() -> dict[str, LogitLensResult]:
     plain = {"tokens": PLAIN_TOKENS, "lengths": [3, 2]}
     answers = {
@@ -551,6 +574,8 @@ def lens_cases() -> dict[str, LogitLensResult]:
         "answers": lens_result(**answers),
         # With foils: the logit difference (signed, float32), none for prompt 1 (no foil).
         "logit_diff": _with_logit_diff(lens_result(**answers)),
+        # With token groups (and targets: the group and the token shown are two choices).
+        "groups": _with_groups(lens_result(**answers)),
         # Row 1 of prompt 0 not finite, answers and targets included.
         "answers_missing": lens_result(**answers, missing=frozenset((1, c) for c in range(3))),
         "chat": lens_result(
@@ -1265,6 +1290,8 @@ def cases() -> dict[str, dict[str, Any]]:
             expected = lens_expected(result)
             if name == "picker":
                 expected["picker"] = picker_expected(result)
+            if name == "groups":
+                expected["group_probs"] = groups_expected(result)
             out[f"lens_{name}"] = {
                 "meta": payload.meta,
                 "sections": _b64(payload.all_sections()),

@@ -71,7 +71,10 @@ def test_the_group_menu_switches_the_grid_to_the_groups_probabilities(page, grou
     assert widget.group == HOSTILE and bridge.state()["group"] == HOSTILE
     assert page.inner_text(".murano-legend-title") == f"Probability of group “{HOSTILE}”"
     assert drawn_colours(bridge, grouped, 1) == expected_colours(page, grouped, 1, 1)
-    assert page.evaluate("() => document.querySelectorAll('.murano-root img, .murano img').length") == 0
+    assert (
+        page.evaluate("() => document.querySelectorAll('.murano-root img, .murano img').length")
+        == 0
+    )
     assert page.evaluate("() => window.pwned") is None
 
     # The tooltip names the group shown, with Python's value.
