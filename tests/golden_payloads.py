@@ -849,6 +849,8 @@ def lens_expected(result: LogitLensResult) -> dict[str, Any]:
                 }
                 if result.logit_diff is not None:
                     values["logit_diff"] = d.get("logit_diff")
+                if result.group_probs is not None:  # the first group (the view's default)
+                    values["group_probs"] = float(result.group_probs[cell][0])
                 answer_top1 = None
                 if first is not None:
                     top1 = int(result.predicted_tokens[cell])
