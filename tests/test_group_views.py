@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from murano_widgets import Lens, LogitLensWidget, TokenGroup, run_logit_lens
+from murano_widgets.payload.diff import diff_payload
 from murano_widgets.payload.lens import LensPayload, decode_sections
 from murano_widgets.plot import plot_logit_lens
 
@@ -110,3 +111,28 @@ def test_the_html_export_holds_the_groups_and_escapes_their_names(grouped, tmp_p
     page = path.read_text()
     assert '"group_probs"' in page and '"group": "<i>x</i>"' not in page
     assert "<i>x</i>" not in page  # the name is in the page as script-safe JSON only
+
+
+def test_the_diff_shows_each_groups_change(grouped):
+    from murano_widgets import compare
+    from murano_widgets.payload.codec import section_bytes
+    from murano_widgets.widgets.diff import LensDiffWidget
+
+    model, groups, a = grouped
+    b = run_logit_lens(model, PROMPTS, groups=groups, lens=Shift())
+    comparison = compare(a, b)
+    meta, arrays = diff_payload(comparison)
+    entries = [m for m in meta["metrics"] if m["name"].startswith("delta_group_")]
+    assert [m["group"] for m in entries] == ["paris", "<i>x</i>"]
+    mask = a.attention_mask.bool()
+    for g, entry in enumerate(entries):
+        # Same prompts, one to one: b's cell is a's; the change is b's value minus a's.
+        expected = (b.group_probs[..., g] - a.group_probs[..., g])[:, mask].numpy()
+        got = arrays[entry["name"]].astype(np.float64) / np.iinfo(np.int16).max
+        np.testing.assert_allclose(got, expected, atol=1 / 32767)
+        assert np.abs(expected).max() > 0.001  # the shift moved the groups' probabilities
+    section_bytes(arrays)  # every section encodes
+    widget = LensDiffWidget(comparison, metric=entries[1]["name"])
+    assert widget.metric == "delta_group_1"
+    plain = diff_payload(compare(run_logit_lens(model, PROMPTS), run_logit_lens(model, PROMPTS)))
+    assert not [m for m in plain[0]["metrics"] if m["name"].startswith("delta_group_")]

@@ -9,7 +9,9 @@ import { cellDetails } from "../src/details.js";
 import { metricAvailable, metricLabel, metricOffered, metricSpec, metricValue, resolveGroup } from "../src/metrics.js";
 import { cellIndex, decodePayload } from "../src/payload.js";
 import { groupSeries, trajectorySeries } from "../src/trajectory.js";
-import { golden, lensPayload } from "./golden.mjs";
+import { changeAt } from "../src/diff/colour.js";
+import { decodeDiff, diffIndex } from "../src/diff/payload.js";
+import { diffPayload, golden, lensPayload } from "./golden.mjs";
 
 const decoded = (name, options) => decodePayload(...Object.values(lensPayload(name, options)));
 const STEP = 1 / 65535;
@@ -61,4 +63,35 @@ test("the chart draws a line per group and their sum", () => {
   assert.deepEqual(plain.groups, []);
   assert.ok(!metricOffered(plain, "group"));
   assert.deepEqual(groupSeries(plain, [0], [false]), []);
+});
+
+test("the diff shows each group's change in probability, as Python computed it", () => {
+  const { meta, sections } = diffPayload("diff_groups");
+  const diff = decodeDiff(meta, sections);
+  const { expected } = golden("diff_groups");
+  const changes = diff.metrics.filter((m) => m.name.startsWith("delta_group_"));
+  assert.deepEqual(changes.map((m) => m.label), ["Change in probability of group “paris” (b − a)", "Change in probability of group “<b>g</b> $&” (b − a)"]);
+  changes.forEach((spec, g) => {
+    const want = expected.group_changes[spec.group];
+    let k = 0;
+    for (let p = 0; p < diff.P; p++) {
+      for (let i = 0; i < diff.L; i++) {
+        for (let j = 0; j < diff.lengths[p]; j++, k++) {
+          const got = changeAt(diff, spec.name, diffIndex(diff, i, p, j));
+          if (want[k] === null) {
+            assert.equal(got, null, `${g} ${p} ${i} ${j}: no partner`);
+            continue;
+          }
+          assert.ok(got, `${g} ${p} ${i} ${j}`);
+          assert.ok(Math.abs(got.a - want[k][0]) <= STEP && Math.abs(got.b - want[k][1]) <= STEP);
+          assert.ok(Math.abs(got.delta - want[k][2]) <= 1 / 32767, `${g} ${p} ${i} ${j}: ${got.delta} vs ${want[k][2]}`);
+        }
+      }
+    }
+    assert.equal(k, want.length, "every cell read");
+    assert.ok(want.some((w) => w === null) && want.some((w) => w !== null && w[2] !== 0), "cells with and without a partner, and changes");
+  });
+  // A comparison without groups has no such metric.
+  const plain = decodeDiff(...Object.values(diffPayload("diff_prefix")));
+  assert.equal(plain.metrics.filter((m) => m.name.startsWith("delta_group_")).length, 0);
 });
