@@ -136,3 +136,30 @@ def test_the_diff_shows_each_groups_change(grouped):
     assert widget.metric == "delta_group_1"
     plain = diff_payload(compare(run_logit_lens(model, PROMPTS), run_logit_lens(model, PROMPTS)))
     assert not [m for m in plain[0]["metrics"] if m["name"].startswith("delta_group_")]
+
+
+def test_a_word_typed_in_the_live_widget_is_its_word_group(load_tiny):
+    from murano_widgets import show_logit_lens
+    from murano_widgets.live.controller import handle_message
+
+    model = load_tiny("gpt2")
+    widget = show_logit_lens(model, PROMPTS)
+    widget.track_word("Paris")
+    assert (widget.metric, widget.group) == ("group", "Paris")
+    group = TokenGroup.word(model.tokenizer, "Paris")
+    result = widget.result
+    assert result.group_names == ["Paris"]
+    assert all(ids == [list(group.ids)] for ids in result.group_token_ids)
+    alone = run_logit_lens(model, PROMPTS, groups={"Paris": group})
+    torch.testing.assert_close(result.group_probs, alone.group_probs, equal_nan=True)
+    # A prompt added later keeps the group; a word no token starts is refused, nothing changed.
+    widget.add_prompt("one two")
+    assert widget.result.group_names == ["Paris"] and widget.result.n_inputs == 3
+    with pytest.raises(ValueError, match="word"):
+        widget.track_word("   ")
+    assert widget.result.group_names == ["Paris"]
+    # The front end's message: the same action, a second group beside the first.
+    handle_message(widget, widget._live, {"action": "group", "id": 1, "text": "one"})
+    widget._live.worker.wait_idle()
+    assert widget.result.group_names == ["Paris", "one"] and widget.group == "one"
+    widget.close()

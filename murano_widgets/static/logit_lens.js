@@ -3722,7 +3722,7 @@ function pickerTokens(data, prompt, position) {
 var HELLO_TIMEOUT_MS = 3e3;
 var REPLY_TIMEOUT_MS = 6e4;
 var NO_KERNEL_TEXT = "Editing needs a running kernel: run the notebook to type prompts, track tokens or patch.";
-var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch"]);
+var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "group"]);
 var REPLIES = Object.freeze(["done", "error", "superseded"]);
 function initialState({ live, canSend, firstId = 1 }) {
   return {
@@ -3815,6 +3815,8 @@ function describeRequest(action, fields, phase) {
       return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
+    case "group":
+      return running ? `Tracking the word ${quoted} as a group…` : `Tracking the word ${quoted} as a group.`;
     default:
       return running ? "Working…" : "Done.";
   }
@@ -3894,7 +3896,10 @@ function buildLive(id) {
   const pickerId = `${id}-picker`;
   const pickerButton = h("button", "murano-live-button murano-picker-toggle", { type: "button", "aria-expanded": "false", "aria-controls": pickerId }, "Pick a token…");
   const chips = h("ul", "murano-chips", { "aria-label": "Tracked tokens" });
-  trackRow.append(trackInput, pickerButton, chips);
+  const groupInput = textBox("murano-live-group", "Track a word", {
+    title: "A word: every token that starts it, with and without a leading space, summed into one group"
+  });
+  trackRow.append(trackInput, pickerButton, chips, groupInput);
   const picker = h("div", "murano-picker", { id: pickerId, hidden: "" });
   const pickerHead = h("div", "murano-picker-head");
   const pickerList = h("ul", "murano-picker-list", { "aria-label": "Tokens in the top-k at any layer, by their best probability" });
@@ -3940,6 +3945,7 @@ function buildLive(id) {
     promptInput,
     removeButton,
     trackInput,
+    groupInput,
     pickerButton,
     chips,
     picker,
@@ -4378,6 +4384,14 @@ var LiveView = class {
       const text = ui.trackInput.value;
       const id = this.track(text);
       if (id >= 0) this.sentTexts.push({ id, box: ui.trackInput, text });
+    });
+    on(ui.groupInput, "keydown", (event) => {
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      event.preventDefault();
+      const text = ui.groupInput.value;
+      if (!text.trim()) return;
+      const id = this.ask("group", { text });
+      if (id >= 0) this.sentTexts.push({ id, box: ui.groupInput, text });
     });
     on(ui.removeButton, "click", () => this.removePrompt());
     on(ui.pickerButton, "click", () => this.togglePicker());

@@ -353,6 +353,20 @@ class LogitLensWidget(MuranoWidget):
         """
         self._live_call("track", text=text, show=show)
 
+    def track_word(self, word: str) -> None:
+        """Tracks ``word`` as a token group, as the widget's "Track a word" box does: the
+        group :meth:`TokenGroup.word(tokenizer, word) <murano_widgets.TokenGroup.word>` (every
+        token that is a prefix of the word, with and without its leading space), named by the
+        word; every prompt runs again with it, and the heatmap shows its probability
+        (``metric`` ``"group"``, ``group`` the word).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            ValueError: For an empty word, or one no token of the vocabulary starts, before
+                any model work.
+        """
+        self._live_call("group", text=word)
+
     def untrack(self, text: str) -> None:
         """Stops tracking ``text`` (every prompt runs again without it).
 
@@ -454,6 +468,8 @@ class LogitLensWidget(MuranoWidget):
             result = self._result
             if self.explain not in explain_choices(result):
                 self.explain = EXPLAIN_TOP1
+            if self.group not in (result.group_names or [""]):
+                self.group = (result.group_names or [""])[0]
             if target is None:
                 self.target = kept_target(self.target, self.targets, result)
             else:
