@@ -33,6 +33,7 @@ SYNCED = (
     "layer",
     "metric",
     "target",
+    "group",
     "selected",
     "hide_template",
     "lens_name",
