@@ -109,8 +109,9 @@ def test_the_html_export_holds_the_groups_and_escapes_their_names(grouped, tmp_p
     widget = LogitLensWidget(result, metric="group", group="<i>x</i>")
     path = widget.save_html(tmp_path / "groups.html")
     page = path.read_text()
-    assert '"group_probs"' in page and '"group": "<i>x</i>"' not in page
-    assert "<i>x</i>" not in page  # the name is in the page as script-safe JSON only
+    # The group shown and every group's name travel as script-safe JSON: text, never markup.
+    assert '"group":"\\u003ci\\u003ex\\u003c/i\\u003e"' in page
+    assert '"group_probs"' in page and "<i>x</i>" not in page
 
 
 def test_the_diff_shows_each_groups_change(grouped):

@@ -8,7 +8,7 @@ import { test } from "node:test";
 import { cellDetails } from "../src/details.js";
 import { metricAvailable, metricLabel, metricOffered, metricSpec, metricValue, resolveGroup } from "../src/metrics.js";
 import { cellIndex, decodePayload } from "../src/payload.js";
-import { groupSeries, trajectorySeries } from "../src/trajectory.js";
+import { chartModeFor, groupSeries, trajectorySeries, valueScale } from "../src/trajectory.js";
 import { changeAt } from "../src/diff/colour.js";
 import { decodeDiff, diffIndex } from "../src/diff/payload.js";
 import { diffPayload, golden, lensPayload } from "./golden.mjs";
@@ -94,4 +94,21 @@ test("the diff shows each group's change in probability, as Python computed it",
   // A comparison without groups has no such metric.
   const plain = decodeDiff(...Object.values(diffPayload("diff_prefix")));
   assert.equal(plain.metrics.filter((m) => m.name.startsWith("delta_group_")).length, 0);
+});
+
+test("the logit difference reaches the chart: its own line on its signed scale", () => {
+  const data = decoded("lens_logit_diff");
+  const { expected } = golden("lens_logit_diff");
+  const spec = metricSpec(data, "logit_diff");
+  assert.ok(spec && spec.available && spec.unit === "logit");
+  assert.equal(chartModeFor(spec), "metric");
+  const scale = valueScale("metric", 9, { data, name: "logit_diff" });
+  assert.ok(scale.toUnit(0) === 0.5 && scale.toUnit(-spec.domain[1]) === 0, "0 in the middle of a symmetric axis");
+  for (const cell of expected.cells) {
+    const [line] = trajectorySeries(data, cell.prompt, cell.position, "metric", "logit_diff");
+    const want = cell.values.logit_diff;
+    const got = line.values[cell.row];
+    if (want === null) assert.equal(got, null);
+    else assert.ok(got !== null && Math.abs(got - want) <= 1e-5 * Math.max(1, Math.abs(want)), `${got} vs ${want}`);
+  }
 });
