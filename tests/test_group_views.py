@@ -164,3 +164,16 @@ def test_a_word_typed_in_the_live_widget_is_its_word_group(load_tiny):
     widget._live.worker.wait_idle()
     assert widget.result.group_names == ["Paris", "one"] and widget.group == "one"
     widget.close()
+
+
+def test_a_cells_description_holds_each_groups_probability(grouped):
+    _, _, result = grouped
+    seq = int(result.positions(1)[2])
+    described = result.describe_cell(1, 2, 2)
+    assert described["groups"] == {
+        "paris": float(result.group_probs[2, 1, seq, 0]),
+        "<i>x</i>": float(result.group_probs[2, 1, seq, 1]),
+    }
+    widget = LogitLensWidget(result)
+    widget.selected = {"prompt": 1, "layer_index": 2, "position": 2}
+    assert widget.selected["groups"] == described["groups"]
