@@ -119,10 +119,13 @@ class Metric:
 
     def label_for(self, target: str | None = None) -> str:
         """The label, naming ``target`` (as :func:`~murano_widgets.tokens.display_token` shows
-        it) for a per-target metric."""
+        it) for a per-target metric; a per-group metric's names its group as given (a name,
+        not a token)."""
         if self.target_label is None or target is None:
             return self.label
-        return self.target_label.replace("{target}", display_token(target))
+        return self.target_label.replace(
+            "{target}", target if self.per_group else display_token(target)
+        )
 
     def as_json(self) -> dict[str, Any]:
         entry = {**asdict(self), "per_target": self.per_target}

@@ -139,11 +139,7 @@ def plot_logit_lens(
         shown, cmap=colour_map, norm=norm, aspect="auto", origin="lower", interpolation="nearest"
     )
     colour_bar = fig.colorbar(image, ax=ax, pad=0.01)
-    colour_bar.set_label(
-        spec.label_for(target)
-        if group is None
-        else (spec.target_label or spec.label).replace("{target}", group)
-    )
+    colour_bar.set_label(spec.label_for(target if group is None else group))
 
     for i in range(n_rows):
         for j in range(n_cols):
