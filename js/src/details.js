@@ -112,8 +112,8 @@ function promptTokens(data, prompt) {
  * @param {number} prompt
  * @param {number} layerIndex
  * @param {number} position
- * @param {number} [target] the tracked token a per-target metric reads (its index: the view's
- *   `target`)
+ * @param {import("./metrics.js").Pick} [target] the tracked token a per-target metric reads
+ *   (its index: the view's `target`) and the token group a per-group one reads
  * @returns {CellDetails}
  */
 export function cellDetails(data, prompt, layerIndex, position, target = 0) {

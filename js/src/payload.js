@@ -86,6 +86,8 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {boolean} finalBased measured against the model's final prediction
  * @property {boolean} perTarget a value per tracked token (its section is "cell_target",
  *   `[L, T, n_targets]`): one token is shown at a time, the `target` trait
+ * @property {boolean} perGroup a value per token group (its section is "cell_group",
+ *   `[L, T, n_groups]`): one group is shown at a time, the `group` trait
  * @property {string | null} targetLabel for a per-target metric, the label naming the token
  *   shown, "{target}" where it goes (`label` names none: the menu's)
  * @property {boolean} available whether the result has it
@@ -123,6 +125,7 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {Record<string, number>} maxima per-section maximum raw value, filled lazily
  * @property {AnswerSet[]} answerSets the named answer sets (`meta.answer_sets`), [] without answers
  * @property {string[]} targets the tracked target strings (`meta.targets`), [] without targets
+ * @property {string[]} groups the token groups' names (`meta.groups`), [] without groups
  * @property {Record<string, Uint8Array>} noValue per section, 1 for each prompt that has no value
  *   in it at all (a prompt without an answer has none in the answer's cell sections)
  * @property {string[] | null} sites where each row reads the residual stream ("resid_mid": after
@@ -196,6 +199,7 @@ export function normaliseMetric(raw, index) {
     description: typeof raw.description === "string" ? raw.description : "",
     finalBased: Boolean(raw.final_based),
     perTarget: raw.per_target === true,
+    perGroup: raw.per_group === true,
     targetLabel: typeof raw.target_label === "string" && raw.target_label.includes("{target}") ? raw.target_label : null,
     available: raw.available !== false,
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null,
@@ -269,7 +273,9 @@ export function decodePayload(meta, sections) {
   const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
   const targets = meta.targets === undefined || meta.targets === null ? [] : meta.targets;
   if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
-  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : [L, T];
+  const groups = meta.groups === undefined || meta.groups === null ? [] : meta.groups;
+  if (!isStringArray(groups)) throw new Error("_meta.groups must be a list of group names");
+  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : metric.perGroup ? [L, T, groups.length] : [L, T];
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
@@ -381,6 +387,7 @@ export function decodePayload(meta, sections) {
     maxima: {},
     answerSets,
     targets,
+    groups,
     noValue,
     sites,
     components,

@@ -42,6 +42,7 @@ ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "patch": (("prompt", "layer", "position", "source"), ()),
     "clear_patch": ((), ()),
     "describe_patchscope": (("prompt", "layer", "position"), ()),
+    "group": (("text",), ()),
 }
 
 Apply = Callable[[], tuple[str, Any]]
@@ -175,6 +176,26 @@ class LiveController:
             results, [t for t in targets if t != text], f"No longer tracking {quote_token(text)}."
         )
 
+    def _group(self, text: Any) -> Apply:
+        # A typed word as a token group (TokenGroup.word), shown at once (metric "group").
+        from murano_widgets.live.groups import add_word_group, check_word
+
+        word = check_word(text)
+        widget = self.widget
+        shown = widget._live_prepare(add_word_group(self.session, widget._live_results(), word))
+
+        def apply() -> tuple[str, Any]:
+            patch = self._kept_patch(lambda p: p, mean_changes=False)
+            with widget.hold_sync():
+                widget._live_show(
+                    shown, prompt=widget.prompt, selected=widget.selected, patch=patch
+                )
+                widget.group = word
+                widget.metric = "group"
+            return f"Tracking the word {quote_token(word, spaces=False)} as a group.", None
+
+        return apply
+
     def _retarget(
         self, results: Any, targets: list[str], message: str, show: str | None = None
     ) -> Apply:
@@ -283,6 +304,7 @@ class LiveController:
                 f"Describing prompt {fields.get('prompt')}: block {fields.get('layer')}'s output "
                 f"at position {fields.get('position')}…"
             ),
+            "group": f"Tracking the word {quote_token(str(text), spaces=False)} as a group…",
         }.get(action, "Working…")
 
     def _report(self, request: Request, outcome: str, message: str) -> None:

@@ -89,7 +89,8 @@ DETAIL_SECTIONS = tuple(name for name, section in SECTIONS.items() if not sectio
 #: Every section a payload may hold beyond the base ones: the details, and the direct logit
 #: attribution's (listed in ``meta["detail_sections"]`` only when the result has them).
 _LATER_SECTIONS = DETAIL_SECTIONS + tuple(ATTRIBUTION_SECTIONS) + (DETAIL_TOKENS,)
-#: The sections of metrics that need what a run may not be given (``logit_diff``: foils).
+#: The sections of metrics that need what a run may not be given (``logit_diff``: foils;
+#: ``group``: token groups).
 _NEEDED = {metric.field for metric in METRICS.values() if metric.needs}
 #: Sections of positions, the same under every lens (the tokens read, the model's own final
 #: prediction, generation and chat marks): named lenses send them once.
@@ -174,6 +175,7 @@ class LensPayload:
         if long:
             narrow_token_sections(arrays)
             arrays[DETAIL_TOKENS] = detail_tokens_section(later)
+        sent = {name.rsplit("/", 1)[-1] for name in arrays}
         meta = {
             "version": FORMAT_VERSION,
             "model_name": _display_name(model_name or first.model_name or ""),
@@ -200,12 +202,17 @@ class LensPayload:
             "generated_texts": (
                 None if first.generated_texts is None else list(first.generated_texts)
             ),
-            "base_sections": list(BASE_SECTIONS),
+            # A metric's section that needs what the run was not given (its foils, its
+            # token groups) is listed only where sent: a payload without is as it was.
+            "base_sections": [
+                name for name in BASE_SECTIONS if name not in _NEEDED or name in sent
+            ],
             "sections": section_specs(arrays, scales),
         }
-        # Direct logit attribution and sublayer rows: keys only a result with them adds; so
-        # are the sections of a metric that needs what the run was not given (its foils).
-        sent = {name.rsplit("/", 1)[-1] for name in arrays}
+        # Direct logit attribution, sublayer rows and token groups: keys only a result with
+        # them adds; so are the sections of a metric that needs what the run was not given.
+        if first.group_names:
+            meta["groups"] = list(first.group_names)
         meta["detail_sections"] = [
             name for name in DETAIL_SECTIONS if name not in _NEEDED or name in sent
         ]
@@ -265,11 +272,15 @@ class LensPayload:
         if listed is not None:
             return listed
         metric = METRICS[name]
+        how = (
+            "run with groups={name: TokenGroup or words}"
+            if metric.needs == "groups"
+            else f"run with answers=[...] and {metric.needs}=[...], one per prompt"
+        )
         return {
             **metric.as_json(),
             "available": False,
-            "unavailable_reason": f"needs {metric.needs}: run with answers=[...] and "
-            f"{metric.needs}=[...], one per prompt",
+            "unavailable_reason": f"needs {metric.needs}: {how}",
         }
 
 
@@ -419,7 +430,7 @@ def _availability(
 def _answer_values(result: LogitLensResult, values: Any) -> dict[str, np.ndarray | None]:
     """The answer and target sections' values, flattened like the other fields."""
     out: dict[str, np.ndarray | None] = {}
-    for name in ("target_probs", "target_ranks"):
+    for name in ("target_probs", "target_ranks", "group_probs"):
         out[name] = values(name)
     sets = list((result.answer_sets or {}).values())
     if not sets:

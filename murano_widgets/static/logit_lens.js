@@ -310,18 +310,11 @@ function normaliseMetric(raw, index) {
     description: typeof raw.description === "string" ? raw.description : "",
     finalBased: Boolean(raw.final_based),
     perTarget: raw.per_target === true,
+    perGroup: raw.per_group === true,
     targetLabel: typeof raw.target_label === "string" && raw.target_label.includes("{target}") ? raw.target_label : null,
     available: raw.available !== false,
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null
   };
-}
-function detailTokens(bytes) {
-  const list = JSON.parse(new TextDecoder().decode(
-    /** @type {Uint8Array} */
-    bytes
-  ));
-  if (!isStringArray(list)) throw new Error("section detail_tokens must be a list of strings");
-  return list;
 }
 function decodePayload(meta, sections) {
   if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
@@ -367,7 +360,9 @@ function decodePayload(meta, sections) {
   const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
   const targets = meta.targets === void 0 || meta.targets === null ? [] : meta.targets;
   if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
-  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : [L, T];
+  const groups = meta.groups === void 0 || meta.groups === null ? [] : meta.groups;
+  if (!isStringArray(groups)) throw new Error("_meta.groups must be a list of group names");
+  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : metric.perGroup ? [L, T, groups.length] : [L, T];
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
@@ -411,15 +406,7 @@ function decodePayload(meta, sections) {
   for (const name of baseSections) {
     if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   }
-  for (const name of TOKEN_SECTIONS) {
-    const low = arrays[name];
-    const high = arrays[`${name}_high`];
-    if (!low || !high) continue;
-    if (high.length !== low.length) throw new Error(`section ${name}_high: ${high.length} values for ${low.length}`);
-    arrays[name] = Uint32Array.from(low, (value, i) => value + high[i] * 65536);
-  }
-  const allTokens = arrays.detail_tokens ? tokens.concat(detailTokens(arrays.detail_tokens)) : tokens;
-  const nTokens = allTokens.length;
+  const nTokens = tokens.length;
   for (const name of TOKEN_SECTIONS) {
     const array = arrays[name];
     if (!array) continue;
@@ -436,7 +423,6 @@ function decodePayload(meta, sections) {
     }
   }
   const nModel = Number(meta.n_model_layers);
-  const topkWindow = Number(meta.topk_window) > 0 && !arrays.topk_tokens && specs.topk_tokens ? Number(meta.topk_window) : 0;
   const noValue = {};
   if (answerSets.length) {
     const without = Uint8Array.from(answerSets[0].answers, (a) => a === null ? 1 : 0);
@@ -451,15 +437,13 @@ function decodePayload(meta, sections) {
     nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
     lengths,
     offsets,
-    tokens: allTokens,
+    tokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
-    topK: arrays.topk_tokens && arrays.topk_probs || topkWindow ? topK : 1,
-    topkWindow,
-    topkBlocks: null,
+    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
     maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
     metrics,
     baseSections,
@@ -469,6 +453,7 @@ function decodePayload(meta, sections) {
     maxima: {},
     answerSets,
     targets,
+    groups,
     noValue,
     sites,
     components,
@@ -528,7 +513,7 @@ function decodeLenses(meta, sections) {
 function ownSection(name, prefix, shared) {
   if (!prefix) return name.includes("/") ? null : name;
   if (name.startsWith(prefix)) return name.slice(prefix.length);
-  return shared.includes(name.replace(/_high$/, "")) ? name : null;
+  return shared.includes(name) ? name : null;
 }
 function normaliseAnswerSets(raw, P) {
   if (raw === void 0 || raw === null) return [];
@@ -789,7 +774,21 @@ function metricOffered(data, name) {
 }
 function metricAvailable(data, name) {
   const spec = metricSpec(data, name);
-  return Boolean(data && spec && spec.available && data.arrays[spec.field] && (!spec.perTarget || data.targets.length > 0));
+  if (!data || !spec || !spec.available || !data.arrays[spec.field]) return false;
+  const items = itemsOf(data, spec);
+  return !items || items.length > 0;
+}
+function itemsOf(data, spec) {
+  if (spec.perGroup) return data.groups;
+  return spec.perTarget ? data.targets : null;
+}
+function pickIndex(spec, pick) {
+  if (typeof pick === "number") return pick;
+  return spec.perGroup ? pick.group : pick.target;
+}
+function resolveGroup(data, value) {
+  if (!data || data.groups.length === 0) return "";
+  return typeof value === "string" && data.groups.includes(value) ? value : data.groups[0];
 }
 function resolveTarget(data, value) {
   if (!data || data.targets.length === 0) return "";
@@ -799,10 +798,11 @@ function targetIndex(data, value) {
   return Math.max(0, data.targets.indexOf(resolveTarget(data, value)));
 }
 function metricLabel(data, spec, target = 0, short = false) {
-  const token = data.targets[target];
-  if (!spec.perTarget || !spec.targetLabel || token === void 0) return short ? shortLabel(spec.label) : spec.label;
+  const items = itemsOf(data, spec);
+  const item = items ? items[pickIndex(spec, target)] : void 0;
+  if (!spec.targetLabel || item === void 0) return short ? shortLabel(spec.label) : spec.label;
   const label = short ? shortLabel(spec.targetLabel) : spec.targetLabel;
-  return label.replace("{target}", () => displayToken(token));
+  return label.replace("{target}", () => spec.perGroup ? item : displayToken(item));
 }
 function resolveMetric(data, name) {
   if (typeof name === "string" && metricOffered(data, name)) return name;
@@ -834,9 +834,11 @@ function metricValue(data, name, idx, target = 0) {
   if (stride === 0) return NaN;
   return array[idx * stride + offset] * (data.scales[spec.field] ?? 1);
 }
-function metricLayout(data, spec, target = 0) {
-  if (!spec.perTarget) return { stride: 1, offset: 0 };
-  const n = data.targets.length;
+function metricLayout(data, spec, pick = 0) {
+  const items = itemsOf(data, spec);
+  if (!items) return { stride: 1, offset: 0 };
+  const n = items.length;
+  const target = pickIndex(spec, pick);
   return Number.isInteger(target) && target >= 0 && target < n ? { stride: n, offset: target } : { stride: 0, offset: 0 };
 }
 function formatMetric(spec, value, short = false, step = 0) {
@@ -1506,6 +1508,13 @@ function seriesStyle(series) {
       const { colours, ...rest } = LINE_STYLES.answer;
       return { ...rest, colour: colours[series.index % colours.length] };
     }
+    case "group":
+    case "group_sum": {
+      if (series.kind === "group_sum") return { colour: "var(--murano-traj-top1)", width: 2, dash: "4 3", opacity: 1, marker: "circle", markerScale: 1 };
+      const t = LINE_STYLES.target;
+      const j = series.index;
+      return { colour: SERIES_COLOURS[(2 + j) % SERIES_COLOURS.length], width: 2, dash: "", opacity: 1, marker: t.markers[j % t.markers.length], markerScale: 1 };
+    }
     case "lens": {
       const { colours, dashes, ...rest } = LINE_STYLES.lens;
       const k = series.index;
@@ -2126,7 +2135,6 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
   const missing = isMissing(data, idx);
   const finalMissing = isFinalMissing(data, col);
   const top = [];
-  let blockPending = false;
   if (!missing) {
     const probs = a.max_probs;
     const step = probs ? data.scales.max_probs : 0;
@@ -2134,17 +2142,9 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     if (data.topK > 1) {
       const k1 = data.topK - 1;
       const topkStep = data.scales.topk_probs;
-      const block = data.topkWindow ? data.topkBlocks?.get(col - col % data.topkWindow) : null;
-      if (!data.topkWindow) {
-        for (let r = 0; r < k1; r++) {
-          top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
-        }
-      } else if (block) {
-        const at = (layerIndex * block.width + col - block.start) * k1;
-        for (let r = 0; r < k1; r++) {
-          top.push({ token: block.strings[block.tokens[at + r]] ?? "", prob: block.probs[at + r] * block.scale, step: block.scale });
-        }
-      } else blockPending = true;
+      for (let r = 0; r < k1; r++) {
+        top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
+      }
     }
   }
   const metrics = [];
@@ -2175,7 +2175,7 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     top,
     metrics,
     finalRank,
-    detailsLoaded: !detailsPending(data) && !blockPending,
+    detailsLoaded: !detailsPending(data),
     answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
     answer: cellAnswer(data, prompt, layerIndex, position),
     generated: isGenerated(data, prompt, position),
@@ -2187,9 +2187,8 @@ function waitingNote(what, late) {
   return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
 }
 function detailsPending(data) {
-  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name] && !(data.topkWindow && BY_BLOCKS.includes(name)));
+  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name]);
 }
-var BY_BLOCKS = ["topk_tokens", "topk_probs", "detail_tokens"];
 var NO_VALUE = "no value (non-finite)";
 function tooltipModel(details, { late = false } = {}) {
   const rows = [];
@@ -2636,6 +2635,7 @@ function bindEvents(view) {
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
   on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
+  on(ui.groupSelect, "change", () => view.setGroup(ui.groupSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
   on(ui.besideSelect, "change", () => view.setBeside(ui.besideSelect.value, true));
   on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
@@ -2670,6 +2670,7 @@ function bindEvents(view) {
     },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:target": () => view.setTarget(model.get("target"), false),
+    "change:group": () => view.setGroup(model.get("group"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
     "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
     "change:view": () => view.setView(model.get("view"), false),
@@ -3680,83 +3681,6 @@ function patchModel(model) {
   };
 }
 
-// src/live/describe.js
-var DESCRIBE_ACTION = "describe_patchscope";
-function describeTarget(data, selected) {
-  if (!data || data.lensKind !== "patchscope") return { ok: false, reason: "The lens shown is not a Patchscope." };
-  const target = patchTarget(data, selected);
-  if (!target.ok) return { ok: false, reason: target.reason.replace(/patch(es)? it/, "describe it").replace("A patch overwrites", "A Patchscope reads") };
-  return { ok: true, prompt: target.prompt, layer: target.layer, position: target.position, label: target.label };
-}
-function buildDescribe() {
-  const row = h("div", "murano-live-row murano-describe", { hidden: "" });
-  const where = h("span", "murano-patch-where murano-describe-where");
-  const button = h("button", "murano-live-button murano-describe-run", { type: "button", title: "Patch this cell's state into the Patchscope's target prompt and generate a few tokens from it, greedily" }, "Describe");
-  const text = h("output", "murano-describe-text murano-token", { "aria-live": "polite" });
-  row.append(h("span", "murano-label", {}, "Describe this cell"), where, button, text);
-  return { row, where, button, text };
-}
-var DescribeControl = class {
-  /**
-   * @param {LiveAsker} live
-   * @param {HTMLElement} parent where the row goes (the pinned cell's panel)
-   */
-  constructor(live, parent) {
-    this.live = live;
-    this.ui = buildDescribe();
-    parent.append(this.ui.row);
-    this.pending = -1;
-    this.describedCell = "";
-    this.target = { ok: false, reason: "" };
-  }
-  /** Asks the kernel to describe the pinned cell. */
-  run() {
-    const target = this.target;
-    if (!target.ok) return;
-    this.ui.text.textContent = "";
-    this.describedCell = cellKey(target);
-    this.pending = this.live.ask(DESCRIBE_ACTION, { prompt: target.prompt, layer: target.layer, position: target.position });
-  }
-  /**
-   * A message from the kernel: the reply to the request in flight carries the description.
-   * @param {unknown} msg
-   */
-  onMessage(msg) {
-    if (!msg || typeof msg !== "object") return;
-    const { action, id, message } = (
-      /** @type {Record<string, unknown>} */
-      msg
-    );
-    if (id !== this.pending || this.pending < 0) return;
-    if (action !== "done" && action !== "error" && action !== "superseded") return;
-    this.pending = -1;
-    if (action === "done" && typeof message === "string") this.ui.text.textContent = message;
-  }
-  /**
-   * Shows or hides the row for the pinned cell.
-   * @param {boolean} offered the live controls are offered (a kernel is there)
-   * @param {LensData | null} data
-   * @param {Selected | null} selected
-   */
-  render(offered, data, selected) {
-    const { row, where, button, text } = this.ui;
-    const target = describeTarget(data, selected);
-    this.target = target;
-    const patchscope = !!data && data.lensKind === "patchscope";
-    row.hidden = !offered || !patchscope || !selected;
-    if (row.hidden) return;
-    where.textContent = target.ok ? target.label : target.reason;
-    button.disabled = !target.ok;
-    if (!target.ok || cellKey(target) !== this.describedCell) {
-      if (text.textContent) text.textContent = "";
-      if (!target.ok || this.pending < 0) this.describedCell = "";
-    }
-  }
-};
-function cellKey(target) {
-  return target.ok ? `${target.prompt}|${target.layer}|${target.position}` : "";
-}
-
 // src/live/picker.js
 function pickerColumn(state, length) {
   const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
@@ -3798,7 +3722,7 @@ function pickerTokens(data, prompt, position) {
 var HELLO_TIMEOUT_MS = 3e3;
 var REPLY_TIMEOUT_MS = 6e4;
 var NO_KERNEL_TEXT = "Editing needs a running kernel: run the notebook to type prompts, track tokens or patch.";
-var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "describe_patchscope"]);
+var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "group"]);
 var REPLIES = Object.freeze(["done", "error", "superseded"]);
 function initialState({ live, canSend, firstId = 1 }) {
   return {
@@ -3891,8 +3815,8 @@ function describeRequest(action, fields, phase) {
       return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
-    case "describe_patchscope":
-      return running ? `Describing ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}…` : "Described.";
+    case "group":
+      return running ? `Tracking the word ${quoted} as a group…` : `Tracking the word ${quoted} as a group.`;
     default:
       return running ? "Working…" : "Done.";
   }
@@ -3972,7 +3896,10 @@ function buildLive(id) {
   const pickerId = `${id}-picker`;
   const pickerButton = h("button", "murano-live-button murano-picker-toggle", { type: "button", "aria-expanded": "false", "aria-controls": pickerId }, "Pick a token…");
   const chips = h("ul", "murano-chips", { "aria-label": "Tracked tokens" });
-  trackRow.append(trackInput, pickerButton, chips);
+  const groupInput = textBox("murano-live-group", "Track a word", {
+    title: "A word: every token that starts it, with and without a leading space, summed into one group"
+  });
+  trackRow.append(trackInput, pickerButton, chips, groupInput);
   const picker = h("div", "murano-picker", { id: pickerId, hidden: "" });
   const pickerHead = h("div", "murano-picker-head");
   const pickerList = h("ul", "murano-picker-list", { "aria-label": "Tokens in the top-k at any layer, by their best probability" });
@@ -4018,6 +3945,7 @@ function buildLive(id) {
     promptInput,
     removeButton,
     trackInput,
+    groupInput,
     pickerButton,
     chips,
     picker,
@@ -4069,7 +3997,6 @@ var LiveView = class {
     this.patchModel = null;
     this.diff = null;
     this.abort = new AbortController();
-    this.describe = new DescribeControl(this, ui.pinPanel);
     this.bind();
     this.startHello();
     this.render();
@@ -4135,7 +4062,6 @@ var LiveView = class {
       if (sent.id === reply.id && reply.action === "done" && sent.box.value === sent.text) sent.box.value = "";
     }
     this.sentTexts = this.sentTexts.filter((sent) => sent.id !== reply.id);
-    this.describe.onMessage(msg);
     this.schedule();
     this.render();
   }
@@ -4266,8 +4192,7 @@ var LiveView = class {
       this.showPatchControl();
       if (this.pickerOpen) this.showPicker();
     }
-    this.describe.render(offered, this.lens.data, this.lens.state.selected);
-    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden && this.describe.ui.row.hidden;
+    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden;
     this.showPatch(offered);
   }
   showPromptControls() {
@@ -4460,6 +4385,14 @@ var LiveView = class {
       const id = this.track(text);
       if (id >= 0) this.sentTexts.push({ id, box: ui.trackInput, text });
     });
+    on(ui.groupInput, "keydown", (event) => {
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      event.preventDefault();
+      const text = ui.groupInput.value;
+      if (!text.trim()) return;
+      const id = this.ask("group", { text });
+      if (id >= 0) this.sentTexts.push({ id, box: ui.groupInput, text });
+    });
     on(ui.removeButton, "click", () => this.removePrompt());
     on(ui.pickerButton, "click", () => this.togglePicker());
     on(ui.chips, "click", (event) => {
@@ -4475,7 +4408,6 @@ var LiveView = class {
       if (button) this.track(button.dataset.token || "");
     });
     on(ui.patchRun, "click", () => this.runPatch());
-    on(this.describe.ui.button, "click", () => this.describe.run());
     on(ui.patchClear, "click", () => this.ask("clear_patch", {}));
     on(ui.dismissButton, "click", () => {
       this.state = dismiss(this.state);
@@ -4605,71 +4537,6 @@ var TooltipView = class {
   }
 };
 
-// src/view/topk_blocks.js
-function attachTopkBlocks(view, lenses) {
-  const meta = view.model.get("_meta");
-  if (!view.topkStore || view.topkStore.meta !== meta) view.topkStore = { meta, byLens: /* @__PURE__ */ new Map(), asked: /* @__PURE__ */ new Set() };
-  for (const data of lenses) {
-    if (!data.topkWindow) continue;
-    let blocks = view.topkStore.byLens.get(data.lensName);
-    if (!blocks) view.topkStore.byLens.set(data.lensName, blocks = /* @__PURE__ */ new Map());
-    data.topkBlocks = blocks;
-  }
-}
-function requestTopkBlock(view, data, col) {
-  const store = view.topkStore;
-  if (!data.topkWindow || !data.topkBlocks || !store || typeof view.model.send !== "function") return;
-  const start = col - col % data.topkWindow;
-  if (data.topkBlocks.has(start) || store.asked.has(start)) return;
-  store.asked.add(start);
-  view.model.send({ action: "topk_window", start });
-}
-function receiveTopkBlock(view, msg, buffers = []) {
-  if (!msg || typeof msg !== "object") return false;
-  const reply = (
-    /** @type {Record<string, any>} */
-    msg
-  );
-  if (reply.action !== "topk_window") return false;
-  const store = view.topkStore;
-  if (!store || typeof reply.start !== "number") return true;
-  if (typeof reply.error === "string") {
-    console.warn(`murano_widgets: ${reply.error}`);
-    return true;
-  }
-  const meta = store.meta;
-  const lenses = Array.isArray(meta?.lenses) ? meta.lenses : [];
-  for (const lens of lenses) {
-    const blocks = store.byLens.get(lens.name);
-    const names = (
-      /** @type {string[]} */
-      reply.names
-    );
-    const at = (name) => names.indexOf(`${lens.prefix}${name}`);
-    const t = at("topk_tokens");
-    const p = at("topk_probs");
-    if (!blocks || t < 0 || p < 0) continue;
-    const read = (i) => {
-      const spec = reply.sections[names[i]];
-      const n = spec.shape.reduce((a, b) => a * b, 1);
-      return (
-        /** @type {import("../payload.js").RawArray} */
-        readSection(buffers[i], spec.dtype, n, names[i], LENS_DTYPES)
-      );
-    };
-    blocks.set(reply.start, {
-      start: reply.start,
-      width: reply.stop - reply.start,
-      strings: reply.strings,
-      tokens: read(t),
-      probs: read(p),
-      scale: reply.sections[names[p]].scale
-    });
-  }
-  view.updateTooltip();
-  return true;
-}
-
 // src/view/cell_tip.js
 function makeTooltip(view) {
   const ui = view.ui;
@@ -4715,7 +4582,6 @@ function updateTooltip(view) {
     return;
   }
   const lens = tipGrid(view).data;
-  requestTopkBlock(view, lens, lens.offsets[s2.prompt] + cell.position);
   const details = cellDetails(lens, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
   const content = tooltipModel(details, { late: view.detailsLate });
   if (view.beside) content.title = `${lensTitle(lens)} · ${content.title}`;
@@ -4831,6 +4697,43 @@ function trajectorySeries(data, prompt, position, mode, metric = "") {
         (i) => cellTargetIndex(data, prompt, i, position, j)
       );
     });
+  }
+  if (!rank) out.push(...groupSeries(data, cells, rowMissing));
+  return out;
+}
+function groupSeries(data, cells, rowMissing) {
+  const n = data.groups.length;
+  const array = data.arrays.group_probs;
+  if (!n || !array) return [];
+  const scale = data.scales.group_probs ?? 1;
+  const note = "probability that the next token is one of the group's tokens";
+  const out = data.groups.map((name, j) => ({
+    key: `group:${j}`,
+    kind: (
+      /** @type {SeriesKind} */
+      "group"
+    ),
+    index: j,
+    label: name,
+    token: null,
+    note,
+    section: "group_probs",
+    loaded: true,
+    values: cells.map((idx, i) => {
+      const v = array[idx * n + j] * scale;
+      return rowMissing[i] || !Number.isFinite(v) ? null : v;
+    })
+  }));
+  if (n > 1) {
+    const values = cells.map((_, i) => {
+      const parts = out.map((line) => line.values[i]);
+      return parts.some((v) => v === null) ? null : parts.reduce((sum, v) => (
+        /** @type {number} */
+        sum + /** @type {number} */
+        v
+      ), 0);
+    });
+    out.push({ key: "group:sum", kind: "group_sum", index: n, label: "sum of groups", token: null, note: "the groups' probabilities added up", section: "group_probs", loaded: true, values });
   }
   return out;
 }
@@ -5978,6 +5881,7 @@ function debugApi(view) {
         metric: s2.metric,
         shownMetric: view.shownMetric,
         target: s2.target,
+        group: s2.group,
         selected: s2.selected,
         hover: s2.hover,
         focus: s2.focus,
@@ -6073,7 +5977,7 @@ function debugApi(view) {
      */
     cellColour(layerIndex, position) {
       if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex(), gridDomain(view));
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.itemIndex(view.shownMetric), gridDomain(view));
       const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -6086,7 +5990,7 @@ function debugApi(view) {
       const beside = view.beside;
       const metric = beside && besideMetric(beside, view.shownMetric);
       if (!beside || !metric) return null;
-      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.targetIndex(), gridDomain(view));
+      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.itemIndex(metric), gridDomain(view));
       const o = ((beside.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -6206,6 +6110,56 @@ function showWhy(ui, model, { message = "", current = -1 } = {}) {
   ui.note.hidden = !model.note;
 }
 
+// src/view/group.js
+function groupMenu() {
+  const groupLabel = (
+    /** @type {HTMLLabelElement} */
+    h("label", "murano-group", { hidden: "" })
+  );
+  groupLabel.append(h("span", "murano-label", {}, "Group"));
+  const groupSelect = (
+    /** @type {HTMLSelectElement} */
+    h("select", "murano-group-select", { "aria-label": "Token group shown" })
+  );
+  groupLabel.append(groupSelect);
+  return { groupLabel, groupSelect };
+}
+function showGroupMenu(ui, data, metric, group) {
+  const spec = metricSpec(data, metric);
+  ui.groupLabel.hidden = !(spec && spec.perGroup && data.groups.length > 0);
+  const key = data.groups.join("\0");
+  if (ui.groupSelect.dataset.key !== key) {
+    ui.groupSelect.replaceChildren(...data.groups.map((name) => h("option", "", { value: name, title: name }, name)));
+    ui.groupSelect.dataset.key = key;
+  }
+  ui.groupSelect.value = group;
+  ui.groupSelect.title = spec && spec.perGroup && group ? metricLabel(data, spec, { target: 0, group: data.groups.indexOf(group) }) : "";
+}
+function setGroup(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  if (!sync && typeof value === "string" && value && !data.groups.includes(value)) return;
+  const group = resolveGroup(data, value);
+  if (sync) view.send("group", group);
+  view.ui.groupSelect.value = group;
+  if (group === view.state.group) return;
+  view.store.set({ group });
+  view.refreshMetric();
+  view.updateTooltip();
+  const s2 = view.state;
+  if (s2.focused && s2.focus) view.announce(s2.focus);
+  view.drawTrajectory();
+  view.requestDraw();
+}
+function shownPick(data, state) {
+  if (!data) return { target: 0, group: 0 };
+  return { target: targetIndex(data, state.target), group: Math.max(0, data.groups.indexOf(resolveGroup(data, state.group))) };
+}
+function pickFor(data, name, pick) {
+  const spec = data ? metricSpec(data, name) : void 0;
+  return spec ? pickIndex(spec, pick) : 0;
+}
+
 // src/view/dom.js
 var LAYER_HINT = "highlighted row; its predictions appear under the tokens";
 var READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
@@ -6240,7 +6194,8 @@ function buildDom(el, id) {
   );
   viewLabel.append(viewSelect);
   const colourGroup = h("div", "murano-colour");
-  colourGroup.append(metricLabel2, targetLabel);
+  const { groupLabel, groupSelect } = groupMenu();
+  colourGroup.append(metricLabel2, targetLabel, groupLabel);
   header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel, besideLabel);
   const controls = h("div", "murano-controls");
   const slider = (name, label, accessibleName) => {
@@ -6328,6 +6283,8 @@ function buildDom(el, id) {
     metricSelect,
     targetLabel,
     targetSelect,
+    groupLabel,
+    groupSelect,
     viewLabel,
     viewSelect,
     comp,
@@ -6490,6 +6447,7 @@ function stateForPayload(data, trait, s2, previous, first) {
       layer: layer === null || layer === void 0 ? data.L - 1 : rowOfModelLayer(data.layers, layer),
       metric: resolveMetric(data, trait("metric")),
       target: resolveTarget(data, trait("target")),
+      group: resolveGroup(data, trait("group")),
       selected: trait("selected") ?? null,
       hideTemplate: trait("hide_template") === true,
       view: trait("view") === "components" ? "components" : "layers",
@@ -6502,7 +6460,8 @@ function stateForPayload(data, trait, s2, previous, first) {
     prompt: clampIndex(previous && previous.P !== data.P ? trait("prompt") : s2.prompt, data.P),
     layer: clampIndex(s2.layer, data.L),
     metric: resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s2.metric),
-    target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target)
+    target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target),
+    group: resolveGroup(data, typeof trait("group") === "string" && data.groups.includes(trait("group")) ? trait("group") : s2.group)
   };
 }
 function shownMetricFor(data, shown, requested) {
@@ -6532,7 +6491,6 @@ function reload(view) {
   const wanted = view.loaded ? s2.lens : model.get("lens_name");
   const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
   const previous = view.data;
-  attachTopkBlocks(view, lenses);
   view.lenses = lenses;
   view.data = data;
   store.set({ lens: data.lensName });
@@ -6645,7 +6603,7 @@ function setTarget(view, value, sync) {
   view.requestDraw();
 }
 function targetIndex2(view) {
-  return view.data ? targetIndex(view.data, view.state.target) : 0;
+  return shownPick(view.data, view.state);
 }
 function followTarget(view) {
   const data = view.data;
@@ -6667,6 +6625,7 @@ function refreshMetric(view) {
   else view.requestDetails();
   ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
   showTargetMenu(ui, data, s2.metric, s2.target);
+  showGroupMenu(ui, data, s2.metric, s2.group);
   if (s2.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
   else showLegend(ui, data, view.shownMetric, s2.metric, targetIndex2(view), gridDomain(view));
   showCaptions(view);
@@ -6837,7 +6796,7 @@ function draw(view) {
     prompt: s2.prompt,
     layer: s2.layer,
     metric: view.shownMetric,
-    target: view.targetIndex(),
+    target: view.itemIndex(view.shownMetric),
     loading: s2.metric !== view.shownMetric,
     selected: s2.selected,
     hover: s2.hover,
@@ -6858,7 +6817,7 @@ function draw(view) {
 
 // src/view/store.js
 function initialState2() {
-  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
+  return { prompt: 0, layer: 0, metric: "", target: "", group: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
 }
 function createStore(state = initialState2()) {
   const subscribers = /* @__PURE__ */ new Set();
@@ -7017,7 +6976,6 @@ var LensView = class {
     this.detailsRequested = false;
     this.detailsLate = false;
     this.detailsTimer = 0;
-    this.topkStore = null;
     this.layout = null;
     this.layoutKey = null;
     this.revealPending = true;
@@ -7042,8 +7000,6 @@ var LensView = class {
       if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
     });
     this.unbind = bindEvents(this);
-    this.onTopkBlock = (msg, buffers) => receiveTopkBlock(this, msg, buffers);
-    model.on("msg:custom", this.onTopkBlock);
     this.live = null;
     this.reload();
     this.live = new LiveView(this, this.ui.live);
@@ -7057,7 +7013,6 @@ var LensView = class {
   }
   destroy() {
     this.unbind();
-    this.model.off("msg:custom", this.onTopkBlock);
     this.unsubscribe();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);
@@ -7147,8 +7102,16 @@ var LensView = class {
   setTarget(value, sync) {
     setTarget(this, value, sync);
   }
+  /** @param {unknown} value @param {boolean} sync */
+  setGroup(value, sync) {
+    setGroup(this, value, sync);
+  }
   targetIndex() {
     return targetIndex2(this);
+  }
+  /** @param {string} metric @returns {number} the index of the token or group `metric` shows */
+  itemIndex(metric) {
+    return pickFor(this.data, metric, targetIndex2(this));
   }
   followTarget() {
     followTarget(this);

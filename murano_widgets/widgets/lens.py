@@ -31,6 +31,7 @@ from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, s
 from murano_widgets.widgets.lens_checks import (
     VIEWS,
     check_explain,
+    check_group,
     check_lens_beside,
     check_lens_name,
     check_live,
@@ -69,6 +70,8 @@ class LogitLensWidget(MuranoWidget):
             tracked token's probability, the token ``target``).
         target: The tracked token the ``"target"`` metric shows, one of the result's
             ``targets`` (default the first).
+        group: The token group the ``"group"`` metric shows, one of the result's
+            ``group_names`` (default the first).
         model: Only for ``murano`` results: the model that made it (its tokenizer decodes the
             top-k tokens, its depth says whether the result holds the model's final layer).
         tokenizer: Only for ``murano`` results, instead of ``model``: decodes top-k tokens.
@@ -109,6 +112,9 @@ class LogitLensWidget(MuranoWidget):
             metric shows (the token menu beside the colour menu); ``""`` when none is tracked.
             Tracking a token (:meth:`track`) shows it; untracking it shows the token that
             takes its place in :attr:`targets`.
+        group: The token group (one of the result's ``group_names``) whose probability the
+            ``"group"`` metric shows (the group menu beside the colour menu); ``""`` without
+            groups.
         selected: The pinned cell, or ``None``: a dict with ``prompt``, ``layer_index`` (the
             row), ``layer`` (the model layer), ``address`` (the row's, ``"L3.resid_mid"``, with
             rows after each attention), ``position`` (among the prompt's real tokens),
@@ -166,6 +172,7 @@ class LogitLensWidget(MuranoWidget):
     layer = traitlets.Int(0).tag(sync=True)
     metric = traitlets.Unicode("prob").tag(sync=True)
     target = traitlets.Unicode("").tag(sync=True)
+    group = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     hide_template = traitlets.Bool(False).tag(sync=True)
     lens_name = traitlets.Unicode("").tag(sync=True)
@@ -192,6 +199,7 @@ class LogitLensWidget(MuranoWidget):
         layer: int | None = None,
         metric: str = "prob",
         target: str | None = None,
+        group: str | None = None,
         model: ModelBackend | None = None,
         tokenizer: Any = None,
         n_model_layers: int | None = None,
@@ -225,6 +233,9 @@ class LogitLensWidget(MuranoWidget):
         if target is None:
             target = first.targets[0] if first.targets else ""
         target = check_target(target, first.targets)
+        if group is None:
+            group = first.group_names[0] if first.group_names else ""
+        group = check_group(group, first.group_names)
         metric = check_metric(metric, payload)
         hide_template = check_hide_template(hide_template, first.token_roles, WidgetValueError)
         lens_name = results.names[0] if lens_name is None else check_lens_name(lens_name, results)
@@ -245,6 +256,7 @@ class LogitLensWidget(MuranoWidget):
             prompt=prompt,
             layer=layer,
             target=target,
+            group=group,
             metric=metric,
             hide_template=hide_template,
             lens_name=lens_name,
@@ -346,6 +358,20 @@ class LogitLensWidget(MuranoWidget):
                 token, or a ``show`` that is not a bool, before any model work.
         """
         self._live_call("track", text=text, show=show)
+
+    def track_word(self, word: str) -> None:
+        """Tracks ``word`` as a token group, as the widget's "Track a word" box does: the
+        group :meth:`TokenGroup.word(tokenizer, word) <murano_widgets.TokenGroup.word>` (every
+        token that is a prefix of the word, with and without its leading space), named by the
+        word; every prompt runs again with it, and the heatmap shows its probability
+        (``metric`` ``"group"``, ``group`` the word).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            ValueError: For an empty word, or one no token of the vocabulary starts, before
+                any model work.
+        """
+        self._live_call("group", text=word)
 
     def untrack(self, text: str) -> None:
         """Stops tracking ``text`` (every prompt runs again without it).
@@ -465,6 +491,8 @@ class LogitLensWidget(MuranoWidget):
             result = self._result
             if self.explain not in explain_choices(result):
                 self.explain = EXPLAIN_TOP1
+            if self.group not in (result.group_names or [""]):
+                self.group = (result.group_names or [""])[0]
             if target is None:
                 self.target = kept_target(self.target, self.targets, result)
             else:
@@ -517,6 +545,10 @@ class LogitLensWidget(MuranoWidget):
     @traitlets.validate("target")
     def _validate_target(self, proposal: dict[str, Any]) -> str:
         return check_target(proposal["value"], self._result.targets)
+
+    @traitlets.validate("group")
+    def _validate_group(self, proposal: dict[str, Any]) -> str:
+        return check_group(proposal["value"], self._result.group_names)
 
     @traitlets.validate("hide_template")
     def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
@@ -592,6 +624,7 @@ class LogitLensWidget(MuranoWidget):
             "layer": self.layer,
             "metric": self.metric,
             "target": self.target,
+            "group": self.group,
             "selected": selected_cell(self.selected),
             "hide_template": self.hide_template,
             "lens_name": self.lens_name,

@@ -34,6 +34,7 @@ SYNCED = (
     "layer",
     "metric",
     "target",
+    "group",
     "selected",
     "hide_template",
     "lens_name",

@@ -35,6 +35,7 @@ import { controlsShown, dismiss, hello, initialState, nextDeadline, noKernel, re
  * @property {HTMLInputElement} promptInput
  * @property {HTMLButtonElement} removeButton
  * @property {HTMLInputElement} trackInput
+ * @property {HTMLInputElement} groupInput a word to track as a token group
  * @property {HTMLButtonElement} pickerButton
  * @property {HTMLUListElement} chips
  * @property {HTMLDivElement} picker
@@ -90,7 +91,12 @@ export function buildLive(id) {
   const pickerId = `${id}-picker`;
   const pickerButton = h("button", "murano-live-button murano-picker-toggle", { type: "button", "aria-expanded": "false", "aria-controls": pickerId }, "Pick a token…");
   const chips = h("ul", "murano-chips", { "aria-label": "Tracked tokens" });
-  trackRow.append(trackInput, pickerButton, chips);
+  // A word as a token group (Python's TokenGroup.word: every token that is a prefix of it, with
+  // and without its leading space), shown at once by the group metric.
+  const groupInput = textBox("murano-live-group", "Track a word", {
+    title: "A word: every token that starts it, with and without a leading space, summed into one group",
+  });
+  trackRow.append(trackInput, pickerButton, chips, groupInput);
 
   const picker = h("div", "murano-picker", { id: pickerId, hidden: "" });
   const pickerHead = h("div", "murano-picker-head");
@@ -141,7 +147,7 @@ export function buildLive(id) {
   patchPanel.append(patchHead, patchDiff);
 
   return {
-    panel, controls, promptInput, removeButton, trackInput, pickerButton, chips, picker, pickerHead, pickerList, pinPanel, pinRow, pinTokens,
+    panel, controls, promptInput, removeButton, trackInput, groupInput, pickerButton, chips, picker, pickerHead, pickerList, pinPanel, pinRow, pinTokens,
     patchRow, patchWhere, patchSource, patchRun, patchReason, line, status, statusText, error, errorText, dismissButton, noKernel,
     patchPanel, patchTitle, patchAnswer, patchClear, patchDiff,
   };
@@ -618,6 +624,14 @@ export class LiveView {
       const text = ui.trackInput.value;
       const id = this.track(text);
       if (id >= 0) this.sentTexts.push({ id, box: ui.trackInput, text });
+    });
+    on(ui.groupInput, "keydown", (/** @type {KeyboardEvent} */ event) => {
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      event.preventDefault();
+      const text = ui.groupInput.value;
+      if (!text.trim()) return;
+      const id = this.ask("group", { text });
+      if (id >= 0) this.sentTexts.push({ id, box: ui.groupInput, text });
     });
     on(ui.removeButton, "click", () => this.removePrompt());
     on(ui.pickerButton, "click", () => this.togglePicker());

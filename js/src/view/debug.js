@@ -43,6 +43,7 @@ export function debugApi(view) {
         metric: s.metric,
         shownMetric: view.shownMetric,
         target: s.target,
+        group: s.group,
         selected: s.selected,
         hover: s.hover,
         focus: s.focus,
@@ -138,7 +139,7 @@ export function debugApi(view) {
      */
     cellColour(layerIndex, position) {
       if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex(), gridDomain(view));
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.itemIndex(view.shownMetric), gridDomain(view));
       const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -151,7 +152,7 @@ export function debugApi(view) {
       const beside = view.beside;
       const metric = beside && besideMetric(beside, view.shownMetric);
       if (!beside || !metric) return null;
-      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.targetIndex(), gridDomain(view));
+      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.itemIndex(metric), gridDomain(view));
       const o = ((beside.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },

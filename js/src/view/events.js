@@ -113,6 +113,7 @@ export function bindEvents(view) {
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
   on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
+  on(ui.groupSelect, "change", () => view.setGroup(ui.groupSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
   on(ui.besideSelect, "change", () => view.setBeside(ui.besideSelect.value, true));
   on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
@@ -145,6 +146,7 @@ export function bindEvents(view) {
     "change:layer": () => { view.syncLayer.cancel(); view.setModelLayer(model.get("layer")); },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:target": () => view.setTarget(model.get("target"), false),
+    "change:group": () => view.setGroup(model.get("group"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
     "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
     "change:view": () => view.setView(model.get("view"), false),

@@ -119,7 +119,7 @@ export function draw(view) {
     prompt: s.prompt,
     layer: s.layer,
     metric: view.shownMetric,
-    target: view.targetIndex(),
+    target: view.itemIndex(view.shownMetric),
     loading: s.metric !== view.shownMetric,
     selected: s.selected,
     hover: s.hover,

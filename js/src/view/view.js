@@ -26,6 +26,7 @@ import { bindEvents } from "./events.js";
 import { componentCellChanged, explainChoice, relayoutComponents, setExplain, setHeads, setView, showAttribution, updateWhy, whyCell } from "./explain.js";
 import { reload, setLens } from "./load.js";
 import { followTarget, refreshMetric, setMetric, setTarget, targetIndex } from "./metric.js";
+import { pickFor, setGroup } from "./group.js";
 import { send, setLayer, setModelLayer, setPrompt, syncers } from "./navigation.js";
 import { draw, relayout, requestDraw, scrollLeft } from "./redraw.js";
 import { announce, clampCell, setFocus, setHideTemplate, setHover, setSelected, shownColumns, showKeyboardFocus, togglePin } from "./selection.js";
@@ -212,7 +213,11 @@ export class LensView {
   setMetric(value, sync) { setMetric(this, value, sync); }
   /** @param {unknown} value @param {boolean} sync */
   setTarget(value, sync) { setTarget(this, value, sync); }
+  /** @param {unknown} value @param {boolean} sync */
+  setGroup(value, sync) { setGroup(this, value, sync); }
   targetIndex() { return targetIndex(this); }
+  /** @param {string} metric @returns {number} the index of the token or group `metric` shows */
+  itemIndex(metric) { return pickFor(this.data, metric, targetIndex(this)); }
   followTarget() { followTarget(this); }
   refreshMetric() { refreshMetric(this); }
 
