@@ -35,6 +35,7 @@ SYNCED = (
     "target",
     "selected",
     "hide_template",
+    "position",
     "lens_name",
     "lens_beside",
     "explain",
