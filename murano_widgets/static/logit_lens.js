@@ -2827,10 +2827,11 @@ function onGridScroll(view) {
   const { overview, ui } = view;
   if (ui.scroller.scrollLeft === overview.ownScroll) {
     overview.ownScroll = NaN;
-    return;
+    return true;
   }
   overview.ownScroll = NaN;
   if (view.layout && view.data) overview.report(firstPosition(view));
+  return false;
 }
 function positionChanged(view) {
   view.overview.report.cancel();
@@ -2959,6 +2960,8 @@ function updateOverview(view) {
   const show = Boolean(data && layout && view.state.view === "layers" && isLongTrace(layout));
   if (overview.box.hidden === show) overview.box.hidden = !show;
   if (!show || !data || !layout) return;
+  const margin = `${layout.labelW}px`;
+  if (overview.strip.style.marginLeft !== margin) overview.strip.style.marginLeft = margin;
   const cssWidth = overview.strip.clientWidth;
   if (cssWidth <= 0) return;
   const image = overviewImage(view, layout, cssWidth);
@@ -3036,7 +3039,10 @@ function bindOverview(view, signal) {
     const shown = shownCount(view);
     grip = column >= first && column < first + shown ? column - first : Math.floor(shown / 2);
     moveToColumn(view, column - grip);
-    o.strip.setPointerCapture?.(event.pointerId);
+    try {
+      o.strip.setPointerCapture(event.pointerId);
+    } catch {
+    }
     o.strip.focus({ preventScroll: true });
     event.preventDefault();
   });
@@ -3225,8 +3231,7 @@ function bindEvents(view) {
   });
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
-    onGridScroll(view);
-    view.requestDraw();
+    if (!onGridScroll(view)) view.requestDraw();
   }, { passive: true });
   bindOverview(view, signal);
   bindGrid(ui.canvas, heatmapGrid(view), signal);

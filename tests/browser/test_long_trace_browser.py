@@ -80,6 +80,7 @@ def test_the_overview_shows_for_long_prompts_only_and_is_named(page, long_result
     box = viewport_box(page)
     assert abs(box["left"] - first / N_POSITIONS * box["stripWidth"]) <= 2
     assert abs(box["width"] - max(3, shown / N_POSITIONS * box["stripWidth"])) <= 3
+    bridge.screenshot("long_trace_overview.png")
     short = make_large_result(4, 30, n_prompts=1, seed=1)
     page.evaluate("() => { window.cleanup(); document.getElementById('host').innerHTML = ''; }")
     Bridge(page, LogitLensWidget(short))

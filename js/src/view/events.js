@@ -127,8 +127,8 @@ export function bindEvents(view) {
   });
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
-    onGridScroll(view);
-    view.requestDraw();
+    // The view's own scroll (the overview, a jump) was drawn as it was made.
+    if (!onGridScroll(view)) view.requestDraw();
   }, { passive: true });
   bindOverview(view, signal);
   bindGrid(ui.canvas, heatmapGrid(view), signal);

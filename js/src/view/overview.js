@@ -160,15 +160,17 @@ function columnAtOrAfter(layout, position) {
 /**
  * The heatmap scrolled: a scroll the view did not make itself is the user's, reported.
  * @param {LensView} view
+ * @returns {boolean} whether the view made it (and drew it) itself
  */
 export function onGridScroll(view) {
   const { overview, ui } = view;
   if (ui.scroller.scrollLeft === overview.ownScroll) {
     overview.ownScroll = NaN;
-    return;
+    return true;
   }
   overview.ownScroll = NaN;
   if (view.layout && view.data) overview.report(firstPosition(view));
+  return false;
 }
 
 /**
@@ -327,6 +329,9 @@ export function updateOverview(view) {
   const show = Boolean(data && layout && view.state.view === "layers" && isLongTrace(layout));
   if (overview.box.hidden === show) overview.box.hidden = !show;
   if (!show || !data || !layout) return;
+  // Under the grid's cells, not its row labels.
+  const margin = `${layout.labelW}px`;
+  if (overview.strip.style.marginLeft !== margin) overview.strip.style.marginLeft = margin;
   const cssWidth = overview.strip.clientWidth;
   if (cssWidth <= 0) return;
   const image = overviewImage(view, layout, cssWidth);
@@ -427,7 +432,11 @@ export function bindOverview(view, signal) {
     // On the box: drag it by where it was grabbed; elsewhere: centre it there, then drag.
     grip = column >= first && column < first + shown ? column - first : Math.floor(shown / 2);
     moveToColumn(view, column - grip);
-    o.strip.setPointerCapture?.(event.pointerId);
+    try {
+      o.strip.setPointerCapture(event.pointerId); // the drag goes on outside the strip
+    } catch {
+      // a synthetic pointer (no active pointer of that id): the drag works inside the strip
+    }
     o.strip.focus({ preventScroll: true });
     event.preventDefault();
   });
