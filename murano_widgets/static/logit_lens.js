@@ -2681,6 +2681,38 @@ function runStarts(n, hit) {
   return out;
 }
 
+// src/view/overview_marks.js
+function traceMarks(data, prompt, columns, target, threshold) {
+  const offset = data.offsets[prompt];
+  const n = columns ? columns.length : data.lengths[prompt];
+  const at = (j) => offset + (columns ? columns[j] : j);
+  const marks = [];
+  const missing = data.arrays.missing;
+  const anyLayer = (values, stride, k, min) => (j) => {
+    for (let i = 0; i < data.L; i++) {
+      const idx = i * data.T + at(j);
+      if (values[idx * stride + k] >= min && !(missing && missing[idx])) return true;
+    }
+    return false;
+  };
+  const answerTop1 = data.arrays.answer_top1;
+  if (answerTop1 && !promptHasNoValue(data, "answer_top1", prompt)) {
+    for (const column of runStarts(n, anyLayer(answerTop1, 1, 0, 1))) marks.push({ column, kind: "answer", role: -1 });
+  }
+  const probs = data.arrays.target_probs;
+  if (probs && target >= 0 && target < data.targets.length) {
+    const raw = threshold / (data.scales.target_probs ?? 1);
+    for (const column of runStarts(n, anyLayer(probs, data.targets.length, target, raw))) marks.push({ column, kind: "target", role: -1 });
+  }
+  const roles = data.arrays.token_roles;
+  if (roles) {
+    for (let j = 0; j < n; j++) if (j === 0 || roles[at(j)] !== roles[at(j - 1)]) marks.push({ column: j, kind: "role", role: roles[at(j)] });
+  }
+  const generated = generationColumn(data, prompt, columns);
+  if (generated >= 0) marks.push({ column: generated, kind: "generated", role: -1 });
+  return marks;
+}
+
 // src/view/search.js
 function matchingTokens(tokens, query) {
   const needle = query.toLowerCase();
@@ -2877,38 +2909,14 @@ function overviewMarks(view, layout) {
     /** @type {import("../payload.js").LensData} */
     view.data
   );
-  const s2 = view.state;
   const theme = view.painter.readTheme();
-  const offset = data.offsets[s2.prompt];
-  const n = layout.nPositions;
-  const at = (j) => offset + (layout.columns ? layout.columns[j] : j);
-  const marks = [];
-  const anyLayer = (mask, stride, k, threshold) => (j) => {
-    for (let i = 0; i < data.L; i++) if (mask[(i * data.T + at(j)) * stride + k] >= threshold) return true;
-    return false;
-  };
-  const answerTop1 = data.arrays.answer_top1;
-  if (answerTop1 && !promptHasNoValue(data, "answer_top1", s2.prompt)) {
-    for (const column of runStarts(n, anyLayer(answerTop1, 1, 0, 1))) marks.push({ column, colour: theme.accent, kind: "answer" });
-  }
-  const target = view.targetIndex();
-  const probs = data.arrays.target_probs;
-  if (probs && target >= 0 && target < data.targets.length) {
-    const raw = MARK_THRESHOLD / (data.scales.target_probs ?? 1);
-    for (const column of runStarts(n, anyLayer(probs, data.targets.length, target, raw))) marks.push({ column, colour: theme.fg, kind: "target" });
-  }
-  const roles = data.arrays.token_roles;
-  if (roles) {
-    const styles = roleStyles(roleNames(data));
-    for (let j = 0; j < n; j++) {
-      if (j > 0 && roles[at(j)] === roles[at(j - 1)]) continue;
-      const style = styles[roles[at(j)]];
-      if (style) marks.push({ column: j, colour: style.colour, kind: "role" });
-    }
-  }
-  const generated = generationColumn(data, s2.prompt, layout.columns);
-  if (generated >= 0) marks.push({ column: generated, colour: theme.generated, kind: "generated" });
-  return marks;
+  const styles = roleStyles(roleNames(data));
+  const colours = { answer: theme.accent, target: theme.fg, generated: theme.generated };
+  return traceMarks(data, view.state.prompt, layout.columns, view.targetIndex(), MARK_THRESHOLD).map((mark) => ({
+    column: mark.column,
+    kind: mark.kind,
+    colour: mark.kind === "role" ? styles[mark.role]?.colour ?? theme.muted : colours[mark.kind]
+  }));
 }
 function overviewImage(view, layout, cssWidth) {
   const { overview } = view;

@@ -16,11 +16,12 @@ import { metricDomain, metricLayout, metricSpec } from "../metrics.js";
 import { promptHasNoValue } from "../payload.js";
 import { h } from "../shared/dom.js";
 import { throttle } from "../throttle.js";
-import { generationColumn, roleStyles, roleNames } from "../token_marks.js";
+import { roleStyles, roleNames } from "../token_marks.js";
 import { quoteToken } from "../tokens.js";
 import { gridDomain } from "./beside.js";
 import { SYNC_INTERVAL_MS } from "./navigation.js";
-import { POOL_MODES, overviewWidth, poolColumns, runStarts } from "./overview_pool.js";
+import { traceMarks } from "./overview_marks.js";
+import { POOL_MODES, overviewWidth, poolColumns } from "./overview_pool.js";
 import { findHits, firstAnswerTop1, stepHit } from "./search.js";
 
 /**
@@ -226,48 +227,23 @@ function metricRows(view, layout) {
 }
 
 /**
- * The marks: where the answer is top-1 in some layer, where the tracked token shown reaches
- * `MARK_THRESHOLD`, where each chat role's run begins, where generated text begins.
+ * The marks (`overview_marks.js`), coloured: the answer in the accent colour, a tracked token in
+ * the text colour, each role in its band colour, generated text in the generation colour.
  * @param {LensView} view
  * @param {Layout} layout
  * @returns {Mark[]}
  */
 export function overviewMarks(view, layout) {
   const data = /** @type {import("../payload.js").LensData} */ (view.data);
-  const s = view.state;
   const theme = view.painter.readTheme();
-  const offset = data.offsets[s.prompt];
-  const n = layout.nPositions;
-  const at = (/** @type {number} */ j) => offset + (layout.columns ? layout.columns[j] : j);
-  /** @type {Mark[]} */
-  const marks = [];
-  /** @param {Uint8Array | Uint16Array | Float32Array | ArrayLike<number>} mask @param {number} stride @param {number} k @param {number} threshold */
-  const anyLayer = (mask, stride, k, threshold) => (/** @type {number} */ j) => {
-    for (let i = 0; i < data.L; i++) if (mask[(i * data.T + at(j)) * stride + k] >= threshold) return true;
-    return false;
-  };
-  const answerTop1 = data.arrays.answer_top1;
-  if (answerTop1 && !promptHasNoValue(data, "answer_top1", s.prompt)) {
-    for (const column of runStarts(n, anyLayer(answerTop1, 1, 0, 1))) marks.push({ column, colour: theme.accent, kind: "answer" });
-  }
-  const target = view.targetIndex();
-  const probs = data.arrays.target_probs;
-  if (probs && target >= 0 && target < data.targets.length) {
-    const raw = MARK_THRESHOLD / (data.scales.target_probs ?? 1);
-    for (const column of runStarts(n, anyLayer(probs, data.targets.length, target, raw))) marks.push({ column, colour: theme.fg, kind: "target" });
-  }
-  const roles = data.arrays.token_roles;
-  if (roles) {
-    const styles = roleStyles(roleNames(data));
-    for (let j = 0; j < n; j++) {
-      if (j > 0 && roles[at(j)] === roles[at(j - 1)]) continue;
-      const style = styles[roles[at(j)]];
-      if (style) marks.push({ column: j, colour: style.colour, kind: "role" });
-    }
-  }
-  const generated = generationColumn(data, s.prompt, layout.columns);
-  if (generated >= 0) marks.push({ column: generated, colour: theme.generated, kind: "generated" });
-  return marks;
+  const styles = roleStyles(roleNames(data));
+  /** @type {Record<string, string>} */
+  const colours = { answer: theme.accent, target: theme.fg, generated: theme.generated };
+  return traceMarks(data, view.state.prompt, layout.columns, view.targetIndex(), MARK_THRESHOLD).map((mark) => ({
+    column: mark.column,
+    kind: mark.kind,
+    colour: mark.kind === "role" ? (styles[mark.role]?.colour ?? theme.muted) : colours[mark.kind],
+  }));
 }
 
 /**
