@@ -216,3 +216,40 @@ def test_find_shows_hostile_tokens_as_text_and_steps_through_hits(page, long_res
     assert first <= last[0] < first + shown
     page.fill(".murano-find", "no such token anywhere")
     assert page.locator(".murano-find-found").inner_text() == "no match"
+
+
+def test_jump_to_where_the_answer_is_first_top1(page):
+    from murano_widgets import load_demo_model, show_logit_lens
+
+    prompt = "The capital of France is Paris, and the capital of Italy is Rome. " * 8
+    result = show_logit_lens(load_demo_model(), [prompt], answers=[" Paris"]).result
+    first = next(iter(result.answer_sets.values()))
+    seqs = result.positions(0).tolist()
+    assert len(seqs) > 64
+    # Python's own reading: the earliest position, then the lowest row, whose top-1 is the answer.
+    expected = next(
+        (
+            (j, row)
+            for j, seq in enumerate(seqs)
+            for row in range(len(result.layers))
+            if int(result.predicted_tokens[row, 0, seq]) in first.first_token_ids[0]
+            and bool(result.max_probs[row, 0, seq].isfinite())
+        ),
+        None,
+    )
+    bridge = Bridge(page, LogitLensWidget(result))
+    button = page.get_by_role("button", name="answer first top-1")
+    assert button.is_visible()
+    button.click()
+    bridge.wait_frames()
+    found = page.locator(".murano-find-found").inner_text()
+    if expected is None:
+        assert "never top-1" in found
+        return
+    position, row = expected
+    assert f"first top-1 at position {position}, layer {result.layers[row]}" in found
+    assert bridge.state()["focus"] == {"layerIndex": row, "position": position}
+    first_shown, shown = visible_range(bridge)
+    assert first_shown <= position < first_shown + shown
+    marks = overview(bridge)["marks"]
+    assert any(m["kind"] == "answer" and m["column"] == position for m in marks)
