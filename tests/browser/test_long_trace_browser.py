@@ -253,3 +253,4 @@ def test_jump_to_where_the_answer_is_first_top1(page):
     assert first_shown <= position < first_shown + shown
     marks = overview(bridge)["marks"]
     assert any(m["kind"] == "answer" and m["column"] == position for m in marks)
+    bridge.screenshot("long_trace_answer.png")
