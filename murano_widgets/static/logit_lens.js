@@ -2570,6 +2570,626 @@ function keepControlKeys(root, signal) {
   );
 }
 
+// src/throttle.js
+function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
+  let last = -Infinity;
+  let timer = null;
+  let pending = null;
+  const run = () => {
+    timer = null;
+    last = now();
+    const args = pending;
+    pending = null;
+    if (args) fn(...args);
+  };
+  const call = (...args) => {
+    pending = args;
+    const wait = last + ms - now();
+    if (wait <= 0 && timer === null) run();
+    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
+  };
+  call.flush = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    if (pending) run();
+  };
+  call.cancel = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    pending = null;
+  };
+  return call;
+}
+
+// src/view/navigation.js
+var SYNC_INTERVAL_MS = 100;
+function send(model, name, value) {
+  if (model.get(name) === value) return;
+  model.set(name, value);
+  model.save_changes();
+}
+function syncers(view) {
+  return {
+    syncPrompt: throttle((v) => view.send("prompt", v), SYNC_INTERVAL_MS),
+    syncLayer: throttle((row) => {
+      if (view.data) view.send("layer", view.data.layers[row]);
+    }, SYNC_INTERVAL_MS)
+  };
+}
+function setPrompt(view, value, sync) {
+  const { data, ui, store, components } = view;
+  if (!data) return;
+  const prompt = clampIndex(value, data.P);
+  if (sync === "throttled") view.syncPrompt(prompt);
+  if (prompt === store.state.prompt) {
+    ui.promptUi.input.value = String(prompt);
+    return;
+  }
+  store.set({ prompt, hover: null });
+  view.chartHover = null;
+  view.whyHover = null;
+  components.hover = null;
+  components.focus = null;
+  components.revealPending = true;
+  const s2 = store.state;
+  if (s2.focus) store.set({ focus: view.clampCell(s2.focus) });
+  showControls(ui, data, s2);
+  showPin(ui, data, s2.selected);
+  view.revealPending = true;
+  view.relayout();
+  view.updateTooltip();
+  view.updateWhy();
+  view.live?.promptChanged();
+}
+function setLayer(view, value, sync) {
+  const { data, ui, store } = view;
+  if (!data) return;
+  const row = clampIndex(value, data.L);
+  if (sync === "throttled") view.syncLayer(row);
+  if (row === store.state.layer) {
+    ui.layerUi.input.value = String(row);
+    return;
+  }
+  store.set({ layer: row });
+  showControls(ui, data, store.state);
+  view.relayoutComponents();
+  view.updateWhy();
+  view.requestDraw();
+}
+function setModelLayer(view, layer) {
+  if (view.data) setLayer(view, rowOfModelLayer(view.data.layers, layer), false);
+}
+
+// src/view/overview_pool.js
+var POOL_MODES = Object.freeze(
+  /** @type {const} */
+  ["max", "mean"]
+);
+function bucketStart(k, n, width) {
+  return Math.floor(k * n / width);
+}
+function poolColumns(values, L, n, width, mode) {
+  if (!Number.isInteger(L) || L < 0 || !Number.isInteger(n) || n < 0) throw new Error(`poolColumns: L and n must be sizes, got ${L} and ${n}`);
+  if (values.length !== L * n) throw new Error(`poolColumns: ${values.length} values for ${L} rows of ${n}`);
+  if (!Number.isInteger(width) || width < 1 || width > Math.max(1, n)) throw new Error(`poolColumns: width must be an int from 1 to ${n}, got ${width}`);
+  if (!POOL_MODES.includes(mode)) throw new Error(`poolColumns: mode must be one of ${POOL_MODES.join(", ")}, got ${JSON.stringify(mode)}`);
+  const out = new Float32Array(L * width);
+  const max = mode === "max";
+  for (let i = 0; i < L; i++) {
+    const row = i * n;
+    for (let k = 0; k < width; k++) {
+      const start = bucketStart(k, n, width);
+      const end = bucketStart(k + 1, n, width);
+      let acc = max ? -Infinity : 0;
+      let count = 0;
+      for (let j = start; j < end; j++) {
+        const v = values[row + j];
+        if (v !== v) continue;
+        count += 1;
+        if (max) {
+          if (v > acc) acc = v;
+        } else acc += v;
+      }
+      out[i * width + k] = count === 0 ? NaN : max ? acc : acc / count;
+    }
+  }
+  return out;
+}
+function overviewWidth(n, pixels) {
+  return Math.max(1, Math.min(n, Math.floor(pixels)));
+}
+function runStarts(n, hit) {
+  const out = [];
+  let before = false;
+  for (let j = 0; j < n; j++) {
+    const now = hit(j);
+    if (now && !before) out.push(j);
+    before = now;
+  }
+  return out;
+}
+
+// src/view/overview_marks.js
+function traceMarks(data, prompt, columns, target, threshold) {
+  const offset = data.offsets[prompt];
+  const n = columns ? columns.length : data.lengths[prompt];
+  const at = (j) => offset + (columns ? columns[j] : j);
+  const marks = [];
+  const missing = data.arrays.missing;
+  const anyLayer = (values, stride, k, min) => (j) => {
+    for (let i = 0; i < data.L; i++) {
+      const idx = i * data.T + at(j);
+      if (values[idx * stride + k] >= min && !(missing && missing[idx])) return true;
+    }
+    return false;
+  };
+  const answerTop1 = data.arrays.answer_top1;
+  if (answerTop1 && !promptHasNoValue(data, "answer_top1", prompt)) {
+    for (const column of runStarts(n, anyLayer(answerTop1, 1, 0, 1))) marks.push({ column, kind: "answer", role: -1 });
+  }
+  const probs = data.arrays.target_probs;
+  if (probs && target >= 0 && target < data.targets.length) {
+    const raw = threshold / (data.scales.target_probs ?? 1);
+    for (const column of runStarts(n, anyLayer(probs, data.targets.length, target, raw))) marks.push({ column, kind: "target", role: -1 });
+  }
+  const roles = data.arrays.token_roles;
+  if (roles) {
+    for (let j = 0; j < n; j++) if (j === 0 || roles[at(j)] !== roles[at(j - 1)]) marks.push({ column: j, kind: "role", role: roles[at(j)] });
+  }
+  const generated = generationColumn(data, prompt, columns);
+  if (generated >= 0) marks.push({ column: generated, kind: "generated", role: -1 });
+  return marks;
+}
+
+// src/view/search.js
+function matchingTokens(tokens, query) {
+  const needle = query.toLowerCase();
+  const mask = new Uint8Array(tokens.length);
+  if (!needle) return mask;
+  for (let t = 0; t < tokens.length; t++) if (tokens[t].toLowerCase().includes(needle)) mask[t] = 1;
+  return mask;
+}
+function findHits(data, prompt, query, columns = null, limit = 1e5) {
+  if (typeof query !== "string") throw new Error(`findHits: query must be a string, got ${typeof query}`);
+  const mask = matchingTokens(data.tokens, query);
+  const hits = [];
+  if (!mask.includes(1)) return hits;
+  const offset = data.offsets[prompt];
+  const n = columns ? columns.length : data.lengths[prompt];
+  const input = data.arrays.input_ids;
+  const predicted = data.arrays.predicted_tokens;
+  for (let c = 0; c < n && hits.length < limit; c++) {
+    const p = columns ? columns[c] : c;
+    const col = offset + p;
+    if (mask[input[col]]) hits.push({ position: p, layerIndex: -1, token: input[col] });
+    for (let i = 0; i < data.L && hits.length < limit; i++) {
+      const idx = i * data.T + col;
+      if (mask[predicted[idx]] && !isMissing(data, idx)) hits.push({ position: p, layerIndex: i, token: predicted[idx] });
+    }
+  }
+  return hits;
+}
+function firstAnswerTop1(data, prompt, columns = null) {
+  const mask = data.arrays.answer_top1;
+  const none = data.noValue.answer_top1;
+  if (!mask || none && none[prompt]) return null;
+  const offset = data.offsets[prompt];
+  const n = columns ? columns.length : data.lengths[prompt];
+  for (let c = 0; c < n; c++) {
+    const p = columns ? columns[c] : c;
+    for (let i = 0; i < data.L; i++) {
+      const idx = i * data.T + offset + p;
+      if (mask[idx] && !isMissing(data, idx)) return { position: p, layerIndex: i };
+    }
+  }
+  return null;
+}
+function stepHit(count, current, step) {
+  if (count === 0) return -1;
+  if (current < 0) return step === 1 ? 0 : count - 1;
+  return (current + step + count) % count;
+}
+
+// src/view/overview.js
+var LONG_TRACE_COLUMNS = 64;
+var OVERVIEW_MARKS_H = 7;
+var OVERVIEW_IMAGE_H = 44;
+var MARK_THRESHOLD = 0.5;
+function makeOverview(view) {
+  const box = h("div", "murano-longtrace", { hidden: "" });
+  const head = h("div", "murano-longtrace-head");
+  const poolLabel = h("label", "murano-overview-pool");
+  poolLabel.append(h("span", "murano-label", {}, "Overview"));
+  const poolSelect = h("select", "murano-overview-pool-select", { "aria-label": "Overview pooling per pixel column" });
+  for (const mode of POOL_MODES) poolSelect.append(h("option", "", { value: mode }, `${mode} per pixel column`));
+  poolLabel.append(poolSelect);
+  const search = h("input", "murano-find", { type: "search", placeholder: "find a token", "aria-label": "Find in the input tokens and the predictions", spellcheck: "false" });
+  const prev = h("button", "murano-find-prev", { type: "button", "aria-label": "Previous match", title: "Previous match (Shift+Enter)" }, "‹");
+  const next = h("button", "murano-find-next", { type: "button", "aria-label": "Next match", title: "Next match (Enter)" }, "›");
+  const count = h("span", "murano-find-count", { "aria-live": "polite" });
+  const answer = h("button", "murano-find-answer", { type: "button", hidden: "" }, "answer first top-1");
+  const found = h("span", "murano-find-found", { role: "status" });
+  head.append(poolLabel, search, prev, next, count, answer, found);
+  const strip = h("div", "murano-overview", {
+    role: "slider",
+    tabindex: 0,
+    "aria-label": "Trace overview: the grid's place in the whole prompt",
+    "aria-valuemin": 0,
+    "aria-valuemax": 0,
+    "aria-valuenow": 0
+  });
+  const canvas = h("canvas", "murano-overview-canvas", { "aria-hidden": "true" });
+  const viewport = h("div", "murano-overview-viewport", { "aria-hidden": "true" });
+  strip.append(canvas, viewport);
+  box.append(head, strip);
+  view.ui.left.insertBefore(box, view.ui.body);
+  return {
+    box,
+    poolSelect,
+    search,
+    prev,
+    next,
+    count,
+    answer,
+    found,
+    strip,
+    canvas,
+    viewport,
+    /** @type {PoolMode} */
+    mode: "max",
+    /** @type {OverviewImage | null} */
+    image: null,
+    /** The canvas as last drawn (the image's key and the CSS width). */
+    drawnKey: "",
+    /** @type {Hit[]} */
+    hits: [],
+    hitIndex: -1,
+    hitsKey: "",
+    /** The scroll the view set itself (not reported to Python as the user's). */
+    ownScroll: NaN,
+    /** A position Python asked for before the grid was laid out. */
+    pendingPosition: -1,
+    /** The view's reports of the user's scrolls, throttled. */
+    report: throttle((p) => view.send("position", p), SYNC_INTERVAL_MS),
+    /** Test and bench counters: pooled images made. */
+    pooled: 0
+  };
+}
+function isLongTrace(layout) {
+  return layout.nPositions > LONG_TRACE_COLUMNS && layout.contentW > layout.width;
+}
+function firstPosition(view) {
+  const layout = view.layout;
+  if (!layout || layout.nPositions === 0) return 0;
+  const [first] = visibleColumns(layout, view.scrollLeft());
+  return positionAt(layout, Math.min(first, layout.nPositions - 1));
+}
+function scrollToPosition(view, position, report) {
+  const { layout, ui, overview } = view;
+  if (!layout || !view.data || ui.scroller.clientWidth === 0) {
+    overview.pendingPosition = position;
+    return;
+  }
+  overview.pendingPosition = -1;
+  const column = columnAtOrAfter(layout, position);
+  ui.scroller.scrollLeft = clampScroll(layout, column * layout.cellW);
+  overview.ownScroll = ui.scroller.scrollLeft;
+  if (report) overview.report(firstPosition(view));
+  view.draw();
+}
+function columnAtOrAfter(layout, position) {
+  const p = Math.max(0, Math.round(Number(position)) || 0);
+  if (!layout.columns) return Math.min(p, Math.max(0, layout.nPositions - 1));
+  const column = layout.columns.findIndex((c) => c >= p);
+  return column < 0 ? Math.max(0, layout.nPositions - 1) : column;
+}
+function onGridScroll(view) {
+  const { overview, ui } = view;
+  if (ui.scroller.scrollLeft === overview.ownScroll) {
+    overview.ownScroll = NaN;
+    return true;
+  }
+  overview.ownScroll = NaN;
+  if (view.layout && view.data) overview.report(firstPosition(view));
+  return false;
+}
+function positionChanged(view) {
+  view.overview.report.cancel();
+  const value = Number(view.model.get("position"));
+  if (!Number.isFinite(value) || value === firstPosition(view)) return;
+  scrollToPosition(view, value, false);
+}
+function applyPendingPosition(view) {
+  const p = view.overview.pendingPosition;
+  if (p >= 0 && view.layout && view.ui.scroller.clientWidth > 0) scrollToPosition(view, p, false);
+}
+function metricRows(view, layout) {
+  const data = (
+    /** @type {import("../payload.js").LensData} */
+    view.data
+  );
+  const s2 = view.state;
+  const n = layout.nPositions;
+  const out = new Float32Array(data.L * n).fill(NaN);
+  const spec = metricSpec(data, view.shownMetric);
+  const array = spec && data.arrays[spec.field];
+  if (!spec || !array || promptHasNoValue(data, spec.field, s2.prompt)) return out;
+  const { stride, offset: at } = metricLayout(data, spec, view.targetIndex());
+  if (stride === 0) return out;
+  const scale = data.scales[spec.field] ?? 1;
+  const missing = data.arrays.missing;
+  const finalMissing = spec.finalBased ? data.arrays.final_missing : void 0;
+  const offset = data.offsets[s2.prompt];
+  const columns = layout.columns;
+  for (let i = 0; i < data.L; i++) {
+    const base = i * data.T + offset;
+    for (let j = 0; j < n; j++) {
+      const p = columns ? columns[j] : j;
+      const idx = base + p;
+      if (missing && missing[idx] || finalMissing && finalMissing[offset + p]) continue;
+      out[i * n + j] = array[idx * stride + at] * scale;
+    }
+  }
+  return out;
+}
+function overviewMarks(view, layout) {
+  const data = (
+    /** @type {import("../payload.js").LensData} */
+    view.data
+  );
+  const theme = view.painter.readTheme();
+  const styles = roleStyles(roleNames(data));
+  const colours = { answer: theme.accent, target: theme.fg, generated: theme.generated };
+  return traceMarks(data, view.state.prompt, layout.columns, view.targetIndex(), MARK_THRESHOLD).map((mark) => ({
+    column: mark.column,
+    kind: mark.kind,
+    colour: mark.kind === "role" ? styles[mark.role]?.colour ?? theme.muted : colours[mark.kind]
+  }));
+}
+function overviewImage(view, layout, cssWidth) {
+  const { overview } = view;
+  const data = (
+    /** @type {import("../payload.js").LensData} */
+    view.data
+  );
+  const width = overviewWidth(layout.nPositions, cssWidth);
+  const domain = gridDomain(view) ?? (metricSpec(data, view.shownMetric) ? metricDomain(data, view.shownMetric) : null);
+  const key = `${view.layoutKey}|${data.lensName}|${view.shownMetric}|${view.targetIndex()}|${overview.mode}|${width}|${domain ? `${domain.min}:${domain.max}` : ""}`;
+  if (overview.image && overview.image.key === key && overview.image.data === data) return overview.image;
+  const L = data.L;
+  const pooled = poolColumns(metricRows(view, layout), L, layout.nPositions, width, overview.mode);
+  overview.pooled += 1;
+  const pixels = new Uint8ClampedArray(width * L * 4);
+  const spec = metricSpec(data, view.shownMetric);
+  if (spec && domain) {
+    const lut = colourLut(spec.scale, spec.reverse);
+    const logDen = domain.log ? Math.log1p(domain.max - domain.min) : 0;
+    const span = domain.max - domain.min || 1;
+    for (let i = 0; i < L; i++) {
+      const row = L - 1 - i;
+      for (let k = 0; k < width; k++) {
+        const v = pooled[i * width + k];
+        if (v !== v) continue;
+        const d = v - domain.min;
+        let t = domain.log ? Math.log1p(d > 0 ? d : 0) / logDen : d / span;
+        t = t < 0 ? 0 : t > 1 ? 1 : t;
+        const c = Math.round(t * 255) * 3;
+        const o = (row * width + k) * 4;
+        pixels[o] = lut[c];
+        pixels[o + 1] = lut[c + 1];
+        pixels[o + 2] = lut[c + 2];
+        pixels[o + 3] = 255;
+      }
+    }
+  }
+  const canvas = document.createElement("canvas");
+  canvas.width = width;
+  canvas.height = Math.max(1, L);
+  const ctx = canvas.getContext("2d");
+  if (ctx && L > 0) ctx.putImageData(new ImageData(pixels, width, L), 0, 0);
+  overview.image = { key, canvas, marks: overviewMarks(view, layout), data };
+  overview.drawnKey = "";
+  return overview.image;
+}
+function updateOverview(view) {
+  const { overview, layout, data } = view;
+  const show = Boolean(data && layout && view.state.view === "layers" && isLongTrace(layout));
+  if (overview.box.hidden === show) overview.box.hidden = !show;
+  if (!show || !data || !layout) return;
+  const margin = `${layout.labelW}px`;
+  if (overview.strip.style.marginLeft !== margin) overview.strip.style.marginLeft = margin;
+  const cssWidth = overview.strip.clientWidth;
+  if (cssWidth <= 0) return;
+  const image = overviewImage(view, layout, cssWidth);
+  const drawnKey = `${image.key}|${cssWidth}`;
+  if (overview.drawnKey !== drawnKey) {
+    drawImage(view, image, cssWidth);
+    overview.drawnKey = drawnKey;
+  }
+  const n = layout.nPositions;
+  const [first, last] = visibleColumns(layout, view.scrollLeft());
+  const left = first / n * cssWidth;
+  const w = Math.max(3, (last - first) / n * cssWidth);
+  overview.viewport.style.left = `${Math.min(cssWidth - w, left)}px`;
+  overview.viewport.style.width = `${w}px`;
+  const firstShown = positionAt(layout, Math.min(first, n - 1));
+  const lastShown = positionAt(layout, Math.max(first, last - 1));
+  overview.strip.setAttribute("aria-valuemax", String(positionAt(layout, n - 1)));
+  overview.strip.setAttribute("aria-valuenow", String(firstShown));
+  overview.strip.setAttribute("aria-valuetext", `positions ${firstShown}–${lastShown} of ${data.lengths[view.state.prompt]}`);
+  showAnswerButton(view);
+}
+function drawImage(view, image, cssWidth) {
+  const { canvas } = view.overview;
+  const dpr = window.devicePixelRatio || 1;
+  const height = OVERVIEW_MARKS_H + OVERVIEW_IMAGE_H;
+  canvas.width = Math.round(cssWidth * dpr);
+  canvas.height = Math.round(height * dpr);
+  canvas.style.width = `${cssWidth}px`;
+  canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, cssWidth, height);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(image.canvas, 0, OVERVIEW_MARKS_H, cssWidth, OVERVIEW_IMAGE_H);
+  const n = view.layout ? view.layout.nPositions : 1;
+  for (const mark of image.marks) {
+    const x = Math.floor(mark.column / n * cssWidth);
+    ctx.fillStyle = mark.colour;
+    if (mark.kind === "role" || mark.kind === "generated") ctx.fillRect(x, 0, 2, height);
+    else ctx.fillRect(x, 0, 2, OVERVIEW_MARKS_H - 1);
+  }
+}
+function columnAtX(view, x) {
+  const layout = (
+    /** @type {Layout} */
+    view.layout
+  );
+  const w = view.overview.strip.clientWidth || 1;
+  return Math.max(0, Math.min(layout.nPositions - 1, Math.floor(x / w * layout.nPositions)));
+}
+function moveToColumn(view, column) {
+  const layout = view.layout;
+  if (!layout) return;
+  const c = Math.max(0, Math.min(layout.nPositions - 1, Math.round(column)));
+  scrollToPosition(view, positionAt(layout, c), true);
+}
+function shownCount(view) {
+  const layout = (
+    /** @type {Layout} */
+    view.layout
+  );
+  const [first, last] = visibleColumns(layout, view.scrollLeft());
+  return Math.max(1, last - first);
+}
+function bindOverview(view, signal) {
+  const o = view.overview;
+  const on = (target, type, fn) => target.addEventListener(type, fn, { signal });
+  let grip = -1;
+  on(o.strip, "pointerdown", (event) => {
+    if (!view.layout || event.button !== 0) return;
+    const rect = o.strip.getBoundingClientRect();
+    const column = columnAtX(view, event.clientX - rect.left);
+    const [first] = visibleColumns(view.layout, view.scrollLeft());
+    const shown = shownCount(view);
+    grip = column >= first && column < first + shown ? column - first : Math.floor(shown / 2);
+    moveToColumn(view, column - grip);
+    try {
+      o.strip.setPointerCapture(event.pointerId);
+    } catch {
+    }
+    o.strip.focus({ preventScroll: true });
+    event.preventDefault();
+  });
+  on(o.strip, "pointermove", (event) => {
+    if (grip < 0 || !view.layout) return;
+    const rect = o.strip.getBoundingClientRect();
+    moveToColumn(view, columnAtX(view, event.clientX - rect.left) - grip);
+  });
+  const release = () => {
+    if (grip < 0) return;
+    grip = -1;
+    o.report.flush();
+  };
+  on(o.strip, "pointerup", release);
+  on(o.strip, "pointercancel", release);
+  on(o.strip, "keydown", (event) => {
+    const layout = view.layout;
+    if (!layout) return;
+    const [first] = visibleColumns(layout, view.scrollLeft());
+    const page = shownCount(view);
+    const to = {
+      ArrowLeft: first - 1,
+      ArrowDown: first - 1,
+      ArrowRight: first + 1,
+      ArrowUp: first + 1,
+      PageUp: first - page,
+      PageDown: first + page,
+      Home: 0,
+      End: layout.nPositions - 1
+    };
+    if (!(event.key in to)) return;
+    event.preventDefault();
+    event.stopPropagation();
+    moveToColumn(view, to[event.key]);
+  });
+  on(o.poolSelect, "change", () => {
+    o.mode = /** @type {PoolMode} */
+    POOL_MODES.includes(
+      /** @type {PoolMode} */
+      o.poolSelect.value
+    ) ? o.poolSelect.value : "max";
+    view.draw();
+  });
+  on(o.search, "input", () => {
+    o.hitsKey = "";
+    o.hitIndex = -1;
+    showFind(view, false);
+  });
+  on(o.search, "keydown", (event) => {
+    if (event.key !== "Enter") return;
+    event.preventDefault();
+    findStep(view, event.shiftKey ? -1 : 1);
+  });
+  on(o.next, "click", () => findStep(view, 1));
+  on(o.prev, "click", () => findStep(view, -1));
+  on(o.answer, "click", () => jumpToAnswer(view));
+}
+function currentHits(view) {
+  const o = view.overview;
+  const layout = view.layout;
+  if (!view.data || !layout) return [];
+  const key = `${view.data.lensName}|${view.state.prompt}|${view.layoutKey}|${o.search.value}`;
+  if (o.hitsKey !== key) {
+    o.hits = o.search.value ? findHits(view.data, view.state.prompt, o.search.value, layout.columns) : [];
+    o.hitsKey = key;
+    o.hitIndex = -1;
+  }
+  return o.hits;
+}
+function showFind(view, stepped) {
+  const o = view.overview;
+  const hits = currentHits(view);
+  o.count.textContent = o.search.value ? `${o.hitIndex >= 0 ? o.hitIndex + 1 : 0} / ${hits.length}` : "";
+  if (!stepped) o.found.textContent = o.search.value && hits.length === 0 ? "no match" : "";
+}
+function findStep(view, step) {
+  const o = view.overview;
+  const hits = currentHits(view);
+  o.hitIndex = stepHit(hits.length, o.hitIndex, step);
+  showFind(view, true);
+  if (o.hitIndex < 0 || !view.data) return;
+  const hit = hits[o.hitIndex];
+  const where = hit.layerIndex < 0 ? "input" : `layer ${view.data.layers[hit.layerIndex]} top-1`;
+  o.found.textContent = `${quoteToken(view.data.tokens[hit.token])} at position ${hit.position} (${where})`;
+  goTo(view, hit.position, hit.layerIndex < 0 ? view.state.layer : hit.layerIndex);
+}
+function goTo(view, position, layerIndex) {
+  const layout = view.layout;
+  if (!layout) return;
+  const column = Math.max(0, columnOf(layout, position));
+  moveToColumn(view, column - Math.floor(shownCount(view) / 2));
+  view.store.set({ focused: true });
+  view.setFocus({ layerIndex, position });
+}
+function jumpToAnswer(view) {
+  const o = view.overview;
+  if (!view.data || !view.layout) return;
+  const first = firstAnswerTop1(view.data, view.state.prompt, view.layout.columns);
+  if (!first) {
+    o.found.textContent = "the answer is never top-1 in this prompt";
+    return;
+  }
+  o.found.textContent = `the answer is first top-1 at position ${first.position}, layer ${view.data.layers[first.layerIndex]}`;
+  goTo(view, first.position, first.layerIndex);
+}
+function showAnswerButton(view) {
+  const data = view.data;
+  const has = Boolean(data && data.arrays.answer_top1 && !promptHasNoValue(data, "answer_top1", view.state.prompt));
+  if (view.overview.answer.hidden === has) view.overview.answer.hidden = !has;
+}
+
 // src/view/events.js
 function eventCell(view, event) {
   if (!view.layout) return null;
@@ -2648,8 +3268,9 @@ function bindEvents(view) {
   });
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
-    view.requestDraw();
+    if (!onGridScroll(view)) view.requestDraw();
   }, { passive: true });
+  bindOverview(view, signal);
   bindGrid(ui.canvas, heatmapGrid(view), signal);
   bindGrid(ui.besideCanvas, besideGrid(view), signal);
   keepControlKeys(ui.root, signal);
@@ -2677,6 +3298,7 @@ function bindEvents(view) {
     "change:explain": () => view.setExplain(model.get("explain"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
     "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
+    "change:position": () => positionChanged(view),
     "change:_sections": () => view.reload(),
     "change:_meta": () => view.reload()
   };
@@ -5896,6 +6518,11 @@ function debugApi(view) {
         heads: s2.heads
       };
     },
+    /** The long-trace bar: shown, the pooling, pooled images made, the first position shown. */
+    get overview() {
+      const o = view.overview;
+      return { shown: !o.box.hidden, mode: o.mode, pooled: o.pooled, firstPosition: firstPosition(view), hits: o.hits.length, hitIndex: o.hitIndex, marks: o.image ? o.image.marks.map((m) => ({ column: m.column, kind: m.kind })) : [] };
+    },
     /** The live controls: the kernel's state, the latest request, the status line shown. */
     get live() {
       return view.live ? view.live.debugApi() : null;
@@ -6635,96 +7262,6 @@ function refreshMetric(view) {
   ui.legendChange.hidden = !note;
 }
 
-// src/throttle.js
-function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
-  let last = -Infinity;
-  let timer = null;
-  let pending = null;
-  const run = () => {
-    timer = null;
-    last = now();
-    const args = pending;
-    pending = null;
-    if (args) fn(...args);
-  };
-  const call = (...args) => {
-    pending = args;
-    const wait = last + ms - now();
-    if (wait <= 0 && timer === null) run();
-    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
-  };
-  call.flush = () => {
-    if (timer !== null) clearTimer(timer);
-    timer = null;
-    if (pending) run();
-  };
-  call.cancel = () => {
-    if (timer !== null) clearTimer(timer);
-    timer = null;
-    pending = null;
-  };
-  return call;
-}
-
-// src/view/navigation.js
-var SYNC_INTERVAL_MS = 100;
-function send(model, name, value) {
-  if (model.get(name) === value) return;
-  model.set(name, value);
-  model.save_changes();
-}
-function syncers(view) {
-  return {
-    syncPrompt: throttle((v) => view.send("prompt", v), SYNC_INTERVAL_MS),
-    syncLayer: throttle((row) => {
-      if (view.data) view.send("layer", view.data.layers[row]);
-    }, SYNC_INTERVAL_MS)
-  };
-}
-function setPrompt(view, value, sync) {
-  const { data, ui, store, components } = view;
-  if (!data) return;
-  const prompt = clampIndex(value, data.P);
-  if (sync === "throttled") view.syncPrompt(prompt);
-  if (prompt === store.state.prompt) {
-    ui.promptUi.input.value = String(prompt);
-    return;
-  }
-  store.set({ prompt, hover: null });
-  view.chartHover = null;
-  view.whyHover = null;
-  components.hover = null;
-  components.focus = null;
-  components.revealPending = true;
-  const s2 = store.state;
-  if (s2.focus) store.set({ focus: view.clampCell(s2.focus) });
-  showControls(ui, data, s2);
-  showPin(ui, data, s2.selected);
-  view.revealPending = true;
-  view.relayout();
-  view.updateTooltip();
-  view.updateWhy();
-  view.live?.promptChanged();
-}
-function setLayer(view, value, sync) {
-  const { data, ui, store } = view;
-  if (!data) return;
-  const row = clampIndex(value, data.L);
-  if (sync === "throttled") view.syncLayer(row);
-  if (row === store.state.layer) {
-    ui.layerUi.input.value = String(row);
-    return;
-  }
-  store.set({ layer: row });
-  showControls(ui, data, store.state);
-  view.relayoutComponents();
-  view.updateWhy();
-  view.requestDraw();
-}
-function setModelLayer(view, layer) {
-  if (view.data) setLayer(view, rowOfModelLayer(view.data.layers, layer), false);
-}
-
 // src/view/redraw.js
 function relayout(view) {
   const { data, painter, ui } = view;
@@ -6757,6 +7294,7 @@ function relayout(view) {
     ui.track.style.height = beside ? "" : `${view.layout.height}px`;
   }
   if (view.revealPending) revealPromptEnd(view);
+  applyPendingPosition(view);
   draw(view);
   view.relayoutComponents();
   if (view.state.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
@@ -6770,6 +7308,7 @@ function revealPromptEnd(view) {
   const position = sel && sel.prompt === s2.prompt ? sel.position : view.data ? view.data.lengths[s2.prompt] - 1 : 0;
   const column = Math.max(0, columnOf(layout, view.clampCell({ layerIndex: 0, position }).position));
   scroller.scrollLeft = revealColumn(layout, 0, column);
+  view.overview.ownScroll = scroller.scrollLeft;
   view.revealPending = false;
 }
 function scrollLeft(view) {
@@ -6806,6 +7345,7 @@ function draw(view) {
   const scroll = scrollLeft(view);
   debug.visible = view.painter.draw(layout, scene, scroll);
   drawBeside(view, scene, scroll);
+  updateOverview(view);
   const tipCell = tooltipCell(view);
   if (tipCell && !view.tooltip.hidden) placeTooltip2(view, tipCell);
   if (view.state.view === "components") view.components.draw();
@@ -6868,9 +7408,9 @@ function shownColumns(view) {
   const data = view.data;
   return data ? shownPositions(data, view.state.prompt, view.state.hideTemplate) : null;
 }
-function keyboardStart(s2, firstPosition) {
+function keyboardStart(s2, firstPosition2) {
   const sel = s2.selected;
-  return sel && sel.prompt === s2.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s2.layer, position: firstPosition };
+  return sel && sel.prompt === s2.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s2.layer, position: firstPosition2 };
 }
 function setSelected(view, value, sync) {
   view.store.set({ selected: value });
@@ -6990,6 +7530,8 @@ var LensView = class {
     this.syncLayer = syncLayer;
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
+    this.overview = makeOverview(this);
+    if (Number(model.get("position")) > 0) this.overview.pendingPosition = Number(model.get("position"));
     this.painter = new Painter(this.ui.canvas, this.ui.root);
     this.besidePainter = new Painter(this.ui.besideCanvas, this.ui.root);
     this.trajectory = makeTrajectory(this, id);
@@ -7023,6 +7565,7 @@ var LensView = class {
     this.frame = 0;
     this.syncPrompt.flush();
     this.syncLayer.flush();
+    this.overview.report.flush();
     this.painter.images.clear();
     this.besidePainter.images.clear();
     this.ui.root.remove();

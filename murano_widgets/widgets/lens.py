@@ -125,6 +125,9 @@ class LogitLensWidget(MuranoWidget):
             several lenses ``lens``, that lens's name.
         hide_template: Whether the chat template's own tokens are hidden (synced with the "hide
             chat-template tokens" box; ``True`` is refused for a result without such tokens).
+        position: The first position the grid shows (among the prompt's real tokens): setting
+            it scrolls the grid there (as far as the prompt's end allows); scrolling the grid,
+            dragging the long-trace overview or finding a token sets it (throttled).
         explain: What the "why" panel and the component view explain (synced with the panel's
             menu): ``"top1"``, ``"answer"`` or ``"target:<text>"``. Switching to a lens that
             cannot explain it sets it to ``"top1"``.
@@ -175,6 +178,7 @@ class LogitLensWidget(MuranoWidget):
     group = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     hide_template = traitlets.Bool(False).tag(sync=True)
+    position = traitlets.Int(0).tag(sync=True)
     lens_name = traitlets.Unicode("").tag(sync=True)
     lens_beside = traitlets.Unicode("").tag(sync=True)
     explain = traitlets.Unicode(EXPLAIN_TOP1).tag(sync=True)
@@ -534,6 +538,13 @@ class LogitLensWidget(MuranoWidget):
             "prompt", proposal["value"], self._result.n_inputs, "prompts", WidgetValueError
         )
 
+    @traitlets.validate("position")
+    def _check_position(self, proposal: dict[str, Any]) -> int:
+        longest = max(self._result.lengths, default=1)
+        return check_index(
+            "position", proposal["value"], longest, "positions at most", WidgetValueError
+        )
+
     @traitlets.validate("layer")
     def _validate_layer(self, proposal: dict[str, Any]) -> int:
         return check_shown_layer(proposal["value"], self._result.layers)
@@ -627,6 +638,7 @@ class LogitLensWidget(MuranoWidget):
             "group": self.group,
             "selected": selected_cell(self.selected),
             "hide_template": self.hide_template,
+            "position": self.position,
             "lens_name": self.lens_name,
             "lens_beside": self.lens_beside,
             "explain": self.explain,

@@ -37,6 +37,7 @@ SYNCED = (
     "group",
     "selected",
     "hide_template",
+    "position",
     "lens_name",
     "lens_beside",
     "explain",

@@ -8,6 +8,7 @@ import { cellDetails } from "../details.js";
 import { cellRect, columnOf } from "../layout.js";
 import { besideMetric } from "../side_by_side.js";
 import { gridDomain } from "./beside.js";
+import { firstPosition } from "./overview.js";
 
 /** @typedef {import("./view.js").LensView} LensView */
 
@@ -57,6 +58,11 @@ export function debugApi(view) {
         explain: s.explain,
         heads: s.heads,
       };
+    },
+    /** The long-trace bar: shown, the pooling, pooled images made, the first position shown. */
+    get overview() {
+      const o = view.overview;
+      return { shown: !o.box.hidden, mode: o.mode, pooled: o.pooled, firstPosition: firstPosition(view), hits: o.hits.length, hitIndex: o.hitIndex, marks: o.image ? o.image.marks.map((m) => ({ column: m.column, kind: m.kind })) : [] };
     },
     /** The live controls: the kernel's state, the latest request, the status line shown. */
     get live() {

@@ -10,6 +10,7 @@ import { bindGrid, onGridKey } from "../shared/grid_events.js";
 import { keepControlKeys } from "../shared/keys.js";
 import { watchTheme } from "../theme.js";
 import { besideGrid } from "./beside.js";
+import { bindOverview, onGridScroll, positionChanged } from "./overview.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -127,8 +128,10 @@ export function bindEvents(view) {
   });
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
-    view.requestDraw();
+    // The view's own scroll (the overview, a jump) was drawn as it was made.
+    if (!onGridScroll(view)) view.requestDraw();
   }, { passive: true });
+  bindOverview(view, signal);
   bindGrid(ui.canvas, heatmapGrid(view), signal);
   bindGrid(ui.besideCanvas, besideGrid(view), signal);
   keepControlKeys(ui.root, signal);
@@ -153,6 +156,7 @@ export function bindEvents(view) {
     "change:explain": () => view.setExplain(model.get("explain"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
     "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
+    "change:position": () => positionChanged(view),
     "change:_sections": () => view.reload(),
     "change:_meta": () => view.reload(),
   };

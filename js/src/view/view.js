@@ -22,6 +22,7 @@ import { debugApi } from "./debug.js";
 import { requestDetails } from "./details_request.js";
 import { receiveTopkBlock } from "./topk_blocks.js";
 import { buildDom } from "./dom.js";
+import { makeOverview } from "./overview.js";
 import { bindEvents } from "./events.js";
 import { componentCellChanged, explainChoice, relayoutComponents, setExplain, setHeads, setView, showAttribution, updateWhy, whyCell } from "./explain.js";
 import { reload, setLens } from "./load.js";
@@ -126,6 +127,9 @@ export class LensView {
     this.syncLayer = syncLayer;
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
+    /** The long-trace bar: overview, find and jump, the `position` trait (`overview.js`). */
+    this.overview = makeOverview(this);
+    if (Number(model.get("position")) > 0) this.overview.pendingPosition = Number(model.get("position"));
     this.painter = new Painter(this.ui.canvas, this.ui.root);
     this.besidePainter = new Painter(this.ui.besideCanvas, this.ui.root);
     this.trajectory = makeTrajectory(this, id);
@@ -165,6 +169,7 @@ export class LensView {
     this.frame = 0;
     this.syncPrompt.flush();
     this.syncLayer.flush();
+    this.overview.report.flush();
     this.painter.images.clear();
     this.besidePainter.images.clear();
     this.ui.root.remove();
