@@ -316,6 +316,14 @@ function normaliseMetric(raw, index) {
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null
   };
 }
+function detailTokens(bytes) {
+  const list = JSON.parse(new TextDecoder().decode(
+    /** @type {Uint8Array} */
+    bytes
+  ));
+  if (!isStringArray(list)) throw new Error("section detail_tokens must be a list of strings");
+  return list;
+}
 function decodePayload(meta, sections) {
   if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
     throw new Error("_meta is empty: no logit-lens data to show");
@@ -406,7 +414,15 @@ function decodePayload(meta, sections) {
   for (const name of baseSections) {
     if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   }
-  const nTokens = tokens.length;
+  for (const name of TOKEN_SECTIONS) {
+    const low = arrays[name];
+    const high = arrays[`${name}_high`];
+    if (!low || !high) continue;
+    if (high.length !== low.length) throw new Error(`section ${name}_high: ${high.length} values for ${low.length}`);
+    arrays[name] = Uint32Array.from(low, (value, i) => value + high[i] * 65536);
+  }
+  const allTokens = arrays.detail_tokens ? tokens.concat(detailTokens(arrays.detail_tokens)) : tokens;
+  const nTokens = allTokens.length;
   for (const name of TOKEN_SECTIONS) {
     const array = arrays[name];
     if (!array) continue;
@@ -423,6 +439,7 @@ function decodePayload(meta, sections) {
     }
   }
   const nModel = Number(meta.n_model_layers);
+  const topkWindow = Number(meta.topk_window) > 0 && !arrays.topk_tokens && specs.topk_tokens ? Number(meta.topk_window) : 0;
   const noValue = {};
   if (answerSets.length) {
     const without = Uint8Array.from(answerSets[0].answers, (a) => a === null ? 1 : 0);
@@ -437,13 +454,15 @@ function decodePayload(meta, sections) {
     nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
     lengths,
     offsets,
-    tokens,
+    tokens: allTokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
-    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
+    topK: arrays.topk_tokens && arrays.topk_probs || topkWindow ? topK : 1,
+    topkWindow,
+    topkBlocks: null,
     maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
     metrics,
     baseSections,
@@ -513,7 +532,7 @@ function decodeLenses(meta, sections) {
 function ownSection(name, prefix, shared) {
   if (!prefix) return name.includes("/") ? null : name;
   if (name.startsWith(prefix)) return name.slice(prefix.length);
-  return shared.includes(name) ? name : null;
+  return shared.includes(name.replace(/_high$/, "")) ? name : null;
 }
 function normaliseAnswerSets(raw, P) {
   if (raw === void 0 || raw === null) return [];
@@ -2135,6 +2154,7 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
   const missing = isMissing(data, idx);
   const finalMissing = isFinalMissing(data, col);
   const top = [];
+  let blockPending = false;
   if (!missing) {
     const probs = a.max_probs;
     const step = probs ? data.scales.max_probs : 0;
@@ -2142,9 +2162,17 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     if (data.topK > 1) {
       const k1 = data.topK - 1;
       const topkStep = data.scales.topk_probs;
-      for (let r = 0; r < k1; r++) {
-        top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
-      }
+      const block = data.topkWindow ? data.topkBlocks?.get(col - col % data.topkWindow) : null;
+      if (!data.topkWindow) {
+        for (let r = 0; r < k1; r++) {
+          top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
+        }
+      } else if (block) {
+        const at = (layerIndex * block.width + col - block.start) * k1;
+        for (let r = 0; r < k1; r++) {
+          top.push({ token: block.strings[block.tokens[at + r]] ?? "", prob: block.probs[at + r] * block.scale, step: block.scale });
+        }
+      } else blockPending = true;
     }
   }
   const metrics = [];
@@ -2175,7 +2203,7 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     top,
     metrics,
     finalRank,
-    detailsLoaded: !detailsPending(data),
+    detailsLoaded: !detailsPending(data) && !blockPending,
     answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
     answer: cellAnswer(data, prompt, layerIndex, position),
     generated: isGenerated(data, prompt, position),
@@ -2187,8 +2215,9 @@ function waitingNote(what, late) {
   return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
 }
 function detailsPending(data) {
-  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name]);
+  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name] && !(data.topkWindow && BY_BLOCKS.includes(name)));
 }
+var BY_BLOCKS = ["topk_tokens", "topk_probs", "detail_tokens"];
 var NO_VALUE = "no value (non-finite)";
 function tooltipModel(details, { late = false } = {}) {
   const rows = [];
@@ -2940,7 +2969,9 @@ function overviewMarks(view, layout) {
   const theme = view.painter.readTheme();
   const styles = roleStyles(roleNames(data));
   const colours = { answer: theme.accent, target: theme.fg, generated: theme.generated };
-  return traceMarks(data, view.state.prompt, layout.columns, view.targetIndex(), MARK_THRESHOLD).map((mark) => ({
+  const pick = view.targetIndex();
+  const target = typeof pick === "number" ? pick : pick.target;
+  return traceMarks(data, view.state.prompt, layout.columns, target, MARK_THRESHOLD).map((mark) => ({
     column: mark.column,
     kind: mark.kind,
     colour: mark.kind === "role" ? styles[mark.role]?.colour ?? theme.muted : colours[mark.kind]
@@ -2954,7 +2985,7 @@ function overviewImage(view, layout, cssWidth) {
   );
   const width = overviewWidth(layout.nPositions, cssWidth);
   const domain = gridDomain(view) ?? (metricSpec(data, view.shownMetric) ? metricDomain(data, view.shownMetric) : null);
-  const key = `${view.layoutKey}|${data.lensName}|${view.shownMetric}|${view.targetIndex()}|${overview.mode}|${width}|${domain ? `${domain.min}:${domain.max}` : ""}`;
+  const key = `${view.layoutKey}|${data.lensName}|${view.shownMetric}|${JSON.stringify(view.targetIndex())}|${overview.mode}|${width}|${domain ? `${domain.min}:${domain.max}` : ""}`;
   if (overview.image && overview.image.key === key && overview.image.data === data) return overview.image;
   const L = data.L;
   const pooled = poolColumns(metricRows(view, layout), L, layout.nPositions, width, overview.mode);
@@ -4303,6 +4334,83 @@ function patchModel(model) {
   };
 }
 
+// src/live/describe.js
+var DESCRIBE_ACTION = "describe_patchscope";
+function describeTarget(data, selected) {
+  if (!data || data.lensKind !== "patchscope") return { ok: false, reason: "The lens shown is not a Patchscope." };
+  const target = patchTarget(data, selected);
+  if (!target.ok) return { ok: false, reason: target.reason.replace(/patch(es)? it/, "describe it").replace("A patch overwrites", "A Patchscope reads") };
+  return { ok: true, prompt: target.prompt, layer: target.layer, position: target.position, label: target.label };
+}
+function buildDescribe() {
+  const row = h("div", "murano-live-row murano-describe", { hidden: "" });
+  const where = h("span", "murano-patch-where murano-describe-where");
+  const button = h("button", "murano-live-button murano-describe-run", { type: "button", title: "Patch this cell's state into the Patchscope's target prompt and generate a few tokens from it, greedily" }, "Describe");
+  const text = h("output", "murano-describe-text murano-token", { "aria-live": "polite" });
+  row.append(h("span", "murano-label", {}, "Describe this cell"), where, button, text);
+  return { row, where, button, text };
+}
+var DescribeControl = class {
+  /**
+   * @param {LiveAsker} live
+   * @param {HTMLElement} parent where the row goes (the pinned cell's panel)
+   */
+  constructor(live, parent) {
+    this.live = live;
+    this.ui = buildDescribe();
+    parent.append(this.ui.row);
+    this.pending = -1;
+    this.describedCell = "";
+    this.target = { ok: false, reason: "" };
+  }
+  /** Asks the kernel to describe the pinned cell. */
+  run() {
+    const target = this.target;
+    if (!target.ok) return;
+    this.ui.text.textContent = "";
+    this.describedCell = cellKey(target);
+    this.pending = this.live.ask(DESCRIBE_ACTION, { prompt: target.prompt, layer: target.layer, position: target.position });
+  }
+  /**
+   * A message from the kernel: the reply to the request in flight carries the description.
+   * @param {unknown} msg
+   */
+  onMessage(msg) {
+    if (!msg || typeof msg !== "object") return;
+    const { action, id, message } = (
+      /** @type {Record<string, unknown>} */
+      msg
+    );
+    if (id !== this.pending || this.pending < 0) return;
+    if (action !== "done" && action !== "error" && action !== "superseded") return;
+    this.pending = -1;
+    if (action === "done" && typeof message === "string") this.ui.text.textContent = message;
+  }
+  /**
+   * Shows or hides the row for the pinned cell.
+   * @param {boolean} offered the live controls are offered (a kernel is there)
+   * @param {LensData | null} data
+   * @param {Selected | null} selected
+   */
+  render(offered, data, selected) {
+    const { row, where, button, text } = this.ui;
+    const target = describeTarget(data, selected);
+    this.target = target;
+    const patchscope = !!data && data.lensKind === "patchscope";
+    row.hidden = !offered || !patchscope || !selected;
+    if (row.hidden) return;
+    where.textContent = target.ok ? target.label : target.reason;
+    button.disabled = !target.ok;
+    if (!target.ok || cellKey(target) !== this.describedCell) {
+      if (text.textContent) text.textContent = "";
+      if (!target.ok || this.pending < 0) this.describedCell = "";
+    }
+  }
+};
+function cellKey(target) {
+  return target.ok ? `${target.prompt}|${target.layer}|${target.position}` : "";
+}
+
 // src/live/picker.js
 function pickerColumn(state, length) {
   const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
@@ -4344,7 +4452,7 @@ function pickerTokens(data, prompt, position) {
 var HELLO_TIMEOUT_MS = 3e3;
 var REPLY_TIMEOUT_MS = 6e4;
 var NO_KERNEL_TEXT = "Editing needs a running kernel: run the notebook to type prompts, track tokens or patch.";
-var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "group"]);
+var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "describe_patchscope", "group"]);
 var REPLIES = Object.freeze(["done", "error", "superseded"]);
 function initialState({ live, canSend, firstId = 1 }) {
   return {
@@ -4437,6 +4545,8 @@ function describeRequest(action, fields, phase) {
       return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
+    case "describe_patchscope":
+      return running ? `Describing ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}…` : "Described.";
     case "group":
       return running ? `Tracking the word ${quoted} as a group…` : `Tracking the word ${quoted} as a group.`;
     default:
@@ -4619,6 +4729,7 @@ var LiveView = class {
     this.patchModel = null;
     this.diff = null;
     this.abort = new AbortController();
+    this.describe = new DescribeControl(this, ui.pinPanel);
     this.bind();
     this.startHello();
     this.render();
@@ -4684,6 +4795,7 @@ var LiveView = class {
       if (sent.id === reply.id && reply.action === "done" && sent.box.value === sent.text) sent.box.value = "";
     }
     this.sentTexts = this.sentTexts.filter((sent) => sent.id !== reply.id);
+    this.describe.onMessage(msg);
     this.schedule();
     this.render();
   }
@@ -4814,7 +4926,8 @@ var LiveView = class {
       this.showPatchControl();
       if (this.pickerOpen) this.showPicker();
     }
-    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden;
+    this.describe.render(offered, this.lens.data, this.lens.state.selected);
+    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden && this.describe.ui.row.hidden;
     this.showPatch(offered);
   }
   showPromptControls() {
@@ -5030,6 +5143,7 @@ var LiveView = class {
       if (button) this.track(button.dataset.token || "");
     });
     on(ui.patchRun, "click", () => this.runPatch());
+    on(this.describe.ui.button, "click", () => this.describe.run());
     on(ui.patchClear, "click", () => this.ask("clear_patch", {}));
     on(ui.dismissButton, "click", () => {
       this.state = dismiss(this.state);
@@ -5159,6 +5273,71 @@ var TooltipView = class {
   }
 };
 
+// src/view/topk_blocks.js
+function attachTopkBlocks(view, lenses) {
+  const meta = view.model.get("_meta");
+  if (!view.topkStore || view.topkStore.meta !== meta) view.topkStore = { meta, byLens: /* @__PURE__ */ new Map(), asked: /* @__PURE__ */ new Set() };
+  for (const data of lenses) {
+    if (!data.topkWindow) continue;
+    let blocks = view.topkStore.byLens.get(data.lensName);
+    if (!blocks) view.topkStore.byLens.set(data.lensName, blocks = /* @__PURE__ */ new Map());
+    data.topkBlocks = blocks;
+  }
+}
+function requestTopkBlock(view, data, col) {
+  const store = view.topkStore;
+  if (!data.topkWindow || !data.topkBlocks || !store || typeof view.model.send !== "function") return;
+  const start = col - col % data.topkWindow;
+  if (data.topkBlocks.has(start) || store.asked.has(start)) return;
+  store.asked.add(start);
+  view.model.send({ action: "topk_window", start });
+}
+function receiveTopkBlock(view, msg, buffers = []) {
+  if (!msg || typeof msg !== "object") return false;
+  const reply = (
+    /** @type {Record<string, any>} */
+    msg
+  );
+  if (reply.action !== "topk_window") return false;
+  const store = view.topkStore;
+  if (!store || typeof reply.start !== "number") return true;
+  if (typeof reply.error === "string") {
+    console.warn(`murano_widgets: ${reply.error}`);
+    return true;
+  }
+  const meta = store.meta;
+  const lenses = Array.isArray(meta?.lenses) ? meta.lenses : [];
+  for (const lens of lenses) {
+    const blocks = store.byLens.get(lens.name);
+    const names = (
+      /** @type {string[]} */
+      reply.names
+    );
+    const at = (name) => names.indexOf(`${lens.prefix}${name}`);
+    const t = at("topk_tokens");
+    const p = at("topk_probs");
+    if (!blocks || t < 0 || p < 0) continue;
+    const read = (i) => {
+      const spec = reply.sections[names[i]];
+      const n = spec.shape.reduce((a, b) => a * b, 1);
+      return (
+        /** @type {import("../payload.js").RawArray} */
+        readSection(buffers[i], spec.dtype, n, names[i], LENS_DTYPES)
+      );
+    };
+    blocks.set(reply.start, {
+      start: reply.start,
+      width: reply.stop - reply.start,
+      strings: reply.strings,
+      tokens: read(t),
+      probs: read(p),
+      scale: reply.sections[names[p]].scale
+    });
+  }
+  view.updateTooltip();
+  return true;
+}
+
 // src/view/cell_tip.js
 function makeTooltip(view) {
   const ui = view.ui;
@@ -5204,6 +5383,7 @@ function updateTooltip(view) {
     return;
   }
   const lens = tipGrid(view).data;
+  requestTopkBlock(view, lens, lens.offsets[s2.prompt] + cell.position);
   const details = cellDetails(lens, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
   const content = tooltipModel(details, { late: view.detailsLate });
   if (view.beside) content.title = `${lensTitle(lens)} · ${content.title}`;
@@ -7118,6 +7298,7 @@ function reload(view) {
   const wanted = view.loaded ? s2.lens : model.get("lens_name");
   const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
   const previous = view.data;
+  attachTopkBlocks(view, lenses);
   view.lenses = lenses;
   view.data = data;
   store.set({ lens: data.lensName });
@@ -7516,6 +7697,7 @@ var LensView = class {
     this.detailsRequested = false;
     this.detailsLate = false;
     this.detailsTimer = 0;
+    this.topkStore = null;
     this.layout = null;
     this.layoutKey = null;
     this.revealPending = true;
@@ -7542,6 +7724,8 @@ var LensView = class {
       if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
     });
     this.unbind = bindEvents(this);
+    this.onTopkBlock = (msg, buffers) => receiveTopkBlock(this, msg, buffers);
+    model.on("msg:custom", this.onTopkBlock);
     this.live = null;
     this.reload();
     this.live = new LiveView(this, this.ui.live);
@@ -7555,6 +7739,7 @@ var LensView = class {
   }
   destroy() {
     this.unbind();
+    this.model.off("msg:custom", this.onTopkBlock);
     this.unsubscribe();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);

@@ -239,7 +239,9 @@ export function overviewMarks(view, layout) {
   const styles = roleStyles(roleNames(data));
   /** @type {Record<string, string>} */
   const colours = { answer: theme.accent, target: theme.fg, generated: theme.generated };
-  return traceMarks(data, view.state.prompt, layout.columns, view.targetIndex(), MARK_THRESHOLD).map((mark) => ({
+  const pick = view.targetIndex();
+  const target = typeof pick === "number" ? pick : pick.target;
+  return traceMarks(data, view.state.prompt, layout.columns, target, MARK_THRESHOLD).map((mark) => ({
     column: mark.column,
     kind: mark.kind,
     colour: mark.kind === "role" ? (styles[mark.role]?.colour ?? theme.muted) : colours[mark.kind],
@@ -258,7 +260,7 @@ function overviewImage(view, layout, cssWidth) {
   const data = /** @type {import("../payload.js").LensData} */ (view.data);
   const width = overviewWidth(layout.nPositions, cssWidth);
   const domain = gridDomain(view) ?? (metricSpec(data, view.shownMetric) ? metricDomain(data, view.shownMetric) : null);
-  const key = `${view.layoutKey}|${data.lensName}|${view.shownMetric}|${view.targetIndex()}|${overview.mode}|${width}|${domain ? `${domain.min}:${domain.max}` : ""}`;
+  const key = `${view.layoutKey}|${data.lensName}|${view.shownMetric}|${JSON.stringify(view.targetIndex())}|${overview.mode}|${width}|${domain ? `${domain.min}:${domain.max}` : ""}`;
   if (overview.image && overview.image.key === key && overview.image.data === data) return overview.image;
   const L = data.L;
   const pooled = poolColumns(metricRows(view, layout), L, layout.nPositions, width, overview.mode);
