@@ -185,7 +185,7 @@ def plot_groups(
     from murano_widgets.dataset.plot import SERIES_LINESTYLES, series_look
 
     parts = _lens_parts(result, lens)
-    names = list(parts[0][1].group_names or ())
+    names = group_values(parts[0][1])[0]  # raises for a source without groups
     chosen = names if groups is None else list(groups)
     unknown = [name for name in chosen if name not in names]
     if unknown or not chosen:
