@@ -640,9 +640,15 @@ class LensDataset:
 
         See :func:`murano_widgets.dataset.plot.plot_dataset` for the options (``metric``:
         ``"answer_prob"``, ``"top1_accuracy"`` or ``"committed"``; ``ci``, ``n_boot``, ``seed``,
-        ``ax``).
+        ``ax``). With token groups, ``metric="groups"`` draws them, one curve per group, as
+        :func:`~murano_widgets.plot_groups` does (its options: ``groups``, ``entropy``, ...).
         """
         from murano_widgets.dataset.plot import plot_dataset
+
+        if options.get("metric") == "groups":
+            from murano_widgets.dataset.groups import plot_groups
+
+            return plot_groups(self, **{k: v for k, v in options.items() if k != "metric"}).figure
 
         return plot_dataset(self, **options)
 
