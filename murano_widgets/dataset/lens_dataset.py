@@ -385,9 +385,9 @@ class LensDataset:
     def __repr__(self) -> str:
         sets = ", ".join(self.answers)
         lenses = f", lenses {self.lens_names}" if self._named else ""
-        parts = ""
+        parts = f", groups {self.group_names}" if self.group_names else ""
         if self.component_labels is not None:
-            parts = f", contributions of {len(self.component_labels)} components"
+            parts += f", contributions of {len(self.component_labels)} components"
             parts += " (answer - foil)" if self.foils is not None else ""
         return (
             f"LensDataset({self.n_prompts} prompts, layers {self.layers[0]}..{self.layers[-1]}, "

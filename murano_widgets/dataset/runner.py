@@ -247,7 +247,10 @@ def lens_dataset(
         None if token_groups is None else token_groups.names,
     )
     if inputs.total is not None:  # a stream's length is not known: its windows are bounded
-        preflight(f"lens_dataset on {inputs.total} prompts", _dataset_needs(step, sets, inputs))
+        n_groups = 0 if token_groups is None else len(token_groups.names)
+        preflight(
+            f"lens_dataset on {inputs.total} prompts", _dataset_needs(step, sets, inputs, n_groups)
+        )
     jobs: Any = contextlib.nullcontext()
     bar = Progress(inputs.total, progress)
     if remote:
@@ -302,12 +305,16 @@ def lens_dataset(
     )
 
 
-def _dataset_needs(step: LogitLens, sets: list[str], inputs: Inputs) -> list[Need]:
+def _dataset_needs(
+    step: LogitLens, sets: list[str], inputs: Inputs, n_groups: int = 0
+) -> list[Need]:
     """What a data set of ``inputs.total`` prompts holds per prompt, twice (the collected
     windows and the arrays they are joined into): per lens and layer, each answer set's
-    probability and rank, the top-1 token and every metric field; the contributions."""
+    probability and rank, the top-1 token, every metric field and each token group's
+    probability; the contributions."""
     n = int(inputs.total or 0)
-    per_prompt = len(step.lenses) * len(step.layers) * (16 * len(sets) + 8 + 8 * len(METRIC_FIELDS))
+    per_layer = 16 * len(sets) + 8 + 8 * len(METRIC_FIELDS) + 4 * n_groups
+    per_prompt = len(step.lenses) * len(step.layers) * per_layer
     needs = [
         Need(
             f"{n} prompts",
