@@ -363,6 +363,33 @@ def dataset(args: argparse.Namespace) -> dict:
     return summary
 
 
+def dataset_groups(args: argparse.Namespace) -> dict:
+    """Token groups (one for every prompt, one per prompt) and the logit difference in a remote
+    data set: two jobs, then the same data set locally."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from murano_widgets import lens_dataset
+
+    model = connect(args.model)
+    pairs = list(demo_pairs(12))
+    prompts, answers = [p for p, _ in pairs], [a for _, a in pairs]
+    options = {
+        "groups": {"the": "the", "answer": [a.strip() for a in answers]},
+        "foils": [" the"] * len(prompts),
+        "batch_size": 6,
+        "progress": False,
+    }
+    out = Path(args.out)
+    remote = lens_dataset(model, prompts, answers, remote=True, **options)
+    local = lens_dataset(model, prompts, answers, **options)
+    for name, data in (("remote", remote), ("local", local)):
+        arrays = {f"group_{g}": data.group_probs[g] for g in data.group_names}
+        np.savez(out / f"{name}.npz", logit_diff=data.logit_diff, **arrays)
+    return {"n_batches": remote.provenance["n_batches"], "groups": remote.group_names}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -393,7 +420,17 @@ def main() -> None:
     data.add_argument("--prompts", type=int, default=700)
     data.add_argument("--batch-tokens", type=int, default=512)
     args = parser.parse_args()
-    commands = {"lens": lens, "patch": patch, "live": live, "fail": fail, "dataset": dataset}
+    grouped = sub.add_parser("dataset_groups")
+    grouped.add_argument("model")
+    grouped.add_argument("out")
+    commands = {
+        "lens": lens,
+        "patch": patch,
+        "live": live,
+        "fail": fail,
+        "dataset": dataset,
+        "dataset_groups": dataset_groups,
+    }
     print(json.dumps(commands[args.command](args)))
 
 
