@@ -28,6 +28,7 @@ from murano_widgets.payload.lens import LensPayload
 from murano_widgets.results import LensResults, LogitLensResult, as_given, lenses_of
 from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, selected_cell
 from murano_widgets.widgets.lens_checks import VIEWS, check_live, describe_selection, kept_target
+from murano_widgets.widgets.topk_window import answer_topk_window
 from murano_widgets.widgets.view_state import (
     VIEW_TRAITS,
     Shown,
@@ -67,6 +68,8 @@ class LogitLensWidget(MuranoWidget):
             tracked token's probability, the token ``target``).
         target: The tracked token the ``"target"`` metric shows, one of the result's
             ``targets`` (default the first).
+        group: The token group the ``"group"`` metric shows, one of the result's
+            ``group_names`` (default the first).
         model: Only for ``murano`` results: the model that made it (its tokenizer decodes the
             top-k tokens, its depth says whether the result holds the model's final layer).
         tokenizer: Only for ``murano`` results, instead of ``model``: decodes top-k tokens.
@@ -107,6 +110,9 @@ class LogitLensWidget(MuranoWidget):
             metric shows (the token menu beside the colour menu); ``""`` when none is tracked.
             Tracking a token (:meth:`track`) shows it; untracking it shows the token that
             takes its place in :attr:`targets`.
+        group: The token group (one of the result's ``group_names``) whose probability the
+            ``"group"`` metric shows (the group menu beside the colour menu); ``""`` without
+            groups.
         selected: The pinned cell, or ``None``: a dict with ``prompt``, ``layer_index`` (the
             row), ``layer`` (the model layer), ``address`` (the row's, ``"L3.resid_mid"``, with
             rows after each attention), ``position`` (among the prompt's real tokens),
@@ -117,6 +123,9 @@ class LogitLensWidget(MuranoWidget):
             several lenses ``lens``, that lens's name.
         hide_template: Whether the chat template's own tokens are hidden (synced with the "hide
             chat-template tokens" box; ``True`` is refused for a result without such tokens).
+        position: The first position the grid shows (among the prompt's real tokens): setting
+            it scrolls the grid there (as far as the prompt's end allows); scrolling the grid,
+            dragging the long-trace overview or finding a token sets it (throttled).
         explain: What the "why" panel and the component view explain (synced with the panel's
             menu): ``"top1"``, ``"answer"`` or ``"target:<text>"``. Switching to a lens that
             cannot explain it sets it to ``"top1"``.
@@ -160,8 +169,9 @@ class LogitLensWidget(MuranoWidget):
     _css = asset("logit_lens.css")
     _export_what = "logit-lens widget"
 
-    # The view traits (prompt, layer, metric, target, lens, lens_beside, hide_template, explain,
-    # view), their validators and the old names: one table, view_state.VIEW_TRAITS.
+    # The view traits (prompt, layer, metric, target, group, lens, lens_beside, hide_template,
+    # explain, view, position), their validators and the old names: one table,
+    # view_state.VIEW_TRAITS.
     locals().update(trait_namespace(VIEW_TRAITS))
     if TYPE_CHECKING:  # what trait_namespace() adds, as type checkers see it
         _view_traits: tuple[ViewTrait, ...]
@@ -169,12 +179,14 @@ class LogitLensWidget(MuranoWidget):
         layer: int
         metric: str
         target: str
+        group: str
         lens: str
         lens_name: str
         lens_beside: str
         hide_template: bool
         explain: str
         view: str
+        position: int
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     _details = traitlets.Bool(False).tag(sync=True)
     _meta = traitlets.Dict().tag(sync=True)
@@ -240,7 +252,12 @@ class LogitLensWidget(MuranoWidget):
         )
         if session is not None:
             self._live = LiveController(self, session)
-        self.on_msg(lambda _widget, content, _buffers: handle_message(self, self._live, content))
+        self.on_msg(self._on_message)
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        # A long payload's top-k by blocks (answered here, at once); the live actions.
+        if not answer_topk_window(self, content):
+            handle_message(self, self._live, content)
 
     @classmethod
     def _other_keywords(cls) -> list[str]:
@@ -342,6 +359,20 @@ class LogitLensWidget(MuranoWidget):
         """
         self._live_call("track", text=text, show=show)
 
+    def track_word(self, word: str) -> None:
+        """Tracks ``word`` as a token group, as the widget's "Track a word" box does: the
+        group :meth:`TokenGroup.word(tokenizer, word) <murano_widgets.TokenGroup.word>` (every
+        token that is a prefix of the word, with and without its leading space), named by the
+        word; every prompt runs again with it, and the heatmap shows its probability
+        (``metric`` ``"group"``, ``group`` the word).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            ValueError: For an empty word, or one no token of the vocabulary starts, before
+                any model work.
+        """
+        self._live_call("group", text=word)
+
     def untrack(self, text: str) -> None:
         """Stops tracking ``text`` (every prompt runs again without it).
 
@@ -383,6 +414,23 @@ class LogitLensWidget(MuranoWidget):
             layer=layer,
             position=position,
             source=source,
+        )
+
+    def describe_patchscope(self, *, layer: int, position: int, prompt: int | None = None) -> str:
+        """The cell described in a few words by the Patchscope shown (what the front end's
+        "Describe this cell" shows): :meth:`PatchscopeLens.describe` of block ``layer``'s
+        output at ``position`` of the prompt (default: the one shown), greedy, a set length
+        (:data:`murano_widgets.live.describe.DESCRIBE_TOKENS` tokens).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            ValueError: If the lens shown is not a Patchscope, or for a bad argument.
+        """
+        return self._live_call(
+            "describe_patchscope",
+            prompt=self.prompt if prompt is None else prompt,
+            layer=layer,
+            position=position,
         )
 
     def clear_patch(self) -> None:
@@ -443,6 +491,8 @@ class LogitLensWidget(MuranoWidget):
             result = self._result
             if self.explain not in explain_choices(result):
                 self.explain = EXPLAIN_TOP1
+            if self.group not in (result.group_names or [""]):
+                self.group = (result.group_names or [""])[0]
             if target is None:
                 self.target = kept_target(self.target, self.targets, result)
             else:
@@ -526,7 +576,7 @@ class LogitLensWidget(MuranoWidget):
     def _standalone_state(self) -> dict[str, Any]:
         return {
             "_meta": self._payload.meta,
-            "_sections": base64_sections(self._payload.all_sections()),
+            "_sections": base64_sections(self._payload.every_section()),
             "_details": True,
             **view_of(self),
             "selected": selected_cell(self.selected),

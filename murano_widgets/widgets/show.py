@@ -147,9 +147,14 @@ def show_logit_lens(
     from murano_widgets.chat import check_chat
 
     # The widget's view arguments, by trait name (``lens_name`` is the trait ``lens``: here
-    # ``lens`` is the lens itself), as the table lists them: nothing here re-lists them.
+    # ``lens`` is the lens itself), as the table lists them: nothing here re-lists them (a
+    # trait this function does not take, such as ``group``, starts at the widget's default).
     arguments = locals()
-    chosen = {line.name: arguments[line.show_argument] for line in VIEW_TRAITS}
+    chosen = {
+        line.name: arguments[line.show_argument]
+        for line in VIEW_TRAITS
+        if line.show_argument in arguments
+    }
     check_model(model)
     # The widget's own arguments are checked before the model runs, as the run's are (the
     # prompts and every option are validated once, by run_logit_lens, before any model work).

@@ -36,6 +36,7 @@ from murano_widgets.widgets.base import WidgetValueError
 from murano_widgets.widgets.lens_checks import (
     VIEWS,
     check_explain,
+    check_group,
     check_lens_beside,
     check_lens_name,
     check_metric,
@@ -131,7 +132,8 @@ class ViewTrait:
         planned: ``planned(value, plan)``: the same check before any model runs, from what the
             run was asked for; raises ``ValueError``/``TypeError``.
         old_names: Earlier public names of the trait, still taken (``lens_name`` for ``lens``).
-        argument: What :func:`show_logit_lens` calls it (its ``lens=`` is the lens itself).
+        argument: What :func:`show_logit_lens` calls it (its ``lens=`` is the lens itself); a
+            trait it does not take starts at its default.
     """
 
     name: str
@@ -220,6 +222,29 @@ def _target_planned(value: Any, plan: Planned) -> None:
         check_target(value, plan.targets, ValueError)
 
 
+def _group(value: Any, shown: Shown) -> str:
+    groups = shown.result.group_names
+    if value is None:
+        return groups[0] if groups else ""
+    return check_group(value, groups)
+
+
+def _group_planned(value: Any, plan: Planned) -> None:
+    # Groups come from groups={...} as the run makes them: the widget checks the name.
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"group must be a string, got {type(value).__name__} {value!r:.60}")
+
+
+def _position(value: Any, shown: Shown) -> int:
+    longest = max(shown.result.lengths, default=1)
+    return check_index("position", value, longest, "positions at most", WidgetValueError)
+
+
+def _position_planned(value: Any, plan: Planned) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"position must be a position (an int >= 0); got {value!r:.60}")
+
+
 def _hide_template(value: Any, shown: Shown) -> bool:
     return check_hide_template(value, shown.result.token_roles, WidgetValueError)
 
@@ -272,9 +297,11 @@ VIEW_TRAITS: tuple[ViewTrait, ...] = (
     ViewTrait("layer", traitlets.Int, None, _layer, _layer_planned),
     ViewTrait("metric", traitlets.Unicode, "prob", _metric, _metric_planned),
     ViewTrait("target", traitlets.Unicode, None, _target, _target_planned),
+    ViewTrait("group", traitlets.Unicode, None, _group, _group_planned),
     ViewTrait("hide_template", traitlets.Bool, False, _hide_template, _hide_template_planned),
     ViewTrait("explain", traitlets.Unicode, EXPLAIN_TOP1, _explain, _explain_planned),
     ViewTrait("view", traitlets.Unicode, VIEWS[0], _view, _view_planned),
+    ViewTrait("position", traitlets.Int, 0, _position, _position_planned),
 )
 
 
@@ -290,9 +317,11 @@ class ViewOptions(TypedDict, total=False):
     layer: int | None
     metric: str
     target: str | None
+    group: str | None
     hide_template: bool
     explain: str
     view: str
+    position: int
 
 
 # ------------------------------------------------------------------------------------------------

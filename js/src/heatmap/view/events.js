@@ -10,6 +10,8 @@ import { keepControlKeys } from "../../shared/keys.js";
 import { watchTheme } from "../../shared/theme.js";
 import { besideGrid, setBeside } from "./beside.js";
 import { heatmapGrid } from "./grid.js";
+import { setGroup } from "./group.js";
+import { bindOverview, onGridScroll } from "./overview.js";
 import { reload, setLens } from "./load.js";
 import { setLayer, setPrompt } from "./navigation.js";
 import { setHideTemplate, setHover, setSelected } from "./selection.js";
@@ -39,6 +41,7 @@ export function bindEvents(view) {
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => setMetric(view, ui.metricSelect.value, true));
   on(ui.targetSelect, "change", () => setTarget(view, ui.targetSelect.value, true));
+  on(ui.groupSelect, "change", () => setGroup(view, ui.groupSelect.value, true));
   on(ui.lensSelect, "change", () => setLens(view, ui.lensSelect.value, true));
   on(ui.besideSelect, "change", () => setBeside(view, ui.besideSelect.value, true));
   on(ui.viewSelect, "change", () => setView(view, ui.viewSelect.value, true));
@@ -52,8 +55,10 @@ export function bindEvents(view) {
   });
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) setHover(view, null);
-    view.requestDraw();
+    // The view's own scroll (the overview, a jump) was drawn as it was made.
+    if (!onGridScroll(view)) view.requestDraw();
   }, { passive: true });
+  bindOverview(view, signal);
   bindGrid(ui.canvas, heatmapGrid(view), signal);
   bindGrid(ui.besideCanvas, besideGrid(view), signal);
   keepControlKeys(ui.root, signal);

@@ -6,8 +6,9 @@
  */
 
 import { hasAttribution } from "../attribution.js";
-import { metricAvailable, metricOffered, resolveMetric, resolveTarget, scaleChange } from "../metrics.js";
+import { metricAvailable, metricOffered, resolveGroup, resolveMetric, resolveTarget, scaleChange } from "../metrics.js";
 import { decodeLenses, rowOfModelLayer } from "../payload.js";
+import { attachTopkBlocks } from "./topk_blocks.js";
 import { clampIndex } from "../../shared/state.js";
 import { besideAfterSwitch } from "../side_by_side.js";
 import { showBeside } from "./beside.js";
@@ -47,6 +48,7 @@ export function stateForPayload(data, trait, s, previous, first) {
       layer: layer === null || layer === undefined ? data.L - 1 : rowOfModelLayer(data.layers, layer),
       metric: resolveMetric(data, trait("metric")),
       target: resolveTarget(data, trait("target")),
+      group: resolveGroup(data, trait("group")),
       selected: trait("selected") ?? null,
       hide_template: trait("hide_template") === true,
       view: trait("view") === "components" ? "components" : "layers",
@@ -65,6 +67,7 @@ export function stateForPayload(data, trait, s, previous, first) {
     layer: clampIndex(s.layer, data.L),
     metric: resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s.metric),
     target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s.target),
+    group: resolveGroup(data, typeof trait("group") === "string" && data.groups.includes(trait("group")) ? trait("group") : s.group),
   };
 }
 
@@ -111,6 +114,7 @@ export function reload(view) {
   const wanted = view.loaded ? s.lens : model.get("lens");
   const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
   const previous = view.data;
+  attachTopkBlocks(view, lenses);
   view.lenses = lenses;
   view.data = data;
   store.set({ lens: data.lensName });

@@ -13,6 +13,7 @@ import { drawTrajectory, placeChart } from "./chart.js";
 import { showComponentLegend } from "./controls.js";
 import { besideLayout, drawBeside, gridDomain } from "./beside.js";
 import { clampCell, shownColumns } from "./selection.js";
+import { applyPendingPosition, updateOverview } from "./overview.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -57,6 +58,7 @@ export function relayout(view) {
     ui.track.style.height = beside ? "" : `${view.layout.height}px`;
   }
   if (view.revealPending) revealPromptEnd(view);
+  applyPendingPosition(view);
   draw(view);
   view.relayoutComponents();
   if (view.state.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
@@ -78,6 +80,7 @@ function revealPromptEnd(view) {
   const position = sel && sel.prompt === s.prompt ? sel.position : view.data ? view.data.lengths[s.prompt] - 1 : 0;
   const column = Math.max(0, columnOf(layout, clampCell(view, { layerIndex: 0, position }).position));
   scroller.scrollLeft = revealColumn(layout, 0, column);
+  view.overview.ownScroll = scroller.scrollLeft; // the view's own scroll: not the user's position
   view.revealPending = false;
 }
 
@@ -120,7 +123,7 @@ export function draw(view) {
     prompt: s.prompt,
     layer: s.layer,
     metric: view.shownMetric,
-    target: view.targetIndex(),
+    target: view.itemIndex(view.shownMetric),
     loading: s.metric !== view.shownMetric,
     selected: s.selected,
     hover: s.hover,
@@ -131,6 +134,7 @@ export function draw(view) {
   debug.visible = view.painter.draw(layout, scene, scroll);
   // The grid beside: the same cursor, row and scale, its own lens.
   drawBeside(view, scene, scroll);
+  updateOverview(view);
   const tipCell = tooltipCell(view);
   if (tipCell && !view.tooltip.hidden) placeTooltip(view, tipCell);
   if (view.state.view === "components") view.components.draw();

@@ -19,6 +19,8 @@ export { sameCell } from "../../shared/store.js";
  * @property {string} metric the requested metric
  * @property {string} target the tracked token a per-target metric shows (the `target` trait; ""
  *   when none is tracked)
+ * @property {string} group the token group a per-group metric shows (the `group` trait; "" without
+ *   groups)
  * @property {Selected | null} selected
  * @property {Cell | null} hover
  * @property {Cell | null} focus
@@ -43,7 +45,7 @@ export { sameCell } from "../../shared/store.js";
  * @returns {ViewState}
  */
 export function initialState() {
-  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false };
+  return { prompt: 0, layer: 0, metric: "", target: "", group: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false };
 }
 
 /**

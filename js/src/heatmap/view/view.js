@@ -15,11 +15,13 @@
 import { Painter } from "../painter.js";
 import { LiveView } from "../live/view.js";
 import { installDebug } from "../../shared/debug.js";
-import { makeTooltip, tipFollowsTarget } from "./cell_tip.js";
+import { makeTooltip, tipFollowsTarget, updateTooltip } from "./cell_tip.js";
 import { drawTrajectory, makeTrajectory } from "./chart.js";
 import { ComponentView } from "./components.js";
 import { debugApi } from "./debug.js";
+import { receiveTopkBlock } from "./topk_blocks.js";
 import { buildDom } from "./dom.js";
+import { makeOverview } from "./overview.js";
 import { bindEvents } from "./events.js";
 import { componentCellChanged, explainChoice, relayoutComponents, updateWhy } from "./explain.js";
 import { reload } from "./load.js";
@@ -28,6 +30,7 @@ import { draw, followColouring, relayout, requestDraw, scrollLeft } from "./redr
 import { syncers } from "./sync.js";
 import { listenToTraits } from "./view_state.js";
 import { readoutFollowsTarget } from "./selection.js";
+import { pickFor } from "./group.js";
 import { createStore } from "./store.js";
 
 export { SYNC_INTERVAL_MS } from "./sync.js";
@@ -88,6 +91,8 @@ export class LensView {
     /** The detail sections were asked for and have not come in time (or there is no kernel). */
     this.detailsLate = false;
     this.detailsTimer = 0;
+    /** @type {{meta: any, byLens: Map<string, Map<number, import("../payload.js").TopkBlock>>, asked: Set<number>} | null} a long payload's top-k blocks (topk_blocks.js) */
+    this.topkStore = null;
 
     // Layout and drawing (redraw.js).
     /** @type {Layout | null} */
@@ -122,6 +127,9 @@ export class LensView {
     this.syncLayer = syncLayer;
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
+    /** The long-trace bar: overview, find and jump, the `position` trait (`overview.js`). */
+    this.overview = makeOverview(this);
+    if (Number(model.get("position")) > 0) this.overview.pendingPosition = Number(model.get("position"));
     this.painter = new Painter(this.ui.canvas, this.ui.root);
     this.besidePainter = new Painter(this.ui.besideCanvas, this.ui.root);
     this.trajectory = makeTrajectory(this, id);
@@ -145,6 +153,8 @@ export class LensView {
       unbindEvents();
       stopListening();
     };
+    this.onTopkBlock = (/** @type {unknown} */ msg, /** @type {unknown[]} */ buffers) => receiveTopkBlock(this, msg, buffers);
+    model.on("msg:custom", this.onTopkBlock);
     /** @type {LiveView | null} the live controls (made after the first load, which they read) */
     this.live = null;
     reload(this);
@@ -161,6 +171,7 @@ export class LensView {
 
   destroy() {
     this.unbind();
+    this.model.off("msg:custom", this.onTopkBlock);
     this.unsubscribe();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);
@@ -171,6 +182,7 @@ export class LensView {
     this.frame = 0;
     this.syncPrompt.flush();
     this.syncLayer.flush();
+    this.overview.report.flush();
     this.painter.images.clear();
     this.besidePainter.images.clear();
     this.ui.root.remove();
@@ -183,6 +195,8 @@ export class LensView {
 
   // metric.js (the metric module reads the grid beside, which reads the heatmap's grid)
   targetIndex() { return targetIndex(this); }
+  /** @param {string} metric @returns {number} the index of the token or group `metric` shows */
+  itemIndex(metric) { return pickFor(this.data, metric, targetIndex(this)); }
   refreshMetric() { refreshMetric(this); }
 
   // explain.js (it sends through sync.js, which the prompt and row use; its DOM holds the
@@ -195,8 +209,11 @@ export class LensView {
 
   // chart.js (it moves the row, navigation.js, whose cells ask for the detail sections)
   drawTrajectory() { drawTrajectory(this); }
-  // redraw.js (it reads the tooltip, the chart and the grid beside, which call it)
+  // cell_tip.js (it asks topk_blocks.js for a long payload's block, which shows it when it comes)
+  updateTooltip() { updateTooltip(this); }
+  // redraw.js (it reads the tooltip, the chart, the grid beside and the overview, which call it)
   relayout() { relayout(this); }
   requestDraw() { requestDraw(this); }
+  draw() { draw(this); }
   scrollLeft() { return scrollLeft(this); }
 }

@@ -16,7 +16,9 @@ import { setBeside } from "./beside.js";
 import { setExplain, setView } from "./explain.js";
 import { setLens } from "./load.js";
 import { setMetric, setTarget } from "./metric.js";
+import { setGroup } from "./group.js";
 import { setModelLayer, setPrompt } from "./navigation.js";
+import { positionChanged } from "./overview.js";
 import { setHideTemplate } from "./selection.js";
 
 /**
@@ -39,9 +41,12 @@ export const VIEW_TRAITS = Object.freeze({
   },
   metric: (view, value) => setMetric(view, value, false),
   target: (view, value) => setTarget(view, value, false),
+  group: (view, value) => setGroup(view, value, false),
   hide_template: (view, value) => setHideTemplate(view, value === true, false),
   explain: (view, value) => setExplain(view, value, false),
   view: (view, value) => setView(view, value, false),
+  // The grid's first position shown: the scroller holds it (not the store), and reports it back.
+  position: (view) => positionChanged(view),
 });
 
 /**
