@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model, check_str
-from murano_widgets.comparison.compare import LensComparison, _assemble, _plan
+from murano_widgets.comparison.compare import LensComparison, assemble_comparison, plan_comparison
 from murano_widgets.lenses import as_lens
 from murano_widgets.results.combine import select_prompts
 from murano_widgets.results.result import LogitLensResult
@@ -330,14 +330,14 @@ def patch_lens(
         for side in (clean, patched):
             side.token_strings.setdefault(token_id, text)  # type: ignore[union-attr]
     chosen = pair["token"].view(1, -1)
-    compared = _plan(clean, patched, "tokens", chosen)
+    compared = plan_comparison(clean, patched, "tokens", chosen)
     rule = (
         "final prediction of the clean run"
         if token_id is None
         else f"token {clean.token_strings.get(token_id, token_id)!r}"  # type: ignore[union-attr]
     )
     grid = tuple(clean.max_probs.shape)
-    base = _assemble(
+    base = assemble_comparison(
         compared,
         pair["token_prob_a"].view(grid),
         pair["token_prob_b"].view(grid),

@@ -8,7 +8,7 @@ lens, declared in :mod:`murano_widgets.dataset.table`. Memory therefore grows wi
 into a tidy frame, per-layer summaries with bootstrap intervals, a figure, a widget, and files
 that remake the figure without the model; :meth:`LensDataset.load` reads a saved file or a run's
 finished folder. The run's records are collected and assembled here (``Collector``,
-``_assemble``), so that a run and a folder's load make a data set the same way.
+``assemble_dataset``), so that a run and a folder's load make a data set the same way.
 
 With several lenses side by side (``lens={"logit": None, "tuned": tuned}``) each batch runs one
 trace for all of them, and the data set's table holds each lens's arrays by name over the same
@@ -82,7 +82,7 @@ FORMAT_VERSION = 1
 LENSES_FORMAT_VERSION = 2
 
 
-def _assemble(
+def assemble_dataset(
     collector: Collector,
     layers: list[int],
     provenance: dict[str, Any],
@@ -813,7 +813,7 @@ def _load_folder(folder: Path) -> LensDataset:
         )
     named_lenses = lens_entries is not None
     layers = list(provenance["layers"])
-    return _assemble(
+    return assemble_dataset(
         collector,
         layers,
         provenance,

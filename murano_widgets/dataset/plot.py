@@ -168,7 +168,7 @@ def plot_dataset(
     ax.grid(alpha=0.3)
     ax.legend(title=f"{round(ci * 100)}% bootstrap interval", fontsize="small")
     model = dataset.provenance.get("model_name") or "model"
-    default = f"{_short(model)}: {dataset.n_prompts} prompts"
+    default = f"{model_short_name(model)}: {dataset.n_prompts} prompts"
     if lenses:
         default += f", {len(lenses)} lenses"
     ax.set_title(title if title is not None else default)
@@ -191,7 +191,9 @@ def lens_look(lens_index: int, set_index: int) -> tuple[str, Any]:
     )
 
 
-def _short(name: Any) -> str:
+def model_short_name(name: Any) -> str:
+    """A model's name as a title shows it: a hub id or a folder's last part (``"gpt2"`` of
+    ``"openai-community/gpt2"`` or ``"/models/gpt2/"``)."""
     text = str(name).rstrip("/\\")
     return text.replace("\\", "/").rsplit("/", 1)[-1] or text
 
@@ -243,7 +245,7 @@ def plot_contributions(
     target = "answer − foil" if dataset.foils is not None else "answer logit"
     n_counted = int(table["n_prompts"].iloc[0])
     model = dataset.provenance.get("model_name") or "model"
-    default = f"{_short(model)}: direct logit attribution, {target} ({n_counted} prompts)"
+    default = f"{model_short_name(model)}: direct logit attribution, {target} ({n_counted} prompts)"
     ylabel = (
         "direct contribution to logit(answer) − logit(foil)"
         if dataset.foils is not None

@@ -33,7 +33,7 @@ from murano_widgets._checks import check_bool, check_int, check_model, check_pat
 from murano_widgets._memory import Need, preflight, return_freed_memory
 from murano_widgets.dataset.collect import Collector
 from murano_widgets.dataset.io import model_provenance
-from murano_widgets.dataset.lens_dataset import LensDataset, _assemble
+from murano_widgets.dataset.lens_dataset import LensDataset, assemble_dataset
 from murano_widgets.dataset.progress import Progress
 from murano_widgets.dataset.shards import (
     ShardStore,
@@ -262,7 +262,7 @@ def lens_dataset(
     provenance.update(counts)
     if store is not None:
         store.finish(n, n_windows, hashes, counts)
-    return _assemble(
+    return assemble_dataset(
         collector,
         list(step.layers),
         provenance,
@@ -537,7 +537,7 @@ def _with_text(
     }
 
 
-def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
+def token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
     """Each prompt's token count, checked against the model's context before any model work."""
     lengths = np.empty(len(prompts), dtype=np.int64)
     # In slices: a fast tokenizer keeps a full encoding (tokens, offsets, ...) per prompt, a few

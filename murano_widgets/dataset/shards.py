@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from murano_widgets._files import check_npz, read_json, read_npz, write_file
+from murano_widgets.dataset.stream import InputHashes, Item
 from murano_widgets.dataset.table import from_disk, on_disk
 
 __all__ = ["RUN_FILE", "ShardStore", "check_window", "is_run_folder", "read_folder", "run_digest"]
@@ -595,8 +596,6 @@ def read_folder(folder: Path) -> tuple[dict[str, Any], list[tuple[Path, dict[str
         ValueError: If the run is not finished, a shard is missing, damaged or another run's,
             or the shards' texts are not the run's (naming the file and what differs).
     """
-    from murano_widgets.dataset.stream import Item, _Hashes
-
     run = read_run(folder / RUN_FILE)
     finished = run.get("finished")
     found = shard_numbers(folder)
@@ -615,7 +614,7 @@ def read_folder(folder: Path) -> tuple[dict[str, Any], list[tuple[Path, dict[str
         )
     fingerprint = run["fingerprint"]
     sets = list(fingerprint.get("answer_sets") or [])
-    hashes = _Hashes()
+    hashes = InputHashes()
     shards = []
     for window in range(finished["n_windows"]):
         batches = sorted(found.get(window, []))

@@ -575,9 +575,10 @@ class Window:
         return self.tokens[self.offsets[position] : self.offsets[position + 1]].tolist()
 
 
-class _Hashes:
+class InputHashes:
     """Running sha256 digests of the stream, one per kind of input, so that a change is named
-    by what changed (the prompts, the answers or the foils)."""
+    by what changed (the prompts, the answers or the foils): ``windows`` records them in each
+    window, and a folder's load (``shards.py``) recomputes them from the shards' texts."""
 
     def __init__(self) -> None:
         self.digests = {kind: hashlib.sha256() for kind in ("prompts", "answers", "foils")}
@@ -615,7 +616,7 @@ def windows(inputs: Iterable[Item], model: Any, batching: Batching) -> Iterator[
     else:
         assert batching.batch_size is not None
         token_cap, count_cap = None, WINDOW_BATCHES * batching.batch_size
-    hashes = _Hashes()
+    hashes = InputHashes()
     number = start = 0
     items: list[Item] = []
     flat = array("i")  # the window's token ids, 4 bytes each

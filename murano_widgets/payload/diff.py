@@ -48,7 +48,8 @@ import numpy as np
 import torch
 
 import murano_widgets.metrics as registry
-from murano_widgets.comparison.compare import LensComparison, _gather
+from murano_widgets.comparison.alignment import gather_aligned, model_depth
+from murano_widgets.comparison.compare import LensComparison
 from murano_widgets.metrics import nice_ceil
 from murano_widgets.payload.codec import U16, finite_max, quantise, section_specs
 from murano_widgets.payload.lens import joined_prompts
@@ -116,10 +117,10 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         topk = {
             "topk_tokens_a": a.topk_tokens[..., :k],
             "topk_probs_a": a.topk_probs[..., :k],
-            "topk_tokens_b": _gather(
+            "topk_tokens_b": gather_aligned(
                 b.topk_tokens[..., :k], comparison.layer_rows, comparison.positions, -1
             ),
-            "topk_probs_b": _gather(
+            "topk_probs_b": gather_aligned(
                 b.topk_probs[..., :k], comparison.layer_rows, comparison.positions, 0.0
             ),
         }
@@ -128,10 +129,10 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         topk = {
             "topk_tokens_a": a.predicted_tokens.unsqueeze(-1),
             "topk_probs_a": a.max_probs.unsqueeze(-1),
-            "topk_tokens_b": _gather(
+            "topk_tokens_b": gather_aligned(
                 b.predicted_tokens, comparison.layer_rows, comparison.positions, -1
             ).unsqueeze(-1),
-            "topk_probs_b": _gather(
+            "topk_probs_b": gather_aligned(
                 b.max_probs, comparison.layer_rows, comparison.positions, 0.0
             ).unsqueeze(-1),
         }
@@ -229,8 +230,8 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         "layers": [int(x) for x in a.layers],
         "b_layers": [int(x) for x in comparison.b_layers],
         "b_has_row": [row >= 0 for row in comparison.layer_rows],
-        "depth_a": _depth(a),
-        "depth_b": _depth(b),
+        "depth_a": model_depth(a),
+        "depth_b": model_depth(b),
         "align": comparison.align,
         "alignment_note": comparison.alignment_note,
         "token_rule": comparison.token_rule,
@@ -321,9 +322,3 @@ def _change_sections(
             }
         )
     return entries
-
-
-def _depth(result: Any) -> int:
-    from murano_widgets.comparison.alignment import model_depth
-
-    return model_depth(result)
