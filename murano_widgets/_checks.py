@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = [
     "TextError",
@@ -375,7 +378,7 @@ def check_choice(name: str, value: Any, allowed: Any, error: type = ValueError) 
     return value
 
 
-def check_axes(value: Any, name: str = "ax") -> Any:
+def check_axes(value: Any, name: str = "ax") -> Axes | None:
     """``value`` as matplotlib ``Axes`` to draw into, or ``None`` for a new figure.
 
     Raises:

@@ -558,6 +558,8 @@ def _kl_from_full(
     a: LogitLensResult, b: LogitLensResult, alignment: Alignment, aligned: torch.Tensor
 ) -> torch.Tensor:
     """KL(a ‖ b) in bits from both results' ``all_probs``, one row of ``a`` at a time."""
+    probs_a, probs_b = a.all_probs, b.all_probs
+    assert probs_a is not None and probs_b is not None  # asked for only when both kept them
     kl = torch.full(tuple(a.max_probs.shape), float("nan"))
     prompts, seqs = torch.nonzero(alignment.positions >= 0, as_tuple=True)
     seqs_b = alignment.positions[prompts, seqs]
@@ -567,8 +569,8 @@ def _kl_from_full(
         if row_b < 0 or len(prompts) == 0:
             continue
         # Log-probabilities are logits of the same distributions: the one KL reads them.
-        log_p = a.all_probs[row, prompts, seqs].float().log()
-        log_q = b.all_probs[row_b, prompts, seqs_b].float().log()
+        log_p = probs_a[row, prompts, seqs].float().log()
+        log_q = probs_b[row_b, prompts, seqs_b].float().log()
         kl[row, prompts, seqs] = reduce_pair(log_p, log_q, any_token, buffers)[2]
     return kl.masked_fill(~aligned, float("nan"))
 

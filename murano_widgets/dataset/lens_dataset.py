@@ -68,7 +68,7 @@ from murano_widgets.metrics import METRICS, Metric, held_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure, SubFigure
 
     from murano_widgets.backends.base import ModelBackend
     from murano_widgets.widgets.dataset import LensDatasetWidget
@@ -511,12 +511,20 @@ class LensDataset:
         self._require_contributions()
         return "logit(answer) - logit(foil)" if self.foils is not None else "logit(answer)"
 
-    def _require_contributions(self) -> None:
+    def _require_contributions(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """``(contributions, contribution_bias, component_labels)``, which a data set made
+        with ``decompose=True`` holds all three of (the constructor checks them together).
+
+        Raises:
+            ValueError: For a data set made without ``decompose=True``.
+        """
         if self.component_labels is None:
             raise ValueError(
                 "this data set has no contributions: make it with "
                 "lens_dataset(..., decompose=True) (and heads=True for attention heads)"
             )
+        assert self.contributions is not None and self.contribution_bias is not None
+        return self.contributions, self.contribution_bias, self.component_labels
 
     def contribution_summary(
         self, ci: float = 0.95, n_boot: int = 1000, seed: int | None = 0
@@ -549,12 +557,12 @@ class LensDataset:
         """
         import pandas as pd
 
-        self._require_contributions()
+        contributions, bias, labels = self._require_contributions()
         ci, n_boot, seed = check_summary_args(ci, n_boot, seed)
-        stats = contribution_stats(self.contributions.T, self.contribution_bias, ci, n_boot, seed)
+        stats = contribution_stats(contributions.T, bias, ci, n_boot, seed)
         table = pd.DataFrame(
             {
-                **component_columns(self.component_labels),
+                **component_columns(labels),
                 "n_prompts": stats["n_prompts"],
                 "contribution_mean": stats["mean"],
                 "contribution_ci_low": stats["low"],
@@ -593,7 +601,7 @@ class LensDataset:
         self._require_contributions()
         return contributions_frame(self)
 
-    def plot_contributions(self, **options: Any) -> Figure:
+    def plot_contributions(self, **options: Any) -> Figure | SubFigure:
         """The direct logit attribution figure: the mean contribution of each component in
         model order, signed, with bootstrap interval whiskers; with heads, a layer × head grid
         of the heads' means beside bars for the rest.
@@ -607,7 +615,7 @@ class LensDataset:
 
     # -- views ---------------------------------------------------------------------------------
 
-    def plot(self, **options: Any) -> Figure:
+    def plot(self, **options: Any) -> Figure | SubFigure:
         """The figure: mean per layer with shaded intervals, one line per answer set (and lens).
 
         See :func:`murano_widgets.dataset.plot.plot_dataset` for the options (``metric``:
@@ -674,10 +682,11 @@ class LensDataset:
             # One row per prompt on disk: [n_prompts, n_layers].
             arrays |= on_disk(values, "" if name is None else f"l{k}_", sets, np.transpose)
         if self.component_labels is not None:
+            contributions, bias, _ = self._require_contributions()
             # One copy whatever the lenses (they are the same for every lens); one row per
             # prompt, as the other arrays.
-            arrays["contributions"] = self.contributions.T
-            arrays["contribution_bias"] = self.contribution_bias
+            arrays["contributions"] = contributions.T
+            arrays["contribution_bias"] = bias
         fields = {
             "prompts": self.prompts,
             "layers": self.layers,

@@ -36,6 +36,7 @@ prompts of that window.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -43,7 +44,7 @@ import zipfile
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -415,10 +416,9 @@ def _json_bytes(value: Any) -> bytes:
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    import io
-
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    # cast: numpy's stub reads a ** mapping as possibly holding its allow_pickle flag.
+    np.savez_compressed(buffer, **cast("dict[str, Any]", arrays))
     return buffer.getvalue()
 
 

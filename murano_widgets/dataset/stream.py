@@ -496,7 +496,7 @@ def auto_batch_tokens(model: Any, n_saved_layers: int, remote: bool = False) -> 
     return 1 << (tokens.bit_length() - 1)
 
 
-def cut_batches(lengths: Sequence[int], batching: Batching) -> list[np.ndarray]:
+def cut_batches(lengths: Sequence[int] | np.ndarray, batching: Batching) -> list[np.ndarray]:
     """A window's batches: positions into ``lengths``, sorted by length (ties in order), cut
     where the next prompt would take the batch past its budget, or would pad it more than a
     batch costs.

@@ -270,14 +270,17 @@ def _encode(
 
     field_values = {name: values(name) for name in RESULT_FIELDS}
     for name in ("topk_tokens", "topk_probs"):
-        if field_values[name] is not None:
-            field_values[name] = field_values[name][..., 1:]  # rank 1 is predicted_tokens
+        kept = field_values[name]
+        if kept is not None:
+            field_values[name] = kept[..., 1:]  # rank 1 is predicted_tokens
     topk = field_values["topk_tokens"]
     k = 1 if topk is None or topk.shape[-1] == 0 else topk.shape[-1] + 1
     if k == 1:
         field_values["topk_tokens"] = field_values["topk_probs"] = None
     field_values.update(_answer_values(result, values))
-    top1 = field_values["max_probs"].astype(np.float64)
+    max_probs = field_values["max_probs"]
+    assert max_probs is not None  # every result has its top-1
+    top1 = max_probs.astype(np.float64)
     field_values["missing"] = ~np.isfinite(top1)
     final_tokens = field_values["final_tokens"]
     field_values["final_missing"] = None if final_tokens is None else final_tokens < 0
