@@ -102,6 +102,7 @@ def _model_hint(model: Any) -> str:
         )
     if model is None:
         return ": load one first, e.g. model = load_demo_model()"
+    # Here, not at the top, as in check_model: the contract imports torch.
     from murano_widgets.backends.contract import PROPERTIES
 
     missing = [

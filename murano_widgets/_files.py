@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from murano_widgets._memory import Need, format_bytes, preflight
+
 __all__ = [
     "Content",
     "check_npz",
@@ -328,8 +330,6 @@ def _checked_members(
         MemoryBudgetError: If what the members declare does not fit in the free memory.
         zipfile.BadZipFile: If it is not a readable zip archive.
     """
-    from murano_widgets._memory import Need, format_bytes, preflight
-
     total = 0
     with zipfile.ZipFile(source) as archive:
         for info in archive.infolist():

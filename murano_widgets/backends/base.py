@@ -202,6 +202,8 @@ class MuranoModel(metaclass=_ChooseBackend):
         Returns:
             The token ids, ``[batch, prompt + new]`` (prompt first).
         """
+        # Here, not at the top: a remote trace sends the model to NDIF by value with the
+        # globals its methods name, and this is the client's alone.
         from murano_widgets.generation import nnsight_generate
 
         return nnsight_generate(self._nnsight_model(), inputs, **generate_kwargs)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model
+from murano_widgets._progress import progress_bar
 from murano_widgets.dataset.io import model_provenance
 from murano_widgets.dataset.plot import SERIES_COLOURS, model_short_name
 from murano_widgets.dataset.runner import batch_order, token_lengths
@@ -99,8 +100,6 @@ def lens_agreement(
     # [n_layers, n_prompts] per pair and quantity, the result's axis order.
     values = {(pair, what): np.full((n_layers, n), np.nan) for pair in pairs for what in QUANTITIES}
     order = batch_order(token_lengths(model, prompts))
-
-    from murano_widgets._progress import progress_bar
 
     bar = progress_bar(total=n, desc="lens_agreement", unit="prompt", enabled=progress)
     try:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from murano_widgets.dataset.plot import series_look
 from murano_widgets.dataset.stats import bootstrap_means, check_summary_args
 
 if TYPE_CHECKING:
@@ -112,8 +113,6 @@ def plot_groups(
         ValueError: For a result without groups, or a group it does not have.
     """
     import matplotlib.pyplot as plt
-
-    from murano_widgets.dataset.plot import series_look
 
     table = group_summary(result, ci=ci, n_boot=n_boot, seed=seed)
     names = list(result.group_names)

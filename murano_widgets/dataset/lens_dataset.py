@@ -43,6 +43,7 @@ from murano_widgets.dataset.frames import (
     tidy_frame,
 )
 from murano_widgets.dataset.io import paths, read_saved, write_saved
+from murano_widgets.dataset.plot import plot_contributions, plot_dataset
 from murano_widgets.dataset.shards import (
     is_run_folder,
     read_folder,
@@ -609,8 +610,6 @@ class LensDataset:
         See :func:`murano_widgets.dataset.plot.plot_contributions` for the options (``ci``,
         ``n_boot``, ``seed``, ``ax``, ``title``).
         """
-        from murano_widgets.dataset.plot import plot_contributions
-
         return plot_contributions(self, **options)
 
     # -- views ---------------------------------------------------------------------------------
@@ -622,8 +621,6 @@ class LensDataset:
         ``"answer_prob"``, ``"top1_accuracy"`` or ``"committed"``; ``ci``, ``n_boot``, ``seed``,
         ``ax``).
         """
-        from murano_widgets.dataset.plot import plot_dataset
-
         return plot_dataset(self, **options)
 
     def show(self, model: ModelBackend | None = None, *, lens: Any = None) -> LensDatasetWidget:
@@ -644,6 +641,8 @@ class LensDataset:
                 :func:`~murano_widgets._checks.check_model`) or lacks the data set's layers, or
                 ``lens`` is given but is not a lens that fits the model.
         """
+        # At call time: the widgets are the layer above (the one upward import of dataset/,
+        # drawn in docs/contributing.md's map of the layers).
         from murano_widgets.widgets.dataset import LensDatasetWidget
 
         if model is not None:

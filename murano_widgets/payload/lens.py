@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from murano_widgets._memory import Need, preflight
+from murano_widgets.chat import role_names
 from murano_widgets.lenses import IDENTITY, title_of
 from murano_widgets.metrics import (
     ATTRIBUTION_SECTIONS,
@@ -408,8 +409,6 @@ def _role_names(result: LogitLensResult) -> list[str]:
     """The names ``token_roles`` codes index: the usual roles, then any other; [] without."""
     if result.token_roles is None:
         return []
-    from murano_widgets.chat import role_names
-
     return role_names(result.token_roles)
 
 
