@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -53,11 +53,11 @@ from murano_widgets.dataset.stream import (
     windows,
 )
 from murano_widgets.dataset.table import METRIC_FIELDS, TOKENS, fields_for, keep_last
-from murano_widgets.results.lenses import lenses_of
 from murano_widgets.step.logit_lens import LogitLens
 
 if TYPE_CHECKING:
     from murano_widgets.backends.base import ModelBackend
+    from murano_widgets.results.lenses import LensResults
 
 __all__ = ["lens_dataset"]
 
@@ -498,7 +498,8 @@ def _run_batch(
                 UserWarning,
                 stacklevel=3,
             )
-    results = list(lenses_of(out).values())
+    # A step with named lenses returns them by name (LensResults), else one lens's result.
+    results = list(cast("LensResults", out).values()) if step.named else [out]
     token_strings: dict[int, str] = {}
     lenses = [_keep_batch(result, sets, token_strings, collector.fields) for result in results]
     contributions = bias = None
