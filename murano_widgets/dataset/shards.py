@@ -42,6 +42,7 @@ import os
 import re
 import zipfile
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
@@ -531,9 +532,10 @@ def record_of(
     set_names: list[str],
     path: Any,
     fields: tuple[str, ...],
+    groups: Sequence[str] = (),
 ) -> dict:
     """A shard read back as the record :func:`lens_dataset` keeps for a batch, with the metric
-    ``fields`` its run keeps.
+    ``fields`` its run keeps (and its token ``groups``' probabilities).
 
     Raises:
         ValueError: If the shard's arrays do not have the shapes its lenses and sets need.
@@ -562,6 +564,7 @@ def record_of(
                 f"l{k}_",
                 fields,
                 set_names,
+                groups=list(groups),
             )
         )
     labels = meta.get("component_labels")

@@ -53,6 +53,7 @@ from murano_widgets.comparison.alignment import gather_aligned, model_depth
 from murano_widgets.comparison.compare import LensComparison
 from murano_widgets.metrics import nice_ceil
 from murano_widgets.payload.codec import U16, finite_max, quantise, section_specs
+from murano_widgets.payload.diff_groups import group_change_metrics
 from murano_widgets.payload.lens import joined_prompts
 from murano_widgets.results.result import LogitLensResult
 
@@ -80,6 +81,8 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
     metrics.extend(_change_sections(comparison, grid.cells, arrays, scales))
     order = list(registry.DIFF_METRICS)
     metrics.sort(key=lambda entry: order.index(entry["name"]))
+    # Token groups both sides hold: one change each, after the registry's (none without groups).
+    metrics.extend(group_change_metrics(comparison, grid.cells, arrays, scales))
     meta = {
         "format": FORMAT,
         "version": FORMAT_VERSION,

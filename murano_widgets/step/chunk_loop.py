@@ -132,6 +132,8 @@ class ChunkLoop(StepTrace):
         between = self.kl_between_lenses
         real_rows = plan.reduce_rows.to(next(iter(hidden.values())).device)
         keys = self.rows
+        for lens in lenses:  # a lens that runs the model per cell (a Patchscope) counts them
+            getattr(lens, "start_run", lambda *_: None)(len(real_rows), keys, last + 1)
         # Where each shown row's probabilities go in the returned [n_inputs * seq] layout.
         shown_at = torch.nonzero(mask.reshape(-1)).squeeze(1)
         vocab_size = int(model.vocab_size)
