@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = [
     "TextError",
@@ -99,6 +102,7 @@ def _model_hint(model: Any) -> str:
         )
     if model is None:
         return ": load one first, e.g. model = load_demo_model()"
+    # Here, not at the top, as in check_model: the contract imports torch.
     from murano_widgets.backends.contract import PROPERTIES
 
     missing = [
@@ -375,7 +379,7 @@ def check_choice(name: str, value: Any, allowed: Any, error: type = ValueError) 
     return value
 
 
-def check_axes(value: Any, name: str = "ax") -> Any:
+def check_axes(value: Any, name: str = "ax") -> Axes | None:
     """``value`` as matplotlib ``Axes`` to draw into, or ``None`` for a new figure.
 
     Raises:

@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from murano_widgets._memory import Need, format_bytes, preflight
+
 __all__ = [
     "Content",
     "check_npz",
@@ -109,9 +111,8 @@ def read_json(path: str | os.PathLike[str], what: str, *, expect: type = dict) -
         # Integers beyond Python's digit limit, or arrays nested deeper than the parser goes.
         raise ValueError(f"{where} is not valid JSON for this package ({error})") from None
     if not isinstance(value, expect):
-        wanted = {dict: "a JSON object {...}", list: "a JSON array [...]"}.get(
-            expect, expect.__name__
-        )
+        names: dict[type, str] = {dict: "a JSON object {...}", list: "a JSON array [...]"}
+        wanted = names.get(expect, expect.__name__)
         raise ValueError(f"{where} must hold {wanted}, got a {_json_type(value)}")
     return value
 
@@ -265,7 +266,7 @@ def read_npz(
             ) from None
     try:
         loaded = np.load(io.BytesIO(data), allow_pickle=False)
-        if not isinstance(loaded, Mapping):
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
             raise ValueError(f"{where} holds a single .npy array, not an .npz archive of arrays")
         with loaded:
             return {name: loaded[name] for name in loaded.files}
@@ -329,8 +330,6 @@ def _checked_members(
         MemoryBudgetError: If what the members declare does not fit in the free memory.
         zipfile.BadZipFile: If it is not a readable zip archive.
     """
-    from murano_widgets._memory import Need, format_bytes, preflight
-
     total = 0
     with zipfile.ZipFile(source) as archive:
         for info in archive.infolist():

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from murano_widgets._checks import check_text
+from murano_widgets._checks import check_bool, check_text
 
 __all__ = ["ROLES", "AppliedChat", "apply_chat", "check_chat", "check_hide_template"]
 
@@ -243,8 +243,6 @@ def check_hide_template(value: Any, token_roles: list[list[str]] | None, error: 
         TypeError: For anything but ``True`` or ``False``.
         error: For ``True`` on a result without template tokens.
     """
-    from murano_widgets._checks import check_bool
-
     if not check_bool("hide_template", value):
         return False
     if token_roles is None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from murano_widgets._adapters import as_lens_result
 from murano_widgets._checks import check_axes, check_bool, check_choice, check_index, check_int
-from murano_widgets.chat import check_hide_template
+from murano_widgets.chat import ROLES, check_hide_template, role_colours, role_names
 from murano_widgets.lenses import title_of
 from murano_widgets.metrics import METRICS, metric_domain
 from murano_widgets.tokens import display_token
@@ -272,8 +272,6 @@ def _figure_size(n_rows: int, n_cols: int) -> tuple[float, float]:
 
 def _shown_columns(result: Any, prompt: int, hide_template: bool) -> list[int]:
     """The prompt's real tokens drawn as columns (indices among them), in order."""
-    from murano_widgets.chat import ROLES
-
     n = len(result.positions(prompt))
     if not hide_template:
         return list(range(n))
@@ -308,8 +306,6 @@ def _mark_roles(ax: Axes, result: Any, prompt: int, columns: list[int]) -> bool:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch, Rectangle
     from matplotlib.transforms import Affine2D, ScaledTranslation, blended_transform_factory
-
-    from murano_widgets.chat import ROLES, role_colours, role_names
 
     if result.token_roles is None:
         return False

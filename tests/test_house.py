@@ -70,15 +70,21 @@ def _imports_of(source: str) -> set[str]:
     return found
 
 
-def _module_graph() -> dict[str, set[str]]:
-    """Every module of the package and the package modules it imports where the import runs
-    (read from the source, not by importing)."""
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its ``__init__.py``)."""
     modules = {}
     for path in PACKAGE.rglob("*.py"):
         parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
         modules[".".join(parts)] = path
+    return modules
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module of the package and the package modules it imports where the import runs
+    (read from the source, not by importing)."""
+    modules = _modules()
     graph = {}
     for name, path in modules.items():
         try:
@@ -359,3 +365,230 @@ def test_a_new_view_trait_is_one_line_of_the_table(load_tiny):
     assert LogitLensWidget(result, lens_name="logit").lens_name == "logit"
     with pytest.raises(TypeError, match="got 'lens' twice, as lens= and lens_name="):
         LogitLensWidget(result, lens="logit", lens_name="logit")
+
+
+# ---------------------------------------------------------------------------------------------
+# No private name crosses a module; no long function without a reason; the layers as drawn
+
+
+#: Private names still imported from another module, each with why: all of them the step's own
+#: (``step/``, ``lenses/``), which issue 48's step refactor makes public or keeps inside one
+#: module. Take an entry off once it is gone (the test says which are).
+PRIVATE_IMPORTS_ALLOWED = {
+    name: "the step's refactor (issue 48 part 2) owns step/ and lenses/"
+    for name in (
+        "murano_widgets._adapters <- murano_widgets.step.token_strings._decode_unique",
+        "murano_widgets.attribution.outputs <- murano_widgets.step.trace._flatten_states",
+        "murano_widgets.attribution.outputs <- murano_widgets.step.trace._model_inputs",
+        "murano_widgets.lenses.jacobian <- murano_widgets.lenses.jacobian_fit._check_matrices",
+        "murano_widgets.lenses.jacobian <- murano_widgets.lenses.tuned._model_name",
+        "murano_widgets.lenses.jacobian_fit <- murano_widgets.lenses.train._texts_hash",
+        "murano_widgets.lenses.jacobian_hub <- murano_widgets.backends.loading._hub_reachable",
+        "murano_widgets.lenses.tuned <- murano_widgets.lenses.train._check_train_args",
+        "murano_widgets.lenses.tuned <- murano_widgets.lenses.train._texts_hash",
+        "murano_widgets.lenses.tuned <- murano_widgets.lenses.train._Trainer",
+        "murano_widgets.step.assemble <- murano_widgets.step.token_strings._decode_unique",
+        "murano_widgets.step.assemble <- murano_widgets.step.token_strings._subset",
+        "murano_widgets.step.assemble <- murano_widgets.step.token_strings._words",
+        "murano_widgets.step.assemble <- murano_widgets.step.trace._model_inputs",
+        "murano_widgets.step.assemble <- murano_widgets.step.trace._row_states",
+        "murano_widgets.step.chunk_loop <- murano_widgets.step.trace._to_cpu",
+    )
+}
+
+
+def _private_imports(source: str, module: str, modules: set[str]) -> set[str]:
+    """``"importer <- module.name"`` for each private name (``_x``, not ``__x__``) that
+    ``source`` (the module ``module``) imports from another module of the package, where the
+    import runs or not. A private *module* (``murano_widgets._checks``) is the package's own
+    shared code, not a private name, and may be imported."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom) or node.module == module:
+            continue
+        if not (node.module or "").startswith("murano_widgets"):
+            continue
+        for alias in node.names:
+            name = alias.name
+            private = name.startswith("_") and not name.startswith("__")
+            if private and f"{node.module}.{name}" not in modules:
+                found.add(f"{module} <- {node.module}.{name}")
+    return found
+
+
+def test_the_private_import_finder():
+    source = """
+from murano_widgets.a import public, _private, __version__
+from murano_widgets import _checks
+from murano_widgets.m import _own
+def f():
+    from murano_widgets.b import _late
+"""
+    modules = {"murano_widgets.a", "murano_widgets.b", "murano_widgets._checks"}
+    assert _private_imports(source, "murano_widgets.m", modules) == {
+        "murano_widgets.m <- murano_widgets.a._private",
+        "murano_widgets.m <- murano_widgets.b._late",
+    }
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A helper two modules share is public in the module it lives in (or moved to where both
+    can reach it): a private name is the module's own, free to change without a search."""
+    modules = _modules()
+    found = set()
+    for name, path in modules.items():
+        found |= _private_imports(path.read_text(encoding="utf-8"), name, set(modules))
+    new = sorted(found - set(PRIVATE_IMPORTS_ALLOWED))
+    gone = sorted(set(PRIVATE_IMPORTS_ALLOWED) - found)
+    assert not new, f"private names imported across modules (make them public): {new}"
+    assert not gone, f"allowed private imports that are gone (take them off the list): {gone}"
+
+
+#: The most lines a function's code may run to (its docstring not counted: a public function's
+#: Args are documentation, not code to read).
+LONGEST_FUNCTION = 100
+
+#: Functions over that, each with why it is read best as one piece (or who is splitting it).
+LONG_FUNCTIONS = {
+    "murano_widgets/demo_model/train.py::model_card": (
+        "the demo model's card: one Markdown template filled in order, read as the page it writes"
+    ),
+    "murano_widgets/exercises/checks.py::check_top1": (
+        "an exercise's check: the tokens' checks, then the table of the student's known "
+        "mistakes, each rebuilt from the model, in the order an answer fails them"
+    ),
+    "murano_widgets/lenses/jacobian_fit.py::fit_jacobians": "lenses/: the step's refactor's",
+    "murano_widgets/lenses/tuned.py::TunedLens.train": (
+        "lenses/: the step's refactor moves it to lenses/train.py (issue 48 part 5)"
+    ),
+    "murano_widgets/step/assemble.py::StepRun._run": "step/: the step's refactor (issue 48 part 2)",
+    "murano_widgets/step/chunk_loop.py::ChunkLoop._reduce_after_trace": (
+        "step/: the step's refactor (issue 48 part 2)"
+    ),
+    "murano_widgets/step/inputs.py::plan_inputs": "step/: the step's refactor (issue 48 part 5)",
+}
+
+
+def _long_functions(source: str, limit: int) -> dict[str, int]:
+    """``qualified name -> lines`` of each function (methods and nested ones too) whose code,
+    from its first statement after the docstring to its end, runs over ``limit`` lines."""
+    found = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = child.body
+                if (
+                    len(body) > 1
+                    and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)
+                ):
+                    body = body[1:]
+                lines = (child.end_lineno or child.lineno) - body[0].lineno + 1
+                if lines > limit:
+                    found[prefix + child.name] = lines
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def test_the_long_function_finder():
+    body = "\n".join(f"    x = {i}" for i in range(5))
+    source = f'def short():\n    """Doc.\n\n    More.\n    """\n{body}\n'
+    source += f"class K:\n    def method(self):\n{body.replace('    ', '        ')}\n"
+    assert _long_functions(source, 5) == {}
+    assert _long_functions(source, 4) == {"short": 5, "K.method": 5}
+
+
+def test_no_function_runs_over_a_hundred_lines_without_a_reason():
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        for name, lines in _long_functions(
+            path.read_text(encoding="utf-8"), LONGEST_FUNCTION
+        ).items():
+            found[f"{where}::{name}"] = lines
+    new = {name: lines for name, lines in found.items() if name not in LONG_FUNCTIONS}
+    gone = sorted(set(LONG_FUNCTIONS) - set(found))
+    assert not new, (
+        f"functions over {LONGEST_FUNCTION} lines of code (split them into named steps, or "
+        f"give the reason in LONG_FUNCTIONS): {new}"
+    )
+    assert not gone, f"LONG_FUNCTIONS entries that are short now (take them off): {gone}"
+
+
+CONTRIBUTING = ROOT / "docs" / "contributing.md"
+
+
+def _drawn_layers() -> tuple[list[list[str]], set[tuple[str, str]]]:
+    """The contributors' map's drawing (docs/contributing.md, "The layers"): its layers top to
+    bottom, each the folders (``dataset/``) and top-level modules (``plot``) in it, and the
+    imports drawn as running upwards, ``(importer, imported)``."""
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    drawing = text.split("### The layers", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    layers: list[list[str]] = []
+    upwards = set()
+    for line in drawing.splitlines():
+        cells = [cell.strip() for cell in line.split("│")]
+        if len(cells) == 4:  # "│ name │ members │": a row, or a name-less row that goes on
+            if cells[1]:
+                layers.append([])
+            layers[-1] += cells[2].split()
+        elif "──▶" in line:
+            importer, rest = line.split("──▶")
+            upwards.add((importer.strip(), rest.split()[0]))
+    return layers, upwards
+
+
+def _placed_as(module: str, packages: set[str]) -> str:
+    """A module's place in the drawing: its top-level folder (``dataset/``) or module
+    (``plot``); the package's ``__init__`` is ``__init__``."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "__init__"
+    return f"{parts[0]}/" if f"murano_widgets.{parts[0]}" in packages else parts[0]
+
+
+def test_the_layers_drawn_in_the_contributors_map_are_the_imports():
+    layers, upwards = _drawn_layers()
+    level = {member: depth for depth, members in enumerate(layers) for member in members}
+    assert len(level) == sum(len(members) for members in layers), "a member drawn twice"
+    modules = _modules()
+    packages = {name for name, path in modules.items() if path.name == "__init__.py"}
+    places = {_placed_as(module, packages) for module in modules}
+    assert places == set(level), (
+        f"not drawn: {sorted(places - set(level))}; drawn but gone: {sorted(set(level) - places)}"
+    )
+    found = set()
+    for module, imported in _module_graph().items():
+        for other in imported:
+            a, b = _placed_as(module, packages), _placed_as(other, packages)
+            if level[b] < level[a]:  # a lower layer (drawn further down) importing a higher one
+                found.add((a, b))
+    assert found <= upwards, f"imports running upwards, not drawn: {sorted(found - upwards)}"
+    assert upwards <= found, f"drawn upward imports that are gone: {sorted(upwards - found)}"
+
+
+def test_the_contributors_map_has_one_line_per_module():
+    """docs/contributing.md's "The modules, one line each": every module of the package (but a
+    folder's ``__init__.py``, which says what the folder holds) on one line, once."""
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    section = text.split("### The modules, one line each", 1)[1].split("\n## ", 1)[0]
+    listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("- `")]
+    expected = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "__init__.py" or path.parent == PACKAGE
+    } | {"demo_model/__init__.py"}
+    twice = sorted({name for name in listed if listed.count(name) > 1})
+    assert not twice, f"listed twice: {twice}"
+    assert set(listed) == expected, (
+        f"not listed: {sorted(expected - set(listed))}; "
+        f"listed but gone: {sorted(set(listed) - expected)}"
+    )

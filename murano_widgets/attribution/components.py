@@ -160,6 +160,8 @@ class ComponentLayout:
             if attention:
                 states["attn"][layer] = take(_first(_get(block, self.sub.attention).output))
             if mid or layer in extra_mid:
+                # A parallel block has no resid_mid: a resid_mid site is refused before the trace.
+                assert self.sub.mid is not None
                 states["mid"][layer] = take(_get(block, self.sub.mid).input)
             states["post"][layer] = take(_first(block.output))
         return states

@@ -211,6 +211,7 @@ def decompose_rows(
             add("answer_row_contributions", contributions[last_rows])
             add("answer_row_bias", bias[last_rows])
         elif kind == "target":
+            assert targets is not None  # a "target" ask is made only with targets
             per_target.append((contributions, bias))
             if len(per_target) == len(targets):
                 add("target_contributions", torch.stack([c for c, _ in per_target], dim=1))

@@ -231,13 +231,15 @@ def readout_of(model: Any) -> Readout:
             "decompose=True needs the unembedding to be a linear layer; "
             f"{type(head).__name__} is not"
         )
-    norm_module, between = _norm_and_between(model)
-    for module in between:
+    norm_module, modules = _norm_and_between(model)
+    between: list[torch.nn.Linear] = []
+    for module in modules:
         if not isinstance(module, torch.nn.Linear) or module.bias is not None:
             raise ValueError(
                 "decompose=True needs the projections before the unembedding to be linear "
                 f"without bias; {type(module).__name__} is not"
             )
+        between.append(module)
     bias = None if head.bias is None else head.bias.detach().float()
     transform = model.logit_transform
     scale = 1.0

@@ -31,7 +31,7 @@ __all__ = ["parallel_title", "sublayers_of"]
 
 def parallel_title(config: Any) -> str:
     """What the errors call a parallel architecture: "GPT-NeoX (use_parallel_residual=True)"."""
-    model_type = getattr(config, "model_type", None)
+    model_type = str(getattr(config, "model_type", None))
     sub = SUBLAYERS.get(model_type)
     flag = f" ({sub.parallel_flag}=True)" if sub is not None and sub.parallel_flag else ""
     return TITLES.get(model_type, str(model_type)) + flag
@@ -49,8 +49,9 @@ def sublayers_of(config: Any, wanted: str) -> Sublayers:
             variant this package cannot split (OPT's post-norm blocks, Falcon's new
             decoder architecture with two norms).
     """
-    model_type = getattr(config, "model_type", None)
-    known = SUBLAYERS.get(model_type)
+    # A config without a model type has no entry: None reads as None in the message.
+    model_type: str | None = getattr(config, "model_type", None)
+    known = SUBLAYERS.get(model_type) if model_type is not None else None
     if known is None:
         raise ValueError(
             f"{wanted} needs to know where the attention and the MLP of model_type "

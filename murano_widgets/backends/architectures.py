@@ -404,7 +404,7 @@ def logit_transform(hf_model: torch.nn.Module) -> LogitTransform:
         # The model's own attribute first (Cohere keeps its logit_scale on the module).
         value = getattr(hf_model, attribute, None)
         if value is None:
-            value = _text_config_value(config, attribute)
+            value = text_config_value(config, attribute)
         if isinstance(value, torch.Tensor) and value.numel() == 1:
             value = value.item()
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
@@ -414,13 +414,15 @@ def logit_transform(hf_model: torch.nn.Module) -> LogitTransform:
             )
         if value != 1:
             values[operation] = float(value)
-    cap = _text_config_value(config, "final_logit_softcapping")
+    cap = text_config_value(config, "final_logit_softcapping")
     return LogitTransform(
         multiply=values["multiply"], divide=values["divide"], softcap=float(cap) if cap else None
     )
 
 
-def _text_config_value(config: Any, name: str) -> Any:
+def text_config_value(config: Any, name: str) -> Any:
+    """``config.name``, or the text model's (``get_text_config()``) for a multimodal config
+    that keeps it there; ``None`` if neither has it."""
     value = getattr(config, name, None)
     if value is None and hasattr(config, "get_text_config"):
         value = getattr(config.get_text_config(), name, None)

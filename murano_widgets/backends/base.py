@@ -51,11 +51,11 @@ from murano_widgets.backends.architectures import (
 from murano_widgets.backends.contract import ModelBackend
 from murano_widgets.backends.loading import (
     BACKENDS,
-    _ensure_pad_token,
-    _forward_kwargs,
-    _load,
-    _position_limits,
     check_source_argument,
+    ensure_pad_token,
+    forward_parameters,
+    load_model,
+    position_limits,
     quiet_loading,
     resolve_device,
     resolve_dtype,
@@ -87,7 +87,7 @@ class _ChooseBackend(type):
     def __call__(cls, *args: Any, backend: str = "auto", **kwargs: Any) -> Any:
         if cls is not MuranoModel:
             return super().__call__(*args, backend=backend, **kwargs)
-        return _load(args, backend, kwargs)
+        return load_model(args, backend, kwargs)
 
 
 class MuranoModel(metaclass=_ChooseBackend):
@@ -202,6 +202,8 @@ class MuranoModel(metaclass=_ChooseBackend):
         Returns:
             The token ids, ``[batch, prompt + new]`` (prompt first).
         """
+        # Here, not at the top: a remote trace sends the model to NDIF by value with the
+        # globals its methods name, and this is the client's alone.
         from murano_widgets.generation import nnsight_generate
 
         return nnsight_generate(self._nnsight_model(), inputs, **generate_kwargs)
@@ -292,14 +294,14 @@ class MuranoModel(metaclass=_ChooseBackend):
         then runs the self-check if the weights are loaded (else at the first trace)."""
         self.name = name
         self.tokenizer = tokenizer
-        _ensure_pad_token(tokenizer)
+        ensure_pad_token(tokenizer)
         self.n_layers = int(n_layers)
         self.vocab_size = int(self._head_weight.shape[0])
         # Cohere multiplies lm_head's output, Granite divides it, Gemma 2 soft-caps it: the
         # lens must do the same, or no layer of it (the last included) reads what the model does.
         self.logit_transform = logit_transform(hf_model)
-        self.context_length, self.trained_length = _position_limits(hf_model)
-        self.forward_kwargs = _forward_kwargs(hf_model)
+        self.context_length, self.trained_length = position_limits(hf_model)
+        self.forward_kwargs = forward_parameters(hf_model)
         self.backend_choice = self.backend
         self.backend_fallback_reason: str | None = None
         self._self_check_wanted = check_bool("self_check", self_check)

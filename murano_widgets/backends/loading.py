@@ -1,6 +1,6 @@
 """Loading a model: from a hub id or a folder, its device and dtype, the backend chosen.
 
-``MuranoModel(...)`` comes here (:func:`_load`): the backend asked for, or ``backend="auto"``'s
+``MuranoModel(...)`` comes here (:func:`load_model`): the backend asked for, or ``backend="auto"``'s
 choice (nnterp, falling back to plain nnsight where nnterp cannot read the model), each built
 through ``_BACKENDS`` (the backends import :mod:`murano_widgets.backends.base`, so it cannot
 import them). What a backend's ``__init__`` shares: :func:`resolve_source` (a hub id that
@@ -25,7 +25,8 @@ from urllib.parse import urlparse
 
 import torch
 
-from murano_widgets.backends.architectures import UnsupportedModelError, _text_config_value
+from murano_widgets._checks import is_nnsight_model
+from murano_widgets.backends.architectures import UnsupportedModelError, text_config_value
 from murano_widgets.backends.self_check import LensSelfCheckError
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ _DTYPES = {
 }
 
 
-def _load(args: tuple[Any, ...], backend: Any, kwargs: dict[str, Any]) -> MuranoModel:
+def load_model(args: tuple[Any, ...], backend: Any, kwargs: dict[str, Any]) -> MuranoModel:
     """``MuranoModel(*args, backend=backend, **kwargs)``: the backend chosen, or for ``"auto"``
     nnterp with a fall back to plain nnsight where nnterp cannot read the model.
 
@@ -77,8 +78,6 @@ def _load(args: tuple[Any, ...], backend: Any, kwargs: dict[str, Any]) -> Murano
         )
     if backend != "auto":
         return _backend_class(backend)(*args, backend=backend, **kwargs)
-    from murano_widgets._checks import is_nnsight_model
-
     # Through the registry, not an import: the backends import this module.
     NNsightModel: Any = _backend_class("nnsight")
 
@@ -293,7 +292,7 @@ _POSITION_TABLES = ("wpe", "embed_positions", "position_embeddings")
 _TRAINED_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length")
 
 
-def _position_limits(hf_model: torch.nn.Module) -> tuple[int | None, int | None]:
+def position_limits(hf_model: torch.nn.Module) -> tuple[int | None, int | None]:
     """(hard context length, trained length): the first for absolute positions, else the second."""
     base = getattr(hf_model, "base_model", hf_model)
     for path, table in base.named_modules():
@@ -308,13 +307,15 @@ def _position_limits(hf_model: torch.nn.Module) -> tuple[int | None, int | None]
             return int(table.num_embeddings) - int(getattr(table, "offset", 0)), None
     config = getattr(hf_model, "config", None)
     for key in _TRAINED_LENGTH_KEYS:
-        value = _text_config_value(config, key)
+        value = text_config_value(config, key)
         if isinstance(value, int) and value > 0:
             return None, value
     return None, None
 
 
-def _forward_kwargs(hf_model: torch.nn.Module) -> frozenset[str]:
+def forward_parameters(hf_model: torch.nn.Module) -> frozenset[str]:
+    """The names the model's ``forward`` takes (empty if its signature cannot be read), so a
+    backend passes only the keyword arguments a model accepts."""
     try:
         return frozenset(inspect.signature(hf_model.forward).parameters)
     except (TypeError, ValueError):
@@ -360,7 +361,7 @@ def with_tokenizer(source: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _ensure_pad_token(tokenizer: Any) -> None:
+def ensure_pad_token(tokenizer: Any) -> None:
     """Batching needs a pad token; padded positions are masked, so its identity is moot."""
     if tokenizer.pad_token is not None:
         return

@@ -77,6 +77,7 @@ def check_ndif_client() -> None:
         installed = "(none)"
     if installed != "(none)" and SpecifierSet(NDIF_NNSIGHT).contains(installed, prereleases=True):
         return
+    # Here, like the imports above: only a failed check needs them, on the client.
     from murano_widgets.backends.loading import NNTERP_EXTRA, nnterp_works
 
     why = (
@@ -542,6 +543,8 @@ class _JobStatus:
 
     def _ensure_bar(self) -> Any:
         if self._bar is None:
+            # Here, not at the top: the package's code travels to NDIF by value with the
+            # globals it names, and the bar is the client's alone.
             from murano_widgets._progress import progress_bar
 
             self._bar = progress_bar(

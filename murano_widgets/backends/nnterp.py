@@ -111,6 +111,8 @@ class NNterpModel(MuranoModel):
         """
         remote = kwargs.get("remote")
         if remote and remote != "local":
+            # Here, not at the top: a remote trace sends the model to NDIF by value with the
+            # globals its methods name, and this is the client's alone.
             from murano_widgets.backends.nnsight import check_ndif_client
 
             check_ndif_client()

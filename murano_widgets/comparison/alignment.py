@@ -148,6 +148,24 @@ def align_results(a: LogitLensResult, b: LogitLensResult, align: str) -> Alignme
     return Alignment(mode, layer_rows, b_layers, positions, depth_a, depth_b, note)
 
 
+def gather_aligned(
+    values_b: torch.Tensor, layer_rows: list[int], positions: torch.Tensor, fill: Any
+) -> torch.Tensor:
+    """``b``'s ``[rows_b, n_inputs, seq_b, ...]`` field on ``a``'s grid ``[rows_a, n, seq_a, ...]``.
+
+    ``layer_rows`` and ``positions`` are the alignment's maps; cells without a partner get
+    ``fill`` (``False`` for a boolean field).
+    """
+    rows = torch.tensor(layer_rows, dtype=torch.long)
+    n_inputs = positions.shape[0]
+    prompts = torch.arange(n_inputs).unsqueeze(1).expand_as(positions)
+    picked = values_b[rows.clamp_min(0)][:, prompts, positions.clamp_min(0)]
+    ok = (rows >= 0).view(-1, 1, 1) & (positions >= 0).unsqueeze(0)
+    while ok.dim() < picked.dim():
+        ok = ok.unsqueeze(-1)
+    return picked.masked_fill(~ok, fill) if picked.dtype != torch.bool else picked & ok
+
+
 def _note(
     mode: str,
     a: LogitLensResult,

@@ -38,6 +38,7 @@ from murano_widgets.comparison.alignment import (
     Alignment,
     align_results,
     check_align,
+    gather_aligned,
     partner_layer,
 )
 from murano_widgets.lenses import as_lens, title_of
@@ -122,7 +123,9 @@ class LensComparison:
             raise ValueError(f"{lacking} {field}: its change cannot be computed")
         nan = float("nan")
         on_a = _cell_values(getattr(self.a, field))
-        on_b = _gather(_cell_values(getattr(self.b, field)), self.layer_rows, self.positions, nan)
+        on_b = gather_aligned(
+            _cell_values(getattr(self.b, field)), self.layer_rows, self.positions, nan
+        )
         known = self.aligned & torch.isfinite(on_a) & torch.isfinite(on_b)
         return on_a.masked_fill(~known, nan), on_b.masked_fill(~known, nan)
 
@@ -241,14 +244,16 @@ def compare(
             ``"tokens"``, different numbers of prompts, different vocabularies, or a ``token``
             that is not in the vocabulary.
     """
-    plan = _plan(a, b, align, token)
+    plan = plan_comparison(a, b, align, token)
     token_prob_a, known_a = _token_probs(a, plan.token.unsqueeze(0).expand_as(a.max_probs))
     token_b = _on_b_grid(plan.token, plan.alignment, b)
     prob_b_on_b, known_b_on_b = _token_probs(b, token_b.unsqueeze(0).expand_as(b.max_probs))
-    token_prob_b = _gather(
+    token_prob_b = gather_aligned(
         prob_b_on_b, plan.alignment.layer_rows, plan.alignment.positions, float("nan")
     )
-    known_b = _gather(known_b_on_b, plan.alignment.layer_rows, plan.alignment.positions, False)
+    known_b = gather_aligned(
+        known_b_on_b, plan.alignment.layer_rows, plan.alignment.positions, False
+    )
     aligned = plan.aligned
     unknown = aligned & ~(known_a & known_b) & (plan.token >= 0)
     if bool(unknown.any()):
@@ -279,7 +284,7 @@ def compare(
             ],
         )
         kl = _kl_from_full(a, b, plan.alignment, aligned)
-    return _assemble(plan, token_prob_a, token_prob_b, kl, source="results")
+    return assemble_comparison(plan, token_prob_a, token_prob_b, kl, source="results")
 
 
 def compare_lenses(
@@ -365,11 +370,11 @@ def compare_lenses(
     # Each step's own trace: its saved block outputs serve the pair's reductions too.
     a, hidden_a = step_a.run_with_block_outputs(list(prompts_a))
     b, hidden_b = step_b.run_with_block_outputs(list(prompts_b))
-    plan = _plan(a, b, align, token)
+    plan = plan_comparison(a, b, align, token)
     token_prob_a, token_prob_b, kl = _run_together(
         plan, (model_a, lens_a, hidden_a), (model_b, lens_b, hidden_b), max_chunk_bytes
     )
-    return _assemble(plan, token_prob_a, token_prob_b, kl, source="run together")
+    return assemble_comparison(plan, token_prob_a, token_prob_b, kl, source="run together")
 
 
 def _check_token_argument(token: Any, vocab_size: int) -> None:
@@ -393,7 +398,12 @@ def _check_token_argument(token: Any, vocab_size: int) -> None:
 
 
 @dataclass
-class _Plan:
+class ComparisonPlan:
+    """What a comparison of ``a`` and ``b`` is made on, checked once: the two results, how
+    their cells pair, the token compared per prompt position (and the rule that chose it), and
+    which of ``a``'s cells have a partner. ``compare``, ``compare_lenses`` and ``patch_lens``
+    share it."""
+
     a: LogitLensResult
     b: LogitLensResult
     alignment: Alignment
@@ -402,7 +412,13 @@ class _Plan:
     aligned: torch.Tensor  # [rows_a, n_inputs, seq_a] bool
 
 
-def _plan(a: Any, b: Any, align: Any, token: Any) -> _Plan:
+def plan_comparison(a: Any, b: Any, align: Any, token: Any) -> ComparisonPlan:
+    """Checks two results, aligns them (``align``) and chooses the token compared (``token``).
+
+    Raises:
+        TypeError: ``a`` or ``b`` is not a ``LogitLensResult``.
+        ValueError: a bad ``align`` or ``token``, or two vocabularies of different sizes.
+    """
     for name, value in (("a", a), ("b", b)):
         if not isinstance(value, LogitLensResult):
             raise TypeError(
@@ -415,9 +431,11 @@ def _plan(a: Any, b: Any, align: Any, token: Any) -> _Plan:
     alignment = align_results(a, b, align)
     chosen, rule = _chosen_token(a, token)
     valid_a = a.predicted_tokens >= 0
-    valid_b = _gather(b.predicted_tokens >= 0, alignment.layer_rows, alignment.positions, False)
+    valid_b = gather_aligned(
+        b.predicted_tokens >= 0, alignment.layer_rows, alignment.positions, False
+    )
     aligned = valid_a & valid_b
-    return _Plan(a, b, alignment, chosen, rule, aligned)
+    return ComparisonPlan(a, b, alignment, chosen, rule, aligned)
 
 
 def _check_same_vocabulary(a: LogitLensResult, b: LogitLensResult) -> None:
@@ -489,24 +507,6 @@ def _chosen_token(a: LogitLensResult, token: Any) -> tuple[torch.Tensor, str]:
 # From the results alone
 
 
-def _gather(
-    values_b: torch.Tensor, layer_rows: list[int], positions: torch.Tensor, fill: Any
-) -> torch.Tensor:
-    """``b``'s ``[rows_b, n_inputs, seq_b, ...]`` field on ``a``'s grid ``[rows_a, n, seq_a, ...]``.
-
-    ``layer_rows`` and ``positions`` are the alignment's maps; cells without a partner get
-    ``fill`` (``False`` for a boolean field).
-    """
-    rows = torch.tensor(layer_rows, dtype=torch.long)
-    n_inputs = positions.shape[0]
-    prompts = torch.arange(n_inputs).unsqueeze(1).expand_as(positions)
-    picked = values_b[rows.clamp_min(0)][:, prompts, positions.clamp_min(0)]
-    ok = (rows >= 0).view(-1, 1, 1) & (positions >= 0).unsqueeze(0)
-    while ok.dim() < picked.dim():
-        ok = ok.unsqueeze(-1)
-    return picked.masked_fill(~ok, fill) if picked.dtype != torch.bool else picked & ok
-
-
 def _cell_values(values: torch.Tensor) -> torch.Tensor:
     """A per-cell field as float32 values: an integer field's -1 (a rank without one) is NaN."""
     values = values.detach().cpu()
@@ -558,6 +558,8 @@ def _kl_from_full(
     a: LogitLensResult, b: LogitLensResult, alignment: Alignment, aligned: torch.Tensor
 ) -> torch.Tensor:
     """KL(a ‖ b) in bits from both results' ``all_probs``, one row of ``a`` at a time."""
+    probs_a, probs_b = a.all_probs, b.all_probs
+    assert probs_a is not None and probs_b is not None  # asked for only when both kept them
     kl = torch.full(tuple(a.max_probs.shape), float("nan"))
     prompts, seqs = torch.nonzero(alignment.positions >= 0, as_tuple=True)
     seqs_b = alignment.positions[prompts, seqs]
@@ -567,24 +569,26 @@ def _kl_from_full(
         if row_b < 0 or len(prompts) == 0:
             continue
         # Log-probabilities are logits of the same distributions: the one KL reads them.
-        log_p = a.all_probs[row, prompts, seqs].float().log()
-        log_q = b.all_probs[row_b, prompts, seqs_b].float().log()
+        log_p = probs_a[row, prompts, seqs].float().log()
+        log_q = probs_b[row_b, prompts, seqs_b].float().log()
         kl[row, prompts, seqs] = reduce_pair(log_p, log_q, any_token, buffers)[2]
     return kl.masked_fill(~aligned, float("nan"))
 
 
-def _assemble(
-    plan: _Plan,
+def assemble_comparison(
+    plan: ComparisonPlan,
     token_prob_a: torch.Tensor,
     token_prob_b: torch.Tensor,
     kl: torch.Tensor | None,
     source: str,
 ) -> LensComparison:
+    """The ``LensComparison`` of a plan and its per-cell numbers (cells without a partner
+    set to NaN); ``source`` says how the numbers were made (``"results"``, ``"run together"``)."""
     a, b, alignment = plan.a, plan.b, plan.alignment
     aligned = plan.aligned
     token_prob_a = token_prob_a.masked_fill(~aligned, float("nan"))
     token_prob_b = token_prob_b.masked_fill(~aligned, float("nan"))
-    predicted_b = _gather(b.predicted_tokens, alignment.layer_rows, alignment.positions, -1)
+    predicted_b = gather_aligned(b.predicted_tokens, alignment.layer_rows, alignment.positions, -1)
     top1_differs = (a.predicted_tokens != predicted_b) & aligned
     return LensComparison(
         a=a,
@@ -624,7 +628,7 @@ def _label(result: LogitLensResult) -> str:
 
 
 def _run_together(
-    plan: _Plan,
+    plan: ComparisonPlan,
     side_a: tuple[Any, Any, dict[int, torch.Tensor]],
     side_b: tuple[Any, Any, dict[int, torch.Tensor]],
     max_chunk_bytes: int,

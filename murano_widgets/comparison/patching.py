@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model, check_str
-from murano_widgets.comparison.compare import LensComparison, _assemble, _plan
+from murano_widgets.comparison.compare import LensComparison, assemble_comparison, plan_comparison
 from murano_widgets.lenses import as_lens
 from murano_widgets.results.combine import select_prompts
 from murano_widgets.results.result import LogitLensResult
@@ -242,6 +242,75 @@ def patch_lens(
         RuntimeError: If the step ran without running the patch (a step path without an
             nnsight trace).
     """
+    request = _check_request(
+        model, prompt, layer, position, source, source_position, mean_over, answers, lens,
+        remote, token,
+    )  # fmt: skip
+    step = LogitLens(
+        model,
+        layers,
+        top_k=top_k,
+        max_chunk_bytes=max_chunk_bytes,
+        remote=request.remote,
+        reduce_in_trace=reduce_in_trace,
+        lens=lens,
+    )
+    batch, batch_answers = _batch(prompt, request)
+    plan, patch = _place_patch(model, batch, batch_answers, request)
+    intervention = _Intervention(
+        plan,
+        patch,
+        len(request.sources),
+        step.layers,
+        request.n_layers,
+        step.lens,
+        request.token_id,
+        step.reduce_in_trace,
+    )
+    step.intervention = intervention
+    try:
+        result = step.run(batch, batch_answers)
+    finally:
+        step.intervention = None
+    assert isinstance(result, LogitLensResult)
+    pair = intervention.pair_fields(model, max_chunk_bytes)
+    return _compare_runs(model, result, pair, patch, request.token_id)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """``patch_lens``'s arguments checked before any model work; positions as given (they are
+    resolved against the tokens in :func:`_place_patch`)."""
+
+    n_layers: int
+    layer: int
+    position: int
+    #: ``"prompt"``, ``"zero"`` or ``"mean"``.
+    kind: str
+    #: The prompts only read: prompt B, or those a mean is taken over.
+    sources: list[str]
+    source_position: int | None
+    answer_sets: dict[str, list[Any]] | None
+    remote: bool
+    #: The token ``delta_prob`` follows; ``None`` for the clean run's own prediction.
+    token_id: int | None
+
+
+def _check_request(
+    model: Any,
+    prompt: Any,
+    layer: Any,
+    position: Any,
+    source: Any,
+    source_position: Any,
+    mean_over: Any,
+    answers: Any,
+    lens: Any,
+    remote: Any,
+    token: Any,
+) -> _Request:
+    """Every argument of ``patch_lens`` but the step's own, checked (the step checks its
+    options as it is made)."""
     check_model(model)
     n_layers = int(model.n_layers)
     if not isinstance(prompt, str):
@@ -265,31 +334,41 @@ def patch_lens(
         as_lens(lens, model)  # raises, saying that one lens goes here
     remote = check_bool("remote", remote)
     token_id = _check_token(token, model)
-    step = LogitLens(
-        model,
-        layers,
-        top_k=top_k,
-        max_chunk_bytes=max_chunk_bytes,
-        remote=remote,
-        reduce_in_trace=reduce_in_trace,
-        lens=lens,
+    return _Request(
+        n_layers, layer, position, kind, sources, source_position, answer_sets, remote, token_id
     )
 
-    # The batch and its plan, as the step will make it (the same call): where every token sits.
+
+def _batch(prompt: str, request: _Request) -> tuple[list[str], dict[str, list[Any]] | None]:
+    """The step's batch ``[prompt, prompt, *sources]`` and its answers (the one prompt's, in
+    the clean and the patched row)."""
+    sources = request.sources
     batch = [prompt, prompt, *sources]
-    batch_answers = None
-    if answer_sets is not None:
-        batch_answers = {
-            name: [entries[0], entries[0]] + [None] * len(sources)
-            for name, entries in answer_sets.items()
-        }
-    if batch_answers is not None:
-        batch_answers = validate_answers(batch_answers, len(batch))
+    if request.answer_sets is None:
+        return batch, None
+    batch_answers = {
+        name: [entries[0], entries[0]] + [None] * len(sources)
+        for name, entries in request.answer_sets.items()
+    }
+    return batch, validate_answers(batch_answers, len(batch))
+
+
+def _place_patch(
+    model: Any,
+    batch: list[str],
+    batch_answers: dict[str, list[Any]] | None,
+    request: _Request,
+) -> tuple[InputPlan, Patch]:
+    """The batch's plan, as the step will make it (the same call): where every token sits,
+    and the patch with its positions resolved against the prompts' tokens."""
     plan = plan_inputs(model.tokenizer, batch, batch_answers, None, False)
     lengths = [int(n) for n in plan.display_mask.sum(dim=1)]
     tokens_of = _token_texts(model.tokenizer, plan)
-    given = position if source_position is None else source_position
-    position = _resolve_position("position", position, lengths[_CLEAN], "the prompt", tokens_of(0))
+    kind, sources, source_position = request.kind, request.sources, request.source_position
+    given = request.position if source_position is None else source_position
+    position = _resolve_position(
+        "position", request.position, lengths[_CLEAN], "the prompt", tokens_of(0)
+    )
     if kind == "prompt":
         source_position = _resolve_position(
             "source_position",
@@ -300,7 +379,7 @@ def patch_lens(
             note="" if source_position is not None else " (the default: position)",
         )
     patch = Patch(
-        layer=layer,
+        layer=request.layer,
         position=position,
         source=kind,
         source_prompt=sources[0] if kind == "prompt" else None,
@@ -309,35 +388,35 @@ def patch_lens(
         token=tokens_of(_CLEAN)[position],
         source_token=tokens_of(_FIRST_SOURCE)[source_position] if kind == "prompt" else None,
     )
-    intervention = _Intervention(
-        plan, patch, len(sources), step.layers, n_layers, step.lens, token_id, step.reduce_in_trace
-    )
+    return plan, patch
 
-    step.intervention = intervention
-    try:
-        result = step.run(batch, batch_answers)
-    finally:
-        step.intervention = None
-    assert isinstance(result, LogitLensResult)
-    pair = intervention.pair_fields(model, max_chunk_bytes)
 
+def _compare_runs(
+    model: Any,
+    result: LogitLensResult,
+    pair: dict[str, torch.Tensor],
+    patch: Patch,
+    token_id: int | None,
+) -> PatchComparison:
+    """The clean and the patched row of the step's result, compared with the pair reduction's
+    per-cell numbers (``pair``)."""
     side = model.tokenizer.padding_side
     clean = select_prompts(result, [_CLEAN], padding_side=side)
     patched = select_prompts(result, [_PATCHED], padding_side=side)
     if token_id is not None:
         # The chosen token is named in the views even where neither run ranks it in its top-k.
         text = model.tokenizer.decode([token_id], clean_up_tokenization_spaces=False)
-        for side in (clean, patched):
-            side.token_strings.setdefault(token_id, text)  # type: ignore[union-attr]
+        for run in (clean, patched):
+            run.token_strings.setdefault(token_id, text)  # type: ignore[union-attr]
     chosen = pair["token"].view(1, -1)
-    compared = _plan(clean, patched, "tokens", chosen)
+    compared = plan_comparison(clean, patched, "tokens", chosen)
     rule = (
         "final prediction of the clean run"
         if token_id is None
         else f"token {clean.token_strings.get(token_id, token_id)!r}"  # type: ignore[union-attr]
     )
     grid = tuple(clean.max_probs.shape)
-    base = _assemble(
+    base = assemble_comparison(
         compared,
         pair["token_prob_a"].view(grid),
         pair["token_prob_b"].view(grid),
@@ -348,7 +427,7 @@ def patch_lens(
     values.update(
         token_rule=rule,
         alignment_note=f"Patched: {patch.describe()}.",
-        labels=("clean", f"patched (L{patch.layer}, position {patch.position}, {kind})"),
+        labels=("clean", f"patched (L{patch.layer}, position {patch.position}, {patch.source})"),
     )
     return PatchComparison(**values, patch=patch)
 

@@ -20,9 +20,10 @@ import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model
+from murano_widgets._progress import progress_bar
 from murano_widgets.dataset.io import model_provenance
-from murano_widgets.dataset.plot import SERIES_COLOURS, _short
-from murano_widgets.dataset.runner import _token_lengths, batch_order
+from murano_widgets.dataset.plot import SERIES_COLOURS, model_short_name
+from murano_widgets.dataset.runner import batch_order, token_lengths
 from murano_widgets.dataset.stats import bootstrap_means, check_summary_args
 from murano_widgets.lenses import FINAL, lens_label, named_lenses
 from murano_widgets.step.logit_lens import LogitLens
@@ -98,9 +99,7 @@ def lens_agreement(
     n, n_layers = len(prompts), len(step.layers)
     # [n_layers, n_prompts] per pair and quantity, the result's axis order.
     values = {(pair, what): np.full((n_layers, n), np.nan) for pair in pairs for what in QUANTITIES}
-    order = batch_order(_token_lengths(model, prompts))
-
-    from murano_widgets._progress import progress_bar
+    order = batch_order(token_lengths(model, prompts))
 
     bar = progress_bar(total=n, desc="lens_agreement", unit="prompt", enabled=progress)
     try:
@@ -359,7 +358,7 @@ class LensAgreement:
         fig.suptitle(
             title
             if title is not None
-            else f"{_short(model)}: do the lenses agree? {self.n_prompts} prompts, {where}"
+            else f"{model_short_name(model)}: do the lenses agree? {self.n_prompts} prompts, {where}"
         )
         return fig
 

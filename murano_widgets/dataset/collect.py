@@ -1,6 +1,6 @@
 """A run's per-prompt numbers, collected batch by batch (from the step, or read back from a
 run's shards) and placed at their prompts' columns once, at the end: what a run and a folder's
-load share before :func:`~murano_widgets.dataset.lens_dataset._assemble` makes the data set."""
+load share before :func:`~murano_widgets.dataset.lens_dataset.assemble_dataset` makes the data set."""
 
 from __future__ import annotations
 

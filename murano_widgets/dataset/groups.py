@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from murano_widgets.dataset.plot import SERIES_LINESTYLES, series_look
 from murano_widgets.dataset.stats import bootstrap_means, check_summary_args
+from murano_widgets.results.result import LogitLensResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,9 +38,10 @@ BLANK = "___"
 
 
 def _is_dataset(source: Any) -> bool:
-    from murano_widgets.dataset.lens_dataset import LensDataset
-
-    return isinstance(source, LensDataset)
+    """A data set, not one lens's result: read off the source (a data set names its lenses),
+    not by importing ``LensDataset``, whose module draws groups through this one
+    (``LensDataset.plot(metric="groups")``): the import would close a circle."""
+    return not isinstance(source, LogitLensResult) and hasattr(source, "lens_names")
 
 
 def _lens_parts(source: Any, lens: str | None) -> list[tuple[str | None, Any]]:
@@ -181,8 +184,6 @@ def plot_groups(
         ValueError: For a source without groups, or a group it does not have.
     """
     import matplotlib.pyplot as plt
-
-    from murano_widgets.dataset.plot import SERIES_LINESTYLES, series_look
 
     parts = _lens_parts(result, lens)
     names = group_values(parts[0][1])[0]  # raises for a source without groups

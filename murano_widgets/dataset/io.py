@@ -11,7 +11,7 @@ import math
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -45,7 +45,7 @@ def model_provenance(model: Any, step: Any, lens: Any) -> dict[str, Any]:
     module = _torch_module(model)
     config = getattr(module, "config", None)
     revision = getattr(config, "_commit_hash", None)
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ("torch", "transformers", "nnsight", "nnterp", "murano-widgets", "numpy"):
         try:
             versions[package] = version(package)
@@ -245,7 +245,8 @@ def write_saved(
         fields: The rest of the sidecar.
     """
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    # cast: numpy's stub reads a ** mapping as possibly holding its allow_pickle flag.
+    np.savez_compressed(buffer, **cast("dict[str, Any]", arrays))
     data = buffer.getvalue()
     sidecar = {**header, "npz_sha256": hashlib.sha256(data).hexdigest(), **fields}
     text = json.dumps(sidecar, ensure_ascii=False, indent=1)

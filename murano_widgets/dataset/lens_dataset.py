@@ -8,7 +8,7 @@ lens, declared in :mod:`murano_widgets.dataset.table`. Memory therefore grows wi
 into a tidy frame, per-layer summaries with bootstrap intervals, a figure, a widget, and files
 that remake the figure without the model; :meth:`LensDataset.load` reads a saved file or a run's
 finished folder. The run's records are collected and assembled here (``Collector``,
-``_assemble``), so that a run and a folder's load make a data set the same way.
+``assemble_dataset``), so that a run and a folder's load make a data set the same way.
 
 With several lenses side by side (``lens={"logit": None, "tuned": tuned}``) each batch runs one
 trace for all of them, and the data set's table holds each lens's arrays by name over the same
@@ -42,7 +42,9 @@ from murano_widgets.dataset.frames import (
     text_columns,
     tidy_frame,
 )
+from murano_widgets.dataset.groups import plot_groups
 from murano_widgets.dataset.io import paths, read_saved, write_saved
+from murano_widgets.dataset.plot import plot_contributions, plot_dataset
 from murano_widgets.dataset.shards import (
     is_run_folder,
     read_folder,
@@ -69,7 +71,7 @@ from murano_widgets.metrics import METRICS, Metric, held_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure, SubFigure
 
     from murano_widgets.backends.base import ModelBackend
     from murano_widgets.widgets.dataset import LensDatasetWidget
@@ -83,7 +85,7 @@ FORMAT_VERSION = 1
 LENSES_FORMAT_VERSION = 2
 
 
-def _assemble(
+def assemble_dataset(
     collector: Collector,
     layers: list[int],
     provenance: dict[str, Any],
@@ -539,12 +541,20 @@ class LensDataset:
         self._require_contributions()
         return "logit(answer) - logit(foil)" if self.foils is not None else "logit(answer)"
 
-    def _require_contributions(self) -> None:
+    def _require_contributions(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """``(contributions, contribution_bias, component_labels)``, which a data set made
+        with ``decompose=True`` holds all three of (the constructor checks them together).
+
+        Raises:
+            ValueError: For a data set made without ``decompose=True``.
+        """
         if self.component_labels is None:
             raise ValueError(
                 "this data set has no contributions: make it with "
                 "lens_dataset(..., decompose=True) (and heads=True for attention heads)"
             )
+        assert self.contributions is not None and self.contribution_bias is not None
+        return self.contributions, self.contribution_bias, self.component_labels
 
     def contribution_summary(
         self, ci: float = 0.95, n_boot: int = 1000, seed: int | None = 0
@@ -577,12 +587,12 @@ class LensDataset:
         """
         import pandas as pd
 
-        self._require_contributions()
+        contributions, bias, labels = self._require_contributions()
         ci, n_boot, seed = check_summary_args(ci, n_boot, seed)
-        stats = contribution_stats(self.contributions.T, self.contribution_bias, ci, n_boot, seed)
+        stats = contribution_stats(contributions.T, bias, ci, n_boot, seed)
         table = pd.DataFrame(
             {
-                **component_columns(self.component_labels),
+                **component_columns(labels),
                 "n_prompts": stats["n_prompts"],
                 "contribution_mean": stats["mean"],
                 "contribution_ci_low": stats["low"],
@@ -621,7 +631,7 @@ class LensDataset:
         self._require_contributions()
         return contributions_frame(self)
 
-    def plot_contributions(self, **options: Any) -> Figure:
+    def plot_contributions(self, **options: Any) -> Figure | SubFigure:
         """The direct logit attribution figure: the mean contribution of each component in
         model order, signed, with bootstrap interval whiskers; with heads, a layer × head grid
         of the heads' means beside bars for the rest.
@@ -629,13 +639,11 @@ class LensDataset:
         See :func:`murano_widgets.dataset.plot.plot_contributions` for the options (``ci``,
         ``n_boot``, ``seed``, ``ax``, ``title``).
         """
-        from murano_widgets.dataset.plot import plot_contributions
-
         return plot_contributions(self, **options)
 
     # -- views ---------------------------------------------------------------------------------
 
-    def plot(self, **options: Any) -> Figure:
+    def plot(self, **options: Any) -> Figure | SubFigure:
         """The figure: mean per layer with shaded intervals, one line per answer set (and lens).
 
         See :func:`murano_widgets.dataset.plot.plot_dataset` for the options (``metric``:
@@ -643,11 +651,7 @@ class LensDataset:
         ``ax``). With token groups, ``metric="groups"`` draws them, one curve per group, as
         :func:`~murano_widgets.plot_groups` does (its options: ``groups``, ``entropy``, ...).
         """
-        from murano_widgets.dataset.plot import plot_dataset
-
         if options.get("metric") == "groups":
-            from murano_widgets.dataset.groups import plot_groups
-
             return plot_groups(self, **{k: v for k, v in options.items() if k != "metric"}).figure
 
         return plot_dataset(self, **options)
@@ -670,6 +674,8 @@ class LensDataset:
                 :func:`~murano_widgets._checks.check_model`) or lacks the data set's layers, or
                 ``lens`` is given but is not a lens that fits the model.
         """
+        # At call time: the widgets are the layer above (the one upward import of dataset/,
+        # drawn in docs/contributing.md's map of the layers).
         from murano_widgets.widgets.dataset import LensDatasetWidget
 
         if model is not None:
@@ -708,10 +714,11 @@ class LensDataset:
             # One row per prompt on disk: [n_prompts, n_layers].
             arrays |= on_disk(values, "" if name is None else f"l{k}_", sets, np.transpose)
         if self.component_labels is not None:
+            contributions, bias, _ = self._require_contributions()
             # One copy whatever the lenses (they are the same for every lens); one row per
             # prompt, as the other arrays.
-            arrays["contributions"] = self.contributions.T
-            arrays["contribution_bias"] = self.contribution_bias
+            arrays["contributions"] = contributions.T
+            arrays["contribution_bias"] = bias
         fields = {
             "prompts": self.prompts,
             "layers": self.layers,
@@ -857,7 +864,7 @@ def _load_folder(folder: Path) -> LensDataset:
         )
     named_lenses = lens_entries is not None
     layers = list(provenance["layers"])
-    return _assemble(
+    return assemble_dataset(
         collector,
         layers,
         provenance,

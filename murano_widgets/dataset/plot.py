@@ -16,7 +16,7 @@ from murano_widgets.metrics import DATASET_CHART, DATASET_METRICS, nice_ceil
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure, SubFigure
 
     from murano_widgets.dataset.lens_dataset import LensDataset
 
@@ -70,7 +70,7 @@ def plot_dataset(
     seed: int | None = 0,
     ax: Axes | None = None,
     title: str | None = None,
-) -> Figure:
+) -> Figure | SubFigure:
     """Mean per layer with its bootstrap interval shaded, one line per answer set (and lens).
 
     With several lenses side by side, each lens has a colour of the series palette and each
@@ -115,6 +115,7 @@ def plot_dataset(
     assert chosen.interval is not None
     mean, (low, high) = chosen.field, chosen.interval
     table = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
+    fig: Figure | SubFigure  # drawn into given axes, the figure they sit in (maybe a subfigure)
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
     else:
@@ -168,7 +169,7 @@ def plot_dataset(
     ax.grid(alpha=0.3)
     ax.legend(title=f"{round(ci * 100)}% bootstrap interval", fontsize="small")
     model = dataset.provenance.get("model_name") or "model"
-    default = f"{_short(model)}: {dataset.n_prompts} prompts"
+    default = f"{model_short_name(model)}: {dataset.n_prompts} prompts"
     if lenses:
         default += f", {len(lenses)} lenses"
     ax.set_title(title if title is not None else default)
@@ -191,7 +192,9 @@ def lens_look(lens_index: int, set_index: int) -> tuple[str, Any]:
     )
 
 
-def _short(name: Any) -> str:
+def model_short_name(name: Any) -> str:
+    """A model's name as a title shows it: a hub id or a folder's last part (``"gpt2"`` of
+    ``"openai-community/gpt2"`` or ``"/models/gpt2/"``)."""
     text = str(name).rstrip("/\\")
     return text.replace("\\", "/").rsplit("/", 1)[-1] or text
 
@@ -204,7 +207,7 @@ def plot_contributions(
     seed: int | None = 0,
     ax: Axes | Sequence[Axes] | None = None,
     title: str | None = None,
-) -> Figure:
+) -> Figure | SubFigure:
     """The direct logit attribution over the data set: each component's mean contribution to
     the answer's logit (or logit(answer) − logit(foil)) at the prompts' last position, signed,
     in model order, with its bootstrap interval as a whisker.
@@ -243,19 +246,20 @@ def plot_contributions(
     target = "answer − foil" if dataset.foils is not None else "answer logit"
     n_counted = int(table["n_prompts"].iloc[0])
     model = dataset.provenance.get("model_name") or "model"
-    default = f"{_short(model)}: direct logit attribution, {target} ({n_counted} prompts)"
+    default = f"{model_short_name(model)}: direct logit attribution, {target} ({n_counted} prompts)"
     ylabel = (
         "direct contribution to logit(answer) − logit(foil)"
         if dataset.foils is not None
         else "direct contribution to logit(answer)"
     )
+    fig: Figure | SubFigure  # drawn into given axes, the figure they sit in (maybe a subfigure)
     if heads.empty:
-        check_axes(ax)
-        if ax is None:
+        given = check_axes(ax)
+        if given is None:
             width = min(16.0, max(6.4, 0.32 * len(rows) + 1.5))
             fig, bar_ax = plt.subplots(figsize=(width, 4.0), layout="constrained")
         else:
-            bar_ax = ax
+            bar_ax = given
             fig = bar_ax.figure
         _contribution_bars(bar_ax, rows, ci, ylabel)
         bar_ax.set_title(title if title is not None else default)
@@ -354,7 +358,7 @@ def _contribution_bars(ax: Axes, rows: pd.DataFrame, ci: float, ylabel: str) -> 
     )
 
 
-def _head_grid(fig: Figure, ax: Axes, heads: pd.DataFrame) -> None:
+def _head_grid(fig: Figure | SubFigure, ax: Axes, heads: pd.DataFrame) -> None:
     """The heads' means as a layer × head grid on the diverging scale, centred at 0."""
     from matplotlib.colors import LinearSegmentedColormap, Normalize
 

@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Any
 
+from murano_widgets._progress import progress_bar
+
 __all__ = ["Progress"]
 
 
@@ -36,8 +38,6 @@ class Progress:
     """
 
     def __init__(self, total: int | None, enabled: bool, desc: str = "lens_dataset") -> None:
-        from murano_widgets._progress import progress_bar
-
         self.total = total
         self.run_prompts = 0
         self.run_tokens = 0

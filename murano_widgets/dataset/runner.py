@@ -24,18 +24,20 @@ import os
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model, check_path
 from murano_widgets._memory import Need, preflight, return_freed_memory
+from murano_widgets.backends.nnsight import job_statuses_to
 from murano_widgets.dataset.collect import Collector
 from murano_widgets.dataset.group_inputs import DatasetGroups, dataset_groups
 from murano_widgets.dataset.io import model_provenance
-from murano_widgets.dataset.lens_dataset import LensDataset, _assemble
+from murano_widgets.dataset.lens_dataset import LensDataset, assemble_dataset
 from murano_widgets.dataset.progress import Progress
 from murano_widgets.dataset.shards import (
     ShardStore,
@@ -45,6 +47,7 @@ from murano_widgets.dataset.shards import (
 from murano_widgets.dataset.stream import (
     DEFAULT_SET,
     WINDOW_BATCHES,
+    Batching,
     Inputs,
     Window,
     cut_batches,
@@ -56,6 +59,7 @@ from murano_widgets.step.logit_lens import LogitLens
 
 if TYPE_CHECKING:
     from murano_widgets.backends.base import ModelBackend
+    from murano_widgets.results.lenses import LensResults
 
 __all__ = ["lens_dataset"]
 
@@ -161,6 +165,96 @@ def lens_dataset(
             and for a bad prompt, answer or foil of a stream, naming its index (when it is read).
     """
     check_model(model)
+    run = _check_run(progress, variants, decompose, heads, remote, remote_jobs, path)
+    inputs = Inputs(prompts, answers, foils, run.decompose)
+    token_groups = dataset_groups(model.tokenizer, groups, int(model.vocab_size))
+    if token_groups is not None:
+        token_groups.check_total(inputs.total)
+    # A data set reads each prompt where it ends: the step reduces those positions alone.
+    step = LogitLens(
+        model, layers, lens=lens, variants=run.variants, positions="last", remote=run.remote,
+        decompose=run.decompose, heads=run.heads,
+    )  # fmt: skip
+    n_saved = len({*step.layers, model.n_layers - 1})
+    batching = resolve_batching(model, n_saved, batch_size, batch_tokens, run.remote)
+    # The first item tells pairs' answer sets; an empty stream is an error before model work.
+    stream = iter(inputs)
+    first = next(stream, None)
+    if first is None:
+        raise ValueError("prompts is empty: give at least one prompt")
+    assert inputs.set_names is not None  # known from the first item
+    sets, named, has_foils = list(inputs.set_names), bool(inputs.named), bool(inputs.has_foils)
+
+    provenance = _provenance(model, step, lens, inputs, batching, run, sets, token_groups)
+    store = None
+    if run.folder is not None:
+        options = _fingerprint_options(run, batching, sets, named, has_foils, token_groups)
+        store = ShardStore(run.folder, fingerprint_of(provenance, options), provenance)
+        provenance = store.provenance
+
+    lens_names = list(step.lenses)
+    labels = list(step.components.labels) if step.components is not None else None
+    group_names = None if token_groups is None else token_groups.names
+    collector = Collector(
+        lens_names, sets, labels, has_foils, named, fields_for(METRIC_FIELDS, has_foils),
+        group_names,
+    )  # fmt: skip
+    if inputs.total is not None:  # a stream's length is not known: its windows are bounded
+        needs = _dataset_needs(step, sets, inputs, len(group_names or ()))
+        preflight(f"lens_dataset on {inputs.total} prompts", needs)
+    bar = Progress(inputs.total, run.progress)
+    with bar, _job_statuses(bar, run.remote):
+        hashes, n_windows = _run_windows(
+            _chain(first, stream), model, step, batching, store, collector, bar, run.in_flight,
+            token_groups,
+        )  # fmt: skip
+    if not inputs.checked:
+        _warn_if_nothing_to_count(collector, has_foils)
+    counts = {
+        "n_prompts": collector.n_prompts,
+        "tokens": collector.tokens,
+        "padded_tokens": collector.padded,
+        "n_batches": collector.n_batches,
+        "n_windows": n_windows,
+    }
+    provenance.update(counts)
+    if store is not None:
+        store.finish(collector.n_prompts, n_windows, hashes, counts)
+    return assemble_dataset(
+        collector,
+        list(step.layers),
+        provenance,
+        named,
+        model,
+        lens if not step.named else dict(step.lenses),
+        step.named,
+    )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """``lens_dataset``'s own options, checked before any model work."""
+
+    progress: bool
+    variants: bool
+    decompose: bool
+    heads: bool
+    remote: bool
+    #: Remote jobs in flight at once (1 for a local run).
+    in_flight: int
+    folder: Path | None
+
+
+def _check_run(
+    progress: Any,
+    variants: Any,
+    decompose: Any,
+    heads: Any,
+    remote: Any,
+    remote_jobs: Any,
+    path: Any,
+) -> _Run:
+    """``lens_dataset``'s own options checked, each error naming its argument."""
     progress = check_bool("progress", progress)
     variants = check_bool("variants", variants)
     decompose = check_bool("decompose", decompose)
@@ -183,126 +277,88 @@ def lens_dataset(
             "pass lens_dataset(..., decompose=True, heads=True)"
         )
     folder = None if path is None else Path(os.fspath(check_path("path", path)))
-    inputs = Inputs(prompts, answers, foils, decompose)
-    token_groups = dataset_groups(model.tokenizer, groups, int(model.vocab_size))
-    if token_groups is not None:
-        token_groups.check_total(inputs.total)
-    # A data set reads each prompt where it ends: the step reduces those positions alone.
-    extra = {"decompose": True, "heads": heads} if decompose else {}
-    step = LogitLens(
-        model, layers, lens=lens, variants=variants, positions="last", remote=remote, **extra
-    )
-    n_saved = len({*step.layers, model.n_layers - 1})
-    batching = resolve_batching(model, n_saved, batch_size, batch_tokens, remote)
-    # The first item tells pairs' answer sets; an empty stream is an error before model work.
-    stream = iter(inputs)
-    first = next(stream, None)
-    if first is None:
-        raise ValueError("prompts is empty: give at least one prompt")
-    sets, named, has_foils = list(inputs.set_names), bool(inputs.named), bool(inputs.has_foils)
+    return _Run(progress, variants, decompose, heads, remote, in_flight, folder)
 
+
+def _fingerprint_options(
+    run: _Run,
+    batching: Batching,
+    sets: list[str],
+    named: bool,
+    has_foils: bool,
+    token_groups: DatasetGroups | None,
+) -> dict[str, Any]:
+    """The options a run's folder is fingerprinted with besides its provenance: a folder
+    written with others is another run's."""
     options = {
         "answer_sets": sets,
         "named_sets": named,
         "foils": has_foils,
-        "variants": variants,
-        "decompose": decompose,
-        "heads": heads,
-        "remote": remote,
+        "variants": run.variants,
+        "decompose": run.decompose,
+        "heads": run.heads,
+        "remote": run.remote,
         # The metric fields kept: a folder written when fewer were kept is another run's.
         "fields": list(fields_for(METRIC_FIELDS, has_foils)),
         **batching.as_dict(),
     }
     if token_groups is not None:  # absent without groups: older folders' fingerprints hold
         options["groups"] = token_groups.fingerprint()
+    return options
+
+
+def _provenance(
+    model: Any,
+    step: LogitLens,
+    lens: Any,
+    inputs: Inputs,
+    batching: Batching,
+    run: _Run,
+    sets: list[str],
+    token_groups: DatasetGroups | None,
+) -> dict[str, Any]:
+    """What the data set records of how it was made (its counts are added at the end)."""
     provenance = model_provenance(model, step, lens)
     provenance.update(
         batch_size=batching.batch_size,
         batch_tokens=batching.batch_tokens,
         window_batches=WINDOW_BATCHES,
-        variants=variants,
+        variants=run.variants,
         answer_sets=sets,
-        decompose=decompose,
-        heads=heads,
+        decompose=run.decompose,
+        heads=run.heads,
         source=inputs.describe(),
     )
     if token_groups is not None:
         provenance["groups"] = list(token_groups.names)
-    if remote:
+    if run.remote:
         provenance["remote"] = True
-    store = None
-    if folder is not None:
-        store = ShardStore(folder, fingerprint_of(provenance, options), provenance)
-        provenance = store.provenance
+    return provenance
 
-    lens_names = list(step.lenses)
-    labels = list(step.components.labels) if step.components is not None else None
-    collector = Collector(
-        lens_names,
-        sets,
-        labels,
-        has_foils,
-        named,
-        fields_for(METRIC_FIELDS, has_foils),
-        None if token_groups is None else token_groups.names,
-    )
-    if inputs.total is not None:  # a stream's length is not known: its windows are bounded
-        n_groups = 0 if token_groups is None else len(token_groups.names)
-        preflight(
-            f"lens_dataset on {inputs.total} prompts", _dataset_needs(step, sets, inputs, n_groups)
-        )
-    jobs: Any = contextlib.nullcontext()
-    bar = Progress(inputs.total, progress)
-    if remote:
-        from murano_widgets.backends.nnsight import job_statuses_to
 
-        # Each batch is a job: their statuses show in the data set's bar, not a line each.
-        jobs = job_statuses_to(bar.job)
-    with bar, jobs:
-        hashes, n_windows = _run_windows(
-            _chain(first, stream),
-            model,
-            step,
-            batching,
-            store,
-            collector,
-            bar,
-            in_flight,
-            token_groups,
+def _job_statuses(bar: Progress, remote: bool) -> contextlib.AbstractContextManager[Any]:
+    """For a remote run, each batch's job status shown in the data set's bar, not a line each."""
+    if not remote:
+        return contextlib.nullcontext()
+    return job_statuses_to(bar.job)
+
+
+def _warn_if_nothing_to_count(collector: Collector, has_foils: bool) -> None:
+    """A stream (not checked whole beforehand) where no prompt had an answer, or no prompt a
+    foil while foils were given: the data set is made, with a warning."""
+    # stacklevel 3: the warning points at the caller of lens_dataset.
+    if not collector.any_answer:
+        warnings.warn(
+            "no prompt of the stream had an answer: the data set has no answer numbers",
+            UserWarning,
+            stacklevel=3,
         )
-    n = collector.n_prompts
-    if not inputs.checked:
-        if not collector.any_answer:
-            warnings.warn(
-                "no prompt of the stream had an answer: the data set has no answer numbers",
-                UserWarning,
-                stacklevel=2,
-            )
-        if has_foils and not collector.any_foil:
-            warnings.warn(
-                "no prompt of the stream had a foil: every contribution is missing",
-                UserWarning,
-                stacklevel=2,
-            )
-    counts = {
-        "n_prompts": n,
-        "tokens": collector.tokens,
-        "padded_tokens": collector.padded,
-        "n_batches": collector.n_batches,
-        "n_windows": n_windows,
-    }
-    provenance.update(counts)
-    if store is not None:
-        store.finish(n, n_windows, hashes, counts)
-    return _assemble(
-        collector,
-        list(step.layers),
-        provenance,
-        named,
-        model,
-        lens if not step.named else dict(step.lenses),
-        step.named,
-    )
+    if has_foils and not collector.any_foil:
+        warnings.warn(
+            "no prompt of the stream had a foil: every contribution is missing",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _dataset_needs(
@@ -481,7 +537,8 @@ def _run_batch(
                 UserWarning,
                 stacklevel=3,
             )
-    results = list(out.values()) if step.named else [out]
+    # A step with named lenses returns them by name (LensResults), else one lens's result.
+    results = list(cast("LensResults", out).values()) if step.named else [out]
     token_strings: dict[int, str] = {}
     lenses = [
         _keep_batch(result, sets, token_strings, collector.fields, collector.groups)
@@ -598,7 +655,7 @@ def _with_text(
     }
 
 
-def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
+def token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
     """Each prompt's token count, checked against the model's context before any model work."""
     lengths = np.empty(len(prompts), dtype=np.int64)
     # In slices: a fast tokenizer keeps a full encoding (tokens, offsets, ...) per prompt, a few
@@ -620,7 +677,7 @@ def _token_lengths(model: Any, prompts: list[str]) -> np.ndarray:
     return lengths
 
 
-def batch_order(lengths: Sequence[int]) -> np.ndarray:
+def batch_order(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
     """The prompt indices sorted by token length (ties kept in order): consecutive slices of it
     are batches of similar length, so padding stays small."""
     return np.argsort(np.asarray(lengths), kind="stable")

@@ -36,18 +36,21 @@ prompts of that window.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
 import zipfile
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from murano_widgets._files import check_npz, read_json, read_npz, write_file
+from murano_widgets.dataset.stream import InputHashes, Item
 from murano_widgets.dataset.table import from_disk, on_disk
 
 __all__ = ["RUN_FILE", "ShardStore", "check_window", "is_run_folder", "read_folder", "run_digest"]
@@ -414,10 +417,9 @@ def _json_bytes(value: Any) -> bytes:
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    import io
-
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    # cast: numpy's stub reads a ** mapping as possibly holding its allow_pickle flag.
+    np.savez_compressed(buffer, **cast("dict[str, Any]", arrays))
     return buffer.getvalue()
 
 
@@ -530,7 +532,7 @@ def record_of(
     set_names: list[str],
     path: Any,
     fields: tuple[str, ...],
-    groups: list[str] = (),
+    groups: Sequence[str] = (),
 ) -> dict:
     """A shard read back as the record :func:`lens_dataset` keeps for a batch, with the metric
     ``fields`` its run keeps (and its token ``groups``' probabilities).
@@ -597,8 +599,6 @@ def read_folder(folder: Path) -> tuple[dict[str, Any], list[tuple[Path, dict[str
         ValueError: If the run is not finished, a shard is missing, damaged or another run's,
             or the shards' texts are not the run's (naming the file and what differs).
     """
-    from murano_widgets.dataset.stream import Item, _Hashes
-
     run = read_run(folder / RUN_FILE)
     finished = run.get("finished")
     found = shard_numbers(folder)
@@ -617,7 +617,7 @@ def read_folder(folder: Path) -> tuple[dict[str, Any], list[tuple[Path, dict[str
         )
     fingerprint = run["fingerprint"]
     sets = list(fingerprint.get("answer_sets") or [])
-    hashes = _Hashes()
+    hashes = InputHashes()
     shards = []
     for window in range(finished["n_windows"]):
         batches = sorted(found.get(window, []))

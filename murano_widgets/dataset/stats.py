@@ -207,8 +207,8 @@ def set_summary(
         for j in order
         for column in (stats["mean"][:, j], stats["low"][:, j], stats["high"][:, j])
     ]
-    values = [*triples[:6], median, *triples[6:]]
-    return dict(zip(summary_columns(tuple(metrics)), values, strict=True))
+    columns = [*triples[:6], median, *triples[6:]]
+    return dict(zip(summary_columns(tuple(metrics)), columns, strict=True))
 
 
 # "L3.attn", "L3.mlp", "L3.attn_bias", "L3.H7" (see the step's component_labels).
@@ -238,7 +238,7 @@ def component_parts(label: str) -> tuple[int | None, str, int | None]:
 
 def contribution_stats(
     values: np.ndarray, bias: np.ndarray, ci: float, n_boot: int, seed: int | None
-) -> dict[str, np.ndarray]:
+) -> dict[str, Any]:
     """Per-component means with bootstrap intervals over the prompts that have a value.
 
     Args:

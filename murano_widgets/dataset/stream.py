@@ -489,7 +489,7 @@ def auto_batch_tokens(model: Any, n_saved_layers: int, remote: bool = False) -> 
     return 1 << (tokens.bit_length() - 1)
 
 
-def cut_batches(lengths: Sequence[int], batching: Batching) -> list[np.ndarray]:
+def cut_batches(lengths: Sequence[int] | np.ndarray, batching: Batching) -> list[np.ndarray]:
     """A window's batches: positions into ``lengths``, sorted by length (ties in order), cut
     where the next prompt would take the batch past its budget, or would pad it more than a
     batch costs.
@@ -568,9 +568,10 @@ class Window:
         return self.tokens[self.offsets[position] : self.offsets[position + 1]].tolist()
 
 
-class _Hashes:
+class InputHashes:
     """Running sha256 digests of the stream, one per kind of input, so that a change is named
-    by what changed (the prompts, the answers or the foils)."""
+    by what changed (the prompts, the answers or the foils): ``windows`` records them in each
+    window, and a folder's load (``shards.py``) recomputes them from the shards' texts."""
 
     def __init__(self) -> None:
         self.digests = {kind: hashlib.sha256() for kind in ("prompts", "answers", "foils")}
@@ -608,7 +609,7 @@ def windows(inputs: Iterable[Item], model: Any, batching: Batching) -> Iterator[
     else:
         assert batching.batch_size is not None
         token_cap, count_cap = None, WINDOW_BATCHES * batching.batch_size
-    hashes = _Hashes()
+    hashes = InputHashes()
     number = start = 0
     items: list[Item] = []
     flat = array("i")  # the window's token ids, 4 bytes each

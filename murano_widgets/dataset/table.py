@@ -28,7 +28,7 @@ its source has (:attr:`LensDataset.fields`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -160,7 +160,7 @@ def keep_groups(result: Any, cols: Any, last: Any, groups: list[str]) -> dict[st
 
 
 def empty_arrays(
-    fields: tuple[str, ...], sets: list[str], n_layers: int, n: int, groups: list[str] = ()
+    fields: tuple[str, ...], sets: list[str], n_layers: int, n: int, groups: Sequence[str] = ()
 ) -> dict:
     """One lens's arrays for ``n`` prompts, to be filled by :func:`place`."""
     arrays: dict[str, Any] = {
@@ -221,7 +221,7 @@ def from_disk(
     fields: tuple[str, ...],
     sets: list[str],
     orient: Callable = lambda a: a,
-    groups: list[str] = (),
+    groups: Sequence[str] = (),
 ) -> dict[str, Any]:
     """One lens's arrays read back: ``take(name on disk, dtype kind)`` gives each (checked by
     the caller), ``orient`` turns it back into ``[n_layers, n_prompts]``; ``groups`` names the

@@ -30,8 +30,8 @@ import torch
 from murano_widgets.demo_model import DEMO_JACOBIAN_LENS_FILE, corpus
 from murano_widgets.demo_model.train_tuned_lens import (
     CARD_PROMPTS,
-    _model_training,
     held_out_texts,
+    model_training,
     top1_per_layer,
 )
 
@@ -80,7 +80,7 @@ def fitting_texts(config: FitConfig) -> list[str]:
 
     eos = load_demo_model().tokenizer.eos_token
     documents = corpus.generate_corpus(
-        _model_training()["seed"], config.n_texts * config.docs_per_text
+        model_training()["seed"], config.n_texts * config.docs_per_text
     )
     step = config.docs_per_text
     return [eos + eos.join(documents[i : i + step]) for i in range(0, len(documents), step)]
@@ -116,7 +116,7 @@ def fit(config: FitConfig, out: Path = DEFAULT_OUT, *, progress: bool = True):
         lens.metadata["docs_per_text"] = config.docs_per_text
         lens.metadata["data"] = (
             "the demo model's training split: corpus.generate_corpus"
-            f"(seed={_model_training()['seed']}), the first "
+            f"(seed={model_training()['seed']}), the first "
             f"{config.n_texts * config.docs_per_text} documents, {config.docs_per_text} to a text"
         )
         lens.save(out / DEMO_JACOBIAN_LENS_FILE.name)

@@ -63,20 +63,22 @@ class LensTrainConfig:
     threads: int = 2
 
 
-def _model_training() -> dict[str, Any]:
+def model_training() -> dict[str, Any]:
+    """How the demo model was trained (``training.json``'s ``config``): its corpus seed and
+    size, which the lenses' scripts read to hold their texts out of its training."""
     return json.loads((DEMO_MODEL_PATH / "training.json").read_text())["config"]
 
 
 def training_texts() -> list[str]:
     """The demo model's training documents (its seed and document count)."""
-    config = _model_training()
+    config = model_training()
     return corpus.generate_corpus(config["seed"], config["n_documents"])
 
 
 def held_out_texts() -> list[str]:
     """The held-out evaluation prompts followed by their answers (the demo prompts excluded:
     they are in the training text)."""
-    seed = _model_training()["seed"]
+    seed = model_training()["seed"]
     return [p.prompt + p.answer for p in corpus.eval_prompts(seed) if p.split != "demo"]
 
 
@@ -105,7 +107,7 @@ def train(config: LensTrainConfig, out: Path = DEFAULT_OUT, *, progress: bool = 
         lens.provenance["threads"] = config.threads
         lens.provenance["data"] = (
             "the demo model's training split: corpus.generate_corpus"
-            f"(seed={_model_training()['seed']}, n_documents={_model_training()['n_documents']})"
+            f"(seed={model_training()['seed']}, n_documents={model_training()['n_documents']})"
         )
         lens.save(out)
         return lens

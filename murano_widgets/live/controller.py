@@ -336,8 +336,9 @@ def handle_message(widget: Any, controller: LiveController | None, content: Any)
         widget.send({"action": "hello", "id": request_id, "live": bool(widget.live)})
         return
     problem: Exception
-    valid_id = isinstance(request_id, int) and not isinstance(request_id, bool)
-    if not valid_id:
+    valid = isinstance(request_id, int) and not isinstance(request_id, bool)
+    number: int | None = request_id if valid else None
+    if number is None:
         problem = ValueError(f"a request needs an int id, got {request_id!r:.40}")
     elif action not in ACTIONS:
         problem = ValueError(
@@ -353,13 +354,13 @@ def handle_message(widget: Any, controller: LiveController | None, content: Any)
         else:
             fields = {name: content[name] for name in (*required, *optional) if name in content}
             try:
-                controller.submit(request_id, action, fields)
+                controller.submit(number, action, fields)
                 return
             except RuntimeError as error:  # the widget was closed
                 problem = error
     _log.warning("live widget: request %r refused: %s", request_id, problem)
     line = one_line(problem)
-    widget.live_status = status("error", request_id if valid_id else -1, str(action), line)
+    widget.live_status = status("error", -1 if number is None else number, str(action), line)
     reply(widget, "error", request_id, line)
 
 
@@ -396,4 +397,4 @@ def _check_target(text: Any) -> str:
     text = check_str("text", text, empty=True)
     if text == "":
         raise ValueError("text is the empty string: a target needs at least one token")
-    return text  # type: ignore[return-value]
+    return text

@@ -204,6 +204,7 @@ def patch_payload(comparison: PatchComparison) -> tuple[dict[str, Any], dict[str
 def _text_of(session: LiveSession, result: LogitLensResult, index: int) -> str:
     """Prompt ``index``'s text, checked to tokenize to the tokens the result shows."""
     text = (result.prompts or [])[index]
+    assert result.input_ids is not None  # the session's results carry their token ids
     shown = result.input_ids[index][result.attention_mask[index].bool()].tolist()
     again = session.model.tokenizer(text, return_token_type_ids=False)["input_ids"]
     if list(again) != shown:

@@ -45,7 +45,7 @@ from murano_widgets.comparison.patching import PatchComparison
 from murano_widgets.generation import check_generation, generate_tokens
 from murano_widgets.live.patching import check_patch, run_patch
 from murano_widgets.live.worker import model_lock
-from murano_widgets.options import PromptOptions
+from murano_widgets.options import GenerateOptions, PromptOptions
 from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 from murano_widgets.results.combine import concat_results, padding_of, select_prompts
 from murano_widgets.run import run_logit_lens
@@ -136,15 +136,16 @@ class LiveSession:
             )
         #: The step every run copies (its targets aside), checked now: layers, lenses, options.
         self.step = LogitLens(model, layers, **step_options)
-        self._run_options = {
+        # What every run passes on: generation's options, and the step's as given.
+        self._generate_options: GenerateOptions = {
             "generate": generate,
             "do_sample": do_sample,
             "temperature": temperature,
             "top_p": top_p,
             "seed": seed,
             "add_generation_prompt": add_generation_prompt,
-            **step_options,
         }
+        self._step_options = step_options
         self._layers = layers
 
     @property
@@ -191,7 +192,8 @@ class LiveSession:
                 answers=answers,
                 foils=foils,
                 chat=chat,
-                **self._run_options,
+                **self._generate_options,
+                **self._step_options,
             )
 
     def check_result(self, results: Results) -> Results:
@@ -402,7 +404,8 @@ class LiveSession:
             ValueError: For a text that is not exactly one token there.
         """
         one = _first(self._native(results))
-        encoder = encoder_for(self.model.tokenizer, [one.prompts[0]], [_input_of(one, 0).ids])
+        prompt = _input_of(one, 0)
+        encoder = encoder_for(self.model.tokenizer, [prompt.text], [prompt.ids])
         ids = encoder.continuation(0, text, "text")
         if len(ids) == 1:
             return int(ids[0])
@@ -432,9 +435,10 @@ class LiveSession:
             step = copy.copy(step)
             step.targets = None if not targets else validate_targets(targets)
         names = list(dict.fromkeys(name for x in inputs for name in (x.answers or {})))
-        answers = {name: [(x.answers or {}).get(name) for x in inputs] for name in names}
-        if not any(entry is not None for entries in answers.values() for entry in entries):
-            answers = None  # one call cannot be given answers that are all None
+        given = {name: [(x.answers or {}).get(name) for x in inputs] for name in names}
+        # One call cannot be given answers that are all None.
+        any_answer = any(entry is not None for entries in given.values() for entry in entries)
+        answers = given if any_answer else None
         result = step.run(
             [x.text for x in inputs],
             answers,
@@ -458,6 +462,7 @@ def _first(results: Results) -> LogitLensResult:
 
 def _input_of(result: LogitLensResult, index: int) -> _Input:
     """Prompt ``index`` of ``result`` as the step read it, to run it again."""
+    assert result.input_ids is not None  # the step's own results carry their token ids
     ids = result.input_ids[index][result.attention_mask[index].bool()].tolist()
     answers = None
     if result.answer_sets:
@@ -483,4 +488,4 @@ def _check_text(text: Any) -> str:
         )
     text = check_str("text", text)
     check_encodable(text, "text")
-    return text  # type: ignore[return-value]
+    return text

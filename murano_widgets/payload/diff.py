@@ -42,17 +42,20 @@ A cell is shown only where ``aligned`` is 1; its values elsewhere are 0 and mean
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 import murano_widgets.metrics as registry
-from murano_widgets.comparison.compare import LensComparison, _gather
+from murano_widgets.comparison.alignment import gather_aligned, model_depth
+from murano_widgets.comparison.compare import LensComparison
 from murano_widgets.metrics import nice_ceil
 from murano_widgets.payload.codec import U16, finite_max, quantise, section_specs
 from murano_widgets.payload.diff_groups import group_change_metrics
 from murano_widgets.payload.lens import joined_prompts
+from murano_widgets.results.result import LogitLensResult
 
 FORMAT = "lens_diff"
 FORMAT_VERSION = 2
@@ -61,44 +64,152 @@ TOKEN_SECTIONS = ("input_a", "input_b", "token", "topk_tokens_a", "topk_tokens_b
 
 
 def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The comparison as ``(meta, arrays)``; :func:`~murano_widgets.payload.codec.section_bytes` turns the arrays into bytes."""
+    """The comparison as ``(meta, arrays)``; :func:`~murano_widgets.payload.codec.section_bytes` turns the arrays into bytes.
+
+    In named steps: ``a``'s real positions (:class:`_Grid`), both sides' top-k on ``a``'s grid,
+    the token sections through one string table (:class:`_TokenTable`), the per-cell sections,
+    the diff metrics' entries, the change in each heatmap metric, the ``meta``.
+    """
     a, b = comparison.a, comparison.b
-    mask = a.attention_mask.bool()
-    prompts, seqs = (t.numpy() for t in torch.nonzero(mask, as_tuple=True))
-    lengths = a.lengths
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
-    total = int(sum(lengths))
+    grid = _Grid.of(a)
+    tokens = _TokenTable({**(b.token_strings or {}), **(a.token_strings or {})})
+    k, topk = _top_k(comparison)
+    arrays = _token_sections(comparison, grid, tokens, topk)
+    scales: dict[str, float] = {}
+    cells = _cell_sections(comparison, grid, topk, arrays, scales)
+    metrics = _metric_entries(comparison, cells)
+    metrics.extend(_change_sections(comparison, grid.cells, arrays, scales))
+    order = list(registry.DIFF_METRICS)
+    metrics.sort(key=lambda entry: order.index(entry["name"]))
+    # Token groups both sides hold: one change each, after the registry's (none without groups).
+    metrics.extend(group_change_metrics(comparison, grid.cells, arrays, scales))
+    meta = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "labels": list(comparison.labels),
+        "layers": [int(x) for x in a.layers],
+        "b_layers": [int(x) for x in comparison.b_layers],
+        "b_has_row": [row >= 0 for row in comparison.layer_rows],
+        "depth_a": model_depth(a),
+        "depth_b": model_depth(b),
+        "align": comparison.align,
+        "alignment_note": comparison.alignment_note,
+        "token_rule": comparison.token_rule,
+        "source": comparison.source,
+        "prompts_a": list(a.prompts) if a.prompts else joined_prompts(a),
+        "prompts_b": list(b.prompts) if b.prompts else joined_prompts(b),
+        "lengths": grid.lengths,
+        "offsets": grid.offsets,
+        "total": grid.total,
+        "top_k": int(k),
+        "tokens": tokens.table,
+        "metrics": metrics,
+        "sections": section_specs(arrays, scales),
+    }
+    return meta, arrays
 
-    def cells(tensor: torch.Tensor) -> np.ndarray:
+
+@dataclass
+class _Grid:
+    """``a``'s real positions laid end to end: each one's prompt and padded index, and each
+    prompt's length and offset on the one axis of ``total`` positions."""
+
+    prompts: np.ndarray  # [T]
+    seqs: np.ndarray  # [T]
+    lengths: list[int]
+    offsets: list[int]
+    total: int
+
+    @classmethod
+    def of(cls, a: LogitLensResult) -> _Grid:
+        mask = a.attention_mask.bool()
+        prompts, seqs = (t.numpy() for t in torch.nonzero(mask, as_tuple=True))
+        lengths = a.lengths
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
+        return cls(prompts, seqs, lengths, offsets, int(sum(lengths)))
+
+    def cells(self, tensor: torch.Tensor) -> np.ndarray:
         """``[L, n, seq, ...]`` on ``a``'s grid to ``[L, T, ...]`` (real positions only)."""
-        return tensor.detach().cpu().numpy()[:, prompts, seqs]
+        return tensor.detach().cpu().numpy()[:, self.prompts, self.seqs]
 
-    def per_position(tensor: torch.Tensor) -> np.ndarray:
-        return tensor.detach().cpu().numpy()[prompts, seqs]
+    def per_position(self, tensor: torch.Tensor) -> np.ndarray:
+        """``[n, seq]`` on ``a``'s grid to ``[T]``."""
+        return tensor.detach().cpu().numpy()[self.prompts, self.seqs]
 
-    strings: dict[int, str] = {**(b.token_strings or {}), **(a.token_strings or {})}
-    table: list[str] = []
-    index_of_text: dict[str, int] = {}
-    index_of_id: dict[int, int] = {}
 
-    def token_index(ids: np.ndarray) -> np.ndarray:
-        """Token ids to table index + 1 (0 for -1 or an id without text), shifted below."""
+class _TokenTable:
+    """The payload's one table of token strings, filled in the order sections ask for them."""
+
+    def __init__(self, strings: dict[int, str]) -> None:
+        self.strings = strings
+        self.table: list[str] = []
+        self.index_of_text: dict[str, int] = {}
+        self.index_of_id: dict[int, int] = {}
+
+    def text_index(self, text: str) -> int:
+        """The table index of a string, added at the end if new."""
+        if text not in self.index_of_text:
+            self.index_of_text[text] = len(self.table)
+            self.table.append(text)
+        return self.index_of_text[text]
+
+    def shifted(self, ids: np.ndarray) -> np.ndarray:
+        """Token ids to table index + 1 (0 for -1 or an id without text), shifted in
+        :meth:`direct`."""
         unique, inverse = np.unique(ids, return_inverse=True)
         mapped = np.zeros(len(unique), dtype=np.int64)
         for k, token_id in enumerate(unique.tolist()):
-            if token_id < 0 or token_id not in strings:
+            if token_id < 0 or token_id not in self.strings:
                 continue
-            if token_id not in index_of_id:
-                text = strings[token_id]
-                if text not in index_of_text:
-                    index_of_text[text] = len(table)
-                    table.append(text)
-                index_of_id[token_id] = index_of_text[text]
-            mapped[k] = index_of_id[token_id] + 1
+            if token_id not in self.index_of_id:
+                self.index_of_id[token_id] = self.text_index(self.strings[token_id])
+            mapped[k] = self.index_of_id[token_id] + 1
         return mapped[inverse].reshape(ids.shape)
 
-    aligned = cells(comparison.aligned)
-    positions_b = per_position(comparison.positions)
+    def direct(self, arrays: dict[str, np.ndarray]) -> None:
+        """The lens payload's convention, once the table is complete: a direct index into
+        the table, "no token" in a mask sent only when needed."""
+        index_dtype = np.uint16 if len(self.table) <= U16 else np.uint32
+        for name in TOKEN_SECTIONS:
+            shifted = arrays[name]
+            none = shifted == 0
+            arrays[name] = np.where(none, 0, shifted - 1).astype(index_dtype)
+            if none.any():
+                arrays[f"no_token_{name}"] = none.astype(np.uint8)
+
+
+def _top_k(comparison: LensComparison) -> tuple[int, dict[str, torch.Tensor]]:
+    """Both cells' top-k tokens and probabilities, ``b``'s moved onto ``a``'s grid (the top-1
+    alone, ``k = 1``, unless both results kept a top-k)."""
+    a, b = comparison.a, comparison.b
+    rows, positions = comparison.layer_rows, comparison.positions
+    if a.topk_tokens is not None and b.topk_tokens is not None:
+        assert a.topk_probs is not None and b.topk_probs is not None
+        k = min(a.topk_tokens.shape[-1], b.topk_tokens.shape[-1])
+        return k, {
+            "topk_tokens_a": a.topk_tokens[..., :k],
+            "topk_probs_a": a.topk_probs[..., :k],
+            "topk_tokens_b": gather_aligned(b.topk_tokens[..., :k], rows, positions, -1),
+            "topk_probs_b": gather_aligned(b.topk_probs[..., :k], rows, positions, 0.0),
+        }
+    return 1, {
+        "topk_tokens_a": a.predicted_tokens.unsqueeze(-1),
+        "topk_probs_a": a.max_probs.unsqueeze(-1),
+        "topk_tokens_b": gather_aligned(b.predicted_tokens, rows, positions, -1).unsqueeze(-1),
+        "topk_probs_b": gather_aligned(b.max_probs, rows, positions, 0.0).unsqueeze(-1),
+    }
+
+
+def _token_sections(
+    comparison: LensComparison,
+    grid: _Grid,
+    tokens: _TokenTable,
+    topk: dict[str, torch.Tensor],
+) -> dict[str, np.ndarray]:
+    """The token sections (``input_a``, ``input_b``, ``token``, both top-k's) as indices into
+    ``tokens``' table, and ``position_b``."""
+    a, b = comparison.a, comparison.b
+    positions_b = grid.per_position(comparison.positions)
     input_b = torch.full(tuple(a.attention_mask.shape), -1, dtype=torch.long)
     where = comparison.positions >= 0
     if b.input_ids is not None:
@@ -106,75 +217,63 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         input_b[where] = b.input_ids[prompt_index[where], comparison.positions[where]]
     # A partner's position among b's real tokens, not its padded index.
     rank_b = torch.cumsum(b.attention_mask.long(), dim=1) - 1
-    position_b = np.zeros(total, dtype=np.uint32)
+    position_b = np.zeros(grid.total, dtype=np.uint32)
     paired = positions_b >= 0
-    position_b[paired] = rank_b[prompts[paired], positions_b[paired]].numpy() + 1
+    position_b[paired] = rank_b[grid.prompts[paired], positions_b[paired]].numpy() + 1
 
-    topk = {}
-    k = 0
-    if a.topk_tokens is not None and b.topk_tokens is not None:
-        k = min(a.topk_tokens.shape[-1], b.topk_tokens.shape[-1])
-        topk = {
-            "topk_tokens_a": a.topk_tokens[..., :k],
-            "topk_probs_a": a.topk_probs[..., :k],
-            "topk_tokens_b": _gather(
-                b.topk_tokens[..., :k], comparison.layer_rows, comparison.positions, -1
-            ),
-            "topk_probs_b": _gather(
-                b.topk_probs[..., :k], comparison.layer_rows, comparison.positions, 0.0
-            ),
-        }
-    else:
-        k = 1
-        topk = {
-            "topk_tokens_a": a.predicted_tokens.unsqueeze(-1),
-            "topk_probs_a": a.max_probs.unsqueeze(-1),
-            "topk_tokens_b": _gather(
-                b.predicted_tokens, comparison.layer_rows, comparison.positions, -1
-            ).unsqueeze(-1),
-            "topk_probs_b": _gather(
-                b.max_probs, comparison.layer_rows, comparison.positions, 0.0
-            ).unsqueeze(-1),
-        }
-
-    arrays: dict[str, np.ndarray] = {}
-    arrays["input_a"] = token_index(per_position(a.input_ids)) if a.input_ids is not None else None
-    arrays["input_b"] = token_index(per_position(input_b))
-    arrays["token"] = token_index(per_position(comparison.token))
+    # input_a's place is kept first; without input ids it is filled after the others, so the
+    # table's order is the one it always had.
+    arrays: dict[str, np.ndarray] = {"input_a": np.zeros(0)}
+    if a.input_ids is not None:
+        arrays["input_a"] = tokens.shifted(grid.per_position(a.input_ids))
+    arrays["input_b"] = tokens.shifted(grid.per_position(input_b))
+    arrays["token"] = tokens.shifted(grid.per_position(comparison.token))
     arrays["position_b"] = position_b
     for name in ("topk_tokens_a", "topk_tokens_b"):
-        arrays[name] = token_index(cells(topk[name]))
-    if arrays["input_a"] is None:
+        arrays[name] = tokens.shifted(grid.cells(topk[name]))
+    if a.input_ids is None:
         # A result without input ids (another library's): its words are the tokens.
-        words = [a.input_words[p][s] for p, s in zip(prompts.tolist(), seqs.tolist(), strict=True)]
-        for word in words:
-            if word not in index_of_text:
-                index_of_text[word] = len(table)
-                table.append(word)
-        arrays["input_a"] = np.array([index_of_text[w] + 1 for w in words], dtype=np.int64)
-    # The lens payload's convention: a direct index, "no token" in a mask sent only when needed.
-    index_dtype = np.uint16 if len(table) <= U16 else np.uint32
-    for name in TOKEN_SECTIONS:
-        shifted = arrays[name]
-        none = shifted == 0
-        arrays[name] = np.where(none, 0, shifted - 1).astype(index_dtype)
-        if none.any():
-            arrays[f"no_token_{name}"] = none.astype(np.uint8)
+        pairs = zip(grid.prompts.tolist(), grid.seqs.tolist(), strict=True)
+        words = [a.input_words[p][s] for p, s in pairs]
+        indices = [tokens.text_index(word) + 1 for word in words]
+        arrays["input_a"] = np.array(indices, dtype=np.int64)
+    tokens.direct(arrays)
+    return arrays
 
-    def unit(values: np.ndarray) -> np.ndarray:
-        return quantise(values, 1.0, np.uint16)
 
+@dataclass
+class _CellValues:
+    """What the diff metrics' entries read of the per-cell sections."""
+
+    aligned: np.ndarray  # [L, T] bool
+    delta: np.ndarray  # [L, T], NaN as 0
+    delta_known: np.ndarray  # [L, T] bool
+    kl_max: float
+
+
+def _cell_sections(
+    comparison: LensComparison,
+    grid: _Grid,
+    topk: dict[str, torch.Tensor],
+    arrays: dict[str, np.ndarray],
+    scales: dict[str, float],
+) -> _CellValues:
+    """The per-cell sections (added to ``arrays`` and ``scales``): ``aligned``,
+    ``top1_differs``, the chosen token's probabilities and their change, both top-k's
+    probabilities, and KL when the comparison has it."""
+    cells = grid.cells
+    aligned = cells(comparison.aligned)
     delta = np.nan_to_num(cells(comparison.delta_prob).astype(np.float64), nan=0.0)
     arrays["aligned"] = aligned.astype(np.uint8)
     arrays["top1_differs"] = cells(comparison.top1_differs).astype(np.uint8)
     arrays["delta_prob"] = quantise(delta, 1.0, np.int16)
-    arrays["token_prob_a"] = unit(cells(comparison.token_prob_a))
-    arrays["token_prob_b"] = unit(cells(comparison.token_prob_b))
+    arrays["token_prob_a"] = _unit(cells(comparison.token_prob_a))
+    arrays["token_prob_b"] = _unit(cells(comparison.token_prob_b))
     delta_known = aligned & np.isfinite(cells(comparison.delta_prob))
     arrays["delta_known"] = delta_known.astype(np.uint8)
-    scales = {"delta_prob": 1 / _I16, "token_prob_a": 1 / U16, "token_prob_b": 1 / U16}
+    scales.update({"delta_prob": 1 / _I16, "token_prob_a": 1 / U16, "token_prob_b": 1 / U16})
     for side in ("a", "b"):
-        arrays[f"topk_probs_{side}"] = unit(cells(topk[f"topk_probs_{side}"]))
+        arrays[f"topk_probs_{side}"] = _unit(cells(topk[f"topk_probs_{side}"]))
         scales[f"topk_probs_{side}"] = 1 / U16
     kl_max = 0.0
     if comparison.kl_a_to_b is not None:
@@ -183,8 +282,19 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         kl_max = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
         arrays["kl_a_to_b"] = quantise(kl, kl_max, np.uint16)
         scales["kl_a_to_b"] = kl_max / U16
+    return _CellValues(aligned, delta, delta_known, kl_max)
 
-    known = np.abs(delta[delta_known]) if delta_known.any() else np.zeros(1)
+
+def _unit(values: np.ndarray) -> np.ndarray:
+    """A value in [0, 1] as uint16, ``raw / 65535``."""
+    return quantise(values, 1.0, np.uint16)
+
+
+def _metric_entries(comparison: LensComparison, cells: _CellValues) -> list[dict[str, Any]]:
+    """``meta["metrics"]``'s entries of the diff's own metrics (the chosen token's change, KL,
+    the top-1 and its change): their domains, and whether each can be shown and why not."""
+    delta_known = cells.delta_known
+    known = np.abs(cells.delta[delta_known]) if delta_known.any() else np.zeros(1)
     # A round bound from 0.01 to 1, so the legend's ends read as plain numbers.
     delta_max = min(1.0, nice_ceil(max(float(known.max()) if known.size else 0.0, 0.01)))
     metrics = []
@@ -192,11 +302,12 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
         name = metric.name
         if name in registry.DIFF_CHANGES:
             continue
+        reason: str | None
         if name == "delta_prob":
             available, domain = bool(delta_known.any()), [-delta_max, delta_max]
             reason = None if available else "no aligned cell knows the chosen token's probability"
         elif name == "kl":
-            available, domain = comparison.kl_a_to_b is not None, [0.0, kl_max or 1.0]
+            available, domain = comparison.kl_a_to_b is not None, [0.0, cells.kl_max or 1.0]
             reason = (
                 None
                 if available
@@ -204,7 +315,7 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
                 "with store_full_probs=True)"
             )
         else:
-            available, domain, reason = bool(aligned.any()), [0, 1], None
+            available, domain, reason = bool(cells.aligned.any()), [0, 1], None
         metrics.append(
             {
                 **metric.as_json(),
@@ -218,37 +329,7 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
                 ),
             }
         )
-
-    metrics.extend(_change_sections(comparison, cells, arrays, scales))
-    order = list(registry.DIFF_METRICS)
-    metrics.sort(key=lambda entry: order.index(entry["name"]))
-    # Token groups both sides hold: one change each, after the registry's (none without groups).
-    metrics.extend(group_change_metrics(comparison, cells, arrays, scales))
-
-    meta = {
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
-        "labels": list(comparison.labels),
-        "layers": [int(x) for x in a.layers],
-        "b_layers": [int(x) for x in comparison.b_layers],
-        "b_has_row": [row >= 0 for row in comparison.layer_rows],
-        "depth_a": _depth(a),
-        "depth_b": _depth(b),
-        "align": comparison.align,
-        "alignment_note": comparison.alignment_note,
-        "token_rule": comparison.token_rule,
-        "source": comparison.source,
-        "prompts_a": list(a.prompts) if a.prompts else joined_prompts(a),
-        "prompts_b": list(b.prompts) if b.prompts else joined_prompts(b),
-        "lengths": lengths,
-        "offsets": offsets,
-        "total": total,
-        "top_k": int(k),
-        "tokens": table,
-        "metrics": metrics,
-        "sections": section_specs(arrays, scales),
-    }
-    return meta, arrays
+    return metrics
 
 
 def _change_sections(
@@ -324,9 +405,3 @@ def _change_sections(
             }
         )
     return entries
-
-
-def _depth(result: Any) -> int:
-    from murano_widgets.comparison.alignment import model_depth
-
-    return model_depth(result)

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from murano_widgets.comparison.compare import LensComparison, _gather
+from murano_widgets.comparison.alignment import gather_aligned
+from murano_widgets.comparison.compare import LensComparison
 from murano_widgets.metrics import METRICS, change_metric, nice_ceil
 from murano_widgets.payload.codec import U16, quantise
 
@@ -43,7 +44,7 @@ def group_sides(comparison: LensComparison, name: str) -> tuple[torch.Tensor, to
     assert a.group_probs is not None and b.group_probs is not None
     nan = float("nan")
     on_a = a.group_probs[..., a.group_names.index(name)].detach().cpu().float()
-    on_b = _gather(
+    on_b = gather_aligned(
         b.group_probs[..., b.group_names.index(name)].detach().cpu().float(),
         comparison.layer_rows,
         comparison.positions,

@@ -46,6 +46,7 @@ import numpy as np
 import torch
 
 from murano_widgets._memory import Need, preflight
+from murano_widgets.chat import role_names
 from murano_widgets.lenses import IDENTITY, title_of
 from murano_widgets.metrics import (
     ATTRIBUTION_SECTIONS,
@@ -145,33 +146,10 @@ class LensPayload:
             table, later, index_of = split_table(words, extra, base_ids, _string_table)
         else:
             table, index_of = _string_table(words, extra)
-        arrays: dict[str, np.ndarray] = {}
-        scales: dict[str, float] = {}
-        lenses = []
-        for i, (name, member) in enumerate(members):
-            prefix = "" if i == 0 else f"{i}/"
-            n_strings = len(table) + len(later) if long else len(table)
-            own, own_scales, metrics, k = _encode(member, index_of, n_strings, max_entropy)
-            for section, array in own.items():
-                if i and section in SHARED_SECTIONS:
-                    continue  # the same for every lens: sent once
-                arrays[prefix + section] = array
-                if section in own_scales:
-                    scales[prefix + section] = own_scales[section]
-            # The first lens's metrics and top-k are the payload's own (meta["metrics"],
-            # meta["top_k"]), not repeated here: one lens's meta grows by a line, not 2 kB.
-            own_meta = {"metrics": metrics, "top_k": k} if i else {}
-            lenses.append(
-                {
-                    "name": name,
-                    "kind": member.lens_kind or IDENTITY.kind,
-                    "title": title_of(member),
-                    "prefix": prefix,
-                    **own_meta,
-                }
-            )
-            if not i:
-                first_metrics, first_k = metrics, k
+        n_strings = len(table) + len(later) if long else len(table)
+        arrays, scales, lenses, first_metrics, first_k = _lens_sections(
+            members, index_of, n_strings, max_entropy
+        )
         if long:
             narrow_token_sections(arrays)
             arrays[DETAIL_TOKENS] = detail_tokens_section(later)
@@ -298,6 +276,46 @@ def _payload_need(members: list[tuple[str, LogitLensResult]], positions: int) ->
     )
 
 
+def _lens_sections(
+    members: list[tuple[str, LogitLensResult]],
+    index_of: dict[Any, int],
+    n_strings: int,
+    max_entropy: float,
+) -> tuple[dict[str, np.ndarray], dict[str, float], list[dict[str, Any]], list[Any], int]:
+    """Every lens's sections on the one string table: the first lens's under their names,
+    lens ``i``'s as ``"{i}/{section}"`` (the shared ones sent once), with their scales; each
+    lens's ``meta["lenses"]`` entry; the first lens's metrics and top-k."""
+    arrays: dict[str, np.ndarray] = {}
+    scales: dict[str, float] = {}
+    lenses = []
+    first_metrics: list[Any] = []
+    first_k = 0
+    for i, (name, member) in enumerate(members):
+        prefix = "" if i == 0 else f"{i}/"
+        own, own_scales, metrics, k = _encode(member, index_of, n_strings, max_entropy)
+        for section, array in own.items():
+            if i and section in SHARED_SECTIONS:
+                continue  # the same for every lens: sent once
+            arrays[prefix + section] = array
+            if section in own_scales:
+                scales[prefix + section] = own_scales[section]
+        # The first lens's metrics and top-k are the payload's own (meta["metrics"],
+        # meta["top_k"]), not repeated here: one lens's meta grows by a line, not 2 kB.
+        own_meta = {"metrics": metrics, "top_k": k} if i else {}
+        lenses.append(
+            {
+                "name": name,
+                "kind": member.lens_kind or IDENTITY.kind,
+                "title": title_of(member),
+                "prefix": prefix,
+                **own_meta,
+            }
+        )
+        if not i:
+            first_metrics, first_k = metrics, k
+    return arrays, scales, lenses, first_metrics, first_k
+
+
 def _encode(
     result: LogitLensResult, index_of: dict[Any, int], n_strings: int, max_entropy: float
 ) -> tuple[dict[str, np.ndarray], dict[str, float], list[dict[str, Any]], int]:
@@ -320,14 +338,17 @@ def _encode(
 
     field_values = {name: values(name) for name in RESULT_FIELDS}
     for name in ("topk_tokens", "topk_probs"):
-        if field_values[name] is not None:
-            field_values[name] = field_values[name][..., 1:]  # rank 1 is predicted_tokens
+        kept = field_values[name]
+        if kept is not None:
+            field_values[name] = kept[..., 1:]  # rank 1 is predicted_tokens
     topk = field_values["topk_tokens"]
     k = 1 if topk is None or topk.shape[-1] == 0 else topk.shape[-1] + 1
     if k == 1:
         field_values["topk_tokens"] = field_values["topk_probs"] = None
     field_values.update(_answer_values(result, values))
-    top1 = field_values["max_probs"].astype(np.float64)
+    max_probs = field_values["max_probs"]
+    assert max_probs is not None  # every result has its top-1
+    top1 = max_probs.astype(np.float64)
     field_values["missing"] = ~np.isfinite(top1)
     final_tokens = field_values["final_tokens"]
     field_values["final_missing"] = None if final_tokens is None else final_tokens < 0
@@ -455,8 +476,6 @@ def _role_names(result: LogitLensResult) -> list[str]:
     """The names ``token_roles`` codes index: the usual roles, then any other; [] without."""
     if result.token_roles is None:
         return []
-    from murano_widgets.chat import role_names
-
     return role_names(result.token_roles)
 
 

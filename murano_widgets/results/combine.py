@@ -19,7 +19,7 @@ the field and the parts.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import torch
 
@@ -47,6 +47,18 @@ def padding_of(tokenizer: Any) -> tuple[str, int]:
     return side, int(pad_id)
 
 
+@overload
+def concat_results(
+    parts: Sequence[LogitLensResult], *, padding_side: str, pad_id: int
+) -> LogitLensResult: ...
+@overload
+def concat_results(
+    parts: Sequence[LensResults], *, padding_side: str, pad_id: int
+) -> LensResults: ...
+@overload
+def concat_results(
+    parts: Sequence[LogitLensResult | LensResults], *, padding_side: str, pad_id: int
+) -> LogitLensResult | LensResults: ...
 def concat_results(
     parts: Sequence[LogitLensResult | LensResults], *, padding_side: str, pad_id: int
 ) -> LogitLensResult | LensResults:
@@ -97,6 +109,18 @@ def concat_results(
     return as_given(combined.check_one_batch())  # _concat validated each lens
 
 
+@overload
+def select_prompts(
+    result: LogitLensResult, indices: Sequence[int], *, padding_side: str
+) -> LogitLensResult: ...
+@overload
+def select_prompts(
+    result: LensResults, indices: Sequence[int], *, padding_side: str
+) -> LensResults: ...
+@overload
+def select_prompts(
+    result: LogitLensResult | LensResults, indices: Sequence[int], *, padding_side: str
+) -> LogitLensResult | LensResults: ...
 def select_prompts(
     result: LogitLensResult | LensResults, indices: Sequence[int], *, padding_side: str
 ) -> LogitLensResult | LensResults:

@@ -238,6 +238,7 @@ class LensResults(Mapping[str, LogitLensResult]):
         Raises:
             KeyError: For a name that is not one of the lenses.
         """
+        # At call time: the package's one deliberate import circle (tests/test_house.py).
         from murano_widgets.plot import plot_lenses, plot_logit_lens
 
         if lens is not None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from murano_widgets._checks import check_index
 from murano_widgets.metrics import REDUCED_FIELDS
 from murano_widgets.results.schema import (
     CELL,
@@ -358,8 +359,6 @@ class LogitLensResult:
         Raises:
             ValueError: For an index out of range.
         """
-        from murano_widgets._checks import check_index
-
         prompt = check_index("prompt", prompt, self.n_inputs, "prompts")
         row = check_index("layer_index", layer_index, len(self.addresses), "rows")
         positions = self.positions(prompt).tolist()
@@ -452,6 +451,7 @@ class LogitLensResult:
             **options: Its keyword-only options (``max_token_chars``, ``marks``,
                 ``hide_template``).
         """
+        # At call time: the package's one deliberate import circle (tests/test_house.py).
         from murano_widgets.plot import plot_logit_lens
 
         return plot_logit_lens(self, prompt=prompt, layers=layers, metric=metric, ax=ax, **options)
