@@ -442,8 +442,9 @@ class LogitLensWidget(MuranoWidget):
 
     def close(self) -> None:
         """Closes the widget, and its worker with it."""
-        if getattr(self, "_live", None) is not None:
-            self._live.close()
+        live = getattr(self, "_live", None)
+        if live is not None:
+            live.close()
         super().close()
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
@@ -499,9 +500,11 @@ class LogitLensWidget(MuranoWidget):
                 self._live_show_target(target)
             if not payload.metric(self.metric)["available"]:
                 self.metric = METRICS["prob"].name
-            self.selected = selected and {
-                key: selected[key] for key in ("prompt", "layer_index", "position")
-            }
+            # set_trait: traitlets types a Dict trait as a dict, though this one allows None.
+            self.set_trait(
+                "selected",
+                selected and {key: selected[key] for key in ("prompt", "layer_index", "position")},
+            )
             self.set_trait("prompts", list(result.prompts or payload.meta["prompts"]))
             self.set_trait("targets", list(result.targets or []))
             if patch is None:
@@ -526,7 +529,7 @@ class LogitLensWidget(MuranoWidget):
             self._patched = comparison
             self._patch_meta = meta
             self._patch_sections = sections
-            self.patch_info = state
+            self.set_trait("patch_info", state)  # None allowed (see selected above)
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
