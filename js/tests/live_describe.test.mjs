@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { describeTarget, DESCRIBE_ACTION } from "../src/heatmap/live/describe.js";
+import { describeReply, describeTarget, DESCRIBE_ACTION } from "../src/heatmap/live/describe.js";
 import { decodePayload } from "../src/heatmap/payload.js";
 import { lensPayload } from "./golden.mjs";
 
@@ -23,4 +23,17 @@ test("the cell described: the pinned one, its model layer, for a Patchscope on a
   assert.equal(refused.ok, false);
   assert.match(refused.ok ? "" : refused.reason, /^A Patchscope reads a block's output/);
   assert.equal(DESCRIBE_ACTION, "describe_patchscope");
+});
+
+test("the reply to the request in flight carries the text; any other message leaves the store's value as it is", () => {
+  const waiting = { pending: 7, cell: "1|2|1", text: "" };
+  // Not its reply, or not a reply: the same object (the store tells no one).
+  assert.equal(describeReply(waiting, { action: "done", id: 6, message: "other" }), waiting);
+  assert.equal(describeReply(waiting, { action: "hello", id: 7 }), waiting);
+  assert.equal(describeReply(waiting, null), waiting);
+  assert.deepEqual(describeReply(waiting, { action: "done", id: 7, message: " the capital" }), { pending: -1, cell: "1|2|1", text: " the capital" });
+  // An error shows on the status line: the row's text stays empty.
+  assert.deepEqual(describeReply(waiting, { action: "error", id: 7, message: "boom" }), { pending: -1, cell: "1|2|1", text: "" });
+  const idle = { pending: -1, cell: "", text: "" };
+  assert.equal(describeReply(idle, { action: "done", id: -1, message: "x" }), idle);
 });

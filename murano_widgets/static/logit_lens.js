@@ -3409,83 +3409,6 @@ function patchModel(model) {
   };
 }
 
-// src/heatmap/live/describe.js
-var DESCRIBE_ACTION = "describe_patchscope";
-function describeTarget(data, selected) {
-  if (!data || data.lensKind !== "patchscope") return { ok: false, reason: "The lens shown is not a Patchscope." };
-  const target = patchTarget(data, selected);
-  if (!target.ok) return { ok: false, reason: target.reason.replace(/patch(es)? it/, "describe it").replace("A patch overwrites", "A Patchscope reads") };
-  return { ok: true, prompt: target.prompt, layer: target.layer, position: target.position, label: target.label };
-}
-function buildDescribe() {
-  const row = h("div", "murano-live-row murano-describe", { hidden: "" });
-  const where = h("span", "murano-patch-where murano-describe-where");
-  const button = h("button", "murano-live-button murano-describe-run", { type: "button", title: "Patch this cell's state into the Patchscope's target prompt and generate a few tokens from it, greedily" }, "Describe");
-  const text = h("output", "murano-describe-text murano-token", { "aria-live": "polite" });
-  row.append(h("span", "murano-label", {}, "Describe this cell"), where, button, text);
-  return { row, where, button, text };
-}
-var DescribeControl = class {
-  /**
-   * @param {LiveAsker} live
-   * @param {HTMLElement} parent where the row goes (the pinned cell's panel)
-   */
-  constructor(live, parent) {
-    this.live = live;
-    this.ui = buildDescribe();
-    parent.append(this.ui.row);
-    this.pending = -1;
-    this.describedCell = "";
-    this.target = { ok: false, reason: "" };
-  }
-  /** Asks the kernel to describe the pinned cell. */
-  run() {
-    const target = this.target;
-    if (!target.ok) return;
-    this.ui.text.textContent = "";
-    this.describedCell = cellKey(target);
-    this.pending = this.live.ask(DESCRIBE_ACTION, { prompt: target.prompt, layer: target.layer, position: target.position });
-  }
-  /**
-   * A message from the kernel: the reply to the request in flight carries the description.
-   * @param {unknown} msg
-   */
-  onMessage(msg) {
-    if (!msg || typeof msg !== "object") return;
-    const { action, id, message } = (
-      /** @type {Record<string, unknown>} */
-      msg
-    );
-    if (id !== this.pending || this.pending < 0) return;
-    if (action !== "done" && action !== "error" && action !== "superseded") return;
-    this.pending = -1;
-    if (action === "done" && typeof message === "string") this.ui.text.textContent = message;
-  }
-  /**
-   * Shows or hides the row for the pinned cell.
-   * @param {boolean} offered the live controls are offered (a kernel is there)
-   * @param {LensData | null} data
-   * @param {Selected | null} selected
-   */
-  render(offered, data, selected) {
-    const { row, where, button, text } = this.ui;
-    const target = describeTarget(data, selected);
-    this.target = target;
-    const patchscope = !!data && data.lensKind === "patchscope";
-    row.hidden = !offered || !patchscope || !selected;
-    if (row.hidden) return;
-    where.textContent = target.ok ? target.label : target.reason;
-    button.disabled = !target.ok;
-    if (!target.ok || cellKey(target) !== this.describedCell) {
-      if (text.textContent) text.textContent = "";
-      if (!target.ok || this.pending < 0) this.describedCell = "";
-    }
-  }
-};
-function cellKey(target) {
-  return target.ok ? `${target.prompt}|${target.layer}|${target.position}` : "";
-}
-
 // src/heatmap/live/picker.js
 function pickerColumn(state, length) {
   const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
@@ -4082,8 +4005,325 @@ function detailsOverdue(view) {
   view.drawTrajectory();
 }
 
-// src/heatmap/live/view.js
+// src/heatmap/live/controls.js
 var PICKER_LIMIT = 30;
+function stringList(value) {
+  return Array.isArray(value) && value.every((v) => typeof v === "string") ? value : null;
+}
+function promptTexts(live) {
+  const data = live.lens.data;
+  const trait = stringList(live.store.state.prompts);
+  if (data && trait && trait.length === data.P) return trait;
+  return data ? data.prompts : [];
+}
+function trackedTokens(live) {
+  const data = live.lens.data;
+  return data ? data.targets : stringList(live.store.state.targets) || [];
+}
+function showStatus(live) {
+  const { ui } = live;
+  const { conn, live_status } = live.store.state;
+  const offered = controlsOffered(live);
+  const line = statusLine(conn, live_status);
+  ui.panel.hidden = conn.kernel === "off";
+  ui.panel.dataset.kernel = conn.kernel;
+  ui.panel.dataset.status = line.kind;
+  ui.controls.hidden = !offered;
+  ui.noKernel.hidden = line.kind !== "no-kernel";
+  ui.noKernel.textContent = line.kind === "no-kernel" ? line.text : "";
+  const progress = line.kind === "progress";
+  ui.status.classList.toggle("murano-running", progress);
+  ui.line.hidden = !offered;
+  ui.statusText.textContent = progress || line.kind === "done" || line.kind === "note" ? line.text : "";
+  ui.error.hidden = line.kind !== "error";
+  if (line.kind === "error" && ui.errorText.textContent !== line.text) ui.errorText.textContent = line.text;
+}
+function controlsOffered(live) {
+  return controlsShown(live.store.state.conn);
+}
+function showPromptControls(live) {
+  const data = live.lens.data;
+  const { removeButton } = live.ui;
+  const P = data ? data.P : 0;
+  const prompt = live.lens.state.prompt;
+  const hadFocus = removeButton.ownerDocument.activeElement === removeButton;
+  removeButton.disabled = P < 2;
+  if (hadFocus && removeButton.disabled) live.ui.promptInput.focus();
+  removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove ${promptName(prompt)}`);
+  removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove ${promptName(prompt)} from the widget`;
+}
+function showChips(live) {
+  const items = trackedTokens(live).map((target) => {
+    const shown = displayToken(target);
+    const chip = h("li", "murano-chip");
+    chip.append(
+      h("span", "murano-chip-text murano-token", { title: target }, truncateText(shown, 24)),
+      h("button", "murano-chip-remove", { type: "button", "aria-label": `Stop tracking ${shown}`, title: "Stop tracking", "data-token": target }, "×")
+    );
+    return chip;
+  });
+  const { chips } = live.ui;
+  const focused = [...chips.querySelectorAll("button.murano-chip-remove")].indexOf(
+    /** @type {HTMLButtonElement} */
+    chips.ownerDocument.activeElement
+  );
+  chips.replaceChildren(...items);
+  chips.hidden = items.length === 0;
+  if (focused >= 0) {
+    const buttons = chips.querySelectorAll("button.murano-chip-remove");
+    const next = (
+      /** @type {HTMLButtonElement | undefined} */
+      buttons[Math.min(focused, buttons.length - 1)]
+    );
+    (next || live.ui.trackInput).focus();
+  }
+}
+function showPinTokens(live) {
+  const data = live.lens.data;
+  const sel = live.lens.state.selected;
+  const { pinRow, pinTokens } = live.ui;
+  if (!data || !sel || !(sel.prompt >= 0 && sel.prompt < data.P)) {
+    pinRow.hidden = true;
+    pinTokens.replaceChildren();
+    return;
+  }
+  requestDetails(live.lens);
+  const d = cellDetails(data, sel.prompt, Math.min(sel.layer_index, data.L - 1), Math.min(sel.position, data.lengths[sel.prompt] - 1));
+  const tracked = new Set(trackedTokens(live));
+  pinTokens.replaceChildren(
+    ...d.top.map((entry) => {
+      const shown = displayToken(entry.token);
+      const button = h(
+        "button",
+        "murano-pin-token",
+        { type: "button", "data-token": entry.token, "aria-label": `Track ${shown} (${formatProb(entry.prob, entry.step)} at the pinned cell)` }
+      );
+      button.append(h("span", "murano-token", {}, truncateText(shown, 16)), h("span", "murano-pin-token-prob", {}, formatProb(entry.prob, entry.step)));
+      button.disabled = tracked.has(entry.token);
+      if (button.disabled) button.title = "Already tracked";
+      return button;
+    })
+  );
+  pinRow.hidden = d.top.length === 0;
+}
+function showPatchControl(live) {
+  const { patchRow, patchWhere, patchSource, patchRun, patchReason } = live.ui;
+  const sel = live.lens.state.selected;
+  if (!sel) {
+    patchRow.hidden = true;
+    return;
+  }
+  patchRow.hidden = false;
+  const target = patchTarget(live.lens.data, sel);
+  patchWhere.textContent = target.ok ? target.label : "";
+  patchReason.hidden = target.ok;
+  patchReason.textContent = target.ok ? "" : target.reason;
+  patchSource.hidden = !target.ok;
+  patchRun.hidden = !target.ok;
+  if (!target.ok) return;
+  const options = patchSources(promptTexts(live), target.prompt);
+  const key = options.map((o) => `${o.value}=${o.label}`).join("\n");
+  if (patchSource.dataset.key !== key) {
+    const previous = patchSource.value;
+    patchSource.replaceChildren(...options.map((o) => h("option", "", { value: o.value }, o.label)));
+    patchSource.dataset.key = key;
+    if (options.some((o) => o.value === previous)) patchSource.value = previous;
+  }
+  patchRun.setAttribute("aria-label", `Run the patch of ${target.label}`);
+}
+function showPickerBox(live) {
+  const open = live.store.state.pickerOpen;
+  live.ui.pickerButton.setAttribute("aria-expanded", String(open));
+  live.ui.picker.hidden = !open;
+  if (open) showPicker(live);
+}
+function showPicker(live) {
+  const data = live.lens.data;
+  const { pickerHead, pickerList } = live.ui;
+  if (!data) return;
+  const s2 = live.lens.state;
+  const column = pickerColumn(s2, data.lengths[s2.prompt]);
+  const picked = pickerTokens(data, s2.prompt, column.position);
+  const tracked = new Set(trackedTokens(live));
+  const input = cellDetails(data, s2.prompt, 0, column.position).input;
+  const why = { focus: "focused", pinned: "pinned", last: "last position" }[column.source];
+  pickerHead.textContent = `Position ${column.position} (${displayToken(input)}, ${why}): every token in the top-k at any layer, by its best probability over the layers` + (picked.complete ? "." : " (top-1 only until the top-k arrives).");
+  const shown = picked.tokens.slice(0, PICKER_LIMIT);
+  const items = shown.map((entry) => {
+    const text = displayToken(entry.token);
+    const where = rowLabel(data, entry.row);
+    const li = h("li", "murano-picker-entry");
+    const button = h("button", "murano-picker-item", {
+      type: "button",
+      "data-token": entry.token,
+      "aria-label": `Track ${text}: best ${formatProb(entry.prob)} at ${rowLabel(data, entry.row, "long")}`
+    });
+    button.append(h("span", "murano-token", {}, truncateText(text, 20)), h("span", "murano-picker-prob", {}, formatProb(entry.prob)), h("span", "murano-picker-layer", {}, where));
+    if (tracked.has(entry.token)) {
+      button.disabled = true;
+      button.title = "Already tracked";
+    }
+    li.append(button);
+    return li;
+  });
+  if (picked.tokens.length > shown.length) items.push(h("li", "murano-picker-more", {}, `… and ${picked.tokens.length - shown.length} more`));
+  pickerList.replaceChildren(...items);
+}
+
+// src/heatmap/live/patch_panel.js
+function showPatch(live, offered) {
+  const patch = live.store.state.patch;
+  const ui = live.ui;
+  if (!isPatch(patch)) {
+    closePatch(live);
+    return;
+  }
+  if (!live.patchModel) live.patchModel = patchModel(live.model);
+  if (!live.patchModel.ready()) {
+    closePatch(live);
+    return;
+  }
+  if (!live.diff) {
+    const lens = live.lens;
+    live.diff = new DiffView(live.patchModel, ui.patchDiff, {
+      embedded: true,
+      columns: () => lens.layout && !lens.layout.columns && lens.ui.scroller.isConnected ? { cellW: lens.layout.cellW, left: lens.ui.scroller.getBoundingClientRect().left + lens.layout.labelW } : null
+    });
+  }
+  const data = live.lens.data;
+  const token = data && patch.prompt < data.P && patch.position < data.lengths[patch.prompt] ? cellDetails(data, patch.prompt, 0, patch.position).input : null;
+  const summary = patchSummary(patch, promptTexts(live), token);
+  ui.patchTitle.textContent = summary.title;
+  ui.patchAnswer.textContent = summary.answer;
+  ui.patchAnswer.hidden = !summary.answer;
+  ui.patchClear.hidden = !offered;
+  ui.patchPanel.hidden = false;
+}
+function closePatch(live) {
+  if (live.diff) live.diff.destroy();
+  live.diff = null;
+  if (live.patchModel) live.patchModel.dispose();
+  live.patchModel = null;
+  live.ui.patchPanel.hidden = true;
+}
+
+// src/heatmap/live/describe.js
+var DESCRIBE_ACTION = "describe_patchscope";
+function describeTarget(data, selected) {
+  if (!data || data.lensKind !== "patchscope") return { ok: false, reason: "The lens shown is not a Patchscope." };
+  const target = patchTarget(data, selected);
+  if (!target.ok) return { ok: false, reason: target.reason.replace(/patch(es)? it/, "describe it").replace("A patch overwrites", "A Patchscope reads") };
+  return { ok: true, prompt: target.prompt, layer: target.layer, position: target.position, label: target.label };
+}
+function buildDescribe() {
+  const row = h("div", "murano-live-row murano-describe", { hidden: "" });
+  const where = h("span", "murano-patch-where murano-describe-where");
+  const button = h("button", "murano-live-button murano-describe-run", { type: "button", title: "Patch this cell's state into the Patchscope's target prompt and generate a few tokens from it, greedily" }, "Describe");
+  const text = h("output", "murano-describe-text murano-token", { "aria-live": "polite" });
+  row.append(h("span", "murano-label", {}, "Describe this cell"), where, button, text);
+  return { row, where, button, text };
+}
+function describeReply(described2, msg) {
+  if (!msg || typeof msg !== "object" || described2.pending < 0) return described2;
+  const { action, id, message } = (
+    /** @type {Record<string, unknown>} */
+    msg
+  );
+  if (id !== described2.pending) return described2;
+  if (action !== "done" && action !== "error" && action !== "superseded") return described2;
+  return { pending: -1, cell: described2.cell, text: action === "done" && typeof message === "string" ? message : described2.text };
+}
+function showDescribe(ui, described2, offered, data, selected) {
+  const { row, where, button, text } = ui;
+  const target = describeTarget(data, selected);
+  const patchscope = !!data && data.lensKind === "patchscope";
+  let now = described2;
+  if (!target.ok || cellKey(target) !== described2.cell) {
+    const cell = !target.ok || described2.pending < 0 ? "" : described2.cell;
+    if (cell !== described2.cell || described2.text) now = { pending: described2.pending, cell, text: "" };
+  }
+  row.hidden = !offered || !patchscope || !selected;
+  if (row.hidden) return described2;
+  where.textContent = target.ok ? target.label : target.reason;
+  button.disabled = !target.ok;
+  if (text.textContent !== now.text) text.textContent = now.text;
+  return now;
+}
+function cellKey(target) {
+  return target.ok ? `${target.prompt}|${target.layer}|${target.position}` : "";
+}
+
+// src/heatmap/live/kernel.js
+function post(live, conn, message) {
+  if (!message) return conn;
+  try {
+    live.model.send?.(message);
+    return conn;
+  } catch {
+    return noKernel(conn);
+  }
+}
+function startHello(live) {
+  const { state, message } = hello(live.store.state.conn, live.now());
+  live.store.set({ conn: post(live, state, message) });
+  schedule(live);
+}
+function ask(live, action, fields) {
+  const { state, message } = request(live.store.state.conn, action, fields, live.now());
+  live.store.set({ conn: post(live, state, message) });
+  schedule(live);
+  return message ? message.id : -1;
+}
+function askFromBox(live, box, action, fields) {
+  const text = box.value;
+  const id = ask(live, action, fields);
+  if (id >= 0) live.store.set({ sent: [...live.store.state.sent, { id, box, text }] });
+}
+function onMessage(live, msg) {
+  const s2 = live.store.state;
+  const conn = receive(s2.conn, msg);
+  if (conn === s2.conn) return;
+  const reply = (
+    /** @type {{action?: unknown, id?: unknown}} */
+    msg
+  );
+  for (const sent2 of s2.sent) {
+    if (sent2.id === reply.id && reply.action === "done" && sent2.box.value === sent2.text) sent2.box.value = "";
+  }
+  const sent = s2.sent.some((x) => x.id === reply.id) ? s2.sent.filter((x) => x.id !== reply.id) : s2.sent;
+  live.store.set({ conn, sent, describe: describeReply(s2.describe, msg) });
+  schedule(live);
+}
+function schedule(live) {
+  if (live.timer) clearTimeout(live.timer);
+  live.timer = null;
+  const timeouts = live.timeouts;
+  const deadline = nextDeadline(live.store.state.conn, timeouts);
+  if (deadline === null) return;
+  live.timer = setTimeout(() => {
+    live.timer = null;
+    live.store.set({ conn: tick(live.store.state.conn, live.now(), timeouts) });
+    schedule(live);
+  }, Math.max(0, deadline - live.now()) + 1);
+}
+
+// src/heatmap/live/store.js
+function createLiveStore(conn, model) {
+  const state = {
+    conn,
+    sent: [],
+    pickerOpen: false,
+    describe: { pending: -1, cell: "", text: "" },
+    prompts: model.get("prompts"),
+    targets: model.get("targets"),
+    live_status: model.get("live_status"),
+    patch: model.get("patch"),
+    patchVersion: 0
+  };
+  return createStore(state);
+}
+
+// src/heatmap/live/dom.js
 function buildLive(id) {
   const panel = h("section", "murano-live", { hidden: "", "aria-label": "Live: ask the kernel" });
   const controls = h("div", "murano-live-controls");
@@ -4131,7 +4371,8 @@ function buildLive(id) {
   line.append(status, error);
   panel.append(controls, line, noKernel2);
   const pinPanel = h("div", "murano-live murano-live-pinned", { hidden: "", role: "group", "aria-label": "The pinned cell: track its tokens, patch it" });
-  pinPanel.append(pinRow, patchRow);
+  const describe = buildDescribe();
+  pinPanel.append(pinRow, patchRow, describe.row);
   const patchPanel = h("section", "murano-patch", { hidden: "", "aria-label": "The patch: patched lens minus clean lens" });
   const patchHead = h("div", "murano-patch-head");
   const patchTitle = h("div", "murano-patch-title");
@@ -4173,12 +4414,26 @@ function buildLive(id) {
     patchTitle,
     patchAnswer,
     patchClear,
-    patchDiff
+    patchDiff,
+    describe
   };
 }
-function stringList(value) {
-  return Array.isArray(value) && value.every((v) => typeof v === "string") ? value : null;
-}
+
+// src/heatmap/live/view.js
+var PARTS = [
+  [/* @__PURE__ */ new Set(["dataVersion"]), (live) => keepChartLines(live)],
+  [/* @__PURE__ */ new Set(["conn", "live_status"]), (live) => showStatus(live)],
+  [/* @__PURE__ */ new Set(["conn", "prompt", "dataVersion"]), (live, offered) => offered && showPromptControls(live)],
+  [/* @__PURE__ */ new Set(["conn", "targets", "dataVersion"]), (live, offered) => offered && showChips(live)],
+  [/* @__PURE__ */ new Set(["conn", "selected", "targets", "dataVersion"]), (live, offered) => offered && showPinTokens(live)],
+  [/* @__PURE__ */ new Set(["conn", "selected", "prompts", "dataVersion"]), (live, offered) => offered && showPatchControl(live)],
+  [
+    /* @__PURE__ */ new Set(["conn", "pickerOpen", "prompt", "focus", "focused", "selected", "targets", "dataVersion"]),
+    (live, offered) => offered && showPickerBox(live)
+  ],
+  [/* @__PURE__ */ new Set(["conn", "selected", "describe", "dataVersion"]), (live, offered) => followDescribe(live, offered)],
+  [/* @__PURE__ */ new Set(["conn", "patch", "patchVersion", "prompts", "dataVersion"]), (live, offered) => showPatch(live, offered)]
+];
 var LiveView = class {
   /**
    * @param {LensView} lens the heatmap's view
@@ -4191,19 +4446,17 @@ var LiveView = class {
     this.ui = ui;
     this.now = now;
     this.timeouts = {};
-    this.state = this.initial();
+    this.store = createLiveStore(this.initial(), this.model);
     this.timer = null;
-    this.sentTexts = [];
     this.lastTargets = null;
-    this.pickerOpen = false;
-    this.shown = { kind: "none", text: "", id: -1 };
     this.patchModel = null;
     this.diff = null;
     this.abort = new AbortController();
-    this.describe = new DescribeControl(this, ui.pinPanel);
+    const follow = (changed) => this.follow(changed);
+    this.unsubscribe = [this.store.subscribe(follow), lens.store.subscribe(follow)];
     this.bind();
-    this.startHello();
-    this.render();
+    startHello(this);
+    this.follow(["conn"]);
   }
   /** @returns {LiveState} */
   initial() {
@@ -4213,429 +4466,108 @@ var LiveView = class {
       firstId: 1 + Math.floor(Math.random() * 2 ** 30)
     });
   }
+  /**
+   * Draws the parts that follow any of the keys that changed.
+   * @param {(LiveKey | StateKey)[]} changed
+   */
+  follow(changed) {
+    const offered = controlsOffered(this);
+    let drawn = false;
+    for (const [keys, draw2] of PARTS) {
+      if (!changed.some((key) => keys.has(key))) continue;
+      draw2(this, offered);
+      drawn = true;
+    }
+    if (!drawn) return;
+    const { ui } = this;
+    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden && ui.describe.row.hidden;
+  }
   destroy() {
     this.abort.abort();
+    for (const unsubscribe of this.unsubscribe) unsubscribe();
     for (const [event, fn] of this.handlers) this.model.off(event, fn);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    this.closePatch();
-  }
-  // ---- Talking to the kernel -----------------------------------------------------------------
-  /**
-   * Sends a message; a model that cannot send (a front end with no kernel connection may throw)
-   * leaves the widget without a kernel.
-   * @param {Message} message
-   */
-  post(message) {
-    try {
-      this.model.send?.(message);
-    } catch {
-      this.state = noKernel(this.state);
-    }
-  }
-  startHello() {
-    const { state, message } = hello(this.state, this.now());
-    this.state = state;
-    if (message) this.post(message);
-    this.schedule();
-  }
-  /**
-   * Sends a request; the status line shows it until its reply.
-   * @param {string} action
-   * @param {Record<string, unknown>} fields
-   * @returns {number} its id (-1: nothing sent)
-   */
-  ask(action, fields) {
-    const { state, message } = request(this.state, action, fields, this.now());
-    this.state = state;
-    if (message) this.post(message);
-    this.schedule();
-    this.render();
-    return message ? message.id : -1;
-  }
-  /** @param {unknown} msg a custom message from the kernel */
-  onMessage(msg) {
-    const before = this.state;
-    this.state = receive(before, msg);
-    if (this.state === before) return;
-    const reply = (
-      /** @type {{action?: unknown, id?: unknown}} */
-      msg
-    );
-    for (const sent of this.sentTexts) {
-      if (sent.id === reply.id && reply.action === "done" && sent.box.value === sent.text) sent.box.value = "";
-    }
-    this.sentTexts = this.sentTexts.filter((sent) => sent.id !== reply.id);
-    this.describe.onMessage(msg);
-    this.schedule();
-    this.render();
-  }
-  /** Sets a timer for the next time-out (hello, or the latest request's reply). */
-  schedule() {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    const timeouts = this.timeoutOptions();
-    const deadline = nextDeadline(this.state, timeouts);
-    if (deadline === null) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.state = tick(this.state, this.now(), timeouts);
-      this.schedule();
-      this.render();
-    }, Math.max(0, deadline - this.now()) + 1);
-  }
-  timeoutOptions() {
-    return this.timeouts;
+    closePatch(this);
   }
   // ---- Requests from the controls ------------------------------------------------------------
-  addPrompt() {
-    const text = this.ui.promptInput.value;
-    if (!text.trim()) return;
-    const id = this.ask("add_prompt", { text });
-    if (id >= 0) this.sentTexts.push({ id, box: this.ui.promptInput, text });
-  }
   removePrompt() {
     const data = this.lens.data;
     if (!data || data.P < 2) return;
-    this.ask("remove_prompt", { index: this.lens.state.prompt });
+    ask(this, "remove_prompt", { index: this.lens.state.prompt });
   }
   /**
    * Tracks a token and asks Python to show it (`show`): Python sets the `target` and `metric`
    * traits with the new payload, and the heatmap, its token menu and the chart's line follow
    * them as they follow any change of those traits.
    * @param {string} text
-   * @returns {number} the request's id (-1: nothing sent)
    */
   track(text) {
-    if (!text) return -1;
-    return this.ask("track", { text, show: true });
-  }
-  /** @param {string} text */
-  untrack(text) {
-    this.ask("untrack", { text });
+    if (text) ask(this, "track", { text, show: true });
   }
   runPatch() {
     const target = patchTarget(this.lens.data, this.lens.state.selected);
     if (!target.ok || !this.ui.patchSource.value) return;
-    this.ask("patch", { prompt: target.prompt, layer: target.layer, position: target.position, source: sourceOf(this.ui.patchSource.value) });
+    ask(this, "patch", { prompt: target.prompt, layer: target.layer, position: target.position, source: sourceOf(this.ui.patchSource.value) });
   }
-  // ---- Following what Python sends -----------------------------------------------------------
-  /** The prompts' texts: the `prompts` trait when it matches the payload, else the payload's. */
-  promptTexts() {
-    const data = this.lens.data;
-    const trait = stringList(this.model.get("prompts"));
-    if (data && trait && trait.length === data.P) return trait;
-    return data ? data.prompts : [];
-  }
-  /** The tracked tokens: the payload's (what the chart draws), else the `targets` trait. */
-  targets() {
-    const data = this.lens.data;
-    return data ? data.targets : stringList(this.model.get("targets")) || [];
-  }
-  /** New data (a payload from Python, another lens): everything that lists prompts or tokens. */
-  dataChanged() {
-    this.keepChartLines();
-    this.render();
-  }
-  /**
-   * The trajectory chart names a target's line by its index (`target:<j>`): when Python adds or
-   * removes targets, the lines the user switched on or off keep their choice by token.
-   */
-  keepChartLines() {
-    const data = this.lens.data;
-    if (!data) return;
-    const before = this.lastTargets;
-    this.lastTargets = [...data.targets];
-    if (!before || before.join("\0") === data.targets.join("\0")) return;
-    const toggled = this.lens.trajectory.toggled;
-    const moved = [];
-    for (const [key, shown] of toggled) {
-      if (!key.startsWith("target:")) continue;
-      toggled.delete(key);
-      const j = data.targets.indexOf(before[Number(key.slice("target:".length))]);
-      if (j >= 0) moved.push([`target:${j}`, shown]);
-    }
-    for (const [key, shown] of moved) toggled.set(key, shown);
-    this.lens.trajectory.rerender();
-  }
-  /** The pinned cell changed: the patch control and the pinned top-k follow. */
-  selectionChanged() {
-    this.render();
-  }
-  /** Another prompt is shown: the remove button names it, the picker lists its column. */
-  promptChanged() {
-    if (!controlsShown(this.state)) return;
-    this.showPromptControls();
-    this.columnChanged();
-  }
-  /** The column the picker lists may have moved (prompt, keyboard focus). */
-  columnChanged() {
-    if (this.pickerOpen) this.showPicker();
-  }
-  // ---- Drawing -------------------------------------------------------------------------------
-  render() {
-    const { ui, state } = this;
-    const offered = controlsShown(state);
-    const line = statusLine(state, this.model.get("live_status"));
-    this.shown = line;
-    ui.panel.hidden = state.kernel === "off";
-    ui.panel.dataset.kernel = state.kernel;
-    ui.panel.dataset.status = line.kind;
-    ui.controls.hidden = !offered;
-    ui.noKernel.hidden = line.kind !== "no-kernel";
-    ui.noKernel.textContent = line.kind === "no-kernel" ? line.text : "";
-    const progress = line.kind === "progress";
-    ui.status.classList.toggle("murano-running", progress);
-    ui.line.hidden = !offered;
-    ui.statusText.textContent = progress || line.kind === "done" || line.kind === "note" ? line.text : "";
-    ui.error.hidden = line.kind !== "error";
-    if (line.kind === "error" && ui.errorText.textContent !== line.text) ui.errorText.textContent = line.text;
-    if (offered) {
-      this.showPromptControls();
-      this.showChips();
-      this.showPinTokens();
-      this.showPatchControl();
-      if (this.pickerOpen) this.showPicker();
-    }
-    this.describe.render(offered, this.lens.data, this.lens.state.selected);
-    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden && this.describe.ui.row.hidden;
-    this.showPatch(offered);
-  }
-  showPromptControls() {
-    const data = this.lens.data;
-    const { removeButton } = this.ui;
-    const P = data ? data.P : 0;
-    const prompt = this.lens.state.prompt;
-    const hadFocus = removeButton.ownerDocument.activeElement === removeButton;
-    removeButton.disabled = P < 2;
-    if (hadFocus && removeButton.disabled) this.ui.promptInput.focus();
-    removeButton.setAttribute("aria-label", P < 2 ? "Remove this prompt (the last prompt stays)" : `Remove ${promptName(prompt)}`);
-    removeButton.title = P < 2 ? "The last prompt cannot be removed" : `Remove ${promptName(prompt)} from the widget`;
-  }
-  showChips() {
-    const items = this.targets().map((target) => {
-      const shown = displayToken(target);
-      const chip = h("li", "murano-chip");
-      chip.append(
-        h("span", "murano-chip-text murano-token", { title: target }, truncateText(shown, 24)),
-        h("button", "murano-chip-remove", { type: "button", "aria-label": `Stop tracking ${shown}`, title: "Stop tracking", "data-token": target }, "×")
-      );
-      return chip;
-    });
-    const { chips } = this.ui;
-    const focused = [...chips.querySelectorAll("button.murano-chip-remove")].indexOf(
-      /** @type {HTMLButtonElement} */
-      chips.ownerDocument.activeElement
-    );
-    chips.replaceChildren(...items);
-    chips.hidden = items.length === 0;
-    if (focused >= 0) {
-      const buttons = chips.querySelectorAll("button.murano-chip-remove");
-      const next = (
-        /** @type {HTMLButtonElement | undefined} */
-        buttons[Math.min(focused, buttons.length - 1)]
-      );
-      (next || this.ui.trackInput).focus();
-    }
-  }
-  showPinTokens() {
-    const data = this.lens.data;
-    const sel = this.lens.state.selected;
-    const { pinRow, pinTokens } = this.ui;
-    if (!data || !sel || !(sel.prompt >= 0 && sel.prompt < data.P)) {
-      pinRow.hidden = true;
-      pinTokens.replaceChildren();
-      return;
-    }
-    requestDetails(this.lens);
-    const d = cellDetails(data, sel.prompt, Math.min(sel.layer_index, data.L - 1), Math.min(sel.position, data.lengths[sel.prompt] - 1));
-    const tracked = new Set(this.targets());
-    pinTokens.replaceChildren(
-      ...d.top.map((entry) => {
-        const shown = displayToken(entry.token);
-        const button = h(
-          "button",
-          "murano-pin-token",
-          { type: "button", "data-token": entry.token, "aria-label": `Track ${shown} (${formatProb(entry.prob, entry.step)} at the pinned cell)` }
-        );
-        button.append(h("span", "murano-token", {}, truncateText(shown, 16)), h("span", "murano-pin-token-prob", {}, formatProb(entry.prob, entry.step)));
-        button.disabled = tracked.has(entry.token);
-        if (button.disabled) button.title = "Already tracked";
-        return button;
-      })
-    );
-    pinRow.hidden = d.top.length === 0;
-  }
-  showPatchControl() {
-    const { patchRow, patchWhere, patchSource, patchRun, patchReason } = this.ui;
-    const sel = this.lens.state.selected;
-    if (!sel) {
-      patchRow.hidden = true;
-      return;
-    }
-    patchRow.hidden = false;
-    const target = patchTarget(this.lens.data, sel);
-    patchWhere.textContent = target.ok ? target.label : "";
-    patchReason.hidden = target.ok;
-    patchReason.textContent = target.ok ? "" : target.reason;
-    patchSource.hidden = !target.ok;
-    patchRun.hidden = !target.ok;
+  /** Asks the kernel to describe the pinned cell. */
+  runDescribe() {
+    const target = describeTarget(this.lens.data, this.lens.state.selected);
     if (!target.ok) return;
-    const options = patchSources(this.promptTexts(), target.prompt);
-    const key = options.map((o) => `${o.value}=${o.label}`).join("\n");
-    if (patchSource.dataset.key !== key) {
-      const previous = patchSource.value;
-      patchSource.replaceChildren(...options.map((o) => h("option", "", { value: o.value }, o.label)));
-      patchSource.dataset.key = key;
-      if (options.some((o) => o.value === previous)) patchSource.value = previous;
-    }
-    patchRun.setAttribute("aria-label", `Run the patch of ${target.label}`);
+    const cell = cellKey(target);
+    this.store.set({ describe: { pending: -1, cell, text: "" } });
+    const pending = ask(this, DESCRIBE_ACTION, { prompt: target.prompt, layer: target.layer, position: target.position });
+    this.store.set({ describe: { pending, cell, text: "" } });
   }
   /** Opens or closes the token picker. */
   togglePicker() {
-    this.pickerOpen = !this.pickerOpen;
-    this.ui.pickerButton.setAttribute("aria-expanded", String(this.pickerOpen));
-    this.ui.picker.hidden = !this.pickerOpen;
-    if (this.pickerOpen) {
-      requestDetails(this.lens);
-      this.showPicker();
-    }
-  }
-  /** The picker's list for the column in focus (the focused or pinned cell's, else the last). */
-  showPicker() {
-    const data = this.lens.data;
-    const { pickerHead, pickerList } = this.ui;
-    if (!data) return;
-    const s2 = this.lens.state;
-    const column = pickerColumn(s2, data.lengths[s2.prompt]);
-    const picked = pickerTokens(data, s2.prompt, column.position);
-    const tracked = new Set(this.targets());
-    const input = cellDetails(data, s2.prompt, 0, column.position).input;
-    const why = { focus: "focused", pinned: "pinned", last: "last position" }[column.source];
-    pickerHead.textContent = `Position ${column.position} (${displayToken(input)}, ${why}): every token in the top-k at any layer, by its best probability over the layers` + (picked.complete ? "." : " (top-1 only until the top-k arrives).");
-    const shown = picked.tokens.slice(0, PICKER_LIMIT);
-    const items = shown.map((entry) => {
-      const text = displayToken(entry.token);
-      const where = rowLabel(data, entry.row);
-      const li = h("li", "murano-picker-entry");
-      const button = h("button", "murano-picker-item", {
-        type: "button",
-        "data-token": entry.token,
-        "aria-label": `Track ${text}: best ${formatProb(entry.prob)} at ${rowLabel(data, entry.row, "long")}`
-      });
-      button.append(h("span", "murano-token", {}, truncateText(text, 20)), h("span", "murano-picker-prob", {}, formatProb(entry.prob)), h("span", "murano-picker-layer", {}, where));
-      if (tracked.has(entry.token)) {
-        button.disabled = true;
-        button.title = "Already tracked";
-      }
-      li.append(button);
-      return li;
-    });
-    if (picked.tokens.length > shown.length) items.push(h("li", "murano-picker-more", {}, `… and ${picked.tokens.length - shown.length} more`));
-    pickerList.replaceChildren(...items);
-  }
-  /**
-   * The patch panel: shown when the `patch` trait names a patch and its diff payload decodes; the
-   * "Clear patch" button only with a kernel.
-   * @param {boolean} offered the live controls are offered
-   */
-  showPatch(offered) {
-    const patch = this.model.get("patch");
-    const ui = this.ui;
-    if (!isPatch(patch)) {
-      this.closePatch();
-      return;
-    }
-    if (!this.patchModel) this.patchModel = patchModel(this.model);
-    if (!this.patchModel.ready()) {
-      this.closePatch();
-      return;
-    }
-    if (!this.diff) {
-      const lens = this.lens;
-      this.diff = new DiffView(this.patchModel, ui.patchDiff, {
-        embedded: true,
-        columns: () => lens.layout && !lens.layout.columns && lens.ui.scroller.isConnected ? { cellW: lens.layout.cellW, left: lens.ui.scroller.getBoundingClientRect().left + lens.layout.labelW } : null
-      });
-    }
-    const data = this.lens.data;
-    const token = data && patch.prompt < data.P && patch.position < data.lengths[patch.prompt] ? cellDetails(data, patch.prompt, 0, patch.position).input : null;
-    const summary = patchSummary(patch, this.promptTexts(), token);
-    ui.patchTitle.textContent = summary.title;
-    ui.patchAnswer.textContent = summary.answer;
-    ui.patchAnswer.hidden = !summary.answer;
-    ui.patchClear.hidden = !offered;
-    ui.patchPanel.hidden = false;
-  }
-  closePatch() {
-    if (this.diff) this.diff.destroy();
-    this.diff = null;
-    if (this.patchModel) this.patchModel.dispose();
-    this.patchModel = null;
-    this.ui.patchPanel.hidden = true;
+    const open = !this.store.state.pickerOpen;
+    if (open) requestDetails(this.lens);
+    this.store.set({ pickerOpen: open });
   }
   // ---- Events --------------------------------------------------------------------------------
   bind() {
     const { ui, model } = this;
     const signal = this.abort.signal;
     const on = (target, type, fn) => target.addEventListener(type, fn, { signal });
-    on(ui.promptInput, "keydown", (event) => {
+    const onEnter = (box, send2) => on(box, "keydown", (event) => {
       if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
       event.preventDefault();
-      this.addPrompt();
+      send2(box.value);
     });
-    on(ui.trackInput, "keydown", (event) => {
-      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
-      event.preventDefault();
-      const text = ui.trackInput.value;
-      const id = this.track(text);
-      if (id >= 0) this.sentTexts.push({ id, box: ui.trackInput, text });
-    });
-    on(ui.groupInput, "keydown", (event) => {
-      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
-      event.preventDefault();
-      const text = ui.groupInput.value;
-      if (!text.trim()) return;
-      const id = this.ask("group", { text });
-      if (id >= 0) this.sentTexts.push({ id, box: ui.groupInput, text });
-    });
+    onEnter(ui.promptInput, (text) => text.trim() && askFromBox(this, ui.promptInput, "add_prompt", { text }));
+    onEnter(ui.trackInput, (text) => text && askFromBox(this, ui.trackInput, "track", { text, show: true }));
+    onEnter(ui.groupInput, (text) => text.trim() && askFromBox(this, ui.groupInput, "group", { text }));
     on(ui.removeButton, "click", () => this.removePrompt());
     on(ui.pickerButton, "click", () => this.togglePicker());
-    on(ui.chips, "click", (event) => {
-      const button = tokenButton(event, "button.murano-chip-remove");
-      if (button) this.untrack(button.dataset.token || "");
+    const onToken = (list, selector, fn) => on(list, "click", (event) => {
+      const button = tokenButton(event, selector);
+      if (button) fn(button.dataset.token || "");
     });
-    on(ui.pickerList, "click", (event) => {
-      const button = tokenButton(event, "button.murano-picker-item");
-      if (button) this.track(button.dataset.token || "");
-    });
-    on(ui.pinTokens, "click", (event) => {
-      const button = tokenButton(event, "button.murano-pin-token");
-      if (button) this.track(button.dataset.token || "");
-    });
+    onToken(ui.chips, "button.murano-chip-remove", (text) => ask(this, "untrack", { text }));
+    onToken(ui.pickerList, "button.murano-picker-item", (text) => this.track(text));
+    onToken(ui.pinTokens, "button.murano-pin-token", (text) => this.track(text));
     on(ui.patchRun, "click", () => this.runPatch());
-    on(this.describe.ui.button, "click", () => this.describe.run());
-    on(ui.patchClear, "click", () => this.ask("clear_patch", {}));
-    on(ui.dismissButton, "click", () => {
-      this.state = dismiss(this.state);
-      this.render();
-    });
+    on(ui.describe.button, "click", () => this.runDescribe());
+    on(ui.patchClear, "click", () => ask(this, "clear_patch", {}));
+    on(ui.dismissButton, "click", () => this.store.set({ conn: dismiss(this.store.state.conn) }));
+    const trait = (name) => () => this.store.set({ [name]: model.get(name) });
+    const patchPayload = () => this.store.set({ patchVersion: this.store.state.patchVersion + 1 });
     this.handlers = [
-      ["msg:custom", (msg) => this.onMessage(msg)],
+      ["msg:custom", (msg) => onMessage(this, msg)],
       [
         "change:live",
         () => {
-          this.state = this.initial();
-          this.startHello();
-          this.render();
+          this.store.set({ conn: this.initial() });
+          startHello(this);
         }
       ],
-      ["change:live_status", () => this.render()],
-      ["change:prompts", () => this.render()],
-      ["change:targets", () => this.render()],
-      ["change:patch", () => this.render()],
-      ["change:_patch_meta", () => this.render()],
-      ["change:_patch_sections", () => this.render()]
+      ["change:live_status", trait("live_status")],
+      ["change:prompts", trait("prompts")],
+      ["change:targets", trait("targets")],
+      ["change:patch", trait("patch")],
+      ["change:_patch_meta", patchPayload],
+      ["change:_patch_sections", patchPayload]
     ];
     for (const [event, fn] of this.handlers) model.on(event, fn);
   }
@@ -4644,13 +4576,14 @@ var LiveView = class {
     const live = this;
     return {
       get state() {
-        const s2 = live.state;
-        return { kernel: s2.kernel, latest: s2.latest, open: [...s2.open], status: live.shown, pickerOpen: live.pickerOpen };
+        const s2 = live.store.state;
+        const c = s2.conn;
+        return { kernel: c.kernel, latest: c.latest, open: [...c.open], status: statusLine(c, s2.live_status), pickerOpen: s2.pickerOpen };
       },
       /** @param {{hello?: number, reply?: number}} timeouts */
       setTimeouts(timeouts) {
         Object.assign(live.timeouts, timeouts);
-        live.schedule();
+        schedule(live);
       },
       get diff() {
         return live.diff ? live.ui.patchDiff : null;
@@ -4658,6 +4591,28 @@ var LiveView = class {
     };
   }
 };
+function followDescribe(live, offered) {
+  const s2 = live.store.state;
+  const now = showDescribe(live.ui.describe, s2.describe, offered, live.lens.data, live.lens.state.selected);
+  if (now !== s2.describe) live.store.set({ describe: now });
+}
+function keepChartLines(live) {
+  const data = live.lens.data;
+  if (!data) return;
+  const before = live.lastTargets;
+  live.lastTargets = [...data.targets];
+  if (!before || before.join("\0") === data.targets.join("\0")) return;
+  const toggled = live.lens.trajectory.toggled;
+  const moved = [];
+  for (const [key, shown] of toggled) {
+    if (!key.startsWith("target:")) continue;
+    toggled.delete(key);
+    const j = data.targets.indexOf(before[Number(key.slice("target:".length))]);
+    if (j >= 0) moved.push([`target:${j}`, shown]);
+  }
+  for (const [key, shown] of moved) toggled.set(key, shown);
+  live.lens.trajectory.rerender();
+}
 function tokenButton(event, selector) {
   const target = (
     /** @type {Element | null} */
@@ -5190,7 +5145,7 @@ var TrajectoryView = class {
 
 // src/heatmap/view/store.js
 function initialState2() {
-  return { prompt: 0, layer: 0, metric: "", target: "", group: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false };
+  return { prompt: 0, layer: 0, metric: "", target: "", group: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false, dataVersion: 0 };
 }
 function createStore2(state = initialState2()) {
   return createStore(state);
@@ -5273,7 +5228,6 @@ function setSelected(view, value, sync) {
   updateTooltip(view);
   view.updateWhy();
   view.requestDraw();
-  view.live?.selectionChanged();
 }
 function setHover(view, cell) {
   if (sameCell(view.state.hover, cell)) return;
@@ -5299,7 +5253,6 @@ function setFocus(view, cell, announceIt = true) {
   if (announceIt) announce(view, cell);
   updateTooltip(view);
   view.requestDraw();
-  view.live?.columnChanged();
 }
 function announce(view, cell) {
   if (!view.data) return;
@@ -5373,7 +5326,6 @@ function setPrompt(view, value, sync) {
   view.relayout();
   updateTooltip(view);
   view.updateWhy();
-  view.live?.promptChanged();
 }
 function setLayer(view, value, sync) {
   const { data, ui, store } = view;
@@ -7532,7 +7484,7 @@ function reload(view) {
   showAttribution(view);
   view.relayout();
   updateTooltip(view);
-  view.live?.dataChanged();
+  store.set({ dataVersion: s2.dataVersion + 1 });
   followTarget(view);
 }
 function failReload(view) {
@@ -7578,7 +7530,7 @@ function setLens(view, name, sync) {
   view.relayout();
   updateTooltip(view);
   if (s2.focused && s2.focus) announce(view, s2.focus);
-  view.live?.dataChanged();
+  store.set({ dataVersion: s2.dataVersion + 1 });
 }
 
 // src/heatmap/view/events.js

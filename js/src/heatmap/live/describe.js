@@ -29,8 +29,7 @@ export const DESCRIBE_ACTION = "describe_patchscope";
  * @property {HTMLButtonElement} button
  * @property {HTMLOutputElement} text
  *
- * @typedef {object} LiveAsker what the control needs of the live view
- * @property {(action: string, fields: Record<string, unknown>) => number} ask sends a request (its id; -1: none sent)
+ * @typedef {import("./store.js").Described} Described
  */
 
 /**
@@ -57,73 +56,52 @@ export function buildDescribe() {
   return { row, where, button, text };
 }
 
-export class DescribeControl {
-  /**
-   * @param {LiveAsker} live
-   * @param {HTMLElement} parent where the row goes (the pinned cell's panel)
-   */
-  constructor(live, parent) {
-    this.live = live;
-    this.ui = buildDescribe();
-    parent.append(this.ui.row);
-    /** @type {number} the request in flight (-1: none) */
-    this.pending = -1;
-    /** @type {string} the cell the text is about ("" : none) */
-    this.describedCell = "";
-    /** @type {DescribeTarget} */
-    this.target = { ok: false, reason: "" };
-  }
+/**
+ * What a message from the kernel makes of the description: the reply to the request in flight
+ * carries it (an error shows on the status line, as every request's does).
+ * @param {Described} described
+ * @param {unknown} msg
+ * @returns {Described} `described` itself when the message is not its reply
+ */
+export function describeReply(described, msg) {
+  if (!msg || typeof msg !== "object" || described.pending < 0) return described;
+  const { action, id, message } = /** @type {Record<string, unknown>} */ (msg);
+  if (id !== described.pending) return described;
+  if (action !== "done" && action !== "error" && action !== "superseded") return described;
+  return { pending: -1, cell: described.cell, text: action === "done" && typeof message === "string" ? message : described.text };
+}
 
-  /** Asks the kernel to describe the pinned cell. */
-  run() {
-    const target = this.target;
-    if (!target.ok) return;
-    this.ui.text.textContent = "";
-    this.describedCell = cellKey(target);
-    this.pending = this.live.ask(DESCRIBE_ACTION, { prompt: target.prompt, layer: target.layer, position: target.position });
+/**
+ * Shows or hides the row for the pinned cell.
+ * @param {DescribeUi} ui
+ * @param {Described} described
+ * @param {boolean} offered the live controls are offered (a kernel is there)
+ * @param {LensData | null} data
+ * @param {Selected | null} selected
+ * @returns {Described} what is described now: the text is about one cell, and another pinned cell
+ *   (or none to describe) clears it
+ */
+export function showDescribe(ui, described, offered, data, selected) {
+  const { row, where, button, text } = ui;
+  const target = describeTarget(data, selected);
+  const patchscope = !!data && data.lensKind === "patchscope";
+  let now = described;
+  if (!target.ok || cellKey(target) !== described.cell) {
+    const cell = !target.ok || described.pending < 0 ? "" : described.cell;
+    if (cell !== described.cell || described.text) now = { pending: described.pending, cell, text: "" };
   }
-
-  /**
-   * A message from the kernel: the reply to the request in flight carries the description.
-   * @param {unknown} msg
-   */
-  onMessage(msg) {
-    if (!msg || typeof msg !== "object") return;
-    const { action, id, message } = /** @type {Record<string, unknown>} */ (msg);
-    if (id !== this.pending || this.pending < 0) return;
-    if (action !== "done" && action !== "error" && action !== "superseded") return;
-    this.pending = -1;
-    // An error shows on the status line, as every request's does.
-    if (action === "done" && typeof message === "string") this.ui.text.textContent = message;
-  }
-
-  /**
-   * Shows or hides the row for the pinned cell.
-   * @param {boolean} offered the live controls are offered (a kernel is there)
-   * @param {LensData | null} data
-   * @param {Selected | null} selected
-   */
-  render(offered, data, selected) {
-    const { row, where, button, text } = this.ui;
-    const target = describeTarget(data, selected);
-    this.target = target;
-    const patchscope = !!data && data.lensKind === "patchscope";
-    row.hidden = !offered || !patchscope || !selected;
-    if (row.hidden) return;
-    where.textContent = target.ok ? target.label : target.reason;
-    button.disabled = !target.ok;
-    // The text is about one cell: another pinned cell (or none to describe) clears it.
-    if (!target.ok || cellKey(target) !== this.describedCell) {
-      if (text.textContent) text.textContent = "";
-      if (!target.ok || this.pending < 0) this.describedCell = "";
-    }
-  }
+  row.hidden = !offered || !patchscope || !selected;
+  if (row.hidden) return described;
+  where.textContent = target.ok ? target.label : target.reason;
+  button.disabled = !target.ok;
+  if (text.textContent !== now.text) text.textContent = now.text;
+  return now;
 }
 
 /**
  * @param {DescribeTarget} target
  * @returns {string}
  */
-function cellKey(target) {
+export function cellKey(target) {
   return target.ok ? `${target.prompt}|${target.layer}|${target.position}` : "";
 }

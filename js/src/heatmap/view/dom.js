@@ -2,7 +2,7 @@
 /** The widget's DOM, built once: header, sliders, the scrolling canvas, footer, tooltip. */
 
 import { h } from "../../shared/dom.js";
-import { buildLive } from "../live/view.js";
+import { buildLive } from "../live/dom.js";
 import { buildComponents } from "./components.js";
 import { buildWhy } from "./why.js";
 import { groupMenu } from "./group.js";
@@ -65,7 +65,7 @@ import { groupMenu } from "./group.js";
  * @property {HTMLButtonElement} unpinButton
  * @property {HTMLDivElement} readout
  * @property {HTMLDivElement} errorEl
- * @property {import("../live/view.js").LiveUi} live the live controls and the patch panel
+ * @property {import("../live/dom.js").LiveUi} live the live controls and the patch panel
  */
 
 /** The layer slider's hint. */

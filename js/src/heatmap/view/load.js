@@ -149,7 +149,7 @@ export function reload(view) {
   showAttribution(view);
   view.relayout();
   updateTooltip(view);
-  view.live?.dataChanged();
+  store.set({ dataVersion: s.dataVersion + 1 });
   followTarget(view);
 }
 
@@ -215,5 +215,5 @@ export function setLens(view, name, sync) {
   view.relayout();
   updateTooltip(view);
   if (s.focused && s.focus) announce(view, s.focus);
-  view.live?.dataChanged();
+  store.set({ dataVersion: s.dataVersion + 1 });
 }

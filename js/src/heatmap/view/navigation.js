@@ -41,7 +41,6 @@ export function setPrompt(view, value, sync) {
   view.relayout();
   updateTooltip(view);
   view.updateWhy();
-  view.live?.promptChanged();
 }
 
 /**

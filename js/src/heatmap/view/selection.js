@@ -78,7 +78,6 @@ export function setSelected(view, value, sync) {
   updateTooltip(view);
   view.updateWhy();
   view.requestDraw();
-  view.live?.selectionChanged();
 }
 
 /**
@@ -117,7 +116,6 @@ export function setFocus(view, cell, announceIt = true) {
   if (announceIt) announce(view, cell);
   updateTooltip(view);
   view.requestDraw();
-  view.live?.columnChanged();
 }
 
 /**

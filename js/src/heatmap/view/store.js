@@ -34,6 +34,8 @@ export { sameCell } from "../../shared/store.js";
  * @property {string} explain what the "why" panel and the component view explain (the `explain`
  *   trait: "top1", "answer", "target:" + a target)
  * @property {boolean} heads each layer's attention split into its heads (the panel's box)
+ * @property {number} dataVersion counts the payloads shown (each new `view.data`, set last when
+ *   one is shown): what lists prompts or tokens, such as the live controls, follows it
  *
  * @typedef {keyof ViewState} StateKey
  * @typedef {(changed: StateKey[], state: Readonly<ViewState>) => void} Subscriber
@@ -45,7 +47,7 @@ export { sameCell } from "../../shared/store.js";
  * @returns {ViewState}
  */
 export function initialState() {
-  return { prompt: 0, layer: 0, metric: "", target: "", group: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false };
+  return { prompt: 0, layer: 0, metric: "", target: "", group: "", selected: null, hover: null, focus: null, focused: false, hide_template: false, lens: "", lens_beside: "", view: "layers", explain: "top1", heads: false, dataVersion: 0 };
 }
 
 /**
