@@ -34,7 +34,6 @@ a direct call of a session) never run it at once.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -429,8 +428,7 @@ class LiveSession:
         its result: the generated replies and chat roles recorded on every lens."""
         step = self.step
         if targets != step.targets:
-            step = copy.copy(step)
-            step.targets = None if not targets else validate_targets(targets)
+            step = step.with_targets(targets)
         names = list(dict.fromkeys(name for x in inputs for name in (x.answers or {})))
         answers = {name: [(x.answers or {}).get(name) for x in inputs] for name in names}
         if not any(entry is not None for entries in answers.values() for entry in entries):

@@ -746,20 +746,21 @@ def reduce_layers(
     """
     per_lens, final, _ = reduce_lenses(
         lambda _lens, layer: logits_of(layer),
-        1,
-        layers,
-        final_layer,
-        top_k,
-        keep_probs,
-        buffers,
-        lambda _lens, layer, fields: keep(layer, fields),
-        tracked,
+        n_lenses=1,
+        layers=layers,
+        final_layer=final_layer,
+        top_k=top_k,
+        keep_probs=keep_probs,
+        buffers=buffers,
+        keep=lambda _lens, layer, fields: keep(layer, fields),
+        tracked=tracked,
     )
     return per_lens[0], final
 
 
 def reduce_lenses(
     logits_of: Callable[[int, Row], torch.Tensor],
+    *,
     n_lenses: int,
     layers: Sequence[Row],
     final_layer: Row | None,
