@@ -20,6 +20,9 @@ from typing import Any, TypeVar
 
 import torch
 
+from murano_widgets.metrics import METRICS
+from murano_widgets.results.result import LogitLensResult
+from murano_widgets.results.schema import CELL, specs
 from murano_widgets.step.groups import PromptRows, group_probs, logit_difference
 
 _LOG2 = math.log(2.0)
@@ -142,34 +145,22 @@ class Tracked:
         return Tracked(self.target_ids, row_ids, None, *self._each(lambda t: t.tiled(times)))
 
 
-# What a cell holds when it has no value: padding, or a distribution that was not finite.
-MISSING = {
-    "topk_tokens": -1,
-    "topk_probs": float("nan"),
-    "entropy": float("nan"),
-    "final_token_probs": float("nan"),
-    "final_token_ranks": -1,
-    "kl_to_final": float("nan"),
-    "target_probs": float("nan"),
-    "target_ranks": -1,
-    "row_token_probs": float("nan"),
-    "row_token_ranks": -1,
-    "group_probs": float("nan"),
-    "logit_diff": float("nan"),
+#: What a cell holds when it has no value (padding, or a distribution that was not finite), by
+#: the field a row's reduction writes it to: the result's per-cell field's fill, from its
+#: layout (:mod:`murano_widgets.results.schema`). The answers' tokens tracked per row
+#: (``row_token_*``, which :func:`~murano_widgets.step.inputs.score` turns into the answer
+#: sets) are filled as the targets' are.
+MISSING: dict[str, float | int] = {
+    name: -1 if spec.fill == "-1" else float("nan")
+    for name, spec in specs(LogitLensResult).items()
+    if spec.role == "tensor" and spec.axes[: len(CELL)] == CELL
 }
-# The fields of a row's own distribution (as opposed to those measured against the final one).
-OWN_FIELDS = (
-    "topk_tokens",
-    "topk_probs",
-    "entropy",
-    "target_probs",
-    "target_ranks",
-    "row_token_probs",
-    "row_token_ranks",
-    "group_probs",
-    "logit_diff",
-)
-FINAL_BASED = ("final_token_probs", "final_token_ranks", "kl_to_final")
+MISSING.update(row_token_probs=MISSING["target_probs"], row_token_ranks=MISSING["target_ranks"])
+#: The fields measured against the model's own final distribution: the registry's final-based
+#: metrics (:data:`murano_widgets.metrics.METRICS`).
+FINAL_BASED = tuple(m.field for m in METRICS.values() if m.reduced and m.final_based)
+#: The fields of a row's own distribution (as opposed to those measured against the final one).
+OWN_FIELDS = tuple(name for name in MISSING if name not in FINAL_BASED)
 
 
 def fast_topk(z: torch.Tensor, k: int, group: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
