@@ -341,7 +341,7 @@ def _warn_non_finite(
             "(final_token_probs, final_token_ranks, kl_to_final) are missing there"
         )
     label = "logit lens" if lens_name is None else f"logit lens, lens {lens_name!r}"
-    warnings.warn(f"{label}: " + "; ".join(parts), RuntimeWarning, stacklevel=4)
+    warnings.warn(f"{label}: " + "; ".join(parts), RuntimeWarning, stacklevel=5)
 
 
 def answer_tokens(

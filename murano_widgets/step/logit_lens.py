@@ -336,15 +336,8 @@ class LogitLens:
             ValueError: If ``prompt_ids`` does not hold one non-empty list of token ids (from
                 0 to the vocabulary size) per prompt.
         """
-        return self._run(prompts, answers, prompt_ids, foils)[0]
-
-    def _run(
-        self,
-        prompts: list[str],
-        answers: Any,
-        prompt_ids: list[list[int]] | None,
-        foils: list[str | None] | None = None,
-    ) -> tuple[LogitLensResult | LensResults, dict[int, torch.Tensor] | None]:
+        # run_step is called here, not through a helper: the warnings it gives name the
+        # caller's line (their stacklevel counts these frames).
         return run_step(
             self.config,
             prompts,
@@ -353,7 +346,7 @@ class LogitLens:
             foils,
             intervention=self.intervention,
             plain=self._PLAIN_FORWARD,
-        )
+        )[0]
 
     def run_with_block_outputs(
         self, prompts: list[str]
@@ -371,6 +364,8 @@ class LogitLens:
         """
         if self.reduce_in_trace:
             raise ValueError("block outputs are kept only when the step reduces after its trace")
-        result, hidden = self._run(prompts, None, None)
+        result, hidden = run_step(
+            self.config, prompts, intervention=self.intervention, plain=self._PLAIN_FORWARD
+        )
         assert hidden is not None
         return result, hidden
