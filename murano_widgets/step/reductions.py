@@ -20,9 +20,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from murano_widgets.metrics import METRICS
-from murano_widgets.results.result import LogitLensResult
-from murano_widgets.results.schema import CELL, specs
+from murano_widgets.metrics import METRICS, SECTIONS, missing_value
 from murano_widgets.step.groups import PromptRows, group_probs, logit_difference
 
 _LOG2 = math.log(2.0)
@@ -146,16 +144,18 @@ class Tracked:
 
 
 #: What a cell holds when it has no value (padding, or a distribution that was not finite), by
-#: the field a row's reduction writes it to: the result's per-cell field's fill, from its
-#: layout (:mod:`murano_widgets.results.schema`). The answers' tokens tracked per row
+#: the field a row's reduction writes it to: its payload section's (-1 for ids and ranks, else
+#: NaN: :func:`murano_widgets.metrics.missing_value`). The answers' tokens tracked per row
 #: (``row_token_*``, which :func:`~murano_widgets.step.inputs.score` turns into the answer
-#: sets) are filled as the targets' are.
-MISSING: dict[str, float | int] = {
-    name: -1 if spec.fill == "-1" else float("nan")
-    for name, spec in specs(LogitLensResult).items()
-    if spec.role == "tensor" and spec.axes[: len(CELL)] == CELL
-}
-MISSING.update(row_token_probs=MISSING["target_probs"], row_token_ranks=MISSING["target_ranks"])
+#: fields) are filled as those fields are, the token groups' probabilities as a target's.
+#: (Read from the metric registry, not the result class: ``_adapters`` reads this module, and
+#: the result's ``plot`` reads ``_adapters``.)
+MISSING: dict[str, float] = {name: missing_value(section) for name, section in SECTIONS.items()}
+MISSING.update(
+    row_token_probs=MISSING["answer_token_probs"],
+    row_token_ranks=MISSING["answer_token_ranks"],
+    group_probs=MISSING.get("group_probs", MISSING["target_probs"]),
+)
 #: The fields measured against the model's own final distribution: the registry's final-based
 #: metrics (:data:`murano_widgets.metrics.METRICS`).
 FINAL_BASED = tuple(m.field for m in METRICS.values() if m.reduced and m.final_based)
