@@ -11,10 +11,12 @@ one process alternates, round by round:
   cell; the answers' own tracking included, so compare it with ``answers``);
 - ``answers``: one answer per prompt, no foil.
 
-It prints each one's median and its ratio to ``plain`` (issue 49's target: ten groups of up
-to 50 tokens cost at most 1.1x the step without them). Usage::
+It prints each one's median, the ratio of medians to ``plain`` and the median of the
+per-round ratios (each round's run over that round's ``plain``, the two run back to back: on a
+loaded machine the paired ratio is the steadier number). Issue 49's target: ten groups of up to
+50 tokens cost at most 1.1x the step without them. Usage::
 
-    python bench/groups.py --rounds 5 [--device cuda]
+    python bench/groups.py --rounds 15 [--runs plain,groups] [--device cuda]
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ def main() -> None:
     parser.add_argument("--n-groups", type=int, default=10)
     parser.add_argument("--group-size", type=int, default=50)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--runs", default="plain,groups,answers,foils", help="which runs, comma-separated"
+    )
     args = parser.parse_args()
 
     import torch
@@ -68,7 +73,11 @@ def main() -> None:
                 Results(prompts=PromptBatch(prompts, answers=answers, foils=foils))
             ),
         }
-        times = time_alternating(runs, args.rounds, sync)
+        chosen = ["plain", *(n for n in args.runs.split(",") if n != "plain")]
+        unknown = [name for name in chosen if name not in runs]
+        if unknown:
+            parser.error(f"--runs: unknown {unknown}; the runs are {list(runs)}")
+        times = time_alternating({name: runs[name] for name in chosen}, args.rounds, sync)
 
     plain = statistics.median(times["plain"])
     print(
@@ -77,7 +86,11 @@ def main() -> None:
     )
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"  {name:8s} {median:7.3f} s   ratio to plain {median / plain:5.3f}")
+        paired = statistics.median(v / p for v, p in zip(values, times["plain"], strict=True))
+        print(
+            f"  {name:8s} {median:7.3f} s   ratio of medians {median / plain:5.3f}   "
+            f"median paired ratio {paired:5.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ Usage::
 
     python bench/payload_size.py
     python bench/payload_size.py --layers 12 --positions 256 --prompts 16
+    PYTHONPATH=. python bench/payload_size.py --long   # one prompt, 32 x 16,384 and 80 x 10,000
 """
 
 from __future__ import annotations
@@ -20,9 +21,18 @@ import json
 
 
 def synthetic_result(
-    n_layers: int, n_prompts: int, n_positions: int, vocab_size: int = 50_000, k: int = 5
+    n_layers: int,
+    n_prompts: int,
+    n_positions: int,
+    vocab_size: int = 50_000,
+    k: int = 5,
+    uniform: bool = False,
 ):
-    """A result of the given size with random (but valid) fields; no model is run."""
+    """A result of the given size with random (but valid) fields; no model is run.
+
+    ``uniform``: top-k ids drawn uniformly from the vocabulary (a model with random weights:
+    the worst case for the string table) instead of Zipf-like ones.
+    """
     import torch
 
     from murano_widgets import RESID_POST, LogitLensResult, Node
@@ -33,6 +43,8 @@ def synthetic_result(
     # than cells x k; uniform ids would be the worst case for the table only.
     ranks = torch.randint(1, vocab_size, (*cell, k), generator=generator)
     topk_tokens = (vocab_size / ranks).long().clamp_max(vocab_size - 1)
+    if uniform:
+        topk_tokens = torch.randint(0, vocab_size, (*cell, k), generator=generator)
     topk_probs = torch.rand(*cell, k, generator=generator).sort(dim=-1, descending=True).values
     input_ids = torch.randint(0, vocab_size, (n_prompts, n_positions), generator=generator)
     ids = torch.cat([topk_tokens.flatten(), input_ids.flatten()]).unique().tolist()
@@ -65,7 +77,15 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=80)
     parser.add_argument("--positions", type=int, default=1000)
     parser.add_argument("--prompts", type=int, default=2)
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="one prompt at 32 x 16,384 and 80 x 10,000 (issue 51's targets) instead",
+    )
     args = parser.parse_args()
+    if args.long:
+        long_prompts()
+        return
 
     from murano_widgets import LogitLensWidget
 
@@ -121,6 +141,40 @@ def main() -> None:
         f"{'three lenses, default, per lens':<32} {three / cells / 3:10.2f} {'= 1 lens':>8}"
         f"   (all three: {three / cells:.2f}; every section: {three_all:.2f})"
     )
+
+
+def long_prompts() -> None:
+    """Issue 51's shapes: one long prompt, a Llama-3 vocabulary (128,256), top-5; Zipf-like
+    top-k ids and uniform ones (random weights: the top-1s alone cover the vocabulary, the worst
+    case for the table). Target: the state before any hover <= 6 bytes a cell plus the strings,
+    and the string table not growing with cells x k. Printed: the base state a cell and its
+    table; the detail sections a live widget syncs on the first hover (the metrics: the top-k
+    comes by blocks); one block of top-k (its bytes and strings); an export's sections a cell."""
+    from murano_widgets import LogitLensWidget
+    from murano_widgets.payload.long import topk_window
+
+    print(
+        f"{'shape':<14} {'top-k ids':<8} {'base B/cell':>11} {'table kB':>9} {'strings':>8}"
+        f" {'+details':>9} {'block kB':>9} {'export B/cell':>14}"
+    )
+    for n_layers, n_positions in ((32, 16_384), (80, 10_000)):
+        for uniform in (False, True):
+            result = synthetic_result(n_layers, 1, n_positions, 128_256, uniform=uniform)
+            widget = LogitLensWidget(result)
+            cells = n_layers * n_positions
+            sizes = widget.payload_nbytes()
+            base = sum(v for n, v in sizes.items() if n != "tokens_table") / cells
+            widget._details = True
+            details = sum(v for n, v in widget.payload_nbytes().items() if n != "tokens_table")
+            message, buffers = topk_window(widget._payload, 0)
+            block = sum(map(len, buffers)) + len(json.dumps(message["strings"]).encode())
+            export = sum(map(len, widget._payload.every_section().values()))
+            print(
+                f"{n_layers} x {n_positions:<8,} {'uniform' if uniform else 'Zipf':<8} "
+                f"{base:11.2f} {sizes['tokens_table'] / 1e3:9.0f} {len(widget._meta['tokens']):8,}"
+                f" {details / cells:9.2f} {block / 1e3:9.0f} {export / cells:14.2f}"
+            )
+    print("target: base <= 6 bytes a cell plus the strings")
 
 
 if __name__ == "__main__":

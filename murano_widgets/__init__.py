@@ -17,7 +17,12 @@ from murano_widgets.backends.self_check import LensSelfCheckError
 from murano_widgets.comparison.compare import LensComparison, compare, compare_lenses
 from murano_widgets.comparison.patching import Patch, PatchComparison, patch_lens
 from murano_widgets.dataset.agreement import LensAgreement, lens_agreement
-from murano_widgets.dataset.groups import group_summary, plot_groups, translation_prompts
+from murano_widgets.dataset.groups import (
+    cloze_prompts,
+    group_summary,
+    plot_groups,
+    translation_prompts,
+)
 from murano_widgets.dataset.lens_dataset import LensDataset
 from murano_widgets.dataset.runner import lens_dataset
 from murano_widgets.demo_model import (
@@ -74,6 +79,7 @@ __all__ = [
     "TokenGroup",
     "TunedLens",
     "UnsupportedModelError",
+    "cloze_prompts",
     "compare",
     "compare_lenses",
     "component_outputs",

@@ -111,17 +111,28 @@ class Metric:
         widget's ``target``, is shown at a time."""
         return self.view == "lens" and SECTIONS[self.field].shape == "cell_target"
 
+    @property
+    def per_group(self) -> bool:
+        """Whether it has a value per token group (``[L, T, n_groups]``): one of them, the
+        widget's ``group``, is shown at a time."""
+        return self.view == "lens" and SECTIONS[self.field].shape == "cell_group"
+
     def label_for(self, target: str | None = None) -> str:
         """The label, naming ``target`` (as :func:`~murano_widgets.tokens.display_token` shows
-        it) for a per-target metric."""
+        it) for a per-target metric; a per-group metric's names its group as given (a name,
+        not a token)."""
         if self.target_label is None or target is None:
             return self.label
-        return self.target_label.replace("{target}", display_token(target))
+        return self.target_label.replace(
+            "{target}", target if self.per_group else display_token(target)
+        )
 
     def as_json(self) -> dict[str, Any]:
         entry = {**asdict(self), "per_target": self.per_target}
         if not self.needs:  # said only where it holds (a payload without it is as it was)
             del entry["needs"]
+        if self.per_group:  # likewise
+            entry["per_group"] = True
         return entry
 
 
@@ -234,6 +245,20 @@ METRICS: dict[str, Metric] = {
             short="logit diff",
             reduced=True,
             needs="foils",
+        ),
+        Metric(
+            name="group",
+            field="group_probs",
+            label="Probability of a token group",
+            unit="probability",
+            scale="viridis",
+            description=(
+                "How much probability the layer gives to a group of tokens (a word in all its "
+                "prefixes and spellings: groups={...}): the probability that the next token is "
+                "one of them, the group chosen beside this menu."
+            ),
+            target_label="Probability of group “{target}”",
+            needs="groups",
         ),
     )
 }
@@ -425,9 +450,9 @@ class Section:
         name: The section's name, the result field it encodes where there is one.
         shape: ``"cell"`` (``[L, T]``), ``"position"`` (``[T]``), ``"topk"`` (``[L, T, k-1]``,
             ranks 2..k), ``"prompt_set"`` (``[L, n_inputs, S]``: per prompt and answer set),
-            ``"last"`` (``[L, n_inputs]``: at each prompt's last position) or ``"cell_target"``
-            (``[L, T, n_targets]``); the attribution's (:data:`ATTRIBUTION_SECTIONS`) add a
-            last axis of components, ``C``: ``"cell_component"`` (``[L, T, C]``),
+            ``"last"`` (``[L, n_inputs]``: at each prompt's last position), ``"cell_target"``
+            (``[L, T, n_targets]``) or ``"cell_group"`` (``[L, T, n_groups]``); the
+            attribution's (:data:`ATTRIBUTION_SECTIONS`) add a last axis of components, ``C``: ``"cell_component"`` (``[L, T, C]``),
             ``"last_component"`` (``[L, n_inputs, C]``) and ``"cell_target_component"``
             (``[L, T, n_targets, C]``).
         kind: How values are stored: ``"token"`` (an index into the string table),
@@ -488,6 +513,9 @@ SECTIONS: dict[str, Section] = {
         # Only a result with targets has it: one without sends what it did before.
         Section("target_probs", "cell_target", "probability", True),
         Section("target_ranks", "cell_target", "rank", False),
+        # Each token group's probability (groups={...}): with the first view, as a target's
+        # (the chart draws every group and their sum). Only a result with groups has it.
+        Section("group_probs", "cell_group", "probability", True),
         # Generation and chats (per position): 1 where the model generated the token; each
         # token's chat role as an index into meta["roles"] (0 = the template's own tokens).
         Section("generated", "position", "mask", True),

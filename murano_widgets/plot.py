@@ -44,6 +44,7 @@ def plot_logit_lens(
     marks: bool = True,
     hide_template: bool = False,
     target: str | None = None,
+    group: str | None = None,
 ) -> Figure:
     """Draws one prompt's logit lens: rows are layers (highest on top), columns positions.
 
@@ -71,6 +72,8 @@ def plot_logit_lens(
             keeps them).
         target: With ``metric="target"``: the tracked token shown, one of ``result.targets``
             (default the first); the colour bar names it.
+        group: With ``metric="group"``: the token group shown, one of
+            ``result.group_names`` (default the first); the colour bar names it.
 
     Returns:
         The figure.
@@ -94,6 +97,7 @@ def plot_logit_lens(
     rows = _rows(result.layers, layers)
     spec = METRICS[metric]
     target = _check_target(spec, target, result.targets)
+    group = _check_group(spec, group, result.group_names)
     values = getattr(result, spec.field)
     if values is None:
         raise ValueError(
@@ -102,6 +106,8 @@ def plot_logit_lens(
         )
     if target is not None:
         values = values[..., list(result.targets).index(target)]
+    if group is not None:
+        values = values[..., list(result.group_names or []).index(group)]
     columns = _shown_columns(result, prompt, hide_template)
     positions = [result.positions(prompt).tolist()[k] for k in columns]
     grid = values[rows][:, prompt, positions].double().numpy()
@@ -133,7 +139,7 @@ def plot_logit_lens(
         shown, cmap=colour_map, norm=norm, aspect="auto", origin="lower", interpolation="nearest"
     )
     colour_bar = fig.colorbar(image, ax=ax, pad=0.01)
-    colour_bar.set_label(spec.label_for(target))
+    colour_bar.set_label(spec.label_for(target if group is None else group))
 
     for i in range(n_rows):
         for j in range(n_cols):
@@ -174,6 +180,27 @@ def plot_logit_lens(
         pad=20 if legend else None,  # None: the default; 20 leaves the legend its row
     )
     return fig
+
+
+def _check_group(spec: Any, group: Any, groups: list[str] | None) -> str | None:
+    """The token group a per-group metric shows (default the first); ``None`` for the other
+    metrics, which take none."""
+    if not spec.per_group:
+        if group is not None:
+            raise ValueError(
+                f"group is for the metric of each token group (metric='group'); metric "
+                f"{spec.name!r} shows none; got group={group!r}"
+            )
+        return None
+    if not groups:
+        raise ValueError("metric 'group' needs token groups: run with groups={...}")
+    if group is None:
+        return groups[0]
+    if not isinstance(group, str) or group not in groups:
+        raise ValueError(
+            f"group must be one of the result's group_names {list(groups)}; got {group!r}"
+        )
+    return group
 
 
 def _check_target(spec: Any, target: Any, targets: list[str] | None) -> str | None:

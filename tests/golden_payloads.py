@@ -523,6 +523,32 @@ def _with_logit_diff(result: LogitLensResult) -> LogitLensResult:
     return dataclasses.replace(result, logit_diff=values).validate()
 
 
+GROUP_NAMES = ["paris", "<b>g</b> $&"]
+
+
+def _with_groups(result: LogitLensResult, flip: bool = False) -> LogitLensResult:
+    """``result`` as a run with two token groups (one with a hostile name): group ``g``'s
+    probability at its cells spread over [0, 1] (from 1 to 0 with ``flip``), each group's apart,
+    NaN at padding."""
+    shape = (*result.max_probs.shape, len(GROUP_NAMES))
+    values = torch.linspace(0.0, 1.0, math.prod(shape)).reshape(shape)
+    if flip:
+        values = 1.0 - values
+    values[~result.attention_mask.bool()[None, ..., None].expand(shape)] = float("nan")
+    return dataclasses.replace(
+        result,
+        group_names=list(GROUP_NAMES),
+        group_token_ids=[[[1, 2], [3]] for _ in range(result.n_inputs)],
+        group_probs=values,
+    ).validate()
+
+
+def groups_expected(result: LogitLensResult) -> list[list[list[list[float]]]]:
+    """Each prompt's group probabilities ``[row][position][group]`` at its real positions."""
+    assert result.group_probs is not None
+    return [result.group_probs[:, p, result.positions(p)].tolist() for p in range(result.n_inputs)]
+
+
 def lens_cases() -> dict[str, LogitLensResult]:
     plain = {"tokens": PLAIN_TOKENS, "lengths": [3, 2]}
     answers = {
@@ -551,6 +577,8 @@ def lens_cases() -> dict[str, LogitLensResult]:
         "answers": lens_result(**answers),
         # With foils: the logit difference (signed, float32), none for prompt 1 (no foil).
         "logit_diff": _with_logit_diff(lens_result(**answers)),
+        # With token groups (and targets: the group and the token shown are two choices).
+        "groups": _with_groups(lens_result(**answers)),
         # Row 1 of prompt 0 not finite, answers and targets included.
         "answers_missing": lens_result(**answers, missing=frozenset((1, c) for c in range(3))),
         "chat": lens_result(
@@ -824,6 +852,8 @@ def lens_expected(result: LogitLensResult) -> dict[str, Any]:
                 }
                 if result.logit_diff is not None:
                     values["logit_diff"] = d.get("logit_diff")
+                if result.group_probs is not None:  # the first group (the view's default)
+                    values["group_probs"] = float(result.group_probs[cell][0])
                 answer_top1 = None
                 if first is not None:
                     top1 = int(result.predicted_tokens[cell])
@@ -1033,7 +1063,30 @@ def diff_cases() -> dict[str, LensComparison]:
     return {
         "prefix": dataclasses.replace(prefix, kl_a_to_b=_exact_kl(prefix)),
         "depth": compare(a, deep, align="tokens"),
+        # Both sides with token groups: each group's change in probability.
+        "groups": compare(_with_groups(a), _with_groups(b, flip=True), align="prefix"),
     }
+
+
+def group_changes_expected(comparison: LensComparison) -> dict[str, list[Any]]:
+    """Each group's ``[a, b, b - a]`` per cell (prompt, row, position in order), read at the
+    partner cell each description names; None where the cell has no partner."""
+    a, b = comparison.a, comparison.b
+    assert a.group_probs is not None and b.group_probs is not None and a.group_names
+    out: dict[str, list[Any]] = {name: [] for name in a.group_names}
+    for p in range(a.n_inputs):
+        for row in range(len(a.layers)):
+            for j in range(a.lengths[p]):
+                d = comparison.describe_cell(p, row, j)
+                for g, name in enumerate(a.group_names):
+                    if not d["aligned"] or d["b"] is None:
+                        out[name].append(None)
+                        continue
+                    va = float(a.group_probs[row, p, d["a"]["sequence_index"], g])
+                    partner = (d["b"]["layer_index"], p, d["b"]["sequence_index"])
+                    vb = float(b.group_probs[partner][b.group_names.index(name)])
+                    out[name].append([va, vb, vb - va])
+    return out
 
 
 def diff_expected(comparison: LensComparison, k: int) -> dict[str, Any]:
@@ -1265,6 +1318,8 @@ def cases() -> dict[str, dict[str, Any]]:
             expected = lens_expected(result)
             if name == "picker":
                 expected["picker"] = picker_expected(result)
+            if name == "groups":
+                expected["group_probs"] = groups_expected(result)
             out[f"lens_{name}"] = {
                 "meta": payload.meta,
                 "sections": _b64(payload.all_sections()),
@@ -1292,7 +1347,13 @@ def cases() -> dict[str, dict[str, Any]]:
             out[f"diff_{name}"] = {
                 "meta": meta,
                 "sections": _b64(section_bytes(arrays)),
-                "expected": diff_expected(comparison, meta["top_k"]),
+                "expected": {
+                    **diff_expected(comparison, meta["top_k"]),
+                    **_present(
+                        "group_changes",
+                        group_changes_expected(comparison) if comparison.a.group_names else None,
+                    ),
+                },
             }
         for name, (dataset, ci) in dataset_cases().items():
             chart = LensDatasetWidget(dataset, ci=ci, n_boot=200, seed=0).chart

@@ -31,7 +31,7 @@ def test_the_registrys_field_list_is_the_results():
         assert name in SECTIONS, name
     for metric in METRICS.values():
         assert metric.field in fields and metric.field in SECTIONS, metric.name
-        assert metric.per_target or SECTIONS[metric.field].shape == "cell", metric.name
+        assert metric.per_target or metric.per_group or SECTIONS[metric.field].shape == "cell"
     for name in REDUCED_FIELDS:
         assert SECTIONS[name].shape == "cell", name
     assert set(REDUCED_FIELDS) == {
@@ -75,6 +75,8 @@ def test_the_target_metric_reads_one_tracked_token_at_a_time():
     metric = METRICS[TARGET_METRIC]
     assert SECTIONS[metric.field].shape == "cell_target" and metric.unit == "probability"
     for other in METRICS.values():
+        if other.per_group:  # a token group's: test_the_group_metric_reads_one_group_at_a_time
+            continue
         assert other.per_target == (other.target_label is not None), other.name
         assert SECTIONS[other.field].shape == ("cell_target" if other.per_target else "cell")
         assert other.as_json()["per_target"] is other.per_target
@@ -99,9 +101,10 @@ def test_every_view_sends_its_metrics_from_the_one_registry():
 
     demo = load_demo_model()
     prompts = ["The capital of France is", "Monday, Tuesday,"]
-    # With answers and foils, so that every metric exists (the logit difference needs foils).
+    # With answers and foils, so that every metric exists (the logit difference needs foils; the
+    # group metric, groups: b has none, so the diff shows no group's change beside the registry's).
     pair = {"answers": [" Paris", " Wednesday"], "foils": [" Rome", " Thursday"]}
-    a = run_logit_lens(demo, prompts, **pair)
+    a = run_logit_lens(demo, prompts, groups={"paris": "Paris"}, **pair)
     b = run_logit_lens(demo, prompts, layers=[0, 2, 5], **pair)
 
     def names(sent):
@@ -126,3 +129,16 @@ def test_every_view_sends_its_metrics_from_the_one_registry():
             assert spec.role == "tensor" and spec.axes == ("layer", "prompt", "seq"), metric.name
             assert SECTIONS[metric.field].kind == metric.unit and SECTIONS[metric.field].reduced
     assert {m.field for m in VIEWS["lens"].values() if m.reduced} == set(REDUCED_FIELDS)
+
+
+def test_the_group_metric_reads_one_group_at_a_time():
+    # One metric reads an [L, T, n_groups] section of which the widget's `group` picks one; its
+    # label names the group as given (a name, not a token: no space marks).
+    per_group = [m.name for m in METRICS.values() if m.per_group]
+    assert per_group == ["group"]
+    metric = METRICS["group"]
+    assert SECTIONS[metric.field].shape == "cell_group" and metric.unit == "probability"
+    assert metric.as_json()["per_group"] is True and metric.as_json()["per_target"] is False
+    assert metric.needs == "groups" and not metric.reduced
+    assert metric.label_for(" Tokyo <b>") == "Probability of group “ Tokyo <b>”"
+    assert all("per_group" not in m.as_json() for m in METRICS.values() if not m.per_group)

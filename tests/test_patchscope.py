@@ -7,7 +7,14 @@ import torch
 from numerics import assert_same_numbers
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from murano_widgets import LogitLens, PatchscopeLens, load_demo_model, run_logit_lens
+from murano_widgets import (
+    LogitLens,
+    PatchscopeLens,
+    compare_lenses,
+    load_demo_model,
+    patch_lens,
+    run_logit_lens,
+)
 from murano_widgets.lenses.patchscope import IDENTITY_PROMPT
 
 PROMPTS = ["The capital of France is Paris", "one two three"]
@@ -24,11 +31,21 @@ class ReferencePatchscope:
         self.blocks = _blocks(self.model)
 
     @torch.no_grad()
-    def probs(self, prompt, target_prompt, position, target_layer=None) -> torch.Tensor:
-        """``[layers, seq, vocab]`` for one source prompt (no padding)."""
+    def probs(self, prompt, target_prompt, position, target_layer=None, zero=None) -> torch.Tensor:
+        """``[layers, seq, vocab]`` for one source prompt (no padding); ``zero=(layer,
+        position)`` zeroes that block output of the source's pass first (a patched run)."""
         ids = self.tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
         outputs = []
-        hooks = [
+        hooks = []
+        if zero is not None:
+
+            def ablate(_m, _i, out, at=zero[1]):
+                hidden = _first(out).clone()
+                hidden[0, at] = 0
+                return (hidden, *out[1:]) if isinstance(out, tuple) else hidden
+
+            hooks.append(self.blocks[zero[0]].register_forward_hook(ablate))
+        hooks += [
             block.register_forward_hook(lambda _m, _i, out: outputs.append(_first(out)))
             for block in self.blocks
         ]
@@ -193,10 +210,6 @@ def test_bad_values_for_the_model_are_refused_before_any_model_work(load_tiny, m
         run_logit_lens(model, PROMPTS, lens=PatchscopeLens(target_layer=n))
     with pytest.raises(ValueError, match="placeholder is the token index 999, out of range"):
         run_logit_lens(model, PROMPTS, lens={"logit": None, "ps": PatchscopeLens(placeholder=999)})
-    with pytest.raises(ValueError, match="PatchscopeLens is not supported with remote=True"):
-        LogitLens(model, lens=PatchscopeLens(), remote=True)
-    with pytest.raises(ValueError, match="not supported with remote=True"):
-        LogitLens(model, lens=PatchscopeLens(), reduce_in_trace=True)
     with pytest.raises(ValueError, match="not supported with decompose=True"):
         LogitLens(model, lens=PatchscopeLens(), decompose=True)
     with pytest.raises(ValueError, match="resid_mid"):
@@ -296,3 +309,111 @@ def test_describe_a_cell_is_transformers_greedy_generation_from_the_patched_prom
         lens.describe(model, PROMPTS[0], layer=0, position=999)
     with pytest.raises(ValueError, match="max_new_tokens"):
         lens.describe(model, PROMPTS[0], layer=0, max_new_tokens=0)
+
+
+def _kl_bits(p, q):
+    return (p * (p.log2() - q.log2())).sum(-1)
+
+
+def _identity_position(reference):
+    return len(reference.tokenizer(IDENTITY_PROMPT)["input_ids"]) - 1
+
+
+def test_compare_lenses_reads_each_side_through_its_patchscope(load_tiny, references):
+    model, reference = load_tiny("gpt2"), references("gpt2")
+    a, b = PatchscopeLens(), PatchscopeLens(target_layer=0)
+    comparison = compare_lenses(model, PROMPTS[1], lens_a=a, lens_b=b)
+    position = _identity_position(reference)
+    pa = reference.probs(PROMPTS[1], IDENTITY_PROMPT, position)
+    pb = reference.probs(PROMPTS[1], IDENTITY_PROMPT, position, target_layer=0)
+    token = comparison.token[0]
+    assert (token >= 0).all()
+    cells = torch.arange(len(token))
+    assert_same_numbers(comparison.token_prob_a[:, 0], pa[:, cells, token], "token_prob_a")
+    assert_same_numbers(comparison.token_prob_b[:, 0], pb[:, cells, token], "token_prob_b")
+    assert comparison.kl_a_to_b is not None
+    assert_same_numbers(comparison.kl_a_to_b[:, 0], _kl_bits(pa, pb), "kl_a_to_b")
+
+
+@pytest.mark.parametrize("in_trace", [False, True])
+def test_patch_lens_reads_the_clean_and_the_patched_run_through_a_patchscope(
+    load_tiny, references, in_trace
+):
+    """Each cell of both runs is the Patchscope readout of that run's state; with
+    ``reduce_in_trace`` the patched passes run inside the step's trace (as on NDIF)."""
+    model, reference = load_tiny("gpt2"), references("gpt2")
+    comparison = patch_lens(
+        model,
+        PROMPTS[1],
+        layer=0,
+        position=1,
+        source="zero",
+        lens=PatchscopeLens(),
+        reduce_in_trace=in_trace,
+    )
+    position = _identity_position(reference)
+    clean = reference.probs(PROMPTS[1], IDENTITY_PROMPT, position)
+    patched = reference.probs(PROMPTS[1], IDENTITY_PROMPT, position, zero=(0, 1))
+    assert_same_numbers(comparison.a.max_probs[:, 0], clean.max(-1).values, "clean max_probs")
+    assert_same_numbers(comparison.b.max_probs[:, 0], patched.max(-1).values, "patched max_probs")
+    assert comparison.kl_a_to_b is not None
+    assert_same_numbers(comparison.kl_a_to_b[:, 0], _kl_bits(clean, patched), "kl_a_to_b")
+    # Before the patched position nothing changed; from it on the patch is read.
+    assert torch.equal(
+        comparison.b.predicted_tokens[:, 0, :1], comparison.a.predicted_tokens[:, 0, :1]
+    )
+    assert not torch.allclose(
+        comparison.a.max_probs[:-1, 0, 1:], comparison.b.max_probs[:-1, 0, 1:]
+    )
+
+
+def test_a_long_run_shows_its_cells_done_out_of_all(load_tiny, capsys, monkeypatch):
+    from murano_widgets.lenses import patchscope_progress
+
+    model = load_tiny("gpt2")
+    result = run_logit_lens(model, PROMPTS, lens=PatchscopeLens(progress=True))
+    # A patched pass per real position at every layer but the last (the model's own output).
+    total = int(result.attention_mask.sum()) * (model.n_layers - 1)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith(f"PatchscopeLens: {total}/{total} cells (100%)"), lines
+    # By default a short run shows nothing; one that has taken long enough shows its bar.
+    run_logit_lens(model, PROMPTS, lens=PatchscopeLens())
+    assert "PatchscopeLens" not in capsys.readouterr().err
+    monkeypatch.setattr(patchscope_progress, "LONG_RUN_SECONDS", 0.0)
+    run_logit_lens(model, PROMPTS, lens=PatchscopeLens())
+    assert f"/{total} cells" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="progress must be None"):
+        PatchscopeLens(progress="yes")
+
+
+def test_the_widget_describes_a_cell_as_describe_does(load_tiny):
+    """The front end's "Describe this cell" request (``describe_patchscope``, as its message) is
+    answered with the text PatchscopeLens.describe gives for that cell; offered only for a
+    Patchscope shown."""
+    from murano_widgets import show_logit_lens
+    from murano_widgets.live.describe import DESCRIBE_TOKENS
+
+    model = load_tiny("llama")
+    lens = PatchscopeLens()
+    widget = show_logit_lens(
+        model, PROMPTS, lens={"logit": None, "patchscope": lens}, lens_name="patchscope"
+    )
+    replies = []
+    widget.send = replies.append
+    widget._handle_custom_msg(
+        {"action": "describe_patchscope", "id": 3, "prompt": 1, "layer": 1, "position": 2}, []
+    )
+    assert widget._live.worker.wait_idle(30)
+    expected = lens.describe(model, PROMPTS[1], layer=1, position=2, max_new_tokens=DESCRIBE_TOKENS)
+    assert expected and replies[-1] == {"action": "done", "id": 3, "message": expected}
+    assert widget.describe_patchscope(layer=0, position=-1, prompt=0) == lens.describe(
+        model, PROMPTS[0], layer=0, position=-1, max_new_tokens=DESCRIBE_TOKENS
+    )
+    # The logit lens shown: refused, saying why.
+    widget.lens_name = "logit"
+    widget._handle_custom_msg(
+        {"action": "describe_patchscope", "id": 4, "prompt": 0, "layer": 1, "position": 2}, []
+    )
+    assert widget._live.worker.wait_idle(30)
+    assert replies[-1]["action"] == "error" and "needs a Patchscope" in replies[-1]["message"]
+    widget.close()

@@ -91,6 +91,7 @@ def test_default_payload_is_small_and_details_come_on_request(widget, result):
     # generation and chat-role sections only with generate= or chat=.
     absent = {"missing", "final_missing", "answer_probs", "answer_ranks", "answer_top1"}
     absent |= {"generated", "token_roles", "target_probs"}  # target_probs only with targets
+    absent |= {"group_probs"}  # only with groups
     assert set(widget._sections) == set(BASE_SECTIONS) - absent
     sizes = widget.payload_nbytes()
     per_cell = (sizes["predicted_tokens"] + sizes["max_probs"]) / cells

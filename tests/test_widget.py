@@ -63,6 +63,10 @@ def test_traits_validate_with_clear_errors(widget, lens):
             with pytest.raises(ValueError, match="needs foils: run with answers"):
                 widget.metric = metric
             continue
+        if metric == "group":  # nor token groups
+            with pytest.raises(ValueError, match="needs groups: run with groups="):
+                widget.metric = metric
+            continue
         widget.metric = metric
     # No token is tracked: the target is "" and stays so.
     assert widget.target == ""

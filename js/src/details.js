@@ -112,8 +112,8 @@ function promptTokens(data, prompt) {
  * @param {number} prompt
  * @param {number} layerIndex
  * @param {number} position
- * @param {number} [target] the tracked token a per-target metric reads (its index: the view's
- *   `target`)
+ * @param {import("./metrics.js").Pick} [target] the tracked token a per-target metric reads
+ *   (its index: the view's `target`) and the token group a per-group one reads
  * @returns {CellDetails}
  */
 export function cellDetails(data, prompt, layerIndex, position, target = 0) {
@@ -124,6 +124,7 @@ export function cellDetails(data, prompt, layerIndex, position, target = 0) {
   const finalMissing = isFinalMissing(data, col);
   /** @type {{token: string, prob: number, step: number}[]} */
   const top = [];
+  let blockPending = false;
   if (!missing) {
     const probs = a.max_probs;
     const step = probs ? data.scales.max_probs : 0;
@@ -132,9 +133,17 @@ export function cellDetails(data, prompt, layerIndex, position, target = 0) {
       // The scale comes with the section (uint16 since issue 21; older payloads' uint8 read too).
       const k1 = data.topK - 1;
       const topkStep = data.scales.topk_probs;
-      for (let r = 0; r < k1; r++) {
-        top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
-      }
+      const block = data.topkWindow ? data.topkBlocks?.get(col - (col % data.topkWindow)) : null;
+      if (!data.topkWindow) {
+        for (let r = 0; r < k1; r++) {
+          top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
+        }
+      } else if (block) {
+        const at = (layerIndex * block.width + col - block.start) * k1;
+        for (let r = 0; r < k1; r++) {
+          top.push({ token: block.strings[block.tokens[at + r]] ?? "", prob: block.probs[at + r] * block.scale, step: block.scale });
+        }
+      } else blockPending = true;
     }
   }
   const metrics = [];
@@ -165,7 +174,7 @@ export function cellDetails(data, prompt, layerIndex, position, target = 0) {
     top,
     metrics,
     finalRank,
-    detailsLoaded: !detailsPending(data),
+    detailsLoaded: !detailsPending(data) && !blockPending,
     answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
     answer: cellAnswer(data, prompt, layerIndex, position),
     generated: isGenerated(data, prompt, position),
@@ -197,8 +206,11 @@ export function waitingNote(what, late) {
  * @returns {boolean}
  */
 export function detailsPending(data) {
-  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name]);
+  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name] && !(data.topkWindow && BY_BLOCKS.includes(name)));
 }
+
+/** A long payload's sections that come by blocks of positions instead (`view/topk_blocks.js`). */
+const BY_BLOCKS = ["topk_tokens", "topk_probs", "detail_tokens"];
 
 /** What a missing value reads as. */
 export const NO_VALUE = "no value (non-finite)";

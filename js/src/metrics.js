@@ -14,6 +14,9 @@ import { displayToken } from "./tokens.js";
  * @typedef {import("./payload.js").LensData} LensData
  * @typedef {import("./payload.js").MetricSpec} MetricSpec
  * @typedef {{min: number, max: number, log: boolean}} Domain
+ * @typedef {number | {target: number, group: number}} Pick which tracked token a per-target
+ *   metric and which token group a per-group metric shows: both indices, or one index for
+ *   whichever the metric has
  */
 
 /**
@@ -52,7 +55,43 @@ export function metricOffered(data, name) {
  */
 export function metricAvailable(data, name) {
   const spec = metricSpec(data, name);
-  return Boolean(data && spec && spec.available && data.arrays[spec.field] && (!spec.perTarget || data.targets.length > 0));
+  if (!data || !spec || !spec.available || !data.arrays[spec.field]) return false;
+  const items = itemsOf(data, spec);
+  return !items || items.length > 0;
+}
+
+/**
+ * What a metric has one value of per cell: the tracked tokens (per-target), the token groups
+ * (per-group), or null (one value a cell).
+ * @param {LensData} data
+ * @param {MetricSpec} spec
+ * @returns {string[] | null}
+ */
+export function itemsOf(data, spec) {
+  if (spec.perGroup) return data.groups;
+  return spec.perTarget ? data.targets : null;
+}
+
+/**
+ * The index `pick` gives a metric: its group's for a per-group metric, else its token's.
+ * @param {MetricSpec} spec
+ * @param {Pick} pick
+ */
+export function pickIndex(spec, pick) {
+  if (typeof pick === "number") return pick;
+  return spec.perGroup ? pick.group : pick.target;
+}
+
+/**
+ * The token group a per-group metric shows: `value` (the `group` trait) while it is one of the
+ * payload's groups, else the first; "" without groups.
+ * @param {LensData | null | undefined} data
+ * @param {unknown} value
+ * @returns {string}
+ */
+export function resolveGroup(data, value) {
+  if (!data || data.groups.length === 0) return "";
+  return typeof value === "string" && data.groups.includes(value) ? value : data.groups[0];
 }
 
 /**
@@ -83,15 +122,20 @@ export function targetIndex(data, value) {
  * `short` drops a trailing parenthesis of the label (never of the token).
  * @param {LensData} data
  * @param {MetricSpec} spec
- * @param {number} [target] the token's index among `data.targets`
+ * A per-group metric's names its group (as given: a name, not a token).
+ * @param {LensData} data
+ * @param {MetricSpec} spec
+ * @param {Pick} [target] the token's index among `data.targets` (the group's among
+ *   `data.groups`)
  * @param {boolean} [short]
  */
 export function metricLabel(data, spec, target = 0, short = false) {
-  const token = data.targets[target];
-  if (!spec.perTarget || !spec.targetLabel || token === undefined) return short ? shortLabel(spec.label) : spec.label;
+  const items = itemsOf(data, spec);
+  const item = items ? items[pickIndex(spec, target)] : undefined;
+  if (!spec.targetLabel || item === undefined) return short ? shortLabel(spec.label) : spec.label;
   const label = short ? shortLabel(spec.targetLabel) : spec.targetLabel;
   // A function, so that "$&" in a token stays text.
-  return label.replace("{target}", () => displayToken(token));
+  return label.replace("{target}", () => (spec.perGroup ? item : displayToken(item)));
 }
 
 /**
@@ -148,7 +192,8 @@ export function unitValue(value, domain) {
  * @param {LensData} data
  * @param {string} name
  * @param {number} idx
- * @param {number} [target] for a per-target metric, the token's index among `data.targets`
+ * @param {Pick} [target] for a per-target metric, the token's index among `data.targets` (a
+ *   per-group one's: the group's)
  */
 export function metricValue(data, name, idx, target = 0) {
   const spec = metricSpec(data, name);
@@ -166,12 +211,14 @@ export function metricValue(data, name, idx, target = 0) {
  * (`stride` 0: it has none, a per-target metric with no such target).
  * @param {LensData} data
  * @param {MetricSpec} spec
- * @param {number} [target]
+ * @param {Pick} [pick]
  * @returns {{stride: number, offset: number}}
  */
-export function metricLayout(data, spec, target = 0) {
-  if (!spec.perTarget) return { stride: 1, offset: 0 };
-  const n = data.targets.length;
+export function metricLayout(data, spec, pick = 0) {
+  const items = itemsOf(data, spec);
+  if (!items) return { stride: 1, offset: 0 };
+  const n = items.length;
+  const target = pickIndex(spec, pick);
   return Number.isInteger(target) && target >= 0 && target < n ? { stride: n, offset: target } : { stride: 0, offset: 0 };
 }
 

@@ -86,6 +86,8 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {boolean} finalBased measured against the model's final prediction
  * @property {boolean} perTarget a value per tracked token (its section is "cell_target",
  *   `[L, T, n_targets]`): one token is shown at a time, the `target` trait
+ * @property {boolean} perGroup a value per token group (its section is "cell_group",
+ *   `[L, T, n_groups]`): one group is shown at a time, the `group` trait
  * @property {string | null} targetLabel for a per-target metric, the label naming the token
  *   shown, "{target}" where it goes (`label` names none: the menu's)
  * @property {boolean} available whether the result has it
@@ -110,6 +112,10 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {string | null} lensTitle what the views call the lens (`meta.lens_title`, Python's
  *   `Lens.title`); null in payloads written before it was sent
  * @property {number} topK number of top tokens available (top-1 included)
+ * @property {number} topkWindow a long payload's top-k (ranks 2..k) comes by blocks of this many
+ *   positions, asked for when shown (`view/topk_blocks.js`); 0: it is in `arrays`, or not sent
+ * @property {Map<number, TopkBlock> | null} topkBlocks the blocks arrived, by first position
+ *   (set by the view; null until then)
  * @property {number} maxEntropy log2(vocab) in bits (0 when unknown)
  * @property {MetricSpec[]} metrics the registry, in menu order
  * @property {string[]} baseSections
@@ -119,6 +125,7 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {Record<string, number>} maxima per-section maximum raw value, filled lazily
  * @property {AnswerSet[]} answerSets the named answer sets (`meta.answer_sets`), [] without answers
  * @property {string[]} targets the tracked target strings (`meta.targets`), [] without targets
+ * @property {string[]} groups the token groups' names (`meta.groups`), [] without groups
  * @property {Record<string, Uint8Array>} noValue per section, 1 for each prompt that has no value
  *   in it at all (a prompt without an answer has none in the answer's cell sections)
  * @property {string[] | null} sites where each row reads the residual stream ("resid_mid": after
@@ -130,6 +137,14 @@ export const REQUIRED_SECTIONS = Object.freeze(["input_ids", "predicted_tokens"]
  * @property {number | null} logitSoftcap the final soft-cap the attributed logits stop before
  * @property {(string | null)[] | null} foils each prompt's foil (the answer's attribution is then
  *   the answer's logit minus the foil's), null without foils
+ *
+ * @typedef {object} TopkBlock A long payload's top-k over positions `start .. start + width`.
+ * @property {number} start
+ * @property {number} width
+ * @property {string[]} strings the block's own token strings, which `tokens` index
+ * @property {RawArray} tokens `[L, width, topK - 1]`
+ * @property {RawArray} probs `[L, width, topK - 1]`, value = raw * scale
+ * @property {number} scale
  *
  * @typedef {object} AnswerSet One entry of `meta.answer_sets`.
  * @property {string} name "answer" for a plain list of answers
@@ -184,10 +199,22 @@ export function normaliseMetric(raw, index) {
     description: typeof raw.description === "string" ? raw.description : "",
     finalBased: Boolean(raw.final_based),
     perTarget: raw.per_target === true,
+    perGroup: raw.per_group === true,
     targetLabel: typeof raw.target_label === "string" && raw.target_label.includes("{target}") ? raw.target_label : null,
     available: raw.available !== false,
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null,
   };
+}
+
+/**
+ * The strings of a `detail_tokens` section: a JSON list, UTF-8.
+ * @param {RawArray} bytes
+ * @returns {string[]}
+ */
+export function detailTokens(bytes) {
+  const list = JSON.parse(new TextDecoder().decode(/** @type {Uint8Array} */ (bytes)));
+  if (!isStringArray(list)) throw new Error("section detail_tokens must be a list of strings");
+  return list;
 }
 
 /**
@@ -246,7 +273,9 @@ export function decodePayload(meta, sections) {
   const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
   const targets = meta.targets === undefined || meta.targets === null ? [] : meta.targets;
   if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
-  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : [L, T];
+  const groups = meta.groups === undefined || meta.groups === null ? [] : meta.groups;
+  if (!isStringArray(groups)) throw new Error("_meta.groups must be a list of group names");
+  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : metric.perGroup ? [L, T, groups.length] : [L, T];
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
@@ -294,7 +323,19 @@ export function decodePayload(meta, sections) {
   for (const name of baseSections) {
     if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   }
-  const nTokens = tokens.length;
+  // A long payload's token section past 65,535 strings: its low 16 bits, and bits 16..23 in
+  // the uint8 section `<name>_high` (3 bytes an index, not 4).
+  for (const name of TOKEN_SECTIONS) {
+    const low = arrays[name];
+    const high = arrays[`${name}_high`];
+    if (!low || !high) continue;
+    if (high.length !== low.length) throw new Error(`section ${name}_high: ${high.length} values for ${low.length}`);
+    arrays[name] = Uint32Array.from(low, (value, i) => value + high[i] * 65536);
+  }
+  // A long payload's top-k strings beyond the base table come as a detail section (Python's
+  // murano_widgets/payload/long.py): the table and it are one list to the token sections.
+  const allTokens = arrays.detail_tokens ? tokens.concat(detailTokens(arrays.detail_tokens)) : tokens;
+  const nTokens = allTokens.length;
   for (const name of TOKEN_SECTIONS) {
     const array = arrays[name];
     if (!array) continue;
@@ -311,6 +352,8 @@ export function decodePayload(meta, sections) {
     }
   }
   const nModel = Number(meta.n_model_layers);
+  // A long live payload's top-k comes by blocks (an export's is in the sections, whole).
+  const topkWindow = Number(meta.topk_window) > 0 && !arrays.topk_tokens && specs.topk_tokens ? Number(meta.topk_window) : 0;
   /** @type {Record<string, Uint8Array>} */
   const noValue = {};
   if (answerSets.length) {
@@ -326,13 +369,15 @@ export function decodePayload(meta, sections) {
     nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
     lengths,
     offsets,
-    tokens,
+    tokens: allTokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
-    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
+    topK: (arrays.topk_tokens && arrays.topk_probs) || topkWindow ? topK : 1,
+    topkWindow,
+    topkBlocks: null,
     maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
     metrics,
     baseSections,
@@ -342,6 +387,7 @@ export function decodePayload(meta, sections) {
     maxima: {},
     answerSets,
     targets,
+    groups,
     noValue,
     sites,
     components,
@@ -432,7 +478,7 @@ export function decodeLenses(meta, sections) {
 function ownSection(name, prefix, shared) {
   if (!prefix) return name.includes("/") ? null : name;
   if (name.startsWith(prefix)) return name.slice(prefix.length);
-  return shared.includes(name) ? name : null;
+  return shared.includes(name.replace(/_high$/, "")) ? name : null;
 }
 
 /**

@@ -15,6 +15,8 @@
  *   at other positions, the first set's `answer_token_probs` / `answer_token_ranks` (the first
  *   answer token as the next token there; detail).
  * - targets: `target_probs` / `target_ranks` (detail), one line per target.
+ * - token groups: `group_probs` (base), one line per group and one of their sum (probability
+ *   mode only: a group has no rank); `groupSeries`.
  * - the other lenses (several side by side): the answer's line under each (the first answer
  *   set's; the final prediction's where the prompt has no answer), read from that lens's own
  *   sections as above (`lensSeries`).
@@ -41,11 +43,11 @@ import {
  * @typedef {import("./payload.js").LensData} LensData
  * @typedef {"prob" | "rank" | "metric"} TrajectoryMode "metric": the heatmap's own metric, for
  *   one that is neither a probability nor a rank (KL, entropy: bits)
- * @typedef {"top1" | "final" | "answer" | "target" | "lens" | "metric"} SeriesKind
+ * @typedef {"top1" | "final" | "answer" | "target" | "group" | "group_sum" | "lens" | "metric"} SeriesKind
  *
  * @typedef {object} Series One line of the chart.
  * @property {string} key stable across columns: "top1", "final", "answer:<set>", "target:<j>",
- *   "lens:<name>"
+ *   "group:<j>", "group:sum", "lens:<name>"
  * @property {SeriesKind} kind
  * @property {number} index the answer set's, the target's or the other lens's index (0
  *   otherwise)
@@ -215,6 +217,47 @@ export function trajectorySeries(data, prompt, position, mode, metric = "") {
         (i) => cellTargetIndex(data, prompt, i, position, j),
       );
     });
+  }
+  if (!rank) out.push(...groupSeries(data, cells, rowMissing));
+  return out;
+}
+
+/**
+ * The token groups' lines at one column (`cells`: its index in each row), and their sum: one
+ * per group, then "sum of groups" (with two groups or more). The sum is of the lines as drawn
+ * (a token in two groups counts twice: groups given as disjoint languages' words do not share).
+ * @param {LensData} data
+ * @param {number[]} cells
+ * @param {boolean[]} rowMissing
+ * @returns {Series[]}
+ */
+export function groupSeries(data, cells, rowMissing) {
+  const n = data.groups.length;
+  const array = data.arrays.group_probs;
+  if (!n || !array) return [];
+  const scale = data.scales.group_probs ?? 1;
+  const note = "probability that the next token is one of the group's tokens";
+  /** @type {Series[]} */
+  const out = data.groups.map((name, j) => ({
+    key: `group:${j}`,
+    kind: /** @type {SeriesKind} */ ("group"),
+    index: j,
+    label: name,
+    token: null,
+    note,
+    section: "group_probs",
+    loaded: true,
+    values: cells.map((idx, i) => {
+      const v = array[idx * n + j] * scale;
+      return rowMissing[i] || !Number.isFinite(v) ? null : v;
+    }),
+  }));
+  if (n > 1) {
+    const values = cells.map((_, i) => {
+      const parts = out.map((line) => line.values[i]);
+      return parts.some((v) => v === null) ? null : parts.reduce((sum, v) => /** @type {number} */ (sum) + /** @type {number} */ (v), 0);
+    });
+    out.push({ key: "group:sum", kind: "group_sum", index: n, label: "sum of groups", token: null, note: "the groups' probabilities added up", section: "group_probs", loaded: true, values });
   }
   return out;
 }

@@ -197,6 +197,15 @@ export function seriesStyle(series) {
       const { colours, ...rest } = LINE_STYLES.answer;
       return { ...rest, colour: colours[series.index % colours.length] };
     }
+    case "group":
+    case "group_sum": {
+      // Solid, like an answer (a group is what the chart is for), in the palette from its third
+      // colour; their sum in the neutral top-1 colour, dashed.
+      if (series.kind === "group_sum") return { colour: "var(--murano-traj-top1)", width: 2, dash: "4 3", opacity: 1, marker: "circle", markerScale: 1 };
+      const t = LINE_STYLES.target;
+      const j = series.index;
+      return { colour: SERIES_COLOURS[(2 + j) % SERIES_COLOURS.length], width: 2, dash: "", opacity: 1, marker: t.markers[j % t.markers.length], markerScale: 1 };
+    }
     case "lens": {
       const { colours, dashes, ...rest } = LINE_STYLES.lens;
       const k = series.index;

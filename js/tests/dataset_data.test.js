@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { chartMetric, chartMetrics, datasetSeriesLook, decodeDataset, findSet, formatInterval, formatValue, layerReadout, promptOrder } from "../src/dataset/data.js";
+import { chartCurves, chartMetric, chartMetrics, datasetSeriesLook, decodeDataset, findSet, formatInterval, formatValue, layerReadout, promptOrder } from "../src/dataset/data.js";
 import { SERIES_COLOURS, SERIES_DASHES, seriesLook } from "../src/theme.js";
 import { readTypedArray } from "../src/shared/codec.js";
 import { formatBits } from "../src/format.js";
@@ -133,4 +133,41 @@ test("the chart's metrics are Python's with an interval, their columns read from
   assert.equal(formatValue(1.25, "rank"), "1.3");
   assert.equal(formatValue(0.5, "share"), "50%");
   assert.equal(formatValue(null, "rank"), "–");
+});
+
+test("chartCurves: a curve per series, or per token group (of the listed set, under each lens) for the groups metric", () => {
+  const summary = (base) => ({ answer_prob_mean: [base, base], answer_prob_ci_low: [0, 0], answer_prob_ci_high: [1, 1], group_en_mean: [base + 0.1, 0.2], group_en_ci_low: [0, 0.1], group_en_ci_high: [0.5, 0.3], group_zh_mean: [0.3, null], group_zh_ci_low: [0.2, null], group_zh_ci_high: [0.4, null] });
+  const meta = {
+    layers: [0, 1],
+    prompts: ["a", "b"],
+    lenses: [{ name: "logit", title: "Logit lens" }, { name: "tuned", title: "Tuned lens" }],
+    sets: [
+      { name: "answer", lens: "logit", answers: ["x", "y"], n_prompts: 2, summary: summary(0.1) },
+      { name: "answer", lens: "tuned", answers: ["x", "y"], n_prompts: 2, summary: summary(0.2) },
+    ],
+    metrics: [
+      { name: "answer_prob", field: "answer_prob_mean", label: "p", unit: "probability", interval: ["answer_prob_ci_low", "answer_prob_ci_high"] },
+      { name: "group:en", field: "group_en_mean", label: "en", short: "group en", unit: "probability", interval: ["group_en_ci_low", "group_en_ci_high"] },
+      { name: "group:zh", field: "group_zh_mean", label: "zh", short: "group zh", unit: "probability", interval: ["group_zh_ci_low", "group_zh_ci_high"] },
+      { name: "groups", field: "group_mean", label: "groups", unit: "probability", interval: ["group_ci_low", "group_ci_high"] },
+    ],
+    groups: ["en", "zh"],
+  };
+  const data = { prob_0: encode([0, 0, 0, 0], "float32"), rank_0: encode([0, 0, 0, 0], "int32"), prob_1: encode([0, 0, 0, 0], "float32"), rank_1: encode([0, 0, 0, 0], "int32") };
+  const d = decodeDataset(meta, data);
+  assert.deepEqual(d.groups, ["en", "zh"]);
+  const plain = chartCurves(d, chartMetric(d, "group:en"), "answer");
+  assert.equal(plain.length, 2, "one curve per series");
+  assert.deepEqual(plain.map((c) => c.mean[0]), [0.1 + 0.1, 0.2 + 0.1]);
+  const all = chartCurves(d, chartMetric(d, "groups"), "answer");
+  assert.deepEqual(all.map((c) => [c.group, c.lens]), [["en", "logit"], ["zh", "logit"], ["en", "tuned"], ["zh", "tuned"]]);
+  assert.deepEqual(all[1].mean, [0.3, null]);
+  assert.deepEqual([all[1].low, all[1].high], [[0.2, null], [0.4, null]]);
+  assert.equal(all[0].colour, seriesLook(0).colour, "a group keeps its colour under every lens");
+  assert.equal(all[2].colour, seriesLook(0).colour);
+  assert.notEqual(all[0].dash, all[2].dash, "each lens its dash");
+  assert.match(all[3].label, /^zh · Tuned lens/);
+  // The readout lists each group's value (its metric), not the all-groups metric.
+  const labels = layerReadout(d, 0).rows[0].cells.map(([label]) => label);
+  assert.ok(labels.some((l) => l.startsWith("group en")) && !labels.some((l) => l.startsWith("groups")));
 });

@@ -91,7 +91,7 @@ test("requests: increasing ids, the fields sent as given, the latest one shown r
   assert.deepEqual(b.state.open, [11, 12]);
   assert.equal(b.state.latest?.id, 12);
   assert.throws(() => request(state, "drop_table", {}, 0), /unknown action/);
-  assert.deepEqual([...ACTIONS], ["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch"]);
+  assert.deepEqual([...ACTIONS], ["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "describe_patchscope", "group"]);
 });
 
 test("a second request supersedes the first: replies to the older id change nothing shown", () => {

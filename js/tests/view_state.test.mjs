@@ -33,6 +33,7 @@ test("the first payload takes the model's traits, clamped and resolved", () => {
     layer: 1,
     metric: "target",
     target: "<b>x</b>",
+    group: "",
     selected: { prompt: 0, layer_index: 1, position: 2 },
     hideTemplate: true,
     view: "components",
@@ -54,11 +55,11 @@ test("a later payload keeps the local view, except what Python chose for it", ()
   const s = { ...initialState(), prompt: 1, layer: 2, metric: "entropy", target: "<b>x</b>" };
   // The same prompts: the local prompt stays, even while the model's lags behind.
   const same = stateForPayload(data, traitsOf({ prompt: 0, metric: "entropy", target: "<b>x</b>" }), s, data, false);
-  assert.deepEqual(same, { prompt: 1, layer: 2, metric: "entropy", target: "<b>x</b>" });
+  assert.deepEqual(same, { prompt: 1, layer: 2, metric: "entropy", target: "<b>x</b>", group: "" });
   // A prompt added: Python's prompt wins; so do its metric and token when the payload has them.
   const fewer = decoded("lens_plain");
   const added = stateForPayload(data, traitsOf({ prompt: 0, metric: "target", target: " Paris" }), s, { ...fewer, P: fewer.P - 1 }, false);
-  assert.deepEqual(added, { prompt: 0, layer: 2, metric: "target", target: " Paris" });
+  assert.deepEqual(added, { prompt: 0, layer: 2, metric: "target", target: " Paris", group: "" });
   // A metric the payload does not offer, a token it does not track: the local ones stay.
   const plain = stateForPayload(fewer, traitsOf({ prompt: 0, metric: "target", target: " Paris" }), { ...s, target: "" }, fewer, false);
   assert.equal(plain.metric, "entropy");

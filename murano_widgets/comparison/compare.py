@@ -681,5 +681,6 @@ def _run_together(
 def _logits(
     model: Any, lens: Any, layer: int, states: torch.Tensor, out: torch.Tensor
 ) -> torch.Tensor:
-    """One layer's lens logits on plain hidden states, into ``out`` (float32)."""
-    return model.unembed(as_lens(lens).read(layer, states, model.n_layers), out=out)
+    """One layer's lens logits on plain hidden states, into ``out`` (float32); a lens that
+    makes its own (a Patchscope runs the model) makes them."""
+    return as_lens(lens).logits(model, layer, states, int(model.n_layers), out=out)

@@ -558,7 +558,10 @@ class _Intervention:
                 self.n_layers,
                 self.token,
                 lambda layer, hidden, role, buffers: model.project_on_vocab(
-                    self.lens.read(layer, hidden, self.n_layers)
+                    # A lens that runs the model to read a state (a Patchscope) does it here.
+                    self.lens.read_in_trace(model, layer, hidden, self.n_layers)
+                    if hasattr(self.lens, "read_in_trace")
+                    else self.lens.read(layer, hidden, self.n_layers)
                 ),
                 [slice(0, len(self.columns))],
             )
@@ -582,7 +585,7 @@ class _Intervention:
 
         def logits(layer: int, hidden: torch.Tensor, role: str, buffers: Buffers) -> torch.Tensor:
             out = buffers.get(role, hidden.shape[0], vocab, hidden.device)
-            return model.unembed(self.lens.read(layer, hidden, self.n_layers), out=out)
+            return self.lens.logits(model, layer, hidden, self.n_layers, out=out)
 
         states = {layer: torch.as_tensor(value) for layer, value in self.states.items()}
         with torch.inference_mode():

@@ -12,6 +12,10 @@
 - ``agreement``: ``lens_agreement`` and ``LensAgreement``: how far lenses side by side agree
   with each other and with the model's output, per layer, with intervals.
 - ``plot``: the publication figure.
+- ``groups``: token groups over prompts: ``group_summary``, ``plot_groups`` (Wendler's figure,
+  from a data set in one call), ``translation_prompts`` and ``cloze_prompts``.
+- ``group_inputs``: ``lens_dataset(..., groups=...)``'s groups, resolved to token ids once.
+- ``group_view``: the data-set widget's chart metrics for token groups.
 """
 
 from murano_widgets.dataset.stream import text_lines

@@ -33,8 +33,11 @@ class Collector:
         has_foils: bool,
         named: bool = False,
         fields: tuple[str, ...] = METRIC_FIELDS,
+        groups: list[str] | None = None,
     ) -> None:
         self.lens_names = lens_names
+        #: The token groups' names (empty without groups).
+        self.groups: list[str] = list(groups or ())
         self.named = named
         self.sets = sets
         self.labels = labels
@@ -96,7 +99,9 @@ class Collector:
         """Every lens's arrays ``[n_layers, n_prompts]`` (and the contributions), the batches'
         freed as they are copied."""
         n, n_layers = self.n_prompts, self.n_layers or 0
-        lenses = [empty_arrays(self.fields, self.sets, n_layers, n) for _ in self.lens_names]
+        lenses = [
+            empty_arrays(self.fields, self.sets, n_layers, n, self.groups) for _ in self.lens_names
+        ]
         kept = None
         if self.labels is not None:
             kept = {

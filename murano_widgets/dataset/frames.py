@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from murano_widgets.dataset.stats import commitment_layers, component_parts
-from murano_widgets.dataset.table import TOKENS, is_integer
+from murano_widgets.dataset.table import GROUPS, TOKENS, is_integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,6 +68,9 @@ def tidy_frame(dataset: Any, arrays: dict[str, Any], shared: dict[str, Any]) -> 
             if is_integer(field)
             else values.astype(np.float64)
         )
+    # Each token group's probability, ``group_<name>`` (a data set made with groups).
+    for name, values in (arrays.get(GROUPS) or {}).items():
+        metric_columns[f"group_{name}"] = by_prompt(values).astype(np.float64)
     committed = commitment_layers
     frames = []
     for name in dataset.answers:

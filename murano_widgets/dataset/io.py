@@ -329,7 +329,9 @@ def _expected_shapes(
     expected = {
         name: kind
         for prefix in prefixes
-        for name, kind in disk_kinds(prefix, held, len(sidecar["answer_sets"])).items()
+        for name, kind in disk_kinds(
+            prefix, held, len(sidecar["answer_sets"]), len(sidecar.get("groups") or ())
+        ).items()
     }
     expected_shapes: dict[str, tuple[tuple[int, ...], str, str]] = {
         name: (shape, kind, "prompts x layers") for name, kind in expected.items()

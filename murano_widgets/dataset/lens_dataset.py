@@ -56,6 +56,7 @@ from murano_widgets.dataset.stats import (
     summary_columns,
 )
 from murano_widgets.dataset.table import (
+    GROUPS,
     LEGACY_FIELDS,
     METRIC_FIELDS,
     SET_ARRAYS,
@@ -175,6 +176,9 @@ class LensDataset:
             component wrote (the final norm's and the unembedding's biases): per prompt,
             ``contributions.sum(0) + contribution_bias`` is the logit (difference) itself.
         foils: The foils given (one string or ``None`` per prompt), or ``None``.
+        group_probs: ``{group name: [n_layers, n_prompts]}`` each token group's summed
+            probability at the prompt's last real position (``lens_dataset(...,
+            groups=...)``); :attr:`group_names` lists them (empty without groups).
 
     Args:
         lenses: Several lenses side by side: ``{lens name: {array name: array}}``, each with
@@ -335,6 +339,24 @@ class LensDataset:
         return self._array("answer_ranks")
 
     @property
+    def group_names(self) -> list[str]:
+        """The token groups' names, in the order given (empty without groups)."""
+        return list(next(iter(self._table.values())).get(GROUPS) or ())
+
+    @property
+    def group_probs(self) -> dict[str, np.ndarray]:
+        """``{group name: [n_layers, n_prompts]}`` each token group's probability (one lens's).
+
+        Raises:
+            AttributeError: For a data set made without groups.
+        """
+        if not self.group_names:
+            raise AttributeError(
+                "this data set has no token groups: make it with lens_dataset(..., groups=...)"
+            )
+        return self._array(GROUPS)
+
+    @property
     def top1_tokens(self) -> np.ndarray:
         """``[n_layers, n_prompts]`` the top-1 token id at each prompt's last real position."""
         return self._array(TOKENS)
@@ -363,9 +385,9 @@ class LensDataset:
     def __repr__(self) -> str:
         sets = ", ".join(self.answers)
         lenses = f", lenses {self.lens_names}" if self._named else ""
-        parts = ""
+        parts = f", groups {self.group_names}" if self.group_names else ""
         if self.component_labels is not None:
-            parts = f", contributions of {len(self.component_labels)} components"
+            parts += f", contributions of {len(self.component_labels)} components"
             parts += " (answer - foil)" if self.foils is not None else ""
         return (
             f"LensDataset({self.n_prompts} prompts, layers {self.layers[0]}..{self.layers[-1]}, "
@@ -418,7 +440,8 @@ class LensDataset:
         ``answer_set`` when the answers were named sets, ``lens`` with several lenses side by
         side, ``layer``, ``answer_prob``, ``answer_rank`` (0 = top-1; a nullable integer,
         missing where there is no answer), ``answer_is_top1`` (nullable boolean), ``entropy``
-        and ``kl_to_final`` (bits, at the prompt's last real position), ``top1_token`` (the
+        and ``kl_to_final`` (bits, at the prompt's last real position; every metric field),
+        ``group_<name>`` for each token group (its probability there), ``top1_token`` (the
         layer's top-1 token there) and ``commitment_layer`` (the prompt's, on each of its
         rows: see :meth:`commitment_layers`; missing where the answer never commits or there
         is none). ``df.attrs["provenance"]`` holds :attr:`provenance`.
@@ -464,6 +487,8 @@ class LensDataset:
             heatmap metric: ``entropy``, ``final_token_probs``, ``final_token_ranks``,
             ``kl_to_final``), ``<field>_mean``, ``<field>_ci_low`` and ``<field>_ci_high``
             (over the set's prompts, at their last position; a rank of -1 counts as no value);
+            with token groups, ``group_<name>_mean``, ``_ci_low`` and ``_ci_high`` for each
+            group (over the set's prompts, from the same resamples);
             and ``committed``, ``committed_ci_low``, ``committed_ci_high`` (the share of
             prompts whose answer is committed at or before the layer: the top-1 there and at
             every later layer, the distribution of :meth:`commitment_layers`); ``attrs``
@@ -482,7 +507,10 @@ class LensDataset:
                 stats = set_summary(
                     arrays["answer_probs"][name][:, has].T,
                     arrays["answer_ranks"][name][:, has].T,
-                    {field: arrays[field][:, has].T for field in self.fields},
+                    {
+                        **{field: arrays[field][:, has].T for field in self.fields},
+                        **_group_columns(arrays, has),
+                    },
                     ci,
                     n_boot,
                     seed,
@@ -612,9 +640,15 @@ class LensDataset:
 
         See :func:`murano_widgets.dataset.plot.plot_dataset` for the options (``metric``:
         ``"answer_prob"``, ``"top1_accuracy"`` or ``"committed"``; ``ci``, ``n_boot``, ``seed``,
-        ``ax``).
+        ``ax``). With token groups, ``metric="groups"`` draws them, one curve per group, as
+        :func:`~murano_widgets.plot_groups` does (its options: ``groups``, ``entropy``, ...).
         """
         from murano_widgets.dataset.plot import plot_dataset
+
+        if options.get("metric") == "groups":
+            from murano_widgets.dataset.groups import plot_groups
+
+            return plot_groups(self, **{k: v for k, v in options.items() if k != "metric"}).figure
 
         return plot_dataset(self, **options)
 
@@ -689,6 +723,8 @@ class LensDataset:
             # The metric fields held (files without this entry hold LEGACY_FIELDS).
             "fields": list(self.fields),
         }
+        if self.group_names:  # absent without groups: such files are written as before
+            fields["groups"] = self.group_names
         if self.component_labels is not None:
             fields["contributions"] = {
                 "component_labels": self.component_labels,
@@ -745,7 +781,14 @@ class LensDataset:
         lenses = sidecar.get("lenses")
         prefixes = [""] if lenses is None else [f"l{k}_" for k in range(len(lenses))]
         table = [
-            from_disk(lambda name, _: arrays[name], prefix, held, names, _layers_first)
+            from_disk(
+                lambda name, _: arrays[name],
+                prefix,
+                held,
+                names,
+                _layers_first,
+                sidecar.get("groups") or [],
+            )
             for prefix in prefixes
         ]
         if lenses is None:
@@ -782,6 +825,7 @@ def _load_folder(folder: Path) -> LensDataset:
         bool(fingerprint.get("foils")),
         bool(fingerprint["named_sets"]),
         fields,
+        (fingerprint.get("groups") or {}).get("names"),
     )
     collector.prompts = [None] * n  # type: ignore[list-item]
     collector.answers = {name: [None] * n for name in sets}
@@ -789,7 +833,7 @@ def _load_folder(folder: Path) -> LensDataset:
         collector.foils = [None] * n
     seen = np.zeros(n, dtype=bool)
     for path, shard in shards:
-        record = record_of(shard, lens_names, sets, path, fields)
+        record = record_of(shard, lens_names, sets, path, fields, collector.groups)
         index = record["index"]
         if len(index) and (index.min() < 0 or index.max() >= n or seen[index].any()):
             raise ValueError(
@@ -842,6 +886,15 @@ for _field in METRIC_FIELDS:
     setattr(LensDataset, _field, _metric_attribute(_field))
 
 
+def _group_columns(arrays: dict[str, Any], has: np.ndarray) -> dict[str, np.ndarray]:
+    """``{"group_<name>": [n_prompts, n_layers]}`` each token group's probability over the
+    prompts ``has`` picks, as :func:`~murano_widgets.dataset.stats.set_summary` summarises a
+    metric field (empty without groups)."""
+    return {
+        f"group_{name}": values[:, has].T for name, values in (arrays.get(GROUPS) or {}).items()
+    }
+
+
 def _fields_of(arrays: dict[str, Any]) -> tuple[str, ...]:
     """The metric fields a lens's arrays hold, in the registry's order."""
     return tuple(field for field in METRIC_FIELDS if field in arrays)
@@ -858,7 +911,7 @@ def _checked_arrays(
         ValueError: For a missing array, another set of answer sets, or a wrong shape.
     """
     where = f" of lens {lens!r}" if lens else ""
-    known = {*METRIC_FIELDS, TOKENS, *SET_ARRAYS}
+    known = {*METRIC_FIELDS, TOKENS, *SET_ARRAYS, GROUPS}
     unknown = [name for name in arrays if name not in known]
     if unknown:
         raise TypeError(
@@ -871,7 +924,7 @@ def _checked_arrays(
     for name, values in arrays.items():
         if values is None:  # a field left out
             continue
-        per_set = values if name in SET_ARRAYS else {None: values}
+        per_set = values if name in (*SET_ARRAYS, GROUPS) else {None: values}
         if name in SET_ARRAYS and list(values) != sets:
             raise ValueError(f"{name}{where} has the sets {list(values)}; the answers have {sets}")
         for key, array in per_set.items():

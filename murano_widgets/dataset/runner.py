@@ -32,6 +32,7 @@ import torch
 from murano_widgets._checks import check_bool, check_int, check_model, check_path
 from murano_widgets._memory import Need, preflight, return_freed_memory
 from murano_widgets.dataset.collect import Collector
+from murano_widgets.dataset.group_inputs import DatasetGroups, dataset_groups
 from murano_widgets.dataset.io import model_provenance
 from murano_widgets.dataset.lens_dataset import LensDataset, _assemble
 from murano_widgets.dataset.progress import Progress
@@ -83,6 +84,7 @@ def lens_dataset(
     path: str | os.PathLike | None = None,
     remote: bool = False,
     remote_jobs: int | None = None,
+    groups: Mapping[str, Any] | None = None,
 ) -> LensDataset:
     """Runs the lens over a data set of prompts and keeps, per prompt and layer, the answer's fate.
 
@@ -96,7 +98,7 @@ def lens_dataset(
         model: The model, e.g. ``load_demo_model()`` or ``MuranoModel("gpt2")``.
         prompts: The prompts: any iterable of strings, or a ``pathlib.Path`` to a file with one
             prompt a line. With ``answers=None``: an iterable of ``(prompt, answer)`` pairs
-            (``(prompt, answer, foil)`` with ``decompose=True``), each answer as below (a dict
+            (``(prompt, answer, foil)`` triples), each answer as below (a dict
             of named sets, the same names in every pair).
         answers: One answer per prompt (a string, a list of accepted strings, or ``None`` for
             none), as any iterable (or a file of lines), or a dict of named answer sets,
@@ -122,10 +124,11 @@ def lens_dataset(
         lens: A translator such as a :class:`~murano_widgets.TunedLens`; ``None`` for the logit
             lens. Or several lenses side by side, by name: ``{"logit": None, "tuned": tuned}``
             (one trace a batch for all of them; see :class:`LensDataset`).
-        foils: With ``decompose=True``: one foil per prompt (a string, or ``None`` for none),
-            as any iterable, so that the contributions are to logit(answer) − logit(foil) (the
-            first token of each, as it would follow the prompt). A prompt given no foil while
-            others have one gets no contributions (NaN), as does a prompt without an answer.
+        foils: One foil per prompt (a string, or ``None`` for none), as any iterable: the data
+            set keeps the **logit difference** logit(answer) − logit(foil) of the first token of
+            each at every layer (``logit_diff``), and with ``decompose=True`` the contributions
+            are to it. A prompt given no foil while others have one gets no logit difference
+            and no contributions (NaN), as does a prompt without an answer.
         decompose: Also keep each prompt's direct logit attribution of its answer (of the first
             answer set, when they are named) at its last position, under the model's own
             readout: per component, ``C`` floats a prompt (see :class:`LensDataset`).
@@ -144,6 +147,10 @@ def lens_dataset(
         remote_jobs: With ``remote=True``: the most jobs in flight at once (default 2). The
             batches' results are the same whatever the number; each shard is written as its
             job completes, so an interrupt loses at most the jobs in flight.
+        groups: Token groups whose summed probability is kept at each prompt's last position
+            and layer (:attr:`LensDataset.group_probs`): ``{name: TokenGroup or word}`` (the
+            same tokens for every prompt) or ``{name: [one TokenGroup or word per prompt]}``
+            (Wendler's answer word in each language), as :func:`run_logit_lens` takes them.
 
     Returns:
         A :class:`LensDataset` (with named lenses, one per lens inside it: ``.lens(name)``).
@@ -176,6 +183,9 @@ def lens_dataset(
         )
     folder = None if path is None else Path(os.fspath(check_path("path", path)))
     inputs = Inputs(prompts, answers, foils, decompose)
+    token_groups = dataset_groups(model.tokenizer, groups, int(model.vocab_size))
+    if token_groups is not None:
+        token_groups.check_total(inputs.total)
     # A data set reads each prompt where it ends: the step reduces those positions alone.
     extra = {"decompose": True, "heads": heads} if decompose else {}
     step = LogitLens(
@@ -202,6 +212,8 @@ def lens_dataset(
         "fields": list(fields_for(METRIC_FIELDS, has_foils)),
         **batching.as_dict(),
     }
+    if token_groups is not None:  # absent without groups: older folders' fingerprints hold
+        options["groups"] = token_groups.fingerprint()
     provenance = model_provenance(model, step, lens)
     provenance.update(
         batch_size=batching.batch_size,
@@ -213,6 +225,8 @@ def lens_dataset(
         heads=heads,
         source=inputs.describe(),
     )
+    if token_groups is not None:
+        provenance["groups"] = list(token_groups.names)
     if remote:
         provenance["remote"] = True
     store = None
@@ -223,10 +237,19 @@ def lens_dataset(
     lens_names = list(step.lenses)
     labels = list(step.components.labels) if step.components is not None else None
     collector = Collector(
-        lens_names, sets, labels, has_foils, named, fields_for(METRIC_FIELDS, has_foils)
+        lens_names,
+        sets,
+        labels,
+        has_foils,
+        named,
+        fields_for(METRIC_FIELDS, has_foils),
+        None if token_groups is None else token_groups.names,
     )
     if inputs.total is not None:  # a stream's length is not known: its windows are bounded
-        preflight(f"lens_dataset on {inputs.total} prompts", _dataset_needs(step, sets, inputs))
+        n_groups = 0 if token_groups is None else len(token_groups.names)
+        preflight(
+            f"lens_dataset on {inputs.total} prompts", _dataset_needs(step, sets, inputs, n_groups)
+        )
     jobs: Any = contextlib.nullcontext()
     bar = Progress(inputs.total, progress)
     if remote:
@@ -236,7 +259,15 @@ def lens_dataset(
         jobs = job_statuses_to(bar.job)
     with bar, jobs:
         hashes, n_windows = _run_windows(
-            _chain(first, stream), model, step, batching, store, collector, bar, in_flight
+            _chain(first, stream),
+            model,
+            step,
+            batching,
+            store,
+            collector,
+            bar,
+            in_flight,
+            token_groups,
         )
     n = collector.n_prompts
     if not inputs.checked:
@@ -273,12 +304,16 @@ def lens_dataset(
     )
 
 
-def _dataset_needs(step: LogitLens, sets: list[str], inputs: Inputs) -> list[Need]:
+def _dataset_needs(
+    step: LogitLens, sets: list[str], inputs: Inputs, n_groups: int = 0
+) -> list[Need]:
     """What a data set of ``inputs.total`` prompts holds per prompt, twice (the collected
     windows and the arrays they are joined into): per lens and layer, each answer set's
-    probability and rank, the top-1 token and every metric field; the contributions."""
+    probability and rank, the top-1 token, every metric field and each token group's
+    probability; the contributions."""
     n = int(inputs.total or 0)
-    per_prompt = len(step.lenses) * len(step.layers) * (16 * len(sets) + 8 + 8 * len(METRIC_FIELDS))
+    per_layer = 16 * len(sets) + 8 + 8 * len(METRIC_FIELDS) + 4 * n_groups
+    per_prompt = len(step.lenses) * len(step.layers) * per_layer
     needs = [
         Need(
             f"{n} prompts",
@@ -310,6 +345,7 @@ def _run_windows(
     collector: Collector,
     bar: Progress,
     in_flight: int = 1,
+    groups: DatasetGroups | None = None,
 ) -> tuple[dict[str, str], int]:
     """The run itself: window by window, each batch read back from the folder when it has it,
     else run (and written there); the stream's hashes and number of windows at its end.
@@ -342,7 +378,9 @@ def _run_windows(
             for number, positions in enumerate(batches):
                 if number in found:
                     path, shard = found.pop(number)
-                    record = record_of(shard, lens_names, sets, path, collector.fields)
+                    record = record_of(
+                        shard, lens_names, sets, path, collector.fields, collector.groups
+                    )
                     collector.add(record, _indices(window, positions))
                     bar.read_back(len(positions))
                     continue
@@ -350,7 +388,7 @@ def _run_windows(
                     bar.start()
                     finish(
                         window, number, len(batches), positions,
-                        _run_batch(step, window, positions, collector),
+                        _run_batch(step, window, positions, collector, groups),
                     )  # fmt: skip
                     # A millisecond or two a batch. Without it the heap kept what each batch
                     # freed, in holes between the small arrays the data set keeps, and the peak
@@ -366,7 +404,7 @@ def _run_windows(
                         ran_number, ran_positions = running.pop(future)
                         finish(window, ran_number, len(batches), ran_positions, future.result())
                 bar.start()
-                future = pool.submit(_run_batch, step, window, positions, collector)
+                future = pool.submit(_run_batch, step, window, positions, collector, groups)
                 running[future] = (number, positions)
             for future in concurrent.futures.as_completed(list(running)):
                 number, positions = running.pop(future)
@@ -391,7 +429,11 @@ def _chain(first: Any, rest: Iterable[Any]) -> Iterable[Any]:
 
 
 def _run_batch(
-    step: LogitLens, window: Window, positions: np.ndarray, collector: Collector
+    step: LogitLens,
+    window: Window,
+    positions: np.ndarray,
+    collector: Collector,
+    groups: DatasetGroups | None = None,
 ) -> dict[str, Any]:
     """One batch through the step: its record (per-prompt arrays in batch order, ``index``,
     the top-1 token strings, the tokens run). A remote batch whose job fails is sent once
@@ -416,6 +458,8 @@ def _run_batch(
         if all(foil is None for foil in batch_foils):
             batch_foils = None
     prompts = [item.prompt for item in items]
+    if groups is not None:
+        step = _with_groups(step, groups.for_batch(rows))
     tries = REMOTE_TRIES if step.remote else 1
     for attempt in range(tries):
         try:
@@ -438,7 +482,10 @@ def _run_batch(
             )
     results = list(out.values()) if step.named else [out]
     token_strings: dict[int, str] = {}
-    lenses = [_keep_batch(result, sets, token_strings, collector.fields) for result in results]
+    lenses = [
+        _keep_batch(result, sets, token_strings, collector.fields, collector.groups)
+        for result in results
+    ]
     contributions = bias = None
     if step.decompose and batch_answers is not None:
         # Under the last layer every lens reads the model's own output: the first lens's
@@ -486,13 +533,24 @@ def _is_job_failure(error: BaseException) -> bool:
     )
 
 
+def _with_groups(step: LogitLens, groups: dict[str, Any]) -> LogitLens:
+    """A copy of ``step`` that also sums ``groups`` (one batch's: a per-prompt group differs
+    from batch to batch). A shallow copy: batches in flight at once (remote jobs) each have
+    their own, and share the model and lenses."""
+    return step.with_options(groups=groups)
+
+
 def _keep_batch(
-    result: Any, sets: list[str], token_strings: dict[int, str], fields: tuple[str, ...]
+    result: Any,
+    sets: list[str],
+    token_strings: dict[int, str],
+    fields: tuple[str, ...],
+    groups: list[str] | None = None,
 ) -> dict[str, Any]:
     """What a data set keeps of one lens's result on a batch (:func:`~murano_widgets.dataset
     .table.keep_last`: its prompts' numbers at each one's last real position), and the text of
     the top-1 tokens there."""
-    arrays = keep_last(result, _last_positions(result.attention_mask), sets, fields)
+    arrays = keep_last(result, _last_positions(result.attention_mask), sets, fields, groups)
     for token in np.unique(arrays[TOKENS]).tolist():
         if token >= 0 and token not in token_strings:
             token_strings[token] = result.token_strings.get(token, "")

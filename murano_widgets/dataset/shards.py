@@ -530,9 +530,10 @@ def record_of(
     set_names: list[str],
     path: Any,
     fields: tuple[str, ...],
+    groups: list[str] = (),
 ) -> dict:
     """A shard read back as the record :func:`lens_dataset` keeps for a batch, with the metric
-    ``fields`` its run keeps.
+    ``fields`` its run keeps (and its token ``groups``' probabilities).
 
     Raises:
         ValueError: If the shard's arrays do not have the shapes its lenses and sets need.
@@ -561,6 +562,7 @@ def record_of(
                 f"l{k}_",
                 fields,
                 set_names,
+                groups=list(groups),
             )
         )
     labels = meta.get("component_labels")

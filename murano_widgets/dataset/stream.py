@@ -133,12 +133,13 @@ class Inputs:
         prompts: The prompts: a list, a tuple, a generator, a pandas Series, a ``datasets``
             column, a ``pathlib.Path`` of a file of lines, any iterable of strings. Or, with
             ``answers=None``, an iterable of ``(prompt, answer)`` pairs (``(prompt, answer,
-            foil)`` with ``decompose=True``), where an answer may be a dict of named sets.
+            foil)``), where an answer may be a dict of named sets.
         answers: One answer per prompt (a string, a list of accepted strings, or ``None``) as
             any such iterable, or a dict of named sets, each such an iterable; or ``None`` when
             ``prompts`` yields pairs.
         foils: One foil per prompt (a string or ``None``) as any such iterable, or ``None``.
-        decompose: Whether the run decomposes (foils need it).
+        decompose: Whether the run decomposes (foils give the logit difference with or
+            without it).
 
     Lists and tuples are checked whole here, before any model work, as they always were; other
     iterables are checked item by item as they are read.
@@ -186,11 +187,6 @@ class Inputs:
             self.named = False
             self.answers = {DEFAULT_SET: _source("answers", answers, "answers")}
         self.set_names = list(self.answers)
-        if foils is not None and not decompose:
-            raise ValueError(
-                "foils only change the contributions (logit(answer) - logit(foil)), which need "
-                "decompose=True: pass lens_dataset(..., foils=..., decompose=True)"
-            )
         self.foils = None if foils is None else _source("foils", foils, "foils")
         self.has_foils = self.foils is not None
         sources = [self.prompts, *self.answers.values(), *([self.foils] if self.foils else [])]
@@ -274,14 +270,11 @@ class Inputs:
                     f"{pair!r:.60}: with answers=None the prompts come in pairs; give answers "
                     "as the third argument, lens_dataset(model, prompts, answers)"
                 )
-            width = 3 if self.decompose else 2
-            if len(pair) not in (2, width):
-                wanted = (
-                    "(prompt, answer) or (prompt, answer, foil)"
-                    if self.decompose
-                    else ("(prompt, answer) (a foil, third, needs decompose=True)")
+            if len(pair) not in (2, 3):
+                raise ValueError(
+                    f"{where} has {len(pair)} entries; expected (prompt, answer) or "
+                    "(prompt, answer, foil)"
                 )
-                raise ValueError(f"{where} has {len(pair)} entries; expected {wanted}")
             prompt, answer = pair[0], pair[1]
             foil = pair[2] if len(pair) == 3 else None
             if self.named is None:

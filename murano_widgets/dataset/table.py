@@ -13,6 +13,8 @@ and come in three kinds:
 - ``top1_tokens``: the row's top-1 token id (the result's ``predicted_tokens``).
 - per answer set: ``answer_probs`` (teacher-forced) and ``answer_ranks`` (of its first token,
   0 = top-1), each a ``{set name: array}``.
+- with token groups (``lens_dataset(..., groups=...)``): ``group_probs``, ``{group name:
+  array}`` each group's summed probability (on disk ``group_{i}`` for group ``i``).
 
 A cell without a value holds NaN (floats) or -1 (ids and ranks), the step's fill
 (:func:`murano_widgets.metrics.missing_value`).
@@ -34,6 +36,7 @@ import numpy as np
 from murano_widgets.metrics import METRICS, SECTIONS
 
 __all__ = [
+    "GROUPS",
     "LEGACY_FIELDS",
     "METRIC_FIELDS",
     "SET_ARRAYS",
@@ -65,6 +68,9 @@ LEGACY_FIELDS: tuple[str, ...] = ("entropy", "kl_to_final")
 TOKENS = "top1_tokens"
 #: The arrays kept per answer set, with their names on disk (``{name}_{i}`` for set ``i``).
 SET_ARRAYS: dict[str, str] = {"answer_probs": "prob", "answer_ranks": "rank"}
+#: The token groups' probabilities, ``{group name: array}`` (``group_{i}`` on disk); only in a
+#: data set made with groups.
+GROUPS = "group_probs"
 
 
 def is_integer(field: str) -> bool:
@@ -99,7 +105,11 @@ def check_fields(fields: Iterable[Any], where: str) -> tuple[str, ...]:
 
 
 def keep_last(
-    result: Any, last: Any, sets: list[str], fields: tuple[str, ...] = METRIC_FIELDS
+    result: Any,
+    last: Any,
+    sets: list[str],
+    fields: tuple[str, ...] = METRIC_FIELDS,
+    groups: list[str] | None = None,
 ) -> dict[str, Any]:
     """What a data set keeps of one lens's result: each prompt's numbers at its last real
     position ``last`` (``[batch]`` sequence indices), ``[n_layers, batch]`` in batch order.
@@ -109,6 +119,7 @@ def keep_last(
         last: Each prompt's last real position.
         sets: The answer sets (a set the result has no scores for holds no values).
         fields: The metric fields to keep.
+        groups: The token groups' names, when the run has groups.
     """
     import torch
 
@@ -131,16 +142,34 @@ def keep_last(
             else np.full(shape, fill_of(name), dtype_of(name))
             for s in sets
         }
+    if groups:
+        arrays[GROUPS] = keep_groups(result, cols, last, groups)
     return arrays
 
 
-def empty_arrays(fields: tuple[str, ...], sets: list[str], n_layers: int, n: int) -> dict:
+def keep_groups(result: Any, cols: Any, last: Any, groups: list[str]) -> dict[str, np.ndarray]:
+    """``{group name: [n_layers, batch]}`` each group's probability at the prompts' ``last``
+    positions (the result's ``group_probs`` is ``[n_layers, batch, seq, n_groups]``)."""
+    if result.group_probs is None or list(result.group_names) != list(groups):
+        raise RuntimeError(
+            f"the step was asked for the groups {groups} but its result has "
+            f"{getattr(result, 'group_names', None)}"
+        )
+    kept = result.group_probs[:, cols, last].numpy().astype(np.float32, copy=False)
+    return {name: np.ascontiguousarray(kept[..., g]) for g, name in enumerate(groups)}
+
+
+def empty_arrays(
+    fields: tuple[str, ...], sets: list[str], n_layers: int, n: int, groups: list[str] = ()
+) -> dict:
     """One lens's arrays for ``n`` prompts, to be filled by :func:`place`."""
     arrays: dict[str, Any] = {
         field: np.empty((n_layers, n), dtype_of(field)) for field in (*fields, TOKENS)
     }
     for name in SET_ARRAYS:
         arrays[name] = {s: np.empty((n_layers, n), dtype_of(name)) for s in sets}
+    if groups:
+        arrays[GROUPS] = {g: np.empty((n_layers, n), np.float32) for g in groups}
     return arrays
 
 
@@ -164,18 +193,25 @@ def on_disk(
         if name in SET_ARRAYS:
             for i, s in enumerate(sets):
                 flat[f"{prefix}{SET_ARRAYS[name]}_{i}"] = orient(values[s])
+        elif name == GROUPS:
+            for i, group in enumerate(values.values()):
+                flat[f"{prefix}group_{i}"] = orient(group)
         else:
             flat[f"{prefix}{'top1' if name == TOKENS else name}"] = orient(values)
     return flat
 
 
-def disk_kinds(prefix: str, fields: tuple[str, ...], n_sets: int) -> dict[str, str]:
+def disk_kinds(
+    prefix: str, fields: tuple[str, ...], n_sets: int, n_groups: int = 0
+) -> dict[str, str]:
     """The name on disk of each array of one lens, with its dtype kind (``"f"`` or ``"i"``)."""
     kinds = {f"{prefix}{field}": "i" if is_integer(field) else "f" for field in fields}
     kinds[f"{prefix}top1"] = "i"
     for name, short in SET_ARRAYS.items():
         for i in range(n_sets):
             kinds[f"{prefix}{short}_{i}"] = "i" if is_integer(name) else "f"
+    for i in range(n_groups):
+        kinds[f"{prefix}group_{i}"] = "f"
     return kinds
 
 
@@ -185,9 +221,11 @@ def from_disk(
     fields: tuple[str, ...],
     sets: list[str],
     orient: Callable = lambda a: a,
+    groups: list[str] = (),
 ) -> dict[str, Any]:
     """One lens's arrays read back: ``take(name on disk, dtype kind)`` gives each (checked by
-    the caller), ``orient`` turns it back into ``[n_layers, n_prompts]``."""
+    the caller), ``orient`` turns it back into ``[n_layers, n_prompts]``; ``groups`` names the
+    token groups a data set made with groups holds."""
     arrays: dict[str, Any] = {
         field: orient(take(f"{prefix}{field}", "i" if is_integer(field) else "f"))
         for field in fields
@@ -196,4 +234,6 @@ def from_disk(
     for name, short in SET_ARRAYS.items():
         kind = "i" if is_integer(name) else "f"
         arrays[name] = {s: orient(take(f"{prefix}{short}_{i}", kind)) for i, s in enumerate(sets)}
+    if groups:
+        arrays[GROUPS] = {g: orient(take(f"{prefix}group_{i}", "f")) for i, g in enumerate(groups)}
     return arrays

@@ -10,8 +10,10 @@ To add a lens kind: subclass :class:`Lens`, set ``kind`` (a short id recorded in
 provenance) and ``title`` (what the widget, the plot and the export call it), implement
 :meth:`Lens.translate` (and :meth:`Lens.check` when the lens was made for one model), and pass an
 instance as ``lens=``. A lens that reads a state some other way than the final norm and the
-unembedding (the Patchscope runs the model) overrides :meth:`Lens.logits`, and refuses the step
-options it cannot run with in :meth:`Lens.check_step`.
+unembedding (the Patchscope runs the model) overrides :meth:`Lens.logits` (and, to run inside a
+trace, on NDIF, has a ``read_in_trace(model, layer, hidden, n_layers)`` that the step's trace
+calls instead of :meth:`Lens.read`), and refuses the step options it cannot run with in
+:meth:`Lens.check_step`.
 
 Several lenses side by side go by name, ``lens={"logit": None, "tuned": tuned}``
 (:func:`named_lenses` checks them): one trace for all, and every view shows each.
@@ -76,7 +78,8 @@ class Lens(ABC):
     def check_step(self, step: Any) -> None:  # noqa: B027 - most lenses run in every step
         """Raises ``ValueError`` if the lens cannot run with ``step``'s options (a
         :class:`~murano_widgets.LogitLens` whose own options are checked): a lens that runs the
-        model to read a state (:class:`~murano_widgets.PatchscopeLens`) refuses a remote trace.
+        model to read a state (:class:`~murano_widgets.PatchscopeLens`) refuses direct logit
+        attribution.
         Called at the end of the step's ``__init__``, before any model work."""
 
     def logits(

@@ -23,19 +23,25 @@ patched through a forward hook on the patched block) cut to the step's memory bu
 the last block takes the placeholder's state and stops the pass, and the model's own final
 norm, unembedding and logit transform make the logits. A placeholder at the target prompt's
 first token, or a model without a key/value cache, runs the whole prompt per row.
+
+Inside the step's trace (``remote=True``: on NDIF's server; or ``reduce_in_trace=True``) the
+same passes run where the model is (:meth:`PatchscopeLens.read_in_trace`), as plain module
+calls with the trace stood down for them. A long local run shows its cells done out of all
+(:mod:`murano_widgets.lenses.patchscope_progress`).
 """
 
 from __future__ import annotations
 
 import copy
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
 
 from murano_widgets._checks import check_int
 from murano_widgets.lenses.base import Lens
+from murano_widgets.lenses.patchscope_progress import CellProgress
 from murano_widgets.types import validate_prompts
 
 __all__ = ["IDENTITY_PROMPT", "PatchscopeLens"]
@@ -70,6 +76,11 @@ class PatchscopeLens(Lens):
             count from the end, as in Python).
         target_layer: The block whose output is replaced, the same for every row (negative
             counts from the end); ``None`` patches each cell at the layer it was read from.
+        progress: A bar of the cells read (``cells done / total``) during a step's run:
+            ``None`` shows it once the run has taken two seconds (a long run;
+            ``LONG_RUN_SECONDS`` of ``murano_widgets.lenses.patchscope_progress``), ``True``
+            from the start, ``False`` never. Runs inside a trace (on NDIF) show the job's
+            status instead.
 
     Raises:
         TypeError: For an argument of the wrong type.
@@ -87,7 +98,13 @@ class PatchscopeLens(Lens):
         target_prompt: str = IDENTITY_PROMPT,
         placeholder: str | int | None = None,
         target_layer: int | None = None,
+        progress: bool | None = None,
     ) -> None:
+        if progress is not None and not isinstance(progress, bool):
+            raise TypeError(
+                "progress must be None (a bar once a run takes a while), True or False; got "
+                f"{type(progress).__name__} {progress!r:.60}"
+            )
         if not isinstance(target_prompt, str):
             raise TypeError(
                 f"target_prompt must be a string, got {type(target_prompt).__name__} "
@@ -128,17 +145,36 @@ class PatchscopeLens(Lens):
             placeholder if placeholder is None or isinstance(placeholder, str) else int(placeholder)
         )
         self.target_layer = None if target_layer is None else int(target_layer)
+        self.progress = progress
+        self._cells: CellProgress | None = None
         self.provenance = {
             "target_prompt": target_prompt,
             "placeholder": self.placeholder,
             "target_layer": self.target_layer,
         }
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A remote trace sends the lens by value: a run's progress bar stays here.
+        state = self.__dict__.copy()
+        state["_cells"] = None
+        return state
+
     def __repr__(self) -> str:
         return (
             f"PatchscopeLens(target_prompt={self.target_prompt!r:.60}, "
             f"placeholder={self.placeholder!r}, target_layer={self.target_layer!r})"
         )
+
+    def start_run(self, rows: int, layers: Sequence[Any], n_layers: int) -> None:
+        """The step's notice that its reduction starts: ``rows`` positions at each of
+        ``layers``; every layer but those read as the model's own output costs a patched pass
+        per position (the progress bar's total)."""
+        target = self._target_layer(n_layers)
+        last = n_layers - 1
+        patched = sum(
+            1 for layer in layers if layer != last and (layer if target is None else target) != last
+        )
+        self._cells = CellProgress(rows * patched, self.progress, "PatchscopeLens")
 
     # -- checks, before any model work ---------------------------------------------------------
 
@@ -170,21 +206,17 @@ class PatchscopeLens(Lens):
             )
 
     def check_step(self, step: Any) -> None:
-        """Refuses the step options a Patchscope cannot run with (yet).
+        """Refuses the step options a Patchscope cannot run with, and readies the ones it can.
+
+        With ``remote=True`` (NDIF) or ``reduce_in_trace=True`` the patched passes run inside
+        the step's trace, where the model runs (:meth:`read_in_trace`): the target prompt's
+        tokens are found here, on the client, which has the tokenizer (the server does not).
 
         Raises:
-            ValueError: For ``remote=True`` or ``reduce_in_trace=True`` (the target prompt's
-                runs happen after the trace, on the local model: NDIF is not supported yet),
-                ``decompose=True`` (direct logit attribution needs a lens that is a function
-                of the state before the final norm; a Patchscope runs later blocks) and
-                ``sites`` with ``"resid_mid"``.
+            ValueError: For ``decompose=True`` (direct logit attribution needs a lens that is
+                a function of the state before the final norm; a Patchscope runs later blocks)
+                and ``sites`` with ``"resid_mid"``.
         """
-        if getattr(step, "remote", False) or getattr(step, "reduce_in_trace", False):
-            raise ValueError(
-                "PatchscopeLens is not supported with remote=True (NDIF) or "
-                "reduce_in_trace=True: it runs the target prompt on the local model after the "
-                "step's trace. Run it locally, with remote=False"
-            )
         if getattr(step, "decompose", False):
             raise ValueError(
                 "PatchscopeLens is not supported with decompose=True: direct logit attribution "
@@ -195,6 +227,12 @@ class PatchscopeLens(Lens):
             raise ValueError(
                 "PatchscopeLens reads block outputs only: sites=('resid_mid', ...) is not "
                 "supported with it; use sites=('resid_post',)"
+            )
+        if getattr(step, "remote", False) or getattr(step, "reduce_in_trace", False):
+            # Travels with the step (the lens is part of it) to where the trace runs.
+            self._in_trace = (
+                self.target_tokens(step.model.tokenizer),
+                getattr(step, "max_chunk_bytes", None),
             )
 
     def _target_layer(self, n_layers: int) -> int | None:
@@ -251,9 +289,8 @@ class PatchscopeLens(Lens):
     def translate(self, layer: int, hidden: Any) -> Any:
         raise ValueError(
             "a PatchscopeLens has no translation of a state for the final norm: it reads a "
-            "state by running the model (PatchscopeLens.logits). It runs in LogitLens, "
-            "run_logit_lens, show_logit_lens, LiveSession, lens_dataset and lens_agreement; not in "
-            "compare_lenses, patch_lens or direct logit attribution"
+            "state by running the model (PatchscopeLens.logits, and read_in_trace inside a "
+            "trace). It runs wherever lenses do except direct logit attribution"
         )
 
     def logits(
@@ -283,28 +320,34 @@ class PatchscopeLens(Lens):
             # The last layer is the model's own output; a state patched into the last block's
             # output is read by nothing but the final norm and the unembedding.
             return model.unembed(hidden, out=out)
-        ids, position = self.target_tokens(model.tokenizer)
-        rows = int(hidden.shape[0])
-        accepted = model.forward_kwargs
         with torch.inference_mode():
-            # The target prompt's tokens before the placeholder are the same in every row and
-            # no patch reaches them (attention is causal): run them once, keep their keys and
-            # values, and run only the placeholder and what follows it per row.
-            prefix = None
-            if position > 0 and {"past_key_values", "use_cache"} <= accepted:
-                prefix = _prefix_cache(model, ids[:position])
-                ids, position = ids[position:], 0
-            per_row = _row_bytes(
-                model.config, len(ids), len(ids) + (0 if prefix is None else len(prefix)), hidden
-            )
-            batch = rows if max_bytes is None else max(1, min(rows, int(max_bytes) // per_row))
-            read = hidden.new_empty(hidden.shape)
-            for start in range(0, rows, batch):
-                stop = min(rows, start + batch)
-                read[start:stop] = run_patched(
-                    model, ids, position, target, hidden[start:stop], last, prefix
-                )
+            read = _read_patched(
+                model, self.target_tokens(model.tokenizer), target, hidden, last, max_bytes,
+                self._cells,
+            )  # fmt: skip
         return model.unembed(read, out=out)
+
+    def read_in_trace(self, model: Any, layer: int, hidden: Any, n_layers: int) -> Any:
+        """Inside the step's trace (``remote=True``: on NDIF's server): the last block's
+        output at the placeholder for each row of ``hidden``, which the step projects on the
+        vocabulary as for any lens (the model's final norm, unembedding and logit transform).
+
+        The patched passes are ordinary calls of the model's modules where the trace runs,
+        with the trace stood down for them (as nnsight does for a module called ad hoc), so
+        they are not taken for the traced forward pass; batched and chunked as
+        :meth:`logits` does.
+        """
+        last = n_layers - 1
+        target = self._target_layer(n_layers)
+        target = layer if target is None else target
+        if layer == last or target == last:
+            return hidden
+        tokens, max_bytes = self._in_trace
+        # no_grad, not inference_mode: the trace's own code may go on with the result in a
+        # thread where inference_mode is not in force (an inference tensor then cannot meet
+        # weights that require grad).
+        with _OutsideTrace(model), torch.no_grad():
+            return _read_patched(model, tokens, target, hidden, last, max_bytes)
 
     def describe(
         self, model: Any, prompt: str, layer: int, position: int = -1, max_new_tokens: int = 8
@@ -371,6 +414,68 @@ class PatchscopeLens(Lens):
                     use_cache=True,
                 )
         return str(model.tokenizer.decode(new))
+
+
+def _read_patched(
+    model: Any,
+    tokens: tuple[list[int], int],
+    target: int,
+    hidden: torch.Tensor,
+    last: int,
+    max_bytes: int | None,
+    cells: CellProgress | None = None,
+) -> torch.Tensor:
+    """Each row of ``hidden`` patched into the target prompt (``tokens``: its ids and the
+    placeholder's index) at block ``target``'s output: block ``last``'s output at the
+    placeholder, ``[rows, d_model]``, in batches of as many rows as ``max_bytes`` allows."""
+    ids, position = tokens
+    rows = int(hidden.shape[0])
+    # The target prompt's tokens before the placeholder are the same in every row and no
+    # patch reaches them (attention is causal): run them once, keep their keys and values,
+    # and run only the placeholder and what follows it per row.
+    prefix = None
+    if position > 0 and {"past_key_values", "use_cache"} <= model.forward_kwargs:
+        prefix = _prefix_cache(model, ids[:position])
+        ids, position = ids[position:], 0
+    per_row = _row_bytes(
+        model.config, len(ids), len(ids) + (0 if prefix is None else len(prefix)), hidden
+    )
+    batch = rows if max_bytes is None else max(1, min(rows, int(max_bytes) // per_row))
+    read = hidden.new_empty(hidden.shape)
+    for start in range(0, rows, batch):
+        stop = min(rows, start + batch)
+        read[start:stop] = run_patched(
+            model, ids, position, target, hidden[start:stop], last, prefix
+        )
+        if cells is not None:
+            cells.update(stop - start)
+    return read
+
+
+class _OutsideTrace:
+    """Stands the enclosing nnsight trace down while the model's modules are called ad hoc:
+    what nnsight 0.8 does for an envoy called inside a trace, here for the plain modules
+    that the patched passes hook (else the trace would take them for the traced pass)."""
+
+    def __init__(self, model: Any) -> None:
+        root = model._root if hasattr(type(model), "_root") else None
+        self.interleaver = getattr(root, "interleaver", None) if root is not None else None
+        # nnsight 0.8 keeps a plain attribute; 0.7 a private one behind a property.
+        self.name = (
+            "_interleaving"
+            if isinstance(getattr(type(self.interleaver), "interleaving", None), property)
+            else "interleaving"
+        )
+        self.was: Any = None
+
+    def __enter__(self) -> None:
+        if self.interleaver is not None:
+            self.was = getattr(self.interleaver, self.name, False)
+            setattr(self.interleaver, self.name, False)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.interleaver is not None:
+            setattr(self.interleaver, self.name, self.was)
 
 
 class _Prefix:

@@ -41,6 +41,8 @@ ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "untrack": (("text",), ()),
     "patch": (("prompt", "layer", "position", "source"), ()),
     "clear_patch": ((), ()),
+    "describe_patchscope": (("prompt", "layer", "position"), ()),
+    "group": (("text",), ()),
 }
 
 Apply = Callable[[], tuple[str, Any]]
@@ -174,6 +176,26 @@ class LiveController:
             results, [t for t in targets if t != text], f"No longer tracking {quote_token(text)}."
         )
 
+    def _group(self, text: Any) -> Apply:
+        # A typed word as a token group (TokenGroup.word), shown at once (metric "group").
+        from murano_widgets.live.groups import add_word_group, check_word
+
+        word = check_word(text)
+        widget = self.widget
+        shown = widget._live_prepare(add_word_group(self.session, widget._live_results(), word))
+
+        def apply() -> tuple[str, Any]:
+            patch = self._kept_patch(lambda p: p, mean_changes=False)
+            with widget.hold_sync():
+                widget._live_show(
+                    shown, prompt=widget.prompt, selected=widget.selected, patch=patch
+                )
+                widget.group = word
+                widget.metric = "group"
+            return f"Tracking the word {quote_token(word, spaces=False)} as a group.", None
+
+        return apply
+
     def _retarget(
         self, results: Any, targets: list[str], message: str, show: str | None = None
     ) -> Apply:
@@ -218,6 +240,14 @@ class LiveController:
             return comparison.patch.describe(), comparison  # type: ignore[union-attr]
 
         return apply
+
+    def _describe_patchscope(self, prompt: Any, layer: Any, position: Any) -> Apply:
+        from murano_widgets.live.describe import describe_patchscope
+
+        text = describe_patchscope(self.widget, self.session, prompt, layer, position)
+        # The reply's message is the text itself: the front end shows it in the pinned cell's
+        # panel (as text).
+        return lambda: (text, text)
 
     def _clear_patch(self) -> Apply:
         widget = self.widget
@@ -270,6 +300,11 @@ class LiveController:
                 f"at position {fields.get('position')}, with {with_what}…"
             ),
             "clear_patch": "Clearing the patch…",
+            "describe_patchscope": (
+                f"Describing prompt {fields.get('prompt')}: block {fields.get('layer')}'s output "
+                f"at position {fields.get('position')}…"
+            ),
+            "group": f"Tracking the word {quote_token(str(text), spaces=False)} as a group…",
         }.get(action, "Working…")
 
     def _report(self, request: Request, outcome: str, message: str) -> None:

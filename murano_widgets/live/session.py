@@ -422,7 +422,7 @@ class LiveSession:
         its result: the generated replies and chat roles recorded on every lens."""
         step = self.step
         if targets != step.targets:
-            step = step.with_targets(targets)
+            step = step.with_options(targets=targets)
         names = list(dict.fromkeys(name for x in inputs for name in (x.answers or {})))
         answers = {name: [(x.answers or {}).get(name) for x in inputs] for name in names}
         if not any(entry is not None for entries in answers.values() for entry in entries):

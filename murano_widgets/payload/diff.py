@@ -51,6 +51,7 @@ import murano_widgets.metrics as registry
 from murano_widgets.comparison.compare import LensComparison, _gather
 from murano_widgets.metrics import nice_ceil
 from murano_widgets.payload.codec import U16, finite_max, quantise, section_specs
+from murano_widgets.payload.diff_groups import group_change_metrics
 from murano_widgets.payload.lens import joined_prompts
 
 FORMAT = "lens_diff"
@@ -221,6 +222,8 @@ def diff_payload(comparison: LensComparison) -> tuple[dict[str, Any], dict[str, 
     metrics.extend(_change_sections(comparison, cells, arrays, scales))
     order = list(registry.DIFF_METRICS)
     metrics.sort(key=lambda entry: order.index(entry["name"]))
+    # Token groups both sides hold: one change each, after the registry's (none without groups).
+    metrics.extend(group_change_metrics(comparison, cells, arrays, scales))
 
     meta = {
         "format": FORMAT,

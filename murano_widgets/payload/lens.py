@@ -36,6 +36,7 @@ exactly what it did before.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,17 @@ from murano_widgets.payload.codec import (
     section_bytes,
     section_specs,
 )
+from murano_widgets.payload.long import (
+    DETAIL_TOKENS,
+    HIGH,
+    TOPK_WINDOW,
+    WINDOWED,
+    base_token_ids,
+    detail_tokens_section,
+    is_long,
+    narrow_token_sections,
+    split_table,
+)
 from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 
 __all__ = [
@@ -76,8 +88,9 @@ BASE_SECTIONS = tuple(name for name, section in SECTIONS.items() if section.base
 DETAIL_SECTIONS = tuple(name for name, section in SECTIONS.items() if not section.base)
 #: Every section a payload may hold beyond the base ones: the details, and the direct logit
 #: attribution's (listed in ``meta["detail_sections"]`` only when the result has them).
-_LATER_SECTIONS = DETAIL_SECTIONS + tuple(ATTRIBUTION_SECTIONS)
-#: The sections of metrics that need what a run may not be given (``logit_diff``: foils).
+_LATER_SECTIONS = DETAIL_SECTIONS + tuple(ATTRIBUTION_SECTIONS) + (DETAIL_TOKENS,)
+#: The sections of metrics that need what a run may not be given (``logit_diff``: foils;
+#: ``group``: token groups).
 _NEEDED = {metric.field for metric in METRICS.values() if metric.needs}
 #: Sections of positions, the same under every lens (the tokens read, the model's own final
 #: prediction, generation and chat marks): named lenses send them once.
@@ -98,6 +111,8 @@ class LensPayload:
 
     meta: dict[str, Any]
     arrays: dict[str, np.ndarray]
+    #: A long payload's strings after ``meta["tokens"]`` (:mod:`murano_widgets.payload.long`).
+    later_tokens: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_result(
@@ -122,13 +137,21 @@ class LensPayload:
         for _, member in members:
             words.update(_id_words(member))
         extra = [] if first.input_ids is not None else [w for row in first.input_words for w in row]
-        table, index_of = _string_table(words, extra)
+        # A long result's table holds the base sections' strings only; the top-k's others
+        # follow as a detail section (murano_widgets.payload.long).
+        long = is_long(len(first.addresses), int(sum(lengths)))
+        if long:
+            base_ids = base_token_ids([member for _, member in members])
+            table, later, index_of = split_table(words, extra, base_ids, _string_table)
+        else:
+            table, index_of = _string_table(words, extra)
         arrays: dict[str, np.ndarray] = {}
         scales: dict[str, float] = {}
         lenses = []
         for i, (name, member) in enumerate(members):
             prefix = "" if i == 0 else f"{i}/"
-            own, own_scales, metrics, k = _encode(member, index_of, len(table), max_entropy)
+            n_strings = len(table) + len(later) if long else len(table)
+            own, own_scales, metrics, k = _encode(member, index_of, n_strings, max_entropy)
             for section, array in own.items():
                 if i and section in SHARED_SECTIONS:
                     continue  # the same for every lens: sent once
@@ -149,6 +172,10 @@ class LensPayload:
             )
             if not i:
                 first_metrics, first_k = metrics, k
+        if long:
+            narrow_token_sections(arrays)
+            arrays[DETAIL_TOKENS] = detail_tokens_section(later)
+        sent = {name.rsplit("/", 1)[-1] for name in arrays}
         meta = {
             "version": FORMAT_VERSION,
             "model_name": _display_name(model_name or first.model_name or ""),
@@ -175,21 +202,31 @@ class LensPayload:
             "generated_texts": (
                 None if first.generated_texts is None else list(first.generated_texts)
             ),
-            "base_sections": list(BASE_SECTIONS),
+            # A metric's section that needs what the run was not given (its foils, its
+            # token groups) is listed only where sent: a payload without is as it was.
+            "base_sections": [
+                name for name in BASE_SECTIONS if name not in _NEEDED or name in sent
+            ],
             "sections": section_specs(arrays, scales),
         }
-        # Direct logit attribution and sublayer rows: keys only a result with them adds; so
-        # are the sections of a metric that needs what the run was not given (its foils).
-        sent = {name.rsplit("/", 1)[-1] for name in arrays}
+        # Direct logit attribution, sublayer rows and token groups: keys only a result with
+        # them adds; so are the sections of a metric that needs what the run was not given.
+        if first.group_names:
+            meta["groups"] = list(first.group_names)
         meta["detail_sections"] = [
             name for name in DETAIL_SECTIONS if name not in _NEEDED or name in sent
         ]
         meta["detail_sections"] += [name for name in ATTRIBUTION_SECTIONS if name in sent]
+        if long:  # one continuation of the table for every lens, as the table is one
+            meta["detail_sections"].append(DETAIL_TOKENS)
+            meta["shared_sections"].append(DETAIL_TOKENS)
+            if first_k > 1:  # live, the top-k comes by blocks of positions, when shown
+                meta["topk_window"] = TOPK_WINDOW
         meta.update(attribution_meta([member for _, member in members]))
         addresses = row_addresses(first)
         if addresses is not None:
             meta["addresses"] = addresses
-        return cls(meta, arrays)
+        return cls(meta, arrays, later if long else [])
 
     @property
     def lens_names(self) -> list[str]:
@@ -207,16 +244,25 @@ class LensPayload:
 
     def sections(self, names: tuple[str, ...] | list[str]) -> dict[str, bytes]:
         """The named sections that exist, as little-endian bytes (of every lens)."""
-        return section_bytes(
-            {name: self.arrays[name] for name in self._named(names) if name in self.arrays}
-        )
+        chosen = [name for name in self._named(names) if name in self.arrays]
+        chosen += [name + HIGH for name in chosen if name + HIGH in self.arrays]  # long: 3 bytes
+        return section_bytes({name: self.arrays[name] for name in chosen})
 
     def base_sections(self) -> dict[str, bytes]:
         """What the default view needs (every lens's: switching lenses waits for nothing)."""
         return self.sections(BASE_SECTIONS)
 
     def all_sections(self) -> dict[str, bytes]:
-        """Everything: the base and the detail sections (the attribution's among them)."""
+        """Everything the live widget syncs: the base and the detail sections (the
+        attribution's among them); a long payload's top-k comes by blocks instead
+        (:func:`~murano_widgets.payload.long.topk_window`)."""
+        if not self.meta.get("topk_window"):
+            return self.every_section()
+        later = tuple(n for n in _LATER_SECTIONS if n not in (*WINDOWED, DETAIL_TOKENS))
+        return self.sections(BASE_SECTIONS + later)
+
+    def every_section(self) -> dict[str, bytes]:
+        """Every section, a long payload's top-k too: what an export holds."""
         return self.sections(BASE_SECTIONS + _LATER_SECTIONS)
 
     def metric(self, name: str) -> dict[str, Any]:
@@ -226,11 +272,15 @@ class LensPayload:
         if listed is not None:
             return listed
         metric = METRICS[name]
+        how = (
+            "run with groups={name: TokenGroup or words}"
+            if metric.needs == "groups"
+            else f"run with answers=[...] and {metric.needs}=[...], one per prompt"
+        )
         return {
             **metric.as_json(),
             "available": False,
-            "unavailable_reason": f"needs {metric.needs}: run with answers=[...] and "
-            f"{metric.needs}=[...], one per prompt",
+            "unavailable_reason": f"needs {metric.needs}: {how}",
         }
 
 
@@ -380,7 +430,7 @@ def _availability(
 def _answer_values(result: LogitLensResult, values: Any) -> dict[str, np.ndarray | None]:
     """The answer and target sections' values, flattened like the other fields."""
     out: dict[str, np.ndarray | None] = {}
-    for name in ("target_probs", "target_ranks"):
+    for name in ("target_probs", "target_ranks", "group_probs"):
         out[name] = values(name)
     sets = list((result.answer_sets or {}).values())
     if not sets:

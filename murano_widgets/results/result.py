@@ -348,7 +348,8 @@ class LogitLensResult:
             ``probability``, ``top_k`` ((token, probability) pairs) and each per-cell field
             the result has (``entropy``, ``final_token_probs``, ``final_token_ranks``: rank 0
             is the top-1 token, ``kl_to_final``); ``targets`` (each target's ``prob`` and
-            ``rank``) and ``answers`` (per answer set: its first token's ``token_prob`` and
+            ``rank``), ``groups`` (each token group's probability, by name) and ``answers``
+            (per answer set: its first token's ``token_prob`` and
             ``token_rank``, and at the prompt's last position the whole answer's ``prob`` and
             ``rank``) when the result has them; ``generated`` (whether the model generated
             the token) and ``role`` (its chat role) when the result records them. Missing
@@ -407,6 +408,10 @@ class LogitLensResult:
                     strict=True,
                 )
             }
+        if self.group_names and self.group_probs is not None:
+            described["groups"] = dict(
+                zip(self.group_names, self.group_probs[at].tolist(), strict=True)
+            )
         if self.generation_starts is not None:
             described["generated"] = position >= self.generation_starts[prompt]
         if self.token_roles is not None:

@@ -379,6 +379,39 @@ var FALLBACK_THEME = Object.freeze({
 
 // src/dataset/data.js
 var DATASET_DTYPES = Object.freeze(["float32", "int32"]);
+var GROUPS_METRIC = "groups";
+function chartCurves(dataset, metric, setName) {
+  if (metric.name !== GROUPS_METRIC) {
+    const [low, high] = metric.interval || [metric.field, metric.field];
+    return dataset.sets.map((set, i) => {
+      const look = datasetSeriesLook(dataset, i);
+      const s2 = set.summary;
+      return { label: `${set.label} (n=${set.nPrompts})`, colour: look.colour, dash: look.dash, mean: s2[metric.field] || [], low: s2[low] || [], high: s2[high] || [], set: set.name, lens: set.lens ?? "", group: "" };
+    });
+  }
+  const named = dataset.sets.filter((set) => set.name === setName);
+  const series = named.length ? named : dataset.sets.filter((set) => set.name === dataset.sets[0]?.name);
+  const curves = [];
+  series.forEach((set, lensIndex) => {
+    dataset.groups.forEach((group, k) => {
+      const look = seriesLook(k);
+      const s2 = set.summary;
+      const lensText = set.lens === null ? "" : ` · ${set.label.split(" · ").slice(1).join(" · ")}`;
+      curves.push({
+        label: `${group}${lensText}`,
+        colour: look.colour,
+        dash: set.lens === null ? look.dash : SERIES_DASHES[lensIndex % SERIES_DASHES.length],
+        mean: s2[`group_${group}_mean`] || [],
+        low: s2[`group_${group}_ci_low`] || [],
+        high: s2[`group_${group}_ci_high`] || [],
+        set: set.name,
+        lens: set.lens ?? "",
+        group
+      });
+    });
+  });
+  return curves;
+}
 function chartMetrics(dataset) {
   return dataset.metrics.filter((m) => m.interval !== null);
 }
@@ -439,7 +472,8 @@ function decodeDataset(meta, data) {
         unit: String(m.unit),
         interval: Array.isArray(m.interval) ? [String(m.interval[0]), String(m.interval[1])] : null
       }))
-    )
+    ),
+    groups: Array.isArray(meta.groups) ? meta.groups.map(String) : []
   };
 }
 function findSet(dataset, name, lens) {
@@ -486,7 +520,7 @@ function layerReadout(dataset, layerIndex) {
     rows: dataset.sets.map((set) => {
       const s2 = set.summary;
       const at = (column) => s2[column]?.[layerIndex] ?? null;
-      const cells = dataset.metrics.map((m) => {
+      const cells = dataset.metrics.filter((m) => m.name !== GROUPS_METRIC).map((m) => {
         const cell = m.interval ? [`${m.short} (${ci})`, formatInterval(at(m.field), at(m.interval[0]), at(m.interval[1]), m.unit)] : [m.short, formatValue(at(m.field), m.unit)];
         return cell;
       });
@@ -534,6 +568,7 @@ var DatasetView = class {
       }],
       ["change:answer_set", () => {
         this.shown = PAGE;
+        this.drawChart();
         this.drawPrompts();
       }],
       ["change:lens_name", () => {
@@ -603,11 +638,6 @@ var DatasetView = class {
     svg.addEventListener("blur", () => this.setHover(null));
     root.append(svg);
     const legend = h("div", "murano-ds-legend");
-    d.sets.forEach((set, i) => {
-      const item = h("span", "murano-ds-legend-item");
-      item.append(swatch(datasetSeriesLook(d, i)), h("span", "", {}, `${set.label} (n=${set.nPrompts})`));
-      legend.append(item);
-    });
     root.append(legend);
     const readout = h("div", "murano-ds-readout", { "aria-live": "polite" });
     root.append(readout);
@@ -681,7 +711,7 @@ var DatasetView = class {
   drawChart() {
     const d = this.dataset;
     const metric = chartMetric(d, this.model.get("metric"));
-    const [low, high] = metric.interval || [metric.field, metric.field];
+    const curves = chartCurves(d, metric, this.model.get("answer_set"));
     const scale = chartScale(metric, d.sets.map((set) => (
       /** @type {Record<string, (number | null)[]>} */
       /** @type {unknown} */
@@ -706,23 +736,23 @@ var DatasetView = class {
     if (this.hover !== null) {
       this.ui.svg.append(s("line", { class: "murano-ds-hover", x1: g.x(this.hover), x2: g.x(this.hover), y1: g.top, y2: g.bottom }));
     }
-    d.sets.forEach((set, i) => {
-      const summary = (
-        /** @type {Record<string, (number | null)[]>} */
-        /** @type {unknown} */
-        set.summary
-      );
-      const look = datasetSeriesLook(d, i);
-      const group = s("g", { class: "murano-ds-series", style: `color: ${look.colour}`, "data-series": i });
-      const means = summary[metric.field] || [];
-      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[low] || [], summary[high] || []) }));
-      group.append(s("path", { class: "murano-ds-line", d: linePath(g, means), "stroke-dasharray": look.dash || "none", "data-set": set.name, "data-lens": set.lens ?? "" }));
-      means.forEach((v, j) => {
+    curves.forEach((curve, i) => {
+      const group = s("g", { class: "murano-ds-series", style: `color: ${curve.colour}`, "data-series": i });
+      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, curve.low, curve.high) }));
+      group.append(s("path", { class: "murano-ds-line", d: linePath(g, curve.mean), "stroke-dasharray": curve.dash || "none", "data-set": curve.set, "data-lens": curve.lens, "data-group": curve.group }));
+      curve.mean.forEach((v, j) => {
         if (v === null || !Number.isFinite(v)) return;
         group.append(s("circle", { class: "murano-ds-dot", cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
       });
       this.ui.svg.append(group);
     });
+    this.ui.legend.replaceChildren(
+      ...curves.map((curve) => {
+        const item = h("span", "murano-ds-legend-item");
+        item.append(swatch({ colour: curve.colour, dash: curve.dash }), h("span", "", {}, curve.label));
+        return item;
+      })
+    );
   }
   drawReadout() {
     const index = this.hover ?? this.chosenIndex();

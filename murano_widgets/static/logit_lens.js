@@ -310,10 +310,19 @@ function normaliseMetric(raw, index) {
     description: typeof raw.description === "string" ? raw.description : "",
     finalBased: Boolean(raw.final_based),
     perTarget: raw.per_target === true,
+    perGroup: raw.per_group === true,
     targetLabel: typeof raw.target_label === "string" && raw.target_label.includes("{target}") ? raw.target_label : null,
     available: raw.available !== false,
     unavailableReason: typeof raw.unavailable_reason === "string" && raw.unavailable_reason ? raw.unavailable_reason : null
   };
+}
+function detailTokens(bytes) {
+  const list = JSON.parse(new TextDecoder().decode(
+    /** @type {Uint8Array} */
+    bytes
+  ));
+  if (!isStringArray(list)) throw new Error("section detail_tokens must be a list of strings");
+  return list;
 }
 function decodePayload(meta, sections) {
   if (!meta || typeof meta !== "object" || Object.keys(meta).length === 0) {
@@ -359,7 +368,9 @@ function decodePayload(meta, sections) {
   const answerSets = normaliseAnswerSets(meta.answer_sets, lengths.length);
   const targets = meta.targets === void 0 || meta.targets === null ? [] : meta.targets;
   if (!isStringArray(targets)) throw new Error("_meta.targets must be a list of strings");
-  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : [L, T];
+  const groups = meta.groups === void 0 || meta.groups === null ? [] : meta.groups;
+  if (!isStringArray(groups)) throw new Error("_meta.groups must be a list of group names");
+  for (const metric of metrics) expectedShapes[metric.field] = metric.perTarget ? [L, T, targets.length] : metric.perGroup ? [L, T, groups.length] : [L, T];
   for (const name of ANSWER_CELL_SECTIONS) expectedShapes[name] = [L, T];
   for (const name of PROMPT_SET_SECTIONS) expectedShapes[name] = [L, lengths.length, answerSets.length];
   for (const name of CELL_TARGET_SECTIONS) expectedShapes[name] = [L, T, targets.length];
@@ -403,7 +414,15 @@ function decodePayload(meta, sections) {
   for (const name of baseSections) {
     if (specs[name] && !arrays[name]) throw new Error(`the payload lacks the ${name} section`);
   }
-  const nTokens = tokens.length;
+  for (const name of TOKEN_SECTIONS) {
+    const low = arrays[name];
+    const high = arrays[`${name}_high`];
+    if (!low || !high) continue;
+    if (high.length !== low.length) throw new Error(`section ${name}_high: ${high.length} values for ${low.length}`);
+    arrays[name] = Uint32Array.from(low, (value, i) => value + high[i] * 65536);
+  }
+  const allTokens = arrays.detail_tokens ? tokens.concat(detailTokens(arrays.detail_tokens)) : tokens;
+  const nTokens = allTokens.length;
   for (const name of TOKEN_SECTIONS) {
     const array = arrays[name];
     if (!array) continue;
@@ -420,6 +439,7 @@ function decodePayload(meta, sections) {
     }
   }
   const nModel = Number(meta.n_model_layers);
+  const topkWindow = Number(meta.topk_window) > 0 && !arrays.topk_tokens && specs.topk_tokens ? Number(meta.topk_window) : 0;
   const noValue = {};
   if (answerSets.length) {
     const without = Uint8Array.from(answerSets[0].answers, (a) => a === null ? 1 : 0);
@@ -434,13 +454,15 @@ function decodePayload(meta, sections) {
     nModelLayers: Number.isInteger(nModel) && nModel > 0 ? nModel : null,
     lengths,
     offsets,
-    tokens,
+    tokens: allTokens,
     prompts: isStringArray(meta.prompts) ? meta.prompts : [],
     modelName: typeof meta.model_name === "string" ? meta.model_name : "",
     lensName: typeof meta.lens_name === "string" && meta.lens_name ? meta.lens_name : typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensKind: typeof meta.lens_kind === "string" && meta.lens_kind ? meta.lens_kind : "logit",
     lensTitle: typeof meta.lens_title === "string" && meta.lens_title ? meta.lens_title : null,
-    topK: arrays.topk_tokens && arrays.topk_probs ? topK : 1,
+    topK: arrays.topk_tokens && arrays.topk_probs || topkWindow ? topK : 1,
+    topkWindow,
+    topkBlocks: null,
     maxEntropy: Number(meta.max_entropy) > 0 ? Number(meta.max_entropy) : 0,
     metrics,
     baseSections,
@@ -450,6 +472,7 @@ function decodePayload(meta, sections) {
     maxima: {},
     answerSets,
     targets,
+    groups,
     noValue,
     sites,
     components,
@@ -509,7 +532,7 @@ function decodeLenses(meta, sections) {
 function ownSection(name, prefix, shared) {
   if (!prefix) return name.includes("/") ? null : name;
   if (name.startsWith(prefix)) return name.slice(prefix.length);
-  return shared.includes(name) ? name : null;
+  return shared.includes(name.replace(/_high$/, "")) ? name : null;
 }
 function normaliseAnswerSets(raw, P) {
   if (raw === void 0 || raw === null) return [];
@@ -770,7 +793,21 @@ function metricOffered(data, name) {
 }
 function metricAvailable(data, name) {
   const spec = metricSpec(data, name);
-  return Boolean(data && spec && spec.available && data.arrays[spec.field] && (!spec.perTarget || data.targets.length > 0));
+  if (!data || !spec || !spec.available || !data.arrays[spec.field]) return false;
+  const items = itemsOf(data, spec);
+  return !items || items.length > 0;
+}
+function itemsOf(data, spec) {
+  if (spec.perGroup) return data.groups;
+  return spec.perTarget ? data.targets : null;
+}
+function pickIndex(spec, pick) {
+  if (typeof pick === "number") return pick;
+  return spec.perGroup ? pick.group : pick.target;
+}
+function resolveGroup(data, value) {
+  if (!data || data.groups.length === 0) return "";
+  return typeof value === "string" && data.groups.includes(value) ? value : data.groups[0];
 }
 function resolveTarget(data, value) {
   if (!data || data.targets.length === 0) return "";
@@ -780,10 +817,11 @@ function targetIndex(data, value) {
   return Math.max(0, data.targets.indexOf(resolveTarget(data, value)));
 }
 function metricLabel(data, spec, target = 0, short = false) {
-  const token = data.targets[target];
-  if (!spec.perTarget || !spec.targetLabel || token === void 0) return short ? shortLabel(spec.label) : spec.label;
+  const items = itemsOf(data, spec);
+  const item = items ? items[pickIndex(spec, target)] : void 0;
+  if (!spec.targetLabel || item === void 0) return short ? shortLabel(spec.label) : spec.label;
   const label = short ? shortLabel(spec.targetLabel) : spec.targetLabel;
-  return label.replace("{target}", () => displayToken(token));
+  return label.replace("{target}", () => spec.perGroup ? item : displayToken(item));
 }
 function resolveMetric(data, name) {
   if (typeof name === "string" && metricOffered(data, name)) return name;
@@ -815,9 +853,11 @@ function metricValue(data, name, idx, target = 0) {
   if (stride === 0) return NaN;
   return array[idx * stride + offset] * (data.scales[spec.field] ?? 1);
 }
-function metricLayout(data, spec, target = 0) {
-  if (!spec.perTarget) return { stride: 1, offset: 0 };
-  const n = data.targets.length;
+function metricLayout(data, spec, pick = 0) {
+  const items = itemsOf(data, spec);
+  if (!items) return { stride: 1, offset: 0 };
+  const n = items.length;
+  const target = pickIndex(spec, pick);
   return Number.isInteger(target) && target >= 0 && target < n ? { stride: n, offset: target } : { stride: 0, offset: 0 };
 }
 function formatMetric(spec, value, short = false, step = 0) {
@@ -1487,6 +1527,13 @@ function seriesStyle(series) {
       const { colours, ...rest } = LINE_STYLES.answer;
       return { ...rest, colour: colours[series.index % colours.length] };
     }
+    case "group":
+    case "group_sum": {
+      if (series.kind === "group_sum") return { colour: "var(--murano-traj-top1)", width: 2, dash: "4 3", opacity: 1, marker: "circle", markerScale: 1 };
+      const t = LINE_STYLES.target;
+      const j = series.index;
+      return { colour: SERIES_COLOURS[(2 + j) % SERIES_COLOURS.length], width: 2, dash: "", opacity: 1, marker: t.markers[j % t.markers.length], markerScale: 1 };
+    }
     case "lens": {
       const { colours, dashes, ...rest } = LINE_STYLES.lens;
       const k = series.index;
@@ -2107,6 +2154,7 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
   const missing = isMissing(data, idx);
   const finalMissing = isFinalMissing(data, col);
   const top = [];
+  let blockPending = false;
   if (!missing) {
     const probs = a.max_probs;
     const step = probs ? data.scales.max_probs : 0;
@@ -2114,9 +2162,17 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     if (data.topK > 1) {
       const k1 = data.topK - 1;
       const topkStep = data.scales.topk_probs;
-      for (let r = 0; r < k1; r++) {
-        top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
-      }
+      const block = data.topkWindow ? data.topkBlocks?.get(col - col % data.topkWindow) : null;
+      if (!data.topkWindow) {
+        for (let r = 0; r < k1; r++) {
+          top.push({ token: tokenAt(data, a.topk_tokens[idx * k1 + r]), prob: a.topk_probs[idx * k1 + r] * topkStep, step: topkStep });
+        }
+      } else if (block) {
+        const at = (layerIndex * block.width + col - block.start) * k1;
+        for (let r = 0; r < k1; r++) {
+          top.push({ token: block.strings[block.tokens[at + r]] ?? "", prob: block.probs[at + r] * block.scale, step: block.scale });
+        }
+      } else blockPending = true;
     }
   }
   const metrics = [];
@@ -2147,7 +2203,7 @@ function cellDetails(data, prompt, layerIndex, position, target = 0) {
     top,
     metrics,
     finalRank,
-    detailsLoaded: !detailsPending(data),
+    detailsLoaded: !detailsPending(data) && !blockPending,
     answerTop1: isAnswerTop1(data, prompt, layerIndex, position),
     answer: cellAnswer(data, prompt, layerIndex, position),
     generated: isGenerated(data, prompt, position),
@@ -2159,8 +2215,9 @@ function waitingNote(what, late) {
   return late ? `Waiting for the kernel to send ${what}: it is busy, or there is none (a saved notebook: run its cell).` : `Loading ${what}…`;
 }
 function detailsPending(data) {
-  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name]);
+  return data.detailSections.some((name) => Boolean(data.meta.sections?.[name]) && !data.arrays[name] && !(data.topkWindow && BY_BLOCKS.includes(name)));
 }
+var BY_BLOCKS = ["topk_tokens", "topk_probs", "detail_tokens"];
 var NO_VALUE = "no value (non-finite)";
 function tooltipModel(details, { late = false } = {}) {
   const rows = [];
@@ -2542,6 +2599,628 @@ function keepControlKeys(root, signal) {
   );
 }
 
+// src/throttle.js
+function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
+  let last = -Infinity;
+  let timer = null;
+  let pending = null;
+  const run = () => {
+    timer = null;
+    last = now();
+    const args = pending;
+    pending = null;
+    if (args) fn(...args);
+  };
+  const call = (...args) => {
+    pending = args;
+    const wait = last + ms - now();
+    if (wait <= 0 && timer === null) run();
+    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
+  };
+  call.flush = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    if (pending) run();
+  };
+  call.cancel = () => {
+    if (timer !== null) clearTimer(timer);
+    timer = null;
+    pending = null;
+  };
+  return call;
+}
+
+// src/view/navigation.js
+var SYNC_INTERVAL_MS = 100;
+function send(model, name, value) {
+  if (model.get(name) === value) return;
+  model.set(name, value);
+  model.save_changes();
+}
+function syncers(view) {
+  return {
+    syncPrompt: throttle((v) => view.send("prompt", v), SYNC_INTERVAL_MS),
+    syncLayer: throttle((row) => {
+      if (view.data) view.send("layer", view.data.layers[row]);
+    }, SYNC_INTERVAL_MS)
+  };
+}
+function setPrompt(view, value, sync) {
+  const { data, ui, store, components } = view;
+  if (!data) return;
+  const prompt = clampIndex(value, data.P);
+  if (sync === "throttled") view.syncPrompt(prompt);
+  if (prompt === store.state.prompt) {
+    ui.promptUi.input.value = String(prompt);
+    return;
+  }
+  store.set({ prompt, hover: null });
+  view.chartHover = null;
+  view.whyHover = null;
+  components.hover = null;
+  components.focus = null;
+  components.revealPending = true;
+  const s2 = store.state;
+  if (s2.focus) store.set({ focus: view.clampCell(s2.focus) });
+  showControls(ui, data, s2);
+  showPin(ui, data, s2.selected);
+  view.revealPending = true;
+  view.relayout();
+  view.updateTooltip();
+  view.updateWhy();
+  view.live?.promptChanged();
+}
+function setLayer(view, value, sync) {
+  const { data, ui, store } = view;
+  if (!data) return;
+  const row = clampIndex(value, data.L);
+  if (sync === "throttled") view.syncLayer(row);
+  if (row === store.state.layer) {
+    ui.layerUi.input.value = String(row);
+    return;
+  }
+  store.set({ layer: row });
+  showControls(ui, data, store.state);
+  view.relayoutComponents();
+  view.updateWhy();
+  view.requestDraw();
+}
+function setModelLayer(view, layer) {
+  if (view.data) setLayer(view, rowOfModelLayer(view.data.layers, layer), false);
+}
+
+// src/view/overview_pool.js
+var POOL_MODES = Object.freeze(
+  /** @type {const} */
+  ["max", "mean"]
+);
+function bucketStart(k, n, width) {
+  return Math.floor(k * n / width);
+}
+function poolColumns(values, L, n, width, mode) {
+  if (!Number.isInteger(L) || L < 0 || !Number.isInteger(n) || n < 0) throw new Error(`poolColumns: L and n must be sizes, got ${L} and ${n}`);
+  if (values.length !== L * n) throw new Error(`poolColumns: ${values.length} values for ${L} rows of ${n}`);
+  if (!Number.isInteger(width) || width < 1 || width > Math.max(1, n)) throw new Error(`poolColumns: width must be an int from 1 to ${n}, got ${width}`);
+  if (!POOL_MODES.includes(mode)) throw new Error(`poolColumns: mode must be one of ${POOL_MODES.join(", ")}, got ${JSON.stringify(mode)}`);
+  const out = new Float32Array(L * width);
+  const max = mode === "max";
+  for (let i = 0; i < L; i++) {
+    const row = i * n;
+    for (let k = 0; k < width; k++) {
+      const start = bucketStart(k, n, width);
+      const end = bucketStart(k + 1, n, width);
+      let acc = max ? -Infinity : 0;
+      let count = 0;
+      for (let j = start; j < end; j++) {
+        const v = values[row + j];
+        if (v !== v) continue;
+        count += 1;
+        if (max) {
+          if (v > acc) acc = v;
+        } else acc += v;
+      }
+      out[i * width + k] = count === 0 ? NaN : max ? acc : acc / count;
+    }
+  }
+  return out;
+}
+function overviewWidth(n, pixels) {
+  return Math.max(1, Math.min(n, Math.floor(pixels)));
+}
+function runStarts(n, hit) {
+  const out = [];
+  let before = false;
+  for (let j = 0; j < n; j++) {
+    const now = hit(j);
+    if (now && !before) out.push(j);
+    before = now;
+  }
+  return out;
+}
+
+// src/view/overview_marks.js
+function traceMarks(data, prompt, columns, target, threshold) {
+  const offset = data.offsets[prompt];
+  const n = columns ? columns.length : data.lengths[prompt];
+  const at = (j) => offset + (columns ? columns[j] : j);
+  const marks = [];
+  const missing = data.arrays.missing;
+  const anyLayer = (values, stride, k, min) => (j) => {
+    for (let i = 0; i < data.L; i++) {
+      const idx = i * data.T + at(j);
+      if (values[idx * stride + k] >= min && !(missing && missing[idx])) return true;
+    }
+    return false;
+  };
+  const answerTop1 = data.arrays.answer_top1;
+  if (answerTop1 && !promptHasNoValue(data, "answer_top1", prompt)) {
+    for (const column of runStarts(n, anyLayer(answerTop1, 1, 0, 1))) marks.push({ column, kind: "answer", role: -1 });
+  }
+  const probs = data.arrays.target_probs;
+  if (probs && target >= 0 && target < data.targets.length) {
+    const raw = threshold / (data.scales.target_probs ?? 1);
+    for (const column of runStarts(n, anyLayer(probs, data.targets.length, target, raw))) marks.push({ column, kind: "target", role: -1 });
+  }
+  const roles = data.arrays.token_roles;
+  if (roles) {
+    for (let j = 0; j < n; j++) if (j === 0 || roles[at(j)] !== roles[at(j - 1)]) marks.push({ column: j, kind: "role", role: roles[at(j)] });
+  }
+  const generated = generationColumn(data, prompt, columns);
+  if (generated >= 0) marks.push({ column: generated, kind: "generated", role: -1 });
+  return marks;
+}
+
+// src/view/search.js
+function matchingTokens(tokens, query) {
+  const needle = query.toLowerCase();
+  const mask = new Uint8Array(tokens.length);
+  if (!needle) return mask;
+  for (let t = 0; t < tokens.length; t++) if (tokens[t].toLowerCase().includes(needle)) mask[t] = 1;
+  return mask;
+}
+function findHits(data, prompt, query, columns = null, limit = 1e5) {
+  if (typeof query !== "string") throw new Error(`findHits: query must be a string, got ${typeof query}`);
+  const mask = matchingTokens(data.tokens, query);
+  const hits = [];
+  if (!mask.includes(1)) return hits;
+  const offset = data.offsets[prompt];
+  const n = columns ? columns.length : data.lengths[prompt];
+  const input = data.arrays.input_ids;
+  const predicted = data.arrays.predicted_tokens;
+  for (let c = 0; c < n && hits.length < limit; c++) {
+    const p = columns ? columns[c] : c;
+    const col = offset + p;
+    if (mask[input[col]]) hits.push({ position: p, layerIndex: -1, token: input[col] });
+    for (let i = 0; i < data.L && hits.length < limit; i++) {
+      const idx = i * data.T + col;
+      if (mask[predicted[idx]] && !isMissing(data, idx)) hits.push({ position: p, layerIndex: i, token: predicted[idx] });
+    }
+  }
+  return hits;
+}
+function firstAnswerTop1(data, prompt, columns = null) {
+  const mask = data.arrays.answer_top1;
+  const none = data.noValue.answer_top1;
+  if (!mask || none && none[prompt]) return null;
+  const offset = data.offsets[prompt];
+  const n = columns ? columns.length : data.lengths[prompt];
+  for (let c = 0; c < n; c++) {
+    const p = columns ? columns[c] : c;
+    for (let i = 0; i < data.L; i++) {
+      const idx = i * data.T + offset + p;
+      if (mask[idx] && !isMissing(data, idx)) return { position: p, layerIndex: i };
+    }
+  }
+  return null;
+}
+function stepHit(count, current, step) {
+  if (count === 0) return -1;
+  if (current < 0) return step === 1 ? 0 : count - 1;
+  return (current + step + count) % count;
+}
+
+// src/view/overview.js
+var LONG_TRACE_COLUMNS = 64;
+var OVERVIEW_MARKS_H = 7;
+var OVERVIEW_IMAGE_H = 44;
+var MARK_THRESHOLD = 0.5;
+function makeOverview(view) {
+  const box = h("div", "murano-longtrace", { hidden: "" });
+  const head = h("div", "murano-longtrace-head");
+  const poolLabel = h("label", "murano-overview-pool");
+  poolLabel.append(h("span", "murano-label", {}, "Overview"));
+  const poolSelect = h("select", "murano-overview-pool-select", { "aria-label": "Overview pooling per pixel column" });
+  for (const mode of POOL_MODES) poolSelect.append(h("option", "", { value: mode }, `${mode} per pixel column`));
+  poolLabel.append(poolSelect);
+  const search = h("input", "murano-find", { type: "search", placeholder: "find a token", "aria-label": "Find in the input tokens and the predictions", spellcheck: "false" });
+  const prev = h("button", "murano-find-prev", { type: "button", "aria-label": "Previous match", title: "Previous match (Shift+Enter)" }, "‹");
+  const next = h("button", "murano-find-next", { type: "button", "aria-label": "Next match", title: "Next match (Enter)" }, "›");
+  const count = h("span", "murano-find-count", { "aria-live": "polite" });
+  const answer = h("button", "murano-find-answer", { type: "button", hidden: "" }, "answer first top-1");
+  const found = h("span", "murano-find-found", { role: "status" });
+  head.append(poolLabel, search, prev, next, count, answer, found);
+  const strip = h("div", "murano-overview", {
+    role: "slider",
+    tabindex: 0,
+    "aria-label": "Trace overview: the grid's place in the whole prompt",
+    "aria-valuemin": 0,
+    "aria-valuemax": 0,
+    "aria-valuenow": 0
+  });
+  const canvas = h("canvas", "murano-overview-canvas", { "aria-hidden": "true" });
+  const viewport = h("div", "murano-overview-viewport", { "aria-hidden": "true" });
+  strip.append(canvas, viewport);
+  box.append(head, strip);
+  view.ui.left.insertBefore(box, view.ui.body);
+  return {
+    box,
+    poolSelect,
+    search,
+    prev,
+    next,
+    count,
+    answer,
+    found,
+    strip,
+    canvas,
+    viewport,
+    /** @type {PoolMode} */
+    mode: "max",
+    /** @type {OverviewImage | null} */
+    image: null,
+    /** The canvas as last drawn (the image's key and the CSS width). */
+    drawnKey: "",
+    /** @type {Hit[]} */
+    hits: [],
+    hitIndex: -1,
+    hitsKey: "",
+    /** The scroll the view set itself (not reported to Python as the user's). */
+    ownScroll: NaN,
+    /** A position Python asked for before the grid was laid out. */
+    pendingPosition: -1,
+    /** The view's reports of the user's scrolls, throttled. */
+    report: throttle((p) => view.send("position", p), SYNC_INTERVAL_MS),
+    /** Test and bench counters: pooled images made. */
+    pooled: 0
+  };
+}
+function isLongTrace(layout) {
+  return layout.nPositions > LONG_TRACE_COLUMNS && layout.contentW > layout.width;
+}
+function firstPosition(view) {
+  const layout = view.layout;
+  if (!layout || layout.nPositions === 0) return 0;
+  const [first] = visibleColumns(layout, view.scrollLeft());
+  return positionAt(layout, Math.min(first, layout.nPositions - 1));
+}
+function scrollToPosition(view, position, report) {
+  const { layout, ui, overview } = view;
+  if (!layout || !view.data || ui.scroller.clientWidth === 0) {
+    overview.pendingPosition = position;
+    return;
+  }
+  overview.pendingPosition = -1;
+  const column = columnAtOrAfter(layout, position);
+  ui.scroller.scrollLeft = clampScroll(layout, column * layout.cellW);
+  overview.ownScroll = ui.scroller.scrollLeft;
+  if (report) overview.report(firstPosition(view));
+  view.draw();
+}
+function columnAtOrAfter(layout, position) {
+  const p = Math.max(0, Math.round(Number(position)) || 0);
+  if (!layout.columns) return Math.min(p, Math.max(0, layout.nPositions - 1));
+  const column = layout.columns.findIndex((c) => c >= p);
+  return column < 0 ? Math.max(0, layout.nPositions - 1) : column;
+}
+function onGridScroll(view) {
+  const { overview, ui } = view;
+  if (ui.scroller.scrollLeft === overview.ownScroll) {
+    overview.ownScroll = NaN;
+    return true;
+  }
+  overview.ownScroll = NaN;
+  if (view.layout && view.data) overview.report(firstPosition(view));
+  return false;
+}
+function positionChanged(view) {
+  view.overview.report.cancel();
+  const value = Number(view.model.get("position"));
+  if (!Number.isFinite(value) || value === firstPosition(view)) return;
+  scrollToPosition(view, value, false);
+}
+function applyPendingPosition(view) {
+  const p = view.overview.pendingPosition;
+  if (p >= 0 && view.layout && view.ui.scroller.clientWidth > 0) scrollToPosition(view, p, false);
+}
+function metricRows(view, layout) {
+  const data = (
+    /** @type {import("../payload.js").LensData} */
+    view.data
+  );
+  const s2 = view.state;
+  const n = layout.nPositions;
+  const out = new Float32Array(data.L * n).fill(NaN);
+  const spec = metricSpec(data, view.shownMetric);
+  const array = spec && data.arrays[spec.field];
+  if (!spec || !array || promptHasNoValue(data, spec.field, s2.prompt)) return out;
+  const { stride, offset: at } = metricLayout(data, spec, view.targetIndex());
+  if (stride === 0) return out;
+  const scale = data.scales[spec.field] ?? 1;
+  const missing = data.arrays.missing;
+  const finalMissing = spec.finalBased ? data.arrays.final_missing : void 0;
+  const offset = data.offsets[s2.prompt];
+  const columns = layout.columns;
+  for (let i = 0; i < data.L; i++) {
+    const base = i * data.T + offset;
+    for (let j = 0; j < n; j++) {
+      const p = columns ? columns[j] : j;
+      const idx = base + p;
+      if (missing && missing[idx] || finalMissing && finalMissing[offset + p]) continue;
+      out[i * n + j] = array[idx * stride + at] * scale;
+    }
+  }
+  return out;
+}
+function overviewMarks(view, layout) {
+  const data = (
+    /** @type {import("../payload.js").LensData} */
+    view.data
+  );
+  const theme = view.painter.readTheme();
+  const styles = roleStyles(roleNames(data));
+  const colours = { answer: theme.accent, target: theme.fg, generated: theme.generated };
+  const pick = view.targetIndex();
+  const target = typeof pick === "number" ? pick : pick.target;
+  return traceMarks(data, view.state.prompt, layout.columns, target, MARK_THRESHOLD).map((mark) => ({
+    column: mark.column,
+    kind: mark.kind,
+    colour: mark.kind === "role" ? styles[mark.role]?.colour ?? theme.muted : colours[mark.kind]
+  }));
+}
+function overviewImage(view, layout, cssWidth) {
+  const { overview } = view;
+  const data = (
+    /** @type {import("../payload.js").LensData} */
+    view.data
+  );
+  const width = overviewWidth(layout.nPositions, cssWidth);
+  const domain = gridDomain(view) ?? (metricSpec(data, view.shownMetric) ? metricDomain(data, view.shownMetric) : null);
+  const key = `${view.layoutKey}|${data.lensName}|${view.shownMetric}|${JSON.stringify(view.targetIndex())}|${overview.mode}|${width}|${domain ? `${domain.min}:${domain.max}` : ""}`;
+  if (overview.image && overview.image.key === key && overview.image.data === data) return overview.image;
+  const L = data.L;
+  const pooled = poolColumns(metricRows(view, layout), L, layout.nPositions, width, overview.mode);
+  overview.pooled += 1;
+  const pixels = new Uint8ClampedArray(width * L * 4);
+  const spec = metricSpec(data, view.shownMetric);
+  if (spec && domain) {
+    const lut = colourLut(spec.scale, spec.reverse);
+    const logDen = domain.log ? Math.log1p(domain.max - domain.min) : 0;
+    const span = domain.max - domain.min || 1;
+    for (let i = 0; i < L; i++) {
+      const row = L - 1 - i;
+      for (let k = 0; k < width; k++) {
+        const v = pooled[i * width + k];
+        if (v !== v) continue;
+        const d = v - domain.min;
+        let t = domain.log ? Math.log1p(d > 0 ? d : 0) / logDen : d / span;
+        t = t < 0 ? 0 : t > 1 ? 1 : t;
+        const c = Math.round(t * 255) * 3;
+        const o = (row * width + k) * 4;
+        pixels[o] = lut[c];
+        pixels[o + 1] = lut[c + 1];
+        pixels[o + 2] = lut[c + 2];
+        pixels[o + 3] = 255;
+      }
+    }
+  }
+  const canvas = document.createElement("canvas");
+  canvas.width = width;
+  canvas.height = Math.max(1, L);
+  const ctx = canvas.getContext("2d");
+  if (ctx && L > 0) ctx.putImageData(new ImageData(pixels, width, L), 0, 0);
+  overview.image = { key, canvas, marks: overviewMarks(view, layout), data };
+  overview.drawnKey = "";
+  return overview.image;
+}
+function updateOverview(view) {
+  const { overview, layout, data } = view;
+  const show = Boolean(data && layout && view.state.view === "layers" && isLongTrace(layout));
+  if (overview.box.hidden === show) overview.box.hidden = !show;
+  if (!show || !data || !layout) return;
+  const margin = `${layout.labelW}px`;
+  if (overview.strip.style.marginLeft !== margin) overview.strip.style.marginLeft = margin;
+  const cssWidth = overview.strip.clientWidth;
+  if (cssWidth <= 0) return;
+  const image = overviewImage(view, layout, cssWidth);
+  const drawnKey = `${image.key}|${cssWidth}`;
+  if (overview.drawnKey !== drawnKey) {
+    drawImage(view, image, cssWidth);
+    overview.drawnKey = drawnKey;
+  }
+  const n = layout.nPositions;
+  const [first, last] = visibleColumns(layout, view.scrollLeft());
+  const left = first / n * cssWidth;
+  const w = Math.max(3, (last - first) / n * cssWidth);
+  overview.viewport.style.left = `${Math.min(cssWidth - w, left)}px`;
+  overview.viewport.style.width = `${w}px`;
+  const firstShown = positionAt(layout, Math.min(first, n - 1));
+  const lastShown = positionAt(layout, Math.max(first, last - 1));
+  overview.strip.setAttribute("aria-valuemax", String(positionAt(layout, n - 1)));
+  overview.strip.setAttribute("aria-valuenow", String(firstShown));
+  overview.strip.setAttribute("aria-valuetext", `positions ${firstShown}–${lastShown} of ${data.lengths[view.state.prompt]}`);
+  showAnswerButton(view);
+}
+function drawImage(view, image, cssWidth) {
+  const { canvas } = view.overview;
+  const dpr = window.devicePixelRatio || 1;
+  const height = OVERVIEW_MARKS_H + OVERVIEW_IMAGE_H;
+  canvas.width = Math.round(cssWidth * dpr);
+  canvas.height = Math.round(height * dpr);
+  canvas.style.width = `${cssWidth}px`;
+  canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, cssWidth, height);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(image.canvas, 0, OVERVIEW_MARKS_H, cssWidth, OVERVIEW_IMAGE_H);
+  const n = view.layout ? view.layout.nPositions : 1;
+  for (const mark of image.marks) {
+    const x = Math.floor(mark.column / n * cssWidth);
+    ctx.fillStyle = mark.colour;
+    if (mark.kind === "role" || mark.kind === "generated") ctx.fillRect(x, 0, 2, height);
+    else ctx.fillRect(x, 0, 2, OVERVIEW_MARKS_H - 1);
+  }
+}
+function columnAtX(view, x) {
+  const layout = (
+    /** @type {Layout} */
+    view.layout
+  );
+  const w = view.overview.strip.clientWidth || 1;
+  return Math.max(0, Math.min(layout.nPositions - 1, Math.floor(x / w * layout.nPositions)));
+}
+function moveToColumn(view, column) {
+  const layout = view.layout;
+  if (!layout) return;
+  const c = Math.max(0, Math.min(layout.nPositions - 1, Math.round(column)));
+  scrollToPosition(view, positionAt(layout, c), true);
+}
+function shownCount(view) {
+  const layout = (
+    /** @type {Layout} */
+    view.layout
+  );
+  const [first, last] = visibleColumns(layout, view.scrollLeft());
+  return Math.max(1, last - first);
+}
+function bindOverview(view, signal) {
+  const o = view.overview;
+  const on = (target, type, fn) => target.addEventListener(type, fn, { signal });
+  let grip = -1;
+  on(o.strip, "pointerdown", (event) => {
+    if (!view.layout || event.button !== 0) return;
+    const rect = o.strip.getBoundingClientRect();
+    const column = columnAtX(view, event.clientX - rect.left);
+    const [first] = visibleColumns(view.layout, view.scrollLeft());
+    const shown = shownCount(view);
+    grip = column >= first && column < first + shown ? column - first : Math.floor(shown / 2);
+    moveToColumn(view, column - grip);
+    try {
+      o.strip.setPointerCapture(event.pointerId);
+    } catch {
+    }
+    o.strip.focus({ preventScroll: true });
+    event.preventDefault();
+  });
+  on(o.strip, "pointermove", (event) => {
+    if (grip < 0 || !view.layout) return;
+    const rect = o.strip.getBoundingClientRect();
+    moveToColumn(view, columnAtX(view, event.clientX - rect.left) - grip);
+  });
+  const release = () => {
+    if (grip < 0) return;
+    grip = -1;
+    o.report.flush();
+  };
+  on(o.strip, "pointerup", release);
+  on(o.strip, "pointercancel", release);
+  on(o.strip, "keydown", (event) => {
+    const layout = view.layout;
+    if (!layout) return;
+    const [first] = visibleColumns(layout, view.scrollLeft());
+    const page = shownCount(view);
+    const to = {
+      ArrowLeft: first - 1,
+      ArrowDown: first - 1,
+      ArrowRight: first + 1,
+      ArrowUp: first + 1,
+      PageUp: first - page,
+      PageDown: first + page,
+      Home: 0,
+      End: layout.nPositions - 1
+    };
+    if (!(event.key in to)) return;
+    event.preventDefault();
+    event.stopPropagation();
+    moveToColumn(view, to[event.key]);
+  });
+  on(o.poolSelect, "change", () => {
+    o.mode = /** @type {PoolMode} */
+    POOL_MODES.includes(
+      /** @type {PoolMode} */
+      o.poolSelect.value
+    ) ? o.poolSelect.value : "max";
+    view.draw();
+  });
+  on(o.search, "input", () => {
+    o.hitsKey = "";
+    o.hitIndex = -1;
+    showFind(view, false);
+  });
+  on(o.search, "keydown", (event) => {
+    if (event.key !== "Enter") return;
+    event.preventDefault();
+    findStep(view, event.shiftKey ? -1 : 1);
+  });
+  on(o.next, "click", () => findStep(view, 1));
+  on(o.prev, "click", () => findStep(view, -1));
+  on(o.answer, "click", () => jumpToAnswer(view));
+}
+function currentHits(view) {
+  const o = view.overview;
+  const layout = view.layout;
+  if (!view.data || !layout) return [];
+  const key = `${view.data.lensName}|${view.state.prompt}|${view.layoutKey}|${o.search.value}`;
+  if (o.hitsKey !== key) {
+    o.hits = o.search.value ? findHits(view.data, view.state.prompt, o.search.value, layout.columns) : [];
+    o.hitsKey = key;
+    o.hitIndex = -1;
+  }
+  return o.hits;
+}
+function showFind(view, stepped) {
+  const o = view.overview;
+  const hits = currentHits(view);
+  o.count.textContent = o.search.value ? `${o.hitIndex >= 0 ? o.hitIndex + 1 : 0} / ${hits.length}` : "";
+  if (!stepped) o.found.textContent = o.search.value && hits.length === 0 ? "no match" : "";
+}
+function findStep(view, step) {
+  const o = view.overview;
+  const hits = currentHits(view);
+  o.hitIndex = stepHit(hits.length, o.hitIndex, step);
+  showFind(view, true);
+  if (o.hitIndex < 0 || !view.data) return;
+  const hit = hits[o.hitIndex];
+  const where = hit.layerIndex < 0 ? "input" : `layer ${view.data.layers[hit.layerIndex]} top-1`;
+  o.found.textContent = `${quoteToken(view.data.tokens[hit.token])} at position ${hit.position} (${where})`;
+  goTo(view, hit.position, hit.layerIndex < 0 ? view.state.layer : hit.layerIndex);
+}
+function goTo(view, position, layerIndex) {
+  const layout = view.layout;
+  if (!layout) return;
+  const column = Math.max(0, columnOf(layout, position));
+  moveToColumn(view, column - Math.floor(shownCount(view) / 2));
+  view.store.set({ focused: true });
+  view.setFocus({ layerIndex, position });
+}
+function jumpToAnswer(view) {
+  const o = view.overview;
+  if (!view.data || !view.layout) return;
+  const first = firstAnswerTop1(view.data, view.state.prompt, view.layout.columns);
+  if (!first) {
+    o.found.textContent = "the answer is never top-1 in this prompt";
+    return;
+  }
+  o.found.textContent = `the answer is first top-1 at position ${first.position}, layer ${view.data.layers[first.layerIndex]}`;
+  goTo(view, first.position, first.layerIndex);
+}
+function showAnswerButton(view) {
+  const data = view.data;
+  const has = Boolean(data && data.arrays.answer_top1 && !promptHasNoValue(data, "answer_top1", view.state.prompt));
+  if (view.overview.answer.hidden === has) view.overview.answer.hidden = !has;
+}
+
 // src/view/events.js
 function eventCell(view, event) {
   if (!view.layout) return null;
@@ -2607,6 +3286,7 @@ function bindEvents(view) {
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
   on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
+  on(ui.groupSelect, "change", () => view.setGroup(ui.groupSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
   on(ui.besideSelect, "change", () => view.setBeside(ui.besideSelect.value, true));
   on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
@@ -2619,8 +3299,9 @@ function bindEvents(view) {
   });
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
-    view.requestDraw();
+    if (!onGridScroll(view)) view.requestDraw();
   }, { passive: true });
+  bindOverview(view, signal);
   bindGrid(ui.canvas, heatmapGrid(view), signal);
   bindGrid(ui.besideCanvas, besideGrid(view), signal);
   keepControlKeys(ui.root, signal);
@@ -2641,12 +3322,14 @@ function bindEvents(view) {
     },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:target": () => view.setTarget(model.get("target"), false),
+    "change:group": () => view.setGroup(model.get("group"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
     "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
     "change:view": () => view.setView(model.get("view"), false),
     "change:explain": () => view.setExplain(model.get("explain"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
     "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
+    "change:position": () => positionChanged(view),
     "change:_sections": () => view.reload(),
     "change:_meta": () => view.reload()
   };
@@ -3651,6 +4334,83 @@ function patchModel(model) {
   };
 }
 
+// src/live/describe.js
+var DESCRIBE_ACTION = "describe_patchscope";
+function describeTarget(data, selected) {
+  if (!data || data.lensKind !== "patchscope") return { ok: false, reason: "The lens shown is not a Patchscope." };
+  const target = patchTarget(data, selected);
+  if (!target.ok) return { ok: false, reason: target.reason.replace(/patch(es)? it/, "describe it").replace("A patch overwrites", "A Patchscope reads") };
+  return { ok: true, prompt: target.prompt, layer: target.layer, position: target.position, label: target.label };
+}
+function buildDescribe() {
+  const row = h("div", "murano-live-row murano-describe", { hidden: "" });
+  const where = h("span", "murano-patch-where murano-describe-where");
+  const button = h("button", "murano-live-button murano-describe-run", { type: "button", title: "Patch this cell's state into the Patchscope's target prompt and generate a few tokens from it, greedily" }, "Describe");
+  const text = h("output", "murano-describe-text murano-token", { "aria-live": "polite" });
+  row.append(h("span", "murano-label", {}, "Describe this cell"), where, button, text);
+  return { row, where, button, text };
+}
+var DescribeControl = class {
+  /**
+   * @param {LiveAsker} live
+   * @param {HTMLElement} parent where the row goes (the pinned cell's panel)
+   */
+  constructor(live, parent) {
+    this.live = live;
+    this.ui = buildDescribe();
+    parent.append(this.ui.row);
+    this.pending = -1;
+    this.describedCell = "";
+    this.target = { ok: false, reason: "" };
+  }
+  /** Asks the kernel to describe the pinned cell. */
+  run() {
+    const target = this.target;
+    if (!target.ok) return;
+    this.ui.text.textContent = "";
+    this.describedCell = cellKey(target);
+    this.pending = this.live.ask(DESCRIBE_ACTION, { prompt: target.prompt, layer: target.layer, position: target.position });
+  }
+  /**
+   * A message from the kernel: the reply to the request in flight carries the description.
+   * @param {unknown} msg
+   */
+  onMessage(msg) {
+    if (!msg || typeof msg !== "object") return;
+    const { action, id, message } = (
+      /** @type {Record<string, unknown>} */
+      msg
+    );
+    if (id !== this.pending || this.pending < 0) return;
+    if (action !== "done" && action !== "error" && action !== "superseded") return;
+    this.pending = -1;
+    if (action === "done" && typeof message === "string") this.ui.text.textContent = message;
+  }
+  /**
+   * Shows or hides the row for the pinned cell.
+   * @param {boolean} offered the live controls are offered (a kernel is there)
+   * @param {LensData | null} data
+   * @param {Selected | null} selected
+   */
+  render(offered, data, selected) {
+    const { row, where, button, text } = this.ui;
+    const target = describeTarget(data, selected);
+    this.target = target;
+    const patchscope = !!data && data.lensKind === "patchscope";
+    row.hidden = !offered || !patchscope || !selected;
+    if (row.hidden) return;
+    where.textContent = target.ok ? target.label : target.reason;
+    button.disabled = !target.ok;
+    if (!target.ok || cellKey(target) !== this.describedCell) {
+      if (text.textContent) text.textContent = "";
+      if (!target.ok || this.pending < 0) this.describedCell = "";
+    }
+  }
+};
+function cellKey(target) {
+  return target.ok ? `${target.prompt}|${target.layer}|${target.position}` : "";
+}
+
 // src/live/picker.js
 function pickerColumn(state, length) {
   const clamp = (p) => Math.min(Math.max(0, length - 1), Math.max(0, p));
@@ -3692,7 +4452,7 @@ function pickerTokens(data, prompt, position) {
 var HELLO_TIMEOUT_MS = 3e3;
 var REPLY_TIMEOUT_MS = 6e4;
 var NO_KERNEL_TEXT = "Editing needs a running kernel: run the notebook to type prompts, track tokens or patch.";
-var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch"]);
+var ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "describe_patchscope", "group"]);
 var REPLIES = Object.freeze(["done", "error", "superseded"]);
 function initialState({ live, canSend, firstId = 1 }) {
   return {
@@ -3785,6 +4545,10 @@ function describeRequest(action, fields, phase) {
       return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
+    case "describe_patchscope":
+      return running ? `Describing ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}…` : "Described.";
+    case "group":
+      return running ? `Tracking the word ${quoted} as a group…` : `Tracking the word ${quoted} as a group.`;
     default:
       return running ? "Working…" : "Done.";
   }
@@ -3864,7 +4628,10 @@ function buildLive(id) {
   const pickerId = `${id}-picker`;
   const pickerButton = h("button", "murano-live-button murano-picker-toggle", { type: "button", "aria-expanded": "false", "aria-controls": pickerId }, "Pick a token…");
   const chips = h("ul", "murano-chips", { "aria-label": "Tracked tokens" });
-  trackRow.append(trackInput, pickerButton, chips);
+  const groupInput = textBox("murano-live-group", "Track a word", {
+    title: "A word: every token that starts it, with and without a leading space, summed into one group"
+  });
+  trackRow.append(trackInput, pickerButton, chips, groupInput);
   const picker = h("div", "murano-picker", { id: pickerId, hidden: "" });
   const pickerHead = h("div", "murano-picker-head");
   const pickerList = h("ul", "murano-picker-list", { "aria-label": "Tokens in the top-k at any layer, by their best probability" });
@@ -3910,6 +4677,7 @@ function buildLive(id) {
     promptInput,
     removeButton,
     trackInput,
+    groupInput,
     pickerButton,
     chips,
     picker,
@@ -3961,6 +4729,7 @@ var LiveView = class {
     this.patchModel = null;
     this.diff = null;
     this.abort = new AbortController();
+    this.describe = new DescribeControl(this, ui.pinPanel);
     this.bind();
     this.startHello();
     this.render();
@@ -4026,6 +4795,7 @@ var LiveView = class {
       if (sent.id === reply.id && reply.action === "done" && sent.box.value === sent.text) sent.box.value = "";
     }
     this.sentTexts = this.sentTexts.filter((sent) => sent.id !== reply.id);
+    this.describe.onMessage(msg);
     this.schedule();
     this.render();
   }
@@ -4156,7 +4926,8 @@ var LiveView = class {
       this.showPatchControl();
       if (this.pickerOpen) this.showPicker();
     }
-    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden;
+    this.describe.render(offered, this.lens.data, this.lens.state.selected);
+    ui.pinPanel.hidden = !offered || ui.pinRow.hidden && ui.patchRow.hidden && this.describe.ui.row.hidden;
     this.showPatch(offered);
   }
   showPromptControls() {
@@ -4349,6 +5120,14 @@ var LiveView = class {
       const id = this.track(text);
       if (id >= 0) this.sentTexts.push({ id, box: ui.trackInput, text });
     });
+    on(ui.groupInput, "keydown", (event) => {
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      event.preventDefault();
+      const text = ui.groupInput.value;
+      if (!text.trim()) return;
+      const id = this.ask("group", { text });
+      if (id >= 0) this.sentTexts.push({ id, box: ui.groupInput, text });
+    });
     on(ui.removeButton, "click", () => this.removePrompt());
     on(ui.pickerButton, "click", () => this.togglePicker());
     on(ui.chips, "click", (event) => {
@@ -4364,6 +5143,7 @@ var LiveView = class {
       if (button) this.track(button.dataset.token || "");
     });
     on(ui.patchRun, "click", () => this.runPatch());
+    on(this.describe.ui.button, "click", () => this.describe.run());
     on(ui.patchClear, "click", () => this.ask("clear_patch", {}));
     on(ui.dismissButton, "click", () => {
       this.state = dismiss(this.state);
@@ -4493,6 +5273,71 @@ var TooltipView = class {
   }
 };
 
+// src/view/topk_blocks.js
+function attachTopkBlocks(view, lenses) {
+  const meta = view.model.get("_meta");
+  if (!view.topkStore || view.topkStore.meta !== meta) view.topkStore = { meta, byLens: /* @__PURE__ */ new Map(), asked: /* @__PURE__ */ new Set() };
+  for (const data of lenses) {
+    if (!data.topkWindow) continue;
+    let blocks = view.topkStore.byLens.get(data.lensName);
+    if (!blocks) view.topkStore.byLens.set(data.lensName, blocks = /* @__PURE__ */ new Map());
+    data.topkBlocks = blocks;
+  }
+}
+function requestTopkBlock(view, data, col) {
+  const store = view.topkStore;
+  if (!data.topkWindow || !data.topkBlocks || !store || typeof view.model.send !== "function") return;
+  const start = col - col % data.topkWindow;
+  if (data.topkBlocks.has(start) || store.asked.has(start)) return;
+  store.asked.add(start);
+  view.model.send({ action: "topk_window", start });
+}
+function receiveTopkBlock(view, msg, buffers = []) {
+  if (!msg || typeof msg !== "object") return false;
+  const reply = (
+    /** @type {Record<string, any>} */
+    msg
+  );
+  if (reply.action !== "topk_window") return false;
+  const store = view.topkStore;
+  if (!store || typeof reply.start !== "number") return true;
+  if (typeof reply.error === "string") {
+    console.warn(`murano_widgets: ${reply.error}`);
+    return true;
+  }
+  const meta = store.meta;
+  const lenses = Array.isArray(meta?.lenses) ? meta.lenses : [];
+  for (const lens of lenses) {
+    const blocks = store.byLens.get(lens.name);
+    const names = (
+      /** @type {string[]} */
+      reply.names
+    );
+    const at = (name) => names.indexOf(`${lens.prefix}${name}`);
+    const t = at("topk_tokens");
+    const p = at("topk_probs");
+    if (!blocks || t < 0 || p < 0) continue;
+    const read = (i) => {
+      const spec = reply.sections[names[i]];
+      const n = spec.shape.reduce((a, b) => a * b, 1);
+      return (
+        /** @type {import("../payload.js").RawArray} */
+        readSection(buffers[i], spec.dtype, n, names[i], LENS_DTYPES)
+      );
+    };
+    blocks.set(reply.start, {
+      start: reply.start,
+      width: reply.stop - reply.start,
+      strings: reply.strings,
+      tokens: read(t),
+      probs: read(p),
+      scale: reply.sections[names[p]].scale
+    });
+  }
+  view.updateTooltip();
+  return true;
+}
+
 // src/view/cell_tip.js
 function makeTooltip(view) {
   const ui = view.ui;
@@ -4538,6 +5383,7 @@ function updateTooltip(view) {
     return;
   }
   const lens = tipGrid(view).data;
+  requestTopkBlock(view, lens, lens.offsets[s2.prompt] + cell.position);
   const details = cellDetails(lens, s2.prompt, cell.layerIndex, cell.position, view.targetIndex());
   const content = tooltipModel(details, { late: view.detailsLate });
   if (view.beside) content.title = `${lensTitle(lens)} · ${content.title}`;
@@ -4653,6 +5499,43 @@ function trajectorySeries(data, prompt, position, mode, metric = "") {
         (i) => cellTargetIndex(data, prompt, i, position, j)
       );
     });
+  }
+  if (!rank) out.push(...groupSeries(data, cells, rowMissing));
+  return out;
+}
+function groupSeries(data, cells, rowMissing) {
+  const n = data.groups.length;
+  const array = data.arrays.group_probs;
+  if (!n || !array) return [];
+  const scale = data.scales.group_probs ?? 1;
+  const note = "probability that the next token is one of the group's tokens";
+  const out = data.groups.map((name, j) => ({
+    key: `group:${j}`,
+    kind: (
+      /** @type {SeriesKind} */
+      "group"
+    ),
+    index: j,
+    label: name,
+    token: null,
+    note,
+    section: "group_probs",
+    loaded: true,
+    values: cells.map((idx, i) => {
+      const v = array[idx * n + j] * scale;
+      return rowMissing[i] || !Number.isFinite(v) ? null : v;
+    })
+  }));
+  if (n > 1) {
+    const values = cells.map((_, i) => {
+      const parts = out.map((line) => line.values[i]);
+      return parts.some((v) => v === null) ? null : parts.reduce((sum, v) => (
+        /** @type {number} */
+        sum + /** @type {number} */
+        v
+      ), 0);
+    });
+    out.push({ key: "group:sum", kind: "group_sum", index: n, label: "sum of groups", token: null, note: "the groups' probabilities added up", section: "group_probs", loaded: true, values });
   }
   return out;
 }
@@ -5800,6 +6683,7 @@ function debugApi(view) {
         metric: s2.metric,
         shownMetric: view.shownMetric,
         target: s2.target,
+        group: s2.group,
         selected: s2.selected,
         hover: s2.hover,
         focus: s2.focus,
@@ -5813,6 +6697,11 @@ function debugApi(view) {
         explain: s2.explain,
         heads: s2.heads
       };
+    },
+    /** The long-trace bar: shown, the pooling, pooled images made, the first position shown. */
+    get overview() {
+      const o = view.overview;
+      return { shown: !o.box.hidden, mode: o.mode, pooled: o.pooled, firstPosition: firstPosition(view), hits: o.hits.length, hitIndex: o.hitIndex, marks: o.image ? o.image.marks.map((m) => ({ column: m.column, kind: m.kind })) : [] };
     },
     /** The live controls: the kernel's state, the latest request, the status line shown. */
     get live() {
@@ -5895,7 +6784,7 @@ function debugApi(view) {
      */
     cellColour(layerIndex, position) {
       if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex(), gridDomain(view));
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.itemIndex(view.shownMetric), gridDomain(view));
       const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -5908,7 +6797,7 @@ function debugApi(view) {
       const beside = view.beside;
       const metric = beside && besideMetric(beside, view.shownMetric);
       if (!beside || !metric) return null;
-      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.targetIndex(), gridDomain(view));
+      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.itemIndex(metric), gridDomain(view));
       const o = ((beside.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -6028,6 +6917,56 @@ function showWhy(ui, model, { message = "", current = -1 } = {}) {
   ui.note.hidden = !model.note;
 }
 
+// src/view/group.js
+function groupMenu() {
+  const groupLabel = (
+    /** @type {HTMLLabelElement} */
+    h("label", "murano-group", { hidden: "" })
+  );
+  groupLabel.append(h("span", "murano-label", {}, "Group"));
+  const groupSelect = (
+    /** @type {HTMLSelectElement} */
+    h("select", "murano-group-select", { "aria-label": "Token group shown" })
+  );
+  groupLabel.append(groupSelect);
+  return { groupLabel, groupSelect };
+}
+function showGroupMenu(ui, data, metric, group) {
+  const spec = metricSpec(data, metric);
+  ui.groupLabel.hidden = !(spec && spec.perGroup && data.groups.length > 0);
+  const key = data.groups.join("\0");
+  if (ui.groupSelect.dataset.key !== key) {
+    ui.groupSelect.replaceChildren(...data.groups.map((name) => h("option", "", { value: name, title: name }, name)));
+    ui.groupSelect.dataset.key = key;
+  }
+  ui.groupSelect.value = group;
+  ui.groupSelect.title = spec && spec.perGroup && group ? metricLabel(data, spec, { target: 0, group: data.groups.indexOf(group) }) : "";
+}
+function setGroup(view, value, sync) {
+  const data = view.data;
+  if (!data) return;
+  if (!sync && typeof value === "string" && value && !data.groups.includes(value)) return;
+  const group = resolveGroup(data, value);
+  if (sync) view.send("group", group);
+  view.ui.groupSelect.value = group;
+  if (group === view.state.group) return;
+  view.store.set({ group });
+  view.refreshMetric();
+  view.updateTooltip();
+  const s2 = view.state;
+  if (s2.focused && s2.focus) view.announce(s2.focus);
+  view.drawTrajectory();
+  view.requestDraw();
+}
+function shownPick(data, state) {
+  if (!data) return { target: 0, group: 0 };
+  return { target: targetIndex(data, state.target), group: Math.max(0, data.groups.indexOf(resolveGroup(data, state.group))) };
+}
+function pickFor(data, name, pick) {
+  const spec = data ? metricSpec(data, name) : void 0;
+  return spec ? pickIndex(spec, pick) : 0;
+}
+
 // src/view/dom.js
 var LAYER_HINT = "highlighted row; its predictions appear under the tokens";
 var READOUT_HINT = "Hover or focus a cell for details; click or Enter pins it. Arrow keys move inside the heatmap.";
@@ -6062,7 +7001,8 @@ function buildDom(el, id) {
   );
   viewLabel.append(viewSelect);
   const colourGroup = h("div", "murano-colour");
-  colourGroup.append(metricLabel2, targetLabel);
+  const { groupLabel, groupSelect } = groupMenu();
+  colourGroup.append(metricLabel2, targetLabel, groupLabel);
   header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel, besideLabel);
   const controls = h("div", "murano-controls");
   const slider = (name, label, accessibleName) => {
@@ -6150,6 +7090,8 @@ function buildDom(el, id) {
     metricSelect,
     targetLabel,
     targetSelect,
+    groupLabel,
+    groupSelect,
     viewLabel,
     viewSelect,
     comp,
@@ -6312,6 +7254,7 @@ function stateForPayload(data, trait, s2, previous, first) {
       layer: layer === null || layer === void 0 ? data.L - 1 : rowOfModelLayer(data.layers, layer),
       metric: resolveMetric(data, trait("metric")),
       target: resolveTarget(data, trait("target")),
+      group: resolveGroup(data, trait("group")),
       selected: trait("selected") ?? null,
       hideTemplate: trait("hide_template") === true,
       view: trait("view") === "components" ? "components" : "layers",
@@ -6324,7 +7267,8 @@ function stateForPayload(data, trait, s2, previous, first) {
     prompt: clampIndex(previous && previous.P !== data.P ? trait("prompt") : s2.prompt, data.P),
     layer: clampIndex(s2.layer, data.L),
     metric: resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s2.metric),
-    target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target)
+    target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s2.target),
+    group: resolveGroup(data, typeof trait("group") === "string" && data.groups.includes(trait("group")) ? trait("group") : s2.group)
   };
 }
 function shownMetricFor(data, shown, requested) {
@@ -6354,6 +7298,7 @@ function reload(view) {
   const wanted = view.loaded ? s2.lens : model.get("lens_name");
   const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
   const previous = view.data;
+  attachTopkBlocks(view, lenses);
   view.lenses = lenses;
   view.data = data;
   store.set({ lens: data.lensName });
@@ -6466,7 +7411,7 @@ function setTarget(view, value, sync) {
   view.requestDraw();
 }
 function targetIndex2(view) {
-  return view.data ? targetIndex(view.data, view.state.target) : 0;
+  return shownPick(view.data, view.state);
 }
 function followTarget(view) {
   const data = view.data;
@@ -6488,6 +7433,7 @@ function refreshMetric(view) {
   else view.requestDetails();
   ui.root.classList.toggle("murano-loading", !available && s2.view !== "components");
   showTargetMenu(ui, data, s2.metric, s2.target);
+  showGroupMenu(ui, data, s2.metric, s2.group);
   if (s2.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
   else showLegend(ui, data, view.shownMetric, s2.metric, targetIndex2(view), gridDomain(view));
   showCaptions(view);
@@ -6495,96 +7441,6 @@ function refreshMetric(view) {
   const note = s2.view === "components" || !view.scaleNote ? "" : view.scaleNote.text;
   ui.legendChange.textContent = note;
   ui.legendChange.hidden = !note;
-}
-
-// src/throttle.js
-function throttle(fn, ms, { now = () => Date.now(), setTimer = setTimeout, clearTimer = clearTimeout } = {}) {
-  let last = -Infinity;
-  let timer = null;
-  let pending = null;
-  const run = () => {
-    timer = null;
-    last = now();
-    const args = pending;
-    pending = null;
-    if (args) fn(...args);
-  };
-  const call = (...args) => {
-    pending = args;
-    const wait = last + ms - now();
-    if (wait <= 0 && timer === null) run();
-    else if (timer === null) timer = setTimer(run, Math.max(0, wait));
-  };
-  call.flush = () => {
-    if (timer !== null) clearTimer(timer);
-    timer = null;
-    if (pending) run();
-  };
-  call.cancel = () => {
-    if (timer !== null) clearTimer(timer);
-    timer = null;
-    pending = null;
-  };
-  return call;
-}
-
-// src/view/navigation.js
-var SYNC_INTERVAL_MS = 100;
-function send(model, name, value) {
-  if (model.get(name) === value) return;
-  model.set(name, value);
-  model.save_changes();
-}
-function syncers(view) {
-  return {
-    syncPrompt: throttle((v) => view.send("prompt", v), SYNC_INTERVAL_MS),
-    syncLayer: throttle((row) => {
-      if (view.data) view.send("layer", view.data.layers[row]);
-    }, SYNC_INTERVAL_MS)
-  };
-}
-function setPrompt(view, value, sync) {
-  const { data, ui, store, components } = view;
-  if (!data) return;
-  const prompt = clampIndex(value, data.P);
-  if (sync === "throttled") view.syncPrompt(prompt);
-  if (prompt === store.state.prompt) {
-    ui.promptUi.input.value = String(prompt);
-    return;
-  }
-  store.set({ prompt, hover: null });
-  view.chartHover = null;
-  view.whyHover = null;
-  components.hover = null;
-  components.focus = null;
-  components.revealPending = true;
-  const s2 = store.state;
-  if (s2.focus) store.set({ focus: view.clampCell(s2.focus) });
-  showControls(ui, data, s2);
-  showPin(ui, data, s2.selected);
-  view.revealPending = true;
-  view.relayout();
-  view.updateTooltip();
-  view.updateWhy();
-  view.live?.promptChanged();
-}
-function setLayer(view, value, sync) {
-  const { data, ui, store } = view;
-  if (!data) return;
-  const row = clampIndex(value, data.L);
-  if (sync === "throttled") view.syncLayer(row);
-  if (row === store.state.layer) {
-    ui.layerUi.input.value = String(row);
-    return;
-  }
-  store.set({ layer: row });
-  showControls(ui, data, store.state);
-  view.relayoutComponents();
-  view.updateWhy();
-  view.requestDraw();
-}
-function setModelLayer(view, layer) {
-  if (view.data) setLayer(view, rowOfModelLayer(view.data.layers, layer), false);
 }
 
 // src/view/redraw.js
@@ -6619,6 +7475,7 @@ function relayout(view) {
     ui.track.style.height = beside ? "" : `${view.layout.height}px`;
   }
   if (view.revealPending) revealPromptEnd(view);
+  applyPendingPosition(view);
   draw(view);
   view.relayoutComponents();
   if (view.state.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
@@ -6632,6 +7489,7 @@ function revealPromptEnd(view) {
   const position = sel && sel.prompt === s2.prompt ? sel.position : view.data ? view.data.lengths[s2.prompt] - 1 : 0;
   const column = Math.max(0, columnOf(layout, view.clampCell({ layerIndex: 0, position }).position));
   scroller.scrollLeft = revealColumn(layout, 0, column);
+  view.overview.ownScroll = scroller.scrollLeft;
   view.revealPending = false;
 }
 function scrollLeft(view) {
@@ -6658,7 +7516,7 @@ function draw(view) {
     prompt: s2.prompt,
     layer: s2.layer,
     metric: view.shownMetric,
-    target: view.targetIndex(),
+    target: view.itemIndex(view.shownMetric),
     loading: s2.metric !== view.shownMetric,
     selected: s2.selected,
     hover: s2.hover,
@@ -6668,6 +7526,7 @@ function draw(view) {
   const scroll = scrollLeft(view);
   debug.visible = view.painter.draw(layout, scene, scroll);
   drawBeside(view, scene, scroll);
+  updateOverview(view);
   const tipCell = tooltipCell(view);
   if (tipCell && !view.tooltip.hidden) placeTooltip2(view, tipCell);
   if (view.state.view === "components") view.components.draw();
@@ -6679,7 +7538,7 @@ function draw(view) {
 
 // src/view/store.js
 function initialState2() {
-  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
+  return { prompt: 0, layer: 0, metric: "", target: "", group: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
 }
 function createStore(state = initialState2()) {
   const subscribers = /* @__PURE__ */ new Set();
@@ -6730,9 +7589,9 @@ function shownColumns(view) {
   const data = view.data;
   return data ? shownPositions(data, view.state.prompt, view.state.hideTemplate) : null;
 }
-function keyboardStart(s2, firstPosition) {
+function keyboardStart(s2, firstPosition2) {
   const sel = s2.selected;
-  return sel && sel.prompt === s2.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s2.layer, position: firstPosition };
+  return sel && sel.prompt === s2.prompt ? { layerIndex: sel.layer_index, position: sel.position } : { layerIndex: s2.layer, position: firstPosition2 };
 }
 function setSelected(view, value, sync) {
   view.store.set({ selected: value });
@@ -6838,6 +7697,7 @@ var LensView = class {
     this.detailsRequested = false;
     this.detailsLate = false;
     this.detailsTimer = 0;
+    this.topkStore = null;
     this.layout = null;
     this.layoutKey = null;
     this.revealPending = true;
@@ -6852,6 +7712,8 @@ var LensView = class {
     this.syncLayer = syncLayer;
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
+    this.overview = makeOverview(this);
+    if (Number(model.get("position")) > 0) this.overview.pendingPosition = Number(model.get("position"));
     this.painter = new Painter(this.ui.canvas, this.ui.root);
     this.besidePainter = new Painter(this.ui.besideCanvas, this.ui.root);
     this.trajectory = makeTrajectory(this, id);
@@ -6862,6 +7724,8 @@ var LensView = class {
       if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
     });
     this.unbind = bindEvents(this);
+    this.onTopkBlock = (msg, buffers) => receiveTopkBlock(this, msg, buffers);
+    model.on("msg:custom", this.onTopkBlock);
     this.live = null;
     this.reload();
     this.live = new LiveView(this, this.ui.live);
@@ -6875,6 +7739,7 @@ var LensView = class {
   }
   destroy() {
     this.unbind();
+    this.model.off("msg:custom", this.onTopkBlock);
     this.unsubscribe();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);
@@ -6885,6 +7750,7 @@ var LensView = class {
     this.frame = 0;
     this.syncPrompt.flush();
     this.syncLayer.flush();
+    this.overview.report.flush();
     this.painter.images.clear();
     this.besidePainter.images.clear();
     this.ui.root.remove();
@@ -6964,8 +7830,16 @@ var LensView = class {
   setTarget(value, sync) {
     setTarget(this, value, sync);
   }
+  /** @param {unknown} value @param {boolean} sync */
+  setGroup(value, sync) {
+    setGroup(this, value, sync);
+  }
   targetIndex() {
     return targetIndex2(this);
+  }
+  /** @param {string} metric @returns {number} the index of the token or group `metric` shows */
+  itemIndex(metric) {
+    return pickFor(this.data, metric, targetIndex2(this));
   }
   followTarget() {
     followTarget(this);

@@ -125,6 +125,8 @@ def reduce_after_trace(
     between = config.kl_between_lenses
     real_rows = plan.reduce_rows.to(next(iter(hidden.values())).device)
     keys = config.rows
+    for lens in lenses:  # a lens that runs the model per cell (a Patchscope) counts them
+        getattr(lens, "start_run", lambda *_: None)(len(real_rows), keys, config.last + 1)
     # Where each shown row's probabilities go in the returned [n_inputs * seq] layout.
     shown_at = torch.nonzero(mask.reshape(-1)).squeeze(1)
     vocab_size = int(config.model.vocab_size)

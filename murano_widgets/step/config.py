@@ -96,13 +96,22 @@ class StepConfig:
         return int(self.model.n_layers) - 1
 
     def replace(self, **changes: Any) -> StepConfig:
-        """A copy with ``changes``: only ``targets`` (checked here) is changed after a step is
-        made (a live widget's tracked tokens)."""
-        unknown = set(changes) - {"targets"}
+        """A copy with ``changes``, checked: only ``targets`` and ``groups`` change after a step
+        is made (a live widget's tracked tokens and word groups, a data set's batch groups).
+
+        Raises:
+            TypeError: For another option.
+            TypeError, ValueError: For bad targets or groups.
+        """
+        unknown = set(changes) - {"targets", "groups"}
         if unknown:
-            raise TypeError(f"only targets change in a made step, got {sorted(unknown)}")
-        targets = changes["targets"]
-        return dataclasses.replace(self, targets=None if not targets else validate_targets(targets))
+            raise TypeError(f"only targets and groups change in a made step, got {sorted(unknown)}")
+        if "targets" in changes:
+            targets = changes["targets"]
+            changes["targets"] = None if not targets else validate_targets(targets)
+        if "groups" in changes:
+            changes["groups"] = check_groups(changes["groups"])
+        return dataclasses.replace(self, **changes)
 
 
 def configure(

@@ -173,14 +173,16 @@ class LogitLens:
             groups=groups,
         )
 
-    def with_targets(self, targets: Sequence[str] | None) -> LogitLens:
-        """The same step tracking ``targets`` instead (checked as ``targets=`` is).
+    def with_options(self, **changes: Any) -> LogitLens:
+        """The same step with other ``targets`` or ``groups`` (checked as the step's own are),
+        sharing the model and lenses; the step itself is left as it is.
 
         Raises:
-            TypeError, ValueError: For bad targets.
+            TypeError: For another option.
+            TypeError, ValueError: For bad targets or groups.
         """
         step = copy.copy(self)
-        step.config = self.config.replace(targets=targets)
+        step.config = self.config.replace(**changes)
         return step
 
     # The options, read from the record (the step's Args say each).

@@ -147,14 +147,12 @@ class Tracked:
 #: the field a row's reduction writes it to: its payload section's (-1 for ids and ranks, else
 #: NaN: :func:`murano_widgets.metrics.missing_value`). The answers' tokens tracked per row
 #: (``row_token_*``, which :func:`~murano_widgets.step.inputs.score` turns into the answer
-#: fields) are filled as those fields are, the token groups' probabilities as a target's.
+#: fields) are filled as those fields are.
 #: (Read from the metric registry, not the result class: ``_adapters`` reads this module, and
 #: the result's ``plot`` reads ``_adapters``.)
 MISSING: dict[str, float] = {name: missing_value(section) for name, section in SECTIONS.items()}
 MISSING.update(
-    row_token_probs=MISSING["answer_token_probs"],
-    row_token_ranks=MISSING["answer_token_ranks"],
-    group_probs=MISSING.get("group_probs", MISSING["target_probs"]),
+    row_token_probs=MISSING["answer_token_probs"], row_token_ranks=MISSING["answer_token_ranks"]
 )
 #: The fields measured against the model's own final distribution: the registry's final-based
 #: metrics (:data:`murano_widgets.metrics.METRICS`).

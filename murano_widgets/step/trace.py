@@ -226,7 +226,9 @@ def reduce_in_trace(
         )
         hidden = row_states(states, config.rows)
         per_lens, final, between = reduce_lenses(
-            lambda k, key: model.project_on_vocab(read_row(lenses[k], key, hidden[key], last + 1)),
+            lambda k, key: model.project_on_vocab(
+                read_in_trace(lenses[k], model, key, hidden[key], last + 1)
+            ),
             n_lenses=len(lenses),
             layers=config.rows,
             final_layer=last,
@@ -303,6 +305,15 @@ def _from_trace(
         else [to_cpu({k: torch.as_tensor(v) for k, v in each.items()}) for each in decomposed]
     )
     return reduced, torch.as_tensor(predictions).cpu(), all_probs, kl_cpu, decomposed_cpu
+
+
+def read_in_trace(lens: Lens, model: Any, key: Any, hidden: Any, n_layers: int) -> Any:
+    """Inside the trace, a lens's reading of a row's states for the final norm; a lens that
+    runs the model to read a state (a Patchscope's ``read_in_trace``) runs it here."""
+    reader = getattr(lens, "read_in_trace", None)
+    if reader is not None:
+        return reader(model, key, hidden, n_layers)
+    return read_row(lens, key, hidden, n_layers)
 
 
 def model_inputs(model: ModelBackend, plan: InputPlan) -> dict[str, torch.Tensor]:

@@ -18,6 +18,7 @@ import numpy as np
 import traitlets
 
 from murano_widgets._checks import check_index, check_model
+from murano_widgets.dataset.group_view import group_metrics
 from murano_widgets.export import base64_sections
 from murano_widgets.lenses import as_lens, named_lenses, title_of
 from murano_widgets.metrics import Metric
@@ -170,7 +171,9 @@ class LensDatasetWidget(ipywidgets.VBox):
             _check_lenses(lens, dataset, self._model)
         reason = self._cannot_open_reason()
         summary = dataset.summary(ci=ci, n_boot=n_boot, seed=seed)
-        metrics = dataset.metrics
+        # Token groups: a chart metric each, and one drawing them all (dataset/group_view.py).
+        each_group, all_groups = group_metrics(dataset.group_names)
+        metrics = [*dataset.metrics, *each_group]
         titles = {entry["name"]: entry["title"] for entry in dataset.provenance.get("lenses", [])}
         sets = []
         for lens_name, _ in dataset._lens_tables():
@@ -200,8 +203,10 @@ class LensDatasetWidget(ipywidgets.VBox):
                 {"name": name, "title": titles.get(name, name)} for name in dataset.lens_names or []
             ],
             "sets": sets,
-            "metrics": [metric.as_json() for metric in metrics],
+            "metrics": [metric.as_json() for metric in [*metrics, *all_groups]],
         }
+        if dataset.group_names:  # absent without groups: such a payload is as it was
+            meta["groups"] = dataset.group_names
         self.chart = DatasetChart(dataset, meta)
         self.heatmap: LogitLensWidget | None = None
         self.opened: tuple[int, str] | None = None

@@ -194,8 +194,10 @@ def show_lens_diff(
 
 
 def _check_metric(value: Any, meta: dict[str, Any], error: type) -> str:
-    check_choice("metric", value, registry.DIFF_METRICS, error)
     info = next((m for m in meta["metrics"] if m["name"] == value), None)
+    if info is not None and "group" in info:  # a token group's change: the payload's own
+        return value
+    check_choice("metric", value, registry.DIFF_METRICS, error)
     if info is None:  # a change that needs what neither run was given: not listed
         needs = registry.DIFF_METRICS[value].needs
         raise error(

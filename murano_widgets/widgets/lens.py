@@ -31,6 +31,7 @@ from murano_widgets.widgets.base import MuranoWidget, WidgetValueError, asset, s
 from murano_widgets.widgets.lens_checks import (
     VIEWS,
     check_explain,
+    check_group,
     check_lens_beside,
     check_lens_name,
     check_live,
@@ -41,6 +42,7 @@ from murano_widgets.widgets.lens_checks import (
     describe_selection,
     kept_target,
 )
+from murano_widgets.widgets.topk_window import answer_topk_window
 
 __all__ = ["METRICS", "VIEWS", "LogitLensWidget", "WidgetValueError"]
 
@@ -68,6 +70,8 @@ class LogitLensWidget(MuranoWidget):
             tracked token's probability, the token ``target``).
         target: The tracked token the ``"target"`` metric shows, one of the result's
             ``targets`` (default the first).
+        group: The token group the ``"group"`` metric shows, one of the result's
+            ``group_names`` (default the first).
         model: Only for ``murano`` results: the model that made it (its tokenizer decodes the
             top-k tokens, its depth says whether the result holds the model's final layer).
         tokenizer: Only for ``murano`` results, instead of ``model``: decodes top-k tokens.
@@ -108,6 +112,9 @@ class LogitLensWidget(MuranoWidget):
             metric shows (the token menu beside the colour menu); ``""`` when none is tracked.
             Tracking a token (:meth:`track`) shows it; untracking it shows the token that
             takes its place in :attr:`targets`.
+        group: The token group (one of the result's ``group_names``) whose probability the
+            ``"group"`` metric shows (the group menu beside the colour menu); ``""`` without
+            groups.
         selected: The pinned cell, or ``None``: a dict with ``prompt``, ``layer_index`` (the
             row), ``layer`` (the model layer), ``address`` (the row's, ``"L3.resid_mid"``, with
             rows after each attention), ``position`` (among the prompt's real tokens),
@@ -118,6 +125,9 @@ class LogitLensWidget(MuranoWidget):
             several lenses ``lens``, that lens's name.
         hide_template: Whether the chat template's own tokens are hidden (synced with the "hide
             chat-template tokens" box; ``True`` is refused for a result without such tokens).
+        position: The first position the grid shows (among the prompt's real tokens): setting
+            it scrolls the grid there (as far as the prompt's end allows); scrolling the grid,
+            dragging the long-trace overview or finding a token sets it (throttled).
         explain: What the "why" panel and the component view explain (synced with the panel's
             menu): ``"top1"``, ``"answer"`` or ``"target:<text>"``. Switching to a lens that
             cannot explain it sets it to ``"top1"``.
@@ -165,8 +175,10 @@ class LogitLensWidget(MuranoWidget):
     layer = traitlets.Int(0).tag(sync=True)
     metric = traitlets.Unicode("prob").tag(sync=True)
     target = traitlets.Unicode("").tag(sync=True)
+    group = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     hide_template = traitlets.Bool(False).tag(sync=True)
+    position = traitlets.Int(0).tag(sync=True)
     lens_name = traitlets.Unicode("").tag(sync=True)
     lens_beside = traitlets.Unicode("").tag(sync=True)
     explain = traitlets.Unicode(EXPLAIN_TOP1).tag(sync=True)
@@ -191,6 +203,7 @@ class LogitLensWidget(MuranoWidget):
         layer: int | None = None,
         metric: str = "prob",
         target: str | None = None,
+        group: str | None = None,
         model: ModelBackend | None = None,
         tokenizer: Any = None,
         n_model_layers: int | None = None,
@@ -224,6 +237,9 @@ class LogitLensWidget(MuranoWidget):
         if target is None:
             target = first.targets[0] if first.targets else ""
         target = check_target(target, first.targets)
+        if group is None:
+            group = first.group_names[0] if first.group_names else ""
+        group = check_group(group, first.group_names)
         metric = check_metric(metric, payload)
         hide_template = check_hide_template(hide_template, first.token_roles, WidgetValueError)
         lens_name = results.names[0] if lens_name is None else check_lens_name(lens_name, results)
@@ -244,6 +260,7 @@ class LogitLensWidget(MuranoWidget):
             prompt=prompt,
             layer=layer,
             target=target,
+            group=group,
             metric=metric,
             hide_template=hide_template,
             lens_name=lens_name,
@@ -254,7 +271,12 @@ class LogitLensWidget(MuranoWidget):
         )
         if session is not None:
             self._live = LiveController(self, session)
-        self.on_msg(lambda _widget, content, _buffers: handle_message(self, self._live, content))
+        self.on_msg(self._on_message)
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        # A long payload's top-k by blocks (answered here, at once); the live actions.
+        if not answer_topk_window(self, content):
+            handle_message(self, self._live, content)
 
     @property
     def _result(self) -> LogitLensResult:
@@ -341,6 +363,20 @@ class LogitLensWidget(MuranoWidget):
         """
         self._live_call("track", text=text, show=show)
 
+    def track_word(self, word: str) -> None:
+        """Tracks ``word`` as a token group, as the widget's "Track a word" box does: the
+        group :meth:`TokenGroup.word(tokenizer, word) <murano_widgets.TokenGroup.word>` (every
+        token that is a prefix of the word, with and without its leading space), named by the
+        word; every prompt runs again with it, and the heatmap shows its probability
+        (``metric`` ``"group"``, ``group`` the word).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            ValueError: For an empty word, or one no token of the vocabulary starts, before
+                any model work.
+        """
+        self._live_call("group", text=word)
+
     def untrack(self, text: str) -> None:
         """Stops tracking ``text`` (every prompt runs again without it).
 
@@ -382,6 +418,23 @@ class LogitLensWidget(MuranoWidget):
             layer=layer,
             position=position,
             source=source,
+        )
+
+    def describe_patchscope(self, *, layer: int, position: int, prompt: int | None = None) -> str:
+        """The cell described in a few words by the Patchscope shown (what the front end's
+        "Describe this cell" shows): :meth:`PatchscopeLens.describe` of block ``layer``'s
+        output at ``position`` of the prompt (default: the one shown), greedy, a set length
+        (:data:`murano_widgets.live.describe.DESCRIBE_TOKENS` tokens).
+
+        Raises:
+            RuntimeError: If the widget is not live.
+            ValueError: If the lens shown is not a Patchscope, or for a bad argument.
+        """
+        return self._live_call(
+            "describe_patchscope",
+            prompt=self.prompt if prompt is None else prompt,
+            layer=layer,
+            position=position,
         )
 
     def clear_patch(self) -> None:
@@ -442,6 +495,8 @@ class LogitLensWidget(MuranoWidget):
             result = self._result
             if self.explain not in explain_choices(result):
                 self.explain = EXPLAIN_TOP1
+            if self.group not in (result.group_names or [""]):
+                self.group = (result.group_names or [""])[0]
             if target is None:
                 self.target = kept_target(self.target, self.targets, result)
             else:
@@ -483,6 +538,13 @@ class LogitLensWidget(MuranoWidget):
             "prompt", proposal["value"], self._result.n_inputs, "prompts", WidgetValueError
         )
 
+    @traitlets.validate("position")
+    def _check_position(self, proposal: dict[str, Any]) -> int:
+        longest = max(self._result.lengths, default=1)
+        return check_index(
+            "position", proposal["value"], longest, "positions at most", WidgetValueError
+        )
+
     @traitlets.validate("layer")
     def _validate_layer(self, proposal: dict[str, Any]) -> int:
         return check_shown_layer(proposal["value"], self._result.layers)
@@ -494,6 +556,10 @@ class LogitLensWidget(MuranoWidget):
     @traitlets.validate("target")
     def _validate_target(self, proposal: dict[str, Any]) -> str:
         return check_target(proposal["value"], self._result.targets)
+
+    @traitlets.validate("group")
+    def _validate_group(self, proposal: dict[str, Any]) -> str:
+        return check_group(proposal["value"], self._result.group_names)
 
     @traitlets.validate("hide_template")
     def _validate_hide_template(self, proposal: dict[str, Any]) -> bool:
@@ -563,14 +629,16 @@ class LogitLensWidget(MuranoWidget):
     def _standalone_state(self) -> dict[str, Any]:
         return {
             "_meta": self._payload.meta,
-            "_sections": base64_sections(self._payload.all_sections()),
+            "_sections": base64_sections(self._payload.every_section()),
             "_details": True,
             "prompt": self.prompt,
             "layer": self.layer,
             "metric": self.metric,
             "target": self.target,
+            "group": self.group,
             "selected": selected_cell(self.selected),
             "hide_template": self.hide_template,
+            "position": self.position,
             "lens_name": self.lens_name,
             "lens_beside": self.lens_beside,
             "explain": self.explain,

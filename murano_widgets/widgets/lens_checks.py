@@ -117,6 +117,19 @@ def check_target(value: Any, targets: list[str] | None, error: type = WidgetValu
     raise error(f"target must be one of the tracked tokens {targets}; got {given}")
 
 
+def check_group(value: Any, groups: list[str] | None, error: type = WidgetValueError) -> str:
+    """One of the result's token groups (``groups={...}``), or ``""`` when it has none."""
+    groups = list(groups or [])
+    if isinstance(value, str) and (value in groups or (value == "" and not groups)):
+        return value
+    given = f"{type(value).__name__} {value!r:.60}" if not isinstance(value, str) else repr(value)
+    if not groups:
+        raise error(
+            f"group must be '' for a result without token groups (groups={{...}}); got {given}"
+        )
+    raise error(f"group must be one of the result's token groups {groups}; got {given}")
+
+
 def kept_target(current: str, before: list[str], result: LogitLensResult) -> str:
     """The token shown after the targets changed: the same one while it is tracked; else the
     one now in its place (the next, or the last), as a removed prompt gives way; ``""`` when

@@ -8,8 +8,9 @@ over). What the front end sends back (``model.set`` + ``save_changes``) is recor
 :class:`Bridge` applies it to the Python widget the way the kernel would (``set_state``), then
 pushes Python's resulting trait changes back into the page. Custom messages (``model.send``, the
 live widget's requests) are recorded in ``window.model.messages`` and handed to
-``window.kernel(content, model)`` when a test puts a fake kernel there; ``model.reply(content)``
-is the kernel's message back (anywidget's ``msg:custom``).
+``window.kernel(content, model)`` when a test puts a fake kernel there; ``model.reply(content,
+buffers)`` is the kernel's message back (anywidget's ``msg:custom``; buffers as :func:`encode`
+writes bytes).
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ SYNCED = (
     "layer",
     "metric",
     "target",
+    "group",
     "selected",
     "hide_template",
+    "position",
     "lens_name",
     "lens_beside",
     "explain",
@@ -127,8 +130,9 @@ function makeModel(state, offset) {
       if (window.kernel) window.kernel(content, model);
     },
     // The kernel's custom message to the front end (anywidget's "msg:custom" event).
-    reply(content) {
-      (listeners.get("msg:custom") || new Set()).forEach((fn) => fn(content, []));
+    reply(content, buffers = []) {
+      const views = buffers.map((b) => revive(b, offset));
+      (listeners.get("msg:custom") || new Set()).forEach((fn) => fn(content, views));
     },
     listenerCount: () => [...listeners.values()].reduce((n, s) => n + s.size, 0),
     // The kernel's side: set a value without it counting as sent by the front end.

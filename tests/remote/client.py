@@ -2,11 +2,14 @@
 
     python client.py lens MODEL_DIR OUT.pt [--top-k K] [--full-probs] [--layers 0,-1]
         [--right-padding] [--answers] [--targets N] [--jacobian] [--named] [--decompose]
+        [--patchscope]
         LogitLens with remote=True, then the same lens locally; both results to OUT.pt.
         --answers scores single- and multi-token answers (with alternatives) and --targets
         tracks N strings at every position. --jacobian reads every layer through a Jacobian
         lens of seeded random matrices (sent to the server with the trace); --named reads through
         the logit lens and that Jacobian lens side by side, with the KL between them.
+        --patchscope reads through the logit lens and two PatchscopeLens side by side (their
+        patched passes run on the server), with the KL between them.
     python client.py patch MODEL_DIR OUT.pt
         patch_lens with remote=True, then the same locally, for a prompt source (longer than
         the prompt), zero ablation and a mean over other prompts, with a multi-token answer and
@@ -77,6 +80,17 @@ def lens(args: argparse.Namespace) -> dict:
         options["lens"] = random_jacobian_lens(model)
     if args.named:
         options["lens"] = {"logit": None, "jacobian": random_jacobian_lens(model)}
+        options["kl_between_lenses"] = True
+    if args.patchscope:
+        from murano_widgets import PatchscopeLens
+
+        # The identity prompt, and one patched at block 0 behind a placeholder string, whose
+        # tokens before the placeholder run once (their key/value cache) on the server.
+        options["lens"] = {
+            "logit": None,
+            "patchscope": PatchscopeLens(),
+            "at0": PatchscopeLens("Paris is in France. X is in", placeholder="X", target_layer=0),
+        }
         options["kl_between_lenses"] = True
     answers = ANSWERS if args.answers else None
     foils = None
@@ -352,6 +366,33 @@ def dataset(args: argparse.Namespace) -> dict:
     return summary
 
 
+def dataset_groups(args: argparse.Namespace) -> dict:
+    """Token groups (one for every prompt, one per prompt) and the logit difference in a remote
+    data set: two jobs, then the same data set locally."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from murano_widgets import lens_dataset
+
+    model = connect(args.model)
+    pairs = list(demo_pairs(12))
+    prompts, answers = [p for p, _ in pairs], [a for _, a in pairs]
+    options = {
+        "groups": {"the": "the", "answer": [a.strip() for a in answers]},
+        "foils": [" the"] * len(prompts),
+        "batch_size": 6,
+        "progress": False,
+    }
+    out = Path(args.out)
+    remote = lens_dataset(model, prompts, answers, remote=True, **options)
+    local = lens_dataset(model, prompts, answers, **options)
+    for name, data in (("remote", remote), ("local", local)):
+        arrays = {f"group_{g}": data.group_probs[g] for g in data.group_names}
+        np.savez(out / f"{name}.npz", logit_diff=data.logit_diff, **arrays)
+    return {"n_batches": remote.provenance["n_batches"], "groups": remote.group_names}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -366,6 +407,7 @@ def main() -> None:
     run.add_argument("--targets", type=int, default=0)
     run.add_argument("--jacobian", action="store_true")
     run.add_argument("--named", action="store_true")
+    run.add_argument("--patchscope", action="store_true")
     run.add_argument("--decompose", action="store_true")
     patching = sub.add_parser("patch")
     patching.add_argument("model")
@@ -381,7 +423,17 @@ def main() -> None:
     data.add_argument("--prompts", type=int, default=700)
     data.add_argument("--batch-tokens", type=int, default=512)
     args = parser.parse_args()
-    commands = {"lens": lens, "patch": patch, "live": live, "fail": fail, "dataset": dataset}
+    grouped = sub.add_parser("dataset_groups")
+    grouped.add_argument("model")
+    grouped.add_argument("out")
+    commands = {
+        "lens": lens,
+        "patch": patch,
+        "live": live,
+        "fail": fail,
+        "dataset": dataset,
+        "dataset_groups": dataset_groups,
+    }
     print(json.dumps(commands[args.command](args)))
 
 

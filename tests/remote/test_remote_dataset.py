@@ -50,3 +50,15 @@ def test_a_remote_data_set_resumes_retries_and_equals_the_local_one(
     # Two in flight (the default): the bar counted them by state at least once.
     assert "NDIF jobs: " in bar, bar[-2000:]
     assert "prompts/s" in bar and "time left unknown" in bar
+
+
+def test_a_remote_data_set_keeps_token_groups_and_the_logit_difference(
+    ndif, tiny_model_dirs, tmp_path
+):
+    summary, _ = ndif.client_json("dataset_groups", str(tiny_model_dirs["llama"]), str(tmp_path))
+    assert summary["n_batches"] == 2 and summary["groups"] == ["the", "answer"]
+    remote, local = (dict(np.load(tmp_path / f"{name}.npz")) for name in ("remote", "local"))
+    assert set(remote) == {"logit_diff", "group_the", "group_answer"}
+    for key, value in remote.items():
+        assert np.isfinite(value).all(), key
+        np.testing.assert_allclose(value, local[key], rtol=1e-4, atol=1e-6, err_msg=key)

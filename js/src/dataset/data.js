@@ -59,7 +59,68 @@ export const DATASET_DTYPES = Object.freeze(["float32", "int32"]);
  * @property {boolean} canOpen whether a prompt's heatmap can be opened
  * @property {string} reason why not, when it cannot
  * @property {DatasetMetric[]} metrics every metric, in the readout's order
+ * @property {string[]} groups the token groups' names ([] without groups): each is a metric
+ *   ("group:<name>", its summary columns "group_<name>_mean", ...), and GROUPS_METRIC draws all
  */
+
+/** The chart's metric that draws every token group at once (Python's `ALL_GROUPS`). */
+export const GROUPS_METRIC = "groups";
+
+/**
+ * @typedef {object} Curve One line of the chart, with its band.
+ * @property {string} label the legend's text
+ * @property {string} colour
+ * @property {string} dash
+ * @property {(number | null)[]} mean
+ * @property {(number | null)[]} low
+ * @property {(number | null)[]} high
+ * @property {string} set the answer set's name (data-set on the line)
+ * @property {string} lens the lens's name, "" for one lens (data-lens)
+ * @property {string} group the group's name, "" for a series' curve (data-group)
+ */
+
+/**
+ * The chart's curves for `metric`: one per series (answer set, lens) in its look; for
+ * GROUPS_METRIC, one per token group (its colour) of the listed answer set `setName` under each
+ * lens (the lens's dash), from that series' `group_<name>_*` columns: Wendler's figure.
+ * @param {Dataset} dataset
+ * @param {DatasetMetric} metric
+ * @param {unknown} setName the `answer_set` trait
+ * @returns {Curve[]}
+ */
+export function chartCurves(dataset, metric, setName) {
+  if (metric.name !== GROUPS_METRIC) {
+    const [low, high] = metric.interval || [metric.field, metric.field];
+    return dataset.sets.map((set, i) => {
+      const look = datasetSeriesLook(dataset, i);
+      const s = set.summary;
+      return { label: `${set.label} (n=${set.nPrompts})`, colour: look.colour, dash: look.dash, mean: s[metric.field] || [], low: s[low] || [], high: s[high] || [], set: set.name, lens: set.lens ?? "", group: "" };
+    });
+  }
+  const named = dataset.sets.filter((set) => set.name === setName);
+  const series = named.length ? named : dataset.sets.filter((set) => set.name === dataset.sets[0]?.name);
+  /** @type {Curve[]} */
+  const curves = [];
+  series.forEach((set, lensIndex) => {
+    dataset.groups.forEach((group, k) => {
+      const look = seriesLook(k);
+      const s = set.summary;
+      const lensText = set.lens === null ? "" : ` · ${set.label.split(" · ").slice(1).join(" · ")}`;
+      curves.push({
+        label: `${group}${lensText}`,
+        colour: look.colour,
+        dash: set.lens === null ? look.dash : SERIES_DASHES[lensIndex % SERIES_DASHES.length],
+        mean: s[`group_${group}_mean`] || [],
+        low: s[`group_${group}_ci_low`] || [],
+        high: s[`group_${group}_ci_high`] || [],
+        set: set.name,
+        lens: set.lens ?? "",
+        group,
+      });
+    });
+  });
+  return curves;
+}
 
 /**
  * The metrics the chart can draw: those with an interval.
@@ -123,6 +184,7 @@ export function decodeDataset(meta, data) {
       unit: String(m.unit),
       interval: Array.isArray(m.interval) ? [String(m.interval[0]), String(m.interval[1])] : null,
     })),
+    groups: Array.isArray(meta.groups) ? meta.groups.map(String) : [],
   };
 }
 
@@ -218,7 +280,8 @@ export function layerReadout(dataset, layerIndex) {
       const s = set.summary;
       /** @param {string} column */
       const at = (column) => s[column]?.[layerIndex] ?? null;
-      const cells = dataset.metrics.map((m) => {
+      // The all-groups metric has no value of its own: each group's metric has a row.
+      const cells = dataset.metrics.filter((m) => m.name !== GROUPS_METRIC).map((m) => {
         /** @type {[string, string]} */
         const cell = m.interval ? [`${m.short} (${ci})`, formatInterval(at(m.field), at(m.interval[0]), at(m.interval[1]), m.unit)] : [m.short, formatValue(at(m.field), m.unit)];
         return cell;

@@ -12,7 +12,7 @@ import { lensMenuText } from "../shared/lens_names.js";
 import { keepControlKeys } from "../shared/keys.js";
 import { formatProb, formatRank } from "../format.js";
 import { bandPath, chartScale, datasetCurveGeometry, labelColumns, linePath } from "./chart.js";
-import { chartMetric, chartMetrics, datasetSeriesLook, decodeDataset, findSet, layerReadout, promptOrder } from "./data.js";
+import { chartCurves, chartMetric, chartMetrics, datasetSeriesLook, decodeDataset, findSet, layerReadout, promptOrder } from "./data.js";
 
 /** @typedef {import("../local_model.js").WidgetModel} WidgetModel */
 
@@ -44,7 +44,7 @@ export class DatasetView {
     /** @type {[string, () => void][]} */
     this.listeners = [
       ["change:layer", () => { this.shown = PAGE; this.drawChart(); this.drawReadout(); this.drawPrompts(); }],
-      ["change:answer_set", () => { this.shown = PAGE; this.drawPrompts(); }],
+      ["change:answer_set", () => { this.shown = PAGE; this.drawChart(); this.drawPrompts(); }],
       ["change:lens_name", () => { this.shown = PAGE; this.drawPrompts(); }],
       ["change:order", () => { this.shown = PAGE; this.drawPrompts(); }],
       ["change:metric", () => this.drawChart()],
@@ -102,12 +102,8 @@ export class DatasetView {
     svg.addEventListener("blur", () => this.setHover(null));
     root.append(svg);
 
+    // Filled by drawChart: its curves (the series, or the token groups) name the legend.
     const legend = h("div", "murano-ds-legend");
-    d.sets.forEach((set, i) => {
-      const item = h("span", "murano-ds-legend-item");
-      item.append(swatch(datasetSeriesLook(d, i)), h("span", "", {}, `${set.label} (n=${set.nPrompts})`));
-      legend.append(item);
-    });
     root.append(legend);
 
     const readout = h("div", "murano-ds-readout", { "aria-live": "polite" });
@@ -192,7 +188,7 @@ export class DatasetView {
   drawChart() {
     const d = this.dataset;
     const metric = chartMetric(d, this.model.get("metric"));
-    const [low, high] = metric.interval || [metric.field, metric.field];
+    const curves = chartCurves(d, metric, this.model.get("answer_set"));
     // The value axis follows the metric: 0-100 % for a fraction, a round top for bits or ranks.
     const scale = chartScale(metric, d.sets.map((set) => /** @type {Record<string, (number | null)[]>} */ (/** @type {unknown} */ (set.summary))));
     const g = (this.geometry = datasetCurveGeometry(WIDTH, HEIGHT, d.layers.length, {}, scale.high));
@@ -214,21 +210,26 @@ export class DatasetView {
     if (this.hover !== null) {
       this.ui.svg.append(s("line", { class: "murano-ds-hover", x1: g.x(this.hover), x2: g.x(this.hover), y1: g.top, y2: g.bottom }));
     }
-    d.sets.forEach((set, i) => {
-      const summary = /** @type {Record<string, (number | null)[]>} */ (/** @type {unknown} */ (set.summary));
-      // Set i in the palette's colour i (band, line and dots take it as currentColor); with
-      // several lenses, the lens's colour and the set's dash.
-      const look = datasetSeriesLook(d, i);
-      const group = s("g", { class: "murano-ds-series", style: `color: ${look.colour}`, "data-series": i });
-      const means = summary[metric.field] || [];
-      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, summary[low] || [], summary[high] || []) }));
-      group.append(s("path", { class: "murano-ds-line", d: linePath(g, means), "stroke-dasharray": look.dash || "none", "data-set": set.name, "data-lens": set.lens ?? "" }));
-      means.forEach((v, j) => {
+    curves.forEach((curve, i) => {
+      // Curve i in its colour (band, line and dots take it as currentColor): set i in the
+      // palette's colour i; with several lenses, the lens's colour and the set's dash; a token
+      // group (the all-groups metric) in the group's colour and the lens's dash.
+      const group = s("g", { class: "murano-ds-series", style: `color: ${curve.colour}`, "data-series": i });
+      group.append(s("path", { class: "murano-ds-band", d: bandPath(g, curve.low, curve.high) }));
+      group.append(s("path", { class: "murano-ds-line", d: linePath(g, curve.mean), "stroke-dasharray": curve.dash || "none", "data-set": curve.set, "data-lens": curve.lens, "data-group": curve.group }));
+      curve.mean.forEach((v, j) => {
         if (v === null || !Number.isFinite(v)) return;
         group.append(s("circle", { class: "murano-ds-dot", cx: g.x(j), cy: g.y(v), r: j === this.hover ? 4 : 2.5 }));
       });
       this.ui.svg.append(group);
     });
+    this.ui.legend.replaceChildren(
+      ...curves.map((curve) => {
+        const item = h("span", "murano-ds-legend-item");
+        item.append(swatch({ colour: curve.colour, dash: curve.dash }), h("span", "", {}, curve.label));
+        return item;
+      }),
+    );
   }
 
   drawReadout() {

@@ -29,7 +29,7 @@ export const REPLY_TIMEOUT_MS = 60000;
 export const NO_KERNEL_TEXT = "Editing needs a running kernel: run the notebook to type prompts, track tokens or patch.";
 
 /** The requests the front end sends (besides `hello`). */
-export const ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch"]);
+export const ACTIONS = Object.freeze(["add_prompt", "remove_prompt", "track", "untrack", "patch", "clear_patch", "describe_patchscope", "group"]);
 
 /** The replies that end a request. */
 export const REPLIES = Object.freeze(["done", "error", "superseded"]);
@@ -240,6 +240,10 @@ export function describeRequest(action, fields, phase) {
       return running ? `Patching ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}, with ${patchWith(fields.source)}…` : "Patched.";
     case "clear_patch":
       return running ? "Clearing the patch…" : "Patch cleared.";
+    case "describe_patchscope":
+      return running ? `Describing ${promptName(Number(fields.prompt))}: block ${fields.layer}'s output at position ${fields.position}…` : "Described.";
+    case "group":
+      return running ? `Tracking the word ${quoted} as a group…` : `Tracking the word ${quoted} as a group.`;
     default:
       return running ? "Working…" : "Done.";
   }

@@ -18,6 +18,7 @@ import { formatProb, promptName } from "../format.js";
 import { rowLabel } from "../rows.js";
 import { h } from "../shared/dom.js";
 import { displayToken, truncateText } from "../tokens.js";
+import { DescribeControl } from "./describe.js";
 import { isPatch, patchModel, patchSources, patchSummary, patchTarget, sourceOf } from "./patch.js";
 import { pickerColumn, pickerTokens } from "./picker.js";
 import { controlsShown, dismiss, hello, initialState, nextDeadline, noKernel, receive, request, statusLine, tick } from "./protocol.js";
@@ -34,6 +35,7 @@ import { controlsShown, dismiss, hello, initialState, nextDeadline, noKernel, re
  * @property {HTMLInputElement} promptInput
  * @property {HTMLButtonElement} removeButton
  * @property {HTMLInputElement} trackInput
+ * @property {HTMLInputElement} groupInput a word to track as a token group
  * @property {HTMLButtonElement} pickerButton
  * @property {HTMLUListElement} chips
  * @property {HTMLDivElement} picker
@@ -89,7 +91,12 @@ export function buildLive(id) {
   const pickerId = `${id}-picker`;
   const pickerButton = h("button", "murano-live-button murano-picker-toggle", { type: "button", "aria-expanded": "false", "aria-controls": pickerId }, "Pick a token…");
   const chips = h("ul", "murano-chips", { "aria-label": "Tracked tokens" });
-  trackRow.append(trackInput, pickerButton, chips);
+  // A word as a token group (Python's TokenGroup.word: every token that is a prefix of it, with
+  // and without its leading space), shown at once by the group metric.
+  const groupInput = textBox("murano-live-group", "Track a word", {
+    title: "A word: every token that starts it, with and without a leading space, summed into one group",
+  });
+  trackRow.append(trackInput, pickerButton, chips, groupInput);
 
   const picker = h("div", "murano-picker", { id: pickerId, hidden: "" });
   const pickerHead = h("div", "murano-picker-head");
@@ -140,7 +147,7 @@ export function buildLive(id) {
   patchPanel.append(patchHead, patchDiff);
 
   return {
-    panel, controls, promptInput, removeButton, trackInput, pickerButton, chips, picker, pickerHead, pickerList, pinPanel, pinRow, pinTokens,
+    panel, controls, promptInput, removeButton, trackInput, groupInput, pickerButton, chips, picker, pickerHead, pickerList, pinPanel, pinRow, pinTokens,
     patchRow, patchWhere, patchSource, patchRun, patchReason, line, status, statusText, error, errorText, dismissButton, noKernel,
     patchPanel, patchTitle, patchAnswer, patchClear, patchDiff,
   };
@@ -184,6 +191,7 @@ export class LiveView {
     /** @type {DiffView | null} */
     this.diff = null;
     this.abort = new AbortController();
+    this.describe = new DescribeControl(this, ui.pinPanel);
     this.bind();
     this.startHello();
     this.render();
@@ -255,6 +263,7 @@ export class LiveView {
       if (sent.id === reply.id && reply.action === "done" && sent.box.value === sent.text) sent.box.value = "";
     }
     this.sentTexts = this.sentTexts.filter((sent) => sent.id !== reply.id);
+    this.describe.onMessage(msg);
     this.schedule();
     this.render();
   }
@@ -404,7 +413,8 @@ export class LiveView {
       this.showPatchControl();
       if (this.pickerOpen) this.showPicker();
     }
-    ui.pinPanel.hidden = !offered || (ui.pinRow.hidden && ui.patchRow.hidden);
+    this.describe.render(offered, this.lens.data, this.lens.state.selected);
+    ui.pinPanel.hidden = !offered || (ui.pinRow.hidden && ui.patchRow.hidden && this.describe.ui.row.hidden);
     this.showPatch(offered);
   }
 
@@ -615,6 +625,14 @@ export class LiveView {
       const id = this.track(text);
       if (id >= 0) this.sentTexts.push({ id, box: ui.trackInput, text });
     });
+    on(ui.groupInput, "keydown", (/** @type {KeyboardEvent} */ event) => {
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      event.preventDefault();
+      const text = ui.groupInput.value;
+      if (!text.trim()) return;
+      const id = this.ask("group", { text });
+      if (id >= 0) this.sentTexts.push({ id, box: ui.groupInput, text });
+    });
     on(ui.removeButton, "click", () => this.removePrompt());
     on(ui.pickerButton, "click", () => this.togglePicker());
     on(ui.chips, "click", (event) => {
@@ -630,6 +648,7 @@ export class LiveView {
       if (button) this.track(button.dataset.token || "");
     });
     on(ui.patchRun, "click", () => this.runPatch());
+    on(this.describe.ui.button, "click", () => this.describe.run());
     on(ui.patchClear, "click", () => this.ask("clear_patch", {}));
     on(ui.dismissButton, "click", () => {
       this.state = dismiss(this.state);

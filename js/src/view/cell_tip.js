@@ -11,6 +11,7 @@ import { cellRect, columnOf } from "../layout.js";
 import { isSelected } from "../state.js";
 import { lensTitle } from "./controls.js";
 import { TooltipView } from "./tooltip.js";
+import { requestTopkBlock } from "./topk_blocks.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -86,6 +87,7 @@ export function updateTooltip(view) {
   }
   // The cell under the pointer in the grid beside: its lens's details.
   const lens = tipGrid(view).data;
+  requestTopkBlock(view, lens, lens.offsets[s.prompt] + cell.position);
   const details = cellDetails(lens, s.prompt, cell.layerIndex, cell.position, view.targetIndex());
   const content = tooltipModel(details, { late: view.detailsLate });
   // Two grids: the title says which lens's cell this is.

@@ -160,7 +160,8 @@ export function showTargetMenu(ui, data, metric, target) {
  * @param {LensData} data
  * @param {string} shown
  * @param {string} requested
- * @param {number} [target] the tracked token's index, for a per-target metric
+ * @param {import("../metrics.js").Pick} [target] the tracked token's index, for a per-target
+ *   metric (the group's, for a per-group one)
  * @param {{min: number, max: number, log: boolean} | null} [domain] the scale's domain when
  *   not the metric's own (two grids share one)
  */

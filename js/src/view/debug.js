@@ -8,6 +8,7 @@ import { cellDetails } from "../details.js";
 import { cellRect, columnOf } from "../layout.js";
 import { besideMetric } from "../side_by_side.js";
 import { gridDomain } from "./beside.js";
+import { firstPosition } from "./overview.js";
 
 /** @typedef {import("./view.js").LensView} LensView */
 
@@ -43,6 +44,7 @@ export function debugApi(view) {
         metric: s.metric,
         shownMetric: view.shownMetric,
         target: s.target,
+        group: s.group,
         selected: s.selected,
         hover: s.hover,
         focus: s.focus,
@@ -56,6 +58,11 @@ export function debugApi(view) {
         explain: s.explain,
         heads: s.heads,
       };
+    },
+    /** The long-trace bar: shown, the pooling, pooled images made, the first position shown. */
+    get overview() {
+      const o = view.overview;
+      return { shown: !o.box.hidden, mode: o.mode, pooled: o.pooled, firstPosition: firstPosition(view), hits: o.hits.length, hitIndex: o.hitIndex, marks: o.image ? o.image.marks.map((m) => ({ column: m.column, kind: m.kind })) : [] };
     },
     /** The live controls: the kernel's state, the latest request, the status line shown. */
     get live() {
@@ -138,7 +145,7 @@ export function debugApi(view) {
      */
     cellColour(layerIndex, position) {
       if (!view.data) return null;
-      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.targetIndex(), gridDomain(view));
+      const image = view.painter.colourCanvas(view.state.prompt, view.shownMetric, null, view.itemIndex(view.shownMetric), gridDomain(view));
       const o = ((view.data.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },
@@ -151,7 +158,7 @@ export function debugApi(view) {
       const beside = view.beside;
       const metric = beside && besideMetric(beside, view.shownMetric);
       if (!beside || !metric) return null;
-      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.targetIndex(), gridDomain(view));
+      const image = view.besidePainter.colourCanvas(view.state.prompt, metric, null, view.itemIndex(metric), gridDomain(view));
       const o = ((beside.L - 1 - layerIndex) * image.width + position) * 4;
       return Array.from(image.data.slice(o, o + 4));
     },

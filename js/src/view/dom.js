@@ -5,6 +5,7 @@ import { h } from "../shared/dom.js";
 import { buildLive } from "../live/view.js";
 import { buildComponents } from "./components.js";
 import { buildWhy } from "./why.js";
+import { groupMenu } from "./group.js";
 
 /**
  * @typedef {object} SliderUi
@@ -27,6 +28,9 @@ import { buildWhy } from "./why.js";
  * @property {HTMLLabelElement} targetLabel the tracked-token menu's label (shown with a per-target
  *   metric)
  * @property {HTMLSelectElement} targetSelect which tracked token a per-target metric shows
+ * @property {HTMLLabelElement} groupLabel the token-group menu's label (shown with a per-group
+ *   metric)
+ * @property {HTMLSelectElement} groupSelect which token group a per-group metric shows
  * @property {HTMLLabelElement} viewLabel the view menu's label (hidden without attribution)
  * @property {HTMLSelectElement} viewSelect the heatmap of layers, or of components
  * @property {import("./components.js").ComponentUi} comp the component view's elements
@@ -117,7 +121,8 @@ export function buildDom(el, id) {
   // token menu, shown once a token is tracked, narrows the colour menu rather than wrapping the
   // header onto another line (which would move the heatmap under the pointer).
   const colourGroup = h("div", "murano-colour");
-  colourGroup.append(metricLabel, targetLabel);
+  const { groupLabel, groupSelect } = groupMenu();
+  colourGroup.append(metricLabel, targetLabel, groupLabel);
   header.append(titleEl, modelEl, dimsEl, colourGroup, viewLabel, lensLabel, besideLabel);
 
   const controls = h("div", "murano-controls");
@@ -205,7 +210,7 @@ export function buildDom(el, id) {
   root.append(header, controls, live.panel, main, live.pinPanel, live.patchPanel, why.panel, errorEl, tooltip);
   el.append(root);
   return {
-    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, besideLabel, besideSelect, gridCaption, besideCaption, besideCanvas, metricSelect, targetLabel, targetSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, left, body, trajPanel, scroller, track, canvas, tooltip,
+    root, titleEl, modelEl, dimsEl, lensLabel, lensSelect, besideLabel, besideSelect, gridCaption, besideCaption, besideCanvas, metricSelect, targetLabel, targetSelect, groupLabel, groupSelect, viewLabel, viewSelect, comp, why, compKey, promptUi, layerUi, main, left, body, trajPanel, scroller, track, canvas, tooltip,
     legendTitle, legendBar, legendTicks, legendChange, missingKey, settledKey, answerKey, generatedKey, roleKeys, hideTemplateLabel, hideTemplate,
     pinEl, pinText, unpinButton, readout, errorEl, live,
   };

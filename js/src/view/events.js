@@ -10,6 +10,7 @@ import { bindGrid, onGridKey } from "../shared/grid_events.js";
 import { keepControlKeys } from "../shared/keys.js";
 import { watchTheme } from "../theme.js";
 import { besideGrid } from "./beside.js";
+import { bindOverview, onGridScroll, positionChanged } from "./overview.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -113,6 +114,7 @@ export function bindEvents(view) {
   on(ui.layerUi.input, "change", () => view.syncLayer.flush());
   on(ui.metricSelect, "change", () => view.setMetric(ui.metricSelect.value, true));
   on(ui.targetSelect, "change", () => view.setTarget(ui.targetSelect.value, true));
+  on(ui.groupSelect, "change", () => view.setGroup(ui.groupSelect.value, true));
   on(ui.lensSelect, "change", () => view.setLens(ui.lensSelect.value, true));
   on(ui.besideSelect, "change", () => view.setBeside(ui.besideSelect.value, true));
   on(ui.viewSelect, "change", () => view.setView(ui.viewSelect.value, true));
@@ -126,8 +128,10 @@ export function bindEvents(view) {
   });
   on(ui.scroller, "scroll", () => {
     if (view.state.hover) view.setHover(null);
-    view.requestDraw();
+    // The view's own scroll (the overview, a jump) was drawn as it was made.
+    if (!onGridScroll(view)) view.requestDraw();
   }, { passive: true });
+  bindOverview(view, signal);
   bindGrid(ui.canvas, heatmapGrid(view), signal);
   bindGrid(ui.besideCanvas, besideGrid(view), signal);
   keepControlKeys(ui.root, signal);
@@ -145,12 +149,14 @@ export function bindEvents(view) {
     "change:layer": () => { view.syncLayer.cancel(); view.setModelLayer(model.get("layer")); },
     "change:metric": () => view.setMetric(model.get("metric"), false),
     "change:target": () => view.setTarget(model.get("target"), false),
+    "change:group": () => view.setGroup(model.get("group"), false),
     "change:lens_name": () => view.setLens(model.get("lens_name"), false),
     "change:lens_beside": () => view.setBeside(model.get("lens_beside") ?? "", false),
     "change:view": () => view.setView(model.get("view"), false),
     "change:explain": () => view.setExplain(model.get("explain"), false),
     "change:selected": () => view.setSelected(model.get("selected") ?? null, false),
     "change:hide_template": () => view.setHideTemplate(model.get("hide_template") === true, false),
+    "change:position": () => positionChanged(view),
     "change:_sections": () => view.reload(),
     "change:_meta": () => view.reload(),
   };

@@ -6,8 +6,9 @@
  */
 
 import { hasAttribution } from "../attribution.js";
-import { metricAvailable, metricOffered, resolveMetric, resolveTarget, scaleChange } from "../metrics.js";
+import { metricAvailable, metricOffered, resolveGroup, resolveMetric, resolveTarget, scaleChange } from "../metrics.js";
 import { decodeLenses, rowOfModelLayer } from "../payload.js";
+import { attachTopkBlocks } from "./topk_blocks.js";
 import { clampIndex } from "../state.js";
 import { besideAfterSwitch } from "../side_by_side.js";
 import { showBeside } from "./beside.js";
@@ -41,6 +42,7 @@ export function stateForPayload(data, trait, s, previous, first) {
       layer: layer === null || layer === undefined ? data.L - 1 : rowOfModelLayer(data.layers, layer),
       metric: resolveMetric(data, trait("metric")),
       target: resolveTarget(data, trait("target")),
+      group: resolveGroup(data, trait("group")),
       selected: trait("selected") ?? null,
       hideTemplate: trait("hide_template") === true,
       view: trait("view") === "components" ? "components" : "layers",
@@ -59,6 +61,7 @@ export function stateForPayload(data, trait, s, previous, first) {
     layer: clampIndex(s.layer, data.L),
     metric: resolveMetric(data, typeof metric === "string" && metricOffered(data, metric) ? metric : s.metric),
     target: resolveTarget(data, typeof target === "string" && data.targets.includes(target) ? target : s.target),
+    group: resolveGroup(data, typeof trait("group") === "string" && data.groups.includes(trait("group")) ? trait("group") : s.group),
   };
 }
 
@@ -105,6 +108,7 @@ export function reload(view) {
   const wanted = view.loaded ? s.lens : model.get("lens_name");
   const data = lenses.find((lens) => lens.lensName === wanted) || lenses[0];
   const previous = view.data;
+  attachTopkBlocks(view, lenses);
   view.lenses = lenses;
   view.data = data;
   store.set({ lens: data.lensName });

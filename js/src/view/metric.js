@@ -6,9 +6,10 @@
  * the chart's line that follows the token shown.
  */
 
-import { metricAvailable, metricSpec, resolveMetric, resolveTarget, targetIndex as targetIndexOf } from "../metrics.js";
+import { metricAvailable, metricSpec, resolveMetric, resolveTarget } from "../metrics.js";
 import { showComponentLegend, showLegend, showTargetMenu } from "./controls.js";
 import { gridDomain, showCaptions } from "./beside.js";
+import { showGroupMenu, shownPick } from "./group.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -71,11 +72,13 @@ export function setTarget(view, value, sync) {
 }
 
 /**
- * The index of the tracked token shown, among the data's targets.
+ * The tracked token and the token group shown, as their indices among the data's targets and
+ * groups (a per-target metric reads the first, a per-group one the second).
  * @param {LensView} view
+ * @returns {import("../metrics.js").Pick}
  */
 export function targetIndex(view) {
-  return view.data ? targetIndexOf(view.data, view.state.target) : 0;
+  return shownPick(view.data, view.state);
 }
 
 /**
@@ -110,6 +113,7 @@ export function refreshMetric(view) {
   else view.requestDetails();
   ui.root.classList.toggle("murano-loading", !available && s.view !== "components");
   showTargetMenu(ui, data, s.metric, s.target);
+  showGroupMenu(ui, data, s.metric, s.group);
   if (s.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
   else showLegend(ui, data, view.shownMetric, s.metric, targetIndex(view), gridDomain(view));
   showCaptions(view);

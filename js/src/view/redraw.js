@@ -12,6 +12,7 @@ import { placeTooltip, tooltipCell } from "./cell_tip.js";
 import { drawTrajectory, placeChart } from "./chart.js";
 import { showComponentLegend } from "./controls.js";
 import { besideLayout, drawBeside, gridDomain } from "./beside.js";
+import { applyPendingPosition, updateOverview } from "./overview.js";
 
 /**
  * @typedef {import("./view.js").LensView} LensView
@@ -56,6 +57,7 @@ export function relayout(view) {
     ui.track.style.height = beside ? "" : `${view.layout.height}px`;
   }
   if (view.revealPending) revealPromptEnd(view);
+  applyPendingPosition(view);
   draw(view);
   view.relayoutComponents();
   if (view.state.view === "components") showComponentLegend(ui, view.components.currentGrid(), data.logitSoftcap !== null);
@@ -77,6 +79,7 @@ function revealPromptEnd(view) {
   const position = sel && sel.prompt === s.prompt ? sel.position : view.data ? view.data.lengths[s.prompt] - 1 : 0;
   const column = Math.max(0, columnOf(layout, view.clampCell({ layerIndex: 0, position }).position));
   scroller.scrollLeft = revealColumn(layout, 0, column);
+  view.overview.ownScroll = scroller.scrollLeft; // the view's own scroll: not the user's position
   view.revealPending = false;
 }
 
@@ -119,7 +122,7 @@ export function draw(view) {
     prompt: s.prompt,
     layer: s.layer,
     metric: view.shownMetric,
-    target: view.targetIndex(),
+    target: view.itemIndex(view.shownMetric),
     loading: s.metric !== view.shownMetric,
     selected: s.selected,
     hover: s.hover,
@@ -130,6 +133,7 @@ export function draw(view) {
   debug.visible = view.painter.draw(layout, scene, scroll);
   // The grid beside: the same cursor, row and scale, its own lens.
   drawBeside(view, scene, scroll);
+  updateOverview(view);
   const tipCell = tooltipCell(view);
   if (tipCell && !view.tooltip.hidden) placeTooltip(view, tipCell);
   if (view.state.view === "components") view.components.draw();

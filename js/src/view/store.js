@@ -16,6 +16,8 @@
  * @property {string} metric the requested metric
  * @property {string} target the tracked token a per-target metric shows (the `target` trait; ""
  *   when none is tracked)
+ * @property {string} group the token group a per-group metric shows (the `group` trait; "" without
+ *   groups)
  * @property {Selected | null} selected
  * @property {Cell | null} hover
  * @property {Cell | null} focus
@@ -46,7 +48,7 @@
  * @returns {ViewState}
  */
 export function initialState() {
-  return { prompt: 0, layer: 0, metric: "", target: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
+  return { prompt: 0, layer: 0, metric: "", target: "", group: "", selected: null, hover: null, focus: null, focused: false, hideTemplate: false, lens: "", beside: "", view: "layers", explain: "top1", heads: false };
 }
 
 /**

@@ -20,11 +20,14 @@ import { drawTrajectory, makeTrajectory } from "./chart.js";
 import { ComponentView } from "./components.js";
 import { debugApi } from "./debug.js";
 import { requestDetails } from "./details_request.js";
+import { receiveTopkBlock } from "./topk_blocks.js";
 import { buildDom } from "./dom.js";
+import { makeOverview } from "./overview.js";
 import { bindEvents } from "./events.js";
 import { componentCellChanged, explainChoice, relayoutComponents, setExplain, setHeads, setView, showAttribution, updateWhy, whyCell } from "./explain.js";
 import { reload, setLens } from "./load.js";
 import { followTarget, refreshMetric, setMetric, setTarget, targetIndex } from "./metric.js";
+import { pickFor, setGroup } from "./group.js";
 import { send, setLayer, setModelLayer, setPrompt, syncers } from "./navigation.js";
 import { draw, relayout, requestDraw, scrollLeft } from "./redraw.js";
 import { announce, clampCell, setFocus, setHideTemplate, setHover, setSelected, shownColumns, showKeyboardFocus, togglePin } from "./selection.js";
@@ -88,6 +91,8 @@ export class LensView {
     /** The detail sections were asked for and have not come in time (or there is no kernel). */
     this.detailsLate = false;
     this.detailsTimer = 0;
+    /** @type {{meta: any, byLens: Map<string, Map<number, import("../payload.js").TopkBlock>>, asked: Set<number>} | null} a long payload's top-k blocks (topk_blocks.js) */
+    this.topkStore = null;
 
     // Layout and drawing (redraw.js).
     /** @type {Layout | null} */
@@ -122,6 +127,9 @@ export class LensView {
     this.syncLayer = syncLayer;
     const id = `murano-${++viewCounter}`;
     this.ui = buildDom(el, id);
+    /** The long-trace bar: overview, find and jump, the `position` trait (`overview.js`). */
+    this.overview = makeOverview(this);
+    if (Number(model.get("position")) > 0) this.overview.pendingPosition = Number(model.get("position"));
     this.painter = new Painter(this.ui.canvas, this.ui.root);
     this.besidePainter = new Painter(this.ui.besideCanvas, this.ui.root);
     this.trajectory = makeTrajectory(this, id);
@@ -132,6 +140,8 @@ export class LensView {
       if (changed.some((key) => COMPONENT_KEYS.has(key))) this.components.invalidate();
     });
     this.unbind = bindEvents(this);
+    this.onTopkBlock = (/** @type {unknown} */ msg, /** @type {unknown[]} */ buffers) => receiveTopkBlock(this, msg, buffers);
+    model.on("msg:custom", this.onTopkBlock);
     /** @type {LiveView | null} the live controls (made after the first load, which they read) */
     this.live = null;
     this.reload();
@@ -148,6 +158,7 @@ export class LensView {
 
   destroy() {
     this.unbind();
+    this.model.off("msg:custom", this.onTopkBlock);
     this.unsubscribe();
     this.live?.destroy();
     if (this.reloadTimer) clearTimeout(this.reloadTimer);
@@ -158,6 +169,7 @@ export class LensView {
     this.frame = 0;
     this.syncPrompt.flush();
     this.syncLayer.flush();
+    this.overview.report.flush();
     this.painter.images.clear();
     this.besidePainter.images.clear();
     this.ui.root.remove();
@@ -206,7 +218,11 @@ export class LensView {
   setMetric(value, sync) { setMetric(this, value, sync); }
   /** @param {unknown} value @param {boolean} sync */
   setTarget(value, sync) { setTarget(this, value, sync); }
+  /** @param {unknown} value @param {boolean} sync */
+  setGroup(value, sync) { setGroup(this, value, sync); }
   targetIndex() { return targetIndex(this); }
+  /** @param {string} metric @returns {number} the index of the token or group `metric` shows */
+  itemIndex(metric) { return pickFor(this.data, metric, targetIndex(this)); }
   followTarget() { followTarget(this); }
   refreshMetric() { refreshMetric(this); }
 
