@@ -422,10 +422,10 @@ def main() -> None:
     data.add_argument("out")
     data.add_argument("--prompts", type=int, default=700)
     data.add_argument("--batch-tokens", type=int, default=512)
-    args = parser.parse_args()
     grouped = sub.add_parser("dataset_groups")
     grouped.add_argument("model")
     grouped.add_argument("out")
+    args = parser.parse_args()
     commands = {
         "lens": lens,
         "patch": patch,
