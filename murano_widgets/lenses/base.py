@@ -76,8 +76,9 @@ class Lens(ABC):
         nothing."""
 
     def check_step(self, step: Any) -> None:  # noqa: B027 - most lenses run in every step
-        """Raises ``ValueError`` if the lens cannot run with ``step``'s options (a
-        :class:`~murano_widgets.LogitLens` whose own options are checked): a lens that runs the
+        """Raises ``ValueError`` if the lens cannot run with ``step``'s options (the
+        :class:`~murano_widgets.LogitLens`'s options record, every option checked, with the
+        step's option names: ``remote``, ``sites``, ``model``, ...): a lens that runs the
         model to read a state (:class:`~murano_widgets.PatchscopeLens`) refuses direct logit
         attribution.
         Called at the end of the step's ``__init__``, before any model work."""
