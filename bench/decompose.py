@@ -31,8 +31,8 @@ kind ``--repeats`` times in a rotated order (the next round starts at the next k
 calls compared are seconds apart; medians per kind, and per round the ratios to ``plain``,
 wall-clock and CPU time (the process's own: on a machine shared with other jobs the steadier
 reading). The step is built inside each call, as ``run_logit_lens`` builds it. Inside the
-step's calls the trace (``LogitLens._trace_states``) and the decomposition
-(``LogitLens._decompose_after_trace``) are timed too. Memory: each kind in a fresh process
+step's calls the trace (``assemble.trace_states``) and the decomposition
+(``assemble.decompose_after_trace``) are timed too. Memory: each kind in a fresh process
 (after loading and a one-prompt warm-up, ``/proc/self/clear_refs`` resets the peak resident
 set), the peak above the call's start; it does not vary from run to run, so it is measured once.
 ``--check`` first compares the hand-written attribution with the step's (they must agree).
@@ -196,7 +196,7 @@ def setup(folder: str, shape: str, threads: int):
     import torch
 
     from murano_widgets import LogitLens, MuranoModel, PromptBatch
-    from murano_widgets.step import logit_lens as step_module
+    from murano_widgets.step import assemble as step_module
 
     torch.set_num_threads(threads)
     model = MuranoModel(folder)
@@ -204,18 +204,18 @@ def setup(folder: str, shape: str, threads: int):
     timed: dict[str, list[float]] = {"trace": [], "decompose": []}
 
     def wrap(name: str, key: str) -> None:
-        original = getattr(step_module.LogitLens, name)
+        original = getattr(step_module, name)
 
-        def timed_call(self, *args, **kwargs):
+        def timed_call(*args, **kwargs):
             start = time.perf_counter()
-            out = original(self, *args, **kwargs)
+            out = original(*args, **kwargs)
             timed[key].append(time.perf_counter() - start)
             return out
 
-        setattr(step_module.LogitLens, name, timed_call)
+        setattr(step_module, name, timed_call)
 
-    wrap("_trace_states", "trace")
-    wrap("_decompose_after_trace", "decompose")
+    wrap("trace_states", "trace")
+    wrap("decompose_after_trace", "decompose")
 
     def call(kind: str, batch: list[str] = prompts) -> dict:
         for values in timed.values():
@@ -319,13 +319,13 @@ def check(folder: Path) -> None:
 
 def profile(kind: str, shape: str, folder: Path, threads: int) -> None:
     """One call of ``kind``: its parts' seconds, then torch.profiler's operators and cProfile's
-    functions inside the decomposition alone (``LogitLens._decompose_after_trace``)."""
+    functions inside the decomposition alone (``assemble.decompose_after_trace``)."""
     import cProfile
     import pstats
 
     import torch
 
-    from murano_widgets.step import logit_lens as step_module
+    from murano_widgets.step import assemble as step_module
 
     prompts, call = setup(str(folder), shape, threads)
     call(kind, prompts[:1])
@@ -333,20 +333,20 @@ def profile(kind: str, shape: str, folder: Path, threads: int) -> None:
         start = time.perf_counter()
         parts = call(kind)
         print(f"{kind}, {shape}: {time.perf_counter() - start:.2f} s, parts {parts}")
-    wrapped = step_module.LogitLens._decompose_after_trace
+    wrapped = step_module.decompose_after_trace
     tables = []
 
-    def profiled(self, *args, **kwargs):
+    def profiled(*args, **kwargs):
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-            wrapped(self, *args, **kwargs)
+            wrapped(*args, **kwargs)
         tables.append(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=14))
         profiler = cProfile.Profile()
-        out = profiler.runcall(wrapped, self, *args, **kwargs)
+        out = profiler.runcall(wrapped, *args, **kwargs)
         stats = pstats.Stats(profiler)
         stats.sort_stats("tottime").print_stats(14)
         return out
 
-    step_module.LogitLens._decompose_after_trace = profiled
+    step_module.decompose_after_trace = profiled
     start = time.perf_counter()
     parts = call(kind)
     print(

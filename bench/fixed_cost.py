@@ -44,18 +44,18 @@ def load() -> str:
 
 def breakdown(step: Any, prompts: list[str], calls: int) -> dict[str, float]:
     """Median milliseconds of the step's parts over ``calls`` calls (its internals wrapped)."""
-    from murano_widgets import LogitLens, PromptBatch
+    from murano_widgets import PromptBatch
     from murano_widgets.step import assemble
 
-    # Each part is wrapped where the run looks it up: the run's module globals, the step's methods.
+    # Each part is wrapped where the run looks it up: the run's module globals.
     parts = {
         "input planning (tokenizing, padding, positions)": [
             (assemble, "plan_inputs"),
-            (assemble, "_model_inputs"),
+            (assemble, "model_inputs"),
         ],
-        "forward pass, keeping block outputs": [(LogitLens, "_trace_states")],
-        "reduction (unembedding, top-k, softmax, fields)": [(LogitLens, "_reduce_after_trace")],
-        "decoding token strings": [(assemble, "_decode_unique"), (assemble, "_words")],
+        "forward pass, keeping block outputs": [(assemble, "trace_states")],
+        "reduction (unembedding, top-k, softmax, fields)": [(assemble, "reduce_after_trace")],
+        "decoding token strings": [(assemble, "decode_unique"), (assemble, "words")],
     }
     spent: dict[str, float] = collections.defaultdict(float)
     originals = []

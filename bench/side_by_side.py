@@ -85,7 +85,7 @@ def worker(case: str, shape: str, folder: str, repeats: int, order: int, device:
     import torch
 
     from murano_widgets import LogitLens, LogitLensWidget, MuranoModel, lens_dataset
-    from murano_widgets.step import logit_lens as step_module
+    from murano_widgets.step import assemble as step_module
 
     if case == "widget":
         from logit_lens import prompts_for
@@ -110,12 +110,12 @@ def worker(case: str, shape: str, folder: str, repeats: int, order: int, device:
 
     # The forward pass of every call, timed where the step runs it.
     traced = []
-    original = step_module.LogitLens._trace_states
+    original = step_module.trace_states
 
-    def timed_trace(self, inputs):
+    def timed_trace(config, inputs, *args, **kwargs):
         sync()
         start = time.perf_counter()
-        out = original(self, inputs)
+        out = original(config, inputs, *args, **kwargs)
         sync()
         traced.append(time.perf_counter() - start)
         return out
@@ -124,7 +124,7 @@ def worker(case: str, shape: str, folder: str, repeats: int, order: int, device:
         if device.startswith("cuda"):
             torch.cuda.synchronize()
 
-    step_module.LogitLens._trace_states = timed_trace
+    step_module.trace_states = timed_trace
 
     def call(kind: str) -> None:
         lens = lenses if kind == "together" else lenses[kind]

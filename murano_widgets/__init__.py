@@ -30,6 +30,7 @@ from murano_widgets.demo_model import (
     load_demo_model,
     load_demo_tuned_lens,
 )
+from murano_widgets.generation import Generation
 from murano_widgets.groups import TokenGroup
 from murano_widgets.lenses import Lens
 from murano_widgets.lenses.jacobian import JacobianLens
@@ -50,6 +51,7 @@ __all__ = [
     "METRICS",
     "RESID_MID",
     "RESID_POST",
+    "Generation",
     "JacobianLens",
     "Lens",
     "LensAgreement",

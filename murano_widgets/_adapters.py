@@ -13,7 +13,7 @@ import torch
 from murano_widgets.results.lenses import one_lens
 from murano_widgets.results.result import LogitLensResult
 from murano_widgets.step.reductions import reduce_layers, stack_layers
-from murano_widgets.step.token_strings import _decode_unique
+from murano_widgets.step.token_strings import decode_unique
 from murano_widgets.types import RESID_POST, Node
 
 _REQUIRED = ("max_probs", "predicted_tokens", "predicted_words", "input_words")
@@ -109,7 +109,7 @@ def as_lens_result(
         unknown = sorted(set(fields["topk_tokens"].unique().tolist()) - set(words) - {-1})
         if unknown and tokenizer is not None:
             # Decoded as the step decodes (a split character's bytes as <0xE6>, ids kept).
-            words.update(_decode_unique(tokenizer, [torch.tensor(unknown)]))
+            words.update(decode_unique(tokenizer, [torch.tensor(unknown)]))
         for token in unknown:
             words.setdefault(token, f"#{token}")
     elif final_row is not None:

@@ -34,8 +34,8 @@ Choices:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,9 @@ import torch
 from murano_widgets._checks import check_bool, check_float
 
 __all__ = [
+    "GENERATION_KEYWORDS",
     "Generated",
+    "Generation",
     "GenerationOptions",
     "check_generation",
     "generate_tokens",
@@ -173,6 +175,89 @@ def check_generation(
             raise ValueError(f"seed must be an int from 0 to 2**63 - 1, got {seed}")
         seed = int(seed)
     return GenerationOptions(int(generate), do_sample, temperature, top_p, seed)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What the model generates after each prompt (or chat) before the lens reads it: the
+    generation options as one record, checked when it is made.
+
+    ``run_logit_lens(model, prompts, generation=Generation(generate=8, do_sample=True))``; the
+    same options as keywords (``run_logit_lens(model, prompts, generate=8)``, as
+    :func:`~murano_widgets.show_logit_lens` and :class:`~murano_widgets.LiveSession` take them
+    too) are read into this record by :meth:`from_keywords`, the one place that maps them.
+
+    Attributes:
+        generate: Generate up to this many tokens after each prompt (or chat); ``None`` for no
+            generation.
+        do_sample: Sample rather than take the most likely token (greedy, the default).
+        temperature: Sampling temperature (only with ``do_sample=True``).
+        top_p: Nucleus sampling's probability mass (only with ``do_sample=True``).
+        seed: Makes sampling reproducible (only with ``do_sample=True``).
+        add_generation_prompt: With chats: end each with the template's opening of an
+            assistant turn (what a chat model reads before it replies).
+
+    Raises:
+        ValueError, TypeError: For a bad option, naming it (see :func:`check_generation`).
+    """
+
+    generate: int | None = None
+    do_sample: bool = False
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    add_generation_prompt: bool = True
+    #: How to generate (``None``: no generation), as :func:`generate_tokens` takes it.
+    options: GenerationOptions | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        options = check_generation(
+            self.generate, self.do_sample, self.temperature, self.top_p, self.seed
+        )
+        # Frozen: the checked values are set once, here.
+        object.__setattr__(self, "options", options)
+        object.__setattr__(
+            self,
+            "add_generation_prompt",
+            check_bool("add_generation_prompt", self.add_generation_prompt),
+        )
+        if options is not None:
+            for name in ("generate", "temperature", "top_p", "seed"):
+                value = getattr(options, "max_new_tokens" if name == "generate" else name)
+                object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_keywords(
+        cls, generation: Generation | None, options: Mapping[str, Any]
+    ) -> tuple[Generation, dict[str, Any]]:
+        """The record from ``generation`` or from the options' generation keywords
+        (:data:`GENERATION_KEYWORDS`), and the other options.
+
+        Raises:
+            TypeError: For a ``generation`` that is not a :class:`Generation`, or given with
+                generation keywords as well.
+            ValueError: For a bad generation option, naming it.
+        """
+        keywords = {key: options[key] for key in GENERATION_KEYWORDS if key in options}
+        rest = {key: value for key, value in options.items() if key not in keywords}
+        if generation is None:
+            return cls(**keywords), rest
+        if not isinstance(generation, Generation):
+            raise TypeError(
+                "generation must be a murano_widgets.Generation, e.g. "
+                f"Generation(generate=8); got {type(generation).__name__} {generation!r:.60}"
+            )
+        if keywords:
+            raise TypeError(f"give generation=Generation(...) or {', '.join(keywords)}=, not both")
+        return generation, rest
+
+    def as_keywords(self) -> dict[str, Any]:
+        """The options as the keywords :meth:`from_keywords` reads."""
+        return {name: getattr(self, name) for name in GENERATION_KEYWORDS}
+
+
+#: The generation options' keywords, as the entry points take them one by one.
+GENERATION_KEYWORDS = tuple(item.name for item in fields(Generation) if item.init)
 
 
 def nnsight_generate(lm: Any, inputs: dict[str, torch.Tensor], **generate_kwargs: Any) -> Any:

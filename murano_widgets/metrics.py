@@ -140,125 +140,123 @@ METRICS: dict[str, Metric] = {
     metric.name: metric
     for metric in (
         Metric(
-            "prob",
-            "max_probs",
-            "Top-1 probability",
-            "probability",
-            "viridis",
-            False,
-            False,
-            "How sure the layer is of its own best guess: bright = one token takes most of the "
-            "probability.",
-            False,
+            name="prob",
+            field="max_probs",
+            label="Top-1 probability",
+            unit="probability",
+            scale="viridis",
+            description=(
+                "How sure the layer is of its own best guess: bright = one token takes most of "
+                "the probability."
+            ),
         ),
         Metric(
-            "entropy",
-            "entropy",
-            "Entropy (bits)",
-            "bits",
-            "cividis",
-            True,
-            False,
-            "How spread out the layer's distribution is: 0 bits is certain; every extra bit "
-            "doubles the number of equally likely tokens.",
-            False,
+            name="entropy",
+            field="entropy",
+            label="Entropy (bits)",
+            unit="bits",
+            scale="cividis",
+            reverse=True,
+            description=(
+                "How spread out the layer's distribution is: 0 bits is certain; every extra bit "
+                "doubles the number of equally likely tokens."
+            ),
             short="entropy",
             reduced=True,
         ),
         Metric(
-            "final_prob",
-            "final_token_probs",
-            "Probability of the final prediction",
-            "probability",
-            "viridis",
-            False,
-            False,
-            "How much probability the layer already gives to the token the model finally "
-            "predicts at that position.",
-            True,
+            name="final_prob",
+            field="final_token_probs",
+            label="Probability of the final prediction",
+            unit="probability",
+            scale="viridis",
+            description=(
+                "How much probability the layer already gives to the token the model finally "
+                "predicts at that position."
+            ),
+            final_based=True,
             short="final prediction's probability",
             reduced=True,
         ),
         Metric(
-            "final_rank",
-            "final_token_ranks",
-            "Rank of the final prediction (0 = top-1)",
-            "rank",
-            "viridis",
-            True,
-            True,
-            "Where the model's final prediction stands in the layer's ranking: rank 0 means "
-            "the layer already predicts it.",
-            True,
+            name="final_rank",
+            field="final_token_ranks",
+            label="Rank of the final prediction (0 = top-1)",
+            unit="rank",
+            scale="viridis",
+            reverse=True,
+            log=True,
+            description=(
+                "Where the model's final prediction stands in the layer's ranking: rank 0 means "
+                "the layer already predicts it."
+            ),
+            final_based=True,
             short="final prediction's rank",
             reduced=True,
         ),
         Metric(
-            "kl",
-            "kl_to_final",
-            "KL(final ‖ layer) in bits",
-            "bits",
-            "magma",
-            True,
-            False,
-            "How far the layer's distribution is from the model's final one: 0 bits means "
-            "the same distribution.",
-            True,
+            name="kl",
+            field="kl_to_final",
+            label="KL(final ‖ layer) in bits",
+            unit="bits",
+            scale="magma",
+            reverse=True,
+            description=(
+                "How far the layer's distribution is from the model's final one: 0 bits means the "
+                "same distribution."
+            ),
+            final_based=True,
             short="KL to final",
             reduced=True,
         ),
         Metric(
-            "answer",
-            "answer_token_probs",
-            "Probability of the answer's first token",
-            "probability",
-            "viridis",
-            False,
-            False,
-            "How much probability the layer gives to the prompt's answer (its first token; at "
-            "the last position the trajectory shows the whole answer, teacher-forced).",
-            False,
+            name="answer",
+            field="answer_token_probs",
+            label="Probability of the answer's first token",
+            unit="probability",
+            scale="viridis",
+            description=(
+                "How much probability the layer gives to the prompt's answer (its first token; at "
+                "the last position the trajectory shows the whole answer, teacher-forced)."
+            ),
         ),
         Metric(
-            "target",
-            "target_probs",
-            "Probability of a tracked token",
-            "probability",
-            "viridis",
-            False,
-            False,
-            "How much probability the layer gives to a tracked token (its first token) as the "
-            "next token: the token chosen beside this menu (targets=[...], or w.track(text)).",
-            False,
+            name="target",
+            field="target_probs",
+            label="Probability of a tracked token",
+            unit="probability",
+            scale="viridis",
+            description=(
+                "How much probability the layer gives to a tracked token (its first token) as the "
+                "next token: the token chosen beside this menu (targets=[...], or w.track(text))."
+            ),
             target_label="Probability of “{target}”",
         ),
         Metric(
-            "logit_diff",
-            "logit_diff",
-            "Logit difference, answer − foil",
-            "logit",
-            "viridis",
-            False,
-            False,
-            "How much the layer's lens prefers the answer's first token to the foil's: its "
-            "logit minus the foil's (0: no preference; the same in every softmax).",
-            False,
+            name="logit_diff",
+            field="logit_diff",
+            label="Logit difference, answer − foil",
+            unit="logit",
+            scale="viridis",
+            description=(
+                "How much the layer's lens prefers the answer's first token to the foil's: its "
+                "logit minus the foil's (0: no preference; the same in every softmax)."
+            ),
             short="logit diff",
             reduced=True,
             needs="foils",
         ),
         Metric(
-            "group",
-            "group_probs",
-            "Probability of a token group",
-            "probability",
-            "viridis",
-            False,
-            False,
-            "How much probability the layer gives to a group of tokens (a word in all its "
-            "prefixes and spellings: groups={...}): the probability that the next token is one "
-            "of them, the group chosen beside this menu.",
-            False,
+            name="group",
+            field="group_probs",
+            label="Probability of a token group",
+            unit="probability",
+            scale="viridis",
+            description=(
+                "How much probability the layer gives to a group of tokens (a word in all its "
+                "prefixes and spellings: groups={...}): the probability that the next token is "
+                "one of them, the group chosen beside this menu."
+            ),
             target_label="Probability of group “{target}”",
             needs="groups",
         ),
@@ -285,11 +283,11 @@ def change_metric(name: str, metric: Metric) -> Metric:
     lowered = label[:1].lower() + label[1:] if label[1:2].islower() else label
     side = " (each side against its own final prediction)" if metric.final_based else ""
     return Metric(
-        name,
-        name,
-        f"Change in {lowered} (b − a)",
-        metric.unit,
-        "diverging",
+        name=name,
+        field=name,
+        label=f"Change in {lowered} (b − a)",
+        unit=metric.unit,
+        scale="diverging",
         log=metric.unit == "rank",
         description=(
             f"b's value minus a's{side}, on aligned cells: orange where b's is higher, blue "
@@ -312,32 +310,32 @@ DIFF_METRICS: dict[str, Metric] = {
     metric.name: metric
     for metric in (
         Metric(
-            "delta_prob",
-            "delta_prob",
-            "Change in the chosen token's probability (b − a)",
-            "delta",
-            "diverging",
+            name="delta_prob",
+            field="delta_prob",
+            label="Change in the chosen token's probability (b − a)",
+            unit="delta",
+            scale="diverging",
             description="Orange: b gives the chosen token more probability than a; blue: less; "
             "neutral (nearest the page's background): no change.",
             view="diff",
             short="Δ p",
         ),
         Metric(
-            "kl",
-            "kl_a_to_b",
-            "KL(a ‖ b) in bits",
-            "bits",
-            "sequential",
+            name="kl",
+            field="kl_a_to_b",
+            label="KL(a ‖ b) in bits",
+            unit="bits",
+            scale="sequential",
             description="How far b's distribution is from a's (0: the same).",
             view="diff",
             short="KL",
         ),
         Metric(
-            "top1_differs",
-            "top1_differs",
-            "Top-1 token differs",
-            "boolean",
-            "binary",
+            name="top1_differs",
+            field="top1_differs",
+            label="Top-1 token differs",
+            unit="boolean",
+            scale="binary",
             description="Orange where the two cells' top-1 tokens differ.",
             view="diff",
             short="top-1",
@@ -354,10 +352,10 @@ DATASET_METRICS: dict[str, Metric] = {
     metric.name: metric
     for metric in (
         Metric(
-            "answer_prob",
-            "answer_prob_mean",
-            "Probability of the answer (mean)",
-            "probability",
+            name="answer_prob",
+            field="answer_prob_mean",
+            label="Probability of the answer (mean)",
+            unit="probability",
             description="The answer's probability, teacher-forced, averaged over the prompts "
             "that have one.",
             view="dataset",
@@ -365,10 +363,10 @@ DATASET_METRICS: dict[str, Metric] = {
             interval=("answer_prob_ci_low", "answer_prob_ci_high"),
         ),
         Metric(
-            "top1_accuracy",
-            "top1_accuracy",
-            "Answer is the top-1 token (share of prompts)",
-            "share",
+            name="top1_accuracy",
+            field="top1_accuracy",
+            label="Answer is the top-1 token (share of prompts)",
+            unit="share",
             description="The share of prompts whose answer's first token is the layer's top-1 "
             "token.",
             view="dataset",
@@ -376,10 +374,10 @@ DATASET_METRICS: dict[str, Metric] = {
             interval=("top1_accuracy_ci_low", "top1_accuracy_ci_high"),
         ),
         Metric(
-            "committed",
-            "committed",
-            "Answer committed: top-1 from this layer on (share of prompts)",
-            "share",
+            name="committed",
+            field="committed",
+            label="Answer committed: top-1 from this layer on (share of prompts)",
+            unit="share",
             description="The share of prompts whose answer is the top-1 token at this layer "
             "and every later one.",
             view="dataset",
@@ -387,10 +385,10 @@ DATASET_METRICS: dict[str, Metric] = {
             interval=("committed_ci_low", "committed_ci_high"),
         ),
         Metric(
-            "answer_rank",
-            "answer_rank_median",
-            "Rank of the answer (median; 0 = top-1)",
-            "rank",
+            name="answer_rank",
+            field="answer_rank_median",
+            label="Rank of the answer (median; 0 = top-1)",
+            unit="rank",
             description="The median rank of the answer's first token.",
             view="dataset",
             short="median rank (0 = top-1)",
@@ -399,10 +397,10 @@ DATASET_METRICS: dict[str, Metric] = {
         # (murano_widgets.dataset.table): its mean over the prompts, with an interval.
         *(
             Metric(
-                metric.name,
-                f"{metric.field}_mean",
-                f"{metric.label} (mean)",
-                metric.unit,
+                name=metric.name,
+                field=f"{metric.field}_mean",
+                label=f"{metric.label} (mean)",
+                unit=metric.unit,
                 description=metric.description,
                 final_based=metric.final_based,
                 view="dataset",

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
-    from murano_widgets.lenses.base import Lens
+    from murano_widgets.generation import Generation
 
 __all__ = [
     "GenerateOptions",
@@ -50,17 +50,11 @@ class StepOptions(TypedDict, total=False):
     groups: Mapping[str, Any] | None
 
 
-class RunOptions(StepOptions, total=False):
-    """What :func:`~murano_widgets.run_logit_lens` and
-    :class:`~murano_widgets.LiveSession` forward to the step: its options and the lens."""
-
-    lens: Lens | Mapping[str, Lens | None] | None
-
-
 class GenerateOptions(TypedDict, total=False):
-    """Generation after each prompt (:func:`~murano_widgets.run_logit_lens`'s Args say each):
-    ``generate``, ``do_sample``, ``temperature``, ``top_p``, ``seed``, and with chats
-    ``add_generation_prompt``."""
+    """The options of :class:`~murano_widgets.Generation` (its Attributes say each), as the
+    entry points also take them one by one: ``generate``, ``do_sample``, ``temperature``,
+    ``top_p``, ``seed``, and with chats ``add_generation_prompt``
+    (:meth:`Generation.from_keywords <murano_widgets.Generation.from_keywords>` reads them)."""
 
     generate: int | None
     do_sample: bool
@@ -68,6 +62,12 @@ class GenerateOptions(TypedDict, total=False):
     top_p: float | None
     seed: int | None
     add_generation_prompt: bool
+
+
+class RunOptions(StepOptions, GenerateOptions, total=False):
+    """What :func:`~murano_widgets.run_logit_lens` and :class:`~murano_widgets.LiveSession`
+    take as keywords beside their own (``lens``, ``generation``): the step's options and the
+    generation options one by one."""
 
 
 class PromptOptions(TypedDict, total=False):
@@ -81,4 +81,7 @@ class PromptOptions(TypedDict, total=False):
 
 class ShowOptions(StepOptions, GenerateOptions, PromptOptions, total=False):
     """What :func:`~murano_widgets.show_logit_lens` forwards (``**options``): the step's
-    options, generation and the prompts' own; ``lens`` is its own parameter."""
+    options, generation (as one record, ``generation``, or its options one by one) and the
+    prompts' own; ``lens`` is its own parameter."""
+
+    generation: Generation | None

@@ -9,12 +9,13 @@ from here: no import circle runs through them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 from murano_widgets._checks import check_bool, check_model
 from murano_widgets.chat import apply_chat, check_chat
-from murano_widgets.generation import check_generation, generate_tokens
+from murano_widgets.generation import Generation, generate_tokens
+from murano_widgets.lenses import Lens
 from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import validate_answers, validate_foils, validate_prompts
@@ -27,21 +28,48 @@ if TYPE_CHECKING:
 __all__ = ["run_logit_lens"]
 
 
+# One lens in, one result out; lenses by name in, a LensResults out (a type checker reads these).
+@overload
 def run_logit_lens(
     model: Any,
     prompts: str | Sequence[str] | None = None,
     layers: Sequence[int] | str = "all",
     *,
+    lens: Lens | None = None,
     answers: Any = None,
     foils: Any = None,
-    generate: int | None = None,
-    do_sample: bool = False,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
     chat: Any = None,
-    add_generation_prompt: bool = True,
-    **step_options: Unpack[RunOptions],
+    generation: Generation | None = None,
+    **options: Unpack[RunOptions],
+) -> LogitLensResult: ...
+
+
+@overload
+def run_logit_lens(
+    model: Any,
+    prompts: str | Sequence[str] | None = None,
+    layers: Sequence[int] | str = "all",
+    *,
+    lens: Mapping[str, Lens | None],
+    answers: Any = None,
+    foils: Any = None,
+    chat: Any = None,
+    generation: Generation | None = None,
+    **options: Unpack[RunOptions],
+) -> LensResults: ...
+
+
+def run_logit_lens(
+    model: Any,
+    prompts: str | Sequence[str] | None = None,
+    layers: Sequence[int] | str = "all",
+    *,
+    lens: Lens | Mapping[str, Lens | None] | None = None,
+    answers: Any = None,
+    foils: Any = None,
+    chat: Any = None,
+    generation: Generation | None = None,
+    **options: Unpack[RunOptions],
 ) -> LogitLensResult | LensResults:
     """The logit lens of prompts or chats, optionally over what the model generates after them.
 
@@ -52,24 +80,21 @@ def run_logit_lens(
         model: The model, e.g. ``MuranoModel("gpt2")`` or ``load_demo_model()``.
         prompts: One prompt or a list of prompts; ``None`` when ``chat`` is given.
         layers: ``"all"`` or a list of layer indices.
+        lens: The lens (``None``: the logit lens), or several by name, ``{"logit": None,
+            "tuned": tuned}``: one trace for all, and a :class:`~murano_widgets.LensResults`
+            comes back.
         answers: As for :func:`~murano_widgets.show_logit_lens`.
         foils: With ``decompose=True``: an alternative to each prompt's answer (a string or
             ``None`` per prompt), so that the answer's attribution is to answer − foil.
-        generate: Generate up to this many tokens after each prompt (or chat) and show the
-            lens over them too; ``None`` for no generation.
-        do_sample: Sample rather than take the most likely token (greedy, the default).
-        temperature: Sampling temperature (only with ``do_sample=True``).
-        top_p: Nucleus sampling's probability mass (only with ``do_sample=True``).
-        seed: Makes sampling reproducible (only with ``do_sample=True``).
         chat: A chat (a list of ``{"role": ..., "content": ...}`` messages) or a list of
             chats, instead of ``prompts``: the tokenizer's chat template is applied and each
             token's role recorded (see :mod:`murano_widgets.chat`).
-        add_generation_prompt: With ``chat``: end with the template's opening of an assistant
-            turn (what a chat model reads before it replies).
-        **step_options: Passed to :class:`~murano_widgets.LogitLens`
-            (:class:`~murano_widgets.options.RunOptions`: typed, so a type checker and an IDE
-            know each); ``lens`` may name several lenses, ``lens={"logit": None, "tuned":
-            tuned}``: one trace for all.
+        generation: What the model generates after each prompt (or chat) before the lens
+            reads it, a :class:`~murano_widgets.Generation`; or give its options as keywords,
+            ``generate=8, do_sample=True`` (``None`` and no keywords: no generation).
+        **options: The options of :class:`~murano_widgets.LogitLens` and, one by one, those
+            of :class:`~murano_widgets.Generation` (:class:`~murano_widgets.options.RunOptions`:
+            typed, so a type checker and an IDE know each).
 
     Returns:
         The result (a :class:`~murano_widgets.LensResults` with named lenses, each of its
@@ -80,8 +105,7 @@ def run_logit_lens(
         ValueError, TypeError: For bad arguments, naming them.
     """
     check_model(model)
-    options = check_generation(generate, do_sample, temperature, top_p, seed)
-    add_generation_prompt = check_bool("add_generation_prompt", add_generation_prompt)
+    generation, step_options = Generation.from_keywords(generation, options)
     if chat is not None and prompts is not None:
         raise ValueError(
             "give prompts or chat, not both: chat= is applied through the tokenizer's chat "
@@ -97,17 +121,17 @@ def run_logit_lens(
             foils = [foils]
     # Before the step, whose remote=True also checks the installed nnsight: the arguments'
     # own conflict is said first.
-    if options is not None and check_bool("remote", step_options.get("remote", False)):
+    if generation.options is not None and check_bool("remote", step_options.get("remote", False)):
         raise ValueError(
             "generate= runs the model locally; with remote=True only the lens runs on NDIF. "
             "Generate locally (remote=False), or run the lens on a prompt that already holds "
             "the text"
         )
-    step = LogitLens(model, layers, **step_options)
+    step = LogitLens(model, layers, lens=lens, **step_options)
     roles: list[list[str]] | None = None
     if chat is not None:
         chats = check_chat(chat)
-        applied = apply_chat(model.tokenizer, chats, add_generation_prompt)
+        applied = apply_chat(model.tokenizer, chats, generation.add_generation_prompt)
         texts, ids, roles = applied.texts, applied.ids, applied.roles
     else:
         texts = validate_prompts(prompts)
@@ -120,7 +144,7 @@ def run_logit_lens(
                 "foils are alternatives to the answers (answer − foil): give answers too"
             )
         foils = validate_foils(foils, len(texts))
-    if options is None:
+    if generation.options is None:
         result = step.run(texts, answers, prompt_ids=ids, foils=foils)
         for one in _each_lens(result):
             one.token_roles = roles
@@ -130,7 +154,7 @@ def run_logit_lens(
             list(map(int, row))
             for row in model.tokenizer(texts, return_token_type_ids=False)["input_ids"]
         ]
-    generated = generate_tokens(model, ids, options)
+    generated = generate_tokens(model, ids, generation.options)
     full_texts = [text + reply for text, reply in zip(texts, generated.texts, strict=True)]
     result = step.run(full_texts, answers, prompt_ids=generated.ids, foils=foils)
     for one in _each_lens(result):

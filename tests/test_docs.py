@@ -47,14 +47,16 @@ def _own_parameters(function, leave_out: set[str]) -> list[str]:
 
 
 def _forwarded_options() -> list[str]:
-    """What ``show_logit_lens(**options)`` forwards: run_logit_lens's named parameters, then
-    those of the LogitLens step (its ``**step_options``), derived from the signatures, less
-    those show_logit_lens names itself (``lens``: its Args explain them)."""
-    from murano_widgets import LogitLens, show_logit_lens
+    """What ``show_logit_lens(**options)`` forwards: run_logit_lens's named parameters, the
+    generation options one by one (the fields of its ``generation=`` record, which its
+    ``**options`` also takes), then those of the LogitLens step, derived from the signatures,
+    less those show_logit_lens names itself (``lens``: its Args explain them)."""
+    from murano_widgets import Generation, LogitLens, show_logit_lens
     from murano_widgets.run import run_logit_lens
 
     own = set(_own_parameters(show_logit_lens, set()))
     run = _own_parameters(run_logit_lens, {"model", "prompts", "layers"} | own)
+    run += _own_parameters(Generation, own)
     step = _own_parameters(LogitLens.__init__, {"self", "model", "layers"} | own)
     return run + [name for name in step if name not in run]
 

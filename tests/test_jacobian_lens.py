@@ -568,7 +568,7 @@ def test_from_pretrained_offline_fails_at_once_naming_the_file_and_the_local_way
     assert f"JacobianLens.from_pretrained('DIR', filename={entry['filename']!r})" in message
     # Online in name only: the hub cannot be reached. Checked without a network call.
     monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.setattr("murano_widgets.backends.loading._hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr("murano_widgets.backends.loading.hub_reachable", lambda timeout=3.0: False)
     with pytest.raises(FileNotFoundError, match="the Hugging Face hub cannot be reached"):
         JacobianLens.from_pretrained("gpt2", revision="main")
     with pytest.raises(ValueError, match=r"'gpt-5' is not a published Jacobian lens .*closest"):

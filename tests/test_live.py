@@ -292,9 +292,7 @@ def no_model_work(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("model work happened before the arguments were checked")
 
-    from murano_widgets.step.logit_lens import LogitLens
-
-    monkeypatch.setattr(LogitLens, "_run", refuse)
+    monkeypatch.setattr("murano_widgets.step.logit_lens.run_step", refuse)
     monkeypatch.setattr("murano_widgets.live.patching.patch_lens", refuse)
     monkeypatch.setattr("murano_widgets.live.session.generate_tokens", refuse)
     monkeypatch.setattr("murano_widgets.live.session.apply_chat", refuse)

@@ -431,6 +431,7 @@ def test_the_steps_module_state_pickles_as_a_remote_trace_sends_it(load_tiny):
     from murano_widgets.step import (
         assemble,
         chunk_loop,
+        config,
         inputs,
         logit_lens,
         reductions,
@@ -441,7 +442,16 @@ def test_the_steps_module_state_pickles_as_a_remote_trace_sends_it(load_tiny):
     model = load_tiny("gpt2")
     LogitLens(model, top_k=3)({"prompts": PromptBatch(["The capital of France is"])})
     assert token_strings._TOKEN_STRINGS, "the call filled the decoded-token cache"
-    for module in (logit_lens, assemble, chunk_loop, trace, token_strings, inputs, reductions):
+    for module in (
+        logit_lens,
+        config,
+        trace,
+        chunk_loop,
+        reductions,
+        assemble,
+        token_strings,
+        inputs,
+    ):
         state = {
             name: value
             for name, value in vars(module).items()

@@ -8,10 +8,20 @@ import inspect
 import subprocess
 import sys
 import textwrap
+import typing
 
 import pytest
+import torch
 
-from murano_widgets import LiveSession, LogitLens, run_logit_lens, show_logit_lens
+from murano_widgets import (
+    Generation,
+    LiveSession,
+    LogitLens,
+    load_demo_model,
+    run_logit_lens,
+    show_logit_lens,
+)
+from murano_widgets.generation import GENERATION_KEYWORDS
 from murano_widgets.options import (
     GenerateOptions,
     PromptOptions,
@@ -19,6 +29,11 @@ from murano_widgets.options import (
     ShowOptions,
     StepOptions,
 )
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load_demo_model()
 
 
 def _keywords(function, leave_out=()):
@@ -32,17 +47,56 @@ def _keywords(function, leave_out=()):
 
 def test_each_option_set_is_the_parameters_it_forwards_to():
     assert set(StepOptions.__annotations__) == _keywords(LogitLens.__init__, {"lens"})
-    assert set(RunOptions.__annotations__) == set(StepOptions.__annotations__) | {"lens"}
-    generation = _keywords(LiveSession.__init__)
-    assert set(GenerateOptions.__annotations__) == generation
+    # The generation options one by one are the record's fields.
+    assert set(GenerateOptions.__annotations__) == set(GENERATION_KEYWORDS)
+    assert set(GENERATION_KEYWORDS) == _keywords(Generation)
+    assert set(RunOptions.__annotations__) == set(StepOptions.__annotations__) | set(
+        GenerateOptions.__annotations__
+    )
+    # The lens and the generation record are parameters wherever they are taken.
+    session = _keywords(LiveSession.__init__)
+    assert session == {"lens", "generation"}
     run = _keywords(run_logit_lens)
-    assert generation <= run
-    assert set(PromptOptions.__annotations__) == run - generation
+    assert session <= run
+    assert set(PromptOptions.__annotations__) == run - session
     # show_logit_lens forwards everything but its own parameters (lens among them).
-    assert set(ShowOptions.__annotations__) == (run | _keywords(LogitLens.__init__)) - _keywords(
+    assert set(ShowOptions.__annotations__) == (set(RunOptions.__annotations__) | run) - _keywords(
         show_logit_lens
     )
     assert "lens" in _keywords(show_logit_lens)
+
+
+def test_one_lens_in_is_one_result_out_for_a_type_checker():
+    """run_logit_lens's overloads: a lens (or none) gives a LogitLensResult, lenses by name a
+    LensResults; the implementation's own signature is their union."""
+    overloads = typing.get_overloads(run_logit_lens)
+    assert [(o.__annotations__["lens"], o.__annotations__["return"]) for o in overloads] == [
+        ("Lens | None", "LogitLensResult"),
+        ("Mapping[str, Lens | None]", "LensResults"),
+    ]
+    signature = inspect.signature(run_logit_lens)
+    assert {name for name in signature.parameters} == {
+        name for o in overloads for name in inspect.signature(o).parameters
+    }
+
+
+def test_the_generation_record_and_its_keywords_are_one_request(demo):
+    """generation=Generation(...) and the same options as keywords run the same request; both
+    at once, or a bad option in the record, are refused before any model work."""
+    prompt = "The capital of France is"
+    record = run_logit_lens(demo, prompt, generation=Generation(generate=3), top_k=2)
+    keywords = run_logit_lens(demo, prompt, generate=3, top_k=2)
+    assert record.generated_texts == keywords.generated_texts
+    assert record.generation_starts == keywords.generation_starts
+    assert torch.equal(record.max_probs.nan_to_num(-1), keywords.max_probs.nan_to_num(-1))
+    with pytest.raises(TypeError, match="not both"):
+        run_logit_lens(demo, prompt, generation=Generation(generate=3), generate=3)
+    with pytest.raises(TypeError, match=r"generation must be a murano_widgets\.Generation"):
+        LiveSession(demo, generation={"generate": 3})
+    with pytest.raises(ValueError, match="temperature"):
+        Generation(generate=3, temperature=0.5)
+    session = LiveSession(demo, generate=2, lens=None)
+    assert session.generation is not None and session.generation.max_new_tokens == 2
 
 
 def test_each_entry_point_types_its_forwarded_options():

@@ -551,17 +551,13 @@ def test_a_model_that_is_not_one_is_refused():
 def test_a_step_path_without_the_patch_is_an_error(load_tiny, monkeypatch):
     """Should a step path read the block outputs without running the intervention (a plain
     forward pass), patch_lens says so rather than return the clean run twice."""
-    from murano_widgets.step.logit_lens import LogitLens
+    from murano_widgets.step import trace
 
-    original = LogitLens._read_states
+    original = trace.read_states
 
-    def without_intervention(self, states, take):
-        intervention, self.intervention = self.intervention, None
-        try:
-            original(self, states, take)
-        finally:
-            self.intervention = intervention
+    def without_intervention(config, states, take, intervention=None):
+        original(config, states, take, None)
 
-    monkeypatch.setattr(LogitLens, "_read_states", without_intervention)
+    monkeypatch.setattr(trace, "read_states", without_intervention)
     with pytest.raises(RuntimeError, match="without running the patch"):
         patch_lens(load_tiny("gpt2"), PROMPT, layer=1, position=-2, source="zero")

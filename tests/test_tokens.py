@@ -116,11 +116,11 @@ def test_split_characters_are_kept_as_bytes_by_the_step(tiny_model_dirs):
     import torch
 
     from murano_widgets import MuranoModel
-    from murano_widgets.step.token_strings import _decode_unique
+    from murano_widgets.step.token_strings import decode_unique
 
     tokenizer = MuranoModel(tiny_model_dirs["gpt2"]).tokenizer
     ids = tokenizer(SPLIT["prompt"])["input_ids"]
-    decoded = _decode_unique(tokenizer, [torch.tensor(ids)])
+    decoded = decode_unique(tokenizer, [torch.tensor(ids)])
     tokens = [decoded[i] for i in ids]
     assert tokens == SPLIT["tokens"]
     assert not any("\ufffd" in token for token in tokens)

@@ -38,20 +38,20 @@ def component_outputs(model: Any, prompts: Sequence[str], *, heads: bool = False
             cannot split (naming it), before any model work.
     """
     from murano_widgets.step.inputs import plan_inputs
-    from murano_widgets.step.trace import _flatten_states, _model_inputs
+    from murano_widgets.step.trace import flatten_states, model_inputs
 
     check_model(model)
     prompts = validate_prompts(prompts)
     heads = check_bool("heads", heads)
     layout = ComponentLayout(model, heads, wanted="component_outputs")
     plan = plan_inputs(model.tokenizer, prompts, None, None, False)
-    inputs = _model_inputs(model, plan)
+    inputs = model_inputs(model, plan)
     last = int(model.n_layers) - 1
     saved: dict[str, Any] = {}
     kwargs = {"use_cache": False} if "use_cache" in model.forward_kwargs else {}
     with torch.inference_mode(), model.trace(dict(inputs), **kwargs):
         layout.read(model, last, set(), nnsight.save, saved)
-    states = _flatten_states(saved)
+    states = flatten_states(saved)
     n_inputs, seq = plan.attention_mask.shape
     rows = torch.arange(n_inputs * seq, device=states["embed"].device)
     with torch.inference_mode():

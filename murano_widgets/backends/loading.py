@@ -411,7 +411,7 @@ def resolve_source(
     if _is_cached(model_id):
         return model_id
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
-    if offline or not _hub_reachable():
+    if offline or not hub_reachable():
         why = "HF_HUB_OFFLINE is set" if offline else "the Hugging Face hub cannot be reached"
         raise OSError(
             f"{argument}: cannot load model {model_id!r}: it is not in the local Hugging Face "
@@ -432,7 +432,7 @@ def _is_cached(model_id: str) -> bool:
     return isinstance(found, str)
 
 
-def _hub_reachable(timeout: float = 3.0) -> bool:
+def hub_reachable(timeout: float = 3.0) -> bool:
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     parsed = urlparse(endpoint)
     host = parsed.hostname or "huggingface.co"

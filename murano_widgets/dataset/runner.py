@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import copy
 import os
 import re
 import warnings
@@ -595,9 +594,7 @@ def _with_groups(step: LogitLens, groups: dict[str, Any]) -> LogitLens:
     """A copy of ``step`` that also sums ``groups`` (one batch's: a per-prompt group differs
     from batch to batch). A shallow copy: batches in flight at once (remote jobs) each have
     their own, and share the model and lenses."""
-    batch_step = copy.copy(step)
-    batch_step.groups = groups
-    return batch_step
+    return step.with_options(groups=groups)
 
 
 def _keep_batch(

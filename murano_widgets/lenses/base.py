@@ -26,6 +26,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+import torch
+
+from murano_widgets._version import __version__
+
 __all__ = [
     "FINAL",
     "IDENTITY",
@@ -33,6 +37,10 @@ __all__ = [
     "Lens",
     "as_lens",
     "lens_label",
+    "lens_versions",
+    "model_context",
+    "model_name",
+    "model_width",
     "named_lenses",
     "title_of",
 ]
@@ -68,8 +76,9 @@ class Lens(ABC):
         nothing."""
 
     def check_step(self, step: Any) -> None:  # noqa: B027 - most lenses run in every step
-        """Raises ``ValueError`` if the lens cannot run with ``step``'s options (a
-        :class:`~murano_widgets.LogitLens` whose own options are checked): a lens that runs the
+        """Raises ``ValueError`` if the lens cannot run with ``step``'s options (the
+        :class:`~murano_widgets.LogitLens`'s options record, every option checked, with the
+        step's option names: ``remote``, ``sites``, ``model``, ...): a lens that runs the
         model to read a state (:class:`~murano_widgets.PatchscopeLens`) refuses direct logit
         attribution.
         Called at the end of the step's ``__init__``, before any model work."""
@@ -136,8 +145,6 @@ class Lens(ABC):
         Returns:
             ``([rows, d_model], [rows])``.
         """
-        import torch
-
         with torch.inference_mode(False), torch.enable_grad():
             point = hidden.detach().clone().float().requires_grad_(True)
             translated = self.translate(layer, point).float()
@@ -305,3 +312,46 @@ def lens_label(name: str, title: str) -> str:
         return text.lower().removesuffix(" lens")
 
     return title if plain(title) == plain(name) else f"{title} ({name})"
+
+
+# ---------------------------------------------------------------------------------------------
+# What a lens reads of a model, and records of itself: shared by the tuned and Jacobian lenses
+# and their training and fitting.
+
+
+def model_width(model: Any) -> int | None:
+    """The hidden size from the model's config (``hidden_size``, ``n_embd`` or ``d_model``)."""
+    config = getattr(model, "config", None)
+    candidates = [config]
+    if config is not None and hasattr(config, "get_text_config"):
+        candidates.append(config.get_text_config())
+    for candidate in candidates:
+        for name in ("hidden_size", "n_embd", "d_model"):
+            value = getattr(candidate, name, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def model_context(model: Any) -> int | None:
+    """The model's context from its config (``max_position_embeddings`` or ``n_positions``)."""
+    config = getattr(model, "config", None)
+    for name in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def model_name(model: Any) -> str:
+    """The model's name (its ``name``, else its config's ``_name_or_path``, else its class)."""
+    name = getattr(model, "name", None)
+    if name:
+        return str(name)
+    config = getattr(model, "config", None)
+    return str(getattr(config, "_name_or_path", "") or type(model).__name__)
+
+
+def lens_versions() -> dict[str, str]:
+    """The versions a made lens records in its provenance."""
+    return {"package": f"murano_widgets {__version__}", "torch": torch.__version__}

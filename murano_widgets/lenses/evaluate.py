@@ -14,6 +14,8 @@ import torch
 
 from murano_widgets._checks import check_int, check_model
 from murano_widgets.lenses.base import Lens
+from murano_widgets.results.result import LogitLensResult
+from murano_widgets.step.logit_lens import LogitLens
 from murano_widgets.types import check_encodable
 
 __all__ = ["per_layer_kl", "per_layer_metrics"]
@@ -73,9 +75,6 @@ def per_layer_metrics(
 
     Args and Raises: as :func:`per_layer_kl`.
     """
-    from murano_widgets.results.result import LogitLensResult
-    from murano_widgets.step.logit_lens import LogitLens
-
     check_model(model)
     batch_size = check_int("batch_size", batch_size, 1, None, None)
     max_chunk_bytes = check_int("max_chunk_bytes", max_chunk_bytes, 1, None, None)

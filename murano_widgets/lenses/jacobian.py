@@ -42,10 +42,9 @@ import torch
 
 from murano_widgets._checks import check_bool, check_int, check_model, check_path, check_str
 from murano_widgets._files import read_torch, write_file
-from murano_widgets.lenses.base import Lens
-from murano_widgets.lenses.jacobian_fit import _check_matrices, fit_jacobians
-from murano_widgets.lenses.tuned import _model_name
-from murano_widgets.lenses.tuned import model_width as _model_width
+from murano_widgets.lenses.base import Lens, model_name, model_width
+from murano_widgets.lenses.jacobian_fit import check_matrices, fit_jacobians
+from murano_widgets.lenses.jacobian_hub import resolve
 
 __all__ = ["ESTIMATOR", "JacobianLens"]
 
@@ -116,7 +115,7 @@ class JacobianLens(Lens):
         d_model: int | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        matrices = _check_matrices(jacobians, "jacobians", d_model)
+        matrices = check_matrices(jacobians, "jacobians", d_model)
         self.jacobians: dict[int, torch.Tensor] = {
             layer: matrix.detach().to("cpu", torch.float32).contiguous()
             for layer, matrix in matrices.items()
@@ -191,8 +190,8 @@ class JacobianLens(Lens):
         """
         check_model(model)
         n_layers = int(model.n_layers)
-        name = _model_name(model)
-        width = _model_width(model)
+        name = model_name(model)
+        width = model_width(model)
         if width is not None and width != self.d_model:
             raise ValueError(
                 f"the Jacobian lens is for d_model={self.d_model}{self._for()} but the model "
@@ -433,8 +432,6 @@ class JacobianLens(Lens):
                 a folder holding several lens files and no way to choose, or a bad file (see
                 :meth:`load`).
         """
-        from murano_widgets.lenses.jacobian_hub import resolve
-
         if model is not None:
             check_model(model)
         file, origin = resolve(name_or_hub_id, filename, revision, model)
@@ -640,12 +637,12 @@ def _from_payload(payload: Any, where: str) -> JacobianLens:
             "with 'J' (an artifact) or 'jacobian_sum' (a fit checkpoint)"
         )
     if "J" in payload:
-        matrices = _check_matrices(payload["J"], f"{where}: 'J'", None, file=True)
+        matrices = check_matrices(payload["J"], f"{where}: 'J'", None, file=True)
         n_prompts = _count(payload, "n_prompts", where, default=0, low=0)
         metadata_in = payload.get("metadata")
         metadata = _sanitized(metadata_in, where) if metadata_in is not None else {}
     elif "jacobian_sum" in payload:
-        sums = _check_matrices(payload["jacobian_sum"], f"{where}: 'jacobian_sum'", None, file=True)
+        sums = check_matrices(payload["jacobian_sum"], f"{where}: 'jacobian_sum'", None, file=True)
         key = "n_done" if "n_done" in payload else "n_prompts"
         n_prompts = _count(payload, key, where, default=None, low=1)
         matrices = {layer: total.float() / n_prompts for layer, total in sums.items()}

@@ -1,7 +1,7 @@
 """Fitting a Jacobian lens: the estimator, its resumable checkpoints and its argument checks.
 
 :meth:`murano_widgets.JacobianLens.fit` is the entry; this module holds what it runs, and the
-check of a lens's ``{layer: [d, d]}`` matrices (``_check_matrices``) that a checkpoint and the
+check of a lens's ``{layer: [d, d]}`` matrices (``check_matrices``) that a checkpoint and the
 lens's own file reader share: here, so that the lens imports its fitter and not both ways.
 
 Why plain torch hooks and not an nnsight trace: the estimator is one forward pass, then
@@ -32,9 +32,10 @@ import torch
 
 from murano_widgets._checks import check_int
 from murano_widgets._files import read_torch, write_file
+from murano_widgets._progress import progress_bar
 from murano_widgets._version import __version__
-from murano_widgets.lenses.train import _texts_hash
-from murano_widgets.lenses.tuned import model_width
+from murano_widgets.lenses.base import model_width
+from murano_widgets.lenses.train import texts_hash
 from murano_widgets.types import check_texts
 
 __all__ = ["FitState", "fit_jacobians", "prompt_jacobians"]
@@ -143,7 +144,7 @@ def fit_jacobians(
         "dtype": str(model.dtype).replace("torch.", ""),
         **settings,
         "n_texts": len(texts),
-        "texts_sha256": _texts_hash(texts),
+        "texts_sha256": texts_hash(texts),
     }
     if checkpoint_path is not None:
         checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,27 +152,8 @@ def fit_jacobians(
     if state.next_idx >= len(texts):
         return _finished(state, run, corpus, model)
 
-    prompts = _tokenize(model, texts, max_seq_len)
-    valid = [len(ids) > skip_first + 1 for ids in prompts]
-    skipped = [index for index, ok in enumerate(valid) if not ok]
-    if not any(valid):
-        longest = max(len(ids) for ids in prompts)
-        raise ValueError(
-            f"every text is too short: a text needs more than skip_first + 1 = {skip_first + 1} "
-            f"tokens to have a valid position, and the longest has {longest}; give longer texts "
-            "or a smaller skip_first"
-        )
-    if skipped:
-        shown = ", ".join(f"texts[{i}]" for i in skipped[:5]) + (", …" if len(skipped) > 5 else "")
-        warnings.warn(
-            f"{len(skipped)} of {len(texts)} texts have at most skip_first + 1 = "
-            f"{skip_first + 1} tokens and are left out of the fit ({shown})",
-            UserWarning,
-            stacklevel=3,
-        )
+    prompts, valid, skipped = _fitted_texts(model, texts, max_seq_len, skip_first)
     state.metadata = _metadata(run, corpus, len(skipped), model, state)
-
-    from murano_widgets._progress import progress_bar
 
     device = torch.device(getattr(model, "device", "cpu"))
     bar = progress_bar(
@@ -213,6 +195,36 @@ def fit_jacobians(
     finally:
         bar.close()
     return state
+
+
+def _fitted_texts(
+    model: Any, texts: Sequence[str], max_seq_len: int, skip_first: int
+) -> tuple[list[list[int]], list[bool], list[int]]:
+    """The texts' token ids, whether each has a valid position (more than ``skip_first + 1``
+    tokens) and the indices of those left out, said in a warning.
+
+    Raises:
+        ValueError: If no text has a valid position.
+    """
+    prompts = _tokenize(model, texts, max_seq_len)
+    valid = [len(ids) > skip_first + 1 for ids in prompts]
+    skipped = [index for index, ok in enumerate(valid) if not ok]
+    if not any(valid):
+        longest = max(len(ids) for ids in prompts)
+        raise ValueError(
+            f"every text is too short: a text needs more than skip_first + 1 = {skip_first + 1} "
+            f"tokens to have a valid position, and the longest has {longest}; give longer texts "
+            "or a smaller skip_first"
+        )
+    if skipped:
+        shown = ", ".join(f"texts[{i}]" for i in skipped[:5]) + (", …" if len(skipped) > 5 else "")
+        warnings.warn(
+            f"{len(skipped)} of {len(texts)} texts have at most skip_first + 1 = "
+            f"{skip_first + 1} tokens and are left out of the fit ({shown})",
+            UserWarning,
+            stacklevel=4,
+        )
+    return prompts, valid, skipped
 
 
 def prompt_jacobians(
@@ -349,7 +361,7 @@ def _start(checkpoint: Path | None, resume: bool, run: dict[str, Any], d_model: 
             + "; give the same inputs to resume, resume=False to start over, or another "
             "checkpoint_path"
         )
-    sums = _check_matrices(payload["jacobian_sum"], f"{where}: 'jacobian_sum'", d_model, file=True)
+    sums = check_matrices(payload["jacobian_sum"], f"{where}: 'jacobian_sum'", d_model, file=True)
     counts: dict[str, int] = {}
     for key in ("n_done", "next_idx"):
         value = payload.get(key)
@@ -538,7 +550,7 @@ def _brief(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _check_matrices(
+def check_matrices(
     given: Any, where: str, d_model: int | None, *, file: bool = False
 ) -> dict[int, torch.Tensor]:
     """``{layer: [d, d]}`` checked: int layers from 0, dense finite float square tensors of one

@@ -16,6 +16,7 @@ from typing import Any
 
 from murano_widgets._checks import check_path, check_str
 from murano_widgets._files import read_json
+from murano_widgets.backends import loading
 
 __all__ = ["REGISTRY_PATH", "lookup", "registry", "resolve"]
 
@@ -134,10 +135,9 @@ def _fetch(repo_id: str, filename: str, revision: str | None) -> Path:
         return Path(hf_hub_download(repo_id, filename, revision=revision, local_files_only=True))
     except Exception:  # not cached (LocalEntryNotFoundError, or an offline-mode refusal)
         pass
-    from murano_widgets.backends.loading import _hub_reachable
 
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
-    if offline or not _hub_reachable():
+    if offline or not loading.hub_reachable():
         why = "HF_HUB_OFFLINE is set" if offline else "the Hugging Face hub cannot be reached"
         at = f" --revision {revision}" if revision else ""
         raise FileNotFoundError(

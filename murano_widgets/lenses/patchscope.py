@@ -39,8 +39,10 @@ from typing import Any, ClassVar
 
 import torch
 
+from murano_widgets._checks import check_int
 from murano_widgets.lenses.base import Lens
 from murano_widgets.lenses.patchscope_progress import CellProgress
+from murano_widgets.types import validate_prompts
 
 __all__ = ["IDENTITY_PROMPT", "PatchscopeLens"]
 
@@ -370,9 +372,6 @@ class PatchscopeLens(Lens):
                 (:meth:`check`), an empty prompt, or a layer, position or ``max_new_tokens``
                 out of range.
         """
-        from murano_widgets._checks import check_int
-        from murano_widgets.types import validate_prompts
-
         self.check(model)
         prompt = validate_prompts([prompt], "prompt")[0]
         n_layers = int(model.n_layers)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from murano_widgets._progress import progress_bar
+
 __all__ = ["LONG_RUN_SECONDS", "CellProgress"]
 
 #: How long a run goes (with ``progress=None``) before its bar appears.
@@ -55,8 +57,6 @@ class CellProgress:
             self.bar.close()
 
     def _show(self) -> None:
-        from murano_widgets._progress import progress_bar
-
         self.bar = progress_bar(
             total=self.total, desc=self.desc, unit="cell", initial=self.done, leave=True
         )

@@ -1,28 +1,50 @@
-"""Training a tuned lens: the data (token chunks), the frozen model's block outputs, one
-optimizer step of the translators, and the checks of the training arguments.
+"""Training a tuned lens: the run (:func:`train_tuned_lens`), the data (token chunks), the
+frozen model's block outputs, one optimizer step of the translators, and the checks of the
+training arguments.
 
 :meth:`murano_widgets.TunedLens.train` is the entry; this module holds what it runs. It imports
-nothing of :mod:`murano_widgets.lenses.tuned` at run time (the lens is handed in), so the two
-can import each other's names without a circle.
+nothing of :mod:`murano_widgets.lenses.tuned` (the lens's class is handed in), so the tuned lens
+imports it and no circle runs between them.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
+import math
 import numbers
+import os
+import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from murano_widgets._checks import (
+    check_bool,
     check_float,
+    check_int,
+    check_model,
+    check_str,
 )
+from murano_widgets._progress import progress_bar
+from murano_widgets.lenses.base import lens_versions, model_context
+from murano_widgets.types import check_texts
 
-if TYPE_CHECKING:
-    from murano_widgets.lenses.tuned import TunedLens
+__all__ = [
+    "DEFAULT_MAX_CHUNK_BYTES",
+    "STATE_FILE",
+    "block_outputs",
+    "check_train_args",
+    "texts_hash",
+    "token_chunks",
+    "train_tuned_lens",
+]
 
-__all__ = ["block_outputs", "token_chunks"]
+STATE_FILE = "training_state.pt"
+"""Optimizer state and step count of an unfinished or resumable training run."""
+
+DEFAULT_MAX_CHUNK_BYTES = 128 * 2**20
 
 
 class _Trainer:
@@ -31,7 +53,7 @@ class _Trainer:
     def __init__(
         self,
         model: Any,
-        lens: TunedLens,
+        lens: Any,
         chunks: torch.Tensor,
         run: dict[str, Any],
         max_chunk_bytes: int,
@@ -169,7 +191,7 @@ def token_chunks(model: Any, texts: Sequence[str], seq_len: int) -> torch.Tensor
     return torch.cat([torch.full((n, 1), eos, dtype=torch.long), data], dim=1)
 
 
-def _check_train_args(
+def check_train_args(
     steps: int, tokens_per_step: int, lr: float, momentum: float, weight_decay: float
 ) -> dict[str, Any]:
     """The training settings, checked (numpy numbers accepted) and as plain Python numbers."""
@@ -186,9 +208,194 @@ def _check_train_args(
     }
 
 
-def _texts_hash(texts: Sequence[str]) -> str:
+def texts_hash(texts: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for text in texts:
         digest.update(text.encode("utf-8"))
         digest.update(b"\x00")
     return digest.hexdigest()
+
+
+def train_tuned_lens(
+    lens_class: Any,
+    model: Any,
+    texts: Sequence[str],
+    *,
+    steps: int,
+    tokens_per_step: int,
+    lr: float,
+    seed: int,
+    seq_len: int | None,
+    momentum: float,
+    weight_decay: float,
+    resume_from: str | os.PathLike[str] | None,
+    stop_after: int | None,
+    save_to: str | os.PathLike[str] | None,
+    save_every: int | None,
+    max_chunk_bytes: int,
+    base_model_name: str | None,
+    progress: bool,
+) -> Any:
+    """What :meth:`TunedLens.train <murano_widgets.TunedLens.train>` runs (its docstring says
+    each argument and error): the settings checked, the lens to start from (:func:`_start`),
+    then the optimiser's steps, the lens saved as asked (:func:`_snapshot`).
+
+    Args:
+        lens_class: The tuned lens's class (handed in: this module imports nothing of
+            :mod:`murano_widgets.lenses.tuned`).
+    """
+    check_model(model)
+    settings = check_train_args(steps, tokens_per_step, lr, momentum, weight_decay)
+    steps, tokens_per_step = settings["steps"], settings["tokens_per_step"]
+    check_texts(texts)
+    seed = check_int("seed", seed, 0, 2**32 - 1, None)
+    if seq_len is None:
+        seq_len = min(2048, model_context(model) or 2048)
+    if isinstance(seq_len, bool) or not isinstance(seq_len, numbers.Integral) or seq_len < 2:
+        raise ValueError(f"seq_len must be an int of at least 2, got {seq_len!r}")
+    seq_len = int(seq_len)
+    if stop_after is not None:
+        stop_after = check_int("stop_after", stop_after, 0, None, None)
+    if save_every is not None:
+        save_every = check_int("save_every", save_every, 1, None, None)
+    max_chunk_bytes = check_int("max_chunk_bytes", max_chunk_bytes, 1, None, None)
+    base_model_name = check_str("base_model_name", base_model_name, optional=True)
+    progress = check_bool("progress", progress)
+    chunks = token_chunks(model, texts, seq_len)
+    run = {
+        **settings,
+        "seed": int(seed),
+        "seq_len": seq_len,
+        "samples_per_step": max(1, math.ceil(tokens_per_step / seq_len)),
+        "texts_sha256": texts_hash(texts),
+        "n_chunks": len(chunks),
+    }
+    lens, state, provenance = _start(lens_class, model, run, resume_from, base_model_name)
+    trainer = _Trainer(model, lens, chunks, run, max_chunk_bytes)
+    if state.get("optimizer") is not None:
+        trainer.optimizer.load_state_dict(state["optimizer"])
+    start_step = int(state["step"])
+    last_step = steps if stop_after is None else min(steps, start_step + int(stop_after))
+    # What a snapshot records as it goes: the seconds spent, each step's KL per layer.
+    progress_so_far = {
+        "seconds": float(state["seconds"]),
+        "losses": [list(x) for x in state["losses"]],
+    }
+
+    def snapshot(step: int) -> Any:
+        return _snapshot(
+            lens_class, lens, trainer, provenance, run, len(texts), step, steps, progress_so_far
+        )
+
+    bar = progress_bar(
+        total=steps, initial=start_step, desc="tuned lens", enabled=progress, unit="step"
+    )
+    try:
+        for step in range(start_step, last_step):
+            began = time.perf_counter()
+            layer_kl = trainer.step(step)
+            progress_so_far["seconds"] += time.perf_counter() - began
+            progress_so_far["losses"].append(layer_kl)
+            bar.update(1)
+            bar.set_postfix(kl=f"{sum(layer_kl) / max(1, len(layer_kl)):.3f}")
+            if save_to is not None and save_every and (step + 1) % save_every == 0:
+                snapshot(step + 1).save(save_to)
+    finally:
+        bar.close()
+    lens = snapshot(last_step)
+    if save_to is not None:
+        lens.save(save_to)
+    return lens
+
+
+def _start(
+    lens_class: Any,
+    model: Any,
+    run: dict[str, Any],
+    resume_from: str | os.PathLike[str] | None,
+    base_model_name: str | None,
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """The lens to start from (the identity, or a run saved to resume), its training state and
+    the provenance it keeps.
+
+    Raises:
+        ValueError: For a ``resume_from`` folder without a training state, or of another run.
+    """
+    if resume_from is None:
+        lens = lens_class.identity(model, base_model_name=base_model_name)
+        return lens, {"run": run, "step": 0, "seconds": 0.0, "losses": []}, {}
+    lens = lens_class.load(resume_from, model)
+    state = lens.training_state
+    if state is None:
+        raise ValueError(
+            f"resume_from={str(resume_from)!r} has no {STATE_FILE}: it is a finished "
+            "or published lens, not a training run to continue"
+        )
+    different = {
+        key: (state["run"].get(key), value)
+        for key, value in run.items()
+        if state["run"].get(key) != value
+    }
+    if different:
+        raise ValueError(
+            f"resume_from={str(resume_from)!r} is another run: "
+            + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in different.items())
+        )
+    return lens, state, dict(lens.provenance)
+
+
+def _snapshot(
+    lens_class: Any,
+    lens: Any,
+    trainer: _Trainer,
+    provenance: dict[str, Any],
+    run: dict[str, Any],
+    n_texts: int,
+    step: int,
+    steps: int,
+    so_far: dict[str, Any],
+) -> Any:
+    """The lens after ``step`` of ``steps``, its provenance recording the run, and its
+    training state while the run is unfinished."""
+    weight, bias = trainer.stacked()
+    seconds, losses = so_far["seconds"], so_far["losses"]
+    samples_per_step, seq_len = run["samples_per_step"], run["seq_len"]
+    done = lens_class(
+        weight,
+        bias,
+        lens.config,
+        {
+            **provenance,
+            **lens_versions(),
+            "source": "trained",
+            "base_model": lens.config["base_model_name_or_path"],
+            "trained_with": "murano_widgets.lenses.tuned.TunedLens.train",
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "steps": step,
+            "steps_planned": steps,
+            "tokens_per_step": samples_per_step * seq_len,
+            "tokens": step * samples_per_step * seq_len,
+            "seq_len": seq_len,
+            "seed": run["seed"],
+            "lr": run["lr"],
+            "momentum": run["momentum"],
+            "weight_decay": run["weight_decay"],
+            "grad_clip": 1.0,
+            "n_texts": n_texts,
+            "texts_sha256": run["texts_sha256"],
+            "seconds": round(seconds, 1),
+            "final_train_kl": losses[-1] if losses else None,
+        },
+    )
+    done.training_state = (
+        None
+        if step >= steps
+        else {
+            "run": run,
+            "step": step,
+            "seconds": seconds,
+            "losses": losses,
+            "optimizer": trainer.optimizer.state_dict(),
+        }
+    )
+    return done

@@ -27,12 +27,8 @@ Example:
 
 from __future__ import annotations
 
-import datetime
 import json
-import math
-import numbers
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,24 +36,17 @@ from typing import Any, ClassVar
 import torch
 
 from murano_widgets._checks import (
-    check_bool,
-    check_int,
     check_model,
     check_path,
     check_str,
 )
 from murano_widgets._files import read_json, read_torch, write_files
-from murano_widgets._version import __version__
 from murano_widgets.lenses import Lens
-from murano_widgets.lenses.train import (
-    _check_train_args,
-    _texts_hash,
-    _Trainer,
-    token_chunks,
-)
-from murano_widgets.types import check_texts
+from murano_widgets.lenses.base import lens_versions, model_name, model_width
+from murano_widgets.lenses.train import DEFAULT_MAX_CHUNK_BYTES, STATE_FILE, train_tuned_lens
 
-__all__ = ["LENS_TYPE", "TunedLens"]
+# STATE_FILE and model_width are read from here as well (the lens's files, the model's width).
+__all__ = ["LENS_TYPE", "STATE_FILE", "TunedLens", "model_width"]
 
 LENS_TYPE = "linear_tuned_lens"
 """The only ``lens_type`` of tuned-lens's ``config.json`` that this module reads."""
@@ -66,10 +55,6 @@ CONFIG_FILE = "config.json"
 PARAMS_FILE = "params.pt"
 PROVENANCE_FILE = "provenance.json"
 """Where this package keeps the lens's provenance (tuned-lens ignores the file)."""
-STATE_FILE = "training_state.pt"
-"""Optimizer state and step count of an unfinished or resumable training run."""
-
-DEFAULT_MAX_CHUNK_BYTES = 128 * 2**20
 
 
 class TunedLens(Lens):
@@ -170,7 +155,7 @@ class TunedLens(Lens):
             raise ValueError(
                 f"the tuned lens has {self.num_hidden_layers} layer translators "
                 f"(num_hidden_layers, for {self.config['base_model_name_or_path']!r}) but the "
-                f"model {_model_name(model)!r} has {n_layers} layers: it was trained for another "
+                f"model {model_name(model)!r} has {n_layers} layers: it was trained for another "
                 "model"
             )
         width = model_width(model)
@@ -178,7 +163,7 @@ class TunedLens(Lens):
             raise ValueError(
                 f"the tuned lens acts on d_model={self.d_model} (for "
                 f"{self.config['base_model_name_or_path']!r}) but the model "
-                f"{_model_name(model)!r} has hidden size {width}: it was trained for another model"
+                f"{model_name(model)!r} has hidden size {width}: it was trained for another model"
             )
 
     # -----------------------------------------------------------------------------------------
@@ -276,12 +261,12 @@ class TunedLens(Lens):
                 "d_model); build the lens with TunedLens(weight, bias, config) instead"
             )
         n_layers = int(model.n_layers)
-        name = base_model_name or _model_name(model)
+        name = base_model_name or model_name(model)
         return cls(
             torch.zeros(n_layers, width, width),
             torch.zeros(n_layers, width),
             {"base_model_name_or_path": name},
-            {"source": "identity", **_versions()},
+            {"source": "identity", **lens_versions()},
         )
 
     @classmethod
@@ -443,135 +428,25 @@ class TunedLens(Lens):
                 are not strings of valid Unicode or too short for one chunk, or a
                 ``resume_from`` folder of another run.
         """
-        check_model(model)
-        settings = _check_train_args(steps, tokens_per_step, lr, momentum, weight_decay)
-        steps, tokens_per_step = settings["steps"], settings["tokens_per_step"]
-        check_texts(texts)
-        seed = check_int("seed", seed, 0, 2**32 - 1, None)
-        if seq_len is None:
-            seq_len = min(2048, _context(model) or 2048)
-        if isinstance(seq_len, bool) or not isinstance(seq_len, numbers.Integral) or seq_len < 2:
-            raise ValueError(f"seq_len must be an int of at least 2, got {seq_len!r}")
-        seq_len = int(seq_len)
-        if stop_after is not None:
-            stop_after = check_int("stop_after", stop_after, 0, None, None)
-        if save_every is not None:
-            save_every = check_int("save_every", save_every, 1, None, None)
-        max_chunk_bytes = check_int("max_chunk_bytes", max_chunk_bytes, 1, None, None)
-        base_model_name = check_str("base_model_name", base_model_name, optional=True)
-        progress = check_bool("progress", progress)
-        chunks = token_chunks(model, texts, seq_len)
-        samples_per_step = max(1, math.ceil(tokens_per_step / seq_len))
-        run = {
-            **settings,
-            "seed": int(seed),
-            "seq_len": seq_len,
-            "samples_per_step": samples_per_step,
-            "texts_sha256": _texts_hash(texts),
-            "n_chunks": len(chunks),
-        }
-
-        if resume_from is not None:
-            lens = cls.load(resume_from, model)
-            state = lens.training_state
-            if state is None:
-                raise ValueError(
-                    f"resume_from={str(resume_from)!r} has no {STATE_FILE}: it is a finished "
-                    "or published lens, not a training run to continue"
-                )
-            different = {
-                key: (state["run"].get(key), value)
-                for key, value in run.items()
-                if state["run"].get(key) != value
-            }
-            if different:
-                raise ValueError(
-                    f"resume_from={str(resume_from)!r} is another run: "
-                    + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in different.items())
-                )
-            provenance = dict(lens.provenance)
-        else:
-            lens = cls.identity(model, base_model_name=base_model_name)
-            state = {"run": run, "step": 0, "seconds": 0.0, "losses": []}
-            provenance = {}
-
-        trainer = _Trainer(model, lens, chunks, run, max_chunk_bytes)
-        if state.get("optimizer") is not None:
-            trainer.optimizer.load_state_dict(state["optimizer"])
-        start_step = int(state["step"])
-        last_step = steps if stop_after is None else min(steps, start_step + int(stop_after))
-        seconds = float(state["seconds"])
-        losses: list[list[float]] = [list(x) for x in state["losses"]]
-
-        def snapshot(step: int) -> TunedLens:
-            weight, bias = trainer.stacked()
-            done = TunedLens(
-                weight,
-                bias,
-                lens.config,
-                {
-                    **provenance,
-                    **_versions(),
-                    "source": "trained",
-                    "base_model": lens.config["base_model_name_or_path"],
-                    "trained_with": "murano_widgets.lenses.tuned.TunedLens.train",
-                    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                        timespec="seconds"
-                    ),
-                    "steps": step,
-                    "steps_planned": steps,
-                    "tokens_per_step": samples_per_step * seq_len,
-                    "tokens": step * samples_per_step * seq_len,
-                    "seq_len": seq_len,
-                    "seed": int(seed),
-                    "lr": settings["lr"],
-                    "momentum": settings["momentum"],
-                    "weight_decay": settings["weight_decay"],
-                    "grad_clip": 1.0,
-                    "n_texts": len(texts),
-                    "texts_sha256": run["texts_sha256"],
-                    "seconds": round(seconds, 1),
-                    "final_train_kl": losses[-1] if losses else None,
-                },
-            )
-            done.training_state = (
-                None
-                if step >= steps
-                else {
-                    "run": run,
-                    "step": step,
-                    "seconds": seconds,
-                    "losses": losses,
-                    "optimizer": trainer.optimizer.state_dict(),
-                }
-            )
-            return done
-
-        from murano_widgets._progress import progress_bar
-
-        bar = progress_bar(
-            total=steps, initial=start_step, desc="tuned lens", enabled=progress, unit="step"
+        return train_tuned_lens(
+            cls,
+            model,
+            texts,
+            steps=steps,
+            tokens_per_step=tokens_per_step,
+            lr=lr,
+            seed=seed,
+            seq_len=seq_len,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            resume_from=resume_from,
+            stop_after=stop_after,
+            save_to=save_to,
+            save_every=save_every,
+            max_chunk_bytes=max_chunk_bytes,
+            base_model_name=base_model_name,
+            progress=progress,
         )
-        try:
-            for step in range(start_step, last_step):
-                began = time.perf_counter()
-                layer_kl = trainer.step(step)
-                seconds += time.perf_counter() - began
-                losses.append(layer_kl)
-                bar.update(1)
-                bar.set_postfix(kl=f"{sum(layer_kl) / max(1, len(layer_kl)):.3f}")
-                if save_to is not None and save_every and (step + 1) % save_every == 0:
-                    snapshot(step + 1).save(save_to)
-        finally:
-            bar.close()
-        lens = snapshot(last_step)
-        if save_to is not None:
-            lens.save(save_to)
-        return lens
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
 
 
 def _read_config(config: dict[str, Any], where: Path) -> dict[str, Any]:
@@ -682,38 +557,3 @@ def _read_training_state(state: Any, where: Path) -> dict[str, Any]:
     if not isinstance(state.get("optimizer"), (dict, type(None))):
         raise ValueError(f"{where}: 'optimizer' must be an optimizer state dict or absent")
     return state
-
-
-def model_width(model: Any) -> int | None:
-    """The hidden size from the model's config (``hidden_size``, ``n_embd`` or ``d_model``)."""
-    config = getattr(model, "config", None)
-    candidates = [config]
-    if config is not None and hasattr(config, "get_text_config"):
-        candidates.append(config.get_text_config())
-    for candidate in candidates:
-        for name in ("hidden_size", "n_embd", "d_model"):
-            value = getattr(candidate, name, None)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-    return None
-
-
-def _context(model: Any) -> int | None:
-    config = getattr(model, "config", None)
-    for name in ("max_position_embeddings", "n_positions"):
-        value = getattr(config, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
-def _model_name(model: Any) -> str:
-    name = getattr(model, "name", None)
-    if name:
-        return str(name)
-    config = getattr(model, "config", None)
-    return str(getattr(config, "_name_or_path", "") or type(model).__name__)
-
-
-def _versions() -> dict[str, str]:
-    return {"package": f"murano_widgets {__version__}", "torch": torch.__version__}

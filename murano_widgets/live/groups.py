@@ -9,12 +9,10 @@ it. The word is the group's name: the widget's ``group`` trait, and the group me
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from murano_widgets.groups import TokenGroup
 from murano_widgets.results import lenses_of
-from murano_widgets.step.groups import check_groups
 
 if TYPE_CHECKING:
     from murano_widgets.live.session import LiveSession, Results
@@ -41,9 +39,7 @@ def add_word_group(session: LiveSession, results: Results, word: str) -> Results
     word = check_word(word)
     group = TokenGroup.word(session.model.tokenizer, word, spaces=True)
     before = session.step
-    step = copy.copy(before)
-    step.groups = check_groups({**(before.groups or {}), word: group})
-    session.step = step
+    session.step = before.with_options(groups={**(before.groups or {}), word: group})
     try:
         return session.retarget(results, lenses_of(results).first.targets)
     except BaseException:

@@ -34,18 +34,18 @@ a direct call of a session) never run it at once.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from murano_widgets._checks import check_bool, check_index, check_model, check_str
 from murano_widgets.chat import apply_chat, check_chat
 from murano_widgets.comparison.patching import PatchComparison
-from murano_widgets.generation import check_generation, generate_tokens
+from murano_widgets.generation import Generation, generate_tokens
+from murano_widgets.lenses import Lens
 from murano_widgets.live.patching import check_patch, run_patch
 from murano_widgets.live.worker import model_lock
-from murano_widgets.options import GenerateOptions, PromptOptions
+from murano_widgets.options import PromptOptions
 from murano_widgets.results import LensResults, LogitLensResult, lenses_of
 from murano_widgets.results.combine import concat_results, padding_of, select_prompts
 from murano_widgets.run import run_logit_lens
@@ -88,14 +88,14 @@ class LiveSession:
     Args:
         model: The model, e.g. ``MuranoModel("gpt2")`` or ``load_demo_model()``.
         layers: ``"all"`` or a list of layer indices.
-        generate, do_sample, temperature, top_p, seed: As for
-            :func:`~murano_widgets.run.run_logit_lens`: every prompt, the added ones too, is
-            continued by the model.
-        add_generation_prompt: With chats: end each with the template's opening of an
-            assistant turn.
-        **step_options: What :class:`~murano_widgets.LogitLens` takes
-            (:class:`~murano_widgets.options.RunOptions`: ``lens``, ``targets``, ``top_k``,
-            ``decompose``, ``remote``, ...); ``targets`` are the initial ones (the
+        lens: The lens, or several by name, as for
+            :func:`~murano_widgets.run.run_logit_lens`.
+        generation: What the model generates after every prompt (the added ones too), a
+            :class:`~murano_widgets.Generation`; or its options one by one as keywords
+            (``generate=8``), as for :func:`~murano_widgets.run.run_logit_lens`.
+        **options: What :class:`~murano_widgets.LogitLens` takes and the generation options
+            (:class:`~murano_widgets.options.RunOptions`: ``targets``, ``top_k``,
+            ``decompose``, ``remote``, ``generate``, ...); ``targets`` are the initial ones (the
             widget's ``track`` and ``untrack`` change them).
 
     Raises:
@@ -108,24 +108,21 @@ class LiveSession:
         model: Any,
         layers: Sequence[int] | str = "all",
         *,
-        generate: int | None = None,
-        do_sample: bool = False,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
-        add_generation_prompt: bool = True,
-        **step_options: Unpack[RunOptions],
+        lens: Lens | Mapping[str, Lens | None] | None = None,
+        generation: Generation | None = None,
+        **options: Unpack[RunOptions],
     ) -> None:
         check_model(model)
         for name in _PER_PROMPT:
-            if name in step_options:
+            if name in options:
                 raise TypeError(
                     f"LiveSession takes no {name}=: it belongs to the prompts; give it to "
                     f"session.run(prompts, {name}=...)"
                 )
         self.model = model
-        self.generation = check_generation(generate, do_sample, temperature, top_p, seed)
-        self.add_generation_prompt = check_bool("add_generation_prompt", add_generation_prompt)
+        checked, step_options = Generation.from_keywords(generation, options)
+        self.generation = checked.options
+        self.add_generation_prompt = checked.add_generation_prompt
         # Before the step, whose remote=True also checks the installed nnsight: the arguments'
         # own conflict is said first.
         if self.generation is not None and check_bool("remote", step_options.get("remote", False)):
@@ -135,17 +132,12 @@ class LiveSession:
                 "the text"
             )
         #: The step every run copies (its targets aside), checked now: layers, lenses, options.
-        self.step = LogitLens(model, layers, **step_options)
-        # What every run passes on: generation's options, and the step's as given.
-        self._generate_options: GenerateOptions = {
-            "generate": generate,
-            "do_sample": do_sample,
-            "temperature": temperature,
-            "top_p": top_p,
-            "seed": seed,
-            "add_generation_prompt": add_generation_prompt,
+        self.step = LogitLens(model, layers, lens=lens, **step_options)
+        self._run_options: dict[str, Any] = {
+            "lens": lens,
+            "generation": checked,
+            **step_options,
         }
-        self._step_options = step_options
         self._layers = layers
 
     @property
@@ -192,8 +184,7 @@ class LiveSession:
                 answers=answers,
                 foils=foils,
                 chat=chat,
-                **self._generate_options,
-                **self._step_options,
+                **self._run_options,
             )
 
     def check_result(self, results: Results) -> Results:
@@ -432,8 +423,7 @@ class LiveSession:
         its result: the generated replies and chat roles recorded on every lens."""
         step = self.step
         if targets != step.targets:
-            step = copy.copy(step)
-            step.targets = None if not targets else validate_targets(targets)
+            step = step.with_options(targets=targets)
         names = list(dict.fromkeys(name for x in inputs for name in (x.answers or {})))
         given = {name: [(x.answers or {}).get(name) for x in inputs] for name in names}
         # One call cannot be given answers that are all None.

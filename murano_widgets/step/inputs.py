@@ -114,6 +114,11 @@ def plan_inputs(
 ) -> InputPlan:
     """Tokenizes the prompts once, with what scoring the answers and targets needs.
 
+    In named steps: the targets' tokens (:func:`_plan_targets`), each answer set's token
+    sequences (:func:`_answer_sequences`), the model's rows with the answers' tokens appended
+    (:func:`_model_rows`), padded; the shown positions (:class:`_Grid`); and the reduced rows
+    that score each answer token (:class:`_RowPlanner`).
+
     Args:
         tokenizer, prompts, answer_sets, targets, variants: What the step was given.
         prompt_ids: The prompts' token ids when they are not to be tokenized from their text
@@ -125,34 +130,76 @@ def plan_inputs(
     """
     encode = _Encoder(tokenizer, prompts, prompt_ids)
     prompt_ids = encode.prompt_ids
-    n_inputs = len(prompts)
+    target_token_ids, target_columns, target_ids = _plan_targets(encode, targets, variants)
+    sequences_of = _answer_sequences(encode, answer_sets, variants)
+    rows, row_prompt, placement = _model_rows(prompt_ids, sequences_of)
+    left = getattr(tokenizer, "padding_side", "right") == "left"
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    input_ids, attention_mask = _pad(rows, pad_id, left)
+    display_ids, display_mask = _pad(prompt_ids, pad_id, left)
+    grid = _Grid(rows, prompt_ids, int(input_ids.shape[1]), left, last_only)
+    planner = _RowPlanner(grid, sequences_of)
+    set_plans = {
+        name: planner.plan_set(name, per_prompt, answer_sets, placement)
+        for name, per_prompt in sequences_of.items()
+    }
+    row_ids = planner.row_ids(set_plans, sequences_of) if answer_sets else None
+    tracked = None
+    if targets or answer_sets:
+        tracked = Tracked(torch.tensor(target_ids, dtype=torch.long), row_ids)
+    return InputPlan(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        display_ids=display_ids,
+        display_mask=display_mask,
+        shown_mask=grid.shown_mask(display_mask),
+        reduce_rows=torch.tensor(planner.reduce_rows, dtype=torch.long),
+        n_shown=len(grid.shown_cells),
+        row_prompt=row_prompt,
+        tracked=tracked,
+        targets=list(targets) if targets else None,
+        target_token_ids=target_token_ids,
+        target_columns=target_columns,
+        answer_sets=set_plans,
+    )
 
-    target_token_ids = target_columns = None
-    target_ids: list[int] = []
-    if targets:
-        encode.prefetch([(0, text) for text in targets], variants)
-        target_token_ids = []
-        multi = []
-        for index, text in enumerate(targets):
-            ids = encode.continuation(0, text, f"targets[{index}]")
-            if len(ids) > 1:
-                multi.append(text)
-            counted = [ids[0]]
-            if variants:
-                counted += encode.single_token_variants(0, text)
-            target_token_ids.append(list(dict.fromkeys(counted)))
-        if multi:
-            warnings.warn(
-                f"targets {multi!r} are several tokens long: only their first token is tracked "
-                "at every position (score a whole answer with answers=..., teacher-forced)",
-                UserWarning,
-                stacklevel=4,
-            )
-        target_ids = list(dict.fromkeys(i for ids in target_token_ids for i in ids))
-        column_of = {token: column for column, token in enumerate(target_ids)}
-        target_columns = [[column_of[i] for i in ids] for ids in target_token_ids]
 
-    # Each set's token sequences per prompt, then the rows that teacher-force them.
+def _plan_targets(
+    encode: _Encoder, targets: list[str] | None, variants: bool
+) -> tuple[list[list[int]] | None, list[list[int]] | None, list[int]]:
+    """Each target's counted token ids (its first token, and with ``variants`` its
+    single-token forms), each one's columns among the distinct ids tracked, and those ids."""
+    if not targets:
+        return None, None, []
+    encode.prefetch([(0, text) for text in targets], variants)
+    target_token_ids = []
+    multi = []
+    for index, text in enumerate(targets):
+        ids = encode.continuation(0, text, f"targets[{index}]")
+        if len(ids) > 1:
+            multi.append(text)
+        counted = [ids[0]]
+        if variants:
+            counted += encode.single_token_variants(0, text)
+        target_token_ids.append(list(dict.fromkeys(counted)))
+    if multi:
+        warnings.warn(
+            f"targets {multi!r} are several tokens long: only their first token is tracked "
+            "at every position (score a whole answer with answers=..., teacher-forced)",
+            UserWarning,
+            stacklevel=5,
+        )
+    target_ids = list(dict.fromkeys(i for ids in target_token_ids for i in ids))
+    column_of = {token: column for column, token in enumerate(target_ids)}
+    target_columns = [[column_of[i] for i in ids] for ids in target_token_ids]
+    return target_token_ids, target_columns, target_ids
+
+
+def _answer_sequences(
+    encode: _Encoder, answer_sets: AnswerSets | None, variants: bool
+) -> dict[str, list[list[list[int]] | None]]:
+    """Each answer set's accepted token sequences per prompt (``None`` for a prompt without
+    an answer), made disjoint (:func:`disjoint_sequences`)."""
     sequences_of: dict[str, list[list[list[int]] | None]] = {}
     encode.prefetch(
         [
@@ -177,7 +224,16 @@ def plan_inputs(
                 ]
             per_prompt.append(disjoint_sequences(found))
         sequences_of[name] = per_prompt
+    return sequences_of
 
+
+def _model_rows(
+    prompt_ids: list[list[int]], sequences_of: dict[str, list[list[list[int]] | None]]
+) -> tuple[list[list[int]], list[int], dict[tuple[int, tuple[int, ...]], int]]:
+    """The model's rows (each prompt with the tokens of one multi-token answer appended, then
+    one more row per further one), each row's prompt, and the row that reads each
+    ``(prompt, context)``."""
+    n_inputs = len(prompt_ids)
     appended: list[list[int]] = [[] for _ in range(n_inputs)]  # the prompts' own rows
     extra_rows: list[tuple[int, list[int]]] = []  # (prompt, appended tokens)
     placement: dict[tuple[int, tuple[int, ...]], int] = {}  # (prompt, context) -> model row
@@ -188,123 +244,149 @@ def plan_inputs(
                     placement[(prompt, tuple(sequence[:-1]))] = _place(
                         prompt, sequence[:-1], appended, extra_rows
                     )
-
     rows = [prompt_ids[i] + appended[i] for i in range(n_inputs)]
     rows += [prompt_ids[prompt] + tokens for prompt, tokens in extra_rows]
     row_prompt = list(range(n_inputs)) + [prompt for prompt, _ in extra_rows]
-    left = getattr(tokenizer, "padding_side", "right") == "left"
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    input_ids, attention_mask = _pad(rows, pad_id, left)
-    display_ids, display_mask = _pad(prompt_ids, pad_id, left)
-    width = input_ids.shape[1]
+    return rows, row_prompt, placement
 
-    def flat(row: int, position: int) -> int:
-        return row * width + (width - len(rows[row]) + position if left else position)
 
-    def shown_positions(i: int) -> range:
-        return range(len(prompt_ids[i]) - 1 if last_only else 0, len(prompt_ids[i]))
+class _Grid:
+    """Where the model's rows sit in the padded batch, and the positions shown."""
 
-    shown_cells = [(i, k) for i in range(n_inputs) for k in shown_positions(i)]
-    shown = [flat(i, k) for i, k in shown_cells]
-    shown_index = {cell: n for n, cell in enumerate(shown_cells)}
-    shown_mask = display_mask.bool()
-    if last_only:
-        ends = [display_mask.shape[1] - 1 if left else len(ids) - 1 for ids in prompt_ids]
-        shown_mask = torch.zeros_like(shown_mask)
-        shown_mask[torch.arange(n_inputs), ends] = True
-    reduce_rows = list(shown)
-    hidden_index: dict[tuple[int, int], int] = {}
+    def __init__(
+        self,
+        rows: list[list[int]],
+        prompt_ids: list[list[int]],
+        width: int,
+        left: bool,
+        last_only: bool,
+    ) -> None:
+        self.rows, self.prompt_ids, self.width = rows, prompt_ids, width
+        self.left, self.last_only = left, last_only
+        #: The shown cells, ``(prompt, position)``, in the order they are reduced.
+        self.shown_cells = [(i, k) for i in range(len(prompt_ids)) for k in self.shown_positions(i)]
 
-    # Per reduced row, the ids to track: the answers' first tokens where shown, the tokens
-    # the appended positions predict.
-    row_tokens: list[list[int]] = [[] for _ in shown]
-    first_tokens = [
-        list(
-            dict.fromkeys(s[0] for per_prompt in sequences_of.values() for s in per_prompt[i] or [])
-        )
-        for i in range(n_inputs)
-    ]
-    for i in range(n_inputs):
-        for k in shown_positions(i):
-            row_tokens[shown_index[(i, k)]] = list(first_tokens[i])
+    def flat(self, row: int, position: int) -> int:
+        """The flat index into ``[n_rows * width]`` of a row's token at ``position``."""
+        pad = self.width - len(self.rows[row]) if self.left else 0
+        return row * self.width + pad + position
 
-    def column(reduced: int, token: int) -> int:
-        tokens = row_tokens[reduced]
+    def shown_positions(self, i: int) -> range:
+        return range(len(self.prompt_ids[i]) - 1 if self.last_only else 0, len(self.prompt_ids[i]))
+
+    def shown_mask(self, display_mask: torch.Tensor) -> torch.Tensor:
+        """``[n_inputs, seq]`` the cells the result holds values for."""
+        shown_mask = display_mask.bool()
+        if self.last_only:
+            ends = [
+                display_mask.shape[1] - 1 if self.left else len(ids) - 1 for ids in self.prompt_ids
+            ]
+            shown_mask = torch.zeros_like(shown_mask)
+            shown_mask[torch.arange(len(self.prompt_ids)), ends] = True
+        return shown_mask
+
+
+class _RowPlanner:
+    """The reduced rows (every shown position, then the appended ones an answer needs) and,
+    per reduced row, the token ids it tracks: the answers' first tokens where shown, the tokens
+    the appended positions predict."""
+
+    def __init__(self, grid: _Grid, sequences_of: dict[str, list[list[list[int]] | None]]) -> None:
+        self.grid = grid
+        self.reduce_rows = [grid.flat(i, k) for i, k in grid.shown_cells]
+        self.shown_index = {cell: n for n, cell in enumerate(grid.shown_cells)}
+        self.hidden_index: dict[tuple[int, int], int] = {}
+        self.row_tokens: list[list[int]] = [[] for _ in grid.shown_cells]
+        first_tokens = [
+            list(
+                dict.fromkeys(
+                    s[0] for per_prompt in sequences_of.values() for s in per_prompt[i] or []
+                )
+            )
+            for i in range(len(grid.prompt_ids))
+        ]
+        for i in range(len(grid.prompt_ids)):
+            for k in grid.shown_positions(i):
+                self.row_tokens[self.shown_index[(i, k)]] = list(first_tokens[i])
+
+    def column(self, reduced: int, token: int) -> int:
+        """``token``'s column among the ids reduced row ``reduced`` tracks (added if new)."""
+        tokens = self.row_tokens[reduced]
         if token not in tokens:
             tokens.append(token)
         return tokens.index(token)
 
-    set_plans: dict[str, _SetPlan] = {}
-    for name, per_prompt in sequences_of.items():
+    def reduced_row(self, row: int, position: int) -> int:
+        """The reduced row of a model row's appended ``position`` (added if new)."""
+        key = (row, position)
+        if key not in self.hidden_index:
+            self.hidden_index[key] = len(self.reduce_rows)
+            self.reduce_rows.append(self.grid.flat(row, position))
+            self.row_tokens.append([])
+        return self.hidden_index[key]
+
+    def plan_set(
+        self,
+        name: str,
+        per_prompt: list[list[list[int]] | None],
+        answer_sets: AnswerSets | None,
+        placement: dict[tuple[int, tuple[int, ...]], int],
+    ) -> _SetPlan:
+        """One answer set's plan: each token of each accepted sequence, the reduced row that
+        predicts it and its column there (``first_columns`` is filled in by :meth:`row_ids`)."""
+        prompt_ids = self.grid.prompt_ids
         term_sequence: list[int] = []
         term_index: list[int] = []
         term_row: list[int] = []
         term_column: list[int] = []
         sequence_prompt: list[int] = []
         for prompt, sequences in enumerate(per_prompt):
-            last = shown_index[(prompt, len(prompt_ids[prompt]) - 1)]
+            last = self.shown_index[(prompt, len(prompt_ids[prompt]) - 1)]
             for sequence in sequences or []:
                 number = len(sequence_prompt)
                 sequence_prompt.append(prompt)
                 row = placement.get((prompt, tuple(sequence[:-1])), prompt)
                 for k, token in enumerate(sequence):
-                    if k == 0:
-                        reduced = last
-                    else:
-                        position = len(prompt_ids[prompt]) - 1 + k
-                        key = (row, position)
-                        if key not in hidden_index:
-                            hidden_index[key] = len(reduce_rows)
-                            reduce_rows.append(flat(row, position))
-                            row_tokens.append([])
-                        reduced = hidden_index[key]
+                    reduced = (
+                        last if k == 0 else self.reduced_row(row, len(prompt_ids[prompt]) - 1 + k)
+                    )
                     term_sequence.append(number)
                     term_index.append(k)
                     term_row.append(reduced)
-                    term_column.append(column(reduced, token))
-        set_plans[name] = _SetPlan(
+                    term_column.append(self.column(reduced, token))
+        return _SetPlan(
             answers=list(answer_sets[name]),  # type: ignore[index]
             token_ids=per_prompt,
-            first_columns=torch.zeros(0, 0, dtype=torch.bool),  # filled in below
+            first_columns=torch.zeros(0, 0, dtype=torch.bool),  # filled in by row_ids
             term_sequence=torch.tensor(term_sequence, dtype=torch.long),
             term_index=torch.tensor(term_index, dtype=torch.long),
             term_row=torch.tensor(term_row, dtype=torch.long),
             term_column=torch.tensor(term_column, dtype=torch.long),
             sequence_prompt=torch.tensor(sequence_prompt, dtype=torch.long),
         )
-    width_ids = max((len(t) for t in row_tokens), default=0)
-    row_ids = None
-    if answer_sets:
-        width = max(width_ids, 1)
+
+    def row_ids(
+        self,
+        set_plans: dict[str, _SetPlan],
+        sequences_of: dict[str, list[list[list[int]] | None]],
+    ) -> torch.Tensor:
+        """``[R, a]`` the ids each reduced row tracks (-1 where it has fewer); each set's
+        ``first_columns`` set from them."""
+        n_shown = len(self.grid.shown_cells)
+        width = max(max((len(t) for t in self.row_tokens), default=0), 1)
         row_ids = torch.tensor(
-            [tokens + [-1] * (width - len(tokens)) for tokens in row_tokens], dtype=torch.long
-        ).reshape(len(reduce_rows), width)
-        shown_prompt = torch.tensor([i for i, _ in shown_cells], dtype=torch.long)
+            [tokens + [-1] * (width - len(tokens)) for tokens in self.row_tokens],
+            dtype=torch.long,
+        ).reshape(len(self.reduce_rows), width)
+        shown_prompt = torch.tensor([i for i, _ in self.grid.shown_cells], dtype=torch.long)
         for name, plan in set_plans.items():
             # This set's first tokens per prompt (-2 pads: matches no id), then per shown row.
             firsts = [sorted({s[0] for s in sequences or []}) for sequences in sequences_of[name]]
             most = max(1, max(len(f) for f in firsts))
             table = torch.tensor([f + [-2] * (most - len(f)) for f in firsts], dtype=torch.long)
-            shown_ids = row_ids[: len(shown)].unsqueeze(-1)
+            shown_ids = row_ids[:n_shown].unsqueeze(-1)
             plan.first_columns = (shown_ids == table[shown_prompt].unsqueeze(1)).any(-1)
-    tracked = None
-    if targets or answer_sets:
-        tracked = Tracked(torch.tensor(target_ids, dtype=torch.long), row_ids)
-    return InputPlan(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        display_ids=display_ids,
-        display_mask=display_mask,
-        shown_mask=shown_mask,
-        reduce_rows=torch.tensor(reduce_rows, dtype=torch.long),
-        n_shown=len(shown),
-        row_prompt=row_prompt,
-        tracked=tracked,
-        targets=list(targets) if targets else None,
-        target_token_ids=target_token_ids,
-        target_columns=target_columns,
-        answer_sets=set_plans,
-    )
+        return row_ids
 
 
 def score(

@@ -1,5 +1,11 @@
 """The ``LogitLens`` pipeline step: its options, checked before any model work, and its calls.
 
+The step holds its options as one checked, frozen record
+(:class:`~murano_widgets.step.config.StepConfig`) and calls plain functions, read top to
+bottom: :mod:`~murano_widgets.step.trace`, :mod:`~murano_widgets.step.chunk_loop`,
+:mod:`~murano_widgets.step.reductions`, :mod:`~murano_widgets.step.assemble`
+(:func:`~murano_widgets.step.assemble.run_step`).
+
 One pass over the batched prompts (a forward pass with hooks, or an nnsight trace:
 :mod:`murano_widgets.step.trace`) saves each requested layer's block output; then, per chunk of
 real (non-padded) positions and per layer, the final norm and the unembedding turn it into logits
@@ -18,38 +24,31 @@ reductions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+import copy
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
-from murano_widgets._checks import check_bool, check_int, check_model
-from murano_widgets.attribution.components import ComponentLayout, check_mid_rows
-from murano_widgets.attribution.readout import readout_of
-from murano_widgets.attribution.sublayers import sublayers_of
+from murano_widgets.attribution.components import ComponentLayout
+from murano_widgets.attribution.readout import Readout
 from murano_widgets.backends.base import ModelBackend
-from murano_widgets.backends.contract import BlockBackend, block_backend
-from murano_widgets.lenses import Lens, as_lens, named_lenses
+from murano_widgets.lenses import Lens
 from murano_widgets.results import LensResults, LogitLensResult
-from murano_widgets.step.assemble import StepRun
-from murano_widgets.step.groups import check_groups
-from murano_widgets.types import (
-    RESID_MID,
-    RESID_POST,
-    SITES,
-    Node,
-    PromptBatch,
-    validate_prompts,
-    validate_targets,
+from murano_widgets.step.assemble import run_step
+from murano_widgets.step.config import (
+    DEFAULT_MAX_CHUNK_BYTES,
+    StepConfig,
+    configure,
+    resolve_layers,
 )
+from murano_widgets.types import RESID_POST, Node, PromptBatch, validate_prompts
 
-__all__ = ["LogitLens"]
+# DEFAULT_MAX_CHUNK_BYTES and resolve_layers are the step's own, read where the step is.
+__all__ = ["DEFAULT_MAX_CHUNK_BYTES", "LogitLens", "resolve_layers"]
 
-DEFAULT_MAX_CHUNK_BYTES = 256 * 2**20
 
-
-class LogitLens(StepRun):
+class LogitLens:
     """Pipeline step: the logit lens of every requested layer on a batch of prompts.
 
     Reads ``results["prompts"]`` (a :class:`PromptBatch`) and writes
@@ -129,6 +128,11 @@ class LogitLens(StepRun):
     #: A path that reads the block outputs without an nnsight trace must not run while it is set.
     intervention: Any = None
 
+    # Whether block outputs alone, locally, may come from a plain forward pass with hooks
+    # rather than an nnsight trace (the tests turn it off to check that both give the same
+    # result).
+    _PLAIN_FORWARD = True
+
     def __init__(
         self,
         model: ModelBackend,
@@ -149,94 +153,133 @@ class LogitLens(StepRun):
         heads: bool = False,
         groups: Mapping[str, Any] | None = None,
     ) -> None:
-        check_model(model)
-        self.model = model
-        self.layers = resolve_layers(layers, model.n_layers)
-        self.store_full_probs = check_bool("store_full_probs", store_full_probs)
-        vocab_size = int(model.vocab_size)
-        self.top_k = check_int("top_k", top_k, 1, vocab_size, "the vocabulary size")
-        self.max_chunk_bytes = check_int("max_chunk_bytes", max_chunk_bytes, 1, None, None)
-        self.remote = check_bool("remote", remote)
-        self.reduce_in_trace = (
-            self.remote
-            if reduce_in_trace is None
-            else check_bool("reduce_in_trace", reduce_in_trace)
+        #: The options, checked (every one of them, before any model work).
+        self.config: StepConfig = configure(
+            model,
+            layers,
+            store_full_probs,
+            top_k=top_k,
+            max_chunk_bytes=max_chunk_bytes,
+            remote=remote,
+            reduce_in_trace=reduce_in_trace,
+            lens=lens,
+            targets=targets,
+            variants=variants,
+            positions=positions,
+            kl_between_lenses=kl_between_lenses,
+            sites=sites,
+            decompose=decompose,
+            heads=heads,
+            groups=groups,
         )
-        named = named_lenses(lens, model)
-        #: The lens of a single-lens step (``None`` with named lenses).
-        self.lens: Lens | None = None
-        #: The lenses by name: with one lens, its kind names it.
-        self.lenses: dict[str, Lens]
-        if named is not None:
-            self.lenses = named
-        else:
-            single = as_lens(lens, model)
-            self.lens, self.lenses = single, {single.kind: single}
-        #: Whether ``lens`` named its lenses (then results are :class:`LensResults`).
-        self.named = named is not None
-        # A lens fitted for some layers only (a Jacobian lens's source_layers) says so now.
-        for each in self.lenses.values():
-            each.check_layers(self.layers, model.n_layers)
-        self.kl_between_lenses = check_bool("kl_between_lenses", kl_between_lenses)
-        if self.kl_between_lenses and not self.named:
-            raise ValueError(
-                "kl_between_lenses=True measures KL between named lenses: give them as "
-                "lens={'logit': None, 'tuned': tuned}"
-            )
-        self.targets = None if targets is None else validate_targets(targets)
-        self.variants = check_bool("variants", variants)
-        if not isinstance(positions, str) or positions not in ("all", "last"):
-            raise ValueError(f"positions must be 'all' or 'last', got {positions!r}")
-        self.positions = positions
-        self.sites = _check_sites(sites)
-        self.decompose = check_bool("decompose", decompose)
-        self.heads = check_bool("heads", heads)
-        self.groups = check_groups(groups)
-        if self.heads and not self.decompose:
-            raise ValueError(
-                "heads=True splits the attention terms of direct logit attribution: pass "
-                "decompose=True as well"
-            )
-        if RESID_MID in self.sites:
-            check_mid_rows(model)
-        #: The rows, in order: a block index for its output, Node(l, "resid_mid") before it.
-        self.rows: list[int | Node] = [
-            key
-            for layer in self.layers
-            for key in ((Node(layer, RESID_MID),) if RESID_MID in self.sites else ())
-            + ((layer,) if RESID_POST in self.sites else ())
-        ]
-        mid_sources = sorted({key.layer - 1 for key in self.rows if isinstance(key, Node)} - {-1})
-        for each in self.lenses.values():
-            if mid_sources:
-                each.check_layers(mid_sources, model.n_layers)
-        self._mid_path = (
-            sublayers_of(getattr(model, "config", None), "sites=('resid_mid', ...)").mid
-            if RESID_MID in self.sites
-            else None
-        )
-        self.components = ComponentLayout(model, self.heads) if self.decompose else None
-        self.readout = readout_of(model) if self.decompose else None
-        #: The model as a BlockBackend, where the rows or the decomposition read inside its
-        #: blocks (else ``None``): checked here, before any model work, not in the trace.
-        self.block_model: BlockBackend | None = None
-        if self.decompose or RESID_MID in self.sites:
-            wanted = "decompose=True" if self.decompose else "sites=('resid_mid', ...)"
-            self.block_model = block_backend(model, wanted)
-        # Last, with every option set: a lens that cannot run with them says so now.
-        for each in self.lenses.values():
-            each.check_step(self)
-        if self.remote:
-            # Last, after the arguments: an nnsight that NDIF's server refuses (0.7, which
-            # nnterp 1.3 needs) is one clear error now, not an HTTP error from the server.
-            from murano_widgets.backends.nnsight import check_ndif_client
 
-            check_ndif_client()
+    def with_options(self, **changes: Any) -> LogitLens:
+        """The same step with other ``targets`` or ``groups`` (checked as the step's own are),
+        sharing the model and lenses; the step itself is left as it is.
+
+        Raises:
+            TypeError: For another option.
+            TypeError, ValueError: For bad targets or groups.
+        """
+        step = copy.copy(self)
+        step.config = self.config.replace(**changes)
+        return step
+
+    # The options, read from the record (the step's Args say each).
+    @property
+    def model(self) -> ModelBackend:
+        return self.config.model
+
+    @property
+    def layers(self) -> list[int]:
+        return self.config.layers
+
+    @property
+    def rows(self) -> list[int | Node]:
+        """The rows, in order: a block index for its output, ``Node(l, "resid_mid")`` before it."""
+        return self.config.rows
+
+    @property
+    def lens(self) -> Lens | None:
+        """The lens of a single-lens step (``None`` with named lenses)."""
+        return self.config.lens
+
+    @property
+    def lenses(self) -> dict[str, Lens]:
+        """The lenses by name: with one lens, its kind names it."""
+        return self.config.lenses
+
+    @property
+    def named(self) -> bool:
+        """Whether ``lens`` named its lenses (then results are :class:`LensResults`)."""
+        return self.config.named
+
+    @property
+    def store_full_probs(self) -> bool:
+        return self.config.store_full_probs
+
+    @property
+    def top_k(self) -> int:
+        return self.config.top_k
+
+    @property
+    def max_chunk_bytes(self) -> int:
+        return self.config.max_chunk_bytes
+
+    @property
+    def remote(self) -> bool:
+        return self.config.remote
+
+    @property
+    def reduce_in_trace(self) -> bool:
+        return self.config.reduce_in_trace
+
+    @property
+    def kl_between_lenses(self) -> bool:
+        return self.config.kl_between_lenses
+
+    @property
+    def targets(self) -> list[str] | None:
+        return self.config.targets
+
+    @property
+    def variants(self) -> bool:
+        return self.config.variants
+
+    @property
+    def positions(self) -> str:
+        return self.config.positions
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        return self.config.sites
+
+    @property
+    def decompose(self) -> bool:
+        return self.config.decompose
+
+    @property
+    def heads(self) -> bool:
+        return self.config.heads
+
+    @property
+    def groups(self) -> dict[str, Any] | None:
+        return self.config.groups
+
+    @property
+    def components(self) -> ComponentLayout | None:
+        """With ``decompose``: the components read in the trace."""
+        return self.config.components
+
+    @property
+    def readout(self) -> Readout | None:
+        """With ``decompose``: the lens's readout, linearised."""
+        return self.config.readout
 
     @property
     def addresses(self) -> list[Node]:
         """One :class:`Node` per row."""
-        return [key if isinstance(key, Node) else Node(key, RESID_POST) for key in self.rows]
+        return self.config.addresses
 
     def __repr__(self) -> str:
         return (
@@ -295,7 +338,17 @@ class LogitLens(StepRun):
             ValueError: If ``prompt_ids`` does not hold one non-empty list of token ids (from
                 0 to the vocabulary size) per prompt.
         """
-        return self._run(prompts, answers, prompt_ids, foils)[0]
+        # run_step is called here, not through a helper: the warnings it gives name the
+        # caller's line (their stacklevel counts these frames).
+        return run_step(
+            self.config,
+            prompts,
+            answers,
+            prompt_ids,
+            foils,
+            intervention=self.intervention,
+            plain=self._PLAIN_FORWARD,
+        )[0]
 
     def run_with_block_outputs(
         self, prompts: list[str]
@@ -313,80 +366,8 @@ class LogitLens(StepRun):
         """
         if self.reduce_in_trace:
             raise ValueError("block outputs are kept only when the step reduces after its trace")
-        result, hidden = self._run(prompts, None, None)
+        result, hidden = run_step(
+            self.config, prompts, intervention=self.intervention, plain=self._PLAIN_FORWARD
+        )
         assert hidden is not None
         return result, hidden
-
-
-def resolve_layers(layers: Sequence[int] | str, n_layers: int) -> list[int]:
-    """Validates ``layers`` against a model of ``n_layers`` and returns them sorted, non-negative.
-
-    Raises:
-        ValueError: For a string other than ``"all"``, an empty list, an index out of range or
-            a duplicate (after resolving negative indices).
-        TypeError: For anything that is not a string or a list of ints.
-    """
-    if isinstance(layers, str):
-        if layers != "all":
-            raise ValueError(f"layers must be 'all' or a list of ints, got the string {layers!r}")
-        return list(range(n_layers))
-    if isinstance(layers, np.ndarray) and layers.ndim == 0:
-        layers = layers.item()
-    if isinstance(layers, (bool, int, np.integer, np.bool_)) or not isinstance(layers, Iterable):
-        hint = (
-            f"; for one layer write layers=[{layers}]"
-            if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool)
-            else ""
-        )
-        raise TypeError(
-            f"layers must be 'all' or a list of ints, got {type(layers).__name__} {layers!r}{hint}"
-        )
-    if isinstance(layers, (set, frozenset, Mapping)):
-        raise TypeError(
-            f"layers must be 'all' or a list of ints, got a {type(layers).__name__}; "
-            "give a list, e.g. layers=[0, 3, -1]"
-        )
-    layers = list(layers)
-    if not layers:
-        raise ValueError("layers is an empty list: give at least one layer index, or 'all'")
-    resolved: dict[int, Any] = {}
-    for given in layers:
-        if isinstance(given, (bool, np.bool_)) or not isinstance(given, (int, np.integer)):
-            raise TypeError(
-                f"layers must hold ints, got {type(given).__name__} {given!r} in {layers!r}"
-            )
-        if not -n_layers <= given < n_layers:
-            raise ValueError(
-                f"layers holds {given}, out of range for a model with {n_layers} layers "
-                f"(allowed: {-n_layers} to {n_layers - 1})"
-            )
-        index = int(given) % n_layers
-        if index in resolved:
-            raise ValueError(
-                f"layers holds layer {index} twice ({resolved[index]!r} and {given!r} in {layers!r})"
-            )
-        resolved[index] = given
-    return sorted(resolved)
-
-
-def _check_sites(sites: Any) -> tuple[str, ...]:
-    """``sites`` as a tuple of known sites, each once.
-
-    Raises:
-        TypeError: For a string or anything that is not a list of strings.
-        ValueError: For an empty list, an unknown site or a duplicate.
-    """
-    allowed = ", ".join(repr(site) for site in SITES)
-    if isinstance(sites, str) or not isinstance(sites, (list, tuple)):
-        raise TypeError(
-            f"sites must be a tuple of sites ({allowed}), e.g. sites=('resid_mid', "
-            f"'resid_post'); got {type(sites).__name__} {sites!r:.60}"
-        )
-    if not sites:
-        raise ValueError(f"sites is empty: give at least one of {allowed}")
-    for site in sites:
-        if site not in SITES:
-            raise ValueError(f"sites holds {site!r}; allowed: {allowed}")
-    if len(set(sites)) != len(sites):
-        raise ValueError(f"sites holds a site twice: {tuple(sites)!r}")
-    return tuple(site for site in SITES if site in sites)

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from murano_widgets.metrics import METRICS, SECTIONS, missing_value
 from murano_widgets.step.groups import PromptRows, group_probs, logit_difference
 
 _LOG2 = math.log(2.0)
@@ -142,34 +143,22 @@ class Tracked:
         return Tracked(self.target_ids, row_ids, None, *self._each(lambda t: t.tiled(times)))
 
 
-# What a cell holds when it has no value: padding, or a distribution that was not finite.
-MISSING = {
-    "topk_tokens": -1,
-    "topk_probs": float("nan"),
-    "entropy": float("nan"),
-    "final_token_probs": float("nan"),
-    "final_token_ranks": -1,
-    "kl_to_final": float("nan"),
-    "target_probs": float("nan"),
-    "target_ranks": -1,
-    "row_token_probs": float("nan"),
-    "row_token_ranks": -1,
-    "group_probs": float("nan"),
-    "logit_diff": float("nan"),
-}
-# The fields of a row's own distribution (as opposed to those measured against the final one).
-OWN_FIELDS = (
-    "topk_tokens",
-    "topk_probs",
-    "entropy",
-    "target_probs",
-    "target_ranks",
-    "row_token_probs",
-    "row_token_ranks",
-    "group_probs",
-    "logit_diff",
+#: What a cell holds when it has no value (padding, or a distribution that was not finite), by
+#: the field a row's reduction writes it to: its payload section's (-1 for ids and ranks, else
+#: NaN: :func:`murano_widgets.metrics.missing_value`). The answers' tokens tracked per row
+#: (``row_token_*``, which :func:`~murano_widgets.step.inputs.score` turns into the answer
+#: fields) are filled as those fields are.
+#: (Read from the metric registry, not the result class: ``_adapters`` reads this module, and
+#: the result's ``plot`` reads ``_adapters``.)
+MISSING: dict[str, float] = {name: missing_value(section) for name, section in SECTIONS.items()}
+MISSING.update(
+    row_token_probs=MISSING["answer_token_probs"], row_token_ranks=MISSING["answer_token_ranks"]
 )
-FINAL_BASED = ("final_token_probs", "final_token_ranks", "kl_to_final")
+#: The fields measured against the model's own final distribution: the registry's final-based
+#: metrics (:data:`murano_widgets.metrics.METRICS`).
+FINAL_BASED = tuple(m.field for m in METRICS.values() if m.reduced and m.final_based)
+#: The fields of a row's own distribution (as opposed to those measured against the final one).
+OWN_FIELDS = tuple(name for name in MISSING if name not in FINAL_BASED)
 
 
 def fast_topk(z: torch.Tensor, k: int, group: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
@@ -746,20 +735,21 @@ def reduce_layers(
     """
     per_lens, final, _ = reduce_lenses(
         lambda _lens, layer: logits_of(layer),
-        1,
-        layers,
-        final_layer,
-        top_k,
-        keep_probs,
-        buffers,
-        lambda _lens, layer, fields: keep(layer, fields),
-        tracked,
+        n_lenses=1,
+        layers=layers,
+        final_layer=final_layer,
+        top_k=top_k,
+        keep_probs=keep_probs,
+        buffers=buffers,
+        keep=lambda _lens, layer, fields: keep(layer, fields),
+        tracked=tracked,
     )
     return per_lens[0], final
 
 
 def reduce_lenses(
     logits_of: Callable[[int, Row], torch.Tensor],
+    *,
     n_lenses: int,
     layers: Sequence[Row],
     final_layer: Row | None,

@@ -31,7 +31,7 @@ class _TokenStrings(weakref.WeakKeyDictionary):
 _TOKEN_STRINGS: _TokenStrings = _TokenStrings()
 
 
-def _decode_unique(tokenizer: Any, id_tensors: list[torch.Tensor]) -> dict[int, str]:
+def decode_unique(tokenizer: Any, id_tensors: list[torch.Tensor]) -> dict[int, str]:
     """Each distinct token id decoded, in ascending id order. An id is decoded once per
     tokenizer, then kept, and alone: the Rust tokenizer's batch decode runs on its thread
     pool, which on two busy cores took 2.6 ms a call of 200 ids that take 0.1 ms to decode
@@ -79,14 +79,14 @@ def _known_strings(tokenizer: Any, backend: Any) -> dict[int, str]:
     return known
 
 
-def _subset(table: dict[int, str], id_tensors: list[torch.Tensor]) -> dict[int, str]:
+def subset(table: dict[int, str], id_tensors: list[torch.Tensor]) -> dict[int, str]:
     """The entries of ``table`` for the distinct ids of ``id_tensors``, in ascending id order
-    (as :func:`_decode_unique` makes them: one lens's table among lenses side by side)."""
+    (as :func:`decode_unique` makes them: one lens's table among lenses side by side)."""
     ids = torch.unique(torch.cat([t.reshape(-1) for t in id_tensors]))
     return {i: table[i] for i in ids[ids >= 0].tolist()}
 
 
-def _words(ids: torch.Tensor, table: dict[int, str]) -> list:
+def words(ids: torch.Tensor, table: dict[int, str]) -> list:
     """Maps an id tensor to nested lists of decoded words ("" for -1) through the table."""
     keys = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
     values = np.array(["", *table.values()], dtype=object)

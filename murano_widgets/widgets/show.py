@@ -8,7 +8,7 @@ prompts once and hands the result to :class:`~murano_widgets.widgets.lens.LogitL
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from murano_widgets._checks import check_model
 from murano_widgets.backends.base import ModelBackend
@@ -103,6 +103,8 @@ def show_logit_lens(
             - ``temperature``: the sampling temperature (only with ``do_sample=True``).
             - ``top_p``: nucleus sampling's probability mass (only with ``do_sample=True``).
             - ``seed``: makes sampling reproducible (only with ``do_sample=True``).
+            - ``generation``: the generation options above as one record, a
+              :class:`~murano_widgets.Generation` (instead of them one by one).
             - ``chat``: a chat (a list of ``{"role", "content"}`` messages) or a list of
               chats instead of ``prompts``, read through the tokenizer's chat template, each
               token's role marked.
@@ -177,11 +179,10 @@ def show_logit_lens(
             decompose=bool(options.get("decompose")),
         )
     )
-    session = LiveSession(
-        model,
-        layers,
-        lens=lens,
-        **{key: value for key, value in options.items() if key not in _PER_PROMPT},
-    )
+    # The session's options (the step's and generation's), as the TypedDict checked them.
+    forwarded: dict[str, Any] = {
+        key: value for key, value in options.items() if key not in _PER_PROMPT
+    }
+    session = LiveSession(model, layers, lens=lens, **forwarded)
     result = session.run(prompts, **{key: options[key] for key in _PER_PROMPT if key in options})
     return LogitLensWidget(result, live=session, **chosen)

@@ -41,6 +41,8 @@ import torch
 from nnsight import CONFIG
 
 from murano_widgets import LogitLens, MuranoModel, PromptBatch
+from murano_widgets.step import assemble
+from murano_widgets.step import trace as step_trace
 
 # Answers of one and of several tokens, alternatives, and a prompt without one.
 ANSWERS = [" Rome", [" one", " two three"], None, " six"]
@@ -332,20 +334,21 @@ def dataset(args: argparse.Namespace) -> dict:
     # 3. The first job fails on the server, and is sent again. The trace's code runs on the
     # server (nnsight 0.8), so whether to fail is decided here and travels with the step.
     calls = []
-    reduce_in_trace, read_states = LogitLens._reduce_in_trace, LogitLens._read_states
+    reduce_in_trace, read_states = assemble.reduce_in_trace, step_trace.read_states
 
-    def reduce_once(self, *a, **k):
+    def reduce_once(*a, **k):
+        # The trace's code reads read_states from its module when it is sent: the first job
+        # sends the failing one.
         calls.append(1)
-        self.fail_on_server = len(calls) == 1
-        return reduce_in_trace(self, *a, **k)
+        step_trace.read_states = read_and_fail if len(calls) == 1 else read_states
+        return reduce_in_trace(*a, **k)
 
-    def read_and_fail(self, states, take):
-        read_states(self, states, take)
-        if getattr(self, "fail_on_server", False):
-            # Block 0's output again, after the later blocks ran: the server refuses it.
-            states["post"][0] = take(self.model.layer(0))
+    def read_and_fail(config, states, take, intervention=None):
+        read_states(config, states, take, intervention)
+        # Block 0's output again, after the later blocks ran: the server refuses it.
+        states["post"][0] = take(config.model.layer(0))
 
-    LogitLens._reduce_in_trace, LogitLens._read_states = reduce_once, read_and_fail
+    assemble.reduce_in_trace = reduce_once
     jobs.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -353,7 +356,7 @@ def dataset(args: argparse.Namespace) -> dict:
         retried = lens_dataset(
             model, demo_pairs(n), remote=True, progress=False, remote_jobs=1, **options
         )
-    LogitLens._reduce_in_trace, LogitLens._read_states = reduce_in_trace, read_states
+    assemble.reduce_in_trace, step_trace.read_states = reduce_in_trace, read_states
     summary["retry_warnings"] = [str(w.message) for w in caught if "once more" in str(w.message)]
     summary["retry_jobs"] = len(jobs)
     np.savez(out / "retried.npz", **arrays(retried))
