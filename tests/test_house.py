@@ -371,30 +371,9 @@ def test_a_new_view_trait_is_one_line_of_the_table(load_tiny):
 # No private name crosses a module; no long function without a reason; the layers as drawn
 
 
-#: Private names still imported from another module, each with why: all of them the step's own
-#: (``step/``, ``lenses/``), which issue 48's step refactor makes public or keeps inside one
-#: module. Take an entry off once it is gone (the test says which are).
-PRIVATE_IMPORTS_ALLOWED = {
-    name: "the step's refactor (issue 48 part 2) owns step/ and lenses/"
-    for name in (
-        "murano_widgets._adapters <- murano_widgets.step.token_strings._decode_unique",
-        "murano_widgets.attribution.outputs <- murano_widgets.step.trace._flatten_states",
-        "murano_widgets.attribution.outputs <- murano_widgets.step.trace._model_inputs",
-        "murano_widgets.lenses.jacobian <- murano_widgets.lenses.jacobian_fit._check_matrices",
-        "murano_widgets.lenses.jacobian <- murano_widgets.lenses.tuned._model_name",
-        "murano_widgets.lenses.jacobian_fit <- murano_widgets.lenses.train._texts_hash",
-        "murano_widgets.lenses.jacobian_hub <- murano_widgets.backends.loading._hub_reachable",
-        "murano_widgets.lenses.tuned <- murano_widgets.lenses.train._check_train_args",
-        "murano_widgets.lenses.tuned <- murano_widgets.lenses.train._texts_hash",
-        "murano_widgets.lenses.tuned <- murano_widgets.lenses.train._Trainer",
-        "murano_widgets.step.assemble <- murano_widgets.step.token_strings._decode_unique",
-        "murano_widgets.step.assemble <- murano_widgets.step.token_strings._subset",
-        "murano_widgets.step.assemble <- murano_widgets.step.token_strings._words",
-        "murano_widgets.step.assemble <- murano_widgets.step.trace._model_inputs",
-        "murano_widgets.step.assemble <- murano_widgets.step.trace._row_states",
-        "murano_widgets.step.chunk_loop <- murano_widgets.step.trace._to_cpu",
-    )
-}
+#: Private names still imported from another module, each with why (none now: issue 48 made
+#: every shared name public). Take an entry off once it is gone (the test says which are).
+PRIVATE_IMPORTS_ALLOWED: dict[str, str] = {}
 
 
 def _private_imports(source: str, module: str, modules: set[str]) -> set[str]:
@@ -457,15 +436,6 @@ LONG_FUNCTIONS = {
         "an exercise's check: the tokens' checks, then the table of the student's known "
         "mistakes, each rebuilt from the model, in the order an answer fails them"
     ),
-    "murano_widgets/lenses/jacobian_fit.py::fit_jacobians": "lenses/: the step's refactor's",
-    "murano_widgets/lenses/tuned.py::TunedLens.train": (
-        "lenses/: the step's refactor moves it to lenses/train.py (issue 48 part 5)"
-    ),
-    "murano_widgets/step/assemble.py::StepRun._run": "step/: the step's refactor (issue 48 part 2)",
-    "murano_widgets/step/chunk_loop.py::ChunkLoop._reduce_after_trace": (
-        "step/: the step's refactor (issue 48 part 2)"
-    ),
-    "murano_widgets/step/inputs.py::plan_inputs": "step/: the step's refactor (issue 48 part 5)",
 }
 
 

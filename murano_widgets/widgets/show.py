@@ -173,7 +173,7 @@ def show_logit_lens(
             n_prompts=n_prompts,
             layers=lambda: resolve_layers(layers, model.n_layers),
             targets=list(targets) if isinstance(targets, (list, tuple)) else [],
-            lens_names=lambda: list(named_lenses(lens) or {as_lens(lens).kind: None}),
+            lens_names=lambda: list(named_lenses(lens) or [as_lens(lens).kind]),
             chosen=chosen,
             chat=chat is not None,
             decompose=bool(options.get("decompose")),
@@ -184,5 +184,8 @@ def show_logit_lens(
         key: value for key, value in options.items() if key not in _PER_PROMPT
     }
     session = LiveSession(model, layers, lens=lens, **forwarded)
-    result = session.run(prompts, **{key: options[key] for key in _PER_PROMPT if key in options})
+    per_prompt: dict[str, Any] = {
+        key: value for key, value in options.items() if key in _PER_PROMPT
+    }
+    result = session.run(prompts, **per_prompt)
     return LogitLensWidget(result, live=session, **chosen)
