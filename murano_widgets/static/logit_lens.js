@@ -5001,6 +5001,9 @@ var TrajectoryView = class {
   }
   /**
    * Draws the chart for `input` (skipped when nothing it shows changed).
+   * Over 100 lines on purpose: one pass from the input to the SVG in drawing order (scales, the
+   * axes, a line per token or group, the sum, the cursor), each part a few lines that read the
+   * same locals; split, each piece would take most of them as arguments.
    * @param {ChartInput} input
    */
   update(input) {
@@ -7733,6 +7736,9 @@ var COMPONENT_KEYS = /* @__PURE__ */ new Set(["prompt", "layer", "explain", "hea
 var viewCounter = 0;
 var LensView = class {
   /**
+   * Over 100 lines on purpose: the view's fields declared once, each with what it holds (about
+   * 70 of its lines), then its parts made in the order they depend on one another and the store
+   * subscriptions that tie them; no branch but the first draw's.
    * @param {WidgetModel} model
    * @param {HTMLElement} el
    */

@@ -205,6 +205,9 @@ export class TrajectoryView {
 
   /**
    * Draws the chart for `input` (skipped when nothing it shows changed).
+   * Over 100 lines on purpose: one pass from the input to the SVG in drawing order (scales, the
+   * axes, a line per token or group, the sum, the cursor), each part a few lines that read the
+   * same locals; split, each piece would take most of them as arguments.
    * @param {ChartInput} input
    */
   update(input) {

@@ -31,6 +31,8 @@ function clientRect(layout, canvas, layerIndex, position, scroll) {
 }
 
 /**
+ * The test hook's table (`__muranoDebug`): one short entry per thing a browser test reads or
+ * does. Over 100 lines on purpose: a flat table of one-liners, not a procedure.
  * @param {LensView} view
  */
 export function debugApi(view) {

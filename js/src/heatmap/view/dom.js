@@ -76,6 +76,8 @@ export const READOUT_HINT = "Hover or focus a cell for details; click or Enter p
 
 /**
  * Builds the widget's elements (nothing from the data yet) and appends them to `el`.
+ * Over 100 lines on purpose: the widget's element tree written top to bottom in the order it
+ * shows, one statement per control, so the page can be read from here as it is laid out.
  * @param {HTMLElement} el
  * @param {string} id a page-unique prefix for element ids
  * @returns {Ui}
