@@ -528,12 +528,15 @@ GROUP_NAMES = ["paris", "<b>g</b> $&"]
 
 def _with_groups(result: LogitLensResult, flip: bool = False) -> LogitLensResult:
     """``result`` as a run with two token groups (one with a hostile name): group ``g``'s
-    probability at its cells spread over [0, 1] (from 1 to 0 with ``flip``), each group's apart,
+    probability at its cells spread over [0, 1] (from 0.97 to 0.04 with ``flip``), each group's apart,
     NaN at padding."""
     shape = (*result.max_probs.shape, len(GROUP_NAMES))
-    values = torch.linspace(0.0, 1.0, math.prod(shape)).reshape(shape)
-    if flip:
-        values = 1.0 - values
+    # k / (n - 1) in float64, then float32: division is correctly rounded on every CPU path,
+    # where float32 linspace is not (AVX2 and no-AVX kernels differed in a quantisation step).
+    steps = torch.arange(math.prod(shape), dtype=torch.float64) / (math.prod(shape) - 1)
+    # The flipped side is not 1 - steps: b - a would then be 1 - 2 * steps, landing on the
+    # quantiser's half steps, where an FMA and a plain multiply round apart.
+    values = (0.97 - 0.93 * steps if flip else steps).float().reshape(shape)
     values[~result.attention_mask.bool()[None, ..., None].expand(shape)] = float("nan")
     return dataclasses.replace(
         result,
@@ -1060,11 +1063,13 @@ def diff_cases() -> dict[str, LensComparison]:
         full=False,
     )
     prefix = compare(a, b, align="prefix")
+    grouped = compare(_with_groups(a), _with_groups(b, flip=True), align="prefix")
     return {
         "prefix": dataclasses.replace(prefix, kl_a_to_b=_exact_kl(prefix)),
         "depth": compare(a, deep, align="tokens"),
-        # Both sides with token groups: each group's change in probability.
-        "groups": compare(_with_groups(a), _with_groups(b, flip=True), align="prefix"),
+        # Both sides with token groups: each group's change in probability (the KL exact, as
+        # for "prefix": float32 log and exp round apart on AVX2 and no-AVX kernels).
+        "groups": dataclasses.replace(grouped, kl_a_to_b=_exact_kl(grouped)),
     }
 
 
