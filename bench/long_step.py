@@ -20,6 +20,7 @@ does not see torch's CPU allocations: the peak is the process's ``VmHWM`` reset 
 
     PYTHONPATH=. python bench/long_step.py   # 8 layers x hidden 512, vocab 32,000, 8,192 tokens
     PYTHONPATH=. python bench/long_step.py --layers 16 --hidden 1024 --tokens 8192 --rounds 3
+    PYTHONPATH=. python bench/long_step.py --chunk-mib 128   # the floor's block size, for the step
 
 (``PYTHONPATH=.``: the checkout's package, not the one installed in the venv.)
 """
@@ -75,7 +76,7 @@ def prompt_of(tokens: int, vocab: int) -> str:
     return " ".join(f"w{rng.randrange(vocab - 1)}" for _ in range(tokens))
 
 
-def worker(kind: str, folder: str, tokens: int, vocab: int) -> dict:
+def worker(kind: str, folder: str, tokens: int, vocab: int, chunk_mib: int = 0) -> dict:
     import torch
 
     prompt = prompt_of(tokens, vocab)
@@ -83,7 +84,8 @@ def worker(kind: str, folder: str, tokens: int, vocab: int) -> dict:
         from murano_widgets import LogitLens, MuranoModel, PromptBatch
 
         model = MuranoModel(folder)
-        step = LogitLens(model, layers="all", top_k=5)
+        chunk = {"max_chunk_bytes": chunk_mib * 2**20} if chunk_mib else {}
+        step = LogitLens(model, layers="all", top_k=5, **chunk)
         LogitLens(model)({"prompts": PromptBatch(["w1 w2 w3"])})  # warm-up, small
 
         def run() -> int:
@@ -136,9 +138,9 @@ def worker(kind: str, folder: str, tokens: int, vocab: int) -> dict:
     return {"seconds": seconds, "peak_gb": (_peak_bytes() - base) / 1e9, "tokens": seq}
 
 
-def spawn(kind: str, folder: Path, tokens: int, vocab: int) -> dict:
+def spawn(kind: str, folder: Path, tokens: int, vocab: int, chunk_mib: int = 0) -> dict:
     command = [sys.executable, __file__, "--worker", kind, "--model", str(folder)]
-    command += ["--tokens", str(tokens), "--vocab", str(vocab)]
+    command += ["--tokens", str(tokens), "--vocab", str(vocab), "--chunk-mib", str(chunk_mib)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -153,11 +155,21 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=32_000)
     parser.add_argument("--tokens", type=int, default=8192)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--chunk-mib",
+        type=int,
+        default=0,
+        help="the step's max_chunk_bytes in MiB (0: its default, 256)",
+    )
     parser.add_argument("--worker")
     parser.add_argument("--model", type=Path)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, str(args.model), args.tokens, args.vocab)))
+        print(
+            json.dumps(
+                worker(args.worker, str(args.model), args.tokens, args.vocab, args.chunk_mib)
+            )
+        )
         return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "llama-shaped"
@@ -165,7 +177,7 @@ def main() -> None:
         runs: dict[str, list[dict]] = {"floor": [], "step": []}
         for round_ in range(args.rounds):
             for kind in ("floor", "step") if round_ % 2 == 0 else ("step", "floor"):
-                runs[kind].append(spawn(kind, folder, args.tokens, args.vocab))
+                runs[kind].append(spawn(kind, folder, args.tokens, args.vocab, args.chunk_mib))
     errors = [r["error"] for results in runs.values() for r in results if "error" in r]
     if errors:
         raise SystemExit(f"a run failed: {errors[0]}")
